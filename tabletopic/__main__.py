@@ -1,0 +1,3 @@
+from tabletopic.cli import main
+
+main()

@@ -1,0 +1,92 @@
+"""``tabletopic``: serve a node, run SQL, manage topics and tables, print config docs, run benches."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tabletopic.cli_common import (
+    ConfigFileOption,
+    DataDirOption,
+    OverrideOption,
+    console,
+    load_config,
+    setup_logging,
+)
+
+app = typer.Typer(
+    help="tabletopic: Kafka-compatible streaming on object storage, materialised into Iceberg tables.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+config_app = typer.Typer(help="Inspect configuration keys.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+# Subcommand groups owned by their subsystems: (name, "module:typer_app_attribute").
+SUBCOMMANDS: tuple[tuple[str, str], ...] = ()
+
+for _name, _path in SUBCOMMANDS:
+    _module, _, _attr = _path.partition(":")
+    app.add_typer(getattr(importlib.import_module(_module), _attr), name=_name)
+
+
+@app.command()
+def serve(
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Start a node: Kafka listener, storage, schema registry, Iceberg REST catalog, table pipeline,
+    admin API. Stops cleanly on Ctrl-C / SIGTERM."""
+    cfg = load_config(data_dir, config, override)
+    setup_logging(cfg.get("log.level"))
+    from tabletopic.platform import serve as serve_platform
+
+    try:
+        import uvloop
+
+        uvloop.run(serve_platform(cfg))
+    except ImportError:  # pragma: no cover - uvloop is a hard dependency; keep serving regardless
+        asyncio.run(serve_platform(cfg))
+
+
+@config_app.command("docs")
+def config_docs() -> None:
+    """Print the Markdown reference of every configuration key with its default."""
+    from tabletopic.config import render_docs
+
+    console.print(render_docs(), markup=False, highlight=False, soft_wrap=True)
+
+
+@config_app.command("show")
+def config_show(
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Print the effective configuration (defaults, file, environment and overrides resolved)."""
+    cfg = load_config(data_dir, config, override)
+    for key, value in sorted(cfg.as_dict().items()):
+        console.print(f"{key}={'' if value is None else value}", markup=False, highlight=False)
+
+
+@app.command()
+def bench(
+    name: Annotated[str, typer.Argument(help="Benchmark: s3stream, broker, registry, catalog, table.")],
+    args: Annotated[list[str] | None, typer.Argument(help="Arguments passed to the bench script.")] = None,
+) -> None:
+    """Run one of the benchmark scripts in bench/ (they print figures and ratios)."""
+    script = Path(__file__).resolve().parent.parent / "bench" / f"{name}_bench.py"
+    if not script.exists():
+        raise typer.BadParameter(f"no benchmark named {name} ({script} missing)")
+    raise typer.Exit(subprocess.call([sys.executable, str(script), *(args or [])]))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,295 @@
+"""Server configuration the Kafka way: a ``server.properties`` file, ``TABLETOPIC_*`` environment
+variables and ``--override key=value`` flags, in rising order of precedence.
+
+Every key is declared once with :func:`define` next to the code that reads it (each subpackage has a
+``settings.py``), so the documentation (``tabletopic config docs`` / ``docs/configuration.md``) is
+generated from the same table the server validates against and can never drift.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ENV_PREFIX = "TABLETOPIC_"
+
+# Modules whose import declares their keys; kept in one place so ``Config.load`` and the docs see all.
+SETTINGS_MODULES = (
+    "tabletopic.settings",
+    "tabletopic.s3stream.settings",
+    "tabletopic.broker.settings",
+    "tabletopic.schema_registry.settings",
+    "tabletopic.catalog.settings",
+    "tabletopic.spark.settings",
+    "tabletopic.table.settings",
+)
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, malformed or out of range; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One documented configuration key.
+
+    ``type`` is one of ``str``, ``int``, ``float``, ``bool`` or ``list`` (comma separated). A key whose
+    name ends in ``.*`` is a prefix: every key under it is accepted and passed through as a string
+    (used for catalog properties handed to pyiceberg and Spark untouched).
+    """
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+    group: str
+    validator: Callable[[Any], None] | None = None
+
+    @property
+    def is_prefix(self) -> bool:
+        return self.name.endswith(".*")
+
+    @property
+    def env_name(self) -> str:
+        return env_name(self.name)
+
+    def parse(self, raw: Any) -> Any:
+        value = parse_value(self.name, self.type, raw)
+        if self.validator is not None and value is not None:
+            try:
+                self.validator(value)
+            except ConfigError:
+                raise
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(f"invalid value {raw!r} for {self.name}: {exc}") from exc
+        return value
+
+
+REGISTRY: dict[str, ConfigKey] = {}
+
+
+def define(
+    name: str,
+    type_: type,
+    default: Any,
+    doc: str,
+    group: str,
+    validator: Callable[[Any], None] | None = None,
+) -> ConfigKey:
+    """Declare a key. Declaring the same name twice is a programming error."""
+    if name in REGISTRY:
+        raise RuntimeError(f"config key {name} declared twice")
+    key = ConfigKey(name, type_, default, doc, group, validator)
+    REGISTRY[name] = key
+    return key
+
+
+def env_name(key: str) -> str:
+    """``log.dirs`` -> ``TABLETOPIC_LOG_DIRS`` (dots and dashes become underscores)."""
+    return ENV_PREFIX + re.sub(r"[.\-]", "_", key).upper()
+
+
+def parse_value(name: str, type_: type, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if type_ is bool:
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{name} must be true or false, not {raw!r}")
+    if type_ is int:
+        try:
+            return int(str(raw).strip())
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be an integer, not {raw!r}") from exc
+    if type_ is float:
+        try:
+            return float(str(raw).strip())
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be a number, not {raw!r}") from exc
+    if type_ is list:
+        if isinstance(raw, list):
+            return raw
+        return [part.strip() for part in str(raw).split(",") if part.strip()]
+    return str(raw)
+
+
+def in_range(low: float | None = None, high: float | None = None) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if low is not None and value < low:
+            raise ValueError(f"must be at least {low}")
+        if high is not None and value > high:
+            raise ValueError(f"must be at most {high}")
+
+    return check
+
+
+def one_of(*choices: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+
+    return check
+
+
+def load_all_settings() -> None:
+    """Import every settings module so :data:`REGISTRY` is complete."""
+    for module in SETTINGS_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            # A subpackage that has not declared keys yet simply contributes none.
+            if exc.name != module:
+                raise
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """Parse a Java-style properties file: ``key=value`` or ``key: value``, ``#``/``!`` comments,
+    trailing-backslash line continuations."""
+    values: dict[str, str] = {}
+    pending = ""
+    for lineno, raw_line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = pending + raw_line.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if match is None:
+            if "=" not in line and ":" not in line and " " not in line:
+                values[line] = ""
+                continue
+            raise ConfigError(f"{path}:{lineno}: cannot parse {raw_line!r}")
+        values[match.group(1)] = match.group(2)
+    return values
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--override expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        values[key.strip()] = value.strip()
+    return values
+
+
+class Config:
+    """Resolved, typed configuration. Unknown keys are kept (and warned about once) so a user can
+    move a Kafka ``server.properties`` over without editing it first."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        load_all_settings()
+        self._raw: dict[str, Any] = dict(values or {})
+        self._values: dict[str, Any] = {}
+        for name, raw in self._raw.items():
+            key = self.lookup(name)
+            if key is None:
+                log.warning("ignoring unknown configuration key %s", name)
+                continue
+            self._values[name] = raw if key.is_prefix else key.parse(raw)
+
+    @staticmethod
+    def lookup(name: str) -> ConfigKey | None:
+        if name in REGISTRY:
+            return REGISTRY[name]
+        for key in REGISTRY.values():
+            if key.is_prefix and name.startswith(key.name[:-1]):
+                return key
+        return None
+
+    @classmethod
+    def load(
+        cls,
+        config_file: Path | None = None,
+        overrides: Iterable[str] = (),
+        environ: Mapping[str, str] | None = None,
+        data_dir: Path | None = None,
+    ) -> Config:
+        load_all_settings()
+        values: dict[str, Any] = {}
+        if config_file is not None:
+            if not config_file.exists():
+                raise ConfigError(f"config file {config_file} does not exist")
+            values.update(read_properties(config_file))
+        env = os.environ if environ is None else environ
+        for key in REGISTRY.values():
+            if not key.is_prefix and key.env_name in env:
+                values[key.name] = env[key.env_name]
+        values.update(parse_overrides(overrides))
+        if data_dir is not None:
+            values["data.dir"] = str(data_dir)
+        return cls(values)
+
+    def get(self, key: str | ConfigKey) -> Any:
+        name = key.name if isinstance(key, ConfigKey) else key
+        if name in self._values:
+            return self._values[name]
+        definition = REGISTRY.get(name)
+        if definition is None:
+            raise KeyError(f"undeclared configuration key {name}")
+        return definition.default
+
+    def with_overrides(self, **values: Any) -> Config:
+        """A copy with some keys replaced (keys given with dots replaced by ``__``)."""
+        merged = dict(self._raw)
+        merged.update({k.replace("__", "."): v for k, v in values.items()})
+        return Config(merged)
+
+    def prefixed(self, prefix: str) -> dict[str, str]:
+        """Every explicitly set key under ``prefix`` with the prefix stripped."""
+        return {
+            name[len(prefix) :]: str(value)
+            for name, value in self._raw.items()
+            if name.startswith(prefix) and name != prefix
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        result = {k.name: k.default for k in REGISTRY.values() if not k.is_prefix}
+        result.update(self._values)
+        return result
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.get("data.dir")).expanduser().resolve()
+
+
+def render_docs() -> str:
+    """Markdown documentation of every key, grouped by subsystem."""
+    load_all_settings()
+    groups: dict[str, list[ConfigKey]] = {}
+    for key in REGISTRY.values():
+        groups.setdefault(key.group, []).append(key)
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated by `tabletopic config docs`. Keys come from a `server.properties`-style file",
+        "(`--config FILE`), from `TABLETOPIC_<KEY>` environment variables (dots and dashes become",
+        "underscores, upper case: `log.dirs` -> `TABLETOPIC_LOG_DIRS`) and from `--override key=value`,",
+        "in rising order of precedence.",
+        "",
+    ]
+    for group in sorted(groups):
+        lines += [f"## {group}", "", "| key | type | default | description |", "|---|---|---|---|"]
+        for key in sorted(groups[group], key=lambda k: k.name):
+            default = "" if key.default is None else key.default
+            if isinstance(default, list):
+                default = ",".join(default)
+            doc = key.doc.replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| `{key.name}` | {key.type.__name__} | `{default}` | {doc} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""The metadata database shared by every subsystem: SQLite by default, PostgreSQL by URL.
+
+One SQLAlchemy Core engine per process. Each subsystem owns its tables and an ordered list of
+migrations; :func:`migrate` applies the ones a database has not seen yet, recording them in
+``schema_migrations`` so that later releases can change a schema in place on first start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+log = logging.getLogger(__name__)
+
+Migration = Callable[[Connection], None]
+
+_migrations_table = sa.Table(
+    "schema_migrations",
+    sa.MetaData(),
+    sa.Column("component", sa.String(64), primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+
+_migrate_lock = threading.Lock()
+
+
+def default_url(data_dir: Path) -> str:
+    return f"sqlite:///{(data_dir / 'metadata.db').resolve()}"
+
+
+def create_engine(url: str) -> Engine:
+    """Create the engine with the settings each backend needs to be safe under concurrent use.
+
+    SQLite: WAL journal so readers never block the writer, a busy timeout instead of immediate
+    "database is locked" errors, and ``synchronous=FULL`` because an object-WAL index commit is an
+    acknowledgement to a producer and must survive a power cut, not only a process kill.
+    """
+    if url.startswith("sqlite"):
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+            Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_pre_ping=False,
+        )
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+            # Let SQLAlchemy's BEGIN take the write lock up front (BEGIN IMMEDIATE) so two writers
+            # never deadlock upgrading read locks.
+            dbapi_conn.isolation_level = None
+
+        @sa.event.listens_for(engine, "begin")
+        def _sqlite_begin(conn):  # type: ignore[no-untyped-def]
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    if url.startswith("postgresql://"):
+        # Default to psycopg 3, the driver we install.
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def migrate(engine: Engine, component: str, migrations: Sequence[Migration]) -> int:
+    """Apply the migrations of ``component`` not yet recorded; return the resulting version.
+
+    Runs in one transaction per migration, so an interrupted start leaves the database at the last
+    fully applied version and the next start resumes there.
+    """
+    with _migrate_lock:
+        _migrations_table.create(engine, checkfirst=True)
+        with engine.begin() as conn:
+            row = conn.execute(
+                sa.select(_migrations_table.c.version).where(_migrations_table.c.component == component)
+            ).first()
+        current = row[0] if row else 0
+        if current > len(migrations):
+            raise RuntimeError(
+                f"metadata database has {component} schema version {current}, newer than this "
+                f"release knows ({len(migrations)}); upgrade tabletopic"
+            )
+        for version in range(current + 1, len(migrations) + 1):
+            with engine.begin() as conn:
+                migrations[version - 1](conn)
+                if version == 1 and current == 0:
+                    conn.execute(sa.insert(_migrations_table).values(component=component, version=1))
+                else:
+                    conn.execute(
+                        sa.update(_migrations_table)
+                        .where(_migrations_table.c.component == component)
+                        .values(version=version)
+                    )
+            log.info("metadata schema of %s migrated to version %d", component, version)
+        return len(migrations)
+
+
+def create_tables(*tables: sa.Table) -> Migration:
+    """A migration that creates the given tables (and their indexes)."""
+
+    def run(conn: Connection) -> None:
+        for table in tables:
+            table.create(conn, checkfirst=True)
+
+    return run

@@ -1,0 +1,128 @@
+"""The contract between s3stream and its users (the broker, the table workers, the Spark job).
+
+s3stream knows nothing of Kafka. A *stream* is an append-only sequence of opaque *batches*; each
+batch carries a record count and occupies that many consecutive offsets, so a Kafka partition stored
+as one stream has stream offsets equal to Kafka offsets.
+
+Every engine implements :class:`StreamStore`. The semantics every engine must keep:
+
+- ``append`` returns only once the batch is durable (fsynced local WAL, or stored object plus
+  committed index), and returns base offsets in call order per stream.
+- ``fetch`` returns whole batches, starting with the one that contains ``start_offset``; it returns
+  at least one batch when one exists at ``start_offset`` even if larger than ``max_bytes``.
+- Offsets below ``start_offset(stream)`` (after ``trim``) raise :class:`OffsetOutOfRange`;
+  so do offsets above ``end_offset(stream)``. ``start_offset == end_offset`` means no data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+class StreamError(Exception):
+    """Root of every error s3stream raises."""
+
+
+class StreamNotFound(StreamError):
+    """The stream id is unknown or the stream was deleted."""
+
+
+class OffsetOutOfRange(StreamError):
+    """The requested offset lies outside ``[start_offset, end_offset]`` of the stream."""
+
+    def __init__(self, stream_id: int, offset: int, start: int, end: int) -> None:
+        super().__init__(f"offset {offset} of stream {stream_id} is outside [{start}, {end}]")
+        self.stream_id = stream_id
+        self.offset = offset
+        self.start = start
+        self.end = end
+
+
+class StorageUnavailable(StreamError):
+    """The object store or WAL cannot accept or serve data right now (retriable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """One appended batch as stored: offsets ``[base_offset, base_offset + record_count)``."""
+
+    base_offset: int
+    record_count: int
+    payload: bytes | memoryview
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.record_count
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectSlice:
+    """Where a run of a stream's batches lives in object storage, so a reader (a Spark task) can
+    fetch it with one range GET and decode it with :func:`tabletopic.s3stream.objects.read_slice`
+    without asking the broker or the metadata DB.
+
+    ``position``/``size`` delimit the data blocks inside the object; the slice may begin before
+    ``start_offset`` and end after ``end_offset`` (whole blocks): readers drop the excess.
+    """
+
+    object_key: str
+    position: int
+    size: int
+    stream_id: int
+    start_offset: int
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    stream_id: int
+    start_offset: int
+    end_offset: int
+
+
+@runtime_checkable
+class StreamStore(Protocol):
+    """A node's stream storage. All methods are coroutines except the cheap in-memory offset reads."""
+
+    async def start(self) -> None:
+        """Open the store: create metadata tables, replay the WAL, start background tasks."""
+
+    async def close(self) -> None:
+        """Flush what is pending, stop background tasks, release files. Idempotent."""
+
+    async def create_stream(self) -> int:
+        """Create an empty stream and return its id (never reused)."""
+
+    async def delete_stream(self, stream_id: int) -> None:
+        """Delete a stream; its data becomes garbage for compaction. Raises StreamNotFound."""
+
+    def stream_info(self, stream_id: int) -> StreamInfo:
+        """Current start and end offsets. Raises StreamNotFound."""
+
+    async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
+        """Durably append one batch; return its base offset. Raises StreamNotFound,
+        StorageUnavailable."""
+
+    async def fetch(
+        self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
+    ) -> list[StoredBatch]:
+        """Read whole batches from ``start_offset`` up to ``max_bytes`` (at least one batch if any)
+        and not past ``end_offset``. Raises StreamNotFound, OffsetOutOfRange."""
+
+    async def trim(self, stream_id: int, new_start_offset: int) -> None:
+        """Advance the start offset (never backwards); older data becomes garbage."""
+
+    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
+        """A future resolved once ``end_offset(stream) > offset`` (immediately if already so).
+        Used for Fetch long polls; callers bound the wait with ``asyncio.wait_for``."""
+
+    async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
+        """Make every acknowledged batch of these streams (all if None) readable from object
+        storage, uploading from the WAL/LogCache if needed."""
+
+    async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
+        """Object slices covering ``[start_offset, end_offset)`` in order; call :meth:`flush` first.
+        Raises OffsetOutOfRange when the range is not (yet) in object storage."""

@@ -1,0 +1,129 @@
+"""An in-memory :class:`~tabletopic.s3stream.api.StreamStore` for unit tests of the layers above.
+
+Not durable and without object slices: it exists so the broker's handlers can be tested in
+milliseconds. The feature tests run against the real engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import itertools
+from collections.abc import Iterable
+
+from tabletopic.s3stream.api import (
+    ObjectSlice,
+    OffsetOutOfRange,
+    StoredBatch,
+    StreamInfo,
+    StreamNotFound,
+)
+
+
+class _MemoryStream:
+    __slots__ = ("bases", "batches", "end", "start", "waiters")
+
+    def __init__(self) -> None:
+        self.batches: list[StoredBatch] = []
+        self.bases: list[int] = []
+        self.start = 0
+        self.end = 0
+        self.waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+
+class MemoryStreamStore:
+    def __init__(self) -> None:
+        self._streams: dict[int, _MemoryStream] = {}
+        self._ids = itertools.count(1)
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        for stream in self._streams.values():
+            for _, waiter in stream.waiters:
+                if not waiter.done():
+                    waiter.cancel()
+
+    def _get(self, stream_id: int) -> _MemoryStream:
+        try:
+            return self._streams[stream_id]
+        except KeyError:
+            raise StreamNotFound(f"stream {stream_id} does not exist") from None
+
+    async def create_stream(self) -> int:
+        stream_id = next(self._ids)
+        self._streams[stream_id] = _MemoryStream()
+        return stream_id
+
+    async def delete_stream(self, stream_id: int) -> None:
+        self._get(stream_id)
+        del self._streams[stream_id]
+
+    def stream_info(self, stream_id: int) -> StreamInfo:
+        stream = self._get(stream_id)
+        return StreamInfo(stream_id, stream.start, stream.end)
+
+    async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
+        if record_count <= 0:
+            raise ValueError("record_count must be positive")
+        stream = self._get(stream_id)
+        base = stream.end
+        stream.batches.append(StoredBatch(base, record_count, bytes(payload)))
+        stream.bases.append(base)
+        stream.end = base + record_count
+        still_waiting = []
+        for offset, waiter in stream.waiters:
+            if stream.end > offset:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                still_waiting.append((offset, waiter))
+        stream.waiters = still_waiting
+        return base
+
+    async def fetch(
+        self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
+    ) -> list[StoredBatch]:
+        stream = self._get(stream_id)
+        if start_offset < stream.start or start_offset > stream.end:
+            raise OffsetOutOfRange(stream_id, start_offset, stream.start, stream.end)
+        limit = stream.end if end_offset is None else min(end_offset, stream.end)
+        index = max(bisect.bisect_right(stream.bases, start_offset) - 1, 0)
+        result: list[StoredBatch] = []
+        size = 0
+        for batch in itertools.islice(stream.batches, index, None):
+            if batch.base_offset >= limit:
+                break
+            if batch.next_offset <= start_offset:
+                continue
+            if result and size + len(batch.payload) > max_bytes:
+                break
+            result.append(batch)
+            size += len(batch.payload)
+        return result
+
+    async def trim(self, stream_id: int, new_start_offset: int) -> None:
+        stream = self._get(stream_id)
+        if new_start_offset <= stream.start:
+            return
+        stream.start = min(new_start_offset, stream.end)
+        keep = max(bisect.bisect_right(stream.bases, stream.start) - 1, 0)
+        del stream.batches[:keep]
+        del stream.bases[:keep]
+
+    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
+        stream = self._get(stream_id)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if stream.end > offset:
+            future.set_result(None)
+        else:
+            stream.waiters.append((offset, future))
+        return future
+
+    async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
+        return None
+
+    async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
+        stream = self._get(stream_id)
+        raise OffsetOutOfRange(stream_id, start_offset, stream.end, stream.end)

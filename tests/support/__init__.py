@@ -1,0 +1,1 @@
+"""Launchers for the real servers tests and benches run against (SeaweedFS, PostgreSQL, ...)."""

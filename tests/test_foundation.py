@@ -1,0 +1,87 @@
+"""The foundation: configuration precedence and parsing, metadata migrations, real servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tabletopic import metadata
+from tabletopic.config import Config, ConfigError, env_name, read_properties
+
+
+def test_env_name_replaces_dots_and_dashes() -> None:
+    assert env_name("log.dirs") == "TABLETOPIC_LOG_DIRS"
+    assert env_name("s3.access-key") == "TABLETOPIC_S3_ACCESS_KEY"
+
+
+def test_properties_file_env_and_overrides_take_precedence_in_order(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("# comment\nlog.level=DEBUG\nadmin.listener = http://127.0.0.1:1\n")
+    cfg = Config.load(
+        config_file=props,
+        environ={"TABLETOPIC_ADMIN_LISTENER": "http://127.0.0.1:2"},
+        overrides=["log.level=ERROR"],
+    )
+    assert cfg.get("log.level") == "ERROR"
+    assert cfg.get("admin.listener") == "http://127.0.0.1:2"
+
+
+def test_invalid_value_names_the_key() -> None:
+    with pytest.raises(ConfigError, match="log.level"):
+        Config({"log.level": "LOUD"})
+
+
+def test_properties_reader_handles_colons_and_continuations(tmp_path: Path) -> None:
+    props = tmp_path / "p"
+    props.write_text("a: 1\nb=x,\\\n  y\n! bang comment\n")
+    assert read_properties(props) == {"a": "1", "b": "x,y"}
+
+
+def test_override_without_equals_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="key=value"):
+        Config.load(overrides=["nope"], environ={})
+
+
+def test_migrations_apply_once_and_resume(tmp_path: Path) -> None:
+    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    calls: list[int] = []
+
+    def first(conn: sa.Connection) -> None:
+        calls.append(1)
+        conn.exec_driver_sql("CREATE TABLE t (a INTEGER)")
+
+    def second(conn: sa.Connection) -> None:
+        calls.append(2)
+        conn.exec_driver_sql("ALTER TABLE t ADD COLUMN b INTEGER")
+
+    assert metadata.migrate(engine, "demo", [first]) == 1
+    assert metadata.migrate(engine, "demo", [first, second]) == 2
+    assert metadata.migrate(engine, "demo", [first, second]) == 2
+    assert calls == [1, 2]
+    with pytest.raises(RuntimeError, match="newer"):
+        metadata.migrate(engine, "demo", [first])
+
+
+@pytest.mark.postgres
+def test_migrations_run_on_postgres(postgres_url: str) -> None:
+    engine = metadata.create_engine(postgres_url)
+    table = sa.Table("things", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True))
+    assert metadata.migrate(engine, "things", [metadata.create_tables(table)]) == 1
+    with engine.begin() as conn:
+        conn.execute(sa.insert(table).values(id=1))
+        assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 1
+
+
+@pytest.mark.s3
+def test_seaweedfs_serves_the_bucket(s3_settings: dict[str, str]) -> None:
+    import boto3
+
+    client = boto3.client(
+        "s3", endpoint_url=s3_settings["s3.endpoint"], aws_access_key_id=s3_settings["s3.access.key"],
+        aws_secret_access_key=s3_settings["s3.secret.key"], region_name="us-east-1",
+    )
+    key = s3_settings["s3.prefix"] + "hello"
+    client.put_object(Bucket=s3_settings["s3.bucket"], Key=key, Body=b"world")
+    assert client.get_object(Bucket=s3_settings["s3.bucket"], Key=key)["Body"].read() == b"world"
