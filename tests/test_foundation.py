@@ -29,7 +29,7 @@ def test_properties_file_env_and_overrides_take_precedence_in_order(tmp_path: Pa
 
 
 def test_invalid_value_names_the_key() -> None:
-    with pytest.raises(ConfigError, match="log.level"):
+    with pytest.raises(ConfigError, match=r"log\.level"):
         Config({"log.level": "LOUD"})
 
 

@@ -1,0 +1,21 @@
+"""What a request handler knows about the request besides its body.
+
+Shared by every handler module (including ``broker/groups``) so handlers never reach into the
+connection object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+    connection_id: int
+    # The SASL principal ("User:alice") once authenticated; "User:ANONYMOUS" on PLAINTEXT.
+    principal: str = "User:ANONYMOUS"

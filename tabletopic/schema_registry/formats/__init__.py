@@ -1,0 +1,1 @@
+"""Schema formats: parsing, canonical forms and compatibility, one module per format."""

@@ -1,0 +1,1 @@
+"""The Spark side: session factory, ingest job, maintenance and the SQL shell."""

@@ -1,0 +1,1 @@
+"""Table topics: Kafka topics continuously materialised into Iceberg tables, exactly once."""
