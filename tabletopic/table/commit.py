@@ -1,0 +1,148 @@
+"""Exactly-once commits of Kafka offset ranges into an Iceberg table.
+
+The table is the source of truth: every ingest snapshot carries, in its summary, the next offset of
+every partition it has covered so far (:data:`OFFSETS_PROPERTY`), the topic id (a recreated topic
+starts over) and the coordinator epoch that wrote it. Recovery reads them back from the table and
+needs nothing else.
+
+Commits are *conditional*: a batch planned against snapshot S commits only if the table's main
+branch still points at S. pyiceberg would otherwise refresh and re-apply an append on top of
+whatever landed meanwhile — harmless for independent writers, but a duplicate when the other commit
+was a stale coordinator (or our own earlier attempt whose response was lost) covering the same
+offsets. So retries are turned off for our commit, and a conflict raises :class:`StalePlan`: the
+caller re-reads the offsets from the table and plans again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.manifest import DataFile
+from pyiceberg.table import Table, TableProperties
+
+log = logging.getLogger(__name__)
+
+OFFSETS_PROPERTY = "tabletopic.offsets"
+TOPIC_ID_PROPERTY = "tabletopic.topic-id"
+EPOCH_PROPERTY = "tabletopic.coordinator-epoch"
+# How far back through maintenance snapshots (compaction, expiry) to look for our properties.
+MAX_SNAPSHOT_WALK = 1000
+
+
+class StalePlan(Exception):
+    """The table moved since the batch was planned; nothing was committed. Re-plan from the table."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedState:
+    """What the table says has been ingested: ``offsets[partition]`` is the next offset to read."""
+
+    snapshot_id: int | None
+    offsets: dict[int, int] = field(default_factory=dict)
+    topic_id: str | None = None
+    epoch: int = 0
+
+    def next_offset(self, partition: int, log_start: int = 0) -> int:
+        return max(self.offsets.get(partition, log_start), log_start)
+
+
+def committed_state(table: Table) -> CommittedState:
+    """Read the committed offsets of the table's current state.
+
+    Walks from the current snapshot through its parents because maintenance (compaction, expiry,
+    schema-only changes) writes snapshots without our properties; the newest one that has them
+    is authoritative. A table never ingested into answers empty offsets.
+    """
+    current = table.metadata.current_snapshot()
+    snapshot = current
+    walked = 0
+    while snapshot is not None and walked < MAX_SNAPSHOT_WALK:
+        props = snapshot.summary.additional_properties if snapshot.summary else {}
+        if OFFSETS_PROPERTY in props:
+            raw = json.loads(props[OFFSETS_PROPERTY])
+            return CommittedState(
+                snapshot_id=current.snapshot_id if current else None,
+                offsets={int(p): int(o) for p, o in raw.items()},
+                topic_id=props.get(TOPIC_ID_PROPERTY),
+                epoch=int(props.get(EPOCH_PROPERTY, "0")),
+            )
+        if snapshot.parent_snapshot_id is None:
+            break
+        snapshot = table.metadata.snapshot_by_id(snapshot.parent_snapshot_id)
+        walked += 1
+    return CommittedState(snapshot_id=current.snapshot_id if current else None)
+
+
+def encode_offsets(offsets: Mapping[int, int]) -> str:
+    return json.dumps({str(p): int(o) for p, o in sorted(offsets.items())}, separators=(",", ":"))
+
+
+def _without_commit_retries(table: Table) -> Table:
+    """The same table with pyiceberg's automatic rebase-and-retry switched off for this commit only
+    (an in-memory copy of the metadata; nothing is written to the table's properties)."""
+    properties = dict(table.metadata.properties)
+    properties[TableProperties.COMMIT_NUM_RETRIES] = "0"
+    metadata = table.metadata.model_copy(update={"properties": properties})
+    return Table(
+        identifier=table.name(),
+        metadata=metadata,
+        metadata_location=table.metadata_location,
+        io=table.io,
+        catalog=table.catalog,
+    )
+
+
+def commit_data_files(
+    table: Table,
+    data_files: Iterable[DataFile],
+    offsets: Mapping[int, int],
+    planned: CommittedState,
+    epoch: int,
+    topic_id: str | None,
+    extra_properties: Mapping[str, str] | None = None,
+) -> int:
+    """Append ``data_files`` and advance the committed offsets to ``offsets``, atomically, only if
+    the table still is at ``planned.snapshot_id``.
+
+    ``offsets`` must hold the next offset of every partition ever committed (the full map, not a
+    delta), so that any single snapshot describes the whole ingest position.
+
+    Returns:
+        The new snapshot id.
+
+    Raises:
+        StalePlan: the table moved since planning (another writer, a stale coordinator, or an
+            earlier attempt of ours that did land); nothing was committed.
+    """
+    table = _without_commit_retries(table)
+    current = table.metadata.current_snapshot_id
+    if current != planned.snapshot_id:
+        raise StalePlan(
+            f"table {table.name()} is at snapshot {current}, batch was planned at {planned.snapshot_id}"
+        )
+    merged = dict(planned.offsets)
+    for partition, offset in offsets.items():
+        if offset < merged.get(partition, 0):
+            raise ValueError(
+                f"offset of partition {partition} would go backwards: {offset} < {merged[partition]}"
+            )
+        merged[partition] = offset
+    properties = {OFFSETS_PROPERTY: encode_offsets(merged), EPOCH_PROPERTY: str(epoch)}
+    if topic_id is not None:
+        properties[TOPIC_ID_PROPERTY] = topic_id
+    properties.update(extra_properties or {})
+    transaction = table.transaction()
+    with transaction.update_snapshot(snapshot_properties=properties).fast_append() as append:
+        for data_file in data_files:
+            append.append_data_file(data_file)
+    try:
+        committed = transaction.commit_transaction()
+    except CommitFailedException as exc:
+        raise StalePlan(f"conditional commit to {table.name()} rejected: {exc}") from exc
+    snapshot = committed.metadata.current_snapshot()
+    assert snapshot is not None
+    return snapshot.snapshot_id

@@ -1,0 +1,93 @@
+"""Conditional commits carry the offsets; a stale plan never commits twice."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import _dataframe_to_data_files
+from pyiceberg.table import Table
+
+from tabletopic import metadata
+from tabletopic.table.commit import StalePlan, commit_data_files, committed_state
+from tabletopic.table.lease import Fenced, LeaseManager
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Table:
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    catalog.create_namespace("ns")
+    return catalog.create_table("ns.events", pa.schema([("v", pa.int64())]))
+
+
+def files_for(table: Table, values: list[int]) -> list:
+    df = pa.table({"v": pa.array(values, pa.int64())})
+    return list(
+        _dataframe_to_data_files(table_metadata=table.metadata, write_uuid=uuid.uuid4(), df=df, io=table.io)
+    )
+
+
+def test_a_fresh_table_has_no_committed_offsets(table: Table) -> None:
+    state = committed_state(table)
+    assert state.snapshot_id is None and state.offsets == {}
+    assert state.next_offset(3, log_start=7) == 7
+
+
+def test_commit_advances_offsets_in_the_same_snapshot_as_the_data(table: Table) -> None:
+    planned = committed_state(table)
+    commit_data_files(table, files_for(table, [1, 2]), {0: 2, 1: 5}, planned, epoch=1, topic_id="tid")
+    table.refresh()
+    state = committed_state(table)
+    assert state.offsets == {0: 2, 1: 5} and state.topic_id == "tid" and state.epoch == 1
+    assert table.scan().to_arrow().num_rows == 2
+    # The next commit keeps partitions it does not touch.
+    commit_data_files(table, files_for(table, [3]), {0: 3}, state, epoch=1, topic_id="tid")
+    table.refresh()
+    assert committed_state(table).offsets == {0: 3, 1: 5}
+
+
+def test_a_batch_planned_against_an_old_snapshot_is_rejected_not_duplicated(table: Table) -> None:
+    planned = committed_state(table)
+    stale_copy = table.catalog.load_table(table.name())
+    commit_data_files(table, files_for(table, [1]), {0: 1}, planned, epoch=1, topic_id=None)
+    # A second coordinator (or a retry of a commit that did land) planned the same range.
+    with pytest.raises(StalePlan):
+        commit_data_files(stale_copy, files_for(stale_copy, [1]), {0: 1}, planned, epoch=1, topic_id=None)
+    stale_copy.refresh()
+    with pytest.raises(StalePlan):
+        commit_data_files(stale_copy, files_for(stale_copy, [1]), {0: 1}, planned, epoch=1, topic_id=None)
+    table.refresh()
+    assert table.scan().to_arrow().num_rows == 1
+
+
+def test_offsets_never_go_backwards(table: Table) -> None:
+    commit_data_files(table, files_for(table, [1]), {0: 10}, committed_state(table), epoch=1, topic_id=None)
+    table.refresh()
+    with pytest.raises(ValueError, match="backwards"):
+        commit_data_files(table, [], {0: 5}, committed_state(table), epoch=1, topic_id=None)
+
+
+def test_offsets_survive_maintenance_snapshots_without_properties(table: Table) -> None:
+    commit_data_files(table, files_for(table, [1]), {0: 1}, committed_state(table), epoch=2, topic_id=None)
+    table.refresh()
+    table.append(pa.table({"v": pa.array([9], pa.int64())}))  # a snapshot with no tabletopic properties
+    table.refresh()
+    assert committed_state(table).offsets == {0: 1}
+
+
+def test_lease_is_exclusive_until_it_expires_and_takeover_bumps_the_epoch(tmp_path: Path) -> None:
+    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    node_a = LeaseManager(engine, "a", ttl_seconds=10)
+    node_b = LeaseManager(engine, "b", ttl_seconds=10)
+    lease_a = node_a.acquire("orders", now=100)
+    assert lease_a is not None and lease_a.epoch == 1
+    assert node_b.acquire("orders", now=105) is None
+    assert node_a.acquire("orders", now=105).epoch == 1  # renewal keeps the epoch
+    lease_b = node_b.acquire("orders", now=120)
+    assert lease_b is not None and lease_b.epoch == 2
+    with pytest.raises(Fenced):
+        node_a.check(lease_a, now=121)
+    node_b.check(lease_b, now=121)
