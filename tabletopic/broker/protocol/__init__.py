@@ -1,0 +1,33 @@
+"""The sans-IO Kafka protocol layer: framing, kio glue, version-tolerant responses, batch headers.
+
+Nothing here imports asyncio, sockets or storage.
+"""
+
+from tabletopic.broker.protocol.builder import build_entity, build_response
+from tabletopic.broker.protocol.codec import (
+    Request,
+    encode_api_versions_fallback,
+    encode_response,
+    parse_request,
+    peek_header,
+)
+from tabletopic.broker.protocol.errors import (
+    FrameTooLarge,
+    MalformedFrame,
+    ProtocolError,
+    UnsupportedRequest,
+)
+
+__all__ = [
+    "FrameTooLarge",
+    "MalformedFrame",
+    "ProtocolError",
+    "Request",
+    "UnsupportedRequest",
+    "build_entity",
+    "build_response",
+    "encode_api_versions_fallback",
+    "encode_response",
+    "parse_request",
+    "peek_header",
+]

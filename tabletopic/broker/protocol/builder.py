@@ -1,0 +1,192 @@
+"""Version-tolerant construction of kio response objects from plain dicts.
+
+Handlers describe a response once, shaped like the NEWEST version of the response schema (nested
+entities as dicts or lists of dicts), and :func:`build_response` fits that description to whatever
+version the client asked for: keys the version lacks are dropped, fields the dict leaves out get
+their schema default (or a neutral zero), and nested dicts become that version's entity classes.
+That keeps one code path per API instead of one per (API, version) pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial._implicit_defaults import primitive_implicit_defaults
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveTupleField,
+    classify_field,
+    is_optional,
+)
+from kio.static.constants import uuid_zero
+from kio.static.primitive import i32Timedelta, i64Timedelta
+
+_MISSING = object()
+Converter = Callable[[Any], Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _FieldPlan:
+    """How to fill one field of one entity class."""
+
+    name: str
+    convert: Converter
+    default: Any  # _MISSING when the field has no schema default and needs a neutral value
+
+
+def _as_timedelta(value: Any) -> datetime.timedelta:
+    if isinstance(value, datetime.timedelta):
+        return value
+    return datetime.timedelta(milliseconds=int(value))
+
+
+def _as_error_code(value: Any) -> ErrorCode:
+    if isinstance(value, ErrorCode):
+        return value
+    return ErrorCode(int(value))
+
+
+def _as_uuid(value: Any) -> uuid.UUID | None:
+    if value is None or isinstance(value, uuid.UUID):
+        return value
+    return uuid.UUID(str(value))
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _primitive_converter(type_: type) -> Converter:
+    if type_ is ErrorCode:
+        return _as_error_code
+    if type_ in (i32Timedelta, i64Timedelta) or type_ is datetime.timedelta:
+        return _as_timedelta
+    if type_ is uuid.UUID:
+        return _as_uuid
+    return _identity
+
+
+def _neutral_value(field: dataclasses.Field[Any]) -> Any:
+    """The value Kafka's generated code would use for a field the handler did not mention."""
+    if is_optional(field) and field.metadata.get("kafka_type") != "error_code":
+        kind = classify_field(field)
+        if not kind.is_array:
+            return None
+    kind = classify_field(field)
+    if kind.is_array:
+        return ()
+    if isinstance(kind, EntityField):
+        return build_entity(kind.type_, {})
+    type_ = kind.type_
+    if type_ is ErrorCode:
+        return ErrorCode.none
+    if type_ is bool:
+        return False
+    if type_ is uuid.UUID:
+        return uuid_zero
+    for base in getattr(type_, "__mro__", (type_,)):
+        if base in primitive_implicit_defaults:
+            return primitive_implicit_defaults[base]
+    return None
+
+
+@cache
+def _plan(entity_type: type) -> tuple[_FieldPlan, ...]:
+    plans = []
+    for field in dataclasses.fields(entity_type):
+        kind = classify_field(field)
+        optional = is_optional(field)
+        if isinstance(kind, EntityTupleField):
+            convert = _entity_tuple_converter(kind.type_)
+        elif isinstance(kind, EntityField):
+            convert = _entity_converter(kind.type_, optional)
+        elif isinstance(kind, PrimitiveTupleField):
+            convert = _primitive_tuple_converter(_primitive_converter(kind.type_))
+        else:
+            convert = _primitive_converter(kind.type_)
+        if field.default is not dataclasses.MISSING:
+            default = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        else:
+            default = _MISSING
+        plans.append(_FieldPlan(field.name, convert, default))
+    return tuple(plans)
+
+
+def _entity_tuple_converter(entity_type: type) -> Converter:
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        return tuple(
+            item if isinstance(item, entity_type) else build_entity(entity_type, item) for item in value
+        )
+
+    return convert
+
+
+def _entity_converter(entity_type: type, optional: bool) -> Converter:
+    def convert(value: Any) -> Any:
+        if value is None and optional:
+            return None
+        if isinstance(value, entity_type):
+            return value
+        return build_entity(entity_type, value or {})
+
+    return convert
+
+
+def _primitive_tuple_converter(item: Converter) -> Converter:
+    def convert(value: Iterable[Any] | None) -> Any:
+        if value is None:
+            return None
+        return tuple(item(v) for v in value)
+
+    return convert
+
+
+def build_entity(entity_type: type, values: Mapping[str, Any]) -> Any:
+    """Build one kio entity of ``entity_type`` from a dict, recursively.
+
+    Keys the entity lacks are ignored; missing fields take the schema default, else a neutral value
+    (0, "", empty tuple, ``ErrorCode.none``, None for nullable fields).
+    """
+    kwargs: dict[str, Any] = {}
+    for plan in _plan(entity_type):
+        value = values.get(plan.name, _MISSING)
+        if value is _MISSING:
+            if plan.default is not _MISSING:
+                continue
+            kwargs[plan.name] = _neutral_value(_field(entity_type, plan.name))
+        else:
+            kwargs[plan.name] = plan.convert(value)
+    return entity_type(**kwargs)
+
+
+@cache
+def _fields_by_name(entity_type: type) -> dict[str, dataclasses.Field[Any]]:
+    return {field.name: field for field in dataclasses.fields(entity_type)}
+
+
+def _field(entity_type: type, name: str) -> dataclasses.Field[Any]:
+    return _fields_by_name(entity_type)[name]
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> type:
+    """The kio response class of one API version (raises kio's UnknownAPIKey / UnknownEntity)."""
+    return load_response_schema(api_key, api_version)
+
+
+def build_response(api_key: int, api_version: int, fields: Mapping[str, Any]) -> Any:
+    """Build the kio response object of ``api_key`` at ``api_version`` from a newest-version-shaped
+    dict. See the module docstring for the rules."""
+    return build_entity(response_class(api_key, api_version), fields)

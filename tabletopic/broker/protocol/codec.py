@@ -1,0 +1,122 @@
+"""Request parsing and response encoding on top of kio, without any I/O.
+
+A *frame* is one Kafka message without its 4-byte length prefix. :func:`parse_request` turns a frame
+into a :class:`Request` (header fields plus the kio request object of the version the client sent);
+:func:`encode_response` turns a kio response object into the bytes to send, length prefix included.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from tabletopic.broker.protocol.errors import MalformedFrame, UnsupportedRequest
+
+_HEADER_PREFIX = struct.Struct(">hhi")
+_INT32 = struct.Struct(">i")
+_RESPONSE_HEADER = struct.Struct(">ii")
+API_VERSIONS_KEY = 18
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One parsed request."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # the kio request object
+
+
+@cache
+def _request_readers(api_key: int, api_version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    request_type = load_request_schema(api_key, api_version)
+    return entity_reader(request_type.__header_schema__), entity_reader(request_type)
+
+
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)`` of a frame, read without parsing the rest."""
+    if len(frame) < _HEADER_PREFIX.size:
+        raise MalformedFrame(f"frame of {len(frame)} bytes is shorter than a request header")
+    return _HEADER_PREFIX.unpack_from(frame, 0)
+
+
+def parse_request(frame: bytes | memoryview, supported: dict[int, int] | None = None) -> Request:
+    """Parse a request frame.
+
+    Args:
+        frame: the message without its length prefix.
+        supported: ``api_key -> max version`` served; None accepts whatever kio knows.
+
+    Raises:
+        UnsupportedRequest: unknown API key or a version outside what we serve.
+        MalformedFrame: the bytes do not parse as that request.
+    """
+    api_key, api_version, correlation_id = peek_header(frame)
+    if supported is not None:
+        maximum = supported.get(api_key)
+        if maximum is None:
+            raise UnsupportedRequest(f"API key {api_key} is not served", api_key, api_version, correlation_id)
+        if api_version > maximum:
+            raise UnsupportedRequest(
+                f"API key {api_key} version {api_version} is above {maximum}",
+                api_key, api_version, correlation_id,
+            )
+    try:
+        read_header, read_body = _request_readers(api_key, api_version)
+    except (UnknownAPIKey, UnknownEntity) as exc:
+        raise UnsupportedRequest(str(exc), api_key, api_version, correlation_id) from exc
+    view = frame.toreadonly() if isinstance(frame, memoryview) else memoryview(frame)
+    try:
+        header, header_size = read_header(view, 0)
+        body, _body_size = read_body(view, header_size)
+    except Exception as exc:  # kio raises a zoo of errors (ValueError, UnicodeError, OverflowError...)
+        raise MalformedFrame(
+            f"cannot parse API key {api_key} v{api_version}: {type(exc).__name__}: {exc}"
+        ) from exc
+    return Request(api_key, api_version, correlation_id, header.client_id, body)
+
+
+@cache
+def _writer(response_type: type) -> Callable[..., None]:
+    return entity_writer(response_type)
+
+
+@cache
+def _has_tagged_header(response_type: type) -> bool:
+    return bool(response_type.__header_schema__.__flexible__)
+
+
+def encode_response(correlation_id: int, response: Any) -> bytes:
+    """The full wire bytes (length prefix, response header, body) of one kio response object."""
+    response_type = type(response)
+    buffer = io.BytesIO()
+    buffer.write(b"\0\0\0\0")
+    buffer.write(_INT32.pack(correlation_id))
+    if _has_tagged_header(response_type):
+        buffer.write(b"\0")  # empty tagged-fields section of response header v1
+    _writer(response_type)(buffer, response)
+    data = buffer.getbuffer()
+    _INT32.pack_into(data, 0, len(data) - 4)
+    del data
+    return buffer.getvalue()
+
+
+def encode_api_versions_fallback(
+    correlation_id: int, api_ranges: list[tuple[int, int, int]], error: ErrorCode
+) -> bytes:
+    """An ApiVersions v0 response (KIP-511): what a client that sent a version above ours expects,
+    so it can retry with one we list."""
+    body = bytearray(struct.pack(">hi", int(error), len(api_ranges)))
+    for key, low, high in api_ranges:
+        body += struct.pack(">hhh", key, low, high)
+    return _RESPONSE_HEADER.pack(len(body) + 4, correlation_id) + bytes(body)

@@ -1,0 +1,67 @@
+"""The API versions this broker advertises.
+
+The minimum is kio's (Kafka 4's baseline: Produce >= 3, Fetch >= 4); the maximum is the newest
+version our handlers fill correctly. Produce v13 and Fetch v17+ are left out on purpose: Produce
+v13 addresses topics by id only, and no client we serve needs Fetch past v16 (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from kio.schema.index import api_key_map, schema_name_map
+
+# api_key -> highest version we serve (the lowest is kio's).
+MAX_VERSIONS: dict[int, int] = {
+    0: 12,  # Produce
+    1: 16,  # Fetch
+    2: 9,  # ListOffsets
+    3: 12,  # Metadata
+    17: 1,  # SaslHandshake
+    18: 3,  # ApiVersions (v4 gets the KIP-511 v0 fallback answer)
+    19: 7,  # CreateTopics
+    20: 6,  # DeleteTopics
+    21: 2,  # DeleteRecords
+    22: 5,  # InitProducerId
+    32: 4,  # DescribeConfigs
+    33: 2,  # AlterConfigs
+    35: 4,  # DescribeLogDirs
+    36: 2,  # SaslAuthenticate
+    37: 3,  # CreatePartitions
+    44: 1,  # IncrementalAlterConfigs
+    60: 1,  # DescribeCluster
+}
+
+# The consumer-group APIs served by ``broker/groups`` once that package provides its handlers.
+GROUP_MAX_VERSIONS: dict[int, int] = {
+    8: 9,  # OffsetCommit
+    9: 9,  # OffsetFetch
+    10: 5,  # FindCoordinator
+    11: 9,  # JoinGroup
+    12: 4,  # Heartbeat
+    13: 5,  # LeaveGroup
+    14: 5,  # SyncGroup
+    15: 5,  # DescribeGroups
+    16: 5,  # ListGroups
+    42: 2,  # DeleteGroups
+    47: 0,  # OffsetDelete
+}
+
+
+@cache
+def min_version(api_key: int) -> int:
+    """kio's lowest schema version of an API."""
+    return min(schema_name_map[api_key_map[api_key]])
+
+
+@cache
+def kio_max_version(api_key: int) -> int:
+    return max(schema_name_map[api_key_map[api_key]])
+
+
+def advertised_ranges(api_keys: dict[int, int]) -> list[tuple[int, int, int]]:
+    """``(api_key, min, max)`` triples for ApiVersions, capped at what kio can parse."""
+    return [
+        (key, min_version(key), min(maximum, kio_max_version(key)))
+        for key, maximum in sorted(api_keys.items())
+    ]
