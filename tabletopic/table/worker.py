@@ -1,0 +1,171 @@
+"""The table worker embedded in every broker: turns "ingest partition P from offset X" into work
+items a Spark task can execute straight against object storage.
+
+For the partitions this broker leads it makes everything up to the high watermark readable from
+object storage (``StreamStore.flush``) and answers with the object slices that hold the range, so the
+Spark job never goes through the broker. Large ranges are cut into several items so a topic with one
+busy partition still spreads over the cluster's cores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+from tabletopic.s3stream.api import ObjectSlice, StreamStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    """What the pipeline needs to know of one partition the local broker leads."""
+
+    partition: int
+    stream_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicView:
+    name: str
+    topic_id: str
+    configs: Mapping[str, str]
+    partitions: tuple[PartitionView, ...]
+
+
+class TopicDirectory(Protocol):
+    """The broker as seen by the table pipeline (implemented by the broker component)."""
+
+    def table_topics(self) -> list[TopicView]:
+        """Topics with ``automq.table.topic.enable=true`` whose partitions this broker leads."""
+
+    def topic(self, name: str) -> TopicView | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """Ingest offsets ``[start_offset, end_offset)`` of one partition from these object slices."""
+
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    slices: tuple[ObjectSlice, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "topic": self.topic,
+                "partition": self.partition,
+                "start_offset": self.start_offset,
+                "end_offset": self.end_offset,
+                "slices": [asdict(s) for s in self.slices],
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkItem:
+        raw = json.loads(text)
+        return cls(
+            topic=raw["topic"],
+            partition=raw["partition"],
+            start_offset=raw["start_offset"],
+            end_offset=raw["end_offset"],
+            slices=tuple(ObjectSlice(**s) for s in raw["slices"]),
+        )
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.slices)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRange:
+    partition: int
+    start_offset: int
+    end_offset: int
+    # Records trimmed by retention before they reached the table (start was below the log start).
+    lost: int = 0
+
+
+class TableWorker:
+    def __init__(self, streams: StreamStore, max_item_bytes: int = 64 << 20) -> None:
+        self._streams = streams
+        self._max_item_bytes = max_item_bytes
+
+    def ranges(
+        self,
+        topic: TopicView,
+        next_offsets: Mapping[int, int],
+        max_records_per_partition: int | None = None,
+    ) -> list[PartitionRange]:
+        """The offset range ready for each partition: from the committed next offset up to the high
+        watermark (the stream's end offset: only acknowledged data)."""
+        result: list[PartitionRange] = []
+        for view in topic.partitions:
+            info = self._streams.stream_info(view.stream_id)
+            start = next_offsets.get(view.partition, info.start_offset)
+            lost = 0
+            if start < info.start_offset:
+                lost = info.start_offset - start
+                log.warning(
+                    "topic %s partition %d: offsets %d..%d were removed by retention before they were "
+                    "committed to the table",
+                    topic.name,
+                    view.partition,
+                    start,
+                    info.start_offset - 1,
+                )
+                start = info.start_offset
+            end = info.end_offset
+            if max_records_per_partition is not None:
+                end = min(end, start + max_records_per_partition)
+            if end > start or lost:
+                result.append(PartitionRange(view.partition, start, end, lost))
+        return result
+
+    async def prepare(self, topic: TopicView, ranges: list[PartitionRange]) -> list[WorkItem]:
+        """Flush the streams and locate the object slices of ``ranges``, cut into work items."""
+        by_partition = {p.partition: p.stream_id for p in topic.partitions}
+        wanted = [r for r in ranges if r.end_offset > r.start_offset]
+        if not wanted:
+            return []
+        await self._streams.flush([by_partition[r.partition] for r in wanted])
+        items: list[WorkItem] = []
+        for r in wanted:
+            slices = await self._streams.locate(by_partition[r.partition], r.start_offset, r.end_offset)
+            items.extend(self._cut(topic.name, r, slices))
+        return items
+
+    def _cut(self, topic: str, r: PartitionRange, slices: list[ObjectSlice]) -> list[WorkItem]:
+        """Group consecutive slices into items of at most ``max_item_bytes`` (at least one slice each);
+        item boundaries fall on slice boundaries clipped to the requested range."""
+        items: list[WorkItem] = []
+        group: list[ObjectSlice] = []
+        size = 0
+        for s in slices:
+            if group and size + s.size > self._max_item_bytes:
+                items.append(self._item(topic, r, group, last=False))
+                group, size = [], 0
+            group.append(s)
+            size += s.size
+        if group:
+            items.append(self._item(topic, r, group, last=True))
+        # Consecutive items must tile the range exactly: each starts where the previous ended.
+        tiled: list[WorkItem] = []
+        cursor = r.start_offset
+        for item in items:
+            end = r.end_offset if item is items[-1] else max(cursor, min(item.end_offset, r.end_offset))
+            tiled.append(WorkItem(topic, r.partition, cursor, end, item.slices))
+            cursor = end
+        return [i for i in tiled if i.end_offset > i.start_offset]
+
+    @staticmethod
+    def _item(topic: str, r: PartitionRange, group: list[ObjectSlice], last: bool) -> WorkItem:
+        start = max(r.start_offset, group[0].start_offset)
+        end = r.end_offset if last else min(r.end_offset, group[-1].end_offset)
+        return WorkItem(topic, r.partition, start, end, tuple(group))
