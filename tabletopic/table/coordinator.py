@@ -1,0 +1,352 @@
+"""The table coordinator: one pipeline per table topic, each committing exactly once.
+
+Every cycle a pipeline (1) takes or renews the topic's lease, (2) reads the committed offsets back
+from the table, (3) asks the table worker for the ready ranges, (4) runs the ingest job, (5) checks
+the lease and commits the job's files together with the new offsets, conditionally on the snapshot
+it planned against. A crash anywhere before (5) leaves the table untouched (orphan data files at
+most, removed by maintenance); a crash after it is invisible because the next cycle starts from the
+offsets the table holds. A conflict re-plans from the table instead of committing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
+
+from tabletopic.table import tables
+from tabletopic.table.commit import CommittedState, StalePlan, commit_data_files, committed_state
+from tabletopic.table.job import JobResult, JobRunner, JobSpec, SkippedRecord
+from tabletopic.table.lease import Fenced, LeaseManager
+from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig
+from tabletopic.table.worker import TableWorker, TopicDirectory, TopicView
+
+log = logging.getLogger(__name__)
+
+DeadLetterSink = Callable[[str, str, list[SkippedRecord]], Awaitable[None]]
+
+# A job may report a new schema a few times in a row (several schema versions in one batch are
+# unified in one report); more than this means something keeps changing under us.
+MAX_SCHEMA_ROUNDS = 5
+
+
+@dataclass
+class PipelineStatus:
+    """What ``tabletopic tables describe`` and the admin API show for one table topic."""
+
+    topic: str
+    table: str
+    state: str = "STARTING"  # RUNNING | IDLE | FAILED | FENCED | STOPPED
+    last_commit_time: float | None = None
+    last_commit_snapshot: int | None = None
+    committed_offsets: dict[int, int] = field(default_factory=dict)
+    high_watermarks: dict[int, int] = field(default_factory=dict)
+    rows_committed: int = 0
+    records_skipped: int = 0
+    records_lost_to_retention: int = 0
+    commits: int = 0
+    last_error: str | None = None
+    last_job_seconds: float | None = None
+    # Produce time of the oldest record not yet committed, for freshness (lag in seconds).
+    oldest_pending_since: float | None = None
+
+    @property
+    def lag_records(self) -> int:
+        return sum(
+            max(hw - self.committed_offsets.get(p, 0), 0) for p, hw in self.high_watermarks.items()
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "table": self.table,
+            "state": self.state,
+            "last_commit_time": self.last_commit_time,
+            "last_commit_snapshot": self.last_commit_snapshot,
+            "committed_offsets": {str(k): v for k, v in sorted(self.committed_offsets.items())},
+            "high_watermarks": {str(k): v for k, v in sorted(self.high_watermarks.items())},
+            "lag_records": self.lag_records,
+            "lag_seconds": None
+            if self.oldest_pending_since is None
+            else max(time.time() - self.oldest_pending_since, 0.0),
+            "rows_committed": self.rows_committed,
+            "records_skipped": self.records_skipped,
+            "records_lost_to_retention": self.records_lost_to_retention,
+            "commits": self.commits,
+            "last_error": self.last_error,
+            "last_job_seconds": self.last_job_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class CoordinatorContext:
+    """Everything a pipeline needs from the node, injected so tests can swap any part."""
+
+    directory: TopicDirectory
+    worker: TableWorker
+    catalog: Catalog
+    runner: JobRunner
+    leases: LeaseManager
+    object_store_settings: dict[str, Any]
+    schema_registry_url: str | None
+    dead_letters: DeadLetterSink | None = None
+
+
+class TopicPipeline:
+    def __init__(self, ctx: CoordinatorContext, topic: str) -> None:
+        self._ctx = ctx
+        self.topic = topic
+        self.status = PipelineStatus(topic=topic, table="")
+        self._failed_config: dict[str, str] | None = None
+
+    async def run_cycle(self) -> bool:
+        """One plan → job → commit round. Returns True when it committed something."""
+        view = self._ctx.directory.topic(self.topic)
+        if view is None:
+            self.status.state = "STOPPED"
+            return False
+        config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=view.name)
+        if not config.enable:
+            self.status.state = "STOPPED"
+            return False
+        if self._failed_config is not None:
+            if self._failed_config == dict(view.configs):
+                return False  # stopped by a fatal error until the user changes the topic's configs
+            self._failed_config = None
+        identifier = tables.identifier(config, view.name)
+        self.status.table = ".".join(identifier)
+        lease = await asyncio.to_thread(self._ctx.leases.acquire, self.topic)
+        if lease is None:
+            self.status.state = "FENCED"
+            return False
+        table = await asyncio.to_thread(self._load_table, identifier)
+        if table is not None:
+            await asyncio.to_thread(tables.sync_partition_spec, table, config)
+        state = committed_state(table) if table is not None else CommittedState(None)
+        offsets = dict(state.offsets)
+        if state.topic_id is not None and state.topic_id != view.topic_id:
+            log.warning(
+                "topic %s was recreated (id %s, table was fed by %s): ingesting it from the start",
+                view.name,
+                view.topic_id,
+                state.topic_id,
+            )
+            offsets = {}
+        self.status.committed_offsets = offsets
+        ranges = self._ctx.worker.ranges(view, offsets, config.max_records_per_commit)
+        self._record_high_watermarks(view)
+        if not ranges:
+            self.status.state = "IDLE"
+            self.status.oldest_pending_since = None
+            return False
+        lost = sum(r.lost for r in ranges)
+        items = tuple(await self._ctx.worker.prepare(view, ranges))
+        new_offsets = {r.partition: r.end_offset for r in ranges}
+        result = await self._run_job(view, config, table, identifier, items)
+        if result is None:
+            return False
+        table, job = result
+        if job.fatal_error is not None:
+            self._fail(view, job.fatal_error)
+            return False
+        if job.skipped:
+            await self._dead_letter(config, job.skipped)
+        try:
+            await asyncio.to_thread(self._ctx.leases.check, lease)
+            assert table is not None
+            snapshot_id = await asyncio.to_thread(
+                commit_data_files,
+                table,
+                job.data_files,
+                new_offsets,
+                committed_state(table),
+                lease.epoch,
+                view.topic_id,
+                {"tabletopic.rows": str(job.rows), "tabletopic.skipped": str(len(job.skipped))},
+            )
+        except (StalePlan, Fenced) as exc:
+            log.warning("topic %s: commit not applied, re-planning from the table (%s)", view.name, exc)
+            self.status.state = "FENCED" if isinstance(exc, Fenced) else "RUNNING"
+            return False
+        merged = dict(offsets)
+        merged.update(new_offsets)
+        self.status.state = "RUNNING"
+        self.status.committed_offsets = merged
+        self.status.last_commit_time = time.time()
+        self.status.last_commit_snapshot = snapshot_id
+        self.status.rows_committed += job.rows
+        self.status.records_skipped += len(job.skipped)
+        self.status.records_lost_to_retention += lost
+        self.status.commits += 1
+        self.status.last_error = None
+        log.info(
+            "topic %s: committed %d rows (%d skipped) to %s at snapshot %d in %.2fs",
+            view.name,
+            job.rows,
+            len(job.skipped),
+            self.status.table,
+            snapshot_id,
+            self.status.last_job_seconds or 0.0,
+        )
+        return True
+
+    def _load_table(self, identifier: tuple[str, str]) -> Table | None:
+        try:
+            return self._ctx.catalog.load_table(identifier)
+        except NoSuchTableError:
+            return None
+
+    async def _run_job(
+        self,
+        view: TopicView,
+        config: TableTopicConfig,
+        table: Table | None,
+        identifier: tuple[str, str],
+        items: tuple[Any, ...],
+    ) -> tuple[Table | None, JobResult] | None:
+        """Run the job, creating or evolving the table as often as it reports a new schema."""
+        for _ in range(MAX_SCHEMA_ROUNDS):
+            spec = JobSpec(
+                topic=view.name,
+                topic_configs=dict(view.configs),
+                items=items,
+                table_metadata_json=None if table is None else table.metadata.model_dump_json(),
+                io_properties={} if table is None else dict(table.io.properties),
+                object_store_settings=self._ctx.object_store_settings,
+                schema_registry_url=self._ctx.schema_registry_url,
+            )
+            started = time.monotonic()
+            job = await asyncio.to_thread(self._ctx.runner.run, spec)
+            self.status.last_job_seconds = time.monotonic() - started
+            if job.needs_schema is None or job.fatal_error is not None:
+                return table, job
+            try:
+                table = await asyncio.to_thread(
+                    tables.ensure_schema, self._ctx.catalog, identifier, table, job.needs_schema, config
+                )
+            except tables.IncompatibleTableSchema as exc:
+                self._fail(view, str(exc))
+                return None
+        self._fail(view, f"the schema kept changing over {MAX_SCHEMA_ROUNDS} attempts")
+        return None
+
+    def _record_high_watermarks(self, view: TopicView) -> None:
+        marks = {}
+        for p in view.partitions:
+            try:
+                marks[p.partition] = self._ctx.worker.high_watermark(p.stream_id)
+            except Exception:  # a partition deleted under us; the next cycle sees the new layout
+                continue
+        self.status.high_watermarks = marks
+
+    def _fail(self, view: TopicView, message: str) -> None:
+        log.error("topic %s: table pipeline stopped: %s", view.name, message)
+        self.status.state = "FAILED"
+        self.status.last_error = message
+        self._failed_config = dict(view.configs)
+
+    async def _dead_letter(self, config: TableTopicConfig, skipped: list[SkippedRecord]) -> None:
+        if config.errors_tolerance is ErrorsTolerance.NONE:
+            return
+        if config.dlq_topic and self._ctx.dead_letters is not None:
+            # Written before the commit: after a crash a record may reach the DLQ twice, never zero
+            # times.
+            await self._ctx.dead_letters(config.dlq_topic, self.topic, skipped)
+        for record in skipped[:5]:
+            log.warning(
+                "topic %s: skipped record at partition %d offset %d: %s",
+                self.topic,
+                record.partition,
+                record.offset,
+                record.reason,
+            )
+
+
+class TableCoordinator:
+    """Runs a :class:`TopicPipeline` for every table topic this node leads."""
+
+    def __init__(self, ctx: CoordinatorContext, poll_interval: float = 1.0) -> None:
+        self._ctx = ctx
+        self._poll = poll_interval
+        self.pipelines: dict[str, TopicPipeline] = {}
+        self._next_run: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="table-coordinator")
+        self._task.add_done_callback(self._on_done)
+
+    @staticmethod
+    def _on_done(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("table coordinator stopped", exc_info=task.exception())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    def trigger(self, topic: str | None = None) -> None:
+        """Run the next cycle now (for ``tabletopic tables commit`` and tests)."""
+        for name in [topic] if topic else list(self._next_run):
+            self._next_run[name] = 0.0
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        while True:
+            await self.run_due()
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
+            except TimeoutError:
+                pass
+
+    async def run_due(self) -> None:
+        now = time.monotonic()
+        views = {v.name: v for v in self._ctx.directory.table_topics()}
+        for name in list(self.pipelines):
+            if name not in views:
+                self.pipelines.pop(name).status.state = "STOPPED"
+                self._next_run.pop(name, None)
+        for name, view in views.items():
+            pipeline = self.pipelines.get(name)
+            if pipeline is None:
+                pipeline = self.pipelines[name] = TopicPipeline(self._ctx, name)
+                self._next_run[name] = now
+            config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=name)
+            due = self._next_run.get(name, now) <= now or self._over_threshold(view, pipeline, config)
+            if not due:
+                continue
+            try:
+                await pipeline.run_cycle()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("topic %s: table pipeline cycle failed; retrying next interval", name)
+                pipeline.status.last_error = f"{type(exc).__name__}: {exc}"
+            self._next_run[name] = time.monotonic() + config.commit_interval_ms / 1000.0
+
+    def _over_threshold(self, view: TopicView, pipeline: TopicPipeline, config: TableTopicConfig) -> bool:
+        threshold = config.commit_records_threshold
+        if not threshold:
+            return False
+        pending = 0
+        for p in view.partitions:
+            try:
+                hw = self._ctx.worker.high_watermark(p.stream_id)
+            except Exception:
+                continue
+            pending += max(hw - pipeline.status.committed_offsets.get(p.partition, 0), 0)
+        return pending >= threshold

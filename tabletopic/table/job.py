@@ -1,0 +1,62 @@
+"""The boundary between the coordinator (plans and commits) and the ingest job (reads, decodes,
+writes files). Plain data both ways so the job can run in Spark executors on other machines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from tabletopic.table.worker import WorkItem
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One ingest run for one topic.
+
+    ``table_metadata_json`` is the Iceberg metadata the data files must match (schema with field ids,
+    partition spec); ``None`` when the table does not exist yet, in which case the job only reports
+    the schema of the decoded rows so the coordinator can create the table.
+    """
+
+    topic: str
+    topic_configs: dict[str, str]
+    items: tuple[WorkItem, ...]
+    table_metadata_json: str | None
+    io_properties: dict[str, str]
+    object_store_settings: dict[str, Any]
+    schema_registry_url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRecord:
+    """A record the job could not turn into a row, kept so it can go to the dead-letter topic."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    reason: str
+
+
+@dataclass
+class JobResult:
+    data_files: list[Any] = field(default_factory=list)  # pyiceberg DataFile objects
+    rows: int = 0
+    bytes_read: int = 0
+    skipped: list[SkippedRecord] = field(default_factory=list)
+    # Set when the decoded rows do not fit the table (or there is no table yet): the union of the
+    # schemas seen. The coordinator evolves/creates the table and runs the job again; no files were
+    # kept in that case.
+    needs_schema: pa.Schema | None = None
+    # Set when errors.tolerance=none met a bad record: the pipeline stops with this message.
+    fatal_error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class JobRunner(Protocol):
+    def run(self, spec: JobSpec) -> JobResult:
+        """Blocking; the coordinator calls it from a worker thread."""
