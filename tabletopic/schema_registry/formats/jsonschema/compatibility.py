@@ -1,0 +1,817 @@
+"""JSON Schema compatibility by content model: can every instance valid under the writer's schema be
+validated by the reader's?
+
+The walk compares the two schemas side by side and reports, with a JSON-pointer location into the
+reader's schema (``#/properties/address/properties/zip``), each rule that lets a writer instance
+fail the reader. Kinds follow Confluent's JSON Schema difference names (TYPE_NARROWED,
+PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, REQUIRED_ATTRIBUTE_ADDED, MAX_LENGTH_DECREASED, …); only the
+incompatible ones are reported, since the registry asks a yes/no question with reasons.
+
+Where a rule cannot be decided cheaply (regex inclusion, ``if``/``then``/``else``) the check is
+conservative: it reports an incompatibility rather than admit data a reader may reject. Dropping a
+writer-side constraint is always the conservative direction, which is what the ``allOf`` merge does
+when two constraints conflict.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from typing import Any
+
+import jsonschema.validators
+import referencing
+import referencing.exceptions
+
+from tabletopic.schema_registry.formats.base import Incompatibility
+from tabletopic.schema_registry.formats.jsonschema.schema import (
+    ParsedJsonSchema,
+    Resolver,
+    dereference,
+    enter,
+    escape_pointer,
+)
+
+ALL_TYPES = frozenset({"null", "boolean", "object", "array", "number", "integer", "string"})
+# Keywords that never constrain instances, so a schema made only of them accepts everything.
+ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "id",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$defs",
+        "definitions",
+        "$anchor",
+        "format",
+        "contentMediaType",
+        "contentEncoding",
+    }
+)
+SUM_KEYWORDS = ("anyOf", "oneOf")
+# Deeper than this, the walk stops looking (a pathological but metaschema-valid input must not
+# exhaust the stack of the registry process).
+MAX_DEPTH = 120
+
+
+def check_compatibility(reader: ParsedJsonSchema, writer: ParsedJsonSchema) -> list[Incompatibility]:
+    """Every reason data written with ``writer`` may fail validation under ``reader``.
+
+    Returns:
+        An empty list when compatible.
+    """
+    checker = _Checker(reader, writer)
+    found = checker.compare(reader.schema, reader.root_resolver(), writer.schema, writer.root_resolver(), "#")
+    unique: dict[tuple[str, str], Incompatibility] = {}
+    for item in found:
+        unique.setdefault((item.kind, item.location), item)
+    return list(unique.values())
+
+
+def is_open(schema: Any) -> bool:
+    """True when ``schema`` accepts every instance (``true``, ``{}``, or annotations only)."""
+    return schema is True or (isinstance(schema, dict) and all(k in ANNOTATIONS for k in schema))
+
+
+def json_type_of(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value (``1.0`` is an integer, as in the spec)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def enum_values(schema: Any) -> list[Any] | None:
+    """The closed set of values a schema allows (``enum`` or ``const``), or ``None``."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return [schema["const"]]
+    values = schema.get("enum")
+    return values if isinstance(values, list) else None
+
+
+def types_of(schema: dict[str, Any]) -> set[str] | None:
+    """The types a schema admits, ``None`` for any; inferred from ``enum`` when ``type`` is absent."""
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {t for t in declared if isinstance(t, str)}
+    values = enum_values(schema)
+    if values is not None:
+        return {json_type_of(v) for v in values}
+    return None
+
+
+def _accepts(types: set[str] | None, name: str) -> bool:
+    return types is None or name in types or (name == "integer" and "number" in types)
+
+
+def _value_key(value: Any) -> str:
+    """A key under which JSON-equal values collide (``1`` and ``1.0`` do, ``1`` and ``true`` do not)."""
+
+    def canon(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, list):
+            return [canon(x) for x in v]
+        if isinstance(v, dict):
+            return {k: canon(x) for k, x in v.items()}
+        return v
+
+    return json.dumps(canon(value), sort_keys=True)
+
+
+def _without(schema: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k not in keys}
+
+
+def merge_schemas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The conjunction of two writer schemas, as far as it can be written as one schema.
+
+    Conflicts that need more than this keep ``a``'s constraint and drop ``b``'s: a larger writer
+    only makes the check stricter, never lets an incompatible change through.
+    """
+    out = dict(a)
+    for key, value in b.items():
+        if key not in out:
+            out[key] = value
+        elif key == "properties" and isinstance(value, dict) and isinstance(out[key], dict):
+            props = dict(out[key])
+            for name, sub in value.items():
+                props[name] = {"allOf": [props[name], sub]} if name in props else sub
+            out[key] = props
+        elif key == "required" and isinstance(value, list) and isinstance(out[key], list):
+            out[key] = list(dict.fromkeys([*out[key], *value]))
+        elif key == "type":
+            left, right = types_of({"type": out[key]}) or set(), types_of({"type": value}) or set()
+            both = (left & right) | (
+                {"integer"}
+                if ("integer" in left and "number" in right) or ("number" in left and "integer" in right)
+                else set()
+            )
+            out[key] = sorted(both)
+        elif key in ("minimum", "minLength", "minItems", "minProperties") and _is_number(value):
+            out[key] = max(out[key], value) if _is_number(out[key]) else value
+        elif key in ("maximum", "maxLength", "maxItems", "maxProperties") and _is_number(value):
+            out[key] = min(out[key], value) if _is_number(out[key]) else value
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class _Checker:
+    """One comparison: holds the two documents' dialects and the pairs currently being compared
+    (a pair met again while in progress is assumed compatible, which ends recursive ``$ref``s)."""
+
+    def __init__(self, reader: ParsedJsonSchema, writer: ParsedJsonSchema) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.active: set[tuple[int, int]] = set()
+        self.depth = 0
+
+    # -- entry and plumbing -------------------------------------------------------------------
+
+    def compare(self, r: Any, rres: Resolver, w: Any, wres: Resolver, loc: str) -> list[Incompatibility]:
+        if self.depth > MAX_DEPTH:
+            return []
+        try:
+            r, rres = self._deref(r, rres, self.reader.dialect)
+            w, wres = self._deref(w, wres, self.writer.dialect)
+        except referencing.exceptions.Unresolvable as exc:
+            return [Incompatibility("REFERENCE_UNRESOLVED", loc, f"a $ref could not be resolved: {exc}")]
+        key = (id(r), id(w))
+        if key in self.active:
+            return []
+        self.active.add(key)
+        self.depth += 1
+        try:
+            return self._compare(r, rres, w, wres, loc)
+        finally:
+            self.depth -= 1
+            self.active.discard(key)
+
+    @staticmethod
+    def _deref(schema: Any, resolver: Resolver, dialect: str) -> tuple[Any, Resolver]:
+        for _ in range(MAX_DEPTH):
+            if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+                break
+            schema, resolver = dereference(schema, resolver, dialect)
+        return schema, enter(schema, resolver, dialect)
+
+    # -- the walk -----------------------------------------------------------------------------
+
+    def _compare(self, r: Any, rres: Resolver, w: Any, wres: Resolver, loc: str) -> list[Incompatibility]:
+        if w is False or is_open(r):
+            return []
+        if r is False:
+            return [
+                Incompatibility("SCHEMA_REMOVED", loc, "the reader's schema is false and accepts nothing")
+            ]
+        if not isinstance(r, dict):
+            return []
+        w = {} if not isinstance(w, dict) else w
+        if "allOf" in w:
+            flat = self._flatten_all_of(w, wres)
+            if flat is False:
+                return []
+            w = flat
+        if enum_values(w) is not None:
+            return self._check_values(r, rres, w, loc)
+
+        out: list[Incompatibility] = []
+        if isinstance(r.get("allOf"), list):
+            for index, branch in enumerate(r["allOf"]):
+                out += self.compare(branch, rres, w, wres, f"{loc}/allOf/{index}")
+            r = _without(r, "allOf")
+
+        wsum = next((k for k in SUM_KEYWORDS if isinstance(w.get(k), list)), None)
+        if wsum is not None:
+            return out + self._writer_sum(r, rres, w, wres, wsum, loc)
+        rsum = next((k for k in SUM_KEYWORDS if isinstance(r.get(k), list)), None)
+        if rsum is not None:
+            out += self._reader_sum(r[rsum], rres, w, wres, rsum, loc)
+            r = _without(r, rsum)
+
+        out += self._compare_not(r, rres, w, wres, loc)
+        out += self._compare_conditionals(r, w, loc)
+        rtypes, wtypes = types_of(r), types_of(w)
+        out += self._compare_types(rtypes, wtypes, loc)
+        out += _compare_reader_enum(r, wtypes, loc)
+        if rtypes is not None and wtypes is not None and not any(_accepts(rtypes, t) for t in wtypes):
+            return out  # no shared type: the keyword rules below say nothing more
+        both = {t for t in (wtypes or ALL_TYPES) if _accepts(rtypes, t)}
+        if both & {"number", "integer"}:
+            out += self._compare_numbers(r, w, wtypes, loc)
+        if "string" in both:
+            out += self._compare_strings(r, w, loc)
+        if "array" in both:
+            out += self._compare_arrays(r, rres, w, wres, loc)
+        if "object" in both:
+            out += self._compare_objects(r, rres, w, wres, loc)
+        return out
+
+    def _flatten_all_of(self, w: dict[str, Any], wres: Resolver) -> dict[str, Any] | bool:
+        merged = _without(w, "allOf")
+        for branch in w["allOf"]:
+            try:
+                branch, _ = self._deref(branch, wres, self.writer.dialect)
+            except referencing.exceptions.Unresolvable:
+                continue  # dropping a writer constraint only makes the check stricter
+            if branch is False:
+                return False
+            if not isinstance(branch, dict):
+                continue
+            if isinstance(branch.get("allOf"), list):
+                nested = self._flatten_all_of(branch, wres)
+                if nested is False:
+                    return False
+                branch = nested if isinstance(nested, dict) else {}
+            merged = merge_schemas(merged, branch)
+        return merged
+
+    def _check_values(
+        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], loc: str
+    ) -> list[Incompatibility]:
+        """A writer limited to listed values is compatible exactly when the reader accepts each."""
+        values = enum_values(w) or []
+        cls = jsonschema.validators.validator_for({"$schema": self.reader.dialect})
+        validator = cls(r, registry=self.reader.registry, _resolver=rres)
+        try:
+            rejected = [v for v in values if not validator.is_valid(v)]
+        except (referencing.exceptions.Unresolvable, RecursionError) as exc:
+            return [
+                Incompatibility("REFERENCE_UNRESOLVED", loc, f"could not check the writer's values: {exc}")
+            ]
+        if not rejected:
+            return []
+        shown = ", ".join(json.dumps(v) for v in rejected[:5])
+        reader_values = enum_values(r)
+        if reader_values is not None:
+            overlap = len(rejected) < len(values)
+            kind = "ENUM_ARRAY_NARROWED" if overlap else "ENUM_ARRAY_CHANGED"
+            return [
+                Incompatibility(kind, loc, f"the reader's enum does not allow the writer's values {shown}")
+            ]
+        rtypes = types_of(r)
+        if any(not _accepts(rtypes, json_type_of(v)) for v in rejected):
+            kind = (
+                "TYPE_NARROWED" if any(_accepts(rtypes, json_type_of(v)) for v in values) else "TYPE_CHANGED"
+            )
+            return [Incompatibility(kind, loc, f"the reader's type rejects the writer's values {shown}")]
+        return [
+            Incompatibility("ENUM_VALUE_REJECTED", loc, f"the reader rejects the writer's values {shown}")
+        ]
+
+    # -- combined schemas ---------------------------------------------------------------------
+
+    def _writer_sum(
+        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, wsum: str, loc: str
+    ) -> list[Incompatibility]:
+        """Writer data matches one of the writer's branches, so each branch must be readable."""
+        rest = _without(w, wsum)
+        out: list[Incompatibility] = []
+        for index, branch in enumerate(w[wsum]):
+            where = f"{loc}/{wsum}/{index}"
+            if is_open(rest):
+                out += self.compare(r, rres, branch, wres, where)
+                continue
+            try:
+                target, tres = self._deref(branch, wres, self.writer.dialect)
+            except referencing.exceptions.Unresolvable as exc:
+                out.append(Incompatibility("REFERENCE_UNRESOLVED", where, str(exc)))
+                continue
+            if target is False:
+                continue
+            merged = merge_schemas(rest, target) if isinstance(target, dict) else rest
+            out += self.compare(r, rres, merged, tres, where)
+        rsum = next((k for k in SUM_KEYWORDS if isinstance(r.get(k), list)), None)
+        if rsum is not None and len(r[rsum]) < len(w[wsum]):
+            out = [
+                Incompatibility("SUM_TYPE_NARROWED", i.location, i.message)
+                if i.kind == "COMBINED_TYPE_SUBSCHEMAS_CHANGED"
+                else i
+                for i in out
+            ]
+        return out
+
+    def _reader_sum(
+        self, branches: list[Any], rres: Resolver, w: dict[str, Any], wres: Resolver, rsum: str, loc: str
+    ) -> list[Incompatibility]:
+        """Reader accepts data matching any branch; every writer shape needs some branch.
+
+        A writer with a type list is split by type first, so ``type: [string, null]`` is readable
+        by ``anyOf: [{type: string}, {type: null}]`` though no single branch takes both.
+        """
+        wtypes = types_of(w)
+        shapes = [w] if wtypes is None or len(wtypes) < 2 else [{**w, "type": t} for t in sorted(wtypes)]
+        out: list[Incompatibility] = []
+        for shape in shapes:
+            first_reason: Incompatibility | None = None
+            for index, branch in enumerate(branches):
+                reasons = self.compare(branch, rres, shape, wres, f"{loc}/{rsum}/{index}")
+                if not reasons:
+                    break
+                first_reason = first_reason or reasons[0]
+            else:
+                detail = (
+                    f" (first reason: {first_reason.kind} at {first_reason.location})" if first_reason else ""
+                )
+                kind = "COMBINED_TYPE_SUBSCHEMAS_CHANGED" if branches else "SUM_TYPE_NARROWED"
+                out.append(
+                    Incompatibility(
+                        kind,
+                        f"{loc}/{rsum}",
+                        f"no {rsum} branch of the reader reads the writer's data{detail}",
+                    )
+                )
+        return out
+
+    def _compare_not(
+        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
+    ) -> list[Incompatibility]:
+        if "not" not in r:
+            return []
+        where = f"{loc}/not"
+        if "not" in w:
+            # not X ⊇ not Y  ⇔  Y ⊇ X: the writer's excluded set must cover the reader's.
+            if self.compare(w["not"], wres, r["not"], rres, where):
+                return [
+                    Incompatibility(
+                        "NOT_TYPE_EXTENDED", where, "the reader excludes values the writer may write"
+                    )
+                ]
+            return []
+        excluded = r["not"]
+        if isinstance(excluded, dict):
+            excluded_types, writer_types = types_of(excluded), types_of(w)
+            disjoint = (
+                excluded_types is not None
+                and writer_types is not None
+                and not any(_accepts(excluded_types, t) for t in writer_types)
+            )
+            if disjoint:
+                return []  # nothing the writer writes is excluded
+        return [
+            Incompatibility("NOT_TYPE_EXTENDED", where, "the reader added a 'not' the writer does not have")
+        ]
+
+    @staticmethod
+    def _compare_conditionals(r: dict[str, Any], w: dict[str, Any], loc: str) -> list[Incompatibility]:
+        conditional = ("if", "then", "else")
+        if not any(k in r for k in conditional):
+            return []
+        if all(_value_key(r.get(k)) == _value_key(w.get(k)) for k in conditional):
+            return []
+        return [
+            Incompatibility("CONDITIONAL_SCHEMA_CHANGED", f"{loc}/if", "the reader's if/then/else differs")
+        ]
+
+    # -- keyword families ---------------------------------------------------------------------
+
+    @staticmethod
+    def _compare_types(rtypes: set[str] | None, wtypes: set[str] | None, loc: str) -> list[Incompatibility]:
+        if rtypes is None:
+            return []
+        written = wtypes if wtypes is not None else set(ALL_TYPES)
+        rejected = sorted(t for t in written if not _accepts(rtypes, t))
+        if not rejected:
+            return []
+        overlap = (
+            wtypes is None
+            or any(_accepts(rtypes, t) for t in written)
+            or ("integer" in rtypes and "number" in written)
+        )
+        kind = "TYPE_NARROWED" if overlap else "TYPE_CHANGED"
+        return [
+            Incompatibility(
+                kind,
+                f"{loc}/type",
+                f"the reader's type {sorted(rtypes)} does not accept {', '.join(rejected)}",
+            )
+        ]
+
+    def _compare_numbers(
+        self, r: dict[str, Any], w: dict[str, Any], wtypes: set[str] | None, loc: str
+    ) -> list[Incompatibility]:
+        out: list[Incompatibility] = []
+        for side in ("minimum", "maximum"):
+            rb = _bound(r, side, self.reader.dialect)
+            if rb is None:
+                continue
+            wb = _bound(w, side, self.writer.dialect)
+            value, exclusive, keyword = rb
+            prefix = ("EXCLUSIVE_" if exclusive else "") + side.upper()
+            where = f"{loc}/{keyword}"
+            if wb is None:
+                out.append(Incompatibility(f"{prefix}_ADDED", where, f"the reader added {keyword} {value}"))
+                continue
+            tighter = value > wb[0] if side == "minimum" else value < wb[0]
+            if tighter or (value == wb[0] and exclusive and not wb[1]):
+                change = "INCREASED" if side == "minimum" else "DECREASED"
+                out.append(
+                    Incompatibility(
+                        f"{prefix}_{change}",
+                        where,
+                        f"the reader's {keyword} {value} is tighter than the writer's {wb[0]}",
+                    )
+                )
+        reader_multiple = r.get("multipleOf")
+        if _is_number(reader_multiple):
+            rm = Fraction(str(reader_multiple))
+            writer_multiple = w.get("multipleOf")
+            wm = Fraction(str(writer_multiple)) if _is_number(writer_multiple) else None
+            where = f"{loc}/multipleOf"
+            integers_only = wtypes is not None and "number" not in wtypes
+            if wm is None:
+                if not (integers_only and (1 / rm).denominator == 1):
+                    out.append(
+                        Incompatibility(
+                            "MULTIPLE_OF_ADDED", where, f"the reader added multipleOf {reader_multiple}"
+                        )
+                    )
+            elif (wm / rm).denominator != 1:
+                kind = "MULTIPLE_OF_EXPANDED" if (rm / wm).denominator == 1 else "MULTIPLE_OF_CHANGED"
+                out.append(
+                    Incompatibility(
+                        kind,
+                        where,
+                        f"multiples of {writer_multiple} are not all multiples of {reader_multiple}",
+                    )
+                )
+        return out
+
+    @staticmethod
+    def _compare_strings(r: dict[str, Any], w: dict[str, Any], loc: str) -> list[Incompatibility]:
+        out = _compare_limits(r, w, "maxLength", "MAX_LENGTH", upper=True, loc=loc)
+        out += _compare_limits(r, w, "minLength", "MIN_LENGTH", upper=False, loc=loc)
+        pattern = r.get("pattern")
+        if isinstance(pattern, str) and pattern != w.get("pattern"):
+            # Regex inclusion is undecidable in general: any new or different pattern counts.
+            kind = "PATTERN_ADDED" if "pattern" not in w else "PATTERN_CHANGED"
+            out.append(Incompatibility(kind, f"{loc}/pattern", f"the reader's pattern {pattern!r} differs"))
+        return out
+
+    def _compare_arrays(
+        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
+    ) -> list[Incompatibility]:
+        out = _compare_limits(r, w, "maxItems", "MAX_ITEMS", upper=True, loc=loc)
+        out += _compare_limits(r, w, "minItems", "MIN_ITEMS", upper=False, loc=loc)
+        if r.get("uniqueItems") is True and w.get("uniqueItems") is not True:
+            out.append(
+                Incompatibility(
+                    "UNIQUE_ITEMS_ADDED", f"{loc}/uniqueItems", "the reader requires unique items"
+                )
+            )
+        rprefix, rrest, rkey, rrest_key = _items(r)
+        wprefix, wrest, _, _ = _items(w)
+        for index in range(max(len(rprefix), len(wprefix))):
+            rin, win = index < len(rprefix), index < len(wprefix)
+            ri = rprefix[index] if rin else rrest
+            wi = wprefix[index] if win else wrest
+            if wi is False:
+                break  # the writer never writes this position or any later one
+            where = f"{loc}/{rkey}/{index}" if rin else f"{loc}/{rrest_key}"
+            reasons = self.compare(ri, rres, wi, wres, where)
+            if not reasons:
+                continue
+            if win and rin:
+                out += reasons
+            elif not win:
+                kind = (
+                    "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"
+                    if is_open(wi)
+                    else "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+                )
+                out.append(
+                    Incompatibility(
+                        kind, where, f"the reader constrains item {index}, which the writer left open"
+                    )
+                )
+            else:
+                kind = (
+                    "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"
+                    if ri is False
+                    else "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+                )
+                out.append(
+                    Incompatibility(kind, where, f"the reader does not accept the writer's item {index}")
+                )
+        if wrest is not False:
+            where = f"{loc}/{rrest_key}"
+            reasons = self.compare(rrest, rres, wrest, wres, where)
+            if reasons and not rprefix and not wprefix:
+                out += reasons  # a plain list: report what changed inside the items
+            elif reasons:
+                kind = "ADDITIONAL_ITEMS_REMOVED" if rrest is False else "ADDITIONAL_ITEMS_NARROWED"
+                out.append(
+                    Incompatibility(
+                        kind, where, "the reader accepts fewer additional items than the writer writes"
+                    )
+                )
+        contains = r.get("contains")
+        if (
+            contains is not None
+            and not is_open(contains)
+            and ("contains" not in w or self.compare(contains, rres, w["contains"], wres, f"{loc}/contains"))
+        ):
+            out.append(
+                Incompatibility("CONTAINS_NARROWED", f"{loc}/contains", "the reader's 'contains' is stricter")
+            )
+        return out
+
+    def _compare_objects(
+        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
+    ) -> list[Incompatibility]:
+        out = _compare_limits(r, w, "maxProperties", "MAX_PROPERTIES", upper=True, loc=loc)
+        out += _compare_limits(r, w, "minProperties", "MIN_PROPERTIES", upper=False, loc=loc)
+        rprops = r.get("properties") if isinstance(r.get("properties"), dict) else {}
+        wprops = w.get("properties") if isinstance(w.get("properties"), dict) else {}
+        wrequired = set(w.get("required") or []) if isinstance(w.get("required"), list) else set()
+
+        for name in [*wprops, *(n for n in rprops if n not in wprops)]:
+            where = f"{loc}/properties/{escape_pointer(name)}"
+            if name in rprops and name in wprops:
+                out += self.compare(rprops[name], rres, wprops[name], wres, where)
+            elif name in rprops:
+                writer_view = _schema_for_name(w, name)
+                if writer_view is False:
+                    continue  # closed writer never writes it: OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL
+                if self.compare(rprops[name], rres, writer_view, wres, where):
+                    kind = (
+                        "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
+                        if is_open(writer_view)
+                        else "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+                    )
+                    out.append(
+                        Incompatibility(
+                            kind,
+                            where,
+                            f"property {name!r} was added but the writer may write anything there",
+                        )
+                    )
+            else:
+                reader_view = _schema_for_name(r, name)
+                if self.compare(reader_view, rres, wprops[name], wres, where):
+                    kind = (
+                        "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"
+                        if reader_view is False
+                        else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+                    )
+                    out.append(
+                        Incompatibility(
+                            kind, where, f"property {name!r} was removed and the reader rejects it"
+                        )
+                    )
+
+        rpatterns = r.get("patternProperties") if isinstance(r.get("patternProperties"), dict) else {}
+        wpatterns = w.get("patternProperties") if isinstance(w.get("patternProperties"), dict) else {}
+        for pattern, sub in rpatterns.items():
+            writer_view = wpatterns.get(pattern, w.get("additionalProperties", True))
+            where = f"{loc}/patternProperties/{escape_pointer(pattern)}"
+            if writer_view is not False and self.compare(sub, rres, writer_view, wres, where):
+                out.append(
+                    Incompatibility(
+                        "PATTERN_PROPERTIES_NARROWED", where, f"properties matching {pattern!r} narrowed"
+                    )
+                )
+
+        rextra, wextra = r.get("additionalProperties", True), w.get("additionalProperties", True)
+        if wextra is not False:
+            where = f"{loc}/additionalProperties"
+            if self.compare(rextra, rres, wextra, wres, where):
+                kind = (
+                    "ADDITIONAL_PROPERTIES_REMOVED" if rextra is False else "ADDITIONAL_PROPERTIES_NARROWED"
+                )
+                out.append(
+                    Incompatibility(
+                        kind, where, "the reader accepts fewer additional properties than the writer writes"
+                    )
+                )
+
+        rrequired = r.get("required") if isinstance(r.get("required"), list) else []
+        for name in rrequired:
+            if name in wrequired:
+                continue
+            prop = rprops.get(name)
+            if isinstance(prop, dict) and "default" in prop:
+                continue  # REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED is compatible in Confluent's rules
+            closed = name not in wprops and _schema_for_name(w, name) is False
+            kind = "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL" if closed else "REQUIRED_ATTRIBUTE_ADDED"
+            out.append(
+                Incompatibility(
+                    kind, f"{loc}/required", f"the reader requires {name!r}, which the writer may omit"
+                )
+            )
+
+        out += self._compare_dependencies(r, rres, w, wres, wrequired, loc)
+        names = r.get("propertyNames")
+        if (
+            names is not None
+            and not is_open(names)
+            and self.compare(
+                names, rres, w.get("propertyNames", {"type": "string"}), wres, f"{loc}/propertyNames"
+            )
+        ):
+            out.append(
+                Incompatibility(
+                    "PROPERTY_NAMES_NARROWED",
+                    f"{loc}/propertyNames",
+                    "the reader restricts property names",
+                )
+            )
+        return out
+
+    def _compare_dependencies(
+        self,
+        r: dict[str, Any],
+        rres: Resolver,
+        w: dict[str, Any],
+        wres: Resolver,
+        wrequired: set[str],
+        loc: str,
+    ) -> list[Incompatibility]:
+        out: list[Incompatibility] = []
+        rarrays, rschemas = _dependencies(r)
+        warrays, wschemas = _dependencies(w)
+        for trigger, needed in rarrays.items():
+            missing = set(needed) - set(warrays.get(trigger, [])) - wrequired
+            if missing:
+                kind = "DEPENDENCY_ARRAY_EXTENDED" if trigger in warrays else "DEPENDENCY_ARRAY_ADDED"
+                out.append(
+                    Incompatibility(
+                        kind,
+                        f"{loc}/dependencies/{escape_pointer(trigger)}",
+                        f"{trigger!r} now needs {sorted(missing)}",
+                    )
+                )
+        for trigger, sub in rschemas.items():
+            where = f"{loc}/dependencies/{escape_pointer(trigger)}"
+            if trigger not in wschemas:
+                if not is_open(sub):
+                    out.append(
+                        Incompatibility(
+                            "DEPENDENCY_SCHEMA_ADDED", where, f"a schema now depends on {trigger!r}"
+                        )
+                    )
+            elif self.compare(sub, rres, wschemas[trigger], wres, where):
+                out.append(
+                    Incompatibility(
+                        "DEPENDENCY_SCHEMA_NARROWED", where, f"the schema for {trigger!r} narrowed"
+                    )
+                )
+        return out
+
+
+def _compare_reader_enum(r: dict[str, Any], wtypes: set[str] | None, loc: str) -> list[Incompatibility]:
+    """A reader enum against a writer without one: only a writer whose types have finitely many
+    values, all listed (``boolean`` with both, ``null``), stays compatible."""
+    values = enum_values(r)
+    if values is None:
+        return []
+    finite = {"boolean": [True, False], "null": [None]}
+    if wtypes and all(t in finite for t in wtypes):
+        listed = {_value_key(v) for v in values}
+        if all(_value_key(v) in listed for t in wtypes for v in finite[t]):
+            return []
+    keyword = "const" if "const" in r else "enum"
+    return [
+        Incompatibility(
+            "ENUM_ARRAY_NARROWED", f"{loc}/{keyword}", f"the reader added {keyword} the writer does not have"
+        )
+    ]
+
+
+def _bound(schema: dict[str, Any], side: str, dialect: str) -> tuple[float, bool, str] | None:
+    """The tightest lower (``minimum``) or upper (``maximum``) bound as (value, exclusive, keyword);
+    draft 4 spells exclusivity as a boolean next to ``minimum``/``maximum``."""
+    exclusive_key = "exclusiveMinimum" if side == "minimum" else "exclusiveMaximum"
+    plain, exclusive = schema.get(side), schema.get(exclusive_key)
+    candidates: list[tuple[float, bool, str]] = []
+    if _is_number(plain):
+        candidates.append((plain, exclusive is True, exclusive_key if exclusive is True else side))
+    if _is_number(exclusive):
+        candidates.append((exclusive, True, exclusive_key))
+    if not candidates:
+        return None
+
+    def tightness(c: tuple[float, bool, str]) -> tuple[float, bool]:
+        return (c[0], c[1]) if side == "minimum" else (-c[0], c[1])
+
+    return max(candidates, key=tightness)
+
+
+def _compare_limits(
+    r: dict[str, Any], w: dict[str, Any], keyword: str, kind: str, *, upper: bool, loc: str
+) -> list[Incompatibility]:
+    reader, writer = r.get(keyword), w.get(keyword)
+    if not _is_number(reader):
+        return []
+    where = f"{loc}/{keyword}"
+    if not _is_number(writer):
+        if not upper and reader <= 0:
+            return []
+        return [Incompatibility(f"{kind}_ADDED", where, f"the reader added {keyword} {reader}")]
+    if (reader < writer) if upper else (reader > writer):
+        change = "DECREASED" if upper else "INCREASED"
+        return [Incompatibility(f"{kind}_{change}", where, f"{keyword} changed from {writer} to {reader}")]
+    return []
+
+
+def _items(schema: dict[str, Any]) -> tuple[list[Any], Any, str, str]:
+    """Array items as (positional schemas, schema for the rest, keyword of each) across drafts."""
+    if isinstance(schema.get("prefixItems"), list):
+        return schema["prefixItems"], schema.get("items", True), "prefixItems", "items"
+    if isinstance(schema.get("items"), list):
+        return schema["items"], schema.get("additionalItems", True), "items", "additionalItems"
+    return [], schema.get("items", True), "items", "items"
+
+
+def _schema_for_name(schema: dict[str, Any], name: str) -> Any:
+    """What ``schema`` says about an undeclared property ``name``: the first matching
+    ``patternProperties`` entry, else ``additionalProperties`` (open by default)."""
+    import re
+
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, dict):
+        for pattern, sub in patterns.items():
+            try:
+                if re.search(pattern, name):
+                    return sub
+            except re.error:
+                continue
+    return schema.get("additionalProperties", True)
+
+
+def _dependencies(schema: dict[str, Any]) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    arrays: dict[str, list[str]] = {}
+    schemas: dict[str, Any] = {}
+    for keyword in ("dependencies", "dependentRequired", "dependentSchemas"):
+        value = schema.get(keyword)
+        if not isinstance(value, dict):
+            continue
+        for trigger, dep in value.items():
+            if isinstance(dep, list):
+                arrays[trigger] = [d for d in dep if isinstance(d, str)]
+            elif isinstance(dep, dict | bool):
+                schemas[trigger] = dep
+    return arrays, schemas
