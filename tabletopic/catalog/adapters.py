@@ -1,0 +1,293 @@
+"""One catalog configuration, two clients: a pyiceberg ``Catalog`` for Python code and the
+``spark.sql.catalog.<name>.*`` properties for Spark.
+
+The configuration is AutoMQ's (``automq.table.topic.catalog.type`` plus ``...catalog.*`` pass-through
+properties with pyiceberg's names). Spark reaches ``rest`` and ``hive`` catalogs directly with
+Iceberg's own Java catalogs; ``builtin``, ``sql`` and ``glue`` catalogs it reaches through the built-in
+REST catalog, which fronts the same pyiceberg catalog (see ``catalog.spark.access`` for why).
+
+Object storage: pyiceberg uses its own FileIO with the ``s3.*`` properties; Spark uses Iceberg's
+HadoopFileIO over Hadoop's s3a connector (the only S3 client whose jars PyPI carries), configured per
+catalog through Iceberg's ``hadoop.*`` catalog-property overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tabletopic.catalog import settings as catalog_settings
+from tabletopic.config import Config, ConfigError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from sqlalchemy.engine import Engine
+
+CATALOG_PREFIX = "automq.table.topic.catalog."
+SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
+HADOOP_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO"
+S3A_FILESYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+
+# Short names a user may give a Glue catalog, and the pyiceberg property each one means.
+GLUE_ALIASES = {
+    "region": "glue.region",
+    "endpoint": "glue.endpoint",
+    "access-key-id": "glue.access-key-id",
+    "secret-access-key": "glue.secret-access-key",
+    "session-token": "glue.session-token",
+    "catalog-id": "glue.id",
+    "profile-name": "glue.profile-name",
+}
+
+# Keys that only make sense to pyiceberg; never handed to Spark.
+_PYTHON_ONLY = ("py-io-impl", "downcast-ns-timestamp-to-us-on-write", "echo", "pool_pre_ping")
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogSpec:
+    """The resolved catalog configuration of a node.
+
+    Attributes:
+        name: catalog name (pyiceberg name, sql ``catalog_name`` column, Spark catalog name).
+        type: ``builtin``, ``rest``, ``hive``, ``glue`` or ``sql``.
+        warehouse: root location of new tables, or ``None`` to let the catalog decide.
+        properties: pass-through properties with pyiceberg's names (no ``type``/``warehouse``).
+        spark_access: ``direct`` or ``rest``, already resolved from ``auto``.
+        rest_uri: where Spark and other engines reach the built-in REST catalog (``None`` if disabled).
+    """
+
+    name: str
+    type: str
+    warehouse: str | None
+    properties: dict[str, str] = field(default_factory=dict)
+    spark_access: str = "rest"
+    rest_uri: str | None = None
+
+    @property
+    def fronted_by_rest(self) -> bool:
+        """Whether the built-in REST server serves this catalog (it never proxies a REST catalog)."""
+        return self.type != "rest" and self.rest_uri is not None
+
+    def with_rest_uri(self, uri: str) -> CatalogSpec:
+        """A copy whose built-in REST endpoint is ``uri`` (e.g. an embedded server on a free port)."""
+        return CatalogSpec(
+            self.name, self.type, self.warehouse, dict(self.properties), self.spark_access, uri
+        )
+
+
+def default_warehouse(config: Config) -> str:
+    """``file://`` URI of ``data.dir/warehouse`` (three slashes: pyiceberg's form, Spark accepts it)."""
+    return (config.data_dir / "warehouse").as_uri()
+
+
+def catalog_spec(config: Config) -> CatalogSpec:
+    """Resolve the node's catalog configuration.
+
+    Raises:
+        ConfigError: the combination cannot work (e.g. a REST catalog without ``uri``).
+    """
+    kind = config.get(catalog_settings.CATALOG_TYPE)
+    props = {
+        key: value
+        for key, value in config.prefixed(CATALOG_PREFIX).items()
+        if key not in ("type", "warehouse")
+    }
+    if kind == "glue":
+        for alias, real in GLUE_ALIASES.items():
+            if alias in props:
+                props.setdefault(real, props.pop(alias))
+    warehouse = config.get(catalog_settings.CATALOG_WAREHOUSE) or None
+    if warehouse is None and kind in ("builtin", "sql"):
+        warehouse = default_warehouse(config)
+    if warehouse is not None:
+        warehouse = normalize_location(warehouse)
+    _add_storage_fallback(config, warehouse, props)
+
+    listener = config.get(catalog_settings.CATALOG_LISTENER) or None
+    rest_uri = (config.get(catalog_settings.CATALOG_ADVERTISED_URI) or listener) if listener else None
+    if rest_uri is not None:
+        rest_uri = rest_uri.rstrip("/")
+    access = config.get(catalog_settings.CATALOG_SPARK_ACCESS)
+    if access == "auto":
+        access = "direct" if kind in ("rest", "hive") else "rest"
+
+    if kind in ("rest", "hive") and not props.get("uri"):
+        raise ConfigError(f"{CATALOG_PREFIX}uri is required for catalog type {kind}")
+    if kind == "sql" and not props.get("uri"):
+        raise ConfigError(f"{CATALOG_PREFIX}uri (an SQLAlchemy URL) is required for catalog type sql")
+    if kind == "builtin" and rest_uri is None:
+        raise ConfigError("catalog.listener must be set for the builtin catalog")
+    if access == "rest" and kind == "rest":
+        access = "direct"
+    if access == "rest" and rest_uri is None:
+        raise ConfigError(
+            f"Spark reaches a {kind} catalog through the built-in REST catalog: set catalog.listener"
+        )
+    if access == "direct" and kind in ("builtin", "glue"):
+        raise ConfigError(f"Spark cannot reach a {kind} catalog directly; use catalog.spark.access=rest")
+    return CatalogSpec(
+        name=config.get(catalog_settings.CATALOG_NAME),
+        type=kind,
+        warehouse=warehouse,
+        properties=props,
+        spark_access=access,
+        rest_uri=rest_uri,
+    )
+
+
+def _add_storage_fallback(config: Config, warehouse: str | None, props: dict[str, str]) -> None:
+    """An S3 warehouse with no ``s3.*`` catalog properties borrows the node's object-store settings
+    (``s3.endpoint``/``s3.access.key``/...), so one S3 configuration serves both storage and tables."""
+    if warehouse is None or not is_s3(warehouse) or "s3.endpoint" in props:
+        return
+    node = config.as_dict()
+    mapping = {
+        "s3.endpoint": "s3.endpoint",
+        "s3.region": "s3.region",
+        "s3.access.key": "s3.access-key-id",
+        "s3.secret.key": "s3.secret-access-key",
+    }
+    for node_key, catalog_key in mapping.items():
+        value = node.get(node_key)
+        if value:
+            props.setdefault(catalog_key, str(value))
+
+
+def is_s3(location: str) -> bool:
+    return location.startswith(("s3://", "s3a://", "s3n://"))
+
+
+def normalize_location(location: str) -> str:
+    """Spark writes ``file:/x`` and pyiceberg ``file:///x``; keep the latter, which both read."""
+    if location.startswith("file:/") and not location.startswith("file://"):
+        return "file://" + location[len("file:") :]
+    if location.startswith("/"):
+        return "file://" + location
+    return location
+
+
+# --------------------------------------------------------------------------------------------- pyiceberg
+
+
+def pyiceberg_properties(spec: CatalogSpec) -> dict[str, str]:
+    """Properties for ``pyiceberg.catalog.load_catalog`` (type, warehouse and pass-through keys)."""
+    props = dict(spec.properties)
+    if spec.warehouse is not None:
+        props["warehouse"] = spec.warehouse
+    if spec.type == "sql":
+        props["uri"] = sqlalchemy_url(props["uri"])
+    return props
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Plain ``postgresql://`` URLs mean psycopg 3 here (the driver we install), not psycopg2."""
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
+def create_catalog(spec: CatalogSpec, engine: Engine | None = None) -> Catalog:
+    """The pyiceberg catalog for ``spec``.
+
+    Args:
+        spec: the resolved configuration.
+        engine: the metadata database engine; required for ``builtin``, which keeps its tables there.
+
+    Raises:
+        ConfigError: ``builtin`` without an engine.
+    """
+    props = pyiceberg_properties(spec)
+    if spec.type == "builtin":
+        if engine is None:
+            raise ConfigError("the builtin catalog needs the metadata database engine")
+        from tabletopic.catalog.builtin import open_builtin_catalog
+
+        return open_builtin_catalog(spec.name, engine, props)
+    if spec.type == "sql":
+        from tabletopic.catalog.builtin import open_sql_catalog
+
+        return open_sql_catalog(spec.name, props)
+    if spec.type == "rest":
+        from pyiceberg.catalog.rest import RestCatalog
+
+        return RestCatalog(spec.name, **props)
+    if spec.type == "hive":
+        from pyiceberg.catalog.hive import HiveCatalog
+
+        return HiveCatalog(spec.name, **props)
+    if spec.type == "glue":
+        from pyiceberg.catalog.glue import GlueCatalog
+
+        return GlueCatalog(spec.name, **props)
+    raise ConfigError(f"unknown catalog type {spec.type}")
+
+
+# ------------------------------------------------------------------------------------------------- Spark
+
+
+def spark_catalog_properties(spec: CatalogSpec) -> dict[str, str]:
+    """Iceberg ``SparkCatalog`` properties (relative to ``spark.sql.catalog.<name>.``)."""
+    props: dict[str, str] = {
+        # The table pipeline commits every few seconds and users expect to see it: no stale cache.
+        "cache-enabled": "false",
+    }
+    if spec.spark_access == "rest":
+        if spec.rest_uri is None:
+            raise ConfigError("the built-in REST catalog is disabled (catalog.listener is empty)")
+        props.update({"type": "rest", "uri": spec.rest_uri})
+    else:
+        props["type"] = spec.type
+        props.update({k: v for k, v in spec.properties.items() if not k.startswith(("s3.", *_PYTHON_ONLY))})
+        if spec.warehouse is not None:
+            props["warehouse"] = spec.warehouse
+    s3 = {k: v for k, v in spec.properties.items() if k.startswith("s3.")}
+    if s3 or (spec.warehouse is not None and is_s3(spec.warehouse)):
+        props["io-impl"] = HADOOP_FILE_IO
+        props.update({f"hadoop.{k}": v for k, v in hadoop_s3a_conf(s3).items()})
+    return props
+
+
+def hadoop_s3a_conf(s3_props: Mapping[str, str]) -> dict[str, str]:
+    """Hadoop s3a settings equivalent to pyiceberg's ``s3.*`` FileIO properties.
+
+    ``s3://`` is mapped to S3AFileSystem too, because pyiceberg and most catalogs write ``s3://``
+    locations; directory markers are kept (object stores other than AWS mishandle their deletion).
+    """
+    conf = {
+        "fs.s3.impl": S3A_FILESYSTEM,
+        "fs.s3a.impl": S3A_FILESYSTEM,
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.directory.marker.retention": "keep",
+    }
+    endpoint = s3_props.get("s3.endpoint")
+    if endpoint:
+        conf["fs.s3a.endpoint"] = endpoint
+        conf["fs.s3a.connection.ssl.enabled"] = str(endpoint.startswith("https")).lower()
+    if s3_props.get("s3.force-virtual-addressing", "false").lower() == "true":
+        conf["fs.s3a.path.style.access"] = "false"
+    if "s3.path-style-access" in s3_props:
+        conf["fs.s3a.path.style.access"] = s3_props["s3.path-style-access"].lower()
+    if s3_props.get("s3.region"):
+        conf["fs.s3a.endpoint.region"] = s3_props["s3.region"]
+    if s3_props.get("s3.access-key-id"):
+        conf["fs.s3a.access.key"] = s3_props["s3.access-key-id"]
+        conf["fs.s3a.secret.key"] = s3_props.get("s3.secret-access-key", "")
+        provider = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        if s3_props.get("s3.session-token"):
+            conf["fs.s3a.session.token"] = s3_props["s3.session-token"]
+            provider = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        conf["fs.s3a.aws.credentials.provider"] = provider
+    return conf
+
+
+def spark_catalog_conf(name: str, properties: Mapping[str, str]) -> dict[str, str]:
+    """Full Spark configuration entries registering catalog ``name`` with ``properties``."""
+    conf = {f"spark.sql.catalog.{name}": SPARK_CATALOG_CLASS}
+    conf.update({f"spark.sql.catalog.{name}.{key}": value for key, value in properties.items()})
+    return conf
+
+
+def needs_s3a(properties: Mapping[str, Any]) -> bool:
+    """Whether a catalog's Spark properties use Hadoop's s3a connector."""
+    return any(key.startswith("hadoop.fs.s3a.") for key in properties)

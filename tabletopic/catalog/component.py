@@ -1,0 +1,93 @@
+"""The catalog subsystem inside ``tabletopic serve``.
+
+On start it opens the platform's pyiceberg catalog, serves it over the built-in REST catalog when
+Spark reaches it that way, and registers for the other subsystems:
+
+* ``platform.services["catalog"]``: the pyiceberg ``Catalog`` (in-process; for ``builtin`` this is
+  the very SqlCatalog the REST server fronts, so both paths share one commit protocol);
+* ``platform.services["catalog_spec"]``: the resolved :class:`~tabletopic.catalog.adapters.CatalogSpec`;
+* ``platform.services["spark_catalog_conf"]``: ``spark.sql.catalog.<name>.*`` entries for Spark;
+* ``platform.services["catalog_rest_uri"]``: the built-in REST endpoint (or ``None``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+
+from tabletopic.catalog import settings as catalog_settings
+from tabletopic.catalog.adapters import (
+    CatalogSpec,
+    catalog_spec,
+    create_catalog,
+    spark_catalog_conf,
+    spark_catalog_properties,
+)
+from tabletopic.catalog.rest import CatalogService, create_app
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+
+    from tabletopic.api.http import HttpService
+    from tabletopic.platform import Platform
+
+log = logging.getLogger(__name__)
+
+
+def rest_app_for(catalog: Catalog, spec: CatalogSpec, max_page_size: int = 1000) -> FastAPI:
+    """The REST app fronting ``catalog``; loaded tables carry the catalog's ``s3.*`` FileIO settings so
+    pyiceberg clients of the REST catalog can read the data files with no configuration of their own."""
+    table_config = {k: v for k, v in spec.properties.items() if k.startswith("s3.")}
+    return create_app(CatalogService(catalog, table_config, max_page_size))
+
+
+class CatalogComponent:
+    """Opens the catalog and runs the built-in REST catalog server (see module docstring)."""
+
+    name = "catalog"
+
+    def __init__(self) -> None:
+        self._http: HttpService | None = None
+        self._catalog: Catalog | None = None
+
+    async def start(self, platform: Platform) -> None:
+        from tabletopic.api.http import HttpService
+
+        spec = catalog_spec(platform.config)
+        # Opening may talk to a remote metastore or migrate the metadata DB: keep it off the loop.
+        catalog = await asyncio.to_thread(create_catalog, spec, platform.engine)
+        self._catalog = catalog
+        listener = platform.config.get(catalog_settings.CATALOG_LISTENER)
+        if spec.fronted_by_rest and listener:
+            app = rest_app_for(catalog, spec, platform.config.get(catalog_settings.CATALOG_PAGE_SIZE))
+            self._http = HttpService("iceberg-rest-catalog", app, listener)
+            await self._http.start()
+            if not platform.config.get(catalog_settings.CATALOG_ADVERTISED_URI):
+                # Port 0 in the listener means "any": advertise the port actually bound.
+                host = listener.split("://", 1)[-1].rsplit(":", 1)[0]
+                spec = spec.with_rest_uri(f"http://{host}:{self._http.port}")
+        platform.services["catalog"] = catalog
+        platform.services["catalog_spec"] = spec
+        platform.services["catalog_rest_uri"] = spec.rest_uri if spec.fronted_by_rest else None
+        platform.services["spark_catalog_conf"] = spark_catalog_conf(
+            spec.name, spark_catalog_properties(spec)
+        )
+        log.info(
+            "Iceberg catalog %s (%s) ready; Spark reaches it %s",
+            spec.name,
+            spec.type,
+            "through " + str(spec.rest_uri) if spec.spark_access == "rest" else "directly",
+        )
+
+    async def stop(self) -> None:
+        if self._http is not None:
+            await self._http.stop()
+            self._http = None
+        if self._catalog is not None:
+            close = getattr(self._catalog, "close", None)
+            if close is not None:
+                close()
+            self._catalog = None
