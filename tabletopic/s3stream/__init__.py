@@ -1,2 +1,10 @@
 """S3Stream-style storage on object storage: WAL, log cache, block cache, stream-set and stream
-objects, compaction. Knows nothing of Kafka; see :mod:`tabletopic.s3stream.api` for the contract."""
+objects, compaction. Knows nothing of Kafka; see :mod:`tabletopic.s3stream.api` for the contract.
+
+Readers outside the broker (Spark tasks) need only :func:`open_object_store` and :func:`fetch_slice`
+/ :func:`read_slice`."""
+
+from tabletopic.s3stream.objects import fetch_slice, read_slice
+from tabletopic.s3stream.objectstore import open_object_store
+
+__all__ = ["fetch_slice", "open_object_store", "read_slice"]

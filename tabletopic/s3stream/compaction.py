@@ -1,0 +1,250 @@
+"""Background compaction and garbage collection, rate-limited.
+
+One pass:
+
+1. *Unreferenced*: committed objects whose every range belongs to a deleted stream or lies below a
+   stream's start offset are marked for deletion.
+2. *Stream-set merge*: small stream-set objects are rewritten together; inside the merged data a
+   stream with at least ``split_bytes`` gets its own stream object (the split).
+3. *Stream-object merge*: small stream objects of one stream with adjacent offsets are joined.
+4. *GC*: marked objects past the grace period, and ``prepared`` orphans of interrupted uploads or
+   compactions, are deleted from the store and then forgotten.
+
+Safety: new objects are reserved (``prepared``), written, and then swapped for the old ones in ONE
+metadata transaction that also refuses if any old object changed meanwhile. Killed before that
+transaction, the old objects stay authoritative and the new ones are orphans for GC; killed after
+it, the new ones are authoritative and the old ones are garbage. No offset is lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tabletopic.s3stream import hooks
+from tabletopic.s3stream.api import StoredBatch, StreamError
+from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, CommitConflict, NewObject, ObjectRow, RangeRow
+from tabletopic.s3stream.objects import (
+    BlockEntry,
+    build_object,
+    decode_batches,
+    parse_footer,
+    parse_index,
+    verify_block,
+)
+
+if TYPE_CHECKING:
+    from tabletopic.s3stream.objects import StreamRange
+    from tabletopic.s3stream.store import S3StreamStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CompactionReport:
+    unreferenced: int = 0
+    merged_stream_set: int = 0
+    merged_stream_objects: int = 0
+    written: int = 0
+    deleted: int = 0
+
+
+class RateLimiter:
+    """A token bucket in bytes per second (burst: one second's worth)."""
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self._tokens = float(rate)
+        self._stamp = time.monotonic()
+
+    async def take(self, amount: int) -> None:
+        now = time.monotonic()
+        self._tokens = min(self.rate, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        self._tokens -= amount
+        if self._tokens < 0:
+            await asyncio.sleep(-self._tokens / self.rate)
+
+
+class Compactor:
+    def __init__(self, store: S3StreamStore) -> None:
+        self.store = store
+        self.settings = store.settings
+        self.meta = store.meta
+        self.limiter = RateLimiter(self.settings.compaction_rate)
+        self._lock = asyncio.Lock()
+
+    async def run_forever(self) -> None:
+        interval = self.settings.compaction_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("compaction pass failed; retrying next interval")
+
+    async def run_once(self) -> CompactionReport:
+        async with self._lock:
+            report = CompactionReport()
+            db = self.store._db
+            objects = await db(self.meta.committed_objects)
+            ranges = await db(self.meta.ranges_of, [o.object_id for o in objects])
+            dead = [o.object_id for o in objects if not any(self._live(r) for r in ranges[o.object_id])]
+            if dead:
+                report.unreferenced = await db(self.meta.mark_unreferenced, dead)
+                self.store.replace_ranges(set(dead), [])
+            alive = [o for o in objects if o.object_id not in set(dead)]
+            small = self.settings.small_object_bytes
+            stream_sets = [o for o in alive if o.kind == STREAM_SET and o.size < small]
+            groups = self._size_groups(stream_sets)
+            stream_groups = self._stream_object_groups(
+                [o for o in alive if o.kind == STREAM_OBJECT and o.size < small], ranges
+            )
+            self.store.metrics.compaction_backlog.set(sum(len(g) for g in groups + stream_groups))
+            for group in groups:
+                if await self._compact(group, ranges):
+                    report.merged_stream_set += len(group)
+            for group in stream_groups:
+                if await self._compact(group, ranges):
+                    report.merged_stream_objects += len(group)
+            report.deleted = await self._collect_garbage()
+            self.store.metrics.compaction_backlog.set(0)
+            return report
+
+    def _live(self, rng: StreamRange) -> bool:
+        state = self.store._streams.get(rng.stream_id)
+        return state is not None and rng.end_offset > state.start
+
+    def _size_groups(self, candidates: list[ObjectRow]) -> list[list[ObjectRow]]:
+        groups: list[list[ObjectRow]] = []
+        current: list[ObjectRow] = []
+        size = 0
+        for obj in candidates:
+            if current and size + obj.size > self.settings.max_object_bytes:
+                groups.append(current)
+                current, size = [], 0
+            current.append(obj)
+            size += obj.size
+        groups.append(current)
+        return [g for g in groups if len(g) >= 2]
+
+    def _stream_object_groups(
+        self, candidates: list[ObjectRow], ranges: dict[int, list[StreamRange]]
+    ) -> list[list[ObjectRow]]:
+        by_stream: dict[int, list[tuple[int, int, ObjectRow]]] = {}
+        for obj in candidates:
+            rs = ranges[obj.object_id]
+            if len(rs) == 1:
+                by_stream.setdefault(rs[0].stream_id, []).append((rs[0].start_offset, rs[0].end_offset, obj))
+        groups: list[list[ObjectRow]] = []
+        for items in by_stream.values():
+            items.sort(key=lambda item: item[0])
+            current: list[ObjectRow] = []
+            size, last_end = 0, None
+            for start, end, obj in items:
+                if current and (start != last_end or size + obj.size > self.settings.max_object_bytes):
+                    groups.append(current)
+                    current, size = [], 0
+                current.append(obj)
+                size += obj.size
+                last_end = end
+            groups.append(current)
+        return [g for g in groups if len(g) >= 2]
+
+    async def _read_verified(self, obj: ObjectRow) -> tuple[bytes, list[BlockEntry]] | None:
+        await self.limiter.take(obj.size)
+        data = await self.store.objects.get(obj.object_key)
+        try:
+            position, length, crc = parse_footer(data, obj.size)
+            blocks = parse_index(memoryview(data)[position : position + length], crc)
+            for entry in blocks:
+                verify_block(
+                    memoryview(data)[entry.position : entry.position + entry.size], entry, obj.object_key
+                )
+        except StreamError as exc:
+            log.error("compaction skips object %s: %s", obj.object_key, exc)
+            return None
+        return data, blocks
+
+    async def _compact(self, group: list[ObjectRow], ranges: dict[int, list[StreamRange]]) -> bool:
+        # Streams' batches from every object, then ordered by offset and cut where offsets jump.
+        per_stream: dict[int, list[StoredBatch]] = {}
+        for obj in group:
+            loaded = await self._read_verified(obj)
+            if loaded is None:
+                return False
+            data, _ = loaded
+            view = memoryview(data)
+            for rng in ranges[obj.object_id]:
+                state = self.store._streams.get(rng.stream_id)
+                if state is None:
+                    continue
+                batches = decode_batches(view[rng.position : rng.position + rng.size])
+                per_stream.setdefault(rng.stream_id, []).extend(
+                    b for b in batches if b.next_offset > state.start
+                )
+        runs: list[tuple[int, list[StoredBatch]]] = []
+        big: list[list[tuple[int, list[StoredBatch]]]] = []
+        for stream_id in sorted(per_stream):
+            batches = sorted(per_stream[stream_id], key=lambda b: b.base_offset)
+            stream_runs: list[tuple[int, list[StoredBatch]]] = []
+            for batch in batches:
+                if stream_runs and stream_runs[-1][1][-1].next_offset == batch.base_offset:
+                    stream_runs[-1][1].append(batch)
+                else:
+                    stream_runs.append((stream_id, [batch]))
+            total = sum(len(b.payload) for b in batches)
+            if total >= self.settings.split_bytes or all(o.kind == STREAM_OBJECT for o in group):
+                big.append(stream_runs)
+            else:
+                runs.extend(stream_runs)
+        layouts = ([(STREAM_SET, runs)] if runs else []) + [(STREAM_OBJECT, r) for r in big]
+        db = self.store._db
+        replaced = [o.object_id for o in group]
+        reserved = await db(self.meta.prepare_objects, [kind for kind, _ in layouts]) if layouts else []
+        built = [build_object(r, self.settings.block_bytes) for _, r in layouts]
+        for (_, key), obj in zip(reserved, built, strict=True):
+            await self.limiter.take(obj.size)
+            await self.store.objects.put(key, obj.parts)
+        hooks.crash_point("compaction.after_put")
+        new_objects = [
+            NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
+        ]
+        try:
+            await db(self.meta.commit_compaction, new_objects, replaced)
+        except CommitConflict as exc:
+            log.info("compaction of %s abandoned: %s", replaced, exc)
+            await db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
+            return False
+        hooks.crash_point("compaction.after_commit")
+        new_rows = [
+            RangeRow(r.stream_id, r.start_offset, r.end_offset, oid, key, obj.size, r.position, r.size)
+            for (oid, key), obj in zip(reserved, built, strict=True)
+            for r in obj.ranges
+        ]
+        self.store.replace_ranges(set(replaced), new_rows)
+        self.store.metrics.compacted_bytes.inc(sum(o.size for o in group))
+        log.info(
+            "compacted %d objects (%d bytes) into %d",
+            len(group),
+            sum(o.size for o in group),
+            len(new_objects),
+        )
+        return True
+
+    async def _collect_garbage(self) -> int:
+        expired = await self.store._db(self.meta.expired_objects, self.settings.delete_grace_ms / 1000)
+        if not expired:
+            return 0
+        await self.store.objects.delete(key for _, key in expired)
+        hooks.crash_point("compaction.after_delete")
+        await self.store._db(self.meta.forget_objects, [oid for oid, _ in expired])
+        for _, key in expired:
+            self.store.forget_object(key)
+        self.store.metrics.deleted_objects.inc(len(expired))
+        return len(expired)

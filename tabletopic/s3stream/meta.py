@@ -1,0 +1,323 @@
+"""The storage engine's tables in the shared metadata database, and the few transactions that change
+them. Every method is blocking; the store calls them on a worker thread.
+
+Object life cycle: ``prepared`` (a key is reserved before the PUT, so an interrupted upload leaves a
+row that garbage collection finds) -> ``committed`` (registered together with its ranges and the
+streams' new end offsets in ONE transaction) -> ``marked`` (replaced by compaction or no longer
+referenced; deleted from the store after a grace period, then forgotten).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from tabletopic import metadata
+from tabletopic.s3stream.api import StreamError, StreamNotFound
+from tabletopic.s3stream.objects import StreamRange
+
+_md = sa.MetaData()
+_id_type = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER only
+
+streams_table = sa.Table(
+    "s3stream_streams",
+    _md,
+    sa.Column("stream_id", _id_type, primary_key=True, autoincrement=True),
+    sa.Column("start_offset", sa.BigInteger, nullable=False),
+    sa.Column("end_offset", sa.BigInteger, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+objects_table = sa.Table(
+    "s3stream_objects",
+    _md,
+    sa.Column("object_id", _id_type, primary_key=True, autoincrement=True),
+    sa.Column("object_key", sa.String(512), nullable=False, unique=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("marked_at", sa.Float, nullable=True),
+    sa.Index("s3stream_objects_state", "state", "kind"),
+)
+ranges_table = sa.Table(
+    "s3stream_object_ranges",
+    _md,
+    sa.Column("object_id", _id_type, sa.ForeignKey("s3stream_objects.object_id"), nullable=False),
+    sa.Column("stream_id", sa.BigInteger, nullable=False),
+    sa.Column("start_offset", sa.BigInteger, nullable=False),
+    sa.Column("end_offset", sa.BigInteger, nullable=False),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("object_id", "stream_id", "start_offset"),
+    sa.Index("s3stream_ranges_stream", "stream_id", "start_offset"),
+)
+
+MIGRATIONS = [metadata.create_tables(streams_table, objects_table, ranges_table)]
+
+STREAM_SET = "stream_set"
+STREAM_OBJECT = "stream"
+
+
+class CommitConflict(StreamError):
+    """A compaction tried to replace objects that something else already replaced."""
+
+
+@dataclass(frozen=True, slots=True)
+class RangeRow:
+    stream_id: int
+    start_offset: int
+    end_offset: int
+    object_id: int
+    object_key: str
+    object_size: int
+    position: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRow:
+    object_id: int
+    object_key: str
+    kind: str
+    size: int
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewObject:
+    object_id: int
+    size: int
+    ranges: Sequence[StreamRange]
+
+
+class StreamMetadata:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def migrate(self) -> None:
+        metadata.migrate(self.engine, "s3stream", MIGRATIONS)
+
+    # Streams -------------------------------------------------------------------------------------
+
+    def create_stream(self) -> int:
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                sa.insert(streams_table).values(
+                    start_offset=0, end_offset=0, state="open", created_at=time.time()
+                )
+            )
+            return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+    def delete_stream(self, stream_id: int) -> None:
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                sa.update(streams_table)
+                .where(streams_table.c.stream_id == stream_id, streams_table.c.state == "open")
+                .values(state="deleted")
+            )
+            if result.rowcount == 0:
+                raise StreamNotFound(f"stream {stream_id} does not exist")
+
+    def trim_stream(self, stream_id: int, start_offset: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(streams_table)
+                .where(streams_table.c.stream_id == stream_id, streams_table.c.start_offset < start_offset)
+                .values(start_offset=start_offset)
+            )
+
+    def load_streams(self) -> dict[int, tuple[int, int]]:
+        """``{stream_id: (start_offset, end_offset in object storage)}`` of every open stream."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(
+                    streams_table.c.stream_id, streams_table.c.start_offset, streams_table.c.end_offset
+                ).where(streams_table.c.state == "open")
+            )
+            return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+    def deleted_streams(self) -> set[int]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(streams_table.c.stream_id).where(streams_table.c.state == "deleted")
+            )
+            return {int(r[0]) for r in rows}
+
+    # Objects and ranges --------------------------------------------------------------------------
+
+    def load_ranges(self, stream_ids: Iterable[int] | None = None) -> list[RangeRow]:
+        """Ranges of committed objects, ordered by stream and offset."""
+        o, r = objects_table, ranges_table
+        query = (
+            sa.select(
+                r.c.stream_id,
+                r.c.start_offset,
+                r.c.end_offset,
+                o.c.object_id,
+                o.c.object_key,
+                o.c.size,
+                r.c.position,
+                r.c.size,
+            )
+            .select_from(r.join(o, o.c.object_id == r.c.object_id))
+            .where(o.c.state == "committed")
+            .order_by(r.c.stream_id, r.c.start_offset)
+        )
+        if stream_ids is not None:
+            query = query.where(r.c.stream_id.in_(list(stream_ids)))
+        with self.engine.connect() as conn:
+            return [
+                RangeRow(*(int(v) if i != 4 else str(v) for i, v in enumerate(row)))
+                for row in conn.execute(query)
+            ]
+
+    def prepare_objects(self, kinds: Sequence[str]) -> list[tuple[int, str]]:
+        """Reserve keys for objects about to be written: ``[(object_id, key)]``."""
+        now = time.time()
+        reserved = []
+        with self.engine.begin() as conn:
+            for kind in kinds:
+                name = uuid.uuid4().hex
+                key = f"s3stream/{name[:2]}/{name}.obj"
+                result = conn.execute(
+                    sa.insert(objects_table).values(
+                        object_key=key, kind=kind, size=0, state="prepared", created_at=now
+                    )
+                )
+                reserved.append((int(result.inserted_primary_key[0]), key))  # type: ignore[index]
+        return reserved
+
+    def _register(self, conn: Connection, objects: Sequence[NewObject]) -> None:
+        for obj in objects:
+            result = conn.execute(
+                sa.update(objects_table)
+                .where(objects_table.c.object_id == obj.object_id, objects_table.c.state == "prepared")
+                .values(state="committed", size=obj.size)
+            )
+            if result.rowcount != 1:
+                raise CommitConflict(f"object {obj.object_id} is no longer prepared (garbage-collected?)")
+        rows = [
+            {
+                "object_id": obj.object_id,
+                "stream_id": rng.stream_id,
+                "start_offset": rng.start_offset,
+                "end_offset": rng.end_offset,
+                "position": rng.position,
+                "size": rng.size,
+            }
+            for obj in objects
+            for rng in obj.ranges
+        ]
+        if rows:
+            conn.execute(sa.insert(ranges_table), rows)
+
+    def commit_upload(self, objects: Sequence[NewObject], stream_ends: dict[int, int]) -> None:
+        """Register uploaded objects and advance the streams' end offsets in one transaction."""
+        with self.engine.begin() as conn:
+            self._register(conn, objects)
+            if stream_ends:
+                s = streams_table
+                conn.execute(
+                    sa.update(s)
+                    .where(s.c.stream_id == sa.bindparam("sid"), s.c.end_offset < sa.bindparam("new_end"))
+                    .values(end_offset=sa.bindparam("new_end")),
+                    [{"sid": sid, "new_end": end} for sid, end in stream_ends.items()],
+                )
+
+    def commit_compaction(self, new_objects: Sequence[NewObject], replaced: Sequence[int]) -> None:
+        """Swap ``replaced`` objects for ``new_objects`` in one transaction; refuse (CommitConflict)
+        if any of the replaced objects is not committed any more."""
+        now = time.time()
+        with self.engine.begin() as conn:
+            if replaced:
+                result = conn.execute(
+                    sa.update(objects_table)
+                    .where(
+                        objects_table.c.object_id.in_(list(replaced)), objects_table.c.state == "committed"
+                    )
+                    .values(state="marked", marked_at=now)
+                )
+                if result.rowcount != len(set(replaced)):
+                    raise CommitConflict("objects chosen for compaction changed meanwhile")
+                conn.execute(sa.delete(ranges_table).where(ranges_table.c.object_id.in_(list(replaced))))
+            self._register(conn, new_objects)
+
+    def committed_objects(self) -> list[ObjectRow]:
+        o = objects_table
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(o.c.object_id, o.c.object_key, o.c.kind, o.c.size, o.c.created_at)
+                .where(o.c.state == "committed")
+                .order_by(o.c.object_id)
+            )
+            return [ObjectRow(int(r[0]), str(r[1]), str(r[2]), int(r[3]), float(r[4])) for r in rows]
+
+    def ranges_of(self, object_ids: Sequence[int]) -> dict[int, list[StreamRange]]:
+        r = ranges_table
+        result: dict[int, list[StreamRange]] = {oid: [] for oid in object_ids}
+        if not object_ids:
+            return result
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(
+                    r.c.object_id, r.c.stream_id, r.c.start_offset, r.c.end_offset, r.c.position, r.c.size
+                )
+                .where(r.c.object_id.in_(list(object_ids)))
+                .order_by(r.c.object_id, r.c.position)
+            )
+            for row in rows:
+                result[int(row[0])].append(StreamRange(*(int(v) for v in row[1:])))
+        return result
+
+    def expired_objects(self, grace_seconds: float) -> list[tuple[int, str]]:
+        """Objects to delete from the store: marked ones past the grace period, and prepared ones
+        older than it (orphans of an interrupted upload or compaction)."""
+        o = objects_table
+        cutoff = time.time() - grace_seconds
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(o.c.object_id, o.c.object_key).where(
+                    sa.or_(
+                        sa.and_(o.c.state == "marked", o.c.marked_at <= cutoff),
+                        sa.and_(o.c.state == "prepared", o.c.created_at <= cutoff),
+                    )
+                )
+            )
+            return [(int(r[0]), str(r[1])) for r in rows]
+
+    def forget_objects(self, object_ids: Sequence[int]) -> None:
+        if not object_ids:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(ranges_table).where(ranges_table.c.object_id.in_(list(object_ids))))
+            conn.execute(sa.delete(objects_table).where(objects_table.c.object_id.in_(list(object_ids))))
+
+    def abandon_prepared(self, object_ids: Sequence[int]) -> None:
+        """Mark reserved objects whose upload failed so GC deletes whatever reached the store."""
+        if not object_ids:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(objects_table)
+                .where(objects_table.c.object_id.in_(list(object_ids)), objects_table.c.state == "prepared")
+                .values(state="marked", marked_at=time.time())
+            )
+
+    def mark_unreferenced(self, object_ids: Sequence[int]) -> int:
+        """Mark committed objects whose data is all trimmed or deleted; returns how many."""
+        if not object_ids:
+            return 0
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                sa.update(objects_table)
+                .where(objects_table.c.object_id.in_(list(object_ids)), objects_table.c.state == "committed")
+                .values(state="marked", marked_at=time.time())
+            )
+            conn.execute(sa.delete(ranges_table).where(ranges_table.c.object_id.in_(list(object_ids))))
+            return int(result.rowcount)

@@ -1,0 +1,223 @@
+"""The self-describing object format shared by stream-set objects (many streams) and stream objects
+(one stream), and the pure functions that read it.
+
+Layout::
+
+    data blocks | index | footer
+
+- A *batch* is ``>qII`` (base offset, record count, payload length) followed by the payload.
+- A *block* is a run of consecutive batches of one stream, about ``block_bytes`` long; all blocks of
+  one stream in one object are contiguous, so a stream's share of an object is one byte range.
+- The *index* has one 40-byte entry per block: ``>qqqQII`` stream id, start offset, end offset
+  (exclusive), position, size, CRC32C of the block.
+- The *footer* (24 bytes) is ``>QII8s``: index position, index length, CRC32C of the index, magic.
+
+An object can therefore be read without the metadata DB: fetch the footer, then the index, then any
+block by range. A truncated or damaged object fails the footer/CRC checks with :class:`CorruptObject`
+instead of returning wrong data.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import crc32c
+
+from tabletopic.s3stream.api import ObjectSlice, StoredBatch, StreamError
+
+MAGIC = b"TTS3OBJ1"
+BATCH_HEADER = struct.Struct(">qII")
+INDEX_ENTRY = struct.Struct(">qqqQII")
+FOOTER = struct.Struct(">QII8s")
+# How much of an object's tail to fetch when its index size is not known yet: one request for
+# the footer and (nearly always) the whole index.
+TAIL_GUESS = 64 * 1024
+
+
+class CorruptObject(StreamError):
+    """An object (or a slice of it) is truncated or fails its checksum."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockEntry:
+    stream_id: int
+    start_offset: int
+    end_offset: int
+    position: int
+    size: int
+    crc: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRange:
+    """The contiguous share of one stream in one object (what the metadata DB records)."""
+
+    stream_id: int
+    start_offset: int
+    end_offset: int
+    position: int
+    size: int
+
+
+@dataclass
+class BuiltObject:
+    parts: list[bytes | memoryview]
+    size: int
+    blocks: list[BlockEntry]
+    ranges: list[StreamRange]
+
+
+def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes: int) -> BuiltObject:
+    """Lay out ``(stream_id, batches in offset order)`` runs as one object. Payloads are referenced,
+    not copied; the caller joins or writes the parts."""
+    parts: list[bytes | memoryview] = []
+    blocks: list[BlockEntry] = []
+    ranges: list[StreamRange] = []
+    position = 0
+    for stream_id, batches in runs:
+        if not batches:
+            continue
+        range_start = position
+        block_start = position
+        block_first = batches[0].base_offset
+        block_crc = 0
+        for batch in batches:
+            header = BATCH_HEADER.pack(batch.base_offset, batch.record_count, len(batch.payload))
+            parts.append(header)
+            parts.append(batch.payload)
+            block_crc = crc32c.crc32c(batch.payload, crc32c.crc32c(header, block_crc))
+            position += BATCH_HEADER.size + len(batch.payload)
+            if position - block_start >= block_bytes:
+                blocks.append(
+                    BlockEntry(
+                        stream_id,
+                        block_first,
+                        batch.next_offset,
+                        block_start,
+                        position - block_start,
+                        block_crc,
+                    )
+                )
+                block_start, block_first, block_crc = position, batch.next_offset, 0
+        if position > block_start:
+            blocks.append(
+                BlockEntry(
+                    stream_id,
+                    block_first,
+                    batches[-1].next_offset,
+                    block_start,
+                    position - block_start,
+                    block_crc,
+                )
+            )
+        ranges.append(
+            StreamRange(
+                stream_id,
+                batches[0].base_offset,
+                batches[-1].next_offset,
+                range_start,
+                position - range_start,
+            )
+        )
+    index = b"".join(
+        INDEX_ENTRY.pack(b.stream_id, b.start_offset, b.end_offset, b.position, b.size, b.crc) for b in blocks
+    )
+    parts.append(index)
+    parts.append(FOOTER.pack(position, len(index), crc32c.crc32c(index), MAGIC))
+    return BuiltObject(parts, position + len(index) + FOOTER.size, blocks, ranges)
+
+
+def parse_footer(tail: bytes | memoryview, object_size: int) -> tuple[int, int, int]:
+    """``(index position, index length, index crc)`` from the last bytes of an object."""
+    if len(tail) < FOOTER.size:
+        raise CorruptObject(f"object of {object_size} bytes is too short for a footer")
+    position, length, crc, magic = FOOTER.unpack_from(tail, len(tail) - FOOTER.size)
+    if magic != MAGIC:
+        raise CorruptObject(
+            f"object has no valid footer (magic {magic!r}); it is truncated or not an s3stream object"
+        )
+    if position + length + FOOTER.size != object_size:
+        raise CorruptObject(
+            f"object footer says index at {position}+{length} but the object has {object_size} bytes "
+            "(truncated?)"
+        )
+    return position, length, crc
+
+
+def parse_index(index: bytes | memoryview, crc: int) -> list[BlockEntry]:
+    if crc32c.crc32c(index) != crc:
+        raise CorruptObject("object index fails its CRC32C check")
+    if len(index) % INDEX_ENTRY.size:
+        raise CorruptObject("object index length is not a whole number of entries")
+    return [BlockEntry(*fields) for fields in INDEX_ENTRY.iter_unpack(index)]
+
+
+def read_index(store: Any, key: str, object_size: int) -> list[BlockEntry]:
+    """Read an object's block index with one range request (two when the index is large)."""
+    start = max(0, object_size - TAIL_GUESS)
+    tail = store.get_range(key, start, object_size)
+    if len(tail) != object_size - start:
+        raise CorruptObject(f"object {key} is shorter than its recorded size {object_size}")
+    position, length, crc = parse_footer(tail, object_size)
+    if position >= start:
+        index = memoryview(tail)[position - start : position - start + length]
+    else:
+        index = memoryview(store.get_range(key, position, position + length))
+    return parse_index(index, crc)
+
+
+def decode_batches(data: bytes | memoryview) -> list[StoredBatch]:
+    """Every batch in a run of whole batches; payloads are zero-copy views into ``data``."""
+    view = memoryview(data)
+    batches: list[StoredBatch] = []
+    position = 0
+    end = len(view)
+    header_size = BATCH_HEADER.size
+    unpack = BATCH_HEADER.unpack_from
+    while position < end:
+        if end - position < header_size:
+            raise CorruptObject(f"slice ends inside a batch header at byte {position}")
+        base, count, length = unpack(view, position)
+        position += header_size
+        if position + length > end:
+            raise CorruptObject(f"slice ends inside a batch payload at byte {position} (needs {length})")
+        batches.append(StoredBatch(base, count, view[position : position + length]))
+        position += length
+    return batches
+
+
+def read_slice(
+    data: bytes | memoryview, start_offset: int | None = None, end_offset: int | None = None
+) -> list[StoredBatch]:
+    """Decode the bytes of an :class:`ObjectSlice` (``object[position:position+size]``) into the
+    batches overlapping ``[start_offset, end_offset)``. Pure: no I/O, usable on a Spark executor.
+
+    Raises:
+        CorruptObject: the bytes do not end on a batch boundary (truncated object or wrong range).
+    """
+    batches = decode_batches(data)
+    if start_offset is None and end_offset is None:
+        return batches
+    low = start_offset if start_offset is not None else -1
+    high = end_offset if end_offset is not None else 1 << 62
+    return [b for b in batches if b.next_offset > low and b.base_offset < high]
+
+
+def fetch_slice(store: Any, piece: ObjectSlice) -> list[StoredBatch]:
+    """One range GET plus :func:`read_slice`: the batches of ``piece`` within its offsets."""
+    data = store.get_range(piece.object_key, piece.position, piece.position + piece.size)
+    if len(data) != piece.size:
+        raise CorruptObject(
+            f"object {piece.object_key} returned {len(data)} of {piece.size} bytes (truncated)"
+        )
+    return read_slice(data, piece.start_offset, piece.end_offset)
+
+
+def verify_block(data: bytes | memoryview, entry: BlockEntry, key: str) -> None:
+    if len(data) != entry.size or crc32c.crc32c(data) != entry.crc:
+        raise CorruptObject(
+            f"block at {entry.position} of object {key} (stream {entry.stream_id}) fails its CRC32C check"
+        )

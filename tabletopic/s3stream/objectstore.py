@@ -1,0 +1,398 @@
+"""Object stores: a local directory (the embedded default) and S3, behind one small blocking
+interface, plus an asyncio wrapper that runs the blocking calls on a thread pool.
+
+The blocking interface is what a Spark executor uses: it rebuilds a store from the plain dict that
+:func:`object_store_settings` produces (picklable, no engine, no event loop) with
+:func:`open_object_store`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from tabletopic.config import Config
+from tabletopic.s3stream import settings as keys
+from tabletopic.s3stream.api import StorageUnavailable, StreamError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class ObjectStoreError(StreamError):
+    """A request the store refused for good (bad credentials, missing bucket, missing key)."""
+
+
+class ObjectNotFound(ObjectStoreError):
+    """The key does not exist."""
+
+
+class ObjectStore(Protocol):
+    """Blocking primitives every backend supplies. Keys are relative to the store's prefix."""
+
+    description: str
+
+    def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
+        """Store an object durably (replacing any object of that key)."""
+
+    def get(self, key: str) -> bytes:
+        """The whole object. Raises ObjectNotFound."""
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)``. Raises ObjectNotFound."""
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Delete objects; missing keys are not an error."""
+
+    def list(self, prefix: str = "") -> list[tuple[str, int]]:
+        """``(key, size)`` of every object under ``prefix``."""
+
+
+def _as_parts(data: bytes | memoryview | list[bytes | memoryview]) -> list[bytes | memoryview]:
+    return list(data) if isinstance(data, list) else [data]
+
+
+class LocalObjectStore:
+    """Objects as files under a root directory. ``put`` writes a temporary file, fsyncs it and
+    renames it into place, so an object is either absent or complete after a crash."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.description = f"local directory {self.root}"
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if self.root not in path.parents:
+            raise ObjectStoreError(f"object key {key!r} escapes {self.root}")
+        return path
+
+    def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            parts = _as_parts(data)
+            for start in range(0, len(parts), 512):
+                chunk = parts[start : start + 512]
+                total = sum(len(p) for p in chunk)
+                written = os.writev(fd, chunk)
+                if written != total:  # short write: fall back to plain writes for the rest
+                    rest = b"".join(bytes(p) for p in chunk)[written:]
+                    while rest:
+                        rest = rest[os.write(fd, rest) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise ObjectNotFound(f"object {key} not found in {self.description}") from None
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        try:
+            with open(self._path(key), "rb") as handle:
+                handle.seek(start)
+                return handle.read(max(end - start, 0))
+        except FileNotFoundError:
+            raise ObjectNotFound(f"object {key} not found in {self.description}") from None
+
+    def delete(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            try:
+                self._path(key).unlink()
+            except FileNotFoundError:
+                pass
+
+    def list(self, prefix: str = "") -> list[tuple[str, int]]:
+        result = []
+        for path in self.root.rglob("*"):
+            if path.is_file() and not path.name.endswith(".tmp"):
+                key = path.relative_to(self.root).as_posix()
+                if key.startswith(prefix):
+                    result.append((key, path.stat().st_size))
+        return sorted(result)
+
+
+# S3 error codes that retrying cannot fix; each gets a message naming bucket and endpoint.
+_PERMANENT_CODES = {
+    "NoSuchBucket": "bucket does not exist",
+    "AccessDenied": "access denied",
+    "InvalidAccessKeyId": "unknown access key",
+    "SignatureDoesNotMatch": "wrong secret key",
+    "InvalidBucketName": "invalid bucket name",
+    "AuthorizationHeaderMalformed": "malformed authorization (wrong region?)",
+    "403": "access denied",
+}
+
+
+class S3ObjectStore:
+    """Objects in an S3 bucket via boto3. Transient failures (connection errors, timeouts, 5xx,
+    throttling) are retried with exponential backoff and jitter up to ``retries`` attempts, then
+    raised as :class:`StorageUnavailable`; permanent ones raise :class:`ObjectStoreError` at once."""
+
+    def __init__(
+        self,
+        bucket: str,
+        endpoint: str | None = None,
+        region: str = "us-east-1",
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        path_style: bool = False,
+        prefix: str = "",
+        retries: int = 6,
+        multipart_threshold: int = 32 * keys.MiB,
+        part_size: int = 16 * keys.MiB,
+        max_connections: int = 16,
+    ) -> None:
+        import boto3
+        from botocore.config import Config as BotoConfig
+
+        self.bucket = bucket
+        self.endpoint = endpoint or f"AWS S3 ({region})"
+        self.prefix = prefix
+        self.retries = retries
+        self.multipart_threshold = multipart_threshold
+        self.part_size = part_size
+        self.description = f"bucket {bucket!r} at {self.endpoint}"
+        self._client = boto3.client(
+            "s3",
+            endpoint_url=endpoint or None,
+            region_name=region,
+            aws_access_key_id=access_key or None,
+            aws_secret_access_key=secret_key or None,
+            config=BotoConfig(
+                s3={"addressing_style": "path" if path_style else "auto"},
+                # We retry ourselves so that the policy (and what counts as permanent) is ours.
+                retries={"max_attempts": 1, "mode": "standard"},
+                max_pool_connections=max_connections,
+                connect_timeout=5,
+                read_timeout=30,
+            ),
+        )
+
+    def _call(self, what: str, key: str, fn: Callable[[], T]) -> T:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        delay = 0.05
+        for attempt in range(1, self.retries + 1):
+            try:
+                return fn()
+            except ClientError as exc:
+                error = exc.response.get("Error", {})
+                code = str(error.get("Code", ""))
+                status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+                if code in ("NoSuchKey", "404") or (status == 404 and code != "NoSuchBucket"):
+                    raise ObjectNotFound(f"object {key} not found in {self.description}") from exc
+                if code in _PERMANENT_CODES or status in (400, 401, 403):
+                    reason = _PERMANENT_CODES.get(code, error.get("Message", code))
+                    raise ObjectStoreError(
+                        f"{what} {key!r} failed on {self.description}: {reason} ({code})"
+                    ) from exc
+                failure: Exception = exc
+            except BotoCoreError as exc:  # connection refused, timeouts, broken responses
+                failure = exc
+            if attempt == self.retries:
+                raise StorageUnavailable(
+                    f"{what} {key!r} failed on {self.description} after {attempt} attempts: {failure}"
+                ) from failure
+            log.warning("%s %s on %s failed (attempt %d): %s", what, key, self.description, attempt, failure)
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
+        raise AssertionError("unreachable")
+
+    def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
+        parts = _as_parts(data)
+        total = sum(len(p) for p in parts)
+        full = self.prefix + key
+        if total >= self.multipart_threshold:
+            self._multipart_put(full, parts, total)
+            return
+        body = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._call(
+            "PUT", full, lambda: self._client.put_object(Bucket=self.bucket, Key=full, Body=bytes(body))
+        )
+
+    def _multipart_put(self, full: str, parts: list[bytes | memoryview], total: int) -> None:
+        blob = memoryview(b"".join(parts))
+        upload = self._call(
+            "CreateMultipartUpload",
+            full,
+            lambda: self._client.create_multipart_upload(Bucket=self.bucket, Key=full),
+        )
+        upload_id = upload["UploadId"]
+        done: list[dict[str, Any]] = []
+        try:
+            for number, start in enumerate(range(0, total, self.part_size), 1):
+                chunk = bytes(blob[start : start + self.part_size])
+                result = self._call(
+                    "UploadPart",
+                    full,
+                    lambda chunk=chunk, number=number: self._client.upload_part(  # type: ignore[misc]
+                        Bucket=self.bucket, Key=full, UploadId=upload_id, PartNumber=number, Body=chunk
+                    ),
+                )
+                done.append({"PartNumber": number, "ETag": result["ETag"]})
+            self._call(
+                "CompleteMultipartUpload",
+                full,
+                lambda: self._client.complete_multipart_upload(
+                    Bucket=self.bucket, Key=full, UploadId=upload_id, MultipartUpload={"Parts": done}
+                ),
+            )
+        except BaseException:
+            try:
+                self._client.abort_multipart_upload(Bucket=self.bucket, Key=full, UploadId=upload_id)
+            except Exception:  # the bucket's lifecycle rules clean up what we cannot
+                log.warning("could not abort multipart upload of %s", full)
+            raise
+
+    def get(self, key: str) -> bytes:
+        full = self.prefix + key
+        return self._call(
+            "GET", full, lambda: self._client.get_object(Bucket=self.bucket, Key=full)["Body"].read()
+        )
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        full = self.prefix + key
+        return self._call(
+            "GET",
+            full,
+            lambda: self._client.get_object(Bucket=self.bucket, Key=full, Range=f"bytes={start}-{end - 1}")[
+                "Body"
+            ].read(),
+        )
+
+    def delete(self, keys: Iterable[str]) -> None:
+        pending = [self.prefix + key for key in keys]
+        for start in range(0, len(pending), 1000):
+            chunk = pending[start : start + 1000]
+            self._call(
+                "DELETE",
+                chunk[0],
+                lambda chunk=chunk: self._client.delete_objects(  # type: ignore[misc]
+                    Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
+                ),
+            )
+
+    def list(self, prefix: str = "") -> list[tuple[str, int]]:
+        full = self.prefix + prefix
+        result: list[tuple[str, int]] = []
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = self._call("LIST", full, lambda kwargs=kwargs: self._client.list_objects_v2(**kwargs))  # type: ignore[misc]
+            for item in page.get("Contents", []):
+                result.append((item["Key"][len(self.prefix) :], int(item["Size"])))
+            if not page.get("IsTruncated"):
+                return result
+            token = page.get("NextContinuationToken")
+
+    def check(self) -> None:
+        """Fail fast with a clear message when the bucket is missing or the credentials are wrong."""
+        self._call("HEAD bucket", self.bucket, lambda: self._client.head_bucket(Bucket=self.bucket))
+
+
+def object_store_settings(config: Config) -> dict[str, Any]:
+    """The small, serialisable description of the configured store, for :func:`open_object_store`
+    (handed to Spark executors through ``platform.services["object_store_settings"]``)."""
+    kind = config.get(keys.OBJECT_STORE)
+    if kind == "auto":
+        kind = "s3" if config.get(keys.S3_BUCKET) else "local"
+    common = {"retries": config.get(keys.OBJECT_RETRIES)}
+    if kind == "local":
+        directory = config.get(keys.OBJECT_DIR) or str(config.data_dir / "objects")
+        return {"type": "local", "root": str(Path(directory).expanduser().resolve()), **common}
+    if not config.get(keys.S3_BUCKET):
+        raise StreamError("s3stream.object.store=s3 needs s3.bucket")
+    return {
+        "type": "s3",
+        "bucket": config.get(keys.S3_BUCKET),
+        "endpoint": config.get(keys.S3_ENDPOINT),
+        "region": config.get(keys.S3_REGION),
+        "access_key": config.get(keys.S3_ACCESS_KEY),
+        "secret_key": config.get(keys.S3_SECRET_KEY),
+        "path_style": config.get(keys.S3_PATH_STYLE),
+        "prefix": config.get(keys.S3_PREFIX) or "",
+        "multipart_threshold": config.get(keys.MULTIPART_THRESHOLD),
+        "part_size": config.get(keys.MULTIPART_PART_SIZE),
+        **common,
+    }
+
+
+def open_object_store(settings: dict[str, Any]) -> LocalObjectStore | S3ObjectStore:
+    """Build a blocking store from :func:`object_store_settings`' dict (works without a Config)."""
+    kind = settings.get("type")
+    if kind == "local":
+        return LocalObjectStore(settings["root"])
+    if kind == "s3":
+        return S3ObjectStore(
+            bucket=settings["bucket"],
+            endpoint=settings.get("endpoint"),
+            region=settings.get("region") or "us-east-1",
+            access_key=settings.get("access_key"),
+            secret_key=settings.get("secret_key"),
+            path_style=bool(settings.get("path_style")),
+            prefix=settings.get("prefix") or "",
+            retries=int(settings.get("retries", 6)),
+            multipart_threshold=int(settings.get("multipart_threshold", 32 * keys.MiB)),
+            part_size=int(settings.get("part_size", 16 * keys.MiB)),
+        )
+    raise StreamError(f"unknown object store type {kind!r} (expected local or s3)")
+
+
+class AsyncObjectStore:
+    """Runs a blocking store's calls on its own thread pool so the event loop never waits on I/O."""
+
+    def __init__(self, store: ObjectStore, threads: int = 8) -> None:
+        self.store = store
+        self.description = store.description
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="s3stream-io")
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
+        await self._run(self.store.put, key, data)
+
+    async def get(self, key: str) -> bytes:
+        return await self._run(self.store.get, key)
+
+    async def get_range(self, key: str, start: int, end: int) -> bytes:
+        return await self._run(self.store.get_range, key, start, end)
+
+    async def delete(self, keys: Iterable[str]) -> None:
+        await self._run(self.store.delete, list(keys))
+
+    async def list(self, prefix: str = "") -> list[tuple[str, int]]:
+        return await self._run(self.store.list, prefix)
+
+    async def check(self) -> None:
+        check = getattr(self.store, "check", None)
+        if check is not None:
+            await self._run(check)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=False)

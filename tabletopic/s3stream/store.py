@@ -1,0 +1,672 @@
+"""The S3Stream engine: :class:`S3StreamStore` implements :class:`~tabletopic.s3stream.api.StreamStore`.
+
+Write path. ``append`` assigns the offsets synchronously (so they follow call order per stream),
+puts the batch in the LogCache's current block and then waits for durability, which is shared by
+every append of the same moment:
+
+- ``local`` WAL mode: the batch joins the WAL's current group; one fsync acknowledges the group.
+  The block is uploaded later (size or time threshold) and the WAL segments it covers are deleted.
+- ``object`` WAL mode: the block *is* the batch window; when it is sealed (time or size) it is
+  uploaded and committed, and that commit acknowledges every append in it.
+
+Offsets a stream has: ``next_end`` (assigned), ``confirmed_end`` (acknowledged; readers see up to
+here), ``committed_end`` (in object storage, recorded in the metadata DB).
+
+Read path. ``fetch`` serves from the LogCache when it holds the offset (always true for data not
+yet uploaded), else from objects through the BlockCache, fetching whole blocks with readahead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from prometheus_client import CollectorRegistry
+from sqlalchemy.engine import Engine
+
+from tabletopic.s3stream import hooks
+from tabletopic.s3stream.api import (
+    ObjectSlice,
+    OffsetOutOfRange,
+    StorageUnavailable,
+    StoredBatch,
+    StreamError,
+    StreamInfo,
+    StreamNotFound,
+)
+from tabletopic.s3stream.cache import Block, BlockCache, LogCache
+from tabletopic.s3stream.config import StoreSettings
+from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, NewObject, RangeRow, StreamMetadata
+from tabletopic.s3stream.metrics import StoreMetrics
+from tabletopic.s3stream.objects import BlockEntry, build_object, decode_batches, read_index, verify_block
+from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectStore
+from tabletopic.s3stream.wal import Group, LocalWal, RollMarker, WalCorruption, WalRecord
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+INDEX_CACHE_ENTRIES = 4096
+
+
+class StreamState:
+    __slots__ = ("committed_end", "confirmed_end", "next_end", "range_starts", "ranges", "start", "waiters")
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start = start
+        self.committed_end = end
+        self.confirmed_end = end
+        self.next_end = end
+        self.ranges: list[RangeRow] = []
+        self.range_starts: list[int] = []
+        self.waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    def set_ranges(self, ranges: list[RangeRow]) -> None:
+        ranges.sort(key=lambda r: r.start_offset)
+        self.ranges = ranges
+        self.range_starts = [r.start_offset for r in ranges]
+
+    def add_range(self, rng: RangeRow) -> None:
+        if self.ranges and rng.start_offset < self.ranges[-1].start_offset:
+            self.set_ranges([*self.ranges, rng])
+        else:
+            self.ranges.append(rng)
+            self.range_starts.append(rng.start_offset)
+
+
+class S3StreamStore:
+    """A node's streams on object storage; see the module docstring for the design."""
+
+    def __init__(
+        self,
+        settings: StoreSettings,
+        engine: Engine,
+        object_store: ObjectStore,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.settings = settings
+        self.meta = StreamMetadata(engine)
+        self.objects = AsyncObjectStore(object_store, settings.object_threads)
+        self.metrics = StoreMetrics(registry)
+        self.log_cache = LogCache(settings.log_cache_bytes)
+        self.block_cache = BlockCache(settings.block_cache_bytes)
+        self._db_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="s3stream-db")
+        self._streams: dict[int, StreamState] = {}
+        self._index_cache: OrderedDict[str, list[BlockEntry]] = OrderedDict()
+        self._inflight_reads: dict[tuple[str, int], asyncio.Future[list[StoredBatch]]] = {}
+        self._upload_queue: asyncio.Queue[Block] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wal: LocalWal | None = None
+        self._space_freed = asyncio.Event()
+        self._generation = 0
+        self._closed = False
+        self._started = False
+        self.compactor: Any = None
+        self.metrics.wal_bytes.set_function(lambda: float(self._wal.bytes_used if self._wal else 0))
+
+    # Helpers ---------------------------------------------------------------------------------
+
+    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._db_executor, fn, *args)
+
+    def _stream(self, stream_id: int) -> StreamState:
+        state = self._streams.get(stream_id)
+        if state is None:
+            raise StreamNotFound(f"stream {stream_id} does not exist")
+        return state
+
+    @property
+    def local_wal(self) -> bool:
+        return self.settings.wal_mode == "local"
+
+    # Life cycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self._db(self.meta.migrate)
+        await self.objects.check()
+        streams = await self._db(self.meta.load_streams)
+        self._streams = {sid: StreamState(start, end) for sid, (start, end) in streams.items()}
+        by_stream: dict[int, list[RangeRow]] = {}
+        for row in await self._db(self.meta.load_ranges, None):
+            by_stream.setdefault(row.stream_id, []).append(row)
+        for sid, rows in by_stream.items():
+            if sid in self._streams:
+                self._streams[sid].set_ranges(rows)
+        self._tasks.append(asyncio.create_task(self._upload_loop(), name="s3stream-uploader"))
+        if self.local_wal:
+            await self._recover_wal()
+        from tabletopic.s3stream.compaction import Compactor
+
+        self.compactor = Compactor(self)
+        if self.settings.compaction_interval_ms > 0:
+            self._tasks.append(asyncio.create_task(self.compactor.run_forever(), name="s3stream-compactor"))
+        self._started = True
+        log.info(
+            "s3stream started: %d streams, WAL mode %s, objects in %s",
+            len(self._streams),
+            self.settings.wal_mode,
+            self.objects.description,
+        )
+
+    async def _recover_wal(self) -> None:
+        wal = self._wal = LocalWal(
+            self.settings.wal_dir,
+            self.settings.wal_segment_bytes,
+            self._on_wal_commit,
+            self.metrics.wal_fsync_seconds.observe,
+        )
+        records = await self._db(lambda: list(wal.replay()))
+        replayed = 0
+        for record in records:
+            state = self._streams.get(record.stream_id)
+            if state is None:  # deleted since
+                continue
+            if record.base_offset + record.record_count <= state.committed_end:
+                continue  # uploaded before the crash
+            if record.base_offset != state.next_end:
+                raise WalCorruption(
+                    f"WAL record of stream {record.stream_id} starts at offset {record.base_offset} but the "
+                    f"stream ends at {state.next_end}: the WAL in {self.settings.wal_dir} does not match the "
+                    f"metadata database"
+                )
+            batch = StoredBatch(record.base_offset, record.record_count, record.payload)
+            self.log_cache.add(record.stream_id, batch)
+            state.next_end = state.confirmed_end = batch.next_offset
+            replayed += 1
+        await wal.start()
+        if replayed:
+            log.info("replayed %d WAL records from %s; uploading them", replayed, self.settings.wal_dir)
+            block = self.log_cache.current
+            block.uploaded = asyncio.get_running_loop().create_future()
+            self._seal()
+            await asyncio.shield(block.uploaded)
+        await wal.release(wal._index)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._started:
+            try:
+                await asyncio.wait_for(self._drain(), timeout=self.settings.append_timeout_ms / 1000)
+            except (TimeoutError, StreamError) as exc:
+                log.warning("could not upload everything before closing (the WAL keeps it): %s", exc)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("s3stream background task failed")
+        self._tasks.clear()
+        if self._wal is not None:
+            await self._wal.close()
+        for state in self._streams.values():
+            for _, waiter in state.waiters:
+                if not waiter.done():
+                    waiter.cancel()
+        self.objects.close()
+        self._db_executor.shutdown(wait=True)
+
+    async def _drain(self) -> None:
+        if self.log_cache.current.nbytes:
+            self._seal()
+        await self._wait_uploaded(list(self.log_cache.blocks))
+
+    # Streams ---------------------------------------------------------------------------------
+
+    async def create_stream(self) -> int:
+        stream_id = await self._db(self.meta.create_stream)
+        self._streams[stream_id] = StreamState(0, 0)
+        return stream_id
+
+    async def delete_stream(self, stream_id: int) -> None:
+        self._stream(stream_id)
+        await self._db(self.meta.delete_stream, stream_id)
+        state = self._streams.pop(stream_id, None)
+        self.log_cache.forget_stream(stream_id)
+        if state is not None:
+            for _, waiter in state.waiters:
+                if not waiter.done():
+                    waiter.set_exception(StreamNotFound(f"stream {stream_id} was deleted"))
+                    waiter.exception()
+
+    def stream_info(self, stream_id: int) -> StreamInfo:
+        state = self._stream(stream_id)
+        return StreamInfo(stream_id, state.start, state.confirmed_end)
+
+    def stream_ids(self) -> list[int]:
+        return list(self._streams)
+
+    async def trim(self, stream_id: int, new_start_offset: int) -> None:
+        state = self._stream(stream_id)
+        new_start = min(new_start_offset, state.confirmed_end)
+        if new_start <= state.start:
+            return
+        await self._db(self.meta.trim_stream, stream_id, new_start)
+        state.start = max(state.start, new_start)
+
+    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
+        state = self._stream(stream_id)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if state.confirmed_end > offset:
+            future.set_result(None)
+        else:
+            state.waiters = [(o, w) for o, w in state.waiters if not w.done()]
+            state.waiters.append((offset, future))
+        return future
+
+    def _confirm(self, stream_id: int, end: int) -> None:
+        state = self._streams.get(stream_id)
+        if state is None or end <= state.confirmed_end:
+            return
+        state.confirmed_end = end
+        if state.waiters:
+            keep = []
+            for offset, waiter in state.waiters:
+                if waiter.done():
+                    continue
+                if end > offset:
+                    waiter.set_result(None)
+                else:
+                    keep.append((offset, waiter))
+            state.waiters = keep
+
+    # Append ----------------------------------------------------------------------------------
+
+    async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
+        if record_count <= 0:
+            raise ValueError("record_count must be positive")
+        if self._closed:
+            raise StorageUnavailable("the store is closed")
+        state = self._stream(stream_id)
+        if isinstance(payload, memoryview):
+            payload = bytes(payload)  # the caller may reuse its buffer; we keep the batch
+        wal = self._wal
+        if wal is not None and wal.bytes_used > self.settings.wal_capacity_bytes:
+            await self._wait_for_wal_space(wal)
+            state = self._stream(stream_id)
+        base = state.next_end
+        batch = StoredBatch(base, record_count, payload)
+        state.next_end = base + record_count
+        block = self.log_cache.add(stream_id, batch)
+        if block.uploaded is None:
+            self._open_block(block)
+        block.appends += 1
+        if wal is not None:
+            group = wal.append(WalRecord(stream_id, base, record_count, payload))
+            group.ends[stream_id] = state.next_end
+            if block.nbytes >= self.settings.upload_bytes:
+                self._seal()
+            # Shielded: the future is shared by the whole group; a cancelled caller must not cancel it.
+            await asyncio.shield(group.future)
+        else:
+            uploaded = block.uploaded
+            assert uploaded is not None
+            if block.nbytes >= self.settings.object_batch_bytes:
+                self._seal()
+            await asyncio.shield(uploaded)
+        return base
+
+    def _open_block(self, block: Block) -> None:
+        loop = asyncio.get_running_loop()
+        block.uploaded = loop.create_future()
+        block.generation = self._generation
+        delay = (self.settings.upload_interval_ms if self.local_wal else self.settings.object_batch_ms) / 1000
+        loop.call_later(delay, self._seal_if_current, block)
+
+    def _seal_if_current(self, block: Block) -> None:
+        if block is self.log_cache.current and block.nbytes and not self._closed:
+            self._seal()
+
+    def _seal(self) -> Block:
+        block = self.log_cache.seal()
+        if self._wal is not None and self._wal.failure is None:
+            block.wal_marker = self._wal.roll()
+        if block.uploaded is None:
+            block.uploaded = asyncio.get_running_loop().create_future()
+        self._upload_queue.put_nowait(block)
+        return block
+
+    async def _wait_for_wal_space(self, wal: LocalWal) -> None:
+        """Backpressure: the WAL is full until an upload lets old segments go."""
+        if self.log_cache.current.nbytes:
+            self._seal()
+        deadline = time.monotonic() + self.settings.append_timeout_ms / 1000
+        while wal.bytes_used > self.settings.wal_capacity_bytes:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StorageUnavailable(
+                    f"the WAL is full ({wal.bytes_used} of {self.settings.wal_capacity_bytes} bytes) and "
+                    f"uploads to {self.objects.description} are not keeping up"
+                )
+            self._space_freed.clear()
+            try:
+                await asyncio.wait_for(self._space_freed.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    def _on_wal_commit(self, group: Group) -> None:
+        self.metrics.appends.inc(len(group.records))
+        self.metrics.append_bytes.inc(group.nbytes)
+        for stream_id, end in group.ends.items():
+            self._confirm(stream_id, end)
+
+    # Upload ----------------------------------------------------------------------------------
+
+    async def _upload_loop(self) -> None:
+        while True:
+            blocks = [await self._upload_queue.get()]
+            while not self._upload_queue.empty():  # uploads lagging: merge what waits into one upload
+                blocks.append(self._upload_queue.get_nowait())
+            if self.local_wal:
+                await self._upload_until_done(blocks)
+            else:
+                await self._upload_or_fail(blocks)
+
+    async def _upload_until_done(self, blocks: list[Block]) -> None:
+        """Local WAL: the data is safe on disk, so retry (with backoff) until the upload succeeds."""
+        delay = 0.1
+        while True:
+            try:
+                await self._upload(blocks)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.error("upload to %s failed, retrying in %.1fs: %s", self.objects.description, delay, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+        released = 0
+        for block in blocks:
+            if isinstance(block.wal_marker, RollMarker):
+                released = max(released, await block.wal_marker.done)
+        if released and self._wal is not None:
+            await self._wal.release(released)
+            self._space_freed.set()
+
+    async def _upload_or_fail(self, blocks: list[Block]) -> None:
+        """Object WAL: the upload is the acknowledgement; on failure fail every append not yet
+        acknowledged (their offsets would otherwise leave a gap) and rewind the streams."""
+        live = [b for b in blocks if b.generation == self._generation]
+        for block in blocks:
+            if block not in live:
+                self._fail_block(block, StorageUnavailable("an earlier batch object failed"))
+        if not live:
+            return
+        try:
+            await self._upload(live)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("batch object upload to %s failed: %s", self.objects.description, exc)
+            error = exc if isinstance(exc, StorageUnavailable) else StorageUnavailable(str(exc))
+            self._generation += 1
+            failed = [*live, *[b for b in self.log_cache.blocks if not b.committed and b not in live]]
+            for block in failed:
+                self._fail_block(block, error)
+            for state in self._streams.values():
+                state.next_end = state.confirmed_end
+
+    def _fail_block(self, block: Block, error: Exception) -> None:
+        self.log_cache.discard(block)
+        if block.uploaded is not None and not block.uploaded.done():
+            block.uploaded.set_exception(error)
+            block.uploaded.exception()
+
+    async def _upload(self, blocks: list[Block]) -> None:
+        started = time.perf_counter()
+        runs: dict[int, list[StoredBatch]] = {}
+        for block in blocks:
+            for stream_id, run in block.runs.items():
+                if stream_id in self._streams:
+                    runs.setdefault(stream_id, []).extend(run.batches)
+        big = [
+            (sid, b) for sid, b in runs.items() if sum(len(x.payload) for x in b) >= self.settings.split_bytes
+        ]
+        big_ids = {sid for sid, _ in big}
+        small = [(sid, b) for sid, b in runs.items() if sid not in big_ids]
+        layouts = ([(STREAM_SET, small)] if small else []) + [(STREAM_OBJECT, [item]) for item in big]
+        if layouts:
+            reserved = await self._db(self.meta.prepare_objects, [kind for kind, _ in layouts])
+            built = await asyncio.to_thread(
+                lambda: [build_object(group, self.settings.block_bytes) for _, group in layouts]
+            )
+            hooks.crash_point("upload.before_put")
+            try:
+                await asyncio.gather(
+                    *(self.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
+                )
+            except BaseException:
+                await self._db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
+                raise
+            hooks.crash_point("upload.after_put")
+            new_objects = [
+                NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
+            ]
+            ends = {sid: batches[-1].next_offset for sid, batches in runs.items()}
+            await self._db(self.meta.commit_upload, new_objects, ends)
+            hooks.crash_point("upload.after_commit")
+            for (oid, key), obj in zip(reserved, built, strict=True):
+                self._add_ranges(oid, key, obj.size, obj.ranges)
+                self.metrics.upload_bytes.inc(obj.size)
+            for sid, end in ends.items():
+                state = self._streams.get(sid)
+                if state is not None:
+                    state.committed_end = max(state.committed_end, end)
+        for block in blocks:
+            block.committed = True
+            if not self.local_wal:
+                self.metrics.appends.inc(block.appends)
+                self.metrics.append_bytes.inc(block.nbytes)
+                for sid, run in block.runs.items():
+                    self._confirm(sid, run.end)
+            if block.uploaded is not None and not block.uploaded.done():
+                block.uploaded.set_result(None)
+        self.log_cache.evict()
+        self.metrics.upload_seconds.observe(time.perf_counter() - started)
+
+    def _add_ranges(self, object_id: int, key: str, size: int, ranges: Iterable[Any]) -> None:
+        for rng in ranges:
+            state = self._streams.get(rng.stream_id)
+            if state is not None:
+                state.add_range(
+                    RangeRow(
+                        rng.stream_id,
+                        rng.start_offset,
+                        rng.end_offset,
+                        object_id,
+                        key,
+                        size,
+                        rng.position,
+                        rng.size,
+                    )
+                )
+
+    async def _wait_uploaded(self, blocks: list[Block]) -> None:
+        pending = [b.uploaded for b in blocks if b.uploaded is not None and not b.committed]
+        for future in pending:
+            await asyncio.shield(future)
+
+    async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
+        wanted = None if stream_ids is None else set(stream_ids)
+        current = self.log_cache.current
+        if current.nbytes and (wanted is None or wanted & current.runs.keys()):
+            self._seal()
+        blocks = [
+            b
+            for b in self.log_cache.blocks
+            if b.sealed and not b.committed and (wanted is None or wanted & b.runs.keys())
+        ]
+        await self._wait_uploaded(blocks)
+
+    # Read ------------------------------------------------------------------------------------
+
+    async def fetch(
+        self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
+    ) -> list[StoredBatch]:
+        state = self._stream(stream_id)
+        if start_offset < state.start or start_offset > state.confirmed_end:
+            raise OffsetOutOfRange(stream_id, start_offset, state.start, state.confirmed_end)
+        limit = state.confirmed_end if end_offset is None else min(end_offset, state.confirmed_end)
+        result: list[StoredBatch] = []
+        size = 0
+        offset = start_offset
+        while offset < limit:
+            run = self.log_cache.lookup(stream_id, offset)
+            if run is not None:
+                self.metrics.cache_read("log", True)
+                candidates = run.from_offset(offset)
+            else:
+                candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
+            progressed = False
+            for batch in candidates:
+                if batch.next_offset <= offset:
+                    continue
+                if batch.base_offset >= limit or (result and size + len(batch.payload) > max_bytes):
+                    return result
+                result.append(batch)
+                size += len(batch.payload)
+                offset = batch.next_offset
+                progressed = True
+            if not progressed:
+                break
+        return result
+
+    async def _read_objects(
+        self, stream_id: int, state: StreamState, offset: int, want: int
+    ) -> list[StoredBatch]:
+        index = bisect.bisect_right(state.range_starts, offset) - 1
+        if index < 0 or not (state.ranges[index].start_offset <= offset < state.ranges[index].end_offset):
+            raise StreamError(f"offset {offset} of stream {stream_id} is neither cached nor in any object")
+        rng = state.ranges[index]
+        blocks = await self._blocks_of(rng)
+        first = next((i for i, b in enumerate(blocks) if b.start_offset <= offset < b.end_offset), None)
+        if first is None:
+            raise StreamError(
+                f"object {rng.object_key} has no block for offset {offset} of stream {stream_id}"
+            )
+        cached = self.block_cache.get(rng.object_key, blocks[first].position)
+        self.metrics.cache_read("block", cached is not None)
+        if cached is not None:
+            return cached
+        key = (rng.object_key, blocks[first].position)
+        inflight = self._inflight_reads.get(key)
+        if inflight is not None:
+            return await asyncio.shield(inflight)
+        future: asyncio.Future[list[StoredBatch]] = asyncio.get_running_loop().create_future()
+        self._inflight_reads[key] = future
+        try:
+            batches = await self._read_blocks(rng, blocks, first, max(want, self.settings.readahead_bytes))
+            future.set_result(batches)
+            return batches
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()
+            raise
+        finally:
+            del self._inflight_reads[key]
+
+    async def _blocks_of(self, rng: RangeRow) -> list[BlockEntry]:
+        entries = self._index_cache.get(rng.object_key)
+        if entries is None:
+            entries = await asyncio.get_running_loop().run_in_executor(
+                self.objects._executor, read_index, self.objects.store, rng.object_key, rng.object_size
+            )
+            self._index_cache[rng.object_key] = entries
+            while len(self._index_cache) > INDEX_CACHE_ENTRIES:
+                self._index_cache.popitem(last=False)
+        else:
+            self._index_cache.move_to_end(rng.object_key)
+        return [
+            b
+            for b in entries
+            if b.stream_id == rng.stream_id and rng.position <= b.position < rng.position + rng.size
+        ]
+
+    async def _read_blocks(
+        self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
+    ) -> list[StoredBatch]:
+        """One range GET for ``blocks[first]`` and as many following blocks as ``want`` bytes allow
+        (readahead); every block read is verified and cached."""
+        last = first
+        total = blocks[first].size
+        while (
+            last + 1 < len(blocks)
+            and total < want
+            and (rng.object_key, blocks[last + 1].position) not in self.block_cache
+        ):
+            last += 1
+            total += blocks[last].size
+        start = blocks[first].position
+        data = await self.objects.get_range(rng.object_key, start, blocks[last].position + blocks[last].size)
+        self.metrics.object_reads.inc(len(data))
+        view = memoryview(data)
+        result: list[StoredBatch] = []
+        for entry in blocks[first : last + 1]:
+            piece = view[entry.position - start : entry.position - start + entry.size]
+            verify_block(piece, entry, rng.object_key)
+            batches = decode_batches(piece)
+            self.block_cache.put(rng.object_key, entry.position, batches, entry.size)
+            if entry is blocks[first]:
+                result = batches
+        return result
+
+    async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
+        state = self._stream(stream_id)
+        if start_offset < state.start or end_offset > state.committed_end or start_offset > end_offset:
+            raise OffsetOutOfRange(
+                stream_id,
+                start_offset if start_offset < state.start else end_offset,
+                state.start,
+                state.committed_end,
+            )
+        slices = []
+        index = max(bisect.bisect_right(state.range_starts, start_offset) - 1, 0)
+        for rng in state.ranges[index:]:
+            if rng.start_offset >= end_offset:
+                break
+            if rng.end_offset <= start_offset:
+                continue
+            blocks = [
+                b
+                for b in await self._blocks_of(rng)
+                if b.end_offset > start_offset and b.start_offset < end_offset
+            ]
+            position = blocks[0].position if blocks else rng.position
+            size = (blocks[-1].position + blocks[-1].size - position) if blocks else rng.size
+            slices.append(
+                ObjectSlice(
+                    rng.object_key,
+                    position,
+                    size,
+                    stream_id,
+                    max(start_offset, rng.start_offset),
+                    min(end_offset, rng.end_offset),
+                )
+            )
+        return slices
+
+    # Used by compaction ------------------------------------------------------------------------
+
+    def replace_ranges(self, replaced: set[int], new_ranges: list[RangeRow]) -> None:
+        """Swap the in-memory view after a compaction commit (same transaction boundary as the DB)."""
+        touched: dict[int, list[RangeRow]] = {}
+        for row in new_ranges:
+            touched.setdefault(row.stream_id, []).append(row)
+        for sid, state in self._streams.items():
+            if sid in touched or any(r.object_id in replaced for r in state.ranges):
+                state.set_ranges(
+                    [r for r in state.ranges if r.object_id not in replaced] + touched.get(sid, [])
+                )
+
+    def forget_object(self, key: str) -> None:
+        self._index_cache.pop(key, None)
+        self.block_cache.drop_object(key)

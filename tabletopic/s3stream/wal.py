@@ -1,0 +1,321 @@
+"""The local write-ahead log: segment files on local disk written with group commit.
+
+Every append joins the *current group*; one writer task hands the whole group to a dedicated thread
+that writes it with ``writev`` and covers it with one ``fdatasync``, then resolves the group's single
+future. Appends arriving meanwhile form the next group, so the fsync rate adapts to the load and no
+append gets its own thread, task or syscall.
+
+Frame: ``>II`` (body length, CRC32C of the body) then the body ``>qqI`` (stream id, base offset,
+record count) + payload. Replay stops at the first frame that is short or fails its CRC: in the
+newest segment that is the torn tail of writes never acknowledged (truncated away with a log line);
+in an older segment it means acknowledged data is damaged, and the WAL refuses to open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import crc32c
+
+from tabletopic.s3stream import hooks
+from tabletopic.s3stream.api import StorageUnavailable, StreamError
+
+log = logging.getLogger(__name__)
+
+FRAME = struct.Struct(">II")
+BODY = struct.Struct(">qqI")
+SUFFIX = ".wal"
+IOV_MAX = 1000
+
+
+class WalCorruption(StreamError):
+    """Acknowledged data in the WAL is damaged; the store refuses to start rather than lose it."""
+
+
+@dataclass(frozen=True, slots=True)
+class WalRecord:
+    stream_id: int
+    base_offset: int
+    record_count: int
+    payload: bytes | memoryview
+
+
+@dataclass
+class Group:
+    """Appends covered by one fsync. ``ends`` maps stream id -> end offset after the group."""
+
+    future: asyncio.Future[None]
+    records: list[WalRecord | RollMarker] = field(default_factory=list)
+    ends: dict[int, int] = field(default_factory=dict)
+    nbytes: int = 0
+
+
+@dataclass
+class RollMarker:
+    """Everything queued before it goes to the old segment, everything after to a new one."""
+
+    done: asyncio.Future[int]
+
+
+def segment_name(index: int) -> str:
+    return f"{index:020d}{SUFFIX}"
+
+
+def scan_frames(data: bytes) -> tuple[list[WalRecord], int]:
+    """Parse frames until the end or the first bad one: ``(records, valid byte length)``."""
+    view = memoryview(data)
+    records = []
+    position = 0
+    end = len(data)
+    while end - position >= FRAME.size:
+        length, crc = FRAME.unpack_from(view, position)
+        body_start = position + FRAME.size
+        if length < BODY.size or body_start + length > end:
+            break
+        body = view[body_start : body_start + length]
+        if crc32c.crc32c(body) != crc:
+            break
+        stream_id, base, count = BODY.unpack_from(body)
+        records.append(WalRecord(stream_id, base, count, body[BODY.size :]))
+        position = body_start + length
+    return records, position
+
+
+class LocalWal:
+    def __init__(
+        self,
+        directory: Path,
+        segment_bytes: int,
+        on_commit: Callable[[Group], None],
+        on_fsync: Callable[[float], None] | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.segment_bytes = segment_bytes
+        self._on_commit = on_commit
+        self._on_fsync = on_fsync
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3stream-wal")
+        self._segments: dict[int, int] = {}  # index -> size on disk; shared with the WAL thread
+        self._segments_lock = threading.Lock()
+        self._fd = -1
+        self._index = 0
+        self._group: Group | None = None
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()  # set while nothing is queued or being written
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self.failure: BaseException | None = None
+        self.pending_bytes = 0
+
+    # Recovery ------------------------------------------------------------------------------------
+
+    def replay(self) -> Iterator[WalRecord]:
+        """Yield every valid record of every segment in write order (blocking; call before start).
+        Truncates a torn tail of the newest segment; raises WalCorruption for damage elsewhere."""
+        indexes = sorted(int(p.name[: -len(SUFFIX)]) for p in self.directory.glob(f"*{SUFFIX}"))
+        for position, index in enumerate(indexes):
+            path = self.directory / segment_name(index)
+            data = path.read_bytes()
+            records, valid = scan_frames(data)
+            if valid < len(data):
+                if position != len(indexes) - 1:
+                    raise WalCorruption(
+                        f"WAL segment {path} is damaged at byte {valid} of {len(data)} and is not the newest "
+                        f"segment: acknowledged appends would be lost; refusing to start (move the file "
+                        f"away to accept the loss)"
+                    )
+                log.warning(
+                    "WAL segment %s: torn tail at byte %d, discarding %d bytes of unacknowledged writes "
+                    "(recovered %d records)",
+                    path,
+                    valid,
+                    len(data) - valid,
+                    len(records),
+                )
+                with open(path, "r+b") as handle:
+                    handle.truncate(valid)
+                    os.fsync(handle.fileno())
+            self._segments[index] = valid
+            yield from records
+        self._index = indexes[-1] if indexes else 0
+
+    # Writing -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._open_segment(self._index + 1)
+        self._task = asyncio.create_task(self._flush_loop(), name="s3stream-wal-writer")
+
+    def _open_segment(self, index: int) -> None:
+        path = self.directory / segment_name(index)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._index = index
+        with self._segments_lock:
+            self._segments[index] = os.fstat(self._fd).st_size
+        dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    @property
+    def bytes_used(self) -> int:
+        with self._segments_lock:
+            return sum(self._segments.values()) + self.pending_bytes
+
+    def _current_group(self) -> Group:
+        if self.failure is not None:
+            raise StorageUnavailable(f"the WAL in {self.directory} failed earlier: {self.failure}")
+        group = self._group
+        if group is None:
+            group = self._group = Group(asyncio.get_running_loop().create_future())
+            self._idle.clear()
+            self._wakeup.set()
+        return group
+
+    def append(self, record: WalRecord) -> Group:
+        """Queue a record; the returned group's future resolves once it is fsynced."""
+        group = self._current_group()
+        group.records.append(record)
+        size = FRAME.size + BODY.size + len(record.payload)
+        group.nbytes += size
+        self.pending_bytes += size
+        return group
+
+    def roll(self) -> RollMarker:
+        """Start a new segment after everything queued so far; ``done`` gets its index."""
+        marker = RollMarker(asyncio.get_running_loop().create_future())
+        self._current_group().records.append(marker)
+        return marker
+
+    async def _flush_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            group, self._group = self._group, None
+            if group is None:
+                continue
+            try:
+                rolled = await loop.run_in_executor(self._executor, self._write_group, group.records)
+            except Exception as exc:
+                # Fail-stop: after a failed write the file's tail is unknown, so no later append may
+                # be acknowledged on top of it. A restart replays what is valid.
+                log.error(
+                    "WAL write to %s failed; the store stops accepting appends: %s", self.directory, exc
+                )
+                self.failure = exc
+                error = StorageUnavailable(f"WAL write failed: {exc}")
+                group.future.set_exception(error)
+                group.future.exception()  # retrieved here; awaiting appends re-raise it
+                for item in group.records:
+                    if isinstance(item, RollMarker) and not item.done.done():
+                        item.done.set_exception(error)
+                        item.done.exception()
+                pending = self._group
+                if pending is not None:
+                    self._group = None
+                    pending.future.set_exception(error)
+                    pending.future.exception()
+                self._idle.set()
+                return
+            finally:
+                self.pending_bytes -= group.nbytes
+            for marker, index in rolled:
+                marker.done.set_result(index)
+            group.future.set_result(None)
+            self._on_commit(group)
+            if self._group is None:
+                self._idle.set()
+
+    def _write_group(self, items: list[WalRecord | RollMarker]) -> list[tuple[RollMarker, int]]:
+        """Runs on the WAL thread: frame, write and fsync one group; roll segments as asked."""
+        rolled: list[tuple[RollMarker, int]] = []
+        iov: list[bytes | memoryview] = []
+        iov_bytes = 0
+        for item in items:
+            if isinstance(item, RollMarker):
+                self._write_iov(iov, iov_bytes)
+                iov, iov_bytes = [], 0
+                self._sync()
+                self._roll_segment()
+                rolled.append((item, self._index))
+                continue
+            body_header = BODY.pack(item.stream_id, item.base_offset, item.record_count)
+            crc = crc32c.crc32c(item.payload, crc32c.crc32c(body_header))
+            iov.append(FRAME.pack(BODY.size + len(item.payload), crc) + body_header)
+            iov.append(item.payload)
+            iov_bytes += FRAME.size + BODY.size + len(item.payload)
+            if len(iov) >= IOV_MAX:
+                self._write_iov(iov, iov_bytes)
+                iov, iov_bytes = [], 0
+        self._write_iov(iov, iov_bytes)
+        hooks.crash_point("wal.before_fsync")
+        self._sync()
+        if self._segments[self._index] >= self.segment_bytes:
+            self._roll_segment()
+        return rolled
+
+    def _write_iov(self, iov: list[bytes | memoryview], nbytes: int) -> None:
+        if not iov:
+            return
+        written = os.writev(self._fd, iov)
+        if written != nbytes:  # a short write: finish the rest with plain writes
+            rest = b"".join(bytes(p) for p in iov)[written:]
+            while rest:
+                rest = rest[os.write(self._fd, rest) :]
+        with self._segments_lock:
+            self._segments[self._index] += nbytes
+
+    def _sync(self) -> None:
+        started = time.perf_counter()
+        os.fdatasync(self._fd)
+        if self._on_fsync is not None:
+            self._on_fsync(time.perf_counter() - started)
+
+    def _roll_segment(self) -> None:
+        os.close(self._fd)
+        self._open_segment(self._index + 1)
+
+    async def release(self, before_index: int) -> None:
+        """Delete segments older than ``before_index`` (their data is in object storage)."""
+        with self._segments_lock:
+            doomed = [index for index in self._segments if index < before_index and index != self._index]
+        if not doomed:
+            return
+
+        def remove() -> None:
+            for index in doomed:
+                try:
+                    (self.directory / segment_name(index)).unlink()
+                except FileNotFoundError:
+                    pass
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, remove)
+        with self._segments_lock:
+            for index in doomed:
+                self._segments.pop(index, None)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            # Let a queued group reach the disk before stopping the writer.
+            if self.failure is None and not self._task.done():
+                await self._idle.wait()
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self._executor.shutdown(wait=True)
