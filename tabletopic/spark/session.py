@@ -88,6 +88,7 @@ def spark_conf(
         "spark.sql.warehouse.dir": (config.data_dir / "spark-warehouse").as_uri(),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": "-Dderby.system.home=" + str(config.data_dir / "derby"),
     }
     if s3a:

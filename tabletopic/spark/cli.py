@@ -1,0 +1,335 @@
+"""``tabletopic sql``: Spark SQL against the platform's Iceberg catalog, one statement or a shell.
+
+The platform's catalog is Spark's default catalog, so ``SELECT * FROM namespace.table`` works. When
+Spark reaches the catalog through the built-in REST catalog and no node is serving it, this process
+serves it itself (on a free loopback port) for as long as it runs, so the command also works on a
+stopped node's data directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as dt
+import decimal
+import json
+import logging
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tabletopic.cli_common import (
+    ConfigFileOption,
+    DataDirOption,
+    OverrideOption,
+    console,
+    err_console,
+    load_config,
+    setup_logging,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from tabletopic.catalog.adapters import CatalogSpec
+    from tabletopic.config import Config
+
+log = logging.getLogger(__name__)
+
+HISTORY_FILE = Path("~/.tabletopic_sql_history").expanduser()
+PROMPT, CONTINUATION = "tabletopic> ", "       ...> "
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def sql(
+    statement: Annotated[
+        str | None,
+        typer.Argument(help="SQL to run (several separated by ';'). Omit for an interactive shell."),
+    ] = None,
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table (rich), csv, or json (one object per row).")
+    ] = OutputFormat.table,
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown in table format.")] = 1000,
+    print_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-config",
+            help="Print the Spark configuration that connects your own "
+            "spark-sql / PySpark to the platform's catalog, and exit.",
+        ),
+    ] = False,
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Run Spark SQL against the platform's Iceberg catalog (its default catalog)."""
+    cfg = load_config(data_dir, config, override)
+    setup_logging("WARNING" if cfg.get("log.level") == "INFO" else cfg.get("log.level"))
+    from tabletopic.catalog.adapters import catalog_spec
+    from tabletopic.config import ConfigError
+
+    try:
+        spec = catalog_spec(cfg)
+    except ConfigError as exc:
+        err_console.print(f"[red]configuration error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if print_config:
+        _print_config(cfg, spec)
+        return
+    with ExitStack() as stack:
+        spec = _reachable_spec(cfg, spec, stack)
+        spark = _session(cfg, spec)
+        stack.callback(_stop_spark)
+        if statement is not None:
+            failed = False
+            for text in split_statements(statement):
+                failed |= not run_statement(spark, text, output, max_rows)
+            if failed:
+                raise typer.Exit(1)
+        else:
+            shell(spark, output, max_rows)
+
+
+def _session(cfg: Config, spec: CatalogSpec) -> SparkSession:
+    from tabletopic.catalog.adapters import spark_catalog_conf, spark_catalog_properties
+    from tabletopic.spark.session import get_spark
+
+    return get_spark(cfg, spark_catalog_conf(spec.name, spark_catalog_properties(spec)), spec.name)
+
+
+def _stop_spark() -> None:
+    from tabletopic.spark.session import stop_spark
+
+    stop_spark()
+
+
+def rest_catalog_alive(uri: str, timeout: float = 1.0) -> bool:
+    """Whether an Iceberg REST catalog answers ``GET /v1/config`` at ``uri``."""
+    import httpx
+
+    try:
+        return httpx.get(f"{uri}/v1/config", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:
+    """The spec with a REST endpoint that answers: the node's, or one served from this process."""
+    if spec.spark_access != "rest" or (spec.rest_uri and rest_catalog_alive(spec.rest_uri)):
+        return spec
+    from tabletopic import metadata, settings
+    from tabletopic.catalog.adapters import create_catalog
+    from tabletopic.catalog.component import rest_app_for
+    from tabletopic.catalog.rest.embedded import EmbeddedRestCatalog
+
+    engine = None
+    if spec.type == "builtin":
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = metadata.create_engine(cfg.get(settings.METADATA_URL) or metadata.default_url(cfg.data_dir))
+        stack.callback(engine.dispose)
+    catalog = create_catalog(spec, engine)
+    server = EmbeddedRestCatalog(rest_app_for(catalog, spec)).start()
+    stack.callback(server.stop)
+    err_console.print(
+        f"[dim]no catalog server at {spec.rest_uri}; serving the {spec.type} catalog from this "
+        f"process at {server.uri}[/dim]"
+    )
+    return spec.with_rest_uri(server.uri)
+
+
+def _print_config(cfg: Config, spec: CatalogSpec) -> None:
+    """Spark properties a user's own Spark 3.5 needs for this catalog (jars from this install)."""
+    from tabletopic.catalog.adapters import spark_catalog_conf, spark_catalog_properties
+    from tabletopic.spark.session import spark_conf
+
+    catalog_conf = spark_catalog_conf(spec.name, spark_catalog_properties(spec))
+    full = spark_conf(cfg, catalog_conf, spec.name)
+    keys = ["spark.jars", "spark.sql.extensions", "spark.sql.defaultCatalog"]
+    keys += sorted(k for k in full if k.startswith("spark.hadoop.fs.s3"))
+    keys += list(catalog_conf)
+    lines = [f"--conf {key}={full[key]}" for key in keys if key in full]
+    console.print(
+        f"# Spark 3.5 (Scala 2.12) configuration for catalog '{spec.name}' ({spec.type}).\n"
+        "# spark-sql / pyspark / spark-submit: pass these flags; spark-defaults.conf: drop '--conf '.",
+        markup=False,
+        highlight=False,
+    )
+    if spec.spark_access == "rest":
+        console.print(
+            f"# The catalog is served by `tabletopic serve` at {spec.rest_uri}.",
+            markup=False,
+            highlight=False,
+        )
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+# ------------------------------------------------------------------------------------ statements
+
+
+def split_statements(text: str) -> list[str]:
+    """Split on ``;`` outside quotes and comments; empty statements are dropped."""
+    statements: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote is not None:
+            current.append(ch)
+            if ch == "\\" and i + 1 < len(text):
+                current.append(text[i + 1])
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in ("'", '"', "`"):
+            quote = ch
+            current.append(ch)
+        elif ch == "-" and text.startswith("--", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif ch == ";":
+            statements.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    statements.append("".join(current))
+    return [s.strip() for s in statements if s.strip()]
+
+
+def run_statement(spark: SparkSession, text: str, output: OutputFormat, max_rows: int) -> bool:
+    """Run one statement and print its result; errors are printed, not raised. Returns success."""
+    try:
+        frame = spark.sql(text)
+        print_frame(frame, output, max_rows)
+        return True
+    except Exception as exc:
+        err_console.print(f"[red]error:[/red] {short_error(exc)}", highlight=False)
+        return False
+
+
+def short_error(exc: BaseException) -> str:
+    """Spark errors without the JVM stack trace."""
+    lines = str(exc).strip().splitlines()
+    kept = [line for line in lines if not line.lstrip().startswith(("at ", "JVM stacktrace"))]
+    return "\n".join(kept[:12]) or type(exc).__name__
+
+
+def plain(value: Any) -> Any:
+    """A JSON/CSV-friendly form of a Spark value."""
+    from pyspark.sql import Row
+
+    if isinstance(value, Row):
+        return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return value
+
+
+def _rows(frame: DataFrame, limit: int | None) -> Iterator[list[Any]]:
+    source: Iterable[Any] = frame.limit(limit).collect() if limit is not None else frame.toLocalIterator()
+    for row in source:
+        yield [plain(v) for v in row]
+
+
+def print_frame(frame: DataFrame, output: OutputFormat, max_rows: int) -> None:
+    columns = frame.columns
+    if output is OutputFormat.csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        for values in _rows(frame, None):
+            writer.writerow([json.dumps(v) if isinstance(v, dict | list) else v for v in values])
+        sys.stdout.flush()
+        return
+    if output is OutputFormat.json:
+        for values in _rows(frame, None):
+            sys.stdout.write(json.dumps(dict(zip(columns, values, strict=True)), default=str) + "\n")
+        sys.stdout.flush()
+        return
+    from rich.table import Table
+
+    if not columns:
+        frame.collect()  # DDL: run it; nothing to show
+        console.print("[dim]OK[/dim]")
+        return
+    table = Table(*columns, show_lines=False, header_style="bold")
+    count = 0
+    for values in _rows(frame, max_rows + 1):
+        count += 1
+        if count > max_rows:
+            break
+        table.add_row(
+            *(
+                "NULL" if v is None else json.dumps(v) if isinstance(v, dict | list) else str(v)
+                for v in values
+            )
+        )
+    console.print(table)
+    suffix = f" (first {max_rows} shown)" if count > max_rows else ""
+    console.print(f"[dim]{min(count, max_rows)} row(s){suffix}[/dim]")
+
+
+def shell(spark: SparkSession, output: OutputFormat, max_rows: int) -> None:
+    """Read statements until ``;`` and run each; works on a terminal (with history) or a pipe."""
+    interactive = sys.stdin.isatty()
+    if interactive:
+        try:
+            import readline
+
+            if HISTORY_FILE.exists():
+                readline.read_history_file(HISTORY_FILE)
+        except (ImportError, OSError):
+            readline = None  # type: ignore[assignment]
+        console.print(
+            "[dim]Spark SQL on the tabletopic catalog. End statements with ';', exit with Ctrl-D.[/dim]"
+        )
+    buffer: list[str] = []
+    while True:
+        try:
+            line = input(CONTINUATION if buffer else PROMPT) if interactive else sys.stdin.readline()
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            buffer = []
+            console.print()
+            continue
+        if not interactive and line == "":
+            break
+        if not buffer and line.strip().lower() in ("exit", "quit", "exit;", "quit;"):
+            break
+        buffer.append(line.rstrip("\n"))
+        text = "\n".join(buffer)
+        if text.rstrip().endswith(";"):
+            buffer = []
+            for statement in split_statements(text):
+                run_statement(spark, statement, output, max_rows)
+    if buffer and (rest := split_statements("\n".join(buffer))):
+        for statement in rest:
+            run_statement(spark, statement, output, max_rows)
+    if interactive:
+        try:
+            import readline
+
+            readline.write_history_file(HISTORY_FILE)
+        except (ImportError, OSError):
+            pass
