@@ -59,9 +59,7 @@ class PipelineStatus:
 
     @property
     def lag_records(self) -> int:
-        return sum(
-            max(hw - self.committed_offsets.get(p, 0), 0) for p, hw in self.high_watermarks.items()
-        )
+        return sum(max(hw - self.committed_offsets.get(p, 0), 0) for p, hw in self.high_watermarks.items())
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -113,7 +111,7 @@ class TopicPipeline:
             self.status.state = "STOPPED"
             return False
         config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=view.name)
-        if not config.enable:
+        if not config.enabled:
             self.status.state = "STOPPED"
             return False
         if self._failed_config is not None:
@@ -140,7 +138,7 @@ class TopicPipeline:
             )
             offsets = {}
         self.status.committed_offsets = offsets
-        ranges = self._ctx.worker.ranges(view, offsets, config.max_records_per_commit)
+        ranges = self._ctx.worker.ranges(view, offsets)
         self._record_high_watermarks(view)
         if not ranges:
             self.status.state = "IDLE"
@@ -339,14 +337,8 @@ class TableCoordinator:
             self._next_run[name] = time.monotonic() + config.commit_interval_ms / 1000.0
 
     def _over_threshold(self, view: TopicView, pipeline: TopicPipeline, config: TableTopicConfig) -> bool:
-        threshold = config.commit_records_threshold
-        if not threshold:
+        """Whether enough data waits that the pipeline should commit before its interval ends."""
+        if not config.commit_max_bytes or pipeline.status.state in ("FAILED", "STARTING"):
             return False
-        pending = 0
-        for p in view.partitions:
-            try:
-                hw = self._ctx.worker.high_watermark(p.stream_id)
-            except Exception:
-                continue
-            pending += max(hw - pipeline.status.committed_offsets.get(p.partition, 0), 0)
-        return pending >= threshold
+        pending = self._ctx.worker.pending_bytes(view, pipeline.status.committed_offsets)
+        return pending is not None and pending >= config.commit_max_bytes

@@ -255,9 +255,7 @@ def decode_batches(
     return out
 
 
-def _aborted_batch_offsets(
-    batches: Sequence[StoredBatch], aborted: Sequence[AbortedTransaction]
-) -> set[int]:
+def _aborted_batch_offsets(batches: Sequence[StoredBatch], aborted: Sequence[AbortedTransaction]) -> set[int]:
     """Base offsets of transactional batches whose transaction was aborted.
 
     Walks the batches backwards so that each producer's *next* marker is known when its data batch
@@ -317,6 +315,15 @@ def _decode_records(
     append_time = header.max_timestamp if header.log_append_time else None
     n = len(buf)
     pos = 0
+    add_offset = offsets.append
+    add_ts = timestamps.append
+    add_key = keys.append
+    add_value = values.append
+    add_headers = headers.append
+    varint = _varint
+    no_headers: tuple[tuple[str, bytes | None], ...] = ()
+    # When the whole batch lies inside the range the per-record range test is skipped.
+    whole = start <= base_offset and base_offset + header.last_offset_delta < end
     try:
         for _ in range(header.record_count):
             # record length (zig-zag varint)
@@ -325,7 +332,7 @@ def _decode_records(
                 length = b
                 pos += 1
             else:
-                length, pos = _varint(buf, pos)
+                length, pos = varint(buf, pos)
             length = (length >> 1) ^ -(length & 1)
             rec_end = pos + length
             if length < 6 or rec_end > n:
@@ -336,14 +343,14 @@ def _decode_records(
                 ts_delta = b
                 pos += 1
             else:
-                ts_delta, pos = _varint(buf, pos)
+                ts_delta, pos = varint(buf, pos)
             ts_delta = (ts_delta >> 1) ^ -(ts_delta & 1)
             b = buf[pos]
             if b < 0x80:
                 off_delta = b
                 pos += 1
             else:
-                off_delta, pos = _varint(buf, pos)
+                off_delta, pos = varint(buf, pos)
             off_delta = (off_delta >> 1) ^ -(off_delta & 1)
             # key
             b = buf[pos]
@@ -351,7 +358,7 @@ def _decode_records(
                 klen = b
                 pos += 1
             else:
-                klen, pos = _varint(buf, pos)
+                klen, pos = varint(buf, pos)
             klen = (klen >> 1) ^ -(klen & 1)
             if klen < 0:
                 key = None
@@ -364,7 +371,7 @@ def _decode_records(
                 vlen = b
                 pos += 1
             else:
-                vlen, pos = _varint(buf, pos)
+                vlen, pos = varint(buf, pos)
             vlen = (vlen >> 1) ^ -(vlen & 1)
             if vlen < 0:
                 value = None
@@ -375,18 +382,18 @@ def _decode_records(
             b = buf[pos]
             if b == 0:
                 pos += 1
-                hdrs: tuple[tuple[str, bytes | None], ...] = ()
+                hdrs = no_headers
             else:
                 hdrs, pos = _headers(buf, pos)
             if pos != rec_end:
                 raise RecordBatchError(f"record at offset delta {off_delta} has {rec_end - pos} stray bytes")
             offset = base_offset + off_delta
-            if start <= offset < end:
-                offsets.append(offset)
-                timestamps.append(append_time if append_time is not None else base_ts + ts_delta)
-                keys.append(key)
-                values.append(value)
-                headers.append(hdrs)
+            if whole or start <= offset < end:
+                add_offset(offset)
+                add_ts(base_ts + ts_delta if append_time is None else append_time)
+                add_key(key)
+                add_value(value)
+                add_headers(hdrs)
     except IndexError:
         raise RecordBatchError("truncated record") from None
     if pos != n:

@@ -1,0 +1,69 @@
+"""Turning decoded Python values into Arrow arrays without letting one bad value sink a batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+
+def values_to_array(
+    values: list[Any],
+    read_type: pa.DataType,
+    final_type: pa.DataType,
+    failures: dict[int, str],
+) -> pa.Array:
+    """Build an array of ``final_type`` from ``values`` (None at already-failed positions).
+
+    ``read_type`` is what the decoder's Python values map onto directly (for instance
+    ``timestamp('ms')`` from Avro's int timestamps); the result is cast to ``final_type`` in one
+    vectorised step. When Arrow rejects the batch, values are converted one by one and the culprits
+    are added to ``failures`` (and nulled) — the slow path runs only for batches with bad data.
+    """
+    try:
+        return _build(values, read_type, final_type)
+    except _ERRORS:
+        pass
+    for i, value in enumerate(values):
+        if value is None:
+            continue
+        try:
+            _build([value], read_type, final_type)
+        except _ERRORS as exc:
+            failures[i] = f"value does not fit the schema: {exc}"
+            values[i] = None
+    return _build(values, read_type, final_type)
+
+
+_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
+
+
+def _build(values: list[Any], read_type: pa.DataType, final_type: pa.DataType) -> pa.Array:
+    array = pa.array(values, type=read_type)
+    if read_type != final_type:
+        # Unsafe so Avro nanosecond timestamps truncate to micros; unparseable text still raises.
+        array = array.cast(final_type, safe=False)
+    return array
+
+
+def apply_fixup(values: list[Any], fixup: Callable[[Any], Any] | None, failures: dict[int, str]) -> None:
+    """Run a per-value adjustment in place, recording values it rejects."""
+    if fixup is None:
+        return
+    for i, value in enumerate(values):
+        if value is None:
+            continue
+        try:
+            values[i] = fixup(value)
+        except (TypeError, ValueError, KeyError) as exc:
+            failures[i] = f"cannot convert value: {exc}"
+            values[i] = None
+
+
+def null_array(type_: pa.DataType, length: int) -> pa.Array:
+    return pa.nulls(length, type=type_)
+
+
+def take_rows(batch: pa.RecordBatch, indices: Sequence[int]) -> pa.RecordBatch:
+    return batch.take(pa.array(indices, type=pa.int64()))

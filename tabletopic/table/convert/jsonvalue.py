@@ -1,0 +1,139 @@
+"""JSON (with a JSON Schema) values to Arrow.
+
+The type mapping belongs to the JSON Schema format module (``json_schema_to_arrow`` in
+``tabletopic.schema_registry.formats.jsonschema``), imported lazily so the table pipeline does not
+depend on the registry being importable in a Spark worker; a small built-in mapping covers the
+common subset when that module is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from tabletopic.table.convert.arrowutil import values_to_array
+
+
+def json_schema_arrow_type(text: str, references: Sequence[tuple[str, str]] = ()) -> tuple[pa.DataType, bool]:
+    """Arrow type for a JSON Schema document and whether it describes records (objects).
+
+    Uses the format module's mapping when available: it answers an Arrow schema, one column per
+    property for an object root, else a single ``value`` column.
+    """
+    try:
+        from tabletopic.schema_registry.formats.jsonschema import FORMAT, json_schema_to_arrow
+    except ImportError:
+        schema = json.loads(text)
+        type_ = _fallback_type(schema, schema) if isinstance(schema, dict) else pa.string()
+        return type_, pa.types.is_struct(type_)
+    arrow_schema = json_schema_to_arrow(FORMAT.parse(text, dict(references)))
+    root = json.loads(text)
+    is_object = isinstance(root, dict) and isinstance(root.get("properties"), dict)
+    if is_object or len(arrow_schema) != 1 or arrow_schema.names != ["value"]:
+        return pa.struct(list(arrow_schema)), True
+    return arrow_schema.field(0).type, False
+
+
+def _read_type(type_: pa.DataType) -> pa.DataType:
+    """JSON carries dates and times as text: read them as strings, let Arrow's cast parse them."""
+    if pa.types.is_temporal(type_):
+        return pa.string()
+    if pa.types.is_struct(type_):
+        return pa.struct([f.with_type(_read_type(f.type)) for f in type_])
+    if pa.types.is_list(type_):
+        return pa.list_(_read_type(type_.value_type))
+    if pa.types.is_map(type_):
+        return pa.map_(type_.key_type, _read_type(type_.item_type))
+    return type_
+
+
+def _fallback_type(node: Any, root: dict[str, Any]) -> pa.DataType:
+    if not isinstance(node, dict):
+        return pa.string()
+    if "$ref" in node and isinstance(node["$ref"], str) and node["$ref"].startswith("#/"):
+        target: Any = root
+        for part in node["$ref"][2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return _fallback_type(target, root)
+    kind = node.get("type")
+    if isinstance(kind, list):
+        non_null = [k for k in kind if k != "null"]
+        kind = non_null[0] if len(non_null) == 1 else None
+    for combinator in ("oneOf", "anyOf"):
+        if kind is None and combinator in node:
+            options = [o for o in node[combinator] if not (isinstance(o, dict) and o.get("type") == "null")]
+            if len(options) == 1:
+                return _fallback_type(options[0], root)
+    if kind == "object" or (kind is None and "properties" in node):
+        props = node.get("properties") or {}
+        if props:
+            return pa.struct([pa.field(name, _fallback_type(sub, root)) for name, sub in props.items()])
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            return pa.map_(pa.string(), _fallback_type(extra, root))
+        return pa.map_(pa.string(), pa.string())
+    if kind == "array":
+        return pa.list_(_fallback_type(node.get("items", {}), root))
+    return {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}.get(str(kind), pa.string())
+
+
+class JsonDecoder:
+    """Decodes UTF-8 JSON payloads against a JSON Schema's Arrow type."""
+
+    def __init__(self, schema_text: str, references: Sequence[tuple[str, str]] = ()) -> None:
+        self.arrow_type, self.is_record = json_schema_arrow_type(schema_text, references)
+        self._read_type = _read_type(self.arrow_type)
+        self._stringify = _stringifiers(self._read_type)
+
+    def decode(self, payloads: Sequence[bytes | memoryview | None]) -> tuple[pa.Array, dict[int, str]]:
+        loads = json.loads
+        values: list[Any] = []
+        failures: dict[int, str] = {}
+        for i, payload in enumerate(payloads):
+            if payload is None:
+                values.append(None)
+                continue
+            try:
+                value = loads(bytes(payload))
+            except (ValueError, UnicodeDecodeError) as exc:
+                failures[i] = f"invalid JSON: {exc}"
+                values.append(None)
+                continue
+            if self._stringify is not None and value is not None:
+                value = self._stringify(value)
+            values.append(value)
+        return values_to_array(values, self._read_type, self.arrow_type, failures), failures
+
+
+def _stringifiers(type_: pa.DataType) -> Any:
+    """Fields typed string but holding JSON objects/numbers are kept as JSON text, not rejected."""
+    if pa.types.is_struct(type_):
+        subs = {type_.field(i).name: _stringifiers(type_.field(i).type) for i in range(type_.num_fields)}
+        subs = {k: v for k, v in subs.items() if v is not None}
+
+        def fix_struct(value: Any) -> Any:
+            if isinstance(value, dict):
+                for name, f in subs.items():
+                    if value.get(name) is not None:
+                        value[name] = f(value[name])
+            return value
+
+        return fix_struct if subs else None
+    if pa.types.is_string(type_):
+        return lambda v: v if isinstance(v, str) else json.dumps(v)
+    if pa.types.is_list(type_):
+        inner = _stringifiers(type_.value_type)
+        if inner is None:
+            return None
+        return lambda v: [None if x is None else inner(x) for x in v] if isinstance(v, list) else v
+    if pa.types.is_map(type_):
+        inner = _stringifiers(type_.item_type)
+        if inner is None:
+            return None
+        return lambda v: (
+            {k: None if x is None else inner(x) for k, x in v.items()} if isinstance(v, dict) else v
+        )
+    return None

@@ -1,0 +1,375 @@
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+
+import pyarrow as pa
+import pytest
+
+from tabletopic.table.convert.rows import (
+    DLQ_HEADER_REASON,
+    RecordConversionError,
+    RecordConverter,
+    convert_records,
+)
+from tabletopic.table.records import BatchError, DecodedRecords
+from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig
+from tests.table.schemas import MemoryLookup, avro_bytes, wire
+
+USER_V1 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "name", "type": "string"},
+        {"name": "created", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    ],
+}
+USER_V2 = {
+    **USER_V1,
+    "fields": [
+        {"name": "id", "type": "long"},
+        *USER_V1["fields"][1:],
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "balance", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+    ],
+}
+T0 = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC)
+
+
+def records(values: list[bytes | None], keys: list[bytes | None] | None = None) -> DecodedRecords:
+    n = len(values)
+    return DecodedRecords(
+        partition=2,
+        offsets=list(range(100, 100 + n)),
+        timestamps=[1_700_000_000_000 + i for i in range(n)],
+        keys=keys if keys is not None else [b"k%d" % i for i in range(n)],
+        values=values,
+        headers=[(("trace", b"t%d" % i),) for i in range(n)],
+    )
+
+
+def cfg(**kw: str) -> TableTopicConfig:
+    return TableTopicConfig.from_topic_configs({f"automq.table.topic.{k}": v for k, v in kw.items()}, "users")
+
+
+def test_raw_mode_keeps_value_bytes_and_adds_kafka_columns() -> None:
+    result = convert_records(records([b"\xff\x00", None]), cfg())
+    batch = result.batch
+    assert batch is not None and result.failures == []
+    assert batch.schema.names == ["_kafka_value", "_kafka_key", "_kafka_header", "_kafka_metadata"]
+    assert batch.schema.field("_kafka_value").type == pa.binary()
+    assert batch.schema.field("_kafka_key").type == pa.string()
+    assert batch.column("_kafka_value").to_pylist() == [b"\xff\x00", None]
+    assert batch.column("_kafka_header").to_pylist()[0] == [("trace", b"t0")]
+    assert batch.column("_kafka_metadata").to_pylist()[1] == {
+        "partition": 2,
+        "offset": 101,
+        "timestamp": 1_700_000_000_001,
+    }
+    assert batch.schema.field("_kafka_metadata").type.field("partition").type == pa.int32()
+
+
+def test_raw_key_conversion_gives_binary_keys() -> None:
+    batch = convert_records(records([b"v"], keys=[b"\xfe"]), cfg(**{"convert.key.type": "raw"})).batch
+    assert batch is not None and batch.column("_kafka_key").to_pylist() == [b"\xfe"]
+
+
+def test_string_mode_rejects_invalid_utf8_as_invalid_data() -> None:
+    result = convert_records(records([b"hello", b"\xff\xfe"]), cfg(**{"convert.value.type": "string"}))
+    assert result.batch is not None and result.batch.column("_kafka_value").to_pylist() == ["hello"]
+    assert len(result.failures) == 1 and result.failures[0].offset == 101
+    assert "UTF-8" in result.failures[0].reason and result.failures[0].invalid_data
+
+
+def test_avro_by_schema_id_without_flatten_gives_one_struct_column() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", USER_V1)
+    value = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "ann", "created": T0}))
+    batch = convert_records(records([value]), cfg(**{"convert.value.type": "by_schema_id"}), lookup).batch
+    assert batch is not None
+    assert batch.column("_kafka_value").to_pylist() == [{"id": 1, "name": "ann", "created": T0}]
+    assert batch.schema.field("_kafka_value").type.field("created").type == pa.timestamp("us", "UTC")
+
+
+def test_avro_flatten_spreads_fields_and_unifies_three_schema_versions() -> None:
+    lookup = MemoryLookup()
+    v1 = lookup.register("users-value", "AVRO", USER_V1)
+    v2 = lookup.register("users-value", "AVRO", USER_V2)
+    v3_schema = {
+        **USER_V2,
+        "fields": [*USER_V2["fields"], {"name": "tags", "type": {"type": "array", "items": "string"}}],
+    }
+    v3 = lookup.register("users-value", "AVRO", v3_schema)
+    values = [
+        wire(v1, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0})),
+        wire(
+            v2,
+            avro_bytes(
+                USER_V2,
+                {"id": 2, "name": "b", "created": T0, "email": "b@x", "balance": decimal.Decimal("1.50")},
+            ),
+        ),
+        wire(
+            v3,
+            avro_bytes(
+                v3_schema,
+                {
+                    "id": 3,
+                    "name": "c",
+                    "created": T0,
+                    "email": None,
+                    "balance": decimal.Decimal("2"),
+                    "tags": ["x"],
+                },
+            ),
+        ),
+        wire(v1, avro_bytes(USER_V1, {"id": 4, "name": "d", "created": T0})),
+    ]
+    converter = RecordConverter(cfg(**{"schema.type": "schema"}), lookup)
+    result = converter.convert(records(values))
+    batch = result.batch
+    assert batch is not None and result.failures == []
+    assert batch.schema.names[:6] == ["id", "name", "created", "email", "balance", "tags"]
+    assert batch.schema.field("id").type == pa.int64()
+    assert batch.column("id").to_pylist() == [1, 2, 3, 4]
+    assert batch.column("email").to_pylist() == [None, "b@x", None, None]
+    assert batch.column("balance").to_pylist()[1] == decimal.Decimal("1.50")
+    assert batch.column("tags").to_pylist() == [None, None, ["x"], None]
+    # Decoders are cached per schema id.
+    calls = lookup.by_id_calls
+    converter.convert(records(values))
+    assert lookup.by_id_calls == calls
+
+
+def test_by_latest_schema_reads_bare_avro_with_the_subjects_newest_schema() -> None:
+    lookup = MemoryLookup()
+    lookup.register("users-value", "AVRO", USER_V1)
+    lookup.register("users-value", "AVRO", USER_V2)
+    body = avro_bytes(
+        USER_V2, {"id": 9, "name": "z", "created": T0, "email": None, "balance": decimal.Decimal("0")}
+    )
+    config = cfg(**{"convert.value.type": "by_latest_schema", "transform.value.type": "flatten"})
+    batch = convert_records(records([body]), config, lookup).batch
+    assert batch is not None and batch.column("id").to_pylist() == [9]
+
+
+def test_avro_key_by_schema_id_becomes_a_struct_key() -> None:
+    lookup = MemoryLookup()
+    key_schema = {"type": "record", "name": "K", "fields": [{"name": "id", "type": "int"}]}
+    kid = lookup.register("users-key", "AVRO", key_schema)
+    config = cfg(**{"convert.key.type": "by_schema_id"})
+    batch = convert_records(
+        records([b"v"], keys=[wire(kid, avro_bytes(key_schema, {"id": 5}))]), config, lookup
+    ).batch
+    assert batch is not None and batch.column("_kafka_key").to_pylist() == [{"id": 5}]
+
+
+def test_poison_records_are_separated_with_reasons_and_raw_bytes() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", USER_V1)
+    good = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}))
+    values = [
+        good,
+        b"not wire format",
+        wire(sid, b"\x02"),
+        wire(999, b"\x00"),
+        wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}) + b"junk"),
+    ]
+    result = convert_records(records(values), cfg(**{"schema.type": "schema"}), lookup)
+    assert result.batch is not None and result.batch.num_rows == 1
+    reasons = {f.offset: f.reason for f in result.failures}
+    assert set(reasons) == {101, 102, 103, 104}
+    assert "wire format" in reasons[101]
+    assert "invalid Avro" in reasons[102]
+    assert "not found" in reasons[103]
+    assert "bytes left" in reasons[104]
+    failed = result.failures[0]
+    assert failed.value == b"not wire format" and failed.key == b"k1"
+    assert (DLQ_HEADER_REASON, failed.reason.encode()) in failed.dlq_headers("users")
+
+
+def test_errors_tolerance_decides_which_failures_may_be_skipped() -> None:
+    lookup = MemoryLookup()
+    result = convert_records(records([b"garbage"]), cfg(**{"schema.type": "schema"}), lookup)
+    with pytest.raises(RecordConversionError, match="offset 100"):
+        result.enforce(ErrorsTolerance.NONE)
+    assert len(result.enforce(ErrorsTolerance.INVALID_DATA)) == 1
+    assert len(result.enforce(ErrorsTolerance.ALL)) == 1
+
+
+def test_corrupt_batches_are_skipped_only_under_errors_tolerance_all() -> None:
+    decoded = records([b"x"])
+    decoded.errors.append(BatchError(500, 10, "CRC32C mismatch"))
+    result = convert_records(decoded, cfg())
+    with pytest.raises(RecordConversionError, match="CRC32C"):
+        result.enforce(ErrorsTolerance.INVALID_DATA)
+    assert result.enforce(ErrorsTolerance.ALL) == []
+
+
+def test_unmappable_schema_is_not_invalid_data() -> None:
+    lookup = MemoryLookup()
+    recursive = {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}
+    sid = lookup.register("users-value", "AVRO", recursive)
+    result = convert_records(records([wire(sid, b"\x00")]), cfg(**{"schema.type": "schema"}), lookup)
+    assert not result.failures[0].invalid_data and "recursive" in result.failures[0].reason
+    with pytest.raises(RecordConversionError):
+        result.enforce(ErrorsTolerance.INVALID_DATA)
+    assert len(result.enforce(ErrorsTolerance.ALL)) == 1
+
+
+def test_json_schema_values_decode_and_bad_json_or_types_fail_individually() -> None:
+    lookup = MemoryLookup()
+    schema = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "name": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    sid = lookup.register("users-value", "JSON", schema)
+    values = [
+        wire(sid, json.dumps({"id": 1, "name": "a", "tags": ["t"]}).encode()),
+        wire(sid, b"{not json"),
+        wire(sid, json.dumps({"id": "one", "name": "b"}).encode()),
+        wire(sid, json.dumps({"id": 4, "name": {"nested": 1}}).encode()),
+    ]
+    result = convert_records(records(values), cfg(**{"schema.type": "schema"}), lookup)
+    assert result.batch is not None
+    assert result.batch.column("id").to_pylist() == [1, 4]
+    assert result.batch.column("name").to_pylist() == ["a", '{"nested": 1}']
+    assert {f.offset for f in result.failures} == {101, 102}
+
+
+PROTO = """
+syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+message Order {
+  int64 id = 1;
+  string item = 2;
+  enum Status { NEW = 0; PAID = 1; }
+  Status status = 3;
+  repeated string tags = 4;
+  map<string, int32> counts = 5;
+  Line line = 6;
+  google.protobuf.Timestamp at = 7;
+  uint64 big = 8;
+  message Line { int32 qty = 1; }
+}
+message Other { string x = 1; }
+"""
+
+
+def _proto_classes():  # type: ignore[no-untyped-def]
+    from google.protobuf import message_factory
+
+    from tabletopic.schema_registry.lookup import RegisteredSchema
+    from tabletopic.table.convert.protobuf import message_descriptor
+
+    schema = RegisteredSchema(1, "PROTOBUF", PROTO)
+    order = message_factory.GetMessageClass(message_descriptor(schema, (0,)))
+    other = message_factory.GetMessageClass(message_descriptor(schema, (1,)))
+    return order, other
+
+
+def test_protobuf_values_with_message_indexes_decode_to_structs() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "PROTOBUF", PROTO)
+    order_cls, other_cls = _proto_classes()
+    order = order_cls(id=7, item="pen", status=1, tags=["a"], counts={"x": 2}, big=(1 << 64) - 1)
+    order.line.qty = 3
+    order.at.seconds = 1_700_000_000
+    other = other_cls(x="hi")
+    values = [
+        wire(sid, order.SerializeToString(), b"\x00"),
+        wire(sid, other.SerializeToString(), b"\x02\x02"),
+        wire(sid, b"\xff\xff", b"\x00"),
+    ]
+    result = convert_records(records(values), cfg(**{"schema.type": "schema"}), lookup)
+    batch = result.batch
+    assert batch is not None and batch.num_rows == 2
+    assert batch.column("id").to_pylist() == [7, None]
+    assert batch.column("x").to_pylist() == [None, "hi"]
+    assert batch.column("status").to_pylist()[0] == "PAID"
+    assert batch.column("counts").to_pylist()[0] == [("x", 2)]
+    assert batch.column("line").to_pylist()[0] == {"qty": 3}
+    assert batch.column("big").to_pylist()[0] == -1
+    assert batch.column("at").to_pylist()[0] == datetime.datetime.fromtimestamp(1_700_000_000, datetime.UTC)
+    assert [f.offset for f in result.failures] == [102]
+
+
+DEBEZIUM_ROW = {
+    "type": "record",
+    "name": "Row",
+    "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": ["null", "string"]}],
+}
+DEBEZIUM = {
+    "type": "record",
+    "name": "Envelope",
+    "namespace": "pg.public.users",
+    "fields": [
+        {"name": "before", "type": ["null", DEBEZIUM_ROW]},
+        {"name": "after", "type": ["null", "Row"]},
+        {
+            "name": "source",
+            "type": {
+                "type": "record",
+                "name": "Source",
+                "fields": [{"name": "db", "type": "string"}, {"name": "table", "type": "string"}],
+            },
+        },
+        {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": ["null", "long"]},
+    ],
+}
+
+
+def test_flatten_debezium_emits_row_images_and_cdc_for_create_update_delete() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", DEBEZIUM)
+    src = {"db": "pg", "table": "users"}
+
+    def event(op: str, before: dict | None, after: dict | None) -> bytes:
+        return wire(
+            sid, avro_bytes(DEBEZIUM, {"before": before, "after": after, "source": src, "op": op, "ts_ms": 5})
+        )
+
+    values = [
+        event("c", None, {"id": 1, "name": "a"}),
+        event("u", {"id": 1, "name": "a"}, {"id": 1, "name": "b"}),
+        event("d", {"id": 1, "name": "b"}, None),
+        None,  # tombstone after the delete
+        event("r", None, {"id": 2, "name": "snap"}),
+        event("u", None, None),
+    ]
+    config = cfg(
+        **{
+            "convert.value.type": "by_schema_id",
+            "transform.value.type": "flatten_debezium",
+            "id.columns": "[id]",
+            "cdc.field": "_cdc.op",
+        }
+    )
+    result = convert_records(records(values), config, lookup)
+    batch = result.batch
+    assert batch is not None
+    assert batch.schema.names == ["id", "name", "_cdc", "_kafka_key", "_kafka_header", "_kafka_metadata"]
+    assert batch.column("id").to_pylist() == [1, 1, 1, 2]
+    assert batch.column("name").to_pylist() == ["a", "b", "b", "snap"]
+    cdc = batch.column("_cdc").to_pylist()
+    assert [c["op"] for c in cdc] == ["I", "U", "D", "I"]
+    assert cdc[0] == {"op": "I", "ts": 5, "offset": 100, "source": "pg.users"}
+    assert [(f.offset, f.invalid_data) for f in result.failures] == [(105, False)]
+
+
+def test_flatten_of_non_debezium_value_fails_every_record_clearly() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", USER_V1)
+    value = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}))
+    config = cfg(**{"convert.value.type": "by_schema_id", "transform.value.type": "flatten_debezium"})
+    result = convert_records(records([value]), config, lookup)
+    assert result.batch is None and "Debezium envelope" in result.failures[0].reason
