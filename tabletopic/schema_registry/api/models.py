@@ -1,0 +1,75 @@
+"""Request bodies and the response class of the REST API.
+
+Request models ignore fields they do not know (``metadata``, ``ruleSet``… sent by newer clients)
+rather than failing, as Confluent does; the fields they do know are validated strictly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from tabletopic.schema_registry.formats.base import SchemaReference
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+class RegistryJSONResponse(JSONResponse):
+    """Every answer carries Confluent's content type (clients accept it and plain JSON alike)."""
+
+    media_type = CONTENT_TYPE
+
+    def render(self, content: Any) -> bytes:
+        import json
+
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class ReferenceBody(_Body):
+    name: StrictStr
+    subject: StrictStr
+    version: StrictInt
+
+    def to_reference(self) -> SchemaReference:
+        return SchemaReference(self.name, self.subject, self.version)
+
+
+class SchemaBody(_Body):
+    """``POST /subjects/{s}/versions``, ``POST /subjects/{s}`` and the compatibility endpoints."""
+
+    schema_text: StrictStr = Field(alias="schema")
+    schema_type: StrictStr | None = Field(default=None, alias="schemaType")
+    references: list[ReferenceBody] | None = None
+    id: StrictInt | None = None
+    version: StrictInt | None = None
+
+    def reference_list(self) -> tuple[SchemaReference, ...]:
+        return tuple(r.to_reference() for r in self.references or ())
+
+
+class ConfigBody(_Body):
+    compatibility: StrictStr | None = None
+    compatibility_level: StrictStr | None = Field(default=None, alias="compatibilityLevel")
+
+
+class ModeBody(_Body):
+    mode: StrictStr
+
+
+def schema_fields(schema_type: str, text: str, references: tuple[SchemaReference, ...]) -> dict[str, Any]:
+    """The schema part of an answer: Confluent omits ``schemaType`` for Avro and empty references."""
+    body: dict[str, Any] = {}
+    if schema_type != "AVRO":
+        body["schemaType"] = schema_type
+    if references:
+        body["references"] = [
+            {"name": r.name, "subject": r.subject, "version": r.version} for r in references
+        ]
+    body["schema"] = text
+    return body

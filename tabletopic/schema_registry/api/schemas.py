@@ -1,0 +1,113 @@
+"""``/schemas``: schemas by global id, their subjects and versions, the type list, a listing."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from tabletopic.schema_registry.api.deps import Registry
+from tabletopic.schema_registry.api.models import CONTENT_TYPE, schema_fields
+from tabletopic.schema_registry.errors import ErrorCode, RegistryError
+from tabletopic.schema_registry.formats.base import InvalidSchema
+from tabletopic.schema_registry.formats.loader import available_types, get_format
+from tabletopic.schema_registry.storage import SchemaRow
+
+router = APIRouter(prefix="/schemas", tags=["schemas"])
+
+
+def _id(raw: str) -> int:
+    # Confluent answers a malformed id like a missing one.
+    try:
+        return int(raw)
+    except ValueError:
+        raise RegistryError(ErrorCode.SCHEMA_NOT_FOUND, f"Schema {raw} not found") from None
+
+
+def _formatted(registry: Registry, row: SchemaRow, fmt: str | None) -> str:
+    """The schema text in the ``format`` a client asked for (Protobuf: ``serialized`` = base64
+    FileDescriptorProto, what confluent-kafka's deserializer asks for). Unknown formats fall back to
+    the stored text, as Confluent does."""
+    if not fmt:
+        return row.schema
+    try:
+        references = dict(registry.registered_by_id(row.id).references)
+        parsed = get_format(row.schema_type).parse(row.schema, references)
+    except InvalidSchema as exc:
+        raise RegistryError(ErrorCode.INVALID_SCHEMA, f"Schema {row.id} cannot be formatted: {exc}") from exc
+    formatter = getattr(parsed, "formatted", None)
+    if callable(formatter):
+        text = formatter(fmt)
+        if isinstance(text, str):
+            return text
+    if fmt == "serialized":
+        serialized = getattr(parsed, "serialized", None)
+        if callable(serialized):
+            value = serialized()
+            if isinstance(value, bytes):
+                return base64.b64encode(value).decode()
+            return str(value)
+    return row.schema
+
+
+@router.get("/ids/{schema_id}")
+def get_schema(
+    registry: Registry,
+    schema_id: str,
+    subject: str | None = None,
+    format: str | None = None,
+    fetchMaxId: bool = False,
+) -> dict[str, Any]:
+    row = registry.schema(_id(schema_id))
+    body = schema_fields(row.schema_type, _formatted(registry, row, format), row.references)
+    if fetchMaxId:
+        body["maxId"] = row.id
+    return body
+
+
+@router.get("/ids/{schema_id}/schema")
+def get_schema_text(registry: Registry, schema_id: str, format: str | None = None) -> Response:
+    row = registry.schema(_id(schema_id))
+    return Response(_formatted(registry, row, format), media_type=CONTENT_TYPE)
+
+
+@router.get("/ids/{schema_id}/subjects")
+def get_schema_subjects(registry: Registry, schema_id: str, deleted: bool = False) -> list[str]:
+    return registry.subjects_of(_id(schema_id), deleted)
+
+
+@router.get("/ids/{schema_id}/versions")
+def get_schema_versions(registry: Registry, schema_id: str, deleted: bool = False) -> list[dict[str, Any]]:
+    return [
+        {"subject": r.subject, "version": r.version} for r in registry.versions_of(_id(schema_id), deleted)
+    ]
+
+
+@router.get("/types")
+def get_types() -> list[str]:
+    return available_types()
+
+
+@router.get("")
+def list_schemas(
+    registry: Registry,
+    subjectPrefix: str = "",
+    deleted: bool = False,
+    latestOnly: bool = False,
+    offset: int = 0,
+    limit: int = -1,
+) -> list[dict[str, Any]]:
+    found = registry.listing(subjectPrefix, deleted, latestOnly)
+    found = found[max(offset, 0) :]
+    if limit > 0:
+        found = found[:limit]
+    return [
+        {
+            "subject": sv.subject,
+            "version": sv.version,
+            "id": sv.schema.id,
+            **schema_fields(sv.schema.schema_type, sv.schema.schema, sv.schema.references),
+        }
+        for sv in found
+    ]

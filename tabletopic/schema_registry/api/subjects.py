@@ -1,0 +1,88 @@
+"""``/subjects``: registration, lookups, versions, references and deletes of one subject."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from tabletopic.schema_registry.api.deps import Registry, Subject, Version
+from tabletopic.schema_registry.api.models import CONTENT_TYPE, SchemaBody, schema_fields
+from tabletopic.schema_registry.registry import SubjectVersion
+
+router = APIRouter(prefix="/subjects", tags=["subjects"])
+
+
+def version_body(found: SubjectVersion) -> dict[str, Any]:
+    row = found.schema
+    return {
+        "subject": found.subject,
+        "version": found.version,
+        "id": row.id,
+        **schema_fields(row.schema_type, row.schema, row.references),
+    }
+
+
+@router.get("")
+def list_subjects(registry: Registry, subjectPrefix: str = "", deleted: bool = False) -> list[str]:
+    return registry.subjects(subjectPrefix, deleted)
+
+
+@router.get("/{subject}/versions")
+def list_versions(registry: Registry, subject: Subject, deleted: bool = False) -> list[int]:
+    return registry.versions(subject, deleted)
+
+
+@router.post("/{subject}/versions")
+def register(
+    registry: Registry, subject: Subject, body: SchemaBody, normalize: bool = False
+) -> dict[str, Any]:
+    schema_id, _version = registry.register(
+        subject,
+        body.schema_text,
+        body.schema_type,
+        body.reference_list(),
+        normalize=normalize,
+        schema_id=body.id,
+        version=body.version,
+    )
+    return {"id": schema_id}
+
+
+@router.post("/{subject}")
+def lookup(
+    registry: Registry, subject: Subject, body: SchemaBody, normalize: bool = False, deleted: bool = False
+) -> dict[str, Any]:
+    found = registry.lookup(
+        subject, body.schema_text, body.schema_type, body.reference_list(), normalize, deleted
+    )
+    return version_body(found)
+
+
+@router.delete("/{subject}")
+def delete_subject(registry: Registry, subject: Subject, permanent: bool = False) -> list[int]:
+    return registry.delete_subject(subject, permanent)
+
+
+@router.get("/{subject}/versions/{version}")
+def get_version(
+    registry: Registry, subject: Subject, version: Version, deleted: bool = False
+) -> dict[str, Any]:
+    return version_body(registry.version(subject, version, deleted))
+
+
+@router.get("/{subject}/versions/{version}/schema")
+def get_version_schema(
+    registry: Registry, subject: Subject, version: Version, deleted: bool = False
+) -> Response:
+    return Response(registry.version(subject, version, deleted).schema.schema, media_type=CONTENT_TYPE)
+
+
+@router.get("/{subject}/versions/{version}/referencedby")
+def get_referenced_by(registry: Registry, subject: Subject, version: Version) -> list[int]:
+    return registry.referenced_by(subject, version)
+
+
+@router.delete("/{subject}/versions/{version}")
+def delete_version(registry: Registry, subject: Subject, version: Version, permanent: bool = False) -> int:
+    return registry.delete_version(subject, version, permanent)

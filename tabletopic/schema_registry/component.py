@@ -1,0 +1,86 @@
+"""The registry as a ``tabletopic serve`` component: migrates its tables, serves the REST API on
+``schema.registry.listener`` and offers the cached in-process lookup as
+``platform.services["schema_registry"]``."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter
+from sqlalchemy.engine import Engine
+
+from tabletopic import metadata
+from tabletopic import settings as platform_settings
+from tabletopic.config import Config
+from tabletopic.schema_registry import settings
+from tabletopic.schema_registry.client import CachedSchemaLookup
+from tabletopic.schema_registry.compatibility import CompatibilityLevel
+from tabletopic.schema_registry.registry import SchemaRegistry
+from tabletopic.schema_registry.storage import MIGRATIONS
+
+if TYPE_CHECKING:
+    from tabletopic.api.http import HttpService
+    from tabletopic.platform import Platform
+
+log = logging.getLogger(__name__)
+
+
+def build_registry(
+    engine: Engine, config: Config, metrics: CollectorRegistry | None = None
+) -> SchemaRegistry:
+    """Migrate the registry tables on ``engine`` and return a registry over them."""
+    metadata.migrate(engine, "schema_registry", MIGRATIONS)
+    on_register = None
+    if metrics is not None:
+        registrations = Counter(
+            "tabletopic_schema_registry_registrations",
+            "Schema registrations answered (new and repeated)",
+            registry=metrics,
+        )
+        on_register = registrations.inc
+    return SchemaRegistry(
+        engine,
+        default_level=CompatibilityLevel(config.get(settings.DEFAULT_COMPATIBILITY)),
+        parsed_cache_size=config.get(settings.PARSED_CACHE_MAX_ENTRIES),
+        on_register=on_register,
+    )
+
+
+def open_registry(config: Config) -> tuple[Engine, SchemaRegistry]:
+    """A registry with its own engine over ``metadata.url`` (standalone server, benches)."""
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    url = config.get(platform_settings.METADATA_URL) or metadata.default_url(config.data_dir)
+    engine = metadata.create_engine(url)
+    return engine, build_registry(engine, config)
+
+
+class RegistryComponent:
+    name = "schema-registry"
+
+    def __init__(self) -> None:
+        self._http: HttpService | None = None
+        self.registry: SchemaRegistry | None = None
+
+    async def start(self, platform: Platform) -> None:
+        from tabletopic.api.http import HttpService
+        from tabletopic.schema_registry.api import create_app
+
+        self.registry = build_registry(platform.engine, platform.config, platform.metrics)
+        platform.services["schema_registry"] = CachedSchemaLookup(
+            self.registry,
+            latest_ttl_s=platform.config.get(settings.LATEST_TTL_MS) / 1000,
+            max_entries=platform.config.get(settings.CACHE_MAX_ENTRIES),
+            metrics=platform.metrics,
+        )
+        listener = platform.config.get(settings.LISTENER)
+        if listener:
+            app = create_app(platform.config, self.registry)
+            app.state.cluster_id = platform.services.get("cluster_id", "tabletopic")
+            self._http = HttpService("schema registry", app, listener)
+            await self._http.start()
+
+    async def stop(self) -> None:
+        if self._http is not None:
+            await self._http.stop()
+            self._http = None

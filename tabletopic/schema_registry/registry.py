@@ -1,0 +1,750 @@
+"""Confluent's registry semantics over :mod:`.storage`: registration, lookups, deletes, config, mode.
+
+Synchronous on purpose: every call is a short database transaction, and FastAPI runs plain ``def``
+endpoints in its thread pool, so the event loop (shared with the broker) never waits on the DB.
+Nothing mutable is cached here because several nodes may serve one registry database; only parsed
+schemas (immutable per id) are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeVar
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from tabletopic.schema_registry import storage
+from tabletopic.schema_registry.compatibility import (
+    CompatibilityFailure,
+    CompatibilityLevel,
+    PreviousSchema,
+)
+from tabletopic.schema_registry.compatibility import check as check_levels
+from tabletopic.schema_registry.errors import (
+    ErrorCode,
+    RegistryError,
+    invalid_schema,
+    invalid_version,
+    schema_not_found,
+    subject_not_found,
+    version_not_found,
+)
+from tabletopic.schema_registry.formats.base import InvalidSchema, ParsedSchema, SchemaFormat, SchemaReference
+from tabletopic.schema_registry.formats.loader import get_format
+from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
+from tabletopic.schema_registry.storage import SchemaRow, VersionRow
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+LATEST = -1  # what "latest" and "-1" parse to
+MAX_VERSION = 2**31 - 1
+WRITE_ATTEMPTS = 6
+
+
+class Mode(StrEnum):
+    READWRITE = "READWRITE"
+    READONLY = "READONLY"
+    READONLY_OVERRIDE = "READONLY_OVERRIDE"
+    IMPORT = "IMPORT"
+
+
+def parse_version(raw: str | int) -> int:
+    """``"latest"``/``-1`` -> :data:`LATEST`; ``"3"`` -> 3. Raises 42202 for anything else."""
+    text = str(raw).strip()
+    if text.lower() == "latest" or text == "-1":
+        return LATEST
+    try:
+        value = int(text)
+    except ValueError:
+        raise invalid_version(text) from None
+    if not 1 <= value <= MAX_VERSION:
+        raise invalid_version(text)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A schema from a request, parsed, with the text it would be stored as."""
+
+    schema_type: str
+    fmt: SchemaFormat
+    parsed: ParsedSchema
+    text: str
+    references: tuple[SchemaReference, ...]
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.schema_type, self.text, self.references)
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectVersion:
+    subject: str
+    version: int
+    schema: SchemaRow
+    deleted: bool = False
+
+
+def fingerprint(schema_type: str, text: str, references: Sequence[SchemaReference]) -> str:
+    payload = f"{schema_type}\n{text}\n{storage.encode_references(references)}"
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class _ParsedCache:
+    """LRU of parsed schemas by id (a schema id's text never changes, so entries never go stale)."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max = max_entries
+        self._entries: OrderedDict[tuple[int, bool], ParsedSchema] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, bool]) -> ParsedSchema | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[int, bool], parsed: ParsedSchema) -> None:
+        with self._lock:
+            self._entries[key] = parsed
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+
+class SchemaRegistry:
+    """The registry: Confluent's rules over the metadata database.
+
+    Args:
+        engine: the metadata database (already migrated, see :func:`migrate`).
+        default_level: global compatibility until one is stored.
+        parsed_cache_size: parsed schemas kept for compatibility checks.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        default_level: CompatibilityLevel = CompatibilityLevel.BACKWARD,
+        parsed_cache_size: int = 2000,
+        on_register: Callable[[], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.default_level = default_level
+        self._parsed = _ParsedCache(parsed_cache_size)
+        self._on_register = on_register
+
+    # --- transactions ------------------------------------------------------------------------------
+
+    def _read(self, fn: Callable[[Connection], T]) -> T:
+        try:
+            with self.engine.connect() as conn:
+                return fn(conn)
+        except DBAPIError as exc:
+            raise RegistryError(
+                ErrorCode.STORE_ERROR, f"Error while reading the registry store: {exc}"
+            ) from exc
+
+    def _write(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` in one transaction, retrying conflicts between nodes (a unique key taken by a
+        concurrent writer, a serialization failure, SQLite's busy lock)."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self.engine.begin() as conn:
+                    return fn(conn)
+            except (IntegrityError, OperationalError) as exc:
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise RegistryError(
+                        ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
+                    ) from exc
+                log.debug("registry write conflict, retrying: %s", exc)
+                time.sleep(0.01 * 2**attempt)
+            except DBAPIError as exc:
+                raise RegistryError(
+                    ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    # --- parsing -----------------------------------------------------------------------------------
+
+    def _resolve(self, conn: Connection, references: Sequence[SchemaReference]) -> dict[str, str]:
+        """Reference name -> schema text, transitively, dependencies first (what parsers need)."""
+        resolved: dict[str, str] = {}
+
+        def visit(ref: SchemaReference, path: tuple[str, ...]) -> None:
+            if ref.name in resolved:
+                return
+            if ref.name in path:
+                raise invalid_schema(f"circular reference through {ref.name}")
+            rows = storage.versions(conn, ref.subject)
+            version = ref.version if ref.version != LATEST else (rows[-1].version if rows else 0)
+            match = next((r for r in rows if r.version == version), None)
+            row = None if match is None else storage.schema_by_id(conn, match.schema_id)
+            if row is None:
+                raise invalid_schema(
+                    f"reference '{ref.name}' points to subject '{ref.subject}' version {ref.version}, "
+                    "which does not exist"
+                )
+            for inner in row.references:
+                visit(inner, (*path, ref.name))
+            resolved[ref.name] = row.schema
+
+        for ref in references:
+            visit(ref, ())
+        return resolved
+
+    def _parse_row(self, conn: Connection, row: SchemaRow, normalize: bool = False) -> ParsedSchema:
+        key = (row.id, normalize)
+        cached = self._parsed.get(key)
+        if cached is not None:
+            return cached
+        fmt = get_format(row.schema_type)
+        parsed = fmt.parse(row.schema, self._resolve(conn, row.references))
+        if normalize:
+            parsed = fmt.parse(parsed.normalized(), self._resolve(conn, row.references))
+        self._parsed.put(key, parsed)
+        return parsed
+
+    def parse_candidate(
+        self,
+        conn: Connection,
+        text: str,
+        schema_type: str | None,
+        references: Sequence[SchemaReference],
+        normalize: bool,
+    ) -> Candidate:
+        """Parse a schema from a request. Raises 42201 for any problem with it."""
+        if not isinstance(text, str) or not text.strip():
+            raise invalid_schema("empty schema")
+        try:
+            fmt = get_format(schema_type)
+            resolved = self._resolve(conn, references)
+            parsed = fmt.parse(text, resolved)
+            stored = parsed.normalized() if normalize else parsed.canonical()
+            if normalize:
+                parsed = fmt.parse(stored, resolved)
+        except InvalidSchema as exc:
+            raise invalid_schema(str(exc)) from exc
+        except RecursionError as exc:
+            raise invalid_schema("schema nests too deeply") from exc
+        return Candidate(fmt.schema_type, fmt, parsed, stored, tuple(references))
+
+    # --- mode and compatibility settings -----------------------------------------------------------
+
+    def _mode(self, conn: Connection, subject: str) -> Mode:
+        raw = storage.get_mode(conn, subject) or storage.get_mode(conn, storage.GLOBAL)
+        return Mode(raw) if raw else Mode.READWRITE
+
+    def _writable(self, conn: Connection, subject: str) -> Mode:
+        mode = self._mode(conn, subject)
+        if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
+            raise RegistryError(ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is in read-only mode")
+        return mode
+
+    def _level(self, conn: Connection, subject: str) -> CompatibilityLevel:
+        raw = storage.get_compatibility(conn, subject) or storage.get_compatibility(conn, storage.GLOBAL)
+        return CompatibilityLevel.parse(raw) or self.default_level
+
+    # --- registration ------------------------------------------------------------------------------
+
+    def register(
+        self,
+        subject: str,
+        text: str,
+        schema_type: str | None = None,
+        references: Sequence[SchemaReference] = (),
+        normalize: bool = False,
+        schema_id: int | None = None,
+        version: int | None = None,
+    ) -> tuple[int, int]:
+        """Register ``text`` under ``subject``; return ``(id, version)``. Idempotent: the same schema
+        again answers its existing id and version."""
+        candidate = self._read(
+            lambda conn: self.parse_candidate(conn, text, schema_type, references, normalize)
+        )
+
+        def run(conn: Connection) -> tuple[int, int]:
+            storage.lock_ids(conn)
+            mode = self._writable(conn, subject)
+            if mode is not Mode.IMPORT and schema_id is not None and schema_id >= 0:
+                raise RegistryError(
+                    ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is not in import mode"
+                )
+            rows = storage.versions(conn, subject)
+            live = [r for r in rows if not r.deleted]
+            existing = self._find(conn, candidate, live, normalize)
+            if existing is not None and self._same_registration(existing, schema_id, version):
+                return existing.schema_id, existing.version
+            if mode is not Mode.IMPORT:
+                failures = self._failures(conn, subject, candidate, live)
+                if failures:
+                    raise RegistryError(
+                        ErrorCode.INCOMPATIBLE_SCHEMA,
+                        "Schema being registered is incompatible with an earlier schema for subject "
+                        f'"{subject}", details: [{", ".join(f.describe() for f in failures)}]',
+                    )
+            new_id = self._assign_id(conn, candidate, schema_id if mode is Mode.IMPORT else None)
+            new_version = (rows[-1].version + 1) if rows else 1
+            if version is not None and version >= 1:
+                if any(r.version == version for r in rows):
+                    raise RegistryError(
+                        ErrorCode.OPERATION_NOT_PERMITTED,
+                        f"Version {version} of subject {subject} already exists with another schema",
+                    )
+                if mode is not Mode.IMPORT and version != new_version:
+                    raise RegistryError(
+                        ErrorCode.OPERATION_NOT_PERMITTED,
+                        f"Version {version} is not one more than the latest version of subject {subject}",
+                    )
+                new_version = version
+            storage.insert_version(conn, subject, new_version, new_id)
+            return new_id, new_version
+
+        result = self._write(run)
+        if self._on_register is not None:
+            self._on_register()
+        return result
+
+    @staticmethod
+    def _same_registration(existing: VersionRow, schema_id: int | None, version: int | None) -> bool:
+        """A repeat of ``existing``: no id/version asked for, or the ones it already has."""
+        if version is not None and version != existing.version:
+            return False
+        return schema_id is None or schema_id < 0 or schema_id == existing.schema_id
+
+    def _find(
+        self, conn: Connection, candidate: Candidate, rows: Sequence[VersionRow], normalize: bool
+    ) -> VersionRow | None:
+        """The newest of ``rows`` holding the candidate (by stored text; with ``normalize`` also by
+        normalized form, so cosmetic variants of a registered schema find it)."""
+        for row in reversed(rows):
+            stored = storage.schema_by_id(conn, row.schema_id)
+            if stored is None or stored.schema_type != candidate.schema_type:
+                continue
+            if stored.references != candidate.references:
+                continue
+            if stored.schema == candidate.text:
+                return row
+            if normalize:
+                try:
+                    if self._parse_row(conn, stored).normalized() == candidate.text:
+                        return row
+                except InvalidSchema:
+                    continue
+        return None
+
+    def _assign_id(self, conn: Connection, candidate: Candidate, wanted: int | None) -> int:
+        same = storage.schema_by_fingerprint(conn, candidate.fingerprint)
+        if wanted is not None and wanted >= 0:
+            taken = storage.schema_by_id(conn, wanted)
+            if taken is not None:
+                if fingerprint(taken.schema_type, taken.schema, taken.references) != candidate.fingerprint:
+                    raise RegistryError(
+                        ErrorCode.OPERATION_NOT_PERMITTED,
+                        f"Overwrite new schema with id {wanted} is not permitted.",
+                    )
+                return wanted
+            storage.insert_schema(conn, self._row(wanted, candidate), candidate.fingerprint)
+            storage.raise_ids_to(conn, wanted)
+            return wanted
+        if same is not None:
+            return same.id
+        new_id = storage.next_id(conn)
+        storage.insert_schema(conn, self._row(new_id, candidate), candidate.fingerprint)
+        return new_id
+
+    @staticmethod
+    def _row(schema_id: int, candidate: Candidate) -> SchemaRow:
+        return SchemaRow(schema_id, candidate.schema_type, candidate.text, candidate.references)
+
+    def _failures(
+        self,
+        conn: Connection,
+        subject: str,
+        candidate: Candidate,
+        against: Sequence[VersionRow],
+        level: CompatibilityLevel | None = None,
+    ) -> list[CompatibilityFailure]:
+        level = level or self._level(conn, subject)
+        if level is CompatibilityLevel.NONE or not against:
+            return []
+        targets = against if level.transitive else against[-1:]
+        previous = []
+        for row in targets:
+            stored = storage.schema_by_id(conn, row.schema_id)
+            if stored is not None:
+                previous.append(PreviousSchema(row.version, self._parse_row(conn, stored)))
+        return check_levels(level, candidate.fmt, candidate.parsed, previous)
+
+    # --- reads -------------------------------------------------------------------------------------
+
+    def schema(self, schema_id: int) -> SchemaRow:
+        row = self._read(lambda conn: storage.schema_by_id(conn, schema_id))
+        if row is None:
+            raise schema_not_found(schema_id)
+        return row
+
+    def subjects_of(self, schema_id: int, deleted: bool = False) -> list[str]:
+        rows = self._versions_of(schema_id, deleted)
+        return sorted({r.subject for r in rows})
+
+    def versions_of(self, schema_id: int, deleted: bool = False) -> list[VersionRow]:
+        return self._versions_of(schema_id, deleted)
+
+    def _versions_of(self, schema_id: int, deleted: bool) -> list[VersionRow]:
+        def run(conn: Connection) -> list[VersionRow]:
+            if storage.schema_by_id(conn, schema_id) is None:
+                raise schema_not_found(schema_id)
+            return storage.versions_of_schema(conn, schema_id, deleted)
+
+        return self._read(run)
+
+    def subjects(self, prefix: str = "", deleted: bool = False) -> list[str]:
+        return self._read(lambda conn: storage.subjects(conn, deleted, prefix))
+
+    def listing(
+        self, prefix: str = "", deleted: bool = False, latest_only: bool = False
+    ) -> list[SubjectVersion]:
+        def run(conn: Connection) -> list[SubjectVersion]:
+            rows = storage.all_versions(conn, deleted, prefix)
+            if latest_only:
+                newest: dict[str, VersionRow] = {}
+                for row in rows:
+                    newest[row.subject] = row
+                rows = list(newest.values())
+            found = []
+            for row in rows:
+                schema = storage.schema_by_id(conn, row.schema_id)
+                if schema is not None:
+                    found.append(SubjectVersion(row.subject, row.version, schema, row.deleted))
+            return found
+
+        return self._read(run)
+
+    def versions(self, subject: str, deleted: bool = False) -> list[int]:
+        rows = self._read(lambda conn: storage.versions(conn, subject, deleted))
+        if not rows:
+            raise subject_not_found(subject)
+        return [r.version for r in rows]
+
+    def _pick(self, rows: Sequence[VersionRow], subject: str, version: int, deleted: bool) -> VersionRow:
+        visible = [r for r in rows if deleted or not r.deleted]
+        if not visible:
+            raise subject_not_found(subject)
+        if version == LATEST:
+            return visible[-1]
+        match = next((r for r in visible if r.version == version), None)
+        if match is None:
+            raise version_not_found(version)
+        return match
+
+    def version(self, subject: str, version: int, deleted: bool = False) -> SubjectVersion:
+        def run(conn: Connection) -> SubjectVersion:
+            row = self._pick(storage.versions(conn, subject), subject, version, deleted)
+            schema = storage.schema_by_id(conn, row.schema_id)
+            if schema is None:  # pragma: no cover - rows and schemas change in one transaction
+                raise version_not_found(version)
+            return SubjectVersion(subject, row.version, schema, row.deleted)
+
+        return self._read(run)
+
+    def referenced_by(self, subject: str, version: int) -> list[int]:
+        def run(conn: Connection) -> list[int]:
+            row = self._pick(storage.versions(conn, subject), subject, version, False)
+            users = storage.referencing_versions(conn, subject, row.version)
+            return sorted({r.schema_id for r in users if not r.deleted})
+
+        return self._read(run)
+
+    def lookup(
+        self,
+        subject: str,
+        text: str,
+        schema_type: str | None = None,
+        references: Sequence[SchemaReference] = (),
+        normalize: bool = False,
+        deleted: bool = False,
+    ) -> SubjectVersion:
+        """The version of ``subject`` holding this schema (``POST /subjects/{subject}``)."""
+
+        def run(conn: Connection) -> SubjectVersion:
+            rows = [r for r in storage.versions(conn, subject) if deleted or not r.deleted]
+            if not rows:
+                raise subject_not_found(subject)
+            candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
+            found = self._find(conn, candidate, rows, normalize)
+            schema = None if found is None else storage.schema_by_id(conn, found.schema_id)
+            if found is None or schema is None:
+                raise schema_not_found()
+            return SubjectVersion(subject, found.version, schema, found.deleted)
+
+        return self._read(run)
+
+    # --- compatibility endpoint --------------------------------------------------------------------
+
+    def test_compatibility(
+        self,
+        subject: str,
+        version: int | None,
+        text: str,
+        schema_type: str | None = None,
+        references: Sequence[SchemaReference] = (),
+        normalize: bool = False,
+    ) -> tuple[list[CompatibilityFailure], CompatibilityLevel]:
+        """Failures of a candidate against one version (``version`` given) or against the versions
+        the subject's level names (``None``)."""
+
+        def run(conn: Connection) -> tuple[list[CompatibilityFailure], CompatibilityLevel]:
+            rows = storage.versions(conn, subject, include_deleted=False)
+            level = self._level(conn, subject)
+            if version is not None:
+                if not rows:
+                    raise subject_not_found(subject)
+                rows = [self._pick(rows, subject, version, False)]
+            candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
+            return self._failures(conn, subject, candidate, rows, level), level
+
+        return self._read(run)
+
+    # --- deletes -----------------------------------------------------------------------------------
+
+    def _check_unreferenced(
+        self, conn: Connection, subject: str, rows: Sequence[VersionRow], permanent: bool
+    ) -> None:
+        for row in rows:
+            users = storage.referencing_versions(conn, subject, row.version)
+            # A soft-deleted referrer still needs its reference to be readable by id.
+            if any(permanent or not user.deleted for user in users):
+                raise RegistryError(
+                    ErrorCode.REFERENCE_EXISTS,
+                    "One or more references exist to the schema "
+                    f"{{subject={subject}, version={row.version}}}",
+                )
+
+    def delete_version(self, subject: str, version: int, permanent: bool = False) -> int:
+        def run(conn: Connection) -> int:
+            self._writable(conn, subject)
+            rows = storage.versions(conn, subject)
+            if not rows:
+                raise subject_not_found(subject)
+            if version == LATEST:
+                pool = rows if permanent else [r for r in rows if not r.deleted]
+                if not pool:
+                    raise subject_not_found(subject)
+                row = pool[-1]
+            else:
+                match = next((r for r in rows if r.version == version), None)
+                if match is None:
+                    raise version_not_found(version)
+                row = match
+            if not permanent and row.deleted:
+                raise RegistryError(
+                    ErrorCode.VERSION_SOFT_DELETED,
+                    f"Subject '{subject}' Version {row.version} was soft deleted. Set permanent=true to "
+                    "delete permanently",
+                )
+            if permanent and not row.deleted:
+                raise RegistryError(
+                    ErrorCode.VERSION_NOT_SOFT_DELETED,
+                    f"Subject '{subject}' Version {row.version} was not deleted first before being "
+                    "permanently deleted",
+                )
+            self._check_unreferenced(conn, subject, [row], permanent)
+            if permanent:
+                storage.remove_versions(conn, subject, [row.version])
+                storage.delete_schema_if_unused(conn, row.schema_id)
+            else:
+                storage.mark_deleted(conn, subject, [row.version])
+            return row.version
+
+        return self._write(run)
+
+    def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
+        def run(conn: Connection) -> list[int]:
+            self._writable(conn, subject)
+            rows = storage.versions(conn, subject)
+            if not rows:
+                raise subject_not_found(subject)
+            live = [r for r in rows if not r.deleted]
+            if permanent:
+                if live:
+                    raise RegistryError(
+                        ErrorCode.SUBJECT_NOT_SOFT_DELETED,
+                        f"Subject '{subject}' was not deleted first before being permanently deleted",
+                    )
+                self._check_unreferenced(conn, subject, rows, True)
+                storage.remove_versions(conn, subject, [r.version for r in rows])
+                for schema_id in {r.schema_id for r in rows}:
+                    storage.delete_schema_if_unused(conn, schema_id)
+                storage.drop_compatibility(conn, subject)
+                storage.drop_mode(conn, subject)
+                return [r.version for r in rows]
+            if not live:
+                raise RegistryError(
+                    ErrorCode.SUBJECT_SOFT_DELETED,
+                    f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently",
+                )
+            self._check_unreferenced(conn, subject, live, False)
+            storage.mark_deleted(conn, subject, [r.version for r in live])
+            return [r.version for r in live]
+
+        return self._write(run)
+
+    # --- config ------------------------------------------------------------------------------------
+
+    def get_level(self, subject: str | None = None, default_to_global: bool = False) -> CompatibilityLevel:
+        def run(conn: Connection) -> CompatibilityLevel:
+            if subject is None:
+                return self._level(conn, storage.GLOBAL)
+            raw = storage.get_compatibility(conn, subject)
+            if raw is None:
+                if default_to_global:
+                    return self._level(conn, storage.GLOBAL)
+                raise RegistryError(
+                    ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+                    f"Subject '{subject}' does not have subject-level compatibility configured",
+                )
+            return CompatibilityLevel.parse(raw) or self.default_level
+
+        return self._read(run)
+
+    def set_level(self, subject: str | None, raw: object) -> CompatibilityLevel:
+        level = CompatibilityLevel.parse(raw)
+        if level is None:
+            raise RegistryError(
+                ErrorCode.INVALID_COMPATIBILITY_LEVEL,
+                "Invalid compatibility level. Valid values are none, backward, forward, full, "
+                "backward_transitive, forward_transitive, and full_transitive",
+            )
+        self._write(lambda conn: storage.put_compatibility(conn, subject or storage.GLOBAL, level.value))
+        return level
+
+    def delete_level(self, subject: str | None) -> CompatibilityLevel:
+        """Forget a subject's level (or reset the global one); answer the level it had."""
+
+        def run(conn: Connection) -> CompatibilityLevel:
+            key = subject or storage.GLOBAL
+            raw = storage.get_compatibility(conn, key)
+            if raw is None and subject is not None:
+                if not storage.versions(conn, subject):
+                    raise subject_not_found(subject)
+                raise RegistryError(
+                    ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+                    f"Subject '{subject}' does not have subject-level compatibility configured",
+                )
+            storage.drop_compatibility(conn, key)
+            return CompatibilityLevel.parse(raw) or self.default_level
+
+        return self._write(run)
+
+    # --- mode --------------------------------------------------------------------------------------
+
+    def get_mode(self, subject: str | None = None, default_to_global: bool = False) -> Mode:
+        def run(conn: Connection) -> Mode:
+            if subject is None:
+                return self._mode(conn, storage.GLOBAL)
+            raw = storage.get_mode(conn, subject)
+            if raw is None:
+                if default_to_global:
+                    return self._mode(conn, storage.GLOBAL)
+                raise RegistryError(
+                    ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
+                    f"Subject '{subject}' does not have subject-level mode configured",
+                )
+            return Mode(raw)
+
+        return self._read(run)
+
+    def set_mode(self, subject: str | None, raw: object, force: bool = False) -> Mode:
+        try:
+            mode = Mode(str(raw).strip().upper()) if isinstance(raw, str) else None
+        except ValueError:
+            mode = None
+        if mode is None:
+            raise RegistryError(
+                ErrorCode.INVALID_MODE,
+                "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE and IMPORT",
+            )
+
+        def run(conn: Connection) -> Mode:
+            if mode is Mode.IMPORT and not force:
+                existing = storage.versions(conn, subject) if subject else storage.all_versions(conn)
+                if existing:
+                    raise RegistryError(
+                        ErrorCode.OPERATION_NOT_PERMITTED,
+                        "Cannot import since found existing subjects",
+                    )
+            storage.put_mode(conn, subject or storage.GLOBAL, mode.value)
+            return mode
+
+        return self._write(run)
+
+    def delete_mode(self, subject: str) -> Mode:
+        def run(conn: Connection) -> Mode:
+            raw = storage.get_mode(conn, subject)
+            if raw is None:
+                raise RegistryError(
+                    ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
+                    f"Subject '{subject}' does not have subject-level mode configured",
+                )
+            storage.drop_mode(conn, subject)
+            return Mode(raw)
+
+        return self._write(run)
+
+    # --- for the table pipeline --------------------------------------------------------------------
+
+    def registered_by_id(self, schema_id: int) -> RegisteredSchema:
+        """What a decoder needs for ``schema_id``: text plus every reference resolved. Raises
+        SchemaNotFound."""
+
+        def run(conn: Connection) -> RegisteredSchema:
+            row = storage.schema_by_id(conn, schema_id)
+            if row is None:
+                raise SchemaNotFound(f"schema {schema_id} not found")
+            return self._registered(conn, row, None, None)
+
+        return self._read(run)
+
+    def registered_latest(self, subject: str) -> RegisteredSchema:
+        def run(conn: Connection) -> RegisteredSchema:
+            rows = storage.versions(conn, subject, include_deleted=False)
+            row = None if not rows else storage.schema_by_id(conn, rows[-1].schema_id)
+            if row is None:
+                raise SchemaNotFound(f"subject {subject} has no live versions")
+            return self._registered(conn, row, subject, rows[-1].version)
+
+        return self._read(run)
+
+    def _registered(
+        self, conn: Connection, row: SchemaRow, subject: str | None, version: int | None
+    ) -> RegisteredSchema:
+        try:
+            resolved = self._resolve(conn, row.references)
+        except RegistryError as exc:
+            raise SchemaNotFound(exc.message) from exc
+        return RegisteredSchema(
+            schema_id=row.id,
+            schema_type=row.schema_type,
+            schema=row.schema,
+            references=tuple(resolved.items()),
+            subject=subject,
+            version=version,
+        )
+
+
+def encode_messages(failures: Sequence[CompatibilityFailure], level: CompatibilityLevel) -> list[str]:
+    """``verbose=true`` messages: one per finding, then the level, as Confluent lists them."""
+    if not failures:
+        return []
+    return [f.describe() for f in failures] + [json.dumps({"compatibility": level.value})]

@@ -1,0 +1,299 @@
+"""Registry tables in the shared metadata database (SQLAlchemy Core) and the primitives on them.
+
+Every function takes an open :class:`~sqlalchemy.engine.Connection`, so the caller decides what
+shares one transaction; the semantics (Confluent's rules) live in :mod:`.registry`.
+
+Ids come from one counter row that only ever grows. A registration locks it first
+(``SELECT … FOR UPDATE``; on SQLite ``BEGIN IMMEDIATE`` already serialises writers), so several
+nodes sharing one PostgreSQL database hand out distinct ids, and ids of permanently deleted schemas
+are never handed out again — not even after a restart. ``sr_schemas.id`` and the
+``(subject, version)`` primary key back this up should a writer ever bypass the lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from tabletopic.metadata import Migration
+from tabletopic.schema_registry.formats.base import SchemaReference
+
+GLOBAL = ""  # subject key of the global config and mode rows (Confluent subjects are never empty)
+SCHEMA_ID_COUNTER = "schema_id"
+
+metadata = sa.MetaData()
+
+schemas_table = sa.Table(
+    "sr_schemas",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("schema_type", sa.String(16), nullable=False),
+    sa.Column("schema", sa.Text, nullable=False),
+    sa.Column("refs", sa.Text, nullable=False, default="[]"),
+    sa.Column("fingerprint", sa.String(64), nullable=False, index=True),
+)
+versions_table = sa.Table(
+    "sr_versions",
+    metadata,
+    sa.Column("subject", sa.String(1024), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("schema_id", sa.Integer, nullable=False, index=True),
+    sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+)
+references_table = sa.Table(
+    "sr_references",
+    metadata,
+    sa.Column("schema_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("name", sa.String(1024), primary_key=True),
+    sa.Column("subject", sa.String(1024), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Index("sr_references_target", "subject", "version"),
+)
+config_table = sa.Table(
+    "sr_config",
+    metadata,
+    sa.Column("subject", sa.String(1024), primary_key=True),
+    sa.Column("compatibility", sa.String(32), nullable=False),
+)
+mode_table = sa.Table(
+    "sr_mode",
+    metadata,
+    sa.Column("subject", sa.String(1024), primary_key=True),
+    sa.Column("mode", sa.String(32), nullable=False),
+)
+counters_table = sa.Table(
+    "sr_counters",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.BigInteger, nullable=False),
+)
+
+
+def _create_v1(conn: Connection) -> None:
+    metadata.create_all(conn, checkfirst=True)
+    conn.execute(sa.insert(counters_table).values(name=SCHEMA_ID_COUNTER, value=0))
+
+
+MIGRATIONS: Sequence[Migration] = (_create_v1,)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaRow:
+    id: int
+    schema_type: str
+    schema: str
+    references: tuple[SchemaReference, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRow:
+    subject: str
+    version: int
+    schema_id: int
+    deleted: bool
+
+
+def encode_references(references: Sequence[SchemaReference]) -> str:
+    return json.dumps([[r.name, r.subject, r.version] for r in references], separators=(",", ":"))
+
+
+def _schema_row(row: sa.Row) -> SchemaRow:  # type: ignore[type-arg]
+    refs = tuple(
+        SchemaReference(name, subject, int(version)) for name, subject, version in json.loads(row.refs)
+    )
+    return SchemaRow(id=int(row.id), schema_type=row.schema_type, schema=row.schema, references=refs)
+
+
+def _version_row(row: sa.Row) -> VersionRow:  # type: ignore[type-arg]
+    return VersionRow(row.subject, int(row.version), int(row.schema_id), bool(row.deleted))
+
+
+# --- ids -------------------------------------------------------------------------------------------
+
+
+def lock_ids(conn: Connection) -> int:
+    """Take the id counter's row lock for the rest of the transaction; return its value."""
+    row = conn.execute(
+        sa.select(counters_table.c.value).where(counters_table.c.name == SCHEMA_ID_COUNTER).with_for_update()
+    ).one()
+    return int(row.value)
+
+
+def next_id(conn: Connection) -> int:
+    current = lock_ids(conn)
+    conn.execute(
+        sa.update(counters_table).where(counters_table.c.name == SCHEMA_ID_COUNTER).values(value=current + 1)
+    )
+    return current + 1
+
+
+def raise_ids_to(conn: Connection, at_least: int) -> None:
+    """After an IMPORT with an explicit id: later ids must come after it."""
+    conn.execute(
+        sa.update(counters_table)
+        .where(counters_table.c.name == SCHEMA_ID_COUNTER, counters_table.c.value < at_least)
+        .values(value=at_least)
+    )
+
+
+# --- schemas ---------------------------------------------------------------------------------------
+
+
+def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
+    row = conn.execute(sa.select(schemas_table).where(schemas_table.c.id == schema_id)).first()
+    return None if row is None else _schema_row(row)
+
+
+def schema_by_fingerprint(conn: Connection, fingerprint: str) -> SchemaRow | None:
+    row = conn.execute(
+        sa.select(schemas_table)
+        .where(schemas_table.c.fingerprint == fingerprint)
+        .order_by(schemas_table.c.id)
+    ).first()
+    return None if row is None else _schema_row(row)
+
+
+def insert_schema(conn: Connection, row: SchemaRow, fingerprint: str) -> None:
+    conn.execute(
+        sa.insert(schemas_table).values(
+            id=row.id,
+            schema_type=row.schema_type,
+            schema=row.schema,
+            refs=encode_references(row.references),
+            fingerprint=fingerprint,
+        )
+    )
+    for ref in row.references:
+        conn.execute(
+            sa.insert(references_table).values(
+                schema_id=row.id, name=ref.name, subject=ref.subject, version=ref.version
+            )
+        )
+
+
+def delete_schema_if_unused(conn: Connection, schema_id: int) -> bool:
+    """Drop a schema no version uses any more (its id stays burnt: the counter never goes back)."""
+    used = conn.execute(
+        sa.select(versions_table.c.version).where(versions_table.c.schema_id == schema_id).limit(1)
+    ).first()
+    if used is not None:
+        return False
+    conn.execute(sa.delete(references_table).where(references_table.c.schema_id == schema_id))
+    conn.execute(sa.delete(schemas_table).where(schemas_table.c.id == schema_id))
+    return True
+
+
+# --- subjects and versions -------------------------------------------------------------------------
+
+
+def versions(conn: Connection, subject: str, include_deleted: bool = True) -> list[VersionRow]:
+    query = sa.select(versions_table).where(versions_table.c.subject == subject)
+    if not include_deleted:
+        query = query.where(versions_table.c.deleted.is_(False))
+    return [_version_row(r) for r in conn.execute(query.order_by(versions_table.c.version))]
+
+
+def insert_version(conn: Connection, subject: str, version: int, schema_id: int) -> None:
+    conn.execute(
+        sa.insert(versions_table).values(subject=subject, version=version, schema_id=schema_id, deleted=False)
+    )
+
+
+def mark_deleted(conn: Connection, subject: str, version_numbers: Sequence[int]) -> None:
+    conn.execute(
+        sa.update(versions_table)
+        .where(versions_table.c.subject == subject, versions_table.c.version.in_(list(version_numbers)))
+        .values(deleted=True)
+    )
+
+
+def remove_versions(conn: Connection, subject: str, version_numbers: Sequence[int]) -> None:
+    conn.execute(
+        sa.delete(versions_table).where(
+            versions_table.c.subject == subject, versions_table.c.version.in_(list(version_numbers))
+        )
+    )
+
+
+def subjects(conn: Connection, include_deleted: bool = False, prefix: str = "") -> list[str]:
+    query = sa.select(versions_table.c.subject).distinct()
+    if not include_deleted:
+        query = query.where(versions_table.c.deleted.is_(False))
+    if prefix:
+        query = query.where(versions_table.c.subject.startswith(prefix, autoescape=True))
+    return sorted(r.subject for r in conn.execute(query))
+
+
+def all_versions(conn: Connection, include_deleted: bool = False, prefix: str = "") -> list[VersionRow]:
+    query = sa.select(versions_table)
+    if not include_deleted:
+        query = query.where(versions_table.c.deleted.is_(False))
+    if prefix:
+        query = query.where(versions_table.c.subject.startswith(prefix, autoescape=True))
+    query = query.order_by(versions_table.c.subject, versions_table.c.version)
+    return [_version_row(r) for r in conn.execute(query)]
+
+
+def versions_of_schema(conn: Connection, schema_id: int, include_deleted: bool = False) -> list[VersionRow]:
+    query = sa.select(versions_table).where(versions_table.c.schema_id == schema_id)
+    if not include_deleted:
+        query = query.where(versions_table.c.deleted.is_(False))
+    query = query.order_by(versions_table.c.subject, versions_table.c.version)
+    return [_version_row(r) for r in conn.execute(query)]
+
+
+def referencing_versions(conn: Connection, subject: str, version: int) -> list[VersionRow]:
+    """Every version (live or soft-deleted) whose schema references ``subject``/``version``."""
+    query = (
+        sa.select(versions_table)
+        .join(references_table, references_table.c.schema_id == versions_table.c.schema_id)
+        .where(references_table.c.subject == subject, references_table.c.version == version)
+        .order_by(versions_table.c.schema_id)
+    )
+    return [_version_row(r) for r in conn.execute(query)]
+
+
+# --- config and mode -------------------------------------------------------------------------------
+
+
+def _get(conn: Connection, table: sa.Table, column: str, subject: str) -> str | None:
+    row = conn.execute(sa.select(table.c[column]).where(table.c.subject == subject)).first()
+    return None if row is None else str(row[0])
+
+
+def _put(conn: Connection, table: sa.Table, column: str, subject: str, value: str) -> None:
+    updated = conn.execute(sa.update(table).where(table.c.subject == subject).values({column: value}))
+    if updated.rowcount == 0:
+        conn.execute(sa.insert(table).values({"subject": subject, column: value}))
+
+
+def _drop(conn: Connection, table: sa.Table, subject: str) -> None:
+    conn.execute(sa.delete(table).where(table.c.subject == subject))
+
+
+def get_compatibility(conn: Connection, subject: str) -> str | None:
+    return _get(conn, config_table, "compatibility", subject)
+
+
+def put_compatibility(conn: Connection, subject: str, level: str) -> None:
+    _put(conn, config_table, "compatibility", subject, level)
+
+
+def drop_compatibility(conn: Connection, subject: str) -> None:
+    _drop(conn, config_table, subject)
+
+
+def get_mode(conn: Connection, subject: str) -> str | None:
+    return _get(conn, mode_table, "mode", subject)
+
+
+def put_mode(conn: Connection, subject: str, mode: str) -> None:
+    _put(conn, mode_table, "mode", subject, mode)
+
+
+def drop_mode(conn: Connection, subject: str) -> None:
+    _drop(conn, mode_table, subject)
