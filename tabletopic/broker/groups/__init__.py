@@ -1,0 +1,8 @@
+"""Kafka consumer groups, classic protocol: a sans-IO membership state machine (``group.py``), its
+asyncio driver with durable offsets (``coordinator.py``, ``store.py``) and the API handlers
+(``handlers.py``)."""
+
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.groups.model import GroupConfig, GroupState
+
+__all__ = ["GroupConfig", "GroupCoordinator", "GroupState"]

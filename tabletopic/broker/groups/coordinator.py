@@ -1,0 +1,462 @@
+"""The asyncio driver around the sans-IO :class:`~tabletopic.broker.groups.group.Group`.
+
+It owns the groups of this broker, turns the actions a group returns into event-loop timers,
+database writes and completed futures, and keeps committed offsets (in memory for OffsetFetch,
+durably in the metadata database before an OffsetCommit is answered). Everything that decides
+*what* happens lives in ``group.py``; this module only decides *when*.
+
+Ordering guarantees:
+
+* Timer and response actions are applied synchronously, in the order the group emitted them, so a
+  later re-arm can never be overtaken by an earlier one.
+* Database writes of one group (membership snapshots, offset commits, deletion) run one at a time
+  in submission order (one ``asyncio.Lock`` per group); a response that follows a ``Persist`` in
+  the same batch is released only after that write finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
+from tabletopic.broker.groups.model import (
+    UNKNOWN_MEMBER_ID,
+    Action,
+    CancelTimer,
+    GroupConfig,
+    GroupDescription,
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    MemberIdentity,
+    Persist,
+    Respond,
+    SetTimer,
+    SyncRequest,
+    SyncResult,
+    TimerKey,
+)
+from tabletopic.broker.groups.store import CommittedOffset, GroupStore, TopicPartition
+
+log = logging.getLogger(__name__)
+
+# Safety net on top of the group's own rebalance/session timers: a held-back JoinGroup/SyncGroup is
+# answered at the latest this long after the member's own timeouts, whatever happens.
+_WAIT_GRACE_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: GroupState
+
+
+class GroupCoordinator:
+    """Coordinator for every classic group of this broker (single-node: it owns all of them).
+
+    Args:
+        engine: the metadata database engine.
+        node_id, host, port: this broker, the answer to FindCoordinator.
+        topic_partitions: partition count of a topic, ``None`` if it does not exist.
+        config: group limits; Kafka's defaults when omitted.
+        new_member_id: member id factory (tests pass a deterministic one).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        node_id: int,
+        host: str,
+        port: int,
+        topic_partitions: Callable[[str], int | None],
+        *,
+        config: GroupConfig | None = None,
+        new_member_id: MemberIdFactory = random_member_id,
+    ) -> None:
+        self.engine = engine
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.topic_partitions = topic_partitions
+        self.config = config or GroupConfig()
+        self._new_member_id = new_member_id
+        self._store = GroupStore(engine)
+        self._groups: dict[str, Group] = {}
+        self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._timers: dict[tuple[str, TimerKey], asyncio.TimerHandle] = {}
+        self._tickets: dict[int, asyncio.Future[JoinResult | SyncResult | None]] = {}
+        self._ticket_ids = itertools.count(1)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = False
+
+    # ---------------------------------------------------------------------------------------------
+    # Lifecycle
+
+    async def start(self) -> None:
+        """Create the tables if needed, load persisted groups and offsets and start the session
+        timers of restored members (they must heartbeat again within their session timeout)."""
+        self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._store.migrate)
+        snapshots, offsets = await asyncio.to_thread(self._store.load)
+        self._offsets = offsets
+        for snapshot in snapshots:
+            group, actions = Group.restore(snapshot, self.config, self._new_member_id)
+            self._groups[group.group_id] = group
+            self._apply(group, actions)
+        for group_id in offsets:
+            if group_id not in self._groups:
+                self._groups[group_id] = self._new_group(group_id)
+        self._ready = True
+        log.info("group coordinator loaded %d groups", len(self._groups))
+
+    async def stop(self) -> None:
+        """Cancel timers, answer every held-back request with NOT_COORDINATOR (clients look the
+        coordinator up again) and wait for in-flight database writes."""
+        self._ready = False
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for future in self._tickets.values():
+            if not future.done():
+                future.set_result(None)
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    def group(self, group_id: str) -> Group | None:
+        """The live state machine of a group (for tests and the admin API; do not mutate)."""
+        return self._groups.get(group_id)
+
+    # ---------------------------------------------------------------------------------------------
+    # Membership
+
+    async def join_group(self, request: JoinRequest) -> JoinResult:
+        if not self._ready:
+            return JoinResult(ErrorCode.coordinator_load_in_progress, request.member_id)
+        error = check_join(request, self.config)
+        if error is not None:
+            return JoinResult(error, request.member_id)
+        group = self._groups.get(request.group_id)
+        if group is None:
+            if request.member_id != UNKNOWN_MEMBER_ID:
+                return JoinResult(ErrorCode.unknown_member_id, request.member_id)
+            group = self._groups[request.group_id] = self._new_group(request.group_id)
+        bound = max(request.rebalance_timeout_ms, request.session_timeout_ms) / 1000 + _WAIT_GRACE_S
+        result = await self._hold(lambda ticket: group.join(request, ticket), group, bound)
+        if result is None:
+            return JoinResult(ErrorCode.not_coordinator, request.member_id)
+        if result == "timeout":
+            return JoinResult(ErrorCode.rebalance_in_progress, request.member_id)
+        assert isinstance(result, JoinResult)
+        return result
+
+    async def sync_group(self, request: SyncRequest) -> SyncResult:
+        if not self._ready:
+            return SyncResult(ErrorCode.coordinator_load_in_progress)
+        group = self._groups.get(request.group_id)
+        if group is None:
+            return SyncResult(ErrorCode.unknown_member_id)
+        member = group.members.get(request.member_id)
+        timeouts = (member.rebalance_timeout_ms, member.session_timeout_ms) if member else (0,)
+        bound = max(timeouts) / 1000 + _WAIT_GRACE_S
+        result = await self._hold(lambda ticket: group.sync(request, ticket), group, bound)
+        if result is None:
+            return SyncResult(ErrorCode.not_coordinator)
+        if result == "timeout":
+            return SyncResult(ErrorCode.rebalance_in_progress)
+        assert isinstance(result, SyncResult)
+        return result
+
+    async def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        if not self._ready:
+            return ErrorCode.coordinator_load_in_progress
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id
+        error, actions = group.heartbeat(member_id, group_instance_id, generation_id)
+        self._apply(group, actions)
+        return error
+
+    async def leave_group(self, group_id: str, identities: Sequence[MemberIdentity]) -> list[ErrorCode]:
+        if not self._ready:
+            return [ErrorCode.coordinator_load_in_progress for _ in identities]
+        group = self._groups.get(group_id)
+        if group is None:
+            return [ErrorCode.unknown_member_id for _ in identities]
+        errors, actions = group.leave(identities)
+        self._apply(group, actions)
+        return errors
+
+    # ---------------------------------------------------------------------------------------------
+    # Offsets
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Sequence[OffsetToCommit],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Validate and durably store offsets; the answer comes after the transaction committed."""
+        keys = [(o.topic, o.partition) for o in offsets]
+        if not self._ready:
+            return dict.fromkeys(keys, ErrorCode.coordinator_load_in_progress)
+        if not group_id:
+            return dict.fromkeys(keys, ErrorCode.invalid_group_id)
+        group = self._groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                # A member of a generation this coordinator never saw (or a deleted group).
+                return dict.fromkeys(keys, ErrorCode.illegal_generation)
+            group = self._groups[group_id] = self._new_group(group_id)
+        error = group.check_offset_commit(member_id, group_instance_id, generation_id)
+        if error is not ErrorCode.none:
+            return dict.fromkeys(keys, error)
+        results: dict[TopicPartition, ErrorCode] = {}
+        valid: dict[TopicPartition, CommittedOffset] = {}
+        now = int(time.time() * 1000)
+        for o in offsets:
+            count = self.topic_partitions(o.topic)
+            if count is None or not 0 <= o.partition < count:
+                results[(o.topic, o.partition)] = ErrorCode.unknown_topic_or_partition
+            elif o.metadata is not None and len(o.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                results[(o.topic, o.partition)] = ErrorCode.offset_metadata_too_large
+            else:
+                valid[(o.topic, o.partition)] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
+        if valid:
+            async with self._lock(group_id):
+                if self._groups.get(group_id) is not group or group.state is GroupState.DEAD:
+                    error = ErrorCode.coordinator_not_available  # deleted meanwhile; client retries
+                else:
+                    try:
+                        await asyncio.to_thread(self._store.commit_offsets, group_id, valid)
+                    except Exception:
+                        log.exception("committing offsets of group %s failed", group_id)
+                        error = ErrorCode.coordinator_not_available
+                    else:
+                        self._offsets.setdefault(group_id, {}).update(valid)
+            for key in valid:
+                results[key] = error
+        return results
+
+    def fetch_offsets(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
+        """Committed offsets of the requested partitions (``None`` for never committed), or of every
+        partition the group committed when ``topics`` is ``None``."""
+        if not self._ready:
+            return ErrorCode.coordinator_load_in_progress, []
+        committed = self._offsets.get(group_id, {})
+        if topics is None:
+            by_topic: dict[str, list[tuple[int, CommittedOffset | None]]] = {}
+            for (topic, partition), value in sorted(committed.items()):
+                by_topic.setdefault(topic, []).append((partition, value))
+            return ErrorCode.none, list(by_topic.items())
+        return ErrorCode.none, [
+            (topic, [(p, committed.get((topic, p))) for p in partitions]) for topic, partitions in topics
+        ]
+
+    async def delete_offsets(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]]
+    ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]]:
+        """OffsetDelete: allowed for an Empty group, and for an active ``consumer`` group only on
+        topics no member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC otherwise)."""
+        if not self._ready:
+            return ErrorCode.coordinator_load_in_progress, []
+        group = self._groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.group_id_not_found, []
+        if group.state is not GroupState.EMPTY and group.protocol_type != "consumer":
+            return ErrorCode.non_empty_group, []
+        results: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
+        doomed: list[TopicPartition] = []
+        for topic, partitions in topics:
+            if group.is_subscribed_to(topic):
+                error = ErrorCode.group_subscribed_to_topic
+            elif self.topic_partitions(topic) is None:
+                error = ErrorCode.unknown_topic_or_partition
+            else:
+                error = ErrorCode.none
+                doomed.extend((topic, p) for p in partitions)
+            results.append((topic, [(p, error) for p in partitions]))
+        if doomed:
+            async with self._lock(group_id):
+                try:
+                    await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
+                except Exception:
+                    log.exception("deleting offsets of group %s failed", group_id)
+                    return ErrorCode.coordinator_not_available, []
+                cache = self._offsets.get(group_id, {})
+                for key in doomed:
+                    cache.pop(key, None)
+        return ErrorCode.none, results
+
+    # ---------------------------------------------------------------------------------------------
+    # Administration
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        group = self._groups.get(group_id)
+        return None if group is None else group.describe()
+
+    def list_groups(self) -> list[ListedGroup]:
+        return [
+            ListedGroup(g.group_id, g.protocol_type or "", g.state)
+            for g in self._groups.values()
+            if g.state is not GroupState.DEAD
+        ]
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        """DeleteGroups: only Empty groups (NON_EMPTY_GROUP while members are active); offsets go
+        with the group."""
+        results: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            if not self._ready:
+                results[group_id] = ErrorCode.coordinator_load_in_progress
+                continue
+            group = self._groups.get(group_id)
+            if group is None:
+                results[group_id] = ErrorCode.group_id_not_found
+                continue
+            error = group.check_deletable()
+            if error is not ErrorCode.none:
+                results[group_id] = error
+                continue
+            snapshot = group.snapshot()
+            self._apply(group, group.mark_dead())
+            async with self._lock(group_id):
+                try:
+                    await asyncio.to_thread(self._store.delete_group, group_id)
+                except Exception:
+                    log.exception("deleting group %s failed", group_id)
+                    restored, actions = Group.restore(snapshot, self.config, self._new_member_id)
+                    self._groups[group_id] = restored
+                    self._apply(restored, actions)
+                    results[group_id] = ErrorCode.coordinator_not_available
+                    continue
+            self._cancel_timers(group_id)
+            self._groups.pop(group_id, None)
+            self._offsets.pop(group_id, None)
+            results[group_id] = ErrorCode.none
+        return results
+
+    # ---------------------------------------------------------------------------------------------
+    # Driving the state machine
+
+    def _new_group(self, group_id: str) -> Group:
+        return Group(group_id, self.config, self._new_member_id)
+
+    async def _hold(
+        self, call: Callable[[int], list[Action]], group: Group, bound_s: float
+    ) -> JoinResult | SyncResult | str | None:
+        """Run a request whose answer may be held back; wait (bounded) for its ticket."""
+        assert self._loop is not None
+        ticket = next(self._ticket_ids)
+        future: asyncio.Future[JoinResult | SyncResult | None] = self._loop.create_future()
+        self._tickets[ticket] = future
+        try:
+            self._apply(group, call(ticket))
+            return await asyncio.wait_for(future, bound_s)
+        except TimeoutError:
+            log.warning("group %s: request held longer than %.0f s, answering it", group.group_id, bound_s)
+            return "timeout"
+        finally:
+            self._tickets.pop(ticket, None)
+
+    def _apply(self, group: Group, actions: list[Action]) -> None:
+        barrier: asyncio.Task[None] | None = None
+        for action in actions:
+            if isinstance(action, SetTimer):
+                self._set_timer(group.group_id, action.key, action.delay_ms)
+            elif isinstance(action, CancelTimer):
+                handle = self._timers.pop((group.group_id, action.key), None)
+                if handle is not None:
+                    handle.cancel()
+            elif isinstance(action, Persist):
+                barrier = self._spawn(self._persist(action))
+            elif isinstance(action, Respond):
+                if barrier is None:
+                    self._resolve(action.ticket, action.result)
+                else:
+                    barrier.add_done_callback(
+                        functools.partial(self._resolve_after, action.ticket, action.result)
+                    )
+
+    def _resolve(self, ticket: int, result: JoinResult | SyncResult) -> None:
+        future = self._tickets.get(ticket)
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    def _resolve_after(self, ticket: int, result: JoinResult | SyncResult, _: object) -> None:
+        self._resolve(ticket, result)
+
+    def _set_timer(self, group_id: str, key: TimerKey, delay_ms: int) -> None:
+        assert self._loop is not None
+        old = self._timers.pop((group_id, key), None)
+        if old is not None:
+            old.cancel()
+        self._timers[(group_id, key)] = self._loop.call_later(
+            max(delay_ms, 0) / 1000, self._on_timer, group_id, key
+        )
+
+    def _on_timer(self, group_id: str, key: TimerKey) -> None:
+        self._timers.pop((group_id, key), None)
+        group = self._groups.get(group_id)
+        if group is None or not self._ready:
+            return
+        self._apply(group, group.on_timer(key))
+
+    def _cancel_timers(self, group_id: str) -> None:
+        for key in [k for k in self._timers if k[0] == group_id]:
+            self._timers.pop(key).cancel()
+
+    async def _persist(self, action: Persist) -> None:
+        async with self._lock(action.group_id):
+            try:
+                if action.snapshot is None:
+                    await asyncio.to_thread(self._store.delete_group, action.group_id)
+                else:
+                    await asyncio.to_thread(self._store.save_group, action.snapshot)
+            except Exception:
+                # Membership is re-established by the clients anyway; offsets are what must not be
+                # lost, and those are written (and their errors reported) by commit_offsets.
+                log.exception("persisting group %s failed", action.group_id)
+
+    def _lock(self, group_id: str) -> asyncio.Lock:
+        lock = self._locks.get(group_id)
+        if lock is None:
+            lock = self._locks[group_id] = asyncio.Lock()
+        return lock
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task

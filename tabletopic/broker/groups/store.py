@@ -1,0 +1,246 @@
+"""Durable group state in the metadata database (SQLAlchemy Core; SQLite or PostgreSQL).
+
+Three tables: the group row (generation, protocol, leader), its members (with the protocols they
+joined with and their current assignment) and committed offsets. Methods are blocking and meant to
+run in a worker thread (``asyncio.to_thread``); each write is one transaction, so an OffsetCommit is
+acknowledged only after its transaction committed (SQLite runs with ``synchronous=FULL``).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from tabletopic import metadata
+from tabletopic.broker.groups.model import GroupSnapshot, MemberSnapshot, Protocols
+
+_md = sa.MetaData()
+
+groups_table = sa.Table(
+    "group_metadata",
+    _md,
+    sa.Column("group_id", sa.Text, primary_key=True),
+    sa.Column("generation_id", sa.Integer, nullable=False),
+    sa.Column("protocol_type", sa.Text, nullable=True),
+    sa.Column("protocol_name", sa.Text, nullable=True),
+    sa.Column("leader_id", sa.Text, nullable=True),
+    sa.Column("updated_ms", sa.BigInteger, nullable=False),
+)
+
+members_table = sa.Table(
+    "group_members",
+    _md,
+    sa.Column("group_id", sa.Text, primary_key=True),
+    sa.Column("member_id", sa.Text, primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("group_instance_id", sa.Text, nullable=True),
+    sa.Column("client_id", sa.Text, nullable=False),
+    sa.Column("client_host", sa.Text, nullable=False),
+    sa.Column("session_timeout_ms", sa.Integer, nullable=False),
+    sa.Column("rebalance_timeout_ms", sa.Integer, nullable=False),
+    sa.Column("protocol_type", sa.Text, nullable=False),
+    sa.Column("protocols", sa.LargeBinary, nullable=False),
+    sa.Column("assignment", sa.LargeBinary, nullable=False),
+)
+
+offsets_table = sa.Table(
+    "group_offsets",
+    _md,
+    sa.Column("group_id", sa.Text, primary_key=True),
+    sa.Column("topic", sa.Text, primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True),
+    sa.Column("committed_offset", sa.BigInteger, nullable=False),
+    sa.Column("leader_epoch", sa.Integer, nullable=False),
+    sa.Column("metadata", sa.Text, nullable=True),
+    sa.Column("commit_ms", sa.BigInteger, nullable=False),
+)
+
+MIGRATIONS = [metadata.create_tables(groups_table, members_table, offsets_table)]
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+    commit_ms: int = 0
+
+
+TopicPartition = tuple[str, int]
+
+
+def encode_protocols(protocols: Protocols) -> bytes:
+    """``(name, metadata)`` pairs as length-prefixed bytes (binary metadata, no JSON detour)."""
+    out = bytearray()
+    for name, data in protocols:
+        raw = name.encode("utf-8")
+        out += struct.pack(">I", len(raw)) + raw + struct.pack(">I", len(data)) + data
+    return bytes(out)
+
+
+def decode_protocols(raw: bytes) -> Protocols:
+    result: list[tuple[str, bytes]] = []
+    offset = 0
+    while offset < len(raw):
+        (n,) = struct.unpack_from(">I", raw, offset)
+        name = raw[offset + 4 : offset + 4 + n].decode("utf-8")
+        offset += 4 + n
+        (m,) = struct.unpack_from(">I", raw, offset)
+        result.append((name, bytes(raw[offset + 4 : offset + 4 + m])))
+        offset += 4 + m
+    return tuple(result)
+
+
+class GroupStore:
+    """Blocking persistence of groups and offsets; one transaction per call."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def migrate(self) -> None:
+        metadata.migrate(self.engine, "groups", MIGRATIONS)
+
+    def load(self) -> tuple[list[GroupSnapshot], dict[str, dict[TopicPartition, CommittedOffset]]]:
+        """Every persisted group and every committed offset (offsets of groups that never had
+        members, i.e. "simple" committers, come without a group row)."""
+        with self.engine.connect() as conn:
+            group_rows = conn.execute(sa.select(groups_table)).mappings().all()
+            member_rows = (
+                conn.execute(
+                    sa.select(members_table).order_by(members_table.c.group_id, members_table.c.position)
+                )
+                .mappings()
+                .all()
+            )
+            offset_rows = conn.execute(sa.select(offsets_table)).mappings().all()
+        members: dict[str, list[MemberSnapshot]] = {}
+        for row in member_rows:
+            members.setdefault(row["group_id"], []).append(
+                MemberSnapshot(
+                    member_id=row["member_id"],
+                    group_instance_id=row["group_instance_id"],
+                    client_id=row["client_id"],
+                    client_host=row["client_host"],
+                    session_timeout_ms=row["session_timeout_ms"],
+                    rebalance_timeout_ms=row["rebalance_timeout_ms"],
+                    protocol_type=row["protocol_type"],
+                    protocols=decode_protocols(bytes(row["protocols"])),
+                    assignment=bytes(row["assignment"]),
+                )
+            )
+        groups = [
+            GroupSnapshot(
+                group_id=row["group_id"],
+                generation_id=row["generation_id"],
+                protocol_type=row["protocol_type"],
+                protocol_name=row["protocol_name"],
+                leader_id=row["leader_id"],
+                members=tuple(members.get(row["group_id"], ())),
+            )
+            for row in group_rows
+        ]
+        offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        for row in offset_rows:
+            offsets.setdefault(row["group_id"], {})[(row["topic"], row["partition"])] = CommittedOffset(
+                offset=row["committed_offset"],
+                leader_epoch=row["leader_epoch"],
+                metadata=row["metadata"],
+                commit_ms=row["commit_ms"],
+            )
+        return groups, offsets
+
+    def save_group(self, snapshot: GroupSnapshot) -> None:
+        """Replace the group's row and members with ``snapshot``."""
+        now = _now_ms()
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(members_table).where(members_table.c.group_id == snapshot.group_id))
+            conn.execute(sa.delete(groups_table).where(groups_table.c.group_id == snapshot.group_id))
+            conn.execute(
+                sa.insert(groups_table).values(
+                    group_id=snapshot.group_id,
+                    generation_id=snapshot.generation_id,
+                    protocol_type=snapshot.protocol_type,
+                    protocol_name=snapshot.protocol_name,
+                    leader_id=snapshot.leader_id,
+                    updated_ms=now,
+                )
+            )
+            if snapshot.members:
+                conn.execute(
+                    sa.insert(members_table),
+                    [
+                        {
+                            "group_id": snapshot.group_id,
+                            "member_id": m.member_id,
+                            "position": position,
+                            "group_instance_id": m.group_instance_id,
+                            "client_id": m.client_id,
+                            "client_host": m.client_host,
+                            "session_timeout_ms": m.session_timeout_ms,
+                            "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                            "protocol_type": m.protocol_type,
+                            "protocols": encode_protocols(m.protocols),
+                            "assignment": m.assignment,
+                        }
+                        for position, m in enumerate(snapshot.members)
+                    ],
+                )
+
+    def delete_group(self, group_id: str) -> None:
+        """Forget the group, its members and its offsets (DeleteGroups)."""
+        with self.engine.begin() as conn:
+            for table in (offsets_table, members_table, groups_table):
+                conn.execute(sa.delete(table).where(table.c.group_id == group_id))
+
+    def commit_offsets(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
+        """Upsert offsets in one transaction (delete + insert keeps it portable across engines)."""
+        if not offsets:
+            return
+        keys = [{"g": group_id, "t": topic, "p": partition} for topic, partition in offsets]
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.delete(offsets_table).where(
+                    offsets_table.c.group_id == sa.bindparam("g"),
+                    offsets_table.c.topic == sa.bindparam("t"),
+                    offsets_table.c.partition == sa.bindparam("p"),
+                ),
+                keys,
+            )
+            conn.execute(
+                sa.insert(offsets_table),
+                [
+                    {
+                        "group_id": group_id,
+                        "topic": topic,
+                        "partition": partition,
+                        "committed_offset": value.offset,
+                        "leader_epoch": value.leader_epoch,
+                        "metadata": value.metadata,
+                        "commit_ms": value.commit_ms,
+                    }
+                    for (topic, partition), value in offsets.items()
+                ],
+            )
+
+    def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        keys = [{"g": group_id, "t": topic, "p": partition} for topic, partition in partitions]
+        if not keys:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.delete(offsets_table).where(
+                    offsets_table.c.group_id == sa.bindparam("g"),
+                    offsets_table.c.topic == sa.bindparam("t"),
+                    offsets_table.c.partition == sa.bindparam("p"),
+                ),
+                keys,
+            )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
