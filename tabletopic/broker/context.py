@@ -19,3 +19,6 @@ class RequestContext:
     connection_id: int
     # The SASL principal ("User:alice") once authenticated; "User:ANONYMOUS" on PLAINTEXT.
     principal: str = "User:ANONYMOUS"
+    # The listener's security protocol (PLAINTEXT or SASL_PLAINTEXT): Metadata advertises the
+    # endpoint of the same listener the client came in on.
+    listener: str = "PLAINTEXT"

@@ -26,8 +26,9 @@ from kio.serial._introspect import (
     classify_field,
     is_optional,
 )
+from kio.serial.readers import tz_aware_from_i64
 from kio.static.constants import uuid_zero
-from kio.static.primitive import i32Timedelta, i64Timedelta
+from kio.static.primitive import TZAware, i32Timedelta, i64, i64Timedelta
 
 _MISSING = object()
 Converter = Callable[[Any], Any]
@@ -60,6 +61,13 @@ def _as_uuid(value: Any) -> uuid.UUID | None:
     return uuid.UUID(str(value))
 
 
+def _as_tz_aware(value: Any) -> Any:
+    """Timestamps may be given as epoch milliseconds (-1 meaning "none", as on the wire)."""
+    if value is None or isinstance(value, datetime.datetime):
+        return value
+    return tz_aware_from_i64(i64(int(value)))
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -71,6 +79,8 @@ def _primitive_converter(type_: type) -> Converter:
         return _as_timedelta
     if type_ is uuid.UUID:
         return _as_uuid
+    if type_ is TZAware:
+        return _as_tz_aware
     return _identity
 
 

@@ -69,7 +69,9 @@ def parse_request(frame: bytes | memoryview, supported: dict[int, int] | None = 
         if api_version > maximum:
             raise UnsupportedRequest(
                 f"API key {api_key} version {api_version} is above {maximum}",
-                api_key, api_version, correlation_id,
+                api_key,
+                api_version,
+                correlation_id,
             )
     try:
         read_header, read_body = _request_readers(api_key, api_version)

@@ -100,8 +100,19 @@ def parse_batches(payload: bytes | memoryview, verify_crc: bool = True) -> list[
         if magic > 2 or total - position < HEADER_SIZE:
             raise InvalidBatch(ErrorCode.corrupt_message, f"bad batch header at byte {position}")
         (
-            _base_offset, batch_length, _epoch, _magic, crc, attributes, last_offset_delta,
-            base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, record_count,
+            _base_offset,
+            batch_length,
+            _epoch,
+            _magic,
+            crc,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
         ) = _HEADER.unpack_from(view, position)
         size = LOG_OVERHEAD + batch_length
         if batch_length < HEADER_SIZE - LOG_OVERHEAD or position + size > total:
@@ -124,8 +135,18 @@ def parse_batches(payload: bytes | memoryview, verify_crc: bool = True) -> list[
                 )
         headers.append(
             BatchHeader(
-                position, size, magic, crc, attributes, last_offset_delta, base_timestamp,
-                max_timestamp, producer_id, producer_epoch, base_sequence, record_count,
+                position,
+                size,
+                magic,
+                crc,
+                attributes,
+                last_offset_delta,
+                base_timestamp,
+                max_timestamp,
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                record_count,
             )
         )
         position += size

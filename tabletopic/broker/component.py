@@ -1,0 +1,97 @@
+"""``tabletopic serve``'s broker: the Kafka listeners on top of the node's stream store, registered
+as ``platform.services["broker"]`` (a :class:`~tabletopic.broker.service.BrokerService`)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from tabletopic.broker.handlers import HANDLERS
+from tabletopic.broker.metrics import BrokerMetrics
+from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
+from tabletopic.broker.server import Dispatcher, KafkaServer
+from tabletopic.broker.service import BrokerService
+
+if TYPE_CHECKING:
+    from tabletopic.platform import Platform
+
+log = logging.getLogger(__name__)
+
+
+class BrokerComponent:
+    name = "broker"
+
+    def __init__(self) -> None:
+        self.service: BrokerService | None = None
+        self.server: KafkaServer | None = None
+        self._groups: Any = None
+        self._own_store: Any = None
+
+    async def start(self, platform: Platform) -> None:
+        store = platform.services.get("streams")
+        if store is None:
+            from tabletopic.s3stream.memory import MemoryStreamStore
+
+            log.warning(
+                "no stream store registered (storage component missing): using a NON-DURABLE in-memory store"
+            )
+            store = self._own_store = MemoryStreamStore()
+            await store.start()
+
+        def table_validator(configs: dict[str, str]) -> None:
+            # Looked up per call: the table pipeline starts after the broker.
+            validator = platform.services.get("table_config_validator")
+            if validator is not None:
+                validator(configs)
+
+        service = BrokerService(platform.config, platform.engine, store, table_validator=table_validator)
+        service.metrics = BrokerMetrics(platform.metrics, service.topics.partition_count)
+        await service.start()
+        dispatcher = Dispatcher(service)
+        dispatcher.add(HANDLERS, service, MAX_VERSIONS)
+        dispatcher.add({17: _unused, 36: _unused}, None, MAX_VERSIONS)  # answered by the connection
+        server = KafkaServer(service, dispatcher)
+        self.service, self.server = service, server
+        await server.bind()
+        await self._start_groups(platform, service, dispatcher)
+        service.api_ranges = advertised_ranges(dispatcher.max_versions)
+        await server.serve()
+        platform.services["broker"] = service
+
+    async def _start_groups(self, platform: Platform, service: BrokerService, dispatcher: Dispatcher) -> None:
+        """Serve the consumer-group APIs when ``broker/groups`` provides them."""
+        try:
+            handlers_module = importlib.import_module("tabletopic.broker.groups.handlers")
+            coordinator_module = importlib.import_module("tabletopic.broker.groups.coordinator")
+        except ModuleNotFoundError as exc:
+            if not (exc.name or "").startswith("tabletopic.broker.groups"):
+                raise
+            log.warning("consumer groups are not available yet (%s)", exc)
+            return
+        endpoint = service.advertised_for(None)
+
+        def topic_partitions(name: str) -> int | None:
+            topic = service.topics.get(name)
+            return topic.partition_count if topic is not None else None
+
+        self._groups = coordinator_module.GroupCoordinator(
+            platform.engine, service.node_id, endpoint.host, endpoint.port, topic_partitions
+        )
+        await self._groups.start()
+        dispatcher.add(handlers_module.GROUP_HANDLERS, self._groups, GROUP_MAX_VERSIONS)
+        platform.services["group_coordinator"] = self._groups
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+        if self._groups is not None:
+            await self._groups.stop()
+        if self.service is not None:
+            await self.service.stop()
+        if self._own_store is not None:
+            await self._own_store.close()
+
+
+async def _unused(target: Any, ctx: Any, request: Any) -> None:  # pragma: no cover - never routed
+    return None

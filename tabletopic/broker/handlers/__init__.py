@@ -1,0 +1,50 @@
+"""One module per Kafka API; :data:`HANDLERS` maps API keys to their ``handle`` coroutines.
+
+A handler takes ``(broker, ctx, request)`` (the kio request object of whatever version the client
+sent) and returns a dict shaped like the newest response version (see
+:func:`tabletopic.broker.protocol.build_response`), or None when no response is to be sent
+(Produce with acks=0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tabletopic.broker.handlers import (
+    alter_configs,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_log_dirs,
+    fetch,
+    incremental_alter_configs,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+
+Handler = Callable[[Any, Any, Any], Awaitable[dict[str, Any] | None]]
+
+HANDLERS: dict[int, Handler] = {
+    0: produce.handle,
+    1: fetch.handle,
+    2: list_offsets.handle,
+    3: metadata.handle,
+    18: api_versions.handle,
+    19: create_topics.handle,
+    20: delete_topics.handle,
+    21: delete_records.handle,
+    22: init_producer_id.handle,
+    32: describe_configs.handle,
+    33: alter_configs.handle,
+    35: describe_log_dirs.handle,
+    37: create_partitions.handle,
+    44: incremental_alter_configs.handle,
+    60: describe_cluster.handle,
+}

@@ -1,0 +1,40 @@
+"""DeleteRecords (21): move a partition's log start offset forward (-1 means the high watermark)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.s3stream.api import StreamError
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+
+async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
+    result = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
+    topic = broker.topics.get(name)
+    if topic is None or not 0 <= p.partition_index < topic.partition_count:
+        return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
+    stream_id = topic.streams[p.partition_index]
+    try:
+        info = broker.store.stream_info(stream_id)
+        target = info.end_offset if p.offset == -1 else p.offset
+        if not 0 <= target <= info.end_offset:
+            return {**result, "error_code": ErrorCode.offset_out_of_range}
+        await broker.store.trim(stream_id, target)
+        return {**result, "low_watermark": broker.store.stream_info(stream_id).start_offset}
+    except StreamError:
+        return {**result, "error_code": ErrorCode.kafka_storage_error}
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {"name": t.name, "partitions": [await _partition(broker, t.name, p) for p in t.partitions]}
+            for t in request.topics
+        ],
+    }

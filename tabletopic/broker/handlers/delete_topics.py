@@ -1,0 +1,58 @@
+"""DeleteTopics (20): by name, or by topic id (v6+)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import ZERO_UUID
+from tabletopic.broker.topics import TopicError
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        if name is None and topic_id not in (None, ZERO_UUID):
+            topic = broker.topics.by_id(topic_id)
+            if topic is None:
+                results.append(
+                    {
+                        "name": None,
+                        "topic_id": topic_id,
+                        "error_code": ErrorCode.unknown_topic_id,
+                        "error_message": f"no topic has id {topic_id}",
+                    }
+                )
+                continue
+            name = topic.name
+        existing = broker.topics.get(name or "")
+        try:
+            await broker.delete_topic(name or "")
+        except TopicError as exc:
+            results.append(
+                {
+                    "name": name,
+                    "topic_id": topic_id or ZERO_UUID,
+                    "error_code": exc.error_code,
+                    "error_message": str(exc),
+                }
+            )
+            continue
+        results.append(
+            {
+                "name": name,
+                "topic_id": existing.topic_id if existing else ZERO_UUID,
+                "error_code": ErrorCode.none,
+                "error_message": None,
+            }
+        )
+    return {"throttle_time": 0, "responses": results}

@@ -1,0 +1,139 @@
+"""DescribeConfigs (32): topic configs (explicit ones as DYNAMIC_TOPIC_CONFIG, the rest with their
+defaults) and broker configs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.topic_configs import TOPIC_CONFIG_KEYS
+from tabletopic.broker.topics import Topic
+from tabletopic.config import REGISTRY
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+SENSITIVE_HINTS = ("password", "secret", "users", "key")
+
+
+def topic_config_entries(broker: BrokerService, topic: Topic) -> list[dict[str, Any]]:
+    entries = []
+    for name in sorted(set(TOPIC_CONFIG_KEYS) | set(topic.configs)):
+        if name in topic.configs:
+            source = SOURCE_DYNAMIC_TOPIC
+        else:
+            definition = TOPIC_CONFIG_KEYS[name]
+            broker_key = definition.broker_default
+            if broker_key is not None and broker_key in broker.dynamic_configs:
+                source = SOURCE_DYNAMIC_BROKER
+            elif broker_key is not None and broker.is_static_broker_config(broker_key):
+                source = SOURCE_STATIC_BROKER
+            else:
+                source = SOURCE_DEFAULT
+        entries.append({"name": name, "value": broker.topic_config(topic, name), "config_source": source})
+    return entries
+
+
+def broker_config_entries(broker: BrokerService) -> list[dict[str, Any]]:
+    entries = []
+    for name, value in sorted(broker.config.as_dict().items()):
+        key = REGISTRY.get(name)
+        if key is None:
+            continue
+        sensitive = any(hint in name for hint in SENSITIVE_HINTS)
+        if name in broker.dynamic_configs:
+            value, source = broker.dynamic_configs[name], SOURCE_DYNAMIC_BROKER
+        elif broker.is_static_broker_config(name):
+            source = SOURCE_STATIC_BROKER
+        else:
+            source = SOURCE_DEFAULT
+        text = (
+            None
+            if value is None
+            else ",".join(value)
+            if isinstance(value, list)
+            else str(value).lower()
+            if isinstance(value, bool)
+            else str(value)
+        )
+        entries.append(
+            {
+                "name": name,
+                "value": None if sensitive else text,
+                "config_source": source,
+                "is_sensitive": sensitive,
+                "documentation": key.doc,
+            }
+        )
+    return entries
+
+
+def _result(
+    resource: Any, code: ErrorCode, message: str | None, configs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        "configs": configs,
+    }
+
+
+def describe(broker: BrokerService, resource: Any, include_documentation: bool) -> dict[str, Any]:
+    keys = resource.configuration_keys
+    if resource.resource_type == RESOURCE_TOPIC:
+        topic = broker.topics.get(resource.resource_name)
+        if topic is None:
+            return _result(
+                resource,
+                ErrorCode.unknown_topic_or_partition,
+                f"topic {resource.resource_name} does not exist",
+                [],
+            )
+        entries = topic_config_entries(broker, topic)
+    elif resource.resource_type == RESOURCE_BROKER:
+        if resource.resource_name not in ("", str(broker.node_id)):
+            return _result(resource, ErrorCode.invalid_request, f"no broker {resource.resource_name}", [])
+        entries = broker_config_entries(broker)
+    else:
+        return _result(
+            resource,
+            ErrorCode.invalid_request,
+            f"resource type {resource.resource_type} is not supported",
+            [],
+        )
+    if keys is not None:
+        entries = [e for e in entries if e["name"] in keys]
+    configs = [
+        {
+            "name": e["name"],
+            "value": e["value"],
+            "read_only": False,
+            "config_source": e["config_source"],
+            "is_sensitive": e.get("is_sensitive", False),
+            "is_default": e["config_source"] == SOURCE_DEFAULT,
+            "synonyms": [],
+            "config_type": 0,
+            "documentation": e.get("documentation") if include_documentation else None,
+        }
+        for e in entries
+    ]
+    return _result(resource, ErrorCode.none, None, configs)
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    include_documentation = bool(getattr(request, "include_documentation", False))
+    return {
+        "throttle_time": 0,
+        "results": [describe(broker, r, include_documentation) for r in request.resources],
+    }

@@ -1,0 +1,178 @@
+"""Fetch (1): read whole stored batches with their base offsets patched in, long-polling with
+``StreamStore.wait_for_data`` until ``min_bytes`` are ready or ``max_wait`` runs out.
+
+No fetch sessions (KIP-227): every answer carries session id 0, which tells clients to keep sending
+full fetch requests; that is a correct, if chattier, implementation of the protocol.
+Records are never null, even when empty: a null makes librdkafka loop forever (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import ZERO_UUID
+from tabletopic.s3stream.api import OffsetOutOfRange, StreamError, StreamNotFound
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+_INT64 = struct.Struct(">q")
+
+
+@dataclass(slots=True)
+class PartitionRead:
+    partition_index: int
+    stream_id: int
+    fetch_offset: int
+    max_bytes: int
+    error_code: ErrorCode = ErrorCode.none
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    pieces: list[Any] = field(default_factory=list)
+    size: int = 0
+
+
+@dataclass(slots=True)
+class TopicRead:
+    name: str | None
+    topic_id: uuid.UUID
+    partitions: list[PartitionRead]
+
+
+def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRead]:
+    result = []
+    for wanted in request.topics:
+        if version >= 13:
+            topic = broker.topics.by_id(wanted.topic_id)
+            missing = ErrorCode.unknown_topic_id
+            name, topic_id = (topic.name if topic else None), wanted.topic_id
+        else:
+            topic = broker.topics.get(wanted.topic)
+            missing = ErrorCode.unknown_topic_or_partition
+            name, topic_id = wanted.topic, (topic.topic_id if topic else ZERO_UUID)
+        reads = []
+        for p in wanted.partitions:
+            read = PartitionRead(p.partition, -1, p.fetch_offset, max(p.partition_max_bytes, 0))
+            if topic is None or not 0 <= p.partition < topic.partition_count:
+                read.error_code = missing
+            else:
+                read.stream_id = topic.streams[p.partition]
+            reads.append(read)
+        result.append(TopicRead(name, topic_id, reads))
+    return result
+
+
+async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) -> int:
+    """Fill each partition with batches; returns the total bytes read."""
+    store = broker.store
+    total = 0
+    for topic in topics:
+        for read in topic.partitions:
+            if read.error_code is not ErrorCode.none and read.error_code is not ErrorCode.offset_out_of_range:
+                continue
+            read.pieces, read.size = [], 0
+            try:
+                info = store.stream_info(read.stream_id)
+            except StreamNotFound:
+                read.error_code = ErrorCode.unknown_topic_or_partition
+                continue
+            read.high_watermark, read.log_start_offset = info.end_offset, info.start_offset
+            if not info.start_offset <= read.fetch_offset <= info.end_offset:
+                read.error_code = ErrorCode.offset_out_of_range
+                continue
+            read.error_code = ErrorCode.none
+            budget = min(read.max_bytes, max_bytes - total)
+            if read.fetch_offset == info.end_offset or (budget <= 0 and total > 0):
+                continue
+            try:
+                batches = await store.fetch(read.stream_id, read.fetch_offset, max(budget, 1))
+            except OffsetOutOfRange:
+                read.error_code = ErrorCode.offset_out_of_range
+                continue
+            except StreamError:
+                read.error_code = ErrorCode.kafka_storage_error
+                continue
+            for batch in batches:
+                payload = memoryview(batch.payload)
+                read.pieces.append(_INT64.pack(batch.base_offset))
+                read.pieces.append(payload[8:])
+                read.size += len(payload)
+            total += read.size
+    return total
+
+
+async def _wait_for_any(broker: BrokerService, topics: list[TopicRead], wait_seconds: float) -> None:
+    futures = []
+    for topic in topics:
+        for read in topic.partitions:
+            if read.error_code is ErrorCode.none and read.stream_id >= 0:
+                try:
+                    futures.append(broker.store.wait_for_data(read.stream_id, read.fetch_offset))
+                except StreamError:
+                    continue
+    if not futures:
+        await asyncio.sleep(wait_seconds)
+        return
+    try:
+        await asyncio.wait(futures, timeout=wait_seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for future in futures:
+            if not future.done():
+                future.cancel()
+
+
+async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list[TopicRead], ErrorCode]:
+    """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders."""
+    if request.session_id != 0:
+        return [], ErrorCode.fetch_session_id_not_found
+    if request.session_epoch not in (0, -1):
+        return [], ErrorCode.invalid_fetch_session_epoch
+    topics = _resolve(broker, request, version)
+    max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
+    max_bytes = max(max_bytes, 1)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request.max_wait.total_seconds()
+    min_bytes = max(request.min_bytes, 1)
+    while True:
+        total = await _read(broker, topics, max_bytes)
+        remaining = deadline - loop.time()
+        errors = any(r.error_code is not ErrorCode.none for t in topics for r in t.partitions)
+        if total >= min_bytes or remaining <= 0 or errors:
+            return topics, ErrorCode.none
+        await _wait_for_any(broker, topics, remaining)
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    topics, error = await fetch(broker, request, ctx.api_version)
+    return {
+        "throttle_time": 0,
+        "error_code": error,
+        "session_id": 0,
+        "responses": [
+            {
+                "topic": topic.name,
+                "topic_id": topic.topic_id,
+                "partitions": [
+                    {
+                        "partition_index": read.partition_index,
+                        "error_code": read.error_code,
+                        "high_watermark": read.high_watermark,
+                        "last_stable_offset": read.high_watermark,
+                        "log_start_offset": read.log_start_offset,
+                        "aborted_transactions": [],
+                        "preferred_read_replica": -1,
+                        "records": b"".join(read.pieces),
+                    }
+                    for read in topic.partitions
+                ],
+            }
+            for topic in topics
+        ],
+    }

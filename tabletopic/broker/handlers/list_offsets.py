@@ -1,0 +1,97 @@
+"""ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3), earliest local (-4) and offset
+by timestamp.
+
+By timestamp the answer is the first *batch* whose max timestamp reaches the target, found by
+binary search over the stream (batches are assumed time-ordered, as Kafka's time index assumes);
+the broker does not decompress batches to find the exact record, so the offset can be a few
+records early, which consumers seeking by time tolerate.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.records import base_timestamp_of, max_timestamp_of
+from tabletopic.s3stream.api import StreamError, StreamStore
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+async def offset_for_timestamp(store: StreamStore, stream_id: int, target: int) -> tuple[int, int]:
+    """``(offset, timestamp)`` of the first batch with max timestamp >= target, or (-1, -1)."""
+    info = store.stream_info(stream_id)
+    low, high = info.start_offset, info.end_offset
+    while low < high:
+        middle = (low + high) // 2
+        batch = (await store.fetch(stream_id, middle, 1))[0]
+        if max_timestamp_of(batch.payload) >= target:
+            high = max(low, batch.base_offset)
+        else:
+            low = batch.next_offset
+    if low >= info.end_offset:
+        return -1, -1
+    batch = (await store.fetch(stream_id, low, 1))[0]
+    base_ts = base_timestamp_of(batch.payload)
+    return low, base_ts if base_ts >= target else max_timestamp_of(batch.payload)
+
+
+async def max_timestamp_offset(store: StreamStore, stream_id: int) -> tuple[int, int]:
+    info = store.stream_info(stream_id)
+    best = (-1, -1)
+    offset = info.start_offset
+    while offset < info.end_offset:
+        batches = await store.fetch(stream_id, offset, 4 << 20)
+        if not batches:
+            break
+        for batch in batches:
+            ts = max_timestamp_of(batch.payload)
+            if ts > best[1]:
+                best = (batch.next_offset - 1, ts)
+        offset = batches[-1].next_offset
+    return best
+
+
+async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
+    result = {
+        "partition_index": p.partition_index,
+        "error_code": ErrorCode.none,
+        "timestamp": -1,
+        "offset": -1,
+        "leader_epoch": 0,
+    }
+    topic = broker.topics.get(name)
+    if topic is None or not 0 <= p.partition_index < topic.partition_count:
+        return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
+    stream_id = topic.streams[p.partition_index]
+    store = broker.store
+    try:
+        info = store.stream_info(stream_id)
+        if p.timestamp == LATEST:
+            return {**result, "offset": info.end_offset}
+        if p.timestamp in (EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
+            return {**result, "offset": info.start_offset}
+        if p.timestamp == MAX_TIMESTAMP:
+            offset, ts = await max_timestamp_offset(store, stream_id)
+            return {**result, "offset": offset, "timestamp": ts}
+        if p.timestamp < 0:
+            return {**result, "error_code": ErrorCode.invalid_request}
+        offset, ts = await offset_for_timestamp(store, stream_id, p.timestamp)
+        return {**result, "offset": offset, "timestamp": ts}
+    except StreamError:
+        return {**result, "error_code": ErrorCode.kafka_storage_error}
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {"name": t.name, "partitions": [await _partition(broker, t.name, p) for p in t.partitions]}
+            for t in request.topics
+        ],
+    }

@@ -1,0 +1,102 @@
+"""Metadata (3): brokers, and topics with their partitions; creates missing topics when the
+client allows it and ``auto.create.topics.enable`` is on (clients rely on that as much as on
+CreateTopics)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import ZERO_UUID, field
+from tabletopic.broker.topics import Topic, TopicError, check_topic_name
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
+
+
+def topic_entry(broker: BrokerService, topic: Topic) -> dict[str, Any]:
+    node = broker.node_id
+    return {
+        "error_code": ErrorCode.none,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": False,
+        "partitions": [
+            {
+                "error_code": ErrorCode.none,
+                "partition_index": index,
+                "leader_id": node,
+                "leader_epoch": 0,
+                "replica_nodes": [node],
+                "isr_nodes": [node],
+                "offline_replicas": [],
+            }
+            for index in range(topic.partition_count)
+        ],
+        "topic_authorized_operations": -2147483648,
+    }
+
+
+def _error_entry(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    version = ctx.api_version
+    requested = request.topics
+    # v0 used an empty array for "all topics"; v1+ uses null.
+    all_topics = requested is None or (version == 0 and not requested)
+    allow_auto = bool(field(request, "allow_auto_topic_creation", True)) and bool(
+        broker.broker_config("auto.create.topics.enable")
+    )
+    topics: list[dict[str, Any]] = []
+    if all_topics:
+        topics = [topic_entry(broker, t) for t in sorted(broker.topics.all(), key=lambda t: t.name)]
+    else:
+        for wanted in requested:
+            name = wanted.name
+            topic_id = field(wanted, "topic_id")
+            if name is None and topic_id is not None and topic_id != ZERO_UUID:
+                topic = broker.topics.by_id(topic_id)
+                topics.append(
+                    topic_entry(broker, topic)
+                    if topic
+                    else _error_entry(None, ErrorCode.unknown_topic_id, topic_id)
+                )
+                continue
+            topics.append(await _lookup_or_create(broker, name or "", allow_auto))
+    endpoint = broker.advertised_for(ctx)
+    return {
+        "throttle_time": 0,
+        "brokers": [{"node_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }
+
+
+async def _lookup_or_create(broker: BrokerService, name: str, allow_auto: bool) -> dict[str, Any]:
+    topic = broker.topics.get(name)
+    if topic is not None:
+        return topic_entry(broker, topic)
+    try:
+        check_topic_name(name)
+    except TopicError as exc:
+        return _error_entry(name, exc.error_code)
+    if not allow_auto:
+        return _error_entry(name, ErrorCode.unknown_topic_or_partition)
+    try:
+        topic = await broker.create_topic(name)
+    except TopicError as exc:
+        if exc.error_code is ErrorCode.topic_already_exists and (existing := broker.topics.get(name)):
+            return topic_entry(broker, existing)
+        log.warning("auto-creating topic %s failed: %s", name, exc)
+        return _error_entry(name, exc.error_code)
+    log.info("auto-created topic %s", name)
+    return topic_entry(broker, topic)

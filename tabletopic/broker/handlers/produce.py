@@ -1,0 +1,166 @@
+"""Produce (0): validate record batch headers, check idempotent sequences, append each batch to
+its partition's stream exactly as received.
+
+Ordering matters for idempotent producers: partitions are appended from tasks created in request
+order, and a handler awaits nothing before creating them, so appends to one stream happen in the
+order the requests arrived on the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.records import InvalidBatch, parse_batches, with_log_append_time
+from tabletopic.s3stream.api import StorageUnavailable, StreamError, StreamNotFound
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
+
+
+def _result(index: int, code: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": code,
+        "error_message": message,
+        "base_offset": -1,
+        "log_append_time": -1,
+        "log_start_offset": -1,
+        **extra,
+    }
+
+
+async def produce_partition(
+    broker: BrokerService, topic_name: str, index: int, records: bytes | None
+) -> dict[str, Any]:
+    """Append one partition's batches; returns the partition's response entry."""
+    topic = broker.topics.get(topic_name)
+    if topic is None or not 0 <= index < topic.partition_count:
+        return _result(index, ErrorCode.unknown_topic_or_partition, f"{topic_name}-{index} does not exist")
+    if not records:
+        return _result(index, ErrorCode.invalid_record, "empty record set")
+    try:
+        headers = parse_batches(records)
+    except InvalidBatch as exc:
+        log.warning("rejected produce to %s-%d: %s", topic_name, index, exc)
+        return _result(index, exc.error_code, str(exc))
+    max_bytes = int(broker.topic_config(topic, "max.message.bytes"))
+    for header in headers:
+        if header.size > max_bytes:
+            return _result(
+                index,
+                ErrorCode.message_too_large,
+                f"batch of {header.size} bytes exceeds max.message.bytes {max_bytes}",
+            )
+    stream_id = topic.streams[index]
+    producers = broker.producers
+    checks = []
+    for header in headers:
+        check = producers.check(stream_id, header)
+        if check.error_code is not ErrorCode.none:
+            for earlier, done in zip(headers, checks, strict=False):
+                if done.reservation is not None:
+                    producers.failed(
+                        stream_id, earlier.producer_id, done.reservation, RuntimeError(check.message)
+                    )
+            log.info("produce to %s-%d refused: %s", topic_name, index, check.message)
+            return _result(index, check.error_code, check.message)
+        checks.append(check)
+    log_append_time = -1
+    if broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime":
+        log_append_time = int(time.time() * 1000)
+    view = memoryview(records)
+    first_offset = -1
+    for header, check in zip(headers, checks, strict=True):
+        if check.duplicate is not None:
+            # A retry of a batch already appended: answer with its original offset (Kafka semantics).
+            offset = check.duplicate.base_offset
+            base = offset if isinstance(offset, int) else await offset
+            first_offset = base if first_offset < 0 else first_offset
+            continue
+        payload: Any = view[header.position : header.position + header.size]
+        if log_append_time >= 0:
+            payload = with_log_append_time(payload, log_append_time)
+        try:
+            base = await broker.store.append(stream_id, payload, header.record_count)
+        except (StreamError, TimeoutError, OSError) as exc:
+            if check.reservation is not None:
+                producers.failed(stream_id, header.producer_id, check.reservation, exc)
+            code = (
+                ErrorCode.unknown_topic_or_partition
+                if isinstance(exc, StreamNotFound)
+                else ErrorCode.kafka_storage_error
+                if isinstance(exc, StorageUnavailable | OSError)
+                else ErrorCode.request_timed_out
+            )
+            log.warning("append to %s-%d failed: %s", topic_name, index, exc)
+            return _result(index, code, str(exc))
+        next_offset = base + header.record_count
+        if check.reservation is not None:
+            producers.committed(stream_id, header.producer_id, check.reservation, base, next_offset)
+        else:
+            producers.note_append(stream_id, next_offset)
+        if broker.metrics is not None:
+            broker.metrics.records_bytes_in.inc(header.size)
+        first_offset = base if first_offset < 0 else first_offset
+    try:
+        log_start = broker.store.stream_info(stream_id).start_offset
+    except StreamError:
+        log_start = -1
+    return _result(
+        index,
+        ErrorCode.none,
+        None,
+        base_offset=first_offset,
+        log_append_time=log_append_time,
+        log_start_offset=log_start,
+    )
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+    acks = request.acks
+    if acks not in (0, 1, -1):
+        return _all_failed(request, ErrorCode.invalid_required_acks, f"acks={acks} is not 0, 1 or -1")
+    if getattr(request, "transactional_id", None):
+        return _all_failed(
+            request,
+            ErrorCode.transactional_id_authorization_failed,
+            "transactions are not supported by this broker",
+        )
+    jobs = []
+    shape = []
+    for topic_data in request.topic_data:
+        for partition in topic_data.partition_data:
+            jobs.append(produce_partition(broker, topic_data.name, partition.index, partition.records))
+            shape.append(topic_data.name)
+    # gather wraps every coroutine in a task right now, in order: see the module docstring.
+    results = await asyncio.gather(*jobs)
+    if acks == 0:
+        return None
+    responses: dict[str, list[dict[str, Any]]] = {}
+    for name, result in zip(shape, results, strict=True):
+        responses.setdefault(name, []).append(result)
+    return {
+        "responses": [{"name": name, "partition_responses": parts} for name, parts in responses.items()],
+        "throttle_time": 0,
+    }
+
+
+def _all_failed(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:
+    return {
+        "responses": [
+            {
+                "name": topic_data.name,
+                "partition_responses": [_result(p.index, code, message) for p in topic_data.partition_data],
+            }
+            for topic_data in request.topic_data
+        ],
+        "throttle_time": 0,
+    }

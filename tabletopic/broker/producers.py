@@ -1,0 +1,285 @@
+"""Idempotent producers: producer id allocation and per-partition sequence checks.
+
+For each (stream, producer id) the broker remembers the epoch, the last sequence appended and
+the last five batches (a producer has at most five requests in flight), which is what Kafka keeps
+to answer a retried batch with its original offset instead of appending it twice.
+
+Durability: the state of every stream is snapshotted to the metadata database every
+``producer.state.snapshot.interval.ms`` together with the stream offset it covers; on start the
+snapshot is loaded and the batches appended after it are replayed from the stream (headers only),
+so the state after a crash is exactly what the acknowledged batches imply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker.protocol.records import NO_PRODUCER_ID, BatchHeader, InvalidBatch, parse_batches
+from tabletopic.broker.topics import producer_snapshots_table
+from tabletopic.s3stream.api import OffsetOutOfRange, StreamError, StreamStore
+
+log = logging.getLogger(__name__)
+
+MAX_CACHED_BATCHES = 5
+INT32_MAX = 2**31 - 1
+REPLAY_CHUNK_BYTES = 4 << 20
+
+
+@dataclass(slots=True)
+class CachedBatch:
+    first_sequence: int
+    last_sequence: int
+    # Resolved with the base offset once the append is acknowledged; a retry arriving while the
+    # original is still being appended waits on it.
+    base_offset: asyncio.Future[int] | int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    epoch: int
+    last_sequence: int  # includes batches reserved but still being appended
+    committed_sequence: int = -1  # only acknowledged batches: what a snapshot may record
+    batches: collections.deque[CachedBatch] = field(
+        default_factory=lambda: collections.deque(maxlen=MAX_CACHED_BATCHES)
+    )
+
+
+class SequenceCheck:
+    """Outcome of checking one batch: accept (``reservation`` set), duplicate of an earlier batch
+    (``duplicate`` set) or an error code."""
+
+    __slots__ = ("duplicate", "error_code", "message", "reservation")
+
+    def __init__(
+        self,
+        error_code: ErrorCode = ErrorCode.none,
+        message: str = "",
+        duplicate: CachedBatch | None = None,
+        reservation: CachedBatch | None = None,
+    ) -> None:
+        self.error_code = error_code
+        self.message = message
+        self.duplicate = duplicate
+        self.reservation = reservation
+
+
+def next_sequence(sequence: int, count: int = 1) -> int:
+    """Sequences wrap from INT32_MAX to 0."""
+    return (sequence + count) % (INT32_MAX + 1)
+
+
+class ProducerStates:
+    """Sequence state of every stream; checks happen before the append, commits after it."""
+
+    def __init__(self, engine: Engine, store: StreamStore) -> None:
+        self._engine = engine
+        self._store = store
+        self._streams: dict[int, dict[int, ProducerEntry]] = {}
+        self._covered: dict[int, int] = {}  # stream -> offset the in-memory state covers up to
+        self._dirty: set[int] = set()
+
+    # --- the produce path --------------------------------------------------------------------
+    def check(self, stream_id: int, batch: BatchHeader) -> SequenceCheck:
+        """Check a batch's producer id, epoch and sequence and reserve its sequence range."""
+        producer_id = batch.producer_id
+        if producer_id == NO_PRODUCER_ID or batch.base_sequence < 0:
+            return SequenceCheck()
+        producers = self._streams.setdefault(stream_id, {})
+        entry = producers.get(producer_id)
+        first, last = batch.base_sequence, next_sequence(batch.base_sequence, batch.record_count - 1)
+        if entry is None or batch.producer_epoch > entry.epoch:
+            if entry is not None and first != 0:
+                return SequenceCheck(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"producer {producer_id} epoch {batch.producer_epoch} must start at sequence 0",
+                )
+            entry = ProducerEntry(batch.producer_epoch, -1)
+            producers[producer_id] = entry
+        elif batch.producer_epoch < entry.epoch:
+            return SequenceCheck(
+                ErrorCode.invalid_producer_epoch,
+                f"producer {producer_id} epoch {batch.producer_epoch} is older than {entry.epoch}",
+            )
+        else:
+            for cached in entry.batches:
+                if cached.first_sequence == first and cached.last_sequence == last:
+                    return SequenceCheck(duplicate=cached)
+            expected = next_sequence(entry.last_sequence)
+            if entry.last_sequence >= 0 and first != expected:
+                in_window = entry.batches and _sequence_before(first, entry.batches[0].first_sequence)
+                if not in_window and _sequence_before(first, expected):
+                    return SequenceCheck(
+                        ErrorCode.duplicate_sequence_number,
+                        f"producer {producer_id} sequence {first} was already written",
+                    )
+                return SequenceCheck(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"producer {producer_id} sent sequence {first}, expected {expected}",
+                )
+        loop = asyncio.get_running_loop()
+        reservation = CachedBatch(first, last, loop.create_future())
+        entry.batches.append(reservation)
+        entry.last_sequence = last
+        return SequenceCheck(reservation=reservation)
+
+    def committed(
+        self, stream_id: int, producer_id: int, reservation: CachedBatch, base_offset: int, next_offset: int
+    ) -> None:
+        entry = self._streams.get(stream_id, {}).get(producer_id)
+        if entry is not None:
+            entry.committed_sequence = reservation.last_sequence
+        future = reservation.base_offset
+        reservation.base_offset = base_offset
+        if isinstance(future, asyncio.Future) and not future.done():
+            future.set_result(base_offset)
+        self._covered[stream_id] = max(self._covered.get(stream_id, 0), next_offset)
+        self._dirty.add(stream_id)
+
+    def failed(self, stream_id: int, producer_id: int, reservation: CachedBatch, exc: BaseException) -> None:
+        """Undo a reservation whose append failed so the producer's retry is accepted."""
+        future = reservation.base_offset
+        if isinstance(future, asyncio.Future) and not future.done():
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters see it, nobody else must log it
+        entry = self._streams.get(stream_id, {}).get(producer_id)
+        if entry is None:
+            return
+        if reservation in entry.batches:
+            entry.batches.remove(reservation)
+        if entry.last_sequence == reservation.last_sequence:
+            entry.last_sequence = (reservation.first_sequence - 1) if reservation.first_sequence > 0 else -1
+
+    def note_append(self, stream_id: int, next_offset: int) -> None:
+        """A batch without producer id was appended: the snapshot coverage moves on."""
+        self._covered[stream_id] = max(self._covered.get(stream_id, 0), next_offset)
+
+    def forget_stream(self, stream_id: int) -> None:
+        self._streams.pop(stream_id, None)
+        self._covered.pop(stream_id, None)
+        self._dirty.discard(stream_id)
+
+    # --- durability ----------------------------------------------------------------------------
+    def _apply_replayed(self, stream_id: int, header: BatchHeader, base_offset: int) -> None:
+        if header.producer_id == NO_PRODUCER_ID or header.base_sequence < 0:
+            return
+        producers = self._streams.setdefault(stream_id, {})
+        entry = producers.get(header.producer_id)
+        if entry is None or header.producer_epoch > entry.epoch:
+            entry = ProducerEntry(header.producer_epoch, -1)
+            producers[header.producer_id] = entry
+        last = next_sequence(header.base_sequence, header.record_count - 1)
+        entry.last_sequence = entry.committed_sequence = last
+        entry.batches.append(CachedBatch(header.base_sequence, last, base_offset))
+
+    async def recover(self, stream_ids: list[int]) -> None:
+        """Load snapshots, then replay the stream tails written after them."""
+        snapshots = await asyncio.to_thread(self._read_snapshots)
+        replayed = 0
+        for stream_id in stream_ids:
+            snapshot = snapshots.get(stream_id)
+            start = 0
+            if snapshot is not None:
+                start, state = snapshot
+                self._streams[stream_id] = _decode_state(state)
+            try:
+                info = self._store.stream_info(stream_id)
+            except StreamError:
+                continue
+            offset = max(start, info.start_offset)
+            while offset < info.end_offset:
+                try:
+                    batches = await self._store.fetch(stream_id, offset, REPLAY_CHUNK_BYTES)
+                except OffsetOutOfRange:
+                    break
+                if not batches:
+                    break
+                for stored in batches:
+                    if stored.next_offset <= offset:
+                        continue
+                    try:
+                        (header,) = parse_batches(stored.payload, verify_crc=False)
+                    except (InvalidBatch, ValueError):
+                        continue
+                    self._apply_replayed(stream_id, header, stored.base_offset)
+                    replayed += 1
+                offset = batches[-1].next_offset
+            self._covered[stream_id] = info.end_offset
+        if replayed:
+            log.info("replayed %d batches to rebuild idempotent producer state", replayed)
+
+    def _read_snapshots(self) -> dict[int, tuple[int, str]]:
+        with self._engine.begin() as conn:
+            return {
+                int(row.stream_id): (int(row.end_offset), row.state)
+                for row in conn.execute(sa.select(producer_snapshots_table))
+            }
+
+    async def snapshot(self) -> None:
+        """Write the state of every stream that changed since the last snapshot."""
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, set()
+        rows = [
+            {
+                "stream_id": s,
+                "end_offset": self._covered.get(s, 0),
+                "state": _encode_state(self._streams.get(s, {})),
+            }
+            for s in dirty
+        ]
+
+        def write() -> None:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    sa.delete(producer_snapshots_table).where(
+                        producer_snapshots_table.c.stream_id.in_([r["stream_id"] for r in rows])
+                    )
+                )
+                conn.execute(sa.insert(producer_snapshots_table), rows)
+
+        try:
+            await asyncio.to_thread(write)
+        except Exception:
+            self._dirty |= dirty
+            raise
+
+
+def _sequence_before(a: int, b: int) -> bool:
+    """``a`` comes before ``b`` in wrapping sequence order (within half the range)."""
+    return a != b and ((b - a) % (INT32_MAX + 1)) < (INT32_MAX // 2)
+
+
+def _encode_state(producers: dict[int, ProducerEntry]) -> str:
+    return json.dumps(
+        {
+            str(pid): [
+                entry.epoch,
+                entry.committed_sequence,
+                [
+                    [b.first_sequence, b.last_sequence, b.base_offset]
+                    for b in entry.batches
+                    if isinstance(b.base_offset, int)
+                ],
+            ]
+            for pid, entry in producers.items()
+        },
+        separators=(",", ":"),
+    )
+
+
+def _decode_state(text: str) -> dict[int, ProducerEntry]:
+    result: dict[int, ProducerEntry] = {}
+    for pid, (epoch, last, batches) in json.loads(text).items():
+        entry = ProducerEntry(int(epoch), int(last), int(last))
+        for first_seq, last_seq, offset in batches:
+            entry.batches.append(CachedBatch(int(first_seq), int(last_seq), int(offset)))
+        result[int(pid)] = entry
+    return result

@@ -1,0 +1,362 @@
+"""Kafka connections on asyncio: framing into preallocated buffers, ordered pipelined dispatch,
+backpressure and SASL gating. Everything protocol-shaped lives in ``broker/protocol``.
+
+Each connection reads frames into one reusable 256 KiB buffer; a frame larger than that gets a
+buffer of exactly its size that the socket reads straight into (no copy for big Produce requests).
+Requests are dispatched as tasks in arrival order and answered strictly in that order; when
+``queued.max.requests`` are in flight, or the socket's write buffer is full, the connection stops
+reading until it drains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+import struct
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker import settings
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.metrics import api_name
+from tabletopic.broker.protocol import (
+    MalformedFrame,
+    Request,
+    UnsupportedRequest,
+    build_response,
+    encode_api_versions_fallback,
+    encode_response,
+    parse_request,
+)
+from tabletopic.broker.sasl import SaslPlainServer
+from tabletopic.broker.service import BrokerService, Endpoint
+
+log = logging.getLogger(__name__)
+
+READ_BUFFER_BYTES = 256 * 1024
+MIN_FREE_BYTES = 16 * 1024
+_LENGTH = struct.Struct(">i")
+_connection_ids = itertools.count(1)
+
+# (target, ctx, request) -> newest-shaped dict, or None for "no response"
+Handler = Callable[[Any, RequestContext, Any], Awaitable[dict[str, Any] | None]]
+
+
+class Dispatcher:
+    """API key -> (handler, the object it runs against) plus the version table to advertise."""
+
+    def __init__(self, broker: BrokerService) -> None:
+        self.broker = broker
+        self.routes: dict[int, tuple[Handler, Any]] = {}
+        self.max_versions: dict[int, int] = {}
+
+    def add(self, handlers: dict[int, Handler], target: Any, max_versions: dict[int, int]) -> None:
+        for key, handler in handlers.items():
+            if key in max_versions:
+                self.routes[key] = (handler, target)
+                self.max_versions[key] = max_versions[key]
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        listener: str,
+        sasl_users: dict[str, str] | None,
+        max_frame: int,
+        max_inflight: int,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._broker = dispatcher.broker
+        self._metrics = dispatcher.broker.metrics
+        self._listener = listener
+        self._sasl = SaslPlainServer(sasl_users) if sasl_users is not None else None
+        self._max_frame = max_frame
+        self._max_inflight = max_inflight
+        self._buffer = bytearray(READ_BUFFER_BYTES)
+        self._view = memoryview(self._buffer)
+        self._start = 0
+        self._end = 0
+        self._big: bytearray | None = None
+        self._big_filled = 0
+        self._pending: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self._transport: asyncio.Transport | None = None
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closed = False
+        self.connection_id = next(_connection_ids)
+        self._peer = "?"
+
+    # --- transport callbacks --------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
+        peer = transport.get_extra_info("peername")
+        self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self._metrics is not None:
+            self._metrics.connections.inc()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        for future in self._pending:
+            future.cancel()
+        self._pending.clear()
+        if self._metrics is not None:
+            self._metrics.connections.dec()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._big is not None:
+            return memoryview(self._big)[self._big_filled :]
+        if len(self._buffer) - self._end < MIN_FREE_BYTES:
+            remaining = self._end - self._start
+            self._view[:remaining] = self._view[self._start : self._end]
+            self._start, self._end = 0, remaining
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._metrics is not None:
+            self._metrics.bytes_in.inc(nbytes)
+        if self._big is not None:
+            self._big_filled += nbytes
+            if self._big_filled < len(self._big):
+                return
+            frame, self._big = self._big, None
+            self._on_frame(memoryview(frame).toreadonly())
+            return
+        self._end += nbytes
+        while not self._closed:
+            available = self._end - self._start
+            if available < 4:
+                break
+            (length,) = _LENGTH.unpack_from(self._buffer, self._start)
+            if length < 8 or length > self._max_frame:
+                self._close(
+                    f"frame length {length} outside [8, {self._max_frame}] (socket.request.max.bytes)"
+                )
+                return
+            if available - 4 >= length:
+                begin = self._start + 4
+                frame = bytes(self._view[begin : begin + length])
+                self._start = begin + length
+                self._on_frame(frame)
+                continue
+            if length + 4 > len(self._buffer):
+                # Too big for the shared buffer: read the rest straight into its own buffer.
+                self._big = bytearray(length)
+                already = available - 4
+                self._big[:already] = self._view[self._start + 4 : self._end]
+                self._big_filled = already
+                self._start = self._end = 0
+            break
+        if self._start == self._end:
+            self._start = self._end = 0
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    # --- dispatch -------------------------------------------------------------------------------
+    def _close(self, reason: str) -> None:
+        if not self._closed:
+            log.warning("closing connection %d from %s: %s", self.connection_id, self._peer, reason)
+            self._closed = True
+            if self._transport is not None:
+                self._transport.close()
+
+    def _on_frame(self, frame: bytes | memoryview) -> None:
+        if self._sasl is not None and self._sasl.expects_raw_token:
+            self._raw_sasl_token(bytes(frame))
+            return
+        try:
+            request = parse_request(frame, self._dispatcher.max_versions)
+        except UnsupportedRequest as exc:
+            if exc.api_key == 18:
+                # KIP-511: answer in v0 so the client can pick a version from our list.
+                data = encode_api_versions_fallback(
+                    exc.correlation_id, self._broker.api_ranges, ErrorCode.unsupported_version
+                )
+                self._enqueue_ready(data)
+                self._count(exc.api_key, "unsupported_version")
+                return
+            self._close(str(exc))
+            return
+        except MalformedFrame as exc:
+            self._close(str(exc))
+            return
+        if self._sasl is not None and not self._sasl.allows(request.api_key):
+            self._close(f"{api_name(request.api_key)} before SASL authentication")
+            return
+        task = asyncio.ensure_future(self._serve(request))
+        self._pending.append(task)
+        task.add_done_callback(self._flush)
+        self._update_reading()
+
+    def _enqueue_ready(self, data: bytes) -> None:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result(data)
+        self._pending.append(future)
+        self._flush(future)
+
+    def _update_reading(self) -> None:
+        if self._transport is None or self._closed:
+            return
+        should_pause = self._writing_paused or len(self._pending) >= self._max_inflight
+        if should_pause and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+    def _flush(self, _done: asyncio.Future[Any]) -> None:
+        while self._pending and self._pending[0].done():
+            future = self._pending.popleft()
+            if future.cancelled():
+                continue
+            exc = future.exception()
+            if exc is not None:
+                log.error("handler failed on connection %d", self.connection_id, exc_info=exc)
+                self._close(f"internal error: {type(exc).__name__}")
+                return
+            data = future.result()
+            if data is not None and not self._closed and self._transport is not None:
+                self._transport.write(data)
+                if self._metrics is not None:
+                    self._metrics.bytes_out.inc(len(data))
+        self._update_reading()
+
+    def _count(self, api_key: int, error: str) -> None:
+        if self._metrics is not None:
+            self._metrics.requests.labels(api_name(api_key), error).inc()
+
+    async def _serve(self, request: Request) -> bytes | None:
+        key = request.api_key
+        ctx = RequestContext(
+            api_key=key,
+            api_version=request.api_version,
+            correlation_id=request.correlation_id,
+            client_id=request.client_id,
+            client_host=self._peer,
+            connection_id=self.connection_id,
+            principal=(self._sasl.principal or "User:ANONYMOUS") if self._sasl else "User:ANONYMOUS",
+            listener=self._listener,
+        )
+        started = time.perf_counter()
+        if key in (17, 36):
+            fields: dict[str, Any] | None = self._sasl_request(request)
+        else:
+            handler, target = self._dispatcher.routes[key]
+            fields = await handler(target, ctx, request.body)
+        if fields is None:
+            self._count(key, "none")
+            return None
+        data = encode_response(request.correlation_id, build_response(key, request.api_version, fields))
+        if self._metrics is not None:
+            self._metrics.latency.labels(api_name(key)).observe(time.perf_counter() - started)
+            error = fields.get("error_code")
+            self._count(key, error.name if isinstance(error, ErrorCode) else "none")
+        return data
+
+    # --- SASL -----------------------------------------------------------------------------------
+    def _sasl_request(self, request: Request) -> dict[str, Any]:
+        if self._sasl is None:
+            return {
+                "error_code": ErrorCode.illegal_sasl_state,
+                "mechanisms": [],
+                "error_message": "this listener does not use SASL",
+            }
+        if request.api_key == 17:
+            code = self._sasl.handshake(request.body.mechanism, request.api_version)
+            return {"error_code": code, "mechanisms": ["PLAIN"]}
+        result = self._sasl.authenticate(request.body.auth_bytes)
+        if result.error_code is not ErrorCode.none:
+            log.warning(
+                "SASL authentication failed on connection %d from %s: %s",
+                self.connection_id,
+                self._peer,
+                result.message,
+            )
+            # Kafka answers then closes; close once the answer is written.
+            asyncio.get_running_loop().call_soon(self._close, "SASL authentication failed")
+        return {
+            "error_code": result.error_code,
+            "error_message": result.message,
+            "auth_bytes": b"",
+            "session_lifetime": 0,
+        }
+
+    def _raw_sasl_token(self, token: bytes) -> None:
+        assert self._sasl is not None
+        result = self._sasl.authenticate(token)
+        if result.error_code is not ErrorCode.none:
+            self._close(f"SASL authentication failed: {result.message}")
+            return
+        self._enqueue_ready(_LENGTH.pack(0))  # an empty server token completes PLAIN
+
+
+class KafkaServer:
+    """Every configured listener of one broker."""
+
+    def __init__(self, broker: BrokerService, dispatcher: Dispatcher) -> None:
+        self._broker = broker
+        self._dispatcher = dispatcher
+        self._servers: list[asyncio.Server] = []
+        self.bound: list[Endpoint] = []
+
+    async def bind(self) -> None:
+        """Bind every listener (not serving yet) and publish the advertised endpoints."""
+        config = self._broker.config
+        from tabletopic.broker.sasl import parse_users
+        from tabletopic.broker.service import parse_listener
+
+        users = parse_users(config.get(settings.SASL_PLAIN_USERS))
+        max_frame = config.get(settings.SOCKET_REQUEST_MAX_BYTES)
+        max_inflight = config.get(settings.QUEUED_MAX_REQUESTS)
+        loop = asyncio.get_running_loop()
+        for text in config.get(settings.LISTENERS):
+            endpoint = parse_listener(text)
+            sasl_users = users if endpoint.protocol == "SASL_PLAINTEXT" else None
+
+            def factory(protocol: str = endpoint.protocol, sasl: dict[str, str] | None = sasl_users) -> Any:
+                return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight)
+
+            server = await loop.create_server(
+                factory, endpoint.host, endpoint.port, reuse_address=True, backlog=1024, start_serving=False
+            )
+            port = server.sockets[0].getsockname()[1]
+            self._servers.append(server)
+            self.bound.append(Endpoint(endpoint.protocol, endpoint.host, port))
+            log.info("Kafka listener %s://%s:%d", endpoint.protocol, endpoint.host, port)
+        advertised = {e.protocol: e for e in self.bound}
+        for text in config.get(settings.ADVERTISED_LISTENERS):
+            endpoint = parse_listener(text)
+            advertised[endpoint.protocol] = endpoint
+        for protocol, endpoint in advertised.items():
+            if endpoint.host in ("0.0.0.0", "::", ""):
+                advertised[protocol] = Endpoint(protocol, "127.0.0.1", endpoint.port)
+        self._broker.advertised = advertised
+
+    async def serve(self) -> None:
+        for server in self._servers:
+            await server.start_serving()
+
+    async def stop(self) -> None:
+        for server in self._servers:
+            server.close()
+        for server in self._servers:
+            try:
+                await asyncio.wait_for(server.wait_closed(), timeout=2)
+            except TimeoutError:
+                pass
+        self._servers = []

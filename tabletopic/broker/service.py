@@ -1,0 +1,256 @@
+"""The broker's state and services in one object: what request handlers work on, and what other
+subsystems reach through ``platform.services["broker"]`` (topic list and configs, partition ->
+stream id, high watermarks, creating and altering topics programmatically).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker import settings
+from tabletopic.broker.metrics import BrokerMetrics
+from tabletopic.broker.producers import ProducerStates
+from tabletopic.broker.retention import RetentionTask
+from tabletopic.broker.topic_configs import TOPIC_CONFIG_KEYS, TableConfigValidator
+from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
+from tabletopic.config import Config
+from tabletopic.s3stream.api import StreamError, StreamStore
+
+log = logging.getLogger(__name__)
+
+PRODUCER_ID_BLOCK = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    protocol: str
+    host: str
+    port: int
+
+
+def parse_listener(text: str) -> Endpoint:
+    """``PLAINTEXT://127.0.0.1:9092`` -> Endpoint. Raises ValueError."""
+    protocol, sep, rest = text.partition("://")
+    if not sep:
+        raise ValueError(f"listener {text!r} must look like PROTOCOL://HOST:PORT")
+    host, _, port = rest.rpartition(":")
+    if protocol.upper() not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        raise ValueError(f"listener protocol {protocol} is not PLAINTEXT or SASL_PLAINTEXT")
+    return Endpoint(protocol.upper(), host.strip("[]") or "0.0.0.0", int(port))
+
+
+class BrokerService:
+    """Topics, producer state and the stream store of one broker node."""
+
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        store: StreamStore,
+        metrics: BrokerMetrics | None = None,
+        table_validator: TableConfigValidator | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.node_id: int = config.get(settings.BROKER_ID)
+        self.topics = TopicRegistry(engine, store, table_validator)
+        self.producers = ProducerStates(engine, store)
+        self.metrics = metrics
+        self.cluster_id = ""
+        # Where clients are told to connect, by listener protocol; set once the server is bound.
+        self.advertised: dict[str, Endpoint] = {}
+        # (api_key, min, max) served, for ApiVersions; set by the server.
+        self.api_ranges: list[tuple[int, int, int]] = []
+        self.dynamic_configs: dict[str, str] = {}
+        self._next_producer_id = 0
+        self._producer_id_limit = 0
+        self._producer_id_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.retention = RetentionTask(self)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.topics.load()
+        configured = self.config.get(settings.CLUSTER_ID)
+        stored = await self.topics.state_value("cluster.id", configured or _new_cluster_id())
+        self.cluster_id = configured or stored or _new_cluster_id()
+        for name, value in (await self.topics.state_items("config.")).items():
+            self.dynamic_configs[name] = value
+        streams = [s for topic in self.topics.all() for s in topic.streams]
+        await self.producers.recover(streams)
+        self._tasks = [
+            asyncio.create_task(self._snapshot_loop(), name="broker-producer-snapshots"),
+            asyncio.create_task(self.retention.run(), name="broker-retention"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        try:
+            await self.producers.snapshot()
+        except Exception:
+            log.exception("final producer state snapshot failed")
+
+    async def _snapshot_loop(self) -> None:
+        interval = self.config.get(settings.PRODUCER_STATE_SNAPSHOT_INTERVAL_MS) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.producers.snapshot()
+            except Exception:
+                log.exception("producer state snapshot failed; retrying next interval")
+
+    # --- configuration ------------------------------------------------------------------------
+    def broker_config(self, key: str) -> Any:
+        if key in self.dynamic_configs:
+            return Config.lookup(key).parse(self.dynamic_configs[key])  # type: ignore[union-attr]
+        return self.config.get(key)
+
+    def is_static_broker_config(self, key: str) -> bool:
+        """Whether the node's configuration (file, environment, flags) sets ``key`` explicitly."""
+        return key in getattr(self.config, "_values", {})
+
+    async def set_dynamic_configs(self, values: Mapping[str, str | None], replace: bool = False) -> None:
+        """Set broker configs at runtime (persisted; None removes a key). ``replace`` drops every
+        dynamic key not given (AlterConfigs semantics)."""
+        updated = {} if replace else dict(self.dynamic_configs)
+        for key, value in values.items():
+            if value is None:
+                updated.pop(key, None)
+            else:
+                updated[key] = value
+        await self.topics.replace_state_items("config.", updated)
+        self.dynamic_configs = updated
+
+    def advertised_for(self, ctx: Any) -> Endpoint:
+        listener = getattr(ctx, "listener", "PLAINTEXT")
+        endpoint = self.advertised.get(listener) or next(iter(self.advertised.values()), None)
+        return endpoint or Endpoint("PLAINTEXT", "127.0.0.1", 9092)
+
+    def topic_config(self, topic: Topic, key: str) -> str:
+        """A topic config's effective value: explicit, else the broker default, else Kafka's."""
+        if key in topic.configs:
+            return topic.configs[key]
+        definition = TOPIC_CONFIG_KEYS.get(key)
+        if definition is None:
+            return ""
+        if definition.broker_default is not None:
+            return str(self.broker_config(definition.broker_default))
+        return definition.default
+
+    def effective_topic_configs(self, topic: Topic) -> dict[str, str]:
+        result = {key: self.topic_config(topic, key) for key in TOPIC_CONFIG_KEYS}
+        result.update(topic.configs)
+        return result
+
+    # --- producer ids ---------------------------------------------------------------------------
+    async def allocate_producer_id(self) -> int:
+        """A producer id never handed out before, from blocks reserved in the metadata DB."""
+        async with self._producer_id_lock:
+            if self._next_producer_id >= self._producer_id_limit:
+                first = await self.topics.allocate_block("next.producer.id", PRODUCER_ID_BLOCK)
+                self._next_producer_id, self._producer_id_limit = first, first + PRODUCER_ID_BLOCK
+            producer_id = self._next_producer_id
+            self._next_producer_id += 1
+            return producer_id
+
+    # --- what other subsystems use --------------------------------------------------------------
+    def list_topics(self) -> list[str]:
+        return sorted(t.name for t in self.topics.all())
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        topic = self._topic(name)
+        return self.effective_topic_configs(topic)
+
+    def stream_id(self, name: str, partition: int) -> int:
+        topic = self._topic(name)
+        if not 0 <= partition < topic.partition_count:
+            raise TopicError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {partition}")
+        return topic.streams[partition]
+
+    def high_watermark(self, name: str, partition: int) -> int:
+        return self.store.stream_info(self.stream_id(name, partition)).end_offset
+
+    def log_start_offset(self, name: str, partition: int) -> int:
+        return self.store.stream_info(self.stream_id(name, partition)).start_offset
+
+    async def create_topic(
+        self, name: str, partitions: int | None = None, configs: Mapping[str, str] | None = None
+    ) -> Topic:
+        count = partitions if partitions and partitions > 0 else self.broker_config("num.partitions")
+        return await self.topics.create(name, count, configs)
+
+    async def delete_topic(self, name: str) -> None:
+        topic = await self.topics.delete(name)
+        for stream_id in topic.streams:
+            self.producers.forget_stream(stream_id)
+
+    async def alter_topic_configs(
+        self, name: str, set_configs: Mapping[str, str], delete: tuple[str, ...] = ()
+    ) -> Topic:
+        """Set and remove explicit configs of a topic (others stay as they are)."""
+        topic = self._topic(name)
+        merged = {k: v for k, v in topic.configs.items() if k not in delete}
+        merged.update(set_configs)
+        return await self.topics.replace_configs(name, merged)
+
+    def _topic(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.unknown_topic_or_partition, f"topic {name} does not exist")
+        return topic
+
+    def partition_offsets(self, topic: Topic) -> list[tuple[int, int]]:
+        """``(log start, high watermark)`` of each partition."""
+        result = []
+        for stream_id in topic.streams:
+            try:
+                info = self.store.stream_info(stream_id)
+                result.append((info.start_offset, info.end_offset))
+            except StreamError:
+                result.append((0, 0))
+        return result
+
+    # The table pipeline's view (tabletopic.table.worker.TopicDirectory).
+    def table_topics(self) -> list[Any]:
+        return [
+            view
+            for topic in self.topics.all()
+            if topic.configs.get("automq.table.topic.enable", "false").lower() == "true"
+            and (view := self.topic(topic.name)) is not None
+        ]
+
+    def topic(self, name: str) -> Any:
+        from tabletopic.table.worker import PartitionView, TopicView
+
+        topic = self.topics.get(name)
+        if topic is None:
+            return None
+        return TopicView(
+            name=topic.name,
+            topic_id=str(topic.topic_id),
+            configs=dict(topic.configs),
+            partitions=tuple(PartitionView(i, s) for i, s in enumerate(topic.streams)),
+        )
+
+
+def _new_cluster_id() -> str:
+    return uuid.uuid4().hex[:22]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

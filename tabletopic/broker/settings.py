@@ -1,0 +1,106 @@
+"""Configuration keys of the Kafka broker (names follow Apache Kafka's where one exists)."""
+
+from tabletopic.config import define, in_range
+
+LISTENERS = define(
+    "listeners",
+    list,
+    ["PLAINTEXT://127.0.0.1:9092"],
+    "Kafka listeners, comma separated `PROTOCOL://HOST:PORT` with PROTOCOL PLAINTEXT or "
+    "SASL_PLAINTEXT (port 0 picks a free port).",
+    "broker",
+)
+ADVERTISED_LISTENERS = define(
+    "advertised.listeners",
+    list,
+    [],
+    "What clients are told to connect to, same form as `listeners` and matched by protocol; empty "
+    "means the listeners themselves.",
+    "broker",
+)
+BROKER_ID = define("broker.id", int, 1, "The node id this broker reports in Metadata.", "broker", in_range(0))
+CLUSTER_ID = define(
+    "cluster.id",
+    str,
+    None,
+    "Cluster id reported to clients; empty means one generated on first start and kept in the "
+    "metadata database.",
+    "broker",
+)
+AUTO_CREATE_TOPICS = define(
+    "auto.create.topics.enable",
+    bool,
+    True,
+    "Create a topic when a client asks Metadata about a missing one (and allows auto-creation).",
+    "broker",
+)
+NUM_PARTITIONS = define(
+    "num.partitions",
+    int,
+    1,
+    "Partitions of an auto-created topic and the CreateTopics default.",
+    "broker",
+    in_range(1, 100_000),
+)
+MESSAGE_MAX_BYTES = define(
+    "message.max.bytes",
+    int,
+    1048588,
+    "Largest record batch accepted (after compression); the default of a topic's `max.message.bytes`.",
+    "broker",
+    in_range(0),
+)
+SOCKET_REQUEST_MAX_BYTES = define(
+    "socket.request.max.bytes",
+    int,
+    104857600,
+    "Largest request frame; a longer length prefix closes the connection before anything is allocated.",
+    "broker",
+    in_range(1024),
+)
+QUEUED_MAX_REQUESTS = define(
+    "queued.max.requests",
+    int,
+    64,
+    "Requests one connection may have in flight before the broker stops reading from it (backpressure).",
+    "broker",
+    in_range(1),
+)
+LOG_RETENTION_MS = define(
+    "log.retention.ms",
+    int,
+    604800000,
+    "Default `retention.ms` of topics: older batches are trimmed; -1 keeps everything.",
+    "broker",
+)
+LOG_RETENTION_BYTES = define(
+    "log.retention.bytes",
+    int,
+    -1,
+    "Default `retention.bytes` of a partition; -1 means no size limit.",
+    "broker",
+)
+RETENTION_CHECK_INTERVAL_MS = define(
+    "log.retention.check.interval.ms",
+    int,
+    300000,
+    "How often the retention task looks for partitions to trim.",
+    "broker",
+    in_range(100),
+)
+PRODUCER_STATE_SNAPSHOT_INTERVAL_MS = define(
+    "producer.state.snapshot.interval.ms",
+    int,
+    2000,
+    "How often idempotent-producer sequence state is written to the metadata database; after a "
+    "restart the batches appended since the last snapshot are replayed from the streams.",
+    "broker",
+    in_range(10),
+)
+SASL_PLAIN_USERS = define(
+    "sasl.plain.users",
+    list,
+    [],
+    "Users of SASL/PLAIN on SASL_PLAINTEXT listeners, comma separated `user:password`.",
+    "broker",
+)

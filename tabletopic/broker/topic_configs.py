@@ -1,0 +1,137 @@
+"""Topic configuration keys: which ones are accepted, their defaults and their validation.
+
+Kafka's usual topic keys are accepted (most only matter to a replicated log and are stored for
+tools that read them back); ``automq.table.topic.*`` keys are passed to the table pipeline's
+validator when one is registered (``platform.services["table_config_validator"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+TABLE_TOPIC_PREFIX = "automq.table.topic."
+
+TableConfigValidator = Callable[[dict[str, str]], None]
+
+
+class InvalidTopicConfig(ValueError):
+    """A topic config key is unknown or its value is invalid; the message is the client's reason."""
+
+
+def _int(low: int | None = None) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            number = int(value)
+        except ValueError:
+            raise InvalidTopicConfig(f"{value!r} is not an integer") from None
+        if low is not None and number < low:
+            raise InvalidTopicConfig(f"{number} is below the minimum {low}")
+
+    return check
+
+
+def _float(value: str) -> None:
+    try:
+        float(value)
+    except ValueError:
+        raise InvalidTopicConfig(f"{value!r} is not a number") from None
+
+
+def _choice(*choices: str, multi: bool = False) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        parts = [p.strip() for p in value.split(",")] if multi else [value]
+        for part in parts:
+            if part not in choices:
+                raise InvalidTopicConfig(f"{part!r} is not one of {', '.join(choices)}")
+
+    return check
+
+
+def _bool(value: str) -> None:
+    if value.lower() not in ("true", "false"):
+        raise InvalidTopicConfig(f"{value!r} is not true or false")
+
+
+def _any(_value: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigKey:
+    name: str
+    default: str
+    validate: Callable[[str], None]
+    # The broker key whose value is this topic key's default (DescribeConfigs reports the source).
+    broker_default: str | None = None
+
+
+_KEYS = [
+    TopicConfigKey("cleanup.policy", "delete", _choice("delete", "compact", multi=True)),
+    TopicConfigKey("retention.ms", "604800000", _int(-1), "log.retention.ms"),
+    TopicConfigKey("retention.bytes", "-1", _int(-1), "log.retention.bytes"),
+    TopicConfigKey("max.message.bytes", "1048588", _int(0), "message.max.bytes"),
+    TopicConfigKey("message.timestamp.type", "CreateTime", _choice("CreateTime", "LogAppendTime")),
+    TopicConfigKey(
+        "compression.type", "producer", _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+    ),
+    TopicConfigKey("segment.bytes", "1073741824", _int(14)),
+    TopicConfigKey("segment.ms", "604800000", _int(1)),
+    TopicConfigKey("segment.index.bytes", "10485760", _int(4)),
+    TopicConfigKey("segment.jitter.ms", "0", _int(0)),
+    TopicConfigKey("min.insync.replicas", "1", _int(1)),
+    TopicConfigKey("flush.messages", "9223372036854775807", _int(1)),
+    TopicConfigKey("flush.ms", "9223372036854775807", _int(0)),
+    TopicConfigKey("index.interval.bytes", "4096", _int(0)),
+    TopicConfigKey("delete.retention.ms", "86400000", _int(0)),
+    TopicConfigKey("min.compaction.lag.ms", "0", _int(0)),
+    TopicConfigKey("max.compaction.lag.ms", "9223372036854775807", _int(1)),
+    TopicConfigKey("file.delete.delay.ms", "60000", _int(0)),
+    TopicConfigKey("min.cleanable.dirty.ratio", "0.5", _float),
+    TopicConfigKey("unclean.leader.election.enable", "false", _bool),
+    TopicConfigKey("preallocate", "false", _bool),
+    TopicConfigKey("message.downconversion.enable", "true", _bool),
+    TopicConfigKey("message.timestamp.difference.max.ms", "9223372036854775807", _int(0)),
+    TopicConfigKey("message.timestamp.before.max.ms", "9223372036854775807", _int(0)),
+    TopicConfigKey("message.timestamp.after.max.ms", "9223372036854775807", _int(0)),
+    TopicConfigKey("local.retention.ms", "-2", _int(-2)),
+    TopicConfigKey("local.retention.bytes", "-2", _int(-2)),
+    TopicConfigKey("remote.storage.enable", "false", _bool),
+    TopicConfigKey("leader.replication.throttled.replicas", "", _any),
+    TopicConfigKey("follower.replication.throttled.replicas", "", _any),
+]
+TOPIC_CONFIG_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in _KEYS}
+
+
+def validate_topic_configs(
+    configs: Mapping[str, str], table_validator: TableConfigValidator | None = None
+) -> dict[str, str]:
+    """Check a topic's complete set of explicit configs; return it as a plain dict.
+
+    Raises:
+        InvalidTopicConfig: naming the key and why (unknown key, bad value, or the table
+            pipeline's reason for ``automq.table.topic.*`` keys).
+    """
+    result: dict[str, str] = {}
+    for name, value in configs.items():
+        if value is None:
+            raise InvalidTopicConfig(f"config {name} has a null value")
+        text = str(value)
+        if name.startswith(TABLE_TOPIC_PREFIX):
+            result[name] = text
+            continue
+        key = TOPIC_CONFIG_KEYS.get(name)
+        if key is None:
+            raise InvalidTopicConfig(f"unknown topic config {name}")
+        try:
+            key.validate(text)
+        except InvalidTopicConfig as exc:
+            raise InvalidTopicConfig(f"invalid value for {name}: {exc}") from None
+        result[name] = text
+    table_keys = {k: v for k, v in result.items() if k.startswith(TABLE_TOPIC_PREFIX)}
+    if table_keys and table_validator is not None:
+        try:
+            table_validator(table_keys)
+        except ValueError as exc:
+            raise InvalidTopicConfig(str(exc)) from exc
+    return result

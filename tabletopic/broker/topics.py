@@ -1,0 +1,368 @@
+"""Topics and their partitions: in memory for the hot path, in the metadata database for restarts.
+
+Every partition is one s3stream stream (stream offsets are Kafka offsets), so a topic is just a
+name, a topic id, explicit configs and a list of stream ids indexed by partition number.
+Mutations are serialised by one lock and written to the database before the in-memory view
+changes, so a crash never leaves a topic that clients saw but the next start does not know.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Connection, Engine
+
+from tabletopic import metadata
+from tabletopic.broker.topic_configs import (
+    InvalidTopicConfig,
+    TableConfigValidator,
+    validate_topic_configs,
+)
+from tabletopic.s3stream.api import StreamNotFound, StreamStore
+
+log = logging.getLogger(__name__)
+
+MAX_TOPIC_NAME = 249
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+_meta = sa.MetaData()
+topics_table = sa.Table(
+    "broker_topics",
+    _meta,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("topic_id", sa.String(36), nullable=False, unique=True),
+)
+partitions_table = sa.Table(
+    "broker_partitions",
+    _meta,
+    sa.Column(
+        "topic", sa.String(255), sa.ForeignKey("broker_topics.name", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("partition", sa.Integer, primary_key=True),
+    sa.Column("stream_id", sa.BigInteger, nullable=False),
+)
+topic_configs_table = sa.Table(
+    "broker_topic_configs",
+    _meta,
+    sa.Column(
+        "topic", sa.String(255), sa.ForeignKey("broker_topics.name", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+broker_state_table = sa.Table(
+    "broker_state",
+    _meta,
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+producer_snapshots_table = sa.Table(
+    "broker_producer_snapshots",
+    _meta,
+    sa.Column("stream_id", sa.BigInteger, primary_key=True),
+    sa.Column("end_offset", sa.BigInteger, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+)
+
+MIGRATIONS = [
+    metadata.create_tables(
+        topics_table, partitions_table, topic_configs_table, broker_state_table, producer_snapshots_table
+    ),
+]
+
+
+class TopicError(Exception):
+    """A topic operation refused with a Kafka error code and a message for the client."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    streams: list[int]  # stream id of each partition, indexed by partition number
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.streams)
+
+
+def check_topic_name(name: str) -> None:
+    """Kafka's topic name rules. Raises TopicError(INVALID_TOPIC_EXCEPTION)."""
+    if not name or name in (".", ".."):
+        raise TopicError(ErrorCode.invalid_topic_exception, f"topic name {name!r} is illegal")
+    if len(name) > MAX_TOPIC_NAME:
+        raise TopicError(ErrorCode.invalid_topic_exception, f"topic name longer than {MAX_TOPIC_NAME}")
+    if not _LEGAL_NAME.match(name):
+        raise TopicError(
+            ErrorCode.invalid_topic_exception,
+            f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'",
+        )
+
+
+class TopicRegistry:
+    """The broker's topics. Reads are synchronous dict lookups; changes are coroutines."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        store: StreamStore,
+        table_validator: TableConfigValidator | None = None,
+    ) -> None:
+        self._engine = engine
+        self._store = store
+        self._table_validator = table_validator
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._lock = asyncio.Lock()
+
+    def set_table_validator(self, validator: TableConfigValidator | None) -> None:
+        self._table_validator = validator
+
+    async def load(self) -> None:
+        """Apply migrations and read every topic."""
+        await asyncio.to_thread(metadata.migrate, self._engine, "broker", MIGRATIONS)
+        topics = await asyncio.to_thread(self._read_all)
+        self._by_name = {t.name: t for t in topics}
+        self._by_id = {t.topic_id: t for t in topics}
+        log.info("loaded %d topics", len(topics))
+
+    def _read_all(self) -> list[Topic]:
+        with self._engine.begin() as conn:
+            topics = {
+                row.name: Topic(row.name, uuid.UUID(row.topic_id), [])
+                for row in conn.execute(sa.select(topics_table))
+            }
+            rows = conn.execute(
+                sa.select(partitions_table).order_by(partitions_table.c.topic, partitions_table.c.partition)
+            )
+            for row in rows:
+                topics[row.topic].streams.append(int(row.stream_id))
+            for row in conn.execute(sa.select(topic_configs_table)):
+                topics[row.topic].configs[row.key] = row.value
+        return list(topics.values())
+
+    # --- reads -------------------------------------------------------------------------------
+    def get(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def all(self) -> list[Topic]:
+        return list(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def partition_count(self) -> int:
+        return sum(len(t.streams) for t in self._by_name.values())
+
+    # --- changes -----------------------------------------------------------------------------
+    async def create(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> Topic:
+        """Create a topic with ``partitions`` fresh streams.
+
+        Raises:
+            TopicError: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS or
+                INVALID_CONFIG.
+        """
+        check_topic_name(name)
+        if partitions < 1:
+            raise TopicError(ErrorCode.invalid_partitions, f"partition count {partitions} must be positive")
+        if partitions > 100_000:
+            raise TopicError(ErrorCode.invalid_partitions, f"partition count {partitions} is too large")
+        checked = self._validate_configs(configs or {})
+        async with self._lock:
+            if name in self._by_name:
+                raise TopicError(ErrorCode.topic_already_exists, f"topic {name} already exists")
+            if validate_only:
+                return Topic(name, uuid.uuid4(), [0] * partitions, checked)
+            streams = [await self._store.create_stream() for _ in range(partitions)]
+            topic = Topic(name, uuid.uuid4(), streams, checked)
+            await asyncio.to_thread(self._insert, topic)
+            self._by_name[name] = topic
+            self._by_id[topic.topic_id] = topic
+        log.info("created topic %s with %d partitions", name, partitions)
+        return topic
+
+    def _insert(self, topic: Topic) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(sa.insert(topics_table).values(name=topic.name, topic_id=str(topic.topic_id)))
+            self._insert_partitions(conn, topic.name, 0, topic.streams)
+            if topic.configs:
+                conn.execute(
+                    sa.insert(topic_configs_table),
+                    [{"topic": topic.name, "key": k, "value": v} for k, v in topic.configs.items()],
+                )
+
+    @staticmethod
+    def _insert_partitions(conn: Connection, name: str, first: int, streams: list[int]) -> None:
+        conn.execute(
+            sa.insert(partitions_table),
+            [{"topic": name, "partition": first + i, "stream_id": s} for i, s in enumerate(streams)],
+        )
+
+    def _validate_configs(self, configs: Mapping[str, str]) -> dict[str, str]:
+        try:
+            return validate_topic_configs(configs, self._table_validator)
+        except InvalidTopicConfig as exc:
+            raise TopicError(ErrorCode.invalid_config, str(exc)) from exc
+
+    def _require(self, name: str) -> Topic:
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.unknown_topic_or_partition, f"topic {name} does not exist")
+        return topic
+
+    async def delete(self, name: str) -> Topic:
+        """Delete a topic and its streams. Raises TopicError(UNKNOWN_TOPIC_OR_PARTITION)."""
+        async with self._lock:
+            topic = self._require(name)
+            await asyncio.to_thread(self._delete_rows, name)
+            del self._by_name[name]
+            self._by_id.pop(topic.topic_id, None)
+        for stream_id in topic.streams:
+            try:
+                await self._store.delete_stream(stream_id)
+            except StreamNotFound:
+                pass
+        log.info("deleted topic %s", name)
+        return topic
+
+    def _delete_rows(self, name: str) -> None:
+        with self._engine.begin() as conn:
+            for table in (topic_configs_table, partitions_table):
+                conn.execute(sa.delete(table).where(table.c.topic == name))
+            conn.execute(sa.delete(topics_table).where(topics_table.c.name == name))
+
+    async def add_partitions(self, name: str, total: int, validate_only: bool = False) -> Topic:
+        """Grow a topic to ``total`` partitions. Raises TopicError(INVALID_PARTITIONS) when not a
+        strict increase."""
+        async with self._lock:
+            topic = self._require(name)
+            if total <= topic.partition_count:
+                raise TopicError(
+                    ErrorCode.invalid_partitions,
+                    f"topic {name} has {topic.partition_count} partitions; the new count {total} "
+                    "must be larger",
+                )
+            if total > 100_000:
+                raise TopicError(ErrorCode.invalid_partitions, f"partition count {total} is too large")
+            if validate_only:
+                return topic
+            streams = [await self._store.create_stream() for _ in range(total - topic.partition_count)]
+            first = topic.partition_count
+
+            def write() -> None:
+                with self._engine.begin() as conn:
+                    self._insert_partitions(conn, name, first, streams)
+
+            await asyncio.to_thread(write)
+            topic.streams = [*topic.streams, *streams]
+        return topic
+
+    async def replace_configs(
+        self, name: str, configs: Mapping[str, str], validate_only: bool = False
+    ) -> Topic:
+        """Set a topic's explicit configs to exactly ``configs`` (AlterConfigs semantics; the
+        incremental form computes the full set first). Raises TopicError."""
+        checked = self._validate_configs(configs)
+        async with self._lock:
+            topic = self._require(name)
+            if validate_only:
+                return topic
+
+            def write() -> None:
+                with self._engine.begin() as conn:
+                    conn.execute(sa.delete(topic_configs_table).where(topic_configs_table.c.topic == name))
+                    if checked:
+                        conn.execute(
+                            sa.insert(topic_configs_table),
+                            [{"topic": name, "key": k, "value": v} for k, v in checked.items()],
+                        )
+
+            await asyncio.to_thread(write)
+            topic.configs = checked
+        return topic
+
+    # --- broker-wide state kept next to the topics --------------------------------------------
+    async def state_value(self, key: str, create: str | None = None) -> str | None:
+        """A value of the ``broker_state`` table, inserting ``create`` when absent."""
+
+        def run() -> str | None:
+            with self._engine.begin() as conn:
+                row = conn.execute(
+                    sa.select(broker_state_table.c.value).where(broker_state_table.c.key == key)
+                ).first()
+                if row is not None:
+                    return str(row[0])
+                if create is None:
+                    return None
+                conn.execute(sa.insert(broker_state_table).values(key=key, value=create))
+                return create
+
+        return await asyncio.to_thread(run)
+
+    async def state_items(self, prefix: str) -> dict[str, str]:
+        """Every ``broker_state`` entry under ``prefix``, prefix stripped."""
+
+        def run() -> dict[str, str]:
+            with self._engine.begin() as conn:
+                rows = conn.execute(
+                    sa.select(broker_state_table).where(broker_state_table.c.key.startswith(prefix))
+                )
+                return {row.key[len(prefix) :]: row.value for row in rows}
+
+        return await asyncio.to_thread(run)
+
+    async def replace_state_items(self, prefix: str, values: Mapping[str, str]) -> None:
+        """Make the entries under ``prefix`` exactly ``values``."""
+
+        def run() -> None:
+            with self._engine.begin() as conn:
+                conn.execute(sa.delete(broker_state_table).where(broker_state_table.c.key.startswith(prefix)))
+                if values:
+                    conn.execute(
+                        sa.insert(broker_state_table),
+                        [{"key": prefix + k, "value": v} for k, v in values.items()],
+                    )
+
+        await asyncio.to_thread(run)
+
+    async def allocate_block(self, key: str, size: int) -> int:
+        """Reserve ``size`` consecutive numbers of the counter ``key``; return the first."""
+
+        def run() -> int:
+            with self._engine.begin() as conn:
+                row = conn.execute(
+                    sa.select(broker_state_table.c.value).where(broker_state_table.c.key == key)
+                ).first()
+                first = int(row[0]) if row is not None else 0
+                if row is None:
+                    conn.execute(sa.insert(broker_state_table).values(key=key, value=str(first + size)))
+                else:
+                    conn.execute(
+                        sa.update(broker_state_table)
+                        .where(broker_state_table.c.key == key)
+                        .values(value=str(first + size))
+                    )
+                return first
+
+        return await asyncio.to_thread(run)

@@ -1,0 +1,98 @@
+"""A real ``tabletopic serve`` process on free loopback ports, for tests and the bench."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.ports import free_port, wait_for_port
+
+
+@dataclass
+class BrokerProcess:
+    data_dir: Path
+    overrides: dict[str, str] = field(default_factory=dict)
+    kafka_port: int = 0
+    admin_port: int = 0
+    sasl_port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.admin_port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "broker.log"
+
+    def start(self, timeout: float = 60.0) -> BrokerProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.kafka_port:
+            self.kafka_port, self.admin_port, self.sasl_port = free_port(), free_port(), free_port()
+        settings = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.kafka_port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
+            "sasl.plain.users": "alice:alice-secret,bob:bob-secret",
+            "admin.listener": f"http://127.0.0.1:{self.admin_port}",
+            "schema.registry.listener": f"http://127.0.0.1:{free_port()}",
+            "catalog.listener": f"http://127.0.0.1:{free_port()}",
+            "log.level": "INFO",
+            **self.overrides,
+        }
+        args = [sys.executable, "-m", "tabletopic", "serve", "--data-dir", str(self.data_dir)]
+        for key, value in settings.items():
+            args += ["--override", f"{key}={value}"]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            wait_for_port(self.kafka_port, timeout)
+            if settings.get("admin.listener"):
+                self._wait_for_admin(timeout)
+        except Exception:
+            self.kill()
+            raise RuntimeError(f"broker did not start:\n{self.log_tail()}") from None
+        return self
+
+    def _wait_for_admin(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError("broker exited")
+            try:
+                wait_for_port(self.admin_port, 0.5)
+                return
+            except TimeoutError:
+                continue
+        raise TimeoutError("admin API did not come up")
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks run."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
