@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 # the admin API last so /health answers only when everything else is up.
 COMPONENT_FACTORIES: tuple[str, ...] = (
     "tabletopic.s3stream.component:StorageComponent",
+    "tabletopic.broker.component:BrokerComponent",
 )
 
 
