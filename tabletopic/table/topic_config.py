@@ -400,14 +400,15 @@ def _converter(
     topic: str | None,
     side: str,
 ) -> ConverterConfig:
-    if kind is not ConvertType.BY_LATEST_SCHEMA:
-        return ConverterConfig(kind)
-    subject = raw.get(subject_key) or (f"{topic}-{side}" if topic else None)
+    # Validated whatever the converter type, so a typo is caught before the type is switched over.
     message = raw.get(message_key) or None
     if message is not None and not re.fullmatch(
         r"\.?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", message
     ):
         raise ValueError(f"{message_key} must be a fully-qualified message name, not {message!r}")
+    if kind is not ConvertType.BY_LATEST_SCHEMA:
+        return ConverterConfig(kind)
+    subject = raw.get(subject_key) or (f"{topic}-{side}" if topic else None)
     return ConverterConfig(kind, subject, message.lstrip(".") if message else None)
 
 
