@@ -28,8 +28,17 @@ class RegistryProcess:
     def start(self, timeout: float = 30.0) -> RegistryProcess:
         self.port = free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "tabletopic.schema_registry", "--data-dir", str(self.data_dir),
-                "-o", f"schema.registry.listener=http://127.0.0.1:{self.port}", "-o", "log.level=WARNING"]
+        args = [
+            sys.executable,
+            "-m",
+            "tabletopic.schema_registry",
+            "--data-dir",
+            str(self.data_dir),
+            "-o",
+            f"schema.registry.listener=http://127.0.0.1:{self.port}",
+            "-o",
+            "log.level=WARNING",
+        ]
         for key, value in self.overrides.items():
             args += ["-o", f"{key}={value}"]
         log = open(self.data_dir / "registry.log", "ab")  # noqa: SIM115 - owned by the process

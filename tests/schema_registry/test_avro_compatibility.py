@@ -34,11 +34,23 @@ def fixed(size: int, name: str = "F", **extra: Any) -> dict[str, Any]:
 
 PRIMITIVE_PROMOTIONS = [
     # (writer, reader, readable)
-    ("int", "int", True), ("int", "long", True), ("int", "float", True), ("int", "double", True),
-    ("long", "float", True), ("long", "double", True), ("float", "double", True),
-    ("string", "bytes", True), ("bytes", "string", True),
-    ("long", "int", False), ("double", "float", False), ("float", "long", False), ("double", "int", False),
-    ("string", "int", False), ("boolean", "int", False), ("null", "string", False), ("int", "string", False),
+    ("int", "int", True),
+    ("int", "long", True),
+    ("int", "float", True),
+    ("int", "double", True),
+    ("long", "float", True),
+    ("long", "double", True),
+    ("float", "double", True),
+    ("string", "bytes", True),
+    ("bytes", "string", True),
+    ("long", "int", False),
+    ("double", "float", False),
+    ("float", "long", False),
+    ("double", "int", False),
+    ("string", "int", False),
+    ("boolean", "int", False),
+    ("null", "string", False),
+    ("int", "string", False),
     ("bytes", "int", False),
 ]
 
@@ -53,21 +65,46 @@ def test_primitive_promotions_follow_the_avro_spec(writer: str, reader: str, rea
 
 # (name, reader, writer, expected: None when compatible else (kind, location))
 CASES: list[tuple[str, Any, Any, tuple[str, str] | None]] = [
-    ("added field with default", rec(field("a", "int"), field("b", "string", default="x")),
-     rec(field("a", "int")), None),
-    ("added field without default", rec(field("a", "int"), field("b", "string")),
-     rec(field("a", "int")), ("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/1")),
+    (
+        "added field with default",
+        rec(field("a", "int"), field("b", "string", default="x")),
+        rec(field("a", "int")),
+        None,
+    ),
+    (
+        "added field without default",
+        rec(field("a", "int"), field("b", "string")),
+        rec(field("a", "int")),
+        ("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/1"),
+    ),
     ("removed field", rec(field("a", "int")), rec(field("a", "int"), field("b", "string")), None),
     ("field type promoted", rec(field("a", "long")), rec(field("a", "int")), None),
-    ("field type narrowed", rec(field("a", "int")), rec(field("a", "long")),
-     ("TYPE_MISMATCH", "/fields/0/type")),
+    (
+        "field type narrowed",
+        rec(field("a", "int")),
+        rec(field("a", "long")),
+        ("TYPE_MISMATCH", "/fields/0/type"),
+    ),
     ("field renamed with alias", rec(field("b", "int", aliases=["a"])), rec(field("a", "int")), None),
-    ("field renamed without alias", rec(field("b", "int")), rec(field("a", "int")),
-     ("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/0")),
+    (
+        "field renamed without alias",
+        rec(field("b", "int")),
+        rec(field("a", "int")),
+        ("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/0"),
+    ),
     ("record renamed", rec(field("a", "int"), name="S"), rec(field("a", "int")), ("NAME_MISMATCH", "/name")),
-    ("record renamed with alias", rec(field("a", "int"), name="S", aliases=["R"]), rec(field("a", "int")), None),
-    ("namespace change keeps the short name", rec(field("a", "int"), namespace="x"),
-     rec(field("a", "int"), namespace="y"), None),
+    (
+        "record renamed with alias",
+        rec(field("a", "int"), name="S", aliases=["R"]),
+        rec(field("a", "int")),
+        None,
+    ),
+    (
+        "namespace change keeps the short name",
+        rec(field("a", "int"), namespace="x"),
+        rec(field("a", "int"), namespace="y"),
+        None,
+    ),
     ("enum symbol added", enum("A", "B", "C"), enum("A", "B"), None),
     ("enum symbol removed", enum("A"), enum("A", "B"), ("MISSING_ENUM_SYMBOLS", "/symbols")),
     ("enum symbol removed with reader default", enum("A", "U", default="U"), enum("A", "B"), None),
@@ -76,29 +113,61 @@ CASES: list[tuple[str, Any, Any, tuple[str, str] | None]] = [
     ("fixed size change", fixed(8), fixed(16), ("FIXED_SIZE_MISMATCH", "/size")),
     ("fixed renamed", fixed(4, name="G"), fixed(4), ("NAME_MISMATCH", "/name")),
     ("array items promoted", {"type": "array", "items": "long"}, {"type": "array", "items": "int"}, None),
-    ("array items narrowed", {"type": "array", "items": "int"}, {"type": "array", "items": "long"},
-     ("TYPE_MISMATCH", "/items")),
+    (
+        "array items narrowed",
+        {"type": "array", "items": "int"},
+        {"type": "array", "items": "long"},
+        ("TYPE_MISMATCH", "/items"),
+    ),
     ("map values promoted", {"type": "map", "values": "double"}, {"type": "map", "values": "float"}, None),
-    ("map values changed", {"type": "map", "values": "int"}, {"type": "map", "values": "string"},
-     ("TYPE_MISMATCH", "/values")),
-    ("array vs map", {"type": "array", "items": "int"}, {"type": "map", "values": "int"}, ("TYPE_MISMATCH", "/")),
-    ("writer branch added to union", ["null", "int"], ["null", "int", "string"], ("MISSING_UNION_BRANCH", "/2")),
+    (
+        "map values changed",
+        {"type": "map", "values": "int"},
+        {"type": "map", "values": "string"},
+        ("TYPE_MISMATCH", "/values"),
+    ),
+    (
+        "array vs map",
+        {"type": "array", "items": "int"},
+        {"type": "map", "values": "int"},
+        ("TYPE_MISMATCH", "/"),
+    ),
+    (
+        "writer branch added to union",
+        ["null", "int"],
+        ["null", "int", "string"],
+        ("MISSING_UNION_BRANCH", "/2"),
+    ),
     ("reader union covers writer union", ["null", "int", "string"], ["null", "int"], None),
     ("reader union covers via promotion", ["null", "long"], ["null", "int"], None),
     ("reader union covers plain writer", ["null", "string"], "string", None),
     ("reader union lacks plain writer", ["null", "string"], "int", ("MISSING_UNION_BRANCH", "/")),
     ("plain reader reads every writer branch", "long", ["int", "long"], None),
     ("plain reader misses a writer branch", "string", ["null", "string"], ("TYPE_MISMATCH", "/")),
-    ("nested record field added without default",
-     rec(field("inner", rec(field("x", "int"), field("y", "int"), name="I"))),
-     rec(field("inner", rec(field("x", "int"), name="I"))),
-     ("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/0/type/fields/1")),
-    ("nested record in array promoted",
-     {"type": "array", "items": rec(field("x", "long"), name="I")},
-     {"type": "array", "items": rec(field("x", "int"), name="I")}, None),
-    ("optional field made required", rec(field("a", "int")), rec(field("a", ["null", "int"], default=None)),
-     ("TYPE_MISMATCH", "/fields/0/type")),
-    ("required field made optional", rec(field("a", ["null", "int"], default=None)), rec(field("a", "int")), None),
+    (
+        "nested record field added without default",
+        rec(field("inner", rec(field("x", "int"), field("y", "int"), name="I"))),
+        rec(field("inner", rec(field("x", "int"), name="I"))),
+        ("READER_FIELD_MISSING_DEFAULT_VALUE", "/fields/0/type/fields/1"),
+    ),
+    (
+        "nested record in array promoted",
+        {"type": "array", "items": rec(field("x", "long"), name="I")},
+        {"type": "array", "items": rec(field("x", "int"), name="I")},
+        None,
+    ),
+    (
+        "optional field made required",
+        rec(field("a", "int")),
+        rec(field("a", ["null", "int"], default=None)),
+        ("TYPE_MISMATCH", "/fields/0/type"),
+    ),
+    (
+        "required field made optional",
+        rec(field("a", ["null", "int"], default=None)),
+        rec(field("a", "int")),
+        None,
+    ),
     ("string read as bytes in record", rec(field("a", "bytes")), rec(field("a", "string")), None),
 ]
 
@@ -125,7 +194,11 @@ def test_every_incompatibility_is_reported_not_only_the_first() -> None:
     reader = rec(field("a", "int"), field("b", "string"), field("c", "boolean"))
     writer = rec(field("a", "string"))
     kinds = sorted(i.kind for i in FORMAT.reader_can_read(parse(reader), parse(writer)))
-    assert kinds == ["READER_FIELD_MISSING_DEFAULT_VALUE", "READER_FIELD_MISSING_DEFAULT_VALUE", "TYPE_MISMATCH"]
+    assert kinds == [
+        "READER_FIELD_MISSING_DEFAULT_VALUE",
+        "READER_FIELD_MISSING_DEFAULT_VALUE",
+        "TYPE_MISMATCH",
+    ]
 
 
 V1 = rec(field("a", "int"))
@@ -148,7 +221,9 @@ LEVEL_CASES = [
 
 
 @pytest.mark.parametrize(("level", "history", "candidate", "compatible"), LEVEL_CASES)
-def test_levels_compose_reader_can_read(level: str, history: list[Any], candidate: Any, compatible: bool) -> None:
+def test_levels_compose_reader_can_read(
+    level: str, history: list[Any], candidate: Any, compatible: bool
+) -> None:
     previous = [PreviousSchema(i + 1, parse(s)) for i, s in enumerate(history)]
     failures = check(CompatibilityLevel(level), FORMAT, parse(candidate), previous)
     assert (not failures) is compatible
@@ -170,7 +245,9 @@ def test_forward_and_full_transitive_check_old_readers_against_new_data() -> Non
     history = [PreviousSchema(1, parse(rec(field("a", "int")))), PreviousSchema(2, parse(v2))]
     candidate = parse(rec(field("b", "int", default=1)))  # drops `a`, which v1 requires without default
     assert check(CompatibilityLevel.FORWARD, FORMAT, candidate, history) == []
-    assert [f.version for f in check(CompatibilityLevel.FORWARD_TRANSITIVE, FORMAT, candidate, history)] == [1]
+    assert [f.version for f in check(CompatibilityLevel.FORWARD_TRANSITIVE, FORMAT, candidate, history)] == [
+        1
+    ]
     full = check(CompatibilityLevel.FULL_TRANSITIVE, FORMAT, candidate, history)
     assert {(f.version, f.direction) for f in full} == {(1, "FORWARD")}
 

@@ -1,0 +1,124 @@
+"""confluent-kafka's own registry client and serializers against a registry process over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from tests.schema_registry.server import RegistryProcess
+
+pytestmark = pytest.mark.integration
+
+USER_V1 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "acme",
+    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}],
+}
+USER_V2 = {
+    **USER_V1,
+    "fields": [*USER_V1["fields"], {"name": "email", "type": ["null", "string"], "default": None}],
+}
+
+
+def topic() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def client(registry_server: RegistryProcess) -> SchemaRegistryClient:
+    return SchemaRegistryClient({"url": registry_server.url})
+
+
+def ctx(name: str) -> SerializationContext:
+    return SerializationContext(name, MessageField.VALUE)
+
+
+def test_avro_serializer_auto_registers_and_round_trips(client: SchemaRegistryClient) -> None:
+    name = topic()
+    serializer = AvroSerializer(client, json.dumps(USER_V1))
+    payload = serializer({"name": "ada", "age": 36}, ctx(name))
+    assert payload[0] == 0
+    schema_id = int.from_bytes(payload[1:5], "big")
+    assert client.get_latest_version(f"{name}-value").schema_id == schema_id
+    # A fresh client, so the schema really comes from the server by id.
+    fresh = SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
+    assert AvroDeserializer(fresh)(payload, ctx(name)) == {"name": "ada", "age": 36}
+
+
+def test_use_latest_version_serializes_with_the_registered_schema(client: SchemaRegistryClient) -> None:
+    name = topic()
+    v1_id = client.register_schema(f"{name}-value", Schema(json.dumps(USER_V1), "AVRO"))
+    v2_id = client.register_schema(f"{name}-value", Schema(json.dumps(USER_V2), "AVRO"))
+    assert v2_id != v1_id
+    serializer = AvroSerializer(
+        client, None, conf={"auto.register.schemas": False, "use.latest.version": True}
+    )
+    payload = serializer({"name": "bo", "age": 3, "email": "b@x"}, ctx(name))
+    assert int.from_bytes(payload[1:5], "big") == v2_id
+    reader = AvroDeserializer(client, json.dumps(USER_V1))  # old reader schema resolves new data
+    assert reader(payload, ctx(name)) == {"name": "bo", "age": 3}
+
+
+def test_incompatible_evolution_is_rejected_with_409(client: SchemaRegistryClient) -> None:
+    subject = f"{topic()}-value"
+    client.register_schema(subject, Schema(json.dumps(USER_V1), "AVRO"))
+    breaking = {**USER_V1, "fields": [{"name": "name", "type": "int"}]}
+    with pytest.raises(SchemaRegistryError) as raised:
+        client.register_schema(subject, Schema(json.dumps(breaking), "AVRO"))
+    assert raised.value.http_status_code == 409
+    assert raised.value.error_code == 40901
+    assert client.test_compatibility(subject, Schema(json.dumps(USER_V2), "AVRO")) is True
+    assert client.test_compatibility(subject, Schema(json.dumps(breaking), "AVRO"), verbose=True) is False
+
+
+def test_schema_references_round_trip(client: SchemaRegistryClient) -> None:
+    name = topic()
+    address = {
+        "type": "record",
+        "name": "Address",
+        "namespace": "acme",
+        "fields": [{"name": "city", "type": "string"}],
+    }
+    order = {
+        "type": "record",
+        "name": "Order",
+        "namespace": "acme",
+        "fields": [{"name": "id", "type": "long"}, {"name": "ship_to", "type": "acme.Address"}],
+    }
+    address_subject = f"{name}-address"
+    client.register_schema(address_subject, Schema(json.dumps(address), "AVRO"))
+    ref = SchemaReference("acme.Address", address_subject, 1)
+    order_schema = Schema(json.dumps(order), "AVRO", [ref])
+    order_id = client.register_schema(f"{name}-value", order_schema)
+    serializer = AvroSerializer(
+        client, order_schema, conf={"auto.register.schemas": False, "use.latest.version": True}
+    )
+    payload = serializer({"id": 7, "ship_to": {"city": "Oslo"}}, ctx(name))
+    assert int.from_bytes(payload[1:5], "big") == order_id
+    fresh = SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
+    assert AvroDeserializer(fresh)(payload, ctx(name)) == {"id": 7, "ship_to": {"city": "Oslo"}}
+    assert fresh.get_schema(order_id).references[0].subject == address_subject
+
+
+def test_client_admin_calls_work_with_slashed_subjects(client: SchemaRegistryClient) -> None:
+    subject = f"team/{topic()}/value"
+    schema_id = client.register_schema(subject, Schema(json.dumps(USER_V1), "AVRO"))
+    assert subject in client.get_subjects()
+    found = client.lookup_schema(subject, Schema(json.dumps(USER_V1), "AVRO"))
+    assert (found.schema_id, found.version) == (schema_id, 1)
+    assert client.get_versions(subject) == [1]
+    assert client.get_version(subject, 1).schema_id == schema_id
+    client.set_compatibility(subject, "FULL")
+    assert client.get_compatibility(subject) == "FULL"
+    assert client.get_compatibility() in ("BACKWARD", "FULL", "NONE")
+    assert client.delete_subject(subject) == [1]
+    assert client.delete_subject(subject, permanent=True) == [1]
+    assert subject not in client.get_subjects()
+    assert "AVRO" in client.get_schema_types()
