@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 COMPONENT_FACTORIES: tuple[str, ...] = (
     "tabletopic.s3stream.component:StorageComponent",
     "tabletopic.broker.component:BrokerComponent",
+    "tabletopic.schema_registry.component:RegistryComponent",
 )
 
 
