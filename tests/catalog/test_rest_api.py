@@ -62,7 +62,9 @@ def test_namespace_lifecycle_with_properties_and_existence_checks(http: httpx.Cl
     assert created.json()["namespace"] == ["sales"]
     assert http.head("/namespaces/sales").status_code == 204
     assert http.head("/namespaces/nope").status_code == 404
-    update = http.post("/namespaces/sales/properties", json={"updates": {"team": "x"}, "removals": ["owner", "zz"]})
+    update = http.post(
+        "/namespaces/sales/properties", json={"updates": {"team": "x"}, "removals": ["owner", "zz"]}
+    )
     assert update.status_code == 200
     assert update.json() == {"updated": ["team"], "removed": ["owner"], "missing": ["zz"]}
     props = http.get("/namespaces/sales").json()["properties"]
@@ -138,7 +140,9 @@ def test_duplicates_answer_409_already_exists(http: httpx.Client) -> None:
 def test_malformed_commit_answers_400_bad_request(http: httpx.Client, body: bytes) -> None:
     http.post("/namespaces", json={"namespace": ["db"]})
     create_table(http, "db", "t")
-    response = http.post("/namespaces/db/tables/t", content=body, headers={"content-type": "application/json"})
+    response = http.post(
+        "/namespaces/db/tables/t", content=body, headers={"content-type": "application/json"}
+    )
     assert_error(response, 400, "BadRequestException")
 
 
@@ -213,11 +217,17 @@ def test_rename_drop_purge_and_metrics(catalog: CatalogHandle, http: httpx.Clien
     http.post("/namespaces", json={"namespace": ["db"]})
     http.post("/namespaces", json={"namespace": ["other"]})
     location = create_table(http, "db", "t").json()["metadata"]["location"]
-    rename = {"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["other"], "name": "u"}}
+    rename = {
+        "source": {"namespace": ["db"], "name": "t"},
+        "destination": {"namespace": ["other"], "name": "u"},
+    }
     assert http.post("/tables/rename", json=rename).status_code == 204
     assert http.head("/namespaces/other/tables/u").status_code == 204
     assert_error(http.post("/tables/rename", json=rename), 404, "NoSuchTableException")
-    assert http.post("/namespaces/other/tables/u/metrics", json={"report-type": "scan-report"}).status_code == 204
+    assert (
+        http.post("/namespaces/other/tables/u/metrics", json={"report-type": "scan-report"}).status_code
+        == 204
+    )
     metadata_dir = Path(urlparse(location).path) / "metadata"
     assert any(metadata_dir.iterdir())
     assert http.delete("/namespaces/other/tables/u", params={"purgeRequested": "true"}).status_code == 204

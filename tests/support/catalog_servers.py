@@ -76,13 +76,26 @@ class HiveMetastore:
         log = open(self.directory / "metastore.log", "ab")  # noqa: SIM115 - owned by the process
         subprocess.run(
             ["java", *java_opts, "-cp", classpath, str(conf / "PrepTxn.java")],
-            cwd=self.directory, stdout=log, stderr=subprocess.STDOUT, check=True, timeout=timeout,
+            cwd=self.directory,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=True,
+            timeout=timeout,
         )
         self.port = free_port()
         self.process = subprocess.Popen(
-            ["java", *java_opts, "-cp", classpath, "org.apache.hadoop.hive.metastore.HiveMetaStore",
-             "-p", str(self.port)],
-            cwd=self.directory, stdout=log, stderr=subprocess.STDOUT,
+            [
+                "java",
+                *java_opts,
+                "-cp",
+                classpath,
+                "org.apache.hadoop.hive.metastore.HiveMetaStore",
+                "-p",
+                str(self.port),
+            ],
+            cwd=self.directory,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             wait_for_port(self.port, timeout)
@@ -118,7 +131,9 @@ class MotoServer:
         log = open(self.directory / "moto.log", "ab")  # noqa: SIM115 - owned by the process
         self.process = subprocess.Popen(
             [*command, "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **self.env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, **self.env),
         )
         wait_for_port(self.port, timeout)
         return self
