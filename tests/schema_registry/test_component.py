@@ -1,0 +1,32 @@
+"""The registry joins a node as a component: HTTP on its listener and the in-process lookup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tabletopic.config import Config
+from tabletopic.platform import Platform
+from tests.support.ports import free_port
+
+pytestmark = pytest.mark.integration
+
+
+async def test_component_serves_http_and_registers_the_lookup_service(tmp_path: Path) -> None:
+    port = free_port()
+    config = Config({"data.dir": str(tmp_path), "schema.registry.listener": f"http://127.0.0.1:{port}"})
+    platform = Platform.create(config)
+    await platform.start(("tabletopic.schema_registry.component:RegistryComponent",))
+    try:
+        schema = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            response = await http.post("/subjects/t-value/versions", json={"schema": schema})
+            assert response.json() == {"id": 1}
+        lookup = platform.services["schema_registry"]
+        assert lookup.by_id(1).schema == json.dumps(json.loads(schema), separators=(",", ":"))
+        assert lookup.latest("t-value").version == 1
+    finally:
+        await platform.stop()

@@ -1,0 +1,92 @@
+"""The ``SchemaLookup`` implementations the table pipeline uses: in-process and over HTTP, cached."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tabletopic import metadata
+from tabletopic.config import Config
+from tabletopic.schema_registry.client import CachedSchemaLookup, HttpSchemaLookup
+from tabletopic.schema_registry.component import build_registry
+from tabletopic.schema_registry.lookup import SchemaNotFound
+from tabletopic.schema_registry.registry import SchemaRegistry
+from tests.schema_registry.server import RegistryProcess
+
+ADDRESS = json.dumps({"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]})
+PERSON = json.dumps({"type": "record", "name": "Person", "fields": [{"name": "home", "type": "Address"}]})
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> SchemaRegistry:
+    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    return build_registry(engine, Config({}))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_in_process_lookup_resolves_references_and_caches_by_id(registry: SchemaRegistry) -> None:
+    from tabletopic.schema_registry.formats.base import SchemaReference
+
+    registry.register("address", ADDRESS)
+    person_id, _ = registry.register("person", PERSON, references=[SchemaReference("Address", "address", 1)])
+    lookup = CachedSchemaLookup(registry)
+    found = lookup.by_id(person_id)
+    assert found.schema_type == "AVRO"
+    assert found.references == (("Address", json.dumps(json.loads(ADDRESS), separators=(",", ":"))),)
+    registry.engine.dispose()
+    assert lookup.by_id(person_id) is found  # served from cache without the database
+    with pytest.raises(SchemaNotFound):
+        CachedSchemaLookup(registry).by_id(999)
+
+
+def test_latest_is_cached_for_the_ttl_only(registry: SchemaRegistry) -> None:
+    clock = Clock()
+    lookup = CachedSchemaLookup(registry, latest_ttl_s=1.0, clock=clock)
+    registry.register("s", ADDRESS)
+    assert lookup.latest("s").version == 1
+    registry.register(
+        "s",
+        json.dumps(
+            {
+                "type": "record",
+                "name": "Address",
+                "fields": [
+                    {"name": "city", "type": "string"},
+                    {"name": "zip", "type": "string", "default": ""},
+                ],
+            }
+        ),
+    )
+    assert lookup.latest("s").version == 1
+    clock.now = 1.5
+    assert lookup.latest("s").version == 2
+    with pytest.raises(SchemaNotFound):
+        lookup.latest("nosuch")
+
+
+@pytest.mark.integration
+def test_http_lookup_reads_a_registry_url(registry_server: RegistryProcess) -> None:
+    import httpx
+
+    httpx.post(f"{registry_server.url}/subjects/lookup-address/versions", json={"schema": ADDRESS})
+    body = {"schema": PERSON, "references": [{"name": "Address", "subject": "lookup-address", "version": 1}]}
+    person_id = httpx.post(f"{registry_server.url}/subjects/lookup-person/versions", json=body).json()["id"]
+    lookup = HttpSchemaLookup(registry_server.url)
+    try:
+        found = lookup.by_id(person_id)
+        assert dict(found.references)["Address"] == json.dumps(json.loads(ADDRESS), separators=(",", ":"))
+        latest = lookup.latest("lookup-person")
+        assert (latest.schema_id, latest.version, latest.subject) == (person_id, 1, "lookup-person")
+        with pytest.raises(SchemaNotFound):
+            lookup.by_id(123456)
+    finally:
+        lookup.close()
