@@ -21,7 +21,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,7 +106,8 @@ class GroupCoordinator:
         self._timers: dict[tuple[str, TimerKey], asyncio.TimerHandle] = {}
         self._tickets: dict[int, asyncio.Future[JoinResult | SyncResult | None]] = {}
         self._ticket_ids = itertools.count(1)
-        self._locks: dict[str, asyncio.Lock] = {}
+        # The last queued database write of each group; the next one starts after it.
+        self._tails: dict[str, asyncio.Task[Any]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = False
@@ -252,17 +253,16 @@ class GroupCoordinator:
             else:
                 valid[(o.topic, o.partition)] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
         if valid:
-            async with self._lock(group_id):
-                if self._groups.get(group_id) is not group or group.state is GroupState.DEAD:
-                    error = ErrorCode.coordinator_not_available  # deleted meanwhile; client retries
-                else:
-                    try:
-                        await asyncio.to_thread(self._store.commit_offsets, group_id, valid)
-                    except Exception:
-                        log.exception("committing offsets of group %s failed", group_id)
-                        error = ErrorCode.coordinator_not_available
-                    else:
-                        self._offsets.setdefault(group_id, {}).update(valid)
+
+            async def write() -> None:
+                await asyncio.to_thread(self._store.commit_offsets, group_id, valid)
+                self._offsets.setdefault(group_id, {}).update(valid)
+
+            try:
+                await asyncio.shield(self._enqueue(group_id, write))
+            except Exception:
+                log.exception("committing offsets of group %s failed", group_id)
+                error = ErrorCode.coordinator_not_available  # retriable: the client tries again
             for key in valid:
                 results[key] = error
         return results
@@ -308,15 +308,18 @@ class GroupCoordinator:
                 doomed.extend((topic, p) for p in partitions)
             results.append((topic, [(p, error) for p in partitions]))
         if doomed:
-            async with self._lock(group_id):
-                try:
-                    await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
-                except Exception:
-                    log.exception("deleting offsets of group %s failed", group_id)
-                    return ErrorCode.coordinator_not_available, []
+
+            async def write() -> None:
+                await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
                 cache = self._offsets.get(group_id, {})
                 for key in doomed:
                     cache.pop(key, None)
+
+            try:
+                await asyncio.shield(self._enqueue(group_id, write))
+            except Exception:
+                log.exception("deleting offsets of group %s failed", group_id)
+                return ErrorCode.coordinator_not_available, []
         return ErrorCode.none, results
 
     # ---------------------------------------------------------------------------------------------
@@ -351,16 +354,19 @@ class GroupCoordinator:
                 continue
             snapshot = group.snapshot()
             self._apply(group, group.mark_dead())
-            async with self._lock(group_id):
-                try:
-                    await asyncio.to_thread(self._store.delete_group, group_id)
-                except Exception:
-                    log.exception("deleting group %s failed", group_id)
-                    restored, actions = Group.restore(snapshot, self.config, self._new_member_id)
-                    self._groups[group_id] = restored
-                    self._apply(restored, actions)
-                    results[group_id] = ErrorCode.coordinator_not_available
-                    continue
+
+            async def write(group_id: str = group_id) -> None:
+                await asyncio.to_thread(self._store.delete_group, group_id)
+
+            try:
+                await asyncio.shield(self._enqueue(group_id, write))
+            except Exception:
+                log.exception("deleting group %s failed", group_id)
+                restored, actions = Group.restore(snapshot, self.config, self._new_member_id)
+                self._groups[group_id] = restored
+                self._apply(restored, actions)
+                results[group_id] = ErrorCode.coordinator_not_available
+                continue
             self._cancel_timers(group_id)
             self._groups.pop(group_id, None)
             self._offsets.pop(group_id, None)
@@ -400,7 +406,7 @@ class GroupCoordinator:
                 if handle is not None:
                     handle.cancel()
             elif isinstance(action, Persist):
-                barrier = self._spawn(self._persist(action))
+                barrier = self._enqueue(action.group_id, functools.partial(self._persist, action))
             elif isinstance(action, Respond):
                 if barrier is None:
                     self._resolve(action.ticket, action.result)
@@ -438,25 +444,37 @@ class GroupCoordinator:
             self._timers.pop(key).cancel()
 
     async def _persist(self, action: Persist) -> None:
-        async with self._lock(action.group_id):
-            try:
-                if action.snapshot is None:
-                    await asyncio.to_thread(self._store.delete_group, action.group_id)
-                else:
-                    await asyncio.to_thread(self._store.save_group, action.snapshot)
-            except Exception:
-                # Membership is re-established by the clients anyway; offsets are what must not be
-                # lost, and those are written (and their errors reported) by commit_offsets.
-                log.exception("persisting group %s failed", action.group_id)
+        try:
+            if action.snapshot is None:
+                await asyncio.to_thread(self._store.delete_group, action.group_id)
+            else:
+                await asyncio.to_thread(self._store.save_group, action.snapshot)
+        except Exception:
+            # Membership is re-established by the clients anyway; offsets are what must not be
+            # lost, and those are written (and their errors reported) by commit_offsets.
+            log.exception("persisting group %s failed", action.group_id)
 
-    def _lock(self, group_id: str) -> asyncio.Lock:
-        lock = self._locks.get(group_id)
-        if lock is None:
-            lock = self._locks[group_id] = asyncio.Lock()
-        return lock
+    def _enqueue(self, group_id: str, job: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        """Queue a database write of ``group_id`` behind the ones queued before it.
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.ensure_future(coro)
+        The place in the queue is taken synchronously, at the moment the state machine decided,
+        so a membership snapshot emitted before a DeleteGroups can never land after it.
+        """
+        previous = self._tails.get(group_id)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])  # its outcome belongs to its own caller
+            await job()
+
+        task: asyncio.Task[None] = asyncio.ensure_future(run())
+        self._tails[group_id] = task
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._tasks.discard(finished)
+            if self._tails.get(group_id) is finished:
+                del self._tails[group_id]
+
+        task.add_done_callback(done)
         return task

@@ -1,0 +1,217 @@
+"""The asyncio coordinator: held-back JoinGroup/SyncGroup answers, real timers, durable offsets and
+membership across a restart on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker.groups import subscription
+from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
+from tabletopic.broker.groups.model import (
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    MemberIdentity,
+    SyncRequest,
+)
+from tests.broker.groups.conftest import make_coordinator
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def join_request(
+    member_id: str = "",
+    *,
+    session_ms: int = 10_000,
+    topics: list[str] | None = None,
+    instance: str | None = None,
+    client_id: str = "client",
+) -> JoinRequest:
+    return JoinRequest(
+        group_id="g",
+        member_id=member_id,
+        group_instance_id=instance,
+        client_id=client_id,
+        client_host="/127.0.0.1",
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=5_000,
+        protocol_type="consumer",
+        protocols=(("range", subscription.encode(topics or ["orders"])),),
+    )
+
+
+async def join(coordinator: GroupCoordinator, **kwargs: object) -> JoinResult:
+    """The two-phase join of a dynamic v4+ member."""
+    first = await coordinator.join_group(join_request(**kwargs))  # type: ignore[arg-type]
+    assert first.error is ErrorCode.member_id_required
+    return await coordinator.join_group(join_request(first.member_id, **kwargs))  # type: ignore[arg-type]
+
+
+async def test_two_members_join_concurrently_and_receive_the_leaders_assignment(
+    coordinator: GroupCoordinator,
+) -> None:
+    a = await join(coordinator)
+    await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {a.member_id: b"A"}))
+    b_task = asyncio.create_task(join(coordinator, client_id="b"))
+    await asyncio.sleep(0.05)
+    assert await coordinator.heartbeat("g", a.member_id, None, 1) is ErrorCode.rebalance_in_progress
+    a2 = await coordinator.join_group(join_request(a.member_id))
+    b = await b_task
+    assert a2.generation_id == b.generation_id == 2
+    assert a2.leader_id == a.member_id and len(a2.members) == 2
+
+    b_sync = asyncio.create_task(coordinator.sync_group(SyncRequest("g", b.member_id, None, 2, None, None)))
+    await asyncio.sleep(0.05)
+    assert not b_sync.done()
+    leader_sync = await coordinator.sync_group(
+        SyncRequest("g", a.member_id, None, 2, "consumer", "range", {a.member_id: b"A", b.member_id: b"B"})
+    )
+    assert leader_sync.assignment == b"A"
+    assert (await b_sync).assignment == b"B"
+    group = coordinator.group("g")
+    assert group is not None and group.state is GroupState.STABLE
+
+
+async def test_silent_member_is_expired_by_its_session_timer(coordinator: GroupCoordinator) -> None:
+    a = await join(coordinator, session_ms=200)
+    await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
+    await asyncio.sleep(0.5)
+    group = coordinator.group("g")
+    assert group is not None and group.state is GroupState.EMPTY and group.generation_id == 2
+    assert await coordinator.heartbeat("g", a.member_id, None, 1) is ErrorCode.unknown_member_id
+
+
+async def test_heartbeats_keep_a_member_alive_past_its_session_timeout(coordinator: GroupCoordinator) -> None:
+    a = await join(coordinator, session_ms=300)
+    await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
+    for _ in range(6):
+        await asyncio.sleep(0.1)
+        assert await coordinator.heartbeat("g", a.member_id, None, 1) is ErrorCode.none
+
+
+async def test_offsets_and_membership_survive_a_restart(engine: Engine) -> None:
+    first = make_coordinator(engine)
+    await first.start()
+    a = await join(first)
+    await first.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {a.member_id: b"A"}))
+    results = await first.commit_offsets(
+        "g",
+        a.member_id,
+        None,
+        1,
+        [OffsetToCommit("orders", 0, 42, 7, "meta-0"), OffsetToCommit("orders", 2, 9, -1, None)],
+    )
+    assert set(results.values()) == {ErrorCode.none}
+    simple = await first.commit_offsets("tool", "", None, -1, [OffsetToCommit("events", 0, 5, -1, "x")])
+    assert simple == {("events", 0): ErrorCode.none}
+    await first.stop()
+
+    second = make_coordinator(engine)
+    await second.start()
+    try:
+        error, fetched = second.fetch_offsets("g", None)
+        assert error is ErrorCode.none
+        [(topic, partitions)] = fetched
+        assert topic == "orders"
+        values = {p: v for p, v in partitions}
+        assert values[0] is not None and (values[0].offset, values[0].leader_epoch) == (42, 7)
+        assert values[0].metadata == "meta-0"
+        assert values[2] is not None and values[2].offset == 9 and values[2].metadata is None
+        _, tool = second.fetch_offsets("tool", [("events", [0])])
+        assert tool[0][1][0][1] is not None and tool[0][1][0][1].offset == 5
+
+        group = second.group("g")
+        assert group is not None and group.state is GroupState.STABLE and group.generation_id == 1
+        assert await second.heartbeat("g", a.member_id, None, 1) is ErrorCode.none
+        synced = await second.sync_group(SyncRequest("g", a.member_id, None, 1, None, None))
+        assert synced.assignment == b"A"
+        listed = {g.group_id: g.state for g in second.list_groups()}
+        assert listed == {"g": GroupState.STABLE, "tool": GroupState.EMPTY}
+    finally:
+        await second.stop()
+
+
+async def test_commit_to_unknown_topic_partition_or_with_huge_metadata_is_refused(
+    coordinator: GroupCoordinator,
+) -> None:
+    results = await coordinator.commit_offsets(
+        "g",
+        "",
+        None,
+        -1,
+        [
+            OffsetToCommit("nope", 0, 1),
+            OffsetToCommit("orders", 3, 1),
+            OffsetToCommit("orders", 1, 1, metadata="x" * 5000),
+            OffsetToCommit("orders", 0, 1),
+        ],
+    )
+    assert results == {
+        ("nope", 0): ErrorCode.unknown_topic_or_partition,
+        ("orders", 3): ErrorCode.unknown_topic_or_partition,
+        ("orders", 1): ErrorCode.offset_metadata_too_large,
+        ("orders", 0): ErrorCode.none,
+    }
+
+
+async def test_generation_commit_to_a_group_never_seen_is_an_illegal_generation(
+    coordinator: GroupCoordinator,
+) -> None:
+    results = await coordinator.commit_offsets("ghost", "m-1", None, 3, [OffsetToCommit("orders", 0, 1)])
+    assert results == {("orders", 0): ErrorCode.illegal_generation}
+
+
+async def test_delete_groups_refuses_active_groups_and_forgets_offsets_of_empty_ones(engine: Engine) -> None:
+    coordinator = make_coordinator(engine)
+    await coordinator.start()
+    a = await join(coordinator)
+    await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
+    await coordinator.commit_offsets("g", a.member_id, None, 1, [OffsetToCommit("orders", 0, 10)])
+    results = await coordinator.delete_groups(["g", "missing"])
+    assert results == {"g": ErrorCode.non_empty_group, "missing": ErrorCode.group_id_not_found}
+    assert await coordinator.leave_group("g", [MemberIdentity(a.member_id)]) == [ErrorCode.none]
+    assert await coordinator.delete_groups(["g"]) == {"g": ErrorCode.none}
+    assert coordinator.group("g") is None
+    await coordinator.stop()
+
+    again = make_coordinator(engine)
+    await again.start()
+    try:
+        assert again.group("g") is None
+        assert again.fetch_offsets("g", None) == (ErrorCode.none, [])
+    finally:
+        await again.stop()
+
+
+async def test_offset_delete_refuses_topics_an_active_member_subscribes_to(
+    coordinator: GroupCoordinator,
+) -> None:
+    a = await join(coordinator, topics=["orders"])
+    await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
+    await coordinator.commit_offsets(
+        "g", a.member_id, None, 1, [OffsetToCommit("orders", 0, 1), OffsetToCommit("events", 0, 2)]
+    )
+    error, results = await coordinator.delete_offsets("g", [("orders", [0]), ("events", [0])])
+    assert error is ErrorCode.none
+    assert results == [
+        ("orders", [(0, ErrorCode.group_subscribed_to_topic)]),
+        ("events", [(0, ErrorCode.none)]),
+    ]
+    _, fetched = coordinator.fetch_offsets("g", None)
+    assert [topic for topic, _ in fetched] == ["orders"]
+    assert (await coordinator.delete_offsets("nope", [("orders", [0])]))[0] is ErrorCode.group_id_not_found
+
+
+async def test_stop_answers_held_back_joins_with_not_coordinator(sqlite_engine: Engine) -> None:
+    coordinator = make_coordinator(sqlite_engine)
+    await coordinator.start()
+    a = await join(coordinator)
+    await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
+    waiting = asyncio.create_task(join(coordinator, client_id="b"))
+    await asyncio.sleep(0.05)
+    await coordinator.stop()
+    assert (await waiting).error is ErrorCode.not_coordinator
