@@ -126,7 +126,10 @@ def resolve(name: str, scope: str, symbols: dict[str, str]) -> str | None:
 
 class _Printer:
     def __init__(
-        self, file: descriptor_pb2.FileDescriptorProto, files: list[descriptor_pb2.FileDescriptorProto], normalize: bool
+        self,
+        file: descriptor_pb2.FileDescriptorProto,
+        files: list[descriptor_pb2.FileDescriptorProto],
+        normalize: bool,
     ) -> None:
         self.proto = file
         self.normalize = normalize
@@ -177,7 +180,11 @@ class _Printer:
         imports = []
         for index, dep in enumerate(proto.dependency):
             modifier = (
-                "public " if index in proto.public_dependency else "weak " if index in proto.weak_dependency else ""
+                "public "
+                if index in proto.public_dependency
+                else "weak "
+                if index in proto.weak_dependency
+                else ""
             )
             imports.append(f'import {modifier}"{text_encoding.CEscape(dep, as_utf8=True)}";')
         if imports:
@@ -201,12 +208,18 @@ class _Printer:
 
     # -- messages ------------------------------------------------------------------------------
 
-    def message(self, depth: int, proto: descriptor_pb2.DescriptorProto, scope: str, group: FDP | None = None) -> None:
+    def message(
+        self, depth: int, proto: descriptor_pb2.DescriptorProto, scope: str, group: FDP | None = None
+    ) -> None:
         name = f"{scope}.{proto.name}"
         if group is None:
             self.emit(depth, f"message {proto.name} {{")
         else:
-            self.emit(depth, f"{self.label(group, in_oneof=False)}group {proto.name} = {group.number}{self.field_options(group, name)} {{")
+            self.emit(
+                depth,
+                f"{self.label(group, in_oneof=False)}group {proto.name} = {group.number}"
+                f"{self.field_options(group, name)} {{",
+            )
         inner = depth + 1
         if proto.HasField("options"):
             self.emit_options(inner, proto.options)
@@ -221,7 +234,11 @@ class _Printer:
             if fld.HasField("oneof_index") and fld.oneof_index in real_oneofs:
                 if fld.oneof_index not in seen_oneofs:
                     seen_oneofs.add(fld.oneof_index)
-                    members = [f for f in proto.field if f.HasField("oneof_index") and f.oneof_index == fld.oneof_index]
+                    members = [
+                        f
+                        for f in proto.field
+                        if f.HasField("oneof_index") and f.oneof_index == fld.oneof_index
+                    ]
                     items.append((min(f.number for f in members), "oneof", (fld.oneof_index, members)))
             else:
                 items.append((fld.number, "field", fld))
@@ -293,12 +310,16 @@ class _Printer:
             and nested.options.map_entry
             and fld.label == FDP.LABEL_REPEATED
         ):
-            key, value = (sorted(nested.field, key=lambda f: f.number) + [FDP(), FDP()])[:2]
+            key, value = [*sorted(nested.field, key=lambda f: f.number), FDP(), FDP()][:2]
             type_text = f"map<{self.field_type(key, scope)}, {self.field_type(value, scope)}>"
             self.emit(depth, f"{type_text} {fld.name} = {fld.number}{self.field_options(fld, scope)};")
             return {nested.name}
         type_text = self.field_type(fld, scope)
-        self.emit(depth, f"{self.label(fld, in_oneof=in_oneof)}{type_text} {fld.name} = {fld.number}{self.field_options(fld, scope)};")
+        self.emit(
+            depth,
+            f"{self.label(fld, in_oneof=in_oneof)}{type_text} {fld.name} = {fld.number}"
+            f"{self.field_options(fld, scope)};",
+        )
         return set()
 
     def field_type(self, fld: FDP, scope: str) -> str:
@@ -348,8 +369,12 @@ class _Printer:
         if proto.HasField("options"):
             self.emit_options(inner, proto.options)
         for method in proto.method:
-            request = ("stream " if method.client_streaming else "") + self.type_name(method.input_type, scope)
-            response = ("stream " if method.server_streaming else "") + self.type_name(method.output_type, scope)
+            request = ("stream " if method.client_streaming else "") + self.type_name(
+                method.input_type, scope
+            )
+            response = ("stream " if method.server_streaming else "") + self.type_name(
+                method.output_type, scope
+            )
             head = f"rpc {method.name}({request}) returns ({response})"
             options = self.options(method.options) if method.HasField("options") else []
             if options:
@@ -370,17 +395,22 @@ class _Printer:
             for fld in members:
                 self.emit(
                     depth + 1,
-                    f"{self.label(fld, in_oneof=False)}{self.field_type(fld, scope)} {fld.name} = {fld.number}"
+                    f"{self.label(fld, in_oneof=False)}{self.field_type(fld, scope)} {fld.name}"
+                    f" = {fld.number}"
                     f"{self.field_options(fld, scope)};",
                 )
             self.emit(depth, "}")
 
-    def reserved(self, depth: int, ranges: Iterable[Any], names: Iterable[str], maximum: int, *, end_exclusive: bool) -> None:
+    def reserved(
+        self, depth: int, ranges: Iterable[Any], names: Iterable[str], maximum: int, *, end_exclusive: bool
+    ) -> None:
         spans: list[tuple[int, str]] = []
         for span in ranges:
             last = span.end - 1 if end_exclusive else span.end
             end = "max" if last >= maximum else str(last)
-            spans.append((span.start, str(span.start) if end == str(span.start) else f"{span.start} to {end}"))
+            spans.append(
+                (span.start, str(span.start) if end == str(span.start) else f"{span.start} to {end}")
+            )
         if self.normalize:
             spans.sort()
         if spans:

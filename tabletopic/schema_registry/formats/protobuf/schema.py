@@ -101,7 +101,7 @@ def _protoc_include() -> str:
 @cache
 def well_known_files() -> dict[str, bytes]:
     """Serialized ``FileDescriptorProto`` of each ``google/protobuf/*.proto`` the runtime ships."""
-    from google.protobuf import (  # noqa: F401  (imported to register them in the default pool)
+    from google.protobuf import (
         any_pb2,
         api_pb2,
         duration_pb2,
@@ -315,7 +315,9 @@ def _link(
             elif dep in well_known:
                 add(descriptor_pb2.FileDescriptorProto.FromString(well_known[dep]), (*chain, proto.name))
             else:
-                raise InvalidSchema(f"{proto.name}: import {dep!r} is neither a reference nor a well-known type")
+                raise InvalidSchema(
+                    f"{proto.name}: import {dep!r} is neither a reference nor a well-known type"
+                )
         try:
             pool.Add(proto)
         except (TypeError, ValueError, KeyError) as exc:
