@@ -21,6 +21,7 @@ class BrokerProcess:
     admin_port: int = 0
     sasl_port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    _log_start: int = 0
 
     @property
     def bootstrap(self) -> str:
@@ -50,29 +51,28 @@ class BrokerProcess:
         args = [sys.executable, "-m", "tabletopic", "serve", "--data-dir", str(self.data_dir)]
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
+            self._wait_until_up(timeout)
             wait_for_port(self.kafka_port, timeout)
-            if settings.get("admin.listener"):
-                self._wait_for_admin(timeout)
         except Exception:
             self.kill()
             raise RuntimeError(f"broker did not start:\n{self.log_tail()}") from None
         return self
 
-    def _wait_for_admin(self, timeout: float) -> None:
+    def _wait_until_up(self, timeout: float) -> None:
+        """Every component has started once the platform logs "tabletopic is up"."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError("broker exited")
-            try:
-                wait_for_port(self.admin_port, 0.5)
+            if "tabletopic is up" in self.log_path.read_text(errors="replace")[self._log_start :]:
                 return
-            except TimeoutError:
-                continue
-        raise TimeoutError("admin API did not come up")
+            time.sleep(0.1)
+        raise TimeoutError("broker did not report it is up")
 
     def log_tail(self, chars: int = 4000) -> str:
         try:

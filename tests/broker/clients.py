@@ -1,0 +1,245 @@
+"""Produce and consume the same messages with each real Kafka client, for the compatibility tests.
+
+A message is ``(partition, key, value, headers)``; every client produces a list of them and reads
+the topic back from offset 0 of each partition, so tests compare byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+
+Message = tuple[int, bytes, bytes, tuple[tuple[str, bytes], ...]]
+
+
+def make_messages(count: int, partitions: int, tag: str, headers: bool = True) -> list[Message]:
+    result = []
+    for i in range(count):
+        value = f"{tag}-{i:07d}-".encode() + b"abcdefghij" * (i % 7)
+        hdrs = (("seq", str(i).encode()), ("src", tag.encode())) if headers else ()
+        result.append((i % partitions, f"key-{i}".encode(), value, hdrs))
+    return result
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+    futures[name].result(30)
+
+
+def confluent_produce(
+    bootstrap: str, topic: str, messages: Sequence[Message], codec: str, idempotent: bool
+) -> None:
+    from confluent_kafka import Producer
+
+    errors: list[object] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": codec,
+            "enable.idempotence": idempotent,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.num.messages": 5000,
+        }
+    )
+    for partition, key, value, headers in messages:
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    value,
+                    key,
+                    partition=partition,
+                    headers=list(headers),
+                    on_delivery=lambda err, _m: err and errors.append(err),
+                )
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+    assert not errors, errors[:3]
+
+
+def confluent_consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Message]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}",
+            "enable.auto.commit": False,
+            "fetch.queue.backoff.ms": 1,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    result: list[Message] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(result) < count and time.monotonic() < deadline:
+            for m in consumer.consume(10000, 0.5):
+                if m.error():
+                    raise AssertionError(str(m.error()))
+                result.append((m.partition(), m.key(), m.value(), tuple(m.headers() or ())))
+    finally:
+        consumer.close()
+    return result
+
+
+def kafka_python_produce(bootstrap: str, topic: str, messages: Sequence[Message], codec: str) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, compression_type=codec, acks="all", linger_ms=5, batch_size=256 * 1024
+    )
+    futures = [producer.send(topic, value=v, key=k, partition=p, headers=list(h)) for p, k, v, h in messages]
+    producer.flush(60)
+    for future in futures:
+        future.get(30)
+    producer.close()
+
+
+def kafka_python_consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Message]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None, fetch_max_wait_ms=100
+    )
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    consumer.seek_to_beginning()
+    result: list[Message] = []
+    deadline = time.monotonic() + 60
+    while len(result) < count and time.monotonic() < deadline:
+        for records in consumer.poll(500, max_records=20000).values():
+            result += [(r.partition, r.key, r.value, tuple(r.headers)) for r in records]
+    consumer.close()
+    return result
+
+
+def aiokafka_produce(bootstrap: str, topic: str, messages: Sequence[Message], codec: str) -> None:
+    async def run() -> None:
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            compression_type=codec,
+            acks="all",
+            linger_ms=5,
+            max_batch_size=256 * 1024,
+        )
+        await producer.start()
+        try:
+            futures = [
+                await producer.send(topic, v, k, partition=p, headers=list(h)) for p, k, v, h in messages
+            ]
+            await asyncio.gather(*futures)
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+
+
+def aiokafka_consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Message]:
+    async def run() -> list[Message]:
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            group_id=None,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=100,
+        )
+        await consumer.start()
+        result: list[Message] = []
+        try:
+            consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+            await consumer.seek_to_beginning()
+            deadline = time.monotonic() + 60
+            while len(result) < count and time.monotonic() < deadline:
+                batches = await consumer.getmany(timeout_ms=500, max_records=20000)
+                for records in batches.values():
+                    result += [(r.partition, r.key, r.value, tuple(r.headers)) for r in records]
+        finally:
+            await consumer.stop()
+        return result
+
+    return asyncio.run(run())
+
+
+def kcat_binary() -> str | None:
+    return shutil.which("kcat") or shutil.which("kafkacat")
+
+
+def kcat_produce(bootstrap: str, topic: str, messages: Sequence[Message], codec: str) -> None:
+    """kcat reads ``key<TAB>value`` lines per partition; headers come from -H, one set for the whole
+    run, so every message must carry the same headers."""
+    binary = kcat_binary()
+    assert binary is not None
+    by_partition: dict[int, list[Message]] = {}
+    for message in messages:
+        by_partition.setdefault(message[0], []).append(message)
+    for partition, items in by_partition.items():
+        headers = items[0][3]
+        assert all(m[3] == headers for m in items), "kcat sends one header set per run"
+        args = [
+            binary,
+            "-P",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-p",
+            str(partition),
+            "-K",
+            "\t",
+            "-z",
+            codec,
+            "-X",
+            "acks=all",
+            "-X",
+            "linger.ms=5",
+        ]
+        for name, value in headers:
+            args += ["-H", f"{name}={value.decode()}"]
+        data = b"".join(k + b"\t" + v + b"\n" for _, k, v, _ in items)
+        subprocess.run(args, input=data, check=True, timeout=120, capture_output=True)
+
+
+def kcat_consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Message]:
+    binary = kcat_binary()
+    assert binary is not None
+    out = subprocess.run(
+        [
+            binary,
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-J",
+            "-c",
+            str(count),
+            "-X",
+            "fetch.wait.max.ms=100",
+        ],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    ).stdout
+    result: list[Message] = []
+    for line in out.splitlines():
+        record = json.loads(line)
+        headers = record.get("headers") or []
+        pairs = tuple((headers[i], headers[i + 1].encode()) for i in range(0, len(headers), 2))
+        result.append((record["partition"], record["key"].encode(), record["payload"].encode(), pairs))
+    return result
