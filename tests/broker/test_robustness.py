@@ -1,0 +1,166 @@
+"""Bad input on the wire: the broker answers in protocol terms or closes only the offending
+connection, and keeps serving a concurrent client throughout."""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+from tests.broker import clients, rawclient
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def busy_producer(bootstrap: str) -> Iterator[list[int]]:
+    """A confluent-kafka producer sending steadily in the background; yields its delivery count."""
+    from confluent_kafka import Producer
+
+    topic = f"steady-{uuid.uuid4().hex[:8]}"
+    delivered = [0]
+    errors: list[object] = []
+    stop = threading.Event()
+
+    def run() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "acks": "all"})
+
+        def on_delivery(err: object, _msg: object) -> None:
+            if err:
+                errors.append(err)
+            else:
+                delivered[0] += 1
+
+        while not stop.is_set():
+            producer.produce(topic, b"tick", on_delivery=on_delivery)
+            producer.poll(0.01)
+        producer.flush(10)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    yield delivered
+    stop.set()
+    thread.join(20)
+    assert not errors, errors[:3]
+
+
+def _wait_for_progress(delivered: list[int], timeout: float = 15.0) -> None:
+    before = delivered[0]
+    deadline = time.monotonic() + timeout
+    while delivered[0] <= before + 5:
+        assert time.monotonic() < deadline, "the concurrent producer stalled"
+        time.sleep(0.05)
+
+
+def test_garbage_bytes_close_only_that_connection(bootstrap: str, busy_producer: list[int]) -> None:
+    _wait_for_progress(busy_producer)
+    sock = rawclient.connect(bootstrap)
+    body = os.urandom(64)
+    sock.sendall(struct.pack(">i", len(body)) + body)
+    assert rawclient.is_closed_by_peer(sock)
+    _wait_for_progress(busy_producer)
+
+
+def test_valid_header_with_truncated_body_closes_connection(bootstrap: str, busy_producer: list[int]) -> None:
+    request = rawclient.encode_request(
+        MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name="x"),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+        correlation_id=5,
+    )
+    truncated_body = request[4:-6]
+    sock = rawclient.connect(bootstrap)
+    sock.sendall(struct.pack(">i", len(truncated_body)) + truncated_body)
+    assert rawclient.is_closed_by_peer(sock)
+    _wait_for_progress(busy_producer)
+
+
+def test_connection_closed_midway_through_a_frame_does_not_disturb_others(
+    bootstrap: str, busy_producer: list[int]
+) -> None:
+    sock = rawclient.connect(bootstrap)
+    sock.sendall(struct.pack(">i", 1000) + b"\x00\x03\x00\x0c" + b"x" * 20)
+    sock.close()
+    _wait_for_progress(busy_producer)
+
+
+def test_unknown_api_key_closes_connection(bootstrap: str, busy_producer: list[int]) -> None:
+    sock = rawclient.connect(bootstrap)
+    frame = struct.pack(">hhih", 999, 0, 7, -1)
+    sock.sendall(struct.pack(">i", len(frame)) + frame)
+    assert rawclient.is_closed_by_peer(sock)
+    _wait_for_progress(busy_producer)
+
+
+def test_200_megabyte_length_prefix_is_refused_before_allocation(
+    bootstrap: str, busy_producer: list[int]
+) -> None:
+    sock = rawclient.connect(bootstrap)
+    sock.sendall(struct.pack(">i", 200 * 1024 * 1024) + b"\x00\x12\x00\x03")
+    assert rawclient.is_closed_by_peer(sock, timeout=5)
+    _wait_for_progress(busy_producer)
+
+
+def test_negative_length_prefix_closes_connection(bootstrap: str) -> None:
+    sock = rawclient.connect(bootstrap)
+    sock.sendall(struct.pack(">i", -5))
+    assert rawclient.is_closed_by_peer(sock, timeout=5)
+
+
+def test_api_versions_above_our_range_get_a_v0_answer_listing_our_keys(bootstrap: str) -> None:
+    sock = rawclient.connect(bootstrap)
+    frame = struct.pack(">hhih", 18, 99, 42, -1) + b"\x00\x00\x00"
+    sock.sendall(struct.pack(">i", len(frame)) + frame)
+    correlation_id, response = rawclient.decode_response(rawclient.read_frame(sock), 18, 0)
+    assert correlation_id == 42
+    assert response.error_code is ErrorCode.unsupported_version
+    keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert keys[18] == (0, 3)
+    assert keys[0][0] == 3 and keys[1][0] == 4
+    # The connection stays usable: the client retries with a version we listed.
+    answer = rawclient.roundtrip(
+        sock, ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 43
+    )
+    assert answer.error_code is ErrorCode.none
+
+
+def test_metadata_for_a_missing_topic_without_auto_creation_is_unknown_topic(bootstrap: str) -> None:
+    sock = rawclient.connect(bootstrap)
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=None, name=f"absent-{uuid.uuid4().hex[:6]}"),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    response = rawclient.roundtrip(sock, request)
+    assert response.topics[0].error_code is ErrorCode.unknown_topic_or_partition
+
+
+def test_pipelined_requests_are_answered_in_order(bootstrap: str) -> None:
+    sock = rawclient.connect(bootstrap)
+    request = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
+    sock.sendall(b"".join(rawclient.encode_request(request, i) for i in range(50)))
+    for i in range(50):
+        correlation_id, _ = rawclient.decode_response(rawclient.read_frame(sock), 18, 3)
+        assert correlation_id == i
+
+
+def test_topic_created_before_bad_clients_is_still_readable(bootstrap: str) -> None:
+    topic = f"survivor-{uuid.uuid4().hex[:8]}"
+    clients.create_topic(bootstrap, topic, 1)
+    messages = clients.make_messages(100, 1, "survivor")
+    clients.confluent_produce(bootstrap, topic, messages, "none", True)
+    for _ in range(3):
+        sock = rawclient.connect(bootstrap)
+        sock.sendall(os.urandom(32))
+        sock.close()
+    assert clients.confluent_consume(bootstrap, topic, 1, 100) == messages
