@@ -387,7 +387,7 @@ class S3StreamStore:
         released = 0
         for block in blocks:
             if isinstance(block.wal_marker, RollMarker):
-                released = max(released, await block.wal_marker.done)
+                released = max(released, await asyncio.shield(block.wal_marker.done))
         if released and self._wal is not None:
             await self._wal.release(released)
             self._space_freed.set()

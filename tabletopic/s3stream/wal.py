@@ -230,7 +230,8 @@ class LocalWal:
             finally:
                 self.pending_bytes -= group.nbytes
             for marker, index in rolled:
-                marker.done.set_result(index)
+                if not marker.done.done():
+                    marker.done.set_result(index)
             group.future.set_result(None)
             self._on_commit(group)
             if self._group is None:

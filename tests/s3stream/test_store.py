@@ -1,0 +1,198 @@
+"""Behaviour of the StreamStore contract, run on every WAL mode × object store."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tabletopic.s3stream import fetch_slice, open_object_store
+from tabletopic.s3stream.api import OffsetOutOfRange, StreamNotFound, StreamStore
+from tests.s3stream.conftest import StoreHarness, payload_for
+
+
+async def fill(store, stream_id: int, count: int, size: int = 1000, records: int = 3) -> list[int]:
+    return list(
+        await asyncio.gather(
+            *(store.append(stream_id, payload_for(stream_id, i, size), records) for i in range(count))
+        )
+    )
+
+
+async def read_all(store, stream_id: int, start: int = 0, max_bytes: int = 64 * 1024):
+    info = store.stream_info(stream_id)
+    batches, offset = [], start
+    while offset < info.end_offset:
+        chunk = await store.fetch(stream_id, offset, max_bytes)
+        assert chunk, f"fetch at {offset} returned nothing before the end {info.end_offset}"
+        batches.extend(chunk)
+        offset = chunk[-1].next_offset
+    return batches
+
+
+def assert_stream(batches, stream_id: int, count: int, size: int = 1000, records: int = 3) -> None:
+    assert [b.base_offset for b in batches] == [i * records for i in range(count)]
+    for i, batch in enumerate(batches):
+        assert bytes(batch.payload) == payload_for(stream_id, i, size)
+
+
+async def test_store_satisfies_the_stream_store_protocol(harness: StoreHarness) -> None:
+    store = await harness.open()
+    assert isinstance(store, StreamStore)
+
+
+async def test_appends_get_consecutive_offsets_in_call_order(harness: StoreHarness) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    bases = await fill(store, sid, 50)
+    assert bases == [i * 3 for i in range(50)]
+    assert store.stream_info(sid).end_offset == 150
+    assert_stream(await read_all(store, sid), sid, 50)
+
+
+async def test_fetch_starts_at_the_batch_holding_the_offset_within_limits(
+    harness: StoreHarness,
+) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    await fill(store, sid, 10)
+    batches = await store.fetch(sid, 4, 2500)
+    assert [b.base_offset for b in batches] == [3, 6]
+    assert [b.base_offset for b in await store.fetch(sid, 0, 1)] == [0]  # at least one batch
+    assert [b.base_offset for b in await store.fetch(sid, 0, 10**6, end_offset=7)] == [0, 3, 6]
+    assert await store.fetch(sid, 30, 1000) == []
+
+
+async def test_offsets_outside_the_stream_raise_offset_out_of_range(harness: StoreHarness) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    await fill(store, sid, 4)
+    with pytest.raises(OffsetOutOfRange):
+        await store.fetch(sid, 13, 100)
+    await store.trim(sid, 6)
+    assert store.stream_info(sid).start_offset == 6
+    with pytest.raises(OffsetOutOfRange):
+        await store.fetch(sid, 5, 100)
+    assert [b.base_offset for b in await store.fetch(sid, 6, 10**6)] == [6, 9]
+
+
+async def test_unknown_and_deleted_streams_raise_stream_not_found(harness: StoreHarness) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    await fill(store, sid, 2)
+    await store.delete_stream(sid)
+    for call in (store.fetch(sid, 0, 10), store.append(sid, b"x", 1), store.delete_stream(sid)):
+        with pytest.raises(StreamNotFound):
+            await call
+    with pytest.raises(StreamNotFound):
+        store.stream_info(12345)
+
+
+async def test_wait_for_data_resolves_when_an_append_is_acknowledged(harness: StoreHarness) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    waiter = store.wait_for_data(sid, 0)
+    assert not waiter.done()
+    await store.append(sid, b"hello", 1)
+    await asyncio.wait_for(waiter, 5)
+    assert store.wait_for_data(sid, 0).done()
+
+
+async def test_cold_reads_after_flush_return_identical_bytes(harness: StoreHarness) -> None:
+    store = await harness.open()
+    streams = [await store.create_stream() for _ in range(4)]
+    for sid in streams:
+        await fill(store, sid, 40, size=3000)
+    await store.flush()
+    # Drop every cached byte: the reads below must come from objects through the block cache.
+    store.log_cache.capacity = 0
+    store.log_cache.evict()
+    assert store.log_cache.nbytes == 0
+    for sid in streams:
+        assert_stream(await read_all(store, sid), sid, 40, size=3000)
+    assert store.metrics.object_reads._value.get() > 0
+
+
+async def test_locate_gives_slices_that_executors_decode_without_the_broker(harness: StoreHarness) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    other = await store.create_stream()
+    await fill(store, other, 5)
+    await fill(store, sid, 60, size=2000)
+    await store.flush([sid])
+    slices = await store.locate(sid, 30, 120)
+    assert slices and slices[0].start_offset == 30 and slices[-1].end_offset == 120
+    reader = open_object_store(harness.object_settings)  # what a Spark task would do
+    batches = [b for piece in slices for b in fetch_slice(reader, piece)]
+    assert [b.base_offset for b in batches] == list(range(30, 120, 3))
+    assert all(bytes(b.payload) == payload_for(sid, b.base_offset // 3, 2000) for b in batches)
+    with pytest.raises(OffsetOutOfRange):
+        await store.locate(sid, 0, 10_000)
+
+
+async def test_restart_recovers_every_acknowledged_append(harness: StoreHarness) -> None:
+    store = await harness.open()
+    streams = [await store.create_stream() for _ in range(3)]
+    for sid in streams:
+        await fill(store, sid, 30)
+    store = await harness.reopen(store)
+    for sid in streams:
+        assert store.stream_info(sid).end_offset == 90
+        assert_stream(await read_all(store, sid), sid, 30)
+    assert await store.append(streams[0], b"after", 1) == 90
+
+
+async def test_big_stream_gets_its_own_stream_object(harness: StoreHarness) -> None:
+    store = await harness.open()
+    big = await store.create_stream()
+    small = await store.create_stream()
+    await fill(store, small, 3)
+    await fill(store, big, 100, size=1000)  # 100 KB > split size 64 KiB
+    await store.flush()
+    kinds = {o.kind for o in await asyncio.to_thread(store.meta.committed_objects)}
+    assert kinds == {"stream", "stream_set"}
+    assert_stream(await read_all(store, big), big, 100)
+
+
+async def test_many_streams_share_objects_without_per_stream_files(harness: StoreHarness) -> None:
+    store = await harness.open()
+    streams = [await store.create_stream() for _ in range(300)]
+    await asyncio.gather(*(store.append(sid, payload_for(sid, 0, 100), 1) for sid in streams))
+    await store.flush()
+    objects = await asyncio.to_thread(store.meta.committed_objects)
+    assert len(objects) <= 3
+    store = await harness.reopen(store)
+    for sid in streams[::37]:
+        [batch] = await store.fetch(sid, 0, 1000)
+        assert bytes(batch.payload) == payload_for(sid, 0, 100)
+
+
+@pytest.mark.slow
+async def test_thousands_of_streams_append_and_read(local_harness: StoreHarness) -> None:
+    store = await local_harness.open()
+    streams = [await store.create_stream() for _ in range(3000)]
+    await asyncio.gather(*(store.append(sid, payload_for(sid, 0, 64), 1) for sid in streams))
+    await store.flush()
+    assert all(store.stream_info(sid).end_offset == 1 for sid in streams)
+    assert len(await asyncio.to_thread(store.meta.committed_objects)) <= 2
+
+
+async def test_a_cancelled_append_does_not_fail_the_others(harness: StoreHarness) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    tasks = [asyncio.ensure_future(store.append(sid, b"x" * 10, 1)) for _ in range(20)]
+    await asyncio.sleep(0)
+    tasks[3].cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[3], asyncio.CancelledError)
+    assert sorted(r for i, r in enumerate(results) if i != 3) == [i for i in range(20) if i != 3]
+
+
+async def test_memoryview_payloads_are_copied_so_callers_may_reuse_buffers(harness: StoreHarness) -> None:
+    store = await harness.open()
+    sid = await store.create_stream()
+    buffer = bytearray(b"first")
+    await store.append(sid, memoryview(buffer), 1)
+    buffer[:] = b"XXXXX"
+    [batch] = await store.fetch(sid, 0, 100)
+    assert bytes(batch.payload) == b"first"
