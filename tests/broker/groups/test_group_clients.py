@@ -1,0 +1,223 @@
+"""Real Kafka clients in consumer groups against a real ``tabletopic serve`` (the shared broker of
+``tests/broker/conftest.py``).
+
+* three confluent-kafka consumers joining and leaving one group while it consumes, with manual
+  synchronous commits: every message is consumed exactly once across the rebalances, for the eager
+  (range, roundrobin) and the cooperative (cooperative-sticky) protocols;
+* kafka-python and aiokafka group consumers committing (with metadata) and a second consumer of the
+  same group resuming from the committed offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from tests.broker import clients
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def _produce(bootstrap: str, topic: str, partitions: int, count: int) -> None:
+    messages = [(i % partitions, f"k{i}".encode(), f"v{i}".encode(), ()) for i in range(count)]
+    clients.confluent_produce(bootstrap, topic, messages, "none", idempotent=False)
+
+
+class _GroupMember(threading.Thread):
+    """One confluent-kafka consumer: consume small batches slowly, record, commit synchronously after
+    each batch and before any partition is taken away."""
+
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, strategy: str, seen: list[tuple[int, int]]
+    ) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.group, self.strategy = bootstrap, topic, group, strategy
+        self.seen = seen
+        self.leave = threading.Event()
+        self.errors: list[BaseException] = []
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer, KafkaException
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "partition.assignment.strategy": self.strategy,
+                "session.timeout.ms": 10_000,
+                "heartbeat.interval.ms": 300,
+                "fetch.queue.backoff.ms": 1,
+            }
+        )
+
+        def commit() -> None:
+            try:
+                consumer.commit(asynchronous=False)
+            except KafkaException as exc:
+                if "NO_OFFSET" not in str(exc):
+                    raise
+
+        def on_revoke(_consumer: object, _partitions: object) -> None:
+            commit()
+
+        try:
+            consumer.subscribe([self.topic], on_revoke=on_revoke)
+            while not self.leave.is_set():
+                batch = consumer.consume(num_messages=20, timeout=0.2)
+                for message in batch:
+                    assert message.error() is None, message.error()
+                    self.seen.append((message.partition(), message.offset()))
+                if batch:
+                    commit()
+                    time.sleep(0.05)  # stay slow so rebalances happen mid-stream
+            commit()
+        except BaseException as exc:  # surfaced by the test
+            self.errors.append(exc)
+        finally:
+            consumer.close()
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
+def test_confluent_group_consumes_every_message_exactly_once_while_members_join_and_leave(
+    bootstrap: str, strategy: str
+) -> None:
+    topic, group = f"exact-{strategy}-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    partitions, total = 6, 2400
+    clients.create_topic(bootstrap, topic, partitions)
+    _produce(bootstrap, topic, partitions, total)
+    seen: list[tuple[int, int]] = []
+    members: list[_GroupMember] = []
+
+    def wait_for(count: int, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while len(seen) < count and time.monotonic() < deadline:
+            errors = [e for m in members for e in m.errors]
+            assert not errors, errors
+            time.sleep(0.05)
+        assert len(seen) >= count, f"stuck at {len(seen)} of {count}"
+
+    def start() -> _GroupMember:
+        member = _GroupMember(bootstrap, topic, group, strategy, seen)
+        members.append(member)
+        member.start()
+        return member
+
+    first = start()
+    wait_for(400)
+    start()
+    wait_for(900)
+    start()
+    wait_for(1400)
+    first.leave.set()  # leaves mid-stream; its partitions move to the others
+    first.join(30)
+    wait_for(total)
+    time.sleep(1)  # anything delivered twice would show up now
+    for member in members:
+        member.leave.set()
+    for member in members:
+        member.join(30)
+    assert not [e for m in members for e in m.errors]
+    counts = Counter(seen)
+    duplicates = {k: v for k, v in counts.items() if v > 1}
+    assert not duplicates, f"{len(duplicates)} messages consumed more than once"
+    expected = {(p, o) for p in range(partitions) for o in range(total // partitions)}
+    assert set(counts) == expected
+
+
+def test_kafka_python_group_commits_with_metadata_and_a_new_consumer_resumes(bootstrap: str) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    topic, group = f"kp-{uuid.uuid4().hex[:6]}", f"kp-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(bootstrap, topic, 2)
+    _produce(bootstrap, topic, 2, 100)
+
+    def consumer() -> KafkaConsumer:
+        return KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=500,
+        )
+
+    first = consumer()
+    taken: dict[int, int] = {}  # partition -> next offset
+    deadline = time.monotonic() + 60
+    while sum(taken.values()) < 60 and time.monotonic() < deadline:
+        for tp, records in first.poll(timeout_ms=500, max_records=10).items():
+            for record in records:
+                taken[tp.partition] = record.offset + 1
+    assert sum(taken.values()) >= 60
+    first.commit({TopicPartition(topic, p): OffsetAndMetadata(o, f"meta-{p}", -1) for p, o in taken.items()})
+    committed = first.committed(TopicPartition(topic, 0), metadata=True)
+    assert committed is not None and committed.offset == taken.get(0, 0) and committed.metadata == "meta-0"
+    first.close()
+
+    second = consumer()
+    rest: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 60
+    while len(rest) < 100 - sum(taken.values()) and time.monotonic() < deadline:
+        for tp, records in second.poll(timeout_ms=500).items():
+            rest.extend((tp.partition, r.offset) for r in records)
+    second.close()
+    assert sorted(rest) == sorted((p, o) for p in (0, 1) for o in range(taken.get(p, 0), 50))
+
+
+def test_aiokafka_group_commits_and_a_new_consumer_resumes(bootstrap: str) -> None:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.structs import OffsetAndMetadata
+
+    topic, group = f"aio-{uuid.uuid4().hex[:6]}", f"aio-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(bootstrap, topic, 2)
+    _produce(bootstrap, topic, 2, 100)
+
+    def consumer() -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=500,
+        )
+
+    async def run() -> None:
+        first = consumer()
+        await first.start()
+        taken: dict[int, int] = {}
+        try:
+            async with asyncio.timeout(60):
+                while sum(taken.values()) < 60:
+                    for tp, records in (await first.getmany(timeout_ms=500, max_records=10)).items():
+                        for record in records:
+                            taken[tp.partition] = record.offset + 1
+            offsets = {TopicPartition(topic, p): OffsetAndMetadata(o, f"m{p}") for p, o in taken.items()}
+            await first.commit(offsets)
+            assert await first.committed(TopicPartition(topic, 1)) == taken.get(1)
+        finally:
+            await first.stop()
+
+        second = consumer()
+        await second.start()
+        rest: list[tuple[int, int]] = []
+        try:
+            async with asyncio.timeout(60):
+                while len(rest) < 100 - sum(taken.values()):
+                    for tp, records in (await second.getmany(timeout_ms=500)).items():
+                        rest.extend((tp.partition, r.offset) for r in records)
+        finally:
+            await second.stop()
+        assert sorted(rest) == sorted((p, o) for p in (0, 1) for o in range(taken.get(p, 0), 50))
+
+    asyncio.run(run())
