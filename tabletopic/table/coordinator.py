@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,14 +24,15 @@ from pyiceberg.table import Table
 
 from tabletopic.table import tables
 from tabletopic.table.commit import CommittedState, StalePlan, commit_data_files, committed_state
-from tabletopic.table.job import JobResult, JobRunner, JobSpec, SkippedRecord
+from tabletopic.table.convert.rows import FailedRecord
+from tabletopic.table.job import JobResult, JobRunner, JobSpec
 from tabletopic.table.lease import Fenced, LeaseManager
 from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig
 from tabletopic.table.worker import TableWorker, TopicDirectory, TopicView
 
 log = logging.getLogger(__name__)
 
-DeadLetterSink = Callable[[str, str, list[SkippedRecord]], Awaitable[None]]
+DeadLetterSink = Callable[[str, str, list[FailedRecord]], Awaitable[None]]
 
 # A job may report a new schema a few times in a row (several schema versions in one batch are
 # unified in one report); more than this means something keeps changing under us.
@@ -216,6 +218,7 @@ class TopicPipeline:
                 topic_configs=dict(view.configs),
                 items=items,
                 table_metadata_json=None if table is None else table.metadata.model_dump_json(),
+                write_uuid=str(uuid.uuid4()),
                 io_properties={} if table is None else dict(table.io.properties),
                 object_store_settings=self._ctx.object_store_settings,
                 schema_registry_url=self._ctx.schema_registry_url,
@@ -223,7 +226,15 @@ class TopicPipeline:
             started = time.monotonic()
             job = await asyncio.to_thread(self._ctx.runner.run, spec)
             self.status.last_job_seconds = time.monotonic() - started
-            if job.needs_schema is None or job.fatal_error is not None:
+            if job.fatal_error is not None:
+                return table, job
+            if job.needs_schema is None:
+                if table is None:
+                    # Every record was skipped: create the table from the columns every row has, so
+                    # the skipped range is committed (and not sent to the dead-letter topic again).
+                    table = await asyncio.to_thread(
+                        tables.ensure_schema, self._ctx.catalog, identifier, None, tables.BASE_SCHEMA, config
+                    )
                 return table, job
             try:
                 table = await asyncio.to_thread(
@@ -250,7 +261,7 @@ class TopicPipeline:
         self.status.last_error = message
         self._failed_config = dict(view.configs)
 
-    async def _dead_letter(self, config: TableTopicConfig, skipped: list[SkippedRecord]) -> None:
+    async def _dead_letter(self, config: TableTopicConfig, skipped: list[FailedRecord]) -> None:
         if config.errors_tolerance is ErrorsTolerance.NONE:
             return
         if config.dlq_topic and self._ctx.dead_letters is not None:

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.worker import WorkItem
 
 
@@ -24,22 +25,11 @@ class JobSpec:
     topic_configs: dict[str, str]
     items: tuple[WorkItem, ...]
     table_metadata_json: str | None
+    # Names the job's data files so a retried job never overwrites files of an earlier attempt.
+    write_uuid: str
     io_properties: dict[str, str]
     object_store_settings: dict[str, Any]
     schema_registry_url: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedRecord:
-    """A record the job could not turn into a row, kept so it can go to the dead-letter topic."""
-
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
-    reason: str
 
 
 @dataclass
@@ -47,7 +37,7 @@ class JobResult:
     data_files: list[Any] = field(default_factory=list)  # pyiceberg DataFile objects
     rows: int = 0
     bytes_read: int = 0
-    skipped: list[SkippedRecord] = field(default_factory=list)
+    skipped: list[FailedRecord] = field(default_factory=list)
     # Set when the decoded rows do not fit the table (or there is no table yet): the union of the
     # schemas seen. The coordinator evolves/creates the table and runs the job again; no files were
     # kept in that case.

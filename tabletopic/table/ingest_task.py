@@ -1,0 +1,219 @@
+"""What one ingest task does with its work items, wherever it runs (a Spark Python worker, or the
+coordinator's own process in tests): read the object slices straight from object storage, decode the
+Kafka batches, convert records to Arrow rows, and write Parquet data files for the Iceberg table.
+
+The output is a list of small Arrow rows (:data:`OUTPUT_SCHEMA`) the driver collects: data files
+(pickled pyiceberg ``DataFile``s — the commit happens on the driver, once, for the whole job), the
+schema of the rows when the table cannot hold them yet, skipped records for the dead-letter topic,
+a fatal error under ``errors.tolerance=none``, and timings.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from typing import Any
+
+import pyarrow as pa
+
+from tabletopic.s3stream.objects import fetch_slice
+from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.table.convert.rows import FailedRecord, RecordConversionError, RecordConverter, convert_slice
+from tabletopic.table.convert.unify import SchemaConflict, unify_schemas
+from tabletopic.table.job import JobResult, JobSpec
+from tabletopic.table.topic_config import TableTopicConfig
+from tabletopic.table.worker import WorkItem
+
+OUTPUT_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),  # files | schema | skipped | fatal | stats
+        ("payload", pa.binary()),
+        ("rows", pa.int64()),
+        ("message", pa.string()),
+    ]
+)
+OUTPUT_DDL = "kind string, payload binary, rows long, message string"
+
+
+@lru_cache(maxsize=8)
+def _object_store(settings_json: str) -> Any:
+    # One client per Python worker process and settings: boto3 clients are expensive to build.
+    return open_object_store(json.loads(settings_json))
+
+
+def _output(kind: str, payload: bytes = b"", rows: int = 0, message: str = "") -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(
+        [{"kind": kind, "payload": payload, "rows": rows, "message": message}], schema=OUTPUT_SCHEMA
+    )
+
+
+class IngestTask:
+    """Converts work items, accumulating rows; :meth:`finish` writes them as data files."""
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+        self.config = TableTopicConfig.from_topic_configs(spec.topic_configs, topic=spec.topic)
+        lookup = None
+        if spec.schema_registry_url and (
+            self.config.value_converter.type.uses_schema or self.config.key_converter.type.uses_schema
+        ):
+            from tabletopic.schema_registry.client import HttpSchemaLookup
+
+            lookup = HttpSchemaLookup(spec.schema_registry_url)
+        self.converter = RecordConverter(self.config, lookup)
+        self.store = _object_store(json.dumps(spec.object_store_settings, sort_keys=True))
+        self.batches: list[pa.RecordBatch] = []
+        self.skipped: list[FailedRecord] = []
+        self.timings = {"read": 0.0, "decode": 0.0, "write": 0.0}
+        self.bytes_read = 0
+
+    def add(self, item: WorkItem) -> pa.RecordBatch | None:
+        """Convert one item; returns a ``fatal`` output row when the tolerance forbids skipping."""
+        started = time.perf_counter()
+        stored = []
+        for piece in item.slices:
+            stored.extend(fetch_slice(self.store, piece))
+            self.bytes_read += piece.size
+        read_done = time.perf_counter()
+        result = convert_slice(stored, item.start_offset, item.end_offset, item.partition, self.converter)
+        self.timings["read"] += read_done - started
+        self.timings["decode"] += time.perf_counter() - read_done
+        try:
+            self.skipped.extend(result.enforce(self.config.errors_tolerance))
+        except RecordConversionError as exc:
+            return _output("fatal", message=f"topic {item.topic}: {exc}")
+        if result.batch is not None and result.batch.num_rows:
+            self.batches.append(result.batch)
+        return None
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        rows = sum(b.num_rows for b in self.batches)
+        if self.skipped:
+            yield _output("skipped", pickle.dumps(self.skipped), len(self.skipped))
+        if self.batches:
+            try:
+                schema = unify_schemas([b.schema for b in self.batches])
+            except SchemaConflict as exc:
+                yield _output("fatal", message=f"topic {self.spec.topic}: {exc}")
+                return
+            if self.spec.table_metadata_json is None or self._needs_evolution(schema):
+                yield _output("schema", schema.serialize().to_pybytes(), rows)
+            else:
+                started = time.perf_counter()
+                files = self._write(schema)
+                self.timings["write"] += time.perf_counter() - started
+                yield _output("files", pickle.dumps(files), rows)
+        yield _output("stats", json.dumps({**self.timings, "bytes": self.bytes_read}).encode(), rows)
+
+    def _table_metadata(self) -> Any:
+        from pyiceberg.table.metadata import TableMetadataUtil
+
+        assert self.spec.table_metadata_json is not None
+        return TableMetadataUtil.parse_raw(self.spec.table_metadata_json)
+
+    def _needs_evolution(self, schema: pa.Schema) -> bool:
+        from tabletopic.table.schema_evolution import IncompatibleSchemaChange, plan_schema_update
+
+        try:
+            return bool(plan_schema_update(self._table_metadata().schema(), schema))
+        except IncompatibleSchemaChange:
+            return True  # the coordinator reports the incompatibility with its full message
+
+    def _write(self, schema: pa.Schema) -> list[Any]:
+        from pyiceberg.io import load_file_io
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files, schema_to_pyarrow
+
+        metadata = self._table_metadata()
+        target = schema_to_pyarrow(metadata.schema(), include_field_ids=False)
+        table = pa.Table.from_batches([conform(b, target) for b in self.batches], schema=target)
+        io = load_file_io(self.spec.io_properties, metadata.location)
+        return list(
+            _dataframe_to_data_files(
+                table_metadata=metadata, write_uuid=uuid.UUID(self.spec.write_uuid), df=table, io=io
+            )
+        )
+
+
+def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Reshape ``batch`` to the table's Arrow schema: columns the data lacks become nulls (rows from
+    an older schema version), types widen to the table's, field order follows the table."""
+    arrays = [
+        _conform_array(batch.column(f.name) if f.name in batch.schema.names else None, f.type, batch.num_rows)
+        for f in target
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _conform_array(array: pa.Array | None, target: pa.DataType, length: int) -> pa.Array:
+    if array is None:
+        return pa.nulls(length, type=target)
+    if array.type == target:
+        return array
+    if pa.types.is_struct(target) and pa.types.is_struct(array.type):
+        names = {array.type.field(i).name for i in range(array.type.num_fields)}
+        children = [
+            _conform_array(array.field(f.name) if f.name in names else None, f.type, len(array))
+            for f in target
+        ]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
+    if pa.types.is_list(target) and (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)):
+        values = _conform_array(array.values, target.value_type, len(array.values))
+        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
+    return array.cast(target)
+
+
+def run_task(spec: JobSpec, item_json: Iterable[str]) -> Iterator[pa.RecordBatch]:
+    """Convert the given items; the body of one Spark task."""
+    task = IngestTask(spec)
+    for text in item_json:
+        fatal = task.add(WorkItem.from_json(text))
+        if fatal is not None:
+            yield fatal
+            return
+    yield from task.finish()
+
+
+def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobResult:
+    """Fold the tasks' output rows into one :class:`JobResult` (on the driver)."""
+    result = JobResult()
+    schemas: list[pa.Schema] = []
+    for output in outputs:
+        rows = output.to_pylist() if isinstance(output, pa.RecordBatch) else [output]
+        for row in rows:
+            kind = row["kind"]
+            if kind == "files":
+                result.data_files.extend(pickle.loads(row["payload"]))
+                result.rows += row["rows"]
+            elif kind == "schema":
+                schemas.append(pa.ipc.read_schema(pa.py_buffer(row["payload"])))
+            elif kind == "skipped":
+                result.skipped.extend(pickle.loads(row["payload"]))
+            elif kind == "fatal":
+                result.fatal_error = result.fatal_error or row["message"]
+            elif kind == "stats":
+                for name, value in json.loads(row["payload"]).items():
+                    if name == "bytes":
+                        result.bytes_read += int(value)
+                    else:
+                        result.timings[name] = result.timings.get(name, 0.0) + float(value)
+    if schemas:
+        try:
+            result.needs_schema = unify_schemas(schemas)
+        except SchemaConflict as exc:
+            result.fatal_error = result.fatal_error or str(exc)
+        # Files written by other tasks of this run are orphans now; the job runs again after the
+        # table schema changed. Maintenance removes orphan files.
+        result.data_files = []
+        result.rows = 0
+    return result
+
+
+class InProcessRunner:
+    """Runs the ingest task in this process, without Spark: for unit tests and tiny deployments."""
+
+    def run(self, spec: JobSpec) -> JobResult:
+        return collect_outputs(run_task(spec, [item.to_json() for item in spec.items]))
