@@ -17,7 +17,7 @@ from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.client import CachedSchemaLookup
 from tabletopic.schema_registry.compatibility import CompatibilityLevel
 from tabletopic.schema_registry.registry import SchemaRegistry
-from tabletopic.schema_registry.storage import MIGRATIONS
+from tabletopic.schema_registry.storage import MIGRATIONS, sqlite_read_engine
 
 if TYPE_CHECKING:
     from tabletopic.api.http import HttpService
@@ -44,6 +44,7 @@ def build_registry(
         default_level=CompatibilityLevel(config.get(settings.DEFAULT_COMPATIBILITY)),
         parsed_cache_size=config.get(settings.PARSED_CACHE_MAX_ENTRIES),
         on_register=on_register,
+        read_engine=sqlite_read_engine(engine),
     )
 
 
@@ -84,3 +85,6 @@ class RegistryComponent:
         if self._http is not None:
             await self._http.stop()
             self._http = None
+        if self.registry is not None:
+            self.registry.close()
+            self.registry = None

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -46,6 +46,8 @@ from tabletopic.schema_registry.storage import SchemaRow, VersionRow
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 LATEST = -1  # what "latest" and "-1" parse to
 MAX_VERSION = 2**31 - 1
 WRITE_ATTEMPTS = 6
@@ -100,24 +102,25 @@ def fingerprint(schema_type: str, text: str, references: Sequence[SchemaReferenc
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-class _ParsedCache:
-    """LRU of parsed schemas by id (a schema id's text never changes, so entries never go stale)."""
+class _LRU(Generic[K, V]):
+    """A small thread-safe LRU (endpoints run in FastAPI's thread pool). Holds only values that
+    never go stale: parsed schemas by id, parse results by exact input."""
 
     def __init__(self, max_entries: int) -> None:
         self._max = max_entries
-        self._entries: OrderedDict[tuple[int, bool], ParsedSchema] = OrderedDict()
+        self._entries: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[int, bool]) -> ParsedSchema | None:
+    def get(self, key: K) -> V | None:
         with self._lock:
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
             return found
 
-    def put(self, key: tuple[int, bool], parsed: ParsedSchema) -> None:
+    def put(self, key: K, value: V) -> None:
         with self._lock:
-            self._entries[key] = parsed
+            self._entries[key] = value
             self._entries.move_to_end(key)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
@@ -138,17 +141,27 @@ class SchemaRegistry:
         default_level: CompatibilityLevel = CompatibilityLevel.BACKWARD,
         parsed_cache_size: int = 2000,
         on_register: Callable[[], None] | None = None,
+        read_engine: Engine | None = None,
     ) -> None:
         self.engine = engine
+        # Reads may go to a separate engine (see storage.sqlite_read_engine); writes never do.
+        self.read_engine = read_engine or engine
         self.default_level = default_level
-        self._parsed = _ParsedCache(parsed_cache_size)
+        self._parsed: _LRU[tuple[int, bool], ParsedSchema] = _LRU(parsed_cache_size)
+        self._candidates: _LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
+        self._candidates = _LRU(parsed_cache_size)
         self._on_register = on_register
+
+    def close(self) -> None:
+        """Release the read engine if it is the registry's own (the write engine is the caller's)."""
+        if self.read_engine is not self.engine:
+            self.read_engine.dispose()
 
     # --- transactions ------------------------------------------------------------------------------
 
     def _read(self, fn: Callable[[Connection], T]) -> T:
         try:
-            with self.engine.connect() as conn:
+            with self.read_engine.connect() as conn:
                 return fn(conn)
         except DBAPIError as exc:
             raise RegistryError(
@@ -229,15 +242,22 @@ class SchemaRegistry:
         try:
             fmt = get_format(schema_type)
             resolved = self._resolve(conn, references)
-            parsed = fmt.parse(text, resolved)
-            stored = parsed.normalized() if normalize else parsed.canonical()
-            if normalize:
-                parsed = fmt.parse(stored, resolved)
+            # Serializers re-send the same schemas over and over; the parse is the costly part and
+            # depends only on the text, the flag and the referenced texts.
+            key = (fmt.schema_type, text, normalize, tuple(resolved.items()))
+            cached = self._candidates.get(key)
+            if cached is None:
+                parsed = fmt.parse(text, resolved)
+                stored = parsed.normalized() if normalize else parsed.canonical()
+                if normalize:
+                    parsed = fmt.parse(stored, resolved)
+                cached = (parsed, stored)
+                self._candidates.put(key, cached)
         except InvalidSchema as exc:
             raise invalid_schema(str(exc)) from exc
         except RecursionError as exc:
             raise invalid_schema("schema nests too deeply") from exc
-        return Candidate(fmt.schema_type, fmt, parsed, stored, tuple(references))
+        return Candidate(fmt.schema_type, fmt, cached[0], cached[1], tuple(references))
 
     # --- mode and compatibility settings -----------------------------------------------------------
 
@@ -282,7 +302,7 @@ class SchemaRegistry:
                 )
             rows = storage.versions(conn, subject)
             live = [r for r in rows if not r.deleted]
-            existing = self._find(conn, candidate, live, normalize)
+            existing = self._find(conn, subject, candidate, normalize)
             if existing is not None and self._same_registration(existing, schema_id, version):
                 return existing.schema_id, existing.version
             if mode is not Mode.IMPORT:
@@ -323,24 +343,30 @@ class SchemaRegistry:
         return schema_id is None or schema_id < 0 or schema_id == existing.schema_id
 
     def _find(
-        self, conn: Connection, candidate: Candidate, rows: Sequence[VersionRow], normalize: bool
+        self,
+        conn: Connection,
+        subject: str,
+        candidate: Candidate,
+        normalize: bool,
+        include_deleted: bool = False,
     ) -> VersionRow | None:
-        """The newest of ``rows`` holding the candidate (by stored text; with ``normalize`` also by
-        normalized form, so cosmetic variants of a registered schema find it)."""
-        for row in reversed(rows):
+        """The newest version of ``subject`` holding the candidate: by fingerprint of the stored text
+        (one indexed query), and with ``normalize`` also by normalized form, so cosmetic variants of
+        a schema registered without normalization find it."""
+        found = storage.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted)
+        if found is not None or not normalize:
+            return found
+        for row in reversed(storage.versions(conn, subject, include_deleted)):
             stored = storage.schema_by_id(conn, row.schema_id)
             if stored is None or stored.schema_type != candidate.schema_type:
                 continue
             if stored.references != candidate.references:
                 continue
-            if stored.schema == candidate.text:
-                return row
-            if normalize:
-                try:
-                    if self._parse_row(conn, stored).normalized() == candidate.text:
-                        return row
-                except InvalidSchema:
-                    continue
+            try:
+                if self._parse_row(conn, stored).normalized() == candidate.text:
+                    return row
+            except InvalidSchema:
+                continue
         return None
 
     def _assign_id(self, conn: Connection, candidate: Candidate, wanted: int | None) -> int:
@@ -482,7 +508,7 @@ class SchemaRegistry:
             if not rows:
                 raise subject_not_found(subject)
             candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
-            found = self._find(conn, candidate, rows, normalize)
+            found = self._find(conn, subject, candidate, normalize, deleted)
             schema = None if found is None else storage.schema_by_id(conn, found.schema_id)
             if found is None or schema is None:
                 raise schema_not_found()

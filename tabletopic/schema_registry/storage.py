@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from tabletopic.metadata import Migration
 from tabletopic.schema_registry.formats.base import SchemaReference
@@ -71,6 +71,33 @@ counters_table = sa.Table(
     sa.Column("name", sa.String(64), primary_key=True),
     sa.Column("value", sa.BigInteger, nullable=False),
 )
+
+
+def sqlite_read_engine(engine: Engine) -> Engine | None:
+    """For SQLite, a second engine whose transactions begin DEFERRED.
+
+    The shared metadata engine begins every transaction IMMEDIATE (taking the write lock) so writers
+    never deadlock; for the registry's many reads that would queue every lookup behind — and in
+    front of — the storage layer's WAL commits. In WAL mode a deferred read transaction sees one
+    consistent snapshot without blocking anyone. ``None`` for other databases.
+    """
+    if engine.dialect.name != "sqlite":
+        return None
+    reader = sa.create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @sa.event.listens_for(reader, "connect")
+    def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA query_only=ON")
+        cursor.close()
+        dbapi_conn.isolation_level = None
+
+    @sa.event.listens_for(reader, "begin")
+    def _begin(conn):  # type: ignore[no-untyped-def]
+        conn.exec_driver_sql("BEGIN")
+
+    return reader
 
 
 def _create_v1(conn: Connection) -> None:
@@ -236,6 +263,21 @@ def all_versions(conn: Connection, include_deleted: bool = False, prefix: str = 
         query = query.where(versions_table.c.subject.startswith(prefix, autoescape=True))
     query = query.order_by(versions_table.c.subject, versions_table.c.version)
     return [_version_row(r) for r in conn.execute(query)]
+
+
+def version_with_fingerprint(
+    conn: Connection, subject: str, fingerprint: str, include_deleted: bool = False
+) -> VersionRow | None:
+    """The newest version of ``subject`` whose schema has ``fingerprint`` (one indexed query)."""
+    query = (
+        sa.select(versions_table)
+        .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
+        .where(versions_table.c.subject == subject, schemas_table.c.fingerprint == fingerprint)
+    )
+    if not include_deleted:
+        query = query.where(versions_table.c.deleted.is_(False))
+    row = conn.execute(query.order_by(versions_table.c.version.desc()).limit(1)).first()
+    return None if row is None else _version_row(row)
 
 
 def versions_of_schema(conn: Connection, schema_id: int, include_deleted: bool = False) -> list[VersionRow]:

@@ -122,3 +122,23 @@ def test_client_admin_calls_work_with_slashed_subjects(client: SchemaRegistryCli
     assert client.delete_subject(subject, permanent=True) == [1]
     assert subject not in client.get_subjects()
     assert "AVRO" in client.get_schema_types()
+
+
+def test_json_schema_serializer_round_trips(client: SchemaRegistryClient) -> None:
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+
+    name = topic()
+    schema = json.dumps({
+        "$schema": "http://json-schema.org/draft-07/schema#", "title": "Point", "type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x"],
+    })
+    payload = JSONSerializer(schema, client)({"x": 1, "y": 2}, ctx(name))
+    schema_id = int.from_bytes(payload[1:5], "big")
+    assert client.get_schema(schema_id).schema_type == "JSON"
+    fresh = SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
+    assert JSONDeserializer(None, schema_registry_client=fresh)(payload, ctx(name)) == {"x": 1, "y": 2}
+    # Dropping a required property's type is an incompatible change for JSON too.
+    narrowed = json.dumps({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]})
+    with pytest.raises(SchemaRegistryError) as raised:
+        client.register_schema(f"{name}-value", Schema(narrowed, "JSON"))
+    assert raised.value.http_status_code == 409

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,12 @@ PERSON = json.dumps({"type": "record", "name": "Person", "fields": [{"name": "ho
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> SchemaRegistry:
+def registry(tmp_path: Path) -> Iterator[SchemaRegistry]:
     engine = metadata.create_engine(metadata.default_url(tmp_path))
-    return build_registry(engine, Config({}))
+    registry = build_registry(engine, Config({}))
+    yield registry
+    registry.close()
+    engine.dispose()
 
 
 class Clock:
@@ -39,13 +43,17 @@ def test_in_process_lookup_resolves_references_and_caches_by_id(registry: Schema
     registry.register("address", ADDRESS)
     person_id, _ = registry.register("person", PERSON, references=[SchemaReference("Address", "address", 1)])
     lookup = CachedSchemaLookup(registry)
+    with pytest.raises(SchemaNotFound):
+        lookup.by_id(999)
     found = lookup.by_id(person_id)
     assert found.schema_type == "AVRO"
     assert found.references == (("Address", json.dumps(json.loads(ADDRESS), separators=(",", ":"))),)
-    registry.engine.dispose()
-    assert lookup.by_id(person_id) is found  # served from cache without the database
-    with pytest.raises(SchemaNotFound):
-        CachedSchemaLookup(registry).by_id(999)
+
+    def unreachable(_schema_id: int) -> None:
+        raise AssertionError("by-id lookups must be served from the cache")
+
+    registry.registered_by_id = unreachable  # type: ignore[method-assign,assignment]
+    assert lookup.by_id(person_id) is found
 
 
 def test_latest_is_cached_for_the_ttl_only(registry: SchemaRegistry) -> None:

@@ -143,6 +143,7 @@ def create_app(
                 yield
         finally:
             if engine is not None:
+                app.state.registry.close()
                 engine.dispose()
 
     app = FastAPI(
