@@ -9,6 +9,8 @@ varint count followed by zigzag varint indexes (top-level message, then nested m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
 
 from google.protobuf import descriptor
 
@@ -86,12 +88,21 @@ def write_message_indexes(indexes: Sequence[int]) -> bytes:
     return _write_zigzag(len(indexes)) + b"".join(_write_zigzag(i) for i in indexes)
 
 
-def message_descriptor_for(parsed: ParsedProtobufSchema, indexes: Sequence[int]) -> descriptor.Descriptor:
+def message_descriptor_for(
+    parsed: ParsedProtobufSchema | Any, indexes: Sequence[int]
+) -> descriptor.Descriptor:
     """The message type an index list names within ``parsed`` (from its private pool).
+
+    ``parsed`` may also be a registry ``RegisteredSchema`` (anything with ``schema`` text and
+    ``references`` pairs): it is compiled once and cached, which is what a decoder holding only
+    the lookup result needs.
 
     Raises:
         MessageIndexError: an index past the end of its list of messages.
+        InvalidSchema: ``parsed`` is schema text that does not compile.
     """
+    if not isinstance(parsed, ParsedProtobufSchema):
+        parsed = _compiled(parsed.schema, tuple(tuple(pair) for pair in parsed.references))
     if not indexes:
         indexes = [0]
     file = parsed.file_descriptor
@@ -109,6 +120,13 @@ def message_descriptor_for(parsed: ParsedProtobufSchema, indexes: Sequence[int])
         candidates = list(found.nested_types)
     assert found is not None
     return found
+
+
+@lru_cache(maxsize=256)
+def _compiled(text: str, references: tuple[tuple[str, str], ...]) -> ParsedProtobufSchema:
+    from tabletopic.schema_registry.formats.protobuf.format import FORMAT
+
+    return FORMAT.parse(text, dict(references))
 
 
 def message_indexes_of(parsed: ParsedProtobufSchema, full_name: str) -> list[int]:
