@@ -77,7 +77,7 @@ class AvroDecoder:
     types is far more expensive than decoding a record.
     """
 
-    def __init__(self, text: str, references: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(self, text: str, references: Sequence[tuple[str, str]] = (), columnar: bool = True) -> None:
         expanded = parse_avro_schema(text, references)
         mapped = _map(expanded, ())
         self.arrow_type: pa.DataType = mapped.final
@@ -85,20 +85,31 @@ class AvroDecoder:
         self._fixup = mapped.fixup
         self._reader_schema = fastavro.parse_schema(_strip_logical(copy.deepcopy(expanded)))
         self.is_record = isinstance(expanded, dict) and expanded.get("type") == "record"
+        from tabletopic.table.convert.avro_columnar import compile_decoder
 
-    def decode(self, payloads: Sequence[bytes | memoryview | None]) -> tuple[pa.Array, dict[int, str]]:
-        """Decode each payload (None stays null). Returns the array and ``{index: reason}`` for
-        payloads that are not valid Avro for this schema (those rows are null in the array)."""
+        # The generated columnar decoder is ~2x faster where it applies; fastavro covers the rest.
+        self._columnar = compile_decoder(expanded) if columnar else None
+        if self._columnar is not None and self._columnar.arrow_type != self.arrow_type:
+            self._columnar = None  # a mapping mismatch would be a bug; never risk wrong types
+
+    def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> tuple[pa.Array, dict[int, str]]:
+        """Decode each payload from byte ``skip`` on (None stays null). Returns the array and
+        ``{index: reason}`` for payloads that are not valid Avro for this schema (null rows)."""
+        if self._columnar is not None:
+            return self._columnar.decode(payloads, skip)
         reader = fastavro.schemaless_reader
         schema = self._reader_schema
         values: list[Any] = []
         append = values.append
         failures: dict[int, str] = {}
+        bytes_io = io.BytesIO
         for i, payload in enumerate(payloads):
             if payload is None:
                 append(None)
                 continue
-            stream = io.BytesIO(payload)
+            stream = bytes_io(payload)
+            if skip:
+                stream.seek(skip)
             try:
                 value = reader(stream, schema, None)
             except Exception as exc:  # fastavro raises EOFError, ValueError, IndexError, UnicodeError…

@@ -88,7 +88,7 @@ class JsonDecoder:
         self._read_type = _read_type(self.arrow_type)
         self._stringify = _stringifiers(self._read_type)
 
-    def decode(self, payloads: Sequence[bytes | memoryview | None]) -> tuple[pa.Array, dict[int, str]]:
+    def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> tuple[pa.Array, dict[int, str]]:
         loads = json.loads
         values: list[Any] = []
         failures: dict[int, str] = {}
@@ -97,7 +97,7 @@ class JsonDecoder:
                 values.append(None)
                 continue
             try:
-                value = loads(bytes(payload))
+                value = loads(payload[skip:] if skip else payload)
             except (ValueError, UnicodeDecodeError) as exc:
                 failures[i] = f"invalid JSON: {exc}"
                 values.append(None)

@@ -12,14 +12,16 @@ key, value and headers, so the caller can apply ``errors.tolerance`` and feed th
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from tabletopic.s3stream.api import StoredBatch
 from tabletopic.schema_registry.lookup import SchemaLookup
 from tabletopic.table.convert.debezium import flatten_debezium
 from tabletopic.table.convert.decoders import DecoderCache, Failure, decode_column
-from tabletopic.table.records import BatchError, DecodedRecords
+from tabletopic.table.records import AbortedTransaction, BatchError, DecodedRecords, decode_batches
 from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig, TransformType
 
 KEY_COLUMN = "_kafka_key"
@@ -181,3 +183,17 @@ def convert_records(
 ) -> ConversionResult:
     """One-shot form of :meth:`RecordConverter.convert` (builds a fresh decoder cache)."""
     return RecordConverter(config, lookup).convert(records)
+
+
+def convert_slice(
+    batches: Iterable[StoredBatch],
+    start_offset: int,
+    end_offset: int,
+    partition: int,
+    converter: RecordConverter,
+    aborted_transactions: Sequence[AbortedTransaction] = (),
+) -> ConversionResult:
+    """Decode stored batches and convert the records in ``[start_offset, end_offset)`` to rows —
+    what a Spark task does for each work item before yielding ``result.batch``."""
+    decoded = decode_batches(batches, start_offset, end_offset, partition, aborted_transactions)
+    return converter.convert(decoded)
