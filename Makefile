@@ -21,6 +21,7 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	scripts/install-system-deps.sh test
+	$(BIN)/python -m tabletopic.spark.jars >/dev/null
 	$(BIN)/ruff check tabletopic tests bench
 	$(BIN)/pytest $(PYTEST_ARGS)
 

@@ -35,6 +35,10 @@ for _name, _path in SUBCOMMANDS:
     _module, _, _attr = _path.partition(":")
     app.add_typer(getattr(importlib.import_module(_module), _attr), name=_name)
 
+from tabletopic.spark.cli import sql as _sql_command  # noqa: E402 - top-level command owned by spark/
+
+app.command("sql")(_sql_command)
+
 
 @app.command()
 def serve(

@@ -30,6 +30,7 @@ COMPONENT_FACTORIES: tuple[str, ...] = (
     "tabletopic.s3stream.component:StorageComponent",
     "tabletopic.broker.component:BrokerComponent",
     "tabletopic.schema_registry.component:RegistryComponent",
+    "tabletopic.catalog.component:CatalogComponent",
 )
 
 

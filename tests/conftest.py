@@ -5,4 +5,6 @@ Fixtures live in ``tests/fixtures/`` modules, one per kind of server, registered
 
 pytest_plugins = [
     "tests.fixtures.servers",
+    "tests.fixtures.spark",
+    "tests.fixtures.catalogs",
 ]
