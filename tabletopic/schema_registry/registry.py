@@ -8,6 +8,7 @@ schemas (immutable per id) are kept.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -727,6 +728,27 @@ class SchemaRegistry:
             return Mode(raw)
 
         return self._write(run)
+
+    def formatted(self, row: SchemaRow, fmt: str | None) -> str:
+        """The schema text in the ``format`` a client asked for. Protobuf's ``serialized`` is the
+        base64 FileDescriptorProto confluent-kafka's deserializer wants; a format a schema type does
+        not know falls back to the stored text, as Confluent does."""
+        if not fmt:
+            return row.schema
+
+        def run(conn: Connection) -> str:
+            try:
+                parsed = self._parse_row(conn, row)
+            except InvalidSchema as exc:
+                raise invalid_schema(f"schema {row.id} cannot be formatted: {exc}") from exc
+            if fmt == "serialized":
+                serialized = getattr(parsed, "serialized", None)
+                if callable(serialized):
+                    value = serialized()
+                    return base64.b64encode(value).decode() if isinstance(value, bytes) else str(value)
+            return row.schema
+
+        return self._read(run)
 
     # --- for the table pipeline --------------------------------------------------------------------
 

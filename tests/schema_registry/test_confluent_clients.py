@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
+import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
@@ -128,10 +130,15 @@ def test_json_schema_serializer_round_trips(client: SchemaRegistryClient) -> Non
     from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 
     name = topic()
-    schema = json.dumps({
-        "$schema": "http://json-schema.org/draft-07/schema#", "title": "Point", "type": "object",
-        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x"],
-    })
+    schema = json.dumps(
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "Point",
+            "type": "object",
+            "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+            "required": ["x"],
+        }
+    )
     payload = JSONSerializer(schema, client)({"x": 1, "y": 2}, ctx(name))
     schema_id = int.from_bytes(payload[1:5], "big")
     assert client.get_schema(schema_id).schema_type == "JSON"
@@ -142,3 +149,77 @@ def test_json_schema_serializer_round_trips(client: SchemaRegistryClient) -> Non
     with pytest.raises(SchemaRegistryError) as raised:
         client.register_schema(f"{name}-value", Schema(narrowed, "JSON"))
     assert raised.value.http_status_code == 409
+
+
+def _protobuf_messages() -> tuple[type, type]:
+    """Two message classes built from descriptors in code (no protoc): ``demo.Order`` importing
+    ``demo/money.proto`` so the serializer registers a reference too."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    money = descriptor_pb2.FileDescriptorProto(name="demo/money.proto", package="demo", syntax="proto3")
+    amount = money.message_type.add(name="Money")
+    amount.field.add(
+        name="units",
+        number=1,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    )
+    amount.field.add(
+        name="currency",
+        number=2,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    )
+    order = descriptor_pb2.FileDescriptorProto(
+        name="demo/order.proto", package="demo", syntax="proto3", dependency=["demo/money.proto"]
+    )
+    message = order.message_type.add(name="Order")
+    message.field.add(
+        name="id",
+        number=1,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    )
+    message.field.add(
+        name="total",
+        number=2,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+        type_name=".demo.Money",
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(money)
+    pool.Add(order)
+    return (
+        message_factory.GetMessageClass(pool.FindMessageTypeByName("demo.Order")),
+        message_factory.GetMessageClass(pool.FindMessageTypeByName("demo.Money")),
+    )
+
+
+def test_protobuf_serializer_round_trips_with_references(client: SchemaRegistryClient) -> None:
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+
+    if "PROTOBUF" not in client.get_schema_types():
+        pytest.skip("the Protobuf format is not available on this registry yet")
+    order_class, money_class = _protobuf_messages()
+    name = topic()
+    serializer = ProtobufSerializer(order_class, client, {"use.deprecated.format": False})
+    order = order_class(id="o-1", total=money_class(units=42, currency="EUR"))
+    payload = serializer(order, ctx(name))
+    schema_id = int.from_bytes(payload[1:5], "big")
+    registered = client.get_schema(schema_id)
+    assert registered.schema_type == "PROTOBUF"
+    assert [r.name for r in registered.references] == ["demo/money.proto"]
+    fresh = SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
+    decoded = ProtobufDeserializer(order_class, {"use.deprecated.format": False}, fresh)(payload, ctx(name))
+    assert decoded == order
+    # The same message again answers the same id (the stored form is stable across base64 input).
+    assert int.from_bytes(serializer(order, ctx(name))[1:5], "big") == schema_id
+    breaking = 'syntax = "proto3";\npackage demo;\nmessage Order {\n  int64 id = 1;\n}\n'
+    with pytest.raises(SchemaRegistryError) as raised:
+        client.register_schema(f"{name}-value", Schema(breaking, "PROTOBUF"))
+    assert raised.value.http_status_code == 409
+    serialized = httpx.get(
+        f"{client._rest_client.base_urls[0]}/schemas/ids/{schema_id}", params={"format": "serialized"}
+    ).json()["schema"]
+    assert base64.b64decode(serialized)  # a FileDescriptorProto, not .proto text

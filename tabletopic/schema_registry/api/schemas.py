@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -10,9 +9,7 @@ from fastapi import APIRouter, Response
 from tabletopic.schema_registry.api.deps import Registry
 from tabletopic.schema_registry.api.models import CONTENT_TYPE, schema_fields
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
-from tabletopic.schema_registry.formats.base import InvalidSchema
-from tabletopic.schema_registry.formats.loader import available_types, get_format
-from tabletopic.schema_registry.storage import SchemaRow
+from tabletopic.schema_registry.formats.loader import available_types
 
 router = APIRouter(prefix="/schemas", tags=["schemas"])
 
@@ -25,32 +22,6 @@ def _id(raw: str) -> int:
         raise RegistryError(ErrorCode.SCHEMA_NOT_FOUND, f"Schema {raw} not found") from None
 
 
-def _formatted(registry: Registry, row: SchemaRow, fmt: str | None) -> str:
-    """The schema text in the ``format`` a client asked for (Protobuf: ``serialized`` = base64
-    FileDescriptorProto, what confluent-kafka's deserializer asks for). Unknown formats fall back to
-    the stored text, as Confluent does."""
-    if not fmt:
-        return row.schema
-    try:
-        references = dict(registry.registered_by_id(row.id).references)
-        parsed = get_format(row.schema_type).parse(row.schema, references)
-    except InvalidSchema as exc:
-        raise RegistryError(ErrorCode.INVALID_SCHEMA, f"Schema {row.id} cannot be formatted: {exc}") from exc
-    formatter = getattr(parsed, "formatted", None)
-    if callable(formatter):
-        text = formatter(fmt)
-        if isinstance(text, str):
-            return text
-    if fmt == "serialized":
-        serialized = getattr(parsed, "serialized", None)
-        if callable(serialized):
-            value = serialized()
-            if isinstance(value, bytes):
-                return base64.b64encode(value).decode()
-            return str(value)
-    return row.schema
-
-
 @router.get("/ids/{schema_id}")
 def get_schema(
     registry: Registry,
@@ -60,7 +31,7 @@ def get_schema(
     fetchMaxId: bool = False,
 ) -> dict[str, Any]:
     row = registry.schema(_id(schema_id))
-    body = schema_fields(row.schema_type, _formatted(registry, row, format), row.references)
+    body = schema_fields(row.schema_type, registry.formatted(row, format), row.references)
     if fetchMaxId:
         body["maxId"] = row.id
     return body
@@ -69,7 +40,7 @@ def get_schema(
 @router.get("/ids/{schema_id}/schema")
 def get_schema_text(registry: Registry, schema_id: str, format: str | None = None) -> Response:
     row = registry.schema(_id(schema_id))
-    return Response(_formatted(registry, row, format), media_type=CONTENT_TYPE)
+    return Response(registry.formatted(row, format), media_type=CONTENT_TYPE)
 
 
 @router.get("/ids/{schema_id}/subjects")

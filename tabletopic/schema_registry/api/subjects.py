@@ -13,13 +13,13 @@ from tabletopic.schema_registry.registry import SubjectVersion
 router = APIRouter(prefix="/subjects", tags=["subjects"])
 
 
-def version_body(found: SubjectVersion) -> dict[str, Any]:
+def version_body(found: SubjectVersion, text: str | None = None) -> dict[str, Any]:
     row = found.schema
     return {
         "subject": found.subject,
         "version": found.version,
         "id": row.id,
-        **schema_fields(row.schema_type, row.schema, row.references),
+        **schema_fields(row.schema_type, row.schema if text is None else text, row.references),
     }
 
 
@@ -66,16 +66,18 @@ def delete_subject(registry: Registry, subject: Subject, permanent: bool = False
 
 @router.get("/{subject}/versions/{version}")
 def get_version(
-    registry: Registry, subject: Subject, version: Version, deleted: bool = False
+    registry: Registry, subject: Subject, version: Version, deleted: bool = False, format: str | None = None
 ) -> dict[str, Any]:
-    return version_body(registry.version(subject, version, deleted))
+    found = registry.version(subject, version, deleted)
+    return version_body(found, registry.formatted(found.schema, format))
 
 
 @router.get("/{subject}/versions/{version}/schema")
 def get_version_schema(
-    registry: Registry, subject: Subject, version: Version, deleted: bool = False
+    registry: Registry, subject: Subject, version: Version, deleted: bool = False, format: str | None = None
 ) -> Response:
-    return Response(registry.version(subject, version, deleted).schema.schema, media_type=CONTENT_TYPE)
+    found = registry.version(subject, version, deleted)
+    return Response(registry.formatted(found.schema, format), media_type=CONTENT_TYPE)
 
 
 @router.get("/{subject}/versions/{version}/referencedby")
