@@ -68,6 +68,13 @@ def builtin_s3(request: pytest.FixtureRequest, make: CatalogFactory) -> tuple[Ca
     return handle, handle.rest_client()
 
 
+def sql_catalog(request: pytest.FixtureRequest, make: CatalogFactory) -> tuple[CatalogHandle, Catalog]:
+    # pyiceberg uses the SQL catalog directly; Spark reaches it through the built-in REST catalog.
+    database = request.getfixturevalue("tmp_path") / "user-catalog.db"
+    handle = make({P + "type": "sql", P + "uri": f"sqlite:///{database}"})
+    return handle, handle.backing
+
+
 def hive(request: pytest.FixtureRequest, make: CatalogFactory) -> tuple[CatalogHandle, Catalog]:
     metastore = request.getfixturevalue("hive_metastore")
     warehouse = request.getfixturevalue("tmp_path") / "hive-warehouse"
@@ -121,6 +128,7 @@ CASES: dict[str, Callable[[pytest.FixtureRequest, CatalogFactory], tuple[Catalog
     "builtin-sqlite": builtin_sqlite,
     "builtin-postgres": builtin_postgres,
     "builtin-s3": builtin_s3,
+    "sql-sqlite": sql_catalog,
     "hive": hive,
     "glue": glue,
     "seaweedfs-rest": seaweedfs_rest,
