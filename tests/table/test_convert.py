@@ -373,3 +373,92 @@ def test_flatten_of_non_debezium_value_fails_every_record_clearly() -> None:
     config = cfg(**{"convert.value.type": "by_schema_id", "transform.value.type": "flatten_debezium"})
     result = convert_records(records([value]), config, lookup)
     assert result.batch is None and "Debezium envelope" in result.failures[0].reason
+
+
+def test_json_schema_dates_and_times_are_parsed_from_text() -> None:
+    lookup = MemoryLookup()
+    schema = {
+        "type": "object",
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+        },
+    }
+    sid = lookup.register("users-value", "JSON", schema)
+    values = [
+        wire(sid, b'{"at": "2024-05-01T12:00:00Z", "day": "2024-05-01"}'),
+        wire(sid, b'{"at": "yesterday", "day": "2024-05-01"}'),
+    ]
+    result = convert_records(records(values), cfg(**{"schema.type": "schema"}), lookup)
+    assert result.batch is not None
+    assert result.batch.column("at").to_pylist() == [T0]
+    assert result.batch.column("day").to_pylist() == [datetime.date(2024, 5, 1)]
+    assert [f.offset for f in result.failures] == [101]
+
+
+WKT_PROTO = """
+syntax = "proto3";
+package wk;
+import "google/protobuf/wrappers.proto";
+import "google/protobuf/duration.proto";
+import "google/protobuf/struct.proto";
+message Event {
+  google.protobuf.Int64Value maybe = 1;
+  google.protobuf.Duration took = 2;
+  google.protobuf.Struct attrs = 3;
+  oneof choice { string name = 4; int32 code = 5; }
+  optional int32 opt = 6;
+  map<int32, string> labels = 7;
+}
+"""
+
+
+def test_protobuf_well_known_types_oneofs_and_optional_fields() -> None:
+    from google.protobuf import message_factory
+
+    from tabletopic.table.convert.protobuf import message_descriptor
+
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "PROTOBUF", WKT_PROTO)
+    cls = message_factory.GetMessageClass(message_descriptor(lookup.by_id(sid)))
+    full = cls(name="n", opt=0, labels={3: "three"})
+    full.maybe.value = 42
+    full.took.seconds = 2
+    full.took.nanos = 500_000_000
+    full.attrs.update({"k": "v"})
+    empty = cls(code=7)
+    values = [wire(sid, m.SerializeToString(), b"\x00") for m in (full, empty)]
+    result = convert_records(records(values), cfg(**{"schema.type": "schema"}), lookup)
+    batch = result.batch
+    assert batch is not None and result.failures == []
+    assert batch.column("maybe").to_pylist() == [42, None]
+    assert batch.column("took").to_pylist() == [2_500_000, None]
+    assert json.loads(batch.column("attrs").to_pylist()[0]) == {"k": "v"}
+    assert batch.column("name").to_pylist() == ["n", None]
+    assert batch.column("code").to_pylist() == [None, 7]
+    assert batch.column("opt").to_pylist() == [0, None]
+    assert batch.column("labels").to_pylist() == [[(3, "three")], []]
+
+
+def test_tombstones_are_dropped_when_flattened_rows_need_id_columns() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", USER_V1)
+    value = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}))
+    keyed = cfg(**{"schema.type": "schema", "id.columns": "[id]", "upsert.enable": "true"})
+    result = convert_records(records([value, None]), keyed, lookup)
+    assert result.batch is not None and result.batch.num_rows == 1 and result.failures == []
+    plain = convert_records(records([value, None]), cfg(**{"schema.type": "schema"}), lookup)
+    assert plain.batch is not None and plain.batch.column("id").to_pylist() == [1, None]
+
+
+def test_unknown_schema_id_is_looked_up_once_per_converter() -> None:
+    lookup = MemoryLookup()
+    converter = RecordConverter(cfg(**{"schema.type": "schema"}), lookup)
+    result = converter.convert(records([wire(77, b"\x00")] * 50))
+    assert len(result.failures) == 50 and lookup.by_id_calls == 1
+
+
+def test_string_key_with_invalid_utf8_fails_the_record() -> None:
+    result = convert_records(records([b"v1", b"v2"], keys=[b"ok", b"\xff"]), cfg())
+    assert result.batch is not None and result.batch.column("_kafka_key").to_pylist() == ["ok"]
+    assert [f.offset for f in result.failures] == [101]

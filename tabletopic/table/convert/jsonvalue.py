@@ -8,13 +8,14 @@ common subset when that module is absent.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from tabletopic.table.convert.arrowutil import values_to_array
+from tabletopic.table.convert.arrowutil import apply_fixup, values_to_array
 
 
 def json_schema_arrow_type(text: str, references: Sequence[tuple[str, str]] = ()) -> tuple[pa.DataType, bool]:
@@ -35,19 +36,6 @@ def json_schema_arrow_type(text: str, references: Sequence[tuple[str, str]] = ()
     if is_object or len(arrow_schema) != 1 or arrow_schema.names != ["value"]:
         return pa.struct(list(arrow_schema)), True
     return arrow_schema.field(0).type, False
-
-
-def _read_type(type_: pa.DataType) -> pa.DataType:
-    """JSON carries dates and times as text: read them as strings, let Arrow's cast parse them."""
-    if pa.types.is_temporal(type_):
-        return pa.string()
-    if pa.types.is_struct(type_):
-        return pa.struct([f.with_type(_read_type(f.type)) for f in type_])
-    if pa.types.is_list(type_):
-        return pa.list_(_read_type(type_.value_type))
-    if pa.types.is_map(type_):
-        return pa.map_(type_.key_type, _read_type(type_.item_type))
-    return type_
 
 
 def _fallback_type(node: Any, root: dict[str, Any]) -> pa.DataType:
@@ -85,8 +73,7 @@ class JsonDecoder:
 
     def __init__(self, schema_text: str, references: Sequence[tuple[str, str]] = ()) -> None:
         self.arrow_type, self.is_record = json_schema_arrow_type(schema_text, references)
-        self._read_type = _read_type(self.arrow_type)
-        self._stringify = _stringifiers(self._read_type)
+        self._fix = _fixers(self.arrow_type)
 
     def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> tuple[pa.Array, dict[int, str]]:
         loads = json.loads
@@ -102,16 +89,17 @@ class JsonDecoder:
                 failures[i] = f"invalid JSON: {exc}"
                 values.append(None)
                 continue
-            if self._stringify is not None and value is not None:
-                value = self._stringify(value)
             values.append(value)
-        return values_to_array(values, self._read_type, self.arrow_type, failures), failures
+        apply_fixup(values, self._fix, failures)
+        return values_to_array(values, self.arrow_type, self.arrow_type, failures), failures
 
 
-def _stringifiers(type_: pa.DataType) -> Any:
-    """Fields typed string but holding JSON objects/numbers are kept as JSON text, not rejected."""
+def _fixers(type_: pa.DataType) -> Any:
+    """Per-value adjustments JSON needs before Arrow takes it: fields typed string but holding
+    objects or numbers are kept as JSON text (not rejected); dates and times arrive as ISO 8601 text
+    and are parsed here, so a bad one fails its own record only."""
     if pa.types.is_struct(type_):
-        subs = {type_.field(i).name: _stringifiers(type_.field(i).type) for i in range(type_.num_fields)}
+        subs = {type_.field(i).name: _fixers(type_.field(i).type) for i in range(type_.num_fields)}
         subs = {k: v for k, v in subs.items() if v is not None}
 
         def fix_struct(value: Any) -> Any:
@@ -124,16 +112,31 @@ def _stringifiers(type_: pa.DataType) -> Any:
         return fix_struct if subs else None
     if pa.types.is_string(type_):
         return lambda v: v if isinstance(v, str) else json.dumps(v)
+    if pa.types.is_timestamp(type_):
+        return _parse_timestamp
+    if pa.types.is_date(type_):
+        return lambda v: datetime.date.fromisoformat(v)
+    if pa.types.is_time(type_):
+        return lambda v: datetime.time.fromisoformat(v)
     if pa.types.is_list(type_):
-        inner = _stringifiers(type_.value_type)
+        inner = _fixers(type_.value_type)
         if inner is None:
             return None
         return lambda v: [None if x is None else inner(x) for x in v] if isinstance(v, list) else v
     if pa.types.is_map(type_):
-        inner = _stringifiers(type_.item_type)
+        inner = _fixers(type_.item_type)
         if inner is None:
             return None
         return lambda v: (
             {k: None if x is None else inner(x) for k, x in v.items()} if isinstance(v, dict) else v
         )
     return None
+
+
+def _parse_timestamp(text: Any) -> datetime.datetime:
+    if not isinstance(text, str):
+        raise ValueError(f"expected an ISO 8601 date-time string, got {text!r}")
+    value = datetime.datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)  # RFC 3339 requires an offset; be lenient
+    return value

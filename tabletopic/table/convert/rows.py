@@ -129,6 +129,10 @@ class RecordConverter:
         transform = self.config.value_transform
         if transform is TransformType.FLATTEN and is_record and pa.types.is_struct(value_array.type):
             columns += _spread(value_array)
+            if self.config.id_columns:
+                # A tombstone has no fields to identify a row by (the id columns are required in
+                # the table), so it cannot be written; it is dropped, not failed.
+                drop = [v is None for v in records.values]
         elif (
             transform is TransformType.FLATTEN_DEBEZIUM and is_record and pa.types.is_struct(value_array.type)
         ):
