@@ -114,8 +114,8 @@ class ProducerStates:
                     return SequenceCheck(duplicate=cached)
             expected = next_sequence(entry.last_sequence)
             if entry.last_sequence >= 0 and first != expected:
-                in_window = entry.batches and _sequence_before(first, entry.batches[0].first_sequence)
-                if not in_window and _sequence_before(first, expected):
+                if _sequence_before(first, expected):
+                    # Older than every cached batch: written long ago and not to be written again.
                     return SequenceCheck(
                         ErrorCode.duplicate_sequence_number,
                         f"producer {producer_id} sequence {first} was already written",

@@ -89,6 +89,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._reading_paused = False
         self._writing_paused = False
         self._closed = False
+        self._close_after_flush: str | None = None
         self.connection_id = next(_connection_ids)
         self._peer = "?"
 
@@ -234,6 +235,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._transport.write(data)
                 if self._metrics is not None:
                     self._metrics.bytes_out.inc(len(data))
+        if self._close_after_flush is not None and not self._pending:
+            self._close(self._close_after_flush)
+            return
         self._update_reading()
 
     def _count(self, api_key: int, error: str) -> None:
@@ -287,8 +291,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._peer,
                 result.message,
             )
-            # Kafka answers then closes; close once the answer is written.
-            asyncio.get_running_loop().call_soon(self._close, "SASL authentication failed")
+            # Kafka answers then closes: _flush closes once this answer is written.
+            self._close_after_flush = "SASL authentication failed"
         return {
             "error_code": result.error_code,
             "error_message": result.message,

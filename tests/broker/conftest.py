@@ -19,3 +19,22 @@ def broker_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerP
 @pytest.fixture(scope="session")
 def bootstrap(broker_process: BrokerProcess) -> str:
     return broker_process.bootstrap
+
+
+@pytest.fixture
+async def broker_service(tmp_path):  # type: ignore[no-untyped-def]
+    """A BrokerService on MemoryStreamStore and a fresh SQLite file: handler tests in milliseconds."""
+    from tabletopic import metadata
+    from tabletopic.broker.service import BrokerService, Endpoint
+    from tabletopic.config import Config
+    from tabletopic.s3stream.memory import MemoryStreamStore
+
+    config = Config({"data.dir": str(tmp_path), "log.retention.check.interval.ms": "3600000"})
+    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    store = MemoryStreamStore()
+    service = BrokerService(config, engine, store)
+    service.advertised = {"PLAINTEXT": Endpoint("PLAINTEXT", "127.0.0.1", 9092)}
+    await service.start()
+    yield service
+    await service.stop()
+    engine.dispose()

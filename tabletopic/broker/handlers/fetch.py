@@ -130,9 +130,9 @@ async def _wait_for_any(broker: BrokerService, topics: list[TopicRead], wait_sec
 
 async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list[TopicRead], ErrorCode]:
     """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders."""
-    if request.session_id != 0:
+    if getattr(request, "session_id", 0) != 0:
         return [], ErrorCode.fetch_session_id_not_found
-    if request.session_epoch not in (0, -1):
+    if getattr(request, "session_epoch", -1) not in (0, -1):
         return [], ErrorCode.invalid_fetch_session_epoch
     topics = _resolve(broker, request, version)
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF

@@ -1,0 +1,144 @@
+"""Produce: batch validation, idempotent sequences, LogAppendTime."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.protocol.records import parse_batches
+from tests.broker.batches import make_batch, produce_request
+from tests.broker.helpers import call
+
+
+async def _topic(broker, name="t", partitions=1, **configs):  # type: ignore[no-untyped-def]
+    return await broker.topics.create(name, partitions, configs)
+
+
+def _partition(response):  # type: ignore[no-untyped-def]
+    return response.responses[0].partition_responses[0]
+
+
+@pytest.mark.parametrize("version", range(3, 13))
+async def test_produce_appends_and_returns_base_offsets_for_every_version(broker_service, version) -> None:
+    await _topic(broker_service)
+    first = _partition(await call(broker_service, produce_request("t", 0, make_batch([b"a", b"b"]), version)))
+    second = _partition(await call(broker_service, produce_request("t", 0, make_batch([b"c"]), version)))
+    assert (first.error_code, first.base_offset) == (ErrorCode.none, 0)
+    assert (second.error_code, second.base_offset) == (ErrorCode.none, 2)
+    assert broker_service.high_watermark("t", 0) == 3
+
+
+async def test_old_message_format_is_unsupported(broker_service) -> None:
+    await _topic(broker_service)
+    result = _partition(await call(broker_service, produce_request("t", 0, make_batch([b"a"], magic=1))))
+    assert result.error_code is ErrorCode.unsupported_for_message_format
+
+
+async def test_corrupted_batch_fails_the_crc_check(broker_service) -> None:
+    await _topic(broker_service)
+    batch = bytearray(make_batch([b"hello"]))
+    batch[-2] ^= 0xFF
+    result = _partition(await call(broker_service, produce_request("t", 0, bytes(batch))))
+    assert result.error_code is ErrorCode.corrupt_message
+
+
+async def test_truncated_batch_is_corrupt(broker_service) -> None:
+    await _topic(broker_service)
+    result = _partition(await call(broker_service, produce_request("t", 0, make_batch([b"hello"])[:-3])))
+    assert result.error_code is ErrorCode.corrupt_message
+
+
+async def test_batch_above_max_message_bytes_is_too_large(broker_service) -> None:
+    await _topic(broker_service, **{"max.message.bytes": "200"})
+    result = _partition(await call(broker_service, produce_request("t", 0, make_batch([b"x" * 500]))))
+    assert result.error_code is ErrorCode.message_too_large
+
+
+async def test_unknown_topic_and_partition_are_reported(broker_service) -> None:
+    await _topic(broker_service)
+    missing = _partition(await call(broker_service, produce_request("nope", 0, make_batch([b"a"]))))
+    beyond = _partition(await call(broker_service, produce_request("t", 5, make_batch([b"a"]))))
+    assert missing.error_code is beyond.error_code is ErrorCode.unknown_topic_or_partition
+
+
+async def test_acks_zero_sends_no_response_but_appends(broker_service) -> None:
+    await _topic(broker_service)
+    assert await call(broker_service, produce_request("t", 0, make_batch([b"a"]), acks=0)) is None
+    assert broker_service.high_watermark("t", 0) == 1
+
+
+async def test_invalid_acks_value_is_refused(broker_service) -> None:
+    await _topic(broker_service)
+    result = _partition(await call(broker_service, produce_request("t", 0, make_batch([b"a"]), acks=2)))
+    assert result.error_code is ErrorCode.invalid_required_acks
+
+
+async def test_retried_idempotent_batch_returns_original_offset_without_appending(broker_service) -> None:
+    await _topic(broker_service)
+    batch = make_batch([b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0)
+    first = _partition(await call(broker_service, produce_request("t", 0, batch)))
+    retry = _partition(await call(broker_service, produce_request("t", 0, batch)))
+    assert first.error_code is retry.error_code is ErrorCode.none
+    assert retry.base_offset == first.base_offset == 0
+    assert broker_service.high_watermark("t", 0) == 2
+
+
+async def test_sequence_gap_is_out_of_order(broker_service) -> None:
+    await _topic(broker_service)
+    await call(
+        broker_service,
+        produce_request("t", 0, make_batch([b"a"], producer_id=7, producer_epoch=0, base_sequence=0)),
+    )
+    gap = make_batch([b"c"], producer_id=7, producer_epoch=0, base_sequence=5)
+    result = _partition(await call(broker_service, produce_request("t", 0, gap)))
+    assert result.error_code is ErrorCode.out_of_order_sequence_number
+
+
+async def test_old_sequence_outside_the_cache_is_a_duplicate(broker_service) -> None:
+    await _topic(broker_service)
+    for seq in range(8):
+        batch = make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=seq)
+        assert (
+            _partition(await call(broker_service, produce_request("t", 0, batch))).error_code
+            is ErrorCode.none
+        )
+    old = make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=1)
+    result = _partition(await call(broker_service, produce_request("t", 0, old)))
+    assert result.error_code is ErrorCode.duplicate_sequence_number
+
+
+async def test_stale_producer_epoch_is_fenced(broker_service) -> None:
+    await _topic(broker_service)
+    await call(
+        broker_service,
+        produce_request("t", 0, make_batch([b"a"], producer_id=7, producer_epoch=3, base_sequence=0)),
+    )
+    stale = make_batch([b"b"], producer_id=7, producer_epoch=2, base_sequence=1)
+    result = _partition(await call(broker_service, produce_request("t", 0, stale)))
+    assert result.error_code is ErrorCode.invalid_producer_epoch
+
+
+async def test_new_epoch_must_restart_at_sequence_zero(broker_service) -> None:
+    await _topic(broker_service)
+    await call(
+        broker_service,
+        produce_request("t", 0, make_batch([b"a"], producer_id=7, producer_epoch=0, base_sequence=0)),
+    )
+    bad = make_batch([b"b"], producer_id=7, producer_epoch=1, base_sequence=4)
+    good = make_batch([b"b"], producer_id=7, producer_epoch=1, base_sequence=0)
+    assert _partition(await call(broker_service, produce_request("t", 0, bad))).error_code is (
+        ErrorCode.out_of_order_sequence_number
+    )
+    assert _partition(await call(broker_service, produce_request("t", 0, good))).error_code is ErrorCode.none
+
+
+async def test_log_append_time_topic_stamps_batches_and_keeps_crc_valid(broker_service) -> None:
+    await _topic(broker_service, **{"message.timestamp.type": "LogAppendTime"})
+    result = _partition(await call(broker_service, produce_request("t", 0, make_batch([b"a"], timestamp=5))))
+    assert result.error_code is ErrorCode.none
+    append_ms = int(result.log_append_time.timestamp() * 1000)
+    assert append_ms > 1_600_000_000_000
+    stored = (await broker_service.store.fetch(broker_service.stream_id("t", 0), 0, 1 << 20))[0]
+    (header,) = parse_batches(stored.payload)  # verifies the recomputed CRC
+    assert header.attributes & 0x08
+    assert header.max_timestamp == append_ms

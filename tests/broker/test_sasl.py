@@ -1,0 +1,108 @@
+"""SASL/PLAIN: the sans-IO state machine, and real clients on the SASL_PLAINTEXT listener."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.sasl import SaslPlainServer, SaslState, parse_users
+from tests.broker.broker_process import BrokerProcess
+
+
+def test_plain_handshake_then_valid_token_authenticates() -> None:
+    sasl = SaslPlainServer({"alice": "secret"})
+    assert not sasl.allows(3)
+    assert sasl.handshake("PLAIN", 1) is ErrorCode.none
+    result = sasl.authenticate(b"\0alice\0secret")
+    assert result.error_code is ErrorCode.none
+    assert sasl.principal == "User:alice"
+    assert sasl.allows(3)
+
+
+@pytest.mark.parametrize(
+    "token", [b"\0alice\0wrong", b"\0mallory\0secret", b"garbage", b"bob\0alice\0secret"]
+)
+def test_bad_tokens_fail(token: bytes) -> None:
+    sasl = SaslPlainServer({"alice": "secret"})
+    sasl.handshake("PLAIN", 1)
+    assert sasl.authenticate(token).error_code is ErrorCode.sasl_authentication_failed
+    assert sasl.state is SaslState.FAILED
+
+
+def test_unknown_mechanism_and_out_of_order_steps() -> None:
+    sasl = SaslPlainServer({})
+    assert sasl.handshake("SCRAM-SHA-256", 1) is ErrorCode.unsupported_sasl_mechanism
+    assert SaslPlainServer({}).authenticate(b"\0a\0b").error_code is ErrorCode.illegal_sasl_state
+
+
+def test_v0_handshake_expects_a_raw_token() -> None:
+    sasl = SaslPlainServer({"a": "b"})
+    sasl.handshake("PLAIN", 0)
+    assert sasl.expects_raw_token
+
+
+def test_user_list_parsing() -> None:
+    assert parse_users(["alice:s:x", "bob:"]) == {"alice": "s:x", "bob": ""}
+    with pytest.raises(ValueError):
+        parse_users(["nobody"])
+
+
+@pytest.mark.integration
+def test_confluent_kafka_authenticates_on_the_sasl_listener(broker_process: BrokerProcess) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    bootstrap = f"127.0.0.1:{broker_process.sasl_port}"
+    auth = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": "alice-secret",
+    }
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": bootstrap, **auth})
+    producer.produce(topic, b"secret message")
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sasl", **auth})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    message = consumer.poll(15)
+    consumer.close()
+    assert message is not None and message.value() == b"secret message"
+
+
+@pytest.mark.integration
+def test_wrong_password_is_refused(broker_process: BrokerProcess) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    reported: list[str] = []
+    admin = AdminClient(
+        {
+            "bootstrap.servers": f"127.0.0.1:{broker_process.sasl_port}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "nope",
+            "error_cb": lambda err: reported.append(str(err)),
+        }
+    )
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=3)
+    admin.poll(0.5)
+    assert any("invalid username or password" in text for text in reported), reported
+
+
+@pytest.mark.integration
+def test_kafka_python_authenticates_with_plain(broker_process: BrokerProcess) -> None:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{broker_process.sasl_port}",
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="bob",
+        sasl_plain_password="bob-secret",
+    )
+    assert isinstance(admin.list_topics(), list)
+    admin.close()
