@@ -79,7 +79,8 @@ class _Mapper:
                 nullable=False,
                 metadata=metadata,
             )
-        return pa.field(fld.name, element, nullable=_has_presence(fld), metadata=metadata)
+        nullable = _has_presence(fld) and not _is_required(fld)
+        return pa.field(fld.name, element, nullable=nullable, metadata=metadata)
 
     def value_type(self, fld: FD, ancestry: tuple[str, ...]) -> pa.DataType:
         kind = fld.type
@@ -127,6 +128,13 @@ def _is_repeated(fld: FD) -> bool:
     if isinstance(flag, bool):
         return flag
     return bool(fld.label == FD.LABEL_REPEATED)
+
+
+def _is_required(fld: FD) -> bool:
+    flag = getattr(fld, "is_required", None)
+    if isinstance(flag, bool):
+        return flag
+    return bool(fld.label == FD.LABEL_REQUIRED)
 
 
 def _is_map(fld: FD) -> bool:

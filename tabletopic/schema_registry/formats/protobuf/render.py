@@ -391,6 +391,8 @@ class _Printer:
         for fld in fields:
             by_extendee.setdefault(fld.extendee, []).append(fld)
         for extendee, members in by_extendee.items():
+            if depth == 0:
+                self.emit(0, "")
             self.emit(depth, f"extend {self.type_name(extendee, scope)} {{")
             for fld in members:
                 self.emit(
