@@ -29,7 +29,7 @@ class ErrorCode(Enum):
     INVALID_MODE = (42204, 422)
     OPERATION_NOT_PERMITTED = (42205, 422)
     REFERENCE_EXISTS = (42206, 422)
-    INVALID_REQUEST = (42208, 422)
+    INVALID_SUBJECT = (42208, 422)
     STORE_ERROR = (50001, 500)
 
     @property
@@ -69,6 +69,11 @@ def schema_not_found(schema_id: int | None = None) -> RegistryError:
 
 def invalid_schema(detail: str) -> RegistryError:
     return RegistryError(ErrorCode.INVALID_SCHEMA, f"Invalid schema: {detail}")
+
+
+def invalid_subject(subject: str, why: str) -> RegistryError:
+    shown = subject if len(subject) <= 80 else subject[:77] + "..."
+    return RegistryError(ErrorCode.INVALID_SUBJECT, f"Invalid subject {shown!r}: {why}")
 
 
 def invalid_version(raw: str) -> RegistryError:

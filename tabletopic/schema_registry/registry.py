@@ -240,6 +240,8 @@ class SchemaRegistry:
         """Parse a schema from a request. Raises 42201 for any problem with it."""
         if not isinstance(text, str) or not text.strip():
             raise invalid_schema("empty schema")
+        if "\x00" in text:
+            raise invalid_schema("schemas must not contain NUL characters")
         try:
             fmt = get_format(schema_type)
             resolved = self._resolve(conn, references)

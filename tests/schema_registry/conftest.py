@@ -1,5 +1,5 @@
-"""Registry fixtures: an in-process app over a fresh SQLite database per test (fast, real app and
-database, no socket) and one registry process per session for real-client tests."""
+"""Registry fixtures: an in-process app over a fresh database per test — SQLite and PostgreSQL —
+(real app and database, no socket) and one registry process per session for real-client tests."""
 
 from __future__ import annotations
 
@@ -14,9 +14,13 @@ from tabletopic.schema_registry.api import create_app
 from tests.schema_registry.server import RegistryProcess
 
 
-@pytest.fixture
-def registry_config(tmp_path: Path) -> Config:
-    return Config({"data.dir": str(tmp_path / "data"), "schema.registry.max.request.bytes": "65536"})
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def registry_config(request: pytest.FixtureRequest, tmp_path: Path) -> Config:
+    """Every API behaviour test runs once per metadata database engine."""
+    values = {"data.dir": str(tmp_path / "data"), "schema.registry.max.request.bytes": "65536"}
+    if request.param == "postgres":
+        values["metadata.url"] = request.getfixturevalue("postgres_url")
+    return Config(values)
 
 
 @pytest.fixture

@@ -376,3 +376,32 @@ def test_query_flags_accept_python_style_booleans(api: TestClient) -> None:
     ok(api.delete("/subjects/s/versions/1"))
     assert ok(api.get("/subjects/s/versions?deleted=True")) == [1]
     error(api.get("/subjects/s/versions?deleted=maybe"), 422, 42201)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "code"),
+    [
+        ("get", "/schemas/ids/99999999999999999999", None, 404, 40403),
+        ("get", "/schemas/ids/-1", None, 404, 40403),
+        ("get", "/subjects/a%00b/versions", None, 422, 42208),
+        ("post", "/subjects/a%00b/versions", {"schema": V1}, 422, 42208),
+        ("post", "/subjects/%20/versions", {"schema": V1}, 422, 42208),
+        ("post", f"/subjects/{'x' * 1025}/versions", {"schema": V1}, 422, 42208),
+        ("get", "/subjects?subjectPrefix=a%00", None, 422, 42208),
+        ("post", "/subjects/s/versions", {"schema": V1.replace('"R"', '"R\\u0000"')}, 422, 42201),
+        ("post", "/subjects/s/versions", {"schema": V1, "id": 2**40}, 422, 42201),
+        ("post", "/subjects/s/versions", {"schema": V1, "version": -7}, 422, 42201),
+        (
+            "post",
+            "/subjects/s/versions",
+            {"schema": V1, "references": [{"name": "x", "subject": "y", "version": 2**33}]},
+            422,
+            42201,
+        ),
+    ],
+)
+def test_out_of_range_and_unstorable_input_is_a_client_error(
+    api: TestClient, method: str, path: str, body: Any, status: int, code: int
+) -> None:
+    error(api.request(method.upper(), path, json=body), status, code)
+    ok(register(api, "s", V1))  # and the registry keeps serving

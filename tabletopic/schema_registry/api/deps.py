@@ -7,7 +7,7 @@ from urllib.parse import unquote
 
 from fastapi import Depends, Path, Request
 
-from tabletopic.schema_registry.errors import ErrorCode, RegistryError
+from tabletopic.schema_registry.errors import ErrorCode, RegistryError, invalid_subject
 from tabletopic.schema_registry.registry import SchemaRegistry, parse_version
 
 
@@ -30,11 +30,27 @@ def unescape_segment(segment: str) -> str:
     return segment.replace("%2F", "/").replace("%25", "%")
 
 
-def _subject(subject: Annotated[str, Path()]) -> str:
-    name = unescape_segment(subject)
+MAX_SUBJECT_LENGTH = 1024  # the width of the subject columns
+
+
+def check_subject(name: str) -> str:
+    """Refuse names no database column can hold, before they reach SQL (PostgreSQL rejects NUL
+    characters outright; over-long names would fail as a store error instead of a client error)."""
     if not name.strip():
-        raise RegistryError(ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{name}' not found.")
+        raise invalid_subject(name, "subject names must not be empty")
+    if len(name) > MAX_SUBJECT_LENGTH:
+        raise invalid_subject(name, f"subject names are limited to {MAX_SUBJECT_LENGTH} characters")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+        raise invalid_subject(name, "subject names must not contain control characters")
     return name
+
+
+def _subject(subject: Annotated[str, Path()]) -> str:
+    return check_subject(unescape_segment(subject))
+
+
+def _prefix(subjectPrefix: str = "") -> str:
+    return check_subject(subjectPrefix) if subjectPrefix else ""
 
 
 def _version(version: Annotated[str, Path()]) -> int:
@@ -42,4 +58,5 @@ def _version(version: Annotated[str, Path()]) -> int:
 
 
 Subject = Annotated[str, Depends(_subject)]
+SubjectPrefix = Annotated[str, Depends(_prefix)]
 Version = Annotated[int, Depends(_version)]

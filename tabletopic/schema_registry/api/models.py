@@ -6,7 +6,7 @@ rather than failing, as Confluent does; the fields they do know are validated st
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
@@ -31,10 +31,14 @@ class _Body(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
 
+# Ids and versions are 32-bit in Confluent's API (and in our columns); -1 means "latest"/"none".
+Int32 = Annotated[StrictInt, Field(ge=-1, le=2**31 - 1)]
+
+
 class ReferenceBody(_Body):
-    name: StrictStr
-    subject: StrictStr
-    version: StrictInt
+    name: Annotated[StrictStr, Field(min_length=1, max_length=1024)]
+    subject: Annotated[StrictStr, Field(min_length=1, max_length=1024)]
+    version: Int32
 
     def to_reference(self) -> SchemaReference:
         return SchemaReference(self.name, self.subject, self.version)
@@ -46,8 +50,8 @@ class SchemaBody(_Body):
     schema_text: StrictStr = Field(alias="schema")
     schema_type: StrictStr | None = Field(default=None, alias="schemaType")
     references: list[ReferenceBody] | None = None
-    id: StrictInt | None = None
-    version: StrictInt | None = None
+    id: Int32 | None = None
+    version: Int32 | None = None
 
     def reference_list(self) -> tuple[SchemaReference, ...]:
         return tuple(r.to_reference() for r in self.references or ())

@@ -6,20 +6,25 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from tabletopic.schema_registry.api.deps import Registry
+from tabletopic.schema_registry.api.deps import Registry, SubjectPrefix
 from tabletopic.schema_registry.api.models import CONTENT_TYPE, schema_fields
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 from tabletopic.schema_registry.formats.loader import available_types
 
 router = APIRouter(prefix="/schemas", tags=["schemas"])
 
+MAX_ID = 2**31 - 1
+
 
 def _id(raw: str) -> int:
     # Confluent answers a malformed id like a missing one.
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise RegistryError(ErrorCode.SCHEMA_NOT_FOUND, f"Schema {raw} not found") from None
+        value = -1
+    if not 1 <= value <= MAX_ID:
+        raise RegistryError(ErrorCode.SCHEMA_NOT_FOUND, f"Schema {raw[:40]} not found")
+    return value
 
 
 @router.get("/ids/{schema_id}")
@@ -63,7 +68,7 @@ def get_types() -> list[str]:
 @router.get("")
 def list_schemas(
     registry: Registry,
-    subjectPrefix: str = "",
+    subjectPrefix: SubjectPrefix,
     deleted: bool = False,
     latestOnly: bool = False,
     offset: int = 0,

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from tabletopic.schema_registry.api.deps import Registry, Subject, Version
+from tabletopic.schema_registry.api.deps import Registry, Subject, SubjectPrefix, Version
 from tabletopic.schema_registry.api.models import CONTENT_TYPE, SchemaBody, schema_fields
 from tabletopic.schema_registry.registry import SubjectVersion
 
@@ -24,7 +24,7 @@ def version_body(found: SubjectVersion, text: str | None = None) -> dict[str, An
 
 
 @router.get("")
-def list_subjects(registry: Registry, subjectPrefix: str = "", deleted: bool = False) -> list[str]:
+def list_subjects(registry: Registry, subjectPrefix: SubjectPrefix, deleted: bool = False) -> list[str]:
     return registry.subjects(subjectPrefix, deleted)
 
 
