@@ -221,3 +221,55 @@ def test_aiokafka_group_commits_and_a_new_consumer_resumes(bootstrap: str) -> No
         assert sorted(rest) == sorted((p, o) for p in (0, 1) for o in range(taken.get(p, 0), 50))
 
     asyncio.run(run())
+
+
+def test_confluent_static_member_restart_keeps_its_partitions_without_a_rebalance(bootstrap: str) -> None:
+    from confluent_kafka import Consumer
+
+    topic, group = f"static-{uuid.uuid4().hex[:6]}", f"static-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(bootstrap, topic, 4)
+    assignments: dict[str, list[set[int]]] = {"a": [], "b": []}
+
+    def consumer(name: str) -> Consumer:
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.instance.id": f"instance-{name}",
+                "session.timeout.ms": 30_000,
+                "heartbeat.interval.ms": 300,
+                "enable.auto.commit": False,
+            }
+        )
+        c.subscribe(
+            [topic], on_assign=lambda _c, parts: assignments[name].append({p.partition for p in parts})
+        )
+        return c
+
+    def poll_until(condition: object, *members: Consumer, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+            for member in members:
+                member.poll(0.1)
+        assert condition(), assignments  # type: ignore[operator]
+
+    a, b = consumer("a"), consumer("b")
+
+    def split_between_both() -> bool:
+        if not (assignments["a"] and assignments["b"]):
+            return False
+        mine, theirs = assignments["a"][-1], assignments["b"][-1]
+        return len(mine) + len(theirs) == 4 and not mine & theirs and bool(mine) and bool(theirs)
+
+    poll_until(split_between_both, a, b)
+    a_partitions = assignments["a"][-1]
+    b_rounds = len(assignments["b"])
+    a.close()  # a static member does not leave the group on close
+    restarted = consumer("a")
+    poll_until(lambda: len(assignments["a"]) >= 2, restarted, b)
+    for _ in range(10):
+        b.poll(0.1)
+    assert assignments["a"][-1] == a_partitions
+    assert len(assignments["b"]) == b_rounds, "the other member saw a rebalance"
+    restarted.close()
+    b.close()
