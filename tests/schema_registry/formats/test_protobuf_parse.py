@@ -279,7 +279,7 @@ def test_base64_descriptor_with_unresolved_types_raises_invalid_schema() -> None
 
 def test_base64_descriptor_with_an_unknown_import_raises_invalid_schema() -> None:
     encoded = serialized_descriptor({**REFS, "o.proto": ORDER}, "o.proto")
-    with pytest.raises(InvalidSchema, match="acme/common.proto"):
+    with pytest.raises(InvalidSchema, match=r"acme/common\.proto"):
         parse(encoded)
 
 

@@ -169,7 +169,7 @@ def test_protobuf_to_arrow_can_keep_unsigned_64_bit_values_exact() -> None:
 
 def test_protobuf_to_arrow_marks_proto2_fields_nullable_and_required_not() -> None:
     parsed = FORMAT.parse(
-        'syntax = "proto2";\nmessage M { required int32 a = 1; optional int32 b = 2; repeated int32 c = 3; }\n',
+        'syntax = "proto2";\nmessage M { required int32 a = 1; optional int32 b = 2; repeated int32 c = 3; }',
         {},
     )
     schema = protobuf_to_arrow(message_descriptor_for(parsed, [0]))
