@@ -1,4 +1,5 @@
-"""Confluent's registry semantics over :mod:`.storage`: registration, lookups, deletes, config, mode.
+"""Confluent's registry semantics over :mod:`.storage`: registration, lookups, compatibility and
+deletes (levels and modes live in :mod:`.policy`, transactions in :mod:`.database`).
 
 Synchronous on purpose: every call is a short database transaction, and FastAPI runs plain ``def``
 endpoints in its thread pool, so the event loop (shared with the broker) never waits on the DB.
@@ -11,17 +12,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import logging
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Generic, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from tabletopic.schema_registry import storage
 from tabletopic.schema_registry.compatibility import (
@@ -30,6 +24,7 @@ from tabletopic.schema_registry.compatibility import (
     PreviousSchema,
 )
 from tabletopic.schema_registry.compatibility import check as check_levels
+from tabletopic.schema_registry.database import LRU
 from tabletopic.schema_registry.errors import (
     ErrorCode,
     RegistryError,
@@ -42,23 +37,11 @@ from tabletopic.schema_registry.errors import (
 from tabletopic.schema_registry.formats.base import InvalidSchema, ParsedSchema, SchemaFormat, SchemaReference
 from tabletopic.schema_registry.formats.loader import get_format
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
+from tabletopic.schema_registry.policy import Mode, PolicyStore
 from tabletopic.schema_registry.storage import SchemaRow, VersionRow
 
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-K = TypeVar("K")
-V = TypeVar("V")
 LATEST = -1  # what "latest" and "-1" parse to
 MAX_VERSION = 2**31 - 1
-WRITE_ATTEMPTS = 6
-
-
-class Mode(StrEnum):
-    READWRITE = "READWRITE"
-    READONLY = "READONLY"
-    READONLY_OVERRIDE = "READONLY_OVERRIDE"
-    IMPORT = "IMPORT"
 
 
 def parse_version(raw: str | int) -> int:
@@ -103,31 +86,7 @@ def fingerprint(schema_type: str, text: str, references: Sequence[SchemaReferenc
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-class _LRU(Generic[K, V]):
-    """A small thread-safe LRU (endpoints run in FastAPI's thread pool). Holds only values that
-    never go stale: parsed schemas by id, parse results by exact input."""
-
-    def __init__(self, max_entries: int) -> None:
-        self._max = max_entries
-        self._entries: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
-
-
-class SchemaRegistry:
+class SchemaRegistry(PolicyStore):
     """The registry: Confluent's rules over the metadata database.
 
     Args:
@@ -144,50 +103,11 @@ class SchemaRegistry:
         on_register: Callable[[], None] | None = None,
         read_engine: Engine | None = None,
     ) -> None:
-        self.engine = engine
-        # Reads may go to a separate engine (see storage.sqlite_read_engine); writes never do.
-        self.read_engine = read_engine or engine
-        self.default_level = default_level
-        self._parsed: _LRU[tuple[int, bool], ParsedSchema] = _LRU(parsed_cache_size)
-        self._candidates: _LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
-        self._candidates = _LRU(parsed_cache_size)
+        super().__init__(engine, read_engine, default_level)
+        self._parsed: LRU[tuple[int, bool], ParsedSchema] = LRU(parsed_cache_size)
+        self._candidates: LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
+        self._candidates = LRU(parsed_cache_size)
         self._on_register = on_register
-
-    def close(self) -> None:
-        """Release the read engine if it is the registry's own (the write engine is the caller's)."""
-        if self.read_engine is not self.engine:
-            self.read_engine.dispose()
-
-    # --- transactions ------------------------------------------------------------------------------
-
-    def _read(self, fn: Callable[[Connection], T]) -> T:
-        try:
-            with self.read_engine.connect() as conn:
-                return fn(conn)
-        except DBAPIError as exc:
-            raise RegistryError(
-                ErrorCode.STORE_ERROR, f"Error while reading the registry store: {exc}"
-            ) from exc
-
-    def _write(self, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn`` in one transaction, retrying conflicts between nodes (a unique key taken by a
-        concurrent writer, a serialization failure, SQLite's busy lock)."""
-        for attempt in range(WRITE_ATTEMPTS):
-            try:
-                with self.engine.begin() as conn:
-                    return fn(conn)
-            except (IntegrityError, OperationalError) as exc:
-                if attempt == WRITE_ATTEMPTS - 1:
-                    raise RegistryError(
-                        ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
-                    ) from exc
-                log.debug("registry write conflict, retrying: %s", exc)
-                time.sleep(0.01 * 2**attempt)
-            except DBAPIError as exc:
-                raise RegistryError(
-                    ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
-                ) from exc
-        raise AssertionError("unreachable")
 
     # --- parsing -----------------------------------------------------------------------------------
 
@@ -261,22 +181,6 @@ class SchemaRegistry:
         except RecursionError as exc:
             raise invalid_schema("schema nests too deeply") from exc
         return Candidate(fmt.schema_type, fmt, cached[0], cached[1], tuple(references))
-
-    # --- mode and compatibility settings -----------------------------------------------------------
-
-    def _mode(self, conn: Connection, subject: str) -> Mode:
-        raw = storage.get_mode(conn, subject) or storage.get_mode(conn, storage.GLOBAL)
-        return Mode(raw) if raw else Mode.READWRITE
-
-    def _writable(self, conn: Connection, subject: str) -> Mode:
-        mode = self._mode(conn, subject)
-        if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
-            raise RegistryError(ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is in read-only mode")
-        return mode
-
-    def _level(self, conn: Connection, subject: str) -> CompatibilityLevel:
-        raw = storage.get_compatibility(conn, subject) or storage.get_compatibility(conn, storage.GLOBAL)
-        return CompatibilityLevel.parse(raw) or self.default_level
 
     # --- registration ------------------------------------------------------------------------------
 
@@ -626,108 +530,6 @@ class SchemaRegistry:
             self._check_unreferenced(conn, subject, live, False)
             storage.mark_deleted(conn, subject, [r.version for r in live])
             return [r.version for r in live]
-
-        return self._write(run)
-
-    # --- config ------------------------------------------------------------------------------------
-
-    def get_level(self, subject: str | None = None, default_to_global: bool = False) -> CompatibilityLevel:
-        def run(conn: Connection) -> CompatibilityLevel:
-            if subject is None:
-                return self._level(conn, storage.GLOBAL)
-            raw = storage.get_compatibility(conn, subject)
-            if raw is None:
-                if default_to_global:
-                    return self._level(conn, storage.GLOBAL)
-                raise RegistryError(
-                    ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level compatibility configured",
-                )
-            return CompatibilityLevel.parse(raw) or self.default_level
-
-        return self._read(run)
-
-    def set_level(self, subject: str | None, raw: object) -> CompatibilityLevel:
-        level = CompatibilityLevel.parse(raw)
-        if level is None:
-            raise RegistryError(
-                ErrorCode.INVALID_COMPATIBILITY_LEVEL,
-                "Invalid compatibility level. Valid values are none, backward, forward, full, "
-                "backward_transitive, forward_transitive, and full_transitive",
-            )
-        self._write(lambda conn: storage.put_compatibility(conn, subject or storage.GLOBAL, level.value))
-        return level
-
-    def delete_level(self, subject: str | None) -> CompatibilityLevel:
-        """Forget a subject's level (or reset the global one); answer the level it had."""
-
-        def run(conn: Connection) -> CompatibilityLevel:
-            key = subject or storage.GLOBAL
-            raw = storage.get_compatibility(conn, key)
-            if raw is None and subject is not None:
-                if not storage.versions(conn, subject):
-                    raise subject_not_found(subject)
-                raise RegistryError(
-                    ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level compatibility configured",
-                )
-            storage.drop_compatibility(conn, key)
-            return CompatibilityLevel.parse(raw) or self.default_level
-
-        return self._write(run)
-
-    # --- mode --------------------------------------------------------------------------------------
-
-    def get_mode(self, subject: str | None = None, default_to_global: bool = False) -> Mode:
-        def run(conn: Connection) -> Mode:
-            if subject is None:
-                return self._mode(conn, storage.GLOBAL)
-            raw = storage.get_mode(conn, subject)
-            if raw is None:
-                if default_to_global:
-                    return self._mode(conn, storage.GLOBAL)
-                raise RegistryError(
-                    ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level mode configured",
-                )
-            return Mode(raw)
-
-        return self._read(run)
-
-    def set_mode(self, subject: str | None, raw: object, force: bool = False) -> Mode:
-        try:
-            mode = Mode(str(raw).strip().upper()) if isinstance(raw, str) else None
-        except ValueError:
-            mode = None
-        if mode is None:
-            raise RegistryError(
-                ErrorCode.INVALID_MODE,
-                "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE and IMPORT",
-            )
-
-        def run(conn: Connection) -> Mode:
-            if mode is Mode.IMPORT and not force:
-                existing = storage.versions(conn, subject) if subject else storage.all_versions(conn)
-                if existing:
-                    raise RegistryError(
-                        ErrorCode.OPERATION_NOT_PERMITTED,
-                        "Cannot import since found existing subjects",
-                    )
-            storage.put_mode(conn, subject or storage.GLOBAL, mode.value)
-            return mode
-
-        return self._write(run)
-
-    def delete_mode(self, subject: str) -> Mode:
-        def run(conn: Connection) -> Mode:
-            raw = storage.get_mode(conn, subject)
-            if raw is None:
-                raise RegistryError(
-                    ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level mode configured",
-                )
-            storage.drop_mode(conn, subject)
-            return Mode(raw)
 
         return self._write(run)
 

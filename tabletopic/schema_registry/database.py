@@ -1,0 +1,97 @@
+"""Transactions against the metadata database for the registry: reads on their own engine when
+that helps (SQLite), writes retried on conflicts between nodes, driver errors turned into 50001."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from tabletopic.schema_registry.errors import ErrorCode, RegistryError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+WRITE_ATTEMPTS = 6
+
+
+class LRU(Generic[K, V]):
+    """A small thread-safe LRU (endpoints run in FastAPI's thread pool). Holds only values that
+    never go stale: parsed schemas by id, parse results by exact input."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max = max_entries
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+
+class RegistryDatabase:
+    """The registry's access to its tables.
+
+    Args:
+        engine: the shared metadata engine; every write goes through it.
+        read_engine: an engine for reads only (see :func:`.storage.sqlite_read_engine`); defaults
+            to ``engine``.
+    """
+
+    def __init__(self, engine: Engine, read_engine: Engine | None = None) -> None:
+        self.engine = engine
+        self.read_engine = read_engine or engine
+
+    def close(self) -> None:
+        """Release the read engine if it is the registry's own (the write engine is the caller's)."""
+        if self.read_engine is not self.engine:
+            self.read_engine.dispose()
+
+    # --- transactions ------------------------------------------------------------------------------
+
+    def _read(self, fn: Callable[[Connection], T]) -> T:
+        try:
+            with self.read_engine.connect() as conn:
+                return fn(conn)
+        except DBAPIError as exc:
+            raise RegistryError(
+                ErrorCode.STORE_ERROR, f"Error while reading the registry store: {exc}"
+            ) from exc
+
+    def _write(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` in one transaction, retrying conflicts between nodes (a unique key taken by a
+        concurrent writer, a serialization failure, SQLite's busy lock)."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self.engine.begin() as conn:
+                    return fn(conn)
+            except (IntegrityError, OperationalError) as exc:
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise RegistryError(
+                        ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
+                    ) from exc
+                log.debug("registry write conflict, retrying: %s", exc)
+                time.sleep(0.01 * 2**attempt)
+            except DBAPIError as exc:
+                raise RegistryError(
+                    ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
+                ) from exc
+        raise AssertionError("unreachable")
