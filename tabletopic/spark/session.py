@@ -25,6 +25,8 @@ from tabletopic.spark import settings as spark_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from tabletopic.platform import Platform
+
 log = logging.getLogger(__name__)
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -196,3 +198,13 @@ def stop_spark() -> None:
         if _session is not None:
             _session.stop()
             _session = None
+
+
+def platform_spark(platform: Platform) -> SparkSession:
+    """The session for code running inside a node (the ingest job, maintenance): the process's one
+    session with the platform's catalog registered and, if the session is new, made the default.
+
+    Requires the catalog component to have started (it registers ``spark_catalog_conf``).
+    """
+    spec = platform.services["catalog_spec"]
+    return get_spark(platform.config, platform.services["spark_catalog_conf"], spec.name)
