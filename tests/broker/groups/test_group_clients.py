@@ -40,6 +40,7 @@ class _GroupMember(threading.Thread):
         self.seen = seen
         self.leave = threading.Event()
         self.errors: list[BaseException] = []
+        self.consumed = 0
 
     def run(self) -> None:
         from confluent_kafka import Consumer, KafkaException
@@ -74,6 +75,7 @@ class _GroupMember(threading.Thread):
                 for message in batch:
                     assert message.error() is None, message.error()
                     self.seen.append((message.partition(), message.offset()))
+                    self.consumed += 1
                 if batch:
                     commit()
                     time.sleep(0.05)  # stay slow so rebalances happen mid-stream
@@ -124,6 +126,7 @@ def test_confluent_group_consumes_every_message_exactly_once_while_members_join_
     for member in members:
         member.join(30)
     assert not [e for m in members for e in m.errors]
+    assert all(m.consumed > 0 for m in members), [m.consumed for m in members]  # all took part
     counts = Counter(seen)
     duplicates = {k: v for k, v in counts.items() if v > 1}
     assert not duplicates, f"{len(duplicates)} messages consumed more than once"
