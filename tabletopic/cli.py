@@ -29,7 +29,9 @@ config_app = typer.Typer(help="Inspect configuration keys.", no_args_is_help=Tru
 app.add_typer(config_app, name="config")
 
 # Subcommand groups owned by their subsystems: (name, "module:typer_app_attribute").
-SUBCOMMANDS: tuple[tuple[str, str], ...] = ()
+SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("topics", "tabletopic.broker.cli:topics_app"),
+)
 
 for _name, _path in SUBCOMMANDS:
     _module, _, _attr = _path.partition(":")

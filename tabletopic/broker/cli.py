@@ -1,0 +1,148 @@
+"""``tabletopic topics``: create, list, describe, delete and alter-config, through the Kafka admin
+protocol (confluent-kafka's AdminClient) against any bootstrap server, so it works as well against
+a remote node as a local one."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from tabletopic.cli_common import err_console
+
+topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True)
+
+BootstrapOption = Annotated[
+    str,
+    typer.Option("--bootstrap-server", "-b", envvar="TABLETOPIC_BOOTSTRAP", help="host:port of a broker."),
+]
+TIMEOUT_S = 30
+
+
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
+    result = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{what} expects key=value, got {item!r}")
+        result[key.strip()] = value.strip()
+    return result
+
+
+def _fail(exc: BaseException) -> typer.Exit:
+    err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+    return typer.Exit(1)
+
+
+@topics_app.command("create")
+def create(
+    name: str,
+    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    partitions: Annotated[int, typer.Option("--partitions", "-p", help="Partition count.")] = 1,
+    config: Annotated[list[str] | None, typer.Option("--config", "-c", help="key=value, repeatable.")] = None,
+) -> None:
+    """Create a topic."""
+    from confluent_kafka.admin import NewTopic
+
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=_pairs(config, "--config"))
+    try:
+        admin = _admin(bootstrap)  # must outlive the future, or librdkafka destroys the request
+        admin.create_topics([topic], request_timeout=TIMEOUT_S)[name].result(TIMEOUT_S)
+    except Exception as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"created topic {name} with {partitions} partition(s)")
+
+
+@topics_app.command("list")
+def list_topics(bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
+    """List topics with their partition counts."""
+    try:
+        metadata = _admin(bootstrap).list_topics(timeout=TIMEOUT_S)
+    except Exception as exc:
+        raise _fail(exc) from exc
+    for name in sorted(metadata.topics):
+        typer.echo(f"{name}\t{len(metadata.topics[name].partitions)}")
+
+
+@topics_app.command("describe")
+def describe(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
+    """Partitions with their offsets, and the topic's configs."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    admin = _admin(bootstrap)
+    try:
+        metadata = admin.list_topics(name, timeout=TIMEOUT_S)
+        topic = metadata.topics[name]
+        if topic.error is not None:
+            raise RuntimeError(str(topic.error))
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        configs = admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource].result(TIMEOUT_S)
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tabletopic-cli"})
+        try:
+            offsets = {
+                p: consumer.get_watermark_offsets(TopicPartition(name, p), timeout=TIMEOUT_S)
+                for p in sorted(topic.partitions)
+            }
+        finally:
+            consumer.close()
+    except Exception as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"topic {name}  partitions {len(topic.partitions)}")
+    for partition, (low, high) in offsets.items():
+        typer.echo(
+            f"  partition {partition}  leader {topic.partitions[partition].leader}  "
+            f"log-start {low}  high-watermark {high}"
+        )
+    typer.echo("configs:")
+    for key in sorted(configs):
+        entry = configs[key]
+        marker = "" if entry.is_default else "  (set)"
+        typer.echo(f"  {key}={entry.value}{marker}")
+
+
+@topics_app.command("delete")
+def delete(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
+    """Delete a topic and its data."""
+    try:
+        admin = _admin(bootstrap)
+        admin.delete_topics([name], request_timeout=TIMEOUT_S)[name].result(TIMEOUT_S)
+    except Exception as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"deleted topic {name}")
+
+
+@topics_app.command("alter-config")
+def alter_config(
+    name: str,
+    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value to set, repeatable.")] = None,
+    delete_: Annotated[list[str] | None, typer.Option("--delete", help="key to remove, repeatable.")] = None,
+) -> None:
+    """Set or remove topic configs (IncrementalAlterConfigs)."""
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    entries = [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+        for k, v in _pairs(set_, "--set").items()
+    ] + [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete_ or []]
+    if not entries:
+        raise typer.BadParameter("give --set and/or --delete")
+    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+    try:
+        admin = _admin(bootstrap)
+        admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+    except Exception as exc:
+        raise _fail(exc) from exc
+    typer.echo(f"altered configs of {name}")
