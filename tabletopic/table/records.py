@@ -324,6 +324,8 @@ def _decode_records(
     no_headers: tuple[tuple[str, bytes | None], ...] = ()
     # When the whole batch lies inside the range the per-record range test is skipped.
     whole = start <= base_offset and base_offset + header.last_offset_delta < end
+    # Varints are inlined for one and two bytes (lengths up to 8 KiB, deltas up to 4095): a call
+    # costs more than the decoding itself.
     try:
         for _ in range(header.record_count):
             # record length (zig-zag varint)
@@ -331,6 +333,9 @@ def _decode_records(
             if b < 0x80:
                 length = b
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                length = (b & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
             else:
                 length, pos = varint(buf, pos)
             length = (length >> 1) ^ -(length & 1)
@@ -342,6 +347,9 @@ def _decode_records(
             if b < 0x80:
                 ts_delta = b
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                ts_delta = (b & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
             else:
                 ts_delta, pos = varint(buf, pos)
             ts_delta = (ts_delta >> 1) ^ -(ts_delta & 1)
@@ -349,6 +357,9 @@ def _decode_records(
             if b < 0x80:
                 off_delta = b
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                off_delta = (b & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
             else:
                 off_delta, pos = varint(buf, pos)
             off_delta = (off_delta >> 1) ^ -(off_delta & 1)
@@ -357,6 +368,9 @@ def _decode_records(
             if b < 0x80:
                 klen = b
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                klen = (b & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
             else:
                 klen, pos = varint(buf, pos)
             klen = (klen >> 1) ^ -(klen & 1)
@@ -370,6 +384,9 @@ def _decode_records(
             if b < 0x80:
                 vlen = b
                 pos += 1
+            elif buf[pos + 1] < 0x80:
+                vlen = (b & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
             else:
                 vlen, pos = varint(buf, pos)
             vlen = (vlen >> 1) ^ -(vlen & 1)
