@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tabletopic.schema_registry.formats.jsonschema.compatibility import (
+from tabletopic.schema_registry.formats.jsonschema.keywords import (
     enum_values,
     json_type_of,
     merge_schemas,

@@ -24,6 +24,26 @@ import referencing
 import referencing.exceptions
 
 from tabletopic.schema_registry.formats.base import Incompatibility
+from tabletopic.schema_registry.formats.jsonschema.keywords import (
+    ALL_TYPES,
+    accepts,
+    bound,
+    compare_limits,
+    compare_reader_enum,
+    dependencies_of,
+    dict_of,
+    enum_values,
+    is_number,
+    is_open,
+    items_of,
+    json_type_of,
+    list_of,
+    merge_schemas,
+    schema_for_name,
+    types_of,
+    value_key,
+    without,
+)
 from tabletopic.schema_registry.formats.jsonschema.schema import (
     ParsedJsonSchema,
     Resolver,
@@ -32,29 +52,6 @@ from tabletopic.schema_registry.formats.jsonschema.schema import (
     escape_pointer,
 )
 
-ALL_TYPES = frozenset({"null", "boolean", "object", "array", "number", "integer", "string"})
-# Keywords that never constrain instances, so a schema made only of them accepts everything.
-ANNOTATIONS = frozenset(
-    {
-        "$schema",
-        "$id",
-        "id",
-        "$comment",
-        "title",
-        "description",
-        "default",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$defs",
-        "definitions",
-        "$anchor",
-        "format",
-        "contentMediaType",
-        "contentEncoding",
-    }
-)
 SUM_KEYWORDS = ("anyOf", "oneOf")
 # Deeper than this, the walk stops looking (a pathological but metaschema-valid input must not
 # exhaust the stack of the registry process).
@@ -73,110 +70,6 @@ def check_compatibility(reader: ParsedJsonSchema, writer: ParsedJsonSchema) -> l
     for item in found:
         unique.setdefault((item.kind, item.location), item)
     return list(unique.values())
-
-
-def is_open(schema: Any) -> bool:
-    """True when ``schema`` accepts every instance (``true``, ``{}``, or annotations only)."""
-    return schema is True or (isinstance(schema, dict) and all(k in ANNOTATIONS for k in schema))
-
-
-def json_type_of(value: Any) -> str:
-    """The JSON Schema type name of a decoded JSON value (``1.0`` is an integer, as in the spec)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def enum_values(schema: Any) -> list[Any] | None:
-    """The closed set of values a schema allows (``enum`` or ``const``), or ``None``."""
-    if not isinstance(schema, dict):
-        return None
-    if "const" in schema:
-        return [schema["const"]]
-    values = schema.get("enum")
-    return values if isinstance(values, list) else None
-
-
-def types_of(schema: dict[str, Any]) -> set[str] | None:
-    """The types a schema admits, ``None`` for any; inferred from ``enum`` when ``type`` is absent."""
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return {declared}
-    if isinstance(declared, list):
-        return {t for t in declared if isinstance(t, str)}
-    values = enum_values(schema)
-    if values is not None:
-        return {json_type_of(v) for v in values}
-    return None
-
-
-def _accepts(types: set[str] | None, name: str) -> bool:
-    return types is None or name in types or (name == "integer" and "number" in types)
-
-
-def _value_key(value: Any) -> str:
-    """A key under which JSON-equal values collide (``1`` and ``1.0`` do, ``1`` and ``true`` do not)."""
-
-    def canon(v: Any) -> Any:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, list):
-            return [canon(x) for x in v]
-        if isinstance(v, dict):
-            return {k: canon(x) for k, x in v.items()}
-        return v
-
-    return json.dumps(canon(value), sort_keys=True)
-
-
-def _without(schema: dict[str, Any], *keys: str) -> dict[str, Any]:
-    return {k: v for k, v in schema.items() if k not in keys}
-
-
-def merge_schemas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """The conjunction of two writer schemas, as far as it can be written as one schema.
-
-    Conflicts that need more than this keep ``a``'s constraint and drop ``b``'s: a larger writer
-    only makes the check stricter, never lets an incompatible change through.
-    """
-    out = dict(a)
-    for key, value in b.items():
-        if key not in out:
-            out[key] = value
-        elif key == "properties" and isinstance(value, dict) and isinstance(out[key], dict):
-            props = dict(out[key])
-            for name, sub in value.items():
-                props[name] = {"allOf": [props[name], sub]} if name in props else sub
-            out[key] = props
-        elif key == "required" and isinstance(value, list) and isinstance(out[key], list):
-            out[key] = list(dict.fromkeys([*out[key], *value]))
-        elif key == "type":
-            left, right = types_of({"type": out[key]}) or set(), types_of({"type": value}) or set()
-            both = (left & right) | (
-                {"integer"}
-                if ("integer" in left and "number" in right) or ("number" in left and "integer" in right)
-                else set()
-            )
-            out[key] = sorted(both)
-        elif key in ("minimum", "minLength", "minItems", "minProperties") and _is_number(value):
-            out[key] = max(out[key], value) if _is_number(out[key]) else value
-        elif key in ("maximum", "maxLength", "maxItems", "maxProperties") and _is_number(value):
-            out[key] = min(out[key], value) if _is_number(out[key]) else value
-    return out
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class _Checker:
@@ -242,7 +135,7 @@ class _Checker:
         if isinstance(r.get("allOf"), list):
             for index, branch in enumerate(r["allOf"]):
                 out += self.compare(branch, rres, w, wres, f"{loc}/allOf/{index}")
-            r = _without(r, "allOf")
+            r = without(r, "allOf")
 
         wsum = next((k for k in SUM_KEYWORDS if isinstance(w.get(k), list)), None)
         if wsum is not None:
@@ -250,16 +143,16 @@ class _Checker:
         rsum = next((k for k in SUM_KEYWORDS if isinstance(r.get(k), list)), None)
         if rsum is not None:
             out += self._reader_sum(r[rsum], rres, w, wres, rsum, loc)
-            r = _without(r, rsum)
+            r = without(r, rsum)
 
         out += self._compare_not(r, rres, w, wres, loc)
         out += self._compare_conditionals(r, w, loc)
         rtypes, wtypes = types_of(r), types_of(w)
         out += self._compare_types(rtypes, wtypes, loc)
-        out += _compare_reader_enum(r, wtypes, loc)
-        if rtypes is not None and wtypes is not None and not any(_accepts(rtypes, t) for t in wtypes):
+        out += compare_reader_enum(r, wtypes, loc)
+        if rtypes is not None and wtypes is not None and not any(accepts(rtypes, t) for t in wtypes):
             return out  # no shared type: the keyword rules below say nothing more
-        both = {t for t in (wtypes or ALL_TYPES) if _accepts(rtypes, t)}
+        both = {t for t in (wtypes or ALL_TYPES) if accepts(rtypes, t)}
         if both & {"number", "integer"}:
             out += self._compare_numbers(r, w, wtypes, loc)
         if "string" in both:
@@ -271,7 +164,7 @@ class _Checker:
         return out
 
     def _flatten_all_of(self, w: dict[str, Any], wres: Resolver) -> dict[str, Any] | bool:
-        merged = _without(w, "allOf")
+        merged = without(w, "allOf")
         for branch in w["allOf"]:
             try:
                 branch, _ = self._deref(branch, wres, self.writer.dialect)
@@ -313,9 +206,9 @@ class _Checker:
                 Incompatibility(kind, loc, f"the reader's enum does not allow the writer's values {shown}")
             ]
         rtypes = types_of(r)
-        if any(not _accepts(rtypes, json_type_of(v)) for v in rejected):
+        if any(not accepts(rtypes, json_type_of(v)) for v in rejected):
             kind = (
-                "TYPE_NARROWED" if any(_accepts(rtypes, json_type_of(v)) for v in values) else "TYPE_CHANGED"
+                "TYPE_NARROWED" if any(accepts(rtypes, json_type_of(v)) for v in values) else "TYPE_CHANGED"
             )
             return [Incompatibility(kind, loc, f"the reader's type rejects the writer's values {shown}")]
         return [
@@ -328,7 +221,7 @@ class _Checker:
         self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, wsum: str, loc: str
     ) -> list[Incompatibility]:
         """Writer data matches one of the writer's branches, so each branch must be readable."""
-        rest = _without(w, wsum)
+        rest = without(w, wsum)
         out: list[Incompatibility] = []
         for index, branch in enumerate(w[wsum]):
             where = f"{loc}/{wsum}/{index}"
@@ -407,7 +300,7 @@ class _Checker:
             disjoint = (
                 excluded_types is not None
                 and writer_types is not None
-                and not any(_accepts(excluded_types, t) for t in writer_types)
+                and not any(accepts(excluded_types, t) for t in writer_types)
             )
             if disjoint:
                 return []  # nothing the writer writes is excluded
@@ -420,7 +313,7 @@ class _Checker:
         conditional = ("if", "then", "else")
         if not any(k in r for k in conditional):
             return []
-        if all(_value_key(r.get(k)) == _value_key(w.get(k)) for k in conditional):
+        if all(value_key(r.get(k)) == value_key(w.get(k)) for k in conditional):
             return []
         return [
             Incompatibility("CONDITIONAL_SCHEMA_CHANGED", f"{loc}/if", "the reader's if/then/else differs")
@@ -433,12 +326,12 @@ class _Checker:
         if rtypes is None:
             return []
         written = wtypes if wtypes is not None else set(ALL_TYPES)
-        rejected = sorted(t for t in written if not _accepts(rtypes, t))
+        rejected = sorted(t for t in written if not accepts(rtypes, t))
         if not rejected:
             return []
         overlap = (
             wtypes is None
-            or any(_accepts(rtypes, t) for t in written)
+            or any(accepts(rtypes, t) for t in written)
             or ("integer" in rtypes and "number" in written)
         )
         kind = "TYPE_NARROWED" if overlap else "TYPE_CHANGED"
@@ -455,10 +348,10 @@ class _Checker:
     ) -> list[Incompatibility]:
         out: list[Incompatibility] = []
         for side in ("minimum", "maximum"):
-            rb = _bound(r, side, self.reader.dialect)
+            rb = bound(r, side, self.reader.dialect)
             if rb is None:
                 continue
-            wb = _bound(w, side, self.writer.dialect)
+            wb = bound(w, side, self.writer.dialect)
             value, exclusive, keyword = rb
             prefix = ("EXCLUSIVE_" if exclusive else "") + side.upper()
             where = f"{loc}/{keyword}"
@@ -476,10 +369,10 @@ class _Checker:
                     )
                 )
         reader_multiple = r.get("multipleOf")
-        if _is_number(reader_multiple):
+        if is_number(reader_multiple):
             rm = Fraction(str(reader_multiple))
             writer_multiple = w.get("multipleOf")
-            wm = Fraction(str(writer_multiple)) if _is_number(writer_multiple) else None
+            wm = Fraction(str(writer_multiple)) if is_number(writer_multiple) else None
             where = f"{loc}/multipleOf"
             integers_only = wtypes is not None and "number" not in wtypes
             if wm is None:
@@ -502,8 +395,8 @@ class _Checker:
 
     @staticmethod
     def _compare_strings(r: dict[str, Any], w: dict[str, Any], loc: str) -> list[Incompatibility]:
-        out = _compare_limits(r, w, "maxLength", "MAX_LENGTH", upper=True, loc=loc)
-        out += _compare_limits(r, w, "minLength", "MIN_LENGTH", upper=False, loc=loc)
+        out = compare_limits(r, w, "maxLength", "MAX_LENGTH", upper=True, loc=loc)
+        out += compare_limits(r, w, "minLength", "MIN_LENGTH", upper=False, loc=loc)
         pattern = r.get("pattern")
         if isinstance(pattern, str) and pattern != w.get("pattern"):
             # Regex inclusion is undecidable in general: any new or different pattern counts.
@@ -514,16 +407,16 @@ class _Checker:
     def _compare_arrays(
         self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
     ) -> list[Incompatibility]:
-        out = _compare_limits(r, w, "maxItems", "MAX_ITEMS", upper=True, loc=loc)
-        out += _compare_limits(r, w, "minItems", "MIN_ITEMS", upper=False, loc=loc)
+        out = compare_limits(r, w, "maxItems", "MAX_ITEMS", upper=True, loc=loc)
+        out += compare_limits(r, w, "minItems", "MIN_ITEMS", upper=False, loc=loc)
         if r.get("uniqueItems") is True and w.get("uniqueItems") is not True:
             out.append(
                 Incompatibility(
                     "UNIQUE_ITEMS_ADDED", f"{loc}/uniqueItems", "the reader requires unique items"
                 )
             )
-        rprefix, rrest, rkey, rrest_key = _items(r)
-        wprefix, wrest, _, _ = _items(w)
+        rprefix, rrest, rkey, rrest_key = items_of(r)
+        wprefix, wrest, _, _ = items_of(w)
         for index in range(max(len(rprefix), len(wprefix))):
             rin, win = index < len(rprefix), index < len(wprefix)
             ri = rprefix[index] if rin else rrest
@@ -582,18 +475,18 @@ class _Checker:
     def _compare_objects(
         self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
     ) -> list[Incompatibility]:
-        out = _compare_limits(r, w, "maxProperties", "MAX_PROPERTIES", upper=True, loc=loc)
-        out += _compare_limits(r, w, "minProperties", "MIN_PROPERTIES", upper=False, loc=loc)
-        rprops = r.get("properties") if isinstance(r.get("properties"), dict) else {}
-        wprops = w.get("properties") if isinstance(w.get("properties"), dict) else {}
-        wrequired = set(w.get("required") or []) if isinstance(w.get("required"), list) else set()
+        out = compare_limits(r, w, "maxProperties", "MAX_PROPERTIES", upper=True, loc=loc)
+        out += compare_limits(r, w, "minProperties", "MIN_PROPERTIES", upper=False, loc=loc)
+        rprops = dict_of(r, "properties")
+        wprops = dict_of(w, "properties")
+        wrequired = set(list_of(w, "required"))
 
         for name in [*wprops, *(n for n in rprops if n not in wprops)]:
             where = f"{loc}/properties/{escape_pointer(name)}"
             if name in rprops and name in wprops:
                 out += self.compare(rprops[name], rres, wprops[name], wres, where)
             elif name in rprops:
-                writer_view = _schema_for_name(w, name)
+                writer_view = schema_for_name(w, name)
                 if writer_view is False:
                     continue  # closed writer never writes it: OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL
                 if self.compare(rprops[name], rres, writer_view, wres, where):
@@ -610,7 +503,7 @@ class _Checker:
                         )
                     )
             else:
-                reader_view = _schema_for_name(r, name)
+                reader_view = schema_for_name(r, name)
                 if self.compare(reader_view, rres, wprops[name], wres, where):
                     kind = (
                         "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"
@@ -623,8 +516,8 @@ class _Checker:
                         )
                     )
 
-        rpatterns = r.get("patternProperties") if isinstance(r.get("patternProperties"), dict) else {}
-        wpatterns = w.get("patternProperties") if isinstance(w.get("patternProperties"), dict) else {}
+        rpatterns = dict_of(r, "patternProperties")
+        wpatterns = dict_of(w, "patternProperties")
         for pattern, sub in rpatterns.items():
             writer_view = wpatterns.get(pattern, w.get("additionalProperties", True))
             where = f"{loc}/patternProperties/{escape_pointer(pattern)}"
@@ -648,14 +541,14 @@ class _Checker:
                     )
                 )
 
-        rrequired = r.get("required") if isinstance(r.get("required"), list) else []
+        rrequired = list_of(r, "required")
         for name in rrequired:
             if name in wrequired:
                 continue
             prop = rprops.get(name)
             if isinstance(prop, dict) and "default" in prop:
                 continue  # REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED is compatible in Confluent's rules
-            closed = name not in wprops and _schema_for_name(w, name) is False
+            closed = name not in wprops and schema_for_name(w, name) is False
             kind = "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL" if closed else "REQUIRED_ATTRIBUTE_ADDED"
             out.append(
                 Incompatibility(
@@ -691,8 +584,8 @@ class _Checker:
         loc: str,
     ) -> list[Incompatibility]:
         out: list[Incompatibility] = []
-        rarrays, rschemas = _dependencies(r)
-        warrays, wschemas = _dependencies(w)
+        rarrays, rschemas = dependencies_of(r)
+        warrays, wschemas = dependencies_of(w)
         for trigger, needed in rarrays.items():
             missing = set(needed) - set(warrays.get(trigger, [])) - wrequired
             if missing:
@@ -720,98 +613,3 @@ class _Checker:
                     )
                 )
         return out
-
-
-def _compare_reader_enum(r: dict[str, Any], wtypes: set[str] | None, loc: str) -> list[Incompatibility]:
-    """A reader enum against a writer without one: only a writer whose types have finitely many
-    values, all listed (``boolean`` with both, ``null``), stays compatible."""
-    values = enum_values(r)
-    if values is None:
-        return []
-    finite = {"boolean": [True, False], "null": [None]}
-    if wtypes and all(t in finite for t in wtypes):
-        listed = {_value_key(v) for v in values}
-        if all(_value_key(v) in listed for t in wtypes for v in finite[t]):
-            return []
-    keyword = "const" if "const" in r else "enum"
-    return [
-        Incompatibility(
-            "ENUM_ARRAY_NARROWED", f"{loc}/{keyword}", f"the reader added {keyword} the writer does not have"
-        )
-    ]
-
-
-def _bound(schema: dict[str, Any], side: str, dialect: str) -> tuple[float, bool, str] | None:
-    """The tightest lower (``minimum``) or upper (``maximum``) bound as (value, exclusive, keyword);
-    draft 4 spells exclusivity as a boolean next to ``minimum``/``maximum``."""
-    exclusive_key = "exclusiveMinimum" if side == "minimum" else "exclusiveMaximum"
-    plain, exclusive = schema.get(side), schema.get(exclusive_key)
-    candidates: list[tuple[float, bool, str]] = []
-    if _is_number(plain):
-        candidates.append((plain, exclusive is True, exclusive_key if exclusive is True else side))
-    if _is_number(exclusive):
-        candidates.append((exclusive, True, exclusive_key))
-    if not candidates:
-        return None
-
-    def tightness(c: tuple[float, bool, str]) -> tuple[float, bool]:
-        return (c[0], c[1]) if side == "minimum" else (-c[0], c[1])
-
-    return max(candidates, key=tightness)
-
-
-def _compare_limits(
-    r: dict[str, Any], w: dict[str, Any], keyword: str, kind: str, *, upper: bool, loc: str
-) -> list[Incompatibility]:
-    reader, writer = r.get(keyword), w.get(keyword)
-    if not _is_number(reader):
-        return []
-    where = f"{loc}/{keyword}"
-    if not _is_number(writer):
-        if not upper and reader <= 0:
-            return []
-        return [Incompatibility(f"{kind}_ADDED", where, f"the reader added {keyword} {reader}")]
-    if (reader < writer) if upper else (reader > writer):
-        change = "DECREASED" if upper else "INCREASED"
-        return [Incompatibility(f"{kind}_{change}", where, f"{keyword} changed from {writer} to {reader}")]
-    return []
-
-
-def _items(schema: dict[str, Any]) -> tuple[list[Any], Any, str, str]:
-    """Array items as (positional schemas, schema for the rest, keyword of each) across drafts."""
-    if isinstance(schema.get("prefixItems"), list):
-        return schema["prefixItems"], schema.get("items", True), "prefixItems", "items"
-    if isinstance(schema.get("items"), list):
-        return schema["items"], schema.get("additionalItems", True), "items", "additionalItems"
-    return [], schema.get("items", True), "items", "items"
-
-
-def _schema_for_name(schema: dict[str, Any], name: str) -> Any:
-    """What ``schema`` says about an undeclared property ``name``: the first matching
-    ``patternProperties`` entry, else ``additionalProperties`` (open by default)."""
-    import re
-
-    patterns = schema.get("patternProperties")
-    if isinstance(patterns, dict):
-        for pattern, sub in patterns.items():
-            try:
-                if re.search(pattern, name):
-                    return sub
-            except re.error:
-                continue
-    return schema.get("additionalProperties", True)
-
-
-def _dependencies(schema: dict[str, Any]) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    arrays: dict[str, list[str]] = {}
-    schemas: dict[str, Any] = {}
-    for keyword in ("dependencies", "dependentRequired", "dependentSchemas"):
-        value = schema.get(keyword)
-        if not isinstance(value, dict):
-            continue
-        for trigger, dep in value.items():
-            if isinstance(dep, list):
-                arrays[trigger] = [d for d in dep if isinstance(d, str)]
-            elif isinstance(dep, dict | bool):
-                schemas[trigger] = dep
-    return arrays, schemas

@@ -20,8 +20,8 @@ from typing import Literal
 
 import pyarrow as pa
 from google.protobuf import descriptor
+from google.protobuf.descriptor import FieldDescriptor as FD
 
-FD = descriptor.FieldDescriptor
 JSON_TEXT = pa.string()
 FIELD_NUMBER_KEY = b"protobuf.field_number"
 

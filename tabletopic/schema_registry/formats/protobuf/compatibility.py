@@ -15,14 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor_pb2 import DescriptorProto as MessageProto
+from google.protobuf.descriptor_pb2 import EnumDescriptorProto as EnumProto
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto as FDP
+from google.protobuf.descriptor_pb2 import FileDescriptorProto as FileProto
 
 from tabletopic.schema_registry.formats.base import Incompatibility
 from tabletopic.schema_registry.formats.protobuf.schema import ParsedProtobufSchema
-
-FDP = descriptor_pb2.FieldDescriptorProto
-MessageProto = descriptor_pb2.DescriptorProto
-EnumProto = descriptor_pb2.EnumDescriptorProto
-FileProto = descriptor_pb2.FileDescriptorProto
 
 # Wire-compatible scalar groups; enums travel as varints like int32.
 SCALAR_GROUPS: dict[int, str] = {
@@ -354,4 +353,4 @@ def _covered(number: int, spans: list[tuple[int, int]]) -> bool:
 
 def _type_label(fld: FDP) -> str:
     name = FDP.Type.Name(fld.type).removeprefix("TYPE_").lower()
-    return fld.type_name.lstrip(".") if fld.type == FDP.TYPE_ENUM else name
+    return str(fld.type_name).lstrip(".") if fld.type == FDP.TYPE_ENUM else str(name)

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from google.protobuf import descriptor_pb2, text_encoding, text_format
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto as FDP
 
-FDP = descriptor_pb2.FieldDescriptorProto
 FIELD_NUMBER_MAX = 536_870_911
 ENUM_NUMBER_MAX = 2_147_483_647
 SCALAR_NAMES: dict[int, str] = {
@@ -346,7 +346,7 @@ class _Printer:
             return f'"{text_encoding.CEscape(value, as_utf8=True)}"'
         if fld.type == FDP.TYPE_BYTES:
             return f'"{value}"'  # the descriptor already holds bytes C-escaped
-        return value
+        return str(value)
 
     # -- enums, services, extensions -----------------------------------------------------------
 
@@ -441,7 +441,7 @@ def _option_value(fld: Any, value: Any) -> str:
     if fld.type == fld.TYPE_BYTES:
         return f'"{text_encoding.CEscape(value, as_utf8=False)}"'
     if fld.type in (fld.TYPE_MESSAGE, fld.TYPE_GROUP):
-        return "{ " + text_format.MessageToString(value, as_one_line=True) + " }"
+        return "{ " + str(text_format.MessageToString(value, as_one_line=True)) + " }"
     if isinstance(value, float):
         return repr(value) if value == value and value not in (float("inf"), float("-inf")) else str(value)
     return str(value)
