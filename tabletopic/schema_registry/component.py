@@ -76,7 +76,7 @@ class RegistryComponent:
         )
         listener = platform.config.get(settings.LISTENER)
         if listener:
-            app = create_app(platform.config, self.registry)
+            app = create_app(platform.config, self.registry, metrics=platform.metrics)
             app.state.cluster_id = platform.services.get("cluster_id", "tabletopic")
             self._http = HttpService("schema registry", app, listener)
             await self._http.start()

@@ -327,6 +327,9 @@ class SchemaRegistry(PolicyStore):
             raise schema_not_found(schema_id)
         return row
 
+    def max_id(self) -> int:
+        return self._read(storage.max_id)
+
     def subjects_of(self, schema_id: int, deleted: bool = False) -> list[str]:
         rows = self._versions_of(schema_id, deleted)
         return sorted({r.subject for r in rows})

@@ -142,6 +142,14 @@ def _version_row(row: sa.Row) -> VersionRow:  # type: ignore[type-arg]
 # --- ids -------------------------------------------------------------------------------------------
 
 
+def max_id(conn: Connection) -> int:
+    """The highest id handed out so far (what ``fetchMaxId=true`` answers)."""
+    row = conn.execute(
+        sa.select(counters_table.c.value).where(counters_table.c.name == SCHEMA_ID_COUNTER)
+    ).one()
+    return int(row.value)
+
+
 def lock_ids(conn: Connection) -> int:
     """Take the id counter's row lock for the rest of the transaction; return its value."""
     row = conn.execute(

@@ -77,7 +77,8 @@ def test_schema_by_id_answers_text_type_and_raw_schema(api: TestClient) -> None:
     assert json.loads(body["schema"]) == json.loads(V1)
     assert "schemaType" not in body  # Confluent omits AVRO
     assert json.loads(api.get("/schemas/ids/1/schema").text) == json.loads(V1)
-    assert ok(api.get("/schemas/ids/1", params={"subject": "s", "fetchMaxId": "true"}))["maxId"] == 1
+    ok(register(api, "t", V2))
+    assert ok(api.get("/schemas/ids/1", params={"subject": "s", "fetchMaxId": "true"}))["maxId"] == 2
     error(api.get("/schemas/ids/99"), 404, 40403)
     error(api.get("/schemas/ids/abc"), 404, 40403)
 

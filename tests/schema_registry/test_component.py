@@ -28,5 +28,9 @@ async def test_component_serves_http_and_registers_the_lookup_service(tmp_path: 
         lookup = platform.services["schema_registry"]
         assert lookup.by_id(1).schema == json.dumps(json.loads(schema), separators=(",", ":"))
         assert lookup.latest("t-value").version == 1
+        requests = platform.metrics.get_sample_value(
+            "tabletopic_schema_registry_requests_total", {"method": "POST", "status": "200"}
+        )
+        assert requests == 1.0
     finally:
         await platform.stop()

@@ -4,11 +4,13 @@ started in the lifespan, and two ASGI layers in front (raw-path routing and a bo
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings as sr_settings
@@ -112,10 +114,48 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
+class RequestMetrics:
+    """Counts answers by method and status and times them, on the node's metrics registry."""
+
+    def __init__(self, app: ASGIApp, metrics: CollectorRegistry) -> None:
+        self.app = app
+        self.requests = Counter(
+            "tabletopic_schema_registry_requests",
+            "Schema registry HTTP answers by method and status",
+            ["method", "status"],
+            registry=metrics,
+        )
+        self.latency = Histogram(
+            "tabletopic_schema_registry_request_seconds",
+            "Schema registry HTTP request latency",
+            registry=metrics,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        start = time.perf_counter()
+
+        async def observe(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observe)
+        finally:
+            self.latency.observe(time.perf_counter() - start)
+            self.requests.labels(scope.get("method", "?"), str(status)).inc()
+
+
 def create_app(
     config: Config,
     registry: SchemaRegistry | None = None,
     lifespan: Lifespan | None = None,
+    metrics: CollectorRegistry | None = None,
 ) -> FastAPI:
     """Build the registry app.
 
@@ -124,6 +164,7 @@ def create_app(
         registry: the registry to serve; ``None`` builds one over ``metadata.url`` in the lifespan
             (standalone use), otherwise the caller owns its start and stop.
         lifespan: an extra lifespan run inside the app's own.
+        metrics: where to count requests (the node's registry); ``None`` counts nothing.
     """
 
     @asynccontextmanager
@@ -159,4 +200,6 @@ def create_app(
     setup_routers(app)
     app.add_middleware(BodyLimit, max_bytes=config.get(sr_settings.MAX_REQUEST_BYTES))
     app.add_middleware(RawPathRouting)
+    if metrics is not None:
+        app.add_middleware(RequestMetrics, metrics=metrics)
     return app

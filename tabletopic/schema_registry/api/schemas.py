@@ -38,7 +38,7 @@ def get_schema(
     row = registry.schema(_id(schema_id))
     body = schema_fields(row.schema_type, registry.formatted(row, format), row.references)
     if fetchMaxId:
-        body["maxId"] = row.id
+        body["maxId"] = registry.max_id()
     return body
 
 
