@@ -31,6 +31,7 @@ COMPONENT_FACTORIES: tuple[str, ...] = (
     "tabletopic.broker.component:BrokerComponent",
     "tabletopic.schema_registry.component:RegistryComponent",
     "tabletopic.catalog.component:CatalogComponent",
+    "tabletopic.table.component:TableComponent",
     "tabletopic.api.admin:AdminApiComponent",
 )
 

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -85,6 +85,17 @@ class PipelineStatus:
         }
 
 
+class PipelineObserver(Protocol):
+    def committed(self, topic: str, job: JobResult, seconds: float) -> None: ...
+
+    def observe(self, status: PipelineStatus) -> None: ...
+
+
+Maintenance = Callable[[Table, TableTopicConfig], None]
+# Maintenance (expiry, compaction) of one table runs at most this often.
+MAINTENANCE_INTERVAL_S = 60.0
+
+
 @dataclass(frozen=True)
 class CoordinatorContext:
     """Everything a pipeline needs from the node, injected so tests can swap any part."""
@@ -97,6 +108,8 @@ class CoordinatorContext:
     object_store_settings: dict[str, Any]
     schema_registry_url: str | None
     dead_letters: DeadLetterSink | None = None
+    observer: PipelineObserver | None = None
+    maintenance: Maintenance | None = None
 
 
 class TopicPipeline:
@@ -105,9 +118,11 @@ class TopicPipeline:
         self.topic = topic
         self.status = PipelineStatus(topic=topic, table="")
         self._failed_config: dict[str, str] | None = None
+        self._last_maintenance = time.monotonic()
 
     async def run_cycle(self) -> bool:
         """One plan → job → commit round. Returns True when it committed something."""
+        started = time.monotonic()
         view = self._ctx.directory.topic(self.topic)
         if view is None:
             self.status.state = "STOPPED"
@@ -159,7 +174,7 @@ class TopicPipeline:
         if job.skipped:
             await self._dead_letter(config, job.skipped)
         try:
-            await asyncio.to_thread(self._ctx.leases.check, lease)
+            await asyncio.to_thread(self._ctx.leases.confirm, lease)
             assert table is not None
             snapshot_id = await asyncio.to_thread(
                 commit_data_files,
@@ -186,6 +201,9 @@ class TopicPipeline:
         self.status.records_lost_to_retention += lost
         self.status.commits += 1
         self.status.last_error = None
+        if self._ctx.observer is not None:
+            self._ctx.observer.committed(self.topic, job, time.monotonic() - started)
+        await self._maintain(table, config)
         log.info(
             "topic %s: committed %d rows (%d skipped) to %s at snapshot %d in %.2fs",
             view.name,
@@ -196,6 +214,18 @@ class TopicPipeline:
             self.status.last_job_seconds or 0.0,
         )
         return True
+
+    async def _maintain(self, table: Table, config: TableTopicConfig) -> None:
+        if (
+            self._ctx.maintenance is None
+            or time.monotonic() - self._last_maintenance < MAINTENANCE_INTERVAL_S
+        ):
+            return
+        self._last_maintenance = time.monotonic()
+        try:
+            await asyncio.to_thread(self._ctx.maintenance, table, config)
+        except Exception:
+            log.exception("topic %s: table maintenance failed (ingest continues)", self.topic)
 
     def _load_table(self, identifier: tuple[str, str]) -> Table | None:
         try:
@@ -346,6 +376,8 @@ class TableCoordinator:
                 log.exception("topic %s: table pipeline cycle failed; retrying next interval", name)
                 pipeline.status.last_error = f"{type(exc).__name__}: {exc}"
             self._next_run[name] = time.monotonic() + config.commit_interval_ms / 1000.0
+            if self._ctx.observer is not None:
+                self._ctx.observer.observe(pipeline.status)
 
     def _over_threshold(self, view: TopicView, pipeline: TopicPipeline, config: TableTopicConfig) -> bool:
         """Whether enough data waits that the pipeline should commit before its interval ends."""

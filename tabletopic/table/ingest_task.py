@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tabletopic.s3stream.objects import fetch_slice
 from tabletopic.s3stream.objectstore import open_object_store
@@ -107,7 +108,14 @@ class IngestTask:
                 files = self._write(schema)
                 self.timings["write"] += time.perf_counter() - started
                 yield _output("files", pickle.dumps(files), rows)
-        yield _output("stats", json.dumps({**self.timings, "bytes": self.bytes_read}).encode(), rows)
+        newest = None
+        for batch in self.batches:
+            stamps = pc.struct_field(batch.column("_kafka_metadata"), "timestamp")
+            top = pc.max(stamps).as_py()
+            if top is not None and (newest is None or top > newest):
+                newest = top
+        stats = {**self.timings, "bytes": self.bytes_read, "max_timestamp_ms": newest}
+        yield _output("stats", json.dumps(stats).encode(), rows)
 
     def _table_metadata(self) -> Any:
         from pyiceberg.table.metadata import TableMetadataUtil
@@ -198,6 +206,9 @@ def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobRe
                 for name, value in json.loads(row["payload"]).items():
                     if name == "bytes":
                         result.bytes_read += int(value)
+                    elif name == "max_timestamp_ms":
+                        if value is not None:
+                            result.max_timestamp_ms = max(result.max_timestamp_ms or value, value)
                     else:
                         result.timings[name] = result.timings.get(name, 0.0) + float(value)
     if schemas:

@@ -37,6 +37,8 @@ class JobResult:
     data_files: list[Any] = field(default_factory=list)  # pyiceberg DataFile objects
     rows: int = 0
     bytes_read: int = 0
+    # Newest record timestamp among the rows (for the commit-delay metric).
+    max_timestamp_ms: int | None = None
     skipped: list[FailedRecord] = field(default_factory=list)
     # Set when the decoded rows do not fit the table (or there is no table yet): the union of the
     # schemas seen. The coordinator evolves/creates the table and runs the job again; no files were

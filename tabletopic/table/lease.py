@@ -79,15 +79,29 @@ class LeaseManager:
             )
             return Lease(topic, self._owner, epoch, expires)
 
-    def check(self, lease: Lease, now: float | None = None) -> None:
-        """Raise :class:`Fenced` unless ``lease`` is still current (same owner and epoch, unexpired)."""
+    def confirm(self, lease: Lease, now: float | None = None) -> Lease:
+        """Renew ``lease`` right before a commit, or raise :class:`Fenced` if another node took over.
+
+        A lease that merely expired while a long job ran is still ours as long as nobody took it:
+        a take-over always changes the owner and increments the epoch.
+        """
         now = time.time() if now is None else now
+        expires = now + self._ttl
         with self._engine.begin() as conn:
-            row = conn.execute(sa.select(leases).where(leases.c.topic == lease.topic)).first()
-        if row is None or row.owner != self._owner or row.epoch != lease.epoch or row.expires_at < now:
+            updated = conn.execute(
+                sa.update(leases)
+                .where(
+                    leases.c.topic == lease.topic,
+                    leases.c.owner == self._owner,
+                    leases.c.epoch == lease.epoch,
+                )
+                .values(expires_at=expires)
+            ).rowcount
+        if updated != 1:
             raise Fenced(
-                f"coordinator lease of {lease.topic} (epoch {lease.epoch}) is no longer held by {self._owner}"
+                f"coordinator lease of {lease.topic} (epoch {lease.epoch}) was taken over by another node"
             )
+        return Lease(lease.topic, self._owner, lease.epoch, expires)
 
     def release(self, lease: Lease) -> None:
         with self._engine.begin() as conn:

@@ -89,5 +89,14 @@ def test_lease_is_exclusive_until_it_expires_and_takeover_bumps_the_epoch(tmp_pa
     lease_b = node_b.acquire("orders", now=120)
     assert lease_b is not None and lease_b.epoch == 2
     with pytest.raises(Fenced):
-        node_a.check(lease_a, now=121)
-    node_b.check(lease_b, now=121)
+        node_a.confirm(lease_a, now=121)
+    node_b.confirm(lease_b, now=121)
+
+
+def test_an_expired_lease_nobody_took_is_still_confirmed(tmp_path: Path) -> None:
+    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    node_a = LeaseManager(engine, "a", ttl_seconds=10)
+    lease = node_a.acquire("orders", now=100)
+    assert lease is not None
+    renewed = node_a.confirm(lease, now=500)  # a long job outlived the lease; no one took over
+    assert renewed.epoch == lease.epoch and renewed.expires_at == 510

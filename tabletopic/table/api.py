@@ -1,0 +1,36 @@
+"""``/v1/tables`` on the admin API: the state of every table topic's pipeline."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, HTTPException
+
+if TYPE_CHECKING:
+    from tabletopic.table.coordinator import TableCoordinator, TopicPipeline
+
+
+def tables_router(coordinator: TableCoordinator) -> APIRouter:
+    router = APIRouter(prefix="/v1/tables", tags=["tables"])
+
+    def pipeline(topic: str) -> TopicPipeline:
+        found = coordinator.pipelines.get(topic)
+        if found is None:
+            raise HTTPException(404, f"{topic} is not a table topic on this node")
+        return found
+
+    @router.get("", summary="Every table topic with its table, commit and lag status")
+    async def list_tables() -> list[dict[str, Any]]:
+        return [p.status.as_dict() for _, p in sorted(coordinator.pipelines.items())]
+
+    @router.get("/{topic}", summary="One table topic's pipeline status")
+    async def describe_table(topic: str) -> dict[str, Any]:
+        return pipeline(topic).status.as_dict()
+
+    @router.post("/{topic}/commit", summary="Run the topic's next ingest cycle now")
+    async def commit_now(topic: str) -> dict[str, Any]:
+        pipeline(topic)
+        coordinator.trigger(topic)
+        return {"triggered": topic}
+
+    return router

@@ -1,0 +1,117 @@
+"""``tabletopic tables list|describe|commit``: the table pipeline's status from a running node."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table as RichTable
+
+from tabletopic.cli_common import (
+    ConfigFileOption,
+    DataDirOption,
+    OverrideOption,
+    console,
+    err_console,
+    load_config,
+)
+
+app = typer.Typer(help="Table topics: their Iceberg tables, commits and lag.", no_args_is_help=True)
+
+AdminOption = Annotated[
+    str | None, typer.Option("--admin-url", help="Admin API of the node (default: admin.listener).")
+]
+
+
+def _get(url: str, path: str, method: str = "GET") -> Any:
+    import httpx
+
+    try:
+        response = httpx.request(method, url.rstrip("/") + path, timeout=10)
+    except httpx.HTTPError as exc:
+        err_console.print(
+            f"[red]cannot reach the admin API at {url}:[/red] {exc} (is `tabletopic serve` running?)"
+        )
+        raise typer.Exit(1) from exc
+    if response.status_code >= 400:
+        detail = response.json().get("detail", response.text) if response.content else response.reason_phrase
+        err_console.print(f"[red]{detail}[/red]")
+        raise typer.Exit(1)
+    return response.json()
+
+
+def _admin_url(admin_url: str | None, data_dir: Any, config: Any, override: Any) -> str:
+    return admin_url or load_config(data_dir, config, override).get("admin.listener")
+
+
+def _ago(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{time.time() - seconds:.0f}s ago"
+
+
+@app.command("list")
+def list_tables(
+    admin_url: AdminOption = None,
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Every table topic: table, state, last commit, rows, lag, skipped records."""
+    rows = _get(_admin_url(admin_url, data_dir, config, override), "/v1/tables")
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    table = RichTable("topic", "table", "state", "last commit", "rows", "lag (records)", "skipped", "error")
+    for r in rows:
+        table.add_row(
+            r["topic"],
+            r["table"],
+            r["state"],
+            _ago(r["last_commit_time"]),
+            str(r["rows_committed"]),
+            str(r["lag_records"]),
+            str(r["records_skipped"]),
+            (r["last_error"] or "")[:60],
+        )
+    console.print(table)
+
+
+@app.command("describe")
+def describe_table(
+    topic: str,
+    admin_url: AdminOption = None,
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """One table topic in detail: committed offsets against high watermarks per partition."""
+    r = _get(_admin_url(admin_url, data_dir, config, override), f"/v1/tables/{topic}")
+    console.print(f"[bold]{r['topic']}[/bold] -> {r['table']}  state {r['state']}")
+    console.print(
+        f"last commit {_ago(r['last_commit_time'])} (snapshot {r['last_commit_snapshot']}), "
+        f"{r['commits']} commits, {r['rows_committed']} rows, {r['records_skipped']} skipped, "
+        f"lag {r['lag_records']} records"
+        + ("" if r["lag_seconds"] is None else f" / {r['lag_seconds']:.0f}s")
+    )
+    if r["last_error"]:
+        console.print(f"[red]last error:[/red] {r['last_error']}")
+    partitions = RichTable("partition", "committed offset", "high watermark", "lag")
+    for p, hw in r["high_watermarks"].items():
+        committed = r["committed_offsets"].get(p, 0)
+        partitions.add_row(p, str(committed), str(hw), str(max(hw - committed, 0)))
+    console.print(partitions)
+
+
+@app.command("commit")
+def commit_now(
+    topic: str,
+    admin_url: AdminOption = None,
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Run the topic's next ingest cycle now instead of at the end of its commit interval."""
+    _get(_admin_url(admin_url, data_dir, config, override), f"/v1/tables/{topic}/commit", method="POST")
+    console.print(f"commit of {topic} triggered")

@@ -1,0 +1,69 @@
+"""Prometheus metrics of the table pipeline, per topic."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from tabletopic.table.coordinator import PipelineStatus
+from tabletopic.table.job import JobResult
+
+
+class TableMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.rows = Counter(
+            "tabletopic_table_rows_committed",
+            "Rows committed to Iceberg tables",
+            ["topic"],
+            registry=registry,
+        )
+        self.bytes = Counter(
+            "tabletopic_table_bytes_read", "Stored bytes the ingest jobs read", ["topic"], registry=registry
+        )
+        self.skipped = Counter(
+            "tabletopic_table_records_skipped",
+            "Records skipped under errors.tolerance (and sent to the DLQ when set)",
+            ["topic"],
+            registry=registry,
+        )
+        self.commit_seconds = Histogram(
+            "tabletopic_table_commit_duration_seconds",
+            "Plan + job + commit time of one ingest cycle",
+            ["topic"],
+            buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
+            registry=registry,
+        )
+        self.delay = Histogram(
+            "tabletopic_table_commit_delay_seconds",
+            "Time from the newest record's timestamp to the commit that made it visible",
+            ["topic"],
+            buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
+            registry=registry,
+        )
+        self.freshness = Gauge(
+            "tabletopic_table_freshness_seconds",
+            "Seconds since the last commit while records are waiting (0 when the table is caught up)",
+            ["topic"],
+            registry=registry,
+        )
+        self.lag = Gauge(
+            "tabletopic_table_lag_records",
+            "Records produced but not yet committed",
+            ["topic"],
+            registry=registry,
+        )
+
+    def committed(self, topic: str, job: JobResult, seconds: float) -> None:
+        self.rows.labels(topic).inc(job.rows)
+        self.bytes.labels(topic).inc(job.bytes_read)
+        self.skipped.labels(topic).inc(len(job.skipped))
+        self.commit_seconds.labels(topic).observe(seconds)
+        if job.max_timestamp_ms is not None:
+            self.delay.labels(topic).observe(max(time.time() - job.max_timestamp_ms / 1000, 0.0))
+
+    def observe(self, status: PipelineStatus) -> None:
+        lag = status.lag_records
+        self.lag.labels(status.topic).set(lag)
+        waiting = lag > 0 and status.last_commit_time is not None
+        self.freshness.labels(status.topic).set(time.time() - status.last_commit_time if waiting else 0.0)

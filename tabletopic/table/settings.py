@@ -1,0 +1,65 @@
+"""Broker-level keys of the table-topic pipeline (topic-level keys live in ``topic_config.py``)."""
+
+from tabletopic.config import define, in_range, one_of
+
+SCHEMA_REGISTRY_URL = define(
+    "automq.table.topic.schema.registry.url",
+    str,
+    None,
+    "Schema registry the table pipeline decodes schema-typed topics with. Empty means this node's "
+    "built-in registry (`schema.registry.listener`).",
+    "table topics",
+)
+RUNNER = define(
+    "table.job.runner",
+    str,
+    "spark",
+    "Where ingest jobs run: `spark` (the node's Spark session, `spark.master`) or `inprocess` (in the "
+    "broker process without Spark; for tiny deployments and tests).",
+    "table topics",
+    one_of("spark", "inprocess"),
+)
+POLL_INTERVAL_MS = define(
+    "table.coordinator.poll.interval.ms",
+    int,
+    1000,
+    "How often the table coordinator looks for table topics that are due (commit interval elapsed or "
+    "size threshold crossed).",
+    "table topics",
+    in_range(10, 60_000),
+)
+MAX_TASK_BYTES = define(
+    "table.job.max.task.bytes",
+    int,
+    64 * 1024 * 1024,
+    "Most stored bytes one Spark task ingests; bigger ranges are cut into several tasks. Bounds the "
+    "memory of a task (decoded rows are held until its data files are written).",
+    "table topics",
+    in_range(1024, 1 << 34),
+)
+MAX_TASKS = define(
+    "table.job.max.tasks",
+    int,
+    0,
+    "Upper bound on the Spark tasks of one ingest job (0: one per work item).",
+    "table topics",
+    in_range(0, 100_000),
+)
+LEASE_TTL_MS = define(
+    "table.coordinator.lease.ms",
+    int,
+    30_000,
+    "How long a node's claim on a topic's coordinator role lasts without renewal; another node takes "
+    "over (with a higher epoch) only after it expired.",
+    "table topics",
+    in_range(1000, 3_600_000),
+)
+COMPACTION_INTERVAL_MS = define(
+    "table.compaction.interval.ms",
+    int,
+    3_600_000,
+    "How often small data files of each table are rewritten into larger ones with Spark's "
+    "`rewrite_data_files` (0 disables). Needs the Spark runner.",
+    "table topics",
+    in_range(0, 7 * 86_400_000),
+)
