@@ -22,6 +22,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
+from tabletopic.crashpoints import crash_point
 from tabletopic.table import tables
 from tabletopic.table.commit import CommittedState, StalePlan, commit_data_files, committed_state
 from tabletopic.table.convert.rows import FailedRecord
@@ -163,6 +164,7 @@ class TopicPipeline:
             return False
         lost = sum(r.lost for r in ranges)
         items = tuple(await self._ctx.worker.prepare(view, ranges))
+        crash_point("table.planned")
         new_offsets = {r.partition: r.end_offset for r in ranges}
         result = await self._run_job(view, config, table, identifier, items)
         if result is None:
@@ -173,6 +175,7 @@ class TopicPipeline:
             return False
         if job.skipped:
             await self._dead_letter(config, job.skipped)
+        crash_point("table.before_commit")
         try:
             await asyncio.to_thread(self._ctx.leases.confirm, lease)
             assert table is not None
@@ -190,6 +193,7 @@ class TopicPipeline:
             log.warning("topic %s: commit not applied, re-planning from the table (%s)", view.name, exc)
             self.status.state = "FENCED" if isinstance(exc, Fenced) else "RUNNING"
             return False
+        crash_point("table.after_commit")
         merged = dict(offsets)
         merged.update(new_offsets)
         self.status.state = "RUNNING"

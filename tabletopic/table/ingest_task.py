@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tabletopic.crashpoints import crash_point
 from tabletopic.s3stream.objects import fetch_slice
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.table.convert.rows import FailedRecord, RecordConversionError, RecordConverter, convert_slice
@@ -105,6 +106,7 @@ class IngestTask:
                 yield _output("schema", schema.serialize().to_pybytes(), rows)
             else:
                 started = time.perf_counter()
+                crash_point("table.task_write")  # kills the Spark Python worker, not the broker
                 files = self._write(schema)
                 self.timings["write"] += time.perf_counter() - started
                 yield _output("files", pickle.dumps(files), rows)
