@@ -90,14 +90,17 @@ def make_batches(total: int, per_batch: int, codec: str) -> list[StoredBatch]:
 
 
 def measure(name: str, total: int, fn: Callable[[], int], repeat: int = 3) -> float:
-    best = float("inf")
+    """Best of ``repeat`` runs. The rate is per CPU second of this process (the machine is shared,
+    so wall time mostly measures the neighbours); wall time is printed beside it."""
+    best_cpu = best_wall = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         rows = fn()
-        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+        best_wall = min(best_wall, time.perf_counter() - wall)
     assert rows == total, (name, rows, total)
-    rate = total / best
-    print(f"{name:<38} {rate:>12,.0f} records/s  ({best * 1e3:8.1f} ms for {total:,})")
+    rate = total / best_cpu
+    print(f"{name:<40} {rate:>10,.0f} records/s per core  (wall {total / best_wall:>10,.0f}/s)")
     return rate
 
 
@@ -138,6 +141,16 @@ def main() -> None:
         convert({p + "convert.value.type": "by_schema_id"}),
     )
     measure("decode + convert avro flatten", args.records, convert({p + "schema.type": "schema"}))
+    from tabletopic.table.convert import avro as avro_module
+
+    original = avro_module.AvroDecoder.__init__
+
+    def fastavro_only(self: Any, text: str, references: Any = (), columnar: bool = True) -> None:
+        original(self, text, references, columnar=False)
+
+    avro_module.AvroDecoder.__init__ = fastavro_only  # type: ignore[method-assign]
+    measure("decode + convert avro flatten (fastavro)", args.records, convert({p + "schema.type": "schema"}))
+    avro_module.AvroDecoder.__init__ = original  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

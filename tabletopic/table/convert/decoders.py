@@ -215,6 +215,8 @@ def _assemble(length: int, parts: list[tuple[list[int], pa.Array]], failures: di
     """Put per-schema arrays back in record order under one unified type."""
     if not parts:
         return pa.nulls(length)
+    if len(parts) == 1 and len(parts[0][0]) == length:
+        return parts[0][1]  # the common case: one schema, every record in the group, in order
     unified = parts[0][1].type
     kept: list[tuple[list[int], pa.Array]] = [parts[0]]
     for positions, array in parts[1:]:
