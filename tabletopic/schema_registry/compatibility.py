@@ -64,9 +64,16 @@ class CompatibilityFailure:
     incompatibility: Incompatibility
 
     def describe(self) -> str:
+        """One ``verbose=true`` message in Confluent's style, with reader/writer spelt as the new or
+        old schema depending on the direction that failed."""
         inc = self.incompatibility
+        reader, writer = ("new", "old") if self.direction == "BACKWARD" else ("old", "new")
+        text = inc.message
+        if self.direction in ("BACKWARD", "FORWARD"):
+            for role, age in (("reader", reader), ("writer", writer)):
+                text = text.replace(f"{role} schema", f"{age} schema").replace(f"{role} type", f"{age} type")
         return (
-            f"{{errorType:'{inc.kind}', location:'{inc.location}', description:'{inc.message}', "
+            f"{{errorType:'{inc.kind}', location:'{inc.location}', description:'{text}', "
             f"oldSchemaVersion:{self.version}, direction:'{self.direction}'}}"
         )
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -602,4 +601,4 @@ def encode_messages(failures: Sequence[CompatibilityFailure], level: Compatibili
     """``verbose=true`` messages: one per finding, then the level, as Confluent lists them."""
     if not failures:
         return []
-    return [f.describe() for f in failures] + [json.dumps({"compatibility": level.value})]
+    return [f.describe() for f in failures] + [f"{{compatibility: '{level.value}'}}"]
