@@ -17,11 +17,11 @@ static membership (KIP-345) replacing a restarted member without a rebalance, an
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.groups import protocols, views
 from tabletopic.broker.groups.model import (
     UNKNOWN_MEMBER_ID,
     Action,
@@ -34,9 +34,7 @@ from tabletopic.broker.groups.model import (
     JoinRequest,
     JoinResult,
     Member,
-    MemberDescription,
     MemberIdentity,
-    MemberSnapshot,
     Persist,
     Respond,
     SetTimer,
@@ -44,7 +42,6 @@ from tabletopic.broker.groups.model import (
     SyncResult,
     TimerKey,
 )
-from tabletopic.broker.groups.subscription import topics as subscribed_topics
 from tabletopic.broker.groups.transitions import check_transition
 
 MemberIdFactory = Callable[[str], str]
@@ -229,63 +226,13 @@ class Group:
         return self._take()
 
     def is_subscribed_to(self, topic: str) -> bool:
-        """Does an active member consume ``topic``? Unknown (non-consumer protocol, unreadable
-        metadata) counts as yes: refusing an OffsetDelete is safer than losing live progress."""
-        if self.state in (GroupState.EMPTY, GroupState.DEAD):
-            return False
-        if self.protocol_type != "consumer":
-            return True
-        for member in self.members.values():
-            protocol = self.protocol_name or (member.protocols[0][0] if member.protocols else None)
-            topics = subscribed_topics(member.metadata_for(protocol))
-            if topics is None or topic in topics:
-                return True
-        return False
+        return views.is_subscribed_to(self, topic)
 
     def describe(self) -> GroupDescription:
-        """Members with metadata and assignment only once Stable, as Kafka reports them."""
-        stable = self.state is GroupState.STABLE
-        members = tuple(
-            MemberDescription(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                metadata=m.metadata_for(self.protocol_name) if stable else b"",
-                assignment=m.assignment if stable else b"",
-            )
-            for m in self.members.values()
-        )
-        return GroupDescription(
-            group_id=self.group_id,
-            state=self.state,
-            protocol_type=self.protocol_type or "",
-            protocol_name=(self.protocol_name or "") if stable else "",
-            members=members,
-        )
+        return views.describe(self)
 
     def snapshot(self) -> GroupSnapshot:
-        return GroupSnapshot(
-            group_id=self.group_id,
-            generation_id=self.generation_id,
-            protocol_type=self.protocol_type,
-            protocol_name=self.protocol_name,
-            leader_id=self.leader_id,
-            members=tuple(
-                MemberSnapshot(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    session_timeout_ms=m.session_timeout_ms,
-                    rebalance_timeout_ms=m.rebalance_timeout_ms,
-                    protocol_type=m.protocol_type,
-                    protocols=m.protocols,
-                    assignment=m.assignment,
-                )
-                for m in self.members.values()
-            ),
-        )
+        return views.snapshot(self)
 
     @classmethod
     def restore(
@@ -530,7 +477,7 @@ class Group:
             self._transition(GroupState.EMPTY)
             self._emit(Persist(self.group_id, self.snapshot()))
             return
-        self.protocol_name = self._select_protocol()
+        self.protocol_name = protocols.select(list(self.members.values()), self.leader_id)
         self._transition(GroupState.COMPLETING_REBALANCE)
         for member in joined:
             assert member.join_ticket is not None
@@ -538,24 +485,6 @@ class Group:
             member.join_ticket = None
             self._arm_session(member)
         self._emit(SetTimer(SYNC_TIMER, self._rebalance_timeout_ms()))
-
-    def _select_protocol(self) -> str:
-        """Among the protocols every member supports, each member votes for its most preferred one;
-        the most votes win and a tie goes to the leader's preference order (Kafka breaks ties
-        arbitrarily; the leader's order makes it deterministic)."""
-        members = list(self.members.values())
-        candidates = set(members[0].protocol_names())
-        for member in members[1:]:
-            candidates &= set(member.protocol_names())
-        votes: Counter[str] = Counter()
-        for member in members:
-            for name in member.protocol_names():
-                if name in candidates:
-                    votes[name] += 1
-                    break
-        leader = self.members.get(self.leader_id or "", members[0])
-        order = {name: index for index, name in enumerate(leader.protocol_names())}
-        return min(votes, key=lambda name: (-votes[name], order.get(name, len(order)), name))
 
     # ---------------------------------------------------------------------------------------------
     # Leave and expiry
@@ -622,17 +551,8 @@ class Group:
         return current is not None and current != member_id
 
     def _supports_protocols(self, request: JoinRequest) -> bool:
-        if not request.protocol_type or not request.protocols:
-            return False
         others = [m for m in self.members.values() if m.member_id != request.member_id]
-        if not others:
-            return True
-        if request.protocol_type != self.protocol_type:
-            return False
-        common = set(others[0].protocol_names())
-        for member in others[1:]:
-            common &= set(member.protocol_names())
-        return any(name in common for name, _ in request.protocols)
+        return protocols.compatible(others, self.protocol_type, request.protocol_type, request.protocols)
 
     def _accepts(self, member_id: str | None) -> bool:
         """``group.max.size``: known members may always rejoin, new ones only below the limit."""

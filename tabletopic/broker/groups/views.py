@@ -1,0 +1,81 @@
+"""Read-only projections of a :class:`~tabletopic.broker.groups.group.Group`: what DescribeGroups
+shows, what is persisted, and which topics its members consume (for OffsetDelete)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tabletopic.broker.groups.model import (
+    GroupDescription,
+    GroupSnapshot,
+    GroupState,
+    MemberDescription,
+    MemberSnapshot,
+)
+from tabletopic.broker.groups.subscription import topics as subscribed_topics
+
+if TYPE_CHECKING:
+    from tabletopic.broker.groups.group import Group
+
+
+def describe(group: Group) -> GroupDescription:
+    """Members with metadata and assignment only once Stable, as Kafka reports them (mid-rebalance
+    metadata would belong to a generation that may never start)."""
+    stable = group.state is GroupState.STABLE
+    members = tuple(
+        MemberDescription(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            metadata=m.metadata_for(group.protocol_name) if stable else b"",
+            assignment=m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    )
+    return GroupDescription(
+        group_id=group.group_id,
+        state=group.state,
+        protocol_type=group.protocol_type or "",
+        protocol_name=(group.protocol_name or "") if stable else "",
+        members=members,
+    )
+
+
+def snapshot(group: Group) -> GroupSnapshot:
+    return GroupSnapshot(
+        group_id=group.group_id,
+        generation_id=group.generation_id,
+        protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name,
+        leader_id=group.leader_id,
+        members=tuple(
+            MemberSnapshot(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                session_timeout_ms=m.session_timeout_ms,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                protocol_type=m.protocol_type,
+                protocols=m.protocols,
+                assignment=m.assignment,
+            )
+            for m in group.members.values()
+        ),
+    )
+
+
+def is_subscribed_to(group: Group, topic: str) -> bool:
+    """Does an active member consume ``topic``? Unknown (non-consumer protocol, unreadable
+    metadata) counts as yes: refusing an OffsetDelete is safer than losing live progress."""
+    if group.state in (GroupState.EMPTY, GroupState.DEAD):
+        return False
+    if group.protocol_type != "consumer":
+        return True
+    for member in group.members.values():
+        protocol = group.protocol_name or (member.protocols[0][0] if member.protocols else None)
+        topics = subscribed_topics(member.metadata_for(protocol))
+        if topics is None or topic in topics:
+            return True
+    return False
