@@ -338,3 +338,26 @@ def test_two_versions_of_one_message_name_parse_side_by_side() -> None:
     two = parse('syntax = "proto3";\npackage v;\nmessage M { string a = 1; }\n')
     assert one.pool is not two.pool
     assert one.canonical() != two.canonical()
+
+
+BUILTIN_IMPORTS = """syntax = "proto3";
+package pay;
+import "confluent/meta.proto";
+import "confluent/type/decimal.proto";
+import "google/type/date.proto";
+message Payment {
+  option (confluent.message_meta) = { doc: "a payment" };
+  confluent.type.Decimal amount = 1 [(confluent.field_meta) = { params: [{key: "precision", value: "8"}] }];
+  google.type.Date day = 2;
+}
+"""
+
+
+def test_files_clients_treat_as_built_in_need_no_references() -> None:
+    parsed = parse(BUILTIN_IMPORTS)
+    assert {"confluent/meta.proto", "confluent/type/decimal.proto", "google/type/date.proto"} <= set(
+        parsed.dependencies
+    )
+    assert '(confluent.message_meta) = { doc: "a payment" }' in parsed.canonical()
+    assert parse(parsed.serialized()).canonical() == parsed.canonical()
+    assert parse(parsed.normalized()).normalized() == parsed.normalized()

@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -98,30 +98,82 @@ def _protoc_include() -> str:
     return os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
 
 
+# Files every Confluent client treats as built in and never registers as references (see
+# ``_is_builtin`` in confluent-kafka): the Protobuf well-known types, Google's common types
+# (``google/type/*.proto``) and Confluent's own (``confluent/meta.proto``, decimal, variant).
+# The last two groups are loaded from the installed packages when present.
+_BUILTIN_MODULES = (
+    "google.protobuf.any_pb2",
+    "google.protobuf.api_pb2",
+    "google.protobuf.descriptor_pb2",
+    "google.protobuf.duration_pb2",
+    "google.protobuf.empty_pb2",
+    "google.protobuf.field_mask_pb2",
+    "google.protobuf.source_context_pb2",
+    "google.protobuf.struct_pb2",
+    "google.protobuf.timestamp_pb2",
+    "google.protobuf.type_pb2",
+    "google.protobuf.wrappers_pb2",
+    "confluent_kafka.schema_registry.confluent.meta_pb2",
+    "confluent_kafka.schema_registry.confluent.type.decimal_pb2",
+    "confluent_kafka.schema_registry.confluent.type.variant_pb2",
+    "confluent_kafka.schema_registry.confluent.types.decimal_pb2",
+)
+
+
 @cache
 def well_known_files() -> dict[str, bytes]:
-    """Serialized ``FileDescriptorProto`` of each ``google/protobuf/*.proto`` the runtime ships."""
-    from google.protobuf import (
-        any_pb2,
-        api_pb2,
-        duration_pb2,
-        empty_pb2,
-        field_mask_pb2,
-        source_context_pb2,
-        struct_pb2,
-        timestamp_pb2,
-        type_pb2,
-        wrappers_pb2,
-    )
+    """Serialized ``FileDescriptorProto`` of every built-in file available here, by import path."""
+    import importlib
+    import pkgutil
 
+    names = list(_BUILTIN_MODULES)
+    try:
+        import google.type
+
+        names += [
+            f"google.type.{m.name}"
+            for m in pkgutil.iter_modules(google.type.__path__)
+            if m.name.endswith("_pb2")
+        ]
+    except ImportError:
+        pass
     out: dict[str, bytes] = {}
-    for module in (
-        any_pb2, api_pb2, duration_pb2, empty_pb2, field_mask_pb2, source_context_pb2, struct_pb2,
-        timestamp_pb2, type_pb2, wrappers_pb2, descriptor_pb2,
-    ):  # fmt: skip
+    for module_name in names:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:  # an optional package that is absent or broken: that file is just unknown
+            continue
         proto = descriptor_pb2.FileDescriptorProto()
         module.DESCRIPTOR.CopyToProto(proto)
         out[proto.name] = proto.SerializeToString()
+    return out
+
+
+_IMPORT = re.compile(r'^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;', re.MULTILINE)
+
+
+def builtin_sources(texts: Iterable[str], provided: Iterable[str]) -> dict[str, str]:
+    """``.proto`` text for the built-in files the sources import that protoc does not ship
+    (everything but ``google/protobuf/*``), with their own imports, rendered from descriptors."""
+    from tabletopic.schema_registry.formats.protobuf.render import render
+
+    builtins = well_known_files()
+    have = set(provided)
+    wanted = [name for text in texts for name in _IMPORT.findall(text)]
+    out: dict[str, str] = {}
+    while wanted:
+        name = wanted.pop()
+        if name in have or name in out or name.startswith(WELL_KNOWN_PREFIX) or name not in builtins:
+            continue
+        proto = descriptor_pb2.FileDescriptorProto.FromString(builtins[name])
+        deps = [
+            descriptor_pb2.FileDescriptorProto.FromString(builtins[d])
+            for d in proto.dependency
+            if d in builtins
+        ]
+        out[name] = render(proto, deps, normalize=True)
+        wanted.extend(proto.dependency)
     return out
 
 
@@ -173,6 +225,7 @@ def compile_proto_files(
     """
     from grpc_tools import _protoc_compiler
 
+    files = {**builtin_sources(files.values(), files), **files}
     with tempfile.TemporaryDirectory(prefix="tabletopic-proto-") as root:
         for name, text in files.items():
             path = _safe_path(root, name)
