@@ -276,3 +276,51 @@ def test_confluent_static_member_restart_keeps_its_partitions_without_a_rebalanc
     assert len(assignments["b"]) == b_rounds, "the other member saw a rebalance"
     restarted.close()
     b.close()
+
+
+def test_confluent_admin_lists_describes_alters_and_deletes_groups(bootstrap: str) -> None:
+    from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException
+    from confluent_kafka import TopicPartition as TP
+    from confluent_kafka.admin import AdminClient
+
+    topic, group = f"adm-{uuid.uuid4().hex[:6]}", f"adm-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(bootstrap, topic, 2)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": "adm-client",
+            "enable.auto.commit": False,
+        }
+    )
+    assigned: list[int] = []
+    consumer.subscribe([topic], on_assign=lambda _c, parts: assigned.extend(p.partition for p in parts))
+    deadline = time.monotonic() + 60
+    while len(assigned) < 2 and time.monotonic() < deadline:
+        consumer.poll(0.1)
+    assert sorted(assigned) == [0, 1]
+    consumer.commit(offsets=[TP(topic, 0, 7), TP(topic, 1, 3)], asynchronous=False)
+
+    described = admin.describe_consumer_groups([group])[group].result(30)
+    assert described.state == ConsumerGroupState.STABLE
+    [member] = described.members
+    assert member.client_id == "adm-client"
+    assert sorted(p.partition for p in member.assignment.topic_partitions) == [0, 1]
+    listed = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(30)
+    assert group in {g.group_id for g in listed.valid}
+    with pytest.raises(KafkaException, match="NON_EMPTY_GROUP"):
+        admin.delete_consumer_groups([group])[group].result(30)
+
+    consumer.close()
+    request = [ConsumerGroupTopicPartitions(group, [TP(topic, 0)])]
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TP(topic, 0, 11)])])[
+        group
+    ].result(30)
+    offsets = admin.list_consumer_group_offsets(request)[group].result(30)
+    assert [(p.partition, p.offset) for p in offsets.topic_partitions] == [(0, 11)]
+    assert admin.describe_consumer_groups([group])[group].result(30).state == ConsumerGroupState.EMPTY
+
+    admin.delete_consumer_groups([group])[group].result(30)
+    listed = admin.list_consumer_groups().result(30)
+    assert group not in {g.group_id for g in listed.valid}
