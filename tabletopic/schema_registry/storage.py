@@ -102,7 +102,12 @@ def sqlite_read_engine(engine: Engine) -> Engine | None:
 
 def _create_v1(conn: Connection) -> None:
     metadata.create_all(conn, checkfirst=True)
-    conn.execute(sa.insert(counters_table).values(name=SCHEMA_ID_COUNTER, value=0))
+    # Idempotent: a node that lost a start-up race re-runs this after the winner committed.
+    exists = conn.execute(
+        sa.select(counters_table.c.name).where(counters_table.c.name == SCHEMA_ID_COUNTER)
+    ).first()
+    if exists is None:
+        conn.execute(sa.insert(counters_table).values(name=SCHEMA_ID_COUNTER, value=0))
 
 
 MIGRATIONS: Sequence[Migration] = (_create_v1,)
