@@ -462,3 +462,76 @@ def test_string_key_with_invalid_utf8_fails_the_record() -> None:
     result = convert_records(records([b"v1", b"v2"], keys=[b"ok", b"\xff"]), cfg())
     assert result.batch is not None and result.batch.column("_kafka_key").to_pylist() == ["ok"]
     assert [f.offset for f in result.failures] == [101]
+
+
+def test_cdc_field_values_must_be_i_u_or_d() -> None:
+    lookup = MemoryLookup()
+    schema = {
+        "type": "record",
+        "name": "C",
+        "fields": [{"name": "id", "type": "int"}, {"name": "op", "type": ["null", "string"]}],
+    }
+    sid = lookup.register("users-value", "AVRO", schema)
+    values = [
+        wire(sid, avro_bytes(schema, {"id": i, "op": op})) for i, op in enumerate(["I", "U", "D", "X", None])
+    ]
+    config = cfg(**{"schema.type": "schema", "id.columns": "[id]", "cdc.field": "op"})
+    result = convert_records(records(values), config, lookup)
+    assert result.batch is not None and result.batch.column("op").to_pylist() == ["I", "U", "D"]
+    assert [(f.offset, f.invalid_data) for f in result.failures] == [(103, True), (104, True)]
+    missing = cfg(**{"schema.type": "schema", "id.columns": "[id]", "cdc.field": "nope"})
+    failures = convert_records(records(values), missing, lookup).failures
+    assert len(failures) == 5 and not failures[0].invalid_data
+
+
+def test_debezium_key_gives_the_id_columns() -> None:
+    from tabletopic.table.convert.debezium import id_columns_from_key
+
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", DEBEZIUM)
+    key_schema = {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "int"}]}
+    kid = lookup.register("users-key", "AVRO", key_schema)
+    value = wire(
+        sid,
+        avro_bytes(
+            DEBEZIUM,
+            {
+                "before": None,
+                "after": {"id": 1, "name": "a"},
+                "source": {"db": "d", "table": "t"},
+                "op": "c",
+                "ts_ms": 1,
+            },
+        ),
+    )
+    config = cfg(
+        **{
+            "convert.value.type": "by_schema_id",
+            "convert.key.type": "by_schema_id",
+            "transform.value.type": "flatten_debezium",
+            "id.columns": "[_from_debezium_key_]",
+            "cdc.field": "_cdc.op",
+        }
+    )
+    result = convert_records(
+        records([value], keys=[wire(kid, avro_bytes(key_schema, {"id": 1}))]), config, lookup
+    )
+    assert result.batch is not None and result.failures == []
+    assert id_columns_from_key(result.batch.schema) == ("id",)
+    with pytest.raises(ValueError, match="schema-based record key"):
+        id_columns_from_key(convert_records(records([b"x"]), cfg()).batch.schema)  # type: ignore[union-attr]
+
+
+def test_protobuf_by_latest_schema_uses_the_configured_message() -> None:
+    lookup = MemoryLookup()
+    lookup.register("users-value", "PROTOBUF", PROTO)
+    _, other_cls = _proto_classes()
+    config = cfg(
+        **{
+            "convert.value.type": "by_latest_schema",
+            "convert.value.by_latest_schema.message.full.name": "shop.Other",
+            "transform.value.type": "flatten",
+        }
+    )
+    result = convert_records(records([other_cls(x="hey").SerializeToString()]), config, lookup)
+    assert result.batch is not None and result.batch.column("x").to_pylist() == ["hey"]

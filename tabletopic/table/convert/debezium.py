@@ -113,3 +113,24 @@ def _sources(envelopes: pa.StructArray, names: set[str], n: int) -> pa.Array:
         parts = [str(src[k]) for k in ("db", "schema", "table") if src.get(k) is not None]
         out.append(".".join(parts) if parts else (str(src.get("name")) if src.get("name") else None))
     return pa.array(out, pa.string())
+
+
+def id_columns_from_key(schema: pa.Schema, key_column: str = "_kafka_key") -> tuple[str, ...]:
+    """``id.columns=[_from_debezium_key_]``: Debezium keys are a struct of the source table's
+    primary-key columns, which also appear in the flattened row — those become the id columns.
+
+    Raises:
+        ValueError: the key column is missing or not a struct (the key converter is not schema-based).
+    """
+    index = schema.get_field_index(key_column)
+    if index < 0 or not pa.types.is_struct(schema.field(index).type):
+        raise ValueError(
+            "automq.table.topic.id.columns=[_from_debezium_key_] needs a schema-based record key, "
+            f"got {schema.field(index).type if index >= 0 else 'no key column'}"
+        )
+    key_type = schema.field(index).type
+    names = tuple(key_type.field(i).name for i in range(key_type.num_fields))
+    missing = [n for n in names if schema.get_field_index(n) < 0]
+    if missing:
+        raise ValueError(f"Debezium key columns {missing} are not columns of the row")
+    return names

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tabletopic.s3stream.api import StoredBatch
 from tabletopic.schema_registry.lookup import SchemaLookup
@@ -148,6 +149,8 @@ class RecordConverter:
         else:
             columns.append((VALUE_COLUMN, value_array))
         columns += [(KEY_COLUMN, key_array), (HEADER_COLUMN, headers), (METADATA_COLUMN, metadata)]
+        if self.config.cdc_field is not None and n:
+            _check_cdc_ops(dict(columns), self.config.cdc_field, failures, drop)
 
         keep = [i not in failures and not (drop is not None and drop[i]) for i in range(n)]
         batch = pa.RecordBatch.from_arrays([c for _, c in columns], names=[name for name, _ in columns])
@@ -167,6 +170,33 @@ class RecordConverter:
             for i, f in sorted(failures.items())
         ]
         return ConversionResult(batch if batch.num_rows else None, failed, list(records.errors))
+
+
+def _check_cdc_ops(
+    columns: dict[str, pa.Array], path: str, failures: dict[int, Failure], drop: list[bool] | None
+) -> None:
+    """Every row written must carry an I, U or D in the ``cdc.field`` column (possibly nested)."""
+    head, *rest = path.split(".")
+    array = columns.get(head)
+    for name in rest:
+        if array is None or not pa.types.is_struct(array.type) or array.type.get_field_index(name) < 0:
+            array = None
+            break
+        array = pc.struct_field(array, name)
+    if array is None:
+        for i in range(len(next(iter(columns.values())))):
+            failures.setdefault(
+                i, Failure(f"cdc.field column {path!r} is not in the record", invalid_data=False)
+            )
+        return
+    for i, op in enumerate(array.to_pylist()):
+        if i in failures or (drop is not None and drop[i]):
+            continue
+        if op not in _CDC_OPS:
+            failures[i] = Failure(f"cdc.field {path} is {op!r}, expected I, U or D")
+
+
+_CDC_OPS = frozenset({"I", "U", "D"})
 
 
 def _spread(struct_array: pa.Array) -> list[tuple[str, pa.Array]]:
