@@ -331,6 +331,8 @@ def test_missing_reference_is_an_invalid_schema(api: TestClient) -> None:
         (b'{"schema": "\\"int\\"", "references": "nope"}', ""),
         (b'{"schema": "\\"int\\"", "references": [{"name": 1}]}', ""),
         (b"\xff\xfe\x00garbage", ""),
+        (b'{"schema": ' + b"[" * 20000 + b"]" * 20000 + b"}", "json"),
+        (b'{"schema": ' + json.dumps("[" * 20000 + "]" * 20000).encode() + b"}", "deeply"),
     ],
 )
 def test_bad_register_bodies_answer_422_42201(api: TestClient, body: bytes, fragment: str) -> None:

@@ -47,8 +47,16 @@ def install_error_handlers(app: FastAPI) -> None:
                 message = f"Invalid JSON in request body: {error.get('ctx', {}).get('error', 'malformed')}"
         return RegistryJSONResponse({"error_code": code.code, "message": message}, status_code=code.status)
 
-    async def http_error(_request: Request, exc: Exception) -> RegistryJSONResponse:
+    async def http_error(request: Request, exc: Exception) -> RegistryJSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400:
+            # FastAPI's answer when a body cannot be decoded at all (e.g. JSON nested past the
+            # parser's recursion limit): for Confluent that is an unprocessable request.
+            code = _validation_code(request.url.path)
+            return RegistryJSONResponse(
+                {"error_code": code.code, "message": "Invalid request body: it cannot be decoded as JSON"},
+                status_code=code.status,
+            )
         reason = exc.detail if isinstance(exc.detail, str) else "error"
         return RegistryJSONResponse(
             {"error_code": exc.status_code, "message": f"HTTP {exc.status_code} {reason}"},
