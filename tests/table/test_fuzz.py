@@ -54,7 +54,7 @@ def test_arbitrary_payload_bytes_are_batch_errors(payload: bytes) -> None:
     assert len(out.errors) == 1 or out.offsets
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_mutated_avro_records_fail_individually_on_both_decoder_paths(data: st.DataObject) -> None:
     good = avro_bytes(SCHEMA, make(random.Random(data.draw(st.integers(0, 1000)))))
