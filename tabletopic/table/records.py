@@ -242,6 +242,11 @@ def decode_batches(
             header = parse_header(batch.payload)
             if verify_crc:
                 check_crc(batch.payload, header)
+            if header.record_count and not 0 <= header.last_offset_delta < batch.record_count:
+                raise RecordBatchError(
+                    f"batch header spans {header.last_offset_delta + 1} offsets but was stored with "
+                    f"{batch.record_count}"
+                )
             if header.is_control:
                 out.skipped_control += header.record_count
                 continue
@@ -323,7 +328,8 @@ def _decode_records(
     varint = _varint
     no_headers: tuple[tuple[str, bytes | None], ...] = ()
     # When the whole batch lies inside the range the per-record range test is skipped.
-    whole = start <= base_offset and base_offset + header.last_offset_delta < end
+    last_delta = header.last_offset_delta
+    whole = start <= base_offset and base_offset + last_delta < end
     # Varints are inlined for one and two bytes (lengths up to 8 KiB, deltas up to 4095): a call
     # costs more than the decoding itself.
     try:
@@ -404,6 +410,8 @@ def _decode_records(
                 hdrs, pos = _headers(buf, pos)
             if pos != rec_end:
                 raise RecordBatchError(f"record at offset delta {off_delta} has {rec_end - pos} stray bytes")
+            if not 0 <= off_delta <= last_delta:
+                raise RecordBatchError(f"offset delta {off_delta} outside the batch's 0..{last_delta}")
             offset = base_offset + off_delta
             if whole or start <= offset < end:
                 add_offset(offset)

@@ -154,3 +154,17 @@ def test_memoryview_payloads_are_accepted() -> None:
     batch = build_batch(RECORDS, "zstd")
     out = decode_batches([StoredBatch(0, 5, memoryview(batch))], 0, 10)
     assert out.values == [r[1] for r in RECORDS]
+
+
+def test_a_batch_spanning_more_offsets_than_stored_is_an_error() -> None:
+    batch = build_batch(RECORDS)
+    out = decode_batches([StoredBatch(0, 3, batch)], 0, 100)
+    assert out.offsets == [] and "spans 5 offsets" in out.errors[0].reason
+
+
+def test_offset_delta_beyond_last_offset_delta_is_an_error() -> None:
+    batch = bytearray(build_batch(RECORDS[:2]))
+    struct.pack_into(">i", batch, 23, 0)  # lastOffsetDelta 0 although the 2nd record has delta 1
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    out = decode_batches([StoredBatch(0, 2, bytes(batch))], 0, 100)
+    assert out.offsets == [] and "offset delta 1" in out.errors[0].reason
