@@ -92,12 +92,14 @@ class Compactor:
         async with self._lock:
             report = CompactionReport()
             db = self.store._db
-            objects = await db(self.meta.committed_objects)
-            ranges = await db(self.meta.ranges_of, [o.object_id for o in objects])
+            async with self.store.commit_lock:
+                objects = await db(self.meta.committed_objects)
+                ranges = await db(self.meta.ranges_of, [o.object_id for o in objects])
             dead = [o.object_id for o in objects if not any(self._live(r) for r in ranges[o.object_id])]
             if dead:
-                report.unreferenced = await db(self.meta.mark_unreferenced, dead)
-                self.store.replace_ranges(set(dead), [])
+                async with self.store.commit_lock:
+                    report.unreferenced = await db(self.meta.mark_unreferenced, dead)
+                    self.store.replace_ranges(set(dead), [])
             alive = [o for o in objects if o.object_id not in set(dead)]
             small = self.settings.small_object_bytes
             stream_sets = [o for o in alive if o.kind == STREAM_SET and o.size < small]
@@ -205,8 +207,22 @@ class Compactor:
                 runs.extend(stream_runs)
         layouts = ([(STREAM_SET, runs)] if runs else []) + [(STREAM_OBJECT, r) for r in big]
         db = self.store._db
-        replaced = [o.object_id for o in group]
+        [o.object_id for o in group]
         reserved = await db(self.meta.prepare_objects, [kind for kind, _ in layouts]) if layouts else []
+        self.store.inflight_objects.update(oid for oid, _ in reserved)
+        try:
+            return await self._write_and_swap(group, layouts, reserved)
+        finally:
+            self.store.inflight_objects.difference_update(oid for oid, _ in reserved)
+
+    async def _write_and_swap(
+        self,
+        group: list[ObjectRow],
+        layouts: list[tuple[str, list[tuple[int, list[StoredBatch]]]]],
+        reserved: list[tuple[int, str]],
+    ) -> bool:
+        db = self.store._db
+        replaced = [o.object_id for o in group]
         built = [build_object(r, self.settings.block_bytes) for _, r in layouts]
         for (_, key), obj in zip(reserved, built, strict=True):
             await self.limiter.take(obj.size)
@@ -215,19 +231,20 @@ class Compactor:
         new_objects = [
             NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
         ]
-        try:
-            await db(self.meta.commit_compaction, new_objects, replaced)
-        except CommitConflict as exc:
-            log.info("compaction of %s abandoned: %s", replaced, exc)
-            await db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
-            return False
-        hooks.crash_point("compaction.after_commit")
         new_rows = [
             RangeRow(r.stream_id, r.start_offset, r.end_offset, oid, key, obj.size, r.position, r.size)
             for (oid, key), obj in zip(reserved, built, strict=True)
             for r in obj.ranges
         ]
-        self.store.replace_ranges(set(replaced), new_rows)
+        async with self.store.commit_lock:
+            try:
+                await db(self.meta.commit_compaction, new_objects, replaced)
+            except CommitConflict as exc:
+                log.info("compaction of %s abandoned: %s", replaced, exc)
+                await db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
+                return False
+            hooks.crash_point("compaction.after_commit")
+            self.store.replace_ranges(set(replaced), new_rows)
         self.store.metrics.compacted_bytes.inc(sum(o.size for o in group))
         log.info(
             "compacted %d objects (%d bytes) into %d",
@@ -239,6 +256,7 @@ class Compactor:
 
     async def _collect_garbage(self) -> int:
         expired = await self.store._db(self.meta.expired_objects, self.settings.delete_grace_ms / 1000)
+        expired = [(oid, key) for oid, key in expired if oid not in self.store.inflight_objects]
         if not expired:
             return 0
         await self.store.objects.delete(key for _, key in expired)

@@ -32,6 +32,8 @@ streams_table = sa.Table(
     sa.Column("end_offset", sa.BigInteger, nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    # Ids are never reused: a stale reference to a deleted object must not find a new one.
+    sqlite_autoincrement=True,
 )
 objects_table = sa.Table(
     "s3stream_objects",
@@ -44,6 +46,7 @@ objects_table = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("marked_at", sa.Float, nullable=True),
     sa.Index("s3stream_objects_state", "state", "kind"),
+    sqlite_autoincrement=True,
 )
 ranges_table = sa.Table(
     "s3stream_object_ranges",

@@ -45,7 +45,7 @@ from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, NewObject, RangeRow, StreamMetadata
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objects import BlockEntry, build_object, decode_batches, read_index, verify_block
-from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectStore
+from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
 from tabletopic.s3stream.wal import Group, LocalWal, RollMarker, WalCorruption, WalRecord
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,11 @@ class S3StreamStore:
         self._tasks: list[asyncio.Task[None]] = []
         self._wal: LocalWal | None = None
         self._space_freed = asyncio.Event()
+        # Held while the DB and the in-memory range index change together (upload commit) or while
+        # compaction snapshots the DB, so compaction never sees an object the index lacks.
+        self.commit_lock = asyncio.Lock()
+        # Objects reserved by this process and not yet committed or abandoned: never garbage.
+        self.inflight_objects: set[int] = set()
         self._generation = 0
         self._closed = False
         self._started = False
@@ -436,31 +441,11 @@ class S3StreamStore:
         layouts = ([(STREAM_SET, small)] if small else []) + [(STREAM_OBJECT, [item]) for item in big]
         if layouts:
             reserved = await self._db(self.meta.prepare_objects, [kind for kind, _ in layouts])
-            built = await asyncio.to_thread(
-                lambda: [build_object(group, self.settings.block_bytes) for _, group in layouts]
-            )
-            hooks.crash_point("upload.before_put")
+            self.inflight_objects.update(oid for oid, _ in reserved)
             try:
-                await asyncio.gather(
-                    *(self.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
-                )
-            except BaseException:
-                await self._db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
-                raise
-            hooks.crash_point("upload.after_put")
-            new_objects = [
-                NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
-            ]
-            ends = {sid: batches[-1].next_offset for sid, batches in runs.items()}
-            await self._db(self.meta.commit_upload, new_objects, ends)
-            hooks.crash_point("upload.after_commit")
-            for (oid, key), obj in zip(reserved, built, strict=True):
-                self._add_ranges(oid, key, obj.size, obj.ranges)
-                self.metrics.upload_bytes.inc(obj.size)
-            for sid, end in ends.items():
-                state = self._streams.get(sid)
-                if state is not None:
-                    state.committed_end = max(state.committed_end, end)
+                await self._store_and_commit(layouts, reserved, runs)
+            finally:
+                self.inflight_objects.difference_update(oid for oid, _ in reserved)
         for block in blocks:
             block.committed = True
             if not self.local_wal:
@@ -472,6 +457,40 @@ class S3StreamStore:
                 block.uploaded.set_result(None)
         self.log_cache.evict()
         self.metrics.upload_seconds.observe(time.perf_counter() - started)
+
+    async def _store_and_commit(
+        self,
+        layouts: list[tuple[str, list[tuple[int, list[StoredBatch]]]]],
+        reserved: list[tuple[int, str]],
+        runs: dict[int, list[StoredBatch]],
+    ) -> None:
+        """Build, PUT and commit reserved objects; the commit also advances the streams' ends."""
+        built = await asyncio.to_thread(
+            lambda: [build_object(group, self.settings.block_bytes) for _, group in layouts]
+        )
+        hooks.crash_point("upload.before_put")
+        try:
+            await asyncio.gather(
+                *(self.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
+            )
+        except BaseException:
+            await self._db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
+            raise
+        hooks.crash_point("upload.after_put")
+        new_objects = [
+            NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
+        ]
+        ends = {sid: batches[-1].next_offset for sid, batches in runs.items()}
+        async with self.commit_lock:
+            await self._db(self.meta.commit_upload, new_objects, ends)
+            hooks.crash_point("upload.after_commit")
+            for (oid, key), obj in zip(reserved, built, strict=True):
+                self._add_ranges(oid, key, obj.size, obj.ranges)
+                self.metrics.upload_bytes.inc(obj.size)
+        for sid, end in ends.items():
+            state = self._streams.get(sid)
+            if state is not None:
+                state.committed_end = max(state.committed_end, end)
 
     def _add_ranges(self, object_id: int, key: str, size: int, ranges: Iterable[Any]) -> None:
         for rng in ranges:
@@ -525,7 +544,11 @@ class S3StreamStore:
                 self.metrics.cache_read("log", True)
                 candidates = run.from_offset(offset)
             else:
-                candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
+                try:
+                    candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
+                except ObjectNotFound:
+                    # Compaction swapped the object out after we looked it up: look up again once.
+                    candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
             progressed = False
             for batch in candidates:
                 if batch.next_offset <= offset:

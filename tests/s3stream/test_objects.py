@@ -1,0 +1,77 @@
+"""The object format: layout, index, footer and the pure slice decoder Spark tasks use."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.objects import (
+    FOOTER,
+    CorruptObject,
+    build_object,
+    parse_footer,
+    parse_index,
+    read_slice,
+)
+
+
+def batches(stream_id: int, count: int, size: int) -> list[StoredBatch]:
+    return [StoredBatch(i * 2, 2, bytes([stream_id]) * size) for i in range(count)]
+
+
+def built(runs, block_bytes: int = 1000) -> bytes:
+    return b"".join(build_object(runs, block_bytes).parts)
+
+
+def test_object_is_self_describing_blocks_index_and_footer() -> None:
+    obj = build_object([(7, batches(7, 10, 300)), (9, batches(9, 3, 50))], block_bytes=1000)
+    data = b"".join(obj.parts)
+    assert len(data) == obj.size
+    position, length, crc = parse_footer(data[-FOOTER.size :], len(data))
+    blocks = parse_index(data[position : position + length], crc)
+    assert blocks == obj.blocks
+    assert {b.stream_id for b in blocks} == {7, 9}
+    # Blocks of a stream are contiguous and cover its whole range.
+    seven = [b for b in blocks if b.stream_id == 7]
+    assert seven[0].start_offset == 0 and seven[-1].end_offset == 20
+    assert all(
+        a.end_offset == b.start_offset and a.position + a.size == b.position
+        for a, b in itertools.pairwise(seven)
+    )
+    assert len(seven) > 1
+
+
+def test_read_slice_decodes_a_stream_range_and_trims_to_offsets() -> None:
+    obj = build_object([(1, batches(1, 5, 10)), (2, batches(2, 6, 20))], block_bytes=64)
+    data = b"".join(obj.parts)
+    rng = next(r for r in obj.ranges if r.stream_id == 2)
+    piece = data[rng.position : rng.position + rng.size]
+    everything = read_slice(piece)
+    assert [b.base_offset for b in everything] == [0, 2, 4, 6, 8, 10]
+    assert all(bytes(b.payload) == b"\x02" * 20 for b in everything)
+    assert [b.base_offset for b in read_slice(piece, 3, 7)] == [2, 4, 6]
+
+
+@pytest.mark.parametrize("cut", [1, 10, 17, 40])
+def test_read_slice_rejects_bytes_that_end_inside_a_batch(cut: int) -> None:
+    data = built([(1, batches(1, 3, 30))])
+    with pytest.raises(CorruptObject):
+        read_slice(data[: 3 * 46 - cut])
+
+
+def test_truncated_or_foreign_object_fails_the_footer_check() -> None:
+    data = built([(1, batches(1, 3, 30))])
+    with pytest.raises(CorruptObject, match="truncated"):
+        parse_footer(data[:-5], len(data) - 5)
+    with pytest.raises(CorruptObject, match="footer"):
+        parse_footer(b"x" * 100, 100)
+
+
+def test_damaged_index_fails_its_checksum() -> None:
+    data = bytearray(built([(1, batches(1, 3, 30))]))
+    position, length, crc = parse_footer(bytes(data[-FOOTER.size :]), len(data))
+    data[position] ^= 1
+    with pytest.raises(CorruptObject, match="CRC"):
+        parse_index(bytes(data[position : position + length]), crc)

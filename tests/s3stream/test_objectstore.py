@@ -1,0 +1,112 @@
+"""Both object stores: the same primitives, multipart uploads, and clear errors for bad settings."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tabletopic.config import Config
+from tabletopic.s3stream.api import StorageUnavailable
+from tabletopic.s3stream.objectstore import (
+    AsyncObjectStore,
+    ObjectNotFound,
+    ObjectStoreError,
+    object_store_settings,
+    open_object_store,
+)
+from tests.s3stream.conftest import local_object_settings, s3_object_settings
+from tests.support.ports import free_port
+
+
+@pytest.fixture(params=["dir", pytest.param("s3", marks=pytest.mark.s3)])
+def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    if request.param == "s3":
+        return s3_object_settings(request.getfixturevalue("s3_settings"))
+    return local_object_settings(tmp_path)
+
+
+def test_put_get_range_list_and_delete(store_settings: dict[str, Any]) -> None:
+    store = open_object_store(store_settings)
+    store.put("a/one", b"hello world")
+    store.put("a/two", [b"part1-", memoryview(b"part2")])
+    assert store.get("a/one") == b"hello world"
+    assert store.get("a/two") == b"part1-part2"
+    assert store.get_range("a/one", 6, 11) == b"world"
+    assert store.list("a/") == [("a/one", 11), ("a/two", 11)]
+    store.delete(["a/one", "a/missing"])
+    with pytest.raises(ObjectNotFound):
+        store.get("a/one")
+    assert [k for k, _ in store.list()] == ["a/two"]
+
+
+def test_large_objects_use_multipart_upload(store_settings: dict[str, Any]) -> None:
+    settings = dict(store_settings, multipart_threshold=5 * 1024 * 1024, part_size=5 * 1024 * 1024)
+    store = open_object_store(settings)
+    blob = bytes(range(256)) * (11 * 1024 * 1024 // 256)
+    store.put("big", [blob[:1000], blob[1000:]])
+    assert (
+        store.get_range("big", 5 * 1024 * 1024 - 3, 5 * 1024 * 1024 + 3)
+        == blob[5 * 1024 * 1024 - 3 : 5 * 1024 * 1024 + 3]
+    )
+    assert store.list("big") == [("big", len(blob))]
+
+
+async def test_async_wrapper_runs_calls_off_the_event_loop(store_settings: dict[str, Any]) -> None:
+    store = AsyncObjectStore(open_object_store(store_settings), threads=4)
+    await asyncio.gather(*(store.put(f"k{i}", b"x" * i) for i in range(20)))
+    assert len(await store.list("k")) == 20
+    assert await store.get_range("k19", 0, 5) == b"xxxxx"
+    store.close()
+
+
+@pytest.mark.s3
+def test_wrong_secret_key_fails_at_once_naming_bucket_and_endpoint(s3_settings: dict[str, str]) -> None:
+    store = open_object_store(dict(s3_object_settings(s3_settings), secret_key="wrong", retries=5))
+    started = time.monotonic()
+    with pytest.raises(ObjectStoreError) as info:
+        store.put("x", b"y")
+    assert time.monotonic() - started < 5
+    assert s3_settings["s3.bucket"] in str(info.value) and s3_settings["s3.endpoint"] in str(info.value)
+
+
+@pytest.mark.s3
+def test_missing_bucket_fails_with_a_clear_error(s3_settings: dict[str, str]) -> None:
+    store = open_object_store(dict(s3_object_settings(s3_settings), bucket="no-such-bucket-here"))
+    with pytest.raises(ObjectStoreError, match="no-such-bucket-here"):
+        store.check()
+
+
+def test_unreachable_endpoint_is_retried_then_reported_unavailable() -> None:
+    port = free_port()
+    store = open_object_store(
+        {
+            "type": "s3",
+            "bucket": "b",
+            "endpoint": f"http://127.0.0.1:{port}",
+            "access_key": "a",
+            "secret_key": "s",
+            "path_style": True,
+            "retries": 3,
+        }
+    )
+    with pytest.raises(StorageUnavailable, match="after 3 attempts"):
+        store.put("x", b"y")
+
+
+def test_config_selects_the_backend(tmp_path: Path) -> None:
+    local = object_store_settings(Config({"data.dir": str(tmp_path)}))
+    assert local["type"] == "local" and local["root"] == str(tmp_path / "objects")
+    s3 = object_store_settings(
+        Config({"data.dir": str(tmp_path), "s3.bucket": "b", "s3.endpoint": "http://h:1"})
+    )
+    assert s3["type"] == "s3" and s3["bucket"] == "b"
+
+
+def test_local_keys_cannot_escape_the_root(tmp_path: Path) -> None:
+    store = open_object_store(local_object_settings(tmp_path))
+    with pytest.raises(ObjectStoreError):
+        store.put("../outside", b"x")
