@@ -36,7 +36,7 @@ TYPES = ("int", "long", "string", "double", "boolean")
 
 
 def record(fields: int, extra: int = 0) -> str:
-    body = [{"name": f"f{i}", "type": TYPES[i % len(TYPES)]} for i in range(fields)]
+    body: list[dict[str, object]] = [{"name": f"f{i}", "type": TYPES[i % len(TYPES)]} for i in range(fields)]
     body += [{"name": f"x{i}", "type": ["null", "string"], "default": None} for i in range(extra)]
     return json.dumps({"type": "record", "name": "Wide", "namespace": "bench", "fields": body})
 

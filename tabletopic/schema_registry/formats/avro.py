@@ -133,7 +133,25 @@ def _fields(schema: avs.Schema, location: str, seen: set[str]) -> Iterator[tuple
 def _default_fits(schema: avs.Schema, value: Any) -> bool:
     """Whether a JSON default is a valid value of ``schema`` (spec: "Default values"). Unions accept a
     value of any branch: the spec asks for the first, but Java's parser and real schemas are lenient."""
-    kind = schema.type
+    if isinstance(schema, avs.UnionSchema):
+        return any(_default_fits(branch, value) for branch in schema.schemas)
+    if isinstance(schema, avs.FixedSchema):
+        return isinstance(value, str) and len(value) == schema.size
+    if isinstance(schema, avs.EnumSchema):
+        return isinstance(value, str) and value in schema.symbols
+    if isinstance(schema, avs.ArraySchema):
+        return isinstance(value, list) and all(_default_fits(schema.items, v) for v in value)
+    if isinstance(schema, avs.MapSchema):
+        return isinstance(value, dict) and all(_default_fits(schema.values, v) for v in value.values())
+    if isinstance(schema, avs.RecordSchema):
+        return isinstance(value, dict) and all(
+            _default_fits(field.type, value[field.name]) if field.name in value else field.has_default
+            for field in schema.fields
+        )
+    return _primitive_default_fits(str(schema.type), value)
+
+
+def _primitive_default_fits(kind: str, value: Any) -> bool:
     if kind == "null":
         return value is None
     if kind == "boolean":
@@ -146,26 +164,6 @@ def _default_fits(schema: avs.Schema, value: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if kind in ("bytes", "string"):
         return isinstance(value, str)
-    if kind == "fixed":
-        return isinstance(value, str) and len(value) == schema.size
-    if kind == "enum":
-        return isinstance(value, str) and value in schema.symbols
-    if kind == "array":
-        return isinstance(value, list) and all(_default_fits(schema.items, v) for v in value)
-    if kind == "map":
-        return isinstance(value, dict) and all(_default_fits(schema.values, v) for v in value.values())
-    if kind in ("record", "error"):
-        if not isinstance(value, dict):
-            return False
-        for field in schema.fields:
-            if field.name in value:
-                if not _default_fits(field.type, value[field.name]):
-                    return False
-            elif not field.has_default:
-                return False
-        return True
-    if kind == "union":
-        return any(_default_fits(branch, value) for branch in schema.schemas)
     return True
 
 
@@ -263,54 +261,26 @@ class _Checker:
         return not self.check(reader, writer, "")
 
     def _check(self, reader: avs.Schema, writer: avs.Schema, location: str) -> list[Incompatibility]:
-        rtype, wtype = reader.type, writer.type
-        if wtype == "union" and rtype != "union":
-            # Every branch the writer may have used must resolve against the reader.
-            found: list[Incompatibility] = []
-            for branch in writer.schemas:
-                found += self.check(reader, branch, location)
-            return found
-        if rtype == "union" and wtype != "union":
-            if any(self.compatible(branch, writer) for branch in reader.schemas):
-                return []
-            return [
-                _incompat(
-                    "MISSING_UNION_BRANCH",
-                    location or "/",
-                    f"reader union lacking writer type: {_type_name(writer)}",
-                )
-            ]
-        if rtype == "union":
-            found = []
-            for index, branch in enumerate(writer.schemas):
-                if not any(self.compatible(r, branch) for r in reader.schemas):
-                    found.append(
-                        _incompat(
-                            "MISSING_UNION_BRANCH",
-                            f"{location}/{index}",
-                            f"reader union lacking writer type: {_type_name(branch)}",
-                        )
-                    )
-            return found
+        if isinstance(writer, avs.UnionSchema) or isinstance(reader, avs.UnionSchema):
+            return self._unions(reader, writer, location)
+        rtype, wtype = str(reader.type), str(writer.type)
         if rtype != wtype:
             if rtype in PROMOTIONS.get(wtype, ()):
                 return []
             return [
                 _incompat(
                     "TYPE_MISMATCH",
-                    location or "/",
+                    location,
                     f"reader type: {_type_name(reader)} not compatible with writer type: "
                     f"{_type_name(writer)}",
                 )
             ]
-        if rtype in PRIMITIVES:
-            return []
-        if rtype == "array":
+        if isinstance(reader, avs.ArraySchema) and isinstance(writer, avs.ArraySchema):
             return self.check(reader.items, writer.items, f"{location}/items")
-        if rtype == "map":
+        if isinstance(reader, avs.MapSchema) and isinstance(writer, avs.MapSchema):
             return self.check(reader.values, writer.values, f"{location}/values")
-        found = _name_check(reader, writer, location)
-        if rtype == "fixed":
+        if isinstance(reader, avs.FixedSchema) and isinstance(writer, avs.FixedSchema):
+            found = _name_check(reader, writer, location)
             if reader.size != writer.size:
                 found.append(
                     _incompat(
@@ -320,9 +290,10 @@ class _Checker:
                     )
                 )
             return found
-        if rtype == "enum":
+        if isinstance(reader, avs.EnumSchema) and isinstance(writer, avs.EnumSchema):
+            found = _name_check(reader, writer, location)
             missing = [s for s in writer.symbols if s not in reader.symbols]
-            if missing and getattr(reader, "default", None) not in reader.symbols:
+            if missing and reader.props.get("default") not in reader.symbols:
                 found.append(
                     _incompat(
                         "MISSING_ENUM_SYMBOLS",
@@ -331,7 +302,28 @@ class _Checker:
                     )
                 )
             return found
-        return found + self._record(reader, writer, location)
+        if isinstance(reader, avs.RecordSchema) and isinstance(writer, avs.RecordSchema):
+            return _name_check(reader, writer, location) + self._record(reader, writer, location)
+        return []  # the same primitive type
+
+    def _unions(self, reader: avs.Schema, writer: avs.Schema, location: str) -> list[Incompatibility]:
+        found: list[Incompatibility] = []
+        if isinstance(writer, avs.UnionSchema) and not isinstance(reader, avs.UnionSchema):
+            # Every branch the writer may have used must resolve against the reader.
+            for branch in writer.schemas:
+                found += self.check(reader, branch, location)
+            return found
+        assert isinstance(reader, avs.UnionSchema)
+        if not isinstance(writer, avs.UnionSchema):
+            if any(self.compatible(branch, writer) for branch in reader.schemas):
+                return []
+            message = f"reader union lacking writer type: {_type_name(writer)}"
+            return [_incompat("MISSING_UNION_BRANCH", location, message)]
+        for index, branch in enumerate(writer.schemas):
+            if not any(self.compatible(r, branch) for r in reader.schemas):
+                message = f"reader union lacking writer type: {_type_name(branch)}"
+                found.append(_incompat("MISSING_UNION_BRANCH", f"{location}/{index}", message))
+        return found
 
     def _record(
         self, reader: avs.RecordSchema, writer: avs.RecordSchema, location: str
@@ -360,9 +352,10 @@ def _incompat(kind: str, location: str, message: str) -> Incompatibility:
 
 
 def _aliases(schema: avs.NamedSchema) -> set[str]:
-    aliases = schema.props.get("aliases") or []
+    aliases = schema.props.get("aliases")
+    names = [str(a) for a in aliases] if isinstance(aliases, list) else []
     namespace = getattr(schema, "namespace", None)
-    return {str(a) for a in aliases} | {_qualify(str(a), namespace) for a in aliases}
+    return set(names) | {_qualify(a, namespace) for a in names}
 
 
 def _name_check(reader: avs.NamedSchema, writer: avs.NamedSchema, location: str) -> list[Incompatibility]:
@@ -373,11 +366,10 @@ def _name_check(reader: avs.NamedSchema, writer: avs.NamedSchema, location: str)
 
 
 def _writer_field(writer: avs.RecordSchema, reader_field: avs.Field) -> avs.Field | None:
-    direct = writer.fields_dict.get(reader_field.name)
-    if direct is not None:
-        return direct
-    for alias in reader_field.props.get("aliases") or []:
-        match = writer.fields_dict.get(alias)
-        if match is not None:
+    """The writer's field a reader field resolves to: same name, else one of the reader's aliases."""
+    aliases = reader_field.props.get("aliases")
+    for name in [reader_field.name, *(aliases if isinstance(aliases, list) else [])]:
+        match = writer.fields_dict.get(str(name))
+        if isinstance(match, avs.Field):
             return match
     return None
