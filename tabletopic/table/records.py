@@ -20,6 +20,7 @@ by itself, the caller decides with ``errors.tolerance``.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -71,11 +72,13 @@ class BatchError:
 
 @dataclass(frozen=True, slots=True)
 class AbortedTransaction:
-    """As in Kafka's Fetch response: ``producer_id``'s transaction that began at ``first_offset``
-    was aborted (its ABORT marker may lie after the decoded range)."""
+    """As in Kafka's Fetch response / transaction index: ``producer_id``'s transaction that began at
+    ``first_offset`` was aborted; ``last_offset`` is its ABORT marker's offset when known. The
+    marker may lie outside the decoded range, which is why the broker's list is needed at all."""
 
     producer_id: int
     first_offset: int
+    last_offset: int | None = None
 
 
 @dataclass(slots=True)
@@ -263,9 +266,10 @@ def decode_batches(
 def _aborted_batch_offsets(batches: Sequence[StoredBatch], aborted: Sequence[AbortedTransaction]) -> set[int]:
     """Base offsets of transactional batches whose transaction was aborted.
 
-    Walks the batches backwards so that each producer's *next* marker is known when its data batch
-    is seen; data without a marker in range falls back to Kafka's consumer rule on the broker's
-    aborted-transactions list.
+    A data batch belongs to the transaction its producer's next marker closes. When that marker is
+    in ``batches`` it decides; otherwise the broker's aborted list does: an entry covers the
+    producer's batches from ``first_offset`` up to its ``last_offset`` (the marker) or, when that is
+    unknown, up to the producer's next marker seen here — Kafka's consumer rule.
     """
     headers: list[tuple[StoredBatch, BatchHeader]] = []
     for batch in batches:
@@ -277,20 +281,33 @@ def _aborted_batch_offsets(batches: Sequence[StoredBatch], aborted: Sequence[Abo
             headers.append((batch, header))
     if not headers:
         return set()
-    result: set[int] = set()
-    next_marker: dict[int, bool] = {}  # producer id -> next marker is an abort
-    for batch, header in reversed(headers):
-        pid = header.producer_id
+    markers: dict[int, list[tuple[int, bool]]] = {}  # producer id -> [(offset, is_abort)] ascending
+    for batch, header in headers:
         if header.is_control:
-            marker = _control_type(batch.payload, header)
-            if marker is not None:
-                next_marker[pid] = marker == CONTROL_ABORT
+            kind = _control_type(batch.payload, header)
+            if kind is not None:
+                markers.setdefault(header.producer_id, []).append((batch.base_offset, kind == CONTROL_ABORT))
+    result: set[int] = set()
+    for batch, header in headers:
+        if header.is_control:
             continue
-        if pid in next_marker:
-            if next_marker[pid]:
-                result.add(batch.base_offset)
-        elif any(t.producer_id == pid and t.first_offset <= batch.base_offset for t in aborted):
-            result.add(batch.base_offset)
+        pid, offset = header.producer_id, batch.base_offset
+        own = markers.get(pid, [])
+        index = bisect.bisect_right(own, (offset, True))
+        if index < len(own):
+            if own[index][1]:
+                result.add(offset)
+            continue
+        previous_marker = own[index - 1][0] if index else None
+        for txn in aborted:
+            if txn.producer_id != pid or txn.first_offset > offset:
+                continue
+            if txn.last_offset is not None and txn.last_offset < offset:
+                continue
+            if previous_marker is not None and previous_marker >= txn.first_offset:
+                continue  # that transaction already ended at a marker before this batch
+            result.add(offset)
+            break
     return result
 
 

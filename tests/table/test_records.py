@@ -168,3 +168,18 @@ def test_offset_delta_beyond_last_offset_delta_is_an_error() -> None:
     struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
     out = decode_batches([StoredBatch(0, 2, bytes(batch))], 0, 100)
     assert out.offsets == [] and "offset delta 1" in out.errors[0].reason
+
+
+def test_an_earlier_aborted_transaction_does_not_abort_the_producers_next_one() -> None:
+    # Producer 9 aborted a transaction at offsets 0..1 (marker at 2, before the decoded range) and
+    # then wrote a new transaction at 3..4 whose commit marker lies beyond the range.
+    batches = stored(
+        [
+            build_batch(RECORDS[:2], transactional=True, producer_id=9),
+            control_batch(9, commit=False),
+            build_batch(RECORDS[:2], transactional=True, producer_id=9),
+        ]
+    )
+    with_end = [AbortedTransaction(9, 0, last_offset=2)]
+    assert decode_batches(batches[2:], 3, 5, aborted_transactions=with_end).offsets == [3, 4]
+    assert decode_batches(batches, 0, 5, aborted_transactions=[AbortedTransaction(9, 0)]).offsets == [3, 4]
