@@ -160,49 +160,52 @@ def plan_schema_update(current: Schema, new: pa.Schema) -> list[SchemaChange]:
         IncompatibleSchemaChange: a column's type changed in a way Iceberg cannot evolve.
     """
     incoming = Catalog._convert_schema_if_needed(new)
-    changes: list[SchemaChange] = []
-    _plan_struct(current.as_struct(), incoming.as_struct(), (), changes)
-    return changes
+    planner = _Planner(set(current.identifier_field_ids))
+    planner.struct(current.as_struct(), incoming.as_struct(), ())
+    return planner.changes
 
 
-def _plan_struct(
-    current: StructType, new: StructType, path: tuple[str, ...], out: list[SchemaChange]
-) -> None:
-    existing = {f.name: f for f in current.fields}
-    for field in new.fields:
-        here = (*path, field.name)
-        old = existing.get(field.name)
-        if old is None:
-            out.append(SchemaChange("add", here, _optional_type(field.field_type)))
-            continue
-        if old.required and not field.required:
-            out.append(SchemaChange("make_optional", here))
-        _plan_type(old.field_type, field.field_type, here, out)
+class _Planner:
+    def __init__(self, identifiers: set[int]) -> None:
+        self.identifiers = identifiers
+        self.changes: list[SchemaChange] = []
 
+    def struct(self, current: StructType, new: StructType, path: tuple[str, ...]) -> None:
+        existing = {f.name: f for f in current.fields}
+        for field in new.fields:
+            here = (*path, field.name)
+            old = existing.get(field.name)
+            if old is None:
+                self.changes.append(SchemaChange("add", here, _optional_type(field.field_type)))
+                continue
+            # Identifier columns stay required (Iceberg demands it); a null id fails its row at write.
+            if old.required and not field.required and old.field_id not in self.identifiers:
+                self.changes.append(SchemaChange("make_optional", here))
+            self.type(old.field_type, field.field_type, here)
 
-def _plan_type(old: IcebergType, new: IcebergType, path: tuple[str, ...], out: list[SchemaChange]) -> None:
-    if old == new:
-        return
-    if isinstance(old, StructType) and isinstance(new, StructType):
-        _plan_struct(old, new, path, out)
-        return
-    if isinstance(old, ListType) and isinstance(new, ListType):
-        _plan_type(old.element_type, new.element_type, (*path, "element"), out)
-        return
-    if isinstance(old, MapType) and isinstance(new, MapType):
-        if old.key_type != new.key_type:
-            raise IncompatibleSchemaChange(".".join(path), old, new, "map key types differ")
-        _plan_type(old.value_type, new.value_type, (*path, "value"), out)
-        return
-    if isinstance(old, PrimitiveType) and isinstance(new, PrimitiveType):
-        if _fits(new, old):
-            return  # narrower data is written widened
-        if _fits(old, new):
-            out.append(SchemaChange("widen", path, new))
+    def type(self, old: IcebergType, new: IcebergType, path: tuple[str, ...]) -> None:
+        if old == new:
             return
-    raise IncompatibleSchemaChange(
-        ".".join(path), old, new, "Iceberg only widens int->long, float->double, decimal precision"
-    )
+        if isinstance(old, StructType) and isinstance(new, StructType):
+            self.struct(old, new, path)
+            return
+        if isinstance(old, ListType) and isinstance(new, ListType):
+            self.type(old.element_type, new.element_type, (*path, "element"))
+            return
+        if isinstance(old, MapType) and isinstance(new, MapType):
+            if old.key_type != new.key_type:
+                raise IncompatibleSchemaChange(".".join(path), old, new, "map key types differ")
+            self.type(old.value_type, new.value_type, (*path, "value"))
+            return
+        if isinstance(old, PrimitiveType) and isinstance(new, PrimitiveType):
+            if _fits(new, old):
+                return  # narrower data is written widened
+            if _fits(old, new):
+                self.changes.append(SchemaChange("widen", path, new))
+                return
+        raise IncompatibleSchemaChange(
+            ".".join(path), old, new, "Iceberg only widens int->long, float->double, decimal precision"
+        )
 
 
 def _fits(narrow: IcebergType, wide: IcebergType) -> bool:

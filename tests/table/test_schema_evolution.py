@@ -173,3 +173,9 @@ def test_converted_rows_can_be_appended_after_evolution(catalog: SqlCatalog) -> 
     )
     table.append(rows)
     assert table.scan().to_arrow().column("email").to_pylist() == ["x"]
+
+
+def test_identifier_columns_stay_required_when_new_data_is_nullable(catalog: SqlCatalog) -> None:
+    table = create_table_for_topic(catalog, ("default", "ids"), V1, id_columns=["id"])
+    nullable_id = V1.set(0, pa.field("id", pa.int32(), nullable=True))
+    assert plan_schema_update(table.schema(), nullable_id) == []
