@@ -359,7 +359,7 @@ class S3StreamStore:
                 pass
 
     def _on_wal_commit(self, group: Group) -> None:
-        self.metrics.appends.inc(len(group.records))
+        self.metrics.appends.inc(group.appends)
         self.metrics.append_bytes.inc(group.nbytes)
         for stream_id, end in group.ends.items():
             self._confirm(stream_id, end)

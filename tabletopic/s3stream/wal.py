@@ -57,6 +57,7 @@ class Group:
     records: list[WalRecord | RollMarker] = field(default_factory=list)
     ends: dict[int, int] = field(default_factory=dict)
     nbytes: int = 0
+    appends: int = 0
 
 
 @dataclass
@@ -187,6 +188,7 @@ class LocalWal:
         group.records.append(record)
         size = FRAME.size + BODY.size + len(record.payload)
         group.nbytes += size
+        group.appends += 1
         self.pending_bytes += size
         return group
 
