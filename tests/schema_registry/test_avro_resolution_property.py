@@ -113,6 +113,7 @@ def test_compatible_verdicts_decode_with_fastavro(writer_fields: Any, reader_fie
     fastavro.schemaless_writer(buffer, fastavro.parse_schema(writer), datum_for(writer))
     buffer.seek(0)
     decoded = fastavro.schemaless_reader(buffer, fastavro.parse_schema(writer), fastavro.parse_schema(reader))
+    assert isinstance(decoded, dict)
     assert set(decoded) == {f["name"] for f in reader["fields"]}
 
 

@@ -42,7 +42,10 @@ class SchemaReference:
 
 
 class ParsedSchema(Protocol):
-    schema_type: str  # "AVRO" | "JSON" | "PROTOBUF"
+    # A read-only member, so frozen dataclasses (and plain attributes) both satisfy the protocol.
+    @property
+    def schema_type(self) -> str:
+        """``"AVRO"`` | ``"JSON"`` | ``"PROTOBUF"``."""
 
     def canonical(self) -> str:
         """The text the registry stores and compares for "same schema" (Confluent's canonical form
@@ -54,7 +57,8 @@ class ParsedSchema(Protocol):
 
 
 class SchemaFormat(Protocol):
-    schema_type: str
+    @property
+    def schema_type(self) -> str: ...
 
     def parse(self, text: str, references: Mapping[str, str]) -> ParsedSchema:
         """Parse ``text``. ``references`` maps each reference name to the referenced schema's text
