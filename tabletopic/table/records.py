@@ -321,7 +321,7 @@ def _control_type(payload: bytes | memoryview, header: BatchHeader) -> int | Non
         return None
     if not holder.keys or holder.keys[0] is None or len(holder.keys[0]) < 4:
         return None
-    return _CONTROL_KEY.unpack_from(holder.keys[0], 0)[1]
+    return int(_CONTROL_KEY.unpack_from(holder.keys[0], 0)[1])
 
 
 def _decode_records(
