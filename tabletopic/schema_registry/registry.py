@@ -237,6 +237,10 @@ class SchemaRegistry(PolicyStore):
             return new_id, new_version
 
         result = self._write(run)
+        # The next registration checks against this version: keep its parse (the stored text is
+        # candidate.text, so the parse is the same one _parse_row would make).
+        if self._parsed.get((result[0], False)) is None:
+            self._parsed.put((result[0], False), candidate.parsed)
         if self._on_register is not None:
             self._on_register()
         return result

@@ -329,9 +329,10 @@ class _Checker:
         self, reader: avs.RecordSchema, writer: avs.RecordSchema, location: str
     ) -> list[Incompatibility]:
         found: list[Incompatibility] = []
+        by_name = writer.fields_dict  # avro rebuilds this dict on every access: take it once
         for index, field in enumerate(reader.fields):
             here = f"{location}/fields/{index}"
-            writer_field = _writer_field(writer, field)
+            writer_field = _writer_field(by_name, field)
             if writer_field is None:
                 if not field.has_default:
                     found.append(
@@ -365,11 +366,11 @@ def _name_check(reader: avs.NamedSchema, writer: avs.NamedSchema, location: str)
     return [_incompat("NAME_MISMATCH", f"{location}/name", f"expected: {writer.fullname}")]
 
 
-def _writer_field(writer: avs.RecordSchema, reader_field: avs.Field) -> avs.Field | None:
+def _writer_field(by_name: Mapping[str, avs.Field], reader_field: avs.Field) -> avs.Field | None:
     """The writer's field a reader field resolves to: same name, else one of the reader's aliases."""
     aliases = reader_field.props.get("aliases")
     for name in [reader_field.name, *(aliases if isinstance(aliases, list) else [])]:
-        match = writer.fields_dict.get(str(name))
+        match = by_name.get(str(name))
         if isinstance(match, avs.Field):
             return match
     return None
