@@ -86,7 +86,8 @@ class DecodedRecords:
     """Decoded records of one partition as parallel columns (one entry per record).
 
     ``headers`` holds one tuple of ``(key, value)`` pairs per record; header keys are UTF-8 text
-    (decoded with ``surrogateescape`` so a malformed key never loses the record), values bytes or None.
+    (malformed UTF-8 is replaced by U+FFFD: a bad header key must not lose the record, and Arrow
+    refuses lone surrogates), values bytes or None.
     """
 
     partition: int
@@ -476,7 +477,7 @@ def _headers(buf: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...]
         klen, pos = _zigzag(buf, pos)
         if klen < 0:
             raise RecordBatchError("null header key")
-        key = buf[pos : pos + klen].decode("utf-8", "surrogateescape")
+        key = buf[pos : pos + klen].decode("utf-8", "replace")
         pos += klen
         vlen, pos = _zigzag(buf, pos)
         if vlen < 0:

@@ -535,3 +535,29 @@ def test_protobuf_by_latest_schema_uses_the_configured_message() -> None:
     )
     result = convert_records(records([other_cls(x="hey").SerializeToString()]), config, lookup)
     assert result.batch is not None and result.batch.column("x").to_pylist() == ["hey"]
+
+
+def test_header_keys_with_invalid_utf8_do_not_break_the_batch() -> None:
+    from tabletopic.table.records import decode_batches
+    from tests.table.kafka_batches import build_batch, stored
+
+    batch = bytearray(build_batch([(b"k", b"v", [("h", b"1")])]))
+    index = batch.index(b"h\x02")  # header key "h" followed by the value length varint
+    batch[index] = 0xFF
+    import crc32c
+
+    batch[17:21] = crc32c.crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    result = convert_records(decode_batches(stored([bytes(batch)]), 0, 1), cfg())
+    assert result.batch is not None
+    assert result.batch.column("_kafka_header").to_pylist() == [[("\ufffd", b"1")]]
+
+
+def test_timestamps_beyond_64_bits_wrap_instead_of_failing_the_batch() -> None:
+    decoded = records([b"a", b"b"])
+    decoded.timestamps[1] = (1 << 63) + 5
+    result = convert_records(decoded, cfg())
+    assert result.batch is not None
+    assert [m["timestamp"] for m in result.batch.column("_kafka_metadata").to_pylist()] == [
+        1_700_000_000_000,
+        -(1 << 63) + 5,
+    ]

@@ -119,7 +119,7 @@ class RecordConverter:
             [
                 pa.array([records.partition] * n, type=pa.int32()),
                 pa.array(records.offsets, type=pa.int64()),
-                pa.array(records.timestamps, type=pa.int64()),
+                _int64(records.timestamps),
             ],
             fields=list(METADATA_TYPE),
         )
@@ -170,6 +170,15 @@ class RecordConverter:
             for i, f in sorted(failures.items())
         ]
         return ConversionResult(batch if batch.num_rows else None, failed, list(records.errors))
+
+
+def _int64(values: list[int]) -> pa.Array:
+    """Timestamps as int64; a corrupt delta can push one past 64 bits, which wraps as Java's long
+    arithmetic (Kafka's own reader) does instead of failing the whole batch."""
+    try:
+        return pa.array(values, type=pa.int64())
+    except OverflowError:
+        return pa.array([((v + (1 << 63)) % (1 << 64)) - (1 << 63) for v in values], type=pa.int64())
 
 
 def _check_cdc_ops(
