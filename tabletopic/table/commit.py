@@ -96,6 +96,37 @@ def _without_commit_retries(table: Table) -> Table:
     )
 
 
+def check_planned(table: Table, planned: CommittedState) -> None:
+    """Raise :class:`StalePlan` unless the table is still at the snapshot the batch was planned at."""
+    current = table.metadata.current_snapshot_id
+    if current != planned.snapshot_id:
+        raise StalePlan(
+            f"table {table.name()} is at snapshot {current}, batch was planned at {planned.snapshot_id}"
+        )
+
+
+def offset_properties(
+    planned: CommittedState,
+    offsets: Mapping[int, int],
+    epoch: int,
+    topic_id: str | None,
+    extra_properties: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The snapshot-summary properties of a commit advancing ``planned`` to ``offsets``."""
+    merged = dict(planned.offsets)
+    for partition, offset in offsets.items():
+        if offset < merged.get(partition, 0):
+            raise ValueError(
+                f"offset of partition {partition} would go backwards: {offset} < {merged[partition]}"
+            )
+        merged[partition] = offset
+    properties = {OFFSETS_PROPERTY: encode_offsets(merged), EPOCH_PROPERTY: str(epoch)}
+    if topic_id is not None:
+        properties[TOPIC_ID_PROPERTY] = topic_id
+    properties.update(extra_properties or {})
+    return properties
+
+
 def commit_data_files(
     table: Table,
     data_files: Iterable[DataFile],
@@ -119,22 +150,8 @@ def commit_data_files(
             earlier attempt of ours that did land); nothing was committed.
     """
     table = _without_commit_retries(table)
-    current = table.metadata.current_snapshot_id
-    if current != planned.snapshot_id:
-        raise StalePlan(
-            f"table {table.name()} is at snapshot {current}, batch was planned at {planned.snapshot_id}"
-        )
-    merged = dict(planned.offsets)
-    for partition, offset in offsets.items():
-        if offset < merged.get(partition, 0):
-            raise ValueError(
-                f"offset of partition {partition} would go backwards: {offset} < {merged[partition]}"
-            )
-        merged[partition] = offset
-    properties = {OFFSETS_PROPERTY: encode_offsets(merged), EPOCH_PROPERTY: str(epoch)}
-    if topic_id is not None:
-        properties[TOPIC_ID_PROPERTY] = topic_id
-    properties.update(extra_properties or {})
+    check_planned(table, planned)
+    properties = offset_properties(planned, offsets, epoch, topic_id, extra_properties)
     transaction = table.transaction()
     with transaction.update_snapshot(snapshot_properties=properties).fast_append() as append:
         for data_file in data_files:

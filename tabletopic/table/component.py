@@ -58,6 +58,7 @@ class TableComponent:
             dead_letters=self._dead_letters,
             observer=TableMetrics(platform.metrics),
             maintenance=self._maintenance(platform),
+            spark_catalog=config.get(CATALOG_NAME),
         )
         self.coordinator = TableCoordinator(ctx, poll_interval=config.get(settings.POLL_INTERVAL_MS) / 1000)
         self.coordinator.start()

@@ -24,9 +24,16 @@ from pyiceberg.table import Table
 
 from tabletopic.crashpoints import crash_point
 from tabletopic.table import tables
-from tabletopic.table.commit import CommittedState, StalePlan, commit_data_files, committed_state
+from tabletopic.table.commit import (
+    CommittedState,
+    StalePlan,
+    check_planned,
+    commit_data_files,
+    committed_state,
+    offset_properties,
+)
 from tabletopic.table.convert.rows import FailedRecord
-from tabletopic.table.job import JobResult, JobRunner, JobSpec
+from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
 from tabletopic.table.lease import Fenced, LeaseManager
 from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig
 from tabletopic.table.worker import TableWorker, TopicDirectory, TopicView
@@ -110,6 +117,8 @@ class CoordinatorContext:
     schema_registry_url: str | None
     dead_letters: DeadLetterSink | None = None
     observer: PipelineObserver | None = None
+    # The Spark catalog name the platform's catalog has in the runner's session (for MERGE INTO).
+    spark_catalog: str = "tabletopic"
     maintenance: Maintenance | None = None
 
 
@@ -179,16 +188,22 @@ class TopicPipeline:
         try:
             await asyncio.to_thread(self._ctx.leases.confirm, lease)
             assert table is not None
-            snapshot_id = await asyncio.to_thread(
-                commit_data_files,
-                table,
-                job.data_files,
-                new_offsets,
-                committed_state(table),
-                lease.epoch,
-                view.topic_id,
-                {"tabletopic.rows": str(job.rows), "tabletopic.skipped": str(len(job.skipped))},
-            )
+            extra = {"tabletopic.rows": str(job.rows), "tabletopic.skipped": str(len(job.skipped))}
+            if config.writes_deletes:
+                snapshot_id = await self._commit_merge(
+                    view, config, table, job, new_offsets, lease.epoch, extra
+                )
+            else:
+                snapshot_id = await asyncio.to_thread(
+                    commit_data_files,
+                    table,
+                    job.data_files,
+                    new_offsets,
+                    committed_state(table),
+                    lease.epoch,
+                    view.topic_id,
+                    extra,
+                )
         except (StalePlan, Fenced) as exc:
             log.warning("topic %s: commit not applied, re-planning from the table (%s)", view.name, exc)
             self.status.state = "FENCED" if isinstance(exc, Fenced) else "RUNNING"
@@ -218,6 +233,41 @@ class TopicPipeline:
             self.status.last_job_seconds or 0.0,
         )
         return True
+
+    async def _commit_merge(
+        self,
+        view: TopicView,
+        config: TableTopicConfig,
+        table: Table,
+        job: JobResult,
+        offsets: dict[int, int],
+        epoch: int,
+        extra: dict[str, str],
+    ) -> int:
+        """Upsert/CDC: MERGE the staged rows with the offsets in the same snapshot. When the MERGE
+        changes nothing (and so commits nothing), the offsets advance with an empty append."""
+        planned = committed_state(table)
+        check_planned(table, planned)
+        try:
+            if job.staged_paths:
+                request = MergeRequest(
+                    table_name=".".join((self._ctx.spark_catalog, *table.name()[-2:])),
+                    staged_paths=tuple(job.staged_paths),
+                    id_columns=tables.merge_keys(config, table),
+                    delete_column=tables.delete_column(config),
+                    properties=offset_properties(planned, offsets, epoch, view.topic_id, extra),
+                )
+                await asyncio.to_thread(self._ctx.runner.merge, request)
+                table = await asyncio.to_thread(table.refresh)
+                current = table.metadata.current_snapshot_id
+                if current != planned.snapshot_id and committed_state(table).offsets.keys() >= offsets.keys():
+                    assert current is not None
+                    return current
+            return await asyncio.to_thread(
+                commit_data_files, table, [], offsets, committed_state(table), epoch, view.topic_id, extra
+            )
+        finally:
+            await asyncio.to_thread(tables.remove_files, table, job.staged_paths)
 
     async def _maintain(self, table: Table, config: TableTopicConfig) -> None:
         if (
@@ -252,7 +302,10 @@ class TopicPipeline:
                 topic_configs=dict(view.configs),
                 items=items,
                 table_metadata_json=None if table is None else table.metadata.model_dump_json(),
-                write_uuid=str(uuid.uuid4()),
+                write_uuid=(write_uuid := str(uuid.uuid4())),
+                stage_dir=None
+                if table is None or not config.writes_deletes
+                else f"{table.location().rstrip('/')}/staging/{write_uuid}",
                 io_properties={} if table is None else dict(table.io.properties),
                 object_store_settings=self._ctx.object_store_settings,
                 schema_registry_url=self._ctx.schema_registry_url,

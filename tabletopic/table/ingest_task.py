@@ -26,7 +26,7 @@ from tabletopic.s3stream.objects import fetch_slice
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.table.convert.rows import FailedRecord, RecordConversionError, RecordConverter, convert_slice
 from tabletopic.table.convert.unify import SchemaConflict, unify_schemas
-from tabletopic.table.job import JobResult, JobSpec
+from tabletopic.table.job import JobResult, JobSpec, MergeRequest
 from tabletopic.table.topic_config import TableTopicConfig
 from tabletopic.table.worker import WorkItem
 
@@ -104,6 +104,11 @@ class IngestTask:
                 return
             if self.spec.table_metadata_json is None or self._needs_evolution(schema):
                 yield _output("schema", schema.serialize().to_pybytes(), rows)
+            elif self.spec.stage_dir is not None:
+                started = time.perf_counter()
+                path = self._stage()
+                self.timings["write"] += time.perf_counter() - started
+                yield _output("staged", path.encode(), rows)
             else:
                 started = time.perf_counter()
                 crash_point("table.task_write")  # kills the Spark Python worker, not the broker
@@ -133,13 +138,31 @@ class IngestTask:
         except IncompatibleSchemaChange:
             return True  # the coordinator reports the incompatibility with its full message
 
-    def _write(self, schema: pa.Schema) -> list[Any]:
-        from pyiceberg.io import load_file_io
-        from pyiceberg.io.pyarrow import _dataframe_to_data_files, schema_to_pyarrow
+    def _conformed(self) -> tuple[Any, pa.Table]:
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
 
         metadata = self._table_metadata()
         target = schema_to_pyarrow(metadata.schema(), include_field_ids=False)
-        table = pa.Table.from_batches([conform(b, target) for b in self.batches], schema=target)
+        return metadata, pa.Table.from_batches([conform(b, target) for b in self.batches], schema=target)
+
+    def _stage(self) -> str:
+        """Write the rows as one plain Parquet file for the MERGE; returns its location."""
+        import pyarrow.parquet as pq
+        from pyiceberg.io import load_file_io
+
+        metadata, table = self._conformed()
+        io = load_file_io(self.spec.io_properties, metadata.location)
+        assert self.spec.stage_dir is not None
+        path = f"{self.spec.stage_dir.rstrip('/')}/{uuid.uuid4()}.parquet"
+        with io.new_output(path).create(overwrite=True) as stream:
+            pq.write_table(table, stream)
+        return path
+
+    def _write(self, schema: pa.Schema) -> list[Any]:
+        from pyiceberg.io import load_file_io
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        metadata, table = self._conformed()
         io = load_file_io(self.spec.io_properties, metadata.location)
         return list(
             _dataframe_to_data_files(
@@ -195,7 +218,10 @@ def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobRe
         rows = output.to_pylist() if isinstance(output, pa.RecordBatch) else [output]
         for row in rows:
             kind = row["kind"]
-            if kind == "files":
+            if kind == "staged":
+                result.staged_paths.append(row["payload"].decode())
+                result.rows += row["rows"]
+            elif kind == "files":
                 result.data_files.extend(pickle.loads(row["payload"]))
                 result.rows += row["rows"]
             elif kind == "schema":
@@ -221,6 +247,7 @@ def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobRe
         # Files written by other tasks of this run are orphans now; the job runs again after the
         # table schema changed. Maintenance removes orphan files.
         result.data_files = []
+        result.staged_paths = []
         result.rows = 0
     return result
 
@@ -230,3 +257,8 @@ class InProcessRunner:
 
     def run(self, spec: JobSpec) -> JobResult:
         return collect_outputs(run_task(spec, [item.to_json() for item in spec.items]))
+
+    def merge(self, request: MergeRequest) -> None:
+        raise NotImplementedError(
+            "upsert and CDC table topics need the Spark runner (table.job.runner=spark) for MERGE INTO"
+        )

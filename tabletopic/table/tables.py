@@ -4,20 +4,33 @@ partition spec in step with the data and the topic's configs."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.table import Table
+from pyiceberg.types import StructType
 
-from tabletopic.table.convert.rows import HEADER_COLUMN, HEADER_TYPE, METADATA_COLUMN, METADATA_TYPE
+from tabletopic.table.convert.rows import (
+    HEADER_COLUMN,
+    HEADER_TYPE,
+    KEY_COLUMN,
+    METADATA_COLUMN,
+    METADATA_TYPE,
+)
 from tabletopic.table.schema_evolution import (
     IncompatibleSchemaChange,
     create_table_for_topic,
     evolve_partition_spec,
     evolve_table_schema,
 )
-from tabletopic.table.topic_config import TableTopicConfig, sanitize_table_name
+from tabletopic.table.topic_config import (
+    FROM_DEBEZIUM_KEY,
+    TableTopicConfig,
+    TransformType,
+    sanitize_table_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,3 +89,33 @@ def sync_partition_spec(table: Table, config: TableTopicConfig) -> None:
             log.info("partition spec of %s is now %s", table.name(), table.spec())
     except NoSuchTableError:
         return
+
+
+def merge_keys(config: TableTopicConfig, table: Table) -> tuple[str, ...]:
+    """The columns an upsert/CDC MERGE matches rows on (dotted paths for nested fields)."""
+    if config.id_columns_from_debezium_key:
+        key = table.schema().find_field(KEY_COLUMN)
+        if not isinstance(key.field_type, StructType):
+            raise IncompatibleTableSchema(
+                f"{table.name()}: id.columns=[{FROM_DEBEZIUM_KEY}] needs a record key, found {key.field_type}"
+            )
+        return tuple(f"{KEY_COLUMN}.{f.name}" for f in key.field_type.fields)
+    return config.id_columns
+
+
+def delete_column(config: TableTopicConfig) -> str | None:
+    """The column whose ``D`` marks a delete: ``cdc.field``, or ``_cdc.op`` for Debezium envelopes."""
+    if config.cdc_field:
+        return config.cdc_field
+    if config.value_transform is TransformType.FLATTEN_DEBEZIUM:
+        return "_cdc.op"
+    return None
+
+
+def remove_files(table: Table, paths: Sequence[str]) -> None:
+    """Best-effort removal of staged files (an orphan left behind costs only storage)."""
+    for path in paths:
+        try:
+            table.io.delete(path)
+        except Exception as exc:  # cleanup must never fail a commit
+            log.warning("could not remove staged file %s: %s", path, exc)
