@@ -109,6 +109,7 @@ class GroupCoordinator:
         # The last queued database write of each group; the next one starts after it.
         self._tails: dict[str, asyncio.Task[Any]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._seen: dict[str, tuple[GroupState, int]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = False
 
@@ -322,6 +323,22 @@ class GroupCoordinator:
                 return ErrorCode.coordinator_not_available, []
         return ErrorCode.none, results
 
+    async def delete_topic_offsets(self, topic: str) -> None:
+        """Forget every group's offsets of a deleted topic (Kafka does the same), so a topic
+        re-created under the same name starts from the consumers' reset policy."""
+        for group_id, committed in list(self._offsets.items()):
+            doomed = [key for key in committed if key[0] == topic]
+            if not doomed:
+                continue
+
+            async def write(group_id: str = group_id, doomed: list[TopicPartition] = doomed) -> None:
+                await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
+                cache = self._offsets.get(group_id, {})
+                for key in doomed:
+                    cache.pop(key, None)
+
+            await asyncio.shield(self._enqueue(group_id, write))
+
     # ---------------------------------------------------------------------------------------------
     # Administration
 
@@ -368,6 +385,7 @@ class GroupCoordinator:
                 results[group_id] = ErrorCode.coordinator_not_available
                 continue
             self._cancel_timers(group_id)
+            self._seen.pop(group_id, None)
             self._groups.pop(group_id, None)
             self._offsets.pop(group_id, None)
             results[group_id] = ErrorCode.none
@@ -397,6 +415,7 @@ class GroupCoordinator:
             self._tickets.pop(ticket, None)
 
     def _apply(self, group: Group, actions: list[Action]) -> None:
+        self._log_progress(group)
         barrier: asyncio.Task[None] | None = None
         for action in actions:
             if isinstance(action, SetTimer):
@@ -414,6 +433,22 @@ class GroupCoordinator:
                     barrier.add_done_callback(
                         functools.partial(self._resolve_after, action.ticket, action.result)
                     )
+
+    def _log_progress(self, group: Group) -> None:
+        """One INFO line per state or generation change, the trail an operator follows."""
+        seen = (group.state, group.generation_id)
+        if self._seen.get(group.group_id) == seen:
+            return
+        self._seen[group.group_id] = seen
+        log.info(
+            "group %s: %s, generation %d, %d member(s), protocol %s, leader %s",
+            group.group_id,
+            group.state.value,
+            group.generation_id,
+            len(group.members),
+            group.protocol_name,
+            group.leader_id,
+        )
 
     def _resolve(self, ticket: int, result: JoinResult | SyncResult) -> None:
         future = self._tickets.get(ticket)

@@ -215,3 +215,12 @@ async def test_stop_answers_held_back_joins_with_not_coordinator(sqlite_engine: 
     await asyncio.sleep(0.05)
     await coordinator.stop()
     assert (await waiting).error is ErrorCode.not_coordinator
+
+
+async def test_offsets_of_a_deleted_topic_are_forgotten(coordinator: GroupCoordinator) -> None:
+    await coordinator.commit_offsets(
+        "g", "", None, -1, [OffsetToCommit("orders", 0, 5), OffsetToCommit("events", 0, 6)]
+    )
+    await coordinator.delete_topic_offsets("orders")
+    _, fetched = coordinator.fetch_offsets("g", None)
+    assert [topic for topic, _ in fetched] == ["events"]
