@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import jsonschema.validators
@@ -72,6 +73,18 @@ def check_compatibility(reader: ParsedJsonSchema, writer: ParsedJsonSchema) -> l
     return list(unique.values())
 
 
+@cache
+def _lenient_validator(dialect: str) -> Any:
+    """The dialect's validator with ``oneOf`` checked as ``anyOf``.
+
+    The structural walk cannot see ``oneOf``'s exclusivity (whether a writer value matches two
+    branches depends on both sides at once), so it compares ``oneOf`` like ``anyOf``; checking
+    listed values the same way keeps the two paths consistent, e.g. a schema always reads itself.
+    """
+    strict = jsonschema.validators.validator_for({"$schema": dialect})
+    return jsonschema.validators.extend(strict, {"oneOf": strict.VALIDATORS["anyOf"]})
+
+
 class _Checker:
     """One comparison: holds the two documents' dialects and the pairs currently being compared
     (a pair met again while in progress is assumed compatible, which ends recursive ``$ref``s)."""
@@ -98,7 +111,17 @@ class _Checker:
         self.active.add(key)
         self.depth += 1
         try:
-            return self._compare(r, rres, w, wres, loc)
+            found = self._compare(r, rres, w, wres, loc)
+            # The merged writer may have dropped a constraint it could not combine; a single
+            # writer branch that the reader reads is proof enough (the writer satisfies all).
+            if (
+                found
+                and isinstance(w, dict)
+                and isinstance(w.get("allOf"), list)
+                and any(not self.compare(r, rres, branch, wres, loc) for branch in w["allOf"])
+            ):
+                return []
+            return found
         finally:
             self.depth -= 1
             self.active.discard(key)
@@ -128,8 +151,10 @@ class _Checker:
             if flat is False:
                 return []
             w = flat
+        if types_of(w) == set():
+            return []  # the merged writer admits no type at all: it writes nothing
         if enum_values(w) is not None:
-            return self._check_values(r, rres, w, loc)
+            return self._check_values(r, rres, w, wres, loc)
 
         out: list[Incompatibility] = []
         if isinstance(r.get("allOf"), list):
@@ -183,13 +208,16 @@ class _Checker:
         return merged
 
     def _check_values(
-        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], loc: str
+        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
     ) -> list[Incompatibility]:
-        """A writer limited to listed values is compatible exactly when the reader accepts each."""
-        values = enum_values(w) or []
-        cls = jsonschema.validators.validator_for({"$schema": self.reader.dialect})
-        validator = cls(r, registry=self.reader.registry, _resolver=rres)
+        """A writer limited to listed values is compatible exactly when the reader accepts each
+        value the writer itself accepts (its other keywords may rule some of the list out)."""
+        reader_cls = _lenient_validator(self.reader.dialect)
+        writer_cls = _lenient_validator(self.writer.dialect)
+        validator = reader_cls(r, registry=self.reader.registry, _resolver=rres)
+        writer_validator = writer_cls(w, registry=self.writer.registry, _resolver=wres)
         try:
+            values = [v for v in enum_values(w) or [] if writer_validator.is_valid(v)]
             rejected = [v for v in values if not validator.is_valid(v)]
         except (referencing.exceptions.Unresolvable, RecursionError) as exc:
             return [

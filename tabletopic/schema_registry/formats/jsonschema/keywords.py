@@ -7,7 +7,9 @@ Pure functions over decoded schema dicts, shared by the comparison walk and the 
 from __future__ import annotations
 
 import json
+import math
 import re
+from fractions import Fraction
 from typing import Any, TypeGuard
 
 from tabletopic.schema_registry.formats.base import Incompatibility
@@ -105,6 +107,19 @@ def without(schema: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in schema.items() if k not in keys}
 
 
+# Keywords whose two writer-side values hold together exactly when their ``allOf`` does.
+_CONJOINED = frozenset(
+    {
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+
+
 def merge_schemas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """The conjunction of two writer schemas, as far as it can be written as one schema.
 
@@ -113,9 +128,27 @@ def merge_schemas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """
     out = dict(a)
     for key, value in b.items():
-        if key not in out:
+        existing_sum = next((k for k in ("anyOf", "oneOf") if isinstance(out.get(k), list)), None)
+        if key in ("anyOf", "oneOf") and isinstance(value, list) and existing_sum is not None:
+            # (A1 or A2) and (B1 or B2) = (A1 and B1) or (A1 and B2) or …; past a small product,
+            # keep only ``a``'s alternatives (a larger writer, so still a safe answer).
+            left = out[existing_sum]
+            if len(left) * len(value) <= 64:
+                out[existing_sum] = [{"allOf": [x, y]} for x in left for y in value]
+        elif key not in out:
             out[key] = value
-        elif key == "properties" and isinstance(value, dict) and isinstance(out[key], dict):
+        elif key in _CONJOINED and isinstance(value, dict | bool) and isinstance(out[key], dict | bool):
+            out[key] = {"allOf": [out[key], value]}
+        elif key == "not" and isinstance(value, dict | bool) and isinstance(out[key], dict | bool):
+            out[key] = {"anyOf": [out[key], value]}  # not A and not B = not (A or B)
+        elif key == "enum" and isinstance(value, list) and isinstance(out[key], list):
+            allowed = {value_key(v) for v in value}
+            out[key] = [v for v in out[key] if value_key(v) in allowed]
+        elif (
+            key in ("properties", "patternProperties")
+            and isinstance(value, dict)
+            and isinstance(out[key], dict)
+        ):
             props = dict(out[key])
             for name, sub in value.items():
                 props[name] = {"allOf": [props[name], sub]} if name in props else sub
@@ -130,11 +163,20 @@ def merge_schemas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
                 else set()
             )
             out[key] = sorted(both)
+        elif key == "multipleOf" and is_number(value) and is_number(out[key]):
+            out[key] = _lcm(out[key], value)
         elif key in ("minimum", "minLength", "minItems", "minProperties") and is_number(value):
             out[key] = max(out[key], value) if is_number(out[key]) else value
         elif key in ("maximum", "maxLength", "maxItems", "maxProperties") and is_number(value):
             out[key] = min(out[key], value) if is_number(out[key]) else value
     return out
+
+
+def _lcm(a: float, b: float) -> float:
+    """Least common multiple of two positive rationals (multiples of both are multiples of it)."""
+    x, y = Fraction(str(a)), Fraction(str(b))
+    result = Fraction(math.lcm(x.numerator, y.numerator), math.gcd(x.denominator, y.denominator))
+    return int(result) if result.denominator == 1 else float(result)
 
 
 def dict_of(schema: dict[str, Any], keyword: str) -> dict[str, Any]:
