@@ -15,10 +15,12 @@ import threading
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from tests.broker import clients
+from tests.broker.broker_process import BrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -324,3 +326,53 @@ def test_confluent_admin_lists_describes_alters_and_deletes_groups(bootstrap: st
     admin.delete_consumer_groups([group])[group].result(30)
     listed = admin.list_consumer_groups().result(30)
     assert group not in {g.group_id for g in listed.valid}
+
+
+def test_group_and_offsets_survive_a_broker_kill_without_a_rebalance(tmp_path: Path) -> None:
+    """SIGKILL the broker under a live group: the member keeps its generation and partitions once
+    the broker is back (membership was persisted), and acknowledged commits are all there."""
+    from confluent_kafka import Consumer
+
+    broker = BrokerProcess(tmp_path / "broker").start()
+    try:
+        bootstrap = broker.bootstrap
+        topic, group = "restart-topic", "restart-group"
+        clients.create_topic(bootstrap, topic, 2)
+        _produce(bootstrap, topic, 2, 100)
+        rounds: list[set[int]] = []
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 45_000,
+                "heartbeat.interval.ms": 500,
+            }
+        )
+        consumer.subscribe([topic], on_assign=lambda _c, parts: rounds.append({p.partition for p in parts}))
+        seen: list[tuple[int, int]] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 40 and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=10, timeout=0.2):
+                seen.append((message.partition(), message.offset()))
+        consumer.commit(asynchronous=False)
+        committed = {p: max(o for q, o in seen if q == p) + 1 for p, _ in seen}
+
+        broker.kill()
+        broker.start()
+
+        deadline = time.monotonic() + 90
+        while len(seen) < 100 and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=10, timeout=0.2):
+                assert message.error() is None, message.error()
+                seen.append((message.partition(), message.offset()))
+        assert sorted(seen) == sorted((p, o) for p in (0, 1) for o in range(50))
+        assert rounds == [{0, 1}], "the group rebalanced across the restart"
+        from confluent_kafka import TopicPartition as TP
+
+        stored = consumer.committed([TP(topic, 0), TP(topic, 1)], timeout=30)
+        assert {tp.partition: tp.offset for tp in stored} == {p: committed.get(p, -1001) for p in (0, 1)}
+        consumer.close()
+    finally:
+        broker.stop()
