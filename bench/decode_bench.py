@@ -1,11 +1,13 @@
 """Micro-benchmark of the table pipeline's per-record work: record batch v2 decoding and record ->
-Arrow conversion, for 20-field Avro records in Confluent wire format.
+Arrow conversion, for 20-field records in Confluent wire format (Avro, JSON Schema, Protobuf).
 
-    .venv/bin/python bench/decode_bench.py [--records 200000] [--batch 1000] [--codec none|gzip|zstd|lz4]
+    .venv/bin/python bench/decode_bench.py [--records 100000] [--batch 1000] [--codec none|gzip|lz4|zstd]
 
-Prints records/s for: batch decoding only; raw mode (value kept as bytes); by_schema_id without
-flatten (one struct column); by_schema_id + flatten. Single-threaded, as one Spark Python worker runs.
-Batches are built with kafka-python's producer-side builder (a real client's bytes).
+Prints records/s per CPU second (the machine is shared, so wall time mostly measures neighbours;
+it is printed beside) for: batch decoding only; raw mode (value kept as bytes); Avro by_schema_id
+as one struct column and flattened (generated columnar decoder, and fastavro for comparison); JSON
+and Protobuf flattened. Single-threaded, as one Spark Python worker runs. Batches are built with
+kafka-python's producer-side builder (a real client's bytes).
 """
 
 from __future__ import annotations
@@ -25,58 +27,107 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from tabletopic.s3stream.api import StoredBatch
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
+from tabletopic.table.convert import avro as avro_module
 from tabletopic.table.convert.rows import RecordConverter
 from tabletopic.table.records import decode_batches
 from tabletopic.table.topic_config import TableTopicConfig
 
-_TYPES = ["long", "string", "double", "int", "boolean"]
-SCHEMA = {
+_AVRO_TYPES = ["long", "string", "double", "int", "boolean"]
+AVRO = {
     "type": "record",
     "name": "Event",
     "namespace": "bench",
     "fields": [
-        *({"name": f"f{i}", "type": _TYPES[i % 5]} for i in range(18)),
+        *({"name": f"f{i}", "type": _AVRO_TYPES[i % 5]} for i in range(18)),
         {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
         {"name": "note", "type": ["null", "string"], "default": None},
     ],
 }
+_JSON_TYPES = ["integer", "string", "number", "integer", "boolean"]
+JSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        **{f"f{i}": {"type": _JSON_TYPES[i % 5]} for i in range(18)},
+        "ts": {"type": "integer"},
+        "note": {"type": ["null", "string"]},
+    },
+}
+_PROTO_TYPES = ["int64", "string", "double", "int32", "bool"]
+PROTO = "\n".join(
+    [
+        'syntax = "proto3";',
+        "package bench;",
+        "message Event {",
+        *(f"  {_PROTO_TYPES[i % 5]} f{i} = {i + 1};" for i in range(18)),
+        "  int64 ts = 19;",
+        "  optional string note = 20;",
+        "}",
+    ]
+)
 CODECS = {"none": 0, "gzip": 1, "lz4": 3, "zstd": 4}
+SCHEMAS = {
+    1: RegisteredSchema(1, "AVRO", json.dumps(AVRO), (), "bench-value", 1),
+    2: RegisteredSchema(2, "JSON", json.dumps(JSON_SCHEMA), (), "bench-json-value", 1),
+    3: RegisteredSchema(3, "PROTOBUF", PROTO, (), "bench-proto-value", 1),
+}
 
 
-class OneSchema:
-    def __init__(self) -> None:
-        self.schema = RegisteredSchema(1, "AVRO", json.dumps(SCHEMA), (), "bench-value", 1)
-
+class Lookup:
     def by_id(self, schema_id: int) -> RegisteredSchema:
-        if schema_id != 1:
-            raise SchemaNotFound(str(schema_id))
-        return self.schema
+        try:
+            return SCHEMAS[schema_id]
+        except KeyError:
+            raise SchemaNotFound(str(schema_id)) from None
 
     def latest(self, subject: str) -> RegisteredSchema:
-        return self.schema
+        return next(s for s in SCHEMAS.values() if s.subject == subject)
 
 
-def make_batches(total: int, per_batch: int, codec: str) -> list[StoredBatch]:
-    parsed = fastavro.parse_schema(SCHEMA)
+def record(k: int) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        f"f{j}": [k, f"value-{k}-{j}", k * 0.5, j, k % 2 == 0][j % 5] for j in range(18)
+    }
+    values["ts"] = 1_700_000_000_000 + k
+    values["note"] = None if k % 3 else "n"
+    return values
+
+
+def encoders() -> dict[str, Callable[[int], bytes]]:
+    parsed = fastavro.parse_schema(AVRO)
+
+    def avro(k: int) -> bytes:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, parsed, record(k))
+        return b"\x00" + struct.pack(">I", 1) + body.getvalue()
+
+    def json_value(k: int) -> bytes:
+        return b"\x00" + struct.pack(">I", 2) + json.dumps(record(k)).encode()
+
+    from google.protobuf import message_factory
+
+    from tabletopic.table.convert.protobuf import message_descriptor
+
+    cls = message_factory.GetMessageClass(message_descriptor(SCHEMAS[3]))
+
+    def protobuf(k: int) -> bytes:
+        values = {name: v for name, v in record(k).items() if v is not None}
+        return b"\x00" + struct.pack(">I", 3) + b"\x00" + cls(**values).SerializeToString()
+
+    return {"avro": avro, "json": json_value, "protobuf": protobuf}
+
+
+def make_batches(total: int, per_batch: int, codec: str, encode: Callable[[int], bytes]) -> list[StoredBatch]:
     out: list[StoredBatch] = []
     offset = 0
     while offset < total:
         n = min(per_batch, total - offset)
-        own_lz4 = codec == "lz4"
+        own_lz4 = codec == "lz4"  # compressed with cramjam below whether or not kafka-python has lz4
         builder = DefaultRecordBatchBuilder(2, 0 if own_lz4 else CODECS[codec], False, -1, -1, -1, 1 << 30)
         for i in range(n):
             k = offset + i
-            record: dict[str, Any] = {
-                f"f{j}": [k, f"value-{k}-{j}", k * 0.5, j, k % 2 == 0][j % 5] for j in range(18)
-            }
-            record["ts"] = 1_700_000_000_000 + k
-            record["note"] = None if k % 3 else "n"
-            body = io.BytesIO()
-            fastavro.schemaless_writer(body, parsed, record)
-            value = b"\x00" + struct.pack(">I", 1) + body.getvalue()
-            builder.append(i, 1_700_000_000_000 + k, b"key-%d" % k, value, [])
+            builder.append(i, 1_700_000_000_000 + k, b"key-%d" % k, encode(k), [])
         payload = bytes(builder.build())
-        if own_lz4:  # kafka-python's lz4 library is not installed; compress with cramjam
+        if own_lz4:
             block = bytes(cramjam.lz4.compress(payload[61:]))
             head = bytearray(payload[:61])
             struct.pack_into(">i", head, 8, 49 + len(block))
@@ -90,8 +141,7 @@ def make_batches(total: int, per_batch: int, codec: str) -> list[StoredBatch]:
 
 
 def measure(name: str, total: int, fn: Callable[[], int], repeat: int = 3) -> float:
-    """Best of ``repeat`` runs. The rate is per CPU second of this process (the machine is shared,
-    so wall time mostly measures the neighbours); wall time is printed beside it."""
+    """Best of ``repeat`` runs, as records per CPU second of this process (wall rate beside)."""
     best_cpu = best_wall = float("inf")
     for _ in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -100,57 +150,56 @@ def measure(name: str, total: int, fn: Callable[[], int], repeat: int = 3) -> fl
         best_wall = min(best_wall, time.perf_counter() - wall)
     assert rows == total, (name, rows, total)
     rate = total / best_cpu
-    print(f"{name:<40} {rate:>10,.0f} records/s per core  (wall {total / best_wall:>10,.0f}/s)")
+    print(f"{name:<42} {rate:>10,.0f} records/s per core  (wall {total / best_wall:>10,.0f}/s)")
     return rate
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--codec", choices=sorted(CODECS), default="none")
     args = parser.parse_args()
-    batches = make_batches(args.records, args.batch, args.codec)
-    size = sum(len(b.payload) for b in batches)
-    print(
-        f"{args.records:,} records of 20 Avro fields, {len(batches)} batches, "
-        f"codec {args.codec}, {size / 1e6:.1f} MB"
-    )
-    lookup = OneSchema()
+    total = args.records
+    encode = encoders()
+    data = {fmt: make_batches(total, args.batch, args.codec, fn) for fmt, fn in encode.items()}
+    size = sum(len(b.payload) for b in data["avro"])
+    print(f"{total:,} records of 20 fields per format, batches of {args.batch}, codec {args.codec}")
+    print(f"(Avro data: {size / 1e6:.1f} MB in {len(data['avro'])} batches)")
+    lookup = Lookup()
+    p = "automq.table.topic."
 
-    def decode_only() -> int:
-        return len(decode_batches(batches, 0, args.records))
-
-    def convert(configs: dict[str, str]) -> Callable[[], int]:
+    def convert(fmt: str, configs: dict[str, str]) -> Callable[[], int]:
         config = TableTopicConfig.from_topic_configs(configs, "bench")
+        batches = data[fmt]
 
         def run() -> int:
             converter = RecordConverter(config, lookup)
-            result = converter.convert(decode_batches(batches, 0, args.records))
+            result = converter.convert(decode_batches(batches, 0, total))
             assert not result.failures, result.failures[:1]
             return result.batch.num_rows if result.batch is not None else 0
 
         return run
 
-    p = "automq.table.topic."
-    measure("decode record batches", args.records, decode_only)
-    measure("decode + convert raw", args.records, convert({}))
+    measure("decode record batches", total, lambda: len(decode_batches(data["avro"], 0, total)))
+    measure("decode + convert raw", total, convert("avro", {}))
     measure(
         "decode + convert avro (struct value)",
-        args.records,
-        convert({p + "convert.value.type": "by_schema_id"}),
+        total,
+        convert("avro", {p + "convert.value.type": "by_schema_id"}),
     )
-    measure("decode + convert avro flatten", args.records, convert({p + "schema.type": "schema"}))
-    from tabletopic.table.convert import avro as avro_module
-
+    flatten = {p + "schema.type": "schema"}
+    measure("decode + convert avro flatten", total, convert("avro", flatten))
     original = avro_module.AvroDecoder.__init__
 
     def fastavro_only(self: Any, text: str, references: Any = (), columnar: bool = True) -> None:
         original(self, text, references, columnar=False)
 
     avro_module.AvroDecoder.__init__ = fastavro_only  # type: ignore[method-assign]
-    measure("decode + convert avro flatten (fastavro)", args.records, convert({p + "schema.type": "schema"}))
+    measure("decode + convert avro flatten (fastavro)", total, convert("avro", flatten))
     avro_module.AvroDecoder.__init__ = original  # type: ignore[method-assign]
+    measure("decode + convert json flatten", total, convert("json", flatten))
+    measure("decode + convert protobuf flatten", total, convert("protobuf", flatten))
 
 
 if __name__ == "__main__":
