@@ -41,6 +41,8 @@ from tabletopic.schema_registry.storage import SchemaRow, VersionRow
 
 LATEST = -1  # what "latest" and "-1" parse to
 MAX_VERSION = 2**31 - 1
+# Caches hold parses of schemas up to this size only, so their memory stays bounded by entry count.
+CACHEABLE_TEXT = 256 * 1024
 
 
 def parse_version(raw: str | int) -> int:
@@ -103,7 +105,7 @@ class SchemaRegistry(PolicyStore):
         read_engine: Engine | None = None,
     ) -> None:
         super().__init__(engine, read_engine, default_level)
-        self._parsed: LRU[tuple[int, bool], ParsedSchema] = LRU(parsed_cache_size)
+        self._parsed: LRU[int, ParsedSchema] = LRU(parsed_cache_size)
         self._candidates: LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
         self._candidates = LRU(parsed_cache_size)
         self._on_register = on_register
@@ -136,16 +138,22 @@ class SchemaRegistry(PolicyStore):
             visit(ref, ())
         return resolved
 
-    def _parse_row(self, conn: Connection, row: SchemaRow, normalize: bool = False) -> ParsedSchema:
-        key = (row.id, normalize)
-        cached = self._parsed.get(key)
+    def _parse_row(self, conn: Connection, row: SchemaRow) -> ParsedSchema:
+        """A stored schema, parsed (cached by id: an id's text never changes).
+
+        Raises:
+            RegistryError: 42201 when a stored schema no longer parses here (for example its
+                format's module is missing on this node).
+        """
+        cached = self._parsed.get(row.id)
         if cached is not None:
             return cached
-        fmt = get_format(row.schema_type)
-        parsed = fmt.parse(row.schema, self._resolve(conn, row.references))
-        if normalize:
-            parsed = fmt.parse(parsed.normalized(), self._resolve(conn, row.references))
-        self._parsed.put(key, parsed)
+        try:
+            parsed = get_format(row.schema_type).parse(row.schema, self._resolve(conn, row.references))
+        except InvalidSchema as exc:
+            raise invalid_schema(f"stored schema {row.id} cannot be parsed on this node: {exc}") from exc
+        if len(row.schema) <= CACHEABLE_TEXT:
+            self._parsed.put(row.id, parsed)
         return parsed
 
     def parse_candidate(
@@ -174,7 +182,8 @@ class SchemaRegistry(PolicyStore):
                 if normalize:
                     parsed = fmt.parse(stored, resolved)
                 cached = (parsed, stored)
-                self._candidates.put(key, cached)
+                if len(text) <= CACHEABLE_TEXT:
+                    self._candidates.put(key, cached)
         except InvalidSchema as exc:
             raise invalid_schema(str(exc)) from exc
         except RecursionError as exc:
@@ -239,8 +248,8 @@ class SchemaRegistry(PolicyStore):
         result = self._write(run)
         # The next registration checks against this version: keep its parse (the stored text is
         # candidate.text, so the parse is the same one _parse_row would make).
-        if self._parsed.get((result[0], False)) is None:
-            self._parsed.put((result[0], False), candidate.parsed)
+        if self._parsed.get(result[0]) is None and len(candidate.text) <= CACHEABLE_TEXT:
+            self._parsed.put(result[0], candidate.parsed)
         if self._on_register is not None:
             self._on_register()
         return result
@@ -275,7 +284,7 @@ class SchemaRegistry(PolicyStore):
             try:
                 if self._parse_row(conn, stored).normalized() == candidate.text:
                     return row
-            except InvalidSchema:
+            except RegistryError:  # a stored schema this node cannot parse is not a match
                 continue
         return None
 
@@ -547,10 +556,7 @@ class SchemaRegistry(PolicyStore):
             return row.schema
 
         def run(conn: Connection) -> str:
-            try:
-                parsed = self._parse_row(conn, row)
-            except InvalidSchema as exc:
-                raise invalid_schema(f"schema {row.id} cannot be formatted: {exc}") from exc
+            parsed = self._parse_row(conn, row)
             if fmt == "serialized":
                 serialized = getattr(parsed, "serialized", None)
                 if callable(serialized):

@@ -8,6 +8,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tabletopic.config import Config
+from tabletopic.schema_registry.api import create_app
+from tabletopic.schema_registry.formats import loader
+
 
 def avro(*fields: tuple[str, Any], name: str = "R", **extra: Any) -> str:
     body = [{"name": n, "type": t, **({"default": extra[n]} if n in extra else {})} for n, t in fields]
@@ -408,3 +412,22 @@ def test_out_of_range_and_unstorable_input_is_a_client_error(
 ) -> None:
     error(api.request(method.upper(), path, json=body), status, code)
     ok(register(api, "s", V1))  # and the registry keeps serving
+
+
+def test_stored_schemas_of_a_format_missing_on_this_node_answer_422_not_500(
+    api: TestClient, registry_config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ok(register(api, "j", json.dumps({"type": "object"}), schemaType="JSON"))
+    monkeypatch.setitem(loader.FORMATS, "JSON", ("tabletopic.no_such_module:FORMAT", "jsonschema"))
+    loader.get_format.cache_clear()
+    try:
+        # A fresh app (empty parse caches) over the same database, as on another node.
+        with TestClient(create_app(registry_config), raise_server_exceptions=False) as other:
+            message = error(other.post("/subjects/j/versions", json={"schema": V1}), 422, 42201)
+            assert "cannot be parsed" in message
+            error(other.post("/subjects/j/versions", json={"schema": "{}", "schemaType": "JSON"}), 422, 42201)
+            assert ok(other.get("/schemas/ids/1"))["schemaType"] == "JSON"  # plain reads still work
+            assert "JSON" not in ok(other.get("/schemas/types"))
+    finally:
+        monkeypatch.undo()
+        loader.get_format.cache_clear()
