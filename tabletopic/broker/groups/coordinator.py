@@ -169,11 +169,13 @@ class GroupCoordinator:
                 return JoinResult(ErrorCode.unknown_member_id, request.member_id)
             group = self._groups[request.group_id] = self._new_group(request.group_id)
         bound = max(request.rebalance_timeout_ms, request.session_timeout_ms) / 1000 + _WAIT_GRACE_S
-        result = await self._hold(lambda ticket: group.join(request, ticket), group, bound)
-        if result is None:
-            return JoinResult(ErrorCode.not_coordinator, request.member_id)
-        if result == "timeout":
-            return JoinResult(ErrorCode.rebalance_in_progress, request.member_id)
+        result = await self._hold(
+            lambda ticket: group.join(request, ticket),
+            group,
+            bound,
+            timed_out=JoinResult(ErrorCode.rebalance_in_progress, request.member_id),
+            stopped=JoinResult(ErrorCode.not_coordinator, request.member_id),
+        )
         assert isinstance(result, JoinResult)
         return result
 
@@ -186,11 +188,13 @@ class GroupCoordinator:
         member = group.members.get(request.member_id)
         timeouts = (member.rebalance_timeout_ms, member.session_timeout_ms) if member else (0,)
         bound = max(timeouts) / 1000 + _WAIT_GRACE_S
-        result = await self._hold(lambda ticket: group.sync(request, ticket), group, bound)
-        if result is None:
-            return SyncResult(ErrorCode.not_coordinator)
-        if result == "timeout":
-            return SyncResult(ErrorCode.rebalance_in_progress)
+        result = await self._hold(
+            lambda ticket: group.sync(request, ticket),
+            group,
+            bound,
+            timed_out=SyncResult(ErrorCode.rebalance_in_progress),
+            stopped=SyncResult(ErrorCode.not_coordinator),
+        )
         assert isinstance(result, SyncResult)
         return result
 
@@ -398,19 +402,28 @@ class GroupCoordinator:
         return Group(group_id, self.config, self._new_member_id)
 
     async def _hold(
-        self, call: Callable[[int], list[Action]], group: Group, bound_s: float
-    ) -> JoinResult | SyncResult | str | None:
-        """Run a request whose answer may be held back; wait (bounded) for its ticket."""
+        self,
+        call: Callable[[int], list[Action]],
+        group: Group,
+        bound_s: float,
+        *,
+        timed_out: JoinResult | SyncResult,
+        stopped: JoinResult | SyncResult,
+    ) -> JoinResult | SyncResult:
+        """Run a request whose answer may be held back and wait (bounded) for its ticket; answer
+        ``timed_out`` past the bound (a safety net: the group's timers answer long before) and
+        ``stopped`` when the coordinator shuts down meanwhile."""
         assert self._loop is not None
         ticket = next(self._ticket_ids)
         future: asyncio.Future[JoinResult | SyncResult | None] = self._loop.create_future()
         self._tickets[ticket] = future
         try:
             self._apply(group, call(ticket))
-            return await asyncio.wait_for(future, bound_s)
+            result = await asyncio.wait_for(future, bound_s)
+            return stopped if result is None else result
         except TimeoutError:
             log.warning("group %s: request held longer than %.0f s, answering it", group.group_id, bound_s)
-            return "timeout"
+            return timed_out
         finally:
             self._tickets.pop(ticket, None)
 
