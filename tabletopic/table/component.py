@@ -60,7 +60,11 @@ class TableComponent:
             maintenance=self._maintenance(platform),
             spark_catalog=config.get(CATALOG_NAME),
         )
-        self.coordinator = TableCoordinator(ctx, poll_interval=config.get(settings.POLL_INTERVAL_MS) / 1000)
+        self.coordinator = TableCoordinator(
+            ctx,
+            poll_interval=config.get(settings.POLL_INTERVAL_MS) / 1000,
+            max_concurrent=config.get(settings.MAX_CONCURRENT_JOBS),
+        )
         self.coordinator.start()
         platform.services["table_coordinator"] = self.coordinator
         from tabletopic.table.api import tables_router

@@ -368,9 +368,11 @@ class TopicPipeline:
 class TableCoordinator:
     """Runs a :class:`TopicPipeline` for every table topic this node leads."""
 
-    def __init__(self, ctx: CoordinatorContext, poll_interval: float = 1.0) -> None:
+    def __init__(self, ctx: CoordinatorContext, poll_interval: float = 1.0, max_concurrent: int = 2) -> None:
         self._ctx = ctx
         self._poll = poll_interval
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._running: dict[str, asyncio.Task[None]] = {}
         self.pipelines: dict[str, TopicPipeline] = {}
         self._next_run: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
@@ -386,6 +388,9 @@ class TableCoordinator:
             log.error("table coordinator stopped", exc_info=task.exception())
 
     async def stop(self) -> None:
+        for task in self._running.values():
+            task.cancel()
+        await asyncio.gather(*self._running.values(), return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             try:
@@ -402,39 +407,60 @@ class TableCoordinator:
 
     async def _loop(self) -> None:
         while True:
-            await self.run_due()
+            await self.run_due(wait=False)
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
             except TimeoutError:
                 pass
 
-    async def run_due(self) -> None:
+    async def run_due(self, wait: bool = True) -> None:
+        """Start a cycle for every table topic that is due and not already running.
+
+        Topics run concurrently (at most ``max_concurrent`` jobs), so one slow table never holds up
+        the others; ``wait`` makes the call return only when the cycles it started are done.
+        """
         now = time.monotonic()
         views = {v.name: v for v in self._ctx.directory.table_topics()}
         for name in list(self.pipelines):
             if name not in views:
                 self.pipelines.pop(name).status.state = "STOPPED"
                 self._next_run.pop(name, None)
+        started: list[asyncio.Task[None]] = []
         for name, view in views.items():
             pipeline = self.pipelines.get(name)
             if pipeline is None:
                 pipeline = self.pipelines[name] = TopicPipeline(self._ctx, name)
                 self._next_run[name] = now
-            config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=name)
-            due = self._next_run.get(name, now) <= now or self._over_threshold(view, pipeline, config)
-            if not due:
+            running = self._running.get(name)
+            if running is not None and not running.done():
                 continue
+            try:
+                config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=name)
+            except ValueError as exc:  # configs changed under us to something invalid
+                pipeline.status.state, pipeline.status.last_error = "FAILED", str(exc)
+                continue
+            due = self._next_run.get(name, now) <= now or self._over_threshold(view, pipeline, config)
+            if due:
+                task = asyncio.create_task(self._cycle(pipeline, config), name=f"table-{name}")
+                self._running[name] = task
+                started.append(task)
+        if wait and started:
+            await asyncio.gather(*started)
+
+    async def _cycle(self, pipeline: TopicPipeline, config: TableTopicConfig) -> None:
+        async with self._slots:
             try:
                 await pipeline.run_cycle()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.exception("topic %s: table pipeline cycle failed; retrying next interval", name)
+                log.exception("topic %s: table pipeline cycle failed; retrying next interval", pipeline.topic)
                 pipeline.status.last_error = f"{type(exc).__name__}: {exc}"
-            self._next_run[name] = time.monotonic() + config.commit_interval_ms / 1000.0
-            if self._ctx.observer is not None:
-                self._ctx.observer.observe(pipeline.status)
+        self._next_run[pipeline.topic] = time.monotonic() + config.commit_interval_ms / 1000.0
+        if self._ctx.observer is not None:
+            self._ctx.observer.observe(pipeline.status)
+        self._wake.set()
 
     def _over_threshold(self, view: TopicView, pipeline: TopicPipeline, config: TableTopicConfig) -> bool:
         """Whether enough data waits that the pipeline should commit before its interval ends."""

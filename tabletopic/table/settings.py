@@ -63,3 +63,12 @@ COMPACTION_INTERVAL_MS = define(
     "table topics",
     in_range(0, 7 * 86_400_000),
 )
+MAX_CONCURRENT_JOBS = define(
+    "table.coordinator.max.concurrent.jobs",
+    int,
+    2,
+    "How many table topics may run an ingest job at the same time (each job uses the Spark session's "
+    "cores; more topics queue for a slot).",
+    "table topics",
+    in_range(1, 64),
+)
