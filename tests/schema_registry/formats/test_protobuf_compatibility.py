@@ -352,3 +352,15 @@ def test_comparing_with_another_format_reports_instead_of_raising() -> None:
 
     [found] = FORMAT.reader_can_read(JSON_FORMAT.parse('{"type": "string"}', {}), parse(m("int32 a = 1;")))
     assert found.kind == "SCHEMA_TYPE_CHANGED"
+
+
+def test_closed_enums_in_editions_are_checked_like_proto2() -> None:
+    def edition(values: str) -> str:
+        return (
+            'edition = "2023";\npackage shop;\n'
+            f"enum E {{ option features.enum_type = CLOSED; {values} }}\nmessage Order {{ E e = 1; }}\n"
+        )
+
+    old, new = parse(edition("E0 = 0; E1 = 1;")), parse(edition("E0 = 0;"))
+    assert kinds(FORMAT.reader_can_read(new, old)) == {"ENUM_CONST_REMOVED"}
+    assert FORMAT.reader_can_read(old, new) == []

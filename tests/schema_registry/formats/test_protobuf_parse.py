@@ -361,3 +361,20 @@ def test_files_clients_treat_as_built_in_need_no_references() -> None:
     assert '(confluent.message_meta) = { doc: "a payment" }' in parsed.canonical()
     assert parse(parsed.serialized()).canonical() == parsed.canonical()
     assert parse(parsed.normalized()).normalized() == parsed.normalized()
+
+
+def test_editions_files_parse_and_render_back() -> None:
+    text = """edition = "2023";
+package ed;
+option features.field_presence = IMPLICIT;
+message M {
+  int32 a = 1 [features.field_presence = EXPLICIT];
+  repeated int32 b = 2;
+  reserved d;
+  enum E { option features.enum_type = CLOSED; E0 = 0; }
+}
+"""
+    parsed = parse(text)
+    assert parsed.canonical().startswith('edition = "2023";')
+    assert parse(parsed.canonical()).normalized() == parsed.normalized()
+    assert parse(parsed.serialized()).canonical() == parsed.canonical()

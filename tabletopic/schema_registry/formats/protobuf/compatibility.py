@@ -142,12 +142,12 @@ class _Checker:
         for enum in wenums:
             name = f"{path}.{enum.name}" if path else enum.name
             if enum.name in reader_enums:
-                self.compare_enum(reader_enums[enum.name], enum, name)
+                self.compare_enum(reader_enums[enum.name], f"{rscope}.{enum.name}", enum, name)
 
-    def compare_enum(self, reader: EnumProto, writer: EnumProto, path: str) -> None:
-        # Open (proto3) enums keep unknown numbers, so only a closed (proto2) reader loses data:
-        # an unknown number goes to the unknown-field set and the field reads as unset.
-        if self.reader.syntax != "proto2":
+    def compare_enum(self, reader: EnumProto, rfull: str, writer: EnumProto, path: str) -> None:
+        # Open enums keep unknown numbers, so only a closed reader enum (proto2, or editions with
+        # ``enum_type = CLOSED``) loses data: the number goes to unknown fields, the field reads unset.
+        if not self.reader_enum_is_closed(rfull):
             return
         known = {v.number for v in reader.value}
         for value in writer.value:
@@ -157,6 +157,13 @@ class _Checker:
                     f"#/{path}/{value.name}",
                     f"the reader's closed enum {path} has no value {value.number} ({value.name})",
                 )
+
+    def reader_enum_is_closed(self, full_name: str) -> bool:
+        try:
+            closed = getattr(self.reader.pool.FindEnumTypeByName(full_name.lstrip(".")), "is_closed", None)
+        except KeyError:
+            closed = None
+        return closed if isinstance(closed, bool) else self.reader.syntax == "proto2"
 
     def compare_message(self, r: MessageProto, rfull: str, w: MessageProto, wfull: str, path: str) -> None:
         key = (rfull, wfull)
