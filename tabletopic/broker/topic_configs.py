@@ -135,3 +135,37 @@ def validate_topic_configs(
         except ValueError as exc:
             raise InvalidTopicConfig(str(exc)) from exc
     return result
+
+
+# DescribeConfigs ``config_type`` codes (Kafka's ConfigDef types).
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST, TYPE_PASSWORD = 1, 2, 3, 5, 6, 7, 9
+_INT_KEYS = {
+    "max.message.bytes",
+    "segment.bytes",
+    "segment.index.bytes",
+    "index.interval.bytes",
+    "min.insync.replicas",
+}
+_LIST_KEYS = {
+    "cleanup.policy",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+}
+
+
+def topic_config_type(name: str) -> int:
+    """Kafka's type of a topic config key, as DescribeConfigs v3+ reports it."""
+    key = TOPIC_CONFIG_KEYS.get(name)
+    if key is None:
+        return TYPE_STRING
+    if name in _INT_KEYS:
+        return TYPE_INT
+    if name in _LIST_KEYS:
+        return TYPE_LIST
+    if key.validate is _bool:
+        return TYPE_BOOLEAN
+    if key.validate is _float:
+        return TYPE_DOUBLE
+    if name.endswith((".ms", ".bytes", ".messages")):
+        return TYPE_LONG
+    return TYPE_STRING

@@ -21,11 +21,15 @@ from tabletopic.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_log_dirs,
+    describe_quorum,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
+    partition_reassignments,
     produce,
 )
 
@@ -45,6 +49,11 @@ HANDLERS: dict[int, Handler] = {
     33: alter_configs.handle,
     35: describe_log_dirs.handle,
     37: create_partitions.handle,
+    43: elect_leaders.handle,
     44: incremental_alter_configs.handle,
+    45: partition_reassignments.handle_alter,
+    46: partition_reassignments.handle_list,
+    55: describe_quorum.handle,
     60: describe_cluster.handle,
+    75: describe_topic_partitions.handle,
 }

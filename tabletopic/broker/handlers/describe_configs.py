@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.topic_configs import TOPIC_CONFIG_KEYS
+from tabletopic.broker.topic_configs import (
+    TOPIC_CONFIG_KEYS,
+    TYPE_BOOLEAN,
+    TYPE_DOUBLE,
+    TYPE_INT,
+    TYPE_LIST,
+    TYPE_PASSWORD,
+    TYPE_STRING,
+    topic_config_type,
+)
 from tabletopic.broker.topics import Topic
 from tabletopic.config import REGISTRY
 
@@ -23,6 +32,16 @@ SOURCE_DYNAMIC_BROKER = 2
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 SENSITIVE_HINTS = ("password", "secret", "users", "key")
+# Broker keys that need a restart to change; Kafka 4 reports listeners as static and read-only.
+READ_ONLY_BROKER_KEYS = {
+    "listeners",
+    "advertised.listeners",
+    "broker.id",
+    "cluster.id",
+    "data.dir",
+    "metadata.url",
+}
+_PYTHON_TYPES = {bool: TYPE_BOOLEAN, int: TYPE_INT, float: TYPE_DOUBLE, list: TYPE_LIST, str: TYPE_STRING}
 
 
 def topic_config_entries(broker: BrokerService, topic: Topic) -> list[dict[str, Any]]:
@@ -39,7 +58,14 @@ def topic_config_entries(broker: BrokerService, topic: Topic) -> list[dict[str, 
                 source = SOURCE_STATIC_BROKER
             else:
                 source = SOURCE_DEFAULT
-        entries.append({"name": name, "value": broker.topic_config(topic, name), "config_source": source})
+        entries.append(
+            {
+                "name": name,
+                "value": broker.topic_config(topic, name),
+                "config_source": source,
+                "config_type": topic_config_type(name),
+            }
+        )
     return entries
 
 
@@ -50,31 +76,37 @@ def broker_config_entries(broker: BrokerService) -> list[dict[str, Any]]:
         if key is None:
             continue
         sensitive = any(hint in name for hint in SENSITIVE_HINTS)
+        if name == "advertised.listeners" and not value:
+            # Effective value: what Metadata hands out (the bound listeners by default).
+            value = [f"{e.protocol}://{e.host}:{e.port}" for e in broker.advertised.values()]
         if name in broker.dynamic_configs:
             value, source = broker.dynamic_configs[name], SOURCE_DYNAMIC_BROKER
-        elif broker.is_static_broker_config(name):
+        elif broker.is_static_broker_config(name) or name in READ_ONLY_BROKER_KEYS:
             source = SOURCE_STATIC_BROKER
         else:
             source = SOURCE_DEFAULT
-        text = (
-            None
-            if value is None
-            else ",".join(value)
-            if isinstance(value, list)
-            else str(value).lower()
-            if isinstance(value, bool)
-            else str(value)
-        )
         entries.append(
             {
                 "name": name,
-                "value": None if sensitive else text,
+                "value": None if sensitive else _text(value),
                 "config_source": source,
                 "is_sensitive": sensitive,
+                "read_only": name in READ_ONLY_BROKER_KEYS,
                 "documentation": key.doc,
+                "config_type": TYPE_PASSWORD if sensitive else _PYTHON_TYPES.get(key.type, TYPE_STRING),
             }
         )
     return entries
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
 
 
 def _result(
@@ -118,12 +150,12 @@ def describe(broker: BrokerService, resource: Any, include_documentation: bool) 
         {
             "name": e["name"],
             "value": e["value"],
-            "read_only": False,
+            "read_only": e.get("read_only", False),
             "config_source": e["config_source"],
             "is_sensitive": e.get("is_sensitive", False),
             "is_default": e["config_source"] == SOURCE_DEFAULT,
             "synonyms": [],
-            "config_type": 0,
+            "config_type": e["config_type"],
             "documentation": e.get("documentation") if include_documentation else None,
         }
         for e in entries

@@ -15,7 +15,7 @@ from kio.schema.index import api_key_map, schema_name_map
 MAX_VERSIONS: dict[int, int] = {
     0: 12,  # Produce
     1: 16,  # Fetch
-    2: 9,  # ListOffsets
+    2: 10,  # ListOffsets (v10 only adds a timeout; clients infer "Kafka 4.0" from it)
     3: 12,  # Metadata
     17: 1,  # SaslHandshake
     18: 3,  # ApiVersions (v4 gets the KIP-511 v0 fallback answer)
@@ -28,8 +28,13 @@ MAX_VERSIONS: dict[int, int] = {
     35: 4,  # DescribeLogDirs
     36: 2,  # SaslAuthenticate
     37: 3,  # CreatePartitions
+    43: 2,  # ElectLeaders
     44: 1,  # IncrementalAlterConfigs
+    45: 0,  # AlterPartitionReassignments
+    46: 0,  # ListPartitionReassignments
+    55: 2,  # DescribeQuorum
     60: 1,  # DescribeCluster
+    75: 0,  # DescribeTopicPartitions
 }
 
 # The consumer-group APIs served by ``broker/groups`` once that package provides its handlers.

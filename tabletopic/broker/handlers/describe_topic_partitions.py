@@ -1,0 +1,71 @@
+"""DescribeTopicPartitions (75): Metadata's topic part with pagination (a partition limit and a
+cursor naming the topic and partition to resume at)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import ZERO_UUID
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    names = sorted(t.name for t in request.topics) if request.topics else sorted(broker.list_topics())
+    cursor = request.cursor
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    limit = max(request.response_partition_limit, 1)
+    node = broker.node_id
+    topics: list[dict[str, Any]] = []
+    next_cursor = None
+    remaining = limit
+    for name in names:
+        topic = broker.topics.get(name)
+        if topic is None:
+            topics.append(
+                {
+                    "error_code": ErrorCode.unknown_topic_or_partition,
+                    "name": name,
+                    "topic_id": ZERO_UUID,
+                    "partitions": [],
+                }
+            )
+            continue
+        first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        partitions = []
+        for index in range(first, topic.partition_count):
+            if remaining == 0:
+                next_cursor = {"topic_name": name, "partition_index": index}
+                break
+            partitions.append(
+                {
+                    "error_code": ErrorCode.none,
+                    "partition_index": index,
+                    "leader_id": node,
+                    "leader_epoch": 0,
+                    "replica_nodes": [node],
+                    "isr_nodes": [node],
+                    "eligible_leader_replicas": [],
+                    "last_known_elr": [],
+                    "offline_replicas": [],
+                }
+            )
+            remaining -= 1
+        topics.append(
+            {
+                "error_code": ErrorCode.none,
+                "name": name,
+                "topic_id": topic.topic_id,
+                "is_internal": False,
+                "partitions": partitions,
+                "topic_authorized_operations": -2147483648,
+            }
+        )
+        if next_cursor is not None:
+            break
+    return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}

@@ -1,0 +1,85 @@
+"""Single-node answers to cluster admin APIs: ElectLeaders, partition reassignments, DescribeQuorum,
+DescribeTopicPartitions (with its cursor), ApiVersions."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
+from tests.broker.batches import request
+from tests.broker.helpers import call
+
+
+async def test_elect_leaders_is_never_needed(broker_service) -> None:
+    await broker_service.topics.create("t", 2)
+    response = await call(
+        broker_service,
+        request(
+            43, 2, election_type=0, timeout=1000, topic_partitions=[{"topic": "t", "partitions": [0, 1, 7]}]
+        ),
+    )
+    codes = [p.error_code for p in response.replica_election_results[0].partition_result]
+    assert codes == [ErrorCode.election_not_needed] * 2 + [ErrorCode.unknown_topic_or_partition]
+
+
+async def test_reassignment_to_this_node_is_accepted_and_nothing_is_ongoing(broker_service) -> None:
+    await broker_service.topics.create("t", 1)
+    node = broker_service.node_id
+    alter = await call(
+        broker_service,
+        request(
+            45,
+            0,
+            timeout=1000,
+            topics=[{"name": "t", "partitions": [{"partition_index": 0, "replicas": [node]}]}],
+        ),
+    )
+    elsewhere = await call(
+        broker_service,
+        request(
+            45,
+            0,
+            timeout=1000,
+            topics=[{"name": "t", "partitions": [{"partition_index": 0, "replicas": [node + 1]}]}],
+        ),
+    )
+    listed = await call(broker_service, request(46, 0, timeout=1000, topics=None))
+    assert alter.responses[0].partitions[0].error_code is ErrorCode.none
+    assert elsewhere.responses[0].partitions[0].error_code is ErrorCode.invalid_replica_assignment
+    assert listed.topics == ()
+
+
+async def test_quorum_is_this_node(broker_service) -> None:
+    response = await call(
+        broker_service,
+        request(55, 2, topics=[{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]),
+    )
+    partition = response.topics[0].partitions[0]
+    assert partition.leader_id == broker_service.node_id
+    assert [v.replica_id for v in partition.current_voters] == [broker_service.node_id]
+
+
+async def test_describe_topic_partitions_pages_with_a_cursor(broker_service) -> None:
+    await broker_service.topics.create("a", 3)
+    await broker_service.topics.create("b", 2)
+    first = await call(broker_service, request(75, 0, topics=[], response_partition_limit=4, cursor=None))
+    assert [(t.name, len(t.partitions)) for t in first.topics] == [("a", 3), ("b", 1)]
+    assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == ("b", 1)
+    rest = await call(
+        broker_service,
+        request(
+            75, 0, topics=[], response_partition_limit=4, cursor={"topic_name": "b", "partition_index": 1}
+        ),
+    )
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in rest.topics] == [("b", [1])]
+    assert rest.next_cursor is None
+
+
+async def test_api_versions_lists_what_the_broker_serves(broker_service) -> None:
+    broker_service.api_ranges = advertised_ranges(MAX_VERSIONS)
+    for version in range(0, 4):
+        response = await call(
+            broker_service, request(18, version, client_software_name="t", client_software_version="1")
+        )
+        served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        assert served[0] == (3, 12) and served[1] == (4, 16) and served[18] == (0, 3)
