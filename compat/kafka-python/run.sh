@@ -5,7 +5,8 @@
 #   compat/kafka-python/run.sh                 # starts a throwaway `tabletopic serve` on free ports
 #   KAFKA_URI=kafka://127.0.0.1:9092 compat/kafka-python/run.sh   # against a running broker
 #
-# Results: compat/kafka-python/results.txt (pytest -rA summary); see FINDINGS.md for what fails and why.
+# Results: $RESULTS_DIR/results.txt (pytest -rA summary; default ~/.cache/tabletopic/kafka-python) and the
+# broker's log next to it; see FINDINGS.md for what fails and why.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -14,6 +15,8 @@ PY="${PYTHON:-$ROOT/.venv/bin/python}"
 CACHE="${TABLETOPIC_CACHE:-$HOME/.cache/tabletopic}/kafka-python"
 VERSION=3.0.12
 SDIST="$CACHE/kafka_python-$VERSION"
+RESULTS_DIR="${RESULTS_DIR:-$CACHE}"
+mkdir -p "$RESULTS_DIR"
 
 if [ ! -d "$SDIST/test/integration" ]; then
   mkdir -p "$CACHE"
@@ -38,11 +41,11 @@ if [ -z "${KAFKA_URI:-}" ]; then
     --override "admin.listener=" \
     --override "schema.registry.listener=http://127.0.0.1:$(free_port)" \
     --override "catalog.listener=http://127.0.0.1:$(free_port)" \
-    >"$HERE/broker.log" 2>&1 &
+    >"$RESULTS_DIR/broker.log" 2>&1 &
   BROKER_PID=$!
   for _ in $(seq 1 300); do
-    if grep -qs "tabletopic is up" "$HERE/broker.log"; then break; fi
-    if ! kill -0 "$BROKER_PID" 2>/dev/null; then cat "$HERE/broker.log"; exit 1; fi
+    if grep -qs "tabletopic is up" "$RESULTS_DIR/broker.log"; then break; fi
+    if ! kill -0 "$BROKER_PID" 2>/dev/null; then cat "$RESULTS_DIR/broker.log"; exit 1; fi
     sleep 0.1
   done
   export KAFKA_URI="kafka://127.0.0.1:$PORT"
@@ -60,8 +63,8 @@ export KAFKA_VERSION="${KAFKA_VERSION:-4.0.0}"
 mkdir -p "$SDIST/servers/$KAFKA_VERSION/kafka-bin"
 set +e
 "$PY" -m pytest test/integration -q -rA -p no:cacheprovider --timeout 120 -o addopts="" "$@" \
-  | tee "$HERE/results.txt"
+  | tee "$RESULTS_DIR/results.txt"
 status=${PIPESTATUS[0]}
 set -e
-grep -E "^(PASSED|FAILED|ERROR|SKIPPED)" "$HERE/results.txt" | cut -d' ' -f1 | sort | uniq -c || true
+grep -E "^(PASSED|FAILED|ERROR|SKIPPED)" "$RESULTS_DIR/results.txt" | cut -d' ' -f1 | sort | uniq -c || true
 exit "$status"
