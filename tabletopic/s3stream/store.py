@@ -46,7 +46,7 @@ from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, NewObject, Range
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objects import BlockEntry, build_object, decode_batches, read_index, verify_block
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
-from tabletopic.s3stream.wal import Group, LocalWal, RollMarker, WalCorruption, WalRecord
+from tabletopic.s3stream.wal import Group, LocalWal, RollMarker, SharedFuture, WalCorruption
 
 log = logging.getLogger(__name__)
 
@@ -306,23 +306,23 @@ class S3StreamStore:
             self._open_block(block)
         block.appends += 1
         if wal is not None:
-            group = wal.append(WalRecord(stream_id, base, record_count, payload))
+            group = wal.append(stream_id, base, record_count, payload)
             group.ends[stream_id] = state.next_end
             if block.nbytes >= self.settings.upload_bytes:
                 self._seal()
-            # Shielded: the future is shared by the whole group; a cancelled caller must not cancel it.
-            await asyncio.shield(group.future)
+            # A SharedFuture: a cancelled caller cannot cancel the acknowledgement of its group.
+            await group.future
         else:
             uploaded = block.uploaded
             assert uploaded is not None
             if block.nbytes >= self.settings.object_batch_bytes:
                 self._seal()
-            await asyncio.shield(uploaded)
+            await uploaded
         return base
 
     def _open_block(self, block: Block) -> None:
         loop = asyncio.get_running_loop()
-        block.uploaded = loop.create_future()
+        block.uploaded = SharedFuture(loop=loop)
         block.generation = self._generation
         delay = (self.settings.upload_interval_ms if self.local_wal else self.settings.object_batch_ms) / 1000
         loop.call_later(delay, self._seal_if_current, block)

@@ -5,10 +5,14 @@ that writes it with ``writev`` and covers it with one ``fdatasync``, then resolv
 future. Appends arriving meanwhile form the next group, so the fsync rate adapts to the load and no
 append gets its own thread, task or syscall.
 
-Frame: ``>II`` (body length, CRC32C of the body) then the body ``>qqI`` (stream id, base offset,
-record count) + payload. Replay stops at the first frame that is short or fails its CRC: in the
-newest segment that is the torn tail of writes never acknowledged (truncated away with a log line);
-in an older segment it means acknowledged data is damaged, and the WAL refuses to open.
+Framing: each group commit is written as ONE frame, ``>II`` (body length, CRC32C of the body),
+whose body is the group's records, each ``>qqII`` (stream id, base offset, record count, payload
+length) + payload. A group is acknowledged as a whole after its fsync, so a frame is exactly the
+unit that is either fully acknowledged or not at all; one CRC over the group (one C call over one
+joined buffer) costs far less than a CRC per record on the WAL thread, which competes with the event
+loop for the GIL. Replay stops at the first frame that is short or fails its CRC: in the newest
+segment that is the torn tail of writes never acknowledged (truncated away with a log line); in an
+older segment it means acknowledged data is damaged, and the WAL refuses to open.
 """
 
 from __future__ import annotations
@@ -32,13 +36,21 @@ from tabletopic.s3stream.api import StorageUnavailable, StreamError
 log = logging.getLogger(__name__)
 
 FRAME = struct.Struct(">II")
-BODY = struct.Struct(">qqI")
+RECORD = struct.Struct(">qqII")
 SUFFIX = ".wal"
-IOV_MAX = 1000
 
 
 class WalCorruption(StreamError):
     """Acknowledged data in the WAL is damaged; the store refuses to start rather than lose it."""
+
+
+class SharedFuture(asyncio.Future[None]):
+    """A future awaited by many appends at once (a group or a batch object). It refuses
+    cancellation: a cancelled caller then gets CancelledError when the future completes, instead of
+    cancelling everyone else's acknowledgement. Cheaper than ``asyncio.shield`` per append."""
+
+    def cancel(self, msg: object = None) -> bool:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +66,8 @@ class Group:
     """Appends covered by one fsync. ``ends`` maps stream id -> end offset after the group."""
 
     future: asyncio.Future[None]
-    records: list[WalRecord | RollMarker] = field(default_factory=list)
+    # (stream id, base offset, record count, payload) tuples: cheaper than objects on the hot path.
+    records: list[tuple[int, int, int, bytes | memoryview] | RollMarker] = field(default_factory=list)
     ends: dict[int, int] = field(default_factory=dict)
     nbytes: int = 0
     appends: int = 0
@@ -74,21 +87,38 @@ def segment_name(index: int) -> str:
 def scan_frames(data: bytes) -> tuple[list[WalRecord], int]:
     """Parse frames until the end or the first bad one: ``(records, valid byte length)``."""
     view = memoryview(data)
-    records = []
+    records: list[WalRecord] = []
     position = 0
     end = len(data)
     while end - position >= FRAME.size:
         length, crc = FRAME.unpack_from(view, position)
         body_start = position + FRAME.size
-        if length < BODY.size or body_start + length > end:
+        if body_start + length > end:
             break
         body = view[body_start : body_start + length]
         if crc32c.crc32c(body) != crc:
             break
-        stream_id, base, count = BODY.unpack_from(body)
-        records.append(WalRecord(stream_id, base, count, body[BODY.size :]))
+        parsed = _parse_records(body)
+        if parsed is None:
+            break
+        records.extend(parsed)
         position = body_start + length
     return records, position
+
+
+def _parse_records(body: memoryview) -> list[WalRecord] | None:
+    records = []
+    position = 0
+    while position < len(body):
+        if len(body) - position < RECORD.size:
+            return None
+        stream_id, base, count, length = RECORD.unpack_from(body, position)
+        position += RECORD.size
+        if position + length > len(body):
+            return None
+        records.append(WalRecord(stream_id, base, count, body[position : position + length]))
+        position += length
+    return records
 
 
 class LocalWal:
@@ -107,6 +137,7 @@ class LocalWal:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3stream-wal")
         self._segments: dict[int, int] = {}  # index -> size on disk; shared with the WAL thread
         self._segments_lock = threading.Lock()
+        self._disk_bytes = 0
         self._fd = -1
         self._index = 0
         self._group: Group | None = None
@@ -146,6 +177,7 @@ class LocalWal:
                     handle.truncate(valid)
                     os.fsync(handle.fileno())
             self._segments[index] = valid
+            self._disk_bytes += valid
             yield from records
         self._index = indexes[-1] if indexes else 0
 
@@ -159,8 +191,10 @@ class LocalWal:
         path = self.directory / segment_name(index)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._index = index
+        size = os.fstat(self._fd).st_size
         with self._segments_lock:
-            self._segments[index] = os.fstat(self._fd).st_size
+            self._disk_bytes += size - self._segments.get(index, 0)
+            self._segments[index] = size
         dir_fd = os.open(self.directory, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
@@ -169,24 +203,25 @@ class LocalWal:
 
     @property
     def bytes_used(self) -> int:
-        with self._segments_lock:
-            return sum(self._segments.values()) + self.pending_bytes
+        return self._disk_bytes + self.pending_bytes
 
     def _current_group(self) -> Group:
         if self.failure is not None:
             raise StorageUnavailable(f"the WAL in {self.directory} failed earlier: {self.failure}")
         group = self._group
         if group is None:
-            group = self._group = Group(asyncio.get_running_loop().create_future())
+            group = self._group = Group(SharedFuture(loop=asyncio.get_running_loop()))
             self._idle.clear()
             self._wakeup.set()
         return group
 
-    def append(self, record: WalRecord) -> Group:
+    def append(
+        self, stream_id: int, base_offset: int, record_count: int, payload: bytes | memoryview
+    ) -> Group:
         """Queue a record; the returned group's future resolves once it is fsynced."""
-        group = self._current_group()
-        group.records.append(record)
-        size = FRAME.size + BODY.size + len(record.payload)
+        group = self._group or self._current_group()
+        group.records.append((stream_id, base_offset, record_count, payload))
+        size = RECORD.size + len(payload)
         group.nbytes += size
         group.appends += 1
         self.pending_bytes += size
@@ -239,44 +274,45 @@ class LocalWal:
             if self._group is None:
                 self._idle.set()
 
-    def _write_group(self, items: list[WalRecord | RollMarker]) -> list[tuple[RollMarker, int]]:
+    def _write_group(
+        self, items: list[tuple[int, int, int, bytes | memoryview] | RollMarker]
+    ) -> list[tuple[RollMarker, int]]:
         """Runs on the WAL thread: frame, write and fsync one group; roll segments as asked."""
         rolled: list[tuple[RollMarker, int]] = []
-        iov: list[bytes | memoryview] = []
-        iov_bytes = 0
+        parts: list[bytes | memoryview] = []
+        pack = RECORD.pack
         for item in items:
             if isinstance(item, RollMarker):
-                self._write_iov(iov, iov_bytes)
-                iov, iov_bytes = [], 0
+                self._write_frame(parts)
+                parts = []
                 self._sync()
                 self._roll_segment()
                 rolled.append((item, self._index))
                 continue
-            body_header = BODY.pack(item.stream_id, item.base_offset, item.record_count)
-            crc = crc32c.crc32c(item.payload, crc32c.crc32c(body_header))
-            iov.append(FRAME.pack(BODY.size + len(item.payload), crc) + body_header)
-            iov.append(item.payload)
-            iov_bytes += FRAME.size + BODY.size + len(item.payload)
-            if len(iov) >= IOV_MAX:
-                self._write_iov(iov, iov_bytes)
-                iov, iov_bytes = [], 0
-        self._write_iov(iov, iov_bytes)
+            stream_id, base_offset, record_count, payload = item
+            parts.append(pack(stream_id, base_offset, record_count, len(payload)))
+            parts.append(payload)
+        self._write_frame(parts)
         hooks.crash_point("wal.before_fsync")
         self._sync()
         if self._segments[self._index] >= self.segment_bytes:
             self._roll_segment()
         return rolled
 
-    def _write_iov(self, iov: list[bytes | memoryview], nbytes: int) -> None:
-        if not iov:
+    def _write_frame(self, parts: list[bytes | memoryview]) -> None:
+        if not parts:
             return
-        written = os.writev(self._fd, iov)
+        body = b"".join(parts)
+        data = [FRAME.pack(len(body), crc32c.crc32c(body)), body]
+        nbytes = FRAME.size + len(body)
+        written = os.writev(self._fd, data)
         if written != nbytes:  # a short write: finish the rest with plain writes
-            rest = b"".join(bytes(p) for p in iov)[written:]
+            rest = b"".join(data)[written:]
             while rest:
                 rest = rest[os.write(self._fd, rest) :]
         with self._segments_lock:
             self._segments[self._index] += nbytes
+            self._disk_bytes += nbytes
 
     def _sync(self) -> None:
         started = time.perf_counter()
@@ -305,7 +341,7 @@ class LocalWal:
         await asyncio.get_running_loop().run_in_executor(self._executor, remove)
         with self._segments_lock:
             for index in doomed:
-                self._segments.pop(index, None)
+                self._disk_bytes -= self._segments.pop(index, 0)
 
     async def close(self) -> None:
         if self._task is not None:

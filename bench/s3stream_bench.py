@@ -1,0 +1,240 @@
+"""Benchmark of the s3stream engine against raw baselines on the same disk and object store.
+
+For each object store (local directory, SeaweedFS) × WAL mode (local, object) × append size, prints
+append MB/s and p50/p99 latency, tail-read MB/s (LogCache) and cold-read MB/s (objects through the
+BlockCache), next to baselines measured in the same run: raw write+fdatasync to the WAL's disk and
+raw PUT / GET to the same store, with engine/baseline ratios.
+
+    .venv/bin/python bench/s3stream_bench.py                 # default run, under ~2 minutes
+    .venv/bin/python bench/s3stream_bench.py --seconds 10 --sizes 1024,65536,1048576 --streams 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tabletopic import metadata
+from tabletopic.s3stream.config import StoreSettings
+from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.s3stream.store import S3StreamStore
+
+MiB = 1024 * 1024
+
+
+@dataclass
+class Result:
+    backend: str
+    mode: str
+    size: int
+    append_mbps: float
+    p50_ms: float
+    p99_ms: float
+    tail_mbps: float
+    cold_mbps: float
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run_case(
+    backend: str, objects: dict[str, Any], mode: str, size: int, seconds: float, streams: int, root: Path
+) -> Result:
+    directory = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-", dir=root))
+    if objects["type"] == "local":
+        objects = dict(objects, root=str(directory / "objects"))
+    else:
+        objects = dict(objects, prefix=f"{directory.name}/")
+    engine = metadata.create_engine(metadata.default_url(directory))
+    settings = StoreSettings(
+        wal_mode=mode,
+        wal_dir=directory / "wal",
+        log_cache_bytes=1024 * MiB,
+        compaction_interval_ms=0,
+        block_cache_bytes=256 * MiB,
+    )
+    store = S3StreamStore(settings, engine, open_object_store(objects))
+    await store.start()
+    ids = [await store.create_stream() for _ in range(streams)]
+    payload = os.urandom(size)
+    # Enough appends in flight to fill a group commit or a batch object: the broker has many
+    # producers at once; one at a time would measure only latency.
+    inflight = max(64, min(8192, (16 * MiB) // size))
+    latencies: list[float] = []
+    appended = 0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    max_bytes = 768 * MiB  # keeps everything in the LogCache for the tail read
+
+    async def producer(index: int) -> None:
+        nonlocal appended
+        sid = ids[index % len(ids)]
+        while loop.time() < deadline and appended < max_bytes:
+            started = time.perf_counter()
+            await store.append(sid, payload, 1)
+            latencies.append(time.perf_counter() - started)
+            appended += size
+
+    started = time.perf_counter()
+    await asyncio.gather(*(producer(i) for i in range(inflight)))
+    append_seconds = time.perf_counter() - started
+
+    async def read_everything() -> int:
+        total = 0
+        for sid in ids:
+            offset, end = 0, store.stream_info(sid).end_offset
+            while offset < end:
+                batches = await store.fetch(sid, offset, 4 * MiB)
+                total += sum(len(b.payload) for b in batches)
+                offset = batches[-1].next_offset
+        return total
+
+    started = time.perf_counter()
+    tail_bytes = await read_everything()
+    tail_seconds = time.perf_counter() - started
+    await store.flush()
+    store.log_cache.capacity = 0
+    store.log_cache.evict()
+    started = time.perf_counter()
+    cold_bytes = await read_everything()
+    cold_seconds = time.perf_counter() - started
+    await store.close()
+    engine.dispose()
+    return Result(
+        backend,
+        mode,
+        size,
+        appended / append_seconds / MiB,
+        percentile(latencies, 0.5) * 1000,
+        percentile(latencies, 0.99) * 1000,
+        tail_bytes / tail_seconds / MiB,
+        cold_bytes / cold_seconds / MiB,
+    )
+
+
+def raw_fsync_baseline(root: Path, size: int, seconds: float) -> float:
+    """write+fdatasync in groups of 1 MiB (at least one write): the best a group commit can do."""
+    path = root / f"raw-{size}.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    payload = os.urandom(size)
+    per_group = max(1, MiB // size)
+    written = 0
+    deadline = time.perf_counter() + seconds
+    started = time.perf_counter()
+    try:
+        while time.perf_counter() < deadline:
+            os.writev(fd, [payload] * per_group)
+            os.fdatasync(fd)
+            written += size * per_group
+    finally:
+        os.close(fd)
+        path.unlink()
+    return written / (time.perf_counter() - started) / MiB
+
+
+def raw_store_baseline(objects: dict[str, Any], root: Path, seconds: float) -> tuple[float, float]:
+    """PUT then GET of 8 MiB objects (the default batch-object size), 4 at a time."""
+    if objects["type"] == "local":
+        objects = dict(objects, root=str(root / "raw-objects"))
+    else:
+        objects = dict(objects, prefix="raw-baseline/")
+    store = open_object_store(objects)
+    blob = os.urandom(8 * MiB)
+    keys: list[str] = []
+    with ThreadPoolExecutor(4) as pool:
+        started = time.perf_counter()
+        deadline = started + seconds
+        while time.perf_counter() < deadline:
+            batch = [f"raw/{len(keys) + i}" for i in range(4)]
+            list(pool.map(lambda key: store.put(key, blob), batch))
+            keys += batch
+        put_mbps = len(keys) * 8 / (time.perf_counter() - started)
+        started = time.perf_counter()
+        list(pool.map(store.get, keys))
+        get_mbps = len(keys) * 8 / (time.perf_counter() - started)
+    store.delete(keys)
+    return put_mbps, get_mbps
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=3.0, help="append phase per case")
+    parser.add_argument("--sizes", default="1024,65536", help="append sizes in bytes")
+    parser.add_argument("--streams", type=int, default=16)
+    parser.add_argument("--backends", default="dir,s3", help="dir and/or s3")
+    parser.add_argument("--modes", default="local,object")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    root = Path(tempfile.mkdtemp(prefix="s3stream-bench-"))
+    backends: dict[str, dict[str, Any]] = {}
+    seaweed = None
+    if "dir" in args.backends:
+        backends["dir"] = {"type": "local", "root": str(root / "objects")}
+    if "s3" in args.backends:
+        from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS
+
+        seaweed = SeaweedFS(root / "seaweedfs").start()
+        backends["s3"] = {
+            "type": "s3",
+            "bucket": seaweed.bucket,
+            "endpoint": seaweed.endpoint,
+            "region": "us-east-1",
+            "access_key": ACCESS_KEY,
+            "secret_key": SECRET_KEY,
+            "path_style": True,
+            "prefix": "",
+        }
+    try:
+        print(f"s3stream bench: {args.seconds}s per case, {args.streams} streams, data under {root}")
+        fsync = {size: raw_fsync_baseline(root, size, 1.5) for size in sizes}
+        raw = {name: raw_store_baseline(objects, root, 1.5) for name, objects in backends.items()}
+        for size in sizes:
+            print(f"baseline raw write+fdatasync (1 MiB groups of {size} B): {fsync[size]:8.1f} MB/s")
+        for name, (put, get) in raw.items():
+            print(f"baseline raw PUT to {name}: {put:8.1f} MB/s   raw GET: {get:8.1f} MB/s")
+        print()
+        header = (
+            f"{'store':5} {'wal':6} {'size':>7} {'append MB/s':>11} {'p50 ms':>7} {'p99 ms':>7} "
+            f"{'tail MB/s':>9} {'cold MB/s':>9} {'append/base':>11} {'cold/GET':>8}"
+        )
+        print(header)
+        print("-" * len(header))
+        for name, objects in backends.items():
+            for mode in args.modes.split(","):
+                for size in sizes:
+                    result = await run_case(name, objects, mode, size, args.seconds, args.streams, root)
+                    base = fsync[size] if mode == "local" else raw[name][0]
+                    print(
+                        f"{name:5} {mode:6} {size:>7} {result.append_mbps:11.1f} {result.p50_ms:7.2f} "
+                        f"{result.p99_ms:7.2f} {result.tail_mbps:9.1f} {result.cold_mbps:9.1f} "
+                        f"{result.append_mbps / base:11.2f} {result.cold_mbps / raw[name][1]:8.2f}",
+                        flush=True,
+                    )
+        print("\nappend/base: local WAL vs raw write+fdatasync; object WAL vs raw PUT of 8 MiB objects.")
+        print("cold/GET: cold fetch through the block cache vs raw GET of 8 MiB objects.")
+    finally:
+        if seaweed is not None:
+            seaweed.stop()
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
