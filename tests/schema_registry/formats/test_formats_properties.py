@@ -170,3 +170,19 @@ def test_protobuf_comparison_of_any_two_schemas_returns_located_findings(
         PROTOBUF_FORMAT.parse(_proto(one, False), {}), PROTOBUF_FORMAT.parse(_proto(two, True), {})
     )
     assert all(item.location.startswith("#/") and item.kind and item.message for item in found)
+
+
+def test_a_crashing_rule_answers_incompatible_instead_of_raising(monkeypatch: Any) -> None:
+    from tabletopic.schema_registry.formats.jsonschema import format as json_format
+    from tabletopic.schema_registry.formats.protobuf import format as protobuf_format
+
+    def boom(*_: Any) -> list[Any]:
+        raise RuntimeError("rule defect")
+
+    monkeypatch.setattr(json_format, "check_compatibility", boom)
+    monkeypatch.setattr(protobuf_format, "check_compatibility", boom)
+    json_schema = JSON_FORMAT.parse('{"type": "string"}', {})
+    proto = PROTOBUF_FORMAT.parse('syntax = "proto3";\nmessage M { int32 a = 1; }\n', {})
+    for fmt, parsed in ((JSON_FORMAT, json_schema), (PROTOBUF_FORMAT, proto)):
+        [found] = fmt.reader_can_read(parsed, parsed)
+        assert found.kind == "COMPATIBILITY_CHECK_FAILED" and "rule defect" in found.message

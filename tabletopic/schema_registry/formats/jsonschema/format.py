@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema, ParsedSchema
 from tabletopic.schema_registry.formats.jsonschema.compatibility import check_compatibility
 from tabletopic.schema_registry.formats.jsonschema.schema import ParsedJsonSchema, parse
+
+_log = logging.getLogger(__name__)
 
 
 class JsonSchemaFormat:
@@ -37,7 +40,15 @@ class JsonSchemaFormat:
                     f"cannot compare {reader.schema_type} with {writer.schema_type}",
                 )
             ]
-        return check_compatibility(reader, writer)
+        try:
+            return check_compatibility(reader, writer)
+        except Exception as exc:
+            # A defect in a rule must not turn a registration into a 500: answer "incompatible"
+            # (the safe side) with the reason, and leave the traceback in the log.
+            _log.exception("JSON Schema compatibility check failed")
+            return [
+                Incompatibility("COMPATIBILITY_CHECK_FAILED", "#", f"the check could not complete: {exc}")
+            ]
 
 
 FORMAT = JsonSchemaFormat()

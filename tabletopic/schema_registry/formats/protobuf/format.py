@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema, ParsedSchema
 from tabletopic.schema_registry.formats.protobuf.compatibility import check_compatibility
 from tabletopic.schema_registry.formats.protobuf.schema import ParsedProtobufSchema, parse
+
+_log = logging.getLogger(__name__)
 
 
 class ProtobufFormat:
@@ -32,7 +35,15 @@ class ProtobufFormat:
         if not isinstance(reader, ParsedProtobufSchema) or not isinstance(writer, ParsedProtobufSchema):
             message = f"cannot compare {reader.schema_type} with {writer.schema_type}"
             return [Incompatibility("SCHEMA_TYPE_CHANGED", "#/", message)]
-        return check_compatibility(reader, writer)
+        try:
+            return check_compatibility(reader, writer)
+        except Exception as exc:
+            # A defect in a rule must not turn a registration into a 500: answer "incompatible"
+            # (the safe side) with the reason, and leave the traceback in the log.
+            _log.exception("Protobuf compatibility check failed")
+            return [
+                Incompatibility("COMPATIBILITY_CHECK_FAILED", "#/", f"the check could not complete: {exc}")
+            ]
 
 
 FORMAT = ProtobufFormat()
