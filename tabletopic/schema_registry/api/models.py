@@ -6,6 +6,7 @@ rather than failing, as Confluent does; the fields they do know are validated st
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi.responses import JSONResponse
@@ -22,8 +23,6 @@ class RegistryJSONResponse(JSONResponse):
     media_type = CONTENT_TYPE
 
     def render(self, content: Any) -> bytes:
-        import json
-
         return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
 
 
