@@ -1,0 +1,51 @@
+"""retention.ms and retention.bytes move the log start offset forward at batch boundaries."""
+
+from __future__ import annotations
+
+import time
+
+from tests.broker.batches import make_batch, produce_request
+from tests.broker.helpers import call
+
+
+async def _fill(broker, name: str, timestamps: list[int], **configs: str) -> None:  # type: ignore[no-untyped-def]
+    await broker.topics.create(name, 1, configs)
+    for ts in timestamps:
+        await call(broker, produce_request(name, 0, make_batch([b"x" * 100, b"y" * 100], timestamp=ts)))
+
+
+async def test_retention_ms_trims_batches_older_than_the_limit(broker_service) -> None:
+    now = int(time.time() * 1000)
+    old, recent = now - 3_600_000, now - 1000
+    await _fill(broker_service, "t", [old, old, recent, recent], **{"retention.ms": "60000"})
+    assert await broker_service.retention.enforce_all() == 1
+    assert broker_service.log_start_offset("t", 0) == 4
+    assert broker_service.high_watermark("t", 0) == 8
+    assert await broker_service.retention.enforce_all() == 0  # nothing more to do
+
+
+async def test_retention_bytes_keeps_the_newest_batches_within_the_limit(broker_service) -> None:
+    now = int(time.time() * 1000)
+    batch_size = len(make_batch([b"x" * 100, b"y" * 100]))
+    await _fill(broker_service, "t", [now] * 5, **{"retention.bytes": str(2 * batch_size + 10)})
+    await broker_service.retention.enforce_all()
+    assert broker_service.log_start_offset("t", 0) == 6
+
+
+async def test_everything_expired_leaves_an_empty_log_at_the_end(broker_service) -> None:
+    await _fill(broker_service, "t", [1000, 2000], **{"retention.ms": "1000"})
+    await broker_service.retention.enforce_all()
+    assert broker_service.log_start_offset("t", 0) == broker_service.high_watermark("t", 0) == 4
+
+
+async def test_compacted_and_unlimited_topics_are_left_alone(broker_service) -> None:
+    await _fill(broker_service, "compacted", [1000], **{"retention.ms": "1", "cleanup.policy": "compact"})
+    await _fill(broker_service, "forever", [1000], **{"retention.ms": "-1"})
+    assert await broker_service.retention.enforce_all() == 0
+
+
+async def test_broker_default_retention_applies_to_topics_without_their_own(broker_service) -> None:
+    await _fill(broker_service, "t", [1000, int(time.time() * 1000)])
+    await broker_service.set_dynamic_configs({"log.retention.ms": "60000"})
+    await broker_service.retention.enforce_all()
+    assert broker_service.log_start_offset("t", 0) == 2
