@@ -8,6 +8,10 @@ Spark reaches it that way, and registers for the other subsystems:
 * ``platform.services["catalog_spec"]``: the resolved :class:`~tabletopic.catalog.adapters.CatalogSpec`;
 * ``platform.services["spark_catalog_conf"]``: ``spark.sql.catalog.<name>.*`` entries for Spark;
 * ``platform.services["catalog_rest_uri"]``: the built-in REST endpoint (or ``None``).
+
+The REST server runs on the node's event loop, and Spark in the same process reaches the catalog
+through it: run Spark work in a thread (``asyncio.to_thread``), never on the loop, or Spark's first
+catalog call waits for a loop that is waiting for Spark.
 """
 
 from __future__ import annotations
@@ -44,6 +48,17 @@ def rest_app_for(catalog: Catalog, spec: CatalogSpec, max_page_size: int = 1000)
     return create_app(CatalogService(catalog, table_config, max_page_size))
 
 
+def advertised_uri(listener: str, bound_port: int) -> str:
+    """The URI clients use for a listener: the port actually bound (a listener may say port 0) and a
+    connectable host (a wildcard bind address is reachable locally as loopback)."""
+    from tabletopic.api.http import parse_listener
+
+    host, _port = parse_listener(listener)
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"http://{host}:{bound_port}"
+
+
 class CatalogComponent:
     """Opens the catalog and runs the built-in REST catalog server (see module docstring)."""
 
@@ -66,9 +81,7 @@ class CatalogComponent:
             self._http = HttpService("iceberg-rest-catalog", app, listener)
             await self._http.start()
             if not platform.config.get(catalog_settings.CATALOG_ADVERTISED_URI):
-                # Port 0 in the listener means "any": advertise the port actually bound.
-                host = listener.split("://", 1)[-1].rsplit(":", 1)[0]
-                spec = spec.with_rest_uri(f"http://{host}:{self._http.port}")
+                spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))
         platform.services["catalog"] = catalog
         platform.services["catalog_spec"] = spec
         platform.services["catalog_rest_uri"] = spec.rest_uri if spec.fronted_by_rest else None

@@ -127,7 +127,8 @@ def get_spark(
     """
     global _session, _started_in
     with _lock:
-        if _session is not None and _session._jsc is not None:
+        # A session stopped behind our back (spark.stop()) has lost its JVM context: build anew.
+        if _session is not None and _session.sparkContext._jsc is not None:
             if catalog_conf:
                 register_catalogs(_session, catalog_conf)
             return _session

@@ -49,3 +49,11 @@ async def test_node_start_fails_loudly_when_the_external_rest_catalog_is_unreach
     with pytest.raises(Exception):  # noqa: B017 - any connection error is acceptable here
         await platform.start((COMPONENT,))
     await platform.stop()
+
+
+def test_advertised_uri_uses_the_bound_port_and_a_connectable_host() -> None:
+    from tabletopic.catalog.component import advertised_uri
+
+    assert advertised_uri("http://127.0.0.1:0", 41234) == "http://127.0.0.1:41234"
+    assert advertised_uri("http://0.0.0.0:8181", 8181) == "http://127.0.0.1:8181"
+    assert advertised_uri("http://node-1:8181", 8181) == "http://node-1:8181"
