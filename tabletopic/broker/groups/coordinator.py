@@ -46,6 +46,7 @@ from tabletopic.broker.groups.model import (
     SyncResult,
     TimerKey,
 )
+from tabletopic.broker.groups.retention import expired_offsets
 from tabletopic.broker.groups.store import CommittedOffset, GroupStore, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,9 @@ class GroupCoordinator:
         self._tails: dict[str, asyncio.Task[Any]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._seen: dict[str, tuple[GroupState, int]] = {}
+        # When each group entered its current state (epoch ms), for offset retention.
+        self._state_since: dict[str, int] = {}
+        self._expiry: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = False
 
@@ -131,12 +135,16 @@ class GroupCoordinator:
             if group_id not in self._groups:
                 self._groups[group_id] = self._new_group(group_id)
         self._ready = True
+        self._expiry = asyncio.ensure_future(self._expire_periodically())
         log.info("group coordinator loaded %d groups", len(self._groups))
 
     async def stop(self) -> None:
         """Cancel timers, answer every held-back request with NOT_COORDINATOR (clients look the
         coordinator up again) and wait for in-flight database writes."""
         self._ready = False
+        if self._expiry is not None:
+            self._expiry.cancel()
+            await asyncio.gather(self._expiry, return_exceptions=True)
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
@@ -248,7 +256,7 @@ class GroupCoordinator:
             return dict.fromkeys(keys, error)
         results: dict[TopicPartition, ErrorCode] = {}
         valid: dict[TopicPartition, CommittedOffset] = {}
-        now = int(time.time() * 1000)
+        now = _now_ms()
         for o in offsets:
             count = self.topic_partitions(o.topic)
             if count is None or not 0 <= o.partition < count:
@@ -343,6 +351,43 @@ class GroupCoordinator:
 
             await asyncio.shield(self._enqueue(group_id, write))
 
+    async def expire_offsets(self) -> int:
+        """Forget offsets past ``offsets.retention.minutes`` (see :mod:`.retention`) and drop Empty
+        groups left without offsets. Returns how many offsets went."""
+        now = _now_ms()
+        removed = 0
+        for group_id, group in list(self._groups.items()):
+            committed = self._offsets.get(group_id, {})
+            since = self._state_since.setdefault(group_id, now)
+            doomed = expired_offsets(group, committed, since, now, self.config.offsets_retention_ms)
+            if doomed:
+
+                async def write(group_id: str = group_id, doomed: list[TopicPartition] = doomed) -> None:
+                    await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
+                    cache = self._offsets.get(group_id, {})
+                    for key in doomed:
+                        cache.pop(key, None)
+
+                await asyncio.shield(self._enqueue(group_id, write))
+                removed += len(doomed)
+                log.info("group %s: %d offset(s) expired", group_id, len(doomed))
+            if (
+                group.state is GroupState.EMPTY
+                and not group.pending_members
+                and not self._offsets.get(group_id)
+            ):
+                await self.delete_groups([group_id])
+        return removed
+
+    async def _expire_periodically(self) -> None:
+        interval = self.config.offsets_retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.expire_offsets()
+            except Exception:
+                log.exception("offset expiry failed; retrying in %.0f s", interval)
+
     # ---------------------------------------------------------------------------------------------
     # Administration
 
@@ -390,6 +435,7 @@ class GroupCoordinator:
                 continue
             self._cancel_timers(group_id)
             self._seen.pop(group_id, None)
+            self._state_since.pop(group_id, None)
             self._groups.pop(group_id, None)
             self._offsets.pop(group_id, None)
             results[group_id] = ErrorCode.none
@@ -452,6 +498,8 @@ class GroupCoordinator:
         seen = (group.state, group.generation_id)
         if self._seen.get(group.group_id) == seen:
             return
+        if self._seen.get(group.group_id, (None,))[0] is not group.state:
+            self._state_since[group.group_id] = _now_ms()
         self._seen[group.group_id] = seen
         log.info(
             "group %s: %s, generation %d, %d member(s), protocol %s, leader %s",
@@ -526,3 +574,7 @@ class GroupCoordinator:
 
         task.add_done_callback(done)
         return task
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -43,6 +43,8 @@ class GroupConfig:
     initial_rebalance_delay_ms: int = 3_000
     max_size: int = 2**31 - 1
     offset_metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
 
 
 @dataclass(slots=True)

@@ -54,6 +54,24 @@ OFFSET_METADATA_MAX_BYTES = define(
     in_range(0),
 )
 
+OFFSETS_RETENTION = define(
+    "offsets.retention.minutes",
+    int,
+    _DEFAULTS.offsets_retention_ms // 60_000,
+    "How long committed offsets outlive their group: all offsets of a group Empty this long, each "
+    "offset of a simple committer not committed for this long.",
+    "groups",
+    in_range(1),
+)
+OFFSETS_RETENTION_CHECK_INTERVAL = define(
+    "offsets.retention.check.interval.ms",
+    int,
+    _DEFAULTS.offsets_retention_check_interval_ms,
+    "How often expired offsets are looked for.",
+    "groups",
+    in_range(1),
+)
+
 
 def group_config(config: Config) -> GroupConfig:
     """The coordinator limits of a running configuration."""
@@ -70,4 +88,8 @@ def group_config(config: Config) -> GroupConfig:
         initial_rebalance_delay_ms=get(INITIAL_REBALANCE_DELAY.name, _DEFAULTS.initial_rebalance_delay_ms),
         max_size=get(MAX_SIZE.name, _DEFAULTS.max_size),
         offset_metadata_max_bytes=get(OFFSET_METADATA_MAX_BYTES.name, _DEFAULTS.offset_metadata_max_bytes),
+        offsets_retention_ms=get(OFFSETS_RETENTION.name, _DEFAULTS.offsets_retention_ms // 60_000) * 60_000,
+        offsets_retention_check_interval_ms=get(
+            OFFSETS_RETENTION_CHECK_INTERVAL.name, _DEFAULTS.offsets_retention_check_interval_ms
+        ),
     )
