@@ -143,7 +143,18 @@ class HttpSchemaLookup(_CachingLookup):
         self._http.close()
 
     def _get(self, path: str) -> Any:
-        response = self._http.get(path)
+        import httpx
+
+        # A registry restarting behind a load balancer drops a connection now and then; a task
+        # failing for that would redo all its work, so transport errors get two more tries.
+        for attempt in range(3):
+            try:
+                response = self._http.get(path)
+                break
+            except httpx.TransportError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
         if response.status_code == 404:
             raise SchemaNotFound(response.text)
         response.raise_for_status()

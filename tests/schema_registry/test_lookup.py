@@ -98,3 +98,16 @@ def test_http_lookup_reads_a_registry_url(registry_server: RegistryProcess) -> N
             lookup.by_id(123456)
     finally:
         lookup.close()
+
+
+def test_http_lookup_reports_a_dead_registry_after_bounded_retries() -> None:
+    import httpx
+
+    from tests.support.ports import free_port
+
+    lookup = HttpSchemaLookup(f"http://127.0.0.1:{free_port()}", timeout_s=1.0)
+    try:
+        with pytest.raises(httpx.TransportError):
+            lookup.by_id(1)
+    finally:
+        lookup.close()
