@@ -17,6 +17,7 @@ pyiceberg's ``table.update_schema()`` in one metadata commit, which the catalog 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -51,7 +52,15 @@ from pyiceberg.types import (
     StructType,
 )
 
-from tabletopic.table.topic_config import ID_COLUMNS, PARTITION_BY, PartitionField, PartitionTransform
+from tabletopic.table.topic_config import (
+    FROM_DEBEZIUM_KEY,
+    ID_COLUMNS,
+    PARTITION_BY,
+    PartitionField,
+    PartitionTransform,
+)
+
+log = logging.getLogger(__name__)
 
 PARTITION_FIELD_ID_START = 1000
 
@@ -266,16 +275,15 @@ def _transform(field: PartitionField) -> Transform:  # type: ignore[type-arg]
 
 
 def partition_field_name(field: PartitionField) -> str:
-    """Spark's naming: ``region``, ``ts_month``, ``name_bucket_16``, ``name_trunc_4``."""
-    base = field.column.replace(".", "_")
+    """Iceberg's default partition field names (Java's ``PartitionSpec.Builder``, which AutoMQ uses):
+    ``region``, ``ts_month``, ``name_bucket``, ``name_trunc`` — so tables created by AutoMQ and by
+    us evolve alike."""
     kind = field.transform
     if kind is PartitionTransform.IDENTITY:
-        return base
-    if kind is PartitionTransform.BUCKET:
-        return f"{base}_bucket_{field.arg}"
+        return field.column
     if kind is PartitionTransform.TRUNCATE:
-        return f"{base}_trunc_{field.arg}"
-    return f"{base}_{kind}"
+        return f"{field.column}_trunc"
+    return f"{field.column}_{kind}"
 
 
 def build_partition_spec(schema: Schema, fields: Sequence[PartitionField]) -> PartitionSpec:
@@ -312,10 +320,19 @@ def _resolve(schema: Schema, field: PartitionField) -> tuple[NestedField, Transf
 
 def evolve_partition_spec(table: Table, fields: Sequence[PartitionField]) -> bool:
     """Bring the table's spec in line with a changed ``partition.by`` (new data files use the new
-    spec; old files keep theirs, as Iceberg intends). Returns whether anything changed."""
+    spec; old files keep theirs, as Iceberg intends). Returns whether anything changed.
+
+    As in AutoMQ, an entry whose column the table does not have (yet) is skipped rather than
+    failing every commit; it is added by a later call once data brought the column.
+
+    Raises:
+        ValueError: a transform cannot apply to its column's type (names ``partition.by``).
+    """
     schema = table.schema()
     wanted = {}
     for field in fields:
+        if not _has(schema, field.column):
+            continue
         source, transform = _resolve(schema, field)
         wanted[(source.field_id, str(transform))] = (field, transform)
     current = {(f.source_id, str(f.transform)): f for f in table.spec().fields}
@@ -340,7 +357,29 @@ def create_table_for_topic(
     id_columns: Sequence[str] = (),
     properties: dict[str, str] | None = None,
 ) -> Table:
-    """Create the Iceberg table of a table topic (the namespace must exist)."""
-    schema = arrow_to_iceberg_schema(arrow_schema, id_columns)
-    spec = build_partition_spec(schema, partition_by)
+    """Create the Iceberg table of a table topic (the namespace must exist).
+
+    The first rows may not have every configured column yet (the table can be created from the
+    ``_kafka_*`` columns alone when no record of the first batch decoded): partition fields on
+    missing columns are left for :func:`evolve_partition_spec` to add later, as AutoMQ does, and
+    missing id columns are left out of the identifier fields. ``[_from_debezium_key_]`` resolves to
+    the record key's fields. Type problems still raise ``ValueError`` naming the config key.
+    """
+    preliminary = Catalog._convert_schema_if_needed(arrow_schema)
+    if tuple(id_columns) == (FROM_DEBEZIUM_KEY,):
+        from tabletopic.table.convert.debezium import id_columns_from_key
+
+        try:
+            id_columns = id_columns_from_key(arrow_schema)
+        except ValueError:
+            id_columns = ()
+    present_ids = [c for c in id_columns if _has(preliminary, c)]
+    missing = [c for c in id_columns if c not in present_ids]
+    if missing:
+        log.warning(
+            "table %s: id columns %s not in the first rows; no identifier fields set", identifier, missing
+        )
+        present_ids = []
+    schema = arrow_to_iceberg_schema(arrow_schema, present_ids)
+    spec = build_partition_spec(schema, [f for f in partition_by if _has(schema, f.column)])
     return catalog.create_table(identifier, schema=schema, partition_spec=spec, properties=properties or {})

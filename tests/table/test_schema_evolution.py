@@ -73,9 +73,9 @@ def test_table_creation_uses_partition_by_and_id_columns(catalog: SqlCatalog) ->
     assert schema.identifier_field_names() == {"id"}
     transforms = [(f.name, f.transform) for f in table.spec().fields]
     assert transforms == [
-        ("name_bucket_16", BucketTransform(16)),
+        ("name_bucket", BucketTransform(16)),
         ("ts_month", MonthTransform()),
-        ("_kafka_metadata_partition", IdentityTransform()),
+        ("_kafka_metadata.partition", IdentityTransform()),
     ]
 
 
@@ -152,9 +152,13 @@ def test_incompatible_type_changes_raise_with_the_column_name(old: pa.DataType, 
 def test_partition_spec_evolves_when_partition_by_changes(catalog: SqlCatalog) -> None:
     table = create_table_for_topic(catalog, ("default", "p"), V1, parse_partition_by("[month(ts)]"))
     assert not evolve_partition_spec(table, parse_partition_by("[month(ts)]"))
-    assert evolve_partition_spec(table, parse_partition_by("[day(ts), bucket(name, 8)]"))
-    names = [f.name for f in catalog.load_table(("default", "p")).spec().fields]
-    assert "ts_day" in names and "name_bucket_8" in names
+    assert evolve_partition_spec(table, parse_partition_by("[day(ts), bucket(name, 8), later_column]"))
+    spec = catalog.load_table(("default", "p")).spec()
+    assert {(f.name, str(f.transform)) for f in spec.fields} == {
+        ("ts_day", "day"),
+        ("name_bucket", "bucket[8]"),
+    }
+    assert not evolve_partition_spec(table, parse_partition_by("[day(ts), bucket(name, 8), later_column]"))
 
 
 def test_converted_rows_can_be_appended_after_evolution(catalog: SqlCatalog) -> None:
@@ -179,3 +183,22 @@ def test_identifier_columns_stay_required_when_new_data_is_nullable(catalog: Sql
     table = create_table_for_topic(catalog, ("default", "ids"), V1, id_columns=["id"])
     nullable_id = V1.set(0, pa.field("id", pa.int32(), nullable=True))
     assert plan_schema_update(table.schema(), nullable_id) == []
+
+
+def test_table_created_before_its_columns_exist_gets_partitions_later(catalog: SqlCatalog) -> None:
+    base = pa.schema(KAFKA)
+    spec = parse_partition_by("[month(ts), _kafka_metadata.partition]")
+    table = create_table_for_topic(catalog, ("default", "early"), base, spec, id_columns=["id"])
+    assert [f.name for f in table.spec().fields] == ["_kafka_metadata.partition"]
+    assert table.schema().identifier_field_ids == []
+    evolve_table_schema(table, V1)
+    assert evolve_partition_spec(table, spec)
+    assert {f.name for f in table.spec().fields} == {"ts_month", "_kafka_metadata.partition"}
+
+
+def test_debezium_key_id_columns_resolve_to_the_key_fields(catalog: SqlCatalog) -> None:
+    schema = pa.schema(
+        [pa.field("id", pa.int64()), pa.field("_kafka_key", pa.struct([pa.field("id", pa.int64())]))]
+    )
+    table = create_table_for_topic(catalog, ("default", "dbz"), schema, id_columns=["_from_debezium_key_"])
+    assert table.schema().identifier_field_names() == {"id"}
