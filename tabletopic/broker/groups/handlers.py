@@ -21,6 +21,7 @@ top level.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -54,9 +55,15 @@ def _ms(value: datetime.timedelta) -> int:
     return int(value / datetime.timedelta(milliseconds=1))
 
 
+_IPV4_WITH_PORT = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):\d+$")
+
+
 def _client_host(ctx: RequestContext) -> str:
-    # Kafka reports hosts as InetAddress.toString() ("/127.0.0.1"); tools expect that form.
+    # Kafka reports hosts as InetAddress.toString() ("/127.0.0.1", no port); tools expect that form.
     host = ctx.client_host or ""
+    match = _IPV4_WITH_PORT.match(host)
+    if match is not None:
+        host = match.group(1)
     return host if host.startswith("/") else f"/{host}"
 
 

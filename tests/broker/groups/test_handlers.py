@@ -45,7 +45,7 @@ def kio(api_key: int, version: int, entity: str, /, **fields: Any) -> Any:
 async def call(coordinator: GroupCoordinator, api_key: int, request: Any) -> Any:
     """Run the handler, then build and encode the response at the request's version."""
     version = int(type(request).__version__)
-    ctx = RequestContext(api_key, version, 7, "test-client", "127.0.0.1", 1)
+    ctx = RequestContext(api_key, version, 7, "test-client", "127.0.0.1:50123", 1)
     fields = await GROUP_HANDLERS[api_key](coordinator, ctx, request)
     response = build_response(api_key, version, fields)
     assert encode_response(7, response)
