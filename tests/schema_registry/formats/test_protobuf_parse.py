@@ -378,3 +378,34 @@ message M {
     assert parsed.canonical().startswith('edition = "2023";')
     assert parse(parsed.canonical()).normalized() == parsed.normalized()
     assert parse(parsed.serialized()).canonical() == parsed.canonical()
+
+
+def _without_json_names(proto: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
+    """protoc fills ``json_name`` in; runtime descriptors leave it out."""
+    copy = descriptor_pb2.FileDescriptorProto()
+    copy.CopyFrom(proto)
+    copy.ClearField("source_code_info")
+
+    def clear(message: descriptor_pb2.DescriptorProto) -> None:
+        for fld in [*message.field, *message.extension]:
+            fld.ClearField("json_name")
+        for nested in message.nested_type:
+            clear(nested)
+
+    for message in copy.message_type:
+        clear(message)
+    for fld in copy.extension:
+        fld.ClearField("json_name")
+    return copy
+
+
+def test_canonical_rendering_of_every_built_in_file_compiles_to_the_same_descriptor() -> None:
+    from tabletopic.schema_registry.formats.protobuf.render import render
+    from tabletopic.schema_registry.formats.protobuf.schema import compile_proto_files, well_known_files
+
+    files = {n: descriptor_pb2.FileDescriptorProto.FromString(b) for n, b in well_known_files().items()}
+    assert {"google/protobuf/descriptor.proto", "google/protobuf/timestamp.proto"} <= set(files)
+    for name, proto in files.items():
+        text = render(proto, [files[d] for d in proto.dependency if d in files])
+        compiled = compile_proto_files({name: text}, [name])[name]
+        assert _without_json_names(compiled) == _without_json_names(proto), name
