@@ -87,7 +87,7 @@ def sql(
         _print_config(cfg, spec)
         return
     with ExitStack() as stack:
-        spec = _reachable_spec(cfg, spec, stack)
+        spec = reachable_spec(cfg, spec, stack)
         spark = _session(cfg, spec)
         stack.callback(_stop_spark)
         if statement is not None:
@@ -123,7 +123,7 @@ def rest_catalog_alive(uri: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def _reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:
+def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:
     """The spec with a REST endpoint that answers: the node's, or one served from this process."""
     if spec.spark_access != "rest" or (spec.rest_uri and rest_catalog_alive(spec.rest_uri)):
         return spec
