@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +33,15 @@ def values_to_array(
         except _ERRORS as exc:
             failures[i] = f"value does not fit the schema: {exc}"
             values[i] = None
-    return _build(values, read_type, final_type)
+    try:
+        return _build(values, read_type, final_type)
+    except _ERRORS as exc:
+        # Values that pass one by one but not together (should not happen): fail them all rather
+        # than the task.
+        for i, value in enumerate(values):
+            if value is not None:
+                failures[i] = f"values do not fit the schema together: {exc}"
+        return pa.nulls(len(values), type=final_type)
 
 
 _ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
@@ -59,11 +67,3 @@ def apply_fixup(values: list[Any], fixup: Callable[[Any], Any] | None, failures:
         except (TypeError, ValueError, KeyError) as exc:
             failures[i] = f"cannot convert value: {exc}"
             values[i] = None
-
-
-def null_array(type_: pa.DataType, length: int) -> pa.Array:
-    return pa.nulls(length, type=type_)
-
-
-def take_rows(batch: pa.RecordBatch, indices: Sequence[int]) -> pa.RecordBatch:
-    return batch.take(pa.array(indices, type=pa.int64()))

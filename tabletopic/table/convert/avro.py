@@ -54,7 +54,6 @@ class _Mapped:
     read: pa.DataType
     final: pa.DataType
     fixup: Callable[[Any], Any] | None = None
-    nullable: bool = False
 
 
 def parse_avro_schema(text: str, references: Sequence[tuple[str, str]] = ()) -> Any:
@@ -227,7 +226,7 @@ def _union(branches: list[Any], seen: tuple[str, ...]) -> _Mapped:
         return _Mapped(pa.null(), pa.null())
     if len(non_null) == 1:
         m = _map(non_null[0], seen)
-        return _Mapped(m.read, m.final, m.fixup, nullable=True)
+        return _Mapped(m.read, m.final, m.fixup)
     mapped = [_map(b, seen) for b in non_null]
     names = [f"member{i}" for i in range(len(non_null))]
     read = pa.struct([pa.field(n, m.read) for n, m in zip(names, mapped, strict=True)])
@@ -243,7 +242,7 @@ def _union(branches: list[Any], seen: tuple[str, ...]) -> _Mapped:
                 return {name: f(value) if f is not None else value}
         raise ValueError(f"value {value!r} matches no union branch")
 
-    return _Mapped(read, final, fix, nullable=len(non_null) != len(branches))
+    return _Mapped(read, final, fix)
 
 
 def _branch_matcher(branch: Any) -> Callable[[Any], bool]:
