@@ -66,6 +66,8 @@ class DecoderCache:
 
     One instance per Spark task (or per worker process); lookups that fail are cached as failures
     too, so a run of records with an unknown id costs one registry request, not one per record.
+    Only ``SchemaNotFound`` becomes a record failure: any other lookup error (registry unreachable)
+    propagates and fails the task, which is retried — a registry outage must never skip data.
     """
 
     def __init__(self, lookup: SchemaLookup | None) -> None:
