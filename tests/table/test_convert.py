@@ -561,3 +561,12 @@ def test_timestamps_beyond_64_bits_wrap_instead_of_failing_the_batch() -> None:
         1_700_000_000_000,
         -(1 << 63) + 5,
     ]
+
+
+def test_a_registry_outage_fails_the_task_instead_of_skipping_records() -> None:
+    class Down(MemoryLookup):
+        def by_id(self, schema_id: int):  # type: ignore[no-untyped-def]
+            raise ConnectionError("registry unreachable")
+
+    with pytest.raises(ConnectionError):
+        convert_records(records([wire(1, b"\x00")]), cfg(**{"schema.type": "schema"}), Down())
