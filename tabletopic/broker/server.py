@@ -28,6 +28,7 @@ from tabletopic.broker.protocol import (
     MalformedFrame,
     Request,
     UnsupportedRequest,
+    WireResponse,
     build_response,
     encode_api_versions_fallback,
     encode_response,
@@ -43,8 +44,8 @@ MIN_FREE_BYTES = 16 * 1024
 _LENGTH = struct.Struct(">i")
 _connection_ids = itertools.count(1)
 
-# (target, ctx, request) -> newest-shaped dict, or None for "no response"
-Handler = Callable[[Any, RequestContext, Any], Awaitable[dict[str, Any] | None]]
+# (target, ctx, request) -> newest-shaped dict, a self-encoded WireResponse, or None for "no response"
+Handler = Callable[[Any, RequestContext, Any], Awaitable[dict[str, Any] | WireResponse | None]]
 
 
 class Dispatcher:
@@ -231,10 +232,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._close(f"internal error: {type(exc).__name__}")
                 return
             data = future.result()
-            if data is not None and not self._closed and self._transport is not None:
+            if data is None or self._closed or self._transport is None:
+                continue
+            if isinstance(data, list):
+                self._transport.writelines(data)
+                size = sum(len(piece) for piece in data)
+            else:
                 self._transport.write(data)
-                if self._metrics is not None:
-                    self._metrics.bytes_out.inc(len(data))
+                size = len(data)
+            if self._metrics is not None:
+                self._metrics.bytes_out.inc(size)
         if self._close_after_flush is not None and not self._pending:
             self._close(self._close_after_flush)
             return
@@ -244,7 +251,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._metrics is not None:
             self._metrics.requests.labels(api_name(api_key), error).inc()
 
-    async def _serve(self, request: Request) -> bytes | None:
+    async def _serve(self, request: Request) -> bytes | list[Any] | None:
         key = request.api_key
         ctx = RequestContext(
             api_key=key,
@@ -265,6 +272,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if fields is None:
             self._count(key, "none")
             return None
+        if isinstance(fields, WireResponse):
+            if self._metrics is not None:
+                self._metrics.latency.labels(api_name(key)).observe(time.perf_counter() - started)
+            self._count(key, "none")
+            return fields.buffers
         data = encode_response(request.correlation_id, build_response(key, request.api_version, fields))
         if self._metrics is not None:
             self._metrics.latency.labels(api_name(key)).observe(time.perf_counter() - started)

@@ -46,7 +46,8 @@ def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, 
     response_type = load_response_schema(api_key, api_version)
     (correlation_id,) = struct.unpack_from(">i", frame, 0)
     offset = 4 + (1 if response_type.__header_schema__.__flexible__ else 0)
-    body, _ = entity_reader(response_type)(memoryview(frame).toreadonly(), offset)
+    body, size = entity_reader(response_type)(memoryview(frame).toreadonly(), offset)
+    assert offset + size == len(frame), f"{len(frame) - offset - size} trailing bytes in the response"
     return correlation_id, body
 
 

@@ -2,8 +2,8 @@
 
 A handler takes ``(broker, ctx, request)`` (the kio request object of whatever version the client
 sent) and returns a dict shaped like the newest response version (see
-:func:`tabletopic.broker.protocol.build_response`), or None when no response is to be sent
-(Produce with acks=0).
+:func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` it encoded itself (Fetch's
+zero-copy path), or None when no response is to be sent (Produce with acks=0).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from tabletopic.broker.handlers import (
     produce,
 )
 
-Handler = Callable[[Any, Any, Any], Awaitable[dict[str, Any] | None]]
+Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 
 HANDLERS: dict[int, Handler] = {
     0: produce.handle,

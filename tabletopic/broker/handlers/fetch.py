@@ -1,6 +1,9 @@
 """Fetch (1): read whole stored batches with their base offsets patched in, long-polling with
 ``StreamStore.wait_for_data`` until ``min_bytes`` are ready or ``max_wait`` runs out.
 
+The response is written by the zero-copy encoder (``protocol/fetch_encoder.py``): stored batches go
+to the socket as they are, behind 8-byte base-offset pieces.
+
 No fetch sessions (KIP-227): every answer carries session id 0, which tells clients to keep sending
 full fetch requests; that is a correct, if chattier, implementation of the protocol.
 Records are never null, even when empty: a null makes librdkafka loop forever (DESIGN.md).
@@ -18,6 +21,8 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
+from tabletopic.broker.protocol import WireResponse
+from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, FetchedTopic, encode_fetch_response
 from tabletopic.s3stream.api import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
@@ -149,30 +154,24 @@ async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list
         await _wait_for_any(broker, topics, remaining)
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
     topics, error = await fetch(broker, request, ctx.api_version)
-    return {
-        "throttle_time": 0,
-        "error_code": error,
-        "session_id": 0,
-        "responses": [
-            {
-                "topic": topic.name,
-                "topic_id": topic.topic_id,
-                "partitions": [
-                    {
-                        "partition_index": read.partition_index,
-                        "error_code": read.error_code,
-                        "high_watermark": read.high_watermark,
-                        "last_stable_offset": read.high_watermark,
-                        "log_start_offset": read.log_start_offset,
-                        "aborted_transactions": [],
-                        "preferred_read_replica": -1,
-                        "records": b"".join(read.pieces),
-                    }
-                    for read in topic.partitions
-                ],
-            }
-            for topic in topics
-        ],
-    }
+    fetched = [
+        FetchedTopic(
+            topic.name,
+            topic.topic_id,
+            [
+                FetchedPartition(
+                    r.partition_index,
+                    int(r.error_code),
+                    r.high_watermark,
+                    r.log_start_offset,
+                    r.pieces,
+                    r.size,
+                )
+                for r in topic.partitions
+            ],
+        )
+        for topic in topics
+    ]
+    return WireResponse(encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), fetched))

@@ -6,6 +6,7 @@ Nothing here imports asyncio, sockets or storage.
 from tabletopic.broker.protocol.builder import build_entity, build_response
 from tabletopic.broker.protocol.codec import (
     Request,
+    WireResponse,
     encode_api_versions_fallback,
     encode_response,
     parse_request,
@@ -24,6 +25,7 @@ __all__ = [
     "ProtocolError",
     "Request",
     "UnsupportedRequest",
+    "WireResponse",
     "build_entity",
     "build_response",
     "encode_api_versions_fallback",

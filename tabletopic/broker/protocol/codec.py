@@ -37,6 +37,14 @@ class Request:
     body: Any  # the kio request object
 
 
+@dataclass(frozen=True, slots=True)
+class WireResponse:
+    """A response a handler encoded itself (zero-copy paths): the complete wire form, length prefix
+    included, as buffers for ``transport.writelines``."""
+
+    buffers: list[Any]
+
+
 @cache
 def _request_readers(api_key: int, api_version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
     request_type = load_request_schema(api_key, api_version)

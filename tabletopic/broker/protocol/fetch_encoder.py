@@ -1,0 +1,103 @@
+"""A hand-written Fetch response encoder that never copies record data.
+
+kio's writer copies every partition's records into one bytes object; with megabytes per response
+that copy and the per-field Python dispatch dominate the broker's CPU on the consume path
+(DESIGN.md: a zero-copy writer used 4-6x less CPU). This encoder builds the small framing pieces
+itself and returns a list of buffers — framing bytes interleaved with the stored batches (with
+their base offsets patched in as separate 8-byte pieces) — for ``transport.writelines``.
+
+Covers Fetch v4-v16. It writes only what the broker fills; tagged fields stay empty. The unit tests
+check its output decodes with kio's reader for every version.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_PARTITION_HEAD = struct.Struct(">ihqq")  # partition_index, error_code, high_watermark, last_stable
+_I64 = struct.Struct(">q")
+
+
+@dataclass(slots=True)
+class FetchedPartition:
+    partition_index: int
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+    pieces: list[Any] = field(default_factory=list)  # buffers making up the records field
+    size: int = 0
+
+
+@dataclass(slots=True)
+class FetchedTopic:
+    name: str | None
+    topic_id: uuid.UUID
+    partitions: Sequence[FetchedPartition]
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_fetch_response(
+    correlation_id: int, version: int, error_code: int, topics: Sequence[FetchedTopic]
+) -> list[Any]:
+    """The complete wire form (length prefix included) as a list of buffers."""
+    flexible = version >= 12
+    buffers: list[Any] = []
+    head = bytearray()
+    head += _I32.pack(correlation_id)
+    if flexible:
+        head += b"\x00"  # response header v1: no tagged fields
+    head += _I32.pack(0)  # throttle_time_ms
+    if version >= 7:
+        head += _I16.pack(error_code) + _I32.pack(0)  # error_code, session_id (no sessions)
+    head += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    current = head
+    for topic in topics:
+        if version >= 13:
+            current += topic.topic_id.bytes
+        else:
+            name = (topic.name or "").encode()
+            current += (_uvarint(len(name) + 1) if flexible else _I16.pack(len(name))) + name
+        partitions = topic.partitions
+        current += _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        for partition in partitions:
+            current += _PARTITION_HEAD.pack(
+                partition.partition_index,
+                partition.error_code,
+                partition.high_watermark,
+                partition.high_watermark,
+            )
+            if version >= 5:
+                current += _I64.pack(partition.log_start_offset)
+            current += b"\x01" if flexible else _I32.pack(0)  # aborted_transactions: empty
+            if version >= 11:
+                current += _I32.pack(-1)  # preferred_read_replica
+            # records: never null, librdkafka loops forever on a null (DESIGN.md)
+            current += _uvarint(partition.size + 1) if flexible else _I32.pack(partition.size)
+            if partition.size:
+                buffers.append(current)
+                buffers.extend(partition.pieces)
+                current = bytearray()
+            if flexible:
+                current += b"\x00"  # partition tagged fields
+        if flexible:
+            current += b"\x00"  # topic tagged fields
+    if flexible:
+        current += b"\x00"  # response tagged fields
+    buffers.append(current)
+    total = sum(len(b) for b in buffers)
+    buffers.insert(0, _I32.pack(total))
+    return buffers
