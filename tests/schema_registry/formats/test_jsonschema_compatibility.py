@@ -432,3 +432,38 @@ def test_comparing_with_another_format_reports_instead_of_raising() -> None:
 
     [found] = FORMAT.reader_can_read(Other(), parse(STRING))
     assert found.kind == "SCHEMA_TYPE_CHANGED"
+
+
+def test_dynamic_and_recursive_refs_are_followed() -> None:
+    def tree_2020(value_type: str) -> dict[str, Any]:
+        return {
+            "$schema": DRAFT2020,
+            "$dynamicAnchor": "node",
+            **obj({"v": {"type": value_type}, "kids": {"type": "array", "items": {"$dynamicRef": "#node"}}}),
+        }
+
+    def tree_2019(value_type: str) -> dict[str, Any]:
+        return {
+            "$schema": "https://json-schema.org/draft/2019-09/schema",
+            "$recursiveAnchor": True,
+            **obj({"v": {"type": value_type}, "kids": {"type": "array", "items": {"$recursiveRef": "#"}}}),
+        }
+
+    for tree in (tree_2020, tree_2019):
+        assert FORMAT.reader_can_read(parse(tree("number")), parse(tree("number"))) == []
+        assert kinds(FORMAT.reader_can_read(parse(tree("integer")), parse(tree("number")))) == {
+            "TYPE_NARROWED"
+        }
+
+
+def test_unevaluated_properties_close_the_reader_over_names_its_branches_declare() -> None:
+    base = {"$schema": DRAFT2020, "allOf": [obj({"a": STRING})]}
+    closed = {**base, "unevaluatedProperties": False}
+    assert FORMAT.reader_can_read(parse(closed), parse(closed)) == []
+    assert kinds(FORMAT.reader_can_read(parse(closed), parse(base))) == {"ADDITIONAL_PROPERTIES_REMOVED"}
+    assert FORMAT.reader_can_read(parse(base), parse(closed)) == []
+    wider = {**base, "properties": {"b": INTEGER}}
+    assert kinds(FORMAT.reader_can_read(parse(closed), parse(wider))) == {
+        "ADDITIONAL_PROPERTIES_REMOVED",
+        "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+    }

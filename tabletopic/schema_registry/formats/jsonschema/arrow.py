@@ -26,6 +26,7 @@ from tabletopic.schema_registry.formats.jsonschema.schema import (
     Resolver,
     dereference,
     enter,
+    ref_of,
 )
 
 # Column name used when the root schema is not an object.
@@ -62,7 +63,7 @@ class _Mapper:
 
     def resolve(self, schema: Any, resolver: Resolver) -> tuple[Any, Resolver]:
         for _ in range(64):
-            if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+            if ref_of(schema) is None:
                 break
             schema, resolver = dereference(schema, resolver, self.parsed.dialect)
         schema = self._flatten(schema, resolver)

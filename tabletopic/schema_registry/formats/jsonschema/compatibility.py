@@ -51,6 +51,7 @@ from tabletopic.schema_registry.formats.jsonschema.schema import (
     dereference,
     enter,
     escape_pointer,
+    ref_of,
 )
 
 SUM_KEYWORDS = ("anyOf", "oneOf")
@@ -129,7 +130,7 @@ class _Checker:
     @staticmethod
     def _deref(schema: Any, resolver: Resolver, dialect: str) -> tuple[Any, Resolver]:
         for _ in range(MAX_DEPTH):
-            if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+            if ref_of(schema) is None:
                 break
             schema, resolver = dereference(schema, resolver, dialect)
         return schema, enter(schema, resolver, dialect)
@@ -156,6 +157,10 @@ class _Checker:
         if enum_values(w) is not None:
             return self._check_values(r, rres, w, wres, loc)
 
+        if "unevaluatedProperties" in r and "additionalProperties" not in r:
+            r = self._close_unevaluated(r, rres, self.reader.dialect)
+        if "unevaluatedProperties" in w and "additionalProperties" not in w:
+            w = self._close_unevaluated(w, wres, self.writer.dialect)
         out: list[Incompatibility] = []
         if isinstance(r.get("allOf"), list):
             for index, branch in enumerate(r["allOf"]):
@@ -187,6 +192,22 @@ class _Checker:
         if "object" in both:
             out += self._compare_objects(r, rres, w, wres, loc)
         return out
+
+    def _close_unevaluated(self, r: dict[str, Any], rres: Resolver, dialect: str) -> dict[str, Any]:
+        """Read ``unevaluatedProperties`` as ``additionalProperties`` over every property name the
+        schema or its combined branches declare (one level deep): close to the 2019-09 meaning
+        and never more permissive than it for the names it lists."""
+        declared = dict(dict_of(r, "properties"))
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            for branch in list_of(r, keyword):
+                try:
+                    target, _ = self._deref(branch, rres, dialect)
+                except referencing.exceptions.Unresolvable:
+                    continue
+                if isinstance(target, dict):
+                    for name in dict_of(target, "properties"):
+                        declared.setdefault(name, True)
+        return {**r, "properties": declared, "additionalProperties": r["unevaluatedProperties"]}
 
     def _flatten_all_of(self, w: dict[str, Any], wres: Resolver) -> dict[str, Any] | bool:
         merged = without(w, "allOf")

@@ -161,6 +161,29 @@ def enter(schema: Any, resolver: Resolver, dialect: str) -> Resolver:
     return resolver
 
 
+REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+# Keywords next to a reference that identify or annotate rather than constrain.
+_NOT_CONSTRAINTS = frozenset(
+    {*REF_KEYWORDS, "$id", "$schema", "$comment", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"}
+)
+
+
+def ref_of(schema: Any) -> str | None:
+    """The reference a subschema follows, if any.
+
+    ``$dynamicRef``/``$recursiveRef`` are resolved statically (from where they are written), which
+    is what they mean for a schema that is not extended by another; ignoring them instead would
+    make a reader look more permissive than it is.
+    """
+    if not isinstance(schema, dict):
+        return None
+    for keyword in REF_KEYWORDS:
+        value = schema.get(keyword)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def dereference(schema: Any, resolver: Resolver, dialect: str) -> tuple[Any, Resolver]:
     """Follow ``$ref`` once: the target and the resolver to continue from.
 
@@ -170,14 +193,25 @@ def dereference(schema: Any, resolver: Resolver, dialect: str) -> tuple[Any, Res
     Raises:
         referencing.exceptions.Unresolvable: the reference does not resolve.
     """
-    if not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str):
+    ref = ref_of(schema)
+    if ref is None:
         return schema, resolver
     resolver = enter(schema, resolver, dialect)
-    siblings = {k: v for k, v in schema.items() if k not in ("$ref", "$id", "$schema", "$comment", "id")}
+    ignored = (
+        *REF_KEYWORDS,
+        "$id",
+        "$schema",
+        "$comment",
+        "id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$recursiveAnchor",
+    )
+    siblings = {k: v for k, v in schema.items() if k not in ignored}
     if siblings and SUPPORTED_DIALECTS[dialect] not in ("draft-04", "draft-06", "draft-07"):
         # Both halves stay under the current base URI; the bare ``$ref`` is followed when reached.
-        return {"allOf": [siblings, {"$ref": schema["$ref"]}]}, resolver
-    resolved = resolver.lookup(schema["$ref"])
+        return {"allOf": [siblings, {"$ref": ref}]}, resolver
+    resolved = resolver.lookup(ref)
     return resolved.contents, resolved.resolver
 
 
@@ -313,8 +347,8 @@ def _check_refs_resolve(parsed: ParsedJsonSchema) -> None:
             continue
         seen.add(id(schema))
         resolver = enter(schema, resolver, parsed.dialect)
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
+        ref = ref_of(schema)
+        if ref is not None:
             try:
                 resolved = resolver.lookup(ref)
             except referencing.exceptions.Unresolvable as exc:
