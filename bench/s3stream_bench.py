@@ -237,4 +237,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    import uvloop  # what `tabletopic serve` runs on
+
+    uvloop.run(main())

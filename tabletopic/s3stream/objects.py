@@ -71,48 +71,42 @@ class BuiltObject:
 
 
 def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes: int) -> BuiltObject:
-    """Lay out ``(stream_id, batches in offset order)`` runs as one object. Payloads are referenced,
-    not copied; the caller joins or writes the parts."""
+    """Lay out ``(stream_id, batches in offset order)`` runs as one object.
+
+    Each block is joined into one buffer and checksummed with one CRC32C call: one memory copy
+    per byte is far cheaper than two checksum calls per (often 1 KiB) batch, and the result is a
+    short list of large parts for ``writev`` or an S3 body.
+    """
     parts: list[bytes | memoryview] = []
     blocks: list[BlockEntry] = []
     ranges: list[StreamRange] = []
+    pack = BATCH_HEADER.pack
+    header_size = BATCH_HEADER.size
     position = 0
+
+    def close_block(stream_id: int, first: int, end: int, pieces: list[bytes | memoryview]) -> None:
+        nonlocal position
+        data = b"".join(pieces)
+        blocks.append(BlockEntry(stream_id, first, end, position, len(data), crc32c.crc32c(data)))
+        parts.append(data)
+        position += len(data)
+
     for stream_id, batches in runs:
         if not batches:
             continue
         range_start = position
-        block_start = position
+        pieces: list[bytes | memoryview] = []
+        pending = 0
         block_first = batches[0].base_offset
-        block_crc = 0
         for batch in batches:
-            header = BATCH_HEADER.pack(batch.base_offset, batch.record_count, len(batch.payload))
-            parts.append(header)
-            parts.append(batch.payload)
-            block_crc = crc32c.crc32c(batch.payload, crc32c.crc32c(header, block_crc))
-            position += BATCH_HEADER.size + len(batch.payload)
-            if position - block_start >= block_bytes:
-                blocks.append(
-                    BlockEntry(
-                        stream_id,
-                        block_first,
-                        batch.next_offset,
-                        block_start,
-                        position - block_start,
-                        block_crc,
-                    )
-                )
-                block_start, block_first, block_crc = position, batch.next_offset, 0
-        if position > block_start:
-            blocks.append(
-                BlockEntry(
-                    stream_id,
-                    block_first,
-                    batches[-1].next_offset,
-                    block_start,
-                    position - block_start,
-                    block_crc,
-                )
-            )
+            pieces.append(pack(batch.base_offset, batch.record_count, len(batch.payload)))
+            pieces.append(batch.payload)
+            pending += header_size + len(batch.payload)
+            if pending >= block_bytes:
+                close_block(stream_id, block_first, batch.next_offset, pieces)
+                pieces, pending, block_first = [], 0, batch.next_offset
+        if pieces:
+            close_block(stream_id, block_first, batches[-1].next_offset, pieces)
         ranges.append(
             StreamRange(
                 stream_id,

@@ -388,7 +388,7 @@ class S3StreamStore:
             except Exception as exc:
                 log.error("upload to %s failed, retrying in %.1fs: %s", self.objects.description, delay, exc)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                delay = min(delay * 2, 1.0)
         released = 0
         for block in blocks:
             if isinstance(block.wal_marker, RollMarker):

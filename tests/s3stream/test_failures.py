@@ -1,0 +1,94 @@
+"""The object store failing underneath the engine: the object WAL fails appends cleanly and rewinds,
+the local WAL keeps acknowledging and retries uploads, and a full WAL pushes back with a bounded
+wait. The store in these tests is the real local one with a switch that makes it fail."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tabletopic.s3stream.api import StorageUnavailable
+from tests.s3stream.conftest import StoreHarness, payload_for
+
+
+class SwitchableStore:
+    """A real object store that can be told to fail every write, as an unreachable S3 would."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.description = inner.description
+        self.broken = False
+
+    def put(self, key: str, data: Any) -> None:
+        if self.broken:
+            raise StorageUnavailable(f"PUT {key} failed on {self.description}: connection refused")
+        self.inner.put(key, data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.fixture
+def switchable(local_harness: StoreHarness) -> SwitchableStore:
+    store = SwitchableStore(local_harness.object_store())
+    local_harness.object_store = lambda: store  # type: ignore[method-assign]
+    return store
+
+
+@pytest.fixture
+def object_harness(local_harness: StoreHarness) -> StoreHarness:
+    local_harness.wal_mode = "object"
+    return local_harness
+
+
+async def test_object_wal_fails_appends_when_the_store_fails_and_rewinds_offsets(
+    object_harness: StoreHarness, switchable: SwitchableStore
+) -> None:
+    store = await object_harness.open()
+    sid = await store.create_stream()
+    assert await store.append(sid, b"before", 2) == 0
+    switchable.broken = True
+    results = await asyncio.gather(*(store.append(sid, b"lost", 1) for _ in range(5)), return_exceptions=True)
+    assert all(isinstance(r, StorageUnavailable) for r in results)
+    assert store.stream_info(sid).end_offset == 2
+    assert [bytes(b.payload) for b in await store.fetch(sid, 0, 1000)] == [b"before"]
+    switchable.broken = False
+    assert await store.append(sid, b"after", 1) == 2  # no gap where the failed appends were
+    store = await object_harness.reopen(store)
+    assert [bytes(b.payload) for b in await store.fetch(sid, 0, 1000)] == [b"before", b"after"]
+
+
+async def test_local_wal_keeps_acknowledging_and_uploads_once_the_store_is_back(
+    local_harness: StoreHarness, switchable: SwitchableStore
+) -> None:
+    store = await local_harness.open()
+    sid = await store.create_stream()
+    switchable.broken = True
+    for i in range(10):
+        assert await store.append(sid, payload_for(sid, i, 1000), 1) == i
+    flushing = asyncio.ensure_future(store.flush())
+    await asyncio.sleep(0.3)
+    assert not flushing.done()  # the upload is being retried
+    switchable.broken = False
+    await asyncio.wait_for(flushing, 10)
+    assert len(await store.locate(sid, 0, 10)) >= 1
+
+
+async def test_a_full_wal_pushes_back_then_fails_with_a_clear_error(
+    local_harness: StoreHarness, switchable: SwitchableStore
+) -> None:
+    store = await local_harness.open(
+        wal_capacity_bytes=64 * 1024, upload_bytes=16 * 1024, append_timeout_ms=300
+    )
+    sid = await store.create_stream()
+    switchable.broken = True
+    with pytest.raises(StorageUnavailable, match="WAL is full"):
+        for i in range(200):
+            await store.append(sid, payload_for(sid, i, 1000), 1)
+    end = store.stream_info(sid).end_offset
+    assert end >= 50
+    switchable.broken = False
+    # Uploads resume, segments are released, appends flow again.
+    assert await asyncio.wait_for(store.append(sid, b"again", 1), 10) == end
