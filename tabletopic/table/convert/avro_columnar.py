@@ -89,61 +89,99 @@ class _Gen:
             if kind == "record":
                 return self.record(schema, indent, seen, nullable=False)
             if kind in ("array", "map"):
-                raise _Unsupported(kind)
+                return self.collection(schema, indent)
         return self.leaf(schema, indent)
 
-    def leaf(self, schema: Any, indent: int) -> _Leaf:
-        final = avro_to_arrow_type(schema)
-        k = len(self.leaves)
-        x = f"x{k}"
+    def scalar(self, schema: Any, var: str, indent: int, decode_text: bool) -> str:
+        """Emit the decoding of one non-record, non-union value into ``var``; returns its kind."""
         kind = schema if isinstance(schema, str) else schema["type"]
-        logical = None if isinstance(schema, str) else schema.get("logicalType")
-        leaf = _Leaf(k, "plain", final, final)
         if kind == "null":
-            self.emit(indent, f"{x} = None")
+            self.emit(indent, f"{var} = None")
         elif kind == "boolean":
-            self.emit(indent, f"{x} = buf[pos] != 0")
+            self.emit(indent, f"{var} = buf[pos] != 0")
             self.emit(indent, "pos += 1")
         elif kind in ("int", "long"):
-            self.varint(indent, x)  # temporal logical types get their read type later
+            self.varint(indent, var)
         elif kind == "float":
-            self.emit(indent, f"{x} = f32(buf, pos)[0]")
+            self.emit(indent, f"{var} = f32(buf, pos)[0]")
             self.emit(indent, "pos += 4")
         elif kind == "double":
-            self.emit(indent, f"{x} = f64(buf, pos)[0]")
+            self.emit(indent, f"{var} = f64(buf, pos)[0]")
             self.emit(indent, "pos += 8")
         elif kind in ("bytes", "string"):
             self.varint(indent, "n")
             self.emit(indent, "if n < 0 or pos + n > end:")
             self.emit(indent + 1, "raise ValueError('length runs past the record')")
-            self.emit(indent, f"{x} = buf[pos:pos + n]")
+            if kind == "string" and decode_text:
+                self.emit(indent, f"{var} = buf[pos:pos + n].decode()")
+            else:
+                self.emit(indent, f"{var} = buf[pos:pos + n]")
             self.emit(indent, "pos += n")
-            if kind == "string":
-                leaf.kind = "string"
-                leaf.read_type = pa.binary()
         elif kind == "fixed":
             size = int(schema["size"])
             self.emit(indent, f"if pos + {size} > end:")
             self.emit(indent + 1, "raise ValueError('fixed runs past the record')")
-            self.emit(indent, f"{x} = buf[pos:pos + {size}]")
+            self.emit(indent, f"{var} = buf[pos:pos + {size}]")
             self.emit(indent, f"pos += {size}")
-            if not pa.types.is_decimal(final):
-                leaf.read_type = final
         elif kind == "enum":
-            symbols = f"sym{k}"
+            symbols = f"sym{len(self.consts)}"
             self.consts[symbols] = tuple(schema["symbols"])
             self.varint(indent, "n")
             self.emit(indent, "if n < 0:")
             self.emit(indent + 1, "raise ValueError('negative enum index')")
-            self.emit(indent, f"{x} = {symbols}[n]")
+            self.emit(indent, f"{var} = {symbols}[n]")
         else:
             raise _Unsupported(str(kind))
+        return str(kind)
+
+    def leaf(self, schema: Any, indent: int) -> _Leaf:
+        final = avro_to_arrow_type(schema)
+        k = len(self.leaves)
+        leaf = _Leaf(k, "plain", final, final)
+        kind = self.scalar(schema, f"x{k}", indent, decode_text=False)
+        if kind == "string":
+            # Kept as bytes; Arrow validates a whole column's UTF-8 in C.
+            leaf.kind = "string"
+            leaf.read_type = pa.binary()
+        logical = None if isinstance(schema, str) else schema.get("logicalType")
         if logical == "decimal" and pa.types.is_decimal(final):
             leaf.kind = "decimal"
             leaf.scale = int(schema.get("scale", 0))
-            leaf.read_type = final
         self.leaves.append(leaf)
         return leaf
+
+    def collection(self, schema: dict[str, Any], indent: int) -> _Leaf:
+        """Arrays and maps of simple items become one list/map column built by Arrow from Python
+        lists (map entries as ``(key, value)`` tuples); anything nested inside falls back."""
+        is_map = schema["type"] == "map"
+        item = schema["values"] if is_map else schema["items"]
+        item_read = _simple_read_type(item)
+        final = avro_to_arrow_type(schema)
+        read = pa.map_(pa.string(), item_read) if is_map else pa.list_(item_read)
+        k = len(self.leaves)
+        x = f"x{k}"
+        self.emit(indent, f"{x} = []")
+        self.emit(indent, "while True:")
+        self.varint(indent + 1, "cnt")
+        self.emit(indent + 1, "if cnt == 0:")
+        self.emit(indent + 2, "break")
+        self.emit(indent + 1, "if cnt < 0:")  # a block with its byte size, which we do not need
+        self.emit(indent + 2, "cnt = -cnt")
+        self.varint(indent + 2, "n")
+        # Every supported item takes at least one byte: a larger count is corrupt, refused before
+        # the loop allocates anything.
+        self.emit(indent + 1, "if cnt > end - pos:")
+        self.emit(indent + 2, "raise ValueError('item count runs past the record')")
+        self.emit(indent + 1, "for _ in range(cnt):")
+        if is_map:
+            self.scalar("string", "mk", indent + 2, decode_text=True)
+            self.scalar(item, "it", indent + 2, decode_text=True)
+            self.emit(indent + 2, f"{x}.append((mk, it))")
+        else:
+            self.scalar(item, "it", indent + 2, decode_text=True)
+            self.emit(indent + 2, f"{x}.append(it)")
+        self.leaves.append(_Leaf(k, "plain", read, final))
+        return self.leaves[-1]
 
     def record(self, schema: dict[str, Any], indent: int, seen: tuple[str, ...], nullable: bool) -> _Struct:
         name = schema.get("name", "")
@@ -190,6 +228,21 @@ class _Gen:
             nulls += [f"s{k} = False" for k in [*inner.structs, inner.index] if k >= 0]
         self.lines[mark : mark + 1] = ["    " * (indent + 1) + line for line in nulls]
         return inner
+
+
+def _simple_read_type(item: Any) -> pa.DataType:
+    """The Arrow type collection items are read as; raises _Unsupported for nested or odd items."""
+    if isinstance(item, str):
+        if item == "null":
+            raise _Unsupported("array of null")
+        return avro_to_arrow_type(item)
+    if not isinstance(item, dict) or item["type"] in ("record", "array", "map"):
+        raise _Unsupported("nested collection item")
+    logical = item.get("logicalType")
+    if logical == "decimal" or (item["type"] == "fixed" and int(item["size"]) == 0):
+        raise _Unsupported("collection item")
+    read = _LOGICAL_READ.get((item["type"], logical or ""))
+    return read if read is not None else avro_to_arrow_type(item)
 
 
 def _node_type(node: _Leaf | _Struct) -> pa.DataType:
