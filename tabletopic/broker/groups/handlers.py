@@ -43,6 +43,9 @@ Handler = Callable[[GroupCoordinator, RequestContext, Any], Awaitable[dict[str, 
 _NO_THROTTLE = datetime.timedelta(0)
 # DescribeGroups: "authorized operations not computed" (INT32_MIN), what Kafka sends when not asked.
 _OPERATIONS_OMITTED = -(2**31)
+# Without ACLs every principal may do everything a group supports: READ (3), DELETE (6), DESCRIBE (8),
+# as bits of Kafka's AclOperation codes.
+_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 # The only group type this coordinator runs (KIP-848 "consumer" groups are not served).
 _GROUP_TYPE = "classic"
 
@@ -213,7 +216,7 @@ async def handle_leave_group(
 # DescribeGroups (15), ListGroups (16), DeleteGroups (42)
 
 
-def _described(description: GroupDescription) -> dict[str, Any]:
+def _described(description: GroupDescription, operations: int) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "error_message": None,
@@ -232,7 +235,7 @@ def _described(description: GroupDescription) -> dict[str, Any]:
             }
             for m in description.members
         ],
-        "authorized_operations": _OPERATIONS_OMITTED,
+        "authorized_operations": operations,
     }
 
 
@@ -240,6 +243,9 @@ async def handle_describe_groups(
     coordinator: GroupCoordinator, ctx: RequestContext, request: Any
 ) -> dict[str, Any]:
     version = _version(request)
+    operations = (
+        _GROUP_OPERATIONS if getattr(request, "include_authorized_operations", False) else _OPERATIONS_OMITTED
+    )
     groups: list[dict[str, Any]] = []
     for group_id in request.groups:
         description = coordinator.describe_group(group_id)
@@ -251,7 +257,7 @@ async def handle_describe_groups(
         elif description is None:
             error, message = ErrorCode.none, None
         else:
-            groups.append(_described(description))
+            groups.append(_described(description, operations))
             continue
         groups.append(
             {

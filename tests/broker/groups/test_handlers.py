@@ -276,6 +276,9 @@ async def test_describe_groups_shows_members_metadata_and_assignment(
     )
     assert (member.member_metadata, member.member_assignment) == (SUBSCRIPTION, b"A")
     assert (unknown.error_code, unknown.group_state) == (ErrorCode.none, "Dead")
+    if version >= 3:
+        asked = kio(15, version, "DescribeGroupsRequest", groups=("g",), include_authorized_operations=True)
+        assert (await call(coordinator, 15, asked)).groups[0].authorized_operations == 328
 
 
 async def test_list_groups_filters_by_state_and_type(coordinator: GroupCoordinator) -> None:
