@@ -15,6 +15,7 @@ reports union branches at the wrong path.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,11 @@ import avro.name
 import avro.schema as avs
 
 from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema
+
+# Like Java, an unknown or misplaced logicalType is ignored (the schema stays valid); avro warns for
+# each, which a server would print per request. Filtering the category once is thread-safe, unlike
+# catch_warnings around every parse.
+warnings.filterwarnings("ignore", category=avro.errors.IgnoredLogicalType)
 
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 NAMED = frozenset({"record", "error", "enum", "fixed"})
