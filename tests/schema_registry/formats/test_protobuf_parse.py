@@ -409,3 +409,27 @@ def test_canonical_rendering_of_every_built_in_file_compiles_to_the_same_descrip
         text = render(proto, [files[d] for d in proto.dependency if d in files])
         compiled = compile_proto_files({name: text}, [name])[name]
         assert _without_json_names(compiled) == _without_json_names(proto), name
+
+
+def test_what_confluent_clients_send_and_fetch_round_trips() -> None:
+    # The helpers confluent-kafka's ProtobufSerializer/Deserializer use (pinned version).
+    from confluent_kafka.schema_registry.common.protobuf import _init_pool, _schema_to_str, _str_to_proto
+    from google.protobuf import descriptor_pool
+
+    files = {**REFS, "acme/orders.proto": ORDER}
+    producer_pool = independent_pool(files, "acme/orders.proto")
+    order_class = message_factory.GetMessageClass(producer_pool.FindMessageTypeByName("acme.orders.Order"))
+    order_file = order_class.DESCRIPTOR.file
+    [common_file] = [d for d in order_file.dependencies if d.name == "acme/common.proto"]
+
+    common = parse(_schema_to_str(common_file))
+    order = parse(_schema_to_str(order_file), {"acme/common.proto": _schema_to_str(common_file)})
+
+    consumer_pool = descriptor_pool.DescriptorPool()
+    _init_pool(consumer_pool)
+    consumer_pool.Add(_str_to_proto("acme/common.proto", common.serialized()))
+    consumer_pool.Add(_str_to_proto("acme/orders.proto", order.serialized()))
+    consumer_class = message_factory.GetMessageClass(consumer_pool.FindMessageTypeByName("acme.orders.Order"))
+    sent = order_class(id=5, card="x")
+    sent.total.units = 12
+    assert consumer_class.FromString(sent.SerializeToString()).total.units == 12
