@@ -79,7 +79,10 @@ class BrokerComponent:
             platform.engine, service.node_id, endpoint.host, endpoint.port, topic_partitions
         )
         await self._groups.start()
-        dispatcher.add(handlers_module.GROUP_HANDLERS, self._groups, GROUP_MAX_VERSIONS)
+        handlers = dict(handlers_module.GROUP_HANDLERS)
+        if 10 in handlers:
+            handlers[10] = _coordinator_on_callers_listener(service, handlers[10])
+        dispatcher.add(handlers, self._groups, GROUP_MAX_VERSIONS)
         platform.services["group_coordinator"] = self._groups
 
     async def stop(self) -> None:
@@ -91,6 +94,23 @@ class BrokerComponent:
             await self.service.stop()
         if self._own_store is not None:
             await self._own_store.close()
+
+
+def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: Any) -> Any:
+    """FindCoordinator answers with the endpoint of the listener the client came in on (a SASL
+    client must not be sent to the PLAINTEXT port); the coordinator itself only knows one address."""
+
+    async def handle(coordinator: Any, ctx: Any, request: Any) -> Any:
+        fields = await find_coordinator(coordinator, ctx, request)
+        endpoint = service.advertised_for(ctx)
+        if isinstance(fields, dict):
+            entries = [fields, *fields.get("coordinators", [])]
+            for entry in entries:
+                if entry.get("node_id") == service.node_id:
+                    entry["host"], entry["port"] = endpoint.host, endpoint.port
+        return fields
+
+    return handle
 
 
 async def _unused(target: Any, ctx: Any, request: Any) -> None:  # pragma: no cover - never routed

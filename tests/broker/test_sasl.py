@@ -72,6 +72,38 @@ def test_confluent_kafka_authenticates_on_the_sasl_listener(broker_process: Brok
 
 
 @pytest.mark.integration
+def test_consumer_group_on_the_sasl_listener_finds_its_coordinator_there(
+    broker_process: BrokerProcess,
+) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    bootstrap = f"127.0.0.1:{broker_process.sasl_port}"
+    auth = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "bob",
+        "sasl.password": "bob-secret",
+    }
+    topic = f"sasl-group-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": bootstrap, **auth})
+    producer.produce(topic, b"for the group")
+    assert producer.flush(30) == 0
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest", **auth}
+    )
+    consumer.subscribe([topic])
+    try:
+        deadline = 30.0
+        message = None
+        while deadline > 0 and message is None:
+            message = consumer.poll(1.0)
+            deadline -= 1
+        assert message is not None and message.value() == b"for the group"
+    finally:
+        consumer.close()
+
+
+@pytest.mark.integration
 def test_wrong_password_is_refused(broker_process: BrokerProcess) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
