@@ -376,3 +376,43 @@ def test_group_and_offsets_survive_a_broker_kill_without_a_rebalance(tmp_path: P
         consumer.close()
     finally:
         broker.stop()
+
+
+def test_aiokafka_members_split_partitions_and_the_survivor_takes_over(bootstrap: str) -> None:
+    from aiokafka import AIOKafkaConsumer
+
+    topic, group = f"aio2-{uuid.uuid4().hex[:6]}", f"aio2-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(bootstrap, topic, 4)
+
+    def consumer() -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=300,
+        )
+
+    async def settle(*members: AIOKafkaConsumer, expect: list[int]) -> list[set[int]]:
+        async with asyncio.timeout(60):
+            while True:
+                await asyncio.gather(*(m.getmany(timeout_ms=100) for m in members))
+                owned = [{tp.partition for tp in m.assignment()} for m in members]
+                if sorted(len(o) for o in owned) == expect and set().union(*owned) == {0, 1, 2, 3}:
+                    return owned
+
+    async def run() -> None:
+        first, second = consumer(), consumer()
+        await first.start()
+        await second.start()
+        try:
+            owned = await settle(first, second, expect=[2, 2])
+            assert not owned[0] & owned[1]
+        finally:
+            await second.stop()  # leaves the group
+        try:
+            await settle(first, expect=[4])
+        finally:
+            await first.stop()
+
+    asyncio.run(run())
