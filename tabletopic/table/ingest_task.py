@@ -164,10 +164,11 @@ class IngestTask:
 
         metadata, table = self._conformed()
         io = load_file_io(self.spec.io_properties, metadata.location)
+        # pyiceberg names files ``00000-<n>-<write_uuid>.parquet`` with ``n`` counting from 0 in
+        # every call, so tasks of one job sharing the job's uuid would all write (and overwrite) the
+        # same path: each task needs a uuid of its own.
         return list(
-            _dataframe_to_data_files(
-                table_metadata=metadata, write_uuid=uuid.UUID(self.spec.write_uuid), df=table, io=io
-            )
+            _dataframe_to_data_files(table_metadata=metadata, write_uuid=uuid.uuid4(), df=table, io=io)
         )
 
 
