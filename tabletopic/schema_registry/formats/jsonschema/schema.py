@@ -107,8 +107,10 @@ def iter_subschemas(schema: Any) -> Iterator[tuple[str, Any]]:
 class ParsedJsonSchema:
     """A validated JSON Schema plus everything needed to follow its ``$ref``s.
 
-    ``schema`` is the decoded document (a dict, or a boolean schema); ``references`` the referenced
-    documents by reference name, already decoded.
+    ``schema`` is the decoded document (a dict, or a boolean schema); ``dialect`` its metaschema
+    URI without the trailing ``#`` (draft 7 when ``$schema`` is absent); ``references`` the
+    referenced documents by reference name, already decoded; ``registry`` all of them loaded for
+    ``$ref`` resolution.
     """
 
     schema: JsonSchemaValue
