@@ -57,7 +57,7 @@ def compact(spark_factory: Callable[[], Any], spark_catalog: str, table: Table) 
     name = ".".join(table.name()[1:] if len(table.name()) > 2 else table.name())
     row = spark.sql(
         f"CALL {spark_catalog}.system.rewrite_data_files(table => '{name}', "
-        "options => map('min-input-files', '5'))"
+        "options => map('min-input-files', '5', 'delete-file-threshold', '1'))"
     ).first()
     result = row.asDict() if row is not None else {}
     log.info("compacted %s: %s", name, result)
