@@ -253,3 +253,25 @@ def test_pyiceberg_rest_client_round_trip(catalog: CatalogHandle) -> None:
     reloaded = catalog.backing.load_table("db.t")
     assert reloaded.scan().to_arrow().num_rows == 2
     assert "score" in reloaded.schema().column_names
+
+
+def test_register_of_unreadable_metadata_is_rejected_without_leaving_a_table(http: httpx.Client) -> None:
+    http.post("/namespaces", json={"namespace": ["db"]})
+    body = {"name": "r", "metadata-location": "file:///nonexistent/v1.metadata.json"}
+    assert_error(http.post("/namespaces/db/register", json=body), 400, "BadRequestException")
+    assert http.head("/namespaces/db/tables/r").status_code == 404
+
+
+def test_internal_failure_answers_500_in_spec_shape_and_keeps_the_connection_usable(
+    catalog: CatalogHandle, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http.post("/namespaces", json={"namespace": ["db"]})
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("backend exploded")
+
+    monkeypatch.setattr(catalog.backing, "load_table", broken)
+    error = assert_error(http.get("/namespaces/db/tables/t"), 500, "ServiceFailureException")
+    assert "backend exploded" in error["message"]
+    # Same keep-alive connection: the server must not have dropped it.
+    assert http.head("/namespaces/db").status_code == 204

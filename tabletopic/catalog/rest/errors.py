@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pydantic
 from fastapi import FastAPI, Request
@@ -117,4 +118,14 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RestCatalogError, on_error)
     for cls, _status, _type in ERROR_TABLE:
         app.add_exception_handler(cls, on_error)
-    app.add_exception_handler(Exception, on_error)
+
+    @app.middleware("http")
+    async def last_resort(request: Request, call_next: Any) -> Response:
+        # Anything no handler above claimed: answer in the spec's shape here, because Starlette's
+        # catch-all re-raises after responding and uvicorn then drops the client's keep-alive
+        # connection, failing its next, unrelated request too.
+        try:
+            response: Response = await call_next(request)
+            return response
+        except Exception as exc:
+            return await on_error(request, exc)

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from pyiceberg.catalog import Catalog, MetastoreCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.io import load_file_io
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
@@ -172,6 +174,13 @@ class CatalogService:
     def register_table(self, namespace: Identifier, body: RegisterTableBody) -> LoadedTable:
         if body.overwrite:
             raise NotImplementedError("register with overwrite is not supported")
+        # Read the metadata first: some backends record the table before loading it and would keep a
+        # row pointing at a file that does not exist.
+        try:
+            io = load_file_io(self.catalog.properties, body.metadata_location)
+            FromInputFile.table_metadata(io.new_input(body.metadata_location))
+        except (OSError, ValueError) as exc:
+            raise BadRequest(f"cannot read table metadata at {body.metadata_location}: {exc}") from exc
         table = self.catalog.register_table((*namespace, body.name), body.metadata_location)
         return self._loaded(table)
 
