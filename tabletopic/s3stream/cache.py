@@ -58,6 +58,7 @@ class Block:
     wal_marker: object | None = None
     generation: int = 0
     appends: int = 0
+    released: bool = False  # its bytes no longer count towards the upload backlog
 
 
 class LogCache:

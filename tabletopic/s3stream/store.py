@@ -103,6 +103,7 @@ class S3StreamStore:
         self._tasks: list[asyncio.Task[None]] = []
         self._wal: LocalWal | None = None
         self._space_freed = asyncio.Event()
+        self._pending_upload_bytes = 0  # object WAL: appended bytes whose batch is not committed
         # Held while the DB and the in-memory range index change together (upload commit) or while
         # compaction snapshots the DB, so compaction never sees an object the index lacks.
         self.commit_lock = asyncio.Lock()
@@ -295,8 +296,8 @@ class S3StreamStore:
         if isinstance(payload, memoryview):
             payload = bytes(payload)  # the caller may reuse its buffer; we keep the batch
         wal = self._wal
-        if wal is not None and wal.bytes_used > self.settings.wal_capacity_bytes:
-            await self._wait_for_wal_space(wal)
+        if self._backlog_bytes() > self.settings.wal_capacity_bytes:
+            await self._wait_for_space()
             state = self._stream(stream_id)
         base = state.next_end
         batch = StoredBatch(base, record_count, payload)
@@ -315,6 +316,7 @@ class S3StreamStore:
         else:
             uploaded = block.uploaded
             assert uploaded is not None
+            self._pending_upload_bytes += len(payload)
             if block.nbytes >= self.settings.object_batch_bytes:
                 self._seal()
             await uploaded
@@ -340,16 +342,24 @@ class S3StreamStore:
         self._upload_queue.put_nowait(block)
         return block
 
-    async def _wait_for_wal_space(self, wal: LocalWal) -> None:
-        """Backpressure: the WAL is full until an upload lets old segments go."""
+    def _backlog_bytes(self) -> int:
+        """Bytes waiting to be made durable in object storage: the WAL's size (local mode) or the
+        batch objects not yet committed (object mode)."""
+        if self._wal is not None:
+            return self._wal.bytes_used
+        return self._pending_upload_bytes
+
+    async def _wait_for_space(self) -> None:
+        """Backpressure: wait (bounded) until uploads bring the backlog under the WAL capacity."""
         if self.log_cache.current.nbytes:
             self._seal()
+        capacity = self.settings.wal_capacity_bytes
         deadline = time.monotonic() + self.settings.append_timeout_ms / 1000
-        while wal.bytes_used > self.settings.wal_capacity_bytes:
+        while self._backlog_bytes() > capacity:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise StorageUnavailable(
-                    f"the WAL is full ({wal.bytes_used} of {self.settings.wal_capacity_bytes} bytes) and "
+                    f"the WAL is full ({self._backlog_bytes()} of {capacity} bytes) and "
                     f"uploads to {self.objects.description} are not keeping up"
                 )
             self._space_freed.clear()
@@ -422,6 +432,7 @@ class S3StreamStore:
 
     def _fail_block(self, block: Block, error: Exception) -> None:
         self.log_cache.discard(block)
+        self._release_pending(block)
         if block.uploaded is not None and not block.uploaded.done():
             block.uploaded.set_exception(error)
             block.uploaded.exception()
@@ -448,6 +459,7 @@ class S3StreamStore:
                 self.inflight_objects.difference_update(oid for oid, _ in reserved)
         for block in blocks:
             block.committed = True
+            self._release_pending(block)
             if not self.local_wal:
                 self.metrics.appends.inc(block.appends)
                 self.metrics.append_bytes.inc(block.nbytes)
@@ -491,6 +503,12 @@ class S3StreamStore:
             state = self._streams.get(sid)
             if state is not None:
                 state.committed_end = max(state.committed_end, end)
+
+    def _release_pending(self, block: Block) -> None:
+        if not self.local_wal and not block.released:
+            block.released = True
+            self._pending_upload_bytes -= block.nbytes
+            self._space_freed.set()
 
     def _add_ranges(self, object_id: int, key: str, size: int, ranges: Iterable[Any]) -> None:
         for rng in ranges:
@@ -547,7 +565,9 @@ class S3StreamStore:
                 try:
                     candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
                 except ObjectNotFound:
-                    # Compaction swapped the object out after we looked it up: look up again once.
+                    # The object was swapped out by compaction (here or by another node sharing
+                    # the metadata DB): refresh this stream's ranges from the DB and retry once.
+                    await self._reload_ranges(stream_id, state)
                     candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
             progressed = False
             for batch in candidates:
@@ -562,6 +582,10 @@ class S3StreamStore:
             if not progressed:
                 break
         return result
+
+    async def _reload_ranges(self, stream_id: int, state: StreamState) -> None:
+        async with self.commit_lock:
+            state.set_ranges(await self._db(self.meta.load_ranges, [stream_id]))
 
     async def _read_objects(
         self, stream_id: int, state: StreamState, offset: int, want: int

@@ -150,3 +150,17 @@ async def test_background_compaction_runs_while_appending(local_harness: StoreHa
     assert len(await committed(store)) < 12
     drop_caches(store)
     await assert_intact(store, streams, 12, 300)
+
+
+async def test_a_reader_with_stale_ranges_refreshes_them_after_another_node_compacts(
+    local_harness: StoreHarness,
+) -> None:
+    local_harness.wal_mode = "object"
+    writer = await local_harness.open()
+    sid = await writer.create_stream()
+    await uploads(writer, [sid], 4, 900)
+    reader = await local_harness.open()  # a second node sharing the metadata DB and the bucket
+    await writer.compactor.run_once()
+    await writer.compactor.run_once()  # grace 0: the objects the reader knows are gone now
+    drop_caches(reader)
+    await assert_intact(reader, [sid], 4, 900)

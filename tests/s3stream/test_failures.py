@@ -92,3 +92,19 @@ async def test_a_full_wal_pushes_back_then_fails_with_a_clear_error(
     switchable.broken = False
     # Uploads resume, segments are released, appends flow again.
     assert await asyncio.wait_for(store.append(sid, b"again", 1), 10) == end
+
+
+async def test_object_wal_backlog_is_bounded_by_the_wal_capacity(
+    object_harness: StoreHarness, switchable: SwitchableStore
+) -> None:
+    store = await object_harness.open(
+        wal_capacity_bytes=32 * 1024, append_timeout_ms=300, object_batch_ms=2000
+    )
+    sid = await store.create_stream()
+    switchable.broken = True
+    pending = [asyncio.ensure_future(store.append(sid, payload_for(sid, i, 1000), 1)) for i in range(100)]
+    results = await asyncio.gather(*pending, return_exceptions=True)
+    assert any("WAL is full" in str(r) for r in results)
+    assert all(isinstance(r, StorageUnavailable) for r in results)
+    switchable.broken = False
+    assert await store.append(sid, b"ok", 1) == 0
