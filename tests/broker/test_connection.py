@@ -1,0 +1,130 @@
+"""KafkaConnection without a socket: frames fed whole, byte by byte and back to back give the same
+answers; a frame larger than the shared buffer is read into its own; in-flight requests past
+``queued.max.requests`` stop reading until answers drain."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+from tabletopic.broker.handlers import HANDLERS
+from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
+from tabletopic.broker.server import READ_BUFFER_BYTES, Dispatcher, KafkaConnection
+from tests.broker.batches import make_batch, produce_request
+from tests.broker.rawclient import decode_response, encode_request
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.written = bytearray()
+        self.paused = False
+        self.pause_calls = 0
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def writelines(self, pieces: list[Any]) -> None:
+        for piece in pieces:
+            self.written += piece
+
+    def pause_reading(self) -> None:
+        self.paused = True
+        self.pause_calls += 1
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 1234) if name == "peername" else None
+
+    def frames(self) -> list[bytes]:
+        result, data = [], bytes(self.written)
+        while data:
+            (length,) = struct.unpack_from(">i", data)
+            result.append(data[4 : 4 + length])
+            data = data[4 + length :]
+        return result
+
+
+def _connection(broker: Any, max_inflight: int = 64) -> tuple[KafkaConnection, FakeTransport]:
+    dispatcher = Dispatcher(broker)
+    dispatcher.add(HANDLERS, broker, MAX_VERSIONS)
+    broker.api_ranges = advertised_ranges(dispatcher.max_versions)
+    connection = KafkaConnection(dispatcher, "PLAINTEXT", None, 100 * 1024 * 1024, max_inflight)
+    transport = FakeTransport()
+    connection.connection_made(transport)  # type: ignore[arg-type]
+    return connection, transport
+
+
+def _feed(connection: KafkaConnection, data: bytes, chunk: int) -> None:
+    position = 0
+    while position < len(data):
+        buffer = connection.get_buffer(-1)
+        size = min(chunk, len(buffer), len(data) - position)
+        buffer[:size] = data[position : position + size]
+        connection.buffer_updated(size)
+        position += size
+
+
+async def _drain(transport: FakeTransport, frames: int) -> None:
+    for _ in range(500):
+        if len(transport.frames()) >= frames:
+            return
+        await asyncio.sleep(0.01)
+
+
+def _api_versions_frames(count: int) -> bytes:
+    request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    return b"".join(encode_request(request, i) for i in range(count))
+
+
+async def test_whole_bytewise_and_chunked_input_give_identical_answers(broker_service) -> None:
+    data = _api_versions_frames(5)
+    answers = []
+    for chunk in (len(data), 1, 7):
+        connection, transport = _connection(broker_service)
+        _feed(connection, data, chunk)
+        await _drain(transport, 5)
+        answers.append(transport.frames())
+    assert answers[0] == answers[1] == answers[2]
+    assert [decode_response(f, 18, 3)[0] for f in answers[0]] == [0, 1, 2, 3, 4]
+
+
+async def test_frame_larger_than_the_shared_buffer_is_read_whole(broker_service) -> None:
+    await broker_service.topics.create("big", 1)
+    batch = make_batch([b"z" * (READ_BUFFER_BYTES + 1000)])
+    data = encode_request(produce_request("big", 0, batch), 9) + _api_versions_frames(1)
+    connection, transport = _connection(broker_service)
+    _feed(connection, data, 65536)
+    await _drain(transport, 2)
+    frames = transport.frames()
+    assert decode_response(frames[0], 0, 9)[1].responses[0].partition_responses[0].base_offset == 0
+    assert decode_response(frames[1], 18, 3)[0] == 0
+
+
+async def test_reading_pauses_while_too_many_requests_are_in_flight(broker_service) -> None:
+    await broker_service.topics.create("t", 1)
+    connection, transport = _connection(broker_service, max_inflight=4)
+    # Long-polling fetches stay in flight until their max_wait ends.
+    from tests.broker.batches import fetch_request
+
+    data = b"".join(encode_request(fetch_request("t", 0, 0, max_wait=300), i) for i in range(6))
+    _feed(connection, data, len(data))
+    assert transport.paused
+    await _drain(transport, 6)
+    assert not transport.paused
+    assert transport.pause_calls >= 1
+
+
+async def test_oversized_length_prefix_closes_before_allocating(broker_service) -> None:
+    connection, transport = _connection(broker_service)
+    _feed(connection, struct.pack(">i", 200 * 1024 * 1024), 4)
+    assert transport.closed
+    assert connection._big is None
