@@ -249,11 +249,12 @@ class TableTopicConfig:
             )
         if self.value_transform is TransformType.NONE:
             # Without flatten the only columns are _kafka_*; partition/id columns must be among them.
-            for col in (*self.id_columns, *(p.column for p in self.partition_by)):
+            cdc = (self.cdc_field,) if self.cdc_field else ()
+            for col in (*self.id_columns, *(p.column for p in self.partition_by), *cdc):
                 root = col.split(".", 1)[0]
                 if not root.startswith("_kafka_"):
                     raise ValueError(
-                        f"column {col!r} in {ID_COLUMNS}/{PARTITION_BY} does not exist without "
+                        f"column {col!r} in {ID_COLUMNS}/{PARTITION_BY}/{CDC_FIELD} does not exist without "
                         f"{TRANSFORM_VALUE_TYPE}=flatten; only _kafka_* columns exist then"
                     )
 

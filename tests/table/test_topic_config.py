@@ -181,6 +181,7 @@ CROSS_BAD = [
     ({"transform.value.type": "flatten_debezium", "convert.value.type": "string"}, "not string"),
     ({"partition.by": "[month(ts)]"}, "does not exist without"),
     ({"id.columns": "[id]", "convert.value.type": "by_schema_id"}, "does not exist without"),
+    ({"id.columns": "[_kafka_key]", "cdc.field": "op"}, "does not exist without"),
     (
         {"id.columns": "[_from_debezium_key_]", **FLAT},
         "requires automq.table.topic.transform.value.type=flatten_debezium",
