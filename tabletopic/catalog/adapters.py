@@ -124,7 +124,7 @@ def catalog_spec(config: Config) -> CatalogSpec:
         raise ConfigError(
             f"Spark reaches a {kind} catalog through the built-in REST catalog: set catalog.listener"
         )
-    if access == "direct" and kind in ("builtin", "glue"):
+    if access == "direct" and kind in ("builtin", "glue", "sql"):
         raise ConfigError(f"Spark cannot reach a {kind} catalog directly; use catalog.spark.access=rest")
     return CatalogSpec(
         name=config.get(catalog_settings.CATALOG_NAME),

@@ -97,6 +97,7 @@ def test_sql_catalog_uses_psycopg3_for_plain_postgres_urls(tmp_path: Path) -> No
         {P + "type": "sql"},
         {P + "type": "glue", "catalog.listener": ""},
         {P + "type": "glue", "catalog.spark.access": "direct"},
+        {P + "type": "sql", P + "uri": "sqlite:///x.db", "catalog.spark.access": "direct"},
         {P + "type": "nessie"},
     ],
 )
