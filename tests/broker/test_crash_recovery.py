@@ -96,11 +96,17 @@ def test_acknowledged_messages_survive_sigkill_exactly_once(crash_broker: Broker
         assert sequence == sorted(sequence)
 
 
-def test_committed_group_offsets_survive_sigkill(crash_broker: BrokerProcess) -> None:
+def test_topics_configs_and_committed_group_offsets_survive_sigkill(crash_broker: BrokerProcess) -> None:
     from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
     topic = f"offsets-{uuid.uuid4().hex[:8]}"
-    clients.create_topic(crash_broker.bootstrap, topic, PARTITIONS)
+    admin = AdminClient({"bootstrap.servers": crash_broker.bootstrap})
+    new_topic = NewTopic(
+        topic, num_partitions=PARTITIONS, replication_factor=1, config={"retention.ms": "86400000"}
+    )
+    admin.create_topics([new_topic])[topic].result(30)
+    before = admin.list_topics(topic, timeout=10).topics[topic]
     clients.confluent_produce(
         crash_broker.bootstrap, topic, clients.make_messages(300, PARTITIONS, "o"), "none", True
     )
@@ -121,3 +127,10 @@ def test_committed_group_offsets_survive_sigkill(crash_broker: BrokerProcess) ->
     finally:
         consumer.close()
     assert [c.offset for c in committed] == [10, 20, 30]
+    admin = AdminClient({"bootstrap.servers": crash_broker.bootstrap})
+    metadata = admin.list_topics(topic, timeout=10).topics[topic]
+    assert len(metadata.partitions) == len(before.partitions) == PARTITIONS
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(30)
+    assert configs["retention.ms"].value == "86400000"
+    assert clients.confluent_consume(crash_broker.bootstrap, topic, PARTITIONS, 300)
