@@ -570,3 +570,31 @@ def test_a_registry_outage_fails_the_task_instead_of_skipping_records() -> None:
 
     with pytest.raises(ConnectionError):
         convert_records(records([wire(1, b"\x00")]), cfg(**{"schema.type": "schema"}), Down())
+
+
+def test_debezium_json_envelopes_with_differing_before_and_after_schemas() -> None:
+    lookup = MemoryLookup()
+    row_v1 = {"type": "object", "properties": {"id": {"type": "integer"}}}
+    row_v2 = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "before": row_v1,
+            "after": row_v2,
+            "op": {"type": "string"},
+            "ts_ms": {"type": "integer"},
+        },
+    }
+    sid = lookup.register("users-value", "JSON", schema)
+    values = [
+        wire(
+            sid, json.dumps({"before": None, "after": {"id": 1, "name": "a"}, "op": "c", "ts_ms": 3}).encode()
+        ),
+        wire(sid, json.dumps({"before": {"id": 1}, "after": None, "op": "d", "ts_ms": 4}).encode()),
+    ]
+    config = cfg(**{"convert.value.type": "by_schema_id", "transform.value.type": "flatten_debezium"})
+    result = convert_records(records(values), config, lookup)
+    assert result.batch is not None and result.failures == []
+    assert result.batch.column("id").to_pylist() == [1, 1]
+    assert result.batch.column("name").to_pylist() == ["a", None]
+    assert [c["op"] for c in result.batch.column("_cdc").to_pylist()] == ["I", "D"]

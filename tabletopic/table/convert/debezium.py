@@ -17,6 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tabletopic.table.convert.unify import SchemaConflict, conform_array, unify_types
+
 CDC_TYPE = pa.struct(
     [
         pa.field("op", pa.string()),
@@ -44,8 +46,20 @@ def flatten_debezium(
         reason = "value is not a Debezium envelope (needs op and before/after)"
         return pa.nulls(n, pa.struct([])), pa.nulls(n, CDC_TYPE), [False] * n, dict.fromkeys(range(n), reason)
     image_type = envelopes.type.field("after" if "after" in names else "before").type
-    after = _child(envelopes, "after", image_type, names)
-    before = _child(envelopes, "before", image_type, names)
+    if {"after", "before"} <= names and envelopes.type.field("before").type != image_type:
+        # Schemas that declare the two images separately (JSON Schema) may differ slightly.
+        try:
+            image_type = unify_types(envelopes.type.field("before").type, image_type, "before/after")
+        except SchemaConflict as exc:
+            reason = f"Debezium before and after images have conflicting types: {exc}"
+            return (
+                pa.nulls(n, pa.struct([])),
+                pa.nulls(n, CDC_TYPE),
+                [False] * n,
+                dict.fromkeys(range(n), reason),
+            )
+    after = conform_array(_child(envelopes, "after", image_type, names), image_type)
+    before = conform_array(_child(envelopes, "before", image_type, names), image_type)
     ops: list[Any] = _child(envelopes, "op", pa.string(), names).to_pylist()
     valid = envelopes.is_valid().to_pylist()
     after_ok = after.is_valid().to_pylist()
