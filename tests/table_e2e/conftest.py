@@ -1,0 +1,42 @@
+"""The one shared ``tabletopic serve`` node (Spark runner) of the table end-to-end tests.
+
+Starting a node costs a Spark JVM (~10-15 s, ~500 MB), so every test that only needs *a* node shares
+this one and keeps to topic names of its own (:func:`topic_name`). Tests that kill nodes start their
+own (see ``test_kill_matrix.py``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.table_e2e.node import TableNode
+
+# Spark in the node: two local cores and a modest heap (CI is a 2-core box shared by every suite).
+SPARK_NODE_SETTINGS = {
+    "table.job.runner": "spark",
+    "spark.master": "local[2]",
+    "spark.driver.memory": "768m",
+    "table.coordinator.poll.interval.ms": "200",
+    "log.level": "INFO",
+}
+
+
+@pytest.fixture(scope="session")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
+    """A node with the Spark runner shared by the whole test session."""
+    table_node = TableNode(Path(tmp_path_factory.mktemp("table-node")), dict(SPARK_NODE_SETTINGS))
+    table_node.start(timeout=180)
+    yield table_node
+    table_node.stop()
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> str:
+    """A topic name unique to this test (the shared node outlives every test)."""
+    base = request.node.name.removeprefix("test_")[:40]
+    cleaned = "".join(c if c.isalnum() else "_" for c in base)
+    return f"{cleaned}_{uuid.uuid4().hex[:6]}"

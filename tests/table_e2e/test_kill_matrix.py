@@ -1,0 +1,184 @@
+"""kill -9 at every crash point of the table pipeline, and at random moments: after a restart the
+table holds every record of the log exactly once (every acknowledged one among them).
+
+One separate node (not the shared one) is restarted per crash point. The coordinator's crash points
+run with the in-process runner, since a Spark JVM start per restart would dominate the suite's time;
+``table.task_write`` (inside a Spark task) runs with the Spark runner.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.table_e2e.conftest import SPARK_NODE_SETTINGS
+from tests.table_e2e.node import DeliveryLog, TableNode, table_configs, table_positions
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
+
+INPROCESS_SETTINGS = {
+    "table.job.runner": "inprocess",
+    "table.coordinator.poll.interval.ms": "200",
+    # A lease outlives a SIGKILL; the restarted node (same identity) takes it back at once.
+    "log.level": "INFO",
+}
+
+
+@pytest.fixture(scope="module")
+def crash_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
+    """One node restarted per crash point (same data dir and ports each time)."""
+    node = TableNode(Path(tmp_path_factory.mktemp("crash-node")), dict(INPROCESS_SETTINGS))
+    yield node
+    node.kill()
+
+
+class SteadyProducer:
+    """Produces small acks=all batches from a thread until stopped; survives broker restarts
+    (librdkafka retries in-flight records idempotently once the node is back)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        from confluent_kafka import Producer
+
+        self.topic = topic
+        self.partitions = partitions
+        self.log = DeliveryLog()
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 180_000,
+                "reconnect.backoff.max.ms": 500,
+            }
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.sent = 0
+
+    def start(self) -> SteadyProducer:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for _ in range(20):
+                self.producer.produce(
+                    self.topic,
+                    key=str(self.sent).encode(),
+                    value=f"record {self.sent}".encode(),
+                    partition=self.sent % self.partitions,
+                    on_delivery=self.log.callback(self.sent),
+                )
+                self.sent += 1
+            self.producer.poll(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def finish(self, timeout: float = 120) -> DeliveryLog:
+        remaining = self.producer.flush(timeout)
+        assert remaining == 0, f"{remaining} records never acknowledged"
+        return self.log
+
+
+def assert_log_in_table_exactly_once(node: TableNode, topic: str, log: DeliveryLog) -> None:
+    """Wait until the table caught up with the log, then compare row positions with the log."""
+    status = node.wait_committed(topic, log.end_offsets(), timeout=240)
+    status = node.wait_status(
+        topic,
+        lambda s: s["high_watermarks"] and s["committed_offsets"] == s["high_watermarks"],
+        120,
+        "committed offsets equal to the high watermarks",
+    )
+    rows = node.rows(topic)
+    positions = table_positions(rows)
+    duplicates = [p for p, n in Counter(positions).items() if n > 1]
+    assert not duplicates, f"duplicated rows at {duplicates[:10]}"
+    in_log = {(int(p), o) for p, hw in status["high_watermarks"].items() for o in range(hw)}
+    assert set(positions) == in_log, (
+        f"missing {sorted(in_log - set(positions))[:10]}, unexpected {sorted(set(positions) - in_log)[:10]}"
+    )
+    assert log.acked <= in_log, f"acknowledged but not in the log: {sorted(log.acked - in_log)[:10]}"
+    values = dict(zip(positions, (r["_kafka_value"] for r in rows), strict=True))
+    for position, value in log.values.items():
+        assert values[position] == f"record {value}"
+
+
+def run_crash_point(node: TableNode, topic: str, point: str, partitions: int = 2) -> None:
+    if node.alive:
+        node.stop()
+    node.start(env={"TABLETOPIC_CRASH_AT": point})
+    node.create_topic(topic, table_configs(convert_value_type="string"), partitions=partitions)
+    producer = SteadyProducer(node.bootstrap, topic, partitions).start()
+    try:
+        died = node.wait_dead(120)
+        assert died, f"the node never reached crash point {point}:\n{node.log_tail()}"
+    finally:
+        producer.stop()
+    node.start()  # no crash variable this time
+    log = producer.finish()
+    assert log.acked, "nothing was acknowledged"
+    assert_log_in_table_exactly_once(node, topic, log)
+
+
+@pytest.mark.parametrize(
+    "point", ["table.planned", "table.before_commit:2", "table.after_commit", "table.after_commit:3"]
+)
+def test_kill_at_coordinator_crash_point_then_restart_commits_everything_once(
+    crash_node: TableNode, point: str
+) -> None:
+    topic = f"crash_{point.replace('.', '_').replace(':', '_')}"
+    run_crash_point(crash_node, topic, point)
+
+
+def test_random_sigkills_during_steady_produce_and_ingest(crash_node: TableNode) -> None:
+    topic = "crash_random"
+    if crash_node.alive:
+        crash_node.stop()
+    crash_node.start()
+    crash_node.create_topic(topic, table_configs(convert_value_type="string"), partitions=3)
+    producer = SteadyProducer(crash_node.bootstrap, topic, 3).start()
+    rng = random.Random()
+    try:
+        for _ in range(2):
+            time.sleep(rng.uniform(2.0, 6.0))
+            crash_node.kill()
+            time.sleep(rng.uniform(0.0, 1.0))
+            crash_node.start()
+        time.sleep(2)
+    finally:
+        producer.stop()
+    log = producer.finish()
+    assert_log_in_table_exactly_once(crash_node, topic, log)
+
+
+@pytest.mark.spark
+def test_kill_inside_a_spark_task_write_then_restart_commits_everything_once(tmp_path: Path) -> None:
+    """``table.task_write`` SIGKILLs the Spark Python worker while it writes data files: the job
+    fails, nothing is committed for it, and after a restart (without the variable) the table is exact."""
+    node = TableNode(tmp_path / "spark-crash", dict(SPARK_NODE_SETTINGS))
+    topic = "crash_task_write"
+    try:
+        node.start(env={"TABLETOPIC_CRASH_AT": "table.task_write"}, timeout=180)
+        node.create_topic(topic, table_configs(convert_value_type="string"), partitions=2)
+        producer = SteadyProducer(node.bootstrap, topic, 2).start()
+        try:
+            node.wait_status(topic, lambda s: bool(s["last_error"]), 240, "a failed ingest job")
+            status = node.table_status(topic)
+            assert status is not None and status["commits"] == 0
+        finally:
+            producer.stop()
+        node.kill()
+        node.start(timeout=180)
+        log = producer.finish()
+        assert_log_in_table_exactly_once(node, topic, log)
+    finally:
+        node.kill()
