@@ -25,7 +25,7 @@ from tabletopic.crashpoints import crash_point
 from tabletopic.s3stream.objects import fetch_slice
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.table.convert.rows import FailedRecord, RecordConversionError, RecordConverter, convert_slice
-from tabletopic.table.convert.unify import SchemaConflict, unify_schemas
+from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
 from tabletopic.table.job import JobResult, JobSpec, MergeRequest
 from tabletopic.table.topic_config import TableTopicConfig
 from tabletopic.table.worker import WorkItem
@@ -143,7 +143,9 @@ class IngestTask:
 
         metadata = self._table_metadata()
         target = schema_to_pyarrow(metadata.schema(), include_field_ids=False)
-        return metadata, pa.Table.from_batches([conform(b, target) for b in self.batches], schema=target)
+        return metadata, pa.Table.from_batches(
+            [conform_batch(b, target) for b in self.batches], schema=target
+        )
 
     def _stage(self) -> str:
         """Write the rows as one plain Parquet file for the MERGE; returns its location."""
@@ -170,34 +172,6 @@ class IngestTask:
         return list(
             _dataframe_to_data_files(table_metadata=metadata, write_uuid=uuid.uuid4(), df=table, io=io)
         )
-
-
-def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """Reshape ``batch`` to the table's Arrow schema: columns the data lacks become nulls (rows from
-    an older schema version), types widen to the table's, field order follows the table."""
-    arrays = [
-        _conform_array(batch.column(f.name) if f.name in batch.schema.names else None, f.type, batch.num_rows)
-        for f in target
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=target)
-
-
-def _conform_array(array: pa.Array | None, target: pa.DataType, length: int) -> pa.Array:
-    if array is None:
-        return pa.nulls(length, type=target)
-    if array.type == target:
-        return array
-    if pa.types.is_struct(target) and pa.types.is_struct(array.type):
-        names = {array.type.field(i).name for i in range(array.type.num_fields)}
-        children = [
-            _conform_array(array.field(f.name) if f.name in names else None, f.type, len(array))
-            for f in target
-        ]
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
-    if pa.types.is_list(target) and (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)):
-        values = _conform_array(array.values, target.value_type, len(array.values))
-        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
-    return array.cast(target)
 
 
 def run_task(spec: JobSpec, item_json: Iterable[str]) -> Iterator[pa.RecordBatch]:
