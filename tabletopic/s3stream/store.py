@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 INDEX_CACHE_ENTRIES = 4096
+MAX_PREFETCHES = 8
 
 
 class StreamState:
@@ -97,8 +98,9 @@ class S3StreamStore:
         self.block_cache = BlockCache(settings.block_cache_bytes)
         self._db_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="s3stream-db")
         self._streams: dict[int, StreamState] = {}
-        self._index_cache: OrderedDict[str, list[BlockEntry]] = OrderedDict()
+        self._index_cache: OrderedDict[str, dict[int, list[BlockEntry]]] = OrderedDict()
         self._inflight_reads: dict[tuple[str, int], asyncio.Future[list[StoredBatch]]] = {}
+        self._prefetches: set[asyncio.Future[None]] = set()
         self._upload_queue: asyncio.Queue[Block] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._wal: LocalWal | None = None
@@ -202,8 +204,13 @@ class S3StreamStore:
                 await asyncio.wait_for(self._drain(), timeout=self.settings.append_timeout_ms / 1000)
             except (TimeoutError, StreamError) as exc:
                 log.warning("could not upload everything before closing (the WAL keeps it): %s", exc)
-        for task in self._tasks:
+        for task in [*self._tasks, *self._prefetches]:
             task.cancel()
+        for prefetch in list(self._prefetches):
+            try:
+                await prefetch
+            except asyncio.CancelledError:
+                pass
         for task in self._tasks:
             try:
                 await task
@@ -603,7 +610,14 @@ class S3StreamStore:
         cached = self.block_cache.get(rng.object_key, blocks[first].position)
         self.metrics.cache_read("block", cached is not None)
         if cached is not None:
+            self._maybe_prefetch(rng, blocks, first)
             return cached
+        return await self._load_blocks(rng, blocks, first, max(want, self.settings.readahead_bytes))
+
+    async def _load_blocks(
+        self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
+    ) -> list[StoredBatch]:
+        """Read ``blocks[first]`` (and readahead) unless the same read is already under way."""
         key = (rng.object_key, blocks[first].position)
         inflight = self._inflight_reads.get(key)
         if inflight is not None:
@@ -611,7 +625,7 @@ class S3StreamStore:
         future: asyncio.Future[list[StoredBatch]] = asyncio.get_running_loop().create_future()
         self._inflight_reads[key] = future
         try:
-            batches = await self._read_blocks(rng, blocks, first, max(want, self.settings.readahead_bytes))
+            batches = await self._read_blocks(rng, blocks, first, want)
             future.set_result(batches)
             return batches
         except BaseException as exc:
@@ -621,22 +635,48 @@ class S3StreamStore:
         finally:
             del self._inflight_reads[key]
 
+    def _maybe_prefetch(self, rng: RangeRow, blocks: list[BlockEntry], current: int) -> None:
+        """Sequential readers: once less than half a readahead window is cached ahead of the block
+        being read, fetch the next window in the background so the reader never waits on a GET."""
+        window = self.settings.readahead_bytes
+        if window <= 0 or len(self._prefetches) >= MAX_PREFETCHES:
+            return
+        ahead = 0
+        for index in range(current + 1, len(blocks)):
+            if ahead >= window // 2:
+                return
+            key = (rng.object_key, blocks[index].position)
+            if key not in self.block_cache:
+                if key not in self._inflight_reads:
+                    task = asyncio.ensure_future(self._prefetch(rng, blocks, index, window))
+                    self._prefetches.add(task)
+                    task.add_done_callback(self._prefetches.discard)
+                return
+            ahead += blocks[index].size
+
+    async def _prefetch(self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int) -> None:
+        try:
+            await self._load_blocks(rng, blocks, first, want)
+        except Exception as exc:  # the reader retries on demand and reports real errors
+            log.debug("prefetch of %s failed: %s", rng.object_key, exc)
+
     async def _blocks_of(self, rng: RangeRow) -> list[BlockEntry]:
-        entries = self._index_cache.get(rng.object_key)
-        if entries is None:
+        """The blocks of ``rng`` from the object's index (read once, then cached per stream)."""
+        by_stream = self._index_cache.get(rng.object_key)
+        if by_stream is None:
             entries = await asyncio.get_running_loop().run_in_executor(
                 self.objects._executor, read_index, self.objects.store, rng.object_key, rng.object_size
             )
-            self._index_cache[rng.object_key] = entries
+            by_stream = {}
+            for entry in entries:
+                by_stream.setdefault(entry.stream_id, []).append(entry)
+            self._index_cache[rng.object_key] = by_stream
             while len(self._index_cache) > INDEX_CACHE_ENTRIES:
                 self._index_cache.popitem(last=False)
         else:
             self._index_cache.move_to_end(rng.object_key)
-        return [
-            b
-            for b in entries
-            if b.stream_id == rng.stream_id and rng.position <= b.position < rng.position + rng.size
-        ]
+        end = rng.position + rng.size
+        return [b for b in by_stream.get(rng.stream_id, ()) if rng.position <= b.position < end]
 
     async def _read_blocks(
         self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int

@@ -90,7 +90,11 @@ async def test_a_full_wal_pushes_back_then_fails_with_a_clear_error(
     end = store.stream_info(sid).end_offset
     assert end >= 50
     switchable.broken = False
-    # Uploads resume, segments are released, appends flow again.
+    # Uploads resume (after their backoff), segments are released, appends flow again.
+    for _ in range(200):
+        if store._backlog_bytes() <= 64 * 1024:
+            break
+        await asyncio.sleep(0.05)
     assert await asyncio.wait_for(store.append(sid, b"again", 1), 10) == end
 
 
