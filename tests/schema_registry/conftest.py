@@ -3,15 +3,40 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from tabletopic import metadata
 from tabletopic.config import Config
+from tabletopic.schema_registry import storage
 from tabletopic.schema_registry.api import create_app
 from tests.schema_registry.server import RegistryProcess
+from tests.support.postgres import PostgresServer
+
+
+@pytest.fixture(scope="session")
+def registry_postgres_url(postgres_server: PostgresServer) -> str:
+    """One PostgreSQL database for the API tests, emptied before each (creating a database per test
+    costs more than the test)."""
+    return postgres_server.create_database(f"registry_{uuid.uuid4().hex[:8]}")
+
+
+def empty_registry_tables(url: str) -> None:
+    engine = metadata.create_engine(url)
+    try:
+        metadata.migrate(engine, "schema_registry", storage.MIGRATIONS)
+        with engine.begin() as conn:
+            for table in reversed(storage.metadata.sorted_tables):
+                if table is not storage.counters_table:
+                    conn.execute(sa.delete(table))
+            conn.execute(sa.update(storage.counters_table).values(value=0))
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -19,7 +44,9 @@ def registry_config(request: pytest.FixtureRequest, tmp_path: Path) -> Config:
     """Every API behaviour test runs once per metadata database engine."""
     values = {"data.dir": str(tmp_path / "data"), "schema.registry.max.request.bytes": "65536"}
     if request.param == "postgres":
-        values["metadata.url"] = request.getfixturevalue("postgres_url")
+        url = request.getfixturevalue("registry_postgres_url")
+        empty_registry_tables(url)
+        values["metadata.url"] = url
     return Config(values)
 
 
