@@ -1,0 +1,38 @@
+"""``tabletopic demo`` as a newcomer runs it: a subprocess against a running node."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.table_e2e.node import TableNode
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
+
+
+def test_demo_produces_waits_for_the_commit_and_prints_a_spark_sql_result(
+    node: TableNode, topic_name: str
+) -> None:
+    topic = f"{topic_name}.orders"
+    done = subprocess.run(
+        [sys.executable, "-m", "tabletopic", "demo", "-n", "250", "--topic", topic, *node.cli_options],
+        capture_output=True,
+        text=True,
+        timeout=360,
+        env=dict(os.environ, COLUMNS="200", TABLETOPIC_LOG_LEVEL="WARNING"),
+    )
+    output = done.stdout
+    assert done.returncode == 0, f"{output}\n{done.stderr}"
+    assert f"created table topic {topic}" in output
+    assert "250 orders acknowledged" in output
+    assert f"committed to Iceberg table {topic_name}.orders" in output
+    assert "revenue" in output and "customer" in output  # the query's header
+    assert any(name in output for name in ("ada", "grace", "linus"))
+    assert "tabletopic sql --data-dir" in output and f"FROM {topic_name}.orders" in output
+
+    table = node.catalog().load_table(f"{topic_name}.orders")
+    assert len(table.scan().to_arrow()) == 250
+    assert [type(f.transform).__name__ for f in table.spec().fields] == ["DayTransform"]

@@ -1,0 +1,138 @@
+"""Upsert and CDC table topics end to end (``upsert.enable`` + ``id.columns``, ``cdc.field``,
+Debezium deletes): the table holds the latest row per key, deletes remove rows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.table_e2e.node import DeliveryLog, TableNode, table_configs
+from tests.table_e2e.producers import produce
+from tests.table_e2e.test_formats import DEBEZIUM_ENVELOPE
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
+
+ACCOUNT = {
+    "type": "record",
+    "name": "Account",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "owner", "type": "string"},
+        {"name": "balance", "type": "long"},
+        {"name": "op", "type": "string", "default": "U"},
+    ],
+}
+
+
+def serializer(node: TableNode, schema: dict[str, Any]) -> Any:
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    return AvroSerializer(node.registry(), json.dumps(schema))
+
+
+def by_key(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    keyed: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        assert row["id"] not in keyed, f"two rows for id {row['id']}"
+        keyed[row["id"]] = row
+    return keyed
+
+
+def test_upsert_keeps_the_latest_row_per_key(node: TableNode, topic_name: str) -> None:
+    node.create_topic(
+        topic_name,
+        table_configs(
+            convert_value_type="by_schema_id",
+            transform_value_type="flatten",
+            upsert_enable="true",
+            id_columns="[id]",
+        ),
+        partitions=2,
+    )
+    log = DeliveryLog()
+    ser = serializer(node, ACCOUNT)
+    # Round 1 inserts; round 2 updates half of them twice in one batch (the later wins); round 3 in a
+    # later commit updates some again.
+    rounds = [
+        [{"id": i, "owner": f"o{i}", "balance": 100, "op": "I"} for i in range(20)],
+        [{"id": i, "owner": f"o{i}", "balance": b, "op": "U"} for i in range(0, 20, 2) for b in (200, 300)],
+        [{"id": i, "owner": f"o{i}-new", "balance": 400, "op": "U"} for i in range(0, 20, 4)],
+    ]
+    for values in rounds:
+        produce(node, topic_name, values, ser, key=lambda _i, v: str(v["id"]), log=log)
+        node.wait_committed(topic_name, log.end_offsets(), timeout=180)
+    rows = by_key(node.rows(topic_name))
+    assert set(rows) == set(range(20))
+    for i, row in rows.items():
+        expected = 400 if i % 4 == 0 else 300 if i % 2 == 0 else 100
+        assert row["balance"] == expected, (i, row)
+        assert row["owner"] == (f"o{i}-new" if i % 4 == 0 else f"o{i}")
+
+
+def test_cdc_field_applies_inserts_updates_and_deletes(node: TableNode, topic_name: str) -> None:
+    node.create_topic(
+        topic_name,
+        table_configs(
+            convert_value_type="by_schema_id",
+            transform_value_type="flatten",
+            cdc_field="op",
+            id_columns="[id]",
+        ),
+    )
+    log = DeliveryLog()
+    ser = serializer(node, ACCOUNT)
+    inserts = [{"id": i, "owner": f"o{i}", "balance": i, "op": "I"} for i in range(10)]
+    changes = [
+        *({"id": i, "owner": f"o{i}", "balance": 1000 + i, "op": "U"} for i in range(0, 10, 3)),
+        *({"id": i, "owner": f"o{i}", "balance": 0, "op": "D"} for i in (1, 4, 7)),
+        {"id": 4, "owner": "o4-again", "balance": 44, "op": "I"},  # re-inserted after its delete
+    ]
+    for values in (inserts, changes):
+        produce(node, topic_name, values, ser, key=lambda _i, v: str(v["id"]), log=log)
+        node.wait_committed(topic_name, log.end_offsets(), timeout=180)
+    rows = by_key(node.rows(topic_name))
+    assert set(rows) == set(range(10)) - {1, 7}
+    assert rows[4]["owner"] == "o4-again" and rows[4]["balance"] == 44
+    for i in (0, 3, 6, 9):
+        assert rows[i]["balance"] == 1000 + i
+
+
+def test_debezium_deletes_remove_rows_from_an_upsert_table(node: TableNode, topic_name: str) -> None:
+    node.create_topic(
+        topic_name,
+        table_configs(
+            convert_value_type="by_schema_id",
+            transform_value_type="flatten_debezium",
+            upsert_enable="true",
+            id_columns="[id]",
+        ),
+    )
+    source = {"db": "inventory", "table": "customers"}
+    creates = [
+        {"before": None, "after": {"id": i, "email": f"{i}@a"}, "op": "c", "ts_ms": i, "source": source}
+        for i in range(10)
+    ]
+    changes = [
+        {
+            "before": {"id": 2, "email": "2@a"},
+            "after": {"id": 2, "email": "2@b"},
+            "op": "u",
+            "source": source,
+        },
+        {"before": {"id": 5, "email": "5@a"}, "after": None, "op": "d", "source": source},
+        {"before": {"id": 8, "email": "8@a"}, "after": None, "op": "d", "source": source},
+    ]
+    log = DeliveryLog()
+    ser = serializer(node, DEBEZIUM_ENVELOPE)
+    for values in (creates, changes):
+        values = [{"ts_ms": None, **v} for v in values]
+        produce(
+            node, topic_name, values, ser, key=lambda _i, v: str((v["after"] or v["before"])["id"]), log=log
+        )
+        node.wait_committed(topic_name, log.end_offsets(), timeout=180)
+    rows = by_key(node.rows(topic_name))
+    assert set(rows) == set(range(10)) - {5, 8}
+    assert rows[2]["email"] == "2@b"
+    assert rows[2]["_cdc"]["op"] == "U"
