@@ -351,9 +351,11 @@ class SchemaRegistry(PolicyStore):
 
     def _versions_of(self, schema_id: int, deleted: bool) -> list[VersionRow]:
         def run(conn: Connection) -> list[VersionRow]:
-            if storage.schema_by_id(conn, schema_id) is None:
+            rows = storage.versions_of_schema(conn, schema_id, deleted)
+            # Like Confluent: an id only soft-deleted versions use has no subjects unless asked.
+            if not rows:
                 raise schema_not_found(schema_id)
-            return storage.versions_of_schema(conn, schema_id, deleted)
+            return rows
 
         return self._read(run)
 

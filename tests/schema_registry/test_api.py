@@ -256,6 +256,9 @@ def test_soft_then_permanent_version_delete_follows_confluent_rules(api: TestCli
     assert ok(api.get("/subjects/s/versions/1", params={"deleted": "true"}))["id"] == 1
     assert ok(api.get("/subjects/s/versions", params={"deleted": "true"})) == [1, 2]
     assert ok(api.get("/schemas/ids/1"))["schema"]  # soft-deleted schemas stay readable by id
+    error(api.get("/schemas/ids/1/subjects"), 404, 40403)
+    assert ok(api.get("/schemas/ids/1/subjects?deleted=true")) == ["s"]
+    assert ok(api.get("/schemas/ids/1/versions?deleted=true")) == [{"subject": "s", "version": 1}]
     assert ok(api.delete("/subjects/s/versions/1?permanent=true")) == 1
     error(api.get("/schemas/ids/1"), 404, 40403)
     error(api.delete("/subjects/s/versions/9"), 404, 40402)
