@@ -6,7 +6,7 @@ Over HTTP against a registry process (SQLite metadata DB, the default):
 In process: lookup-by-id through the table pipeline's ``CachedSchemaLookup`` (cached and uncached)
 and the pure compatibility check (``reader_can_read``).
 
-Usage: python bench/registry_bench.py [--seconds 2] [--metadata-url postgresql+psycopg://...]
+Usage: python bench/registry_bench.py [--seconds 2] [--postgres | --metadata-url postgresql+psycopg://...]
 """
 
 from __future__ import annotations
@@ -97,11 +97,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--fields", type=int, default=50)
     parser.add_argument("--metadata-url", default=None)
+    parser.add_argument("--postgres", action="store_true", help="run against a throwaway PostgreSQL server")
     args = parser.parse_args()
     seconds, fields = args.seconds, args.fields
+    server = None
+    if args.postgres:
+        from tests.support.postgres import PostgresServer
+
+        server = PostgresServer().start()
+        args.metadata_url = server.create_database("registry_bench")
+    try:
+        run(args.metadata_url, seconds, fields)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def run(metadata_url: str | None, seconds: float, fields: int) -> None:
 
     with tempfile.TemporaryDirectory(prefix="registry-bench-") as data_dir:
-        process, url = start_server(data_dir, args.metadata_url)
+        process, url = start_server(data_dir, metadata_url)
         try:
             print(f"registry at {url}, {fields}-field Avro record, {seconds:.1f}s per figure")
             with httpx.Client(base_url=url, timeout=30) as http:
@@ -146,9 +161,7 @@ def main() -> None:
             process.terminate()
             process.wait(15)
 
-        config = Config(
-            {"data.dir": data_dir, **({"metadata.url": args.metadata_url} if args.metadata_url else {})}
-        )
+        config = Config({"data.dir": data_dir, **({"metadata.url": metadata_url} if metadata_url else {})})
         engine, registry = open_registry(config)
         try:
             lookup = CachedSchemaLookup(registry)
