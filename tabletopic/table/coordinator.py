@@ -64,6 +64,9 @@ class PipelineStatus:
     commits: int = 0
     last_error: str | None = None
     last_job_seconds: float | None = None
+    # Where the last committed job's time went: the tasks' read/decode/write seconds (summed over
+    # tasks), the job's wall time and the conditional commit's, for benches and tuning.
+    last_job_timings: dict[str, float] = field(default_factory=dict)
     # Produce time of the oldest record not yet committed, for freshness (lag in seconds).
     oldest_pending_since: float | None = None
 
@@ -90,6 +93,7 @@ class PipelineStatus:
             "commits": self.commits,
             "last_error": self.last_error,
             "last_job_seconds": self.last_job_seconds,
+            "last_job_timings": dict(self.last_job_timings),
         }
 
 
@@ -185,6 +189,7 @@ class TopicPipeline:
         if job.skipped:
             await self._dead_letter(config, job.skipped)
         crash_point("table.before_commit")
+        commit_started = time.monotonic()
         try:
             await asyncio.to_thread(self._ctx.leases.confirm, lease)
             assert table is not None
@@ -220,6 +225,11 @@ class TopicPipeline:
         self.status.records_lost_to_retention += lost
         self.status.commits += 1
         self.status.last_error = None
+        self.status.last_job_timings = {
+            **job.timings,
+            "job": self.status.last_job_seconds or 0.0,
+            "commit": time.monotonic() - commit_started,
+        }
         if self._ctx.observer is not None:
             self._ctx.observer.committed(self.topic, job, time.monotonic() - started)
         await self._maintain(table, config)
