@@ -422,7 +422,7 @@ def test_stored_schemas_of_a_format_missing_on_this_node_answer_422_not_500(
 ) -> None:
     ok(register(api, "j", json.dumps({"type": "object"}), schemaType="JSON"))
     monkeypatch.setitem(loader.FORMATS, "JSON", ("tabletopic.no_such_module:FORMAT", "jsonschema"))
-    loader.get_format.cache_clear()
+    loader.forget_loaded()
     try:
         # A fresh app (empty parse caches) over the same database, as on another node.
         with TestClient(create_app(registry_config), raise_server_exceptions=False) as other:
@@ -433,4 +433,4 @@ def test_stored_schemas_of_a_format_missing_on_this_node_answer_422_not_500(
             assert "JSON" not in ok(other.get("/schemas/types"))
     finally:
         monkeypatch.undo()
-        loader.get_format.cache_clear()
+        loader.forget_loaded()

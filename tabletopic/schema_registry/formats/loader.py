@@ -25,19 +25,23 @@ class FormatUnavailable(InvalidSchema):
     """The schema type is unknown, or its module cannot be imported here."""
 
 
-@cache
 def get_format(schema_type: str | None) -> SchemaFormat:
-    """The format for ``schema_type`` (``None`` means Avro, as in Confluent's API).
+    """The format for ``schema_type`` (``None`` means Avro, as in Confluent's API; any case).
 
     Raises:
         FormatUnavailable: unknown type, or its implementation failed to import.
     """
-    name = (schema_type or DEFAULT_SCHEMA_TYPE).upper()
+    return _load((schema_type or DEFAULT_SCHEMA_TYPE).upper())
+
+
+@cache
+def _load(name: str) -> SchemaFormat:
+    # Cached per upper-cased name only (failures are not cached, so a module that lands later is
+    # picked up); arbitrary request strings therefore never grow the cache.
     entry = FORMATS.get(name)
     if entry is None:
-        raise FormatUnavailable(
-            f"unknown schemaType {schema_type!r}; supported types are {', '.join(FORMATS)}"
-        )
+        shown = name if len(name) <= 40 else name[:37] + "..."
+        raise FormatUnavailable(f"unknown schemaType {shown!r}; supported types are {', '.join(FORMATS)}")
     path, extra = entry
     module_name, _, attribute = path.partition(":")
     try:
@@ -51,6 +55,11 @@ def get_format(schema_type: str | None) -> SchemaFormat:
     if fmt is None:
         raise FormatUnavailable(f"schemaType {name} is not available: {module_name} defines no {attribute}")
     return fmt
+
+
+def forget_loaded() -> None:
+    """Drop loaded formats so the next call imports again (tests that swap the table)."""
+    _load.cache_clear()
 
 
 def _discover(module: object, name: str) -> SchemaFormat | None:
