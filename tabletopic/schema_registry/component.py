@@ -77,7 +77,9 @@ class RegistryComponent:
         listener = platform.config.get(settings.LISTENER)
         if listener:
             app = create_app(platform.config, self.registry, metrics=platform.metrics)
-            app.state.cluster_id = platform.services.get("cluster_id", "tabletopic")
+            # /v1/metadata/id reports the Kafka cluster this registry serves (the broker starts first).
+            broker = platform.services.get("broker")
+            app.state.cluster_id = getattr(broker, "cluster_id", "") or "tabletopic"
             self._http = HttpService("schema registry", app, listener)
             await self._http.start()
 
