@@ -125,7 +125,7 @@ def test_tolerance_all_skips_undecodable_and_unconvertible_records(node: TableNo
     ]
     values[3] = POISON  # cannot be decoded (invalid data)
     # decodes fine but is no Debezium envelope: a conversion failure only `all` skips
-    values[8] = avro_bytes(node, topic_name, NOT_AN_ENVELOPE, {"id": 8})
+    values[8] = avro_bytes(node, f"{topic_name}_plain", NOT_AN_ENVELOPE, {"id": 8})
     log = DeliveryLog()
     produce_bytes(node, topic_name, values, log=log)
     status = node.wait_committed(topic_name, log.end_offsets())
