@@ -209,8 +209,9 @@ class SchemaRegistry(PolicyStore):
         )
 
         def run(conn: Connection) -> tuple[int, int]:
-            storage.lock_ids(conn)
             mode = self._writable(conn, subject)
+            # The references were resolved before this transaction; they must still be there.
+            self._resolve(conn, candidate.references)
             if mode is not Mode.IMPORT and schema_id is not None and schema_id >= 0:
                 raise RegistryError(
                     ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is not in import mode"
