@@ -257,3 +257,56 @@ def test_level_names_parse_in_any_case_and_reject_garbage() -> None:
     assert CompatibilityLevel.parse("Backward") is CompatibilityLevel.BACKWARD
     for garbage in ("", "SIDEWAYS", None, 3, ["FULL"]):
         assert CompatibilityLevel.parse(garbage) is None
+
+
+# (rule, old schema, new schema, BACKWARD ok (new reads old), FORWARD ok (old reads new))
+EVOLUTIONS: list[tuple[str, Any, Any, bool, bool]] = [
+    ("add field with default", V1, V2_ADD_DEFAULTED, True, True),
+    ("add field without default", V1, V2_ADD_REQUIRED, False, True),
+    ("remove field with default", V2_ADD_DEFAULTED, V1, True, True),
+    ("remove field without default", V2_ADD_REQUIRED, V1, True, False),
+    ("int to long", rec(field("a", "int")), rec(field("a", "long")), True, False),
+    ("long to double", rec(field("a", "long")), rec(field("a", "double")), True, False),
+    ("float to double", rec(field("a", "float")), rec(field("a", "double")), True, False),
+    ("string to bytes", rec(field("a", "string")), rec(field("a", "bytes")), True, True),
+    ("int to string", rec(field("a", "int")), rec(field("a", "string")), False, False),
+    ("add enum symbol", enum("A", "B"), enum("A", "B", "C"), True, False),
+    (
+        "add enum symbol with default",
+        enum("A", "B", default="A"),
+        enum("A", "B", "C", default="A"),
+        True,
+        True,
+    ),
+    ("widen union", ["null", "int"], ["null", "int", "string"], True, False),
+    ("make optional", "int", ["null", "int"], True, False),
+    ("fixed resize", fixed(4), fixed(8), False, False),
+    (
+        "rename with alias",
+        rec(field("a", "int")),
+        rec(field("a", "int"), name="S", aliases=["R"]),
+        True,
+        False,
+    ),
+    ("rename field with alias", rec(field("a", "int")), rec(field("b", "int", aliases=["a"])), True, False),
+    (
+        "array items widened",
+        {"type": "array", "items": "int"},
+        {"type": "array", "items": "long"},
+        True,
+        False,
+    ),
+    ("map values narrowed", {"type": "map", "values": "long"}, {"type": "map", "values": "int"}, False, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "backward", "forward"), [e[1:] for e in EVOLUTIONS], ids=[e[0] for e in EVOLUTIONS]
+)
+def test_each_evolution_in_both_directions(old: Any, new: Any, backward: bool, forward: bool) -> None:
+    previous = [PreviousSchema(1, parse(old))]
+    candidate = parse(new)
+    assert (not check(CompatibilityLevel.BACKWARD, FORMAT, candidate, previous)) is backward
+    assert (not check(CompatibilityLevel.FORWARD, FORMAT, candidate, previous)) is forward
+    assert (not check(CompatibilityLevel.FULL, FORMAT, candidate, previous)) is (backward and forward)
+    assert check(CompatibilityLevel.NONE, FORMAT, candidate, previous) == []
