@@ -40,6 +40,8 @@ class Result:
     append_mbps: float
     p50_ms: float
     p99_ms: float
+    quiet_p50_ms: float
+    quiet_p99_ms: float
     tail_mbps: float
     cold_mbps: float
 
@@ -93,6 +95,18 @@ async def run_case(
     await asyncio.gather(*(producer(i) for i in range(inflight)))
     append_seconds = time.perf_counter() - started
 
+    # Unloaded latency: one append at a time per stream, what a lone producer sees.
+    quiet: list[float] = []
+    quiet_deadline = loop.time() + min(1.5, seconds)
+
+    async def lone_producer(sid: int) -> None:
+        while loop.time() < quiet_deadline:
+            started = time.perf_counter()
+            await store.append(sid, payload, 1)
+            quiet.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(lone_producer(sid) for sid in ids[:4]))
+
     async def read_everything() -> int:
         total = 0
         for sid in ids:
@@ -121,6 +135,8 @@ async def run_case(
         appended / append_seconds / MiB,
         percentile(latencies, 0.5) * 1000,
         percentile(latencies, 0.99) * 1000,
+        percentile(quiet, 0.5) * 1000,
+        percentile(quiet, 0.99) * 1000,
         tail_bytes / tail_seconds / MiB,
         cold_bytes / cold_seconds / MiB,
     )
@@ -211,7 +227,7 @@ async def main() -> None:
         print()
         header = (
             f"{'store':5} {'wal':6} {'size':>7} {'append MB/s':>11} {'p50 ms':>7} {'p99 ms':>7} "
-            f"{'tail MB/s':>9} {'cold MB/s':>9} {'append/base':>11} {'cold/GET':>8}"
+            f"{'1-p50':>6} {'1-p99':>6} {'tail MB/s':>9} {'cold MB/s':>9} {'append/base':>11} {'cold/GET':>8}"
         )
         print(header)
         print("-" * len(header))
@@ -222,12 +238,15 @@ async def main() -> None:
                     base = fsync[size] if mode == "local" else raw[name][0]
                     print(
                         f"{name:5} {mode:6} {size:>7} {result.append_mbps:11.1f} {result.p50_ms:7.2f} "
-                        f"{result.p99_ms:7.2f} {result.tail_mbps:9.1f} {result.cold_mbps:9.1f} "
+                        f"{result.p99_ms:7.2f} {result.quiet_p50_ms:6.2f} {result.quiet_p99_ms:6.2f} "
+                        f"{result.tail_mbps:9.1f} {result.cold_mbps:9.1f} "
                         f"{result.append_mbps / base:11.2f} {result.cold_mbps / raw[name][1]:8.2f}",
                         flush=True,
                     )
         print("\nappend/base: local WAL vs raw write+fdatasync; object WAL vs raw PUT of 8 MiB objects.")
         print("cold/GET: cold fetch through the block cache vs raw GET of 8 MiB objects.")
+        print("p50/p99: latency under the throughput load (many appends in flight);")
+        print("1-p50/1-p99: latency with one append in flight per stream (4 streams).")
     finally:
         if seaweed is not None:
             seaweed.stop()

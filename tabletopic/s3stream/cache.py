@@ -176,6 +176,10 @@ class BlockCache:
             _, (_, dropped) = self._blocks.popitem(last=False)
             self.nbytes -= dropped
 
+    def clear(self) -> None:
+        self._blocks.clear()
+        self.nbytes = 0
+
     def drop_object(self, key: str) -> None:
         for cached in [k for k in self._blocks if k[0] == key]:
             self.nbytes -= self._blocks.pop(cached)[1]

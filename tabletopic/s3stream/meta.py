@@ -176,8 +176,8 @@ class StreamMetadata:
             query = query.where(r.c.stream_id.in_(list(stream_ids)))
         with self.engine.connect() as conn:
             return [
-                RangeRow(*(int(v) if i != 4 else str(v) for i, v in enumerate(row)))
-                for row in conn.execute(query)
+                RangeRow(int(sid), int(start), int(end), int(oid), str(key), int(osize), int(pos), int(size))
+                for sid, start, end, oid, key, osize, pos, size in conn.execute(query)
             ]
 
     def prepare_objects(self, kinds: Sequence[str]) -> list[tuple[int, str]]:

@@ -267,21 +267,23 @@ class S3ObjectStore:
 
     def get(self, key: str) -> bytes:
         full = self.prefix + key
-        return self._call(
+        body: bytes = self._call(
             "GET", full, lambda: self._client.get_object(Bucket=self.bucket, Key=full)["Body"].read()
         )
+        return body
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         if end <= start:
             return b""
         full = self.prefix + key
-        return self._call(
+        body: bytes = self._call(
             "GET",
             full,
             lambda: self._client.get_object(Bucket=self.bucket, Key=full, Range=f"bytes={start}-{end - 1}")[
                 "Body"
             ].read(),
         )
+        return body
 
     def delete(self, keys: Iterable[str]) -> None:
         pending = [self.prefix + key for key in keys]

@@ -22,7 +22,6 @@ import asyncio
 import bisect
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -44,15 +43,14 @@ from tabletopic.s3stream.cache import Block, BlockCache, LogCache
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, NewObject, RangeRow, StreamMetadata
 from tabletopic.s3stream.metrics import StoreMetrics
-from tabletopic.s3stream.objects import BlockEntry, build_object, decode_batches, read_index, verify_block
+from tabletopic.s3stream.objects import build_object
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
+from tabletopic.s3stream.reader import ObjectReader
 from tabletopic.s3stream.wal import Group, LocalWal, RollMarker, SharedFuture, WalCorruption
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-INDEX_CACHE_ENTRIES = 4096
-MAX_PREFETCHES = 8
 
 
 class StreamState:
@@ -98,9 +96,7 @@ class S3StreamStore:
         self.block_cache = BlockCache(settings.block_cache_bytes)
         self._db_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="s3stream-db")
         self._streams: dict[int, StreamState] = {}
-        self._index_cache: OrderedDict[str, dict[int, list[BlockEntry]]] = OrderedDict()
-        self._inflight_reads: dict[tuple[str, int], asyncio.Future[list[StoredBatch]]] = {}
-        self._prefetches: set[asyncio.Future[None]] = set()
+        self.reader = ObjectReader(self.objects, self.block_cache, self.metrics, settings.readahead_bytes)
         self._upload_queue: asyncio.Queue[Block] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._wal: LocalWal | None = None
@@ -204,13 +200,9 @@ class S3StreamStore:
                 await asyncio.wait_for(self._drain(), timeout=self.settings.append_timeout_ms / 1000)
             except (TimeoutError, StreamError) as exc:
                 log.warning("could not upload everything before closing (the WAL keeps it): %s", exc)
-        for task in [*self._tasks, *self._prefetches]:
+        await self.reader.close()
+        for task in self._tasks:
             task.cancel()
-        for prefetch in list(self._prefetches):
-            try:
-                await prefetch
-            except asyncio.CancelledError:
-                pass
         for task in self._tasks:
             try:
                 await task
@@ -447,13 +439,13 @@ class S3StreamStore:
     async def _upload(self, blocks: list[Block]) -> None:
         started = time.perf_counter()
         runs: dict[int, list[StoredBatch]] = {}
+        sizes: dict[int, int] = {}
         for block in blocks:
             for stream_id, run in block.runs.items():
                 if stream_id in self._streams:
                     runs.setdefault(stream_id, []).extend(run.batches)
-        big = [
-            (sid, b) for sid, b in runs.items() if sum(len(x.payload) for x in b) >= self.settings.split_bytes
-        ]
+                    sizes[stream_id] = sizes.get(stream_id, 0) + run.nbytes
+        big = [(sid, b) for sid, b in runs.items() if sizes[sid] >= self.settings.split_bytes]
         big_ids = {sid for sid, _ in big}
         small = [(sid, b) for sid, b in runs.items() if sid not in big_ids]
         layouts = ([(STREAM_SET, small)] if small else []) + [(STREAM_OBJECT, [item]) for item in big]
@@ -570,12 +562,16 @@ class S3StreamStore:
                 candidates = run.from_offset(offset)
             else:
                 try:
-                    candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
+                    candidates = await self.reader.read(
+                        stream_id, state.ranges, state.range_starts, offset, max_bytes - size
+                    )
                 except ObjectNotFound:
                     # The object was swapped out by compaction (here or by another node sharing
                     # the metadata DB): refresh this stream's ranges from the DB and retry once.
                     await self._reload_ranges(stream_id, state)
-                    candidates = await self._read_objects(stream_id, state, offset, max_bytes - size)
+                    candidates = await self.reader.read(
+                        stream_id, state.ranges, state.range_starts, offset, max_bytes - size
+                    )
             progressed = False
             for batch in candidates:
                 if batch.next_offset <= offset:
@@ -593,118 +589,6 @@ class S3StreamStore:
     async def _reload_ranges(self, stream_id: int, state: StreamState) -> None:
         async with self.commit_lock:
             state.set_ranges(await self._db(self.meta.load_ranges, [stream_id]))
-
-    async def _read_objects(
-        self, stream_id: int, state: StreamState, offset: int, want: int
-    ) -> list[StoredBatch]:
-        index = bisect.bisect_right(state.range_starts, offset) - 1
-        if index < 0 or not (state.ranges[index].start_offset <= offset < state.ranges[index].end_offset):
-            raise StreamError(f"offset {offset} of stream {stream_id} is neither cached nor in any object")
-        rng = state.ranges[index]
-        blocks = await self._blocks_of(rng)
-        first = next((i for i, b in enumerate(blocks) if b.start_offset <= offset < b.end_offset), None)
-        if first is None:
-            raise StreamError(
-                f"object {rng.object_key} has no block for offset {offset} of stream {stream_id}"
-            )
-        cached = self.block_cache.get(rng.object_key, blocks[first].position)
-        self.metrics.cache_read("block", cached is not None)
-        if cached is not None:
-            self._maybe_prefetch(rng, blocks, first)
-            return cached
-        return await self._load_blocks(rng, blocks, first, max(want, self.settings.readahead_bytes))
-
-    async def _load_blocks(
-        self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
-    ) -> list[StoredBatch]:
-        """Read ``blocks[first]`` (and readahead) unless the same read is already under way."""
-        key = (rng.object_key, blocks[first].position)
-        inflight = self._inflight_reads.get(key)
-        if inflight is not None:
-            return await asyncio.shield(inflight)
-        future: asyncio.Future[list[StoredBatch]] = asyncio.get_running_loop().create_future()
-        self._inflight_reads[key] = future
-        try:
-            batches = await self._read_blocks(rng, blocks, first, want)
-            future.set_result(batches)
-            return batches
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()
-            raise
-        finally:
-            del self._inflight_reads[key]
-
-    def _maybe_prefetch(self, rng: RangeRow, blocks: list[BlockEntry], current: int) -> None:
-        """Sequential readers: once less than half a readahead window is cached ahead of the block
-        being read, fetch the next window in the background so the reader never waits on a GET."""
-        window = self.settings.readahead_bytes
-        if window <= 0 or len(self._prefetches) >= MAX_PREFETCHES:
-            return
-        ahead = 0
-        for index in range(current + 1, len(blocks)):
-            if ahead >= window // 2:
-                return
-            key = (rng.object_key, blocks[index].position)
-            if key not in self.block_cache:
-                if key not in self._inflight_reads:
-                    task = asyncio.ensure_future(self._prefetch(rng, blocks, index, window))
-                    self._prefetches.add(task)
-                    task.add_done_callback(self._prefetches.discard)
-                return
-            ahead += blocks[index].size
-
-    async def _prefetch(self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int) -> None:
-        try:
-            await self._load_blocks(rng, blocks, first, want)
-        except Exception as exc:  # the reader retries on demand and reports real errors
-            log.debug("prefetch of %s failed: %s", rng.object_key, exc)
-
-    async def _blocks_of(self, rng: RangeRow) -> list[BlockEntry]:
-        """The blocks of ``rng`` from the object's index (read once, then cached per stream)."""
-        by_stream = self._index_cache.get(rng.object_key)
-        if by_stream is None:
-            entries = await asyncio.get_running_loop().run_in_executor(
-                self.objects._executor, read_index, self.objects.store, rng.object_key, rng.object_size
-            )
-            by_stream = {}
-            for entry in entries:
-                by_stream.setdefault(entry.stream_id, []).append(entry)
-            self._index_cache[rng.object_key] = by_stream
-            while len(self._index_cache) > INDEX_CACHE_ENTRIES:
-                self._index_cache.popitem(last=False)
-        else:
-            self._index_cache.move_to_end(rng.object_key)
-        end = rng.position + rng.size
-        return [b for b in by_stream.get(rng.stream_id, ()) if rng.position <= b.position < end]
-
-    async def _read_blocks(
-        self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
-    ) -> list[StoredBatch]:
-        """One range GET for ``blocks[first]`` and as many following blocks as ``want`` bytes allow
-        (readahead); every block read is verified and cached."""
-        last = first
-        total = blocks[first].size
-        while (
-            last + 1 < len(blocks)
-            and total < want
-            and (rng.object_key, blocks[last + 1].position) not in self.block_cache
-        ):
-            last += 1
-            total += blocks[last].size
-        start = blocks[first].position
-        data = await self.objects.get_range(rng.object_key, start, blocks[last].position + blocks[last].size)
-        self.metrics.object_reads.inc(len(data))
-        view = memoryview(data)
-        result: list[StoredBatch] = []
-        for entry in blocks[first : last + 1]:
-            piece = view[entry.position - start : entry.position - start + entry.size]
-            verify_block(piece, entry, rng.object_key)
-            batches = decode_batches(piece)
-            self.block_cache.put(rng.object_key, entry.position, batches, entry.size)
-            if entry is blocks[first]:
-                result = batches
-        return result
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         state = self._stream(stream_id)
@@ -724,7 +608,7 @@ class S3StreamStore:
                 continue
             blocks = [
                 b
-                for b in await self._blocks_of(rng)
+                for b in await self.reader.blocks_of(rng)
                 if b.end_offset > start_offset and b.start_offset < end_offset
             ]
             position = blocks[0].position if blocks else rng.position
@@ -755,5 +639,4 @@ class S3StreamStore:
                 )
 
     def forget_object(self, key: str) -> None:
-        self._index_cache.pop(key, None)
-        self.block_cache.drop_object(key)
+        self.reader.forget_object(key)

@@ -30,7 +30,7 @@ async def assert_intact(store, streams: list[int], count: int, size: int, first:
 def drop_caches(store) -> None:
     store.log_cache.capacity = 0
     store.log_cache.evict()
-    store.block_cache = type(store.block_cache)(store.block_cache.capacity)
+    store.block_cache.clear()
 
 
 async def committed(store):

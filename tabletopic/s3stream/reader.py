@@ -1,0 +1,159 @@
+"""Reads from objects: the per-object block index, the BlockCache, range GETs with readahead,
+background prefetch for sequential readers, and deduplication of concurrent reads of one block."""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections import OrderedDict
+
+from tabletopic.s3stream.api import StoredBatch, StreamError
+from tabletopic.s3stream.cache import BlockCache
+from tabletopic.s3stream.meta import RangeRow
+from tabletopic.s3stream.metrics import StoreMetrics
+from tabletopic.s3stream.objects import BlockEntry, decode_batches, read_index, verify_block
+from tabletopic.s3stream.objectstore import AsyncObjectStore
+
+log = logging.getLogger(__name__)
+
+INDEX_CACHE_ENTRIES = 4096
+MAX_PREFETCHES = 8
+
+
+class ObjectReader:
+    def __init__(
+        self, objects: AsyncObjectStore, block_cache: BlockCache, metrics: StoreMetrics, readahead_bytes: int
+    ) -> None:
+        self.objects = objects
+        self.block_cache = block_cache
+        self.metrics = metrics
+        self.readahead_bytes = readahead_bytes
+        self._index_cache: OrderedDict[str, dict[int, list[BlockEntry]]] = OrderedDict()
+        self._inflight_reads: dict[tuple[str, int], asyncio.Future[list[StoredBatch]]] = {}
+        self._prefetches: set[asyncio.Future[None]] = set()
+
+    async def read(
+        self, stream_id: int, ranges: list[RangeRow], range_starts: list[int], offset: int, want: int
+    ) -> list[StoredBatch]:
+        """The batches of the block holding ``offset`` (read with readahead on a miss)."""
+        index = bisect.bisect_right(range_starts, offset) - 1
+        if index < 0 or not (ranges[index].start_offset <= offset < ranges[index].end_offset):
+            raise StreamError(f"offset {offset} of stream {stream_id} is neither cached nor in any object")
+        rng = ranges[index]
+        blocks = await self.blocks_of(rng)
+        first = next((i for i, b in enumerate(blocks) if b.start_offset <= offset < b.end_offset), None)
+        if first is None:
+            raise StreamError(
+                f"object {rng.object_key} has no block for offset {offset} of stream {stream_id}"
+            )
+        cached = self.block_cache.get(rng.object_key, blocks[first].position)
+        self.metrics.cache_read("block", cached is not None)
+        if cached is not None:
+            self._maybe_prefetch(rng, blocks, first)
+            return cached
+        return await self._load_blocks(rng, blocks, first, max(want, self.readahead_bytes))
+
+    async def _load_blocks(
+        self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
+    ) -> list[StoredBatch]:
+        """Read ``blocks[first]`` (and readahead) unless the same read is already under way."""
+        key = (rng.object_key, blocks[first].position)
+        inflight = self._inflight_reads.get(key)
+        if inflight is not None:
+            return await asyncio.shield(inflight)
+        future: asyncio.Future[list[StoredBatch]] = asyncio.get_running_loop().create_future()
+        self._inflight_reads[key] = future
+        try:
+            batches = await self._read_blocks(rng, blocks, first, want)
+            future.set_result(batches)
+            return batches
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()
+            raise
+        finally:
+            del self._inflight_reads[key]
+
+    def _maybe_prefetch(self, rng: RangeRow, blocks: list[BlockEntry], current: int) -> None:
+        """Sequential readers: once less than half a readahead window is cached ahead of the block
+        being read, fetch the next window in the background so the reader never waits on a GET."""
+        window = self.readahead_bytes
+        if window <= 0 or len(self._prefetches) >= MAX_PREFETCHES:
+            return
+        ahead = 0
+        for index in range(current + 1, len(blocks)):
+            if ahead >= window // 2:
+                return
+            key = (rng.object_key, blocks[index].position)
+            if key not in self.block_cache:
+                if key not in self._inflight_reads:
+                    task = asyncio.ensure_future(self._prefetch(rng, blocks, index, window))
+                    self._prefetches.add(task)
+                    task.add_done_callback(self._prefetches.discard)
+                return
+            ahead += blocks[index].size
+
+    async def _prefetch(self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int) -> None:
+        try:
+            await self._load_blocks(rng, blocks, first, want)
+        except Exception as exc:  # the reader retries on demand and reports real errors
+            log.debug("prefetch of %s failed: %s", rng.object_key, exc)
+
+    async def blocks_of(self, rng: RangeRow) -> list[BlockEntry]:
+        """The blocks of ``rng`` from the object's index (read once, then cached per stream)."""
+        by_stream = self._index_cache.get(rng.object_key)
+        if by_stream is None:
+            entries = await asyncio.get_running_loop().run_in_executor(
+                self.objects._executor, read_index, self.objects.store, rng.object_key, rng.object_size
+            )
+            by_stream = {}
+            for entry in entries:
+                by_stream.setdefault(entry.stream_id, []).append(entry)
+            self._index_cache[rng.object_key] = by_stream
+            while len(self._index_cache) > INDEX_CACHE_ENTRIES:
+                self._index_cache.popitem(last=False)
+        else:
+            self._index_cache.move_to_end(rng.object_key)
+        end = rng.position + rng.size
+        return [b for b in by_stream.get(rng.stream_id, ()) if rng.position <= b.position < end]
+
+    async def _read_blocks(
+        self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
+    ) -> list[StoredBatch]:
+        """One range GET for ``blocks[first]`` and as many following blocks as ``want`` bytes allow
+        (readahead); every block read is verified and cached."""
+        last = first
+        total = blocks[first].size
+        while (
+            last + 1 < len(blocks)
+            and total < want
+            and (rng.object_key, blocks[last + 1].position) not in self.block_cache
+        ):
+            last += 1
+            total += blocks[last].size
+        start = blocks[first].position
+        data = await self.objects.get_range(rng.object_key, start, blocks[last].position + blocks[last].size)
+        self.metrics.object_reads.inc(len(data))
+        view = memoryview(data)
+        result: list[StoredBatch] = []
+        for entry in blocks[first : last + 1]:
+            piece = view[entry.position - start : entry.position - start + entry.size]
+            verify_block(piece, entry, rng.object_key)
+            batches = decode_batches(piece)
+            self.block_cache.put(rng.object_key, entry.position, batches, entry.size)
+            if entry is blocks[first]:
+                result = batches
+        return result
+
+    def forget_object(self, key: str) -> None:
+        self._index_cache.pop(key, None)
+        self.block_cache.drop_object(key)
+
+    async def close(self) -> None:
+        for task in list(self._prefetches):
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
