@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tabletopic.s3stream.api import StoredBatch
 from tabletopic.s3stream.objects import (
@@ -75,3 +77,41 @@ def test_damaged_index_fails_its_checksum() -> None:
     data[position] ^= 1
     with pytest.raises(CorruptObject, match="CRC"):
         parse_index(bytes(data[position : position + length]), crc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2**40),
+            st.lists(st.tuples(st.integers(1, 5), st.binary(max_size=300)), max_size=12),
+        ),
+        max_size=5,
+        unique_by=lambda run: run[0],
+    ),
+    st.integers(16, 2048),
+)
+def test_every_run_reads_back_identically_whatever_the_block_size(
+    runs: list[tuple[int, list[tuple[int, bytes]]]], block_bytes: int
+) -> None:
+    laid_out = []
+    for stream_id, items in runs:
+        offset, stream_batches = 0, []
+        for count, payload in items:
+            stream_batches.append(StoredBatch(offset, count, payload))
+            offset += count
+        laid_out.append((stream_id, stream_batches))
+    obj = build_object(laid_out, block_bytes)
+    data = b"".join(obj.parts)
+    position, length, crc = parse_footer(data[-FOOTER.size :], len(data))
+    assert parse_index(data[position : position + length], crc) == obj.blocks
+    by_stream = {r.stream_id: r for r in obj.ranges}
+    for stream_id, stream_batches in laid_out:
+        if not stream_batches:
+            assert stream_id not in by_stream
+            continue
+        rng = by_stream[stream_id]
+        decoded = read_slice(data[rng.position : rng.position + rng.size])
+        assert [(b.base_offset, b.record_count, bytes(b.payload)) for b in decoded] == [
+            (b.base_offset, b.record_count, b.payload) for b in stream_batches
+        ]
