@@ -32,6 +32,7 @@ app.add_typer(config_app, name="config")
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("topics", "tabletopic.broker.cli:topics_app"),
     ("tables", "tabletopic.table.cli:app"),
+    ("storage", "tabletopic.s3stream.cli:storage_app"),
 )
 
 for _name, _path in SUBCOMMANDS:
