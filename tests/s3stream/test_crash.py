@@ -177,3 +177,22 @@ async def test_kill_on_s3_loses_no_acknowledged_append(
         await verify(harness, lines)
     finally:
         await harness.close_all()
+
+
+PG_CRASH_POINTS = [("object", "upload.after_put:10"), ("local", "compaction.after_commit:1")]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("wal_mode", "crash_at"), PG_CRASH_POINTS, ids=[f"{m}-{p}" for m, p in PG_CRASH_POINTS]
+)
+async def test_kill_with_postgres_metadata_loses_no_acknowledged_append(
+    tmp_path: Path, postgres_url: str, wal_mode: str, crash_at: str
+) -> None:
+    harness = make_harness(tmp_path, wal_mode, local_object_settings(tmp_path))
+    harness.url = postgres_url
+    try:
+        lines = run_writer(writer_spec(harness), crash_at)
+        await verify(harness, lines)
+    finally:
+        await harness.close_all()
