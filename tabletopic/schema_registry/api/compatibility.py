@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
-
-from tabletopic.schema_registry.api.deps import Registry, Subject, Version
+from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject, Version
 from tabletopic.schema_registry.api.models import SchemaBody
 from tabletopic.schema_registry.registry import encode_messages
 
-router = APIRouter(prefix="/compatibility", tags=["compatibility"])
+router = RegistryRouter(prefix="/compatibility", tags=["compatibility"])
 
 
 def _answer(

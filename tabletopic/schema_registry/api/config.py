@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
-from tabletopic.schema_registry.api.deps import Registry, Subject
+from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject
 from tabletopic.schema_registry.api.models import ConfigBody
 
-router = APIRouter(prefix="/config", tags=["config"])
+router = RegistryRouter(prefix="/config", tags=["config"])
 
 
 @router.get("")

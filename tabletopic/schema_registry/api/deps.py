@@ -1,17 +1,23 @@
-"""What endpoints share: the registry from app state, subjects decoded from the raw path, versions."""
+"""What endpoints share: the registry from app state, subjects decoded from the raw path, versions.
+
+Dependencies are ``async def`` on purpose: they do no I/O, and FastAPI would otherwise run each one
+in the thread pool — a thread hop per dependency per request.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 from urllib.parse import unquote
 
-from fastapi import Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.datastructures import DefaultPlaceholder
 
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError, invalid_subject
 from tabletopic.schema_registry.registry import SchemaRegistry, parse_version
 
 
-def get_registry(request: Request) -> SchemaRegistry:
+async def get_registry(request: Request) -> SchemaRegistry:
     registry: SchemaRegistry | None = getattr(request.app.state, "registry", None)
     if registry is None:  # pragma: no cover - the lifespan sets it before serving
         raise RegistryError(ErrorCode.STORE_ERROR, "schema registry is not started")
@@ -19,6 +25,16 @@ def get_registry(request: Request) -> SchemaRegistry:
 
 
 Registry = Annotated[SchemaRegistry, Depends(get_registry)]
+
+
+class RegistryRouter(APIRouter):
+    """Routes answer plain JSON-able values: no response model is inferred from the return
+    annotation, so FastAPI neither validates answers again nor does it in the thread pool."""
+
+    def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        if isinstance(kwargs.get("response_model"), DefaultPlaceholder):
+            kwargs["response_model"] = None
+        super().add_api_route(path, endpoint, **kwargs)
 
 
 def escape_segment(raw_segment: str) -> str:
@@ -45,15 +61,15 @@ def check_subject(name: str) -> str:
     return name
 
 
-def _subject(subject: Annotated[str, Path()]) -> str:
+async def _subject(subject: Annotated[str, Path()]) -> str:
     return check_subject(unescape_segment(subject))
 
 
-def _prefix(subjectPrefix: str = "") -> str:
+async def _prefix(subjectPrefix: str = "") -> str:
     return check_subject(subjectPrefix) if subjectPrefix else ""
 
 
-def _version(version: Annotated[str, Path()]) -> int:
+async def _version(version: Annotated[str, Path()]) -> int:
     return parse_version(version)
 
 

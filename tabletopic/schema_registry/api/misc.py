@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
+from tabletopic.schema_registry.api.deps import RegistryRouter
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 
-router = APIRouter(tags=["misc"])
+router = RegistryRouter(tags=["misc"])
 
 VERSION = "7.6.0-tabletopic"
 

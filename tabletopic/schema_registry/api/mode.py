@@ -3,12 +3,10 @@ for migrations from another registry)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
-from tabletopic.schema_registry.api.deps import Registry, Subject
+from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject
 from tabletopic.schema_registry.api.models import ModeBody
 
-router = APIRouter(prefix="/mode", tags=["mode"])
+router = RegistryRouter(prefix="/mode", tags=["mode"])
 
 
 @router.get("")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
-from tabletopic.schema_registry.api.deps import Registry, SubjectPrefix
+from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, SubjectPrefix
 from tabletopic.schema_registry.api.models import CONTENT_TYPE, schema_fields
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 from tabletopic.schema_registry.formats.loader import available_types
 
-router = APIRouter(prefix="/schemas", tags=["schemas"])
+router = RegistryRouter(prefix="/schemas", tags=["schemas"])
 
 MAX_ID = 2**31 - 1
 

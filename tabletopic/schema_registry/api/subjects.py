@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
-from tabletopic.schema_registry.api.deps import Registry, Subject, SubjectPrefix, Version
+from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject, SubjectPrefix, Version
 from tabletopic.schema_registry.api.models import CONTENT_TYPE, SchemaBody, schema_fields
 from tabletopic.schema_registry.registry import SubjectVersion
 
-router = APIRouter(prefix="/subjects", tags=["subjects"])
+router = RegistryRouter(prefix="/subjects", tags=["subjects"])
 
 
 def version_body(found: SubjectVersion, text: str | None = None) -> dict[str, Any]:
