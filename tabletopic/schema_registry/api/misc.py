@@ -15,17 +15,17 @@ VERSION = "7.6.0-tabletopic"
 
 
 @router.get("/")
-def root() -> dict[str, Any]:
+async def root() -> dict[str, Any]:
     return {}
 
 
 @router.get("/contexts")
-def contexts() -> list[str]:
+async def contexts() -> list[str]:
     return ["."]
 
 
 @router.get("/v1/metadata/id")
-def metadata_id(request: Request) -> dict[str, Any]:
+async def metadata_id(request: Request) -> dict[str, Any]:
     cluster_id = getattr(request.app.state, "cluster_id", "tabletopic")
     return {
         "scope": {
@@ -39,12 +39,12 @@ def metadata_id(request: Request) -> dict[str, Any]:
 
 
 @router.get("/v1/metadata/version")
-def metadata_version() -> dict[str, str]:
+async def metadata_version() -> dict[str, str]:
     return {"version": VERSION, "commitId": "tabletopic"}
 
 
 @router.get("/associations/resources/{namespace}/{resource}")
-def associations(namespace: str, resource: str) -> None:
+async def associations(namespace: str, resource: str) -> None:
     # confluent-kafka >= 2.14 serializers ask here first and fall back to {topic}-value on a 404;
     # any other answer breaks them. Associations are not stored, so every lookup misses.
     raise RegistryError(ErrorCode.SUBJECT_NOT_FOUND, f"No associations found for resource '{resource}'")

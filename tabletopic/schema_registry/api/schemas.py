@@ -61,7 +61,7 @@ def get_schema_versions(registry: Registry, schema_id: str, deleted: bool = Fals
 
 
 @router.get("/types")
-def get_types() -> list[str]:
+async def get_types() -> list[str]:
     return available_types()
 
 
