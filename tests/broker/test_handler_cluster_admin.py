@@ -83,3 +83,30 @@ async def test_api_versions_lists_what_the_broker_serves(broker_service) -> None
         )
         served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         assert served[0] == (3, 12) and served[1] == (4, 16) and served[18] == (0, 3)
+
+
+async def test_offset_for_leader_epoch_answers_the_high_watermark(broker_service) -> None:
+    from tests.broker.batches import make_batch, produce_request
+
+    await broker_service.topics.create("e", 1)
+    await call(broker_service, produce_request("e", 0, make_batch([b"a", b"b", b"c"])))
+    response = await call(
+        broker_service,
+        request(
+            23,
+            4,
+            replica_id=-1,
+            topics=[
+                {
+                    "topic": "e",
+                    "partitions": [
+                        {"partition": 0, "current_leader_epoch": 0, "leader_epoch": 0},
+                        {"partition": 3, "current_leader_epoch": 0, "leader_epoch": 0},
+                    ],
+                }
+            ],
+        ),
+    )
+    known, unknown = response.topics[0].partitions
+    assert (known.error_code, known.leader_epoch, known.end_offset) == (ErrorCode.none, 0, 3)
+    assert unknown.error_code is ErrorCode.unknown_topic_or_partition

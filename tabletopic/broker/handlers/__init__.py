@@ -29,6 +29,7 @@ from tabletopic.broker.handlers import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     partition_reassignments,
     produce,
 )
@@ -45,6 +46,7 @@ HANDLERS: dict[int, Handler] = {
     20: delete_topics.handle,
     21: delete_records.handle,
     22: init_producer_id.handle,
+    23: offset_for_leader_epoch.handle,
     32: describe_configs.handle,
     33: alter_configs.handle,
     35: describe_log_dirs.handle,

@@ -23,6 +23,7 @@ MAX_VERSIONS: dict[int, int] = {
     20: 6,  # DeleteTopics
     21: 2,  # DeleteRecords
     22: 5,  # InitProducerId
+    23: 4,  # OffsetForLeaderEpoch
     32: 4,  # DescribeConfigs
     33: 2,  # AlterConfigs
     35: 4,  # DescribeLogDirs
