@@ -287,13 +287,15 @@ class S3StreamStore:
     # Append ----------------------------------------------------------------------------------
 
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
-        if record_count <= 0:
-            raise ValueError("record_count must be positive")
-        if self._closed:
-            raise StorageUnavailable("the store is closed")
-        state = self._stream(stream_id)
-        if isinstance(payload, memoryview):
+        if type(payload) is not bytes:
+            if not isinstance(payload, bytes | bytearray | memoryview):
+                raise TypeError(f"payload must be bytes-like, not {type(payload).__name__}")
             payload = bytes(payload)  # the caller may reuse its buffer; we keep the batch
+        if not isinstance(record_count, int) or record_count <= 0:
+            raise ValueError(f"record_count must be a positive integer, not {record_count!r}")
+        if not self._started or self._closed:
+            raise StorageUnavailable("the store is not open")
+        state = self._stream(stream_id)
         wal = self._wal
         if self._backlog_bytes() > self.settings.wal_capacity_bytes:
             await self._wait_for_space()

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from tabletopic.s3stream import fetch_slice, open_object_store
-from tabletopic.s3stream.api import OffsetOutOfRange, StreamNotFound, StreamStore
+from tabletopic.s3stream.api import OffsetOutOfRange, StorageUnavailable, StreamNotFound, StreamStore
 from tests.s3stream.conftest import StoreHarness, payload_for
 
 
@@ -196,3 +196,47 @@ async def test_memoryview_payloads_are_copied_so_callers_may_reuse_buffers(harne
     buffer[:] = b"XXXXX"
     [batch] = await store.fetch(sid, 0, 100)
     assert bytes(batch.payload) == b"first"
+
+
+@pytest.mark.parametrize(
+    ("payload", "count", "error"),
+    [
+        ("text", 1, TypeError),
+        (None, 1, TypeError),
+        (b"x", 0, ValueError),
+        (b"x", -3, ValueError),
+        (b"x", 1.5, ValueError),
+    ],
+)
+async def test_bad_appends_are_refused_without_harming_the_store(
+    local_harness: StoreHarness, payload: object, count: object, error: type[Exception]
+) -> None:
+    store = await local_harness.open()
+    sid = await store.create_stream()
+    with pytest.raises(error):
+        await store.append(sid, payload, count)  # type: ignore[arg-type]
+    assert await store.append(sid, bytearray(b"fine"), 1) == 0
+    assert store.stream_info(sid).end_offset == 1
+
+
+async def test_garbage_offsets_and_ids_get_the_contract_errors(local_harness: StoreHarness) -> None:
+    store = await local_harness.open()
+    sid = await store.create_stream()
+    await store.append(sid, b"x", 1)
+    with pytest.raises(OffsetOutOfRange):
+        await store.fetch(sid, -1, 100)
+    with pytest.raises(StreamNotFound):
+        await store.fetch("not-a-stream", 0, 100)  # type: ignore[arg-type]
+    with pytest.raises(OffsetOutOfRange):
+        await store.locate(sid, 5, 2)
+    assert [b.base_offset for b in await store.fetch(sid, 0, -5)] == [0]
+    await store.trim(sid, -10)
+    assert store.stream_info(sid).start_offset == 0
+
+
+async def test_appends_before_start_or_after_close_are_unavailable(local_harness: StoreHarness) -> None:
+    store = await local_harness.open()
+    sid = await store.create_stream()
+    await store.close()
+    with pytest.raises(StorageUnavailable):
+        await store.append(sid, b"late", 1)
