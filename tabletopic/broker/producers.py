@@ -16,6 +16,7 @@ import asyncio
 import collections
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -50,6 +51,7 @@ class ProducerEntry:
     batches: collections.deque[CachedBatch] = field(
         default_factory=lambda: collections.deque(maxlen=MAX_CACHED_BATCHES)
     )
+    last_seen: float = field(default_factory=time.monotonic)  # for expiring idle producers
 
 
 class SequenceCheck:
@@ -124,6 +126,7 @@ class ProducerStates:
                     ErrorCode.out_of_order_sequence_number,
                     f"producer {producer_id} sent sequence {first}, expected {expected}",
                 )
+        entry.last_seen = time.monotonic()
         loop = asyncio.get_running_loop()
         reservation = CachedBatch(first, last, loop.create_future())
         entry.batches.append(reservation)
@@ -158,8 +161,24 @@ class ProducerStates:
             entry.last_sequence = (reservation.first_sequence - 1) if reservation.first_sequence > 0 else -1
 
     def note_append(self, stream_id: int, next_offset: int) -> None:
-        """A batch without producer id was appended: the snapshot coverage moves on."""
+        """A batch without producer id was appended: the snapshot coverage moves on (and is
+        written, so a restart never replays a stream that has no idempotent producers)."""
         self._covered[stream_id] = max(self._covered.get(stream_id, 0), next_offset)
+        self._dirty.add(stream_id)
+
+    def expire(self, idle_seconds: float) -> int:
+        """Forget producers that have not written for ``idle_seconds`` (Kafka's
+        ``producer.id.expiration.ms``), so state does not grow with every producer ever seen."""
+        cutoff = time.monotonic() - idle_seconds
+        expired = 0
+        for stream_id, producers in self._streams.items():
+            stale = [pid for pid, entry in producers.items() if entry.last_seen < cutoff]
+            for pid in stale:
+                del producers[pid]
+            if stale:
+                expired += len(stale)
+                self._dirty.add(stream_id)
+        return expired
 
     def forget_stream(self, stream_id: int) -> None:
         self._streams.pop(stream_id, None)

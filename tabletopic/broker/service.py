@@ -110,6 +110,7 @@ class BrokerService:
         while True:
             await asyncio.sleep(interval)
             try:
+                self.producers.expire(self.broker_config(settings.PRODUCER_ID_EXPIRATION_MS.name) / 1000)
                 await self.producers.snapshot()
             except Exception:
                 log.exception("producer state snapshot failed; retrying next interval")

@@ -97,6 +97,14 @@ PRODUCER_STATE_SNAPSHOT_INTERVAL_MS = define(
     "broker",
     in_range(10),
 )
+PRODUCER_ID_EXPIRATION_MS = define(
+    "producer.id.expiration.ms",
+    int,
+    86400000,
+    "How long the broker remembers the sequence state of an idempotent producer that stopped writing.",
+    "broker",
+    in_range(1000),
+)
 SASL_PLAIN_USERS = define(
     "sasl.plain.users",
     list,

@@ -46,3 +46,22 @@ async def test_state_is_rebuilt_without_any_snapshot(broker_service) -> None:
     assert _partition(await call(broker_service, produce_request("t", 0, gap))).error_code is (
         ErrorCode.out_of_order_sequence_number
     )
+
+
+async def test_idle_producers_expire(broker_service) -> None:
+    await broker_service.topics.create("t", 1)
+    batch = make_batch([b"x"], producer_id=5, producer_epoch=0, base_sequence=0)
+    await call(broker_service, produce_request("t", 0, batch))
+    assert broker_service.producers.expire(3600) == 0
+    assert broker_service.producers.expire(0) == 1
+    # Forgotten: any sequence is accepted again, like from a new producer.
+    later = make_batch([b"y"], producer_id=5, producer_epoch=0, base_sequence=9)
+    assert _partition(await call(broker_service, produce_request("t", 0, later))).error_code is ErrorCode.none
+
+
+async def test_streams_without_idempotent_producers_are_snapshotted_too(broker_service) -> None:
+    await broker_service.topics.create("t", 1)
+    await call(broker_service, produce_request("t", 0, make_batch([b"plain"])))
+    await broker_service.producers.snapshot()
+    snapshots = broker_service.producers._read_snapshots()
+    assert snapshots[broker_service.stream_id("t", 0)][0] == 1
