@@ -111,3 +111,35 @@ def test_http_lookup_reports_a_dead_registry_after_bounded_retries() -> None:
             lookup.by_id(1)
     finally:
         lookup.close()
+
+
+def test_concurrent_registrations_and_reads_on_sqlite_neither_fail_nor_clash(
+    registry: SchemaRegistry,
+) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+    ids: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(8):
+                name = f"T{n}_{i}"
+                text = json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "int"}]})
+                schema_id, _ = registry.register(f"s{n}", text, normalize=False)
+                with lock:
+                    ids[name] = schema_id
+                assert registry.registered_by_id(schema_id).schema_id == schema_id
+                registry.registered_latest(f"s{n}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    registry.set_level(None, "NONE")
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert sorted(ids.values()) == list(range(1, 49))
