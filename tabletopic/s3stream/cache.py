@@ -39,9 +39,9 @@ class Run:
         self.end = batch.next_offset
         self.nbytes += len(batch.payload)
 
-    def from_offset(self, offset: int) -> list[StoredBatch]:
-        index = max(bisect.bisect_right(self.bases, offset) - 1, 0)
-        return self.batches[index:]
+    def index_of(self, offset: int) -> int:
+        """Index of the batch holding ``offset`` (the run must hold it)."""
+        return max(bisect.bisect_right(self.bases, offset) - 1, 0)
 
 
 @dataclass(eq=False)

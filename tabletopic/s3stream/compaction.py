@@ -107,15 +107,19 @@ class Compactor:
             stream_groups = self._stream_object_groups(
                 [o for o in alive if o.kind == STREAM_OBJECT and o.size < small], ranges
             )
-            self.store.metrics.compaction_backlog.set(sum(len(g) for g in groups + stream_groups))
+            backlog = sum(len(g) for g in groups + stream_groups)
+            self.store.metrics.compaction_backlog.set(backlog)
             for group in groups:
                 if await self._compact(group, ranges):
                     report.merged_stream_set += len(group)
+                backlog -= len(group)
+                self.store.metrics.compaction_backlog.set(backlog)
             for group in stream_groups:
                 if await self._compact(group, ranges):
                     report.merged_stream_objects += len(group)
+                backlog -= len(group)
+                self.store.metrics.compaction_backlog.set(backlog)
             report.deleted = await self._collect_garbage()
-            self.store.metrics.compaction_backlog.set(0)
             return report
 
     def _live(self, rng: StreamRange) -> bool:

@@ -561,7 +561,7 @@ class S3StreamStore:
             run = self.log_cache.lookup(stream_id, offset)
             if run is not None:
                 self.metrics.cache_read("log", True)
-                candidates = run.from_offset(offset)
+                candidates, first = run.batches, run.index_of(offset)
             else:
                 try:
                     candidates = await self.reader.read(
@@ -574,15 +574,21 @@ class S3StreamStore:
                     candidates = await self.reader.read(
                         stream_id, state.ranges, state.range_starts, offset, max_bytes - size
                     )
+                first = 0
             progressed = False
-            for batch in candidates:
-                if batch.next_offset <= offset:
+            # Hot loop for small batches: index walk, no slicing, no property calls.
+            for position in range(first, len(candidates)):
+                batch = candidates[position]
+                base = batch.base_offset
+                following = base + batch.record_count
+                if following <= offset:
                     continue
-                if batch.base_offset >= limit or (result and size + len(batch.payload) > max_bytes):
+                length = len(batch.payload)
+                if base >= limit or (result and size + length > max_bytes):
                     return result
                 result.append(batch)
-                size += len(batch.payload)
-                offset = batch.next_offset
+                size += length
+                offset = following
                 progressed = True
             if not progressed:
                 break
