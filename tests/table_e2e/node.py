@@ -8,6 +8,7 @@ changing it; the bench imports this module too.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -113,6 +114,7 @@ class TableNode:
 
     def stop(self) -> None:
         self._admin = None
+        gc.collect()  # destroys the librdkafka handle now, not after it spent a while reconnecting
         if self.broker is not None:
             self.broker.stop()
 

@@ -70,7 +70,10 @@ def spark_cluster(tmp_path: Path) -> Iterator[str]:
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            state = httpx.get(f"http://127.0.0.1:{ui}/json/", timeout=5).json()
+            try:  # the web UI (which reports workers) comes up after the RPC port
+                state = httpx.get(f"http://127.0.0.1:{ui}/json/", timeout=5).json()
+            except httpx.HTTPError:
+                state = {}
             if state.get("aliveworkers", 0) >= 1:
                 break
             time.sleep(0.5)
