@@ -144,6 +144,17 @@ class S3StreamStore:
         self._tasks.append(asyncio.create_task(self._upload_loop(), name="s3stream-uploader"))
         if self.local_wal:
             await self._recover_wal()
+        elif LocalWal.holds_data(self.settings.wal_dir):
+            # Switched from local to object mode: acknowledged appends may still be in the old WAL.
+            log.warning(
+                "s3stream.wal.mode=object, but %s holds a local WAL: uploading it before starting",
+                self.settings.wal_dir,
+            )
+            await self._recover_wal()
+            assert self._wal is not None
+            await self._wal.close()
+            self._wal.remove_segments()
+            self._wal = None
         from tabletopic.s3stream.compaction import Compactor
 
         self.compactor = Compactor(self)
@@ -187,6 +198,8 @@ class S3StreamStore:
             log.info("replayed %d WAL records from %s; uploading them", replayed, self.settings.wal_dir)
             block = self.log_cache.current
             block.uploaded = asyncio.get_running_loop().create_future()
+            if not self.local_wal:
+                self._pending_upload_bytes += block.nbytes
             self._seal()
             await asyncio.shield(block.uploaded)
         await wal.release(wal._index)

@@ -148,6 +148,17 @@ class LocalWal:
         self.failure: BaseException | None = None
         self.pending_bytes = 0
 
+    @staticmethod
+    def holds_data(directory: Path) -> bool:
+        """Whether ``directory`` has a non-empty WAL segment (cheap; no replay)."""
+        directory = Path(directory)
+        return directory.is_dir() and any(p.stat().st_size for p in directory.glob(f"*{SUFFIX}"))
+
+    def remove_segments(self) -> None:
+        """Delete every segment (after close, once everything is in object storage)."""
+        for path in self.directory.glob(f"*{SUFFIX}"):
+            path.unlink(missing_ok=True)
+
     # Recovery ------------------------------------------------------------------------------------
 
     def replay(self) -> Iterator[WalRecord]:

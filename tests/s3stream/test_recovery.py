@@ -91,3 +91,17 @@ async def test_truncated_object_is_reported_not_misread(harness: StoreHarness) -
     store = await harness.reopen(store, log_cache_bytes=1 << 20)
     with pytest.raises(CorruptObject):
         await store.fetch(sid, 0, 1 << 20)
+
+
+async def test_switching_to_the_object_wal_uploads_what_the_local_wal_still_holds(
+    local_harness: StoreHarness,
+) -> None:
+    sid = await crash_with_data_only_in_wal(local_harness, 6)
+    local_harness.wal_mode = "object"
+    store = await local_harness.open()
+    assert store.stream_info(sid).end_offset == 6
+    assert not any(p.stat().st_size for p in wal_segments(local_harness))
+    store = await local_harness.reopen(store)
+    assert [bytes(b.payload) for b in await store.fetch(sid, 0, 1 << 20)] == [
+        payload_for(sid, i, 500) for i in range(6)
+    ]
