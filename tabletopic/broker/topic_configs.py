@@ -128,10 +128,10 @@ def validate_topic_configs(
         except InvalidTopicConfig as exc:
             raise InvalidTopicConfig(f"invalid value for {name}: {exc}") from None
         result[name] = text
-    table_keys = {k: v for k, v in result.items() if k.startswith(TABLE_TOPIC_PREFIX)}
-    if table_keys and table_validator is not None:
+    # The table pipeline's hook gets the topic's full resulting config map (it reads only its keys).
+    if table_validator is not None and any(k.startswith(TABLE_TOPIC_PREFIX) for k in result):
         try:
-            table_validator(table_keys)
+            table_validator(dict(result))
         except ValueError as exc:
             raise InvalidTopicConfig(str(exc)) from exc
     return result
