@@ -108,3 +108,5 @@ def test_table_topic_configs_are_checked_by_the_table_pipeline(bootstrap: str) -
         name, num_partitions=1, replication_factor=1, config={"automq.table.topic.enable": "true"}
     )
     admin.create_topics([good])[name].result(30)
+    # Leave no table topic behind: the shared broker's table pipeline would keep polling it.
+    admin.delete_topics([name])[name].result(30)
