@@ -10,9 +10,7 @@ schemas (immutable per id) are kept.
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -28,63 +26,22 @@ from tabletopic.schema_registry.errors import (
     ErrorCode,
     RegistryError,
     invalid_schema,
-    invalid_version,
     schema_not_found,
     subject_not_found,
     version_not_found,
 )
-from tabletopic.schema_registry.formats.base import InvalidSchema, ParsedSchema, SchemaFormat, SchemaReference
+from tabletopic.schema_registry.formats.base import InvalidSchema, ParsedSchema, SchemaReference
 from tabletopic.schema_registry.formats.loader import get_format
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
+from tabletopic.schema_registry.model import (
+    CACHEABLE_TEXT,
+    LATEST,
+    Candidate,
+    SubjectVersion,
+    fingerprint,
+)
 from tabletopic.schema_registry.policy import Mode, PolicyStore
 from tabletopic.schema_registry.storage import SchemaRow, VersionRow
-
-LATEST = -1  # what "latest" and "-1" parse to
-MAX_VERSION = 2**31 - 1
-# Caches hold parses of schemas up to this size only, so their memory stays bounded by entry count.
-CACHEABLE_TEXT = 256 * 1024
-
-
-def parse_version(raw: str | int) -> int:
-    """``"latest"``/``-1`` -> :data:`LATEST`; ``"3"`` -> 3. Raises 42202 for anything else."""
-    text = str(raw).strip()
-    if text.lower() == "latest" or text == "-1":
-        return LATEST
-    try:
-        value = int(text)
-    except ValueError:
-        raise invalid_version(text) from None
-    if not 1 <= value <= MAX_VERSION:
-        raise invalid_version(text)
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A schema from a request, parsed, with the text it would be stored as."""
-
-    schema_type: str
-    fmt: SchemaFormat
-    parsed: ParsedSchema
-    text: str
-    references: tuple[SchemaReference, ...]
-
-    @property
-    def fingerprint(self) -> str:
-        return fingerprint(self.schema_type, self.text, self.references)
-
-
-@dataclass(frozen=True, slots=True)
-class SubjectVersion:
-    subject: str
-    version: int
-    schema: SchemaRow
-    deleted: bool = False
-
-
-def fingerprint(schema_type: str, text: str, references: Sequence[SchemaReference]) -> str:
-    payload = f"{schema_type}\n{text}\n{storage.encode_references(references)}"
-    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 class SchemaRegistry(PolicyStore):
@@ -204,9 +161,21 @@ class SchemaRegistry(PolicyStore):
     ) -> tuple[int, int]:
         """Register ``text`` under ``subject``; return ``(id, version)``. Idempotent: the same schema
         again answers its existing id and version."""
-        candidate = self._read(
-            lambda conn: self.parse_candidate(conn, text, schema_type, references, normalize)
-        )
+
+        def prepare(conn: Connection) -> tuple[Candidate, VersionRow | None]:
+            candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
+            # Serializers re-register on every start: a schema the subject already holds is
+            # answered from a read, without taking the registry-wide write lock.
+            plain = schema_id is None and version is None
+            if plain and self._mode(conn, subject) in (Mode.READWRITE, Mode.IMPORT):
+                return candidate, self._find(conn, subject, candidate, normalize)
+            return candidate, None
+
+        candidate, known = self._read(prepare)
+        if known is not None:
+            if self._on_register is not None:
+                self._on_register()
+            return known.schema_id, known.version
 
         def run(conn: Connection) -> tuple[int, int]:
             mode = self._writable(conn, subject)
@@ -608,10 +577,3 @@ class SchemaRegistry(PolicyStore):
             subject=subject,
             version=version,
         )
-
-
-def encode_messages(failures: Sequence[CompatibilityFailure], level: CompatibilityLevel) -> list[str]:
-    """``verbose=true`` messages: one per finding, then the level, as Confluent lists them."""
-    if not failures:
-        return []
-    return [f.describe() for f in failures] + [f"{{compatibility: '{level.value}'}}"]

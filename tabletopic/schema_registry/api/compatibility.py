@@ -6,7 +6,7 @@ from typing import Any
 
 from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject, Version
 from tabletopic.schema_registry.api.models import SchemaBody
-from tabletopic.schema_registry.registry import encode_messages
+from tabletopic.schema_registry.model import encode_messages
 
 router = RegistryRouter(prefix="/compatibility", tags=["compatibility"])
 

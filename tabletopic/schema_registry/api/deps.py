@@ -14,7 +14,8 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.datastructures import DefaultPlaceholder
 
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError, invalid_subject
-from tabletopic.schema_registry.registry import SchemaRegistry, parse_version
+from tabletopic.schema_registry.model import parse_version
+from tabletopic.schema_registry.registry import SchemaRegistry
 
 
 async def get_registry(request: Request) -> SchemaRegistry:

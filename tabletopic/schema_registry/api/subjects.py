@@ -8,7 +8,7 @@ from fastapi import Response
 
 from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject, SubjectPrefix, Version
 from tabletopic.schema_registry.api.models import CONTENT_TYPE, SchemaBody, schema_fields
-from tabletopic.schema_registry.registry import SubjectVersion
+from tabletopic.schema_registry.model import SubjectVersion
 
 router = RegistryRouter(prefix="/subjects", tags=["subjects"])
 

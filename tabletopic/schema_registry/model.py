@@ -1,0 +1,67 @@
+"""The registry's value types and the small pure helpers around them (no database, no HTTP)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tabletopic.schema_registry import storage
+from tabletopic.schema_registry.compatibility import CompatibilityFailure, CompatibilityLevel
+from tabletopic.schema_registry.errors import invalid_version
+from tabletopic.schema_registry.formats.base import ParsedSchema, SchemaFormat, SchemaReference
+from tabletopic.schema_registry.storage import SchemaRow
+
+LATEST = -1  # what "latest" and "-1" parse to
+MAX_VERSION = 2**31 - 1
+# Caches hold parses of schemas up to this size only, so their memory stays bounded by entry count.
+CACHEABLE_TEXT = 256 * 1024
+
+
+def parse_version(raw: str | int) -> int:
+    """``"latest"``/``-1`` -> :data:`LATEST`; ``"3"`` -> 3. Raises 42202 for anything else."""
+    text = str(raw).strip()
+    if text.lower() == "latest" or text == "-1":
+        return LATEST
+    try:
+        value = int(text)
+    except ValueError:
+        raise invalid_version(text) from None
+    if not 1 <= value <= MAX_VERSION:
+        raise invalid_version(text)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A schema from a request, parsed, with the text it would be stored as."""
+
+    schema_type: str
+    fmt: SchemaFormat
+    parsed: ParsedSchema
+    text: str
+    references: tuple[SchemaReference, ...]
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.schema_type, self.text, self.references)
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectVersion:
+    subject: str
+    version: int
+    schema: SchemaRow
+    deleted: bool = False
+
+
+def fingerprint(schema_type: str, text: str, references: Sequence[SchemaReference]) -> str:
+    payload = f"{schema_type}\n{text}\n{storage.encode_references(references)}"
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def encode_messages(failures: Sequence[CompatibilityFailure], level: CompatibilityLevel) -> list[str]:
+    """``verbose=true`` messages: one per finding, then the level, as Confluent lists them."""
+    if not failures:
+        return []
+    return [f.describe() for f in failures] + [f"{{compatibility: '{level.value}'}}"]
