@@ -434,3 +434,10 @@ def test_stored_schemas_of_a_format_missing_on_this_node_answer_422_not_500(
     finally:
         monkeypatch.undo()
         loader.forget_loaded()
+
+
+def test_readonly_mode_refuses_even_a_repeat_registration(api: TestClient) -> None:
+    assert ok(register(api, "ro", V1)) == {"id": 1}
+    ok(api.put("/mode/ro", json={"mode": "READONLY"}))
+    error(register(api, "ro", V1), 422, 42205)
+    assert ok(api.post("/subjects/ro", json={"schema": V1}))["id"] == 1  # lookups still answer
