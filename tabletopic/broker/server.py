@@ -48,6 +48,27 @@ _connection_ids = itertools.count(1)
 Handler = Callable[[Any, RequestContext, Any], Awaitable[dict[str, Any] | WireResponse | None]]
 
 
+def first_error(fields: Any, depth: int = 4) -> str:
+    """The name of the first error in a response dict (top level first, then nested entries), so
+    the request counter also shows per-partition errors such as a Produce's CORRUPT_MESSAGE."""
+    if isinstance(fields, dict):
+        error = fields.get("error_code")
+        if isinstance(error, ErrorCode) and error is not ErrorCode.none:
+            return error.name
+        if depth:
+            for value in fields.values():
+                if isinstance(value, list | tuple):
+                    found = first_error(value, depth - 1)
+                    if found != "none":
+                        return found
+    elif isinstance(fields, list | tuple) and depth:
+        for item in fields:
+            found = first_error(item, depth - 1)
+            if found != "none":
+                return found
+    return "none"
+
+
 class Dispatcher:
     """API key -> (handler, the object it runs against) plus the version table to advertise."""
 
@@ -280,8 +301,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         data = encode_response(request.correlation_id, build_response(key, request.api_version, fields))
         if self._metrics is not None:
             self._metrics.latency.labels(api_name(key)).observe(time.perf_counter() - started)
-            error = fields.get("error_code")
-            self._count(key, error.name if isinstance(error, ErrorCode) else "none")
+            self._count(key, first_error(fields))
         return data
 
     # --- SASL -----------------------------------------------------------------------------------

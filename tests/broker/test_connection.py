@@ -128,3 +128,23 @@ async def test_oversized_length_prefix_closes_before_allocating(broker_service) 
     _feed(connection, struct.pack(">i", 200 * 1024 * 1024), 4)
     assert transport.closed
     assert connection._big is None
+
+
+def test_first_error_finds_nested_partition_errors() -> None:
+    from kio.schema.errors import ErrorCode
+
+    from tabletopic.broker.server import first_error
+
+    fields = {
+        "responses": [
+            {
+                "name": "t",
+                "partition_responses": [
+                    {"index": 0, "error_code": ErrorCode.none},
+                    {"index": 1, "error_code": ErrorCode.corrupt_message},
+                ],
+            }
+        ]
+    }
+    assert first_error(fields) == "corrupt_message"
+    assert first_error({"error_code": ErrorCode.none, "topics": []}) == "none"
