@@ -240,3 +240,31 @@ async def test_appends_before_start_or_after_close_are_unavailable(local_harness
     await store.close()
     with pytest.raises(StorageUnavailable):
         await store.append(sid, b"late", 1)
+
+
+async def test_metrics_count_appends_fsyncs_uploads_and_cache_hits(local_harness: StoreHarness) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from tabletopic import metadata
+    from tabletopic.s3stream.store import S3StreamStore
+
+    registry = CollectorRegistry()
+    engine = metadata.create_engine(local_harness.url)
+    store = S3StreamStore(local_harness.settings(), engine, local_harness.object_store(), registry)
+    await store.start()
+    try:
+        sid = await store.create_stream()
+        await fill(store, sid, 20)
+        await store.flush()
+        await store.fetch(sid, 0, 1 << 20)
+        value = registry.get_sample_value
+        assert value("s3stream_appends_total") == 20
+        assert value("s3stream_append_bytes_total") >= 20 * 1000
+        assert value("s3stream_wal_fsync_seconds_count") >= 1
+        assert value("s3stream_upload_seconds_count") >= 1
+        assert value("s3stream_cache_requests_total", {"cache": "log", "result": "hit"}) >= 1
+        assert value("s3stream_cache_hit_ratio") == 1.0
+        assert value("s3stream_compaction_backlog_objects") == 0
+    finally:
+        await store.close()
+        engine.dispose()
