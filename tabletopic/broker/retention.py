@@ -1,15 +1,20 @@
 """Background retention: ``retention.ms`` and ``retention.bytes`` move each partition's log start
 offset forward (``StreamStore.trim``); s3stream's compaction reclaims the space.
 
-Trims happen at batch boundaries, like Kafka's at segment boundaries, so a consumer never sees half
-a batch disappear.
+Each pass must not re-read whole partitions (a 100 GB partition would be read from object storage
+every interval), so the task keeps, per stream, an index of *runs*: consecutive batches read in one
+fetch, with their total size and newest timestamp. A pass only reads what was appended since the
+previous one. Trims happen at run boundaries, the way Kafka trims at segment boundaries: a run is
+dropped only when all of it is beyond the limits, so retention never removes too much.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tabletopic.broker import settings
@@ -21,12 +26,35 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCAN_CHUNK_BYTES = 8 << 20
+RUN_BYTES = 8 << 20
+
+
+@dataclass(slots=True)
+class Run:
+    """Batches ``[base_offset, next_offset)`` holding ``size`` bytes, newest record at ``max_timestamp``."""
+
+    base_offset: int
+    next_offset: int
+    size: int
+    max_timestamp: int
+
+
+@dataclass(slots=True)
+class StreamIndex:
+    runs: collections.deque[Run] = field(default_factory=collections.deque)
+    scanned_to: int = 0
+
+    @property
+    def size(self) -> int:
+        return sum(run.size for run in self.runs)
 
 
 class RetentionTask:
-    def __init__(self, broker: BrokerService) -> None:
+    def __init__(self, broker: BrokerService, run_bytes: int = RUN_BYTES) -> None:
         self._broker = broker
+        self._indexes: dict[int, StreamIndex] = {}
+        # Granularity of trims; tests lower it to one batch per run.
+        self.run_bytes = run_bytes
 
     async def run(self) -> None:
         while True:
@@ -42,7 +70,9 @@ class RetentionTask:
         """One pass over every partition; returns how many partitions were trimmed."""
         trimmed = 0
         now = int(time.time() * 1000)
+        live: set[int] = set()
         for topic in self._broker.topics.all():
+            live.update(topic.streams)
             if "delete" not in self._broker.topic_config(topic, "cleanup.policy"):
                 continue
             retention_ms = int(self._broker.topic_config(topic, "retention.ms"))
@@ -56,47 +86,55 @@ class RetentionTask:
                         await self._broker.store.trim(stream_id, new_start)
                         trimmed += 1
                         log.info(
-                            "retention trimmed %s stream %d to offset %d", topic.name, stream_id, new_start
+                            "retention trimmed %s (stream %d) to offset %d", topic.name, stream_id, new_start
                         )
                 except StreamError as exc:
                     log.warning("retention skipped stream %d: %s", stream_id, exc)
+        for stream_id in set(self._indexes) - live:
+            del self._indexes[stream_id]
         return trimmed
+
+    async def _index(self, stream_id: int) -> StreamIndex:
+        """The stream's run index, extended with whatever was appended since the last pass."""
+        store = self._broker.store
+        info = store.stream_info(stream_id)
+        index = self._indexes.setdefault(stream_id, StreamIndex(scanned_to=info.start_offset))
+        while index.runs and index.runs[0].next_offset <= info.start_offset:
+            index.runs.popleft()  # trimmed by someone else (DeleteRecords)
+        index.scanned_to = max(index.scanned_to, info.start_offset)
+        while index.scanned_to < info.end_offset:
+            batches = await store.fetch(stream_id, index.scanned_to, self.run_bytes)
+            batches = [b for b in batches if b.next_offset > index.scanned_to]
+            if not batches:
+                break
+            index.runs.append(
+                Run(
+                    batches[0].base_offset,
+                    batches[-1].next_offset,
+                    sum(len(b.payload) for b in batches),
+                    max(max_timestamp_of(b.payload) for b in batches),
+                )
+            )
+            index.scanned_to = batches[-1].next_offset
+        return index
 
     async def _new_start(
         self, stream_id: int, now: int, retention_ms: int, retention_bytes: int
     ) -> int | None:
-        store = self._broker.store
-        info = store.stream_info(stream_id)
-        if info.start_offset >= info.end_offset:
-            return None
-        # Walk the batches once, remembering each one's base offset and size.
-        batches: list[tuple[int, int, int]] = []  # (base offset, size, max timestamp)
-        offset = info.start_offset
-        while offset < info.end_offset:
-            chunk = await store.fetch(stream_id, offset, SCAN_CHUNK_BYTES)
-            if not chunk:
-                break
-            for batch in chunk:
-                if batch.next_offset > offset:
-                    batches.append((batch.base_offset, len(batch.payload), max_timestamp_of(batch.payload)))
-            offset = chunk[-1].next_offset
-            if retention_bytes < 0 and batches and batches[-1][2] >= now - retention_ms:
-                break  # only time matters and we found the first batch to keep
-        keep_from = info.start_offset
+        start = self._broker.store.stream_info(stream_id).start_offset
+        index = await self._index(stream_id)
+        drop = 0
         if retention_ms >= 0:
-            for base, _size, max_ts in batches:
-                if max_ts >= now - retention_ms:
-                    keep_from = max(keep_from, base)
-                    break
-            else:
-                keep_from = max(keep_from, offset)
+            while drop < len(index.runs) and index.runs[drop].max_timestamp < now - retention_ms:
+                drop += 1
         if retention_bytes >= 0:
-            total = sum(size for _, size, _ in batches)
-            for base, size, _ in batches:
-                if total <= retention_bytes:
-                    keep_from = max(keep_from, base)
-                    break
-                total -= size
-            else:
-                keep_from = max(keep_from, offset)
-        return keep_from if keep_from > info.start_offset else None
+            total = index.size - sum(index.runs[i].size for i in range(drop))
+            while drop < len(index.runs) and total > retention_bytes:
+                total -= index.runs[drop].size
+                drop += 1
+        if drop == 0:
+            return None
+        new_start = index.runs[drop - 1].next_offset
+        for _ in range(drop):
+            index.runs.popleft()
+        return new_start if new_start > start else None

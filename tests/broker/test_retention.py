@@ -9,6 +9,7 @@ from tests.broker.helpers import call
 
 
 async def _fill(broker, name: str, timestamps: list[int], **configs: str) -> None:  # type: ignore[no-untyped-def]
+    broker.retention.run_bytes = 1  # one batch per run: trims at every batch boundary
     await broker.topics.create(name, 1, configs)
     for ts in timestamps:
         await call(broker, produce_request(name, 0, make_batch([b"x" * 100, b"y" * 100], timestamp=ts)))
@@ -49,3 +50,25 @@ async def test_broker_default_retention_applies_to_topics_without_their_own(brok
     await broker_service.set_dynamic_configs({"log.retention.ms": "60000"})
     await broker_service.retention.enforce_all()
     assert broker_service.log_start_offset("t", 0) == 2
+
+
+async def test_trims_happen_at_run_boundaries_and_passes_read_only_new_data(broker_service) -> None:
+    now = int(time.time() * 1000)
+    await _fill(broker_service, "t", [now - 3_600_000] * 3, **{"retention.ms": "60000"})
+    batch_size = len(make_batch([b"x" * 100, b"y" * 100]))
+    broker_service.retention.run_bytes = 2 * batch_size  # runs of two batches
+    await call(broker_service, produce_request("t", 0, make_batch([b"x" * 100, b"y" * 100], timestamp=now)))
+    await broker_service.retention.enforce_all()
+    # Runs: [batches 0-1] expired, [batch 2 old + batch 3 new] kept whole.
+    assert broker_service.log_start_offset("t", 0) == 4
+    fetches = []
+    store = broker_service.store
+    original = store.fetch
+
+    async def counting_fetch(*args, **kwargs):  # type: ignore[no-untyped-def]
+        fetches.append(args[1])
+        return await original(*args, **kwargs)
+
+    store.fetch = counting_fetch
+    await broker_service.retention.enforce_all()
+    assert fetches == []  # nothing new since the last pass: nothing read
