@@ -122,7 +122,9 @@ def kafka_python_consume(bootstrap: str, topic: str, partitions: int, count: int
     return result
 
 
-def aiokafka_produce(bootstrap: str, topic: str, messages: Sequence[Message], codec: str) -> None:
+def aiokafka_produce(
+    bootstrap: str, topic: str, messages: Sequence[Message], codec: str, idempotent: bool = False
+) -> None:
     async def run() -> None:
         from aiokafka import AIOKafkaProducer
 
@@ -132,6 +134,7 @@ def aiokafka_produce(bootstrap: str, topic: str, messages: Sequence[Message], co
             acks="all",
             linger_ms=5,
             max_batch_size=256 * 1024,
+            enable_idempotence=idempotent,
         )
         await producer.start()
         try:

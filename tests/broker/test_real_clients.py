@@ -74,3 +74,14 @@ def test_clients_read_each_others_messages(bootstrap: str) -> None:
     clients.confluent_produce(bootstrap, topic, messages, "zstd", True)
     for consume in (clients.kafka_python_consume, clients.aiokafka_consume):
         assert Counter(consume(bootstrap, topic, PARTITIONS, len(messages))) == Counter(messages)
+
+
+def test_aiokafka_idempotent_producer_roundtrips(bootstrap: str) -> None:
+    messages = clients.make_messages(5000, PARTITIONS, "aio-idem")
+    _roundtrip(
+        bootstrap,
+        lambda b, t, m, c: clients.aiokafka_produce(b, t, m, c, idempotent=True),
+        clients.aiokafka_consume,
+        "lz4",
+        messages,
+    )
