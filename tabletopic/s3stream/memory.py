@@ -82,6 +82,14 @@ class MemoryStreamStore:
         stream.waiters = still_waiting
         return base
 
+    async def append_many(self, items: list[tuple[int, bytes | memoryview, int]]) -> list[int]:
+        """Same as :meth:`S3StreamStore.append_many`: all items validated first, one call."""
+        for stream_id, _, count in items:
+            self._get(stream_id)
+            if count <= 0:
+                raise ValueError("record_count must be positive")
+        return [await self.append(sid, payload, count) for sid, payload, count in items]
+
     async def fetch(
         self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
     ) -> list[StoredBatch]:

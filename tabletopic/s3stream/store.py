@@ -22,7 +22,7 @@ import asyncio
 import bisect
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -300,6 +300,34 @@ class S3StreamStore:
     # Append ----------------------------------------------------------------------------------
 
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
+        payload = self._check_append(stream_id, payload, record_count)
+        if self._backlog_bytes() > self.settings.wal_capacity_bytes:
+            await self._wait_for_space()
+        base, durable = self._append_nowait(stream_id, payload, record_count)
+        # A SharedFuture: a cancelled caller cannot cancel the acknowledgement of the others.
+        await durable
+        return base
+
+    async def append_many(self, items: Sequence[tuple[int, bytes | memoryview, int]]) -> list[int]:
+        """Append several ``(stream_id, payload, record_count)`` batches (e.g. the partitions of one
+        produce request) with one wait: they share a WAL group or batch object. Validation happens
+        for all items before any is appended; returns the base offsets in item order."""
+        checked = [(sid, self._check_append(sid, payload, count), count) for sid, payload, count in items]
+        if self._backlog_bytes() > self.settings.wal_capacity_bytes:
+            await self._wait_for_space()
+        for sid, _, _ in checked:
+            self._stream(sid)
+        bases: list[int] = []
+        waits: dict[int, asyncio.Future[None]] = {}
+        for sid, payload, count in checked:
+            base, durable = self._append_nowait(sid, payload, count)
+            bases.append(base)
+            waits[id(durable)] = durable
+        for durable in waits.values():
+            await durable
+        return bases
+
+    def _check_append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> bytes:
         if type(payload) is not bytes:
             if not isinstance(payload, bytes | bytearray | memoryview):
                 raise TypeError(f"payload must be bytes-like, not {type(payload).__name__}")
@@ -308,33 +336,33 @@ class S3StreamStore:
             raise ValueError(f"record_count must be a positive integer, not {record_count!r}")
         if not self._started or self._closed:
             raise StorageUnavailable("the store is not open")
+        self._stream(stream_id)
+        return payload
+
+    def _append_nowait(
+        self, stream_id: int, payload: bytes, record_count: int
+    ) -> tuple[int, asyncio.Future[None]]:
+        """Assign offsets and queue the batch; returns its base and the future of its durability."""
         state = self._stream(stream_id)
-        wal = self._wal
-        if self._backlog_bytes() > self.settings.wal_capacity_bytes:
-            await self._wait_for_space()
-            state = self._stream(stream_id)
         base = state.next_end
-        batch = StoredBatch(base, record_count, payload)
         state.next_end = base + record_count
-        block = self.log_cache.add(stream_id, batch)
+        block = self.log_cache.add(stream_id, StoredBatch(base, record_count, payload))
         if block.uploaded is None:
             self._open_block(block)
         block.appends += 1
+        wal = self._wal
         if wal is not None:
             group = wal.append(stream_id, base, record_count, payload)
             group.ends[stream_id] = state.next_end
             if block.nbytes >= self.settings.upload_bytes:
                 self._seal()
-            # A SharedFuture: a cancelled caller cannot cancel the acknowledgement of its group.
-            await group.future
-        else:
-            uploaded = block.uploaded
-            assert uploaded is not None
-            self._pending_upload_bytes += len(payload)
-            if block.nbytes >= self.settings.object_batch_bytes:
-                self._seal()
-            await uploaded
-        return base
+            return base, group.future
+        uploaded = block.uploaded
+        assert uploaded is not None
+        self._pending_upload_bytes += len(payload)
+        if block.nbytes >= self.settings.object_batch_bytes:
+            self._seal()
+        return base, uploaded
 
     def _open_block(self, block: Block) -> None:
         loop = asyncio.get_running_loop()

@@ -268,3 +268,19 @@ async def test_metrics_count_appends_fsyncs_uploads_and_cache_hits(local_harness
     finally:
         await store.close()
         engine.dispose()
+
+
+async def test_append_many_appends_several_streams_with_one_wait(harness: StoreHarness) -> None:
+    store = await harness.open()
+    a, b = await store.create_stream(), await store.create_stream()
+    bases = await store.append_many([(a, b"a0", 2), (b, b"b0", 1), (a, memoryview(b"a1"), 3)])
+    assert bases == [0, 0, 2]
+    assert [(x.base_offset, bytes(x.payload)) for x in await store.fetch(a, 0, 100)] == [
+        (0, b"a0"),
+        (2, b"a1"),
+    ]
+    with pytest.raises(ValueError):
+        await store.append_many([(a, b"ok", 1), (b, b"bad", 0)])
+    assert store.stream_info(a).end_offset == 5  # nothing of a refused call is appended
+    store = await harness.reopen(store)
+    assert store.stream_info(b).end_offset == 1
