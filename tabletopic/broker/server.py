@@ -69,13 +69,47 @@ def first_error(fields: Any, depth: int = 4) -> str:
     return "none"
 
 
+class RequestBudget:
+    """Bytes of requests in flight on all connections together (``queued.max.request.bytes``).
+
+    Past the limit every connection that receives a request stops reading until enough answers
+    went out; a single request larger than the limit is still served (alone), so nothing starves.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._waiting: set[KafkaConnection] = set()
+
+    @property
+    def exhausted(self) -> bool:
+        return self.limit > 0 and self.used >= self.limit
+
+    def acquire(self, size: int) -> None:
+        self.used += size
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        if self._waiting and not self.exhausted:
+            waiting, self._waiting = self._waiting, set()
+            for connection in waiting:
+                connection._update_reading()
+
+    def wait(self, connection: KafkaConnection) -> None:
+        self._waiting.add(connection)
+
+    def forget(self, connection: KafkaConnection) -> None:
+        self._waiting.discard(connection)
+
+
 class Dispatcher:
     """API key -> (handler, the object it runs against) plus the version table to advertise."""
 
-    def __init__(self, broker: BrokerService) -> None:
+    def __init__(self, broker: BrokerService, budget: RequestBudget | None = None) -> None:
         self.broker = broker
         self.routes: dict[int, tuple[Handler, Any]] = {}
         self.max_versions: dict[int, int] = {}
+        self.budget = budget or RequestBudget(0)
 
     def add(self, handlers: dict[int, Handler], target: Any, max_versions: dict[int, int]) -> None:
         for key, handler in handlers.items():
@@ -107,6 +141,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._big: bytearray | None = None
         self._big_filled = 0
         self._pending: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self._pending_sizes: collections.deque[int] = collections.deque()  # request bytes, same order
+        self._budget = dispatcher.budget
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._writing_paused = False
@@ -128,6 +164,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         for future in self._pending:
             future.cancel()
         self._pending.clear()
+        self._budget.release(sum(self._pending_sizes))
+        self._pending_sizes.clear()
+        self._budget.forget(self)
         if self._metrics is not None:
             self._metrics.connections.dec()
 
@@ -222,6 +261,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         task = asyncio.ensure_future(self._serve(request))
         self._pending.append(task)
+        self._pending_sizes.append(len(frame))
+        self._budget.acquire(len(frame))
         task.add_done_callback(self._flush)
         self._update_reading()
 
@@ -229,12 +270,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         future.set_result(data)
         self._pending.append(future)
+        self._pending_sizes.append(0)
         self._flush(future)
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closed:
             return
-        should_pause = self._writing_paused or len(self._pending) >= self._max_inflight
+        over_budget = self._budget.exhausted and bool(self._pending)
+        if over_budget:
+            self._budget.wait(self)
+        should_pause = self._writing_paused or over_budget or len(self._pending) >= self._max_inflight
         if should_pause and not self._reading_paused:
             self._transport.pause_reading()
             self._reading_paused = True
@@ -245,6 +290,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _flush(self, _done: asyncio.Future[Any]) -> None:
         while self._pending and self._pending[0].done():
             future = self._pending.popleft()
+            self._budget.release(self._pending_sizes.popleft())
             if future.cancelled():
                 continue
             exc = future.exception()
@@ -359,6 +405,7 @@ class KafkaServer:
         users = parse_users(config.get(settings.SASL_PLAIN_USERS))
         max_frame = config.get(settings.SOCKET_REQUEST_MAX_BYTES)
         max_inflight = config.get(settings.QUEUED_MAX_REQUESTS)
+        self._dispatcher.budget.limit = config.get(settings.QUEUED_MAX_REQUEST_BYTES)
         loop = asyncio.get_running_loop()
         for text in config.get(settings.LISTENERS):
             endpoint = parse_listener(text)

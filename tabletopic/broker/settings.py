@@ -66,6 +66,14 @@ QUEUED_MAX_REQUESTS = define(
     "broker",
     in_range(1),
 )
+QUEUED_MAX_REQUEST_BYTES = define(
+    "queued.max.request.bytes",
+    int,
+    268435456,
+    "Bytes of requests in flight on all connections together before the broker stops reading new "
+    "ones (a request larger than this is still served, alone); 0 or less means no limit.",
+    "broker",
+)
 LOG_RETENTION_MS = define(
     "log.retention.ms",
     int,

@@ -148,3 +148,23 @@ def test_first_error_finds_nested_partition_errors() -> None:
     }
     assert first_error(fields) == "corrupt_message"
     assert first_error({"error_code": ErrorCode.none, "topics": []}) == "none"
+
+
+async def test_global_request_budget_pauses_reading_until_answers_drain(broker_service) -> None:
+    from tests.broker.batches import fetch_request
+
+    await broker_service.topics.create("t", 1)
+    connection, transport = _connection(broker_service)
+    budget = connection._dispatcher.budget
+    budget.limit = 50  # smaller than one request
+    other, other_transport = _connection(broker_service)
+    other._budget = budget  # both connections share one budget, as in a server
+    _feed(connection, encode_request(fetch_request("t", 0, 0, max_wait=300), 1), 10_000)
+    assert transport.paused  # over budget: no more reads until the long poll is answered
+    # A connection with nothing in flight still gets one request served.
+    _feed(other, _api_versions_frames(1), 10_000)
+    await _drain(other_transport, 1)
+    assert not other_transport.paused
+    await _drain(transport, 1)
+    assert not transport.paused
+    assert budget.used == 0
