@@ -7,9 +7,10 @@ migrations; :func:`migrate` applies the ones a database has not seen yet, record
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -78,7 +79,7 @@ def migrate(engine: Engine, component: str, migrations: Sequence[Migration]) -> 
     Runs in one transaction per migration, so an interrupted start leaves the database at the last
     fully applied version and the next start resumes there.
     """
-    with _migrate_lock:
+    with _migrate_lock, _database_lock(engine):
         _migrations_table.create(engine, checkfirst=True)
         with engine.begin() as conn:
             row = conn.execute(
@@ -103,6 +104,24 @@ def migrate(engine: Engine, component: str, migrations: Sequence[Migration]) -> 
                     )
             log.info("metadata schema of %s migrated to version %d", component, version)
         return len(migrations)
+
+
+@contextlib.contextmanager
+def _database_lock(engine: Engine) -> Iterator[None]:
+    """Serialise migrations across processes: two nodes starting at once on an empty PostgreSQL
+    database must not both create the same tables. (SQLite's BEGIN IMMEDIATE already serialises
+    writers, and its DDL is transactional.)"""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT pg_advisory_lock(727001)")
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.exec_driver_sql("SELECT pg_advisory_unlock(727001)")
+            conn.commit()
 
 
 def create_tables(*tables: sa.Table) -> Migration:

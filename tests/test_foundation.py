@@ -79,9 +79,42 @@ def test_seaweedfs_serves_the_bucket(s3_settings: dict[str, str]) -> None:
     import boto3
 
     client = boto3.client(
-        "s3", endpoint_url=s3_settings["s3.endpoint"], aws_access_key_id=s3_settings["s3.access.key"],
-        aws_secret_access_key=s3_settings["s3.secret.key"], region_name="us-east-1",
+        "s3",
+        endpoint_url=s3_settings["s3.endpoint"],
+        aws_access_key_id=s3_settings["s3.access.key"],
+        aws_secret_access_key=s3_settings["s3.secret.key"],
+        region_name="us-east-1",
     )
     key = s3_settings["s3.prefix"] + "hello"
     client.put_object(Bucket=s3_settings["s3.bucket"], Key=key, Body=b"world")
     assert client.get_object(Bucket=s3_settings["s3.bucket"], Key=key)["Body"].read() == b"world"
+
+
+MIGRATE_SCRIPT = """
+import sys, time
+import sqlalchemy as sa
+from tabletopic import metadata
+
+def slow_create(conn):
+    time.sleep(0.5)
+    conn.exec_driver_sql("CREATE TABLE raced (a INTEGER)")
+
+engine = metadata.create_engine(sys.argv[1])
+print(metadata.migrate(engine, "raced", [slow_create]))
+"""
+
+
+@pytest.mark.postgres
+def test_two_nodes_migrating_one_postgres_database_at_once_both_start(postgres_url: str) -> None:
+    import subprocess
+    import sys
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MIGRATE_SCRIPT, postgres_url], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert outputs == ["1", "1"]
