@@ -25,8 +25,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pyte
 def _java(main: str, args: list[str], log: Path) -> subprocess.Popen[bytes]:
     import pyspark
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    home = Path(pyspark.__file__).parent
+    jars = home / "jars"
+    # The worker builds each executor's classpath from SPARK_HOME/jars; without a Scala version it
+    # looks for a source build's target directories ("Cannot find any build directories").
+    env = dict(
+        os.environ,
+        SPARK_HOME=str(home),
+        SPARK_SCALA_VERSION="2.12",
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+    )
     return subprocess.Popen(
         ["java", "-Xmx256m", "-cp", f"{jars}/*", main, *args],
         stdout=log.open("ab"),
