@@ -168,3 +168,42 @@ async def test_global_request_budget_pauses_reading_until_answers_drain(broker_s
     await _drain(transport, 1)
     assert not transport.paused
     assert budget.used == 0
+
+
+async def test_sasl_handshake_v0_then_raw_token_authenticates_the_connection(broker_service) -> None:
+    import struct as _struct
+
+    from tabletopic.broker.sasl import SaslState
+    from tests.broker.batches import request
+
+    dispatcher = Dispatcher(broker_service)
+    dispatcher.add(HANDLERS, broker_service, MAX_VERSIONS)
+    dispatcher.add({17: HANDLERS[18], 36: HANDLERS[18]}, None, MAX_VERSIONS)  # routed to the SASL state
+    broker_service.api_ranges = advertised_ranges(dispatcher.max_versions)
+    connection = KafkaConnection(dispatcher, "SASL_PLAINTEXT", {"alice": "pw"}, 1 << 20, 8)
+    transport = FakeTransport()
+    connection.connection_made(transport)  # type: ignore[arg-type]
+    _feed(connection, encode_request(request(17, 0, mechanism="PLAIN"), 1), 4096)
+    await _drain(transport, 1)
+    assert connection._sasl is not None and connection._sasl.state is SaslState.AWAIT_RAW_TOKEN
+    token = b"\0alice\0pw"
+    _feed(connection, _struct.pack(">i", len(token)) + token, 4096)
+    await _drain(transport, 2)
+    assert transport.frames()[1] == b""  # the empty server token completes PLAIN
+    assert connection._sasl.state is SaslState.AUTHENTICATED
+    assert not transport.closed
+
+
+async def test_requests_before_sasl_authentication_close_the_connection(broker_service) -> None:
+    from tests.broker.batches import request
+
+    dispatcher = Dispatcher(broker_service)
+    dispatcher.add(HANDLERS, broker_service, MAX_VERSIONS)
+    connection = KafkaConnection(dispatcher, "SASL_PLAINTEXT", {"alice": "pw"}, 1 << 20, 8)
+    transport = FakeTransport()
+    connection.connection_made(transport)  # type: ignore[arg-type]
+    metadata = request(
+        3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    _feed(connection, encode_request(metadata, 1), 4096)
+    assert transport.closed
