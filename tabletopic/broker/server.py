@@ -194,8 +194,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._big_filled += nbytes
             if self._big_filled < len(self._big):
                 return
-            frame, self._big = self._big, None
-            self._on_frame(memoryview(frame).toreadonly())
+            big, self._big = self._big, None
+            self._on_frame(memoryview(big).toreadonly())
             return
         self._end += nbytes
         while not self._closed:
@@ -332,7 +332,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         )
         started = time.perf_counter()
         if key in (17, 36):
-            fields: dict[str, Any] | None = self._sasl_request(request)
+            fields: dict[str, Any] | WireResponse | None = self._sasl_request(request)
         else:
             handler, target = self._dispatcher.routes[key]
             fields = await handler(target, ctx, request.body)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.producers import SequenceCheck
 from tabletopic.broker.protocol.records import InvalidBatch, parse_batches, with_log_append_time
 from tabletopic.s3stream.api import StorageUnavailable, StreamError, StreamNotFound
 
@@ -61,7 +62,7 @@ async def produce_partition(
             )
     stream_id = topic.streams[index]
     producers = broker.producers
-    checks = []
+    checks: list[SequenceCheck] = []
     for header in headers:
         check = producers.check(stream_id, header)
         if check.error_code is not ErrorCode.none:

@@ -97,18 +97,18 @@ def parse_request(frame: bytes | memoryview, supported: dict[int, int] | None = 
 
 
 @cache
-def _writer(response_type: type) -> Callable[..., None]:
+def _writer(response_type: Any) -> Callable[..., None]:
     return entity_writer(response_type)
 
 
 @cache
-def _has_tagged_header(response_type: type) -> bool:
+def _has_tagged_header(response_type: Any) -> bool:
     return bool(response_type.__header_schema__.__flexible__)
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The full wire bytes (length prefix, response header, body) of one kio response object."""
-    response_type = type(response)
+    response_type: Any = type(response)
     buffer = io.BytesIO()
     buffer.write(b"\0\0\0\0")
     buffer.write(_INT32.pack(correlation_id))
