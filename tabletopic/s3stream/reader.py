@@ -7,6 +7,8 @@ import asyncio
 import bisect
 import logging
 from collections import OrderedDict
+from collections.abc import Coroutine
+from typing import Any
 
 from tabletopic.s3stream.api import StoredBatch, StreamError
 from tabletopic.s3stream.cache import BlockCache
@@ -32,6 +34,7 @@ class ObjectReader:
         self._index_cache: OrderedDict[str, dict[int, list[BlockEntry]]] = OrderedDict()
         self._inflight_reads: dict[tuple[str, int], asyncio.Future[list[StoredBatch]]] = {}
         self._prefetches: set[asyncio.Future[None]] = set()
+        self._crossing: set[int] = set()  # streams with a prefetch into their next range under way
 
     async def read(
         self, stream_id: int, ranges: list[RangeRow], range_starts: list[int], offset: int, want: int
@@ -50,9 +53,11 @@ class ObjectReader:
         cached = self.block_cache.get(rng.object_key, blocks[first].position)
         self.metrics.cache_read("block", cached is not None)
         if cached is not None:
-            self._maybe_prefetch(rng, blocks, first)
+            self._maybe_prefetch(stream_id, ranges, index, blocks, first)
             return cached
-        return await self._load_blocks(rng, blocks, first, max(want, self.readahead_bytes))
+        batches = await self._load_blocks(rng, blocks, first, max(want, self.readahead_bytes))
+        self._maybe_prefetch(stream_id, ranges, index, blocks, first)
+        return batches
 
     async def _load_blocks(
         self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
@@ -75,12 +80,16 @@ class ObjectReader:
         finally:
             del self._inflight_reads[key]
 
-    def _maybe_prefetch(self, rng: RangeRow, blocks: list[BlockEntry], current: int) -> None:
+    def _maybe_prefetch(
+        self, stream_id: int, ranges: list[RangeRow], range_index: int, blocks: list[BlockEntry], current: int
+    ) -> None:
         """Sequential readers: once less than half a readahead window is cached ahead of the block
-        being read, fetch the next window in the background so the reader never waits on a GET."""
+        being read, fetch the next window in the background so the reader never waits on a GET.
+        At the end of a range the window continues in the stream's next object."""
         window = self.readahead_bytes
         if window <= 0 or len(self._prefetches) >= MAX_PREFETCHES:
             return
+        rng = ranges[range_index]
         ahead = 0
         for index in range(current + 1, len(blocks)):
             if ahead >= window // 2:
@@ -88,11 +97,39 @@ class ObjectReader:
             key = (rng.object_key, blocks[index].position)
             if key not in self.block_cache:
                 if key not in self._inflight_reads:
-                    task = asyncio.ensure_future(self._prefetch(rng, blocks, index, window))
-                    self._prefetches.add(task)
-                    task.add_done_callback(self._prefetches.discard)
+                    self._spawn(self._prefetch(rng, blocks, index, window))
                 return
             ahead += blocks[index].size
+        if range_index + 1 < len(ranges) and stream_id not in self._crossing:
+            self._crossing.add(stream_id)
+            task = self._spawn(self._prefetch_next_ranges(ranges[range_index + 1 :], window))
+            task.add_done_callback(lambda _: self._crossing.discard(stream_id))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
+        task = asyncio.ensure_future(work)
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetches.discard)
+        return task
+
+    async def _prefetch_next_ranges(self, following: list[RangeRow], window: int) -> None:
+        """Load the first ``window`` bytes of the stream's following ranges, concurrently (before
+        compaction a stream is spread over many small ranges, one GET each)."""
+        chosen: list[RangeRow] = []
+        total = 0
+        for rng in following:
+            if total >= window:
+                break
+            chosen.append(rng)
+            total += rng.size
+        await asyncio.gather(*(self._prefetch_range_start(rng, window) for rng in chosen))
+
+    async def _prefetch_range_start(self, rng: RangeRow, window: int) -> None:
+        try:
+            blocks = await self.blocks_of(rng)
+            if blocks and (rng.object_key, blocks[0].position) not in self.block_cache:
+                await self._load_blocks(rng, blocks, 0, window)
+        except Exception as exc:  # the reader retries on demand and reports real errors
+            log.debug("prefetch of %s failed: %s", rng.object_key, exc)
 
     async def _prefetch(self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int) -> None:
         try:
