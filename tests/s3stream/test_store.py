@@ -284,3 +284,28 @@ async def test_append_many_appends_several_streams_with_one_wait(harness: StoreH
     assert store.stream_info(a).end_offset == 5  # nothing of a refused call is appended
     store = await harness.reopen(store)
     assert store.stream_info(b).end_offset == 1
+
+
+async def test_sequential_cold_reads_are_served_by_readahead(local_harness: StoreHarness) -> None:
+    store = await local_harness.open(readahead_bytes=64 * 1024)
+    sid = await store.create_stream()
+    for round_number in range(6):  # six objects, each holding several blocks of the stream
+        await fill_from(store, sid, round_number * 20, 20, 2000)
+        await store.flush()
+    store.log_cache.capacity = 0
+    store.log_cache.evict()
+    offset, reads = 0, []
+    while offset < 120:
+        batches = await store.fetch(sid, offset, 2000)
+        reads.extend(batches)
+        offset = batches[-1].next_offset
+        await asyncio.sleep(0.005)  # a consumer's think time lets prefetches land
+    assert [b.base_offset for b in reads] == list(range(120))
+    hits = store.metrics.cache_requests.labels("block", "hit")._value.get()
+    misses = store.metrics.cache_requests.labels("block", "miss")._value.get()
+    assert hits > 5 * misses
+
+
+async def fill_from(store, stream_id: int, first: int, count: int, size: int) -> None:
+    for i in range(first, first + count):
+        await store.append(stream_id, payload_for(stream_id, i, size), 1)
