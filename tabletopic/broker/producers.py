@@ -180,6 +180,13 @@ class ProducerStates:
                 self._dirty.add(stream_id)
         return expired
 
+    def active(self, stream_id: int) -> list[tuple[int, int, int]]:
+        """``(producer id, epoch, last acknowledged sequence)`` of the producers of a stream."""
+        return [
+            (pid, entry.epoch, entry.committed_sequence)
+            for pid, entry in sorted(self._streams.get(stream_id, {}).items())
+        ]
+
     def forget_stream(self, stream_id: int) -> None:
         self._streams.pop(stream_id, None)
         self._covered.pop(stream_id, None)

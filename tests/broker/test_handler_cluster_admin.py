@@ -110,3 +110,17 @@ async def test_offset_for_leader_epoch_answers_the_high_watermark(broker_service
     known, unknown = response.topics[0].partitions
     assert (known.error_code, known.leader_epoch, known.end_offset) == (ErrorCode.none, 0, 3)
     assert unknown.error_code is ErrorCode.unknown_topic_or_partition
+
+
+async def test_describe_producers_shows_idempotent_producer_state(broker_service) -> None:
+    from tests.broker.batches import make_batch, produce_request
+
+    await broker_service.topics.create("p", 1)
+    for seq in (0, 2):
+        batch = make_batch([b"a", b"b"], producer_id=42, producer_epoch=3, base_sequence=seq)
+        await call(broker_service, produce_request("p", 0, batch))
+    response = await call(broker_service, request(61, 0, topics=[{"name": "p", "partition_indexes": [0, 9]}]))
+    known, unknown = response.topics[0].partitions
+    state = known.active_producers[0]
+    assert (state.producer_id, state.producer_epoch, state.last_sequence) == (42, 3, 3)
+    assert unknown.error_code is ErrorCode.unknown_topic_or_partition

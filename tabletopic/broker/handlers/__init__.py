@@ -21,6 +21,7 @@ from tabletopic.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
     describe_topic_partitions,
     elect_leaders,
@@ -57,5 +58,6 @@ HANDLERS: dict[int, Handler] = {
     46: partition_reassignments.handle_list,
     55: describe_quorum.handle,
     60: describe_cluster.handle,
+    61: describe_producers.handle,
     75: describe_topic_partitions.handle,
 }

@@ -35,6 +35,7 @@ MAX_VERSIONS: dict[int, int] = {
     46: 0,  # ListPartitionReassignments
     55: 2,  # DescribeQuorum
     60: 1,  # DescribeCluster
+    61: 0,  # DescribeProducers
     75: 0,  # DescribeTopicPartitions
 }
 

@@ -1,0 +1,51 @@
+"""DescribeProducers (61): the idempotent producers the broker tracks per partition, with their
+epoch and last acknowledged sequence (what ``kafka-transactions.sh describe-producers`` shows)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+
+def _partition(broker: BrokerService, name: str, index: int) -> dict[str, Any]:
+    topic = broker.topics.get(name)
+    if topic is None or not 0 <= index < topic.partition_count:
+        return {
+            "partition_index": index,
+            "error_code": ErrorCode.unknown_topic_or_partition,
+            "error_message": f"{name}-{index} does not exist",
+            "active_producers": [],
+        }
+    producers = [
+        {
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "last_sequence": sequence,
+            "last_timestamp": -1,
+            "coordinator_epoch": -1,
+            "current_txn_start_offset": -1,
+        }
+        for pid, epoch, sequence in broker.producers.active(topic.streams[index])
+    ]
+    return {
+        "partition_index": index,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "active_producers": producers,
+    }
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {"name": t.name, "partitions": [_partition(broker, t.name, i) for i in t.partition_indexes]}
+            for t in request.topics
+        ],
+    }
