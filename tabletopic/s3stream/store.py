@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic.s3stream import hooks
 from tabletopic.s3stream.api import (
     ObjectSlice,
     OffsetOutOfRange,
@@ -41,12 +40,12 @@ from tabletopic.s3stream.api import (
 )
 from tabletopic.s3stream.cache import Block, BlockCache, LogCache
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, NewObject, RangeRow, StreamMetadata
+from tabletopic.s3stream.meta import RangeRow, StreamMetadata
 from tabletopic.s3stream.metrics import StoreMetrics
-from tabletopic.s3stream.objects import build_object
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
 from tabletopic.s3stream.reader import ObjectReader
-from tabletopic.s3stream.wal import Group, LocalWal, RollMarker, SharedFuture, WalCorruption
+from tabletopic.s3stream.upload import UploadMixin
+from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class StreamState:
             self.range_starts.append(rng.start_offset)
 
 
-class S3StreamStore:
+class S3StreamStore(UploadMixin):
     """A node's streams on object storage; see the module docstring for the design."""
 
     def __init__(
@@ -123,10 +122,6 @@ class S3StreamStore:
         if state is None:
             raise StreamNotFound(f"stream {stream_id} does not exist")
         return state
-
-    @property
-    def local_wal(self) -> bool:
-        return self.settings.wal_mode == "local"
 
     # Life cycle ------------------------------------------------------------------------------
 
@@ -415,159 +410,6 @@ class S3StreamStore:
         self.metrics.append_bytes.inc(group.nbytes)
         for stream_id, end in group.ends.items():
             self._confirm(stream_id, end)
-
-    # Upload ----------------------------------------------------------------------------------
-
-    async def _upload_loop(self) -> None:
-        while True:
-            blocks = [await self._upload_queue.get()]
-            while not self._upload_queue.empty():  # uploads lagging: merge what waits into one upload
-                blocks.append(self._upload_queue.get_nowait())
-            if self.local_wal:
-                await self._upload_until_done(blocks)
-            else:
-                await self._upload_or_fail(blocks)
-
-    async def _upload_until_done(self, blocks: list[Block]) -> None:
-        """Local WAL: the data is safe on disk, so retry (with backoff) until the upload succeeds."""
-        delay = 0.1
-        while True:
-            try:
-                await self._upload(blocks)
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.error("upload to %s failed, retrying in %.1fs: %s", self.objects.description, delay, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
-        released = 0
-        for block in blocks:
-            if isinstance(block.wal_marker, RollMarker):
-                released = max(released, await asyncio.shield(block.wal_marker.done))
-        if released and self._wal is not None:
-            await self._wal.release(released)
-            self._space_freed.set()
-
-    async def _upload_or_fail(self, blocks: list[Block]) -> None:
-        """Object WAL: the upload is the acknowledgement; on failure fail every append not yet
-        acknowledged (their offsets would otherwise leave a gap) and rewind the streams."""
-        live = [b for b in blocks if b.generation == self._generation]
-        for block in blocks:
-            if block not in live:
-                self._fail_block(block, StorageUnavailable("an earlier batch object failed"))
-        if not live:
-            return
-        try:
-            await self._upload(live)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.error("batch object upload to %s failed: %s", self.objects.description, exc)
-            error = exc if isinstance(exc, StorageUnavailable) else StorageUnavailable(str(exc))
-            self._generation += 1
-            failed = [*live, *[b for b in self.log_cache.blocks if not b.committed and b not in live]]
-            for block in failed:
-                self._fail_block(block, error)
-            for state in self._streams.values():
-                state.next_end = state.confirmed_end
-
-    def _fail_block(self, block: Block, error: Exception) -> None:
-        self.log_cache.discard(block)
-        self._release_pending(block)
-        if block.uploaded is not None and not block.uploaded.done():
-            block.uploaded.set_exception(error)
-            block.uploaded.exception()
-
-    async def _upload(self, blocks: list[Block]) -> None:
-        started = time.perf_counter()
-        runs: dict[int, list[StoredBatch]] = {}
-        sizes: dict[int, int] = {}
-        for block in blocks:
-            for stream_id, run in block.runs.items():
-                if stream_id in self._streams:
-                    runs.setdefault(stream_id, []).extend(run.batches)
-                    sizes[stream_id] = sizes.get(stream_id, 0) + run.nbytes
-        big = [(sid, b) for sid, b in runs.items() if sizes[sid] >= self.settings.split_bytes]
-        big_ids = {sid for sid, _ in big}
-        small = [(sid, b) for sid, b in runs.items() if sid not in big_ids]
-        layouts = ([(STREAM_SET, small)] if small else []) + [(STREAM_OBJECT, [item]) for item in big]
-        if layouts:
-            reserved = await self._db(self.meta.prepare_objects, [kind for kind, _ in layouts])
-            self.inflight_objects.update(oid for oid, _ in reserved)
-            try:
-                await self._store_and_commit(layouts, reserved, runs)
-            finally:
-                self.inflight_objects.difference_update(oid for oid, _ in reserved)
-        for block in blocks:
-            block.committed = True
-            self._release_pending(block)
-            if not self.local_wal:
-                self.metrics.appends.inc(block.appends)
-                self.metrics.append_bytes.inc(block.nbytes)
-                for sid, run in block.runs.items():
-                    self._confirm(sid, run.end)
-            if block.uploaded is not None and not block.uploaded.done():
-                block.uploaded.set_result(None)
-        self.log_cache.evict()
-        self.metrics.upload_seconds.observe(time.perf_counter() - started)
-
-    async def _store_and_commit(
-        self,
-        layouts: list[tuple[str, list[tuple[int, list[StoredBatch]]]]],
-        reserved: list[tuple[int, str]],
-        runs: dict[int, list[StoredBatch]],
-    ) -> None:
-        """Build, PUT and commit reserved objects; the commit also advances the streams' ends."""
-        built = await asyncio.to_thread(
-            lambda: [build_object(group, self.settings.block_bytes) for _, group in layouts]
-        )
-        hooks.crash_point("upload.before_put")
-        try:
-            await asyncio.gather(
-                *(self.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
-            )
-        except BaseException:
-            await self._db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
-            raise
-        hooks.crash_point("upload.after_put")
-        new_objects = [
-            NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
-        ]
-        ends = {sid: batches[-1].next_offset for sid, batches in runs.items()}
-        async with self.commit_lock:
-            await self._db(self.meta.commit_upload, new_objects, ends)
-            hooks.crash_point("upload.after_commit")
-            for (oid, key), obj in zip(reserved, built, strict=True):
-                self._add_ranges(oid, key, obj.size, obj.ranges)
-                self.metrics.upload_bytes.inc(obj.size)
-        for sid, end in ends.items():
-            state = self._streams.get(sid)
-            if state is not None:
-                state.committed_end = max(state.committed_end, end)
-
-    def _release_pending(self, block: Block) -> None:
-        if not self.local_wal and not block.released:
-            block.released = True
-            self._pending_upload_bytes -= block.nbytes
-            self._space_freed.set()
-
-    def _add_ranges(self, object_id: int, key: str, size: int, ranges: Iterable[Any]) -> None:
-        for rng in ranges:
-            state = self._streams.get(rng.stream_id)
-            if state is not None:
-                state.add_range(
-                    RangeRow(
-                        rng.stream_id,
-                        rng.start_offset,
-                        rng.end_offset,
-                        object_id,
-                        key,
-                        size,
-                        rng.position,
-                        rng.size,
-                    )
-                )
 
     async def _wait_uploaded(self, blocks: list[Block]) -> None:
         pending = [b.uploaded for b in blocks if b.uploaded is not None and not b.committed]
