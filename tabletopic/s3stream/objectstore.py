@@ -144,6 +144,10 @@ _PERMANENT_CODES = {
 }
 
 
+# Codes S3 sends with a 4xx status that are nevertheless worth retrying.
+_RETRIABLE_CODES = {"RequestTimeout", "SlowDown", "Throttling", "ThrottlingException", "RequestTimeTooSkewed"}
+
+
 class S3ObjectStore:
     """Objects in an S3 bucket via boto3. Transient failures (connection errors, timeouts, 5xx,
     throttling) are retried with exponential backoff and jitter up to ``retries`` attempts, then
@@ -202,7 +206,7 @@ class S3ObjectStore:
                 status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
                 if code in ("NoSuchKey", "404") or (status == 404 and code != "NoSuchBucket"):
                     raise ObjectNotFound(f"object {key} not found in {self.description}") from exc
-                if code in _PERMANENT_CODES or status in (400, 401, 403):
+                if code not in _RETRIABLE_CODES and (code in _PERMANENT_CODES or status in (400, 401, 403)):
                     reason = _PERMANENT_CODES.get(code, error.get("Message", code))
                     raise ObjectStoreError(
                         f"{what} {key!r} failed on {self.description}: {reason} ({code})"
@@ -289,13 +293,20 @@ class S3ObjectStore:
         pending = [self.prefix + key for key in keys]
         for start in range(0, len(pending), 1000):
             chunk = pending[start : start + 1000]
-            self._call(
+            result = self._call(
                 "DELETE",
                 chunk[0],
                 lambda chunk=chunk: self._client.delete_objects(  # type: ignore[misc]
                     Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
                 ),
             )
+            errors = [e for e in result.get("Errors", []) if e.get("Code") != "NoSuchKey"]
+            if errors:
+                # Raising keeps the metadata rows, so garbage collection tries again later.
+                raise StorageUnavailable(
+                    f"DELETE of {len(errors)} objects failed on {self.description}: "
+                    f"{errors[0].get('Message')}"
+                )
 
     def list(self, prefix: str = "") -> list[tuple[str, int]]:
         full = self.prefix + prefix
