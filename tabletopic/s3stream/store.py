@@ -106,6 +106,7 @@ class S3StreamStore(UploadMixin):
         self.commit_lock = asyncio.Lock()
         # Objects reserved by this process and not yet committed or abandoned: never garbage.
         self.inflight_objects: set[int] = set()
+        self.upload_tasks: set[asyncio.Future[None]] = set()  # object WAL uploads in flight
         self._generation = 0
         self._closed = False
         self._started = False
@@ -209,8 +210,13 @@ class S3StreamStore(UploadMixin):
             except (TimeoutError, StreamError) as exc:
                 log.warning("could not upload everything before closing (the WAL keeps it): %s", exc)
         await self.reader.close()
-        for task in self._tasks:
+        for task in [*self._tasks, *self.upload_tasks]:
             task.cancel()
+        for upload in list(self.upload_tasks):
+            try:
+                await upload
+            except (asyncio.CancelledError, StreamError):
+                pass
         for task in self._tasks:
             try:
                 await task

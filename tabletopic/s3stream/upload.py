@@ -23,7 +23,7 @@ from tabletopic.s3stream.cache import Block, LogCache
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, NewObject, RangeRow, StreamMetadata
 from tabletopic.s3stream.metrics import StoreMetrics
-from tabletopic.s3stream.objects import build_object
+from tabletopic.s3stream.objects import BuiltObject, build_object
 from tabletopic.s3stream.objectstore import AsyncObjectStore
 from tabletopic.s3stream.wal import LocalWal, RollMarker
 
@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class StaleUpload(StorageUnavailable):
+    """An earlier batch object failed, so this one (whose offsets follow it) must not commit."""
+
+
+MAX_UPLOADS_IN_FLIGHT = 4
 
 
 class UploadMixin:
@@ -50,6 +57,7 @@ class UploadMixin:
     _generation: int
     _pending_upload_bytes: int
     _db: Callable[..., Awaitable[Any]]
+    upload_tasks: set[asyncio.Future[None]]
 
     @property
     def local_wal(self) -> bool:
@@ -59,14 +67,44 @@ class UploadMixin:
         raise NotImplementedError
 
     async def _upload_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        slots = asyncio.Semaphore(MAX_UPLOADS_IN_FLIGHT)
+        previous: asyncio.Future[None] = loop.create_future()
+        previous.set_result(None)
         while True:
             blocks = [await self._upload_queue.get()]
             while not self._upload_queue.empty():  # uploads lagging: merge what waits into one upload
                 blocks.append(self._upload_queue.get_nowait())
             if self.local_wal:
                 await self._upload_until_done(blocks)
-            else:
-                await self._upload_or_fail(blocks)
+                continue
+            # Object WAL: up to MAX_UPLOADS_IN_FLIGHT uploads PUT at once; commits stay in order.
+            await slots.acquire()
+            settled: asyncio.Future[None] = loop.create_future()
+            task = asyncio.ensure_future(self._upload_or_fail(blocks, self._turn_after(previous, blocks)))
+            self.upload_tasks.add(task)
+            task.add_done_callback(lambda t, s=settled: self._upload_settled(t, s, slots))  # type: ignore[misc]
+            previous = settled
+
+    def _turn_after(
+        self, previous: asyncio.Future[None], blocks: list[Block]
+    ) -> Callable[[], Awaitable[None]]:
+        async def turn() -> None:
+            await asyncio.shield(previous)
+            if any(b.generation != self._generation for b in blocks):
+                raise StaleUpload("an earlier batch object failed")
+
+        return turn
+
+    def _upload_settled(
+        self, task: asyncio.Future[None], settled: asyncio.Future[None], slots: asyncio.Semaphore
+    ) -> None:
+        self.upload_tasks.discard(task)
+        slots.release()
+        if not settled.done():
+            settled.set_result(None)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("batch object upload task failed: %s", task.exception())
 
     async def _upload_until_done(self, blocks: list[Block]) -> None:
         """Local WAL: the data is safe on disk, so retry (with backoff) until the upload succeeds."""
@@ -89,7 +127,9 @@ class UploadMixin:
             await self._wal.release(released)
             self._space_freed.set()
 
-    async def _upload_or_fail(self, blocks: list[Block]) -> None:
+    async def _upload_or_fail(
+        self, blocks: list[Block], turn: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         """Object WAL: the upload is the acknowledgement; on failure fail every append not yet
         acknowledged (their offsets would otherwise leave a gap) and rewind the streams."""
         live = [b for b in blocks if b.generation == self._generation]
@@ -97,11 +137,16 @@ class UploadMixin:
             if block not in live:
                 self._fail_block(block, StorageUnavailable("an earlier batch object failed"))
         if not live:
+            if turn is not None:
+                await _settle(turn)  # keep the commit order for the uploads after this one
             return
         try:
-            await self._upload(live)
+            await self._upload(live, turn)
         except asyncio.CancelledError:
             raise
+        except StaleUpload as exc:
+            for block in live:
+                self._fail_block(block, exc)
         except Exception as exc:
             log.error("batch object upload to %s failed: %s", self.objects.description, exc)
             error = exc if isinstance(exc, StorageUnavailable) else StorageUnavailable(str(exc))
@@ -119,7 +164,10 @@ class UploadMixin:
             block.uploaded.set_exception(error)
             block.uploaded.exception()
 
-    async def _upload(self, blocks: list[Block]) -> None:
+    async def _upload(self, blocks: list[Block], turn: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Write ``blocks`` as objects and commit them. With ``turn`` (object WAL, several uploads
+        in flight) the PUTs overlap with earlier uploads, but the commit, and the handling of a
+        failure, wait until ``turn()`` says every earlier upload has committed or failed."""
         started = time.perf_counter()
         runs: dict[int, list[StoredBatch]] = {}
         sizes: dict[int, int] = {}
@@ -132,13 +180,33 @@ class UploadMixin:
         big_ids = {sid for sid, _ in big}
         small = [(sid, b) for sid, b in runs.items() if sid not in big_ids]
         layouts = ([(STREAM_SET, small)] if small else []) + [(STREAM_OBJECT, [item]) for item in big]
-        if layouts:
-            reserved = await self._db(self.meta.prepare_objects, [kind for kind, _ in layouts])
-            self.inflight_objects.update(oid for oid, _ in reserved)
+        reserved: list[tuple[int, str]] = []
+        try:
+            built = []
             try:
-                await self._store_and_commit(layouts, reserved, runs)
-            finally:
-                self.inflight_objects.difference_update(oid for oid, _ in reserved)
+                if layouts:
+                    reserved = await self._db(self.meta.prepare_objects, [kind for kind, _ in layouts])
+                    self.inflight_objects.update(oid for oid, _ in reserved)
+                    built = await self._store(layouts, reserved)
+                if turn is not None:
+                    await turn()
+            except asyncio.CancelledError:
+                raise  # closing: reserved objects stay `prepared` and garbage collection takes them
+            except StaleUpload:
+                await self._db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
+                raise
+            except Exception:
+                if reserved:
+                    await self._db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
+                if turn is not None:
+                    # Report the failure in commit order: an earlier upload may still commit, and the
+                    # rewind must not go below what it acknowledges (raises StaleUpload if it failed).
+                    await turn()
+                raise
+            if layouts:
+                await self._commit(reserved, built, runs)
+        finally:
+            self.inflight_objects.difference_update(oid for oid, _ in reserved)
         for block in blocks:
             block.committed = True
             self._release_pending(block)
@@ -152,25 +220,24 @@ class UploadMixin:
         self.log_cache.evict()
         self.metrics.upload_seconds.observe(time.perf_counter() - started)
 
-    async def _store_and_commit(
-        self,
-        layouts: list[tuple[str, list[tuple[int, list[StoredBatch]]]]],
-        reserved: list[tuple[int, str]],
-        runs: dict[int, list[StoredBatch]],
-    ) -> None:
-        """Build, PUT and commit reserved objects; the commit also advances the streams' ends."""
+    async def _store(
+        self, layouts: list[tuple[str, list[tuple[int, list[StoredBatch]]]]], reserved: list[tuple[int, str]]
+    ) -> list[BuiltObject]:
+        """Build and PUT the reserved objects (concurrently)."""
         built = await asyncio.to_thread(
             lambda: [build_object(group, self.settings.block_bytes) for _, group in layouts]
         )
         hooks.crash_point("upload.before_put")
-        try:
-            await asyncio.gather(
-                *(self.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
-            )
-        except BaseException:
-            await self._db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
-            raise
+        await asyncio.gather(
+            *(self.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
+        )
         hooks.crash_point("upload.after_put")
+        return built
+
+    async def _commit(
+        self, reserved: list[tuple[int, str]], built: list[BuiltObject], runs: dict[int, list[StoredBatch]]
+    ) -> None:
+        """One transaction: the objects become committed and the streams' ends advance."""
         new_objects = [
             NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
         ]
@@ -208,3 +275,11 @@ class UploadMixin:
                         rng.size,
                     )
                 )
+
+
+async def _settle(turn: Callable[[], Awaitable[None]]) -> None:
+    """Wait for an upload's turn, ignoring whether earlier uploads failed."""
+    try:
+        await turn()
+    except StaleUpload:
+        pass

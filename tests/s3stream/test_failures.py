@@ -112,3 +112,32 @@ async def test_object_wal_backlog_is_bounded_by_the_wal_capacity(
     assert all(isinstance(r, StorageUnavailable) for r in results)
     switchable.broken = False
     assert await store.append(sid, b"ok", 1) == 0
+
+
+async def test_pipelined_batch_objects_fail_in_order_without_gaps_or_duplicates(
+    object_harness: StoreHarness, switchable: SwitchableStore
+) -> None:
+    store = await object_harness.open(object_batch_bytes=4096, object_batch_ms=2)
+    sid = await store.create_stream()
+    acked: dict[int, bytes] = {}
+
+    async def producer(index: int) -> None:
+        for round_number in range(30):
+            payload = payload_for(sid, index * 1000 + round_number, 700)
+            try:
+                acked[await store.append(sid, payload, 1)] = payload
+            except StorageUnavailable:
+                await asyncio.sleep(0.01)
+
+    async def breaker() -> None:
+        await asyncio.sleep(0.05)
+        switchable.broken = True
+        await asyncio.sleep(0.05)
+        switchable.broken = False
+
+    await asyncio.gather(breaker(), *(producer(i) for i in range(12)))
+    assert 0 < len(acked) < 360
+    for current in (store, await object_harness.reopen(store)):
+        batches = await current.fetch(sid, 0, 1 << 30)
+        assert [b.base_offset for b in batches] == list(range(len(batches)))
+        assert {b.base_offset: bytes(b.payload) for b in batches} == acked
