@@ -42,8 +42,16 @@ def _get(url: str, path: str, method: str = "GET") -> Any:
     return response.json()
 
 
-def _admin_url(admin_url: str | None, data_dir: Any, config: Any, override: Any) -> str:
-    return admin_url or load_config(data_dir, config, override).get("admin.listener")
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    admin_url: AdminOption = None,
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Where the node's admin API is: ``--admin-url``, or ``admin.listener`` of the node's config."""
+    ctx.obj = admin_url or load_config(data_dir, config, override).get("admin.listener")
 
 
 def _ago(seconds: float | None) -> str:
@@ -52,14 +60,11 @@ def _ago(seconds: float | None) -> str:
 
 @app.command("list")
 def list_tables(
-    admin_url: AdminOption = None,
-    data_dir: DataDirOption = None,
-    config: ConfigFileOption = None,
-    override: OverrideOption = None,
+    ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Every table topic: table, state, last commit, rows, lag, skipped records."""
-    rows = _get(_admin_url(admin_url, data_dir, config, override), "/v1/tables")
+    rows = _get(ctx.obj, "/v1/tables")
     if as_json:
         console.print_json(json.dumps(rows))
         return
@@ -79,15 +84,9 @@ def list_tables(
 
 
 @app.command("describe")
-def describe_table(
-    topic: str,
-    admin_url: AdminOption = None,
-    data_dir: DataDirOption = None,
-    config: ConfigFileOption = None,
-    override: OverrideOption = None,
-) -> None:
+def describe_table(ctx: typer.Context, topic: str) -> None:
     """One table topic in detail: committed offsets against high watermarks per partition."""
-    r = _get(_admin_url(admin_url, data_dir, config, override), f"/v1/tables/{topic}")
+    r = _get(ctx.obj, f"/v1/tables/{topic}")
     console.print(f"[bold]{r['topic']}[/bold] -> {r['table']}  state {r['state']}")
     console.print(
         f"last commit {_ago(r['last_commit_time'])} (snapshot {r['last_commit_snapshot']}), "
@@ -105,13 +104,7 @@ def describe_table(
 
 
 @app.command("commit")
-def commit_now(
-    topic: str,
-    admin_url: AdminOption = None,
-    data_dir: DataDirOption = None,
-    config: ConfigFileOption = None,
-    override: OverrideOption = None,
-) -> None:
+def commit_now(ctx: typer.Context, topic: str) -> None:
     """Run the topic's next ingest cycle now instead of at the end of its commit interval."""
-    _get(_admin_url(admin_url, data_dir, config, override), f"/v1/tables/{topic}/commit", method="POST")
+    _get(ctx.obj, f"/v1/tables/{topic}/commit", method="POST")
     console.print(f"commit of {topic} triggered")
