@@ -413,7 +413,7 @@ class S3StreamStore(UploadMixin):
 
     def _on_wal_commit(self, group: Group) -> None:
         self.metrics.appends.inc(group.appends)
-        self.metrics.append_bytes.inc(group.nbytes)
+        self.metrics.append_bytes.inc(group.payload_bytes)
         for stream_id, end in group.ends.items():
             self._confirm(stream_id, end)
 

@@ -70,6 +70,7 @@ class Group:
     records: list[tuple[int, int, int, bytes | memoryview] | RollMarker] = field(default_factory=list)
     ends: dict[int, int] = field(default_factory=dict)
     nbytes: int = 0
+    payload_bytes: int = 0
     appends: int = 0
 
 
@@ -234,6 +235,7 @@ class LocalWal:
         group.records.append((stream_id, base_offset, record_count, payload))
         size = RECORD.size + len(payload)
         group.nbytes += size
+        group.payload_bytes += len(payload)
         group.appends += 1
         self.pending_bytes += size
         return group
