@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from tabletopic.broker.protocol.errors import MalformedFrame, UnsupportedRequest
+from tabletopic.broker.protocol.guard import check_lengths
 
 _HEADER_PREFIX = struct.Struct(">hhi")
 _INT32 = struct.Struct(">i")
@@ -46,9 +47,9 @@ class WireResponse:
 
 
 @cache
-def _request_readers(api_key: int, api_version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _request_readers(api_key: int, api_version: int) -> tuple[Callable[..., Any], Callable[..., Any], Any]:
     request_type = load_request_schema(api_key, api_version)
-    return entity_reader(request_type.__header_schema__), entity_reader(request_type)
+    return entity_reader(request_type.__header_schema__), entity_reader(request_type), request_type
 
 
 def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
@@ -82,13 +83,17 @@ def parse_request(frame: bytes | memoryview, supported: dict[int, int] | None = 
                 correlation_id,
             )
     try:
-        read_header, read_body = _request_readers(api_key, api_version)
+        read_header, read_body, request_type = _request_readers(api_key, api_version)
     except (UnknownAPIKey, UnknownEntity) as exc:
         raise UnsupportedRequest(str(exc), api_key, api_version, correlation_id) from exc
     view = frame.toreadonly() if isinstance(frame, memoryview) else memoryview(frame)
     try:
         header, header_size = read_header(view, 0)
+        # kio's native reader reserves array memory from the declared count: check counts first.
+        check_lengths(request_type, view, header_size)
         body, _body_size = read_body(view, header_size)
+    except MalformedFrame:
+        raise
     except Exception as exc:  # kio raises a zoo of errors (ValueError, UnicodeError, OverflowError...)
         raise MalformedFrame(
             f"cannot parse API key {api_key} v{api_version}: {type(exc).__name__}: {exc}"

@@ -1,0 +1,62 @@
+"""Fuzzing the request path: any bytes after a valid header either fail to parse (MalformedFrame:
+the connection is closed) or parse into a request every handler answers without raising."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tabletopic.broker.protocol import MalformedFrame, UnsupportedRequest, parse_request
+from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
+from tests.broker.helpers import call
+
+SERVED = [
+    (key, version)
+    for key, low, high in advertised_ranges(MAX_VERSIONS)
+    if key not in (17, 36)
+    for version in range(low, high + 1)
+]
+
+
+def _frame(api_key: int, version: int, body: bytes, flexible_header: bool) -> bytes:
+    header = struct.pack(">hhih", api_key, version, 7, 4) + b"fuzz"
+    return header + (b"\x00" if flexible_header else b"") + body
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=st.sampled_from(SERVED), body=st.binary(max_size=96), flexible=st.booleans())
+async def test_random_bodies_never_crash_a_handler(broker_service, case, body, flexible) -> None:
+    api_key, version = case
+    if broker_service.topics.get("t") is None:
+        await broker_service.topics.create("t", 2)
+    try:
+        request = parse_request(_frame(api_key, version, body, flexible), MAX_VERSIONS)
+    except (MalformedFrame, UnsupportedRequest):
+        return
+    await call(broker_service, request.body)
+
+
+@pytest.mark.parametrize("size", [0, 1, 5, 7])
+def test_frames_shorter_than_a_header_are_malformed(size: int) -> None:
+    with pytest.raises(MalformedFrame):
+        parse_request(b"\x00" * size, MAX_VERSIONS)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "body"),
+    [
+        (3, 12, "ffffffff0f"),  # Metadata topics: compact array of 2**32 - 2
+        (0, 9, "00000100007530ffffffff0f"),  # Produce topic_data
+        (19, 7, "ffffffff0f"),  # CreateTopics topics
+        (1, 4, "ffffffff000001f400000001000fffff007fffffff"),  # legacy int32 count
+    ],
+)
+def test_huge_array_counts_are_refused_before_kio_allocates(api_key: int, version: int, body: str) -> None:
+    """kio reserves memory from the declared count; 2**32 elements aborted the whole process."""
+    with pytest.raises(MalformedFrame, match="runs past the end"):
+        parse_request(
+            _frame(api_key, version, bytes.fromhex(body), version >= 9 or api_key == 19), MAX_VERSIONS
+        )
