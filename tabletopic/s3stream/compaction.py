@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tabletopic.s3stream import hooks
+from tabletopic import crashpoints
 from tabletopic.s3stream.api import StoredBatch, StreamError
 from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, CommitConflict, NewObject, ObjectRow, RangeRow
 from tabletopic.s3stream.objects import (
@@ -231,7 +231,7 @@ class Compactor:
         for (_, key), obj in zip(reserved, built, strict=True):
             await self.limiter.take(obj.size)
             await self.store.objects.put(key, obj.parts)
-        hooks.crash_point("compaction.after_put")
+        crashpoints.crash_point("compaction.after_put")
         new_objects = [
             NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
         ]
@@ -247,7 +247,7 @@ class Compactor:
                 log.info("compaction of %s abandoned: %s", replaced, exc)
                 await db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
                 return False
-            hooks.crash_point("compaction.after_commit")
+            crashpoints.crash_point("compaction.after_commit")
             self.store.replace_ranges(set(replaced), new_rows)
         self.store.metrics.compacted_bytes.inc(sum(o.size for o in group))
         log.info(
@@ -264,7 +264,7 @@ class Compactor:
         if not expired:
             return 0
         await self.store.objects.delete(key for _, key in expired)
-        hooks.crash_point("compaction.after_delete")
+        crashpoints.crash_point("compaction.after_delete")
         await self.store._db(self.meta.forget_objects, [oid for oid, _ in expired])
         for _, key in expired:
             self.store.forget_object(key)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tabletopic.s3stream import hooks
+from tabletopic import crashpoints
 from tabletopic.s3stream.api import StorageUnavailable, StoredBatch
 from tabletopic.s3stream.cache import Block, LogCache
 from tabletopic.s3stream.config import StoreSettings
@@ -227,11 +227,11 @@ class UploadMixin:
         built = await asyncio.to_thread(
             lambda: [build_object(group, self.settings.block_bytes) for _, group in layouts]
         )
-        hooks.crash_point("upload.before_put")
+        crashpoints.crash_point("upload.before_put")
         await asyncio.gather(
             *(self.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
         )
-        hooks.crash_point("upload.after_put")
+        crashpoints.crash_point("upload.after_put")
         return built
 
     async def _commit(
@@ -244,7 +244,7 @@ class UploadMixin:
         ends = {sid: batches[-1].next_offset for sid, batches in runs.items()}
         async with self.commit_lock:
             await self._db(self.meta.commit_upload, new_objects, ends)
-            hooks.crash_point("upload.after_commit")
+            crashpoints.crash_point("upload.after_commit")
             for (oid, key), obj in zip(reserved, built, strict=True):
                 self._add_ranges(oid, key, obj.size, obj.ranges)
                 self.metrics.upload_bytes.inc(obj.size)

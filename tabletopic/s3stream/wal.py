@@ -30,7 +30,7 @@ from pathlib import Path
 
 import crc32c
 
-from tabletopic.s3stream import hooks
+from tabletopic import crashpoints
 from tabletopic.s3stream.api import StorageUnavailable, StreamError
 
 log = logging.getLogger(__name__)
@@ -306,7 +306,7 @@ class LocalWal:
             parts.append(pack(stream_id, base_offset, record_count, len(payload)))
             parts.append(payload)
         self._write_frame(parts)
-        hooks.crash_point("wal.before_fsync")
+        crashpoints.crash_point("wal.before_fsync")
         self._sync()
         if self._segments[self._index] >= self.segment_bytes:
             self._roll_segment()

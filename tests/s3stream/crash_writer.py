@@ -1,6 +1,6 @@
 """A writer process for the kill -9 tests: appends to a few streams as fast as it can and prints one
 line per acknowledged append (``A stream_id sequence base_offset record_count``), flushed at once,
-until a crash point (``TABLETOPIC_S3STREAM_CRASH_AT``) or the parent kills it.
+until a crash point (``TABLETOPIC_CRASH_AT``) or the parent kills it.
 
 Usage: ``python -m tests.s3stream.crash_writer '<json spec>'`` with keys root, wal_mode, objects,
 url, streams, seconds.

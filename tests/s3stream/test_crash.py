@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tabletopic import metadata
-from tabletopic.s3stream.hooks import ENV
+from tabletopic.crashpoints import ENV
 from tests.s3stream.conftest import StoreHarness, local_object_settings, payload_for, s3_object_settings
 from tests.s3stream.crash_writer import WRITER_SETTINGS, batch_size
 
