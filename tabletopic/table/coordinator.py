@@ -64,6 +64,8 @@ class PipelineStatus:
     commits: int = 0
     last_error: str | None = None
     last_job_seconds: float | None = None
+    # Stored bytes per record the last job read: estimates pending bytes for commit.max.bytes.
+    bytes_per_record: float | None = None
     # Where the last committed job's time went: the tasks' read/decode/write seconds (summed over
     # tasks), the job's wall time and the conditional commit's, for benches and tuning.
     last_job_timings: dict[str, float] = field(default_factory=dict)
@@ -221,6 +223,8 @@ class TopicPipeline:
         self.status.last_commit_time = time.time()
         self.status.last_commit_snapshot = snapshot_id
         self.status.rows_committed += job.rows
+        if job.rows:
+            self.status.bytes_per_record = job.bytes_read / (job.rows + len(job.skipped))
         self.status.records_skipped += len(job.skipped)
         self.status.records_lost_to_retention += lost
         self.status.commits += 1
@@ -344,13 +348,7 @@ class TopicPipeline:
         return None
 
     def _record_high_watermarks(self, view: TopicView) -> None:
-        marks = {}
-        for p in view.partitions:
-            try:
-                marks[p.partition] = self._ctx.worker.high_watermark(p.stream_id)
-            except Exception:  # a partition deleted under us; the next cycle sees the new layout
-                continue
-        self.status.high_watermarks = marks
+        record_high_watermarks(self._ctx.worker, view, self.status)
 
     def _fail(self, view: TopicView, message: str) -> None:
         log.error("topic %s: table pipeline stopped: %s", view.name, message)
@@ -373,6 +371,16 @@ class TopicPipeline:
                 record.offset,
                 record.reason,
             )
+
+
+def record_high_watermarks(worker: TableWorker, view: TopicView, status: PipelineStatus) -> None:
+    marks = {}
+    for p in view.partitions:
+        try:
+            marks[p.partition] = worker.high_watermark(p.stream_id)
+        except Exception:  # a partition deleted under us; the next cycle sees the new layout
+            continue
+    status.high_watermarks = marks
 
 
 class TableCoordinator:
@@ -473,8 +481,13 @@ class TableCoordinator:
         self._wake.set()
 
     def _over_threshold(self, view: TopicView, pipeline: TopicPipeline, config: TableTopicConfig) -> bool:
-        """Whether enough data waits that the pipeline should commit before its interval ends."""
-        if not config.commit_max_bytes or pipeline.status.state in ("FAILED", "STARTING"):
+        """Whether enough data waits that the pipeline should commit before its interval ends.
+
+        Stored bytes are estimated from the waiting records and the bytes per record the last job
+        read, so the check costs no I/O (it runs every poll for every topic).
+        """
+        status = pipeline.status
+        if not config.commit_max_bytes or not status.bytes_per_record or status.state == "FAILED":
             return False
-        pending = self._ctx.worker.pending_bytes(view, pipeline.status.committed_offsets)
-        return pending is not None and pending >= config.commit_max_bytes
+        record_high_watermarks(self._ctx.worker, view, status)
+        return status.lag_records * status.bytes_per_record >= config.commit_max_bytes

@@ -100,19 +100,6 @@ class TableWorker:
     def high_watermark(self, stream_id: int) -> int:
         return self._streams.stream_info(stream_id).end_offset
 
-    def pending_bytes(self, topic: TopicView, next_offsets: Mapping[int, int]) -> int | None:
-        """Bytes waiting beyond the committed offsets, when the store can tell cheaply (else None)."""
-        estimate = getattr(self._streams, "estimate_bytes", None)
-        if estimate is None:
-            return None
-        total = 0
-        for view in topic.partitions:
-            info = self._streams.stream_info(view.stream_id)
-            start = max(next_offsets.get(view.partition, info.start_offset), info.start_offset)
-            if info.end_offset > start:
-                total += estimate(view.stream_id, start, info.end_offset)
-        return total
-
     def ranges(
         self,
         topic: TopicView,

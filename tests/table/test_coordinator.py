@@ -4,6 +4,7 @@ from a real client library, the ingest task run in-process. (The Spark path has 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,3 +188,24 @@ async def test_poison_records_are_skipped_under_invalid_data_and_stop_the_topic_
     stopped = TopicPipeline(node.ctx, "strict")
     assert not await stopped.run_cycle()
     assert stopped.status.state == "FAILED" and "offset 0" in (stopped.status.last_error or "")
+
+
+async def test_a_topic_commits_before_its_interval_once_enough_bytes_wait(node: Node) -> None:
+    view = await node.add_topic(
+        "bursty",
+        1,
+        **{
+            "automq.table.topic.commit.interval.ms": "900000",
+            "automq.table.topic.commit.max.bytes": str(1 << 20),
+        },
+    )
+    coordinator = TableCoordinator(node.ctx)
+    await node.produce(view, 0, [os.urandom(20_000)])
+    await coordinator.run_due()  # first cycle: due at once, learns the bytes per record
+    assert coordinator.pipelines["bursty"].status.rows_committed == 1
+    await node.produce(view, 0, [os.urandom(20_000) for _ in range(5)])
+    await coordinator.run_due()  # interval far away and few bytes waiting: nothing runs
+    assert coordinator.pipelines["bursty"].status.rows_committed == 1
+    await node.produce(view, 0, [os.urandom(20_000) for _ in range(60)])
+    await coordinator.run_due()  # over commit.max.bytes: commits now
+    assert coordinator.pipelines["bursty"].status.rows_committed == 66
