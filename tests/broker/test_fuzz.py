@@ -60,3 +60,21 @@ def test_huge_array_counts_are_refused_before_kio_allocates(api_key: int, versio
         parse_request(
             _frame(api_key, version, bytes.fromhex(body), version >= 9 or api_key == 19), MAX_VERSIONS
         )
+
+
+def test_null_for_a_non_nullable_array_is_malformed() -> None:
+    # Produce v9: transactional_id null, acks 1, timeout, then topic_data as a null compact array.
+    body = bytes.fromhex("0000010000753000")
+    with pytest.raises(MalformedFrame, match="non-nullable"):
+        parse_request(_frame(0, 9, body, True), MAX_VERSIONS)
+
+
+async def test_fetch_with_the_all_zero_topic_id_is_an_unknown_topic(broker_service) -> None:
+    import uuid
+
+    from tests.broker.batches import fetch_request
+
+    response = await call(broker_service, fetch_request("t", 0, 0, version=15, topic_id=uuid.UUID(int=0)))
+    from kio.schema.errors import ErrorCode
+
+    assert response.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_id

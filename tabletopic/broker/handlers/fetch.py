@@ -55,9 +55,10 @@ def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRea
     result = []
     for wanted in request.topics:
         if version >= 13:
-            topic = broker.topics.by_id(wanted.topic_id)
+            wanted_id = wanted.topic_id or ZERO_UUID  # kio reads the all-zero id as None
+            topic = broker.topics.by_id(wanted_id)
             missing = ErrorCode.unknown_topic_id
-            name, topic_id = (topic.name if topic else None), wanted.topic_id
+            name, topic_id = (topic.name if topic else None), wanted_id
         else:
             topic = broker.topics.get(wanted.topic)
             missing = ErrorCode.unknown_topic_or_partition

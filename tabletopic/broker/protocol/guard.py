@@ -22,6 +22,7 @@ from kio.serial._introspect import (
     PrimitiveTupleField,
     classify_field,
     get_field_tag,
+    is_optional,
 )
 
 from tabletopic.broker.protocol.errors import MalformedFrame
@@ -80,7 +81,7 @@ def _length(view: memoryview, position: int, flexible: bool, wide: bool) -> tupl
     return value, position + size
 
 
-def _primitive_step(kafka_type: str, flexible: bool) -> Step:
+def _primitive_step(kafka_type: str, flexible: bool, nullable: bool = True) -> Step:
     if kafka_type in _FIXED_SIZES:
         size = _FIXED_SIZES[kafka_type]
 
@@ -96,16 +97,21 @@ def _primitive_step(kafka_type: str, flexible: bool) -> Step:
         length, position = _length(view, position, flexible, wide)
         if length < -1 or position + max(length, 0) > len(view):
             raise _fail(position, f"{kafka_type} of {length} bytes")
+        if length == -1 and not nullable:
+            raise MalformedFrame(f"null {kafka_type} at byte {position} for a non-nullable field")
         return position + max(length, 0)
 
     return sized
 
 
-def _array_step(element: Step, min_element_size: int, flexible: bool) -> Step:
+def _array_step(element: Step, min_element_size: int, flexible: bool, nullable: bool) -> Step:
     def array(view: memoryview, position: int) -> int:
         count, position = _length(view, position, flexible, wide=True)
         if count < -1 or position + count * min_element_size > len(view):
             raise _fail(position, f"array of {count} elements")
+        if count == -1 and not nullable:
+            # kio hands such a null over as None and handlers would trip over it.
+            raise MalformedFrame(f"null array at byte {position} for a non-nullable field")
         for _ in range(max(count, 0)):
             position = element(view, position)
         return position
@@ -122,14 +128,15 @@ def _min_size(step_kind: str | None, flexible: bool) -> int:
 def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
     kind = classify_field(field)
     kafka_type = field.metadata.get("kafka_type")
+    nullable = is_optional(field)
     if isinstance(kind, EntityTupleField):
-        return _array_step(entity_check(kind.type_), 1, flexible)
+        return _array_step(entity_check(kind.type_), 1, flexible, nullable)
     if isinstance(kind, EntityField):
         return entity_check(kind.type_)
-    element = _primitive_step(str(kafka_type), flexible)
     if isinstance(kind, PrimitiveTupleField):
-        return _array_step(element, _min_size(kafka_type, flexible), flexible)
-    return element
+        element = _primitive_step(str(kafka_type), flexible)
+        return _array_step(element, _min_size(kafka_type, flexible), flexible, nullable)
+    return _primitive_step(str(kafka_type), flexible, nullable)
 
 
 @cache
