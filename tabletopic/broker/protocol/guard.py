@@ -125,6 +125,15 @@ def _min_size(step_kind: str | None, flexible: bool) -> int:
     return 1 if flexible else 2  # an entity or a length prefix takes at least this much
 
 
+def _skip(size: int) -> Step:
+    def skip(view: memoryview, position: int) -> int:
+        if position + size > len(view):
+            raise _fail(position, f"{size} bytes of fixed-size fields")
+        return position + size
+
+    return skip
+
+
 def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
     kind = classify_field(field)
     kafka_type = field.metadata.get("kafka_type")
@@ -145,12 +154,22 @@ def entity_check(entity_type: Any) -> Step:
     flexible = bool(entity_type.__flexible__)
     plain: list[Step] = []
     tagged: dict[int, Step] = {}
+    fixed_run = 0  # consecutive fixed-size fields are skipped in one step
     for field in dataclasses.fields(entity_type):
         tag = get_field_tag(field)
-        if tag is None:
-            plain.append(_field_step(field, flexible))
-        else:
+        if tag is not None:
             tagged[int(tag)] = _field_step(field, flexible)
+            continue
+        kafka_type = field.metadata.get("kafka_type")
+        if kafka_type in _FIXED_SIZES and not classify_field(field).is_array:
+            fixed_run += _FIXED_SIZES[str(kafka_type)]
+            continue
+        if fixed_run:
+            plain.append(_skip(fixed_run))
+            fixed_run = 0
+        plain.append(_field_step(field, flexible))
+    if fixed_run:
+        plain.append(_skip(fixed_run))
 
     def walk(view: memoryview, position: int) -> int:
         for step in plain:
