@@ -125,6 +125,19 @@ def _min_size(step_kind: str | None, flexible: bool) -> int:
     return 1 if flexible else 2  # an entity or a length prefix takes at least this much
 
 
+def _nullable_entity_step(entity: Step) -> Step:
+    """A nullable struct is prefixed with an int8: -1 for null, 1 when the struct follows."""
+
+    def nullable(view: memoryview, position: int) -> int:
+        if position >= len(view):
+            raise _fail(position, "nullable struct marker")
+        if view[position] == 0xFF:
+            return position + 1
+        return entity(view, position + 1)
+
+    return nullable
+
+
 def _skip(size: int) -> Step:
     def skip(view: memoryview, position: int) -> int:
         if position + size > len(view):
@@ -141,7 +154,7 @@ def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
     if isinstance(kind, EntityTupleField):
         return _array_step(entity_check(kind.type_), 1, flexible, nullable)
     if isinstance(kind, EntityField):
-        return entity_check(kind.type_)
+        return _nullable_entity_step(entity_check(kind.type_)) if nullable else entity_check(kind.type_)
     if isinstance(kind, PrimitiveTupleField):
         element = _primitive_step(str(kafka_type), flexible)
         return _array_step(element, _min_size(kafka_type, flexible), flexible, nullable)
