@@ -39,7 +39,9 @@ def test_tables_cli_shows_commits_offsets_and_lag(node: TableNode, topic_name: s
 
     described = tables_cli(node, "describe", topic_name)
     assert described.returncode == 0, described.stderr
-    assert "committed offset" in described.stdout and "RUNNING" in described.stdout
+    # After its commit the pipeline's next cycle finds nothing new and reports IDLE: either is healthy.
+    assert "committed offset" in described.stdout
+    assert "RUNNING" in described.stdout or "IDLE" in described.stdout
 
     assert tables_cli(node, "commit", topic_name).returncode == 0
 
