@@ -3,10 +3,12 @@ as ``platform.services["broker"]`` (a :class:`~tabletopic.broker.service.BrokerS
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.groups.handlers import GROUP_HANDLERS
+from tabletopic.broker.groups.settings import group_config
 from tabletopic.broker.handlers import HANDLERS
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
@@ -26,18 +28,11 @@ class BrokerComponent:
         self.service: BrokerService | None = None
         self.server: KafkaServer | None = None
         self._groups: Any = None
-        self._own_store: Any = None
 
     async def start(self, platform: Platform) -> None:
         store = platform.services.get("streams")
         if store is None:
-            from tabletopic.s3stream.memory import MemoryStreamStore
-
-            log.warning(
-                "no stream store registered (storage component missing): using a NON-DURABLE in-memory store"
-            )
-            store = self._own_store = MemoryStreamStore()
-            await store.start()
+            raise RuntimeError("the broker needs the storage component started first (services['streams'])")
 
         def table_validator(configs: dict[str, str]) -> None:
             # Looked up per call: the table pipeline starts after the broker.
@@ -60,26 +55,24 @@ class BrokerComponent:
         platform.services["broker"] = service
 
     async def _start_groups(self, platform: Platform, service: BrokerService, dispatcher: Dispatcher) -> None:
-        """Serve the consumer-group APIs when ``broker/groups`` provides them."""
-        try:
-            handlers_module = importlib.import_module("tabletopic.broker.groups.handlers")
-            coordinator_module = importlib.import_module("tabletopic.broker.groups.coordinator")
-        except ModuleNotFoundError as exc:
-            if not (exc.name or "").startswith("tabletopic.broker.groups"):
-                raise
-            log.warning("consumer groups are not available yet (%s)", exc)
-            return
+        """Serve the consumer-group APIs; a deleted topic's committed offsets go with it."""
         endpoint = service.advertised_for(None)
 
         def topic_partitions(name: str) -> int | None:
             topic = service.topics.get(name)
             return topic.partition_count if topic is not None else None
 
-        self._groups = coordinator_module.GroupCoordinator(
-            platform.engine, service.node_id, endpoint.host, endpoint.port, topic_partitions
+        self._groups = GroupCoordinator(
+            platform.engine,
+            service.node_id,
+            endpoint.host,
+            endpoint.port,
+            topic_partitions,
+            config=group_config(platform.config),
         )
         await self._groups.start()
-        handlers = dict(handlers_module.GROUP_HANDLERS)
+        service.topic_deleted_hooks.append(self._groups.delete_topic_offsets)
+        handlers = dict(GROUP_HANDLERS)
         if 10 in handlers:
             handlers[10] = _coordinator_on_callers_listener(service, handlers[10])
         dispatcher.add(handlers, self._groups, GROUP_MAX_VERSIONS)
@@ -92,8 +85,6 @@ class BrokerComponent:
             await self._groups.stop()
         if self.service is not None:
             await self.service.stop()
-        if self._own_store is not None:
-            await self._own_store.close()
 
 
 def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: Any) -> Any:

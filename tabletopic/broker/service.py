@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,9 @@ class BrokerService:
         self._producer_id_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self.retention = RetentionTask(self)
+        # Called with the topic name after a topic is deleted (the group coordinator forgets the
+        # topic's committed offsets there).
+        self.topic_deleted_hooks: list[Callable[[str], Awaitable[None]]] = []
 
     # --- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -199,6 +202,11 @@ class BrokerService:
         topic = await self.topics.delete(name)
         for stream_id in topic.streams:
             self.producers.forget_stream(stream_id)
+        for hook in self.topic_deleted_hooks:
+            try:
+                await hook(name)
+            except Exception:
+                log.exception("cleaning up after the deletion of topic %s failed", name)
 
     async def alter_topic_configs(
         self, name: str, set_configs: Mapping[str, str], delete: tuple[str, ...] = ()
