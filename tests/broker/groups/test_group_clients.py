@@ -61,11 +61,19 @@ class _GroupMember(threading.Thread):
         )
 
         def commit() -> None:
-            try:
-                consumer.commit(asynchronous=False)
-            except KafkaException as exc:
-                if "NO_OFFSET" not in str(exc):
-                    raise
+            # Between JoinGroup and SyncGroup the coordinator answers REBALANCE_IN_PROGRESS (as
+            # Kafka does); librdkafka finishes the sync in its own thread, so retrying is enough.
+            for _ in range(100):
+                try:
+                    consumer.commit(asynchronous=False)
+                    return
+                except KafkaException as exc:
+                    if "NO_OFFSET" in str(exc):
+                        return
+                    if "REBALANCE_IN_PROGRESS" not in str(exc):
+                        raise
+                    time.sleep(0.05)
+            raise AssertionError("commit kept failing with REBALANCE_IN_PROGRESS")
 
         def on_revoke(_consumer: object, _partitions: object) -> None:
             commit()
