@@ -25,6 +25,7 @@ from pyiceberg.table import Table
 from tabletopic.crashpoints import crash_point
 from tabletopic.table import tables
 from tabletopic.table.commit import (
+    OFFSETS_PROPERTY,
     CommittedState,
     StalePlan,
     check_planned,
@@ -170,6 +171,9 @@ class TopicPipeline:
                 state.topic_id,
             )
             offsets = {}
+        # What this cycle plans against; the commit is conditional on exactly this snapshot, even if
+        # the table object is refreshed meanwhile (schema evolution reloads it).
+        planned = CommittedState(state.snapshot_id, offsets, view.topic_id, state.epoch)
         self.status.committed_offsets = offsets
         ranges = self._ctx.worker.ranges(view, offsets)
         self._record_high_watermarks(view)
@@ -198,7 +202,7 @@ class TopicPipeline:
             extra = {"tabletopic.rows": str(job.rows), "tabletopic.skipped": str(len(job.skipped))}
             if config.writes_deletes:
                 snapshot_id = await self._commit_merge(
-                    view, config, table, job, new_offsets, lease.epoch, extra
+                    view, config, table, job, planned, new_offsets, lease.epoch, extra
                 )
             else:
                 snapshot_id = await asyncio.to_thread(
@@ -206,7 +210,7 @@ class TopicPipeline:
                     table,
                     job.data_files,
                     new_offsets,
-                    committed_state(table),
+                    planned,
                     lease.epoch,
                     view.topic_id,
                     extra,
@@ -254,13 +258,13 @@ class TopicPipeline:
         config: TableTopicConfig,
         table: Table,
         job: JobResult,
+        planned: CommittedState,
         offsets: dict[int, int],
         epoch: int,
         extra: dict[str, str],
     ) -> int:
         """Upsert/CDC: MERGE the staged rows with the offsets in the same snapshot. When the MERGE
         changes nothing (and so commits nothing), the offsets advance with an empty append."""
-        planned = committed_state(table)
         check_planned(table, planned)
         try:
             if job.staged_paths:
@@ -274,11 +278,20 @@ class TopicPipeline:
                 await asyncio.to_thread(self._ctx.runner.merge, request)
                 table = await asyncio.to_thread(table.refresh)
                 current = table.metadata.current_snapshot_id
-                if current != planned.snapshot_id and committed_state(table).offsets.keys() >= offsets.keys():
-                    assert current is not None
-                    return current
+                if current != planned.snapshot_id:
+                    snapshot = table.metadata.current_snapshot()
+                    assert snapshot is not None and current is not None
+                    theirs = (
+                        snapshot.summary.additional_properties.get(OFFSETS_PROPERTY)
+                        if snapshot.summary
+                        else None
+                    )
+                    if theirs != request.properties[OFFSETS_PROPERTY]:
+                        # Another writer committed meanwhile; our MERGE is idempotent, so re-plan.
+                        raise StalePlan(f"table {table.name()} moved to snapshot {current} during the MERGE")
+                    return current  # the MERGE's own snapshot carries the offsets
             return await asyncio.to_thread(
-                commit_data_files, table, [], offsets, committed_state(table), epoch, view.topic_id, extra
+                commit_data_files, table, [], offsets, planned, epoch, view.topic_id, extra
             )
         finally:
             await asyncio.to_thread(tables.remove_files, table, job.staged_paths)

@@ -209,3 +209,35 @@ async def test_a_topic_commits_before_its_interval_once_enough_bytes_wait(node: 
     await node.produce(view, 0, [os.urandom(20_000) for _ in range(60)])
     await coordinator.run_due()  # over commit.max.bytes: commits now
     assert coordinator.pipelines["bursty"].status.rows_committed == 66
+
+
+async def test_a_commit_racing_a_schema_evolution_is_not_applied_twice(node: Node) -> None:
+    import pyarrow as pa
+
+    view = await node.add_topic("raced", 1, **{"automq.table.topic.convert.value.type": "string"})
+    await node.produce(view, 0, [b"1"])
+    assert await TopicPipeline(node.ctx, "raced").run_cycle()
+    await node.produce(view, 0, [b"2"])
+
+    class StaleWriterThenNewColumn:
+        """While this job runs a stale coordinator commits the same range, and the job reports a
+        new column, so the coordinator evolves (and reloads) the table before committing."""
+
+        def __init__(self) -> None:
+            self.inner = InProcessRunner()
+            self.calls = 0
+
+        def run(self, spec: JobSpec) -> JobResult:
+            self.calls += 1
+            result = self.inner.run(spec)
+            if self.calls == 1:
+                stale = CoordinatorContext(**{**node.ctx.__dict__, "runner": InProcessRunner()})
+                assert asyncio.run(TopicPipeline(stale, "raced").run_cycle())
+                table = node.catalog.load_table(("kafka", "raced"))
+                schema = table.schema().as_arrow().append(pa.field("extra", pa.string()))
+                return JobResult(needs_schema=schema)
+            return result
+
+    racing = CoordinatorContext(**{**node.ctx.__dict__, "runner": StaleWriterThenNewColumn()})
+    assert not await TopicPipeline(racing, "raced").run_cycle()
+    assert offsets_in_table(node, "raced") == [(0, 0), (0, 1)]
