@@ -329,10 +329,10 @@ class TopicPipeline:
                 topic_configs=dict(view.configs),
                 items=items,
                 table_metadata_json=None if table is None else table.metadata.model_dump_json(),
-                write_uuid=(write_uuid := str(uuid.uuid4())),
+                # A fresh directory per attempt: a retried job never mixes with an earlier one's files.
                 stage_dir=None
                 if table is None or not config.writes_deletes
-                else f"{table.location().rstrip('/')}/staging/{write_uuid}",
+                else f"{table.location().rstrip('/')}/staging/{uuid.uuid4()}",
                 io_properties={} if table is None else dict(table.io.properties),
                 object_store_settings=self._ctx.object_store_settings,
                 schema_registry_url=self._ctx.schema_registry_url,

@@ -25,8 +25,6 @@ class JobSpec:
     topic_configs: dict[str, str]
     items: tuple[WorkItem, ...]
     table_metadata_json: str | None
-    # Names the job's data files so a retried job never overwrites files of an earlier attempt.
-    write_uuid: str
     io_properties: dict[str, str]
     object_store_settings: dict[str, Any]
     schema_registry_url: str | None
