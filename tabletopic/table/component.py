@@ -34,6 +34,7 @@ class TableComponent:
 
     def __init__(self) -> None:
         self.coordinator: TableCoordinator | None = None
+        self._warmup: asyncio.Task[None] | None = None
         self._producer: Any = None
 
     async def start(self, platform: Platform) -> None:
@@ -67,6 +68,12 @@ class TableComponent:
         )
         self.coordinator.start()
         platform.services["table_coordinator"] = self.coordinator
+        if config.get(settings.RUNNER) == "spark" and broker.table_topics():
+            # Restarting with table topics: start Spark and its Python workers now, in the
+            # background, so the first commit after a restart does not pay for them.
+            self._warmup = asyncio.create_task(
+                asyncio.to_thread(self._warm_spark, platform), name="spark-warmup"
+            )
         from tabletopic.table.api import tables_router
 
         platform.services.setdefault("admin_routers", []).append(tables_router(self.coordinator))
@@ -89,6 +96,14 @@ class TableComponent:
             catalog_conf=platform.services.get("spark_catalog_conf"),
             default_catalog=platform.config.get(CATALOG_NAME),
         )
+
+    def _warm_spark(self, platform: Platform) -> None:
+        try:
+            spark = self._spark(platform)
+            spark.range(2).mapInArrow(lambda batches: batches, "id long").collect()
+            log.info("Spark warmed up for the table pipeline")
+        except Exception:
+            log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")
 
     def _maintenance(self, platform: Platform) -> Any:
         from tabletopic.table.maintenance import compact, expire_snapshots
@@ -144,6 +159,8 @@ class TableComponent:
         await asyncio.to_thread(send)
 
     async def stop(self) -> None:
+        if self._warmup is not None and not self._warmup.done():
+            self._warmup.cancel()
         if self.coordinator is not None:
             await self.coordinator.stop()
         if self._producer is not None:
