@@ -4,6 +4,7 @@ Unknown keys are refused with INVALID_CONFIG."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -43,33 +44,59 @@ def check_broker_configs(broker: BrokerService, resource: Any, values: dict[str,
                 raise TopicError(ErrorCode.invalid_config, str(exc)) from exc
 
 
-async def alter_resource(broker: BrokerService, resource: Any, validate_only: bool) -> dict[str, Any]:
-    values = {c.name: c.value for c in resource.configs}
-    try:
-        if resource.resource_type == RESOURCE_TOPIC:
-            if broker.topics.get(resource.resource_name) is None:
+TopicUpdate = Callable[[Any, Any], dict[str, str]]  # (topic, resource) -> new explicit configs
+BrokerUpdate = Callable[[Any], tuple[dict[str, str | None], dict[str, str]]]  # -> (to check, new)
+
+
+async def alter_resources(
+    broker: BrokerService,
+    request: Any,
+    api: str,
+    topic_update: TopicUpdate,
+    broker_update: BrokerUpdate,
+) -> dict[str, Any]:
+    """The flow AlterConfigs and IncrementalAlterConfigs share: per resource, compute the new config
+    set with the API's own rule, validate it, store it unless ``validate_only``, answer per resource."""
+    responses = []
+    for resource in request.resources:
+        try:
+            if resource.resource_type == RESOURCE_TOPIC:
+                topic = broker.topics.get(resource.resource_name)
+                if topic is None:
+                    raise TopicError(
+                        ErrorCode.unknown_topic_or_partition, f"topic {resource.resource_name} does not exist"
+                    )
+                values = topic_update(topic, resource)
+                await broker.topics.replace_configs(topic.name, values, validate_only=request.validate_only)
+            elif resource.resource_type == RESOURCE_BROKER:
+                to_check, values = broker_update(resource)
+                check_broker_configs(broker, resource, to_check)
+                if not request.validate_only:
+                    await broker.set_dynamic_configs(values, replace=True)
+            else:
                 raise TopicError(
-                    ErrorCode.unknown_topic_or_partition, f"topic {resource.resource_name} does not exist"
+                    ErrorCode.invalid_request, f"resource type {resource.resource_type} is not supported"
                 )
-            if any(v is None for v in values.values()):
-                raise TopicError(ErrorCode.invalid_config, "null config values are not allowed")
-            await broker.topics.replace_configs(resource.resource_name, values, validate_only=validate_only)
-        elif resource.resource_type == RESOURCE_BROKER:
-            check_broker_configs(broker, resource, values)
-            if not validate_only:
-                await broker.set_dynamic_configs(values, replace=True)
-        else:
-            raise TopicError(
-                ErrorCode.invalid_request, f"resource type {resource.resource_type} is not supported"
-            )
-    except TopicError as exc:
-        log.info("AlterConfigs %s refused: %s", resource.resource_name, exc)
-        return result(resource, exc.error_code, str(exc))
-    return result(resource)
+            responses.append(result(resource))
+        except TopicError as exc:
+            log.info("%s %s refused: %s", api, resource.resource_name, exc)
+            responses.append(result(resource, exc.error_code, str(exc)))
+    return {"throttle_time": 0, "responses": responses}
+
+
+def _replace_topic_configs(_topic: Any, resource: Any) -> dict[str, str]:
+    values = {c.name: c.value for c in resource.configs}
+    if any(v is None for v in values.values()):
+        raise TopicError(ErrorCode.invalid_config, "null config values are not allowed")
+    return values
+
+
+def _replace_broker_configs(resource: Any) -> tuple[dict[str, str | None], dict[str, str]]:
+    values = {c.name: c.value for c in resource.configs}
+    return values, values
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    return {
-        "throttle_time": 0,
-        "responses": [await alter_resource(broker, r, request.validate_only) for r in request.resources],
-    }
+    return await alter_resources(
+        broker, request, "AlterConfigs", _replace_topic_configs, _replace_broker_configs
+    )
