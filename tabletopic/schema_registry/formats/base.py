@@ -8,9 +8,12 @@ version instead of the latest only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+_log = logging.getLogger(__name__)
 
 
 class InvalidSchema(ValueError):
@@ -66,3 +69,52 @@ class SchemaFormat(Protocol):
 
     def reader_can_read(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
         """Empty list when compatible."""
+
+
+class GuardedFormat:
+    """The guard rails every format plug-in owes the registry, around the format's own functions:
+    ``parse`` raises only :class:`InvalidSchema` (bad input is 42201, never a 500), and
+    ``reader_can_read`` never raises (a defect in a rule answers "incompatible", the safe side, with
+    the reason, and leaves the traceback in the log)."""
+
+    def __init__(
+        self,
+        schema_type: str,
+        label: str,
+        parsed_type: type,
+        parse: Callable[[str, Mapping[str, str]], Any],
+        check: Callable[[Any, Any], list[Incompatibility]],
+        root: str,
+    ) -> None:
+        self._schema_type = schema_type
+        self._label = label
+        self._parsed_type = parsed_type
+        self._parse = parse
+        self._check = check
+        self._root = root
+
+    @property
+    def schema_type(self) -> str:
+        return self._schema_type
+
+    def parse(self, text: str, references: Mapping[str, str]) -> Any:
+        try:
+            return self._parse(text, references)
+        except InvalidSchema:
+            raise
+        except Exception as exc:
+            raise InvalidSchema(f"invalid {self._label} schema: {exc}") from exc
+
+    def reader_can_read(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
+        if not isinstance(reader, self._parsed_type) or not isinstance(writer, self._parsed_type):
+            message = f"cannot compare {reader.schema_type} with {writer.schema_type}"
+            return [Incompatibility("SCHEMA_TYPE_CHANGED", self._root, message)]
+        try:
+            return self._check(reader, writer)
+        except Exception as exc:
+            _log.exception("%s compatibility check failed", self._label)
+            return [
+                Incompatibility(
+                    "COMPATIBILITY_CHECK_FAILED", self._root, f"the check could not complete: {exc}"
+                )
+            ]

@@ -173,14 +173,11 @@ def test_protobuf_comparison_of_any_two_schemas_returns_located_findings(
 
 
 def test_a_crashing_rule_answers_incompatible_instead_of_raising(monkeypatch: Any) -> None:
-    from tabletopic.schema_registry.formats.jsonschema import format as json_format
-    from tabletopic.schema_registry.formats.protobuf import format as protobuf_format
-
     def boom(*_: Any) -> list[Any]:
         raise RuntimeError("rule defect")
 
-    monkeypatch.setattr(json_format, "check_compatibility", boom)
-    monkeypatch.setattr(protobuf_format, "check_compatibility", boom)
+    monkeypatch.setattr(JSON_FORMAT, "_check", boom)
+    monkeypatch.setattr(PROTOBUF_FORMAT, "_check", boom)
     json_schema = JSON_FORMAT.parse('{"type": "string"}', {})
     proto = PROTOBUF_FORMAT.parse('syntax = "proto3";\nmessage M { int32 a = 1; }\n', {})
     for fmt, parsed in ((JSON_FORMAT, json_schema), (PROTOBUF_FORMAT, proto)):

@@ -2,7 +2,7 @@
 
 from tabletopic.schema_registry.formats.jsonschema.arrow import json_schema_to_arrow
 from tabletopic.schema_registry.formats.jsonschema.compatibility import check_compatibility
-from tabletopic.schema_registry.formats.jsonschema.format import FORMAT, JsonSchemaFormat
+from tabletopic.schema_registry.formats.jsonschema.format import FORMAT
 from tabletopic.schema_registry.formats.jsonschema.schema import ParsedJsonSchema
 
-__all__ = ["FORMAT", "JsonSchemaFormat", "ParsedJsonSchema", "check_compatibility", "json_schema_to_arrow"]
+__all__ = ["FORMAT", "ParsedJsonSchema", "check_compatibility", "json_schema_to_arrow"]

@@ -3,7 +3,7 @@ and the Arrow mapping."""
 
 from tabletopic.schema_registry.formats.protobuf.arrow import protobuf_to_arrow
 from tabletopic.schema_registry.formats.protobuf.compatibility import check_compatibility
-from tabletopic.schema_registry.formats.protobuf.format import FORMAT, ProtobufFormat
+from tabletopic.schema_registry.formats.protobuf.format import FORMAT
 from tabletopic.schema_registry.formats.protobuf.schema import ParsedProtobufSchema
 from tabletopic.schema_registry.formats.protobuf.wire import (
     MessageIndexError,
@@ -17,7 +17,6 @@ __all__ = [
     "FORMAT",
     "MessageIndexError",
     "ParsedProtobufSchema",
-    "ProtobufFormat",
     "check_compatibility",
     "message_descriptor_for",
     "message_indexes_of",
