@@ -145,30 +145,24 @@ class TableWorker:
         return items
 
     def _cut(self, topic: str, r: PartitionRange, slices: list[ObjectSlice]) -> list[WorkItem]:
-        """Group consecutive slices into items of at most ``max_item_bytes`` (at least one slice each);
-        item boundaries fall on slice boundaries clipped to the requested range."""
-        items: list[WorkItem] = []
-        group: list[ObjectSlice] = []
+        """Group consecutive slices into items of at most ``max_item_bytes`` (at least one slice each)
+        that tile the range exactly: each item starts where the previous ended, boundaries fall on
+        slice ends clipped to the range, the last item ends at the range's end."""
+        groups: list[list[ObjectSlice]] = []
         size = 0
         for s in slices:
-            if group and size + s.size > self._max_item_bytes:
-                items.append(self._item(topic, r, group, last=False))
-                group, size = [], 0
-            group.append(s)
-            size += s.size
-        if group:
-            items.append(self._item(topic, r, group, last=True))
-        # Consecutive items must tile the range exactly: each starts where the previous ended.
-        tiled: list[WorkItem] = []
+            if groups and size + s.size <= self._max_item_bytes:
+                groups[-1].append(s)
+                size += s.size
+            else:
+                groups.append([s])
+                size = s.size
+        items: list[WorkItem] = []
         cursor = r.start_offset
-        for item in items:
-            end = r.end_offset if item is items[-1] else max(cursor, min(item.end_offset, r.end_offset))
-            tiled.append(WorkItem(topic, r.partition, cursor, end, item.slices))
+        for index, group in enumerate(groups):
+            last = index == len(groups) - 1
+            end = r.end_offset if last else max(cursor, min(group[-1].end_offset, r.end_offset))
+            if end > cursor:
+                items.append(WorkItem(topic, r.partition, cursor, end, tuple(group)))
             cursor = end
-        return [i for i in tiled if i.end_offset > i.start_offset]
-
-    @staticmethod
-    def _item(topic: str, r: PartitionRange, group: list[ObjectSlice], last: bool) -> WorkItem:
-        start = max(r.start_offset, group[0].start_offset)
-        end = r.end_offset if last else min(r.end_offset, group[-1].end_offset)
-        return WorkItem(topic, r.partition, start, end, tuple(group))
+        return items
