@@ -15,7 +15,7 @@ import pickle
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -112,7 +112,7 @@ class IngestTask:
             else:
                 started = time.perf_counter()
                 crash_point("table.task_write")  # kills the Spark Python worker, not the broker
-                files = self._write(schema)
+                files = self._write()
                 self.timings["write"] += time.perf_counter() - started
                 yield _output("files", pickle.dumps(files), rows)
         newest = None
@@ -124,7 +124,9 @@ class IngestTask:
         stats = {**self.timings, "bytes": self.bytes_read, "max_timestamp_ms": newest}
         yield _output("stats", json.dumps(stats).encode(), rows)
 
-    def _table_metadata(self) -> Any:
+    @cached_property
+    def table_metadata(self) -> Any:
+        """The table's metadata, parsed once per task (the schema check and the write both need it)."""
         from pyiceberg.table.metadata import TableMetadataUtil
 
         assert self.spec.table_metadata_json is not None
@@ -134,43 +136,45 @@ class IngestTask:
         from tabletopic.table.schema_evolution import IncompatibleSchemaChange, plan_schema_update
 
         try:
-            return bool(plan_schema_update(self._table_metadata().schema(), schema))
+            return bool(plan_schema_update(self.table_metadata.schema(), schema))
         except IncompatibleSchemaChange:
             return True  # the coordinator reports the incompatibility with its full message
 
-    def _conformed(self) -> tuple[Any, pa.Table]:
+    def _conformed(self) -> pa.Table:
+        """The accumulated rows reshaped to the table's current schema."""
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-        metadata = self._table_metadata()
-        target = schema_to_pyarrow(metadata.schema(), include_field_ids=False)
-        return metadata, pa.Table.from_batches(
-            [conform_batch(b, target) for b in self.batches], schema=target
-        )
+        target = schema_to_pyarrow(self.table_metadata.schema(), include_field_ids=False)
+        return pa.Table.from_batches([conform_batch(b, target) for b in self.batches], schema=target)
+
+    def _io(self) -> Any:
+        from pyiceberg.io import load_file_io
+
+        return load_file_io(self.spec.io_properties, self.table_metadata.location)
 
     def _stage(self) -> str:
         """Write the rows as one plain Parquet file for the MERGE; returns its location."""
         import pyarrow.parquet as pq
-        from pyiceberg.io import load_file_io
 
-        metadata, table = self._conformed()
-        io = load_file_io(self.spec.io_properties, metadata.location)
         assert self.spec.stage_dir is not None
         path = f"{self.spec.stage_dir.rstrip('/')}/{uuid.uuid4()}.parquet"
-        with io.new_output(path).create(overwrite=True) as stream:
-            pq.write_table(table, stream)
+        with self._io().new_output(path).create(overwrite=True) as stream:
+            pq.write_table(self._conformed(), stream)
         return path
 
-    def _write(self, schema: pa.Schema) -> list[Any]:
-        from pyiceberg.io import load_file_io
+    def _write(self) -> list[Any]:
         from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
-        metadata, table = self._conformed()
-        io = load_file_io(self.spec.io_properties, metadata.location)
         # pyiceberg names files ``00000-<n>-<write_uuid>.parquet`` with ``n`` counting from 0 in
         # every call, so tasks of one job sharing the job's uuid would all write (and overwrite) the
         # same path: each task needs a uuid of its own.
         return list(
-            _dataframe_to_data_files(table_metadata=metadata, write_uuid=uuid.uuid4(), df=table, io=io)
+            _dataframe_to_data_files(
+                table_metadata=self.table_metadata,
+                write_uuid=uuid.uuid4(),
+                df=self._conformed(),
+                io=self._io(),
+            )
         )
 
 
