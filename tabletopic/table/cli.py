@@ -91,8 +91,7 @@ def describe_table(ctx: typer.Context, topic: str) -> None:
     console.print(
         f"last commit {_ago(r['last_commit_time'])} (snapshot {r['last_commit_snapshot']}), "
         f"{r['commits']} commits, {r['rows_committed']} rows, {r['records_skipped']} skipped, "
-        f"lag {r['lag_records']} records"
-        + ("" if r["lag_seconds"] is None else f" / {r['lag_seconds']:.0f}s")
+        f"lag {r['lag_records']} records" + f" / {r['lag_seconds']:.0f}s"
     )
     if r["last_error"]:
         console.print(f"[red]last error:[/red] {r['last_error']}")

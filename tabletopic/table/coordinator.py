@@ -70,12 +70,19 @@ class PipelineStatus:
     # Where the last committed job's time went: the tasks' read/decode/write seconds (summed over
     # tasks), the job's wall time and the conditional commit's, for benches and tuning.
     last_job_timings: dict[str, float] = field(default_factory=dict)
-    # Produce time of the oldest record not yet committed, for freshness (lag in seconds).
-    oldest_pending_since: float | None = None
+    started_at: float = field(default_factory=time.time)
 
     @property
     def lag_records(self) -> int:
         return sum(max(hw - self.committed_offsets.get(p, 0), 0) for p, hw in self.high_watermarks.items())
+
+    @property
+    def lag_seconds(self) -> float:
+        """How long waiting records may have waited: since the last commit (or since the pipeline
+        started, before its first commit) while any record waits; 0 when the table is caught up."""
+        if self.lag_records == 0:
+            return 0.0
+        return max(time.time() - (self.last_commit_time or self.started_at), 0.0)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -87,9 +94,7 @@ class PipelineStatus:
             "committed_offsets": {str(k): v for k, v in sorted(self.committed_offsets.items())},
             "high_watermarks": {str(k): v for k, v in sorted(self.high_watermarks.items())},
             "lag_records": self.lag_records,
-            "lag_seconds": None
-            if self.oldest_pending_since is None
-            else max(time.time() - self.oldest_pending_since, 0.0),
+            "lag_seconds": self.lag_seconds,
             "rows_committed": self.rows_committed,
             "records_skipped": self.records_skipped,
             "records_lost_to_retention": self.records_lost_to_retention,
@@ -179,7 +184,6 @@ class TopicPipeline:
         self._record_high_watermarks(view)
         if not ranges:
             self.status.state = "IDLE"
-            self.status.oldest_pending_since = None
             return False
         lost = sum(r.lost for r in ranges)
         items = tuple(await self._ctx.worker.prepare(view, ranges))

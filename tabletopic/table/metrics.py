@@ -43,7 +43,7 @@ class TableMetrics:
         )
         self.freshness = Gauge(
             "tabletopic_table_freshness_seconds",
-            "Seconds since the last commit while records are waiting (0 when the table is caught up)",
+            "Seconds since the last commit (or the pipeline's start) while records wait; 0 when caught up",
             ["topic"],
             registry=registry,
         )
@@ -63,7 +63,5 @@ class TableMetrics:
             self.delay.labels(topic).observe(max(time.time() - job.max_timestamp_ms / 1000, 0.0))
 
     def observe(self, status: PipelineStatus) -> None:
-        lag = status.lag_records
-        self.lag.labels(status.topic).set(lag)
-        waiting = lag > 0 and status.last_commit_time is not None
-        self.freshness.labels(status.topic).set(time.time() - status.last_commit_time if waiting else 0.0)
+        self.lag.labels(status.topic).set(status.lag_records)
+        self.freshness.labels(status.topic).set(status.lag_seconds)
