@@ -36,6 +36,7 @@ class TableComponent:
         self.coordinator: TableCoordinator | None = None
         self._warmup: asyncio.Task[None] | None = None
         self._producer: Any = None
+        self._bootstrap = ""
 
     async def start(self, platform: Platform) -> None:
         platform.services["table_config_validator"] = validate_table_topic_configs
@@ -89,13 +90,9 @@ class TableComponent:
 
     @staticmethod
     def _spark(platform: Platform) -> Any:
-        from tabletopic.spark.session import get_spark
+        from tabletopic.spark.session import platform_spark
 
-        return get_spark(
-            platform.config,
-            catalog_conf=platform.services.get("spark_catalog_conf"),
-            default_catalog=platform.config.get(CATALOG_NAME),
-        )
+        return platform_spark(platform)
 
     def _warm_spark(self, platform: Platform) -> None:
         try:
