@@ -151,7 +151,7 @@ class NullStreamStore:
         self._ends.pop(stream_id, None)
 
     def stream_info(self, stream_id: int):  # type: ignore[no-untyped-def]
-        from tabletopic.s3stream.api import StreamInfo
+        from tabletopic.s3stream.streams import StreamInfo
 
         end = self._ends[stream_id]
         return StreamInfo(stream_id, end, end)
@@ -175,7 +175,7 @@ class NullStreamStore:
 def serve_sink(port: int) -> None:
     import uvloop
 
-    from tabletopic import metadata
+    from tabletopic import database
     from tabletopic.broker.component import HANDLERS
     from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
     from tabletopic.broker.server import Dispatcher, KafkaServer
@@ -185,7 +185,7 @@ def serve_sink(port: int) -> None:
     async def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="sink-"))
         config = Config({"data.dir": str(tmp), "listeners": f"PLAINTEXT://127.0.0.1:{port}"})
-        service = BrokerService(config, metadata.create_engine(metadata.default_url(tmp)), NullStreamStore())
+        service = BrokerService(config, database.create_engine(database.default_url(tmp)), NullStreamStore())
         await service.start()
         dispatcher = Dispatcher(service)
         dispatcher.add(HANDLERS, service, MAX_VERSIONS)

@@ -30,7 +30,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.catalog.adapters import catalog_spec, create_catalog
 from tabletopic.catalog.component import rest_app_for
 from tabletopic.catalog.rest.embedded import EmbeddedRestCatalog
@@ -47,7 +47,7 @@ def builtin_catalog(data_dir: Path, metadata_url: str | None) -> Iterator[tuple[
         values["metadata.url"] = metadata_url
     config = Config(values)
     spec = catalog_spec(config)
-    engine = metadata.create_engine(metadata_url or metadata.default_url(config.data_dir))
+    engine = database.create_engine(metadata_url or database.default_url(config.data_dir))
     backing = create_catalog(spec, engine)
     server = EmbeddedRestCatalog(rest_app_for(backing, spec)).start()
     try:

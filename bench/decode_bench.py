@@ -25,12 +25,12 @@ import crc32c
 import fastavro
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.streams import StoredBatch
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
 from tabletopic.table.convert import avro as avro_module
 from tabletopic.table.convert.rows import RecordConverter
 from tabletopic.table.records import decode_batches
-from tabletopic.table.topic_config import TableTopicConfig
+from tabletopic.table.table_config import TableTopicConfig
 
 _AVRO_TYPES = ["long", "string", "double", "int", "boolean"]
 AVRO = {

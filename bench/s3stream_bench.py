@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.s3stream.store import S3StreamStore
@@ -61,7 +61,7 @@ async def run_case(
         objects = dict(objects, root=str(directory / "objects"))
     else:
         objects = dict(objects, prefix=f"{directory.name}/")
-    engine = metadata.create_engine(metadata.default_url(directory))
+    engine = database.create_engine(database.default_url(directory))
     settings = StoreSettings(
         wal_mode=mode,
         wal_dir=directory / "wal",

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic import metadata, settings
+from tabletopic import database, settings
 from tabletopic.config import Config
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ COMPONENT_FACTORIES: tuple[str, ...] = (
     "tabletopic.schema_registry.component:RegistryComponent",
     "tabletopic.catalog.component:CatalogComponent",
     "tabletopic.table.component:TableComponent",
-    "tabletopic.api.admin:AdminApiComponent",
+    "tabletopic.admin.app:AdminApiComponent",
 )
 
 
@@ -59,8 +59,8 @@ class Platform:
     @classmethod
     def create(cls, config: Config) -> Platform:
         config.data_dir.mkdir(parents=True, exist_ok=True)
-        url = config.get(settings.METADATA_URL) or metadata.default_url(config.data_dir)
-        return cls(config=config, engine=metadata.create_engine(url), metrics=CollectorRegistry())
+        url = config.get(settings.METADATA_URL) or database.default_url(config.data_dir)
+        return cls(config=config, engine=database.create_engine(url), metrics=CollectorRegistry())
 
     async def start(self, factories: tuple[str, ...] = COMPONENT_FACTORIES) -> None:
         for path in factories:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.config import Config, ConfigError, env_name, read_properties
 
 
@@ -45,7 +45,7 @@ def test_override_without_equals_is_rejected() -> None:
 
 
 def test_migrations_apply_once_and_resume(tmp_path: Path) -> None:
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     calls: list[int] = []
 
     def first(conn: sa.Connection) -> None:
@@ -56,19 +56,19 @@ def test_migrations_apply_once_and_resume(tmp_path: Path) -> None:
         calls.append(2)
         conn.exec_driver_sql("ALTER TABLE t ADD COLUMN b INTEGER")
 
-    assert metadata.migrate(engine, "demo", [first]) == 1
-    assert metadata.migrate(engine, "demo", [first, second]) == 2
-    assert metadata.migrate(engine, "demo", [first, second]) == 2
+    assert database.migrate(engine, "demo", [first]) == 1
+    assert database.migrate(engine, "demo", [first, second]) == 2
+    assert database.migrate(engine, "demo", [first, second]) == 2
     assert calls == [1, 2]
     with pytest.raises(RuntimeError, match="newer"):
-        metadata.migrate(engine, "demo", [first])
+        database.migrate(engine, "demo", [first])
 
 
 @pytest.mark.postgres
 def test_migrations_run_on_postgres(postgres_url: str) -> None:
-    engine = metadata.create_engine(postgres_url)
+    engine = database.create_engine(postgres_url)
     table = sa.Table("things", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True))
-    assert metadata.migrate(engine, "things", [metadata.create_tables(table)]) == 1
+    assert database.migrate(engine, "things", [database.create_tables(table)]) == 1
     with engine.begin() as conn:
         conn.execute(sa.insert(table).values(id=1))
         assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 1
@@ -93,14 +93,14 @@ def test_seaweedfs_serves_the_bucket(s3_settings: dict[str, str]) -> None:
 MIGRATE_SCRIPT = """
 import sys, time
 import sqlalchemy as sa
-from tabletopic import metadata
+from tabletopic import database
 
 def slow_create(conn):
     time.sleep(0.5)
     conn.exec_driver_sql("CREATE TABLE raced (a INTEGER)")
 
-engine = metadata.create_engine(sys.argv[1])
-print(metadata.migrate(engine, "raced", [slow_create]))
+engine = database.create_engine(sys.argv[1])
+print(database.migrate(engine, "raced", [slow_create]))
 """
 
 

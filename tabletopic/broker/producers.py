@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker.protocol.records import NO_PRODUCER_ID, BatchHeader, InvalidBatch, parse_batches
 from tabletopic.broker.topics import producer_snapshots_table
-from tabletopic.s3stream.api import OffsetOutOfRange, StreamError, StreamStore
+from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamStore
 
 log = logging.getLogger(__name__)
 

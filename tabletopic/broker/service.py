@@ -21,10 +21,10 @@ from tabletopic.broker import settings
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.retention import RetentionTask
-from tabletopic.broker.topic_configs import TOPIC_CONFIG_KEYS, TableConfigValidator
+from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TableConfigValidator
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
 from tabletopic.config import Config
-from tabletopic.s3stream.api import StreamError, StreamStore
+from tabletopic.s3stream.streams import StreamError, StreamStore
 
 log = logging.getLogger(__name__)
 

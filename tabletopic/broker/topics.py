@@ -19,13 +19,13 @@ import sqlalchemy as sa
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Connection, Engine
 
-from tabletopic import metadata
-from tabletopic.broker.topic_configs import (
+from tabletopic import database
+from tabletopic.broker.topic_config_keys import (
     InvalidTopicConfig,
     TableConfigValidator,
     validate_topic_configs,
 )
-from tabletopic.s3stream.api import StreamNotFound, StreamStore
+from tabletopic.s3stream.streams import StreamNotFound, StreamStore
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ producer_snapshots_table = sa.Table(
 )
 
 MIGRATIONS = [
-    metadata.create_tables(
+    database.create_tables(
         topics_table, partitions_table, topic_configs_table, broker_state_table, producer_snapshots_table
     ),
 ]
@@ -132,7 +132,7 @@ class TopicRegistry:
 
     async def load(self) -> None:
         """Apply migrations and read every topic."""
-        await asyncio.to_thread(metadata.migrate, self._engine, "broker", MIGRATIONS)
+        await asyncio.to_thread(database.migrate, self._engine, "broker", MIGRATIONS)
         topics = await asyncio.to_thread(self._read_all)
         self._by_name = {t.name: t for t in topics}
         self._by_id = {t.topic_id: t for t in topics}

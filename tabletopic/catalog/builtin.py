@@ -17,10 +17,10 @@ from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalog
 from sqlalchemy.engine import Engine
 
-from tabletopic import metadata
+from tabletopic import database
 
-MIGRATIONS: list[metadata.Migration] = [
-    metadata.create_tables(IcebergTables.__table__, IcebergNamespaceProperties.__table__),  # type: ignore[arg-type]
+MIGRATIONS: list[database.Migration] = [
+    database.create_tables(IcebergTables.__table__, IcebergNamespaceProperties.__table__),  # type: ignore[arg-type]
 ]
 
 
@@ -45,7 +45,7 @@ class EngineSqlCatalog(SqlCatalog):
 
 def open_builtin_catalog(name: str, engine: Engine, properties: dict[str, Any]) -> EngineSqlCatalog:
     """The built-in catalog on the metadata database, migrating its tables first."""
-    metadata.migrate(engine, "catalog", MIGRATIONS)
+    database.migrate(engine, "catalog", MIGRATIONS)
     props = {k: str(v) for k, v in properties.items() if k != "uri"}
     props["uri"] = str(engine.url.render_as_string(hide_password=False))
     props.setdefault("init_catalog_tables", "false")
@@ -54,8 +54,8 @@ def open_builtin_catalog(name: str, engine: Engine, properties: dict[str, Any]) 
 
 def open_sql_catalog(name: str, properties: dict[str, Any]) -> EngineSqlCatalog:
     """A ``sql`` catalog on the user's own database, with the same engine settings as the metadata DB."""
-    engine = metadata.create_engine(str(properties["uri"]))
-    metadata.migrate(engine, "catalog", MIGRATIONS)
+    engine = database.create_engine(str(properties["uri"]))
+    database.migrate(engine, "catalog", MIGRATIONS)
     props = {k: str(v) for k, v in properties.items()}
     props.setdefault("init_catalog_tables", "false")
     return EngineSqlCatalog(name, engine, owns_engine=True, **props)

@@ -35,7 +35,7 @@ from tabletopic.catalog.rest import CatalogService, create_app
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
-    from tabletopic.api.http import HttpService
+    from tabletopic.http_service import HttpService
     from tabletopic.platform import Platform
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def rest_app_for(catalog: Catalog, spec: CatalogSpec, max_page_size: int = 1000)
 def advertised_uri(listener: str, bound_port: int) -> str:
     """The URI clients use for a listener: the port actually bound (a listener may say port 0) and a
     connectable host (a wildcard bind address is reachable locally as loopback)."""
-    from tabletopic.api.http import parse_listener
+    from tabletopic.http_service import parse_listener
 
     host, _port = parse_listener(listener)
     if host in ("0.0.0.0", "::", ""):
@@ -69,7 +69,7 @@ class CatalogComponent:
         self._catalog: Catalog | None = None
 
     async def start(self, platform: Platform) -> None:
-        from tabletopic.api.http import HttpService
+        from tabletopic.http_service import HttpService
 
         spec = catalog_spec(platform.config)
         # Opening may talk to a remote metastore or migrate the metadata DB: keep it off the loop.

@@ -1,5 +1,5 @@
 """S3Stream-style storage on object storage: WAL, log cache, block cache, stream-set and stream
-objects, compaction. Knows nothing of Kafka; see :mod:`tabletopic.s3stream.api` for the contract.
+objects, compaction. Knows nothing of Kafka; see :mod:`tabletopic.s3stream.streams` for the contract.
 
 Readers outside the broker (Spark tasks) need only :func:`open_object_store` and :func:`fetch_slice`
 / :func:`read_slice`."""

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.streams import StoredBatch
 
 
 class Run:

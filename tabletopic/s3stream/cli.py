@@ -19,13 +19,13 @@ storage_app = typer.Typer(
 
 
 def _open(data_dir: DataDirOption, config: ConfigFileOption, override: OverrideOption):  # type: ignore[no-untyped-def]
-    from tabletopic import metadata, settings
-    from tabletopic.s3stream.meta import StreamMetadata
+    from tabletopic import database, settings
+    from tabletopic.s3stream.db import StreamMetadata
     from tabletopic.s3stream.objectstore import object_store_settings, open_object_store
 
     cfg = load_config(data_dir, config, override)
-    url = cfg.get(settings.METADATA_URL) or metadata.default_url(cfg.data_dir)
-    meta = StreamMetadata(metadata.create_engine(url))
+    url = cfg.get(settings.METADATA_URL) or database.default_url(cfg.data_dir)
+    meta = StreamMetadata(database.create_engine(url))
     meta.migrate()
     return cfg, meta, open_object_store(object_store_settings(cfg))
 
@@ -56,8 +56,8 @@ def verify(
 ) -> None:
     """Read every committed object and check its footer, index and block checksums against the
     metadata DB. Exits 1 if any object is missing or damaged."""
-    from tabletopic.s3stream.api import StreamError
     from tabletopic.s3stream.objects import parse_footer, parse_index, verify_block
+    from tabletopic.s3stream.streams import StreamError
 
     _, meta, store = _open(data_dir, config, override)
     objects = meta.committed_objects()

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tabletopic import crashpoints
-from tabletopic.s3stream.api import StoredBatch, StreamError
-from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, CommitConflict, NewObject, ObjectRow, RangeRow
+from tabletopic.s3stream.db import STREAM_OBJECT, STREAM_SET, CommitConflict, NewObject, ObjectRow, RangeRow
 from tabletopic.s3stream.objects import (
     BlockEntry,
     build_object,
@@ -35,6 +34,7 @@ from tabletopic.s3stream.objects import (
     parse_index,
     verify_block,
 )
+from tabletopic.s3stream.streams import StoredBatch, StreamError
 
 if TYPE_CHECKING:
     from tabletopic.s3stream.objects import StreamRange

@@ -1,4 +1,4 @@
-"""An in-memory :class:`~tabletopic.s3stream.api.StreamStore` for unit tests of the layers above.
+"""An in-memory :class:`~tabletopic.s3stream.streams.StreamStore` for unit tests of the layers above.
 
 Not durable and without object slices: it exists so the broker's handlers can be tested in
 milliseconds. The feature tests run against the real engine.
@@ -11,7 +11,7 @@ import bisect
 import itertools
 from collections.abc import Iterable
 
-from tabletopic.s3stream.api import (
+from tabletopic.s3stream.streams import (
     ObjectSlice,
     OffsetOutOfRange,
     StoredBatch,

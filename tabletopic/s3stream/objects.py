@@ -26,7 +26,7 @@ from typing import Any
 
 import crc32c
 
-from tabletopic.s3stream.api import ObjectSlice, StoredBatch, StreamError
+from tabletopic.s3stream.streams import ObjectSlice, StoredBatch, StreamError
 
 MAGIC = b"TTS3OBJ1"
 BATCH_HEADER = struct.Struct(">qII")

@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from tabletopic.config import Config
 from tabletopic.s3stream import settings as keys
-from tabletopic.s3stream.api import StorageUnavailable, StreamError
+from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from collections import OrderedDict
 from collections.abc import Coroutine
 from typing import Any
 
-from tabletopic.s3stream.api import StoredBatch, StreamError
 from tabletopic.s3stream.cache import BlockCache
-from tabletopic.s3stream.meta import RangeRow
+from tabletopic.s3stream.db import RangeRow
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objects import BlockEntry, decode_batches, read_index, verify_block
 from tabletopic.s3stream.objectstore import AsyncObjectStore
+from tabletopic.s3stream.streams import StoredBatch, StreamError
 
 log = logging.getLogger(__name__)
 

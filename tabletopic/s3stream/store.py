@@ -1,4 +1,4 @@
-"""The S3Stream engine: :class:`S3StreamStore` implements :class:`~tabletopic.s3stream.api.StreamStore`.
+"""The S3Stream engine: :class:`S3StreamStore` implements :class:`~tabletopic.s3stream.streams.StreamStore`.
 
 Write path. ``append`` assigns the offsets synchronously (so they follow call order per stream),
 puts the batch in the LogCache's current block and then waits for durability, which is shared by
@@ -29,7 +29,13 @@ from typing import Any, TypeVar
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic.s3stream.api import (
+from tabletopic.s3stream.cache import Block, BlockCache, LogCache
+from tabletopic.s3stream.config import StoreSettings
+from tabletopic.s3stream.db import RangeRow, StreamMetadata
+from tabletopic.s3stream.metrics import StoreMetrics
+from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
+from tabletopic.s3stream.reader import ObjectReader
+from tabletopic.s3stream.streams import (
     ObjectSlice,
     OffsetOutOfRange,
     StorageUnavailable,
@@ -38,12 +44,6 @@ from tabletopic.s3stream.api import (
     StreamInfo,
     StreamNotFound,
 )
-from tabletopic.s3stream.cache import Block, BlockCache, LogCache
-from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.meta import RangeRow, StreamMetadata
-from tabletopic.s3stream.metrics import StoreMetrics
-from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
-from tabletopic.s3stream.reader import ObjectReader
 from tabletopic.s3stream.upload import UploadMixin
 from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
 

@@ -18,13 +18,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tabletopic import crashpoints
-from tabletopic.s3stream.api import StorageUnavailable, StoredBatch
 from tabletopic.s3stream.cache import Block, LogCache
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.meta import STREAM_OBJECT, STREAM_SET, NewObject, RangeRow, StreamMetadata
+from tabletopic.s3stream.db import STREAM_OBJECT, STREAM_SET, NewObject, RangeRow, StreamMetadata
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objects import BuiltObject, build_object
 from tabletopic.s3stream.objectstore import AsyncObjectStore
+from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch
 from tabletopic.s3stream.wal import LocalWal, RollMarker
 
 if TYPE_CHECKING:

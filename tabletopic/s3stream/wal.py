@@ -31,7 +31,7 @@ from pathlib import Path
 import crc32c
 
 from tabletopic import crashpoints
-from tabletopic.s3stream.api import StorageUnavailable, StreamError
+from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ import asyncio
 import signal
 from pathlib import Path
 
-from tabletopic.api.http import HttpService
 from tabletopic.cli_common import setup_logging
 from tabletopic.config import Config
+from tabletopic.http_service import HttpService
 from tabletopic.schema_registry import settings
-from tabletopic.schema_registry.api import create_app
+from tabletopic.schema_registry.routers import create_app
 
 
 async def run(config: Config) -> None:

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter
 from sqlalchemy.engine import Engine
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic import settings as platform_settings
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.client import CachedSchemaLookup
 from tabletopic.schema_registry.compatibility import CompatibilityLevel
+from tabletopic.schema_registry.db import MIGRATIONS, sqlite_read_engine
 from tabletopic.schema_registry.registry import SchemaRegistry
-from tabletopic.schema_registry.storage import MIGRATIONS, sqlite_read_engine
 
 if TYPE_CHECKING:
-    from tabletopic.api.http import HttpService
+    from tabletopic.http_service import HttpService
     from tabletopic.platform import Platform
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ def build_registry(
     engine: Engine, config: Config, metrics: CollectorRegistry | None = None
 ) -> SchemaRegistry:
     """Migrate the registry tables on ``engine`` and return a registry over them."""
-    metadata.migrate(engine, "schema_registry", MIGRATIONS)
+    database.migrate(engine, "schema_registry", MIGRATIONS)
     on_register = None
     if metrics is not None:
         registrations = Counter(
@@ -51,8 +51,8 @@ def build_registry(
 def open_registry(config: Config) -> tuple[Engine, SchemaRegistry]:
     """A registry with its own engine over ``metadata.url`` (standalone server, benches)."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    url = config.get(platform_settings.METADATA_URL) or metadata.default_url(config.data_dir)
-    engine = metadata.create_engine(url)
+    url = config.get(platform_settings.METADATA_URL) or database.default_url(config.data_dir)
+    engine = database.create_engine(url)
     return engine, build_registry(engine, config)
 
 
@@ -64,8 +64,8 @@ class RegistryComponent:
         self.registry: SchemaRegistry | None = None
 
     async def start(self, platform: Platform) -> None:
-        from tabletopic.api.http import HttpService
-        from tabletopic.schema_registry.api import create_app
+        from tabletopic.http_service import HttpService
+        from tabletopic.schema_registry.routers import create_app
 
         self.registry = build_registry(platform.engine, platform.config, platform.metrics)
         platform.services["schema_registry"] = CachedSchemaLookup(

@@ -6,11 +6,11 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tabletopic.schema_registry import storage
+from tabletopic.schema_registry import db
 from tabletopic.schema_registry.compatibility import CompatibilityFailure, CompatibilityLevel
+from tabletopic.schema_registry.db import SchemaRow
 from tabletopic.schema_registry.errors import invalid_version
 from tabletopic.schema_registry.formats.base import ParsedSchema, SchemaFormat, SchemaReference
-from tabletopic.schema_registry.storage import SchemaRow
 
 LATEST = -1  # what "latest" and "-1" parse to
 MAX_VERSION = 2**31 - 1
@@ -56,7 +56,7 @@ class SubjectVersion:
 
 
 def fingerprint(schema_type: str, text: str, references: Sequence[SchemaReference]) -> str:
-    payload = f"{schema_type}\n{text}\n{storage.encode_references(references)}"
+    payload = f"{schema_type}\n{text}\n{db.encode_references(references)}"
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

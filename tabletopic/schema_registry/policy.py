@@ -6,10 +6,10 @@ from enum import StrEnum
 
 from sqlalchemy.engine import Connection, Engine
 
-from tabletopic.schema_registry import storage
+from tabletopic.schema_registry import db
 from tabletopic.schema_registry.compatibility import CompatibilityLevel
-from tabletopic.schema_registry.database import RegistryDatabase
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError, subject_not_found
+from tabletopic.schema_registry.transactions import RegistryDatabase
 
 
 class Mode(StrEnum):
@@ -36,7 +36,7 @@ class PolicyStore(RegistryDatabase):
         self.default_level = default_level
 
     def _mode(self, conn: Connection, subject: str) -> Mode:
-        raw = storage.get_mode(conn, subject) or storage.get_mode(conn, storage.GLOBAL)
+        raw = db.get_mode(conn, subject) or db.get_mode(conn, db.GLOBAL)
         return Mode(raw) if raw else Mode.READWRITE
 
     def _writable(self, conn: Connection, subject: str) -> Mode:
@@ -46,7 +46,7 @@ class PolicyStore(RegistryDatabase):
         return mode
 
     def _level(self, conn: Connection, subject: str) -> CompatibilityLevel:
-        raw = storage.get_compatibility(conn, subject) or storage.get_compatibility(conn, storage.GLOBAL)
+        raw = db.get_compatibility(conn, subject) or db.get_compatibility(conn, db.GLOBAL)
         return CompatibilityLevel.parse(raw) or self.default_level
 
     # --- config ------------------------------------------------------------------------------------
@@ -54,11 +54,11 @@ class PolicyStore(RegistryDatabase):
     def get_level(self, subject: str | None = None, default_to_global: bool = False) -> CompatibilityLevel:
         def run(conn: Connection) -> CompatibilityLevel:
             if subject is None:
-                return self._level(conn, storage.GLOBAL)
-            raw = storage.get_compatibility(conn, subject)
+                return self._level(conn, db.GLOBAL)
+            raw = db.get_compatibility(conn, subject)
             if raw is None:
                 if default_to_global:
-                    return self._level(conn, storage.GLOBAL)
+                    return self._level(conn, db.GLOBAL)
                 raise RegistryError(
                     ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
                     f"Subject '{subject}' does not have subject-level compatibility configured",
@@ -75,23 +75,23 @@ class PolicyStore(RegistryDatabase):
                 "Invalid compatibility level. Valid values are none, backward, forward, full, "
                 "backward_transitive, forward_transitive, and full_transitive",
             )
-        self._write(lambda conn: storage.put_compatibility(conn, subject or storage.GLOBAL, level.value))
+        self._write(lambda conn: db.put_compatibility(conn, subject or db.GLOBAL, level.value))
         return level
 
     def delete_level(self, subject: str | None) -> CompatibilityLevel:
         """Forget a subject's level (or reset the global one); answer the level it had."""
 
         def run(conn: Connection) -> CompatibilityLevel:
-            key = subject or storage.GLOBAL
-            raw = storage.get_compatibility(conn, key)
+            key = subject or db.GLOBAL
+            raw = db.get_compatibility(conn, key)
             if raw is None and subject is not None:
-                if not storage.versions(conn, subject):
+                if not db.versions(conn, subject):
                     raise subject_not_found(subject)
                 raise RegistryError(
                     ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
                     f"Subject '{subject}' does not have subject-level compatibility configured",
                 )
-            storage.drop_compatibility(conn, key)
+            db.drop_compatibility(conn, key)
             return CompatibilityLevel.parse(raw) or self.default_level
 
         return self._write(run)
@@ -101,11 +101,11 @@ class PolicyStore(RegistryDatabase):
     def get_mode(self, subject: str | None = None, default_to_global: bool = False) -> Mode:
         def run(conn: Connection) -> Mode:
             if subject is None:
-                return self._mode(conn, storage.GLOBAL)
-            raw = storage.get_mode(conn, subject)
+                return self._mode(conn, db.GLOBAL)
+            raw = db.get_mode(conn, subject)
             if raw is None:
                 if default_to_global:
-                    return self._mode(conn, storage.GLOBAL)
+                    return self._mode(conn, db.GLOBAL)
                 raise RegistryError(
                     ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
                     f"Subject '{subject}' does not have subject-level mode configured",
@@ -127,26 +127,26 @@ class PolicyStore(RegistryDatabase):
 
         def run(conn: Connection) -> Mode:
             if mode is Mode.IMPORT and not force:
-                existing = storage.versions(conn, subject) if subject else storage.all_versions(conn)
+                existing = db.versions(conn, subject) if subject else db.all_versions(conn)
                 if existing:
                     raise RegistryError(
                         ErrorCode.OPERATION_NOT_PERMITTED,
                         "Cannot import since found existing subjects",
                     )
-            storage.put_mode(conn, subject or storage.GLOBAL, mode.value)
+            db.put_mode(conn, subject or db.GLOBAL, mode.value)
             return mode
 
         return self._write(run)
 
     def delete_mode(self, subject: str) -> Mode:
         def run(conn: Connection) -> Mode:
-            raw = storage.get_mode(conn, subject)
+            raw = db.get_mode(conn, subject)
             if raw is None:
                 raise RegistryError(
                     ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
                     f"Subject '{subject}' does not have subject-level mode configured",
                 )
-            storage.drop_mode(conn, subject)
+            db.drop_mode(conn, subject)
             return Mode(raw)
 
         return self._write(run)

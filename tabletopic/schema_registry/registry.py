@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy.engine import Connection, Engine
 
-from tabletopic.schema_registry import storage
+from tabletopic.schema_registry import db
 from tabletopic.schema_registry.compatibility import (
     CompatibilityFailure,
     CompatibilityLevel,
     PreviousSchema,
 )
 from tabletopic.schema_registry.compatibility import check as check_levels
-from tabletopic.schema_registry.database import LRU
+from tabletopic.schema_registry.db import SchemaRow, VersionRow
 from tabletopic.schema_registry.errors import (
     ErrorCode,
     RegistryError,
@@ -41,7 +41,7 @@ from tabletopic.schema_registry.model import (
     fingerprint,
 )
 from tabletopic.schema_registry.policy import Mode, PolicyStore
-from tabletopic.schema_registry.storage import SchemaRow, VersionRow
+from tabletopic.schema_registry.transactions import LRU
 
 
 class SchemaRegistry(PolicyStore):
@@ -78,10 +78,10 @@ class SchemaRegistry(PolicyStore):
                 return
             if ref.name in path:
                 raise invalid_schema(f"circular reference through {ref.name}")
-            rows = storage.versions(conn, ref.subject)
+            rows = db.versions(conn, ref.subject)
             version = ref.version if ref.version != LATEST else (rows[-1].version if rows else 0)
             match = next((r for r in rows if r.version == version), None)
-            row = None if match is None else storage.schema_by_id(conn, match.schema_id)
+            row = None if match is None else db.schema_by_id(conn, match.schema_id)
             if row is None:
                 raise invalid_schema(
                     f"reference '{ref.name}' points to subject '{ref.subject}' version {ref.version}, "
@@ -185,7 +185,7 @@ class SchemaRegistry(PolicyStore):
                 raise RegistryError(
                     ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is not in import mode"
                 )
-            rows = storage.versions(conn, subject)
+            rows = db.versions(conn, subject)
             live = [r for r in rows if not r.deleted]
             existing = self._find(conn, subject, candidate, normalize)
             if existing is not None and self._same_registration(existing, schema_id, version):
@@ -212,7 +212,7 @@ class SchemaRegistry(PolicyStore):
                         f"Version {version} is not one more than the latest version of subject {subject}",
                     )
                 new_version = version
-            storage.insert_version(conn, subject, new_version, new_id)
+            db.insert_version(conn, subject, new_version, new_id)
             return new_id, new_version
 
         result = self._write(run)
@@ -242,11 +242,11 @@ class SchemaRegistry(PolicyStore):
         """The newest version of ``subject`` holding the candidate: by fingerprint of the stored text
         (one indexed query), and with ``normalize`` also by normalized form, so cosmetic variants of
         a schema registered without normalization find it."""
-        found = storage.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted)
+        found = db.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted)
         if found is not None or not normalize:
             return found
-        for row in reversed(storage.versions(conn, subject, include_deleted)):
-            stored = storage.schema_by_id(conn, row.schema_id)
+        for row in reversed(db.versions(conn, subject, include_deleted)):
+            stored = db.schema_by_id(conn, row.schema_id)
             if stored is None or stored.schema_type != candidate.schema_type:
                 continue
             if stored.references != candidate.references:
@@ -259,9 +259,9 @@ class SchemaRegistry(PolicyStore):
         return None
 
     def _assign_id(self, conn: Connection, candidate: Candidate, wanted: int | None) -> int:
-        same = storage.schema_by_fingerprint(conn, candidate.fingerprint)
+        same = db.schema_by_fingerprint(conn, candidate.fingerprint)
         if wanted is not None and wanted >= 0:
-            taken = storage.schema_by_id(conn, wanted)
+            taken = db.schema_by_id(conn, wanted)
             if taken is not None:
                 if fingerprint(taken.schema_type, taken.schema, taken.references) != candidate.fingerprint:
                     raise RegistryError(
@@ -269,13 +269,13 @@ class SchemaRegistry(PolicyStore):
                         f"Overwrite new schema with id {wanted} is not permitted.",
                     )
                 return wanted
-            storage.insert_schema(conn, self._row(wanted, candidate), candidate.fingerprint)
-            storage.raise_ids_to(conn, wanted)
+            db.insert_schema(conn, self._row(wanted, candidate), candidate.fingerprint)
+            db.raise_ids_to(conn, wanted)
             return wanted
         if same is not None:
             return same.id
-        new_id = storage.next_id(conn)
-        storage.insert_schema(conn, self._row(new_id, candidate), candidate.fingerprint)
+        new_id = db.next_id(conn)
+        db.insert_schema(conn, self._row(new_id, candidate), candidate.fingerprint)
         return new_id
 
     @staticmethod
@@ -296,7 +296,7 @@ class SchemaRegistry(PolicyStore):
         targets = against if level.transitive else against[-1:]
         previous = []
         for row in targets:
-            stored = storage.schema_by_id(conn, row.schema_id)
+            stored = db.schema_by_id(conn, row.schema_id)
             if stored is not None:
                 previous.append(PreviousSchema(row.version, self._parse_row(conn, stored)))
         return check_levels(level, candidate.fmt, candidate.parsed, previous)
@@ -304,13 +304,13 @@ class SchemaRegistry(PolicyStore):
     # --- reads -------------------------------------------------------------------------------------
 
     def schema(self, schema_id: int) -> SchemaRow:
-        row = self._read(lambda conn: storage.schema_by_id(conn, schema_id))
+        row = self._read(lambda conn: db.schema_by_id(conn, schema_id))
         if row is None:
             raise schema_not_found(schema_id)
         return row
 
     def max_id(self) -> int:
-        return self._read(storage.max_id)
+        return self._read(db.max_id)
 
     def subjects_of(self, schema_id: int, deleted: bool = False) -> list[str]:
         rows = self._versions_of(schema_id, deleted)
@@ -321,7 +321,7 @@ class SchemaRegistry(PolicyStore):
 
     def _versions_of(self, schema_id: int, deleted: bool) -> list[VersionRow]:
         def run(conn: Connection) -> list[VersionRow]:
-            rows = storage.versions_of_schema(conn, schema_id, deleted)
+            rows = db.versions_of_schema(conn, schema_id, deleted)
             # Like Confluent: an id only soft-deleted versions use has no subjects unless asked.
             if not rows:
                 raise schema_not_found(schema_id)
@@ -330,13 +330,13 @@ class SchemaRegistry(PolicyStore):
         return self._read(run)
 
     def subjects(self, prefix: str = "", deleted: bool = False) -> list[str]:
-        return self._read(lambda conn: storage.subjects(conn, deleted, prefix))
+        return self._read(lambda conn: db.subjects(conn, deleted, prefix))
 
     def listing(
         self, prefix: str = "", deleted: bool = False, latest_only: bool = False
     ) -> list[SubjectVersion]:
         def run(conn: Connection) -> list[SubjectVersion]:
-            rows = storage.all_versions(conn, deleted, prefix)
+            rows = db.all_versions(conn, deleted, prefix)
             if latest_only:
                 newest: dict[str, VersionRow] = {}
                 for row in rows:
@@ -344,7 +344,7 @@ class SchemaRegistry(PolicyStore):
                 rows = list(newest.values())
             found = []
             for row in rows:
-                schema = storage.schema_by_id(conn, row.schema_id)
+                schema = db.schema_by_id(conn, row.schema_id)
                 if schema is not None:
                     found.append(SubjectVersion(row.subject, row.version, schema, row.deleted))
             return found
@@ -352,7 +352,7 @@ class SchemaRegistry(PolicyStore):
         return self._read(run)
 
     def versions(self, subject: str, deleted: bool = False) -> list[int]:
-        rows = self._read(lambda conn: storage.versions(conn, subject, deleted))
+        rows = self._read(lambda conn: db.versions(conn, subject, deleted))
         if not rows:
             raise subject_not_found(subject)
         return [r.version for r in rows]
@@ -370,8 +370,8 @@ class SchemaRegistry(PolicyStore):
 
     def version(self, subject: str, version: int, deleted: bool = False) -> SubjectVersion:
         def run(conn: Connection) -> SubjectVersion:
-            row = self._pick(storage.versions(conn, subject), subject, version, deleted)
-            schema = storage.schema_by_id(conn, row.schema_id)
+            row = self._pick(db.versions(conn, subject), subject, version, deleted)
+            schema = db.schema_by_id(conn, row.schema_id)
             if schema is None:  # pragma: no cover - rows and schemas change in one transaction
                 raise version_not_found(version)
             return SubjectVersion(subject, row.version, schema, row.deleted)
@@ -380,8 +380,8 @@ class SchemaRegistry(PolicyStore):
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         def run(conn: Connection) -> list[int]:
-            row = self._pick(storage.versions(conn, subject), subject, version, False)
-            users = storage.referencing_versions(conn, subject, row.version)
+            row = self._pick(db.versions(conn, subject), subject, version, False)
+            users = db.referencing_versions(conn, subject, row.version)
             return sorted({r.schema_id for r in users if not r.deleted})
 
         return self._read(run)
@@ -398,12 +398,12 @@ class SchemaRegistry(PolicyStore):
         """The version of ``subject`` holding this schema (``POST /subjects/{subject}``)."""
 
         def run(conn: Connection) -> SubjectVersion:
-            rows = [r for r in storage.versions(conn, subject) if deleted or not r.deleted]
+            rows = [r for r in db.versions(conn, subject) if deleted or not r.deleted]
             if not rows:
                 raise subject_not_found(subject)
             candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
             found = self._find(conn, subject, candidate, normalize, deleted)
-            schema = None if found is None else storage.schema_by_id(conn, found.schema_id)
+            schema = None if found is None else db.schema_by_id(conn, found.schema_id)
             if found is None or schema is None:
                 raise schema_not_found()
             return SubjectVersion(subject, found.version, schema, found.deleted)
@@ -425,7 +425,7 @@ class SchemaRegistry(PolicyStore):
         the subject's level names (``None``)."""
 
         def run(conn: Connection) -> tuple[list[CompatibilityFailure], CompatibilityLevel]:
-            rows = storage.versions(conn, subject, include_deleted=False)
+            rows = db.versions(conn, subject, include_deleted=False)
             level = self._level(conn, subject)
             if version is not None:
                 if not rows:
@@ -442,7 +442,7 @@ class SchemaRegistry(PolicyStore):
         self, conn: Connection, subject: str, rows: Sequence[VersionRow], permanent: bool
     ) -> None:
         for row in rows:
-            users = storage.referencing_versions(conn, subject, row.version)
+            users = db.referencing_versions(conn, subject, row.version)
             # A soft-deleted referrer still needs its reference to be readable by id.
             if any(permanent or not user.deleted for user in users):
                 raise RegistryError(
@@ -454,7 +454,7 @@ class SchemaRegistry(PolicyStore):
     def delete_version(self, subject: str, version: int, permanent: bool = False) -> int:
         def run(conn: Connection) -> int:
             self._writable(conn, subject)
-            rows = storage.versions(conn, subject)
+            rows = db.versions(conn, subject)
             if not rows:
                 raise subject_not_found(subject)
             if version == LATEST:
@@ -481,10 +481,10 @@ class SchemaRegistry(PolicyStore):
                 )
             self._check_unreferenced(conn, subject, [row], permanent)
             if permanent:
-                storage.remove_versions(conn, subject, [row.version])
-                storage.delete_schema_if_unused(conn, row.schema_id)
+                db.remove_versions(conn, subject, [row.version])
+                db.delete_schema_if_unused(conn, row.schema_id)
             else:
-                storage.mark_deleted(conn, subject, [row.version])
+                db.mark_deleted(conn, subject, [row.version])
             return row.version
 
         return self._write(run)
@@ -492,7 +492,7 @@ class SchemaRegistry(PolicyStore):
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         def run(conn: Connection) -> list[int]:
             self._writable(conn, subject)
-            rows = storage.versions(conn, subject)
+            rows = db.versions(conn, subject)
             if not rows:
                 raise subject_not_found(subject)
             live = [r for r in rows if not r.deleted]
@@ -503,11 +503,11 @@ class SchemaRegistry(PolicyStore):
                         f"Subject '{subject}' was not deleted first before being permanently deleted",
                     )
                 self._check_unreferenced(conn, subject, rows, True)
-                storage.remove_versions(conn, subject, [r.version for r in rows])
+                db.remove_versions(conn, subject, [r.version for r in rows])
                 for schema_id in {r.schema_id for r in rows}:
-                    storage.delete_schema_if_unused(conn, schema_id)
-                storage.drop_compatibility(conn, subject)
-                storage.drop_mode(conn, subject)
+                    db.delete_schema_if_unused(conn, schema_id)
+                db.drop_compatibility(conn, subject)
+                db.drop_mode(conn, subject)
                 return [r.version for r in rows]
             if not live:
                 raise RegistryError(
@@ -515,7 +515,7 @@ class SchemaRegistry(PolicyStore):
                     f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently",
                 )
             self._check_unreferenced(conn, subject, live, False)
-            storage.mark_deleted(conn, subject, [r.version for r in live])
+            db.mark_deleted(conn, subject, [r.version for r in live])
             return [r.version for r in live]
 
         return self._write(run)
@@ -545,7 +545,7 @@ class SchemaRegistry(PolicyStore):
         SchemaNotFound."""
 
         def run(conn: Connection) -> RegisteredSchema:
-            row = storage.schema_by_id(conn, schema_id)
+            row = db.schema_by_id(conn, schema_id)
             if row is None:
                 raise SchemaNotFound(f"schema {schema_id} not found")
             return self._registered(conn, row, None, None)
@@ -554,8 +554,8 @@ class SchemaRegistry(PolicyStore):
 
     def registered_latest(self, subject: str) -> RegisteredSchema:
         def run(conn: Connection) -> RegisteredSchema:
-            rows = storage.versions(conn, subject, include_deleted=False)
-            row = None if not rows else storage.schema_by_id(conn, rows[-1].schema_id)
+            rows = db.versions(conn, subject, include_deleted=False)
+            row = None if not rows else db.schema_by_id(conn, rows[-1].schema_id)
             if row is None:
                 raise SchemaNotFound(f"subject {subject} has no live versions")
             return self._registered(conn, row, subject, rows[-1].version)

@@ -127,7 +127,7 @@ def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogS
     """The spec with a REST endpoint that answers: the node's, or one served from this process."""
     if spec.spark_access != "rest" or (spec.rest_uri and rest_catalog_alive(spec.rest_uri)):
         return spec
-    from tabletopic import metadata, settings
+    from tabletopic import database, settings
     from tabletopic.catalog.adapters import create_catalog
     from tabletopic.catalog.component import rest_app_for
     from tabletopic.catalog.rest.embedded import EmbeddedRestCatalog
@@ -135,7 +135,7 @@ def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogS
     engine = None
     if spec.type == "builtin":
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
-        engine = metadata.create_engine(cfg.get(settings.METADATA_URL) or metadata.default_url(cfg.data_dir))
+        engine = database.create_engine(cfg.get(settings.METADATA_URL) or database.default_url(cfg.data_dir))
         stack.callback(engine.dispose)
     catalog = create_catalog(spec, engine)
     server = EmbeddedRestCatalog(rest_app_for(catalog, spec)).start()

@@ -20,7 +20,7 @@ from tabletopic.table.coordinator import CoordinatorContext, TableCoordinator
 from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.lease import LeaseManager
 from tabletopic.table.metrics import TableMetrics
-from tabletopic.table.topic_config import validate_table_topic_configs
+from tabletopic.table.table_config import validate_table_topic_configs
 from tabletopic.table.worker import TableWorker
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class TableComponent:
             self._warmup = asyncio.create_task(
                 asyncio.to_thread(self._warm_spark, platform), name="spark-warmup"
             )
-        from tabletopic.table.api import tables_router
+        from tabletopic.table.admin_routes import tables_router
 
         platform.services.setdefault("admin_routers", []).append(tables_router(self.coordinator))
 

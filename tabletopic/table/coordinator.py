@@ -36,7 +36,7 @@ from tabletopic.table.commit import (
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
 from tabletopic.table.lease import Fenced, LeaseManager
-from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig
+from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tabletopic.table.worker import TableWorker, TopicDirectory, TopicView
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.table.convert.rows import FailedRecord, RecordConversionError, RecordConverter, convert_slice
 from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
 from tabletopic.table.job import JobResult, JobSpec, MergeRequest
-from tabletopic.table.topic_config import TableTopicConfig
+from tabletopic.table.table_config import TableTopicConfig
 from tabletopic.table.worker import WorkItem
 
 OUTPUT_SCHEMA = pa.schema(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from tabletopic import metadata
+from tabletopic import database
 
 _md = sa.MetaData()
 leases = sa.Table(
@@ -27,7 +27,7 @@ leases = sa.Table(
     sa.Column("expires_at", sa.Float, nullable=False),
 )
 
-MIGRATIONS = [metadata.create_tables(leases)]
+MIGRATIONS = [database.create_tables(leases)]
 
 
 class Fenced(Exception):
@@ -47,7 +47,7 @@ class LeaseManager:
         self._engine = engine
         self._owner = owner
         self._ttl = ttl_seconds
-        metadata.migrate(engine, "table_leases", MIGRATIONS)
+        database.migrate(engine, "table_leases", MIGRATIONS)
 
     def acquire(self, topic: str, now: float | None = None) -> Lease | None:
         """Take or renew the lease; ``None`` when another live owner holds it."""

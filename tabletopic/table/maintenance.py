@@ -15,7 +15,7 @@ from typing import Any
 from pyiceberg.table import Table
 
 from tabletopic.table.commit import OFFSETS_PROPERTY
-from tabletopic.table.topic_config import TableTopicConfig
+from tabletopic.table.table_config import TableTopicConfig
 
 log = logging.getLogger(__name__)
 

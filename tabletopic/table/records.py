@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import cramjam
 import crc32c
 
-from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.streams import StoredBatch
 
 HEADER_SIZE = 61
 CRC_START = 21  # the CRC covers attributes .. end of batch

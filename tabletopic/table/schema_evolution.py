@@ -52,7 +52,7 @@ from pyiceberg.types import (
     StructType,
 )
 
-from tabletopic.table.topic_config import (
+from tabletopic.table.table_config import (
     FROM_DEBEZIUM_KEY,
     ID_COLUMNS,
     PARTITION_BY,

@@ -25,7 +25,7 @@ from tabletopic.table.schema_evolution import (
     evolve_partition_spec,
     evolve_table_schema,
 )
-from tabletopic.table.topic_config import (
+from tabletopic.table.table_config import (
     FROM_DEBEZIUM_KEY,
     TableTopicConfig,
     TransformType,

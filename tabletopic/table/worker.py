@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
-from tabletopic.s3stream.api import ObjectSlice, StreamStore
+from tabletopic.s3stream.streams import ObjectSlice, StreamStore
 
 log = logging.getLogger(__name__)
 

@@ -24,13 +24,13 @@ def bootstrap(broker_process: BrokerProcess) -> str:
 @pytest.fixture
 async def broker_service(tmp_path):  # type: ignore[no-untyped-def]
     """A BrokerService on MemoryStreamStore and a fresh SQLite file: handler tests in milliseconds."""
-    from tabletopic import metadata
+    from tabletopic import database
     from tabletopic.broker.service import BrokerService, Endpoint
     from tabletopic.config import Config
     from tabletopic.s3stream.memory import MemoryStreamStore
 
     config = Config({"data.dir": str(tmp_path), "log.retention.check.interval.ms": "3600000"})
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     store = MemoryStreamStore()
     service = BrokerService(config, engine, store)
     service.advertised = {"PLAINTEXT": Endpoint("PLAINTEXT", "127.0.0.1", 9092)}

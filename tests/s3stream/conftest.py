@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.s3stream.store import S3StreamStore
@@ -71,7 +71,7 @@ class StoreHarness:
         return open_object_store(self.object_settings)
 
     async def open(self, **changes: Any) -> S3StreamStore:
-        engine = metadata.create_engine(self.url)
+        engine = database.create_engine(self.url)
         self.engines.append(engine)
         store = S3StreamStore(self.settings(**changes), engine, self.object_store())
         await store.start()
@@ -105,7 +105,7 @@ async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         objects = s3_object_settings(request.getfixturevalue("s3_settings"))
     else:
         objects = local_object_settings(tmp_path)
-    h = StoreHarness(tmp_path, wal_mode, objects, metadata.default_url(tmp_path))
+    h = StoreHarness(tmp_path, wal_mode, objects, database.default_url(tmp_path))
     yield h
     await h.close_all()
 
@@ -113,7 +113,7 @@ async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 @pytest.fixture
 async def local_harness(tmp_path: Path) -> AsyncIterator[StoreHarness]:
     """Local WAL, local directory: for tests about one mechanism, not the backends."""
-    h = StoreHarness(tmp_path, "local", local_object_settings(tmp_path), metadata.default_url(tmp_path))
+    h = StoreHarness(tmp_path, "local", local_object_settings(tmp_path), database.default_url(tmp_path))
     yield h
     await h.close_all()
 

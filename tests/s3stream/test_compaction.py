@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tabletopic.s3stream.compaction import RateLimiter
-from tabletopic.s3stream.meta import CommitConflict
+from tabletopic.s3stream.db import CommitConflict
 from tests.s3stream.conftest import StoreHarness, payload_for
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.crashpoints import ENV
 from tests.s3stream.conftest import StoreHarness, local_object_settings, payload_for, s3_object_settings
 from tests.s3stream.crash_writer import WRITER_SETTINGS, batch_size
@@ -116,7 +116,7 @@ CRASH_POINTS = [
 
 
 def make_harness(tmp_path: Path, wal_mode: str, objects: dict[str, Any]) -> StoreHarness:
-    return StoreHarness(tmp_path, wal_mode, objects, metadata.default_url(tmp_path), dict(WRITER_SETTINGS))
+    return StoreHarness(tmp_path, wal_mode, objects, database.default_url(tmp_path), dict(WRITER_SETTINGS))
 
 
 def writer_spec(harness: StoreHarness, **extra: Any) -> dict[str, Any]:

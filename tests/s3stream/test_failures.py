@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tabletopic.s3stream.api import StorageUnavailable
+from tabletopic.s3stream.streams import StorageUnavailable
 from tests.s3stream.conftest import StoreHarness, payload_for
 
 

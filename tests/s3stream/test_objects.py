@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabletopic.s3stream.api import StoredBatch
 from tabletopic.s3stream.objects import (
     FOOTER,
     CorruptObject,
@@ -17,6 +16,7 @@ from tabletopic.s3stream.objects import (
     parse_index,
     read_slice,
 )
+from tabletopic.s3stream.streams import StoredBatch
 
 
 def batches(stream_id: int, count: int, size: int) -> list[StoredBatch]:

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from tabletopic.config import Config
-from tabletopic.s3stream.api import StorageUnavailable
 from tabletopic.s3stream.objectstore import (
     AsyncObjectStore,
     ObjectNotFound,
@@ -18,6 +17,7 @@ from tabletopic.s3stream.objectstore import (
     object_store_settings,
     open_object_store,
 )
+from tabletopic.s3stream.streams import StorageUnavailable
 from tests.s3stream.conftest import local_object_settings, s3_object_settings
 from tests.support.ports import free_port
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from tabletopic.s3stream import fetch_slice, open_object_store
-from tabletopic.s3stream.api import OffsetOutOfRange, StorageUnavailable, StreamNotFound, StreamStore
+from tabletopic.s3stream.streams import OffsetOutOfRange, StorageUnavailable, StreamNotFound, StreamStore
 from tests.s3stream.conftest import StoreHarness, payload_for
 
 
@@ -245,11 +245,11 @@ async def test_appends_before_start_or_after_close_are_unavailable(local_harness
 async def test_metrics_count_appends_fsyncs_uploads_and_cache_hits(local_harness: StoreHarness) -> None:
     from prometheus_client import CollectorRegistry
 
-    from tabletopic import metadata
+    from tabletopic import database
     from tabletopic.s3stream.store import S3StreamStore
 
     registry = CollectorRegistry()
-    engine = metadata.create_engine(local_harness.url)
+    engine = database.create_engine(local_harness.url)
     store = S3StreamStore(local_harness.settings(), engine, local_harness.object_store(), registry)
     await store.start()
     try:

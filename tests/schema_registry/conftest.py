@@ -11,10 +11,10 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.config import Config
-from tabletopic.schema_registry import storage
-from tabletopic.schema_registry.api import create_app
+from tabletopic.schema_registry import db
+from tabletopic.schema_registry.routers import create_app
 from tests.schema_registry.server import RegistryProcess
 from tests.support.postgres import PostgresServer
 
@@ -27,14 +27,14 @@ def registry_postgres_url(postgres_server: PostgresServer) -> str:
 
 
 def empty_registry_tables(url: str) -> None:
-    engine = metadata.create_engine(url)
+    engine = database.create_engine(url)
     try:
-        metadata.migrate(engine, "schema_registry", storage.MIGRATIONS)
+        database.migrate(engine, "schema_registry", db.MIGRATIONS)
         with engine.begin() as conn:
-            for table in reversed(storage.metadata.sorted_tables):
-                if table is not storage.counters_table:
+            for table in reversed(db.metadata.sorted_tables):
+                if table is not db.counters_table:
                     conn.execute(sa.delete(table))
-            conn.execute(sa.update(storage.counters_table).values(value=0))
+            conn.execute(sa.update(db.counters_table).values(value=0))
     finally:
         engine.dispose()
 

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tabletopic.config import Config
-from tabletopic.schema_registry.api import create_app
 from tabletopic.schema_registry.formats import loader
+from tabletopic.schema_registry.routers import create_app
 
 
 def avro(*fields: tuple[str, Any], name: str = "R", **extra: Any) -> str:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabletopic.config import Config
-from tabletopic.schema_registry.api import create_app
+from tabletopic.schema_registry.routers import create_app
 
 json_values = st.recursive(
     st.none()

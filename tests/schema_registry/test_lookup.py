@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.config import Config
 from tabletopic.schema_registry.client import CachedSchemaLookup, HttpSchemaLookup
 from tabletopic.schema_registry.component import build_registry
@@ -22,7 +22,7 @@ PERSON = json.dumps({"type": "record", "name": "Person", "fields": [{"name": "ho
 
 @pytest.fixture
 def registry(tmp_path: Path) -> Iterator[SchemaRegistry]:
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     registry = build_registry(engine, Config({}))
     yield registry
     registry.close()

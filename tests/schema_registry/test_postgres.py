@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.config import Config
 from tabletopic.schema_registry.component import build_registry
 from tabletopic.schema_registry.registry import SchemaRegistry
@@ -21,7 +21,7 @@ def schema(name: str) -> str:
 
 def test_concurrent_registrations_from_two_nodes_get_distinct_stable_ids(postgres_url: str) -> None:
     config = Config({"schema.registry.compatibility.level": "NONE"})
-    engines = [metadata.create_engine(postgres_url) for _ in range(2)]
+    engines = [database.create_engine(postgres_url) for _ in range(2)]
     nodes: list[SchemaRegistry] = [build_registry(engine, config) for engine in engines]
     results: list[tuple[str, str, int, int]] = []
     errors: list[BaseException] = []

@@ -8,7 +8,7 @@ import cramjam
 import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.streams import StoredBatch
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 

@@ -14,7 +14,7 @@ from tabletopic.table.convert.rows import (
     convert_records,
 )
 from tabletopic.table.records import BatchError, DecodedRecords
-from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig
+from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tests.table.schemas import MemoryLookup, avro_bytes, wire
 
 USER_V1 = {

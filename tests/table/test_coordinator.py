@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.s3stream.store import S3StreamStore
@@ -59,7 +59,7 @@ class Node:
 
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     objects = {"type": "local", "root": str(tmp_path / "objects")}
     settings = StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal", upload_interval_ms=100)
     store = S3StreamStore(settings, engine, open_object_store(objects))

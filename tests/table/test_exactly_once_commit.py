@@ -11,7 +11,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.table import Table
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.table.commit import StalePlan, commit_data_files, committed_state
 from tabletopic.table.lease import Fenced, LeaseManager
 
@@ -79,7 +79,7 @@ def test_offsets_survive_maintenance_snapshots_without_properties(table: Table) 
 
 
 def test_lease_is_exclusive_until_it_expires_and_takeover_bumps_the_epoch(tmp_path: Path) -> None:
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     node_a = LeaseManager(engine, "a", ttl_seconds=10)
     node_b = LeaseManager(engine, "b", ttl_seconds=10)
     lease_a = node_a.acquire("orders", now=100)
@@ -94,7 +94,7 @@ def test_lease_is_exclusive_until_it_expires_and_takeover_bumps_the_epoch(tmp_pa
 
 
 def test_an_expired_lease_nobody_took_is_still_confirmed(tmp_path: Path) -> None:
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     node_a = LeaseManager(engine, "a", ttl_seconds=10)
     lease = node_a.acquire("orders", now=100)
     assert lease is not None

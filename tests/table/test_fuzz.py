@@ -9,7 +9,7 @@ import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.streams import StoredBatch
 from tabletopic.table.convert.avro import AvroDecoder
 from tabletopic.table.records import decode_batches
 from tests.table.kafka_batches import CODECS, build_batch

@@ -11,7 +11,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from tabletopic.table.convert import RecordConverter, conform_batch, convert_slice, unify_schemas
 from tabletopic.table.schema_evolution import create_table_for_topic, evolve_table_schema
-from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig
+from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tests.table.kafka_batches import build_batch, stored
 from tests.table.schemas import MemoryLookup, avro_bytes, wire
 from tests.table.test_convert import USER_V1, USER_V2

@@ -5,7 +5,7 @@ import struct
 import crc32c
 import pytest
 
-from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.streams import StoredBatch
 from tabletopic.table.records import (
     AbortedTransaction,
     decode_batches,

@@ -18,7 +18,7 @@ from tabletopic.table.schema_evolution import (
     evolve_table_schema,
     plan_schema_update,
 )
-from tabletopic.table.topic_config import parse_partition_by
+from tabletopic.table.table_config import parse_partition_by
 
 KAFKA = [
     pa.field("_kafka_key", pa.string()),

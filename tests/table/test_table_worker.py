@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tabletopic.s3stream.api import ObjectSlice
 from tabletopic.s3stream.memory import MemoryStreamStore
+from tabletopic.s3stream.streams import ObjectSlice
 from tabletopic.table.worker import PartitionRange, PartitionView, TableWorker, TopicView, WorkItem
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tabletopic.table.topic_config import (
+from tabletopic.table.table_config import (
     ConvertType,
     ErrorsTolerance,
     PartitionField,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.s3stream.store import S3StreamStore
@@ -43,7 +43,7 @@ async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_with_the_
     handle = make_catalog()
     catalog_name = f"upsert_{uuid.uuid4().hex[:6]}"
     register_catalogs(spark, spark_catalog_conf(catalog_name, handle.spark_properties()))
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     objects = {"type": "local", "root": str(tmp_path / "objects")}
     store = S3StreamStore(
         StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal"), engine, open_object_store(objects)

@@ -231,7 +231,7 @@ class TableNode:
     def load_table(self, topic_or_identifier: str, namespace: str = "default") -> Any:
         name = topic_or_identifier
         if "." not in name:
-            from tabletopic.table.topic_config import sanitize_table_name
+            from tabletopic.table.table_config import sanitize_table_name
 
             name = f"{namespace}.{sanitize_table_name(name)}"
         return self.catalog().load_table(name)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.broker.groups.model import GroupSnapshot, MemberSnapshot, Protocols
 
 _md = sa.MetaData()
@@ -60,7 +60,7 @@ offsets_table = sa.Table(
     sa.Column("commit_ms", sa.BigInteger, nullable=False),
 )
 
-MIGRATIONS = [metadata.create_tables(groups_table, members_table, offsets_table)]
+MIGRATIONS = [database.create_tables(groups_table, members_table, offsets_table)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ class GroupStore:
         self.engine = engine
 
     def migrate(self) -> None:
-        metadata.migrate(self.engine, "groups", MIGRATIONS)
+        database.migrate(self.engine, "groups", MIGRATIONS)
 
     def load(self) -> tuple[list[GroupSnapshot], dict[str, dict[TopicPartition, CommittedOffset]]]:
         """Every persisted group and every committed offset (offsets of groups that never had

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.topic_configs import (
+from tabletopic.broker.topic_config_keys import (
     TOPIC_CONFIG_KEYS,
     TYPE_BOOLEAN,
     TYPE_DOUBLE,

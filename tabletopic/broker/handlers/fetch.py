@@ -23,7 +23,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, FetchedTopic, encode_fetch_response
-from tabletopic.s3stream.api import OffsetOutOfRange, StreamError, StreamNotFound
+from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.s3stream.api import StreamError
+from tabletopic.s3stream.streams import StreamError
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService

@@ -18,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.producers import SequenceCheck
 from tabletopic.broker.protocol.records import InvalidBatch, parse_batches, with_log_append_time
-from tabletopic.s3stream.api import StorageUnavailable, StreamError, StreamNotFound
+from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaLookup, SchemaNotFound
 from tabletopic.table.convert.unify import SchemaConflict, conform_array, unify_types
-from tabletopic.table.topic_config import ConverterConfig, ConvertType
+from tabletopic.table.table_config import ConverterConfig, ConvertType
 
 _SCHEMA_ID = struct.Struct(">I")
 

@@ -1,7 +1,7 @@
 """JSON (with a JSON Schema) values to Arrow.
 
-The type mapping belongs to the JSON Schema format module (``json_schema_to_arrow`` in
-``tabletopic.schema_registry.formats.jsonschema``), imported lazily so the table pipeline does not
+The type mapping is :mod:`tabletopic.table.convert.jsonschema_arrow` (over the registry's parsed
+JSON Schema), imported lazily so the table pipeline does not
 depend on the registry being importable in a Spark worker; a small built-in mapping covers the
 common subset when that module is absent.
 """
@@ -25,7 +25,8 @@ def json_schema_arrow_type(text: str, references: Sequence[tuple[str, str]] = ()
     property for an object root, else a single ``value`` column.
     """
     try:
-        from tabletopic.schema_registry.formats.jsonschema import FORMAT, json_schema_to_arrow
+        from tabletopic.schema_registry.formats.jsonschema import FORMAT
+        from tabletopic.table.convert.jsonschema_arrow import json_schema_to_arrow
     except ImportError:
         schema = json.loads(text)
         type_ = _fallback_type(schema, schema) if isinstance(schema, dict) else pa.string()

@@ -1,9 +1,10 @@
 """Protobuf values to Arrow.
 
-The type mapping is the Protobuf format module's (``protobuf_to_arrow``): nested messages -> structs,
-repeated -> lists, maps -> maps, enums -> value names, ``Timestamp`` -> timestamp(us, UTC), wrappers
--> nullable scalars, ``Duration`` -> int64 micros, ``Struct``/``Value``/``ListValue`` and recursive
-occurrences -> JSON text, uint64 -> int64 bits. This module produces Python values that fit that
+The type mapping is :func:`~tabletopic.table.convert.protobuf_arrow.protobuf_to_arrow`: nested
+messages -> structs, repeated -> lists, maps -> maps, enums -> value names, ``Timestamp`` ->
+timestamp(us, UTC), wrappers -> nullable scalars, ``Duration`` -> int64 micros,
+``Struct``/``Value``/``ListValue`` and recursive occurrences -> JSON text, uint64 -> int64 bits.
+This module produces Python values that fit that
 mapping, with a converter specialised once per message type (walking the descriptor and the Arrow
 type together), so a record costs one ``FromString`` plus attribute reads.
 """
@@ -60,7 +61,7 @@ def message_descriptor(
 
 
 def message_arrow_type(desc: Descriptor) -> pa.StructType:
-    from tabletopic.schema_registry.formats.protobuf import protobuf_to_arrow
+    from tabletopic.table.convert.protobuf_arrow import protobuf_to_arrow
 
     return pa.struct(list(protobuf_to_arrow(desc)))
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tabletopic.s3stream.api import StoredBatch
+from tabletopic.s3stream.streams import StoredBatch
 from tabletopic.schema_registry.lookup import SchemaLookup
 from tabletopic.table.convert.debezium import flatten_debezium
 from tabletopic.table.convert.decoders import DecoderCache, Failure, decode_column
 from tabletopic.table.records import AbortedTransaction, BatchError, DecodedRecords, decode_batches
-from tabletopic.table.topic_config import ErrorsTolerance, TableTopicConfig, TransformType
+from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig, TransformType
 
 KEY_COLUMN = "_kafka_key"
 VALUE_COLUMN = "_kafka_value"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from tabletopic import metadata
+from tabletopic import database
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import GroupConfig
 
@@ -20,17 +20,17 @@ FAST = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10)
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     if request.param == "sqlite":
-        url = metadata.default_url(tmp_path)
+        url = database.default_url(tmp_path)
     else:
         url = request.getfixturevalue("postgres_url")
-    engine = metadata.create_engine(url)
+    engine = database.create_engine(url)
     yield engine
     engine.dispose()
 
 
 @pytest.fixture
 def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = metadata.create_engine(metadata.default_url(tmp_path))
+    engine = database.create_engine(database.default_url(tmp_path))
     yield engine
     engine.dispose()
 

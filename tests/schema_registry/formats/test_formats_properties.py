@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from tabletopic.schema_registry.formats.base import InvalidSchema
 from tabletopic.schema_registry.formats.jsonschema import FORMAT as JSON_FORMAT
-from tabletopic.schema_registry.formats.jsonschema import json_schema_to_arrow
 from tabletopic.schema_registry.formats.protobuf import FORMAT as PROTOBUF_FORMAT
+from tabletopic.table.convert.jsonschema_arrow import json_schema_to_arrow
 
 SETTINGS = settings(
     max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]

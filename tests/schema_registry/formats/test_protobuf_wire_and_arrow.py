@@ -10,10 +10,10 @@ from tabletopic.schema_registry.formats.protobuf import (
     MessageIndexError,
     message_descriptor_for,
     message_indexes_of,
-    protobuf_to_arrow,
     read_message_indexes,
     write_message_indexes,
 )
+from tabletopic.table.convert.protobuf_arrow import protobuf_to_arrow
 
 NESTED = """syntax = "proto3";
 package n;

@@ -1,7 +1,5 @@
-"""Protobuf format: parsing (text or serialized descriptor), rendering, compatibility, wire framing
-and the Arrow mapping."""
+"""Protobuf format: parsing (text or serialized descriptor), rendering, compatibility, wire framing."""
 
-from tabletopic.schema_registry.formats.protobuf.arrow import protobuf_to_arrow
 from tabletopic.schema_registry.formats.protobuf.compatibility import check_compatibility
 from tabletopic.schema_registry.formats.protobuf.format import FORMAT
 from tabletopic.schema_registry.formats.protobuf.schema import ParsedProtobufSchema
@@ -20,7 +18,6 @@ __all__ = [
     "check_compatibility",
     "message_descriptor_for",
     "message_indexes_of",
-    "protobuf_to_arrow",
     "read_message_indexes",
     "write_message_indexes",
 ]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject, Version
-from tabletopic.schema_registry.api.models import SchemaBody
 from tabletopic.schema_registry.model import encode_messages
+from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, Subject, Version
+from tabletopic.schema_registry.routers.models import SchemaBody
 
 router = RegistryRouter(prefix="/compatibility", tags=["compatibility"])
 

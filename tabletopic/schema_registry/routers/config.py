@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject
-from tabletopic.schema_registry.api.models import ConfigBody
+from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, Subject
+from tabletopic.schema_registry.routers.models import ConfigBody
 
 router = RegistryRouter(prefix="/config", tags=["config"])
 

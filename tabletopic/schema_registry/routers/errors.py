@@ -9,8 +9,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tabletopic.schema_registry.api.models import RegistryJSONResponse
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
+from tabletopic.schema_registry.routers.models import RegistryJSONResponse
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from tabletopic.schema_registry.formats.jsonschema import FORMAT, json_schema_to_arrow
+from tabletopic.schema_registry.formats.jsonschema import FORMAT
+from tabletopic.table.convert.jsonschema_arrow import json_schema_to_arrow
 
 
 def arrow(schema: Any, references: dict[str, Any] | None = None) -> pa.Schema:

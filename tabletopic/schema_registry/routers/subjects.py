@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import Response
 
-from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject, SubjectPrefix, Version
-from tabletopic.schema_registry.api.models import CONTENT_TYPE, SchemaBody, schema_fields
 from tabletopic.schema_registry.model import SubjectVersion
+from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, Subject, SubjectPrefix, Version
+from tabletopic.schema_registry.routers.models import CONTENT_TYPE, SchemaBody, schema_fields
 
 router = RegistryRouter(prefix="/subjects", tags=["subjects"])
 

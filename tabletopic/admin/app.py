@@ -18,8 +18,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from tabletopic import settings
-from tabletopic.api.http import HttpService
-from tabletopic.api.topics import TopicApiError, topics_router
+from tabletopic.admin.topics import TopicApiError, topics_router
+from tabletopic.http_service import HttpService
 
 if TYPE_CHECKING:
     from tabletopic.platform import Platform

@@ -3,8 +3,8 @@ for migrations from another registry)."""
 
 from __future__ import annotations
 
-from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, Subject
-from tabletopic.schema_registry.api.models import ModeBody
+from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, Subject
+from tabletopic.schema_registry.routers.models import ModeBody
 
 router = RegistryRouter(prefix="/mode", tags=["mode"])
 

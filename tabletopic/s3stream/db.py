@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from tabletopic import metadata
-from tabletopic.s3stream.api import StreamError, StreamNotFound
+from tabletopic import database
 from tabletopic.s3stream.objects import StreamRange
+from tabletopic.s3stream.streams import StreamError, StreamNotFound
 
 _md = sa.MetaData()
 _id_type = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER only
@@ -61,7 +61,7 @@ ranges_table = sa.Table(
     sa.Index("s3stream_ranges_stream", "stream_id", "start_offset"),
 )
 
-MIGRATIONS = [metadata.create_tables(streams_table, objects_table, ranges_table)]
+MIGRATIONS = [database.create_tables(streams_table, objects_table, ranges_table)]
 
 STREAM_SET = "stream_set"
 STREAM_OBJECT = "stream"
@@ -104,7 +104,7 @@ class StreamMetadata:
         self.engine = engine
 
     def migrate(self) -> None:
-        metadata.migrate(self.engine, "s3stream", MIGRATIONS)
+        database.migrate(self.engine, "s3stream", MIGRATIONS)
 
     # Streams -------------------------------------------------------------------------------------
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from fastapi import Response
 
-from tabletopic.schema_registry.api.deps import Registry, RegistryRouter, SubjectPrefix
-from tabletopic.schema_registry.api.models import CONTENT_TYPE, schema_fields
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 from tabletopic.schema_registry.formats.loader import available_types
+from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, SubjectPrefix
+from tabletopic.schema_registry.routers.models import CONTENT_TYPE, schema_fields
 
 router = RegistryRouter(prefix="/schemas", tags=["schemas"])
 

@@ -14,12 +14,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings as sr_settings
-from tabletopic.schema_registry.api import compatibility, config, misc, mode, schemas, subjects
-from tabletopic.schema_registry.api.deps import escape_segment
-from tabletopic.schema_registry.api.errors import install_error_handlers
-from tabletopic.schema_registry.api.models import RegistryJSONResponse
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 from tabletopic.schema_registry.registry import SchemaRegistry
+from tabletopic.schema_registry.routers import compatibility, config, misc, mode, schemas, subjects
+from tabletopic.schema_registry.routers.deps import escape_segment
+from tabletopic.schema_registry.routers.errors import install_error_handlers
+from tabletopic.schema_registry.routers.models import RegistryJSONResponse
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

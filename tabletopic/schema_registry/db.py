@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from tabletopic.metadata import Migration
+from tabletopic.database import Migration
 from tabletopic.schema_registry.formats.base import SchemaReference
 
 GLOBAL = ""  # subject key of the global config and mode rows (Confluent subjects are never empty)

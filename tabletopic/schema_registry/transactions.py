@@ -13,7 +13,7 @@ from typing import Generic, TypeVar
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from tabletopic.schema_registry import storage
+from tabletopic.schema_registry import db
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class RegistryDatabase:
                     # Every registry write takes the id counter's row lock first, so writes from
                     # all nodes are serialized: a delete can never slip between a registration's
                     # reference check and its commit (PostgreSQL runs READ COMMITTED).
-                    storage.lock_ids(conn)
+                    db.lock_ids(conn)
                     return fn(conn)
             except (IntegrityError, OperationalError) as exc:
                 if attempt == WRITE_ATTEMPTS - 1:

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import Request
 
-from tabletopic.schema_registry.api.deps import RegistryRouter
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
+from tabletopic.schema_registry.routers.deps import RegistryRouter
 
 router = RegistryRouter(tags=["misc"])
 
