@@ -23,6 +23,8 @@ test: $(STAMP)
 	scripts/install-system-deps.sh test
 	$(BIN)/python -m tabletopic.spark.jars >/dev/null
 	$(BIN)/ruff check tabletopic tests bench
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The quick inner loop: no Spark, no servers.
@@ -31,6 +33,8 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check tabletopic tests bench
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format tabletopic tests bench

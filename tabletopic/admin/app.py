@@ -1,40 +1,42 @@
 """The admin HTTP API: ``/health``, ``/metrics`` (Prometheus text of every subsystem's metrics),
 ``/v1/cluster`` and ``/v1/topics``, with OpenAPI docs at ``/docs``.
 
-Built from routers: the core ones here plus whatever other components put in
-``platform.services["admin_routers"]`` (a list of FastAPI ``APIRouter``) before the admin API
-starts, which is why it starts last.
+Built from routers: the core ones here plus the routers the node's assembly hands over (the table
+pipeline's ``/v1/tables``), asked for when the admin API starts, which is why it starts last.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from tabletopic import settings
 from tabletopic.admin.topics import TopicApiError, topics_router
+from tabletopic.broker.component import BrokerComponent
+from tabletopic.component import NotStarted
+from tabletopic.config import Config
 from tabletopic.http_service import HttpService
-
-if TYPE_CHECKING:
-    from tabletopic.platform import Platform
 
 log = logging.getLogger(__name__)
 
-ADMIN_ROUTERS = "admin_routers"
+# The names of the node's parts that have started, in start order.
+StartedParts = Callable[[], list[str]]
 
 
-def core_router(platform: Platform) -> APIRouter:
+def core_router(
+    metrics_registry: CollectorRegistry, broker: BrokerComponent, parts: StartedParts
+) -> APIRouter:
     router = APIRouter()
 
     @router.get("/health", tags=["ops"], summary="Liveness: every component has started")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "components": [c.name for c in platform.components]}
+        return {"status": "ok", "components": parts()}
 
     @router.get(
         "/metrics",
@@ -43,34 +45,40 @@ def core_router(platform: Platform) -> APIRouter:
         response_class=PlainTextResponse,
     )
     async def metrics() -> PlainTextResponse:
-        return PlainTextResponse(generate_latest(platform.metrics), media_type=CONTENT_TYPE_LATEST)
+        return PlainTextResponse(generate_latest(metrics_registry), media_type=CONTENT_TYPE_LATEST)
 
     @router.get("/v1/cluster", tags=["cluster"], summary="Cluster id, this node and its listeners")
     async def cluster() -> dict[str, Any]:
-        broker = platform.services.get("broker")
-        if broker is None:
+        try:
+            service = broker.service
+        except NotStarted:
             return {"cluster_id": None, "brokers": [], "topics": 0, "partitions": 0}
         return {
-            "cluster_id": broker.cluster_id,
-            "controller_id": broker.node_id,
+            "cluster_id": service.cluster_id,
+            "controller_id": service.node_id,
             "brokers": [
                 {
-                    "node_id": broker.node_id,
+                    "node_id": service.node_id,
                     "listeners": [
                         {"protocol": e.protocol, "host": e.host, "port": e.port}
-                        for e in broker.advertised.values()
+                        for e in service.advertised.values()
                     ],
                 }
             ],
-            "topics": len(broker.topics),
-            "partitions": broker.topics.partition_count(),
+            "topics": len(service.topics),
+            "partitions": service.topics.partition_count(),
         }
 
     return router
 
 
-def create_app(platform: Platform) -> FastAPI:
-    """The admin app: core routers, topic routers and every router other components registered."""
+def create_app(
+    metrics_registry: CollectorRegistry,
+    broker: BrokerComponent,
+    parts: StartedParts,
+    routers: list[APIRouter],
+) -> FastAPI:
+    """The admin app: core routers, topic routers and the routers the assembly handed over."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -84,25 +92,45 @@ def create_app(platform: Platform) -> FastAPI:
             status_code=exc.status, content={"error_code": exc.error_code, "message": exc.message}
         )
 
-    app.include_router(core_router(platform))
-    app.include_router(topics_router(platform))
-    for router in platform.services.get(ADMIN_ROUTERS, []):
+    app.include_router(core_router(metrics_registry, broker, parts))
+    app.include_router(topics_router(broker))
+    for router in routers:
         app.include_router(router)
     return app
 
 
 class AdminApiComponent:
+    """The admin HTTP API of a node.
+
+    Args:
+        parts: names of the node's started parts, for ``/health``.
+        routers: more routers to serve, asked for at start (they need started parts).
+    """
+
     name = "admin-api"
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        config: Config,
+        metrics: CollectorRegistry,
+        broker: BrokerComponent,
+        parts: StartedParts,
+        routers: Callable[[], list[APIRouter]] = list,
+    ) -> None:
+        self._config = config
+        self._metrics = metrics
+        self._broker = broker
+        self._parts = parts
+        self._routers = routers
         self._service: HttpService | None = None
 
-    async def start(self, platform: Platform) -> None:
-        listener = platform.config.get(settings.ADMIN_LISTENER)
+    async def start(self) -> None:
+        listener = self._config.get(settings.ADMIN_LISTENER)
         if not listener:
             log.info("admin API disabled (admin.listener is empty)")
             return
-        self._service = HttpService("admin API", create_app(platform), listener)
+        app = create_app(self._metrics, self._broker, self._parts, self._routers())
+        self._service = HttpService("admin API", app, listener)
         await self._service.start()
 
     async def stop(self) -> None:

@@ -3,15 +3,15 @@ A thin layer over the broker service, the same one the Kafka admin APIs use."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Response
 from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, Field
 
-if TYPE_CHECKING:
-    from tabletopic.broker.service import BrokerService
-    from tabletopic.platform import Platform
+from tabletopic.broker.component import BrokerComponent
+from tabletopic.broker.service import BrokerService
+from tabletopic.component import NotStarted
 
 _HTTP_STATUS = {
     ErrorCode.unknown_topic_or_partition: 404,
@@ -71,14 +71,14 @@ def describe(broker: BrokerService, name: str) -> dict[str, Any]:
     }
 
 
-def topics_router(platform: Platform) -> APIRouter:
+def topics_router(component: BrokerComponent) -> APIRouter:
     router = APIRouter(prefix="/v1/topics", tags=["topics"])
 
     def broker() -> BrokerService:
-        service = platform.services.get("broker")
-        if service is None:
-            raise TopicApiError(503, "BROKER_NOT_AVAILABLE", "the broker is not running")
-        return service  # type: ignore[no-any-return]
+        try:
+            return component.service
+        except NotStarted:
+            raise TopicApiError(503, "BROKER_NOT_AVAILABLE", "the broker is not running") from None
 
     @router.get("", summary="All topics")
     async def list_topics() -> list[dict[str, Any]]:

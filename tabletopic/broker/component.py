@@ -1,10 +1,15 @@
-"""``tabletopic serve``'s broker: the Kafka listeners on top of the node's stream store, registered
-as ``platform.services["broker"]`` (a :class:`~tabletopic.broker.service.BrokerService`)."""
+"""``tabletopic serve``'s broker: the Kafka listeners on top of the node's stream store. The parts
+above it get the started :class:`~tabletopic.broker.service.BrokerService` as
+:attr:`BrokerComponent.service`."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.handlers import GROUP_HANDLERS
@@ -14,47 +19,68 @@ from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService
-
-if TYPE_CHECKING:
-    from tabletopic.platform import Platform
+from tabletopic.broker.topic_config_keys import TopicConfigExtension
+from tabletopic.component import started
+from tabletopic.config import Config
+from tabletopic.s3stream.component import StorageComponent
 
 log = logging.getLogger(__name__)
 
 
 class BrokerComponent:
+    """The broker over ``storage``'s stream store.
+
+    Args:
+        config_extensions: topic config keys other parts of the node own (the table pipeline's
+            ``automq.table.topic.*``), each with its validator.
+    """
+
     name = "broker"
 
-    def __init__(self) -> None:
-        self.service: BrokerService | None = None
-        self.server: KafkaServer | None = None
-        self._groups: Any = None
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        metrics: CollectorRegistry,
+        storage: StorageComponent,
+        config_extensions: Sequence[TopicConfigExtension] = (),
+    ) -> None:
+        self._config = config
+        self._engine = engine
+        self._metrics = metrics
+        self._storage = storage
+        self._config_extensions = tuple(config_extensions)
+        self._service: BrokerService | None = None
+        self._server: KafkaServer | None = None
+        self._groups: GroupCoordinator | None = None
 
-    async def start(self, platform: Platform) -> None:
-        store = platform.services.get("streams")
-        if store is None:
-            raise RuntimeError("the broker needs the storage component started first (services['streams'])")
+    @property
+    def service(self) -> BrokerService:
+        """The started broker service."""
+        return started(self._service, self.name, "broker service")
 
-        def table_validator(configs: dict[str, str]) -> None:
-            # Looked up per call: the table pipeline starts after the broker.
-            validator = platform.services.get("table_config_validator")
-            if validator is not None:
-                validator(configs)
+    @property
+    def groups(self) -> GroupCoordinator:
+        """The started consumer-group coordinator."""
+        return started(self._groups, self.name, "group coordinator")
 
-        service = BrokerService(platform.config, platform.engine, store, table_validator=table_validator)
-        service.metrics = BrokerMetrics(platform.metrics, service.topics.partition_count)
+    async def start(self) -> None:
+        service = BrokerService(
+            self._config, self._engine, self._storage.store, config_extensions=self._config_extensions
+        )
+        service.metrics = BrokerMetrics(self._metrics, service.topics.partition_count)
         await service.start()
         dispatcher = Dispatcher(service)
         dispatcher.add(HANDLERS, service, MAX_VERSIONS)
         dispatcher.add({17: _unused, 36: _unused}, None, MAX_VERSIONS)  # answered by the connection
         server = KafkaServer(service, dispatcher)
-        self.service, self.server = service, server
+        self._service, self._server = service, server
         await server.bind()
-        await self._start_groups(platform, service, dispatcher)
+        await self._start_groups(service, dispatcher)
         service.api_ranges = advertised_ranges(dispatcher.max_versions)
         await server.serve()
-        platform.services["broker"] = service
 
-    async def _start_groups(self, platform: Platform, service: BrokerService, dispatcher: Dispatcher) -> None:
+    async def _start_groups(self, service: BrokerService, dispatcher: Dispatcher) -> None:
         """Serve the consumer-group APIs; a deleted topic's committed offsets go with it."""
         endpoint = service.advertised_for(None)
 
@@ -62,29 +88,29 @@ class BrokerComponent:
             topic = service.topics.get(name)
             return topic.partition_count if topic is not None else None
 
-        self._groups = GroupCoordinator(
-            platform.engine,
+        groups = GroupCoordinator(
+            self._engine,
             service.node_id,
             endpoint.host,
             endpoint.port,
             topic_partitions,
-            config=group_config(platform.config),
+            config=group_config(self._config),
         )
-        await self._groups.start()
-        service.topic_deleted_hooks.append(self._groups.delete_topic_offsets)
+        await groups.start()
+        self._groups = groups
+        service.topic_deleted_hooks.append(groups.delete_topic_offsets)
         handlers = dict(GROUP_HANDLERS)
         if 10 in handlers:
             handlers[10] = _coordinator_on_callers_listener(service, handlers[10])
-        dispatcher.add(handlers, self._groups, GROUP_MAX_VERSIONS)
-        platform.services["group_coordinator"] = self._groups
+        dispatcher.add(handlers, groups, GROUP_MAX_VERSIONS)
 
     async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop()
+        if self._server is not None:
+            await self._server.stop()
         if self._groups is not None:
             await self._groups.stop()
-        if self.service is not None:
-            await self.service.stop()
+        if self._service is not None:
+            await self._service.stop()
 
 
 def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: Any) -> Any:

@@ -1,6 +1,6 @@
-"""The broker's state and services in one object: what request handlers work on, and what other
-subsystems reach through ``platform.services["broker"]`` (topic list and configs, partition ->
-stream id, high watermarks, creating and altering topics programmatically).
+"""The broker's state and services in one object: what request handlers work on, and what the rest
+of the node uses through its assembly (topic list and configs, partition -> stream id, high
+watermarks, creating and altering topics programmatically).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from tabletopic.broker import settings
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.retention import RetentionTask
-from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TableConfigValidator
+from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigExtension
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
 from tabletopic.config import Config
 from tabletopic.s3stream.streams import StreamError, StreamStore
@@ -58,12 +58,12 @@ class BrokerService:
         engine: Engine,
         store: StreamStore,
         metrics: BrokerMetrics | None = None,
-        table_validator: TableConfigValidator | None = None,
+        config_extensions: Sequence[TopicConfigExtension] = (),
     ) -> None:
         self.config = config
         self.store = store
         self.node_id: int = config.get(settings.BROKER_ID)
-        self.topics = TopicRegistry(engine, store, table_validator)
+        self.topics = TopicRegistry(engine, store, config_extensions)
         self.producers = ProducerStates(engine, store)
         self.metrics = metrics
         self.cluster_id = ""
@@ -233,28 +233,6 @@ class BrokerService:
             except StreamError:
                 result.append((0, 0))
         return result
-
-    # The table pipeline's view (tabletopic.table.worker.TopicDirectory).
-    def table_topics(self) -> list[Any]:
-        return [
-            view
-            for topic in self.topics.all()
-            if topic.configs.get("automq.table.topic.enable", "false").lower() == "true"
-            and (view := self.topic(topic.name)) is not None
-        ]
-
-    def topic(self, name: str) -> Any:
-        from tabletopic.table.worker import PartitionView, TopicView
-
-        topic = self.topics.get(name)
-        if topic is None:
-            return None
-        return TopicView(
-            name=topic.name,
-            topic_id=str(topic.topic_id),
-            configs=dict(topic.configs),
-            partitions=tuple(PartitionView(i, s) for i, s in enumerate(topic.streams)),
-        )
 
 
 def _new_cluster_id() -> str:

@@ -1,18 +1,27 @@
 """Topic configuration keys: which ones are accepted, their defaults and their validation.
 
 Kafka's usual topic keys are accepted (most only matter to a replicated log and are stored for
-tools that read them back); ``automq.table.topic.*`` keys are passed to the table pipeline's
-validator when one is registered (``platform.services["table_config_validator"]``).
+tools that read them back). Keys under a prefix another part of the node owns (the table
+pipeline's ``automq.table.topic.*``) are accepted only through a :class:`TopicConfigExtension`
+registered at assembly, which validates them: the broker itself knows no such key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-TABLE_TOPIC_PREFIX = "automq.table.topic."
 
-TableConfigValidator = Callable[[dict[str, str]], None]
+@dataclass(frozen=True, slots=True)
+class TopicConfigExtension:
+    """Topic config keys under ``prefix`` owned and validated by another part of the node.
+
+    ``validate`` gets the topic's whole resulting config map (it reads only its own keys) and raises
+    ``ValueError`` with a reason that names the offending key; the client sees it as INVALID_CONFIG.
+    """
+
+    prefix: str
+    validate: Callable[[dict[str, str]], None]
 
 
 class InvalidTopicConfig(ValueError):
@@ -104,20 +113,20 @@ TOPIC_CONFIG_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in _KEYS}
 
 
 def validate_topic_configs(
-    configs: Mapping[str, str], table_validator: TableConfigValidator | None = None
+    configs: Mapping[str, str], extensions: Sequence[TopicConfigExtension] = ()
 ) -> dict[str, str]:
     """Check a topic's complete set of explicit configs; return it as a plain dict.
 
     Raises:
-        InvalidTopicConfig: naming the key and why (unknown key, bad value, or the table
-            pipeline's reason for ``automq.table.topic.*`` keys).
+        InvalidTopicConfig: naming the key and why (unknown key, bad value, or an extension's
+            reason for the keys under its prefix).
     """
     result: dict[str, str] = {}
     for name, value in configs.items():
         if value is None:
             raise InvalidTopicConfig(f"config {name} has a null value")
         text = str(value)
-        if name.startswith(TABLE_TOPIC_PREFIX):
+        if any(name.startswith(extension.prefix) for extension in extensions):
             result[name] = text
             continue
         key = TOPIC_CONFIG_KEYS.get(name)
@@ -128,12 +137,12 @@ def validate_topic_configs(
         except InvalidTopicConfig as exc:
             raise InvalidTopicConfig(f"invalid value for {name}: {exc}") from None
         result[name] = text
-    # The table pipeline's hook gets the topic's full resulting config map (it reads only its keys).
-    if table_validator is not None and any(k.startswith(TABLE_TOPIC_PREFIX) for k in result):
-        try:
-            table_validator(dict(result))
-        except ValueError as exc:
-            raise InvalidTopicConfig(str(exc)) from exc
+    for extension in extensions:
+        if any(k.startswith(extension.prefix) for k in result):
+            try:
+                extension.validate(dict(result))
+            except ValueError as exc:
+                raise InvalidTopicConfig(str(exc)) from exc
     return result
 
 

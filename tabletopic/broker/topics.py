@@ -12,7 +12,7 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 from tabletopic import database
 from tabletopic.broker.topic_config_keys import (
     InvalidTopicConfig,
-    TableConfigValidator,
+    TopicConfigExtension,
     validate_topic_configs,
 )
 from tabletopic.s3stream.streams import StreamNotFound, StreamStore
@@ -118,17 +118,17 @@ class TopicRegistry:
         self,
         engine: Engine,
         store: StreamStore,
-        table_validator: TableConfigValidator | None = None,
+        config_extensions: Sequence[TopicConfigExtension] = (),
     ) -> None:
         self._engine = engine
         self._store = store
-        self._table_validator = table_validator
+        self._config_extensions = tuple(config_extensions)
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._lock = asyncio.Lock()
 
-    def set_table_validator(self, validator: TableConfigValidator | None) -> None:
-        self._table_validator = validator
+    def set_config_extensions(self, extensions: Sequence[TopicConfigExtension]) -> None:
+        self._config_extensions = tuple(extensions)
 
     async def load(self) -> None:
         """Apply migrations and read every topic."""
@@ -221,7 +221,7 @@ class TopicRegistry:
 
     def _validate_configs(self, configs: Mapping[str, str]) -> dict[str, str]:
         try:
-            return validate_topic_configs(configs, self._table_validator)
+            return validate_topic_configs(configs, self._config_extensions)
         except InvalidTopicConfig as exc:
             raise TopicError(ErrorCode.invalid_config, str(exc)) from exc
 

@@ -1,13 +1,13 @@
 """The catalog subsystem inside ``tabletopic serve``.
 
 On start it opens the platform's pyiceberg catalog, serves it over the built-in REST catalog when
-Spark reaches it that way, and registers for the other subsystems:
+Spark reaches it that way, and offers the parts above it:
 
-* ``platform.services["catalog"]``: the pyiceberg ``Catalog`` (in-process; for ``builtin`` this is
+* :attr:`CatalogComponent.catalog`: the pyiceberg ``Catalog`` (in-process; for ``builtin`` this is
   the very SqlCatalog the REST server fronts, so both paths share one commit protocol);
-* ``platform.services["catalog_spec"]``: the resolved :class:`~tabletopic.catalog.adapters.CatalogSpec`;
-* ``platform.services["spark_catalog_conf"]``: ``spark.sql.catalog.<name>.*`` entries for Spark;
-* ``platform.services["catalog_rest_uri"]``: the built-in REST endpoint (or ``None``).
+* :attr:`CatalogComponent.spec`: the resolved :class:`~tabletopic.catalog.adapters.CatalogSpec`;
+* :attr:`CatalogComponent.spark_conf`: ``spark.sql.catalog.<name>.*`` entries for Spark;
+* :attr:`CatalogComponent.rest_uri`: the built-in REST endpoint (or ``None``).
 
 The REST server runs on the node's event loop, and Spark in the same process reaches the catalog
 through it: run Spark work in a thread (``asyncio.to_thread``), never on the loop, or Spark's first
@@ -21,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from sqlalchemy.engine import Engine
 
 from tabletopic.catalog import settings as catalog_settings
 from tabletopic.catalog.adapters import (
@@ -31,12 +32,13 @@ from tabletopic.catalog.adapters import (
     spark_catalog_properties,
 )
 from tabletopic.catalog.rest import CatalogService, create_app
+from tabletopic.component import started
+from tabletopic.config import Config
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
     from tabletopic.http_service import HttpService
-    from tabletopic.platform import Platform
 
 log = logging.getLogger(__name__)
 
@@ -64,30 +66,51 @@ class CatalogComponent:
 
     name = "catalog"
 
-    def __init__(self) -> None:
+    def __init__(self, config: Config, engine: Engine) -> None:
+        self._config = config
+        self._engine = engine
         self._http: HttpService | None = None
         self._catalog: Catalog | None = None
+        self._spec: CatalogSpec | None = None
 
-    async def start(self, platform: Platform) -> None:
+    @property
+    def catalog(self) -> Catalog:
+        """The opened pyiceberg catalog."""
+        return started(self._catalog, self.name, "catalog")
+
+    @property
+    def spec(self) -> CatalogSpec:
+        """The resolved catalog spec, with the REST URI actually bound."""
+        return started(self._spec, self.name, "catalog spec")
+
+    @property
+    def spark_conf(self) -> dict[str, str]:
+        """``spark.sql.catalog.<name>.*`` entries that give Spark this catalog."""
+        spec = self.spec
+        return spark_catalog_conf(spec.name, spark_catalog_properties(spec))
+
+    @property
+    def rest_uri(self) -> str | None:
+        """The built-in REST catalog's endpoint, when Spark goes through it."""
+        spec = self.spec
+        return spec.rest_uri if spec.fronted_by_rest else None
+
+    async def start(self) -> None:
         from tabletopic.http_service import HttpService
 
-        spec = catalog_spec(platform.config)
+        config = self._config
+        spec = catalog_spec(config)
         # Opening may talk to a remote metastore or migrate the metadata DB: keep it off the loop.
-        catalog = await asyncio.to_thread(create_catalog, spec, platform.engine)
+        catalog = await asyncio.to_thread(create_catalog, spec, self._engine)
         self._catalog = catalog
-        listener = platform.config.get(catalog_settings.CATALOG_LISTENER)
+        listener = config.get(catalog_settings.CATALOG_LISTENER)
         if spec.fronted_by_rest and listener:
-            app = rest_app_for(catalog, spec, platform.config.get(catalog_settings.CATALOG_PAGE_SIZE))
+            app = rest_app_for(catalog, spec, config.get(catalog_settings.CATALOG_PAGE_SIZE))
             self._http = HttpService("iceberg-rest-catalog", app, listener)
             await self._http.start()
-            if not platform.config.get(catalog_settings.CATALOG_ADVERTISED_URI):
+            if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):
                 spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))
-        platform.services["catalog"] = catalog
-        platform.services["catalog_spec"] = spec
-        platform.services["catalog_rest_uri"] = spec.rest_uri if spec.fronted_by_rest else None
-        platform.services["spark_catalog_conf"] = spark_catalog_conf(
-            spec.name, spark_catalog_properties(spec)
-        )
+        self._spec = spec
         log.info(
             "Iceberg catalog %s (%s) ready; Spark reaches it %s",
             spec.name,

@@ -1,22 +1,20 @@
-"""``StorageComponent``: builds the S3Stream store from the node's configuration, starts it and
-publishes it as ``platform.services["streams"]`` (plus the object-store settings Spark executors use
-to read object slices directly, as ``platform.services["object_store_settings"]``)."""
+"""``StorageComponent``: builds the S3Stream store from the node's configuration and starts it; the
+parts above it get the started store (:attr:`StorageComponent.store`) and the object-store settings
+Spark executors use to read object slices directly (:attr:`StorageComponent.object_store_settings`)."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from prometheus_client import CollectorRegistry
+from sqlalchemy.engine import Engine
+
+from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import object_store_settings, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
-
-if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
-    from sqlalchemy.engine import Engine
-
-    from tabletopic.platform import Platform
 
 log = logging.getLogger(__name__)
 
@@ -32,18 +30,30 @@ def build_store(config: Config, engine: Engine, registry: CollectorRegistry | No
 class StorageComponent:
     name = "storage"
 
-    def __init__(self) -> None:
-        self.store: S3StreamStore | None = None
-        self.object_store_settings: dict[str, Any] = {}
+    def __init__(self, config: Config, engine: Engine, metrics: CollectorRegistry | None = None) -> None:
+        self._config = config
+        self._engine = engine
+        self._metrics = metrics
+        self._store: S3StreamStore | None = None
+        self._object_store_settings: dict[str, Any] | None = None
 
-    async def start(self, platform: Platform) -> None:
-        self.object_store_settings = object_store_settings(platform.config)
-        self.store = build_store(platform.config, platform.engine, platform.metrics)
-        await self.store.start()
-        platform.services["streams"] = self.store
-        platform.services["object_store_settings"] = dict(self.object_store_settings)
+    @property
+    def store(self) -> S3StreamStore:
+        """The started store."""
+        return started(self._store, self.name, "stream store")
+
+    @property
+    def object_store_settings(self) -> dict[str, Any]:
+        """The serialisable description of the object store, for Spark executors."""
+        return dict(started(self._object_store_settings, self.name, "object store settings"))
+
+    async def start(self) -> None:
+        self._object_store_settings = object_store_settings(self._config)
+        store = build_store(self._config, self._engine, self._metrics)
+        await store.start()
+        self._store = store
 
     async def stop(self) -> None:
-        if self.store is not None:
-            await self.store.close()
-            self.store = None
+        if self._store is not None:
+            await self._store.close()
+            self._store = None

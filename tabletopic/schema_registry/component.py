@@ -1,10 +1,11 @@
 """The registry as a ``tabletopic serve`` component: migrates its tables, serves the REST API on
-``schema.registry.listener`` and offers the cached in-process lookup as
-``platform.services["schema_registry"]``."""
+``schema.registry.listener`` and offers the parts above it the cached in-process lookup
+(:attr:`RegistryComponent.lookup`)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter
@@ -12,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic import database
 from tabletopic import settings as platform_settings
+from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.client import CachedSchemaLookup
@@ -21,7 +23,6 @@ from tabletopic.schema_registry.registry import SchemaRegistry
 
 if TYPE_CHECKING:
     from tabletopic.http_service import HttpService
-    from tabletopic.platform import Platform
 
 log = logging.getLogger(__name__)
 
@@ -57,29 +58,56 @@ def open_registry(config: Config) -> tuple[Engine, SchemaRegistry]:
 
 
 class RegistryComponent:
+    """The registry over the node's metadata database.
+
+    Args:
+        cluster_id: the Kafka cluster this registry serves (``/v1/metadata/id``), asked at start.
+    """
+
     name = "schema-registry"
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        metrics: CollectorRegistry,
+        cluster_id: Callable[[], str] = lambda: "",
+    ) -> None:
+        self._config = config
+        self._engine = engine
+        self._metrics = metrics
+        self._cluster_id = cluster_id
         self._http: HttpService | None = None
-        self.registry: SchemaRegistry | None = None
+        self._registry: SchemaRegistry | None = None
+        self._lookup: CachedSchemaLookup | None = None
 
-    async def start(self, platform: Platform) -> None:
+    @property
+    def registry(self) -> SchemaRegistry:
+        """The started registry."""
+        return started(self._registry, self.name, "registry")
+
+    @property
+    def lookup(self) -> CachedSchemaLookup:
+        """The cached in-process schema lookup."""
+        return started(self._lookup, self.name, "schema lookup")
+
+    async def start(self) -> None:
         from tabletopic.http_service import HttpService
         from tabletopic.schema_registry.routers import create_app
 
-        self.registry = build_registry(platform.engine, platform.config, platform.metrics)
-        platform.services["schema_registry"] = CachedSchemaLookup(
-            self.registry,
-            latest_ttl_s=platform.config.get(settings.LATEST_TTL_MS) / 1000,
-            max_entries=platform.config.get(settings.CACHE_MAX_ENTRIES),
-            metrics=platform.metrics,
+        config = self._config
+        registry = build_registry(self._engine, config, self._metrics)
+        self._registry = registry
+        self._lookup = CachedSchemaLookup(
+            registry,
+            latest_ttl_s=config.get(settings.LATEST_TTL_MS) / 1000,
+            max_entries=config.get(settings.CACHE_MAX_ENTRIES),
+            metrics=self._metrics,
         )
-        listener = platform.config.get(settings.LISTENER)
+        listener = config.get(settings.LISTENER)
         if listener:
-            app = create_app(platform.config, self.registry, metrics=platform.metrics)
-            # /v1/metadata/id reports the Kafka cluster this registry serves (the broker starts first).
-            broker = platform.services.get("broker")
-            app.state.cluster_id = getattr(broker, "cluster_id", "") or "tabletopic"
+            app = create_app(config, registry, metrics=self._metrics)
+            app.state.cluster_id = self._cluster_id() or "tabletopic"
             self._http = HttpService("schema registry", app, listener)
             await self._http.start()
 
@@ -87,6 +115,6 @@ class RegistryComponent:
         if self._http is not None:
             await self._http.stop()
             self._http = None
-        if self.registry is not None:
-            self.registry.close()
-            self.registry = None
+        if self._registry is not None:
+            self._registry.close()
+            self._registry = None

@@ -25,7 +25,7 @@ from tabletopic.spark import settings as spark_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from tabletopic.platform import Platform
+    from tabletopic.catalog.component import CatalogComponent
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def spark_conf(
     Args:
         config: the node configuration (``spark.*`` keys, ``data.dir``).
         catalog_conf: ``spark.sql.catalog.<name>.*`` entries
-            (e.g. ``platform.services["spark_catalog_conf"]``).
+            (e.g. :attr:`~tabletopic.catalog.component.CatalogComponent.spark_conf`).
         default_catalog: catalog that unqualified names resolve in (``spark.sql.defaultCatalog``).
 
     Raises:
@@ -201,11 +201,10 @@ def stop_spark() -> None:
             _session = None
 
 
-def platform_spark(platform: Platform) -> SparkSession:
+def node_spark(config: Config, catalog: CatalogComponent) -> SparkSession:
     """The session for code running inside a node (the ingest job, maintenance): the process's one
-    session with the platform's catalog registered and, if the session is new, made the default.
+    session with the node's catalog registered and, if the session is new, made the default.
 
-    Requires the catalog component to have started (it registers ``spark_catalog_conf``).
+    Requires the catalog component to have started.
     """
-    spec = platform.services["catalog_spec"]
-    return get_spark(platform.config, platform.services["spark_catalog_conf"], spec.name)
+    return get_spark(config, catalog.spark_conf, catalog.spec.name)

@@ -1,8 +1,10 @@
 """``TableComponent``: the table coordinator, worker and maintenance inside ``tabletopic serve``.
 
-Publishes ``platform.services["table_config_validator"]`` (the broker validates table-topic configs
-on CreateTopics/AlterConfigs with it) and ``platform.services["table_coordinator"]``, and adds the
-``/v1/tables`` routes to the admin API.
+It is built with what it needs from the rest of the node, each in the table pipeline's own terms:
+the local broker through the :class:`~tabletopic.table.ports.LocalBroker` port, the stream store,
+the catalog, and the job runner with its Spark session provider (both ``None``-able: the in-process
+runner needs no Spark). The assembly (:mod:`tabletopic.platform`) adapts and wires them, so this
+package imports neither the broker nor the Spark runners.
 """
 
 from __future__ import annotations
@@ -13,125 +15,147 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
+from prometheus_client import CollectorRegistry
+from sqlalchemy.engine import Engine
+
+from tabletopic.catalog.component import CatalogComponent
 from tabletopic.catalog.settings import CATALOG_NAME
+from tabletopic.component import started
+from tabletopic.config import Config
+from tabletopic.s3stream.component import StorageComponent
 from tabletopic.table import settings
 from tabletopic.table.convert.rows import FailedRecord
-from tabletopic.table.coordinator import CoordinatorContext, TableCoordinator
-from tabletopic.table.ingest_task import InProcessRunner
+from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableCoordinator
+from tabletopic.table.job import JobRunner
 from tabletopic.table.lease import LeaseManager
 from tabletopic.table.metrics import TableMetrics
-from tabletopic.table.table_config import validate_table_topic_configs
+from tabletopic.table.ports import LocalBroker, SparkProvider
 from tabletopic.table.worker import TableWorker
 
 if TYPE_CHECKING:
-    from tabletopic.platform import Platform
+    from pyiceberg.table import Table
+
+    from tabletopic.table.table_config import TableTopicConfig
 
 log = logging.getLogger(__name__)
 
 
 class TableComponent:
+    """The table pipeline of one node.
+
+    Args:
+        broker: the local broker (topics, node id, listener).
+        storage: the started stream store's component (object slices for the workers).
+        catalog: the started catalog's component.
+        runner: where ingest jobs run.
+        spark: the Spark session of the runner, or None when jobs run without Spark (then no
+            background warm-up and no compaction).
+        registry_url: the schema registry the jobs decode with, None for none.
+    """
+
     name = "table topics"
 
-    def __init__(self) -> None:
-        self.coordinator: TableCoordinator | None = None
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        metrics: CollectorRegistry,
+        broker: LocalBroker,
+        storage: StorageComponent,
+        catalog: CatalogComponent,
+        runner: JobRunner,
+        spark: SparkProvider | None,
+        registry_url: str | None,
+    ) -> None:
+        self._config = config
+        self._engine = engine
+        self._metrics = metrics
+        self._broker = broker
+        self._storage = storage
+        self._catalog = catalog
+        self._runner = runner
+        self._spark = spark
+        self._registry_url = registry_url
+        self._coordinator: TableCoordinator | None = None
         self._warmup: asyncio.Task[None] | None = None
         self._producer: Any = None
-        self._bootstrap = ""
 
-    async def start(self, platform: Platform) -> None:
-        platform.services["table_config_validator"] = validate_table_topic_configs
-        config = platform.config
-        broker = platform.services["broker"]
-        registry_url = config.get(settings.SCHEMA_REGISTRY_URL) or config.get("schema.registry.listener")
-        bootstrap = broker.advertised_for(None)
-        self._bootstrap = f"{bootstrap.host}:{bootstrap.port}"
+    @property
+    def coordinator(self) -> TableCoordinator:
+        """The started table coordinator."""
+        return started(self._coordinator, self.name, "table coordinator")
+
+    async def start(self) -> None:
+        config = self._config
         ctx = CoordinatorContext(
-            directory=broker,
-            worker=TableWorker(platform.services["streams"], config.get(settings.MAX_TASK_BYTES)),
-            catalog=platform.services["catalog"],
-            runner=self._runner(platform),
+            directory=self._broker,
+            worker=TableWorker(self._storage.store, config.get(settings.MAX_TASK_BYTES)),
+            catalog=self._catalog.catalog,
+            runner=self._runner,
             leases=LeaseManager(
-                platform.engine,
-                f"{socket.gethostname()}/broker-{broker.node_id}",
+                self._engine,
+                f"{socket.gethostname()}/broker-{self._broker.node_id}",
                 config.get(settings.LEASE_TTL_MS) / 1000,
             ),
-            object_store_settings=platform.services["object_store_settings"],
-            schema_registry_url=registry_url or None,
+            object_store_settings=self._storage.object_store_settings,
+            schema_registry_url=self._registry_url,
             dead_letters=self._dead_letters,
-            observer=TableMetrics(platform.metrics),
-            maintenance=self._maintenance(platform),
+            observer=TableMetrics(self._metrics),
+            maintenance=self._maintenance(),
             spark_catalog=config.get(CATALOG_NAME),
         )
-        self.coordinator = TableCoordinator(
+        coordinator = TableCoordinator(
             ctx,
             poll_interval=config.get(settings.POLL_INTERVAL_MS) / 1000,
             max_concurrent=config.get(settings.MAX_CONCURRENT_JOBS),
         )
-        self.coordinator.start()
-        platform.services["table_coordinator"] = self.coordinator
-        if config.get(settings.RUNNER) == "spark" and broker.table_topics():
+        coordinator.start()
+        self._coordinator = coordinator
+        if self._spark is not None and self._broker.table_topics():
             # Restarting with table topics: start Spark and its Python workers now, in the
             # background, so the first commit after a restart does not pay for them.
-            self._warmup = asyncio.create_task(
-                asyncio.to_thread(self._warm_spark, platform), name="spark-warmup"
-            )
-        from tabletopic.table.admin_routes import tables_router
+            self._warmup = asyncio.create_task(asyncio.to_thread(self._warm_spark), name="spark-warmup")
 
-        platform.services.setdefault("admin_routers", []).append(tables_router(self.coordinator))
-
-    def _runner(self, platform: Platform) -> Any:
-        if platform.config.get(settings.RUNNER) == "inprocess":
-            return InProcessRunner()
-        from tabletopic.spark.ingest import SparkIngestRunner
-
-        return SparkIngestRunner(
-            lambda: self._spark(platform), platform.config.get(settings.MAX_TASKS) or None
-        )
-
-    @staticmethod
-    def _spark(platform: Platform) -> Any:
-        from tabletopic.spark.session import platform_spark
-
-        return platform_spark(platform)
-
-    def _warm_spark(self, platform: Platform) -> None:
+    def _warm_spark(self) -> None:
+        assert self._spark is not None
         try:
-            spark = self._spark(platform)
+            spark = self._spark()
             spark.range(2).mapInArrow(lambda batches: batches, "id long").collect()
             log.info("Spark warmed up for the table pipeline")
         except Exception:
             log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")
 
-    def _maintenance(self, platform: Platform) -> Any:
+    def _maintenance(self) -> Maintenance:
         from tabletopic.table.maintenance import compact, expire_snapshots
 
-        interval = platform.config.get(settings.COMPACTION_INTERVAL_MS) / 1000
-        spark_enabled = platform.config.get(settings.RUNNER) == "spark"
-        catalog_name = platform.config.get(CATALOG_NAME)
+        interval = self._config.get(settings.COMPACTION_INTERVAL_MS) / 1000
+        spark = self._spark
+        catalog_name = self._config.get(CATALOG_NAME)
         last_compaction: dict[str, float] = {}
 
-        def run(table: Any, config: Any) -> None:
+        def run(table: Table, config: TableTopicConfig) -> None:
             expire_snapshots(table, config)
-            if not interval or not spark_enabled:
+            if not interval or spark is None:
                 return
             name = ".".join(table.name())
             now = time.monotonic()
             if now - last_compaction.setdefault(name, now) >= interval:
                 last_compaction[name] = now
-                compact(lambda: self._spark(platform), catalog_name, table)
+                compact(spark, catalog_name, table)
 
         return run
 
     async def _dead_letters(self, dlq_topic: str, source_topic: str, records: list[FailedRecord]) -> None:
         """Write skipped records to the dead-letter topic through this broker's own listener, with
         headers saying why; waits until every record is acknowledged."""
+        bootstrap = self._broker.bootstrap_servers()
 
         def send() -> None:
             from confluent_kafka import Producer
 
             if self._producer is None:
                 self._producer = Producer(
-                    {"bootstrap.servers": self._bootstrap, "enable.idempotence": True, "linger.ms": 5}
+                    {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
                 )
             failures: list[str] = []
 
@@ -158,7 +182,8 @@ class TableComponent:
     async def stop(self) -> None:
         if self._warmup is not None and not self._warmup.done():
             self._warmup.cancel()
-        if self.coordinator is not None:
-            await self.coordinator.stop()
+        if self._coordinator is not None:
+            await self._coordinator.stop()
         if self._producer is not None:
             await asyncio.to_thread(self._producer.flush, 5)
+

@@ -36,8 +36,9 @@ from tabletopic.table.commit import (
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
 from tabletopic.table.lease import Fenced, LeaseManager
+from tabletopic.table.ports import TopicDirectory, TopicView
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tabletopic.table.worker import TableWorker, TopicDirectory, TopicView
+from tabletopic.table.worker import TableWorker
 
 log = logging.getLogger(__name__)
 

@@ -65,7 +65,11 @@ log = logging.getLogger(__name__)
 PARTITION_FIELD_ID_START = 1000
 
 
-class IncompatibleSchemaChange(ValueError):
+class IncompatibleTableSchema(ValueError):
+    """The table cannot take the topic's data; the message names the column and why."""
+
+
+class IncompatibleSchemaChange(IncompatibleTableSchema):
     """New data needs a column change Iceberg cannot make in place (type change or narrowing)."""
 
     def __init__(self, path: str, current: IcebergType, new: IcebergType, why: str = "") -> None:

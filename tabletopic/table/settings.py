@@ -1,6 +1,16 @@
-"""Broker-level keys of the table-topic pipeline (topic-level keys live in ``topic_config.py``)."""
+"""Broker-level keys of the table-topic pipeline (topic-level keys live in ``table_config.py``)."""
+
+from enum import StrEnum
 
 from tabletopic.config import define, in_range, one_of
+
+
+class JobRunnerKind(StrEnum):
+    """Where ingest jobs run (``table.job.runner``)."""
+
+    SPARK = "spark"
+    INPROCESS = "inprocess"
+
 
 SCHEMA_REGISTRY_URL = define(
     "automq.table.topic.schema.registry.url",
@@ -17,7 +27,7 @@ RUNNER = define(
     "Where ingest jobs run: `spark` (the node's Spark session, `spark.master`) or `inprocess` (in the "
     "broker process without Spark; for tiny deployments and tests).",
     "table topics",
-    one_of("spark", "inprocess"),
+    one_of(*JobRunnerKind),
 )
 POLL_INTERVAL_MS = define(
     "table.coordinator.poll.interval.ms",

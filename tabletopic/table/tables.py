@@ -20,7 +20,7 @@ from tabletopic.table.convert.rows import (
     METADATA_TYPE,
 )
 from tabletopic.table.schema_evolution import (
-    IncompatibleSchemaChange,
+    IncompatibleTableSchema,
     create_table_for_topic,
     evolve_partition_spec,
     evolve_table_schema,
@@ -33,9 +33,6 @@ from tabletopic.table.table_config import (
 )
 
 log = logging.getLogger(__name__)
-
-IncompatibleTableSchema = IncompatibleSchemaChange
-
 
 # Upsert/CDC tables take row-level changes every commit interval: merge-on-read writes small delete
 # files instead of rewriting data files (bench/upsert_bench.py: MERGE 2.5x faster, scans no slower

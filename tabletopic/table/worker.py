@@ -13,36 +13,11 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
 from tabletopic.s3stream.streams import ObjectSlice, StreamStore
+from tabletopic.table.ports import TopicView
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionView:
-    """What the pipeline needs to know of one partition the local broker leads."""
-
-    partition: int
-    stream_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopicView:
-    name: str
-    topic_id: str
-    configs: Mapping[str, str]
-    partitions: tuple[PartitionView, ...]
-
-
-class TopicDirectory(Protocol):
-    """The broker as seen by the table pipeline (implemented by the broker component)."""
-
-    def table_topics(self) -> list[TopicView]:
-        """Topics with ``automq.table.topic.enable=true`` whose partitions this broker leads."""
-
-    def topic(self, name: str) -> TopicView | None: ...
 
 
 @dataclass(frozen=True, slots=True)

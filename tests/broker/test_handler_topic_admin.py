@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tests.broker.batches import make_batch, produce_request, request
 from tests.broker.helpers import call
 
@@ -77,7 +78,7 @@ async def test_table_topic_keys_go_through_the_validator_hook(broker_service) ->
         if configs.get("automq.table.topic.enable") not in ("true", "false"):
             raise ValueError("automq.table.topic.enable must be true or false")
 
-    broker_service.topics.set_table_validator(validator)
+    broker_service.topics.set_config_extensions([TopicConfigExtension("automq.table.topic.", validator)])
     bad = await call(
         broker_service,
         _create(7, {"name": "x", "configs": [{"name": "automq.table.topic.enable", "value": "maybe"}]}),
@@ -89,7 +90,8 @@ async def test_table_topic_keys_go_through_the_validator_hook(broker_service) ->
     assert bad.topics[0].error_code is ErrorCode.invalid_config
     assert "must be true or false" in bad.topics[0].error_message
     assert good.topics[0].error_code is ErrorCode.none
-    assert [t.name for t in broker_service.table_topics()] == ["y"]
+    assert broker_service.topics.get("x") is None
+    assert broker_service.topic_configs("y")["automq.table.topic.enable"] == "true"
 
 
 @pytest.mark.parametrize("version", range(1, 7))

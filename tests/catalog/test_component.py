@@ -1,5 +1,5 @@
 """The catalog component inside a node: opens the catalog, serves the built-in REST catalog and
-registers what the table pipeline needs in ``platform.services``."""
+offers what the table pipeline and Spark need."""
 
 from __future__ import annotations
 
@@ -9,24 +9,27 @@ import httpx
 import pyarrow as pa
 import pytest
 
+from tabletopic import database
+from tabletopic.catalog.component import CatalogComponent
 from tabletopic.config import Config
-from tabletopic.platform import Platform
 
 pytestmark = pytest.mark.timeout(60)
 
-COMPONENT = "tabletopic.catalog.component:CatalogComponent"
+
+def _component(config: Config) -> CatalogComponent:
+    return CatalogComponent(config, database.create_engine(database.default_url(config.data_dir)))
 
 
-async def test_node_serves_the_builtin_catalog_and_registers_services(tmp_path: Path) -> None:
-    platform = Platform.create(Config({"data.dir": str(tmp_path), "catalog.listener": "http://127.0.0.1:0"}))
-    await platform.start((COMPONENT,))
+async def test_node_serves_the_builtin_catalog_and_offers_it_to_spark(tmp_path: Path) -> None:
+    component = _component(Config({"data.dir": str(tmp_path), "catalog.listener": "http://127.0.0.1:0"}))
+    await component.start()
     try:
-        uri = platform.services["catalog_rest_uri"]
-        assert uri.startswith("http://127.0.0.1:") and not uri.endswith(":0")
-        conf = platform.services["spark_catalog_conf"]
+        uri = component.rest_uri
+        assert uri is not None and uri.startswith("http://127.0.0.1:") and not uri.endswith(":0")
+        conf = component.spark_conf
         assert conf["spark.sql.catalog.tabletopic.type"] == "rest"
         assert conf["spark.sql.catalog.tabletopic.uri"] == uri
-        catalog = platform.services["catalog"]
+        catalog = component.catalog
         catalog.create_namespace("db")
         table = catalog.create_table("db.t", pa.schema([("a", pa.int64())]))
         table.append(pa.table({"a": [1, 2, 3]}))
@@ -35,7 +38,7 @@ async def test_node_serves_the_builtin_catalog_and_registers_services(tmp_path: 
         assert loaded["metadata"]["current-snapshot-id"] == table.current_snapshot().snapshot_id
         assert loaded["metadata"]["location"].startswith((tmp_path / "warehouse").resolve().as_uri())
     finally:
-        await platform.stop()
+        await component.stop()
 
 
 async def test_node_start_fails_loudly_when_the_external_rest_catalog_is_unreachable(tmp_path: Path) -> None:
@@ -44,11 +47,11 @@ async def test_node_start_fails_loudly_when_the_external_rest_catalog_is_unreach
         "automq.table.topic.catalog.type": "rest",
         "automq.table.topic.catalog.uri": "http://127.0.0.1:9/never-contacted",
     }
-    platform = Platform.create(Config(values))
+    component = _component(Config(values))
     # pyiceberg's RestCatalog fetches /v1/config when opened; an unreachable catalog fails start-up.
     with pytest.raises(Exception):  # noqa: B017 - any connection error is acceptable here
-        await platform.start((COMPONENT,))
-    await platform.stop()
+        await component.start()
+    await component.stop()
 
 
 def test_advertised_uri_uses_the_bound_port_and_a_connectable_host() -> None:

@@ -10,73 +10,83 @@ import time
 from pathlib import Path
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
+from tabletopic import database
+from tabletopic.component import NotStarted
 from tabletopic.config import Config
-from tabletopic.platform import Platform
 from tabletopic.s3stream import fetch_slice, open_object_store
+from tabletopic.s3stream.component import StorageComponent
 from tabletopic.s3stream.store import S3StreamStore
 
 
+def _storage(config: Config) -> StorageComponent:
+    engine = database.create_engine(database.default_url(config.data_dir))
+    return StorageComponent(config, engine, CollectorRegistry())
+
+
 @pytest.mark.parametrize("wal_mode", ["local", "object"])
-async def test_component_registers_the_store_and_executor_settings(tmp_path: Path, wal_mode: str) -> None:
+async def test_component_offers_the_store_and_executor_settings(tmp_path: Path, wal_mode: str) -> None:
     config = Config(
         {"data.dir": str(tmp_path), "s3stream.wal.mode": wal_mode, "s3stream.wal.object.batch.ms": "5"}
     )
-    platform = Platform.create(config)
-    await platform.start(("tabletopic.s3stream.component:StorageComponent",))
+    metrics = CollectorRegistry()
+    storage = StorageComponent(config, database.create_engine(database.default_url(tmp_path)), metrics)
+    with pytest.raises(NotStarted, match="storage"):
+        _ = storage.store
+    await storage.start()
     try:
-        store = platform.services["streams"]
+        store = storage.store
         assert isinstance(store, S3StreamStore)
         sid = await store.create_stream()
         assert await store.append(sid, b"payload", 4) == 0
         await store.flush()
         [piece] = await store.locate(sid, 0, 4)
-        settings = platform.services["object_store_settings"]
+        settings = storage.object_store_settings
         assert settings == {"type": "local", "root": str(tmp_path / "objects"), "retries": 6}
         assert [bytes(b.payload) for b in fetch_slice(open_object_store(settings), piece)] == [b"payload"]
-        metrics = generate_latest(platform.metrics).decode()
-        assert "s3stream_appends_total 1.0" in metrics
-        assert "s3stream_upload_seconds_count" in metrics
+        exposed = generate_latest(metrics).decode()
+        assert "s3stream_appends_total 1.0" in exposed
+        assert "s3stream_upload_seconds_count" in exposed
     finally:
-        await platform.stop()
+        await storage.stop()
 
 
 @pytest.mark.s3
 async def test_component_uses_s3_when_a_bucket_is_configured(
     tmp_path: Path, s3_settings: dict[str, str]
 ) -> None:
-    platform = Platform.create(Config({"data.dir": str(tmp_path), **s3_settings}))
-    await platform.start(("tabletopic.s3stream.component:StorageComponent",))
+    storage = _storage(Config({"data.dir": str(tmp_path), **s3_settings}))
+    await storage.start()
     try:
-        assert platform.services["object_store_settings"]["type"] == "s3"
-        store = platform.services["streams"]
+        assert storage.object_store_settings["type"] == "s3"
+        store = storage.store
         sid = await store.create_stream()
         await store.append(sid, b"x", 1)
         await store.flush()
         assert await store.locate(sid, 0, 1)
     finally:
-        await platform.stop()
+        await storage.stop()
 
 
 @pytest.mark.s3
 async def test_wrong_s3_credentials_fail_start_with_a_clear_error(
     tmp_path: Path, s3_settings: dict[str, str]
 ) -> None:
-    platform = Platform.create(Config({"data.dir": str(tmp_path), **s3_settings, "s3.secret.key": "nope"}))
+    storage = _storage(Config({"data.dir": str(tmp_path), **s3_settings, "s3.secret.key": "nope"}))
     try:
         with pytest.raises(Exception, match=s3_settings["s3.bucket"]):
-            await platform.start(("tabletopic.s3stream.component:StorageComponent",))
+            await storage.start()
     finally:
-        await platform.stop()
+        await storage.stop()
 
 
 # `tabletopic serve` with the node reduced to the storage component, so this test depends on no other
 # subsystem (the full node is exercised by the platform's own end-to-end tests).
 STORAGE_ONLY_SERVE = """
 import sys
-from tabletopic.platform import Platform
-Platform.start.__defaults__ = (("tabletopic.s3stream.component:StorageComponent",),)
+from tabletopic.platform import Node
+Node.in_start_order = lambda node: (node.storage,)
 from tabletopic.cli import main
 sys.argv = ["tabletopic", *sys.argv[1:]]
 main()

@@ -7,30 +7,38 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
+from tabletopic import database
 from tabletopic.config import Config
-from tabletopic.platform import Platform
+from tabletopic.schema_registry.component import RegistryComponent
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 
 
-async def test_component_serves_http_and_registers_the_lookup_service(tmp_path: Path) -> None:
+async def test_component_serves_http_and_offers_the_lookup(tmp_path: Path) -> None:
     port = free_port()
     config = Config({"data.dir": str(tmp_path), "schema.registry.listener": f"http://127.0.0.1:{port}"})
-    platform = Platform.create(config)
-    await platform.start(("tabletopic.schema_registry.component:RegistryComponent",))
+    metrics = CollectorRegistry()
+    engine = database.create_engine(database.default_url(tmp_path))
+    component = RegistryComponent(config, engine, metrics, cluster_id=lambda: "cluster-1")
+    await component.start()
     try:
         schema = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             response = await http.post("/subjects/t-value/versions", json={"schema": schema})
             assert response.json() == {"id": 1}
-        lookup = platform.services["schema_registry"]
+        lookup = component.lookup
         assert lookup.by_id(1).schema == json.dumps(json.loads(schema), separators=(",", ":"))
         assert lookup.latest("t-value").version == 1
-        requests = platform.metrics.get_sample_value(
+        requests = metrics.get_sample_value(
             "tabletopic_schema_registry_requests_total", {"method": "POST", "status": "200"}
         )
         assert requests == 1.0
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            scope = (await http.get("/v1/metadata/id")).json()["scope"]
+        assert scope["clusters"]["kafka-cluster"] == "cluster-1"
     finally:
-        await platform.stop()
+        await component.stop()
+        engine.dispose()

@@ -21,7 +21,8 @@ from tabletopic.table.coordinator import CoordinatorContext, TableCoordinator, T
 from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.job import JobResult, JobSpec
 from tabletopic.table.lease import LeaseManager
-from tabletopic.table.worker import PartitionView, TableWorker, TopicView
+from tabletopic.table.ports import PartitionView, TopicView
+from tabletopic.table.worker import TableWorker
 from tests.table.kafka_batches import build_batch
 
 

@@ -202,3 +202,24 @@ def test_debezium_key_id_columns_resolve_to_the_key_fields(catalog: SqlCatalog) 
     )
     table = create_table_for_topic(catalog, ("default", "dbz"), schema, id_columns=["_from_debezium_key_"])
     assert table.schema().identifier_field_names() == {"id"}
+
+
+def test_merge_keys_from_a_debezium_key_need_a_struct_key_column(catalog: SqlCatalog) -> None:
+    from tabletopic.table.schema_evolution import IncompatibleTableSchema
+    from tabletopic.table.table_config import TableTopicConfig
+    from tabletopic.table.tables import merge_keys
+
+    config = TableTopicConfig.from_topic_configs(
+        {
+            "automq.table.topic.enable": "true",
+            "automq.table.topic.convert.key.type": "by_schema_id",
+            "automq.table.topic.convert.value.type": "by_schema_id",
+            "automq.table.topic.transform.value.type": "flatten_debezium",
+            "automq.table.topic.id.columns": "[_from_debezium_key_]",
+            "automq.table.topic.upsert.enable": "true",
+        },
+        "t",
+    )
+    table = catalog.create_table("default.plain_key", schema=arrow_to_iceberg_schema(pa.schema(KAFKA)))
+    with pytest.raises(IncompatibleTableSchema, match="needs a record key"):
+        merge_keys(config, table)

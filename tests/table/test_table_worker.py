@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tabletopic.s3stream.memory import MemoryStreamStore
 from tabletopic.s3stream.streams import ObjectSlice
-from tabletopic.table.worker import PartitionRange, PartitionView, TableWorker, TopicView, WorkItem
+from tabletopic.table.ports import PartitionView, TopicView
+from tabletopic.table.worker import PartitionRange, TableWorker, WorkItem
 
 
 async def make_topic(store: MemoryStreamStore, sizes: list[int]) -> TopicView:

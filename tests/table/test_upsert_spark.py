@@ -16,7 +16,8 @@ from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.commit import committed_state
 from tabletopic.table.coordinator import CoordinatorContext, TopicPipeline
 from tabletopic.table.lease import LeaseManager
-from tabletopic.table.worker import PartitionView, TableWorker, TopicView
+from tabletopic.table.ports import PartitionView, TopicView
+from tabletopic.table.worker import TableWorker
 from tests.table.kafka_batches import build_batch
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

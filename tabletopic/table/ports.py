@@ -1,0 +1,51 @@
+"""What the table pipeline needs from the broker, in the pipeline's own terms.
+
+The table package owns this port and the broker knows nothing of it: the node's assembly
+(:mod:`tabletopic.platform`) adapts the broker's topic registry to :class:`TopicDirectory`, so the
+broker never imports the table pipeline and the pipeline can be driven by a fake in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    """What the pipeline needs to know of one partition the local broker leads."""
+
+    partition: int
+    stream_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicView:
+    name: str
+    topic_id: str
+    configs: Mapping[str, str]
+    partitions: tuple[PartitionView, ...]
+
+
+class TopicDirectory(Protocol):
+    """The broker as seen by the table pipeline (adapted from the broker at assembly)."""
+
+    def table_topics(self) -> list[TopicView]:
+        """Topics with ``automq.table.topic.enable=true`` whose partitions this broker leads."""
+
+    def topic(self, name: str) -> TopicView | None: ...
+
+
+class LocalBroker(TopicDirectory, Protocol):
+    """The node's own broker, as the table component needs it beyond the topic directory."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    def bootstrap_servers(self) -> str:
+        """Where this node's Kafka listener is reached (the dead-letter producer connects there)."""
+
+
+# A Spark session for jobs and maintenance, started on first call (the runner's session).
+SparkProvider = Callable[[], Any]
