@@ -107,7 +107,7 @@ def _check_node(ep: Endpoints) -> None:
 
 def _create_topic(ep: Endpoints, topic: str, namespace: str, table: str, partitions: int) -> None:
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # no __all__ entry
 
     configs = {
         "automq.table.topic.enable": "true",

@@ -37,6 +37,7 @@ from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
 from tabletopic.table.lease import Fenced, LeaseManager
 from tabletopic.table.ports import TopicDirectory, TopicView
+from tabletopic.table.schema_evolution import IncompatibleTableSchema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tabletopic.table.worker import TableWorker
 
@@ -359,7 +360,7 @@ class TopicPipeline:
                 table = await asyncio.to_thread(
                     tables.ensure_schema, self._ctx.catalog, identifier, table, job.needs_schema, config
                 )
-            except tables.IncompatibleTableSchema as exc:
+            except IncompatibleTableSchema as exc:
                 self._fail(view, str(exc))
                 return None
         self._fail(view, f"the schema kept changing over {MAX_SCHEMA_ROUNDS} attempts")
