@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from pyiceberg.catalog import Catalog
@@ -50,13 +51,24 @@ DeadLetterSink = Callable[[str, str, list[FailedRecord]], Awaitable[None]]
 MAX_SCHEMA_ROUNDS = 5
 
 
+class PipelineState(StrEnum):
+    """Where a table topic's pipeline is (shown by ``tables describe`` and ``/v1/tables``)."""
+
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"  # a cycle is planning, running a job or committing
+    IDLE = "IDLE"  # the last cycle found nothing new to ingest
+    FAILED = "FAILED"  # stopped on an error that needs the topic's configs changed
+    FENCED = "FENCED"  # another node's coordinator holds the topic's lease
+    STOPPED = "STOPPED"  # no longer a table topic, or the node is stopping
+
+
 @dataclass
 class PipelineStatus:
     """What ``tabletopic tables describe`` and the admin API show for one table topic."""
 
     topic: str
     table: str
-    state: str = "STARTING"  # RUNNING | IDLE | FAILED | FENCED | STOPPED
+    state: PipelineState = PipelineState.STARTING
     last_commit_time: float | None = None
     last_commit_snapshot: int | None = None
     committed_offsets: dict[int, int] = field(default_factory=dict)
@@ -90,7 +102,7 @@ class PipelineStatus:
         return {
             "topic": self.topic,
             "table": self.table,
-            "state": self.state,
+            "state": str(self.state),
             "last_commit_time": self.last_commit_time,
             "last_commit_snapshot": self.last_commit_snapshot,
             "committed_offsets": {str(k): v for k, v in sorted(self.committed_offsets.items())},
@@ -149,11 +161,11 @@ class TopicPipeline:
         started = time.monotonic()
         view = self._ctx.directory.topic(self.topic)
         if view is None:
-            self.status.state = "STOPPED"
+            self.status.state = PipelineState.STOPPED
             return False
         config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=view.name)
         if not config.enabled:
-            self.status.state = "STOPPED"
+            self.status.state = PipelineState.STOPPED
             return False
         if self._failed_config is not None:
             if self._failed_config == dict(view.configs):
@@ -163,7 +175,7 @@ class TopicPipeline:
         self.status.table = ".".join(identifier)
         lease = await asyncio.to_thread(self._ctx.leases.acquire, self.topic)
         if lease is None:
-            self.status.state = "FENCED"
+            self.status.state = PipelineState.FENCED
             return False
         table = await asyncio.to_thread(self._load_table, identifier)
         if table is not None:
@@ -185,7 +197,7 @@ class TopicPipeline:
         ranges = self._ctx.worker.ranges(view, offsets)
         self._record_high_watermarks(view)
         if not ranges:
-            self.status.state = "IDLE"
+            self.status.state = PipelineState.IDLE
             return False
         lost = sum(r.lost for r in ranges)
         items = tuple(await self._ctx.worker.prepare(view, ranges))
@@ -223,12 +235,12 @@ class TopicPipeline:
                 )
         except (StalePlan, Fenced) as exc:
             log.warning("topic %s: commit not applied, re-planning from the table (%s)", view.name, exc)
-            self.status.state = "FENCED" if isinstance(exc, Fenced) else "RUNNING"
+            self.status.state = PipelineState.FENCED if isinstance(exc, Fenced) else PipelineState.RUNNING
             return False
         crash_point("table.after_commit")
         merged = dict(offsets)
         merged.update(new_offsets)
-        self.status.state = "RUNNING"
+        self.status.state = PipelineState.RUNNING
         self.status.committed_offsets = merged
         self.status.last_commit_time = time.time()
         self.status.last_commit_snapshot = snapshot_id
@@ -371,7 +383,7 @@ class TopicPipeline:
 
     def _fail(self, view: TopicView, message: str) -> None:
         log.error("topic %s: table pipeline stopped: %s", view.name, message)
-        self.status.state = "FAILED"
+        self.status.state = PipelineState.FAILED
         self.status.last_error = message
         self._failed_config = dict(view.configs)
 
@@ -461,7 +473,7 @@ class TableCoordinator:
         views = {v.name: v for v in self._ctx.directory.table_topics()}
         for name in list(self.pipelines):
             if name not in views:
-                self.pipelines.pop(name).status.state = "STOPPED"
+                self.pipelines.pop(name).status.state = PipelineState.STOPPED
                 self._next_run.pop(name, None)
         started: list[asyncio.Task[None]] = []
         for name, view in views.items():
@@ -475,7 +487,7 @@ class TableCoordinator:
             try:
                 config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=name)
             except ValueError as exc:  # configs changed under us to something invalid
-                pipeline.status.state, pipeline.status.last_error = "FAILED", str(exc)
+                pipeline.status.state, pipeline.status.last_error = PipelineState.FAILED, str(exc)
                 continue
             due = self._next_run.get(name, now) <= now or self._over_threshold(view, pipeline, config)
             if due:
@@ -506,7 +518,7 @@ class TableCoordinator:
         read, so the check costs no I/O (it runs every poll for every topic).
         """
         status = pipeline.status
-        if not config.commit_max_bytes or not status.bytes_per_record or status.state == "FAILED":
+        if not config.commit_max_bytes or not status.bytes_per_record or status.state is PipelineState.FAILED:
             return False
         record_high_watermarks(self._ctx.worker, view, status)
         return status.lag_records * status.bytes_per_record >= config.commit_max_bytes
