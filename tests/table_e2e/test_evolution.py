@@ -4,7 +4,6 @@ one stops only its own topic with a clear status."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -111,10 +110,13 @@ def test_incompatible_change_stops_only_that_topic_with_the_reason(node: TableNo
     # The other table topic keeps committing while the broken one stays stopped (no crash loop).
     ok_log = produce(node, healthy, [{"id": i, "code": str(i)} for i in range(20)], avro_serializer(node, v1))
     node.wait_committed(healthy, ok_log.end_offsets())
-    time.sleep(3)
+    # A second commit of the healthy topic proves the coordinator went round again meanwhile.
+    more_rows = [{"id": 20 + i, "code": str(i)} for i in range(5)]
+    more = produce(node, healthy, more_rows, avro_serializer(node, v1))
+    node.wait_committed(healthy, more.end_offsets())
     after = node.table_status(broken)
     assert after is not None
     assert after["state"] == "FAILED" and after["commits"] == commits
     assert after["committed_offsets"] == {"0": 10}
     assert node.alive
-    assert len(node.rows(healthy)) == 20
+    assert len(node.rows(healthy)) == 25
