@@ -11,8 +11,8 @@ import pytest
 from tabletopic import database
 from tabletopic.config import Config
 from tabletopic.schema_registry.client import CachedSchemaLookup, HttpSchemaLookup
-from tabletopic.schema_registry.component import build_registry
 from tabletopic.schema_registry.lookup import SchemaNotFound
+from tabletopic.schema_registry.opening import build_registry
 from tabletopic.schema_registry.registry import SchemaRegistry
 from tests.schema_registry.server import RegistryProcess
 

@@ -9,7 +9,7 @@ import pytest
 
 from tabletopic import database
 from tabletopic.config import Config
-from tabletopic.schema_registry.component import build_registry
+from tabletopic.schema_registry.opening import build_registry
 from tabletopic.schema_registry.registry import SchemaRegistry
 
 pytestmark = pytest.mark.postgres
