@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, Counter
 
+from tabletopic.schema_registry.formats.base import SchemaType
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
 from tabletopic.schema_registry.registry import SchemaRegistry
 
@@ -174,7 +175,7 @@ class HttpSchemaLookup(_CachingLookup):
         self._references(body.get("references") or [], resolved)
         return RegisteredSchema(
             schema_id=schema_id,
-            schema_type=body.get("schemaType", "AVRO"),
+            schema_type=body.get("schemaType", SchemaType.AVRO.value),
             schema=body["schema"],
             references=tuple(resolved.items()),
             subject=subject,

@@ -24,7 +24,7 @@ import avro.errors
 import avro.name
 import avro.schema as avs
 
-from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema
+from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema, SchemaType
 
 # Like Java, an unknown or misplaced logicalType is ignored (the schema stays valid); avro warns for
 # each, which a server would print per request. Filtering the category once is thread-safe, unlike
@@ -53,7 +53,7 @@ class AvroSchema:
 
     schema: avs.Schema
     raw: Any  # the decoded JSON as given
-    schema_type: str = "AVRO"
+    schema_type: str = SchemaType.AVRO
 
     def canonical(self) -> str:
         return json.dumps(self.raw, separators=(",", ":"), ensure_ascii=False)
@@ -65,7 +65,7 @@ class AvroSchema:
 class AvroFormat:
     """The :class:`~tabletopic.schema_registry.formats.base.SchemaFormat` for Avro."""
 
-    schema_type = "AVRO"
+    schema_type = SchemaType.AVRO
 
     def parse(self, text: str, references: Mapping[str, str]) -> AvroSchema:
         """Parse ``text`` after defining every referenced named type in the same name table.

@@ -11,9 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
 _log = logging.getLogger(__name__)
+
+
+class SchemaType(StrEnum):
+    """``schemaType`` in Confluent's API (and the registry's ``schema_type`` column)."""
+
+    AVRO = "AVRO"
+    JSON = "JSON"
+    PROTOBUF = "PROTOBUF"
 
 
 class InvalidSchema(ValueError):
@@ -48,7 +57,7 @@ class ParsedSchema(Protocol):
     # A read-only member, so frozen dataclasses (and plain attributes) both satisfy the protocol.
     @property
     def schema_type(self) -> str:
-        """``"AVRO"`` | ``"JSON"`` | ``"PROTOBUF"``."""
+        """One of :class:`SchemaType`."""
 
     def canonical(self) -> str:
         """The text the registry stores and compares for "same schema" (Confluent's canonical form

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from tabletopic.schema_registry.formats.base import SchemaReference
+from tabletopic.schema_registry.formats.base import SchemaReference, SchemaType
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -68,7 +68,7 @@ class ModeBody(_Body):
 def schema_fields(schema_type: str, text: str, references: tuple[SchemaReference, ...]) -> dict[str, Any]:
     """The schema part of an answer: Confluent omits ``schemaType`` for Avro and empty references."""
     body: dict[str, Any] = {}
-    if schema_type != "AVRO":
+    if schema_type != SchemaType.AVRO:
         body["schemaType"] = schema_type
     if references:
         body["references"] = [

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 else:
     Resolver = Any
 
-from tabletopic.schema_registry.formats.base import InvalidSchema
+from tabletopic.schema_registry.formats.base import InvalidSchema, SchemaType
 
 # Metaschema URIs we accept in ``$schema`` (without the optional trailing "#"). Draft 3 is left out
 # on purpose: Confluent never supported it and its ``required: true`` form confuses the rules.
@@ -117,7 +117,7 @@ class ParsedJsonSchema:
     dialect: str
     references: Mapping[str, JsonSchemaValue] = field(default_factory=dict)
     registry: Registry[Any] = field(default_factory=Registry)
-    schema_type: str = "JSON"
+    schema_type: str = SchemaType.JSON
 
     def canonical(self) -> str:
         """Compact JSON, keys in the given order: what Confluent stores and compares."""

@@ -23,7 +23,7 @@ from functools import cache
 from google.protobuf import descriptor, descriptor_pb2, descriptor_pool, unknown_fields
 from google.protobuf.message import DecodeError
 
-from tabletopic.schema_registry.formats.base import InvalidSchema
+from tabletopic.schema_registry.formats.base import InvalidSchema, SchemaType
 
 # File name given to a schema registered as text (Confluent's Java provider uses "default" too).
 DEFAULT_FILE_NAME = "default.proto"
@@ -44,7 +44,7 @@ class ParsedProtobufSchema:
     file: descriptor_pb2.FileDescriptorProto
     dependencies: Mapping[str, descriptor_pb2.FileDescriptorProto]
     pool: descriptor_pool.DescriptorPool
-    schema_type: str = "PROTOBUF"
+    schema_type: str = SchemaType.PROTOBUF
     _cache: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
