@@ -33,6 +33,7 @@ from tabletopic.schema_registry.errors import (
 from tabletopic.schema_registry.formats.base import InvalidSchema, ParsedSchema, SchemaReference
 from tabletopic.schema_registry.formats.loader import get_format
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
+from tabletopic.schema_registry.lru import LRU
 from tabletopic.schema_registry.model import (
     CACHEABLE_TEXT,
     LATEST,
@@ -41,7 +42,6 @@ from tabletopic.schema_registry.model import (
     fingerprint,
 )
 from tabletopic.schema_registry.policy import Mode, PolicyStore
-from tabletopic.schema_registry.transactions import LRU
 
 
 class SchemaRegistry(PolicyStore):
@@ -506,8 +506,8 @@ class SchemaRegistry(PolicyStore):
                 db.remove_versions(conn, subject, [r.version for r in rows])
                 for schema_id in {r.schema_id for r in rows}:
                     db.delete_schema_if_unused(conn, schema_id)
-                db.drop_compatibility(conn, subject)
-                db.drop_mode(conn, subject)
+                db.compatibility.drop(conn, subject)
+                db.modes.drop(conn, subject)
                 return [r.version for r in rows]
             if not live:
                 raise RegistryError(
