@@ -80,6 +80,24 @@ class SchemaFormat(Protocol):
         """Empty list when compatible."""
 
 
+class SameByCanonicalText:
+    """Equality, hashing and ``str`` by the canonical text, so two parses of one schema are one
+    schema. For parsed-schema dataclasses declared with ``eq=False`` (their fields, such as compiled
+    descriptors, have no useful equality of their own)."""
+
+    def canonical(self) -> str:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.canonical() == other.canonical()
+
+    def __hash__(self) -> int:
+        return hash(self.canonical())
+
+    def __str__(self) -> str:
+        return self.canonical()
+
+
 class GuardedFormat:
     """The guard rails every format plug-in owes the registry, around the format's own functions:
     ``parse`` raises only :class:`InvalidSchema` (bad input is 42201, never a 500), and
