@@ -154,53 +154,31 @@ def _pyiceberg_class(attribute: str) -> Builder:
     return build
 
 
-CATALOG_BACKENDS: Mapping[CatalogKind, CatalogBackend] = MappingProxyType(
-    {
-        CatalogKind.BUILTIN: CatalogBackend(
-            CatalogKind.BUILTIN,
-            module="tabletopic.catalog.builtin",
-            install="pyiceberg[sql-sqlite]",
-            build=_builtin,
-            needs_listener=True,
-            local_warehouse=True,
-        ),
-        CatalogKind.REST: CatalogBackend(
-            CatalogKind.REST,
-            module="pyiceberg.catalog.rest",
-            install="pyiceberg",
-            build=_pyiceberg_class("RestCatalog"),
-            spark_direct=native_spark_properties,
-            fronted=False,
-            uri_required=True,
-        ),
-        CatalogKind.HIVE: CatalogBackend(
-            CatalogKind.HIVE,
-            module="pyiceberg.catalog.hive",
-            install="pyiceberg[hive]",
-            build=_pyiceberg_class("HiveCatalog"),
-            spark_direct=native_spark_properties,
-            uri_required=True,
-        ),
-        # Spark's GlueCatalog needs AWS SDK v2, which no PyPI package provides: REST only.
-        CatalogKind.GLUE: CatalogBackend(
-            CatalogKind.GLUE,
-            module="pyiceberg.catalog.glue",
-            install="pyiceberg[glue]",
-            build=_pyiceberg_class("GlueCatalog"),
-            aliases=GLUE_ALIASES,
-        ),
-        # Spark's JdbcCatalog would need JDBC driver jars and a second commit implementation: REST only.
-        CatalogKind.SQL: CatalogBackend(
-            CatalogKind.SQL,
-            module="tabletopic.catalog.builtin",
-            install="pyiceberg[sql-sqlite] (and psycopg for PostgreSQL)",
-            build=_sql,
-            uri_required=True,
-            sqlalchemy_uri=True,
-            local_warehouse=True,
-        ),
-    }
-)
+_BACKENDS = (
+    CatalogBackend(
+        CatalogKind.BUILTIN, "tabletopic.catalog.builtin", "pyiceberg[sql-sqlite]", _builtin,
+        needs_listener=True, local_warehouse=True,
+    ),
+    CatalogBackend(
+        CatalogKind.REST, "pyiceberg.catalog.rest", "pyiceberg", _pyiceberg_class("RestCatalog"),
+        spark_direct=native_spark_properties, fronted=False, uri_required=True,
+    ),
+    CatalogBackend(
+        CatalogKind.HIVE, "pyiceberg.catalog.hive", "pyiceberg[hive]", _pyiceberg_class("HiveCatalog"),
+        spark_direct=native_spark_properties, uri_required=True,
+    ),
+    # Spark's GlueCatalog needs AWS SDK v2, which no PyPI package provides: REST only.
+    CatalogBackend(
+        CatalogKind.GLUE, "pyiceberg.catalog.glue", "pyiceberg[glue]", _pyiceberg_class("GlueCatalog"),
+        aliases=GLUE_ALIASES,
+    ),
+    # Spark's JdbcCatalog would need JDBC driver jars and a second commit implementation: REST only.
+    CatalogBackend(
+        CatalogKind.SQL, "tabletopic.catalog.builtin", "pyiceberg[sql-sqlite] or [sql-postgres]", _sql,
+        uri_required=True, sqlalchemy_uri=True, local_warehouse=True,
+    ),
+)  # fmt: skip
+CATALOG_BACKENDS: Mapping[CatalogKind, CatalogBackend] = MappingProxyType({b.kind: b for b in _BACKENDS})
 
 
 def backend_for(kind: str) -> CatalogBackend:
