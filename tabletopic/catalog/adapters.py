@@ -78,8 +78,8 @@ def catalog_spec(config: Config) -> CatalogSpec:
     Raises:
         ConfigError: the combination cannot work (e.g. a REST catalog without ``uri``).
     """
-    kind = CatalogKind(config.get(catalog_settings.CATALOG_TYPE))
-    backend = backend_for(kind)
+    backend = backend_for(config.get(catalog_settings.CATALOG_TYPE))
+    kind = backend.kind
     props = {
         key: value
         for key, value in config.prefixed(CATALOG_PREFIX).items()
