@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from tabletopic.config import Config  # noqa: E402
 from tabletopic.schema_registry.client import CachedSchemaLookup  # noqa: E402
-from tabletopic.schema_registry.component import open_registry  # noqa: E402
 from tabletopic.schema_registry.formats.avro import FORMAT  # noqa: E402
+from tabletopic.schema_registry.opening import open_registry  # noqa: E402
 
 TYPES = ("int", "long", "string", "double", "boolean")
 

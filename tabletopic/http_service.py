@@ -33,11 +33,14 @@ class HttpService:
                 log_level="warning",
                 access_log=False,
                 lifespan="on",
-                # The node installs its own signal handlers; uvicorn must not steal them.
                 use_colors=False,
             )
         )
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        # Signals stay the node's: it stops its services on SIGINT/SIGTERM through the loop's own
+        # handlers. uvicorn (>= 0.29) has no hook to opt out of its signal capture: while serving on
+        # the main thread it also sets Python-level SIGINT/SIGTERM handlers that begin its own exit,
+        # and re-raises a caught signal after it stops. The loop still sees every signal (through its
+        # wakeup fd), so the node's shutdown runs either way.
         self._task: asyncio.Task[None] | None = None
 
     @property

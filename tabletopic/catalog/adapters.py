@@ -4,7 +4,9 @@
 The configuration is AutoMQ's (``automq.table.topic.catalog.type`` plus ``...catalog.*`` pass-through
 properties with pyiceberg's names). Spark reaches ``rest`` and ``hive`` catalogs directly with
 Iceberg's own Java catalogs; ``builtin``, ``sql`` and ``glue`` catalogs it reaches through the built-in
-REST catalog, which fronts the same pyiceberg catalog (see ``catalog.spark.access`` for why).
+REST catalog, which fronts the same pyiceberg catalog (see ``catalog.spark.access`` for why). What
+differs between the kinds is one table, :data:`~tabletopic.catalog.backends.CATALOG_BACKENDS`; this
+module holds what they share.
 
 Object storage: pyiceberg uses its own FileIO with the ``s3.*`` properties; Spark uses Iceberg's
 HadoopFileIO over Hadoop's s3a connector (the only S3 client whose jars PyPI carries), configured per
@@ -14,10 +16,11 @@ catalog through Iceberg's ``hadoop.*`` catalog-property overrides.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from tabletopic.catalog import settings as catalog_settings
+from tabletopic.catalog.backends import CatalogBackend, CatalogKind, SparkAccess, backend_for
 from tabletopic.config import Config, ConfigError
 
 if TYPE_CHECKING:
@@ -29,20 +32,6 @@ SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 HADOOP_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO"
 S3A_FILESYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
-# Short names a user may give a Glue catalog, and the pyiceberg property each one means.
-GLUE_ALIASES = {
-    "region": "glue.region",
-    "endpoint": "glue.endpoint",
-    "access-key-id": "glue.access-key-id",
-    "secret-access-key": "glue.secret-access-key",
-    "session-token": "glue.session-token",
-    "catalog-id": "glue.id",
-    "profile-name": "glue.profile-name",
-}
-
-# Keys that only make sense to pyiceberg; never handed to Spark.
-_PYTHON_ONLY = ("py-io-impl", "downcast-ns-timestamp-to-us-on-write", "echo", "pool_pre_ping")
-
 
 @dataclass(frozen=True, slots=True)
 class CatalogSpec:
@@ -50,30 +39,32 @@ class CatalogSpec:
 
     Attributes:
         name: catalog name (pyiceberg name, sql ``catalog_name`` column, Spark catalog name).
-        type: ``builtin``, ``rest``, ``hive``, ``glue`` or ``sql``.
+        type: the catalog kind.
         warehouse: root location of new tables, or ``None`` to let the catalog decide.
         properties: pass-through properties with pyiceberg's names (no ``type``/``warehouse``).
-        spark_access: ``direct`` or ``rest``, already resolved from ``auto``.
+        spark_access: ``DIRECT`` or ``REST``, already resolved from ``AUTO``.
         rest_uri: where Spark and other engines reach the built-in REST catalog (``None`` if disabled).
     """
 
     name: str
-    type: str
+    type: CatalogKind
     warehouse: str | None
     properties: dict[str, str] = field(default_factory=dict)
-    spark_access: str = "rest"
+    spark_access: SparkAccess = SparkAccess.REST
     rest_uri: str | None = None
+
+    @property
+    def backend(self) -> CatalogBackend:
+        return backend_for(self.type)
 
     @property
     def fronted_by_rest(self) -> bool:
         """Whether the built-in REST server serves this catalog (it never proxies a REST catalog)."""
-        return self.type != "rest" and self.rest_uri is not None
+        return self.backend.fronted and self.rest_uri is not None
 
     def with_rest_uri(self, uri: str) -> CatalogSpec:
         """A copy whose built-in REST endpoint is ``uri`` (e.g. an embedded server on a free port)."""
-        return CatalogSpec(
-            self.name, self.type, self.warehouse, dict(self.properties), self.spark_access, uri
-        )
+        return replace(self, properties=dict(self.properties), rest_uri=uri)
 
 
 def default_warehouse(config: Config) -> str:
@@ -87,18 +78,18 @@ def catalog_spec(config: Config) -> CatalogSpec:
     Raises:
         ConfigError: the combination cannot work (e.g. a REST catalog without ``uri``).
     """
-    kind = config.get(catalog_settings.CATALOG_TYPE)
+    backend = backend_for(config.get(catalog_settings.CATALOG_TYPE))
+    kind = backend.kind
     props = {
         key: value
         for key, value in config.prefixed(CATALOG_PREFIX).items()
         if key not in ("type", "warehouse")
     }
-    if kind == "glue":
-        for alias, real in GLUE_ALIASES.items():
-            if alias in props:
-                props.setdefault(real, props.pop(alias))
+    for alias, real in backend.aliases.items():
+        if alias in props:
+            props.setdefault(real, props.pop(alias))
     warehouse = config.get(catalog_settings.CATALOG_WAREHOUSE) or None
-    if warehouse is None and kind in ("builtin", "sql"):
+    if warehouse is None and backend.local_warehouse:
         warehouse = default_warehouse(config)
     if warehouse is not None:
         warehouse = normalize_location(warehouse)
@@ -108,23 +99,22 @@ def catalog_spec(config: Config) -> CatalogSpec:
     rest_uri = (config.get(catalog_settings.CATALOG_ADVERTISED_URI) or listener) if listener else None
     if rest_uri is not None:
         rest_uri = rest_uri.rstrip("/")
-    access = config.get(catalog_settings.CATALOG_SPARK_ACCESS)
-    if access == "auto":
-        access = "direct" if kind in ("rest", "hive") else "rest"
+    access = SparkAccess(config.get(catalog_settings.CATALOG_SPARK_ACCESS))
+    if access is SparkAccess.AUTO:
+        access = backend.default_access
 
-    if kind in ("rest", "hive") and not props.get("uri"):
-        raise ConfigError(f"{CATALOG_PREFIX}uri is required for catalog type {kind}")
-    if kind == "sql" and not props.get("uri"):
-        raise ConfigError(f"{CATALOG_PREFIX}uri (an SQLAlchemy URL) is required for catalog type sql")
-    if kind == "builtin" and rest_uri is None:
-        raise ConfigError("catalog.listener must be set for the builtin catalog")
-    if access == "rest" and kind == "rest":
-        access = "direct"
-    if access == "rest" and rest_uri is None:
+    if backend.uri_required and not props.get("uri"):
+        what = " (an SQLAlchemy URL)" if backend.sqlalchemy_uri else ""
+        raise ConfigError(f"{CATALOG_PREFIX}uri{what} is required for catalog type {kind}")
+    if backend.needs_listener and rest_uri is None:
+        raise ConfigError(f"catalog.listener must be set for the {kind} catalog")
+    if access is SparkAccess.REST and not backend.fronted:
+        access = SparkAccess.DIRECT
+    if access is SparkAccess.REST and rest_uri is None:
         raise ConfigError(
             f"Spark reaches a {kind} catalog through the built-in REST catalog: set catalog.listener"
         )
-    if access == "direct" and kind in ("builtin", "glue", "sql"):
+    if access is SparkAccess.DIRECT and backend.spark_direct is None:
         raise ConfigError(f"Spark cannot reach a {kind} catalog directly; use catalog.spark.access=rest")
     return CatalogSpec(
         name=config.get(catalog_settings.CATALOG_NAME),
@@ -175,7 +165,7 @@ def pyiceberg_properties(spec: CatalogSpec) -> dict[str, str]:
     props = dict(spec.properties)
     if spec.warehouse is not None:
         props["warehouse"] = spec.warehouse
-    if spec.type == "sql":
+    if spec.backend.sqlalchemy_uri:
         props["uri"] = sqlalchemy_url(props["uri"])
     return props
 
@@ -188,7 +178,7 @@ def sqlalchemy_url(url: str) -> str:
 
 
 def create_catalog(spec: CatalogSpec, engine: Engine | None = None) -> Catalog:
-    """The pyiceberg catalog for ``spec``.
+    """The pyiceberg catalog for ``spec``, built by its kind's entry in the backend table.
 
     Args:
         spec: the resolved configuration.
@@ -196,31 +186,9 @@ def create_catalog(spec: CatalogSpec, engine: Engine | None = None) -> Catalog:
 
     Raises:
         ConfigError: ``builtin`` without an engine.
+        CatalogUnavailable: the kind's implementation is not installed (the message says what to install).
     """
-    props = pyiceberg_properties(spec)
-    if spec.type == "builtin":
-        if engine is None:
-            raise ConfigError("the builtin catalog needs the metadata database engine")
-        from tabletopic.catalog.builtin import open_builtin_catalog
-
-        return open_builtin_catalog(spec.name, engine, props)
-    if spec.type == "sql":
-        from tabletopic.catalog.builtin import open_sql_catalog
-
-        return open_sql_catalog(spec.name, props)
-    if spec.type == "rest":
-        from pyiceberg.catalog.rest import RestCatalog
-
-        return RestCatalog(spec.name, **props)
-    if spec.type == "hive":
-        from pyiceberg.catalog.hive import HiveCatalog
-
-        return HiveCatalog(spec.name, **props)
-    if spec.type == "glue":
-        from pyiceberg.catalog.glue import GlueCatalog
-
-        return GlueCatalog(spec.name, **props)
-    raise ConfigError(f"unknown catalog type {spec.type}")
+    return spec.backend.open(spec.name, pyiceberg_properties(spec), engine)
 
 
 # ------------------------------------------------------------------------------------------------- Spark
@@ -232,15 +200,15 @@ def spark_catalog_properties(spec: CatalogSpec) -> dict[str, str]:
         # The table pipeline commits every few seconds and users expect to see it: no stale cache.
         "cache-enabled": "false",
     }
-    if spec.spark_access == "rest":
+    if spec.spark_access == SparkAccess.REST:
         if spec.rest_uri is None:
             raise ConfigError("the built-in REST catalog is disabled (catalog.listener is empty)")
         props.update({"type": "rest", "uri": spec.rest_uri})
     else:
-        props["type"] = spec.type
-        props.update({k: v for k, v in spec.properties.items() if not k.startswith(("s3.", *_PYTHON_ONLY))})
-        if spec.warehouse is not None:
-            props["warehouse"] = spec.warehouse
+        direct = spec.backend.spark_direct
+        if direct is None:
+            raise ConfigError(f"Spark cannot reach a {spec.type} catalog directly")
+        props.update(direct(spec))
     s3 = {k: v for k, v in spec.properties.items() if k.startswith("s3.")}
     if s3 or (spec.warehouse is not None and is_s3(spec.warehouse)):
         props["io-impl"] = HADOOP_FILE_IO

@@ -11,6 +11,7 @@ JdbcCatalog's), so other tools can read the same database.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyiceberg.catalog import MetastoreCatalog
@@ -31,7 +32,9 @@ class EngineSqlCatalog(SqlCatalog):
     runs pyiceberg's own schema-version detection so the catalog behaves exactly like upstream's.
     """
 
-    def __init__(self, name: str, engine: Engine, owns_engine: bool = False, **properties: str) -> None:
+    def __init__(
+        self, name: str, engine: Engine, properties: Mapping[str, str], owns_engine: bool = False
+    ) -> None:
         MetastoreCatalog.__init__(self, name, **properties)
         self.engine = engine
         self._owns_engine = owns_engine
@@ -49,7 +52,7 @@ def open_builtin_catalog(name: str, engine: Engine, properties: dict[str, Any]) 
     props = {k: str(v) for k, v in properties.items() if k != "uri"}
     props["uri"] = str(engine.url.render_as_string(hide_password=False))
     props.setdefault("init_catalog_tables", "false")
-    return EngineSqlCatalog(name, engine, **props)
+    return EngineSqlCatalog(name, engine, props)
 
 
 def open_sql_catalog(name: str, properties: dict[str, Any]) -> EngineSqlCatalog:
@@ -58,4 +61,4 @@ def open_sql_catalog(name: str, properties: dict[str, Any]) -> EngineSqlCatalog:
     database.migrate(engine, "catalog", MIGRATIONS)
     props = {k: str(v) for k, v in properties.items()}
     props.setdefault("init_catalog_tables", "false")
-    return EngineSqlCatalog(name, engine, owns_engine=True, **props)
+    return EngineSqlCatalog(name, engine, props, owns_engine=True)

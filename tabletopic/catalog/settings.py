@@ -6,14 +6,15 @@ unchanged: ``automq.table.topic.catalog.type`` picks the kind and every other
 the names differ, to Spark's Iceberg catalog).
 """
 
+from tabletopic.catalog.backends import CatalogKind, SparkAccess
 from tabletopic.config import define, one_of
 
-CATALOG_TYPES = ("builtin", "rest", "hive", "glue", "sql")
+CATALOG_TYPES = tuple(kind.value for kind in CatalogKind)
 
 CATALOG_TYPE = define(
     "automq.table.topic.catalog.type",
     str,
-    "builtin",
+    CatalogKind.BUILTIN.value,
     "Iceberg catalog the table topics are written to: `builtin` (the REST catalog served by this node "
     "on `catalog.listener`, backed by the metadata database), `rest` (any Iceberg REST catalog), "
     "`hive` (Hive Metastore over thrift), `glue` (AWS Glue) or `sql` (a SQLite/PostgreSQL catalog "
@@ -69,13 +70,13 @@ CATALOG_ADVERTISED_URI = define(
 CATALOG_SPARK_ACCESS = define(
     "catalog.spark.access",
     str,
-    "auto",
+    SparkAccess.AUTO.value,
     "How Spark reaches the catalog: `direct` (Spark's own Iceberg catalog of the same type), "
     "`rest` (through the built-in REST catalog) or `auto`: direct for `rest` and `hive`, REST for "
     "`builtin`, `sql` (no JDBC driver jars needed, one commit path) and `glue` (Spark's GlueCatalog "
     "needs AWS SDK v2, which no PyPI package provides).",
     "catalog",
-    one_of("auto", "direct", "rest"),
+    one_of(*(access.value for access in SparkAccess)),
 )
 CATALOG_PAGE_SIZE = define(
     "catalog.rest.max.page.size",

@@ -15,11 +15,11 @@ from tabletopic.cli_common import setup_logging
 from tabletopic.config import Config
 from tabletopic.http_service import HttpService
 from tabletopic.schema_registry import settings
-from tabletopic.schema_registry.routers import create_app
+from tabletopic.schema_registry.opening import standalone_app
 
 
 async def run(config: Config) -> None:
-    service = HttpService("schema registry", create_app(config), config.get(settings.LISTENER))
+    service = HttpService("schema registry", standalone_app(config), config.get(settings.LISTENER))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, Counter
 
+from tabletopic.schema_registry.formats.base import SchemaType
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
+from tabletopic.schema_registry.lru import LRU
 from tabletopic.schema_registry.registry import SchemaRegistry
 
 
@@ -28,23 +29,9 @@ class _Caches:
         self.latest_ttl_s = latest_ttl_s
         self.max_entries = max_entries
         self.clock = clock
-        self.by_id: OrderedDict[int, RegisteredSchema] = OrderedDict()
+        self.by_id: LRU[int, RegisteredSchema] = LRU(max_entries)
         self.latest: dict[str, tuple[float, RegisteredSchema]] = {}
         self.lock = threading.Lock()
-
-    def get_id(self, schema_id: int) -> RegisteredSchema | None:
-        with self.lock:
-            found = self.by_id.get(schema_id)
-            if found is not None:
-                self.by_id.move_to_end(schema_id)
-            return found
-
-    def put_id(self, found: RegisteredSchema) -> None:
-        with self.lock:
-            self.by_id[found.schema_id] = found
-            self.by_id.move_to_end(found.schema_id)
-            while len(self.by_id) > self.max_entries:
-                self.by_id.popitem(last=False)
 
     def get_latest(self, subject: str) -> RegisteredSchema | None:
         with self.lock:
@@ -87,11 +74,11 @@ class _CachingLookup:
             counter.inc()
 
     def by_id(self, schema_id: int) -> RegisteredSchema:
-        found = self._caches.get_id(schema_id)
+        found = self._caches.by_id.get(schema_id)
         self._count(found is not None)
         if found is None:
             found = self._fetch_id(schema_id)
-            self._caches.put_id(found)
+            self._caches.by_id.put(found.schema_id, found)
         return found
 
     def latest(self, subject: str) -> RegisteredSchema:
@@ -174,7 +161,7 @@ class HttpSchemaLookup(_CachingLookup):
         self._references(body.get("references") or [], resolved)
         return RegisteredSchema(
             schema_id=schema_id,
-            schema_type=body.get("schemaType", "AVRO"),
+            schema_type=body.get("schemaType", SchemaType.AVRO.value),
             schema=body["schema"],
             references=tuple(resolved.items()),
             subject=subject,

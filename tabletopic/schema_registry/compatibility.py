@@ -46,6 +46,14 @@ class CompatibilityLevel(StrEnum):
             return None
 
 
+class Direction(StrEnum):
+    """Which way a check failed (spelt as in ``verbose=true`` messages)."""
+
+    BACKWARD = "BACKWARD"  # the new schema cannot read data written with the old one
+    FORWARD = "FORWARD"  # the old schema cannot read data written with the new one
+    TYPE = "TYPE"  # the schema type changed, so neither reads the other
+
+
 @dataclass(frozen=True, slots=True)
 class PreviousSchema:
     """One earlier live version a candidate is checked against."""
@@ -56,20 +64,19 @@ class PreviousSchema:
 
 @dataclass(frozen=True, slots=True)
 class CompatibilityFailure:
-    """Why the candidate is incompatible with one earlier ``version``; ``direction`` is ``BACKWARD``
-    (new cannot read old) or ``FORWARD`` (old cannot read new)."""
+    """Why the candidate is incompatible with one earlier ``version``, and in which direction."""
 
     version: int
-    direction: str
+    direction: Direction
     incompatibility: Incompatibility
 
     def describe(self) -> str:
         """One ``verbose=true`` message in Confluent's style, with reader/writer spelt as the new or
         old schema depending on the direction that failed."""
         inc = self.incompatibility
-        reader, writer = ("new", "old") if self.direction == "BACKWARD" else ("old", "new")
+        reader, writer = ("new", "old") if self.direction is Direction.BACKWARD else ("old", "new")
         text = inc.message
-        if self.direction in ("BACKWARD", "FORWARD"):
+        if self.direction is not Direction.TYPE:
             for role, age in (("reader", reader), ("writer", writer)):
                 text = text.replace(f"{role} schema", f"{age} schema").replace(f"{role} type", f"{age} type")
         return (
@@ -98,7 +105,7 @@ def check(
             failures.append(
                 CompatibilityFailure(
                     old.version,
-                    "TYPE",
+                    Direction.TYPE,
                     Incompatibility(
                         "SCHEMA_TYPE_CHANGED",
                         "/",
@@ -109,12 +116,12 @@ def check(
             continue
         if level.backward:
             failures += [
-                CompatibilityFailure(old.version, "BACKWARD", inc)
+                CompatibilityFailure(old.version, Direction.BACKWARD, inc)
                 for inc in fmt.reader_can_read(candidate, old.schema)
             ]
         if level.forward:
             failures += [
-                CompatibilityFailure(old.version, "FORWARD", inc)
+                CompatibilityFailure(old.version, Direction.FORWARD, inc)
                 for inc in fmt.reader_can_read(old.schema, candidate)
             ]
     return failures

@@ -8,53 +8,20 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic import database
-from tabletopic import settings as platform_settings
 from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.client import CachedSchemaLookup
-from tabletopic.schema_registry.compatibility import CompatibilityLevel
-from tabletopic.schema_registry.db import MIGRATIONS, sqlite_read_engine
+from tabletopic.schema_registry.opening import build_registry
 from tabletopic.schema_registry.registry import SchemaRegistry
 
 if TYPE_CHECKING:
     from tabletopic.http_service import HttpService
 
 log = logging.getLogger(__name__)
-
-
-def build_registry(
-    engine: Engine, config: Config, metrics: CollectorRegistry | None = None
-) -> SchemaRegistry:
-    """Migrate the registry tables on ``engine`` and return a registry over them."""
-    database.migrate(engine, "schema_registry", MIGRATIONS)
-    on_register = None
-    if metrics is not None:
-        registrations = Counter(
-            "tabletopic_schema_registry_registrations",
-            "Schema registrations answered (new and repeated)",
-            registry=metrics,
-        )
-        on_register = registrations.inc
-    return SchemaRegistry(
-        engine,
-        default_level=CompatibilityLevel(config.get(settings.DEFAULT_COMPATIBILITY)),
-        parsed_cache_size=config.get(settings.PARSED_CACHE_MAX_ENTRIES),
-        on_register=on_register,
-        read_engine=sqlite_read_engine(engine),
-    )
-
-
-def open_registry(config: Config) -> tuple[Engine, SchemaRegistry]:
-    """A registry with its own engine over ``metadata.url`` (standalone server, benches)."""
-    config.data_dir.mkdir(parents=True, exist_ok=True)
-    url = config.get(platform_settings.METADATA_URL) or database.default_url(config.data_dir)
-    engine = database.create_engine(url)
-    return engine, build_registry(engine, config)
 
 
 class RegistryComponent:

@@ -315,40 +315,29 @@ def referencing_versions(conn: Connection, subject: str, version: int) -> list[V
 # --- config and mode -------------------------------------------------------------------------------
 
 
-def _get(conn: Connection, table: sa.Table, column: str, subject: str) -> str | None:
-    row = conn.execute(sa.select(table.c[column]).where(table.c.subject == subject)).first()
-    return None if row is None else str(row[0])
+@dataclass(frozen=True, slots=True)
+class SubjectSetting:
+    """One value per subject (and one for :data:`GLOBAL`) in ``table.column``: the compatibility level
+    and the mode are both stored this way."""
+
+    table: sa.Table
+    column: str
+
+    def get(self, conn: Connection, subject: str) -> str | None:
+        query = sa.select(self.table.c[self.column]).where(self.table.c.subject == subject)
+        row = conn.execute(query).first()
+        return None if row is None else str(row[0])
+
+    def put(self, conn: Connection, subject: str, value: str) -> None:
+        updated = conn.execute(
+            sa.update(self.table).where(self.table.c.subject == subject).values({self.column: value})
+        )
+        if updated.rowcount == 0:
+            conn.execute(sa.insert(self.table).values({"subject": subject, self.column: value}))
+
+    def drop(self, conn: Connection, subject: str) -> None:
+        conn.execute(sa.delete(self.table).where(self.table.c.subject == subject))
 
 
-def _put(conn: Connection, table: sa.Table, column: str, subject: str, value: str) -> None:
-    updated = conn.execute(sa.update(table).where(table.c.subject == subject).values({column: value}))
-    if updated.rowcount == 0:
-        conn.execute(sa.insert(table).values({"subject": subject, column: value}))
-
-
-def _drop(conn: Connection, table: sa.Table, subject: str) -> None:
-    conn.execute(sa.delete(table).where(table.c.subject == subject))
-
-
-def get_compatibility(conn: Connection, subject: str) -> str | None:
-    return _get(conn, config_table, "compatibility", subject)
-
-
-def put_compatibility(conn: Connection, subject: str, level: str) -> None:
-    _put(conn, config_table, "compatibility", subject, level)
-
-
-def drop_compatibility(conn: Connection, subject: str) -> None:
-    _drop(conn, config_table, subject)
-
-
-def get_mode(conn: Connection, subject: str) -> str | None:
-    return _get(conn, mode_table, "mode", subject)
-
-
-def put_mode(conn: Connection, subject: str, mode: str) -> None:
-    _put(conn, mode_table, "mode", subject, mode)
-
-
-def drop_mode(conn: Connection, subject: str) -> None:
-    _drop(conn, mode_table, subject)
+compatibility = SubjectSetting(config_table, "compatibility")
+modes = SubjectSetting(mode_table, "mode")

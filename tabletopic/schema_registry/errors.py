@@ -57,6 +57,20 @@ def subject_not_found(subject: str) -> RegistryError:
     return RegistryError(ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{subject}' not found.")
 
 
+def level_not_configured(subject: str) -> RegistryError:
+    return RegistryError(
+        ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+        f"Subject '{subject}' does not have subject-level compatibility configured",
+    )
+
+
+def mode_not_configured(subject: str) -> RegistryError:
+    return RegistryError(
+        ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
+        f"Subject '{subject}' does not have subject-level mode configured",
+    )
+
+
 def version_not_found(version: int | str) -> RegistryError:
     return RegistryError(ErrorCode.VERSION_NOT_FOUND, f"Version {version} not found.")
 

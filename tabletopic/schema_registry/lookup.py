@@ -13,7 +13,7 @@ from typing import Protocol
 @dataclass(frozen=True, slots=True)
 class RegisteredSchema:
     schema_id: int
-    schema_type: str  # "AVRO" | "JSON" | "PROTOBUF"
+    schema_type: str  # a SchemaType value
     schema: str
     # Referenced schemas' texts by reference name, resolved transitively (what a decoder needs).
     references: tuple[tuple[str, str], ...] = ()

@@ -33,6 +33,23 @@ def parse_version(raw: str | int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class SchemaSubmission:
+    """A schema as a client sends it to be registered, looked up or checked for compatibility.
+
+    Attributes:
+        text: the schema text as sent.
+        schema_type: ``schemaType`` as sent (``None`` means Avro; any case).
+        references: the schemas it references, by subject and version.
+        normalize: ``normalize=true``: store and compare the normalized form.
+    """
+
+    text: str
+    schema_type: str | None = None
+    references: tuple[SchemaReference, ...] = ()
+    normalize: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """A schema from a request, parsed, with the text it would be stored as."""
 

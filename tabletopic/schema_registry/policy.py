@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic.schema_registry import db
 from tabletopic.schema_registry.compatibility import CompatibilityLevel
-from tabletopic.schema_registry.errors import ErrorCode, RegistryError, subject_not_found
+from tabletopic.schema_registry.errors import (
+    ErrorCode,
+    RegistryError,
+    level_not_configured,
+    mode_not_configured,
+    subject_not_found,
+)
 from tabletopic.schema_registry.transactions import RegistryDatabase
 
 
@@ -17,6 +24,33 @@ class Mode(StrEnum):
     READONLY = "READONLY"
     READONLY_OVERRIDE = "READONLY_OVERRIDE"
     IMPORT = "IMPORT"
+
+
+def _effective(conn: Connection, setting: db.SubjectSetting, subject: str) -> str | None:
+    """The value in force for ``subject``: its own, else the global one."""
+    return setting.get(conn, subject) or setting.get(conn, db.GLOBAL)
+
+
+def _configured(
+    conn: Connection,
+    setting: db.SubjectSetting,
+    subject: str | None,
+    default_to_global: bool,
+    not_configured: Callable[[str], RegistryError],
+) -> str | None:
+    """What ``GET /config`` and ``GET /mode`` answer from: the global value when no subject is named;
+    otherwise the subject's own, or the global one if it has none and ``default_to_global`` is set.
+
+    Raises:
+        RegistryError: ``not_configured(subject)`` for a subject without a value of its own.
+    """
+    if subject is not None:
+        raw = setting.get(conn, subject)
+        if raw is not None:
+            return raw
+        if not default_to_global:
+            raise not_configured(subject)
+    return setting.get(conn, db.GLOBAL)
 
 
 class PolicyStore(RegistryDatabase):
@@ -35,9 +69,15 @@ class PolicyStore(RegistryDatabase):
         super().__init__(engine, read_engine)
         self.default_level = default_level
 
-    def _mode(self, conn: Connection, subject: str) -> Mode:
-        raw = db.get_mode(conn, subject) or db.get_mode(conn, db.GLOBAL)
+    def _as_level(self, raw: str | None) -> CompatibilityLevel:
+        return CompatibilityLevel.parse(raw) or self.default_level
+
+    @staticmethod
+    def _as_mode(raw: str | None) -> Mode:
         return Mode(raw) if raw else Mode.READWRITE
+
+    def _mode(self, conn: Connection, subject: str) -> Mode:
+        return self._as_mode(_effective(conn, db.modes, subject))
 
     def _writable(self, conn: Connection, subject: str) -> Mode:
         mode = self._mode(conn, subject)
@@ -46,26 +86,16 @@ class PolicyStore(RegistryDatabase):
         return mode
 
     def _level(self, conn: Connection, subject: str) -> CompatibilityLevel:
-        raw = db.get_compatibility(conn, subject) or db.get_compatibility(conn, db.GLOBAL)
-        return CompatibilityLevel.parse(raw) or self.default_level
+        return self._as_level(_effective(conn, db.compatibility, subject))
 
     # --- config ------------------------------------------------------------------------------------
 
     def get_level(self, subject: str | None = None, default_to_global: bool = False) -> CompatibilityLevel:
-        def run(conn: Connection) -> CompatibilityLevel:
-            if subject is None:
-                return self._level(conn, db.GLOBAL)
-            raw = db.get_compatibility(conn, subject)
-            if raw is None:
-                if default_to_global:
-                    return self._level(conn, db.GLOBAL)
-                raise RegistryError(
-                    ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level compatibility configured",
-                )
-            return CompatibilityLevel.parse(raw) or self.default_level
-
-        return self._read(run)
+        return self._read(
+            lambda conn: self._as_level(
+                _configured(conn, db.compatibility, subject, default_to_global, level_not_configured)
+            )
+        )
 
     def set_level(self, subject: str | None, raw: object) -> CompatibilityLevel:
         level = CompatibilityLevel.parse(raw)
@@ -75,7 +105,7 @@ class PolicyStore(RegistryDatabase):
                 "Invalid compatibility level. Valid values are none, backward, forward, full, "
                 "backward_transitive, forward_transitive, and full_transitive",
             )
-        self._write(lambda conn: db.put_compatibility(conn, subject or db.GLOBAL, level.value))
+        self._write(lambda conn: db.compatibility.put(conn, subject or db.GLOBAL, level.value))
         return level
 
     def delete_level(self, subject: str | None) -> CompatibilityLevel:
@@ -83,36 +113,24 @@ class PolicyStore(RegistryDatabase):
 
         def run(conn: Connection) -> CompatibilityLevel:
             key = subject or db.GLOBAL
-            raw = db.get_compatibility(conn, key)
+            raw = db.compatibility.get(conn, key)
             if raw is None and subject is not None:
                 if not db.versions(conn, subject):
                     raise subject_not_found(subject)
-                raise RegistryError(
-                    ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level compatibility configured",
-                )
-            db.drop_compatibility(conn, key)
-            return CompatibilityLevel.parse(raw) or self.default_level
+                raise level_not_configured(subject)
+            db.compatibility.drop(conn, key)
+            return self._as_level(raw)
 
         return self._write(run)
 
     # --- mode --------------------------------------------------------------------------------------
 
     def get_mode(self, subject: str | None = None, default_to_global: bool = False) -> Mode:
-        def run(conn: Connection) -> Mode:
-            if subject is None:
-                return self._mode(conn, db.GLOBAL)
-            raw = db.get_mode(conn, subject)
-            if raw is None:
-                if default_to_global:
-                    return self._mode(conn, db.GLOBAL)
-                raise RegistryError(
-                    ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level mode configured",
-                )
-            return Mode(raw)
-
-        return self._read(run)
+        return self._read(
+            lambda conn: self._as_mode(
+                _configured(conn, db.modes, subject, default_to_global, mode_not_configured)
+            )
+        )
 
     def set_mode(self, subject: str | None, raw: object, force: bool = False) -> Mode:
         try:
@@ -133,20 +151,17 @@ class PolicyStore(RegistryDatabase):
                         ErrorCode.OPERATION_NOT_PERMITTED,
                         "Cannot import since found existing subjects",
                     )
-            db.put_mode(conn, subject or db.GLOBAL, mode.value)
+            db.modes.put(conn, subject or db.GLOBAL, mode.value)
             return mode
 
         return self._write(run)
 
     def delete_mode(self, subject: str) -> Mode:
         def run(conn: Connection) -> Mode:
-            raw = db.get_mode(conn, subject)
+            raw = db.modes.get(conn, subject)
             if raw is None:
-                raise RegistryError(
-                    ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
-                    f"Subject '{subject}' does not have subject-level mode configured",
-                )
-            db.drop_mode(conn, subject)
+                raise mode_not_configured(subject)
+            db.modes.drop(conn, subject)
             return Mode(raw)
 
         return self._write(run)

@@ -1,5 +1,5 @@
-"""Confluent's registry semantics over :mod:`.storage`: registration, lookups, compatibility and
-deletes (levels and modes live in :mod:`.policy`, transactions in :mod:`.database`).
+"""Confluent's registry semantics over :mod:`.db`: registration, lookups, compatibility and
+deletes (levels and modes live in :mod:`.policy`, transactions in :mod:`.transactions`).
 
 Synchronous on purpose: every call is a short database transaction, and FastAPI runs plain ``def``
 endpoints in its thread pool, so the event loop (shared with the broker) never waits on the DB.
@@ -33,22 +33,23 @@ from tabletopic.schema_registry.errors import (
 from tabletopic.schema_registry.formats.base import InvalidSchema, ParsedSchema, SchemaReference
 from tabletopic.schema_registry.formats.loader import get_format
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
+from tabletopic.schema_registry.lru import LRU
 from tabletopic.schema_registry.model import (
     CACHEABLE_TEXT,
     LATEST,
     Candidate,
+    SchemaSubmission,
     SubjectVersion,
     fingerprint,
 )
 from tabletopic.schema_registry.policy import Mode, PolicyStore
-from tabletopic.schema_registry.transactions import LRU
 
 
 class SchemaRegistry(PolicyStore):
     """The registry: Confluent's rules over the metadata database.
 
     Args:
-        engine: the metadata database (already migrated, see :func:`migrate`).
+        engine: the metadata database (already migrated, see :func:`.opening.build_registry`).
         default_level: global compatibility until one is stored.
         parsed_cache_size: parsed schemas kept for compatibility checks.
     """
@@ -113,22 +114,16 @@ class SchemaRegistry(PolicyStore):
             self._parsed.put(row.id, parsed)
         return parsed
 
-    def parse_candidate(
-        self,
-        conn: Connection,
-        text: str,
-        schema_type: str | None,
-        references: Sequence[SchemaReference],
-        normalize: bool,
-    ) -> Candidate:
+    def parse_candidate(self, conn: Connection, submission: SchemaSubmission) -> Candidate:
         """Parse a schema from a request. Raises 42201 for any problem with it."""
+        text, normalize = submission.text, submission.normalize
         if not isinstance(text, str) or not text.strip():
             raise invalid_schema("empty schema")
         if "\x00" in text:
             raise invalid_schema("schemas must not contain NUL characters")
         try:
-            fmt = get_format(schema_type)
-            resolved = self._resolve(conn, references)
+            fmt = get_format(submission.schema_type)
+            resolved = self._resolve(conn, submission.references)
             # Serializers re-send the same schemas over and over; the parse is the costly part and
             # depends only on the text, the flag and the referenced texts.
             key = (fmt.schema_type, text, normalize, tuple(resolved.items()))
@@ -145,25 +140,24 @@ class SchemaRegistry(PolicyStore):
             raise invalid_schema(str(exc)) from exc
         except RecursionError as exc:
             raise invalid_schema("schema nests too deeply") from exc
-        return Candidate(fmt.schema_type, fmt, cached[0], cached[1], tuple(references))
+        return Candidate(fmt.schema_type, fmt, cached[0], cached[1], submission.references)
 
     # --- registration ------------------------------------------------------------------------------
 
     def register(
         self,
         subject: str,
-        text: str,
-        schema_type: str | None = None,
-        references: Sequence[SchemaReference] = (),
-        normalize: bool = False,
+        submission: SchemaSubmission,
         schema_id: int | None = None,
         version: int | None = None,
     ) -> tuple[int, int]:
-        """Register ``text`` under ``subject``; return ``(id, version)``. Idempotent: the same schema
-        again answers its existing id and version."""
+        """Register a schema under ``subject``; return ``(id, version)``. Idempotent: the same schema
+        again answers its existing id and version. ``schema_id`` and ``version`` ask for a given id
+        and version (IMPORT mode; in other modes an id is refused and a version must be the next)."""
+        normalize = submission.normalize
 
         def prepare(conn: Connection) -> tuple[Candidate, VersionRow | None]:
-            candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
+            candidate = self.parse_candidate(conn, submission)
             # Serializers re-register on every start: a schema the subject already holds is
             # answered from a read, without taking the registry-wide write lock.
             plain = schema_id is None and version is None
@@ -386,23 +380,15 @@ class SchemaRegistry(PolicyStore):
 
         return self._read(run)
 
-    def lookup(
-        self,
-        subject: str,
-        text: str,
-        schema_type: str | None = None,
-        references: Sequence[SchemaReference] = (),
-        normalize: bool = False,
-        deleted: bool = False,
-    ) -> SubjectVersion:
+    def lookup(self, subject: str, submission: SchemaSubmission, deleted: bool = False) -> SubjectVersion:
         """The version of ``subject`` holding this schema (``POST /subjects/{subject}``)."""
 
         def run(conn: Connection) -> SubjectVersion:
             rows = [r for r in db.versions(conn, subject) if deleted or not r.deleted]
             if not rows:
                 raise subject_not_found(subject)
-            candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
-            found = self._find(conn, subject, candidate, normalize, deleted)
+            candidate = self.parse_candidate(conn, submission)
+            found = self._find(conn, subject, candidate, submission.normalize, deleted)
             schema = None if found is None else db.schema_by_id(conn, found.schema_id)
             if found is None or schema is None:
                 raise schema_not_found()
@@ -413,13 +399,7 @@ class SchemaRegistry(PolicyStore):
     # --- compatibility endpoint --------------------------------------------------------------------
 
     def test_compatibility(
-        self,
-        subject: str,
-        version: int | None,
-        text: str,
-        schema_type: str | None = None,
-        references: Sequence[SchemaReference] = (),
-        normalize: bool = False,
+        self, subject: str, version: int | None, submission: SchemaSubmission
     ) -> tuple[list[CompatibilityFailure], CompatibilityLevel]:
         """Failures of a candidate against one version (``version`` given) or against the versions
         the subject's level names (``None``)."""
@@ -431,7 +411,7 @@ class SchemaRegistry(PolicyStore):
                 if not rows:
                     raise subject_not_found(subject)
                 rows = [self._pick(rows, subject, version, False)]
-            candidate = self.parse_candidate(conn, text, schema_type, references, normalize)
+            candidate = self.parse_candidate(conn, submission)
             return self._failures(conn, subject, candidate, rows, level), level
 
         return self._read(run)
@@ -506,8 +486,8 @@ class SchemaRegistry(PolicyStore):
                 db.remove_versions(conn, subject, [r.version for r in rows])
                 for schema_id in {r.schema_id for r in rows}:
                     db.delete_schema_if_unused(conn, schema_id)
-                db.drop_compatibility(conn, subject)
-                db.drop_mode(conn, subject)
+                db.compatibility.drop(conn, subject)
+                db.modes.drop(conn, subject)
                 return [r.version for r in rows]
             if not live:
                 raise RegistryError(

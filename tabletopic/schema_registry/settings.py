@@ -1,6 +1,7 @@
 """Configuration keys of the schema registry (declared once; documented by ``tabletopic config docs``)."""
 
 from tabletopic.config import define, in_range, one_of
+from tabletopic.schema_registry.compatibility import CompatibilityLevel
 
 GROUP = "schema registry"
 
@@ -24,13 +25,11 @@ MAX_REQUEST_BYTES = define(
 DEFAULT_COMPATIBILITY = define(
     "schema.registry.compatibility.level",
     str,
-    "BACKWARD",
+    CompatibilityLevel.BACKWARD.value,
     "Global compatibility level used until one is stored with `PUT /config` (Confluent's "
     "`schema.compatibility.level`).",
     GROUP,
-    one_of(
-        "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"
-    ),
+    one_of(*(level.value for level in CompatibilityLevel)),
 )
 LATEST_TTL_MS = define(
     "schema.registry.lookup.latest.ttl.ms",

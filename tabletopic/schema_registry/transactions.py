@@ -4,11 +4,9 @@ that helps (SQLite), writes retried on conflicts between nodes, driver errors tu
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -19,33 +17,7 @@ from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-K = TypeVar("K")
-V = TypeVar("V")
 WRITE_ATTEMPTS = 6
-
-
-class LRU(Generic[K, V]):
-    """A small thread-safe LRU (endpoints run in FastAPI's thread pool). Holds only values that
-    never go stale: parsed schemas by id, parse results by exact input."""
-
-    def __init__(self, max_entries: int) -> None:
-        self._max = max_entries
-        self._entries: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
 
 
 class RegistryDatabase:
@@ -53,7 +25,7 @@ class RegistryDatabase:
 
     Args:
         engine: the shared metadata engine; every write goes through it.
-        read_engine: an engine for reads only (see :func:`.storage.sqlite_read_engine`); defaults
+        read_engine: an engine for reads only (see :func:`.db.sqlite_read_engine`); defaults
             to ``engine``.
     """
 

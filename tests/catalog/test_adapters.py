@@ -70,11 +70,14 @@ def test_rest_catalog_passes_auth_and_prefix_to_both_clients(tmp_path: Path) -> 
 def test_hive_goes_direct_and_glue_goes_through_the_builtin_rest_catalog(tmp_path: Path) -> None:
     hive = catalog_spec(Config({P + "type": "hive", P + "uri": "thrift://h:9083", P + "warehouse": "/wh"}))
     assert hive.spark_access == "direct"
-    assert spark_catalog_properties(hive).items() >= {
-        "type": "hive",
-        "uri": "thrift://h:9083",
-        "warehouse": "file:///wh",
-    }.items()
+    assert (
+        spark_catalog_properties(hive).items()
+        >= {
+            "type": "hive",
+            "uri": "thrift://h:9083",
+            "warehouse": "file:///wh",
+        }.items()
+    )
     glue = catalog_spec(Config({P + "type": "glue", P + "region": "eu-west-1", P + "catalog-id": "123"}))
     assert glue.spark_access == "rest"
     assert pyiceberg_properties(glue) == {"glue.region": "eu-west-1", "glue.id": "123"}
@@ -162,3 +165,21 @@ def test_spark_session_conf_is_loopback_with_iceberg_and_user_passthrough(tmp_pa
     assert conf["spark.jars"].endswith("iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
     assert conf["spark.sql.defaultCatalog"] == "c"
     assert "IcebergSparkSessionExtensions" in conf["spark.sql.extensions"]
+
+
+def test_every_catalog_kind_has_a_backend_and_auto_access_follows_it() -> None:
+    from tabletopic.catalog.backends import CATALOG_BACKENDS, CatalogKind, SparkAccess
+
+    assert set(CATALOG_BACKENDS) == set(CatalogKind)
+    direct = {kind for kind, entry in CATALOG_BACKENDS.items() if entry.default_access is SparkAccess.DIRECT}
+    assert direct == {CatalogKind.REST, CatalogKind.HIVE}
+
+
+def test_a_missing_catalog_implementation_names_what_to_install() -> None:
+    from dataclasses import replace
+
+    from tabletopic.catalog.backends import CATALOG_BACKENDS, CatalogKind, CatalogUnavailable
+
+    hive = replace(CATALOG_BACKENDS[CatalogKind.HIVE], module="tabletopic_no_such_module")
+    with pytest.raises(CatalogUnavailable, match=r"install pyiceberg\[hive\]"):
+        hive.open("c", {"uri": "thrift://h:9083"}, None)

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from tabletopic import database
 from tabletopic.config import Config
 from tabletopic.schema_registry import db
-from tabletopic.schema_registry.routers import create_app
+from tabletopic.schema_registry.opening import standalone_app
 from tests.schema_registry.server import RegistryProcess
 from tests.support.postgres import PostgresServer
 
@@ -52,7 +52,7 @@ def registry_config(request: pytest.FixtureRequest, tmp_path: Path) -> Config:
 
 @pytest.fixture
 def api(registry_config: Config) -> Iterator[TestClient]:
-    with TestClient(create_app(registry_config), raise_server_exceptions=False) as client:
+    with TestClient(standalone_app(registry_config), raise_server_exceptions=False) as client:
         client.headers["Content-Type"] = "application/vnd.schemaregistry.v1+json"
         yield client
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from tabletopic.config import Config
 from tabletopic.schema_registry.formats import loader
-from tabletopic.schema_registry.routers import create_app
+from tabletopic.schema_registry.opening import standalone_app
 
 
 def avro(*fields: tuple[str, Any], name: str = "R", **extra: Any) -> str:
@@ -425,7 +425,7 @@ def test_stored_schemas_of_a_format_missing_on_this_node_answer_422_not_500(
     loader.forget_loaded()
     try:
         # A fresh app (empty parse caches) over the same database, as on another node.
-        with TestClient(create_app(registry_config), raise_server_exceptions=False) as other:
+        with TestClient(standalone_app(registry_config), raise_server_exceptions=False) as other:
             message = error(other.post("/subjects/j/versions", json={"schema": V1}), 422, 42201)
             assert "cannot be parsed" in message
             error(other.post("/subjects/j/versions", json={"schema": "{}", "schemaType": "JSON"}), 422, 42201)

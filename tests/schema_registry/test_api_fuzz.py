@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabletopic.config import Config
-from tabletopic.schema_registry.routers import create_app
+from tabletopic.schema_registry.opening import standalone_app
 
 json_values = st.recursive(
     st.none()
@@ -41,7 +41,7 @@ segments = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     data = Path(tmp_path_factory.mktemp("fuzz"))
     config = Config({"data.dir": str(data), "schema.registry.max.request.bytes": "65536"})
-    with TestClient(create_app(config), raise_server_exceptions=False) as http:
+    with TestClient(standalone_app(config), raise_server_exceptions=False) as http:
         http.post("/subjects/base/versions", json={"schema": '"string"'})
         yield http
 

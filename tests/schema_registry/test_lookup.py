@@ -11,8 +11,9 @@ import pytest
 from tabletopic import database
 from tabletopic.config import Config
 from tabletopic.schema_registry.client import CachedSchemaLookup, HttpSchemaLookup
-from tabletopic.schema_registry.component import build_registry
 from tabletopic.schema_registry.lookup import SchemaNotFound
+from tabletopic.schema_registry.model import SchemaSubmission
+from tabletopic.schema_registry.opening import build_registry
 from tabletopic.schema_registry.registry import SchemaRegistry
 from tests.schema_registry.server import RegistryProcess
 
@@ -40,8 +41,9 @@ class Clock:
 def test_in_process_lookup_resolves_references_and_caches_by_id(registry: SchemaRegistry) -> None:
     from tabletopic.schema_registry.formats.base import SchemaReference
 
-    registry.register("address", ADDRESS)
-    person_id, _ = registry.register("person", PERSON, references=[SchemaReference("Address", "address", 1)])
+    registry.register("address", SchemaSubmission(ADDRESS))
+    references = (SchemaReference("Address", "address", 1),)
+    person_id, _ = registry.register("person", SchemaSubmission(PERSON, references=references))
     lookup = CachedSchemaLookup(registry)
     with pytest.raises(SchemaNotFound):
         lookup.by_id(999)
@@ -59,10 +61,9 @@ def test_in_process_lookup_resolves_references_and_caches_by_id(registry: Schema
 def test_latest_is_cached_for_the_ttl_only(registry: SchemaRegistry) -> None:
     clock = Clock()
     lookup = CachedSchemaLookup(registry, latest_ttl_s=1.0, clock=clock)
-    registry.register("s", ADDRESS)
+    registry.register("s", SchemaSubmission(ADDRESS))
     assert lookup.latest("s").version == 1
-    registry.register(
-        "s",
+    changed = SchemaSubmission(
         json.dumps(
             {
                 "type": "record",
@@ -72,8 +73,9 @@ def test_latest_is_cached_for_the_ttl_only(registry: SchemaRegistry) -> None:
                     {"name": "zip", "type": "string", "default": ""},
                 ],
             }
-        ),
+        )
     )
+    registry.register("s", changed)
     assert lookup.latest("s").version == 1
     clock.now = 1.5
     assert lookup.latest("s").version == 2
@@ -127,7 +129,7 @@ def test_concurrent_registrations_and_reads_on_sqlite_neither_fail_nor_clash(
             for i in range(8):
                 name = f"T{n}_{i}"
                 text = json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "int"}]})
-                schema_id, _ = registry.register(f"s{n}", text, normalize=False)
+                schema_id, _ = registry.register(f"s{n}", SchemaSubmission(text, normalize=False))
                 with lock:
                     ids[name] = schema_id
                 assert registry.registered_by_id(schema_id).schema_id == schema_id

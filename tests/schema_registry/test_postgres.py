@@ -9,7 +9,8 @@ import pytest
 
 from tabletopic import database
 from tabletopic.config import Config
-from tabletopic.schema_registry.component import build_registry
+from tabletopic.schema_registry.model import SchemaSubmission
+from tabletopic.schema_registry.opening import build_registry
 from tabletopic.schema_registry.registry import SchemaRegistry
 
 pytestmark = pytest.mark.postgres
@@ -35,7 +36,7 @@ def test_concurrent_registrations_from_two_nodes_get_distinct_stable_ids(postgre
                 shared = f"Shared{i % 4}"
                 own = f"Own{worker_id}_{i}"
                 for subject, name in (("shared", shared), (f"w{worker_id}", own)):
-                    schema_id, version = node.register(subject, schema(name))
+                    schema_id, version = node.register(subject, SchemaSubmission(schema(name)))
                     with lock:
                         results.append((subject, name, schema_id, version))
         except BaseException as exc:

@@ -40,27 +40,35 @@ class BadRequest(RestCatalogError):
         super().__init__(400, "BadRequestException", message)
 
 
-# Exception class -> (HTTP status, spec error type), most specific first. pyiceberg's exceptions carry
-# the backing catalog's verdict (SqlCatalog, GlueCatalog, HiveCatalog all raise these), so one table
-# translates every backend.
-ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
-    (ice.NoSuchTableError, 404, "NoSuchTableException"),
-    (ice.NoSuchNamespaceError, 404, "NoSuchNamespaceException"),
-    (ice.NoSuchViewError, 404, "NoSuchViewException"),
-    (ice.TableAlreadyExistsError, 409, "AlreadyExistsException"),
-    (ice.NamespaceAlreadyExistsError, 409, "AlreadyExistsException"),
-    (ice.ViewAlreadyExistsError, 409, "AlreadyExistsException"),
-    (ice.NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
-    (ice.CommitFailedException, 409, "CommitFailedException"),
-    (ice.CommitStateUnknownException, 500, "CommitStateUnknownException"),
-    (ice.NoSuchPropertyException, 400, "BadRequestException"),
-    (ice.ValidationError, 400, "BadRequestException"),
-    (pydantic.ValidationError, 400, "BadRequestException"),
-    (json.JSONDecodeError, 400, "BadRequestException"),
-    (NotImplementedError, 406, "UnsupportedOperationException"),
+# (exception classes, HTTP status, spec error type), tried in order: a row must stand above any row
+# holding a base class of its own. pyiceberg's exceptions carry the backing catalog's verdict
+# (SqlCatalog, GlueCatalog, HiveCatalog all raise these), so one table translates every backend.
+ERROR_TABLE: tuple[tuple[tuple[type[Exception], ...], int, str], ...] = (
+    ((ice.NoSuchTableError,), 404, "NoSuchTableException"),
+    ((ice.NoSuchNamespaceError,), 404, "NoSuchNamespaceException"),
+    ((ice.NoSuchViewError,), 404, "NoSuchViewException"),
+    (
+        (ice.TableAlreadyExistsError, ice.NamespaceAlreadyExistsError, ice.ViewAlreadyExistsError),
+        409,
+        "AlreadyExistsException",
+    ),
+    ((ice.NamespaceNotEmptyError,), 409, "NamespaceNotEmptyException"),
+    ((ice.CommitFailedException,), 409, "CommitFailedException"),
+    ((ice.CommitStateUnknownException,), 500, "CommitStateUnknownException"),
+    ((NotImplementedError,), 406, "UnsupportedOperationException"),
     # pyiceberg signals invalid identifiers and impossible metadata updates with ValueError.
-    (ValueError, 400, "BadRequestException"),
-    (KeyError, 400, "BadRequestException"),
+    (
+        (
+            ice.NoSuchPropertyException,
+            ice.ValidationError,
+            pydantic.ValidationError,
+            json.JSONDecodeError,
+            ValueError,
+            KeyError,
+        ),
+        400,
+        "BadRequestException",
+    ),
 )
 
 
@@ -76,8 +84,8 @@ def classify(exc: BaseException) -> tuple[int, str, str]:
     """Status, error type and message for any exception raised while serving a request."""
     if isinstance(exc, RestCatalogError):
         return exc.status, exc.error_type, exc.message
-    for cls, status, error_type in ERROR_TABLE:
-        if isinstance(exc, cls):
+    for classes, status, error_type in ERROR_TABLE:
+        if isinstance(exc, classes):
             return status, error_type, _message(exc)
     return 500, "ServiceFailureException", f"{type(exc).__name__}: {exc}"
 
@@ -116,8 +124,9 @@ def install_error_handlers(app: FastAPI) -> None:
     # Known classes go to Starlette's ExceptionMiddleware (answered quietly); a bare ``Exception``
     # handler alone would run in ServerErrorMiddleware, which re-raises and logs every 404 as a crash.
     app.add_exception_handler(RestCatalogError, on_error)
-    for cls, _status, _type in ERROR_TABLE:
-        app.add_exception_handler(cls, on_error)
+    for classes, _status, _type in ERROR_TABLE:
+        for cls in classes:
+            app.add_exception_handler(cls, on_error)
 
     @app.middleware("http")
     async def last_resort(request: Request, call_next: Any) -> Response:

@@ -24,7 +24,7 @@ import avro.errors
 import avro.name
 import avro.schema as avs
 
-from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema
+from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema, SchemaType
 
 # Like Java, an unknown or misplaced logicalType is ignored (the schema stays valid); avro warns for
 # each, which a server would print per request. Filtering the category once is thread-safe, unlike
@@ -53,7 +53,7 @@ class AvroSchema:
 
     schema: avs.Schema
     raw: Any  # the decoded JSON as given
-    schema_type: str = "AVRO"
+    schema_type: str = SchemaType.AVRO
 
     def canonical(self) -> str:
         return json.dumps(self.raw, separators=(",", ":"), ensure_ascii=False)
@@ -65,7 +65,7 @@ class AvroSchema:
 class AvroFormat:
     """The :class:`~tabletopic.schema_registry.formats.base.SchemaFormat` for Avro."""
 
-    schema_type = "AVRO"
+    schema_type = SchemaType.AVRO
 
     def parse(self, text: str, references: Mapping[str, str]) -> AvroSchema:
         """Parse ``text`` after defining every referenced named type in the same name table.
@@ -286,28 +286,9 @@ class _Checker:
         if isinstance(reader, avs.MapSchema) and isinstance(writer, avs.MapSchema):
             return self.check(reader.values, writer.values, f"{location}/values")
         if isinstance(reader, avs.FixedSchema) and isinstance(writer, avs.FixedSchema):
-            found = _name_check(reader, writer, location)
-            if reader.size != writer.size:
-                found.append(
-                    _incompat(
-                        "FIXED_SIZE_MISMATCH",
-                        f"{location}/size",
-                        f"expected: {writer.size}, found: {reader.size}",
-                    )
-                )
-            return found
+            return _name_check(reader, writer, location) + _fixed_size(reader, writer, location)
         if isinstance(reader, avs.EnumSchema) and isinstance(writer, avs.EnumSchema):
-            found = _name_check(reader, writer, location)
-            missing = [s for s in writer.symbols if s not in reader.symbols]
-            if missing and reader.props.get("default") not in reader.symbols:
-                found.append(
-                    _incompat(
-                        "MISSING_ENUM_SYMBOLS",
-                        f"{location}/symbols",
-                        f"reader enum {reader.fullname} lacks writer symbols {missing} and has no default",
-                    )
-                )
-            return found
+            return _name_check(reader, writer, location) + _enum_symbols(reader, writer, location)
         if isinstance(reader, avs.RecordSchema) and isinstance(writer, avs.RecordSchema):
             return _name_check(reader, writer, location) + self._record(reader, writer, location)
         return []  # the same primitive type
@@ -363,6 +344,22 @@ def _aliases(schema: avs.NamedSchema) -> set[str]:
     names = [str(a) for a in aliases] if isinstance(aliases, list) else []
     namespace = getattr(schema, "namespace", None)
     return set(names) | {_qualify(a, namespace) for a in names}
+
+
+def _fixed_size(reader: avs.FixedSchema, writer: avs.FixedSchema, location: str) -> list[Incompatibility]:
+    if reader.size == writer.size:
+        return []
+    message = f"expected: {writer.size}, found: {reader.size}"
+    return [_incompat("FIXED_SIZE_MISMATCH", f"{location}/size", message)]
+
+
+def _enum_symbols(reader: avs.EnumSchema, writer: avs.EnumSchema, location: str) -> list[Incompatibility]:
+    """A writer symbol the reader lacks is readable only through the reader's default symbol."""
+    missing = [s for s in writer.symbols if s not in reader.symbols]
+    if not missing or reader.props.get("default") in reader.symbols:
+        return []
+    message = f"reader enum {reader.fullname} lacks writer symbols {missing} and has no default"
+    return [_incompat("MISSING_ENUM_SYMBOLS", f"{location}/symbols", message)]
 
 
 def _name_check(reader: avs.NamedSchema, writer: avs.NamedSchema, location: str) -> list[Incompatibility]:

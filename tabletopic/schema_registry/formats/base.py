@@ -11,9 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Protocol
 
 _log = logging.getLogger(__name__)
+
+
+class SchemaType(StrEnum):
+    """``schemaType`` in Confluent's API (and the registry's ``schema_type`` column)."""
+
+    AVRO = "AVRO"
+    JSON = "JSON"
+    PROTOBUF = "PROTOBUF"
 
 
 class InvalidSchema(ValueError):
@@ -48,7 +57,7 @@ class ParsedSchema(Protocol):
     # A read-only member, so frozen dataclasses (and plain attributes) both satisfy the protocol.
     @property
     def schema_type(self) -> str:
-        """``"AVRO"`` | ``"JSON"`` | ``"PROTOBUF"``."""
+        """One of :class:`SchemaType`."""
 
     def canonical(self) -> str:
         """The text the registry stores and compares for "same schema" (Confluent's canonical form
@@ -69,6 +78,24 @@ class SchemaFormat(Protocol):
 
     def reader_can_read(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
         """Empty list when compatible."""
+
+
+class SameByCanonicalText:
+    """Equality, hashing and ``str`` by the canonical text, so two parses of one schema are one
+    schema. For parsed-schema dataclasses declared with ``eq=False`` (their fields, such as compiled
+    descriptors, have no useful equality of their own)."""
+
+    def canonical(self) -> str:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.canonical() == other.canonical()
+
+    def __hash__(self) -> int:
+        return hash(self.canonical())
+
+    def __str__(self) -> str:
+        return self.canonical()
 
 
 class GuardedFormat:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from tabletopic.schema_registry.formats.base import InvalidSchema, SchemaFormat
+from tabletopic.schema_registry.formats.base import InvalidSchema, SchemaFormat, SchemaType
 
-DEFAULT_SCHEMA_TYPE = "AVRO"
+DEFAULT_SCHEMA_TYPE = SchemaType.AVRO
 
 # schemaType -> ("module:attribute", pip extra that provides the module's dependencies).
 FORMATS: dict[str, tuple[str, str]] = {
-    "AVRO": ("tabletopic.schema_registry.formats.avro:FORMAT", "avro"),
-    "JSON": ("tabletopic.schema_registry.formats.jsonschema:FORMAT", "jsonschema"),
-    "PROTOBUF": ("tabletopic.schema_registry.formats.protobuf:FORMAT", "protobuf"),
+    SchemaType.AVRO: ("tabletopic.schema_registry.formats.avro:FORMAT", "avro"),
+    SchemaType.JSON: ("tabletopic.schema_registry.formats.jsonschema:FORMAT", "jsonschema"),
+    SchemaType.PROTOBUF: ("tabletopic.schema_registry.formats.protobuf:FORMAT", "protobuf"),
 }
 
 

@@ -14,9 +14,7 @@ router = RegistryRouter(prefix="/compatibility", tags=["compatibility"])
 def _answer(
     registry: Registry, subject: str, version: int | None, body: SchemaBody, normalize: bool, verbose: bool
 ) -> dict[str, Any]:
-    failures, level = registry.test_compatibility(
-        subject, version, body.schema_text, body.schema_type, body.reference_list(), normalize
-    )
+    failures, level = registry.test_compatibility(subject, version, body.submission(normalize))
     answer: dict[str, Any] = {"is_compatible": not failures}
     if verbose:
         answer["messages"] = encode_messages(failures, level)

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from tabletopic.schema_registry.formats.base import SchemaReference
+from tabletopic.schema_registry.formats.base import SchemaReference, SchemaType
+from tabletopic.schema_registry.model import SchemaSubmission
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -52,8 +53,9 @@ class SchemaBody(_Body):
     id: Int32 | None = None
     version: Int32 | None = None
 
-    def reference_list(self) -> tuple[SchemaReference, ...]:
-        return tuple(r.to_reference() for r in self.references or ())
+    def submission(self, normalize: bool) -> SchemaSubmission:
+        references = tuple(r.to_reference() for r in self.references or ())
+        return SchemaSubmission(self.schema_text, self.schema_type, references, normalize)
 
 
 class ConfigBody(_Body):
@@ -68,7 +70,7 @@ class ModeBody(_Body):
 def schema_fields(schema_type: str, text: str, references: tuple[SchemaReference, ...]) -> dict[str, Any]:
     """The schema part of an answer: Confluent omits ``schemaType`` for Avro and empty references."""
     body: dict[str, Any] = {}
-    if schema_type != "AVRO":
+    if schema_type != SchemaType.AVRO:
         body["schemaType"] = schema_type
     if references:
         body["references"] = [

@@ -38,13 +38,7 @@ def register(
     registry: Registry, subject: Subject, body: SchemaBody, normalize: bool = False
 ) -> dict[str, Any]:
     schema_id, _version = registry.register(
-        subject,
-        body.schema_text,
-        body.schema_type,
-        body.reference_list(),
-        normalize=normalize,
-        schema_id=body.id,
-        version=body.version,
+        subject, body.submission(normalize), schema_id=body.id, version=body.version
     )
     return {"id": schema_id}
 
@@ -53,9 +47,7 @@ def register(
 def lookup(
     registry: Registry, subject: Subject, body: SchemaBody, normalize: bool = False, deleted: bool = False
 ) -> dict[str, Any]:
-    found = registry.lookup(
-        subject, body.schema_text, body.schema_type, body.reference_list(), normalize, deleted
-    )
+    found = registry.lookup(subject, body.submission(normalize), deleted)
     return version_body(found)
 
 

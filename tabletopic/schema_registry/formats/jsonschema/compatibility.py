@@ -29,7 +29,7 @@ from tabletopic.schema_registry.formats.jsonschema.keywords import (
     ALL_TYPES,
     accepts,
     bound,
-    compare_limits,
+    compare_bounds,
     compare_reader_enum,
     dependencies_of,
     dict_of,
@@ -444,8 +444,7 @@ class _Checker:
 
     @staticmethod
     def _compare_strings(r: dict[str, Any], w: dict[str, Any], loc: str) -> list[Incompatibility]:
-        out = compare_limits(r, w, "maxLength", "MAX_LENGTH", upper=True, loc=loc)
-        out += compare_limits(r, w, "minLength", "MIN_LENGTH", upper=False, loc=loc)
+        out = compare_bounds(r, w, "Length", loc=loc)
         pattern = r.get("pattern")
         if isinstance(pattern, str) and pattern != w.get("pattern"):
             # Regex inclusion is undecidable in general: any new or different pattern counts.
@@ -456,8 +455,7 @@ class _Checker:
     def _compare_arrays(
         self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
     ) -> list[Incompatibility]:
-        out = compare_limits(r, w, "maxItems", "MAX_ITEMS", upper=True, loc=loc)
-        out += compare_limits(r, w, "minItems", "MIN_ITEMS", upper=False, loc=loc)
+        out = compare_bounds(r, w, "Items", loc=loc)
         if r.get("uniqueItems") is True and w.get("uniqueItems") is not True:
             out.append(
                 Incompatibility(
@@ -524,8 +522,7 @@ class _Checker:
     def _compare_objects(
         self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
     ) -> list[Incompatibility]:
-        out = compare_limits(r, w, "maxProperties", "MAX_PROPERTIES", upper=True, loc=loc)
-        out += compare_limits(r, w, "minProperties", "MIN_PROPERTIES", upper=False, loc=loc)
+        out = compare_bounds(r, w, "Properties", loc=loc)
         rprops = dict_of(r, "properties")
         wprops = dict_of(w, "properties")
         wrequired = set(list_of(w, "required"))

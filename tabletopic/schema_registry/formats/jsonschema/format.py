@@ -4,8 +4,8 @@ registered references."""
 
 from __future__ import annotations
 
-from tabletopic.schema_registry.formats.base import GuardedFormat
+from tabletopic.schema_registry.formats.base import GuardedFormat, SchemaType
 from tabletopic.schema_registry.formats.jsonschema.compatibility import check_compatibility
 from tabletopic.schema_registry.formats.jsonschema.schema import ParsedJsonSchema, parse
 
-FORMAT = GuardedFormat("JSON", "JSON", ParsedJsonSchema, parse, check_compatibility, root="#")
+FORMAT = GuardedFormat(SchemaType.JSON, "JSON", ParsedJsonSchema, parse, check_compatibility, root="#")

@@ -250,6 +250,14 @@ def compare_limits(
     return []
 
 
+def compare_bounds(r: dict[str, Any], w: dict[str, Any], noun: str, *, loc: str) -> list[Incompatibility]:
+    """``max<noun>`` and ``min<noun>`` together (``Length``, ``Items``, ``Properties``): the reader may
+    not accept a narrower range than the writer produced."""
+    kind = noun.upper()
+    upper = compare_limits(r, w, f"max{noun}", f"MAX_{kind}", upper=True, loc=loc)
+    return upper + compare_limits(r, w, f"min{noun}", f"MIN_{kind}", upper=False, loc=loc)
+
+
 def items_of(schema: dict[str, Any]) -> tuple[list[Any], Any, str, str]:
     """Array items as (positional schemas, schema for the rest, keyword of each) across drafts."""
     if isinstance(schema.get("prefixItems"), list):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 else:
     Resolver = Any
 
-from tabletopic.schema_registry.formats.base import InvalidSchema
+from tabletopic.schema_registry.formats.base import InvalidSchema, SameByCanonicalText, SchemaType
 
 # Metaschema URIs we accept in ``$schema`` (without the optional trailing "#"). Draft 3 is left out
 # on purpose: Confluent never supported it and its ``required: true`` form confuses the rules.
@@ -104,7 +104,7 @@ def iter_subschemas(schema: Any) -> Iterator[tuple[str, Any]]:
 
 
 @dataclass(frozen=True, eq=False)
-class ParsedJsonSchema:
+class ParsedJsonSchema(SameByCanonicalText):
     """A validated JSON Schema plus everything needed to follow its ``$ref``s.
 
     ``schema`` is the decoded document (a dict, or a boolean schema); ``dialect`` its metaschema
@@ -117,7 +117,7 @@ class ParsedJsonSchema:
     dialect: str
     references: Mapping[str, JsonSchemaValue] = field(default_factory=dict)
     registry: Registry[Any] = field(default_factory=Registry)
-    schema_type: str = "JSON"
+    schema_type: str = SchemaType.JSON
 
     def canonical(self) -> str:
         """Compact JSON, keys in the given order: what Confluent stores and compares."""
@@ -137,15 +137,6 @@ class ParsedJsonSchema:
         for a pipeline that wants to check records before writing them)."""
         cls = jsonschema.validators.validator_for(self.schema, default=_default_validator())
         return cls(self.schema, registry=self.registry)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ParsedJsonSchema) and self.canonical() == other.canonical()
-
-    def __hash__(self) -> int:
-        return hash(self.canonical())
-
-    def __str__(self) -> str:
-        return self.canonical()
 
 
 def _default_validator() -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor_pb2 import DescriptorProto as MessageProto
@@ -23,25 +24,47 @@ from google.protobuf.descriptor_pb2 import FileDescriptorProto as FileProto
 from tabletopic.schema_registry.formats.base import Incompatibility
 from tabletopic.schema_registry.formats.protobuf.schema import ParsedProtobufSchema
 
+
+class WireGroup(StrEnum):
+    """How the wire encodes a scalar: within a group a type change reads back the same bytes."""
+
+    VARINT = "varint"
+    ZIGZAG = "zigzag"
+    FIXED32 = "fixed32"
+    FIXED64 = "fixed64"
+    LENGTH = "length"
+    FLOAT = "float"
+    DOUBLE = "double"
+
+
 # Wire-compatible scalar groups; enums travel as varints like int32.
-SCALAR_GROUPS: dict[int, str] = {
-    FDP.TYPE_INT32: "varint",
-    FDP.TYPE_INT64: "varint",
-    FDP.TYPE_UINT32: "varint",
-    FDP.TYPE_UINT64: "varint",
-    FDP.TYPE_BOOL: "varint",
-    FDP.TYPE_ENUM: "varint",
-    FDP.TYPE_SINT32: "zigzag",
-    FDP.TYPE_SINT64: "zigzag",
-    FDP.TYPE_FIXED32: "fixed32",
-    FDP.TYPE_SFIXED32: "fixed32",
-    FDP.TYPE_FIXED64: "fixed64",
-    FDP.TYPE_SFIXED64: "fixed64",
-    FDP.TYPE_STRING: "length",
-    FDP.TYPE_BYTES: "length",
-    FDP.TYPE_FLOAT: "float",
-    FDP.TYPE_DOUBLE: "double",
+SCALAR_GROUPS: dict[int, WireGroup] = {
+    FDP.TYPE_INT32: WireGroup.VARINT,
+    FDP.TYPE_INT64: WireGroup.VARINT,
+    FDP.TYPE_UINT32: WireGroup.VARINT,
+    FDP.TYPE_UINT64: WireGroup.VARINT,
+    FDP.TYPE_BOOL: WireGroup.VARINT,
+    FDP.TYPE_ENUM: WireGroup.VARINT,
+    FDP.TYPE_SINT32: WireGroup.ZIGZAG,
+    FDP.TYPE_SINT64: WireGroup.ZIGZAG,
+    FDP.TYPE_FIXED32: WireGroup.FIXED32,
+    FDP.TYPE_SFIXED32: WireGroup.FIXED32,
+    FDP.TYPE_FIXED64: WireGroup.FIXED64,
+    FDP.TYPE_SFIXED64: WireGroup.FIXED64,
+    FDP.TYPE_STRING: WireGroup.LENGTH,
+    FDP.TYPE_BYTES: WireGroup.LENGTH,
+    FDP.TYPE_FLOAT: WireGroup.FLOAT,
+    FDP.TYPE_DOUBLE: WireGroup.DOUBLE,
 }
+
+
+class FieldKind(StrEnum):
+    """What a field holds, as far as compatibility rules differ (spelt as in the messages)."""
+
+    SCALAR = "scalar"
+    MESSAGE = "message"
+    MAP = "map"
+    GROUP = "group"
 
 
 @dataclass(frozen=True)
@@ -253,9 +276,9 @@ class _Checker:
 
     # -- fields --------------------------------------------------------------------------------
 
-    def field_kind(self, fld: FDP, index: _Index) -> str:
+    def field_kind(self, fld: FDP, index: _Index) -> FieldKind:
         if fld.type == FDP.TYPE_GROUP:
-            return "group"
+            return FieldKind.GROUP
         if fld.type == FDP.TYPE_MESSAGE:
             named = index.types.get(fld.type_name)
             if (
@@ -264,16 +287,16 @@ class _Checker:
                 and named.proto.options.map_entry
                 and fld.label == FDP.LABEL_REPEATED
             ):
-                return "map"
-            return "message"
-        return "scalar"
+                return FieldKind.MAP
+            return FieldKind.MESSAGE
+        return FieldKind.SCALAR
 
     def compare_field(self, rf: FDP, wf: FDP, location: str) -> None:
         rkind, wkind = self.field_kind(rf, self.rindex), self.field_kind(wf, self.windex)
         if rkind != wkind:
             self.add("FIELD_KIND_CHANGED", location, f"field {rf.name} changed from {wkind} to {rkind}")
             return
-        if rkind == "scalar":
+        if rkind is FieldKind.SCALAR:
             if SCALAR_GROUPS.get(rf.type) != SCALAR_GROUPS.get(wf.type):
                 self.add(
                     "FIELD_SCALAR_KIND_CHANGED",
@@ -281,7 +304,7 @@ class _Checker:
                     f"field {rf.name} changed from {_type_label(wf)} to {_type_label(rf)}, "
                     "which the wire encodes differently",
                 )
-        elif rkind == "map":
+        elif rkind is FieldKind.MAP:
             rentry = self.rindex.types[rf.type_name].proto
             wentry = self.windex.types[wf.type_name].proto
             assert isinstance(rentry, MessageProto) and isinstance(wentry, MessageProto)
@@ -309,16 +332,16 @@ class _Checker:
         if isinstance(rnamed.proto, MessageProto) and isinstance(wnamed.proto, MessageProto):
             self.compare_message(rnamed.proto, rf.type_name, wnamed.proto, wf.type_name, rlocal)
 
-    def compare_labels(self, rf: FDP, wf: FDP, kind: str, location: str) -> None:
+    def compare_labels(self, rf: FDP, wf: FDP, kind: FieldKind, location: str) -> None:
         rrep, wrep = rf.label == FDP.LABEL_REPEATED, wf.label == FDP.LABEL_REPEATED
         if rf.label == FDP.LABEL_REQUIRED and wf.label != FDP.LABEL_REQUIRED:
             self.add("REQUIRED_FIELD_ADDED", location, f"field {rf.name} became required")
         if rrep == wrep or rrep:
             # Singular -> repeated always parses: the single value becomes a one-element list.
             return
-        if kind == "scalar" and SCALAR_GROUPS.get(rf.type) == "length":
+        if kind is FieldKind.SCALAR and SCALAR_GROUPS.get(rf.type) is WireGroup.LENGTH:
             return  # string/bytes: a singular reader keeps the last element, as protobuf specifies
-        if kind == "scalar":
+        if kind is FieldKind.SCALAR:
             self.add(
                 "FIELD_NUMERIC_LABEL_CHANGED",
                 location,

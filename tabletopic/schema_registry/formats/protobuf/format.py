@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from tabletopic.schema_registry.formats.base import GuardedFormat
+from tabletopic.schema_registry.formats.base import GuardedFormat, SchemaType
 from tabletopic.schema_registry.formats.protobuf.compatibility import check_compatibility
 from tabletopic.schema_registry.formats.protobuf.schema import ParsedProtobufSchema, parse
 
-FORMAT = GuardedFormat("PROTOBUF", "Protobuf", ParsedProtobufSchema, parse, check_compatibility, root="#/")
+FORMAT = GuardedFormat(
+    SchemaType.PROTOBUF, "Protobuf", ParsedProtobufSchema, parse, check_compatibility, root="#/"
+)

@@ -14,6 +14,7 @@ the file, so reordering messages would change which message an index names.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import StrEnum
 from typing import Any
 
 from google.protobuf import descriptor_pb2, text_encoding, text_format
@@ -67,45 +68,52 @@ def default_json_name(name: str) -> str:
     return "".join(out)
 
 
-def collect_symbols(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> dict[str, str]:
-    """Every full name (with leading dot) visible to a file: ``type`` for messages and enums,
-    ``package`` for package prefixes, ``other`` for the rest (fields, enum values, services)."""
-    symbols: dict[str, str] = {}
+class SymbolKind(StrEnum):
+    """What a full name names, as far as resolving type names cares."""
+
+    TYPE = "type"  # a message or an enum
+    PACKAGE = "package"  # a package prefix
+    OTHER = "other"  # fields, enum values, services, extensions
+
+
+def collect_symbols(files: Iterable[descriptor_pb2.FileDescriptorProto]) -> dict[str, SymbolKind]:
+    """Every full name (with leading dot) visible to a file, and what it names."""
+    symbols: dict[str, SymbolKind] = {}
 
     def message(scope: str, proto: descriptor_pb2.DescriptorProto) -> None:
         name = f"{scope}.{proto.name}"
-        symbols[name] = "type"
+        symbols[name] = SymbolKind.TYPE
         for fld in [*proto.field, *proto.extension]:
-            symbols.setdefault(f"{name}.{fld.name}", "other")
+            symbols.setdefault(f"{name}.{fld.name}", SymbolKind.OTHER)
         for oneof in proto.oneof_decl:
-            symbols.setdefault(f"{name}.{oneof.name}", "other")
+            symbols.setdefault(f"{name}.{oneof.name}", SymbolKind.OTHER)
         for nested in proto.nested_type:
             message(name, nested)
         for enum in proto.enum_type:
             enum_type(name, enum)
 
     def enum_type(scope: str, proto: descriptor_pb2.EnumDescriptorProto) -> None:
-        symbols[f"{scope}.{proto.name}"] = "type"
+        symbols[f"{scope}.{proto.name}"] = SymbolKind.TYPE
         for value in proto.value:  # C++ scoping: values are siblings of their enum
-            symbols.setdefault(f"{scope}.{value.name}", "other")
+            symbols.setdefault(f"{scope}.{value.name}", SymbolKind.OTHER)
 
     for file in files:
         scope = ""
         for part in file.package.split(".") if file.package else []:
             scope = f"{scope}.{part}"
-            symbols.setdefault(scope, "package")
+            symbols.setdefault(scope, SymbolKind.PACKAGE)
         for msg in file.message_type:
             message(scope, msg)
         for enum in file.enum_type:
             enum_type(scope, enum)
         for service in file.service:
-            symbols.setdefault(f"{scope}.{service.name}", "other")
+            symbols.setdefault(f"{scope}.{service.name}", SymbolKind.OTHER)
         for ext in file.extension:
-            symbols.setdefault(f"{scope}.{ext.name}", "other")
+            symbols.setdefault(f"{scope}.{ext.name}", SymbolKind.OTHER)
     return symbols
 
 
-def resolve(name: str, scope: str, symbols: dict[str, str]) -> str | None:
+def resolve(name: str, scope: str, symbols: dict[str, SymbolKind]) -> str | None:
     """Resolve a relative type name from ``scope`` the way protoc does: the innermost scope
     holding the first component wins, and the rest must then exist under it (no backtracking)."""
     first, _, rest = name.partition(".")
@@ -115,10 +123,10 @@ def resolve(name: str, scope: str, symbols: dict[str, str]) -> str | None:
         kind = symbols.get(candidate)
         if kind is not None:
             if not rest:
-                return candidate if kind == "type" else None
-            if kind in ("type", "package"):
+                return candidate if kind is SymbolKind.TYPE else None
+            if kind in (SymbolKind.TYPE, SymbolKind.PACKAGE):
                 full = f"{candidate}.{rest}"
-                return full if symbols.get(full) == "type" else None
+                return full if symbols.get(full) is SymbolKind.TYPE else None
         if not current:
             return None
         current = current.rpartition(".")[0]
@@ -228,7 +236,8 @@ class _Printer:
         nested_by_name = {n.name: n for n in proto.nested_type}
         skip_nested: set[str] = set()
         real_oneofs = self.real_oneofs(proto)
-        items: list[tuple[int, str, Any]] = []
+        # (number, a field or a real oneof's (index, members)), in declaration or number order.
+        items: list[tuple[int, FDP | tuple[int, list[FDP]]]] = []
         seen_oneofs: set[int] = set()
         for fld in proto.field:
             if fld.HasField("oneof_index") and fld.oneof_index in real_oneofs:
@@ -239,13 +248,13 @@ class _Printer:
                         for f in proto.field
                         if f.HasField("oneof_index") and f.oneof_index == fld.oneof_index
                     ]
-                    items.append((min(f.number for f in members), "oneof", (fld.oneof_index, members)))
+                    items.append((min(f.number for f in members), (fld.oneof_index, members)))
             else:
-                items.append((fld.number, "field", fld))
+                items.append((fld.number, fld))
         if self.normalize:
             items.sort(key=lambda item: item[0])
-        for _, kind, item in items:
-            if kind == "field":
+        for _, item in items:
+            if isinstance(item, FDP):
                 skip_nested |= self.field(inner, item, proto, name, nested_by_name, in_oneof=False)
             else:
                 index, members = item

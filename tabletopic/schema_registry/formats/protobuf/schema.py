@@ -23,7 +23,7 @@ from functools import cache
 from google.protobuf import descriptor, descriptor_pb2, descriptor_pool, unknown_fields
 from google.protobuf.message import DecodeError
 
-from tabletopic.schema_registry.formats.base import InvalidSchema
+from tabletopic.schema_registry.formats.base import InvalidSchema, SameByCanonicalText, SchemaType
 
 # File name given to a schema registered as text (Confluent's Java provider uses "default" too).
 DEFAULT_FILE_NAME = "default.proto"
@@ -38,13 +38,13 @@ _PROTOC_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, eq=False)
-class ParsedProtobufSchema:
+class ParsedProtobufSchema(SameByCanonicalText):
     """A compiled schema: its ``FileDescriptorProto``, every file it depends on, and a pool."""
 
     file: descriptor_pb2.FileDescriptorProto
     dependencies: Mapping[str, descriptor_pb2.FileDescriptorProto]
     pool: descriptor_pool.DescriptorPool
-    schema_type: str = "PROTOBUF"
+    schema_type: str = SchemaType.PROTOBUF
     _cache: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -80,15 +80,6 @@ class ParsedProtobufSchema:
     def serialized(self) -> str:
         """The base64 ``FileDescriptorProto`` answered for ``?format=serialized``."""
         return base64.b64encode(self.file.SerializeToString(deterministic=True)).decode("ascii")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ParsedProtobufSchema) and self.canonical() == other.canonical()
-
-    def __hash__(self) -> int:
-        return hash(self.canonical())
-
-    def __str__(self) -> str:
-        return self.canonical()
 
 
 @cache

@@ -126,7 +126,8 @@ def message_descriptor_for(
 def _compiled(text: str, references: tuple[tuple[str, str], ...]) -> ParsedProtobufSchema:
     from tabletopic.schema_registry.formats.protobuf.format import FORMAT
 
-    return FORMAT.parse(text, dict(references))
+    parsed: ParsedProtobufSchema = FORMAT.parse(text, dict(references))
+    return parsed
 
 
 def message_indexes_of(parsed: ParsedProtobufSchema, full_name: str) -> list[int]:

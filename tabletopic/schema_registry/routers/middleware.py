@@ -1,24 +1,18 @@
-"""The app factory: routers mounted in one place, error handlers registered once, the registry
-started in the lifespan, and two ASGI layers in front (raw-path routing and a body cap)."""
+"""The ASGI layers in front of the registry app: raw-path routing, a body cap (also forcing JSON
+content types) and request metrics. They run before FastAPI sees a request, which is where each of
+them must act (see each class)."""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from tabletopic.config import Config
-from tabletopic.schema_registry import settings as sr_settings
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
-from tabletopic.schema_registry.registry import SchemaRegistry
-from tabletopic.schema_registry.routers import compatibility, config, misc, mode, schemas, subjects
 from tabletopic.schema_registry.routers.deps import escape_segment
-from tabletopic.schema_registry.routers.errors import install_error_handlers
 from tabletopic.schema_registry.routers.models import RegistryJSONResponse
 
 Scope = MutableMapping[str, Any]
@@ -26,14 +20,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-Lifespan = Callable[[FastAPI], Any]
 
 _JSON_TYPE = re.compile(rb"^application/(?:[\w.+-]+\+)?json\b", re.IGNORECASE)
-
-
-def setup_routers(app: FastAPI) -> None:
-    for module in (schemas, subjects, compatibility, config, mode, misc):
-        app.include_router(module.router)
 
 
 class RawPathRouting:
@@ -149,57 +137,3 @@ class RequestMetrics:
         finally:
             self.latency.observe(time.perf_counter() - start)
             self.requests.labels(scope.get("method", "?"), str(status)).inc()
-
-
-def create_app(
-    config: Config,
-    registry: SchemaRegistry | None = None,
-    lifespan: Lifespan | None = None,
-    metrics: CollectorRegistry | None = None,
-) -> FastAPI:
-    """Build the registry app.
-
-    Args:
-        config: node configuration (``schema.registry.*`` keys).
-        registry: the registry to serve; ``None`` builds one over ``metadata.url`` in the lifespan
-            (standalone use), otherwise the caller owns its start and stop.
-        lifespan: an extra lifespan run inside the app's own.
-        metrics: where to count requests (the node's registry); ``None`` counts nothing.
-    """
-
-    @asynccontextmanager
-    async def app_lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = None
-        if registry is None:
-            from tabletopic.schema_registry.component import open_registry
-
-            engine, app.state.registry = open_registry(config)
-        else:
-            app.state.registry = registry
-        try:
-            if lifespan is not None:
-                async with lifespan(app):
-                    yield
-            else:
-                yield
-        finally:
-            if engine is not None:
-                app.state.registry.close()
-                engine.dispose()
-
-    app = FastAPI(
-        title="tabletopic schema registry",
-        default_response_class=RegistryJSONResponse,
-        lifespan=app_lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
-    app.state.registry = registry
-    install_error_handlers(app)
-    setup_routers(app)
-    app.add_middleware(BodyLimit, max_bytes=config.get(sr_settings.MAX_REQUEST_BYTES))
-    app.add_middleware(RawPathRouting)
-    if metrics is not None:
-        app.add_middleware(RequestMetrics, metrics=metrics)
-    return app
