@@ -31,6 +31,7 @@ from tabletopic.catalog.adapters import (
     spark_catalog_conf,
     spark_catalog_properties,
 )
+from tabletopic.catalog.backends import SparkAccess
 from tabletopic.catalog.rest import CatalogService, create_app
 from tabletopic.component import started
 from tabletopic.config import Config
@@ -115,7 +116,7 @@ class CatalogComponent:
             "Iceberg catalog %s (%s) ready; Spark reaches it %s",
             spec.name,
             spec.type,
-            "through " + str(spec.rest_uri) if spec.spark_access == "rest" else "directly",
+            "through " + str(spec.rest_uri) if spec.spark_access is SparkAccess.REST else "directly",
         )
 
     async def stop(self) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from tabletopic.catalog.backends import CatalogKind, SparkAccess
 from tabletopic.cli_common import (
     ConfigFileOption,
     DataDirOption,
@@ -125,7 +126,7 @@ def rest_catalog_alive(uri: str, timeout: float = 1.0) -> bool:
 
 def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:
     """The spec with a REST endpoint that answers: the node's, or one served from this process."""
-    if spec.spark_access != "rest" or (spec.rest_uri and rest_catalog_alive(spec.rest_uri)):
+    if spec.spark_access is not SparkAccess.REST or (spec.rest_uri and rest_catalog_alive(spec.rest_uri)):
         return spec
     from tabletopic import database, settings
     from tabletopic.catalog.adapters import create_catalog
@@ -133,7 +134,7 @@ def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogS
     from tabletopic.catalog.rest.embedded import EmbeddedRestCatalog
 
     engine = None
-    if spec.type == "builtin":
+    if spec.type is CatalogKind.BUILTIN:
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         engine = database.create_engine(cfg.get(settings.METADATA_URL) or database.default_url(cfg.data_dir))
         stack.callback(engine.dispose)
@@ -164,7 +165,7 @@ def _print_config(cfg: Config, spec: CatalogSpec) -> None:
         markup=False,
         highlight=False,
     )
-    if spec.spark_access == "rest":
+    if spec.spark_access is SparkAccess.REST:
         console.print(
             f"# The catalog is served by `tabletopic serve` at {spec.rest_uri}.",
             markup=False,
