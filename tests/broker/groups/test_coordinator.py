@@ -18,7 +18,7 @@ from tabletopic.broker.groups.model import (
     MemberIdentity,
     SyncRequest,
 )
-from tests.broker.groups.conftest import make_coordinator
+from tests.broker.conftest import make_coordinator
 
 pytestmark = pytest.mark.timeout(60)
 

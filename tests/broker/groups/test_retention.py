@@ -14,7 +14,7 @@ from tabletopic.broker.groups.group import Group
 from tabletopic.broker.groups.model import MemberIdentity
 from tabletopic.broker.groups.retention import expired_offsets
 from tabletopic.broker.groups.store import CommittedOffset
-from tests.broker.groups.conftest import FAST, make_coordinator
+from tests.broker.conftest import FAST, make_coordinator
 from tests.broker.groups.harness import Driver
 
 DAY = 24 * 3600 * 1000
