@@ -6,7 +6,7 @@ to the socket as they are, behind 8-byte base-offset pieces.
 
 No fetch sessions (KIP-227): every answer carries session id 0, which tells clients to keep sending
 full fetch requests; that is a correct, if chattier, implementation of the protocol.
-Records are never null, even when empty: a null makes librdkafka loop forever (DESIGN.md).
+Records are never null, even when empty: a null makes librdkafka loop forever.
 """
 
 from __future__ import annotations
