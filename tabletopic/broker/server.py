@@ -22,7 +22,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker import settings
-from tabletopic.broker.context import RequestContext
+from tabletopic.broker.context import RequestContext, SecurityProtocol
 from tabletopic.broker.metrics import api_name
 from tabletopic.broker.protocol import (
     MalformedFrame,
@@ -409,7 +409,7 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         for text in config.get(settings.LISTENERS):
             endpoint = parse_listener(text)
-            sasl_users = users if endpoint.protocol == "SASL_PLAINTEXT" else None
+            sasl_users = users if endpoint.protocol == SecurityProtocol.SASL_PLAINTEXT else None
 
             def factory(protocol: str = endpoint.protocol, sasl: dict[str, str] | None = sasl_users) -> Any:
                 return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight)

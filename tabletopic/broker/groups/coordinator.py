@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
     UNKNOWN_MEMBER_ID,
     Action,
     CancelTimer,
@@ -307,7 +308,7 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, []
-        if group.state is not GroupState.EMPTY and group.protocol_type != "consumer":
+        if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return ErrorCode.non_empty_group, []
         results: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
         doomed: list[TopicPartition] = []

@@ -15,6 +15,9 @@ from kio.schema.errors import ErrorCode
 # What a client sends as member id before the coordinator gave it one.
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
+# The protocol type of Kafka consumers: only their member metadata is a subscription the coordinator
+# can read (to know which topics a group consumes, for OffsetDelete and offset retention).
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 Protocols = tuple[tuple[str, bytes], ...]
 """A member's supported protocols in its preference order: ``(name, metadata)`` pairs."""
@@ -205,12 +208,21 @@ class GroupSnapshot:
 # Actions the driver performs, in the order given
 
 
+class TimerKind(enum.Enum):
+    """The timers of a group: ``SESSION`` and ``PENDING`` run per member, ``JOIN`` and ``SYNC`` per
+    group."""
+
+    SESSION = "session"  # a member's session: no heartbeat within session.timeout.ms removes it
+    PENDING = "pending"  # a member id handed out with MEMBER_ID_REQUIRED that was never used to join
+    JOIN = "join"  # the rebalance's join phase ends (initial delay or rebalance timeout)
+    SYNC = "sync"  # members that never sent SyncGroup within the rebalance timeout are dropped
+
+
 @dataclass(frozen=True, slots=True)
 class TimerKey:
-    """Names one timer of a group. ``kind`` is ``session`` / ``pending`` (per member), ``join`` or
-    ``sync`` (per group)."""
+    """Names one timer of a group; ``member_id`` is empty for the per-group timers."""
 
-    kind: str
+    kind: TimerKind
     member_id: str = ""
 
 

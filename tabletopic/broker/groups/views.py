@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tabletopic.broker.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
     GroupDescription,
     GroupSnapshot,
     GroupState,
@@ -71,7 +72,7 @@ def is_subscribed_to(group: Group, topic: str) -> bool:
     metadata) counts as yes: refusing an OffsetDelete is safer than losing live progress."""
     if group.state in (GroupState.EMPTY, GroupState.DEAD):
         return False
-    if group.protocol_type != "consumer":
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
         return True
     for member in group.members.values():
         protocol = group.protocol_name or (member.protocols[0][0] if member.protocols else None)
