@@ -3,7 +3,8 @@ in-process broker service and group coordinator the handler tests call directly.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,23 @@ async def broker_service(tmp_path):  # type: ignore[no-untyped-def]
     engine.dispose()
 
 
-def make_coordinator(engine: Engine, config: GroupConfig = FAST) -> GroupCoordinator:
-    return GroupCoordinator(engine, 1, "127.0.0.1", 9092, TOPICS.get, config=config)
+class ManualClock:
+    """A wall clock (epoch seconds) that moves only when a test says so."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def make_coordinator(
+    engine: Engine, config: GroupConfig = FAST, clock: Callable[[], float] = time.time
+) -> GroupCoordinator:
+    return GroupCoordinator(engine, 1, "127.0.0.1", 9092, TOPICS.get, config=config, clock=clock)
 
 
 @pytest.fixture

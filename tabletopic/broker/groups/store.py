@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -99,8 +99,9 @@ def decode_protocols(raw: bytes) -> Protocols:
 class GroupStore:
     """Blocking persistence of groups and offsets; one transaction per call."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
+        self._clock = clock  # epoch seconds, for the groups' updated_ms
 
     def migrate(self) -> None:
         database.migrate(self.engine, "groups", MIGRATIONS)
@@ -156,7 +157,7 @@ class GroupStore:
 
     def save_group(self, snapshot: GroupSnapshot) -> None:
         """Replace the group's row and members with ``snapshot``."""
-        now = _now_ms()
+        now = int(self._clock() * 1000)
         with self.engine.begin() as conn:
             conn.execute(sa.delete(members_table).where(members_table.c.group_id == snapshot.group_id))
             conn.execute(sa.delete(groups_table).where(groups_table.c.group_id == snapshot.group_id))
@@ -240,7 +241,3 @@ class GroupStore:
                 ),
                 keys,
             )
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
