@@ -258,17 +258,7 @@ class Group:
         group.protocol_type = snapshot.protocol_type
         group.protocol_name = snapshot.protocol_name
         for m in snapshot.members:
-            member = Member(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                session_timeout_ms=m.session_timeout_ms,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                protocol_type=m.protocol_type,
-                protocols=m.protocols,
-                assignment=m.assignment,
-            )
+            member = Member.restored(m)
             group.members[member.member_id] = member
             if member.group_instance_id is not None:
                 group.static_members[member.group_instance_id] = member.member_id
@@ -337,18 +327,7 @@ class Group:
             self._maybe_prepare_rebalance()
 
     def _add_member_and_rebalance(self, request: JoinRequest, member_id: str, ticket: int) -> None:
-        member = Member(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            session_timeout_ms=request.session_timeout_ms,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            protocol_type=request.protocol_type,
-            protocols=request.protocols,
-            join_ticket=ticket,
-            supports_skip_assignment=request.supports_skip_assignment,
-        )
+        member = Member.joining(request, member_id, join_ticket=ticket)
         if not self.members:
             self.protocol_type = request.protocol_type
         self.members[member_id] = member
@@ -383,18 +362,7 @@ class Group:
         if old.sync_ticket is not None:
             self._respond(old.sync_ticket, SyncResult(ErrorCode.fenced_instance_id))
         previous_leader = self.leader_id
-        member = Member(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            session_timeout_ms=request.session_timeout_ms,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            protocol_type=request.protocol_type,
-            protocols=request.protocols,
-            assignment=old.assignment,
-            supports_skip_assignment=request.supports_skip_assignment,
-        )
+        member = Member.joining(request, member_id, assignment=old.assignment)
         self.members[member_id] = member
         assert request.group_instance_id is not None
         self.static_members[request.group_instance_id] = member_id

@@ -7,6 +7,7 @@ driven by unit tests without an event loop (the h11 pattern: events in, actions 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -71,6 +72,34 @@ class Member:
     sync_ticket: int | None = None
     # JoinGroup v9+ (KIP-814): a rejoining static leader can be told to skip the assignment.
     supports_skip_assignment: bool = False
+
+    @classmethod
+    def joining(
+        cls, request: JoinRequest, member_id: str, *, join_ticket: int | None = None, assignment: bytes = b""
+    ) -> Member:
+        """A new member as its JoinGroup request describes it."""
+        return cls(
+            member_id=member_id,
+            group_instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            session_timeout_ms=request.session_timeout_ms,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=request.protocols,
+            assignment=assignment,
+            join_ticket=join_ticket,
+            supports_skip_assignment=request.supports_skip_assignment,
+        )
+
+    @classmethod
+    def restored(cls, snapshot: MemberSnapshot) -> Member:
+        """A member as persisted (waiting for nothing, as after a restart)."""
+        return cls(**{name: getattr(snapshot, name) for name in _PERSISTED_MEMBER_FIELDS})
+
+    def snapshot(self) -> MemberSnapshot:
+        """What of this member is persisted: every field of :class:`MemberSnapshot`."""
+        return MemberSnapshot(**{name: getattr(self, name) for name in _PERSISTED_MEMBER_FIELDS})
 
     def metadata_for(self, protocol: str | None) -> bytes:
         for name, metadata in self.protocols:
@@ -181,6 +210,8 @@ class GroupDescription:
 
 @dataclass(frozen=True, slots=True)
 class MemberSnapshot:
+    """The persisted part of a :class:`Member` (same field names)."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -190,6 +221,9 @@ class MemberSnapshot:
     protocol_type: str
     protocols: Protocols
     assignment: bytes
+
+
+_PERSISTED_MEMBER_FIELDS = tuple(f.name for f in dataclasses.fields(MemberSnapshot))
 
 
 @dataclass(frozen=True, slots=True)

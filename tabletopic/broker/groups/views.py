@@ -11,7 +11,6 @@ from tabletopic.broker.groups.model import (
     GroupSnapshot,
     GroupState,
     MemberDescription,
-    MemberSnapshot,
 )
 from tabletopic.broker.groups.subscription import topics as subscribed_topics
 
@@ -50,20 +49,7 @@ def snapshot(group: Group) -> GroupSnapshot:
         protocol_type=group.protocol_type,
         protocol_name=group.protocol_name,
         leader_id=group.leader_id,
-        members=tuple(
-            MemberSnapshot(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                session_timeout_ms=m.session_timeout_ms,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                protocol_type=m.protocol_type,
-                protocols=m.protocols,
-                assignment=m.assignment,
-            )
-            for m in group.members.values()
-        ),
+        members=tuple(m.snapshot() for m in group.members.values()),
     )
 
 
