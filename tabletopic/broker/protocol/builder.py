@@ -44,6 +44,7 @@ class _FieldPlan:
     name: str
     convert: Converter
     default: Any  # _MISSING when the field has no schema default and needs a neutral value
+    neutral: Any  # that neutral value (kio entities are immutable, so one instance serves all)
 
 
 def _as_timedelta(value: Any) -> datetime.timedelta:
@@ -132,7 +133,8 @@ def _plan(entity_type: type) -> tuple[_FieldPlan, ...]:
             default = field.default_factory()
         else:
             default = _MISSING
-        plans.append(_FieldPlan(field.name, convert, default))
+        neutral = _neutral_value(field) if default is _MISSING else None
+        plans.append(_FieldPlan(field.name, convert, default, neutral))
     return tuple(plans)
 
 
@@ -195,29 +197,26 @@ def build_entity(entity_type: type, values: Mapping[str, Any]) -> Any:
     take the schema default, else a neutral value (0, "", empty tuple, ``ErrorCode.none``, None for
     nullable fields). A key that is a field in no version raises :class:`UnknownFieldError`.
     """
-    known = _field_names_of_any_version(entity_type)
-    if not known.issuperset(values):
-        unknown = sorted(set(values) - known)
-        raise UnknownFieldError(f"{entity_type.__name__} has no field {', '.join(unknown)} in any version")
     kwargs: dict[str, Any] = {}
+    used = 0
     for plan in _plan(entity_type):
         value = values.get(plan.name, _MISSING)
         if value is _MISSING:
             if plan.default is not _MISSING:
                 continue
-            kwargs[plan.name] = _neutral_value(_field(entity_type, plan.name))
+            kwargs[plan.name] = plan.neutral
         else:
+            used += 1
             kwargs[plan.name] = plan.convert(value)
+    if used != len(values):  # keys this version lacks: fine if another version has them
+        _check_keys_exist(entity_type, values)
     return entity_type(**kwargs)
 
 
-@cache
-def _fields_by_name(entity_type: type) -> dict[str, dataclasses.Field[Any]]:
-    return {field.name: field for field in dataclasses.fields(entity_type)}
-
-
-def _field(entity_type: type, name: str) -> dataclasses.Field[Any]:
-    return _fields_by_name(entity_type)[name]
+def _check_keys_exist(entity_type: type, values: Mapping[str, Any]) -> None:
+    unknown = sorted(set(values) - _field_names_of_any_version(entity_type))
+    if unknown:
+        raise UnknownFieldError(f"{entity_type.__name__} has no field {', '.join(unknown)} in any version")
 
 
 @cache
