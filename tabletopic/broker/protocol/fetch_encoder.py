@@ -16,7 +16,9 @@ import struct
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -26,12 +28,27 @@ _I64 = struct.Struct(">q")
 
 @dataclass(slots=True)
 class FetchedPartition:
+    """What the response says of one partition (the Fetch handler's reads extend it)."""
+
     partition_index: int
-    error_code: int
-    high_watermark: int
-    log_start_offset: int
+    error_code: int = ErrorCode.none
+    high_watermark: int = -1
+    log_start_offset: int = -1
     pieces: list[Any] = field(default_factory=list)  # buffers making up the records field
     size: int = 0
+
+
+class TopicAnswer(Protocol):
+    """What the response says of one topic (the Fetch handler's reads, or a :class:`FetchedTopic`)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+
+    @property
+    def partitions(self) -> Sequence[FetchedPartition]: ...
 
 
 @dataclass(slots=True)
@@ -51,7 +68,7 @@ def _uvarint(value: int) -> bytes:
 
 
 def encode_fetch_response(
-    correlation_id: int, version: int, error_code: int, topics: Sequence[FetchedTopic]
+    correlation_id: int, version: int, error_code: int, topics: Sequence[TopicAnswer]
 ) -> list[Any]:
     """The complete wire form (length prefix included) as a list of buffers."""
     flexible = version >= 12
