@@ -16,7 +16,7 @@ import itertools
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -111,7 +111,7 @@ class Dispatcher:
         self.max_versions: dict[int, int] = {}
         self.budget = budget or RequestBudget(0)
 
-    def add(self, handlers: dict[int, Handler], target: Any, max_versions: dict[int, int]) -> None:
+    def add(self, handlers: Mapping[int, Handler], target: Any, max_versions: Mapping[int, int]) -> None:
         for key, handler in handlers.items():
             if key in max_versions:
                 self.routes[key] = (handler, target)
