@@ -1,6 +1,11 @@
 """``tabletopic topics``: create, list, describe, delete and alter-config, through the Kafka admin
 protocol (confluent-kafka's AdminClient) against any bootstrap server, so it works as well against
-a remote node as a local one."""
+a remote node as a local one.
+
+``confluent_kafka.admin`` is the documented home of NewTopic, ConfigResource and friends, but the
+package imports them from private modules without re-exporting them for type checkers, hence the
+``attr-defined`` ignores on those imports.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ def create(
     config: Annotated[list[str] | None, typer.Option("--config", "-c", help="key=value, repeatable.")] = None,
 ) -> None:
     """Create a topic."""
-    from confluent_kafka.admin import NewTopic
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=_pairs(config, "--config"))
     try:
@@ -74,7 +79,7 @@ def list_topics(bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
 def describe(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
     """Partitions with their offsets, and the topic's configs."""
     from confluent_kafka import Consumer, TopicPartition
-    from confluent_kafka.admin import ConfigResource, ResourceType
+    from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 
     admin = _admin(bootstrap)
     try:
@@ -126,7 +131,7 @@ def alter_config(
     delete_: Annotated[list[str] | None, typer.Option("--delete", help="key to remove, repeatable.")] = None,
 ) -> None:
     """Set or remove topic configs (IncrementalAlterConfigs)."""
-    from confluent_kafka.admin import (
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AlterConfigOpType,
         ConfigEntry,
         ConfigResource,

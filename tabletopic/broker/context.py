@@ -6,7 +6,16 @@ connection object.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+
+
+class SecurityProtocol(enum.StrEnum):
+    """The listener security protocols the broker serves, spelled as in ``listeners`` and on the
+    wire (Metadata, DescribeConfigs)."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,4 +30,4 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     # The listener's security protocol (PLAINTEXT or SASL_PLAINTEXT): Metadata advertises the
     # endpoint of the same listener the client came in on.
-    listener: str = "PLAINTEXT"
+    listener: str = SecurityProtocol.PLAINTEXT

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kio.schema.index import api_key_map
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-
-from tabletopic.broker.protocol.versions import api_key_map
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

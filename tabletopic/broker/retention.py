@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import enum
 import logging
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RUN_BYTES = 8 << 20
+
+
+class CleanupPolicy(enum.StrEnum):
+    """The values of a topic's ``cleanup.policy`` (a comma-separated list of them)."""
+
+    DELETE = "delete"  # retention.ms / retention.bytes trim the log
+    COMPACT = "compact"  # accepted; compaction by key is not implemented, so nothing is removed
+
+
+def cleanup_policies(value: str) -> set[CleanupPolicy]:
+    """The policies a ``cleanup.policy`` value names (parts that name none are ignored)."""
+    parts = {part.strip() for part in value.split(",")}
+    return {policy for policy in CleanupPolicy if policy in parts}
 
 
 @dataclass(slots=True)
@@ -73,7 +87,9 @@ class RetentionTask:
         live: set[int] = set()
         for topic in self._broker.topics.all():
             live.update(topic.streams)
-            if "delete" not in self._broker.topic_config(topic, "cleanup.policy"):
+            if CleanupPolicy.DELETE not in cleanup_policies(
+                self._broker.topic_config(topic, "cleanup.policy")
+            ):
                 continue
             retention_ms = int(self._broker.topic_config(topic, "retention.ms"))
             retention_bytes = int(self._broker.topic_config(topic, "retention.bytes"))

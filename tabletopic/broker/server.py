@@ -16,13 +16,13 @@ import itertools
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker import settings
-from tabletopic.broker.context import RequestContext
+from tabletopic.broker.context import RequestContext, SecurityProtocol
 from tabletopic.broker.metrics import api_name
 from tabletopic.broker.protocol import (
     MalformedFrame,
@@ -111,7 +111,7 @@ class Dispatcher:
         self.max_versions: dict[int, int] = {}
         self.budget = budget or RequestBudget(0)
 
-    def add(self, handlers: dict[int, Handler], target: Any, max_versions: dict[int, int]) -> None:
+    def add(self, handlers: Mapping[int, Handler], target: Any, max_versions: Mapping[int, int]) -> None:
         for key, handler in handlers.items():
             if key in max_versions:
                 self.routes[key] = (handler, target)
@@ -409,7 +409,7 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         for text in config.get(settings.LISTENERS):
             endpoint = parse_listener(text)
-            sasl_users = users if endpoint.protocol == "SASL_PLAINTEXT" else None
+            sasl_users = users if endpoint.protocol == SecurityProtocol.SASL_PLAINTEXT else None
 
             def factory(protocol: str = endpoint.protocol, sasl: dict[str, str] | None = sasl_users) -> Any:
                 return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight)

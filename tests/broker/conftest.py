@@ -1,12 +1,23 @@
-"""One real broker process (``tabletopic serve``) shared by every test of this package."""
+"""One real broker process (``tabletopic serve``) shared by every test of this package, and the
+in-process broker service and group coordinator the handler tests call directly."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
+from tabletopic import database
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.groups.model import GroupConfig
 from tests.broker.broker_process import BrokerProcess
+
+TOPICS = {"orders": 3, "events": 1}
+
+FAST = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10)
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +49,38 @@ async def broker_service(tmp_path):  # type: ignore[no-untyped-def]
     yield service
     await service.stop()
     engine.dispose()
+
+
+class ManualClock:
+    """A wall clock (epoch seconds) that moves only when a test says so."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def make_coordinator(
+    engine: Engine, config: GroupConfig = FAST, clock: Callable[[], float] = time.time
+) -> GroupCoordinator:
+    return GroupCoordinator(engine, 1, "127.0.0.1", 9092, TOPICS.get, config=config, clock=clock)
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = database.create_engine(database.default_url(tmp_path))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+async def coordinator(sqlite_engine: Engine) -> AsyncIterator[GroupCoordinator]:
+    """A started coordinator with fast limits over the topics of :data:`TOPICS`."""
+    coordinator = make_coordinator(sqlite_engine)
+    await coordinator.start()
+    yield coordinator
+    await coordinator.stop()

@@ -5,17 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers import HANDLERS
+from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.protocol import WireResponse, build_response, encode_response
 from tests.broker.rawclient import decode_response
 
 
-async def call(broker: Any, request: Any) -> Any:
+async def call(state: Any, request: Any) -> Any:
     """Run a handler and return the kio response object of the request's version (also encoding it,
-    so a field the version cannot carry fails the test)."""
+    so a field the version cannot carry fails the test). ``state`` is the broker service, or the
+    group coordinator for the consumer-group APIs."""
     key, version = request.__api_key__, request.__version__
     ctx = RequestContext(key, version, 1, "test", "127.0.0.1", 1)
-    fields = await HANDLERS[key](broker, ctx, request)
+    handler = GROUP_HANDLERS[key] if key in GROUP_HANDLERS else HANDLERS[key]
+    fields = await handler(state, ctx, request)
     if fields is None:
         return None
     if isinstance(fields, WireResponse):

@@ -4,7 +4,6 @@ answers; a frame larger than the shared buffer is read into its own; in-flight r
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from typing import Any
 
@@ -15,6 +14,7 @@ from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.server import READ_BUFFER_BYTES, Dispatcher, KafkaConnection
 from tests.broker.batches import make_batch, produce_request
 from tests.broker.rawclient import decode_response, encode_request
+from tests.support.waiting import wait_until
 
 
 class FakeTransport:
@@ -74,10 +74,7 @@ def _feed(connection: KafkaConnection, data: bytes, chunk: int) -> None:
 
 
 async def _drain(transport: FakeTransport, frames: int) -> None:
-    for _ in range(500):
-        if len(transport.frames()) >= frames:
-            return
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: len(transport.frames()) >= frames, timeout=5, message=f"{frames} answers")
 
 
 def _api_versions_frames(count: int) -> bytes:

@@ -8,6 +8,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol import build_response, encode_response
+from tabletopic.broker.protocol.builder import UnknownFieldError
 from tabletopic.broker.protocol.versions import kio_max_version, min_version
 
 
@@ -44,3 +45,20 @@ def test_unknown_keys_are_dropped_for_old_versions() -> None:
     response = build_response(3, 0, {"cluster_id": "c", "topics": [{"name": "t", "topic_id": None}]})
     assert response.topics[0].name == "t"
     assert not hasattr(response, "cluster_id")
+
+
+def test_a_key_that_no_version_has_is_an_error_at_every_depth() -> None:
+    with pytest.raises(UnknownFieldError, match="MetadataResponse has no field cluster_idd"):
+        build_response(3, 12, {"cluster_idd": "c"})
+    with pytest.raises(UnknownFieldError, match="MetadataResponseTopic has no field nmae"):
+        build_response(3, 12, {"topics": [{"nmae": "t"}]})
+    # Still an error in a version that lacks the key's neighbours: the check spans all versions.
+    with pytest.raises(UnknownFieldError, match="error_mesage"):
+        build_response(10, 0, {"error_mesage": None})
+
+
+def test_a_field_of_a_newer_version_is_still_dropped_for_an_older_one() -> None:
+    # FindCoordinator v0 has no error_message and no coordinators[], both fields of newer versions.
+    response = build_response(10, 0, {"error_message": "x", "coordinators": [{"key": "g"}], "node_id": 1})
+    assert response.node_id == 1
+    assert not hasattr(response, "coordinators")

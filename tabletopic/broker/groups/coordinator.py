@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
     UNKNOWN_MEMBER_ID,
     Action,
     CancelTimer,
@@ -81,6 +82,8 @@ class GroupCoordinator:
         topic_partitions: partition count of a topic, ``None`` if it does not exist.
         config: group limits; Kafka's defaults when omitted.
         new_member_id: member id factory (tests pass a deterministic one).
+        clock: the wall clock in epoch seconds, for commit times and offset retention (tests pass
+            one they move forward instead of sleeping).
     """
 
     def __init__(
@@ -93,6 +96,7 @@ class GroupCoordinator:
         *,
         config: GroupConfig | None = None,
         new_member_id: MemberIdFactory = random_member_id,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.engine = engine
         self.node_id = node_id
@@ -101,7 +105,8 @@ class GroupCoordinator:
         self.topic_partitions = topic_partitions
         self.config = config or GroupConfig()
         self._new_member_id = new_member_id
-        self._store = GroupStore(engine)
+        self._clock = clock
+        self._store = GroupStore(engine, clock)
         self._groups: dict[str, Group] = {}
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._timers: dict[tuple[str, TimerKey], asyncio.TimerHandle] = {}
@@ -256,7 +261,7 @@ class GroupCoordinator:
             return dict.fromkeys(keys, error)
         results: dict[TopicPartition, ErrorCode] = {}
         valid: dict[TopicPartition, CommittedOffset] = {}
-        now = _now_ms()
+        now = self._now_ms()
         for o in offsets:
             count = self.topic_partitions(o.topic)
             if count is None or not 0 <= o.partition < count:
@@ -307,7 +312,7 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, []
-        if group.state is not GroupState.EMPTY and group.protocol_type != "consumer":
+        if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return ErrorCode.non_empty_group, []
         results: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
         doomed: list[TopicPartition] = []
@@ -321,15 +326,8 @@ class GroupCoordinator:
                 doomed.extend((topic, p) for p in partitions)
             results.append((topic, [(p, error) for p in partitions]))
         if doomed:
-
-            async def write() -> None:
-                await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
-                cache = self._offsets.get(group_id, {})
-                for key in doomed:
-                    cache.pop(key, None)
-
             try:
-                await asyncio.shield(self._enqueue(group_id, write))
+                await asyncio.shield(self._delete_offsets_later(group_id, doomed))
             except Exception:
                 log.exception("deleting offsets of group %s failed", group_id)
                 return ErrorCode.coordinator_not_available, []
@@ -340,35 +338,20 @@ class GroupCoordinator:
         re-created under the same name starts from the consumers' reset policy."""
         for group_id, committed in list(self._offsets.items()):
             doomed = [key for key in committed if key[0] == topic]
-            if not doomed:
-                continue
-
-            async def write(group_id: str = group_id, doomed: list[TopicPartition] = doomed) -> None:
-                await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
-                cache = self._offsets.get(group_id, {})
-                for key in doomed:
-                    cache.pop(key, None)
-
-            await asyncio.shield(self._enqueue(group_id, write))
+            if doomed:
+                await asyncio.shield(self._delete_offsets_later(group_id, doomed))
 
     async def expire_offsets(self) -> int:
         """Forget offsets past ``offsets.retention.minutes`` (see :mod:`.retention`) and drop Empty
         groups left without offsets. Returns how many offsets went."""
-        now = _now_ms()
+        now = self._now_ms()
         removed = 0
         for group_id, group in list(self._groups.items()):
             committed = self._offsets.get(group_id, {})
             since = self._state_since.setdefault(group_id, now)
             doomed = expired_offsets(group, committed, since, now, self.config.offsets_retention_ms)
             if doomed:
-
-                async def write(group_id: str = group_id, doomed: list[TopicPartition] = doomed) -> None:
-                    await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
-                    cache = self._offsets.get(group_id, {})
-                    for key in doomed:
-                        cache.pop(key, None)
-
-                await asyncio.shield(self._enqueue(group_id, write))
+                await asyncio.shield(self._delete_offsets_later(group_id, doomed))
                 removed += len(doomed)
                 log.info("group %s: %d offset(s) expired", group_id, len(doomed))
             if (
@@ -499,7 +482,7 @@ class GroupCoordinator:
         if self._seen.get(group.group_id) == seen:
             return
         if self._seen.get(group.group_id, (None,))[0] is not group.state:
-            self._state_since[group.group_id] = _now_ms()
+            self._state_since[group.group_id] = self._now_ms()
         self._seen[group.group_id] = seen
         log.info(
             "group %s: %s, generation %d, %d member(s), protocol %s, leader %s",
@@ -550,6 +533,20 @@ class GroupCoordinator:
             # lost, and those are written (and their errors reported) by commit_offsets.
             log.exception("persisting group %s failed", action.group_id)
 
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _delete_offsets_later(self, group_id: str, doomed: list[TopicPartition]) -> asyncio.Task[None]:
+        """Queue the deletion of some of a group's offsets: from the database, then from the cache."""
+
+        async def write() -> None:
+            await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
+            cache = self._offsets.get(group_id, {})
+            for key in doomed:
+                cache.pop(key, None)
+
+        return self._enqueue(group_id, write)
+
     def _enqueue(self, group_id: str, job: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         """Queue a database write of ``group_id`` behind the ones queued before it.
 
@@ -574,7 +571,3 @@ class GroupCoordinator:
 
         task.add_done_callback(done)
         return task
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

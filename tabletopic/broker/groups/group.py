@@ -41,13 +41,14 @@ from tabletopic.broker.groups.model import (
     SyncRequest,
     SyncResult,
     TimerKey,
+    TimerKind,
 )
 from tabletopic.broker.groups.transitions import check_transition
 
 MemberIdFactory = Callable[[str], str]
 
-JOIN_TIMER = TimerKey("join")
-SYNC_TIMER = TimerKey("sync")
+JOIN_TIMER = TimerKey(TimerKind.JOIN)
+SYNC_TIMER = TimerKey(TimerKind.SYNC)
 
 
 def random_member_id(prefix: str) -> str:
@@ -185,26 +186,35 @@ class Group:
 
     def on_timer(self, key: TimerKey) -> list[Action]:
         """A timer armed with :class:`SetTimer` expired."""
-        if key.kind == "session":
-            member = self.members.get(key.member_id)
-            if member is not None:
-                if member.join_ticket is not None or member.sync_ticket is not None:
-                    # A member parked in a rebalance cannot heartbeat; the rebalance timeout bounds it.
-                    self._arm_session(member)
-                else:
-                    self._remove_member_and_update(member, ErrorCode.unknown_member_id)
-        elif key.kind == "pending":
-            self.pending_members.discard(key.member_id)
-        elif key.kind == "join" and self.state is GroupState.PREPARING_REBALANCE:
-            self._on_join_deadline()
-        elif key.kind == "sync" and self.state is GroupState.COMPLETING_REBALANCE:
-            # Members that never sent SyncGroup within the rebalance timeout are gone.
-            for member in list(self.members.values()):
-                if member.sync_ticket is None:
-                    self._remove_member(member, ErrorCode.unknown_member_id)
-            self._prepare_rebalance()
+        _TIMER_HANDLERS[key.kind](self, key.member_id)
         self._try_complete_join()
         return self._take()
+
+    def _on_session_timeout(self, member_id: str) -> None:
+        member = self.members.get(member_id)
+        if member is None:
+            return
+        if member.join_ticket is not None or member.sync_ticket is not None:
+            # A member parked in a rebalance cannot heartbeat; the rebalance timeout bounds it.
+            self._arm_session(member)
+        else:
+            self._remove_member_and_update(member, ErrorCode.unknown_member_id)
+
+    def _on_pending_timeout(self, member_id: str) -> None:
+        self.pending_members.discard(member_id)
+
+    def _on_join_timeout(self, _member_id: str) -> None:
+        if self.state is GroupState.PREPARING_REBALANCE:
+            self._on_join_deadline()
+
+    def _on_sync_timeout(self, _member_id: str) -> None:
+        if self.state is not GroupState.COMPLETING_REBALANCE:
+            return
+        # Members that never sent SyncGroup within the rebalance timeout are gone.
+        for member in list(self.members.values()):
+            if member.sync_ticket is None:
+                self._remove_member(member, ErrorCode.unknown_member_id)
+        self._prepare_rebalance()
 
     # ---------------------------------------------------------------------------------------------
     # Administration
@@ -218,7 +228,7 @@ class Group:
 
     def mark_dead(self) -> list[Action]:
         for member_id in self.pending_members:
-            self._emit(CancelTimer(TimerKey("pending", member_id)))
+            self._emit(CancelTimer(TimerKey(TimerKind.PENDING, member_id)))
         self.pending_members.clear()
         self._emit(CancelTimer(JOIN_TIMER))
         self._emit(CancelTimer(SYNC_TIMER))
@@ -248,17 +258,7 @@ class Group:
         group.protocol_type = snapshot.protocol_type
         group.protocol_name = snapshot.protocol_name
         for m in snapshot.members:
-            member = Member(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                session_timeout_ms=m.session_timeout_ms,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                protocol_type=m.protocol_type,
-                protocols=m.protocols,
-                assignment=m.assignment,
-            )
+            member = Member.restored(m)
             group.members[member.member_id] = member
             if member.group_instance_id is not None:
                 group.static_members[member.group_instance_id] = member.member_id
@@ -289,7 +289,7 @@ class Group:
                 self._add_member_and_rebalance(request, member_id, ticket)
         elif request.require_known_member_id:
             self.pending_members.add(member_id)
-            self._emit(SetTimer(TimerKey("pending", member_id), request.session_timeout_ms))
+            self._emit(SetTimer(TimerKey(TimerKind.PENDING, member_id), request.session_timeout_ms))
             self._respond(ticket, JoinResult(ErrorCode.member_id_required, member_id))
         else:
             self._add_member_and_rebalance(request, member_id, ticket)
@@ -301,7 +301,7 @@ class Group:
                 self._respond(ticket, JoinResult(ErrorCode.group_max_size_reached, member_id))
                 return
             self.pending_members.discard(member_id)
-            self._emit(CancelTimer(TimerKey("pending", member_id)))
+            self._emit(CancelTimer(TimerKey(TimerKind.PENDING, member_id)))
             self._add_member_and_rebalance(request, member_id, ticket)
             return
         if self._is_fenced(member_id, request.group_instance_id):
@@ -327,18 +327,7 @@ class Group:
             self._maybe_prepare_rebalance()
 
     def _add_member_and_rebalance(self, request: JoinRequest, member_id: str, ticket: int) -> None:
-        member = Member(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            session_timeout_ms=request.session_timeout_ms,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            protocol_type=request.protocol_type,
-            protocols=request.protocols,
-            join_ticket=ticket,
-            supports_skip_assignment=request.supports_skip_assignment,
-        )
+        member = Member.joining(request, member_id, join_ticket=ticket)
         if not self.members:
             self.protocol_type = request.protocol_type
         self.members[member_id] = member
@@ -367,24 +356,13 @@ class Group:
         """A static member restarted (new member id, same instance id): the new incarnation takes
         over the old one's place and assignment; the old one is fenced."""
         old = self.members.pop(old_member_id)
-        self._emit(CancelTimer(TimerKey("session", old_member_id)))
+        self._emit(CancelTimer(TimerKey(TimerKind.SESSION, old_member_id)))
         if old.join_ticket is not None:
             self._respond(old.join_ticket, JoinResult(ErrorCode.fenced_instance_id, old_member_id))
         if old.sync_ticket is not None:
             self._respond(old.sync_ticket, SyncResult(ErrorCode.fenced_instance_id))
         previous_leader = self.leader_id
-        member = Member(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            session_timeout_ms=request.session_timeout_ms,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            protocol_type=request.protocol_type,
-            protocols=request.protocols,
-            assignment=old.assignment,
-            supports_skip_assignment=request.supports_skip_assignment,
-        )
+        member = Member.joining(request, member_id, assignment=old.assignment)
         self.members[member_id] = member
         assert request.group_instance_id is not None
         self.static_members[request.group_instance_id] = member_id
@@ -502,7 +480,7 @@ class Group:
             return ErrorCode.none
         if identity.member_id in self.pending_members:
             self.pending_members.discard(identity.member_id)
-            self._emit(CancelTimer(TimerKey("pending", identity.member_id)))
+            self._emit(CancelTimer(TimerKey(TimerKind.PENDING, identity.member_id)))
             return ErrorCode.none
         member = self.members.get(identity.member_id)
         if member is None:
@@ -516,7 +494,7 @@ class Group:
             self._prepare_rebalance()
 
     def _remove_member(self, member: Member, error: ErrorCode) -> None:
-        self._emit(CancelTimer(TimerKey("session", member.member_id)))
+        self._emit(CancelTimer(TimerKey(TimerKind.SESSION, member.member_id)))
         if member.join_ticket is not None:
             self._respond(member.join_ticket, JoinResult(error, member.member_id))
         if member.sync_ticket is not None:
@@ -590,7 +568,7 @@ class Group:
         return SyncResult(ErrorCode.none, self.protocol_type, self.protocol_name, member.assignment)
 
     def _arm_session(self, member: Member) -> None:
-        self._emit(SetTimer(TimerKey("session", member.member_id), member.session_timeout_ms))
+        self._emit(SetTimer(TimerKey(TimerKind.SESSION, member.member_id), member.session_timeout_ms))
 
     def _transition(self, target: GroupState) -> None:
         check_transition(self.state, target)
@@ -605,3 +583,12 @@ class Group:
     def _take(self) -> list[Action]:
         out, self._out = self._out, []
         return out
+
+
+# What an expired timer of each kind does (called with the group and the timer's member id).
+_TIMER_HANDLERS: dict[TimerKind, Callable[[Group, str], None]] = {
+    TimerKind.SESSION: Group._on_session_timeout,
+    TimerKind.PENDING: Group._on_pending_timeout,
+    TimerKind.JOIN: Group._on_join_timeout,
+    TimerKind.SYNC: Group._on_sync_timeout,
+}

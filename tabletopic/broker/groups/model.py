@@ -7,6 +7,7 @@ driven by unit tests without an event loop (the h11 pattern: events in, actions 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -15,6 +16,9 @@ from kio.schema.errors import ErrorCode
 # What a client sends as member id before the coordinator gave it one.
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
+# The protocol type of Kafka consumers: only their member metadata is a subscription the coordinator
+# can read (to know which topics a group consumes, for OffsetDelete and offset retention).
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 Protocols = tuple[tuple[str, bytes], ...]
 """A member's supported protocols in its preference order: ``(name, metadata)`` pairs."""
@@ -68,6 +72,34 @@ class Member:
     sync_ticket: int | None = None
     # JoinGroup v9+ (KIP-814): a rejoining static leader can be told to skip the assignment.
     supports_skip_assignment: bool = False
+
+    @classmethod
+    def joining(
+        cls, request: JoinRequest, member_id: str, *, join_ticket: int | None = None, assignment: bytes = b""
+    ) -> Member:
+        """A new member as its JoinGroup request describes it."""
+        return cls(
+            member_id=member_id,
+            group_instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            session_timeout_ms=request.session_timeout_ms,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=request.protocols,
+            assignment=assignment,
+            join_ticket=join_ticket,
+            supports_skip_assignment=request.supports_skip_assignment,
+        )
+
+    @classmethod
+    def restored(cls, snapshot: MemberSnapshot) -> Member:
+        """A member as persisted (waiting for nothing, as after a restart)."""
+        return cls(**{name: getattr(snapshot, name) for name in _PERSISTED_MEMBER_FIELDS})
+
+    def snapshot(self) -> MemberSnapshot:
+        """What of this member is persisted: every field of :class:`MemberSnapshot`."""
+        return MemberSnapshot(**{name: getattr(self, name) for name in _PERSISTED_MEMBER_FIELDS})
 
     def metadata_for(self, protocol: str | None) -> bytes:
         for name, metadata in self.protocols:
@@ -178,6 +210,8 @@ class GroupDescription:
 
 @dataclass(frozen=True, slots=True)
 class MemberSnapshot:
+    """The persisted part of a :class:`Member` (same field names)."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -187,6 +221,9 @@ class MemberSnapshot:
     protocol_type: str
     protocols: Protocols
     assignment: bytes
+
+
+_PERSISTED_MEMBER_FIELDS = tuple(f.name for f in dataclasses.fields(MemberSnapshot))
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +242,21 @@ class GroupSnapshot:
 # Actions the driver performs, in the order given
 
 
+class TimerKind(enum.Enum):
+    """The timers of a group: ``SESSION`` and ``PENDING`` run per member, ``JOIN`` and ``SYNC`` per
+    group."""
+
+    SESSION = "session"  # a member's session: no heartbeat within session.timeout.ms removes it
+    PENDING = "pending"  # a member id handed out with MEMBER_ID_REQUIRED that was never used to join
+    JOIN = "join"  # the rebalance's join phase ends (initial delay or rebalance timeout)
+    SYNC = "sync"  # members that never sent SyncGroup within the rebalance timeout are dropped
+
+
 @dataclass(frozen=True, slots=True)
 class TimerKey:
-    """Names one timer of a group. ``kind`` is ``session`` / ``pending`` (per member), ``join`` or
-    ``sync`` (per group)."""
+    """Names one timer of a group; ``member_id`` is empty for the per-group timers."""
 
-    kind: str
+    kind: TimerKind
     member_id: str = ""
 
 

@@ -13,7 +13,7 @@ Pure: the caller supplies the clock and when the group entered its current state
 from __future__ import annotations
 
 from tabletopic.broker.groups.group import Group
-from tabletopic.broker.groups.model import GroupState
+from tabletopic.broker.groups.model import CONSUMER_PROTOCOL_TYPE, GroupState
 from tabletopic.broker.groups.store import CommittedOffset, TopicPartition
 
 
@@ -29,7 +29,7 @@ def expired_offsets(
         return list(offsets) if state_since_ms + retention_ms <= now_ms else []
     if group.state is GroupState.EMPTY:
         return [key for key, value in offsets.items() if value.commit_ms + retention_ms <= now_ms]
-    if group.state is GroupState.STABLE and group.protocol_type == "consumer":
+    if group.state is GroupState.STABLE and group.protocol_type == CONSUMER_PROTOCOL_TYPE:
         return [
             key
             for key, value in offsets.items()

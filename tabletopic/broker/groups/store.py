@@ -8,10 +8,12 @@ acknowledged only after its transaction committed (SQLite runs with ``synchronou
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -96,11 +98,28 @@ def decode_protocols(raw: bytes) -> Protocols:
     return tuple(result)
 
 
+# A member row holds every field of MemberSnapshot under the same name (protocols encoded).
+_MEMBER_FIELDS = tuple(f.name for f in dataclasses.fields(MemberSnapshot))
+
+
+def _member_row(group_id: str, position: int, member: MemberSnapshot) -> dict[str, Any]:
+    row = {name: getattr(member, name) for name in _MEMBER_FIELDS}
+    row.update(group_id=group_id, position=position, protocols=encode_protocols(member.protocols))
+    return row
+
+
+def _member_snapshot(row: sa.RowMapping) -> MemberSnapshot:
+    fields = {name: row[name] for name in _MEMBER_FIELDS}
+    fields.update(protocols=decode_protocols(bytes(row["protocols"])), assignment=bytes(row["assignment"]))
+    return MemberSnapshot(**fields)
+
+
 class GroupStore:
     """Blocking persistence of groups and offsets; one transaction per call."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
+        self._clock = clock  # epoch seconds, for the groups' updated_ms
 
     def migrate(self) -> None:
         database.migrate(self.engine, "groups", MIGRATIONS)
@@ -120,19 +139,7 @@ class GroupStore:
             offset_rows = conn.execute(sa.select(offsets_table)).mappings().all()
         members: dict[str, list[MemberSnapshot]] = {}
         for row in member_rows:
-            members.setdefault(row["group_id"], []).append(
-                MemberSnapshot(
-                    member_id=row["member_id"],
-                    group_instance_id=row["group_instance_id"],
-                    client_id=row["client_id"],
-                    client_host=row["client_host"],
-                    session_timeout_ms=row["session_timeout_ms"],
-                    rebalance_timeout_ms=row["rebalance_timeout_ms"],
-                    protocol_type=row["protocol_type"],
-                    protocols=decode_protocols(bytes(row["protocols"])),
-                    assignment=bytes(row["assignment"]),
-                )
-            )
+            members.setdefault(row["group_id"], []).append(_member_snapshot(row))
         groups = [
             GroupSnapshot(
                 group_id=row["group_id"],
@@ -156,7 +163,7 @@ class GroupStore:
 
     def save_group(self, snapshot: GroupSnapshot) -> None:
         """Replace the group's row and members with ``snapshot``."""
-        now = _now_ms()
+        now = int(self._clock() * 1000)
         with self.engine.begin() as conn:
             conn.execute(sa.delete(members_table).where(members_table.c.group_id == snapshot.group_id))
             conn.execute(sa.delete(groups_table).where(groups_table.c.group_id == snapshot.group_id))
@@ -173,22 +180,7 @@ class GroupStore:
             if snapshot.members:
                 conn.execute(
                     sa.insert(members_table),
-                    [
-                        {
-                            "group_id": snapshot.group_id,
-                            "member_id": m.member_id,
-                            "position": position,
-                            "group_instance_id": m.group_instance_id,
-                            "client_id": m.client_id,
-                            "client_host": m.client_host,
-                            "session_timeout_ms": m.session_timeout_ms,
-                            "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                            "protocol_type": m.protocol_type,
-                            "protocols": encode_protocols(m.protocols),
-                            "assignment": m.assignment,
-                        }
-                        for position, m in enumerate(snapshot.members)
-                    ],
+                    [_member_row(snapshot.group_id, i, m) for i, m in enumerate(snapshot.members)],
                 )
 
     def delete_group(self, group_id: str) -> None:
@@ -240,7 +232,3 @@ class GroupStore:
                 ),
                 keys,
             )
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

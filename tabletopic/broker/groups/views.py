@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tabletopic.broker.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
     GroupDescription,
     GroupSnapshot,
     GroupState,
     MemberDescription,
-    MemberSnapshot,
 )
 from tabletopic.broker.groups.subscription import topics as subscribed_topics
 
@@ -49,20 +49,7 @@ def snapshot(group: Group) -> GroupSnapshot:
         protocol_type=group.protocol_type,
         protocol_name=group.protocol_name,
         leader_id=group.leader_id,
-        members=tuple(
-            MemberSnapshot(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                session_timeout_ms=m.session_timeout_ms,
-                rebalance_timeout_ms=m.rebalance_timeout_ms,
-                protocol_type=m.protocol_type,
-                protocols=m.protocols,
-                assignment=m.assignment,
-            )
-            for m in group.members.values()
-        ),
+        members=tuple(m.snapshot() for m in group.members.values()),
     )
 
 
@@ -71,7 +58,7 @@ def is_subscribed_to(group: Group, topic: str) -> bool:
     metadata) counts as yes: refusing an OffsetDelete is safer than losing live progress."""
     if group.state in (GroupState.EMPTY, GroupState.DEAD):
         return False
-    if group.protocol_type != "consumer":
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
         return True
     for member in group.members.values():
         protocol = group.protocol_name or (member.protocols[0][0] if member.protocols else None)

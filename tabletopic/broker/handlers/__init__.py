@@ -1,7 +1,11 @@
-"""One module per Kafka API; :data:`HANDLERS` maps API keys to their ``handle`` coroutines.
+"""One module per Kafka API; :data:`HANDLERS` and :data:`GROUP_HANDLERS` map API keys to their
+``handle`` coroutines.
 
-A handler takes ``(broker, ctx, request)`` (the kio request object of whatever version the client
-sent) and returns a dict shaped like the newest response version (see
+A handler takes ``(state, ctx, request)`` (the kio request object of whatever version the client
+sent): the state is the :class:`~tabletopic.broker.service.BrokerService` for :data:`HANDLERS` and the
+:class:`~tabletopic.broker.groups.coordinator.GroupCoordinator` for the consumer-group APIs of
+:data:`GROUP_HANDLERS`, which resolve per-version request differences into the coordinator's
+version-free calls. It returns a dict shaped like the newest response version (see
 :func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` it encoded itself (Fetch's
 zero-copy path), or None when no response is to be sent (Produce with acks=0).
 """
@@ -16,23 +20,34 @@ from tabletopic.broker.handlers import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     describe_log_dirs,
     describe_producers,
     describe_quorum,
     describe_topic_partitions,
     elect_leaders,
     fetch,
+    find_coordinator,
+    heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     offset_for_leader_epoch,
     partition_reassignments,
     produce,
+    sync_group,
 )
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
@@ -60,4 +75,18 @@ HANDLERS: dict[int, Handler] = {
     60: describe_cluster.handle,
     61: describe_producers.handle,
     75: describe_topic_partitions.handle,
+}
+
+GROUP_HANDLERS: dict[int, Handler] = {
+    8: offset_commit.handle,
+    9: offset_fetch.handle,
+    10: find_coordinator.handle,
+    11: join_group.handle,
+    12: heartbeat.handle,
+    13: leave_group.handle,
+    14: sync_group.handle,
+    15: describe_groups.handle,
+    16: list_groups.handle,
+    42: delete_groups.handle,
+    47: offset_delete.handle,
 }

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.topics import Topic
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger("tabletopic.broker.handlers")
 
@@ -20,3 +26,30 @@ def field(request: Any, name: str, default: Any = None) -> Any:
 
 def error_fields(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
+
+
+def topic_with_partition(broker: BrokerService, name: str, index: int) -> Topic | None:
+    """The topic ``name`` if it exists and has partition ``index``, else None."""
+    topic = broker.topics.get(name)
+    return topic if topic is not None and 0 <= index < topic.partition_count else None
+
+
+def unknown_partition(name: str, index: int) -> dict[str, Any]:
+    """The error fields of a partition entry whose topic or partition does not exist."""
+    return error_fields(ErrorCode.unknown_topic_or_partition, f"{name}-{index} does not exist")
+
+
+async def partitions_response(
+    broker: BrokerService,
+    request: Any,
+    answer: Callable[[BrokerService, str, Any], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """The response of an API that answers each requested ``topics[].partitions[]`` entry on its
+    own (DeleteRecords, ListOffsets): ``answer(broker, topic name, partition entry)``, in order."""
+    return {
+        "throttle_time": 0,
+        "topics": [
+            {"name": t.name, "partitions": [await answer(broker, t.name, p) for p in t.partitions]}
+            for t in request.topics
+        ],
+    }

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import partitions_response, topic_with_partition
 from tabletopic.s3stream.streams import StreamError
 
 if TYPE_CHECKING:
@@ -15,8 +16,8 @@ if TYPE_CHECKING:
 
 async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
     result = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
-    topic = broker.topics.get(name)
-    if topic is None or not 0 <= p.partition_index < topic.partition_count:
+    topic = topic_with_partition(broker, name, p.partition_index)
+    if topic is None:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
     stream_id = topic.streams[p.partition_index]
     try:
@@ -31,10 +32,4 @@ async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    return {
-        "throttle_time": 0,
-        "topics": [
-            {"name": t.name, "partitions": [await _partition(broker, t.name, p) for p in t.partitions]}
-            for t in request.topics
-        ],
-    }
+    return await partitions_response(broker, request, _partition)

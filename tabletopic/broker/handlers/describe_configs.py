@@ -153,7 +153,6 @@ def describe(broker: BrokerService, resource: Any, include_documentation: bool) 
             "read_only": e.get("read_only", False),
             "config_source": e["config_source"],
             "is_sensitive": e.get("is_sensitive", False),
-            "is_default": e["config_source"] == SOURCE_DEFAULT,
             "synonyms": [],
             "config_type": e["config_type"],
             "documentation": e.get("documentation") if include_documentation else None,

@@ -8,20 +8,16 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import topic_with_partition, unknown_partition
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
 def _partition(broker: BrokerService, name: str, index: int) -> dict[str, Any]:
-    topic = broker.topics.get(name)
-    if topic is None or not 0 <= index < topic.partition_count:
-        return {
-            "partition_index": index,
-            "error_code": ErrorCode.unknown_topic_or_partition,
-            "error_message": f"{name}-{index} does not exist",
-            "active_producers": [],
-        }
+    topic = topic_with_partition(broker, name, index)
+    if topic is None:
+        return {"partition_index": index, **unknown_partition(name, index), "active_producers": []}
     producers = [
         {
             "producer_id": pid,

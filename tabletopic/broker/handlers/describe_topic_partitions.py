@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
+from tabletopic.broker.handlers.metadata import partition_entry
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -43,17 +44,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
                 next_cursor = {"topic_name": name, "partition_index": index}
                 break
             partitions.append(
-                {
-                    "error_code": ErrorCode.none,
-                    "partition_index": index,
-                    "leader_id": node,
-                    "leader_epoch": 0,
-                    "replica_nodes": [node],
-                    "isr_nodes": [node],
-                    "eligible_leader_replicas": [],
-                    "last_known_elr": [],
-                    "offline_replicas": [],
-                }
+                {**partition_entry(node, index), "eligible_leader_replicas": [], "last_known_elr": []}
             )
             remaining -= 1
         topics.append(

@@ -8,19 +8,15 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import topic_with_partition, unknown_partition
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
 def _partition(broker: BrokerService, topic: str, partition: int) -> dict[str, Any]:
-    known = broker.topics.get(topic)
-    if known is None or not 0 <= partition < known.partition_count:
-        return {
-            "partition_id": partition,
-            "error_code": ErrorCode.unknown_topic_or_partition,
-            "error_message": f"{topic}-{partition} does not exist",
-        }
+    if topic_with_partition(broker, topic, partition) is None:
+        return {"partition_id": partition, **unknown_partition(topic, partition)}
     return {"partition_id": partition, "error_code": ErrorCode.election_not_needed, "error_message": None}
 
 

@@ -6,7 +6,7 @@ to the socket as they are, behind 8-byte base-offset pieces.
 
 No fetch sessions (KIP-227): every answer carries session id 0, which tells clients to keep sending
 full fetch requests; that is a correct, if chattier, implementation of the protocol.
-Records are never null, even when empty: a null makes librdkafka loop forever (DESIGN.md).
+Records are never null, even when empty: a null makes librdkafka loop forever.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.protocol import WireResponse
-from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, FetchedTopic, encode_fetch_response
+from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
@@ -31,17 +31,13 @@ if TYPE_CHECKING:
 _INT64 = struct.Struct(">q")
 
 
-@dataclass(slots=True)
-class PartitionRead:
-    partition_index: int
-    stream_id: int
+@dataclass(slots=True, kw_only=True)
+class PartitionRead(FetchedPartition):
+    """One requested partition: where to read, and (inherited) the answer the encoder writes."""
+
+    stream_id: int = -1
     fetch_offset: int
     max_bytes: int
-    error_code: ErrorCode = ErrorCode.none
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    pieces: list[Any] = field(default_factory=list)
-    size: int = 0
 
 
 @dataclass(slots=True)
@@ -65,7 +61,9 @@ def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRea
             name, topic_id = wanted.topic, (topic.topic_id if topic else ZERO_UUID)
         reads = []
         for p in wanted.partitions:
-            read = PartitionRead(p.partition, -1, p.fetch_offset, max(p.partition_max_bytes, 0))
+            read = PartitionRead(
+                p.partition, fetch_offset=p.fetch_offset, max_bytes=max(p.partition_max_bytes, 0)
+            )
             if topic is None or not 0 <= p.partition < topic.partition_count:
                 read.error_code = missing
             else:
@@ -157,22 +155,4 @@ async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
     topics, error = await fetch(broker, request, ctx.api_version)
-    fetched = [
-        FetchedTopic(
-            topic.name,
-            topic.topic_id,
-            [
-                FetchedPartition(
-                    r.partition_index,
-                    int(r.error_code),
-                    r.high_watermark,
-                    r.log_start_offset,
-                    r.pieces,
-                    r.size,
-                )
-                for r in topic.partitions
-            ],
-        )
-        for topic in topics
-    ]
-    return WireResponse(encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), fetched))
+    return WireResponse(encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import partitions_response
 from tabletopic.broker.protocol.records import base_timestamp_of, max_timestamp_of
 from tabletopic.s3stream.streams import StreamError, StreamStore
 
@@ -88,10 +89,4 @@ async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    return {
-        "throttle_time": 0,
-        "topics": [
-            {"name": t.name, "partitions": [await _partition(broker, t.name, p) for p in t.partitions]}
-            for t in request.topics
-        ],
-    }
+    return await partitions_response(broker, request, _partition)

@@ -19,25 +19,27 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def partition_entry(node: int, index: int) -> dict[str, Any]:
+    """One partition as Metadata and DescribeTopicPartitions describe it: this node leads it in
+    epoch 0 and is its only replica."""
+    return {
+        "error_code": ErrorCode.none,
+        "partition_index": index,
+        "leader_id": node,
+        "leader_epoch": 0,
+        "replica_nodes": [node],
+        "isr_nodes": [node],
+        "offline_replicas": [],
+    }
+
+
 def topic_entry(broker: BrokerService, topic: Topic) -> dict[str, Any]:
-    node = broker.node_id
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": False,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": index,
-                "leader_id": node,
-                "leader_epoch": 0,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
-                "offline_replicas": [],
-            }
-            for index in range(topic.partition_count)
-        ],
+        "partitions": [partition_entry(broker.node_id, index) for index in range(topic.partition_count)],
         "topic_authorized_operations": -2147483648,
     }
 

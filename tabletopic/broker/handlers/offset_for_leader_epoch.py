@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import topic_with_partition
 from tabletopic.s3stream.streams import StreamError
 
 if TYPE_CHECKING:
@@ -21,8 +22,8 @@ LEADER_EPOCH = 0
 
 def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
     result = {"partition": p.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
-    topic = broker.topics.get(name)
-    if topic is None or not 0 <= p.partition < topic.partition_count:
+    topic = topic_with_partition(broker, name, p.partition)
+    if topic is None:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
     if getattr(p, "current_leader_epoch", -1) > LEADER_EPOCH:
         return {**result, "error_code": ErrorCode.unknown_leader_epoch}

@@ -9,20 +9,16 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import topic_with_partition, unknown_partition
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
 def _alter_partition(broker: BrokerService, topic: str, partition: Any) -> dict[str, Any]:
-    known = broker.topics.get(topic)
     index = partition.partition_index
-    if known is None or not 0 <= index < known.partition_count:
-        return {
-            "partition_index": index,
-            "error_code": ErrorCode.unknown_topic_or_partition,
-            "error_message": f"{topic}-{index} does not exist",
-        }
+    if topic_with_partition(broker, topic, index) is None:
+        return {"partition_index": index, **unknown_partition(topic, index)}
     if partition.replicas is None:
         return {
             "partition_index": index,

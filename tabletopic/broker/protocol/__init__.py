@@ -3,7 +3,7 @@
 Nothing here imports asyncio, sockets or storage.
 """
 
-from tabletopic.broker.protocol.builder import build_entity, build_response
+from tabletopic.broker.protocol.builder import UnknownFieldError, build_entity, build_response
 from tabletopic.broker.protocol.codec import (
     Request,
     WireResponse,
@@ -24,6 +24,7 @@ __all__ = [
     "MalformedFrame",
     "ProtocolError",
     "Request",
+    "UnknownFieldError",
     "UnsupportedRequest",
     "WireResponse",
     "build_entity",

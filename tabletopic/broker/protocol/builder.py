@@ -5,6 +5,10 @@ entities as dicts or lists of dicts), and :func:`build_response` fits that descr
 version the client asked for: keys the version lacks are dropped, fields the dict leaves out get
 their schema default (or a neutral zero), and nested dicts become that version's entity classes.
 That keeps one code path per API instead of one per (API, version) pair.
+
+Tolerance stops at keys that are no field of the message in ANY version: such a key is a misspelt
+field, which would otherwise go on the wire as the field's default, so it raises
+:class:`UnknownFieldError`.
 """
 
 from __future__ import annotations
@@ -16,21 +20,20 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
-from kio.index import load_response_schema
+from kio.index import UnknownEntity, load_entity_module, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial._implicit_defaults import primitive_implicit_defaults
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    PrimitiveTupleField,
-    classify_field,
-    is_optional,
-)
+from kio.schema.index import LoadableEntityType, schema_name_map
 from kio.serial.readers import tz_aware_from_i64
-from kio.static.constants import uuid_zero
+from kio.static.constants import EntityType, uuid_zero
 from kio.static.primitive import TZAware, i32Timedelta, i64, i64Timedelta
 
+from tabletopic.broker.protocol.entity_fields import IMPLICIT_DEFAULTS, field_shape
+
 _MISSING = object()
+_MESSAGE_KINDS: dict[str, LoadableEntityType] = {
+    "request": EntityType.request,
+    "response": EntityType.response,
+}
 Converter = Callable[[Any], Any]
 
 
@@ -41,6 +44,7 @@ class _FieldPlan:
     name: str
     convert: Converter
     default: Any  # _MISSING when the field has no schema default and needs a neutral value
+    neutral: Any  # that neutral value (kio entities are immutable, so one instance serves all)
 
 
 def _as_timedelta(value: Any) -> datetime.timedelta:
@@ -84,18 +88,20 @@ def _primitive_converter(type_: type) -> Converter:
     return _identity
 
 
+class UnknownFieldError(TypeError):
+    """A response dict names a field that no version of the message has (a handler bug)."""
+
+
 def _neutral_value(field: dataclasses.Field[Any]) -> Any:
     """The value Kafka's generated code would use for a field the handler did not mention."""
-    if is_optional(field) and field.metadata.get("kafka_type") != "error_code":
-        kind = classify_field(field)
-        if not kind.is_array:
-            return None
-    kind = classify_field(field)
-    if kind.is_array:
+    shape = field_shape(field)
+    if shape.nullable and not shape.is_array and field.metadata.get("kafka_type") != "error_code":
+        return None
+    if shape.is_array:
         return ()
-    if isinstance(kind, EntityField):
-        return build_entity(kind.type_, {})
-    type_ = kind.type_
+    if shape.is_entity:
+        return build_entity(shape.type_, {})
+    type_ = shape.type_
     if type_ is ErrorCode:
         return ErrorCode.none
     if type_ is bool:
@@ -103,8 +109,8 @@ def _neutral_value(field: dataclasses.Field[Any]) -> Any:
     if type_ is uuid.UUID:
         return uuid_zero
     for base in getattr(type_, "__mro__", (type_,)):
-        if base in primitive_implicit_defaults:
-            return primitive_implicit_defaults[base]
+        if base in IMPLICIT_DEFAULTS:
+            return IMPLICIT_DEFAULTS[base]
     return None
 
 
@@ -112,23 +118,23 @@ def _neutral_value(field: dataclasses.Field[Any]) -> Any:
 def _plan(entity_type: type) -> tuple[_FieldPlan, ...]:
     plans = []
     for field in dataclasses.fields(entity_type):
-        kind = classify_field(field)
-        optional = is_optional(field)
-        if isinstance(kind, EntityTupleField):
-            convert = _entity_tuple_converter(kind.type_)
-        elif isinstance(kind, EntityField):
-            convert = _entity_converter(kind.type_, optional)
-        elif isinstance(kind, PrimitiveTupleField):
-            convert = _primitive_tuple_converter(_primitive_converter(kind.type_))
+        shape = field_shape(field)
+        if shape.is_array and shape.is_entity:
+            convert = _entity_tuple_converter(shape.type_)
+        elif shape.is_entity:
+            convert = _entity_converter(shape.type_, shape.nullable)
+        elif shape.is_array:
+            convert = _primitive_tuple_converter(_primitive_converter(shape.type_))
         else:
-            convert = _primitive_converter(kind.type_)
+            convert = _primitive_converter(shape.type_)
         if field.default is not dataclasses.MISSING:
             default = field.default
         elif field.default_factory is not dataclasses.MISSING:
             default = field.default_factory()
         else:
             default = _MISSING
-        plans.append(_FieldPlan(field.name, convert, default))
+        neutral = _neutral_value(field) if default is _MISSING else None
+        plans.append(_FieldPlan(field.name, convert, default, neutral))
     return tuple(plans)
 
 
@@ -163,31 +169,54 @@ def _primitive_tuple_converter(item: Converter) -> Converter:
     return convert
 
 
+@cache
+def _field_names_of_any_version(entity_type: type) -> frozenset[str]:
+    """The fields of ``entity_type`` in every version of its message: kio names an entity after
+    its schema struct in every version module (``kio.schema.<api>.v<N>.<kind>``), so the union of
+    the same-named classes' fields is what a newest-shaped dict may legitimately mention."""
+    names = {field.name for field in dataclasses.fields(entity_type)}
+    parts = entity_type.__module__.split(".")
+    if len(parts) != 5 or parts[:2] != ["kio", "schema"] or parts[4] not in _MESSAGE_KINDS:
+        return frozenset(names)
+    api, kind = parts[2], _MESSAGE_KINDS[parts[4]]
+    for version in schema_name_map.get(api, {}):
+        try:
+            module = load_entity_module(api, version, kind)
+        except UnknownEntity:
+            continue
+        same = getattr(module, entity_type.__name__, None)
+        if isinstance(same, type) and dataclasses.is_dataclass(same):
+            names.update(field.name for field in dataclasses.fields(same))
+    return frozenset(names)
+
+
 def build_entity(entity_type: type, values: Mapping[str, Any]) -> Any:
     """Build one kio entity of ``entity_type`` from a dict, recursively.
 
-    Keys the entity lacks are ignored; missing fields take the schema default, else a neutral value
-    (0, "", empty tuple, ``ErrorCode.none``, None for nullable fields).
+    Keys of fields that exist only in other versions of the message are ignored; missing fields
+    take the schema default, else a neutral value (0, "", empty tuple, ``ErrorCode.none``, None for
+    nullable fields). A key that is a field in no version raises :class:`UnknownFieldError`.
     """
     kwargs: dict[str, Any] = {}
+    used = 0
     for plan in _plan(entity_type):
         value = values.get(plan.name, _MISSING)
         if value is _MISSING:
             if plan.default is not _MISSING:
                 continue
-            kwargs[plan.name] = _neutral_value(_field(entity_type, plan.name))
+            kwargs[plan.name] = plan.neutral
         else:
+            used += 1
             kwargs[plan.name] = plan.convert(value)
+    if used != len(values):  # keys this version lacks: fine if another version has them
+        _check_keys_exist(entity_type, values)
     return entity_type(**kwargs)
 
 
-@cache
-def _fields_by_name(entity_type: type) -> dict[str, dataclasses.Field[Any]]:
-    return {field.name: field for field in dataclasses.fields(entity_type)}
-
-
-def _field(entity_type: type, name: str) -> dataclasses.Field[Any]:
-    return _fields_by_name(entity_type)[name]
+def _check_keys_exist(entity_type: type, values: Mapping[str, Any]) -> None:
+    unknown = sorted(set(values) - _field_names_of_any_version(entity_type))
+    if unknown:
+        raise UnknownFieldError(f"{entity_type.__name__} has no field {', '.join(unknown)} in any version")
 
 
 @cache

@@ -16,15 +16,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    PrimitiveTupleField,
-    classify_field,
-    get_field_tag,
-    is_optional,
-)
-
+from tabletopic.broker.protocol.entity_fields import field_shape, field_tag
 from tabletopic.broker.protocol.errors import MalformedFrame
 
 _FIXED_SIZES = {
@@ -148,14 +140,14 @@ def _skip(size: int) -> Step:
 
 
 def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
-    kind = classify_field(field)
+    shape = field_shape(field)
     kafka_type = field.metadata.get("kafka_type")
-    nullable = is_optional(field)
-    if isinstance(kind, EntityTupleField):
-        return _array_step(entity_check(kind.type_), 1, flexible, nullable)
-    if isinstance(kind, EntityField):
-        return _nullable_entity_step(entity_check(kind.type_)) if nullable else entity_check(kind.type_)
-    if isinstance(kind, PrimitiveTupleField):
+    nullable = shape.nullable
+    if shape.is_array and shape.is_entity:
+        return _array_step(entity_check(shape.type_), 1, flexible, nullable)
+    if shape.is_entity:
+        return _nullable_entity_step(entity_check(shape.type_)) if nullable else entity_check(shape.type_)
+    if shape.is_array:
         element = _primitive_step(str(kafka_type), flexible)
         return _array_step(element, _min_size(kafka_type, flexible), flexible, nullable)
     return _primitive_step(str(kafka_type), flexible, nullable)
@@ -169,12 +161,12 @@ def entity_check(entity_type: Any) -> Step:
     tagged: dict[int, Step] = {}
     fixed_run = 0  # consecutive fixed-size fields are skipped in one step
     for field in dataclasses.fields(entity_type):
-        tag = get_field_tag(field)
+        tag = field_tag(field)
         if tag is not None:
-            tagged[int(tag)] = _field_step(field, flexible)
+            tagged[tag] = _field_step(field, flexible)
             continue
         kafka_type = field.metadata.get("kafka_type")
-        if kafka_type in _FIXED_SIZES and not classify_field(field).is_array:
+        if kafka_type in _FIXED_SIZES and not field_shape(field).is_array:
             fixed_run += _FIXED_SIZES[str(kafka_type)]
             continue
         if fixed_run:
@@ -197,8 +189,8 @@ def entity_check(entity_type: Any) -> Step:
                 end = position + size
                 if end > len(view):
                     raise _fail(position, f"tagged field of {size} bytes")
-                step = tagged.get(tag)
-                if step is not None and step(view[:end], position) > end:
+                tagged_step = tagged.get(tag)
+                if tagged_step is not None and tagged_step(view[:end], position) > end:
                     raise _fail(position, f"tagged field {tag}")
                 position = end
         return position

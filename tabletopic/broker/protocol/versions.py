@@ -2,7 +2,7 @@
 
 The minimum is kio's (Kafka 4's baseline: Produce >= 3, Fetch >= 4); the maximum is the newest
 version our handlers fill correctly. Produce v13 and Fetch v17+ are left out on purpose: Produce
-v13 addresses topics by id only, and no client we serve needs Fetch past v16 (DESIGN.md).
+v13 addresses topics by id only, and no client we serve needs Fetch past v16.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ MAX_VERSIONS: dict[int, int] = {
     75: 0,  # DescribeTopicPartitions
 }
 
-# The consumer-group APIs served by ``broker/groups`` once that package provides its handlers.
+# The consumer-group APIs, served by the group coordinator (``broker/handlers`` GROUP_HANDLERS).
 GROUP_MAX_VERSIONS: dict[int, int] = {
     8: 9,  # OffsetCommit
     9: 9,  # OffsetFetch

@@ -1,20 +1,16 @@
-"""Coordinator fixtures: a metadata engine per backend and a started coordinator with fast limits."""
+"""Coordinator fixtures of the group tests: a metadata engine per backend (``sqlite_engine``,
+``coordinator`` and ``make_coordinator`` live in ``tests/broker/conftest.py``, where the group
+handler tests find them too)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
-from tabletopic.broker.groups.coordinator import GroupCoordinator
-from tabletopic.broker.groups.model import GroupConfig
-
-TOPICS = {"orders": 3, "events": 1}
-
-FAST = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -26,25 +22,3 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     engine = database.create_engine(url)
     yield engine
     engine.dispose()
-
-
-@pytest.fixture
-def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = database.create_engine(database.default_url(tmp_path))
-    yield engine
-    engine.dispose()
-
-
-CoordinatorFactory = Callable[[Engine], GroupCoordinator]
-
-
-def make_coordinator(engine: Engine, config: GroupConfig = FAST) -> GroupCoordinator:
-    return GroupCoordinator(engine, 1, "127.0.0.1", 9092, TOPICS.get, config=config)
-
-
-@pytest.fixture
-async def coordinator(sqlite_engine: Engine) -> AsyncIterator[GroupCoordinator]:
-    coordinator = make_coordinator(sqlite_engine)
-    await coordinator.start()
-    yield coordinator
-    await coordinator.stop()

@@ -15,12 +15,25 @@ from tabletopic.broker.groups.model import (
     GroupState,
     JoinRequest,
     JoinResult,
+    Member,
     MemberIdentity,
     SyncRequest,
 )
-from tests.broker.groups.conftest import make_coordinator
+from tests.broker.conftest import make_coordinator
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(60)
+
+
+def state(coordinator: GroupCoordinator) -> GroupState | None:
+    group = coordinator.group("g")
+    return None if group is None else group.state
+
+
+def member(coordinator: GroupCoordinator, member_id: str) -> Member:
+    group = coordinator.group("g")
+    assert group is not None
+    return group.members[member_id]
 
 
 def join_request(
@@ -57,7 +70,7 @@ async def test_two_members_join_concurrently_and_receive_the_leaders_assignment(
     a = await join(coordinator)
     await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {a.member_id: b"A"}))
     b_task = asyncio.create_task(join(coordinator, client_id="b"))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: state(coordinator) is GroupState.PREPARING_REBALANCE, message="b joins")
     assert await coordinator.heartbeat("g", a.member_id, None, 1) is ErrorCode.rebalance_in_progress
     a2 = await coordinator.join_group(join_request(a.member_id))
     b = await b_task
@@ -65,7 +78,7 @@ async def test_two_members_join_concurrently_and_receive_the_leaders_assignment(
     assert a2.leader_id == a.member_id and len(a2.members) == 2
 
     b_sync = asyncio.create_task(coordinator.sync_group(SyncRequest("g", b.member_id, None, 2, None, None)))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: member(coordinator, b.member_id).sync_ticket is not None, message="b waits")
     assert not b_sync.done()
     leader_sync = await coordinator.sync_group(
         SyncRequest("g", a.member_id, None, 2, "consumer", "range", {a.member_id: b"A", b.member_id: b"B"})
@@ -79,7 +92,7 @@ async def test_two_members_join_concurrently_and_receive_the_leaders_assignment(
 async def test_silent_member_is_expired_by_its_session_timer(coordinator: GroupCoordinator) -> None:
     a = await join(coordinator, session_ms=200)
     await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
-    await asyncio.sleep(0.5)
+    await wait_until(lambda: state(coordinator) is GroupState.EMPTY, message="the session expires")
     group = coordinator.group("g")
     assert group is not None and group.state is GroupState.EMPTY and group.generation_id == 2
     assert await coordinator.heartbeat("g", a.member_id, None, 1) is ErrorCode.unknown_member_id
@@ -212,7 +225,7 @@ async def test_stop_answers_held_back_joins_with_not_coordinator(sqlite_engine: 
     a = await join(coordinator)
     await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
     waiting = asyncio.create_task(join(coordinator, client_id="b"))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: state(coordinator) is GroupState.PREPARING_REBALANCE, message="b joins")
     await coordinator.stop()
     assert (await waiting).error is ErrorCode.not_coordinator
 

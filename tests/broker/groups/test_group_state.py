@@ -7,7 +7,14 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.groups.group import Group
-from tabletopic.broker.groups.model import GroupConfig, GroupState, MemberIdentity, Persist, TimerKey
+from tabletopic.broker.groups.model import (
+    GroupConfig,
+    GroupState,
+    MemberIdentity,
+    Persist,
+    TimerKey,
+    TimerKind,
+)
 from tabletopic.broker.groups.transitions import IllegalTransition, check_transition
 from tests.broker.groups.harness import RANGE, Driver
 
@@ -164,7 +171,7 @@ def test_leave_of_last_member_empties_group_and_bumps_generation() -> None:
     assert d.group.members == {}
     assert d.persisted[-1] is not None and d.persisted[-1].members == ()
     assert d.leave(MemberIdentity(a)) == [ErrorCode.unknown_member_id]
-    assert not [k for k in d.timers if k.kind == "session"]
+    assert not [k for k in d.timers if k.kind is TimerKind.SESSION]
 
 
 def test_leave_while_followers_wait_for_sync_tells_them_to_rejoin() -> None:
@@ -352,7 +359,7 @@ def test_snapshot_restores_a_stable_group_whose_members_must_heartbeat_again() -
     assert restored.leader_id == a
     assert restored.members[b].assignment == f"assignment-of-{b}".encode()
     armed = {a.key for a in actions if hasattr(a, "key")}
-    assert armed == {TimerKey("session", a), TimerKey("session", b)}
+    assert armed == {TimerKey(TimerKind.SESSION, a), TimerKey(TimerKind.SESSION, b)}
     assert not [a for a in actions if isinstance(a, Persist)]
 
 

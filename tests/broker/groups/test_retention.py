@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 from kio.schema.errors import ErrorCode
@@ -14,7 +13,7 @@ from tabletopic.broker.groups.group import Group
 from tabletopic.broker.groups.model import MemberIdentity
 from tabletopic.broker.groups.retention import expired_offsets
 from tabletopic.broker.groups.store import CommittedOffset
-from tests.broker.groups.conftest import FAST, make_coordinator
+from tests.broker.conftest import FAST, ManualClock, make_coordinator
 from tests.broker.groups.harness import Driver
 
 DAY = 24 * 3600 * 1000
@@ -43,13 +42,15 @@ def test_stable_consumer_group_loses_only_old_offsets_of_topics_nobody_subscribe
 
 
 async def test_coordinator_expires_offsets_and_drops_groups_left_empty(sqlite_engine: Engine) -> None:
-    coordinator = make_coordinator(sqlite_engine, dataclasses.replace(FAST, offsets_retention_ms=1_000))
+    clock = ManualClock()
+    config = dataclasses.replace(FAST, offsets_retention_ms=1_000)
+    coordinator = make_coordinator(sqlite_engine, config, clock)
     await coordinator.start()
     try:
         results = await coordinator.commit_offsets("tool", "", None, -1, [OffsetToCommit("orders", 0, 3)])
         assert results == {("orders", 0): ErrorCode.none}
         assert await coordinator.expire_offsets() == 0
-        await asyncio.sleep(1.1)
+        clock.advance(1.1)
         assert await coordinator.expire_offsets() == 1
         assert coordinator.group("tool") is None
         assert coordinator.fetch_offsets("tool", None) == (ErrorCode.none, [])

@@ -1,6 +1,7 @@
-"""GROUP_HANDLERS called with real kio request objects of several versions; every answer is built
-into that version's kio response class with the broker's ``build_response`` and encoded, so a field
-the version cannot carry shows up here rather than on a client's socket."""
+"""The consumer-group handlers (GROUP_HANDLERS) called with real kio request objects of several
+versions; every answer is built into that version's kio response class with the broker's
+``build_response`` and encoded, so a field the version cannot carry shows up here rather than on a
+client's socket."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups import subscription
 from tabletopic.broker.groups.coordinator import GroupCoordinator
-from tabletopic.broker.groups.handlers import GROUP_HANDLERS
+from tabletopic.broker.handlers import GROUP_HANDLERS
 from tabletopic.broker.protocol import build_response, encode_response
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,0 +1,42 @@
+"""FindCoordinator (10): this broker coordinates every group and (key type 1) every transactional id.
+
+v0-3 answer one coordinator at the top level; v4+ answer ``coordinators[]`` for the batched
+``coordinator_keys``, a shape change one newest-shaped dict cannot express, hence the version check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+
+
+async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    key_type = int(getattr(request, "key_type", 0))
+
+    def answer(key: str) -> dict[str, Any]:
+        if key_type not in (0, 1):
+            return {
+                "error_code": ErrorCode.invalid_request,
+                "error_message": f"unsupported coordinator key type {key_type}",
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
+        return {
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "node_id": coordinator.node_id,
+            "host": coordinator.host,
+            "port": coordinator.port,
+        }
+
+    if ctx.api_version >= 4:
+        return {
+            "throttle_time": 0,
+            "coordinators": [{"key": key, **answer(key)} for key in request.coordinator_keys],
+        }
+    return {"throttle_time": 0, **answer(request.key)}

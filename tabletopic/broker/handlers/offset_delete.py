@@ -1,0 +1,23 @@
+"""OffsetDelete (47): drop a group's committed offsets of topics it no longer subscribes to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+
+
+async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    error, results = await coordinator.delete_offsets(
+        request.group_id,
+        [(t.name, [int(p.partition_index) for p in t.partitions]) for t in request.topics],
+    )
+    return {
+        "error_code": error,
+        "throttle_time": 0,
+        "topics": [
+            {"name": topic, "partitions": [{"partition_index": p, "error_code": e} for p, e in partitions]}
+            for topic, partitions in results
+        ],
+    }

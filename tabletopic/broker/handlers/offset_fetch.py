@@ -1,0 +1,65 @@
+"""OffsetFetch (9): a group's committed positions.
+
+v0-7 answer ``topics[]`` (and ``error_code``) at the top level for one group; v8+ answer
+``groups[]``, a shape change one newest-shaped dict cannot express, hence the version check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.groups.store import CommittedOffset
+
+
+def _fetched_topics(
+    fetched: Sequence[tuple[str, Sequence[tuple[int, CommittedOffset | None]]]], error: ErrorCode
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": topic,
+            "partitions": [
+                {
+                    "partition_index": partition,
+                    "committed_offset": -1 if value is None else value.offset,
+                    "committed_leader_epoch": -1 if value is None else value.leader_epoch,
+                    # Kafka answers "" both for "no offset" and for a commit with null metadata.
+                    "metadata": "" if value is None or value.metadata is None else value.metadata,
+                    "error_code": error,
+                }
+                for partition, value in partitions
+            ],
+        }
+        for topic, partitions in fetched
+    ]
+
+
+def _requested(topics: Any) -> list[tuple[str, Sequence[int]]] | None:
+    if topics is None:
+        return None  # v2+: null means every partition the group committed
+    return [(t.name, [int(p) for p in t.partition_indexes]) for t in topics]
+
+
+async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if ctx.api_version >= 8:
+        groups = []
+        for group in request.groups:
+            error, fetched = coordinator.fetch_offsets(group.group_id, _requested(group.topics))
+            groups.append(
+                {
+                    "group_id": group.group_id,
+                    "error_code": error,
+                    "topics": _fetched_topics(fetched, ErrorCode.none),
+                }
+            )
+        return {"throttle_time": 0, "groups": groups}
+    requested = _requested(request.topics)
+    error, fetched = coordinator.fetch_offsets(request.group_id, requested)
+    if error is not ErrorCode.none and requested is not None:
+        # v1 has no top-level error: report it on every requested partition as well.
+        fetched = [(topic, [(p, None) for p in partitions]) for topic, partitions in requested]
+    return {"throttle_time": 0, "error_code": error, "topics": _fetched_topics(fetched, error)}

@@ -1,0 +1,30 @@
+"""SyncGroup (14): the leader hands out assignments; every member waits for its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.groups.model import SyncRequest
+
+
+async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    result = await coordinator.sync_group(
+        SyncRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            generation_id=int(request.generation_id),
+            protocol_type=getattr(request, "protocol_type", None),
+            protocol_name=getattr(request, "protocol_name", None),
+            assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+        )
+    )
+    return {
+        "throttle_time": 0,
+        "error_code": result.error,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "assignment": result.assignment,
+    }
