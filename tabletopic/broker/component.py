@@ -12,9 +12,8 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups.coordinator import GroupCoordinator
-from tabletopic.broker.groups.handlers import GROUP_HANDLERS
 from tabletopic.broker.groups.settings import group_config
-from tabletopic.broker.handlers import HANDLERS
+from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.server import Dispatcher, KafkaServer

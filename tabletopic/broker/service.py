@@ -18,6 +18,7 @@ from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker import settings
+from tabletopic.broker.context import SecurityProtocol
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.retention import RetentionTask
@@ -33,7 +34,7 @@ PRODUCER_ID_BLOCK = 1000
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    protocol: str
+    protocol: SecurityProtocol
     host: str
     port: int
 
@@ -44,9 +45,12 @@ def parse_listener(text: str) -> Endpoint:
     if not sep:
         raise ValueError(f"listener {text!r} must look like PROTOCOL://HOST:PORT")
     host, _, port = rest.rpartition(":")
-    if protocol.upper() not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-        raise ValueError(f"listener protocol {protocol} is not PLAINTEXT or SASL_PLAINTEXT")
-    return Endpoint(protocol.upper(), host.strip("[]") or "0.0.0.0", int(port))
+    try:
+        security = SecurityProtocol(protocol.upper())
+    except ValueError:
+        served = " or ".join(SecurityProtocol)
+        raise ValueError(f"listener protocol {protocol} is not {served}") from None
+    return Endpoint(security, host.strip("[]") or "0.0.0.0", int(port))
 
 
 class BrokerService:
@@ -68,7 +72,7 @@ class BrokerService:
         self.metrics = metrics
         self.cluster_id = ""
         # Where clients are told to connect, by listener protocol; set once the server is bound.
-        self.advertised: dict[str, Endpoint] = {}
+        self.advertised: dict[SecurityProtocol, Endpoint] = {}
         # (api_key, min, max) served, for ApiVersions; set by the server.
         self.api_ranges: list[tuple[int, int, int]] = []
         self.dynamic_configs: dict[str, str] = {}
@@ -141,9 +145,9 @@ class BrokerService:
         self.dynamic_configs = updated
 
     def advertised_for(self, ctx: Any) -> Endpoint:
-        listener = getattr(ctx, "listener", "PLAINTEXT")
+        listener = getattr(ctx, "listener", SecurityProtocol.PLAINTEXT)
         endpoint = self.advertised.get(listener) or next(iter(self.advertised.values()), None)
-        return endpoint or Endpoint("PLAINTEXT", "127.0.0.1", 9092)
+        return endpoint or Endpoint(SecurityProtocol.PLAINTEXT, "127.0.0.1", 9092)
 
     def topic_config(self, topic: Topic, key: str) -> str:
         """A topic config's effective value: explicit, else the broker default, else Kafka's."""
