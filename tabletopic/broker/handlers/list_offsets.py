@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.protocol.records import base_timestamp_of, max_timestamp_of
+from tabletopic.records.header import base_timestamp_of, max_timestamp_of
 from tabletopic.s3stream.streams import StreamError, StreamStore
 
 if TYPE_CHECKING:
