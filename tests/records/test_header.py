@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 
@@ -68,7 +69,7 @@ def test_a_payload_of_several_batches_is_split_at_their_boundaries() -> None:
 def test_every_truncation_is_corrupt_with_the_brokers_messages() -> None:
     data = batch(RECORDS[:2])
     for cut in range(1, len(data)):
-        fault, message = _fault(lambda cut=cut: validate_batches(data[:cut]))
+        fault, message = _fault(partial(validate_batches, data[:cut]))
         assert fault is BatchFault.CORRUPT, cut
         if cut <= 16:
             assert message == "truncated batch header at byte 0"
@@ -81,7 +82,7 @@ def test_every_truncation_is_corrupt_with_the_brokers_messages() -> None:
 def test_bytes_after_the_last_batch_are_a_truncated_next_batch() -> None:
     data = batch(RECORDS[:2])
     for extra in range(1, HEADER_SIZE + 1):
-        fault, message = _fault(lambda extra=extra: validate_batches(data + b"\x02" * extra))
+        fault, message = _fault(partial(validate_batches, data + b"\x02" * extra))
         assert fault is BatchFault.CORRUPT, extra
         assert message.endswith(f"at byte {len(data)}") or f"at byte {len(data)} does not fit" in message
 
@@ -90,11 +91,11 @@ def test_old_message_formats_are_unsupported_and_unknown_ones_corrupt() -> None:
     for magic, expected in ((0, BatchFault.UNSUPPORTED_FORMAT), (1, BatchFault.UNSUPPORTED_FORMAT)):
         data = bytearray(batch())
         data[16] = magic
-        assert _fault(lambda data=data: validate_batches(bytes(data))) == (
+        assert _fault(partial(validate_batches, bytes(data))) == (
             expected,
             f"message format v{magic} is not supported; only record batch v2 is",
         )
-        fault, message = _fault(lambda data=data: parse_stored_header(bytes(data)))
+        fault, message = _fault(partial(parse_stored_header, bytes(data)))
         assert (fault, message) == (expected, f"unsupported record batch magic {magic} (only v2)")
     data = bytearray(batch())
     data[16] = 3
@@ -130,7 +131,7 @@ def test_stored_header_whole_truncated_and_with_trailing_bytes() -> None:
     data = batch(RECORDS[:2])
     assert parse_stored_header(data).record_count == 2
     for cut in range(len(data)):
-        fault, message = _fault(lambda cut=cut: parse_stored_header(data[:cut]))
+        fault, message = _fault(partial(parse_stored_header, data[:cut]))
         assert fault is BatchFault.CORRUPT
         assert "truncated" in message or "length" in message
     fault, message = _fault(lambda: parse_stored_header(data + b"\x00"))
