@@ -52,7 +52,8 @@ class DecodedRecords:
 def append_records(
     out: DecodedRecords, buf: bytes, header: BatchHeader, base_offset: int, start: int, end: int
 ) -> None:
-    """Append the batch's records within ``[start, end)`` to ``out`` (all or nothing)."""
+    """Append the batch's records within ``[start, end)`` to ``out`` (all or nothing): ``buf`` is
+    its decompressed records block, ``base_offset`` the offset the store gave its first record."""
     offsets: list[int] = []
     timestamps: list[int] = []
     keys: list[bytes | None] = []
