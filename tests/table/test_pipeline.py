@@ -1,4 +1,4 @@
-"""The pure pipeline end to end: client-built batches -> decode -> rows -> Iceberg (pyiceberg on SQLite)."""
+"""The pure pipeline end to end: encoded batches -> decode -> rows -> Iceberg (pyiceberg on SQLite)."""
 
 from __future__ import annotations
 
