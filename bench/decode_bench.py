@@ -1,13 +1,13 @@
 """Micro-benchmark of the table pipeline's per-record work: record batch v2 decoding and record ->
 Arrow conversion, for 20-field records in Confluent wire format (Avro, JSON Schema, Protobuf).
 
-    .venv/bin/python bench/decode_bench.py [--records 100000] [--batch 1000] [--codec none|gzip|lz4|zstd]
+    .venv/bin/python bench/decode_bench.py [--records 100000] [--batch 1000] [--codec none|gzip|lz4|...]
 
 Prints records/s per CPU second (the machine is shared, so wall time mostly measures neighbours;
 it is printed beside) for: batch decoding only; raw mode (value kept as bytes); Avro by_schema_id
 as one struct column and flattened (generated columnar decoder, and fastavro for comparison); JSON
 and Protobuf flattened. Single-threaded, as one Spark Python worker runs. Batches are built with
-kafka-python's producer-side builder (a real client's bytes).
+the codec's encoder (``tabletopic.records.encoder``), byte for byte what a producer sends.
 """
 
 from __future__ import annotations
@@ -20,16 +20,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import cramjam
-import crc32c
 import fastavro
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from tabletopic.records.compression import Compression
+from tabletopic.records.decoder import decode_records
+from tabletopic.records.encoder import Record, build_batch
 from tabletopic.s3stream.streams import StoredBatch
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaNotFound
 from tabletopic.table.convert import avro as avro_module
 from tabletopic.table.convert.rows import RecordConverter
-from tabletopic.table.records import decode_batches
 from tabletopic.table.table_config import TableTopicConfig
 
 _AVRO_TYPES = ["long", "string", "double", "int", "boolean"]
@@ -64,7 +63,7 @@ PROTO = "\n".join(
         "}",
     ]
 )
-CODECS = {"none": 0, "gzip": 1, "lz4": 3, "zstd": 4}
+CODECS = {codec.name.lower(): codec for codec in Compression}
 SCHEMAS = {
     1: RegisteredSchema(1, "AVRO", json.dumps(AVRO), (), "bench-value", 1),
     2: RegisteredSchema(2, "JSON", json.dumps(JSON_SCHEMA), (), "bench-json-value", 1),
@@ -121,20 +120,8 @@ def make_batches(total: int, per_batch: int, codec: str, encode: Callable[[int],
     offset = 0
     while offset < total:
         n = min(per_batch, total - offset)
-        own_lz4 = codec == "lz4"  # compressed with cramjam below whether or not kafka-python has lz4
-        builder = DefaultRecordBatchBuilder(2, 0 if own_lz4 else CODECS[codec], False, -1, -1, -1, 1 << 30)
-        for i in range(n):
-            k = offset + i
-            builder.append(i, 1_700_000_000_000 + k, b"key-%d" % k, encode(k), [])
-        payload = bytes(builder.build())
-        if own_lz4:
-            block = bytes(cramjam.lz4.compress(payload[61:]))
-            head = bytearray(payload[:61])
-            struct.pack_into(">i", head, 8, 49 + len(block))
-            struct.pack_into(">h", head, 21, 3)
-            buf = bytearray(bytes(head) + block)
-            struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
-            payload = bytes(buf)
+        records = [Record(b"key-%d" % (offset + i), encode(offset + i)) for i in range(n)]
+        payload = build_batch(records, compression=CODECS[codec], timestamp=1_700_000_000_000 + offset)
         out.append(StoredBatch(offset, n, payload))
         offset += n
     return out
@@ -175,13 +162,13 @@ def main() -> None:
 
         def run() -> int:
             converter = RecordConverter(config, lookup)
-            result = converter.convert(decode_batches(batches, 0, total))
+            result = converter.convert(decode_records(batches, 0, total))
             assert not result.failures, result.failures[:1]
             return result.batch.num_rows if result.batch is not None else 0
 
         return run
 
-    measure("decode record batches", total, lambda: len(decode_batches(data["avro"], 0, total)))
+    measure("decode record batches", total, lambda: len(decode_records(data["avro"], 0, total)))
     measure("decode + convert raw", total, convert("avro", {}))
     measure(
         "decode + convert avro (struct value)",

@@ -23,8 +23,8 @@ import sqlalchemy as sa
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
-from tabletopic.broker.protocol.records import NO_PRODUCER_ID, BatchHeader, InvalidBatch, parse_batches
 from tabletopic.broker.topics import producer_snapshots_table
+from tabletopic.records.header import NO_PRODUCER_ID, BatchHeader, validate_batches
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamStore
 
 log = logging.getLogger(__name__)
@@ -231,8 +231,8 @@ class ProducerStates:
                     if stored.next_offset <= offset:
                         continue
                     try:
-                        (header,) = parse_batches(stored.payload, verify_crc=False)
-                    except (InvalidBatch, ValueError):
+                        (header,) = validate_batches(stored.payload, verify_crc=False)
+                    except ValueError:  # a RecordBatchError, or not exactly one batch
                         continue
                     self._apply_replayed(stream_id, header, stored.base_offset)
                     replayed += 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tabletopic.broker import settings
-from tabletopic.broker.protocol.records import max_timestamp_of
+from tabletopic.records.header import max_timestamp_of
 from tabletopic.s3stream.streams import StreamError
 
 if TYPE_CHECKING:

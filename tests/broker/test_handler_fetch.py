@@ -9,7 +9,7 @@ import time
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.protocol.records import parse_batches
+from tabletopic.records.header import validate_batches
 from tests.broker.batches import fetch_request, make_batch, produce_request
 from tests.broker.helpers import call
 
@@ -30,7 +30,7 @@ async def test_fetch_returns_batches_with_their_stored_offsets(broker_service, v
     result = _partition(await call(broker_service, fetch_request("t", 0, 2, version=version)))
     assert result.error_code is ErrorCode.none
     assert result.high_watermark == 6
-    headers = parse_batches(result.records)
+    headers = validate_batches(result.records)
     offsets = [struct.unpack_from(">q", result.records, h.position)[0] for h in headers]
     assert offsets == [2, 4]
 
@@ -42,7 +42,7 @@ async def test_fetch_by_topic_id_for_v13_and_later(broker_service, version) -> N
     response = await call(broker_service, fetch_request("t", 0, 0, version=version, topic_id=topic_id))
     assert response.responses[0].topic_id == topic_id
     assert _partition(response).error_code is ErrorCode.none
-    assert len(parse_batches(_partition(response).records)) == 1
+    assert len(validate_batches(_partition(response).records)) == 1
 
 
 async def test_unknown_topic_id_is_reported(broker_service) -> None:
@@ -86,7 +86,7 @@ async def test_long_poll_wakes_up_when_data_arrives(broker_service) -> None:
     result = _partition(await call(broker_service, fetch_request("t", 0, 0, max_wait=5000)))
     await producer
     assert 0.15 < time.monotonic() - started < 3
-    assert len(parse_batches(result.records)) == 1
+    assert len(validate_batches(result.records)) == 1
 
 
 async def test_long_poll_gives_up_after_max_wait(broker_service) -> None:
@@ -100,10 +100,10 @@ async def test_long_poll_gives_up_after_max_wait(broker_service) -> None:
 async def test_partition_max_bytes_limits_but_returns_at_least_one_batch(broker_service) -> None:
     await _fill(broker_service, 5)
     one = _partition(await call(broker_service, fetch_request("t", 0, 0, partition_max_bytes=10)))
-    assert len(parse_batches(one.records)) == 1
+    assert len(validate_batches(one.records)) == 1
     size = len(make_batch([b"v0", b"w0"]))
     two = _partition(await call(broker_service, fetch_request("t", 0, 0, partition_max_bytes=2 * size)))
-    assert len(parse_batches(two.records)) == 2
+    assert len(validate_batches(two.records)) == 2
 
 
 async def test_missing_topic_is_unknown(broker_service) -> None:

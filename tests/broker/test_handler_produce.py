@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.protocol.records import parse_batches
+from tabletopic.broker.handlers.produce import FAULT_ERROR_CODES
+from tabletopic.records.errors import BatchFault
+from tabletopic.records.header import validate_batches
 from tests.broker.batches import make_batch, produce_request
 from tests.broker.helpers import call
 
@@ -139,6 +141,16 @@ async def test_log_append_time_topic_stamps_batches_and_keeps_crc_valid(broker_s
     append_ms = int(result.log_append_time.timestamp() * 1000)
     assert append_ms > 1_600_000_000_000
     stored = (await broker_service.store.fetch(broker_service.stream_id("t", 0), 0, 1 << 20))[0]
-    (header,) = parse_batches(stored.payload)  # verifies the recomputed CRC
+    (header,) = validate_batches(stored.payload)  # verifies the recomputed CRC
     assert header.attributes & 0x08
     assert header.max_timestamp == append_ms
+
+
+async def test_every_batch_fault_has_its_error_code_and_an_empty_batch_is_an_invalid_record(
+    broker_service,
+) -> None:
+    assert set(FAULT_ERROR_CODES) == set(BatchFault)
+    await _topic(broker_service)
+    result = _partition(await call(broker_service, produce_request("t", 0, make_batch([]))))
+    assert result.error_code is ErrorCode.invalid_record
+    assert result.error_message == "batch at byte 0 has record count 0 and last offset delta -1"

@@ -7,13 +7,13 @@ import json
 import pyarrow as pa
 import pytest
 
+from tabletopic.records.columns import BatchError, DecodedRecords
 from tabletopic.table.convert.rows import (
     DLQ_HEADER_REASON,
     RecordConversionError,
     RecordConverter,
     convert_records,
 )
-from tabletopic.table.records import BatchError, DecodedRecords
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tests.table.schemas import MemoryLookup, avro_bytes, wire
 
@@ -538,16 +538,16 @@ def test_protobuf_by_latest_schema_uses_the_configured_message() -> None:
 
 
 def test_header_keys_with_invalid_utf8_do_not_break_the_batch() -> None:
-    from tabletopic.table.records import decode_batches
-    from tests.table.kafka_batches import build_batch, stored
+    from tabletopic.records.crc import write_crc
+    from tabletopic.records.decoder import decode_records
+    from tabletopic.records.encoder import Record, build_batch
+    from tests.records.samples import stored
 
-    batch = bytearray(build_batch([(b"k", b"v", [("h", b"1")])]))
+    batch = bytearray(build_batch([Record(b"k", b"v", [("h", b"1")])]))
     index = batch.index(b"h\x02")  # header key "h" followed by the value length varint
     batch[index] = 0xFF
-    import crc32c
-
-    batch[17:21] = crc32c.crc32c(bytes(batch[21:])).to_bytes(4, "big")
-    result = convert_records(decode_batches(stored([bytes(batch)]), 0, 1), cfg())
+    write_crc(batch)
+    result = convert_records(decode_records(stored([bytes(batch)]), 0, 1), cfg())
     assert result.batch is not None
     assert result.batch.column("_kafka_header").to_pylist() == [[("\ufffd", b"1")]]
 

@@ -13,6 +13,8 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from tabletopic import database
+from tabletopic.records.compression import Compression
+from tabletopic.records.encoder import Record, build_batch
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.s3stream.store import S3StreamStore
@@ -23,7 +25,6 @@ from tabletopic.table.job import JobResult, JobSpec
 from tabletopic.table.lease import LeaseManager
 from tabletopic.table.ports import PartitionView, TopicView
 from tabletopic.table.worker import TableWorker
-from tests.table.kafka_batches import build_batch
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Node:
         return view
 
     async def produce(self, view: TopicView, partition: int, values: list[bytes]) -> None:
-        batch = build_batch([(b"k", v, [("h", b"1")]) for v in values], codec="lz4")
+        batch = build_batch([Record(b"k", v, [("h", b"1")]) for v in values], compression=Compression.LZ4)
         await self.store.append(view.partitions[partition].stream_id, batch, len(values))
 
 

@@ -1,4 +1,4 @@
-"""The pure pipeline end to end: client-built batches -> decode -> rows -> Iceberg (pyiceberg on SQLite)."""
+"""The pure pipeline end to end: encoded batches -> decode -> rows -> Iceberg (pyiceberg on SQLite)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
 
+from tabletopic.records.compression import Compression
+from tabletopic.records.encoder import Record, build_batch
 from tabletopic.table.convert import RecordConverter, conform_batch, convert_slice, unify_schemas
 from tabletopic.table.schema_evolution import create_table_for_topic, evolve_table_schema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tests.table.kafka_batches import build_batch, stored
+from tests.records.samples import stored
 from tests.table.schemas import MemoryLookup, avro_bytes, wire
 from tests.table.test_convert import USER_V1, USER_V2
 
@@ -42,7 +44,13 @@ def test_two_schema_versions_land_in_one_table_with_offsets_and_poison_skipped(t
         for i in range(5, 9)
     ]
     second.append((b"bad", b"\x00garbage", []))
-    batches = stored([build_batch(first, "zstd"), build_batch(second, "lz4")], first_offset=1000)
+    batches = stored(
+        [
+            build_batch([Record(*r) for r in first], compression=Compression.ZSTD),
+            build_batch([Record(*r) for r in second], compression=Compression.LZ4),
+        ],
+        first_offset=1000,
+    )
     config = TableTopicConfig.from_topic_configs(
         {
             "automq.table.topic.enable": "true",

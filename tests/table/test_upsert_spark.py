@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tabletopic import database
+from tabletopic.records.encoder import Record, build_batch
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.s3stream.store import S3StreamStore
@@ -18,7 +19,6 @@ from tabletopic.table.coordinator import CoordinatorContext, TopicPipeline
 from tabletopic.table.lease import LeaseManager
 from tabletopic.table.ports import PartitionView, TopicView
 from tabletopic.table.worker import TableWorker
-from tests.table.kafka_batches import build_batch
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -77,7 +77,7 @@ async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_with_the_
         )
 
         async def produce(pairs: list[tuple[bytes, bytes]]) -> None:
-            await store.append(stream, build_batch([(k, v, []) for k, v in pairs]), len(pairs))
+            await store.append(stream, build_batch([Record(k, v) for k, v in pairs]), len(pairs))
 
         def rows() -> dict[str, str]:
             table = handle.backing.load_table((namespace, "users"))

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import partitions_response
-from tabletopic.broker.protocol.records import base_timestamp_of, max_timestamp_of
+from tabletopic.records.header import base_timestamp_of, max_timestamp_of
 from tabletopic.s3stream.streams import StreamError, StreamStore
 
 if TYPE_CHECKING:

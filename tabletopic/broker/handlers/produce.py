@@ -17,13 +17,21 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.producers import SequenceCheck
-from tabletopic.broker.protocol.records import InvalidBatch, parse_batches, with_log_append_time
+from tabletopic.records.errors import BatchFault, RecordBatchError
+from tabletopic.records.header import validate_batches, with_log_append_time
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
+
+# What a Produce response says about a batch the codec refused.
+FAULT_ERROR_CODES = {
+    BatchFault.CORRUPT: ErrorCode.corrupt_message,
+    BatchFault.UNSUPPORTED_FORMAT: ErrorCode.unsupported_for_message_format,
+    BatchFault.INVALID_RECORD: ErrorCode.invalid_record,
+}
 
 
 def _result(index: int, code: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -48,10 +56,10 @@ async def produce_partition(
     if not records:
         return _result(index, ErrorCode.invalid_record, "empty record set")
     try:
-        headers = parse_batches(records)
-    except InvalidBatch as exc:
+        headers = validate_batches(records)
+    except RecordBatchError as exc:
         log.warning("rejected produce to %s-%d: %s", topic_name, index, exc)
-        return _result(index, exc.error_code, str(exc))
+        return _result(index, FAULT_ERROR_CODES[exc.fault], str(exc))
     max_bytes = int(broker.topic_config(topic, "max.message.bytes"))
     for header in headers:
         if header.size > max_bytes:

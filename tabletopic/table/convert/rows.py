@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tabletopic.s3stream.streams import StoredBatch
+from tabletopic.records.columns import BatchError, DecodedRecords
+from tabletopic.records.decoder import StoredBatchLike, decode_records
+from tabletopic.records.transactions import AbortedTransaction
 from tabletopic.schema_registry.lookup import SchemaLookup
 from tabletopic.table.convert.debezium import flatten_debezium
 from tabletopic.table.convert.decoders import DecoderCache, Failure, decode_column
-from tabletopic.table.records import AbortedTransaction, BatchError, DecodedRecords, decode_batches
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig, TransformType
 
 KEY_COLUMN = "_kafka_key"
@@ -229,7 +230,7 @@ def convert_records(
 
 
 def convert_slice(
-    batches: Iterable[StoredBatch],
+    batches: Iterable[StoredBatchLike],
     start_offset: int,
     end_offset: int,
     partition: int,
@@ -238,5 +239,5 @@ def convert_slice(
 ) -> ConversionResult:
     """Decode stored batches and convert the records in ``[start_offset, end_offset)`` to rows —
     what a Spark task does for each work item before yielding ``result.batch``."""
-    decoded = decode_batches(batches, start_offset, end_offset, partition, aborted_transactions)
+    decoded = decode_records(batches, start_offset, end_offset, partition, aborted_transactions)
     return converter.convert(decoded)

@@ -1,0 +1,26 @@
+"""The batch CRC: CRC32C (Castagnoli) over everything from ``attributes`` to the end of the batch.
+
+``baseOffset``, ``batchLength`` and ``partitionLeaderEpoch`` lie before the covered range, which is
+why a broker may rewrite the base offset of a stored batch without recomputing anything.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import crc32c
+
+CRC_OFFSET = 17
+CRC_START = 21  # the first covered byte: attributes
+
+_UINT32 = struct.Struct(">I")
+
+
+def batch_crc(batch: bytes | bytearray | memoryview) -> int:
+    """The CRC a batch should carry, computed over its bytes from ``attributes`` on."""
+    return int(crc32c.crc32c(memoryview(batch)[CRC_START:]))
+
+
+def write_crc(batch: bytearray) -> None:
+    """Recompute and store the CRC after the covered bytes were written or changed."""
+    _UINT32.pack_into(batch, CRC_OFFSET, batch_crc(batch))
