@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.broker.broker_process import BrokerProcess  # noqa: E402
+from tests.support.broker_process import BrokerProcess  # noqa: E402
 from tests.support.ports import free_port, wait_for_port  # noqa: E402
 
 SCENARIOS = [(100, "none"), (100, "lz4"), (1024, "none"), (1024, "lz4")]

@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.table_e2e.node import TableNode, table_configs  # noqa: E402
+from tests.support.table_node import TableNode, table_configs  # noqa: E402
 
 FIELDS: list[dict[str, Any]] = [{"name": "id", "type": "long"}]
 for _i in range(1, 20):

@@ -1,10 +1,11 @@
 """Session-wide fixtures. Servers start once per test run and only when a test asks for them.
 
-Fixtures live in ``tests/fixtures/`` modules, one per kind of server, registered here.
+Everything tests share lives in ``tests/support/``: the fixture modules (``*_fixtures``, one per
+kind of server, registered here), process wrappers, clients, request builders and waits.
 """
 
 pytest_plugins = [
-    "tests.fixtures.servers",
-    "tests.fixtures.spark",
-    "tests.fixtures.catalogs",
+    "tests.support.server_fixtures",
+    "tests.support.spark_fixtures",
+    "tests.support.catalog_fixtures",
 ]

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from tabletopic import database
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import GroupConfig
-from tests.broker.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 TOPICS = {"orders": 3, "events": 1}
 

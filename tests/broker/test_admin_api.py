@@ -7,8 +7,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.broker import clients
-from tests.broker.broker_process import BrokerProcess
+from tests.support import kafka_clients as clients
+from tests.support.broker_process import BrokerProcess
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from tabletopic.broker.handlers import HANDLERS
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.server import READ_BUFFER_BYTES, Dispatcher, KafkaConnection
-from tests.broker.batches import make_batch, produce_request
-from tests.broker.rawclient import decode_response, encode_request
+from tests.support.kafka_requests import make_batch, produce_request
+from tests.support.raw_kafka_client import decode_response, encode_request
 from tests.support.waiting import wait_until
 
 
@@ -110,7 +110,7 @@ async def test_reading_pauses_while_too_many_requests_are_in_flight(broker_servi
     await broker_service.topics.create("t", 1)
     connection, transport = _connection(broker_service, max_inflight=4)
     # Long-polling fetches stay in flight until their max_wait ends.
-    from tests.broker.batches import fetch_request
+    from tests.support.kafka_requests import fetch_request
 
     data = b"".join(encode_request(fetch_request("t", 0, 0, max_wait=300), i) for i in range(6))
     _feed(connection, data, len(data))
@@ -148,7 +148,7 @@ def test_first_error_finds_nested_partition_errors() -> None:
 
 
 async def test_global_request_budget_pauses_reading_until_answers_drain(broker_service) -> None:
-    from tests.broker.batches import fetch_request
+    from tests.support.kafka_requests import fetch_request
 
     await broker_service.topics.create("t", 1)
     connection, transport = _connection(broker_service)
@@ -171,7 +171,7 @@ async def test_sasl_handshake_v0_then_raw_token_authenticates_the_connection(bro
     import struct as _struct
 
     from tabletopic.broker.sasl import SaslState
-    from tests.broker.batches import request
+    from tests.support.kafka_requests import request
 
     dispatcher = Dispatcher(broker_service)
     dispatcher.add(HANDLERS, broker_service, MAX_VERSIONS)
@@ -192,7 +192,7 @@ async def test_sasl_handshake_v0_then_raw_token_authenticates_the_connection(bro
 
 
 async def test_requests_before_sasl_authentication_close_the_connection(broker_service) -> None:
-    from tests.broker.batches import request
+    from tests.support.kafka_requests import request
 
     dispatcher = Dispatcher(broker_service)
     dispatcher.add(HANDLERS, broker_service, MAX_VERSIONS)

@@ -19,7 +19,7 @@ from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommi
 from tabletopic.broker.protocol import build_entity
 from tabletopic.broker.protocol.entity_fields import field_shape
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
 
 SASL_KEYS = {17, 36}  # answered by the connection's SASL state machine, tested in test_sasl.py
 

@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol import build_response, encode_response
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, FetchedTopic, encode_fetch_response
-from tests.broker.batches import make_batch
+from tests.support.kafka_requests import make_batch
 
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 

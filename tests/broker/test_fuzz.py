@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tabletopic.broker.protocol import MalformedFrame, UnsupportedRequest, parse_request
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
 
 SERVED = [
     (key, version)
@@ -72,7 +72,7 @@ def test_null_for_a_non_nullable_array_is_malformed() -> None:
 async def test_fetch_with_the_all_zero_topic_id_is_an_unknown_topic(broker_service) -> None:
     import uuid
 
-    from tests.broker.batches import fetch_request
+    from tests.support.kafka_requests import fetch_request
 
     response = await call(broker_service, fetch_request("t", 0, 0, version=15, topic_id=uuid.UUID(int=0)))
     from kio.schema.errors import ErrorCode

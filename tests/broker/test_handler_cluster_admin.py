@@ -6,8 +6,8 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
-from tests.broker.batches import request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import request
 
 
 async def test_elect_leaders_is_never_needed(broker_service) -> None:
@@ -86,7 +86,7 @@ async def test_api_versions_lists_what_the_broker_serves(broker_service) -> None
 
 
 async def test_offset_for_leader_epoch_answers_the_high_watermark(broker_service) -> None:
-    from tests.broker.batches import make_batch, produce_request
+    from tests.support.kafka_requests import make_batch, produce_request
 
     await broker_service.topics.create("e", 1)
     await call(broker_service, produce_request("e", 0, make_batch([b"a", b"b", b"c"])))
@@ -113,7 +113,7 @@ async def test_offset_for_leader_epoch_answers_the_high_watermark(broker_service
 
 
 async def test_describe_producers_shows_idempotent_producer_state(broker_service) -> None:
-    from tests.broker.batches import make_batch, produce_request
+    from tests.support.kafka_requests import make_batch, produce_request
 
     await broker_service.topics.create("p", 1)
     for seq in (0, 2):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tests.broker.batches import request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import request
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

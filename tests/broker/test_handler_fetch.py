@@ -10,8 +10,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tabletopic.records.header import validate_batches
-from tests.broker.batches import fetch_request, make_batch, produce_request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import fetch_request, make_batch, produce_request
 
 
 async def _fill(broker, batches: int = 3) -> None:  # type: ignore[no-untyped-def]
@@ -112,7 +112,7 @@ async def test_missing_topic_is_unknown(broker_service) -> None:
 
 
 async def test_nonzero_session_id_is_not_found(broker_service) -> None:
-    from tests.broker.batches import request
+    from tests.support.kafka_requests import request
 
     req = request(
         1,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tests.broker.batches import make_batch, produce_request, request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import make_batch, produce_request, request
 
 
 async def _fill(broker) -> None:  # type: ignore[no-untyped-def]

@@ -8,8 +8,8 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.handlers.produce import FAULT_ERROR_CODES
 from tabletopic.records.errors import BatchFault
 from tabletopic.records.header import validate_batches
-from tests.broker.batches import make_batch, produce_request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import make_batch, produce_request
 
 
 async def _topic(broker, name="t", partitions=1, **configs):  # type: ignore[no-untyped-def]

@@ -6,8 +6,8 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
-from tests.broker.batches import make_batch, produce_request, request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import make_batch, produce_request, request
 
 
 def _create(version: int, *topics: dict, validate_only: bool = False):  # type: ignore[no-untyped-def]

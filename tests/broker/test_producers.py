@@ -5,8 +5,8 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.producers import ProducerStates
-from tests.broker.batches import make_batch, produce_request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import make_batch, produce_request
 
 
 def _partition(response):  # type: ignore[no-untyped-def]

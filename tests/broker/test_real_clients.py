@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.broker import clients
+from tests.support import kafka_clients as clients
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from tests.broker.batches import make_batch, produce_request
-from tests.broker.helpers import call
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import make_batch, produce_request
 
 
 async def _fill(broker, name: str, timestamps: list[int], **configs: str) -> None:  # type: ignore[no-untyped-def]

@@ -15,7 +15,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
-from tests.broker import clients, rawclient
+from tests.support import kafka_clients as clients
+from tests.support import raw_kafka_client as rawclient
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.sasl import SaslPlainServer, SaslState, parse_users
-from tests.broker.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 
 def test_plain_handshake_then_valid_token_authenticates() -> None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import CommitFailedException
 
-from tests.fixtures.catalogs import CatalogFactory
+from tests.support.catalog_fixtures import CatalogFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

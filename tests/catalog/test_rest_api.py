@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fixtures.catalogs import CatalogFactory, CatalogHandle
+from tests.support.catalog_fixtures import CatalogFactory, CatalogHandle
 
 pytestmark = pytest.mark.timeout(120)
 

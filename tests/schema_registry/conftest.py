@@ -15,8 +15,8 @@ from tabletopic import database
 from tabletopic.config import Config
 from tabletopic.schema_registry import db
 from tabletopic.schema_registry.opening import standalone_app
-from tests.schema_registry.server import RegistryProcess
 from tests.support.postgres import PostgresServer
+from tests.support.registry_process import RegistryProcess
 
 
 @pytest.fixture(scope="session")

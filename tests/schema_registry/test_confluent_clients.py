@@ -13,7 +13,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from tests.schema_registry.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.integration
 

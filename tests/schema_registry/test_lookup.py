@@ -15,7 +15,7 @@ from tabletopic.schema_registry.lookup import SchemaNotFound
 from tabletopic.schema_registry.model import SchemaSubmission
 from tabletopic.schema_registry.opening import build_registry
 from tabletopic.schema_registry.registry import SchemaRegistry
-from tests.schema_registry.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 ADDRESS = json.dumps({"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]})
 PERSON = json.dumps({"type": "record", "name": "Person", "fields": [{"name": "home", "type": "Address"}]})

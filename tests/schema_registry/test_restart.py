@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.schema_registry.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.integration
 

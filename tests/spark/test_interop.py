@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 
-from tests.fixtures.catalogs import CatalogFactory, CatalogHandle
+from tests.support.catalog_fixtures import CatalogFactory, CatalogHandle
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

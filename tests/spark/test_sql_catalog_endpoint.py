@@ -12,7 +12,7 @@ import pytest
 from tabletopic.catalog.adapters import catalog_spec
 from tabletopic.config import Config
 from tabletopic.spark.cli import reachable_spec, rest_catalog_alive, split_statements
-from tests.fixtures.catalogs import CatalogFactory
+from tests.support.catalog_fixtures import CatalogFactory
 from tests.support.ports import free_port
 
 pytestmark = pytest.mark.timeout(60)

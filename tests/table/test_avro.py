@@ -11,7 +11,7 @@ import pytest
 
 from tabletopic.table.convert.avro import AvroDecoder, avro_to_arrow_type, parse_avro_schema
 from tabletopic.table.convert.avro_columnar import compile_decoder
-from tests.table.schemas import avro_bytes
+from tests.support.schemas import avro_bytes
 
 INNER = {
     "type": "record",

@@ -15,7 +15,7 @@ from tabletopic.table.convert.rows import (
     convert_records,
 )
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tests.table.schemas import MemoryLookup, avro_bytes, wire
+from tests.support.schemas import MemoryLookup, avro_bytes, wire
 
 USER_V1 = {
     "type": "record",

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabletopic.table.convert.avro import AvroDecoder
-from tests.table.schemas import avro_bytes
+from tests.support.schemas import avro_bytes
 from tests.table.test_avro import SCHEMA, make
 
 

@@ -13,16 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.table_e2e.node import TableNode
-
-# Spark in the node: two local cores and a modest heap (CI is a 2-core box shared by every suite).
-SPARK_NODE_SETTINGS = {
-    "table.job.runner": "spark",
-    "spark.master": "local[2]",
-    "spark.driver.memory": "768m",
-    "table.coordinator.poll.interval.ms": "200",
-    "log.level": "INFO",
-}
+from tests.support.table_node import SPARK_NODE_SETTINGS, TableNode
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.table_e2e.node import TableNode
+from tests.support.table_node import TableNode
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 

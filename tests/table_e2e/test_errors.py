@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.table_e2e.node import DeliveryLog, TableNode, table_configs, table_positions
-from tests.table_e2e.producers import avro_bytes, produce_bytes
+from tests.support.table_node import DeliveryLog, TableNode, table_configs, table_positions
+from tests.support.table_producers import avro_bytes, produce_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from pyiceberg import types as it
 
-from tests.table_e2e.node import TableNode, table_configs
-from tests.table_e2e.producers import produce
-from tests.table_e2e.test_formats import assert_exactly_once
+from tests.support.table_node import TableNode, assert_exactly_once, table_configs
+from tests.support.table_producers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -54,7 +53,7 @@ def test_table_evolves_over_three_compatible_versions_and_old_rows_read_null(
     node.create_topic(
         topic_name, table_configs(convert_value_type="by_schema_id", transform_value_type="flatten")
     )
-    from tests.table_e2e.node import DeliveryLog
+    from tests.support.table_node import DeliveryLog
 
     log = DeliveryLog()
     for version in (1, 2, 3, 4):

@@ -17,8 +17,15 @@ from typing import Any
 import pytest
 from pyiceberg import types as it
 
-from tests.table_e2e.node import DeliveryLog, TableNode, raw_table_configs, table_configs, table_positions
-from tests.table_e2e.producers import compile_proto, produce
+from tests.support.schemas import DEBEZIUM_ENVELOPE
+from tests.support.table_node import (
+    DeliveryLog,
+    TableNode,
+    assert_exactly_once,
+    raw_table_configs,
+    table_configs,
+)
+from tests.support.table_producers import compile_proto, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -70,15 +77,6 @@ def order(i: int) -> dict[str, Any]:
         "ts": EPOCH + dt.timedelta(seconds=i),
         "total": decimal.Decimal(i) / 4 + decimal.Decimal("0.25"),
     }
-
-
-def assert_exactly_once(rows: list[dict[str, Any]], log: DeliveryLog) -> None:
-    positions = table_positions(rows)
-    duplicates = [p for p, n in Counter(positions).items() if n > 1]
-    assert not duplicates, f"duplicated rows at {duplicates[:10]}"
-    missing = log.acked - set(positions)
-    extra = set(positions) - log.acked
-    assert not missing and not extra, f"missing {sorted(missing)[:10]}, unexpected {sorted(extra)[:10]}"
 
 
 def by_offset(rows: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
@@ -331,34 +329,6 @@ def test_by_latest_schema_decodes_plain_avro_with_the_subjects_latest_version(
     assert decoded == {(r["user"], r["n"]) for r in records}
 
 
-DEBEZIUM_ROW = {
-    "type": "record",
-    "name": "Value",
-    "namespace": "dbserver.inventory.customers",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "email", "type": "string"},
-    ],
-}
-DEBEZIUM_ENVELOPE = {
-    "type": "record",
-    "name": "Envelope",
-    "namespace": "dbserver.inventory.customers",
-    "fields": [
-        {"name": "before", "type": ["null", DEBEZIUM_ROW], "default": None},
-        {"name": "after", "type": ["null", "Value"], "default": None},
-        {
-            "name": "source",
-            "type": {
-                "type": "record",
-                "name": "Source",
-                "fields": [{"name": "db", "type": "string"}, {"name": "table", "type": "string"}],
-            },
-        },
-        {"name": "op", "type": "string"},
-        {"name": "ts_ms", "type": ["null", "long"], "default": None},
-    ],
-}
 
 
 def debezium_events() -> list[dict[str, Any]]:

@@ -17,8 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.table_e2e.conftest import SPARK_NODE_SETTINGS
-from tests.table_e2e.node import DeliveryLog, TableNode, table_configs, table_positions
+from tests.support.table_node import (
+    SPARK_NODE_SETTINGS,
+    DeliveryLog,
+    TableNode,
+    table_configs,
+    table_positions,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 

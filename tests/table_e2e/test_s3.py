@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.table_e2e.conftest import SPARK_NODE_SETTINGS
-from tests.table_e2e.node import TableNode, table_configs
-from tests.table_e2e.producers import produce
-from tests.table_e2e.test_formats import assert_exactly_once
+from tests.support.table_node import SPARK_NODE_SETTINGS, TableNode, assert_exactly_once, table_configs
+from tests.support.table_producers import produce
 
 pytestmark = [
     pytest.mark.integration,

@@ -9,7 +9,7 @@ import sys
 import pytest
 from confluent_kafka import Producer
 
-from tests.table_e2e.node import TableNode, table_configs
+from tests.support.table_node import TableNode, table_configs
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.table_e2e.node import DeliveryLog, TableNode, table_configs
-from tests.table_e2e.producers import produce
-from tests.table_e2e.test_formats import DEBEZIUM_ENVELOPE
+from tests.support.schemas import DEBEZIUM_ENVELOPE
+from tests.support.table_node import DeliveryLog, TableNode, table_configs
+from tests.support.table_producers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 

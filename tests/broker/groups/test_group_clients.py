@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker import clients
-from tests.broker.broker_process import BrokerProcess
+from tests.support import kafka_clients as clients
+from tests.support.broker_process import BrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tabletopic.broker.groups.model import GroupState, JoinResult, MemberIdentity, SyncResult
-from tests.broker.groups.harness import Driver
+from tests.support.group_harness import Driver
 
 CLIENTS = ["a", "b", "c"]
 

@@ -16,7 +16,7 @@ from tabletopic.broker.groups.model import (
     TimerKind,
 )
 from tabletopic.broker.groups.transitions import IllegalTransition, check_transition
-from tests.broker.groups.harness import RANGE, Driver
+from tests.support.group_harness import RANGE, Driver
 
 
 def test_first_join_without_member_id_is_told_member_id_required() -> None:

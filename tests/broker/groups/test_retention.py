@@ -14,7 +14,7 @@ from tabletopic.broker.groups.model import MemberIdentity
 from tabletopic.broker.groups.retention import expired_offsets
 from tabletopic.broker.groups.store import CommittedOffset
 from tests.broker.conftest import FAST, ManualClock, make_coordinator
-from tests.broker.groups.harness import Driver
+from tests.support.group_harness import Driver
 
 DAY = 24 * 3600 * 1000
 

@@ -2,7 +2,7 @@
 table topics created through a real Kafka AdminClient, bounded waits on ``/v1/tables``, and the
 Iceberg tables loaded with pyiceberg through the node's own REST catalog.
 
-Wraps :class:`tests.broker.broker_process.BrokerProcess` (owned by the broker tests) rather than
+Wraps :class:`tests.support.broker_process.BrokerProcess` (owned by the broker tests) rather than
 changing it; the bench imports this module too.
 """
 
@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from tests.broker.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from tests.support.ports import free_port, wait_for_port
 
 TABLE = "automq.table.topic."
@@ -313,3 +314,22 @@ def kill_process_group(process: subprocess.Popen[bytes]) -> None:
 def table_positions(rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
     """(partition, offset) of every row, from ``_kafka_metadata`` (duplicates kept)."""
     return [(r["_kafka_metadata"]["partition"], r["_kafka_metadata"]["offset"]) for r in rows]
+
+
+def assert_exactly_once(rows: list[dict[str, Any]], log: DeliveryLog) -> None:
+    positions = table_positions(rows)
+    duplicates = [p for p, n in Counter(positions).items() if n > 1]
+    assert not duplicates, f"duplicated rows at {duplicates[:10]}"
+    missing = log.acked - set(positions)
+    extra = set(positions) - log.acked
+    assert not missing and not extra, f"missing {sorted(missing)[:10]}, unexpected {sorted(extra)[:10]}"
+
+
+# Spark in the node: two local cores and a modest heap (CI is a 2-core box shared by every suite).
+SPARK_NODE_SETTINGS = {
+    "table.job.runner": "spark",
+    "spark.master": "local[2]",
+    "spark.driver.memory": "768m",
+    "table.coordinator.poll.interval.ms": "200",
+    "log.level": "INFO",
+}

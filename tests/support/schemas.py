@@ -50,3 +50,35 @@ def avro_bytes(schema: dict[str, Any], record: Any) -> bytes:
 
 def wire(schema_id: int, body: bytes, indexes: bytes = b"") -> bytes:
     return b"\x00" + struct.pack(">I", schema_id) + indexes + body
+
+
+# A Debezium change-event envelope (Avro) around a two-column row, as Debezium's Avro converter
+# writes it.
+DEBEZIUM_ROW = {
+    "type": "record",
+    "name": "Value",
+    "namespace": "dbserver.inventory.customers",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "email", "type": "string"},
+    ],
+}
+DEBEZIUM_ENVELOPE = {
+    "type": "record",
+    "name": "Envelope",
+    "namespace": "dbserver.inventory.customers",
+    "fields": [
+        {"name": "before", "type": ["null", DEBEZIUM_ROW], "default": None},
+        {"name": "after", "type": ["null", "Value"], "default": None},
+        {
+            "name": "source",
+            "type": {
+                "type": "record",
+                "name": "Source",
+                "fields": [{"name": "db", "type": "string"}, {"name": "table", "type": "string"}],
+            },
+        },
+        {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": ["null", "long"], "default": None},
+    ],
+}

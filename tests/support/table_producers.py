@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tests.table_e2e.node import DeliveryLog, TableNode
+from tests.support.table_node import DeliveryLog, TableNode
 
 
 def produce(

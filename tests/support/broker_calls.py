@@ -7,7 +7,7 @@ from typing import Any
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.protocol import WireResponse, build_response, encode_response
-from tests.broker.rawclient import decode_response
+from tests.support.raw_kafka_client import decode_response
 
 
 async def call(state: Any, request: Any) -> Any:
