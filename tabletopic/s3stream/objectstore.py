@@ -384,28 +384,29 @@ class AsyncObjectStore:
         self.description = store.description
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="s3stream-io")
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking call (one of the store's, or a function given ``store``) on the I/O pool."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
-        await self._run(self.store.put, key, data)
+        await self.run(self.store.put, key, data)
 
     async def get(self, key: str) -> bytes:
-        return await self._run(self.store.get, key)
+        return await self.run(self.store.get, key)
 
     async def get_range(self, key: str, start: int, end: int) -> bytes:
-        return await self._run(self.store.get_range, key, start, end)
+        return await self.run(self.store.get_range, key, start, end)
 
     async def delete(self, keys: Iterable[str]) -> None:
-        await self._run(self.store.delete, list(keys))
+        await self.run(self.store.delete, list(keys))
 
     async def list(self, prefix: str = "") -> list[tuple[str, int]]:
-        return await self._run(self.store.list, prefix)
+        return await self.run(self.store.list, prefix)
 
     async def check(self) -> None:
         check = getattr(self.store, "check", None)
         if check is not None:
-            await self._run(check)
+            await self.run(check)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=False)

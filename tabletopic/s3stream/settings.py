@@ -4,10 +4,20 @@ The ``s3.*`` keys describe the S3 bucket shared with the table pipeline; ``s3str
 the engine. Sizes are bytes, durations milliseconds.
 """
 
+from enum import StrEnum
+
 from tabletopic.config import define, in_range, one_of
 
 GROUP = "storage"
 MiB = 1024 * 1024
+
+
+class WalMode(StrEnum):
+    """Values of ``s3stream.wal.mode``: where an append is made durable before it is acknowledged."""
+
+    LOCAL = "local"  # an fsynced WAL file on local disk; uploaded later
+    OBJECT = "object"  # a batch object stored and committed (stateless node)
+
 
 OBJECT_STORE = define(
     "s3stream.object.store",
@@ -85,7 +95,7 @@ WAL_MODE = define(
     "later. `object`: appends of all streams are batched into one object per window and "
     "acknowledged once it is stored and indexed (stateless node).",
     GROUP,
-    one_of("local", "object"),
+    one_of(*WalMode),
 )
 WAL_DIR = define(
     "s3stream.wal.dir", str, None, "Directory of the local WAL. Empty: `wal` under data.dir.", GROUP

@@ -11,6 +11,7 @@ import pytest
 from tabletopic.s3stream.compaction import RateLimiter
 from tabletopic.s3stream.db import CommitConflict
 from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.waiting import wait_until
 
 
 async def uploads(store, streams: list[int], rounds: int, size: int, start: int = 0) -> None:
@@ -146,7 +147,11 @@ async def test_background_compaction_runs_while_appending(local_harness: StoreHa
     store = await local_harness.open(compaction_interval_ms=50)
     streams = [await store.create_stream() for _ in range(3)]
     await uploads(store, streams, 12, 300)
-    await asyncio.sleep(0.3)
+
+    async def compacted() -> bool:
+        return len(await committed(store)) < 12
+
+    await wait_until(compacted, message="background compaction merged objects")
     assert len(await committed(store)) < 12
     drop_caches(store)
     await assert_intact(store, streams, 12, 300)

@@ -9,6 +9,7 @@ import pytest
 from tabletopic.s3stream import fetch_slice, open_object_store
 from tabletopic.s3stream.streams import OffsetOutOfRange, StorageUnavailable, StreamNotFound, StreamStore
 from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.waiting import wait_until
 
 
 async def fill(store, stream_id: int, count: int, size: int = 1000, records: int = 3) -> list[int]:
@@ -299,7 +300,8 @@ async def test_sequential_cold_reads_are_served_by_readahead(local_harness: Stor
         batches = await store.fetch(sid, offset, 2000)
         reads.extend(batches)
         offset = batches[-1].next_offset
-        await asyncio.sleep(0.005)  # a consumer's think time lets prefetches land
+        # A consumer's think time: long enough for the prefetches this read started to land.
+        await wait_until(lambda: store.state.reader.prefetching == 0, message="prefetches landed")
     assert [b.base_offset for b in reads] == list(range(120))
     hits = store.metrics.cache_requests.labels("block", "hit")._value.get()
     misses = store.metrics.cache_requests.labels("block", "miss")._value.get()
