@@ -14,9 +14,10 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, CursorResult, Engine
 
 from tabletopic import database
 from tabletopic.s3stream.objects import StreamRange
@@ -123,6 +124,13 @@ class NewObject:
     ranges: Sequence[StreamRange]
 
 
+def _inserted_id(result: CursorResult[Any]) -> int:
+    """The autoincrement id of a one-row INSERT."""
+    key = result.inserted_primary_key
+    assert key is not None, "an INSERT reports its primary key"
+    return int(key[0])
+
+
 class StreamMetadata:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -139,7 +147,7 @@ class StreamMetadata:
                     start_offset=0, end_offset=0, state=StreamStatus.OPEN, created_at=time.time()
                 )
             )
-            return int(result.inserted_primary_key[0])  # type: ignore[index]
+            return _inserted_id(result)
 
     def delete_stream(self, stream_id: int) -> None:
         with self.engine.begin() as conn:
@@ -217,7 +225,7 @@ class StreamMetadata:
                         object_key=key, kind=kind, size=0, state=ObjectState.PREPARED, created_at=now
                     )
                 )
-                reserved.append((int(result.inserted_primary_key[0]), key))  # type: ignore[index]
+                reserved.append((_inserted_id(result), key))
         return reserved
 
     def _register(self, conn: Connection, objects: Sequence[NewObject]) -> None:
