@@ -85,28 +85,6 @@ class S3StreamStore:
         self._started = False
         metrics.wal_bytes.set_function(lambda: float(state.wal.bytes_used if state.wal else 0))
 
-    # The parts of the state that callers (tests, benches, the CLI) look at.
-
-    @property
-    def settings(self) -> StoreSettings:
-        return self.state.settings
-
-    @property
-    def meta(self) -> StreamMetadata:
-        return self.state.meta
-
-    @property
-    def metrics(self) -> StoreMetrics:
-        return self.state.metrics
-
-    @property
-    def log_cache(self) -> LogCache:
-        return self.state.log_cache
-
-    @property
-    def block_cache(self) -> BlockCache:
-        return self.state.block_cache
-
     # Life cycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:

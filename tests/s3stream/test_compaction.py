@@ -29,13 +29,13 @@ async def assert_intact(store, streams: list[int], count: int, size: int, first:
 
 
 def drop_caches(store) -> None:
-    store.log_cache.capacity = 0
-    store.log_cache.evict()
-    store.block_cache.clear()
+    store.state.log_cache.capacity = 0
+    store.state.log_cache.evict()
+    store.state.block_cache.clear()
 
 
 async def committed(store):
-    return await asyncio.to_thread(store.meta.committed_objects)
+    return await asyncio.to_thread(store.state.meta.committed_objects)
 
 
 async def test_small_stream_set_objects_are_merged_and_the_old_ones_deleted(harness: StoreHarness) -> None:
@@ -96,7 +96,7 @@ async def test_trimmed_and_deleted_data_is_dropped(local_harness: StoreHarness) 
     await store.compactor.run_once()
     objects = await committed(store)
     assert len(objects) == 1
-    ranges = await asyncio.to_thread(store.meta.ranges_of, [objects[0].object_id])
+    ranges = await asyncio.to_thread(store.state.meta.ranges_of, [objects[0].object_id])
     assert [(r.stream_id, r.start_offset, r.end_offset) for r in ranges[objects[0].object_id]] == [
         (keep, 2, 4)
     ]
@@ -130,9 +130,9 @@ async def test_a_swap_of_objects_already_replaced_is_refused(local_harness: Stor
     sid = await store.create_stream()
     await uploads(store, [sid], 2, 300)
     ids = [o.object_id for o in await committed(store)]
-    await asyncio.to_thread(store.meta.commit_compaction, [], ids[:1])
+    await asyncio.to_thread(store.state.meta.commit_compaction, [], ids[:1])
     with pytest.raises(CommitConflict):
-        await asyncio.to_thread(store.meta.commit_compaction, [], ids)
+        await asyncio.to_thread(store.state.meta.commit_compaction, [], ids)
 
 
 async def test_rate_limiter_spreads_bytes_over_time() -> None:
