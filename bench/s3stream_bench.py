@@ -121,8 +121,8 @@ async def run_case(
     tail_bytes = await read_everything()
     tail_seconds = time.perf_counter() - started
     await store.flush()
-    store.log_cache.capacity = 0
-    store.log_cache.evict()
+    store.state.log_cache.capacity = 0
+    store.state.log_cache.evict()
     started = time.perf_counter()
     cold_bytes = await read_everything()
     cold_seconds = time.perf_counter() - started

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from tabletopic.cli_common import (
@@ -13,12 +15,19 @@ from tabletopic.cli_common import (
     load_config,
 )
 
+if TYPE_CHECKING:
+    from tabletopic.config import Config
+    from tabletopic.s3stream.db import StreamMetadata
+    from tabletopic.s3stream.objectstore import LocalObjectStore, S3ObjectStore
+
 storage_app = typer.Typer(
     help="Inspect and verify s3stream storage (streams, objects, WAL).", no_args_is_help=True
 )
 
 
-def _open(data_dir: DataDirOption, config: ConfigFileOption, override: OverrideOption):  # type: ignore[no-untyped-def]
+def _open(
+    data_dir: DataDirOption, config: ConfigFileOption, override: OverrideOption
+) -> tuple[Config, StreamMetadata, LocalObjectStore | S3ObjectStore]:
     from tabletopic import database, settings
     from tabletopic.s3stream.db import StreamMetadata
     from tabletopic.s3stream.objectstore import object_store_settings, open_object_store

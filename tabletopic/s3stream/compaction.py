@@ -14,6 +14,10 @@ Safety: new objects are reserved (``prepared``), written, and then swapped for t
 metadata transaction that also refuses if any old object changed meanwhile. Killed before that
 transaction, the old objects stay authoritative and the new ones are orphans for GC; killed after
 it, the new ones are authoritative and the old ones are garbage. No offset is lost or duplicated.
+
+The :class:`Compactor` works on the :class:`~tabletopic.s3stream.state.StoreState` the store hands
+it: the streams' start offsets say what is still live, and the in-memory range index is swapped
+under the same ``commit_lock`` as the metadata transaction.
 """
 
 from __future__ import annotations
@@ -22,23 +26,20 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tabletopic import crashpoints
-from tabletopic.s3stream.db import STREAM_OBJECT, STREAM_SET, CommitConflict, NewObject, ObjectRow, RangeRow
+from tabletopic.s3stream.db import CommitConflict, Layouts, NewObject, ObjectKind, ObjectRow, RangeRow
 from tabletopic.s3stream.objects import (
     BlockEntry,
+    StreamRange,
     build_object,
     decode_batches,
     parse_footer,
     parse_index,
     verify_block,
 )
+from tabletopic.s3stream.state import StoreState
 from tabletopic.s3stream.streams import StoredBatch, StreamError
-
-if TYPE_CHECKING:
-    from tabletopic.s3stream.objects import StreamRange
-    from tabletopic.s3stream.store import S3StreamStore
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +71,12 @@ class RateLimiter:
 
 
 class Compactor:
-    def __init__(self, store: S3StreamStore) -> None:
-        self.store = store
-        self.settings = store.settings
-        self.meta = store.meta
+    """One pass at a time (:meth:`run_once`), or every ``compaction_interval_ms`` (:meth:`run_forever`)."""
+
+    def __init__(self, state: StoreState) -> None:
+        self.state = state
+        self.settings = state.settings
+        self.meta = state.meta
         self.limiter = RateLimiter(self.settings.compaction_rate)
         self._lock = asyncio.Lock()
 
@@ -91,40 +94,41 @@ class Compactor:
     async def run_once(self) -> CompactionReport:
         async with self._lock:
             report = CompactionReport()
-            db = self.store._db
-            async with self.store.commit_lock:
+            state = self.state
+            db = state.db
+            async with state.commit_lock:
                 objects = await db(self.meta.committed_objects)
                 ranges = await db(self.meta.ranges_of, [o.object_id for o in objects])
             dead = [o.object_id for o in objects if not any(self._live(r) for r in ranges[o.object_id])]
             if dead:
-                async with self.store.commit_lock:
+                async with state.commit_lock:
                     report.unreferenced = await db(self.meta.mark_unreferenced, dead)
-                    self.store.replace_ranges(set(dead), [])
+                    state.replace_ranges(set(dead), [])
             alive = [o for o in objects if o.object_id not in set(dead)]
             small = self.settings.small_object_bytes
-            stream_sets = [o for o in alive if o.kind == STREAM_SET and o.size < small]
+            stream_sets = [o for o in alive if o.kind == ObjectKind.STREAM_SET and o.size < small]
             groups = self._size_groups(stream_sets)
             stream_groups = self._stream_object_groups(
-                [o for o in alive if o.kind == STREAM_OBJECT and o.size < small], ranges
+                [o for o in alive if o.kind == ObjectKind.STREAM_OBJECT and o.size < small], ranges
             )
             backlog = sum(len(g) for g in groups + stream_groups)
-            self.store.metrics.compaction_backlog.set(backlog)
+            state.metrics.compaction_backlog.set(backlog)
             for group in groups:
                 if await self._compact(group, ranges):
                     report.merged_stream_set += len(group)
                 backlog -= len(group)
-                self.store.metrics.compaction_backlog.set(backlog)
+                state.metrics.compaction_backlog.set(backlog)
             for group in stream_groups:
                 if await self._compact(group, ranges):
                     report.merged_stream_objects += len(group)
                 backlog -= len(group)
-                self.store.metrics.compaction_backlog.set(backlog)
+                state.metrics.compaction_backlog.set(backlog)
             report.deleted = await self._collect_garbage()
             return report
 
     def _live(self, rng: StreamRange) -> bool:
-        state = self.store._streams.get(rng.stream_id)
-        return state is not None and rng.end_offset > state.start
+        stream = self.state.streams.get(rng.stream_id)
+        return stream is not None and rng.end_offset > stream.start
 
     def _size_groups(self, candidates: list[ObjectRow]) -> list[list[ObjectRow]]:
         groups: list[list[ObjectRow]] = []
@@ -164,7 +168,7 @@ class Compactor:
 
     async def _read_verified(self, obj: ObjectRow) -> tuple[bytes, list[BlockEntry]] | None:
         await self.limiter.take(obj.size)
-        data = await self.store.objects.get(obj.object_key)
+        data = await self.state.objects.get(obj.object_key)
         try:
             position, length, crc = parse_footer(data, obj.size)
             blocks = parse_index(memoryview(data)[position : position + length], crc)
@@ -187,12 +191,12 @@ class Compactor:
             data, _ = loaded
             view = memoryview(data)
             for rng in ranges[obj.object_id]:
-                state = self.store._streams.get(rng.stream_id)
-                if state is None:
+                stream = self.state.streams.get(rng.stream_id)
+                if stream is None:
                     continue
                 batches = decode_batches(view[rng.position : rng.position + rng.size])
                 per_stream.setdefault(rng.stream_id, []).extend(
-                    b for b in batches if b.next_offset > state.start
+                    b for b in batches if b.next_offset > stream.start
                 )
         runs: list[tuple[int, list[StoredBatch]]] = []
         big: list[list[tuple[int, list[StoredBatch]]]] = []
@@ -205,32 +209,33 @@ class Compactor:
                 else:
                     stream_runs.append((stream_id, [batch]))
             total = sum(len(b.payload) for b in batches)
-            if total >= self.settings.split_bytes or all(o.kind == STREAM_OBJECT for o in group):
+            if total >= self.settings.split_bytes or all(o.kind == ObjectKind.STREAM_OBJECT for o in group):
                 big.append(stream_runs)
             else:
                 runs.extend(stream_runs)
-        layouts = ([(STREAM_SET, runs)] if runs else []) + [(STREAM_OBJECT, r) for r in big]
-        db = self.store._db
-        [o.object_id for o in group]
-        reserved = await db(self.meta.prepare_objects, [kind for kind, _ in layouts]) if layouts else []
-        self.store.inflight_objects.update(oid for oid, _ in reserved)
+        layouts: Layouts = [(ObjectKind.STREAM_SET, runs)] if runs else []
+        layouts += [(ObjectKind.STREAM_OBJECT, r) for r in big]
+        state = self.state
+        reserved = await state.db(self.meta.prepare_objects, [kind for kind, _ in layouts]) if layouts else []
+        state.inflight_objects.update(oid for oid, _ in reserved)
         try:
             return await self._write_and_swap(group, layouts, reserved)
         finally:
-            self.store.inflight_objects.difference_update(oid for oid, _ in reserved)
+            state.inflight_objects.difference_update(oid for oid, _ in reserved)
 
     async def _write_and_swap(
         self,
         group: list[ObjectRow],
-        layouts: list[tuple[str, list[tuple[int, list[StoredBatch]]]]],
+        layouts: Layouts,
         reserved: list[tuple[int, str]],
     ) -> bool:
-        db = self.store._db
+        state = self.state
+        db = state.db
         replaced = [o.object_id for o in group]
         built = [build_object(r, self.settings.block_bytes) for _, r in layouts]
         for (_, key), obj in zip(reserved, built, strict=True):
             await self.limiter.take(obj.size)
-            await self.store.objects.put(key, obj.parts)
+            await state.objects.put(key, obj.parts)
         crashpoints.crash_point("compaction.after_put")
         new_objects = [
             NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
@@ -240,7 +245,7 @@ class Compactor:
             for (oid, key), obj in zip(reserved, built, strict=True)
             for r in obj.ranges
         ]
-        async with self.store.commit_lock:
+        async with state.commit_lock:
             try:
                 await db(self.meta.commit_compaction, new_objects, replaced)
             except CommitConflict as exc:
@@ -248,8 +253,8 @@ class Compactor:
                 await db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
                 return False
             crashpoints.crash_point("compaction.after_commit")
-            self.store.replace_ranges(set(replaced), new_rows)
-        self.store.metrics.compacted_bytes.inc(sum(o.size for o in group))
+            state.replace_ranges(set(replaced), new_rows)
+        state.metrics.compacted_bytes.inc(sum(o.size for o in group))
         log.info(
             "compacted %d objects (%d bytes) into %d",
             len(group),
@@ -259,14 +264,15 @@ class Compactor:
         return True
 
     async def _collect_garbage(self) -> int:
-        expired = await self.store._db(self.meta.expired_objects, self.settings.delete_grace_ms / 1000)
-        expired = [(oid, key) for oid, key in expired if oid not in self.store.inflight_objects]
+        state = self.state
+        expired = await state.db(self.meta.expired_objects, self.settings.delete_grace_ms / 1000)
+        expired = [(oid, key) for oid, key in expired if oid not in state.inflight_objects]
         if not expired:
             return 0
-        await self.store.objects.delete(key for _, key in expired)
+        await state.objects.delete(key for _, key in expired)
         crashpoints.crash_point("compaction.after_delete")
-        await self.store._db(self.meta.forget_objects, [oid for oid, _ in expired])
+        await state.db(self.meta.forget_objects, [oid for oid, _ in expired])
         for _, key in expired:
-            self.store.forget_object(key)
-        self.store.metrics.deleted_objects.inc(len(expired))
+            state.reader.forget_object(key)
+        state.metrics.deleted_objects.inc(len(expired))
         return len(expired)

@@ -9,11 +9,14 @@ from typing import Any
 
 from tabletopic.config import Config
 from tabletopic.s3stream import settings as keys
+from tabletopic.s3stream.settings import WalMode
+
+__all__ = ["StoreSettings", "WalMode"]
 
 
 @dataclass(frozen=True)
 class StoreSettings:
-    wal_mode: str = "local"
+    wal_mode: WalMode = WalMode.LOCAL
     wal_dir: Path = Path("./data/wal")
     wal_segment_bytes: int = 64 * keys.MiB
     wal_capacity_bytes: int = 1024 * keys.MiB
@@ -38,7 +41,7 @@ class StoreSettings:
     def from_config(cls, config: Config) -> StoreSettings:
         wal_dir = config.get(keys.WAL_DIR) or str(config.data_dir / "wal")
         return cls(
-            wal_mode=config.get(keys.WAL_MODE),
+            wal_mode=WalMode(config.get(keys.WAL_MODE)),
             wal_dir=Path(wal_dir).expanduser().resolve(),
             wal_segment_bytes=config.get(keys.WAL_SEGMENT_BYTES),
             wal_capacity_bytes=config.get(keys.WAL_CAPACITY_BYTES),
@@ -59,6 +62,10 @@ class StoreSettings:
             delete_grace_ms=config.get(keys.DELETE_GRACE_MS),
             object_threads=config.get(keys.OBJECT_THREADS),
         )
+
+    def __post_init__(self) -> None:
+        # Callers (tests, benches) may pass the mode as its configuration string.
+        object.__setattr__(self, "wal_mode", WalMode(self.wal_mode))
 
     def with_changes(self, **changes: Any) -> StoreSettings:
         return replace(self, **changes)

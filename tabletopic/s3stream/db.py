@@ -13,13 +13,15 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, CursorResult, Engine
 
 from tabletopic import database
 from tabletopic.s3stream.objects import StreamRange
-from tabletopic.s3stream.streams import StreamError, StreamNotFound
+from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamNotFound
 
 _md = sa.MetaData()
 _id_type = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER only
@@ -63,8 +65,31 @@ ranges_table = sa.Table(
 
 MIGRATIONS = [database.create_tables(streams_table, objects_table, ranges_table)]
 
-STREAM_SET = "stream_set"
-STREAM_OBJECT = "stream"
+
+class ObjectKind(StrEnum):
+    """``s3stream_objects.kind`` (the stored strings)."""
+
+    STREAM_SET = "stream_set"  # blocks of many streams
+    STREAM_OBJECT = "stream"  # blocks of one stream
+
+
+# What one upload or compaction writes: per object, its kind and its streams' runs of batches.
+Layouts = list[tuple[ObjectKind, list[tuple[int, list[StoredBatch]]]]]
+
+
+class ObjectState(StrEnum):
+    """``s3stream_objects.state``: the object life cycle described in the module docstring."""
+
+    PREPARED = "prepared"
+    COMMITTED = "committed"
+    MARKED = "marked"
+
+
+class StreamStatus(StrEnum):
+    """``s3stream_streams.state``."""
+
+    OPEN = "open"
+    DELETED = "deleted"
 
 
 class CommitConflict(StreamError):
@@ -87,7 +112,7 @@ class RangeRow:
 class ObjectRow:
     object_id: int
     object_key: str
-    kind: str
+    kind: ObjectKind
     size: int
     created_at: float
 
@@ -97,6 +122,13 @@ class NewObject:
     object_id: int
     size: int
     ranges: Sequence[StreamRange]
+
+
+def _inserted_id(result: CursorResult[Any]) -> int:
+    """The autoincrement id of a one-row INSERT."""
+    key = result.inserted_primary_key
+    assert key is not None, "an INSERT reports its primary key"
+    return int(key[0])
 
 
 class StreamMetadata:
@@ -112,17 +144,17 @@ class StreamMetadata:
         with self.engine.begin() as conn:
             result = conn.execute(
                 sa.insert(streams_table).values(
-                    start_offset=0, end_offset=0, state="open", created_at=time.time()
+                    start_offset=0, end_offset=0, state=StreamStatus.OPEN, created_at=time.time()
                 )
             )
-            return int(result.inserted_primary_key[0])  # type: ignore[index]
+            return _inserted_id(result)
 
     def delete_stream(self, stream_id: int) -> None:
         with self.engine.begin() as conn:
             result = conn.execute(
                 sa.update(streams_table)
-                .where(streams_table.c.stream_id == stream_id, streams_table.c.state == "open")
-                .values(state="deleted")
+                .where(streams_table.c.stream_id == stream_id, streams_table.c.state == StreamStatus.OPEN)
+                .values(state=StreamStatus.DELETED)
             )
             if result.rowcount == 0:
                 raise StreamNotFound(f"stream {stream_id} does not exist")
@@ -141,14 +173,14 @@ class StreamMetadata:
             rows = conn.execute(
                 sa.select(
                     streams_table.c.stream_id, streams_table.c.start_offset, streams_table.c.end_offset
-                ).where(streams_table.c.state == "open")
+                ).where(streams_table.c.state == StreamStatus.OPEN)
             )
             return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
 
     def deleted_streams(self) -> set[int]:
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(streams_table.c.stream_id).where(streams_table.c.state == "deleted")
+                sa.select(streams_table.c.stream_id).where(streams_table.c.state == StreamStatus.DELETED)
             )
             return {int(r[0]) for r in rows}
 
@@ -169,7 +201,7 @@ class StreamMetadata:
                 r.c.size,
             )
             .select_from(r.join(o, o.c.object_id == r.c.object_id))
-            .where(o.c.state == "committed")
+            .where(o.c.state == ObjectState.COMMITTED)
             .order_by(r.c.stream_id, r.c.start_offset)
         )
         if stream_ids is not None:
@@ -180,7 +212,7 @@ class StreamMetadata:
                 for sid, start, end, oid, key, osize, pos, size in conn.execute(query)
             ]
 
-    def prepare_objects(self, kinds: Sequence[str]) -> list[tuple[int, str]]:
+    def prepare_objects(self, kinds: Sequence[ObjectKind]) -> list[tuple[int, str]]:
         """Reserve keys for objects about to be written: ``[(object_id, key)]``."""
         now = time.time()
         reserved = []
@@ -190,18 +222,20 @@ class StreamMetadata:
                 key = f"s3stream/{name[:2]}/{name}.obj"
                 result = conn.execute(
                     sa.insert(objects_table).values(
-                        object_key=key, kind=kind, size=0, state="prepared", created_at=now
+                        object_key=key, kind=kind, size=0, state=ObjectState.PREPARED, created_at=now
                     )
                 )
-                reserved.append((int(result.inserted_primary_key[0]), key))  # type: ignore[index]
+                reserved.append((_inserted_id(result), key))
         return reserved
 
     def _register(self, conn: Connection, objects: Sequence[NewObject]) -> None:
         for obj in objects:
             result = conn.execute(
                 sa.update(objects_table)
-                .where(objects_table.c.object_id == obj.object_id, objects_table.c.state == "prepared")
-                .values(state="committed", size=obj.size)
+                .where(
+                    objects_table.c.object_id == obj.object_id, objects_table.c.state == ObjectState.PREPARED
+                )
+                .values(state=ObjectState.COMMITTED, size=obj.size)
             )
             if result.rowcount != 1:
                 raise CommitConflict(f"object {obj.object_id} is no longer prepared (garbage-collected?)")
@@ -242,9 +276,10 @@ class StreamMetadata:
                 result = conn.execute(
                     sa.update(objects_table)
                     .where(
-                        objects_table.c.object_id.in_(list(replaced)), objects_table.c.state == "committed"
+                        objects_table.c.object_id.in_(list(replaced)),
+                        objects_table.c.state == ObjectState.COMMITTED,
                     )
-                    .values(state="marked", marked_at=now)
+                    .values(state=ObjectState.MARKED, marked_at=now)
                 )
                 if result.rowcount != len(set(replaced)):
                     raise CommitConflict("objects chosen for compaction changed meanwhile")
@@ -256,10 +291,10 @@ class StreamMetadata:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(o.c.object_id, o.c.object_key, o.c.kind, o.c.size, o.c.created_at)
-                .where(o.c.state == "committed")
+                .where(o.c.state == ObjectState.COMMITTED)
                 .order_by(o.c.object_id)
             )
-            return [ObjectRow(int(r[0]), str(r[1]), str(r[2]), int(r[3]), float(r[4])) for r in rows]
+            return [ObjectRow(int(r[0]), str(r[1]), ObjectKind(r[2]), int(r[3]), float(r[4])) for r in rows]
 
     def ranges_of(self, object_ids: Sequence[int]) -> dict[int, list[StreamRange]]:
         r = ranges_table
@@ -287,8 +322,8 @@ class StreamMetadata:
             rows = conn.execute(
                 sa.select(o.c.object_id, o.c.object_key).where(
                     sa.or_(
-                        sa.and_(o.c.state == "marked", o.c.marked_at <= cutoff),
-                        sa.and_(o.c.state == "prepared", o.c.created_at <= cutoff),
+                        sa.and_(o.c.state == ObjectState.MARKED, o.c.marked_at <= cutoff),
+                        sa.and_(o.c.state == ObjectState.PREPARED, o.c.created_at <= cutoff),
                     )
                 )
             )
@@ -308,8 +343,11 @@ class StreamMetadata:
         with self.engine.begin() as conn:
             conn.execute(
                 sa.update(objects_table)
-                .where(objects_table.c.object_id.in_(list(object_ids)), objects_table.c.state == "prepared")
-                .values(state="marked", marked_at=time.time())
+                .where(
+                    objects_table.c.object_id.in_(list(object_ids)),
+                    objects_table.c.state == ObjectState.PREPARED,
+                )
+                .values(state=ObjectState.MARKED, marked_at=time.time())
             )
 
     def mark_unreferenced(self, object_ids: Sequence[int]) -> int:
@@ -319,8 +357,11 @@ class StreamMetadata:
         with self.engine.begin() as conn:
             result = conn.execute(
                 sa.update(objects_table)
-                .where(objects_table.c.object_id.in_(list(object_ids)), objects_table.c.state == "committed")
-                .values(state="marked", marked_at=time.time())
+                .where(
+                    objects_table.c.object_id.in_(list(object_ids)),
+                    objects_table.c.state == ObjectState.COMMITTED,
+                )
+                .values(state=ObjectState.MARKED, marked_at=time.time())
             )
             conn.execute(sa.delete(ranges_table).where(ranges_table.c.object_id.in_(list(object_ids))))
             return int(result.rowcount)

@@ -1,7 +1,9 @@
 """An in-memory :class:`~tabletopic.s3stream.streams.StreamStore` for unit tests of the layers above.
 
 Not durable and without object slices: it exists so the broker's handlers can be tested in
-milliseconds. The feature tests run against the real engine.
+milliseconds. The feature tests run against the real engine. It answers fetches and long polls with
+the engine's own code (:mod:`tabletopic.s3stream.semantics`), so the layers above see the same
+batches and wake-ups from both.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import bisect
 import itertools
 from collections.abc import Iterable
 
+from tabletopic.s3stream.semantics import DataWaiters, take_batches
 from tabletopic.s3stream.streams import (
     ObjectSlice,
     OffsetOutOfRange,
@@ -28,7 +31,7 @@ class _MemoryStream:
         self.bases: list[int] = []
         self.start = 0
         self.end = 0
-        self.waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.waiters = DataWaiters()
 
 
 class MemoryStreamStore:
@@ -41,9 +44,7 @@ class MemoryStreamStore:
 
     async def close(self) -> None:
         for stream in self._streams.values():
-            for _, waiter in stream.waiters:
-                if not waiter.done():
-                    waiter.cancel()
+            stream.waiters.cancel()
 
     def _get(self, stream_id: int) -> _MemoryStream:
         try:
@@ -72,14 +73,7 @@ class MemoryStreamStore:
         stream.batches.append(StoredBatch(base, record_count, bytes(payload)))
         stream.bases.append(base)
         stream.end = base + record_count
-        still_waiting = []
-        for offset, waiter in stream.waiters:
-            if stream.end > offset:
-                if not waiter.done():
-                    waiter.set_result(None)
-            else:
-                still_waiting.append((offset, waiter))
-        stream.waiters = still_waiting
+        stream.waiters.advance(stream.end)
         return base
 
     async def append_many(self, items: list[tuple[int, bytes | memoryview, int]]) -> list[int]:
@@ -99,16 +93,7 @@ class MemoryStreamStore:
         limit = stream.end if end_offset is None else min(end_offset, stream.end)
         index = max(bisect.bisect_right(stream.bases, start_offset) - 1, 0)
         result: list[StoredBatch] = []
-        size = 0
-        for batch in itertools.islice(stream.batches, index, None):
-            if batch.base_offset >= limit:
-                break
-            if batch.next_offset <= start_offset:
-                continue
-            if result and size + len(batch.payload) > max_bytes:
-                break
-            result.append(batch)
-            size += len(batch.payload)
+        take_batches(stream.batches, index, start_offset, limit, max_bytes, result, 0)
         return result
 
     async def trim(self, stream_id: int, new_start_offset: int) -> None:
@@ -122,12 +107,7 @@ class MemoryStreamStore:
 
     def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
         stream = self._get(stream_id)
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if stream.end > offset:
-            future.set_result(None)
-        else:
-            stream.waiters.append((offset, future))
-        return future
+        return stream.waiters.wait(stream.end, offset)
 
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         return None

@@ -3,8 +3,6 @@ platform's, so they appear on the admin API's /metrics)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -14,44 +12,40 @@ class StoreMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         registry = registry if registry is not None else CollectorRegistry()
         self.registry = registry
-        self.appends = Counter("s3stream_appends", "Batches appended.", registry=registry)
-        self.append_bytes = Counter("s3stream_append_bytes", "Payload bytes appended.", registry=registry)
-        self.wal_fsync_seconds = Histogram(
-            "s3stream_wal_fsync_seconds",
-            "Duration of one local WAL group fsync.",
-            buckets=_LATENCY_BUCKETS,
-            registry=registry,
+
+        def counter(name: str, doc: str, *labels: str) -> Counter:
+            return Counter(name, doc, labels, registry=registry)
+
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(name, doc, registry=registry)
+
+        def latency(name: str, doc: str) -> Histogram:
+            return Histogram(name, doc, buckets=_LATENCY_BUCKETS, registry=registry)
+
+        self.appends = counter("s3stream_appends", "Batches appended.")
+        self.append_bytes = counter("s3stream_append_bytes", "Payload bytes appended.")
+        self.wal_fsync_seconds = latency(
+            "s3stream_wal_fsync_seconds", "Duration of one local WAL group fsync."
         )
-        self.wal_bytes = Gauge("s3stream_wal_bytes", "Bytes held by the local WAL.", registry=registry)
-        self.upload_seconds = Histogram(
-            "s3stream_upload_seconds",
-            "Duration of one upload (objects stored and committed).",
-            buckets=_LATENCY_BUCKETS,
-            registry=registry,
+        self.wal_bytes = gauge("s3stream_wal_bytes", "Bytes held by the local WAL.")
+        self.upload_seconds = latency(
+            "s3stream_upload_seconds", "Duration of one upload (objects stored and committed)."
         )
-        self.upload_bytes = Counter("s3stream_upload_bytes", "Bytes uploaded as objects.", registry=registry)
-        self.cache_requests = Counter(
-            "s3stream_cache_requests", "Reads by cache and outcome.", ["cache", "result"], registry=registry
+        self.upload_bytes = counter("s3stream_upload_bytes", "Bytes uploaded as objects.")
+        self.cache_requests = counter(
+            "s3stream_cache_requests", "Reads by cache and outcome.", "cache", "result"
         )
-        self.cache_hit_ratio = Gauge(
-            "s3stream_cache_hit_ratio",
-            "Share of reads served from memory (log or block cache).",
-            registry=registry,
+        self.cache_hit_ratio = gauge(
+            "s3stream_cache_hit_ratio", "Share of reads served from memory (log or block cache)."
         )
-        self.object_reads = Counter(
-            "s3stream_object_read_bytes", "Bytes read from object storage by fetches.", registry=registry
+        self.object_reads = counter(
+            "s3stream_object_read_bytes", "Bytes read from object storage by fetches."
         )
-        self.compaction_backlog = Gauge(
-            "s3stream_compaction_backlog_objects",
-            "Objects waiting to be compacted or deleted.",
-            registry=registry,
+        self.compaction_backlog = gauge(
+            "s3stream_compaction_backlog_objects", "Objects waiting to be compacted or deleted."
         )
-        self.compacted_bytes = Counter(
-            "s3stream_compacted_bytes", "Bytes rewritten by compaction.", registry=registry
-        )
-        self.deleted_objects = Counter(
-            "s3stream_deleted_objects", "Objects deleted from the store.", registry=registry
-        )
+        self.compacted_bytes = counter("s3stream_compacted_bytes", "Bytes rewritten by compaction.")
+        self.deleted_objects = counter("s3stream_deleted_objects", "Objects deleted from the store.")
         self._hits = 0
         self._reads = 0
         self.cache_hit_ratio.set_function(self._ratio)
@@ -63,6 +57,3 @@ class StoreMetrics:
         self._reads += 1
         self._hits += hit
         self.cache_requests.labels(cache, "hit" if hit else "miss").inc()
-
-    def gauge_from(self, gauge: Gauge, fn: Callable[[], float]) -> None:
-        gauge.set_function(fn)

@@ -9,6 +9,7 @@ The blocking interface is what a Spark executor uses: it rebuilds a store from t
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
@@ -21,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from tabletopic.config import Config
 from tabletopic.s3stream import settings as keys
+from tabletopic.s3stream.settings import ObjectStoreKind
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
 log = logging.getLogger(__name__)
@@ -250,8 +252,13 @@ class S3ObjectStore:
                 result = self._call(
                     "UploadPart",
                     full,
-                    lambda chunk=chunk, number=number: self._client.upload_part(  # type: ignore[misc]
-                        Bucket=self.bucket, Key=full, UploadId=upload_id, PartNumber=number, Body=chunk
+                    functools.partial(
+                        self._client.upload_part,
+                        Bucket=self.bucket,
+                        Key=full,
+                        UploadId=upload_id,
+                        PartNumber=number,
+                        Body=chunk,
                     ),
                 )
                 done.append({"PartNumber": number, "ETag": result["ETag"]})
@@ -296,8 +303,10 @@ class S3ObjectStore:
             result = self._call(
                 "DELETE",
                 chunk[0],
-                lambda chunk=chunk: self._client.delete_objects(  # type: ignore[misc]
-                    Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
+                functools.partial(
+                    self._client.delete_objects,
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True},
                 ),
             )
             errors = [e for e in result.get("Errors", []) if e.get("Code") != "NoSuchKey"]
@@ -316,7 +325,7 @@ class S3ObjectStore:
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full}
             if token:
                 kwargs["ContinuationToken"] = token
-            page = self._call("LIST", full, lambda kwargs=kwargs: self._client.list_objects_v2(**kwargs))  # type: ignore[misc]
+            page = self._call("LIST", full, functools.partial(self._client.list_objects_v2, **kwargs))
             for item in page.get("Contents", []):
                 result.append((item["Key"][len(self.prefix) :], int(item["Size"])))
             if not page.get("IsTruncated"):
@@ -331,17 +340,18 @@ class S3ObjectStore:
 def object_store_settings(config: Config) -> dict[str, Any]:
     """The small, serialisable description of the configured store, for :func:`open_object_store`
     (handed to Spark executors through ``platform.services["object_store_settings"]``)."""
-    kind = config.get(keys.OBJECT_STORE)
-    if kind == "auto":
-        kind = "s3" if config.get(keys.S3_BUCKET) else "local"
+    kind = ObjectStoreKind(config.get(keys.OBJECT_STORE))
+    if kind is ObjectStoreKind.AUTO:
+        kind = ObjectStoreKind.S3 if config.get(keys.S3_BUCKET) else ObjectStoreKind.LOCAL
     common = {"retries": config.get(keys.OBJECT_RETRIES)}
-    if kind == "local":
+    if kind is ObjectStoreKind.LOCAL:
         directory = config.get(keys.OBJECT_DIR) or str(config.data_dir / "objects")
-        return {"type": "local", "root": str(Path(directory).expanduser().resolve()), **common}
+        root = str(Path(directory).expanduser().resolve())
+        return {"type": ObjectStoreKind.LOCAL.value, "root": root, **common}
     if not config.get(keys.S3_BUCKET):
         raise StreamError("s3stream.object.store=s3 needs s3.bucket")
     return {
-        "type": "s3",
+        "type": ObjectStoreKind.S3.value,
         "bucket": config.get(keys.S3_BUCKET),
         "endpoint": config.get(keys.S3_ENDPOINT),
         "region": config.get(keys.S3_REGION),
@@ -358,9 +368,9 @@ def object_store_settings(config: Config) -> dict[str, Any]:
 def open_object_store(settings: dict[str, Any]) -> LocalObjectStore | S3ObjectStore:
     """Build a blocking store from :func:`object_store_settings`' dict (works without a Config)."""
     kind = settings.get("type")
-    if kind == "local":
+    if kind == ObjectStoreKind.LOCAL:
         return LocalObjectStore(settings["root"])
-    if kind == "s3":
+    if kind == ObjectStoreKind.S3:
         return S3ObjectStore(
             bucket=settings["bucket"],
             endpoint=settings.get("endpoint"),
@@ -384,28 +394,29 @@ class AsyncObjectStore:
         self.description = store.description
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="s3stream-io")
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking call (one of the store's, or a function given ``store``) on the I/O pool."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
-        await self._run(self.store.put, key, data)
+        await self.run(self.store.put, key, data)
 
     async def get(self, key: str) -> bytes:
-        return await self._run(self.store.get, key)
+        return await self.run(self.store.get, key)
 
     async def get_range(self, key: str, start: int, end: int) -> bytes:
-        return await self._run(self.store.get_range, key, start, end)
+        return await self.run(self.store.get_range, key, start, end)
 
     async def delete(self, keys: Iterable[str]) -> None:
-        await self._run(self.store.delete, list(keys))
+        await self.run(self.store.delete, list(keys))
 
     async def list(self, prefix: str = "") -> list[tuple[str, int]]:
-        return await self._run(self.store.list, prefix)
+        return await self.run(self.store.list, prefix)
 
     async def check(self) -> None:
         check = getattr(self.store, "check", None)
         if check is not None:
-            await self._run(check)
+            await self.run(check)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=False)

@@ -141,9 +141,7 @@ class ObjectReader:
         """The blocks of ``rng`` from the object's index (read once, then cached per stream)."""
         by_stream = self._index_cache.get(rng.object_key)
         if by_stream is None:
-            entries = await asyncio.get_running_loop().run_in_executor(
-                self.objects._executor, read_index, self.objects.store, rng.object_key, rng.object_size
-            )
+            entries = await self.objects.run(read_index, self.objects.store, rng.object_key, rng.object_size)
             by_stream = {}
             for entry in entries:
                 by_stream.setdefault(entry.stream_id, []).append(entry)
@@ -182,6 +180,11 @@ class ObjectReader:
             if entry is blocks[first]:
                 result = batches
         return result
+
+    @property
+    def prefetching(self) -> int:
+        """Background prefetches under way (a test waits for them instead of guessing a delay)."""
+        return len(self._prefetches)
 
     def forget_object(self, key: str) -> None:
         self._index_cache.pop(key, None)

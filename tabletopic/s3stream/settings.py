@@ -4,19 +4,38 @@ The ``s3.*`` keys describe the S3 bucket shared with the table pipeline; ``s3str
 the engine. Sizes are bytes, durations milliseconds.
 """
 
+from enum import StrEnum
+
 from tabletopic.config import define, in_range, one_of
 
 GROUP = "storage"
 MiB = 1024 * 1024
 
+
+class ObjectStoreKind(StrEnum):
+    """Values of ``s3stream.object.store`` (``auto`` resolves to one of the others) and of the
+    ``type`` of :func:`~tabletopic.s3stream.objectstore.object_store_settings`' dict."""
+
+    AUTO = "auto"
+    LOCAL = "local"
+    S3 = "s3"
+
+
+class WalMode(StrEnum):
+    """Values of ``s3stream.wal.mode``: where an append is made durable before it is acknowledged."""
+
+    LOCAL = "local"  # an fsynced WAL file on local disk; uploaded later
+    OBJECT = "object"  # a batch object stored and committed (stateless node)
+
+
 OBJECT_STORE = define(
     "s3stream.object.store",
     str,
-    "auto",
+    ObjectStoreKind.AUTO.value,
     "Where objects live: `local` (a directory, see s3stream.object.dir), `s3` (the s3.* bucket) or "
     "`auto` (s3 when s3.bucket is set, otherwise local).",
     GROUP,
-    one_of("auto", "local", "s3"),
+    one_of(*ObjectStoreKind),
 )
 OBJECT_DIR = define(
     "s3stream.object.dir",
@@ -80,12 +99,12 @@ MULTIPART_PART_SIZE = define(
 WAL_MODE = define(
     "s3stream.wal.mode",
     str,
-    "local",
+    WalMode.LOCAL.value,
     "`local`: appends are acknowledged after an fsync of a WAL file on local disk and uploaded "
     "later. `object`: appends of all streams are batched into one object per window and "
     "acknowledged once it is stored and indexed (stateless node).",
     GROUP,
-    one_of("local", "object"),
+    one_of(*WalMode),
 )
 WAL_DIR = define(
     "s3stream.wal.dir", str, None, "Directory of the local WAL. Empty: `wal` under data.dir.", GROUP

@@ -214,6 +214,11 @@ class LocalWal:
             os.close(dir_fd)
 
     @property
+    def current_segment(self) -> int:
+        """Index of the segment being written (``release(current_segment)`` frees all older ones)."""
+        return self._index
+
+    @property
     def bytes_used(self) -> int:
         return self._disk_bytes + self.pending_bytes
 

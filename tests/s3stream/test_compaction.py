@@ -11,6 +11,7 @@ import pytest
 from tabletopic.s3stream.compaction import RateLimiter
 from tabletopic.s3stream.db import CommitConflict
 from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.waiting import wait_until
 
 
 async def uploads(store, streams: list[int], rounds: int, size: int, start: int = 0) -> None:
@@ -28,13 +29,13 @@ async def assert_intact(store, streams: list[int], count: int, size: int, first:
 
 
 def drop_caches(store) -> None:
-    store.log_cache.capacity = 0
-    store.log_cache.evict()
-    store.block_cache.clear()
+    store.state.log_cache.capacity = 0
+    store.state.log_cache.evict()
+    store.state.block_cache.clear()
 
 
 async def committed(store):
-    return await asyncio.to_thread(store.meta.committed_objects)
+    return await asyncio.to_thread(store.state.meta.committed_objects)
 
 
 async def test_small_stream_set_objects_are_merged_and_the_old_ones_deleted(harness: StoreHarness) -> None:
@@ -95,7 +96,7 @@ async def test_trimmed_and_deleted_data_is_dropped(local_harness: StoreHarness) 
     await store.compactor.run_once()
     objects = await committed(store)
     assert len(objects) == 1
-    ranges = await asyncio.to_thread(store.meta.ranges_of, [objects[0].object_id])
+    ranges = await asyncio.to_thread(store.state.meta.ranges_of, [objects[0].object_id])
     assert [(r.stream_id, r.start_offset, r.end_offset) for r in ranges[objects[0].object_id]] == [
         (keep, 2, 4)
     ]
@@ -129,9 +130,9 @@ async def test_a_swap_of_objects_already_replaced_is_refused(local_harness: Stor
     sid = await store.create_stream()
     await uploads(store, [sid], 2, 300)
     ids = [o.object_id for o in await committed(store)]
-    await asyncio.to_thread(store.meta.commit_compaction, [], ids[:1])
+    await asyncio.to_thread(store.state.meta.commit_compaction, [], ids[:1])
     with pytest.raises(CommitConflict):
-        await asyncio.to_thread(store.meta.commit_compaction, [], ids)
+        await asyncio.to_thread(store.state.meta.commit_compaction, [], ids)
 
 
 async def test_rate_limiter_spreads_bytes_over_time() -> None:
@@ -146,7 +147,11 @@ async def test_background_compaction_runs_while_appending(local_harness: StoreHa
     store = await local_harness.open(compaction_interval_ms=50)
     streams = [await store.create_stream() for _ in range(3)]
     await uploads(store, streams, 12, 300)
-    await asyncio.sleep(0.3)
+
+    async def compacted() -> bool:
+        return len(await committed(store)) < 12
+
+    await wait_until(compacted, message="background compaction merged objects")
     assert len(await committed(store)) < 12
     drop_caches(store)
     await assert_intact(store, streams, 12, 300)

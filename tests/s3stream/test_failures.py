@@ -11,6 +11,7 @@ import pytest
 
 from tabletopic.s3stream.streams import StorageUnavailable
 from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.waiting import wait_until
 
 
 class SwitchableStore:
@@ -20,9 +21,11 @@ class SwitchableStore:
         self.inner = inner
         self.description = inner.description
         self.broken = False
+        self.refused = 0  # PUTs failed while broken
 
     def put(self, key: str, data: Any) -> None:
         if self.broken:
+            self.refused += 1
             raise StorageUnavailable(f"PUT {key} failed on {self.description}: connection refused")
         self.inner.put(key, data)
 
@@ -69,7 +72,7 @@ async def test_local_wal_keeps_acknowledging_and_uploads_once_the_store_is_back(
     for i in range(10):
         assert await store.append(sid, payload_for(sid, i, 1000), 1) == i
     flushing = asyncio.ensure_future(store.flush())
-    await asyncio.sleep(0.3)
+    await wait_until(lambda: switchable.refused >= 2, message="the upload was tried again")
     assert not flushing.done()  # the upload is being retried
     switchable.broken = False
     await asyncio.wait_for(flushing, 10)
@@ -91,10 +94,7 @@ async def test_a_full_wal_pushes_back_then_fails_with_a_clear_error(
     assert end >= 50
     switchable.broken = False
     # Uploads resume (after their backoff), segments are released, appends flow again.
-    for _ in range(200):
-        if store._backlog_bytes() <= 64 * 1024:
-            break
-        await asyncio.sleep(0.05)
+    await wait_until(lambda: store.state.backlog_bytes() <= 64 * 1024, message="the WAL has room")
     assert await asyncio.wait_for(store.append(sid, b"again", 1), 10) == end
 
 
@@ -130,9 +130,10 @@ async def test_pipelined_batch_objects_fail_in_order_without_gaps_or_duplicates(
                 await asyncio.sleep(0.01)
 
     async def breaker() -> None:
-        await asyncio.sleep(0.05)
+        # Break the store once appends flow, mend it once a PUT has failed.
+        await wait_until(lambda: len(acked) >= 24, interval=0.001, message="appends flow")
         switchable.broken = True
-        await asyncio.sleep(0.05)
+        await wait_until(lambda: switchable.refused > 0, interval=0.001, message="a PUT failed")
         switchable.broken = False
 
     await asyncio.gather(breaker(), *(producer(i) for i in range(12)))

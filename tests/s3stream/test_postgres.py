@@ -31,8 +31,8 @@ async def test_appends_survive_restart_and_compaction_on_postgres(pg_harness: St
     report = await store.compactor.run_once()
     assert report.merged_stream_set == 5
     store = await pg_harness.reopen(store, log_cache_bytes=1 << 20)
-    store.log_cache.capacity = 0
-    store.log_cache.evict()
+    store.state.log_cache.capacity = 0
+    store.state.log_cache.evict()
     for sid in streams:
         batches = await store.fetch(sid, 0, 1 << 20)
         assert [b.base_offset for b in batches] == [0, 2, 4, 6, 8]

@@ -3,6 +3,7 @@ object. Recovery keeps every valid record and says clearly what it dropped, or r
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -23,11 +24,12 @@ async def crash_with_data_only_in_wal(harness: StoreHarness, count: int) -> int:
     sid = await store.create_stream()
     for i in range(count):
         await store.append(sid, payload_for(sid, i, 500), 1)
-    # Simulate kill -9: stop background work without flushing anything.
-    assert store._wal is not None and store._wal._task is not None
-    for task in [*store._tasks, store._wal._task]:
-        task.cancel()
-    store._closed = True
+    # Simulate kill -9: stop the store's background work (uploader, WAL writer) without flushing
+    # anything, and never close it.
+    assert store.state.wal is not None
+    for task in asyncio.all_tasks():
+        if task.get_name().startswith("s3stream-"):
+            task.cancel()
     harness.stores.remove(store)
     return sid
 

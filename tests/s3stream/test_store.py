@@ -9,6 +9,7 @@ import pytest
 from tabletopic.s3stream import fetch_slice, open_object_store
 from tabletopic.s3stream.streams import OffsetOutOfRange, StorageUnavailable, StreamNotFound, StreamStore
 from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.waiting import wait_until
 
 
 async def fill(store, stream_id: int, count: int, size: int = 1000, records: int = 3) -> list[int]:
@@ -105,12 +106,12 @@ async def test_cold_reads_after_flush_return_identical_bytes(harness: StoreHarne
         await fill(store, sid, 40, size=3000)
     await store.flush()
     # Drop every cached byte: the reads below must come from objects through the block cache.
-    store.log_cache.capacity = 0
-    store.log_cache.evict()
-    assert store.log_cache.nbytes == 0
+    store.state.log_cache.capacity = 0
+    store.state.log_cache.evict()
+    assert store.state.log_cache.nbytes == 0
     for sid in streams:
         assert_stream(await read_all(store, sid), sid, 40, size=3000)
-    assert store.metrics.object_reads._value.get() > 0
+    assert store.state.metrics.object_reads._value.get() > 0
 
 
 async def test_locate_gives_slices_that_executors_decode_without_the_broker(harness: StoreHarness) -> None:
@@ -149,7 +150,7 @@ async def test_big_stream_gets_its_own_stream_object(harness: StoreHarness) -> N
     await fill(store, small, 3)
     await fill(store, big, 100, size=1000)  # 100 KB > split size 64 KiB
     await store.flush()
-    kinds = {o.kind for o in await asyncio.to_thread(store.meta.committed_objects)}
+    kinds = {o.kind for o in await asyncio.to_thread(store.state.meta.committed_objects)}
     assert kinds == {"stream", "stream_set"}
     assert_stream(await read_all(store, big), big, 100)
 
@@ -159,7 +160,7 @@ async def test_many_streams_share_objects_without_per_stream_files(harness: Stor
     streams = [await store.create_stream() for _ in range(300)]
     await asyncio.gather(*(store.append(sid, payload_for(sid, 0, 100), 1) for sid in streams))
     await store.flush()
-    objects = await asyncio.to_thread(store.meta.committed_objects)
+    objects = await asyncio.to_thread(store.state.meta.committed_objects)
     assert len(objects) <= 3
     store = await harness.reopen(store)
     for sid in streams[::37]:
@@ -174,7 +175,7 @@ async def test_thousands_of_streams_append_and_read(local_harness: StoreHarness)
     await asyncio.gather(*(store.append(sid, payload_for(sid, 0, 64), 1) for sid in streams))
     await store.flush()
     assert all(store.stream_info(sid).end_offset == 1 for sid in streams)
-    assert len(await asyncio.to_thread(store.meta.committed_objects)) <= 2
+    assert len(await asyncio.to_thread(store.state.meta.committed_objects)) <= 2
 
 
 async def test_a_cancelled_append_does_not_fail_the_others(harness: StoreHarness) -> None:
@@ -292,17 +293,18 @@ async def test_sequential_cold_reads_are_served_by_readahead(local_harness: Stor
     for round_number in range(6):  # six objects, each holding several blocks of the stream
         await fill_from(store, sid, round_number * 20, 20, 2000)
         await store.flush()
-    store.log_cache.capacity = 0
-    store.log_cache.evict()
+    store.state.log_cache.capacity = 0
+    store.state.log_cache.evict()
     offset, reads = 0, []
     while offset < 120:
         batches = await store.fetch(sid, offset, 2000)
         reads.extend(batches)
         offset = batches[-1].next_offset
-        await asyncio.sleep(0.005)  # a consumer's think time lets prefetches land
+        # A consumer's think time: long enough for the prefetches this read started to land.
+        await wait_until(lambda: store.state.reader.prefetching == 0, message="prefetches landed")
     assert [b.base_offset for b in reads] == list(range(120))
-    hits = store.metrics.cache_requests.labels("block", "hit")._value.get()
-    misses = store.metrics.cache_requests.labels("block", "miss")._value.get()
+    hits = store.state.metrics.cache_requests.labels("block", "hit")._value.get()
+    misses = store.state.metrics.cache_requests.labels("block", "miss")._value.get()
     assert hits > 5 * misses
 
 
