@@ -33,9 +33,9 @@ from tabletopic.s3stream.objects import (
     BlockEntry,
     StreamRange,
     build_object,
-    decode_batches,
     parse_footer,
     parse_index,
+    split_batches,
     verify_block,
 )
 from tabletopic.s3stream.state import StoreState
@@ -194,7 +194,7 @@ class Compactor:
                 stream = self.state.streams.get(rng.stream_id)
                 if stream is None:
                     continue
-                batches = decode_batches(view[rng.position : rng.position + rng.size])
+                batches = split_batches(view[rng.position : rng.position + rng.size])
                 per_stream.setdefault(rng.stream_id, []).extend(
                     b for b in batches if b.next_offset > stream.start
                 )

@@ -163,7 +163,7 @@ def read_index(store: Any, key: str, object_size: int) -> list[BlockEntry]:
     return parse_index(index, crc)
 
 
-def decode_batches(data: bytes | memoryview) -> list[StoredBatch]:
+def split_batches(data: bytes | memoryview) -> list[StoredBatch]:
     """Every batch in a run of whole batches; payloads are zero-copy views into ``data``."""
     view = memoryview(data)
     batches: list[StoredBatch] = []
@@ -192,7 +192,7 @@ def read_slice(
     Raises:
         CorruptObject: the bytes do not end on a batch boundary (truncated object or wrong range).
     """
-    batches = decode_batches(data)
+    batches = split_batches(data)
     if start_offset is None and end_offset is None:
         return batches
     low = start_offset if start_offset is not None else -1

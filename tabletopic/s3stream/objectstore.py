@@ -339,7 +339,7 @@ class S3ObjectStore:
 
 def object_store_settings(config: Config) -> dict[str, Any]:
     """The small, serialisable description of the configured store, for :func:`open_object_store`
-    (handed to Spark executors through ``platform.services["object_store_settings"]``)."""
+    (handed to Spark executors by the table pipeline, see ``StorageComponent.object_store_settings``)."""
     kind = ObjectStoreKind(config.get(keys.OBJECT_STORE))
     if kind is ObjectStoreKind.AUTO:
         kind = ObjectStoreKind.S3 if config.get(keys.S3_BUCKET) else ObjectStoreKind.LOCAL

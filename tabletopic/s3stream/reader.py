@@ -13,7 +13,7 @@ from typing import Any
 from tabletopic.s3stream.cache import BlockCache
 from tabletopic.s3stream.db import RangeRow
 from tabletopic.s3stream.metrics import StoreMetrics
-from tabletopic.s3stream.objects import BlockEntry, decode_batches, read_index, verify_block
+from tabletopic.s3stream.objects import BlockEntry, read_index, split_batches, verify_block
 from tabletopic.s3stream.objectstore import AsyncObjectStore
 from tabletopic.s3stream.streams import StoredBatch, StreamError
 
@@ -175,7 +175,7 @@ class ObjectReader:
         for entry in blocks[first : last + 1]:
             piece = view[entry.position - start : entry.position - start + entry.size]
             verify_block(piece, entry, rng.object_key)
-            batches = decode_batches(piece)
+            batches = split_batches(piece)
             self.block_cache.put(rng.object_key, entry.position, batches, entry.size)
             if entry is blocks[first]:
                 result = batches

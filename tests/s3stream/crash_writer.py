@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.store_harness import StoreHarness, payload_for
 
 # Compaction and uploads run constantly so that every crash point is reached within a second.
 WRITER_SETTINGS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from tabletopic.cli import app
-from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.store_harness import StoreHarness, payload_for
 
 
 async def test_verify_reports_good_objects_then_a_damaged_one(local_harness: StoreHarness) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from tabletopic.s3stream.compaction import RateLimiter
 from tabletopic.s3stream.db import CommitConflict
-from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.store_harness import StoreHarness, payload_for
 from tests.support.waiting import wait_until
 
 

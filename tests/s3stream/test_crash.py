@@ -16,8 +16,8 @@ import pytest
 
 from tabletopic import database
 from tabletopic.crashpoints import ENV
-from tests.s3stream.conftest import StoreHarness, local_object_settings, payload_for, s3_object_settings
 from tests.s3stream.crash_writer import WRITER_SETTINGS, batch_size
+from tests.support.store_harness import StoreHarness, local_object_settings, payload_for, s3_object_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tabletopic.s3stream.streams import StorageUnavailable
-from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.store_harness import StoreHarness, payload_for
 from tests.support.waiting import wait_until
 
 

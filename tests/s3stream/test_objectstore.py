@@ -18,8 +18,8 @@ from tabletopic.s3stream.objectstore import (
     open_object_store,
 )
 from tabletopic.s3stream.streams import StorageUnavailable
-from tests.s3stream.conftest import local_object_settings, s3_object_settings
 from tests.support.ports import free_port
+from tests.support.store_harness import local_object_settings, s3_object_settings
 
 
 @pytest.fixture(params=["dir", pytest.param("s3", marks=pytest.mark.s3)])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.s3stream.conftest import StoreHarness, local_object_settings, payload_for
+from tests.support.store_harness import StoreHarness, local_object_settings, payload_for
 
 pytestmark = pytest.mark.postgres
 

@@ -11,7 +11,7 @@ import pytest
 
 from tabletopic.s3stream.objects import CorruptObject, fetch_slice
 from tabletopic.s3stream.wal import SUFFIX, WalCorruption
-from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.store_harness import StoreHarness, payload_for
 
 
 def wal_segments(harness: StoreHarness) -> list[Path]:

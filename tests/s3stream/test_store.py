@@ -8,7 +8,7 @@ import pytest
 
 from tabletopic.s3stream import fetch_slice, open_object_store
 from tabletopic.s3stream.streams import OffsetOutOfRange, StorageUnavailable, StreamNotFound, StreamStore
-from tests.s3stream.conftest import StoreHarness, payload_for
+from tests.support.store_harness import StoreHarness, payload_for
 from tests.support.waiting import wait_until
 
 
