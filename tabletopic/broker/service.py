@@ -6,7 +6,6 @@ watermarks, creating and altering topics programmatically).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -26,6 +25,7 @@ from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigEx
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
 from tabletopic.config import Config
 from tabletopic.s3stream.streams import StreamError, StreamStore
+from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +101,7 @@ class BrokerService:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks = []
         try:
             await self.producers.snapshot()

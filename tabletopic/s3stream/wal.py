@@ -32,6 +32,7 @@ import crc32c
 
 from tabletopic import crashpoints
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
+from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -366,11 +367,7 @@ class LocalWal:
             # Let a queued group reach the disk before stopping the writer.
             if self.failure is None and not self._task.done():
                 await self._idle.wait()
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            await cancel_and_wait([self._task])
             self._task = None
         if self._fd >= 0:
             os.close(self._fd)

@@ -41,6 +41,7 @@ from tabletopic.table.ports import TopicDirectory, TopicView
 from tabletopic.table.schema_evolution import IncompatibleTableSchema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tabletopic.table.worker import TableWorker
+from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -437,16 +438,9 @@ class TableCoordinator:
             log.error("table coordinator stopped", exc_info=task.exception())
 
     async def stop(self) -> None:
-        for task in self._running.values():
-            task.cancel()
-        await asyncio.gather(*self._running.values(), return_exceptions=True)
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        await cancel_and_wait(self._running.values())
+        await cancel_and_wait([self._task])
+        self._task = None
 
     def trigger(self, topic: str | None = None) -> None:
         """Run the next cycle now (for ``tabletopic tables commit`` and tests)."""
