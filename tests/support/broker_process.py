@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.ports import free_port, wait_for_port
+from tests.support.processes import terminate
 
 
 @dataclass
@@ -88,11 +89,5 @@ class BrokerProcess:
         self.process = None
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, 20)
         self.process = None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.ports import free_port, wait_for_port
+from tests.support.processes import terminate
 
 HIVE_SITE = """<?xml version="1.0"?>
 <configuration>
@@ -106,7 +107,7 @@ class HiveMetastore:
         return self
 
     def stop(self) -> None:
-        _stop(self.process)
+        terminate(self.process)
         self.process = None
 
 
@@ -149,19 +150,8 @@ class MotoServer:
         }
 
     def stop(self) -> None:
-        _stop(self.process)
+        terminate(self.process)
         self.process = None
-
-
-def _stop(process: subprocess.Popen[bytes] | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def java_available() -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.ports import free_port, wait_for_port
+from tests.support.processes import terminate
 
 
 def postgres_bin_dir() -> Path | None:
@@ -72,12 +73,6 @@ class PostgresServer:
         return self.url_for(name)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         self.process = None
         shutil.rmtree(self.directory, ignore_errors=True)

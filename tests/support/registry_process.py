@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.ports import free_port, wait_for_port
+from tests.support.processes import terminate
 
 
 @dataclass
@@ -53,11 +54,5 @@ class RegistryProcess:
         return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         self.process = None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.ports import free_port, wait_for_port
+from tests.support.processes import terminate
 
 ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
@@ -90,11 +91,5 @@ class SeaweedFS:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, 10)
         self.process = None
