@@ -24,6 +24,7 @@ from tabletopic import database, settings
 from tabletopic.admin.app import AdminApiComponent
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
+from tabletopic.broker.topics import Topic
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.component import Component
 from tabletopic.config import Config
@@ -59,22 +60,24 @@ class BrokerTopics:
 
     def table_topics(self) -> list[TopicView]:
         return [
-            view
+            _topic_view(topic)
             for topic in self._broker.service.topics.all()
             if topic.configs.get(table_config.ENABLE, "false").lower() == "true"
-            and (view := self.topic(topic.name)) is not None
         ]
 
     def topic(self, name: str) -> TopicView | None:
         topic = self._broker.service.topics.get(name)
-        if topic is None:
-            return None
-        return TopicView(
-            name=topic.name,
-            topic_id=str(topic.topic_id),
-            configs=dict(topic.configs),
-            partitions=tuple(PartitionView(i, s) for i, s in enumerate(topic.streams)),
-        )
+        return None if topic is None else _topic_view(topic)
+
+
+def _topic_view(topic: Topic) -> TopicView:
+    """A broker topic in the table pipeline's terms (its explicit configs, partition -> stream)."""
+    return TopicView(
+        name=topic.name,
+        topic_id=str(topic.topic_id),
+        configs=dict(topic.configs),
+        partitions=tuple(PartitionView(i, s) for i, s in enumerate(topic.streams)),
+    )
 
 
 @dataclass

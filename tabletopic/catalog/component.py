@@ -73,6 +73,7 @@ class CatalogComponent:
         self._http: HttpService | None = None
         self._catalog: Catalog | None = None
         self._spec: CatalogSpec | None = None
+        self._spark_conf: dict[str, str] | None = None
 
     @property
     def catalog(self) -> Catalog:
@@ -86,9 +87,9 @@ class CatalogComponent:
 
     @property
     def spark_conf(self) -> dict[str, str]:
-        """``spark.sql.catalog.<name>.*`` entries that give Spark this catalog."""
-        spec = self.spec
-        return spark_catalog_conf(spec.name, spark_catalog_properties(spec))
+        """``spark.sql.catalog.<name>.*`` entries that give Spark this catalog (resolved once at
+        start, as before: every ingest job asks for them)."""
+        return dict(started(self._spark_conf, self.name, "Spark catalog configuration"))
 
     @property
     def rest_uri(self) -> str | None:
@@ -111,6 +112,7 @@ class CatalogComponent:
             await self._http.start()
             if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):
                 spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))
+        self._spark_conf = spark_catalog_conf(spec.name, spark_catalog_properties(spec))
         self._spec = spec
         log.info(
             "Iceberg catalog %s (%s) ready; Spark reaches it %s",
