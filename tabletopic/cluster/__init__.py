@@ -1,0 +1,1 @@
+"""Cluster mode: brokers sharing one object store and one metadata database."""
