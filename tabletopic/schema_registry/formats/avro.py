@@ -1,9 +1,9 @@
 """Avro: parsing with the ``avro`` package, Confluent's stored forms, and schema-resolution checks.
 
-What Confluent stores is the schema as the client sent it, compacted (not Avro's Parsing Canonical
-Form, which drops defaults, aliases and docs that matter to readers), so :meth:`AvroSchema.canonical`
-is exactly that. ``normalize=true`` additionally qualifies every name, drops redundant namespaces,
-turns ``{"type": "int"}`` into ``"int"`` and orders keys, so cosmetic edits map to one schema.
+What Confluent stores is the schema as the Java library prints it back (see
+:mod:`~tabletopic.schema_registry.formats.avro_canonical`), so :meth:`AvroSchema.canonical` renders
+that: key order and whitespace alone never make a new schema. ``normalize=true`` additionally
+qualifies every name and sorts aliases, so more cosmetic edits map to one schema.
 
 Compatibility follows the Avro specification's schema-resolution rules as Java's
 ``SchemaCompatibility`` applies them (which is what Confluent runs): each finding carries a
@@ -24,6 +24,7 @@ import avro.errors
 import avro.name
 import avro.schema as avs
 
+from tabletopic.schema_registry.formats.avro_canonical import java_form
 from tabletopic.schema_registry.formats.base import Incompatibility, InvalidSchema, SchemaType
 
 # Like Java, an unknown or misplaced logicalType is ignored (the schema stays valid); avro warns for
@@ -56,7 +57,7 @@ class AvroSchema:
     schema_type: str = SchemaType.AVRO
 
     def canonical(self) -> str:
-        return json.dumps(self.raw, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(java_form(self.raw), separators=(",", ":"), ensure_ascii=False)
 
     def normalized(self) -> str:
         return json.dumps(_normalize(self.raw, None, set()), separators=(",", ":"), ensure_ascii=False)

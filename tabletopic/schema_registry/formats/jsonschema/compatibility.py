@@ -36,12 +36,14 @@ from tabletopic.schema_registry.formats.jsonschema.keywords import (
     enum_values,
     is_number,
     is_open,
+    items_form,
     items_of,
     json_type_of,
     list_of,
     merge_schemas,
     schema_for_name,
     types_of,
+    universal_names,
     value_key,
     without,
 )
@@ -462,8 +464,10 @@ class _Checker:
                     "UNIQUE_ITEMS_ADDED", f"{loc}/uniqueItems", "the reader requires unique items"
                 )
             )
-        rprefix, rrest, rkey, rrest_key = items_of(r)
+        rprefix, rrest, rkey, rrest_key = items_of(r, reader=True)
         wprefix, wrest, _, _ = items_of(w)
+        out += self._compare_item_forms(r, w, rkey, loc)
+        out += self._compare_contains_counts(r, w, loc)
         for index in range(max(len(rprefix), len(wprefix))):
             rin, win = index < len(rprefix), index < len(wprefix)
             ri = rprefix[index] if rin else rrest
@@ -517,6 +521,48 @@ class _Checker:
             out.append(
                 Incompatibility("CONTAINS_NARROWED", f"{loc}/contains", "the reader's 'contains' is stricter")
             )
+        return out
+
+    @staticmethod
+    def _compare_item_forms(
+        r: dict[str, Any], w: dict[str, Any], rkey: str, loc: str
+    ) -> list[Incompatibility]:
+        """A list (``items: schema``) turned into a tuple or back is incompatible, as in Confluent's
+        rules, even where every value would validate: the two are different content models."""
+        rform, wform = items_form(r), items_form(w)
+        if rform == "tuple" and wform == "list":
+            return [
+                Incompatibility(
+                    "ITEM_ADDED_TO_OPEN_CONTENT_MODEL",
+                    f"{loc}/{rkey}/0",
+                    "the reader made a list of items into a tuple",
+                )
+            ]
+        if rform == "list" and wform == "tuple":
+            return [
+                Incompatibility(
+                    "SCHEMA_ADDED", f"{loc}/items", "the reader made a tuple into a list of items"
+                )
+            ]
+        return []
+
+    @staticmethod
+    def _compare_contains_counts(r: dict[str, Any], w: dict[str, Any], loc: str) -> list[Incompatibility]:
+        """``minContains`` may not grow and ``maxContains`` may not shrink (defaults: one and
+        unbounded, and only where the writer has ``contains``: without it nothing is counted)."""
+        if "contains" not in r:
+            return []
+        out: list[Incompatibility] = []
+        rmin, wmin = r.get("minContains", 1), w.get("minContains", 1) if "contains" in w else 0
+        if is_number(rmin) and is_number(wmin) and rmin > wmin:
+            kind = "MIN_CONTAINS_INCREASED" if "minContains" in w else "MIN_CONTAINS_ADDED"
+            out.append(
+                Incompatibility(kind, f"{loc}/minContains", f"minContains changed from {wmin} to {rmin}")
+            )
+        rmax, wmax = r.get("maxContains"), w.get("maxContains")
+        if is_number(rmax) and (not is_number(wmax) or rmax < wmax):
+            kind = "MAX_CONTAINS_DECREASED" if is_number(wmax) else "MAX_CONTAINS_ADDED"
+            out.append(Incompatibility(kind, f"{loc}/maxContains", f"the reader's maxContains is {rmax}"))
         return out
 
     def _compare_objects(
@@ -603,14 +649,7 @@ class _Checker:
             )
 
         out += self._compare_dependencies(r, rres, w, wres, wrequired, loc)
-        names = r.get("propertyNames")
-        if (
-            names is not None
-            and not is_open(names)
-            and self.compare(
-                names, rres, w.get("propertyNames", {"type": "string"}), wres, f"{loc}/propertyNames"
-            )
-        ):
+        if self._property_names_narrowed(r, rres, w, wres, loc):
             out.append(
                 Incompatibility(
                     "PROPERTY_NAMES_NARROWED",
@@ -619,6 +658,31 @@ class _Checker:
                 )
             )
         return out
+
+    def _property_names_narrowed(
+        self, r: dict[str, Any], rres: Resolver, w: dict[str, Any], wres: Resolver, loc: str
+    ) -> bool:
+        """Whether the reader's ``propertyNames`` rejects a name the writer may write.
+
+        A pattern that matches every string (``a*`` under search semantics) constrains nothing; a
+        closed writer writes only the names it declares, so those are checked one by one;
+        otherwise the two ``propertyNames`` schemas are compared (a writer without one writes any
+        string).
+        """
+        names = r.get("propertyNames")
+        if names is None or is_open(names) or universal_names(names):
+            return False
+        wnames = w.get("propertyNames", {"type": "string"})
+        declared = dict_of(w, "properties")
+        if w.get("additionalProperties", True) is False and not dict_of(w, "patternProperties"):
+            validator = _lenient_validator(self.reader.dialect)(
+                names, registry=self.reader.registry, _resolver=rres
+            )
+            try:
+                return not all(validator.is_valid(name) for name in declared)
+            except (referencing.exceptions.Unresolvable, RecursionError):
+                return True
+        return bool(self.compare(names, rres, wnames, wres, f"{loc}/propertyNames"))
 
     def _compare_dependencies(
         self,

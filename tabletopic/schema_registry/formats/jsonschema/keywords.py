@@ -258,13 +258,42 @@ def compare_bounds(r: dict[str, Any], w: dict[str, Any], noun: str, *, loc: str)
     return upper + compare_limits(r, w, f"min{noun}", f"MIN_{kind}", upper=False, loc=loc)
 
 
-def items_of(schema: dict[str, Any]) -> tuple[list[Any], Any, str, str]:
-    """Array items as (positional schemas, schema for the rest, keyword of each) across drafts."""
+def items_of(schema: dict[str, Any], *, reader: bool = False) -> tuple[list[Any], Any, str, str]:
+    """Array items as (positional schemas, schema for the rest, keyword of each) across drafts.
+
+    ``unevaluatedItems`` stands for the rest when nothing else does: after a tuple, the positions
+    past it are exactly the unevaluated ones. On the reader's side only (``reader=True``), an
+    ``additionalItems`` with no tuple before it is read as constraining every item, as Confluent's
+    everit-based checker does; narrowing a reader is the safe direction, so the writer keeps the
+    specification's meaning (such an ``additionalItems`` is ignored).
+    """
+    uneval = schema.get("unevaluatedItems", True)
     if isinstance(schema.get("prefixItems"), list):
-        return schema["prefixItems"], schema.get("items", True), "prefixItems", "items"
+        return schema["prefixItems"], schema.get("items", uneval), "prefixItems", "items"
     if isinstance(schema.get("items"), list):
-        return schema["items"], schema.get("additionalItems", True), "items", "additionalItems"
-    return [], schema.get("items", True), "items", "items"
+        rest_key = (
+            "additionalItems"
+            if "additionalItems" in schema or "unevaluatedItems" not in schema
+            else ("unevaluatedItems")
+        )
+        return schema["items"], schema.get("additionalItems", uneval), "items", rest_key
+    if "items" in schema:
+        return [], schema["items"], "items", "items"
+    if reader and "additionalItems" in schema:
+        return [], schema["additionalItems"], "items", "additionalItems"
+    return [], uneval, "items", "items" if "unevaluatedItems" not in schema else "unevaluatedItems"
+
+
+def items_form(schema: dict[str, Any]) -> str | None:
+    """``"list"`` when one schema covers every item, ``"tuple"`` when items are positional, else
+    ``None`` (no item keyword). Confluent treats a change between the two as incompatible: code
+    generated from them differs (a list type against a tuple type) even where the values would
+    validate."""
+    if isinstance(schema.get("prefixItems"), list) or isinstance(schema.get("items"), list):
+        return "tuple"
+    if "items" in schema and not is_open(schema["items"]):
+        return "list"
+    return None
 
 
 def schema_for_name(schema: dict[str, Any], name: str) -> Any:
@@ -294,3 +323,29 @@ def dependencies_of(schema: dict[str, Any]) -> tuple[dict[str, list[str]], dict[
             elif isinstance(dep, dict | bool):
                 schemas[trigger] = dep
     return arrays, schemas
+
+
+# Regex syntax whose match depends on where it stands in the input (anchors, lookaround, word
+# boundaries, back-references): a pattern free of it that matches "" matches every string.
+_POSITIONAL = re.compile(r"[\^$]|\\[AZbBzG1-9]|\(\?[=!<]")
+
+
+def universal_names(schema: Any) -> bool:
+    """True when ``schema``, used as ``propertyNames``, accepts every string: it is open, or only
+    says ``type: string`` and an unanchored ``pattern`` that matches the empty string (JSON Schema
+    patterns search, so such a pattern matches at the start of any name)."""
+    if is_open(schema):
+        return True
+    if not isinstance(schema, dict) or any(k not in ANNOTATIONS | {"type", "pattern"} for k in schema):
+        return False
+    if schema.get("type", "string") != "string":
+        return False
+    pattern = schema.get("pattern")
+    if pattern is None:
+        return True
+    if not isinstance(pattern, str) or _POSITIONAL.search(pattern):
+        return False
+    try:
+        return re.search(pattern, "") is not None
+    except re.error:
+        return False
