@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from tabletopic.cli_common import (
     DataDirOption,
     OverrideOption,
     console,
+    err_console,
     load_config,
     setup_logging,
 )
@@ -55,14 +55,18 @@ def serve(
     admin API. Stops cleanly on Ctrl-C / SIGTERM."""
     cfg = load_config(data_dir, config, override)
     setup_logging(cfg.get("log.level"))
+    from tabletopic.config import ConfigError, StartupError
     from tabletopic.platform import serve as serve_platform
 
     try:
         import uvloop
 
         uvloop.run(serve_platform(cfg))
-    except ImportError:  # pragma: no cover - uvloop is a hard dependency; keep serving regardless
-        asyncio.run(serve_platform(cfg))
+    except (StartupError, ConfigError) as exc:
+        # Something the user fixes (a busy port, a missing bucket, ...): the message names the key;
+        # a traceback would only bury it.
+        err_console.print(f"[red]cannot start:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
 
 
 @config_app.command("docs")

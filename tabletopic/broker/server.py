@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import itertools
 import logging
 import struct
@@ -36,6 +37,7 @@ from tabletopic.broker.protocol import (
 )
 from tabletopic.broker.sasl import SaslPlainServer
 from tabletopic.broker.service import BrokerService, Endpoint
+from tabletopic.config import StartupError
 
 log = logging.getLogger(__name__)
 
@@ -414,9 +416,22 @@ class KafkaServer:
             def factory(protocol: str = endpoint.protocol, sasl: dict[str, str] | None = sasl_users) -> Any:
                 return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight)
 
-            server = await loop.create_server(
-                factory, endpoint.host, endpoint.port, reuse_address=True, backlog=1024, start_serving=False
-            )
+            try:
+                server = await loop.create_server(
+                    factory,
+                    endpoint.host,
+                    endpoint.port,
+                    reuse_address=True,
+                    backlog=1024,
+                    start_serving=False,
+                )
+            except OSError as exc:
+                reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+                raise StartupError(
+                    f"Kafka listener {text} cannot listen on {endpoint.host}:{endpoint.port}: {reason}; "
+                    f"change {settings.LISTENERS.name}",
+                    settings.LISTENERS.name,
+                ) from exc
             port = server.sockets[0].getsockname()[1]
             self._servers.append(server)
             self.bound.append(Endpoint(endpoint.protocol, endpoint.host, port))
