@@ -95,9 +95,7 @@ def create_app(
 
     # Swagger UI's page is served below with the node's own copy of its assets (FastAPI's default
     # loads them from a CDN: a blank page offline); ReDoc has no local copy, so it is off.
-    app = FastAPI(
-        title="tabletopic admin API", version="1", lifespan=lifespan, docs_url=None, redoc_url=None
-    )
+    app = FastAPI(title="tabletopic admin API", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.get("/docs", include_in_schema=False)

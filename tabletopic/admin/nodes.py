@@ -51,9 +51,7 @@ def nodes(broker: BrokerComponent) -> list[NodeInfo]:
     return [
         NodeInfo(
             node_id=service.node_id,
-            listeners=tuple(
-                Listener(str(e.protocol), e.host, e.port) for e in service.advertised.values()
-            ),
+            listeners=tuple(Listener(str(e.protocol), e.host, e.port) for e in service.advertised.values()),
             is_controller=True,
             topics=len(service.topics),
             partitions=partitions,

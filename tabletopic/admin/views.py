@@ -228,7 +228,7 @@ def _iceberg(src: ConsoleSources, table_name: str) -> dict[str, Any]:
             {
                 "snapshot_id": s.snapshot_id,
                 "timestamp_ms": s.timestamp_ms,
-                "operation": str(s.summary.operation) if s.summary else None,
+                "operation": s.summary.operation.value if s.summary else None,
                 "added_records": s.summary.get("added-records") if s.summary else None,
                 "added_bytes": s.summary.get("added-files-size") if s.summary else None,
                 "total_records": s.summary.get("total-records") if s.summary else None,
