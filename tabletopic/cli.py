@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from tabletopic.cli_common import (
     ConfigFileOption,
@@ -16,7 +17,9 @@ from tabletopic.cli_common import (
     OverrideOption,
     console,
     err_console,
+    hoist_group_options,
     load_config,
+    quiet_library_warnings,
     setup_logging,
 )
 
@@ -65,7 +68,7 @@ def serve(
     except (StartupError, ConfigError) as exc:
         # Something the user fixes (a busy port, a missing bucket, ...): the message names the key;
         # a traceback would only bury it.
-        err_console.print(f"[red]cannot start:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]cannot start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -89,17 +92,34 @@ def config_show(
         console.print(f"{key}={'' if value is None else value}", markup=False, highlight=False)
 
 
+BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+
+
+def bench_names() -> list[str]:
+    """The benchmarks there are: one ``bench/NAME_bench.py`` script each (the help lists these)."""
+    return sorted(p.name.removesuffix("_bench.py") for p in BENCH_DIR.glob("*_bench.py"))
+
+
 @app.command()
 def bench(
-    name: Annotated[str, typer.Argument(help="Benchmark: s3stream, broker, registry, catalog, table.")],
+    name: Annotated[str, typer.Argument(help=f"Benchmark: {', '.join(bench_names()) or 'none found'}.")],
     args: Annotated[list[str] | None, typer.Argument(help="Arguments passed to the bench script.")] = None,
 ) -> None:
     """Run one of the benchmark scripts in bench/ (they print figures and ratios)."""
-    script = Path(__file__).resolve().parent.parent / "bench" / f"{name}_bench.py"
+    script = BENCH_DIR / f"{name}_bench.py"
     if not script.exists():
-        raise typer.BadParameter(f"no benchmark named {name} ({script} missing)")
+        raise typer.BadParameter(f"no benchmark named {name}; there are: {', '.join(bench_names())}")
     raise typer.Exit(subprocess.call([sys.executable, str(script), *(args or [])]))
 
 
+# Options of a command group that users also type after its subcommand (`tables list --admin-url U`).
+GROUP_OPTIONS = {
+    "tables": {"--admin-url", "--data-dir", "-d", "--config", "-c", "--override", "-o"},
+    "topics": {"--data-dir", "-d", "--override", "-o"},
+}
+
+
 def main() -> None:
+    quiet_library_warnings()
+    sys.argv = hoist_group_options(sys.argv, GROUP_OPTIONS)
     app()

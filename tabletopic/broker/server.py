@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker import settings
 from tabletopic.broker.context import RequestContext, SecurityProtocol
+from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.metrics import api_name
 from tabletopic.broker.protocol import (
     MalformedFrame,
@@ -40,6 +41,9 @@ from tabletopic.broker.service import BrokerService, Endpoint
 from tabletopic.config import StartupError
 
 log = logging.getLogger(__name__)
+# Connections closed for protocol violations (garbage, oversized frames, failed SASL): one warning per
+# kind every 10 s, with a count of the rest, so a misbehaving client cannot flood the log.
+CLOSE_LOG = RateLimitedLog(log, interval_s=10.0)
 
 READ_BUFFER_BYTES = 256 * 1024
 MIN_FREE_BYTES = 16 * 1024
@@ -233,7 +237,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # --- dispatch -------------------------------------------------------------------------------
     def _close(self, reason: str) -> None:
         if not self._closed:
-            log.warning("closing connection %d from %s: %s", self.connection_id, self._peer, reason)
+            CLOSE_LOG.warning(
+                "close", "closing connection %d from %s: %s", self.connection_id, self._peer, reason
+            )
             self._closed = True
             if self._transport is not None:
                 self._transport.close()
@@ -365,7 +371,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return {"error_code": code, "mechanisms": ["PLAIN"]}
         result = self._sasl.authenticate(request.body.auth_bytes)
         if result.error_code is not ErrorCode.none:
-            log.warning(
+            CLOSE_LOG.warning(
+                "sasl",
                 "SASL authentication failed on connection %d from %s: %s",
                 self.connection_id,
                 self._peer,
