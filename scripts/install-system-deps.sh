@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages tabletopic needs, only those missing. Usage:
 #   scripts/install-system-deps.sh serve   # Java for Spark
-#   scripts/install-system-deps.sh test    # + PostgreSQL server, kcat, JDBC drivers for Spark tests
+#   scripts/install-system-deps.sh test    # + PostgreSQL server, kcat, JDBC drivers for Spark tests,
+#                                          #   chromium for the console's browser tests (Playwright)
 set -euo pipefail
 mode=${1:-serve}
 
@@ -12,6 +13,7 @@ if [ "$mode" = test ]; then
   command -v kcat >/dev/null 2>&1 || need+=(kcat)
   [ -e /usr/share/java/sqlite-jdbc.jar ] || ls /usr/share/java/sqlite-jdbc*.jar >/dev/null 2>&1 || need+=(libxerial-sqlite-jdbc-java)
   [ -e /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import subprocess
 import sys
@@ -10,13 +9,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from tabletopic.cli_common import (
     ConfigFileOption,
     DataDirOption,
     OverrideOption,
     console,
+    err_console,
+    hoist_group_options,
     load_config,
+    quiet_library_warnings,
     setup_logging,
 )
 
@@ -55,14 +58,18 @@ def serve(
     admin API. Stops cleanly on Ctrl-C / SIGTERM."""
     cfg = load_config(data_dir, config, override)
     setup_logging(cfg.get("log.level"))
+    from tabletopic.config import ConfigError, StartupError
     from tabletopic.platform import serve as serve_platform
 
     try:
         import uvloop
 
         uvloop.run(serve_platform(cfg))
-    except ImportError:  # pragma: no cover - uvloop is a hard dependency; keep serving regardless
-        asyncio.run(serve_platform(cfg))
+    except (StartupError, ConfigError) as exc:
+        # Something the user fixes (a busy port, a missing bucket, ...): the message names the key;
+        # a traceback would only bury it.
+        err_console.print(f"[red]cannot start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 @config_app.command("docs")
@@ -85,17 +92,34 @@ def config_show(
         console.print(f"{key}={'' if value is None else value}", markup=False, highlight=False)
 
 
+BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+
+
+def bench_names() -> list[str]:
+    """The benchmarks there are: one ``bench/NAME_bench.py`` script each (the help lists these)."""
+    return sorted(p.name.removesuffix("_bench.py") for p in BENCH_DIR.glob("*_bench.py"))
+
+
 @app.command()
 def bench(
-    name: Annotated[str, typer.Argument(help="Benchmark: s3stream, broker, registry, catalog, table.")],
+    name: Annotated[str, typer.Argument(help=f"Benchmark: {', '.join(bench_names()) or 'none found'}.")],
     args: Annotated[list[str] | None, typer.Argument(help="Arguments passed to the bench script.")] = None,
 ) -> None:
     """Run one of the benchmark scripts in bench/ (they print figures and ratios)."""
-    script = Path(__file__).resolve().parent.parent / "bench" / f"{name}_bench.py"
+    script = BENCH_DIR / f"{name}_bench.py"
     if not script.exists():
-        raise typer.BadParameter(f"no benchmark named {name} ({script} missing)")
+        raise typer.BadParameter(f"no benchmark named {name}; there are: {', '.join(bench_names())}")
     raise typer.Exit(subprocess.call([sys.executable, str(script), *(args or [])]))
 
 
+# Options of a command group that users also type after its subcommand (`tables list --admin-url U`).
+GROUP_OPTIONS = {
+    "tables": {"--admin-url", "--data-dir", "-d", "--config", "-c", "--override", "-o"},
+    "topics": {"--data-dir", "-d", "--override", "-o"},
+}
+
+
 def main() -> None:
+    quiet_library_warnings()
+    sys.argv = hoist_group_options(sys.argv, GROUP_OPTIONS)
     app()

@@ -5,16 +5,46 @@ their functions so ``tabletopic --help`` stays fast."""
 from __future__ import annotations
 
 import logging
+import sys
+import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from tabletopic.config import Config, ConfigError
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 console = Console()
 err_console = Console(stderr=True)
+
+
+def print_table(table: Table) -> None:
+    """A rich table on a terminal; piped or redirected, plain tab-separated lines (a header line,
+    then one line per row) that never truncate a name and that ``cut``/``awk`` read."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    columns = table.columns
+    lines = ["\t".join(str(c.header) for c in columns)]
+    for row in zip(*(list(c.cells) for c in columns), strict=True):
+        lines.append("\t".join(str(cell) for cell in row))
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+
+
+def quiet_library_warnings() -> None:
+    """Keep third-party deprecation chatter (authlib's, pyspark's) out of CLI output: it says nothing
+    the user can act on. ``-W`` / ``PYTHONWARNINGS`` still override this."""
+    if not sys.warnoptions:
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.filterwarnings("ignore", module="authlib")
+        warnings.filterwarnings("ignore", module="pyspark")
+
 
 DataDirOption = Annotated[
     Path | None,
@@ -46,3 +76,78 @@ def setup_logging(level: str) -> None:
     # Third-party chatter that says nothing a user can act on.
     for noisy in ("py4j", "botocore", "urllib3", "uvicorn.error", "aiokafka", "kafka"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+# ------------------------------------------------------------------------------ finding the node
+# Every client command finds the node the same way: its own flag (--bootstrap-server, --admin-url),
+# else the node's configuration as `tabletopic serve` reads it (--data-dir/--config/--override, the
+# TABLETOPIC_* environment, server.properties), so moving a port is one setting, not a flag per call.
+
+
+def kafka_bootstrap(cfg: Config) -> str:
+    """``host:port`` of the node's Kafka listener: the first PLAINTEXT advertised listener, else the
+    first PLAINTEXT listener (a wildcard host means this machine)."""
+    listeners = list(cfg.get("advertised.listeners") or []) or list(cfg.get("listeners"))
+    plain = [entry for entry in listeners if str(entry).upper().startswith("PLAINTEXT://")] or listeners
+    host_port = str(plain[0]).split("://", 1)[-1]
+    host, _, port = host_port.rpartition(":")
+    return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+
+
+def require_listening(host_port: str, what: str, hint: str, timeout: float = 2.0) -> None:
+    """Exit with one line when nothing accepts connections at ``host_port``, instead of letting a
+    client library retry for half a minute and log every attempt."""
+    import socket
+
+    host, _, port = host_port.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+            return
+    except ValueError:
+        err_console.print(
+            f"[red]error:[/red] {what} address {host_port!r} is not host:port",
+            highlight=False,
+            soft_wrap=True,
+        )
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        err_console.print(
+            f"[red]error:[/red] no {what} at {host_port} ({reason}); is `tabletopic serve` running? {hint}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    raise typer.Exit(1)
+
+
+def hoist_group_options(argv: list[str], groups: dict[str, set[str]]) -> list[str]:
+    """Let a command group's own options (``tables --admin-url URL list``) also come after its
+    subcommand (``tables list --admin-url URL``), as users type them: such options are moved back to
+    just after the group's name. ``groups`` maps a group to its option names that take a value."""
+    if len(argv) < 3 or argv[1] not in groups:
+        return argv
+    takes_value = groups[argv[1]]
+    head, rest = argv[:2], argv[2:]
+    # Options already before the subcommand stay; find the subcommand (first non-option word).
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        i += 2 if rest[i] in takes_value else 1
+    hoisted: list[str] = []
+    kept = rest[: i + 1]
+    j = i + 1
+    while j < len(rest):
+        word = rest[j]
+        name = word.split("=", 1)[0]
+        if word == "--":
+            kept += rest[j:]
+            break
+        if name in takes_value:
+            if "=" in word:
+                hoisted.append(word)
+                j += 1
+            else:
+                hoisted += rest[j : j + 2]
+                j += 2
+            continue
+        kept.append(word)
+        j += 1
+    return head + hoisted + kept

@@ -31,11 +31,27 @@ SETTINGS_MODULES = (
     "tabletopic.catalog.settings",
     "tabletopic.spark.settings",
     "tabletopic.table.settings",
+    "tabletopic.admin.settings",
 )
 
 
 class ConfigError(ValueError):
     """A configuration value is missing, malformed or out of range; the message names the key."""
+
+
+class StartupError(RuntimeError):
+    """A part of a node cannot start for a reason the user fixes in the configuration or around it (a
+    busy port, a bucket that does not exist, wrong credentials, an unreachable database). The message
+    is one or two lines naming the key to change; ``tabletopic serve`` prints it without a traceback.
+
+    Args:
+        message: what is wrong and which key to change.
+        key: the configuration key to change, when there is one.
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 from urllib.parse import urlparse
 
 import uvicorn
+
+from tabletopic.config import StartupError
 
 log = logging.getLogger(__name__)
 
@@ -19,12 +23,38 @@ def parse_listener(url: str) -> tuple[str, int]:
     return parsed.hostname, parsed.port
 
 
-class HttpService:
-    """One uvicorn server run as a task on the current loop; ``start`` returns once it listens."""
+def bind_socket(name: str, host: str, port: int, key: str | None) -> socket.socket:
+    """A listening socket, or a :class:`StartupError` naming the service and the key to change.
 
-    def __init__(self, name: str, app: object, listener: str) -> None:
+    Bound here rather than by uvicorn, which logs a bind error and calls ``sys.exit`` (a
+    ``SystemExit`` out of the event loop with a long traceback).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        change = f"change {key}" if key else "change its listener setting"
+        reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise StartupError(f"{name} cannot listen on {host}:{port}: {reason}; {change}", key) from exc
+    sock.setblocking(False)
+    return sock
+
+
+class HttpService:
+    """One uvicorn server run as a task on the current loop; ``start`` returns once it listens.
+
+    Args:
+        key: the configuration key of the listener, named in the error when the port is busy.
+    """
+
+    def __init__(self, name: str, app: object, listener: str, key: str | None = None) -> None:
         host, port = parse_listener(listener)
         self.name = name
+        self.key = key
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app,  # type: ignore[arg-type]
@@ -52,7 +82,9 @@ class HttpService:
         return self._server.config.port
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._server.serve(), name=f"http-{self.name}")
+        config = self._server.config
+        sock = bind_socket(self.name, config.host, config.port, self.key)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name=f"http-{self.name}")
         while not self._server.started:
             if self._task.done():
                 self._task.result()  # re-raise bind errors with uvicorn's message

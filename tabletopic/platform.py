@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic import database, settings
 from tabletopic.admin.app import AdminApiComponent
+from tabletopic.admin.sources import ConsoleSources
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
@@ -148,8 +149,16 @@ class Platform:
         def routers() -> list[APIRouter]:
             return [tables_router(tables.coordinator)]
 
+        sources = ConsoleSources(
+            metrics, broker, engine=engine, tables=tables, registry=registry, catalog=catalog
+        )
         admin = AdminApiComponent(
-            config, metrics, broker, parts=lambda: [part.name for part in started], routers=routers
+            config,
+            metrics,
+            broker,
+            parts=lambda: [part.name for part in started],
+            routers=routers,
+            sources=sources,
         )
         node = Node(storage, broker, registry, catalog, tables, admin)
         return cls(config=config, engine=engine, metrics=metrics, node=node, started=started)

@@ -1,5 +1,6 @@
 """The admin HTTP API: ``/health``, ``/metrics`` (Prometheus text of every subsystem's metrics),
-``/v1/cluster`` and ``/v1/topics``, with OpenAPI docs at ``/docs``.
+``/v1/cluster`` and ``/v1/topics``, with OpenAPI docs at ``/docs`` (Swagger UI served by the node
+itself, so it works offline), and the web console at ``/`` (:mod:`tabletopic.admin.console`).
 
 Built from routers: the core ones here plus the routers the node's assembly hands over (the table
 pipeline's ``/v1/tables``), asked for when the admin API starts, which is why it starts last.
@@ -13,10 +14,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from tabletopic import settings
+from tabletopic.admin import settings as admin_settings
+from tabletopic.admin.console import STATIC_DIR, Console
+from tabletopic.admin.nodes import nodes
+from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.component import NotStarted
@@ -58,12 +65,12 @@ def core_router(
             "controller_id": service.node_id,
             "brokers": [
                 {
-                    "node_id": service.node_id,
+                    "node_id": n.node_id,
                     "listeners": [
-                        {"protocol": e.protocol, "host": e.host, "port": e.port}
-                        for e in service.advertised.values()
+                        {"protocol": e.protocol, "host": e.host, "port": e.port} for e in n.listeners
                     ],
                 }
+                for n in nodes(broker)
             ],
             "topics": len(service.topics),
             "partitions": service.topics.partition_count(),
@@ -77,14 +84,30 @@ def create_app(
     broker: BrokerComponent,
     parts: StartedParts,
     routers: list[APIRouter],
+    console: Console | None = None,
 ) -> FastAPI:
-    """The admin app: core routers, topic routers and the routers the assembly handed over."""
+    """The admin app: core routers, topic routers, the routers the assembly handed over and the
+    console's pages."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
 
-    app = FastAPI(title="tabletopic admin API", version="1", lifespan=lifespan)
+    # Swagger UI's page is served below with the node's own copy of its assets (FastAPI's default
+    # loads them from a CDN: a blank page offline); ReDoc has no local copy, so it is off.
+    app = FastAPI(title="tabletopic admin API", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        vendor = "/static/vendor/swagger-ui-dist"
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="tabletopic admin API",
+            swagger_js_url=f"{vendor}/swagger-ui-bundle.js",
+            swagger_css_url=f"{vendor}/swagger-ui.css",
+            swagger_favicon_url=f"{vendor}/favicon-32x32.png",
+        )
 
     @app.exception_handler(TopicApiError)
     async def topic_error(_request: Request, exc: TopicApiError) -> JSONResponse:
@@ -96,6 +119,8 @@ def create_app(
     app.include_router(topics_router(broker))
     for router in routers:
         app.include_router(router)
+    if console is not None:
+        app.include_router(console.router())
     return app
 
 
@@ -105,6 +130,8 @@ class AdminApiComponent:
     Args:
         parts: names of the node's started parts, for ``/health``.
         routers: more routers to serve, asked for at start (they need started parts).
+        sources: the parts the web console shows; no console without them (or when
+            ``admin.console.enable`` is false).
     """
 
     name = "admin-api"
@@ -116,24 +143,40 @@ class AdminApiComponent:
         broker: BrokerComponent,
         parts: StartedParts,
         routers: Callable[[], list[APIRouter]] = list,
+        sources: ConsoleSources | None = None,
     ) -> None:
         self._config = config
         self._metrics = metrics
         self._broker = broker
         self._parts = parts
         self._routers = routers
+        self._sources = sources
         self._service: HttpService | None = None
+        self.console: Console | None = None
 
     async def start(self) -> None:
         listener = self._config.get(settings.ADMIN_LISTENER)
         if not listener:
             log.info("admin API disabled (admin.listener is empty)")
             return
-        app = create_app(self._metrics, self._broker, self._parts, self._routers())
-        self._service = HttpService("admin API", app, listener)
+        cfg = self._config
+        if self._sources is not None and cfg.get(admin_settings.CONSOLE_ENABLE):
+            self.console = Console(
+                self._sources,
+                interval_s=cfg.get(admin_settings.CONSOLE_SAMPLE_INTERVAL_MS) / 1000,
+                points=cfg.get(admin_settings.CONSOLE_POINTS),
+                max_series=cfg.get(admin_settings.CONSOLE_MAX_SERIES),
+            )
+        app = create_app(self._metrics, self._broker, self._parts, self._routers(), self.console)
+        self._service = HttpService("admin API", app, listener, key=settings.ADMIN_LISTENER.name)
         await self._service.start()
+        if self.console is not None:
+            await self.console.start()
 
     async def stop(self) -> None:
+        if self.console is not None:
+            await self.console.stop()
+            self.console = None
         if self._service is not None:
             await self._service.stop()
             self._service = None

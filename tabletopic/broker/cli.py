@@ -13,21 +13,57 @@ from typing import Annotated, Any
 
 import typer
 
-from tabletopic.cli_common import err_console
+from tabletopic.cli_common import (
+    DataDirOption,
+    OverrideOption,
+    err_console,
+    kafka_bootstrap,
+    load_config,
+    require_listening,
+)
 
 topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True)
 
 BootstrapOption = Annotated[
-    str,
-    typer.Option("--bootstrap-server", "-b", envvar="TABLETOPIC_BOOTSTRAP", help="host:port of a broker."),
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        envvar="TABLETOPIC_BOOTSTRAP",
+        help="host:port of a broker (default: the node's `listeners`, as -d/-o/TABLETOPIC_* set it).",
+    ),
 ]
 TIMEOUT_S = 30
+
+
+@topics_app.callback()
+def _options(
+    ctx: typer.Context,
+    data_dir: DataDirOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Which node: ``--bootstrap-server``, else the node's own configuration (``listeners``)."""
+    ctx.obj = (data_dir, override)
+
+
+def _bootstrap(ctx: typer.Context, bootstrap: str | None) -> str:
+    """The flag, else the node's configured listener; exits with one line when nothing listens."""
+    if bootstrap is None:
+        data_dir, override = ctx.obj or (None, None)
+        bootstrap = kafka_bootstrap(load_config(data_dir, None, override))
+    require_listening(
+        bootstrap,
+        "Kafka listener",
+        "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or -o listeners=...",
+    )
+    return bootstrap
 
 
 def _admin(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap})
+    # log_level 2 (critical only): a node that goes away mid-command must not print a line per retry.
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
 
 
 def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
@@ -47,12 +83,14 @@ def _fail(exc: BaseException) -> typer.Exit:
 
 @topics_app.command("create")
 def create(
+    ctx: typer.Context,
     name: str,
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    bootstrap: BootstrapOption = None,
     partitions: Annotated[int, typer.Option("--partitions", "-p", help="Partition count.")] = 1,
     config: Annotated[list[str] | None, typer.Option("--config", "-c", help="key=value, repeatable.")] = None,
 ) -> None:
     """Create a topic."""
+    bootstrap = _bootstrap(ctx, bootstrap)
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=_pairs(config, "--config"))
@@ -65,8 +103,9 @@ def create(
 
 
 @topics_app.command("list")
-def list_topics(bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
+def list_topics(ctx: typer.Context, bootstrap: BootstrapOption = None) -> None:
     """List topics with their partition counts."""
+    bootstrap = _bootstrap(ctx, bootstrap)
     try:
         metadata = _admin(bootstrap).list_topics(timeout=TIMEOUT_S)
     except Exception as exc:
@@ -76,8 +115,9 @@ def list_topics(bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
 
 
 @topics_app.command("describe")
-def describe(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
+def describe(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -> None:
     """Partitions with their offsets, and the topic's configs."""
+    bootstrap = _bootstrap(ctx, bootstrap)
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 
@@ -89,7 +129,7 @@ def describe(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
             raise RuntimeError(str(topic.error))
         resource = ConfigResource(ResourceType.TOPIC, name)
         configs = admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource].result(TIMEOUT_S)
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tabletopic-cli"})
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tabletopic-cli", "log_level": 2})
         try:
             offsets = {
                 p: consumer.get_watermark_offsets(TopicPartition(name, p), timeout=TIMEOUT_S)
@@ -113,8 +153,9 @@ def describe(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
 
 
 @topics_app.command("delete")
-def delete(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
+def delete(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -> None:
     """Delete a topic and its data."""
+    bootstrap = _bootstrap(ctx, bootstrap)
     try:
         admin = _admin(bootstrap)
         admin.delete_topics([name], request_timeout=TIMEOUT_S)[name].result(TIMEOUT_S)
@@ -125,12 +166,14 @@ def delete(name: str, bootstrap: BootstrapOption = "127.0.0.1:9092") -> None:
 
 @topics_app.command("alter-config")
 def alter_config(
+    ctx: typer.Context,
     name: str,
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    bootstrap: BootstrapOption = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value to set, repeatable.")] = None,
     delete_: Annotated[list[str] | None, typer.Option("--delete", help="key to remove, repeatable.")] = None,
 ) -> None:
     """Set or remove topic configs (IncrementalAlterConfigs)."""
+    bootstrap = _bootstrap(ctx, bootstrap)
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AlterConfigOpType,
         ConfigEntry,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import itertools
 import logging
 import struct
@@ -23,6 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker import settings
 from tabletopic.broker.context import RequestContext, SecurityProtocol
+from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.metrics import api_name
 from tabletopic.broker.protocol import (
     MalformedFrame,
@@ -36,8 +38,12 @@ from tabletopic.broker.protocol import (
 )
 from tabletopic.broker.sasl import SaslPlainServer
 from tabletopic.broker.service import BrokerService, Endpoint
+from tabletopic.config import StartupError
 
 log = logging.getLogger(__name__)
+# Connections closed for protocol violations (garbage, oversized frames, failed SASL): one warning per
+# kind every 10 s, with a count of the rest, so a misbehaving client cannot flood the log.
+CLOSE_LOG = RateLimitedLog(log, interval_s=10.0)
 
 READ_BUFFER_BYTES = 256 * 1024
 MIN_FREE_BYTES = 16 * 1024
@@ -231,7 +237,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # --- dispatch -------------------------------------------------------------------------------
     def _close(self, reason: str) -> None:
         if not self._closed:
-            log.warning("closing connection %d from %s: %s", self.connection_id, self._peer, reason)
+            CLOSE_LOG.warning(
+                "close", "closing connection %d from %s: %s", self.connection_id, self._peer, reason
+            )
             self._closed = True
             if self._transport is not None:
                 self._transport.close()
@@ -363,7 +371,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return {"error_code": code, "mechanisms": ["PLAIN"]}
         result = self._sasl.authenticate(request.body.auth_bytes)
         if result.error_code is not ErrorCode.none:
-            log.warning(
+            CLOSE_LOG.warning(
+                "sasl",
                 "SASL authentication failed on connection %d from %s: %s",
                 self.connection_id,
                 self._peer,
@@ -414,9 +423,22 @@ class KafkaServer:
             def factory(protocol: str = endpoint.protocol, sasl: dict[str, str] | None = sasl_users) -> Any:
                 return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight)
 
-            server = await loop.create_server(
-                factory, endpoint.host, endpoint.port, reuse_address=True, backlog=1024, start_serving=False
-            )
+            try:
+                server = await loop.create_server(
+                    factory,
+                    endpoint.host,
+                    endpoint.port,
+                    reuse_address=True,
+                    backlog=1024,
+                    start_serving=False,
+                )
+            except OSError as exc:
+                reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+                raise StartupError(
+                    f"Kafka listener {text} cannot listen on {endpoint.host}:{endpoint.port}: {reason}; "
+                    f"change {settings.LISTENERS.name}",
+                    settings.LISTENERS.name,
+                ) from exc
             port = server.sockets[0].getsockname()[1]
             self._servers.append(server)
             self.bound.append(Endpoint(endpoint.protocol, endpoint.host, port))

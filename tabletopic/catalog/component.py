@@ -108,7 +108,9 @@ class CatalogComponent:
         listener = config.get(catalog_settings.CATALOG_LISTENER)
         if spec.fronted_by_rest and listener:
             app = rest_app_for(catalog, spec, config.get(catalog_settings.CATALOG_PAGE_SIZE))
-            self._http = HttpService("iceberg-rest-catalog", app, listener)
+            self._http = HttpService(
+                "Iceberg REST catalog", app, listener, key=catalog_settings.CATALOG_LISTENER.name
+            )
             await self._http.start()
             if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):
                 spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))

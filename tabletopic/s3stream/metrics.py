@@ -1,10 +1,12 @@
 """Prometheus metrics of the storage engine, registered on the registry the caller passes (the
-platform's, so they appear on the admin API's /metrics)."""
+platform's, so they appear on the admin API's /metrics). Named ``tabletopic_s3stream_*`` like every
+other metric of a node (``tabletopic_<part>_*``); they were ``s3stream_*`` before (see docs/metrics.md)."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+PREFIX = "tabletopic_s3stream_"
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -14,38 +16,32 @@ class StoreMetrics:
         self.registry = registry
 
         def counter(name: str, doc: str, *labels: str) -> Counter:
-            return Counter(name, doc, labels, registry=registry)
+            return Counter(PREFIX + name, doc, labels, registry=registry)
 
         def gauge(name: str, doc: str) -> Gauge:
-            return Gauge(name, doc, registry=registry)
+            return Gauge(PREFIX + name, doc, registry=registry)
 
         def latency(name: str, doc: str) -> Histogram:
-            return Histogram(name, doc, buckets=_LATENCY_BUCKETS, registry=registry)
+            return Histogram(PREFIX + name, doc, buckets=_LATENCY_BUCKETS, registry=registry)
 
-        self.appends = counter("s3stream_appends", "Batches appended.")
-        self.append_bytes = counter("s3stream_append_bytes", "Payload bytes appended.")
-        self.wal_fsync_seconds = latency(
-            "s3stream_wal_fsync_seconds", "Duration of one local WAL group fsync."
-        )
-        self.wal_bytes = gauge("s3stream_wal_bytes", "Bytes held by the local WAL.")
+        self.appends = counter("appends", "Batches appended.")
+        self.append_bytes = counter("append_bytes", "Payload bytes appended.")
+        self.wal_fsync_seconds = latency("wal_fsync_seconds", "Duration of one local WAL group fsync.")
+        self.wal_bytes = gauge("wal_bytes", "Bytes held by the local WAL.")
         self.upload_seconds = latency(
-            "s3stream_upload_seconds", "Duration of one upload (objects stored and committed)."
+            "upload_seconds", "Duration of one upload (objects stored and committed)."
         )
-        self.upload_bytes = counter("s3stream_upload_bytes", "Bytes uploaded as objects.")
-        self.cache_requests = counter(
-            "s3stream_cache_requests", "Reads by cache and outcome.", "cache", "result"
-        )
+        self.upload_bytes = counter("upload_bytes", "Bytes uploaded as objects.")
+        self.cache_requests = counter("cache_requests", "Reads by cache and outcome.", "cache", "result")
         self.cache_hit_ratio = gauge(
-            "s3stream_cache_hit_ratio", "Share of reads served from memory (log or block cache)."
+            "cache_hit_ratio", "Share of reads served from memory (log or block cache)."
         )
-        self.object_reads = counter(
-            "s3stream_object_read_bytes", "Bytes read from object storage by fetches."
-        )
+        self.object_reads = counter("object_read_bytes", "Bytes read from object storage by fetches.")
         self.compaction_backlog = gauge(
-            "s3stream_compaction_backlog_objects", "Objects waiting to be compacted or deleted."
+            "compaction_backlog_objects", "Objects waiting to be compacted or deleted."
         )
-        self.compacted_bytes = counter("s3stream_compacted_bytes", "Bytes rewritten by compaction.")
-        self.deleted_objects = counter("s3stream_deleted_objects", "Objects deleted from the store.")
+        self.compacted_bytes = counter("compacted_bytes", "Bytes rewritten by compaction.")
+        self.deleted_objects = counter("deleted_objects", "Objects deleted from the store.")
         self._hits = 0
         self._reads = 0
         self.cache_hit_ratio.set_function(self._ratio)

@@ -75,7 +75,7 @@ class RegistryComponent:
         if listener:
             app = create_app(config, registry, metrics=self._metrics)
             app.state.cluster_id = self._cluster_id() or "tabletopic"
-            self._http = HttpService("schema registry", app, listener)
+            self._http = HttpService("schema registry", app, listener, key=settings.LISTENER.name)
             await self._http.start()
 
     async def stop(self) -> None:

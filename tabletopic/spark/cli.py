@@ -31,6 +31,7 @@ from tabletopic.cli_common import (
     console,
     err_console,
     load_config,
+    print_table,
     setup_logging,
 )
 
@@ -164,12 +165,14 @@ def _print_config(cfg: Config, spec: CatalogSpec) -> None:
         "# spark-sql / pyspark / spark-submit: pass these flags; spark-defaults.conf: drop '--conf '.",
         markup=False,
         highlight=False,
+        soft_wrap=True,  # a wrapped comment line would lose its '#'
     )
     if spec.spark_access is SparkAccess.REST:
         console.print(
             f"# The catalog is served by `tabletopic serve` at {spec.rest_uri}.",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -285,7 +288,7 @@ def print_frame(frame: DataFrame, output: OutputFormat, max_rows: int) -> None:
                 for v in values
             )
         )
-    console.print(table)
+    print_table(table)
     suffix = f" (first {max_rows} shown)" if count > max_rows else ""
     console.print(f"[dim]{min(count, max_rows)} row(s){suffix}[/dim]")
 

@@ -33,4 +33,16 @@ def tables_router(coordinator: TableCoordinator) -> APIRouter:
         coordinator.trigger(topic)
         return {"triggered": topic}
 
+    @router.post("/{topic}/pause", summary="Start no more ingest cycles for the topic until resumed")
+    async def pause(topic: str) -> dict[str, Any]:
+        pipeline(topic)
+        coordinator.pause(topic)
+        return {"paused": topic}
+
+    @router.post("/{topic}/resume", summary="Resume a paused topic and run its next cycle now")
+    async def resume(topic: str) -> dict[str, Any]:
+        pipeline(topic)
+        coordinator.resume(topic)
+        return {"resumed": topic}
+
     return router

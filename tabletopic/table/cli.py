@@ -16,6 +16,7 @@ from tabletopic.cli_common import (
     console,
     err_console,
     load_config,
+    print_table,
 )
 
 app = typer.Typer(help="Table topics: their Iceberg tables, commits and lag.", no_args_is_help=True)
@@ -80,7 +81,7 @@ def list_tables(
             str(r["records_skipped"]),
             (r["last_error"] or "")[:60],
         )
-    console.print(table)
+    print_table(table)
 
 
 @app.command("describe")

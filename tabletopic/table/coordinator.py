@@ -61,6 +61,7 @@ class PipelineState(StrEnum):
     FAILED = "FAILED"  # stopped on an error that needs the topic's configs changed
     FENCED = "FENCED"  # another node's coordinator holds the topic's lease
     STOPPED = "STOPPED"  # no longer a table topic, or the node is stopping
+    PAUSED = "PAUSED"  # an operator paused it (console or admin API); resumes where it stopped
 
 
 @dataclass
@@ -427,6 +428,9 @@ class TableCoordinator:
         self._next_run: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        # Topics an operator paused: no cycle starts for them (one already running finishes). Kept
+        # in memory only: a restart resumes every topic.
+        self.paused: set[str] = set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="table-coordinator")
@@ -447,6 +451,21 @@ class TableCoordinator:
         for name in [topic] if topic else list(self._next_run):
             self._next_run[name] = 0.0
         self._wake.set()
+
+    def pause(self, topic: str) -> None:
+        """Start no more cycles for ``topic`` until :meth:`resume` (records keep arriving and wait)."""
+        self.paused.add(topic)
+        pipeline = self.pipelines.get(topic)
+        if pipeline is not None and topic not in self._running_now():
+            pipeline.status.state = PipelineState.PAUSED
+
+    def resume(self, topic: str) -> None:
+        """Undo :meth:`pause` and run the topic's next cycle now."""
+        self.paused.discard(topic)
+        self.trigger(topic)
+
+    def _running_now(self) -> set[str]:
+        return {name for name, task in self._running.items() if not task.done()}
 
     async def _loop(self) -> None:
         while True:
@@ -477,6 +496,9 @@ class TableCoordinator:
                 self._next_run[name] = now
             running = self._running.get(name)
             if running is not None and not running.done():
+                continue
+            if name in self.paused:
+                pipeline.status.state = PipelineState.PAUSED
                 continue
             try:
                 config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=name)

@@ -46,8 +46,8 @@ async def test_component_offers_the_store_and_executor_settings(tmp_path: Path, 
         assert settings == {"type": "local", "root": str(tmp_path / "objects"), "retries": 6}
         assert [bytes(b.payload) for b in fetch_slice(open_object_store(settings), piece)] == [b"payload"]
         exposed = generate_latest(metrics).decode()
-        assert "s3stream_appends_total 1.0" in exposed
-        assert "s3stream_upload_seconds_count" in exposed
+        assert "tabletopic_s3stream_appends_total 1.0" in exposed
+        assert "tabletopic_s3stream_upload_seconds_count" in exposed
     finally:
         await storage.stop()
 

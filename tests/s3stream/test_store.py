@@ -259,13 +259,13 @@ async def test_metrics_count_appends_fsyncs_uploads_and_cache_hits(local_harness
         await store.flush()
         await store.fetch(sid, 0, 1 << 20)
         value = registry.get_sample_value
-        assert value("s3stream_appends_total") == 20
-        assert value("s3stream_append_bytes_total") == 20 * 1000
-        assert value("s3stream_wal_fsync_seconds_count") >= 1
-        assert value("s3stream_upload_seconds_count") >= 1
-        assert value("s3stream_cache_requests_total", {"cache": "log", "result": "hit"}) >= 1
-        assert value("s3stream_cache_hit_ratio") == 1.0
-        assert value("s3stream_compaction_backlog_objects") == 0
+        assert value("tabletopic_s3stream_appends_total") == 20
+        assert value("tabletopic_s3stream_append_bytes_total") == 20 * 1000
+        assert value("tabletopic_s3stream_wal_fsync_seconds_count") >= 1
+        assert value("tabletopic_s3stream_upload_seconds_count") >= 1
+        assert value("tabletopic_s3stream_cache_requests_total", {"cache": "log", "result": "hit"}) >= 1
+        assert value("tabletopic_s3stream_cache_hit_ratio") == 1.0
+        assert value("tabletopic_s3stream_compaction_backlog_objects") == 0
     finally:
         await store.close()
         engine.dispose()

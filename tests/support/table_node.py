@@ -332,4 +332,6 @@ SPARK_NODE_SETTINGS = {
     "spark.driver.memory": "768m",
     "table.coordinator.poll.interval.ms": "200",
     "log.level": "INFO",
+    # The console's plots get a point a second (the browser tests wait for them).
+    "admin.console.sample.interval.ms": "1000",
 }

@@ -1,0 +1,175 @@
+"""The web console at ``/`` of the admin listener: server-rendered Jinja2 pages, refreshed in place by
+htmx, with uPlot charts fed from the in-memory time series (``/console/series``). Every script and
+style sheet is served by the node from ``tabletopic/admin/static`` (vendored from npm with their
+versions and licences in ``static/vendor/VENDORED.md``), so it works offline.
+
+A page answers its full HTML, or with ``HX-Request`` set (htmx's periodic refresh) only its live
+part; the charts are outside that part and keep their state, fetching new points themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from tabletopic.admin import views
+from tabletopic.admin.sampler import Sampler
+from tabletopic.admin.sources import ConsoleSources
+from tabletopic.admin.timeseries import SeriesRing
+from tabletopic.tasks import cancel_and_wait
+
+HERE = Path(__file__).parent
+STATIC_DIR = HERE / "static"
+TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
+
+PAGES = (("/", "Overview"), ("/topics", "Topics"), ("/groups", "Consumer groups"),
+         ("/tables", "Table topics"), ("/schemas", "Schemas"))  # fmt: skip
+
+
+def _bytes(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"  # pragma: no cover
+
+
+def _when(epoch: float | None) -> str:
+    if not epoch:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+
+
+def _ago(epoch: float | None) -> str:
+    if not epoch:
+        return "never"
+    seconds = max(time.time() - epoch, 0.0)
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
+
+
+TEMPLATES.env.filters["bytes"] = _bytes
+TEMPLATES.env.filters["when"] = _when
+TEMPLATES.env.filters["ago"] = _ago
+
+
+class Console:
+    """The console's router and its metrics sampler (started and stopped with the admin API).
+
+    Args:
+        sources: the node's parts the pages show.
+        interval_s: seconds between samples of the time series.
+        points, max_series: bounds of the in-memory ring (see :mod:`tabletopic.admin.timeseries`).
+    """
+
+    def __init__(
+        self, sources: ConsoleSources, interval_s: float = 5.0, points: int = 720, max_series: int = 1000
+    ) -> None:
+        self.sources = sources
+        self.interval_s = interval_s
+        self.ring = SeriesRing(points=points, max_series=max_series)
+        self.sampler = Sampler(sources, self.ring)
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self.sampler.run(self.interval_s), name="console-sampler")
+
+    async def stop(self) -> None:
+        await cancel_and_wait([self._task])
+        self._task = None
+
+    def _render(self, request: Request, page: str, **context: Any) -> HTMLResponse:
+        fragment = request.headers.get("HX-Request") == "true" and "HX-Boosted" not in request.headers
+        template = f"{page}.html"
+        return TEMPLATES.TemplateResponse(
+            request,
+            template,
+            {
+                "pages": PAGES,
+                "path": request.url.path,
+                "query": request.url.query,
+                "fragment": fragment,
+                "interval_ms": int(self.interval_s * 1000),
+                **context,
+            },
+        )
+
+    def router(self) -> APIRouter:
+        router = APIRouter(include_in_schema=False)
+        src = self.sources
+
+        @router.get("/", response_class=HTMLResponse)
+        async def overview(request: Request) -> HTMLResponse:
+            data = views.overview(src)
+            data["objects"] = await views.stored_objects(src)
+            return self._render(request, "overview", data=data)
+
+        @router.get("/topics", response_class=HTMLResponse)
+        async def topics(request: Request) -> HTMLResponse:
+            return self._render(request, "topics", topics=views.topics(src))
+
+        @router.get("/topics/{name}", response_class=HTMLResponse)
+        async def topic(request: Request, name: str) -> HTMLResponse:
+            return self._render(request, "topic", name=name, topic=views.topic(src, name))
+
+        @router.get("/groups", response_class=HTMLResponse)
+        async def groups(request: Request) -> HTMLResponse:
+            return self._render(request, "groups", groups=views.groups(src))
+
+        @router.get("/groups/{group_id}", response_class=HTMLResponse)
+        async def group(request: Request, group_id: str) -> HTMLResponse:
+            return self._render(request, "group", group_id=group_id, group=views.group(src, group_id))
+
+        @router.get("/tables", response_class=HTMLResponse)
+        async def tables(request: Request) -> HTMLResponse:
+            return self._render(request, "tables", tables=views.tables(src))
+
+        @router.get("/tables/{topic}", response_class=HTMLResponse)
+        async def table(request: Request, topic: str) -> HTMLResponse:
+            return self._render(request, "table", topic=topic, table=await views.table(src, topic))
+
+        @router.post("/tables/{topic}/{action}", response_class=HTMLResponse)
+        async def table_action(request: Request, topic: str, action: str) -> Response:
+            pipelines = src.pipelines()
+            if topic not in pipelines or src.tables is None:
+                return HTMLResponse(f"{topic} is not a table topic on this node", status_code=404)
+            coordinator = src.tables.coordinator
+            if action == "commit":
+                coordinator.trigger(topic)
+                message = "commit requested"
+            elif action in ("pause", "resume") and hasattr(coordinator, action):
+                getattr(coordinator, action)(topic)
+                message = f"{action}d"
+            else:
+                return HTMLResponse(f"unknown action {action}", status_code=404)
+            return HTMLResponse(f'<span class="note">{message} at {time.strftime("%H:%M:%S")}</span>')
+
+        @router.get("/schemas", response_class=HTMLResponse)
+        async def schemas(request: Request) -> HTMLResponse:
+            return self._render(request, "schemas", subjects=await views.subjects(src))
+
+        @router.get("/schemas/{subject:path}", response_class=HTMLResponse)
+        async def schema(
+            request: Request, subject: str, left: int | None = None, right: int | None = None
+        ) -> HTMLResponse:
+            data = await views.subject(src, subject, left, right)
+            return self._render(request, "schema", subject=subject, data=data)
+
+        @router.get("/console/series")
+        async def series(prefix: str = "", since: float | None = None) -> JSONResponse:
+            """Aligned columns for uPlot: ``{"t": [...], name: [...]}`` of series under ``prefix``."""
+            return JSONResponse(self.ring.window(prefix, since))
+
+        return router

@@ -1,0 +1,118 @@
+"""Samples the node's own metrics into the console's :class:`~tabletopic.admin.timeseries.SeriesRing`.
+
+One sample every ``admin.console.sample.interval.ms`` reads what the node already keeps in memory:
+the Prometheus counters and gauges (rates from counter deltas), partition high watermarks, group
+committed offsets and the table pipelines' status. No I/O, so it runs on the event loop.
+
+Series names are ``kind|name|...|measure`` (``|`` because topic names may hold dots):
+``node|produce_bytes_per_s``, ``topic|orders|records_per_s``, ``group|g1|orders|0|lag``,
+``table|orders|freshness_seconds``, ``storage|wal_bytes`` ….
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from tabletopic.admin.sources import ConsoleSources
+from tabletopic.admin.timeseries import SeriesRing
+
+log = logging.getLogger(__name__)
+
+# Counters sampled as per-second rates: series name -> Prometheus sample name.
+NODE_RATES = {
+    "node|produce_bytes_per_s": "tabletopic_broker_produce_bytes_total",
+    "node|bytes_in_per_s": "tabletopic_broker_bytes_in_total",
+    "node|bytes_out_per_s": "tabletopic_broker_bytes_out_total",
+    "storage|upload_bytes_per_s": "tabletopic_s3stream_upload_bytes_total",
+    "storage|object_read_bytes_per_s": "tabletopic_s3stream_object_read_bytes_total",
+    "storage|compacted_bytes_per_s": "tabletopic_s3stream_compacted_bytes_total",
+}
+# Gauges sampled as they are.
+NODE_GAUGES = {
+    "node|connections": "tabletopic_broker_connections",
+    "storage|wal_bytes": "tabletopic_s3stream_wal_bytes",
+    "storage|cache_hit_ratio": "tabletopic_s3stream_cache_hit_ratio",
+    "storage|compaction_backlog_objects": "tabletopic_s3stream_compaction_backlog_objects",
+}
+
+
+def sep(*parts: object) -> str:
+    return "|".join(str(p) for p in parts)
+
+
+class Sampler:
+    """Turns the node's state into one sample of named values (rates need the previous sample)."""
+
+    def __init__(self, sources: ConsoleSources, ring: SeriesRing) -> None:
+        self.sources = sources
+        self.ring = ring
+        self._previous: dict[str, float] = {}
+        self._previous_at: float | None = None
+
+    def sample(self, now: float | None = None) -> dict[str, float]:
+        """Read everything once and record it; returns what was recorded."""
+        now = time.time() if now is None else now
+        totals: dict[str, float] = {}  # cumulative values turned into rates below
+        values: dict[str, float] = {}
+        src = self.sources
+        for series, metric in NODE_RATES.items():
+            got = src.metric(metric)
+            if got is not None:
+                totals[series] = got
+        for series, metric in NODE_GAUGES.items():
+            got = src.metric(metric)
+            if got is not None:
+                values[series] = got
+        service = src.broker_service()
+        high_watermarks: dict[tuple[str, int], int] = {}
+        if service is not None:
+            for topic in service.topics.all():
+                offsets = service.partition_offsets(topic)
+                for partition, (_start, end) in enumerate(offsets):
+                    high_watermarks[(topic.name, partition)] = end
+                totals[sep("topic", topic.name, "records_per_s")] = float(sum(e for _, e in offsets))
+        groups = src.groups()
+        if groups is not None and groups.ready:
+            for listed in groups.list_groups():
+                _error, committed = groups.fetch_offsets(listed.group_id, None)
+                for topic_name, partitions in committed:
+                    for partition, offset in partitions:
+                        mark = high_watermarks.get((topic_name, partition))
+                        if offset is not None and mark is not None:
+                            values[sep("group", listed.group_id, topic_name, partition, "lag")] = max(
+                                mark - offset.offset, 0
+                            )
+        for topic_name, pipeline in src.pipelines().items():
+            status = pipeline.status
+            values[sep("table", topic_name, "freshness_seconds")] = float(status.lag_seconds)
+            values[sep("table", topic_name, "lag_records")] = float(status.lag_records)
+            totals[sep("table", topic_name, "rows_per_s")] = float(status.rows_committed)
+        values.update(self._rates(now, totals))
+        self.ring.record(now, values)
+        return values
+
+    def _rates(self, now: float, totals: dict[str, float]) -> dict[str, float]:
+        rates: dict[str, float] = {}
+        if self._previous_at is not None and now > self._previous_at:
+            elapsed = now - self._previous_at
+            for name, total in totals.items():
+                before = self._previous.get(name)
+                if before is not None and total >= before:  # a reset (restart, deletion) skips one
+                    rates[name] = (total - before) / elapsed
+        self._previous, self._previous_at = totals, now
+        return rates
+
+    async def run(self, interval_s: float) -> None:
+        """Sample every ``interval_s`` until cancelled; a failing sample is logged, never fatal."""
+        failures = 0
+        while True:
+            try:
+                self.sample()
+                failures = 0
+            except Exception:
+                failures += 1
+                if failures == 1:  # once per streak, not every few seconds
+                    log.exception("console metrics sample failed (the plots will have a gap)")
+            await asyncio.sleep(interval_s)

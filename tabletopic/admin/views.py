@@ -1,0 +1,338 @@
+"""The data behind each console page, as plain dicts for the templates (and tests).
+
+Cheap in-memory reads run on the event loop; reads that touch the metadata database, the schema
+registry or the Iceberg catalog run in a thread (``asyncio.to_thread``) and degrade to an error line
+on the page instead of failing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import logging
+import struct
+from typing import Any
+
+from tabletopic.admin.nodes import nodes
+from tabletopic.admin.sources import ConsoleSources
+
+log = logging.getLogger(__name__)
+
+DLQ_KEY = "automq.table.topic.errors.dlq.topic"
+TABLE_ENABLE = "automq.table.topic.enable"
+SNAPSHOTS_SHOWN = 20
+
+
+def overview(src: ConsoleSources) -> dict[str, Any]:
+    service = src.broker_service()
+    return {
+        "nodes": [n.as_dict() for n in nodes(src.broker)],
+        "cluster_id": service.cluster_id if service else None,
+        "topics": len(service.topics) if service else 0,
+        "partitions": service.topics.partition_count() if service else 0,
+        "groups": len(g.list_groups()) if (g := src.groups()) is not None and g.ready else 0,
+        "tables": len(src.pipelines()),
+        "storage": {
+            "wal_bytes": src.metric("tabletopic_s3stream_wal_bytes"),
+            "cache_hit_ratio": src.metric("tabletopic_s3stream_cache_hit_ratio"),
+            "compaction_backlog_objects": src.metric("tabletopic_s3stream_compaction_backlog_objects"),
+            "uploaded_bytes": src.metric("tabletopic_s3stream_upload_bytes_total"),
+            "deleted_objects": src.metric("tabletopic_s3stream_deleted_objects_total"),
+        },
+    }
+
+
+async def stored_objects(src: ConsoleSources) -> dict[str, Any]:
+    """Committed objects by kind (count, bytes), from the metadata database."""
+    if src.engine is None:
+        return {}
+    from tabletopic.s3stream.db import StreamMetadata
+
+    engine = src.engine
+
+    def read() -> dict[str, Any]:
+        by_kind: dict[str, dict[str, int]] = {}
+        for obj in StreamMetadata(engine).committed_objects():
+            entry = by_kind.setdefault(str(obj.kind), {"count": 0, "bytes": 0})
+            entry["count"] += 1
+            entry["bytes"] += obj.size
+        return by_kind
+
+    try:
+        return await asyncio.to_thread(read)
+    except Exception as exc:
+        return {"error": {"count": 0, "bytes": 0, "message": str(exc)}}
+
+
+def topics(src: ConsoleSources) -> list[dict[str, Any]]:
+    service = src.broker_service()
+    if service is None:
+        return []
+    out = []
+    for topic in sorted(service.topics.all(), key=lambda t: t.name):
+        offsets = service.partition_offsets(topic)
+        out.append(
+            {
+                "name": topic.name,
+                "partitions": topic.partition_count,
+                "records": sum(end - start for start, end in offsets),
+                "high_watermark": sum(end for _, end in offsets),
+                "table_topic": topic.configs.get(TABLE_ENABLE, "false").lower() == "true",
+                "explicit_configs": dict(topic.configs),
+            }
+        )
+    return out
+
+
+def topic(src: ConsoleSources, name: str) -> dict[str, Any] | None:
+    from tabletopic.admin.topics import TopicApiError, describe
+
+    service = src.broker_service()
+    if service is None:
+        return None
+    try:
+        return describe(service, name)
+    except TopicApiError:
+        return None
+
+
+def groups(src: ConsoleSources) -> list[dict[str, Any]]:
+    coordinator = src.groups()
+    if coordinator is None or not coordinator.ready:
+        return []
+    out = []
+    for listed in sorted(coordinator.list_groups(), key=lambda g: g.group_id):
+        described = coordinator.describe_group(listed.group_id)
+        lag = sum(p["lag"] or 0 for p in group_offsets(src, listed.group_id))
+        out.append(
+            {
+                "group_id": listed.group_id,
+                "state": str(listed.state),
+                "protocol_type": listed.protocol_type,
+                "members": len(described.members) if described else 0,
+                "lag": lag,
+            }
+        )
+    return out
+
+
+def decode_assignment(raw: bytes) -> dict[str, list[int]] | None:
+    """ConsumerProtocolAssignment (any version): ``int16 version, int32 n, n x (string topic,
+    int32 m, m x int32 partition)``; ``None`` when the bytes are something else."""
+    try:
+        offset = 2
+        (count,) = struct.unpack_from(">i", raw, offset)
+        offset += 4
+        if count < 0 or count > len(raw):
+            return None
+        out: dict[str, list[int]] = {}
+        for _ in range(count):
+            (length,) = struct.unpack_from(">h", raw, offset)
+            offset += 2
+            name = bytes(raw[offset : offset + length]).decode("utf-8")
+            offset += length
+            (partitions,) = struct.unpack_from(">i", raw, offset)
+            offset += 4
+            if partitions < 0 or partitions * 4 > len(raw) - offset:
+                return None
+            out[name] = list(struct.unpack_from(f">{partitions}i", raw, offset))
+            offset += 4 * partitions
+        return out
+    except (struct.error, UnicodeDecodeError):
+        return None
+
+
+def group_offsets(src: ConsoleSources, group_id: str) -> list[dict[str, Any]]:
+    coordinator, service = src.groups(), src.broker_service()
+    if coordinator is None or service is None:
+        return []
+    _error, committed = coordinator.fetch_offsets(group_id, None)
+    rows = []
+    for topic_name, partitions in committed:
+        found = service.topics.get(topic_name)
+        offsets = service.partition_offsets(found) if found is not None else []
+        for partition, value in partitions:
+            end = offsets[partition][1] if partition < len(offsets) else None
+            committed_offset = value.offset if value is not None else None
+            lag = None if end is None or committed_offset is None else max(end - committed_offset, 0)
+            rows.append(
+                {
+                    "topic": topic_name,
+                    "partition": partition,
+                    "committed": committed_offset,
+                    "high_watermark": end,
+                    "lag": lag,
+                }
+            )
+    return rows
+
+
+def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
+    coordinator = src.groups()
+    if coordinator is None or not coordinator.ready:
+        return None
+    described = coordinator.describe_group(group_id)
+    if described is None:
+        return None
+    return {
+        "group_id": group_id,
+        "state": str(described.state),
+        "protocol_type": described.protocol_type,
+        "protocol_name": described.protocol_name,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "instance_id": m.group_instance_id,
+                "assignment": decode_assignment(m.assignment) if m.assignment else None,
+            }
+            for m in described.members
+        ],
+        "offsets": group_offsets(src, group_id),
+    }
+
+
+def tables(src: ConsoleSources) -> list[dict[str, Any]]:
+    return [p.status.as_dict() for _, p in sorted(src.pipelines().items())]
+
+
+def _dlq_size(src: ConsoleSources, configs: dict[str, str]) -> dict[str, Any] | None:
+    name = configs.get(DLQ_KEY)
+    service = src.broker_service()
+    if not name or service is None:
+        return None
+    found = service.topics.get(name)
+    if found is None:
+        return {"topic": name, "records": 0}
+    return {"topic": name, "records": sum(e - s for s, e in service.partition_offsets(found))}
+
+
+def _iceberg(src: ConsoleSources, table_name: str) -> dict[str, Any]:
+    """Snapshots (rows and bytes per commit), schema versions and partition spec of a table."""
+    catalog = src.iceberg_catalog()
+    if catalog is None:
+        return {"error": "the catalog has not started"}
+    try:
+        table = catalog.load_table(table_name)
+    except Exception as exc:  # not created before the first commit; or the catalog is down
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    metadata = table.metadata
+    snapshots = sorted(metadata.snapshots, key=lambda s: s.timestamp_ms, reverse=True)
+    current = metadata.current_schema_id
+    return {
+        "location": metadata.location,
+        "format_version": metadata.format_version,
+        "snapshots": [
+            {
+                "snapshot_id": s.snapshot_id,
+                "timestamp_ms": s.timestamp_ms,
+                "operation": s.summary.operation.value if s.summary else None,
+                "added_records": s.summary.get("added-records") if s.summary else None,
+                "added_bytes": s.summary.get("added-files-size") if s.summary else None,
+                "total_records": s.summary.get("total-records") if s.summary else None,
+            }
+            for s in snapshots[:SNAPSHOTS_SHOWN]
+        ],
+        "snapshot_count": len(snapshots),
+        "schemas": [
+            {
+                "schema_id": schema.schema_id,
+                "current": schema.schema_id == current,
+                "columns": [f"{f.name}: {f.field_type}" for f in schema.fields],
+            }
+            for schema in sorted(metadata.schemas, key=lambda s: s.schema_id, reverse=True)
+        ],
+        "partition_spec": str(table.spec()),
+    }
+
+
+async def table(src: ConsoleSources, topic_name: str) -> dict[str, Any] | None:
+    pipeline = src.pipelines().get(topic_name)
+    if pipeline is None:
+        return None
+    status = pipeline.status.as_dict()
+    service = src.broker_service()
+    found = service.topics.get(topic_name) if service is not None else None
+    configs = dict(found.configs) if found is not None else {}
+    return {
+        "status": status,
+        "configs": configs,
+        "dlq": _dlq_size(src, configs),
+        "iceberg": await asyncio.to_thread(_iceberg, src, status["table"]),
+    }
+
+
+async def subjects(src: ConsoleSources) -> list[dict[str, Any]] | None:
+    registry = src.schema_registry()
+    if registry is None:
+        return None
+
+    def read() -> list[dict[str, Any]]:
+        out = []
+        for subject in registry.subjects():
+            out.append(
+                {
+                    "subject": subject,
+                    "versions": registry.versions(subject),
+                    "compatibility": _level(registry, subject),
+                }
+            )
+        return out
+
+    return await asyncio.to_thread(read)
+
+
+def _level(registry: Any, subject: str | None) -> str:
+    try:
+        return str(registry.get_level(subject, default_to_global=True))
+    except Exception:
+        return "-"
+
+
+def _pretty(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), indent=2, sort_keys=False)
+    except ValueError:
+        return text  # Protobuf
+
+
+async def subject(
+    src: ConsoleSources, name: str, left: int | None, right: int | None
+) -> dict[str, Any] | None:
+    """A subject's versions, and a unified diff between two of them (default: the last two)."""
+    registry = src.schema_registry()
+    if registry is None:
+        return None
+
+    def read() -> dict[str, Any] | None:
+        try:
+            versions = registry.versions(name)
+        except Exception:
+            return None
+        if not versions:
+            return None
+        new = right if right in versions else versions[-1]
+        old = left if left in versions else (versions[-2] if len(versions) > 1 else new)
+        old_row, new_row = registry.version(name, old), registry.version(name, new)
+        old_text, new_text = _pretty(old_row.schema.schema), _pretty(new_row.schema.schema)
+        diff = list(
+            difflib.unified_diff(
+                old_text.splitlines(), new_text.splitlines(), f"version {old}", f"version {new}", lineterm=""
+            )
+        )
+        return {
+            "subject": name,
+            "versions": versions,
+            "compatibility": _level(registry, name),
+            "schema_type": new_row.schema.schema_type,
+            "left": old,
+            "right": new,
+            "left_id": old_row.schema.id,
+            "right_id": new_row.schema.id,
+            "schema": new_text,
+            "diff": diff,
+        }
+
+    return await asyncio.to_thread(read)

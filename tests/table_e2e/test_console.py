@@ -1,0 +1,216 @@
+"""The web console in a real browser (Debian's chromium driven by Playwright) against the shared live
+node: click through every page, assert on what is shown, save screenshots to test-artifacts/console/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from tests.support.table_node import TableNode, table_configs
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+
+def produce(node: TableNode, topic: str, count: int, partitions: int = 1) -> None:
+    producer = Producer({"bootstrap.servers": node.bootstrap})
+    for i in range(count):
+        producer.produce(topic, key=str(i), value=json.dumps({"n": i}), partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def nav(page: Any, name: str) -> None:
+    """Follow the navigation bar's link to page ``name``."""
+    page.locator("header nav").get_by_role("link", name=name, exact=True).click()
+
+
+def chart_points(page: Any, selector: str) -> int:
+    return int(page.locator(selector).get_attribute("data-points") or 0)
+
+
+def wait_chart(page: Any, selector: str, timeout: float = 30.0) -> int:
+    """Wait until the uPlot chart at ``selector`` is drawn with at least one point."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if page.locator(f"{selector} canvas").count() and chart_points(page, selector) > 0:
+            return chart_points(page, selector)
+        page.wait_for_timeout(250)
+    raise AssertionError(f"chart {selector} has no points after {timeout} s")
+
+
+def test_a_new_table_topic_appears_with_its_freshness_plot_after_its_first_commit(
+    node: TableNode, topic_name: str, page: Any, screenshots: Path
+) -> None:
+    page.goto(node.admin_url + "/")
+    nav(page, "Table topics")
+    page.wait_for_url(re.compile(r"/tables$"))
+    assert topic_name not in page.locator("#tables").inner_text()
+
+    dlq = f"{topic_name}_dlq"
+    node.create_topic(
+        topic_name,
+        table_configs(convert_value_type="string", errors_dlq_topic=dlq),
+        partitions=2,
+    )
+    produce(node, topic_name, 40, partitions=2)
+    # htmx refreshes the list in place: the new table topic shows up without a reload.
+    page.locator("#tables a", has_text=topic_name).wait_for()
+    page.locator("#tables a", has_text=topic_name).click()
+    page.wait_for_url(re.compile(rf"/tables/{topic_name}$"))
+    node.wait_committed(topic_name, {0: 20, 1: 20})
+    page.wait_for_function(
+        "document.querySelector('#rows') && document.querySelector('#rows').textContent.trim() === '40'",
+        timeout=30_000,
+    )
+    assert "never" not in page.locator("#last-commit").inner_text()
+    wait_chart(page, "#freshness-chart")
+    wait_chart(page, "#lag-chart")
+    snapshots = page.locator("#snapshots tbody tr")
+    assert snapshots.count() >= 1
+    assert "40" in page.locator("#snapshots").inner_text()  # rows added / total rows of the commit
+    assert "dlq" in page.locator("#status").inner_text()
+    page.screenshot(path=str(screenshots / "table-topic.png"), full_page=True)
+
+    # The buttons act on the pipeline through the node.
+    page.get_by_role("button", name="Pause").click()
+    page.locator("#action-result", has_text="paused").wait_for()
+    page.locator("#state", has_text="PAUSED").wait_for()
+    assert node.table_status(topic_name)["state"] == "PAUSED"  # type: ignore[index]
+    produce(node, topic_name, 4, partitions=2)
+    page.get_by_role("button", name="Resume").click()
+    page.locator("#action-result", has_text="resumed").wait_for()
+    node.wait_committed(topic_name, {0: 22, 1: 22})
+    page.get_by_role("button", name="Commit now").click()
+    page.locator("#action-result", has_text="commit requested").wait_for()
+
+    nav(page, "Table topics")
+    page.wait_for_url(re.compile(r"/tables$"))
+    wait_chart(page, f'#tables .chart[data-prefix="table|{topic_name}|freshness_seconds"]')
+    page.screenshot(path=str(screenshots / "table-topics.png"), full_page=True)
+
+
+def register_two_versions(node: TableNode, subject: str) -> None:
+    from confluent_kafka.schema_registry import Schema
+
+    client = node.registry()
+    first = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+    second = {
+        "type": "record",
+        "name": "Order",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "coupon", "type": ["null", "string"], "default": None},
+        ],
+    }
+    client.register_schema(subject, Schema(json.dumps(first), "AVRO"))
+    client.register_schema(subject, Schema(json.dumps(second), "AVRO"))
+
+
+def consume_and_commit(node: TableNode, topic: str, group_id: str, count: int) -> None:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "group.id": group_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        seen = 0
+        deadline = time.monotonic() + 60
+        while seen < count and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                seen += 1
+        assert seen == count
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_overview_topics_groups_and_schemas_pages_show_the_node(
+    node: TableNode, topic_name: str, page: Any, screenshots: Path
+) -> None:
+    node.create_topic(topic_name, {}, partitions=2)
+    produce(node, topic_name, 30, partitions=2)
+    group_id = f"console-{topic_name}"
+    consume_and_commit(node, topic_name, group_id, 20)
+    subject = f"{topic_name}-value"
+    register_two_versions(node, subject)
+
+    page.goto(node.admin_url + "/")
+    kafka_port = urlparse(f"kafka://{node.bootstrap}").port
+    assert f":{kafka_port}" in page.locator("#nodes").inner_text()
+    assert "this node" in page.locator("#nodes").inner_text()
+    assert "WAL" in page.locator("#storage").inner_text()
+    wait_chart(page, '.chart[data-prefix="node|produce_bytes_per_s"]')
+    page.screenshot(path=str(screenshots / "overview.png"), full_page=True)
+
+    nav(page, "Topics")
+    page.wait_for_url(re.compile(r"/topics$"))
+    row = page.locator("#topics tr", has_text=topic_name)
+    assert "30" in row.inner_text()  # records held
+    page.screenshot(path=str(screenshots / "topics.png"), full_page=True)
+    row.get_by_role("link", name=topic_name).click()
+    page.wait_for_url(re.compile(rf"/topics/{topic_name}$"))
+    assert page.locator("#partitions tbody tr").count() == 2
+    assert "retention.ms" in page.locator("#configs").inner_text()
+
+    nav(page, "Consumer groups")
+    page.wait_for_url(re.compile(r"/groups$"))
+    page.locator("#groups a", has_text=group_id).click()
+    page.wait_for_url(re.compile(rf"/groups/{group_id}$"))
+    offsets = page.locator("#offsets").inner_text()
+    assert topic_name in offsets
+    committed = [
+        cells
+        for cells in (
+            [c.inner_text() for c in r.locator("td").all()] for r in page.locator("#offsets tbody tr").all()
+        )
+        if cells[0] == topic_name
+    ]
+    assert sum(int(c[2]) for c in committed) == 20 and sum(int(c[4]) for c in committed) == 10
+    wait_chart(page, ".chart[data-prefix^='group|']")
+    page.screenshot(path=str(screenshots / "group.png"), full_page=True)
+
+    nav(page, "Schemas")
+    page.wait_for_url(re.compile(r"/schemas$"))
+    page.locator("#subjects a", has_text=subject).click()
+    page.wait_for_url(re.compile(r"/schemas/.+"))
+    assert page.locator("#compatibility").inner_text() == "BACKWARD"
+    diff = page.locator("#diff").inner_text()
+    assert re.search(r"^\+.*coupon", diff, re.MULTILINE), diff
+    page.screenshot(path=str(screenshots / "schema-diff.png"), full_page=True)
+
+
+def test_console_and_api_docs_load_nothing_from_outside_the_node(
+    node: TableNode, page: Any, screenshots: Path
+) -> None:
+    origin = urlparse(node.admin_url).netloc
+    outside: list[str] = []
+
+    def check(route: Any) -> None:
+        url = route.request.url
+        if urlparse(url).netloc == origin or url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    page.route("**/*", check)
+    for path in ("/", "/topics", "/groups", "/tables", "/schemas"):
+        page.goto(node.admin_url + path)
+        page.wait_for_load_state("networkidle")
+    page.goto(node.admin_url + "/docs")
+    page.locator(".swagger-ui .info .title").wait_for()
+    assert "tabletopic admin API" in page.locator(".swagger-ui .info .title").inner_text()
+    page.screenshot(path=str(screenshots / "api-docs.png"))
+    assert outside == []

@@ -1,0 +1,151 @@
+"""What a new user meets first: the CLI finds the node one way for every command, says in one line
+when it is not there, prints plain text when piped, and start-up failures name the key to change."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.table import Table
+
+from tabletopic.cli import GROUP_OPTIONS, bench_names
+from tabletopic.cli_common import hoist_group_options, kafka_bootstrap, print_table
+from tabletopic.config import Config
+from tests.support.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tabletopic", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "60", **(env or {})},
+        cwd=ROOT,
+    )
+
+
+def test_group_options_after_the_subcommand_are_moved_before_it() -> None:
+    argv = ["tabletopic", "tables", "describe", "t1", "--admin-url", "http://h:1", "-o=x=y"]
+    assert hoist_group_options(argv, GROUP_OPTIONS) == [
+        "tabletopic", "tables", "--admin-url", "http://h:1", "-o=x=y", "describe", "t1",
+    ]  # fmt: skip
+    already = ["tabletopic", "tables", "--admin-url", "http://h:1", "list", "--json"]
+    assert hoist_group_options(already, GROUP_OPTIONS) == already
+    # Another group's own --config (topic configs) is never taken for the node's config file.
+    create = ["tabletopic", "topics", "create", "t", "--config", "a=b", "-o", "listeners=PLAINTEXT://h:1"]
+    assert hoist_group_options(create, GROUP_OPTIONS) == [
+        "tabletopic", "topics", "-o", "listeners=PLAINTEXT://h:1", "create", "t", "--config", "a=b",
+    ]  # fmt: skip
+
+
+def test_the_bootstrap_comes_from_the_nodes_listeners() -> None:
+    assert kafka_bootstrap(Config({"listeners": "PLAINTEXT://0.0.0.0:9999"})) == "127.0.0.1:9999"
+    advertised = Config({"listeners": "PLAINTEXT://0.0.0.0:1", "advertised.listeners": "PLAINTEXT://k:2"})
+    assert kafka_bootstrap(advertised) == "k:2"
+
+
+def test_topics_with_the_node_down_fail_in_one_line_quickly(tmp_path: Path) -> None:
+    port = free_port()
+    started = time.monotonic()
+    result = cli("topics", "list", "-d", str(tmp_path), "-o", f"listeners=PLAINTEXT://127.0.0.1:{port}")
+    assert time.monotonic() - started < 20  # not librdkafka's 30 s of retries
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"127.0.0.1:{port}" in lines[0] and "tabletopic serve" in lines[0]
+    # The same through the environment, as `tabletopic serve` reads it.
+    env = {"TABLETOPIC_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}"}
+    by_env = cli("topics", "list", "-d", str(tmp_path), env=env)
+    assert by_env.returncode == 1 and f"127.0.0.1:{port}" in by_env.stderr
+
+
+def test_tables_takes_admin_url_after_the_subcommand() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = cli("tables", "list", "--admin-url", url)
+    assert result.returncode == 1
+    assert url in result.stderr  # the option was used, not refused as unknown
+
+
+def test_rich_tables_print_plain_tab_separated_lines_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
+    table = Table("topic", "table")
+    long_name = "a_really_long_topic_name_" * 6
+    table.add_row(long_name, "default.t")
+    print_table(table)
+    assert capsys.readouterr().out.splitlines() == ["topic\ttable", f"{long_name}\tdefault.t"]
+
+
+def test_print_config_comment_lines_all_start_with_a_hash(tmp_path: Path) -> None:
+    result = cli("sql", "--print-config", "-d", str(tmp_path), env={"COLUMNS": "40"})
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert lines and all(line.startswith(("#", "--conf ")) for line in lines), result.stdout
+    assert "Warning" not in result.stderr and "Deprecat" not in result.stderr
+
+
+def test_bench_help_and_readme_list_the_same_benchmarks() -> None:
+    readme = (ROOT / "README.md").read_text()
+    listed = re.search(r"^tabletopic bench\s+(\S+)", readme, re.MULTILINE)
+    assert listed is not None
+    assert sorted(listed.group(1).split("|")) == bench_names()
+    help_text = cli("bench", "--help", env={"COLUMNS": "300"}).stdout
+    assert all(name in help_text for name in bench_names())
+
+
+def test_readme_documents_every_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(
+        r"^│?\s*(\w[\w-]*)\s{2,}", cli("--help", env={"COLUMNS": "200"}).stdout, re.MULTILINE
+    )
+    for command in ("serve", "sql", "topics", "tables", "storage", "demo", "config", "bench"):
+        assert f"tabletopic {command}" in readme, command
+    assert commands  # the help listed commands at all
+
+
+# ------------------------------------------------------------------------------ start-up failures
+
+
+def serve_args(tmp_path: Path, **overrides: str) -> list[str]:
+    settings = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+        "admin.listener": f"http://127.0.0.1:{free_port()}",
+        "schema.registry.listener": f"http://127.0.0.1:{free_port()}",
+        "catalog.listener": f"http://127.0.0.1:{free_port()}",
+        "table.job.runner": "inprocess",
+        **{k.replace("_", "."): v for k, v in overrides.items()},
+    }
+    args = ["serve", "--data-dir", str(tmp_path)]
+    for key, value in settings.items():
+        args += ["--override", f"{key}={value}"]
+    return args
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("key", "url"),
+    [("listeners", "PLAINTEXT://127.0.0.1:{port}"), ("admin.listener", "http://127.0.0.1:{port}")],
+)
+def test_a_busy_port_names_the_listener_and_the_key_without_a_traceback(
+    tmp_path: Path, key: str, url: str
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = serve_args(tmp_path, **{key.replace(".", "_"): url.format(port=port)})
+        result = cli(*args, timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if "cannot start" in line]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert f"127.0.0.1:{port}" in errors[0] and "in use" in errors[0] and f"change {key}" in errors[0]
