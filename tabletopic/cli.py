@@ -45,6 +45,7 @@ for _name, _path in SUBCOMMANDS:
 from tabletopic.spark.cli import sql as _sql_command  # noqa: E402 - top-level command owned by spark/
 
 app.command("sql")(_sql_command)
+importlib.import_module("tabletopic.spark.tables_cli")  # adds verify/redrive/rebuild to `tables`
 app.command("demo")(importlib.import_module("tabletopic.demo").demo)  # first five minutes
 
 

@@ -52,7 +52,9 @@ def _options(
     override: OverrideOption = None,
 ) -> None:
     """Where the node's admin API is: ``--admin-url``, or ``admin.listener`` of the node's config."""
-    ctx.obj = admin_url or load_config(data_dir, config, override).get("admin.listener")
+    cfg = load_config(data_dir, config, override)
+    ctx.meta["tabletopic.config"] = cfg  # for the commands that also reach Kafka and the catalog
+    ctx.obj = admin_url or cfg.get("admin.listener")
 
 
 def _ago(seconds: float | None) -> str:

@@ -29,6 +29,7 @@ from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableC
 from tabletopic.table.job import JobRunner
 from tabletopic.table.lease import LeaseManager
 from tabletopic.table.metrics import TableMetrics
+from tabletopic.table.ops.lag import LiveLagCollector
 from tabletopic.table.ports import LocalBroker, SparkProvider
 from tabletopic.table.worker import TableWorker
 
@@ -79,6 +80,7 @@ class TableComponent:
         self._coordinator: TableCoordinator | None = None
         self._warmup: asyncio.Task[None] | None = None
         self._producer: Any = None
+        self._lag_collector: LiveLagCollector | None = None
 
     @property
     def coordinator(self) -> TableCoordinator:
@@ -111,6 +113,8 @@ class TableComponent:
         )
         coordinator.start()
         self._coordinator = coordinator
+        self._lag_collector = LiveLagCollector(lambda: coordinator.pipelines, coordinator.refresh_watermarks)
+        self._metrics.register(self._lag_collector)
         if self._spark is not None and self._broker.table_topics():
             # Restarting with table topics: start Spark and its Python workers now, in the
             # background, so the first commit after a restart does not pay for them.
@@ -182,6 +186,9 @@ class TableComponent:
     async def stop(self) -> None:
         if self._warmup is not None and not self._warmup.done():
             self._warmup.cancel()
+        if self._lag_collector is not None:
+            self._metrics.unregister(self._lag_collector)
+            self._lag_collector = None
         if self._coordinator is not None:
             await self._coordinator.stop()
         if self._producer is not None:

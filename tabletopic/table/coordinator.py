@@ -37,6 +37,8 @@ from tabletopic.table.commit import (
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
 from tabletopic.table.lease import Fenced, LeaseManager
+from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
+from tabletopic.table.ops.status import TableFacts, table_facts
 from tabletopic.table.ports import TopicDirectory, TopicView
 from tabletopic.table.schema_evolution import IncompatibleTableSchema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
@@ -75,6 +77,13 @@ class PipelineStatus:
     last_commit_snapshot: int | None = None
     committed_offsets: dict[int, int] = field(default_factory=dict)
     high_watermarks: dict[int, int] = field(default_factory=dict)
+    # Log start offsets (records below were removed by retention) and, per partition with records
+    # waiting, (first waiting offset, its batch timestamp in ms): see tabletopic.table.ops.lag.
+    log_starts: dict[int, int] = field(default_factory=dict)
+    oldest_waiting: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Rows in the table, commits, skipped and lost records: read from the table's snapshot summaries
+    # (tabletopic.table.ops.status), so they survive restarts; None until first read.
+    facts_loaded: bool = False
     rows_committed: int = 0
     records_skipped: int = 0
     records_lost_to_retention: int = 0
@@ -88,17 +97,40 @@ class PipelineStatus:
     last_job_timings: dict[str, float] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
 
+    def first_waiting_offset(self, partition: int) -> int:
+        """The offset of the oldest record of ``partition`` not yet in the table."""
+        return max(self.committed_offsets.get(partition, 0), self.log_starts.get(partition, 0))
+
     @property
     def lag_records(self) -> int:
-        return sum(max(hw - self.committed_offsets.get(p, 0), 0) for p, hw in self.high_watermarks.items())
+        """Records below the high watermark (acknowledged) not yet committed to the table."""
+        return sum(max(hw - self.first_waiting_offset(p), 0) for p, hw in self.high_watermarks.items())
 
     @property
     def lag_seconds(self) -> float:
-        """How long waiting records may have waited: since the last commit (or since the pipeline
-        started, before its first commit) while any record waits; 0 when the table is caught up."""
-        if self.lag_records == 0:
+        return self.lag_seconds_at(time.time())
+
+    def lag_seconds_at(self, now: float) -> float:
+        """Age of the oldest record not yet committed (its timestamp, from its stored batch); 0 when
+        the table is caught up or the age is not known yet."""
+        stamps = [
+            stamp
+            for p, (offset, stamp) in self.oldest_waiting.items()
+            if offset == self.first_waiting_offset(p) and self.high_watermarks.get(p, 0) > offset
+        ]
+        if not stamps:
             return 0.0
-        return max(time.time() - (self.last_commit_time or self.started_at), 0.0)
+        return max(now - min(stamps) / 1000, 0.0)
+
+    def apply_facts(self, facts: TableFacts) -> None:
+        """Take rows, commits, the last commit and skipped/lost counts from the table."""
+        self.rows_committed = facts.rows
+        self.commits = facts.commits
+        self.last_commit_time = facts.last_commit_time
+        self.last_commit_snapshot = facts.last_commit_snapshot
+        self.records_skipped = facts.records_skipped
+        self.records_lost_to_retention = facts.records_lost_to_retention
+        self.facts_loaded = True
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -182,6 +214,8 @@ class TopicPipeline:
         table = await asyncio.to_thread(self._load_table, identifier)
         if table is not None:
             await asyncio.to_thread(tables.sync_partition_spec, table, config)
+        facts = table_facts(table) if table is not None else TableFacts()
+        self.status.apply_facts(facts)
         state = committed_state(table) if table is not None else CommittedState(None)
         offsets = dict(state.offsets)
         if state.topic_id is not None and state.topic_id != view.topic_id:
@@ -219,7 +253,11 @@ class TopicPipeline:
         try:
             await asyncio.to_thread(self._ctx.leases.confirm, lease)
             assert table is not None
-            extra = {"tabletopic.rows": str(job.rows), "tabletopic.skipped": str(len(job.skipped))}
+            extra = {
+                "tabletopic.rows": str(job.rows),
+                "tabletopic.skipped": str(len(job.skipped)),
+                **facts.next_commit_properties(len(job.skipped), lost),
+            }
             if config.writes_deletes:
                 snapshot_id = await self._commit_merge(
                     view, config, table, job, planned, new_offsets, lease.epoch, extra
@@ -246,12 +284,17 @@ class TopicPipeline:
         self.status.committed_offsets = merged
         self.status.last_commit_time = time.time()
         self.status.last_commit_snapshot = snapshot_id
-        self.status.rows_committed += job.rows
+        # Appends add exactly their rows; a MERGE's effect is read back from the table.
+        self.status.rows_committed = facts.rows + job.rows
+        if config.writes_deletes:
+            merged_table = await asyncio.to_thread(self._load_table, identifier)
+            if merged_table is not None:
+                self.status.rows_committed = table_facts(merged_table).rows
         if job.rows:
             self.status.bytes_per_record = job.bytes_read / (job.rows + len(job.skipped))
-        self.status.records_skipped += len(job.skipped)
-        self.status.records_lost_to_retention += lost
-        self.status.commits += 1
+        self.status.records_skipped = facts.records_skipped + len(job.skipped)
+        self.status.records_lost_to_retention = facts.records_lost_to_retention + lost
+        self.status.commits = facts.commits + 1
         self.status.last_error = None
         self.status.last_job_timings = {
             **job.timings,
@@ -406,16 +449,6 @@ class TopicPipeline:
             )
 
 
-def record_high_watermarks(worker: TableWorker, view: TopicView, status: PipelineStatus) -> None:
-    marks = {}
-    for p in view.partitions:
-        try:
-            marks[p.partition] = worker.high_watermark(p.stream_id)
-        except Exception:  # a partition deleted under us; the next cycle sees the new layout
-            continue
-    status.high_watermarks = marks
-
-
 class TableCoordinator:
     """Runs a :class:`TopicPipeline` for every table topic this node leads."""
 
@@ -470,11 +503,62 @@ class TableCoordinator:
     async def _loop(self) -> None:
         while True:
             await self.run_due(wait=False)
+            await self.refresh_lag()
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
             except TimeoutError:
                 pass
+
+    def refresh_watermarks(self, pipeline: TopicPipeline) -> None:
+        """Read ``pipeline``'s high watermarks from the store now (cheap: in-memory offsets)."""
+        view = self._ctx.directory.topic(pipeline.topic)
+        if view is not None:
+            record_high_watermarks(self._ctx.worker, view, pipeline.status)
+
+    async def refresh_lag(self, topic: str | None = None) -> None:
+        """Refresh high watermarks and the oldest waiting record's age of one or every pipeline."""
+        for name, pipeline in list(self.pipelines.items()):
+            if topic is not None and name != topic:
+                continue
+            view = self._ctx.directory.topic(name)
+            if view is None:
+                continue
+            try:
+                await refresh_oldest_waiting(self._ctx.worker, view, pipeline.status)
+            except Exception:  # status must never break the loop
+                log.debug("topic %s: lag refresh failed", name, exc_info=True)
+
+    async def live_status(self, topic: str) -> PipelineStatus | None:
+        """``topic``'s status with lag measured now and, if no cycle has read it yet (a queued first
+        cycle after a restart), rows and commits read from the table."""
+        pipeline = self.pipelines.get(topic)
+        if pipeline is None:
+            return None
+        if not pipeline.status.facts_loaded:
+            await asyncio.to_thread(self._load_facts, pipeline)
+        await self.refresh_lag(topic)
+        return pipeline.status
+
+    def _load_facts(self, pipeline: TopicPipeline) -> None:
+        view = self._ctx.directory.topic(pipeline.topic)
+        if view is None:
+            return
+        try:
+            config = TableTopicConfig.from_topic_configs(dict(view.configs), topic=view.name)
+            ident = tables.identifier(config, view.name)
+            pipeline.status.table = ".".join(ident)
+            table = self._ctx.catalog.load_table(ident)
+        except NoSuchTableError:
+            pipeline.status.apply_facts(TableFacts())
+            return
+        except Exception:
+            log.debug("topic %s: table facts unavailable", pipeline.topic, exc_info=True)
+            return
+        pipeline.status.apply_facts(table_facts(table))
+        state = committed_state(table)
+        if state.topic_id in (None, view.topic_id) and not pipeline.status.committed_offsets:
+            pipeline.status.committed_offsets = dict(state.offsets)
 
     async def run_due(self, wait: bool = True) -> None:
         """Start a cycle for every table topic that is due and not already running.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from tabletopic.table.coordinator import PipelineStatus
 from tabletopic.table.job import JobResult
@@ -41,18 +41,7 @@ class TableMetrics:
             buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
             registry=registry,
         )
-        self.freshness = Gauge(
-            "tabletopic_table_freshness_seconds",
-            "Seconds since the last commit (or the pipeline's start) while records wait; 0 when caught up",
-            ["topic"],
-            registry=registry,
-        )
-        self.lag = Gauge(
-            "tabletopic_table_lag_records",
-            "Records produced but not yet committed",
-            ["topic"],
-            registry=registry,
-        )
+        # Lag and freshness gauges are computed at scrape time: tabletopic.table.ops.lag.
 
     def committed(self, topic: str, job: JobResult, seconds: float) -> None:
         self.rows.labels(topic).inc(job.rows)
@@ -63,5 +52,4 @@ class TableMetrics:
             self.delay.labels(topic).observe(max(time.time() - job.max_timestamp_ms / 1000, 0.0))
 
     def observe(self, status: PipelineStatus) -> None:
-        self.lag.labels(status.topic).set(status.lag_records)
-        self.freshness.labels(status.topic).set(status.lag_seconds)
+        """Nothing to do after a cycle: lag is read live by :class:`LiveLagCollector`."""

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from tabletopic.records.header import parse_stored_header
 from tabletopic.s3stream.streams import ObjectSlice, StreamStore
 from tabletopic.table.ports import TopicView
 
@@ -74,6 +75,19 @@ class TableWorker:
 
     def high_watermark(self, stream_id: int) -> int:
         return self._streams.stream_info(stream_id).end_offset
+
+    def log_start(self, stream_id: int) -> int:
+        return self._streams.stream_info(stream_id).start_offset
+
+    async def timestamp_at(self, stream_id: int, offset: int) -> int | None:
+        """The timestamp (ms) of the stored batch holding ``offset``: its first record's (CreateTime)
+        or its append time (LogAppendTime); None when nothing is stored there. Reads one batch,
+        usually from the log cache."""
+        batches = await self._streams.fetch(stream_id, offset, 1, offset + 1)
+        if not batches:
+            return None
+        header = parse_stored_header(batches[0].payload)
+        return header.max_timestamp if header.log_append_time else header.base_timestamp
 
     def ranges(
         self,

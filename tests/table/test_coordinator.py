@@ -245,14 +245,3 @@ async def test_a_commit_racing_a_schema_evolution_is_not_applied_twice(node: Nod
     assert offsets_in_table(node, "raced") == [(0, 0), (0, 1)]
 
 
-def test_lag_in_seconds_counts_from_the_last_commit_only_while_records_wait() -> None:
-    from tabletopic.table.coordinator import PipelineStatus
-
-    status = PipelineStatus(topic="t", table="default.t", started_at=1_000.0)
-    status.high_watermarks = {0: 10}
-    status.committed_offsets = {0: 10}
-    assert status.lag_seconds == 0.0
-    status.committed_offsets = {0: 4}
-    assert status.lag_seconds > 0  # never committed: counted from the pipeline's start
-    status.last_commit_time = 4_102_444_800.0  # a commit "in the future" clamps to zero
-    assert status.lag_seconds == 0.0

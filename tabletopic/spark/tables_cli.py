@@ -1,0 +1,190 @@
+"""``tabletopic tables verify`` (and the other operations commands that may need Spark): registered
+on the ``tables`` command group, defined here because Spark sits above the table package.
+
+They reach the node the way ``tables`` does (``--data-dir``/``--config``/``--override`` before the
+subcommand), talk Kafka to its listener with a real client, and open its catalog (through the
+node's REST endpoint when it serves one).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table as RichTable
+
+from tabletopic.cli_common import console, err_console
+from tabletopic.table.cli import app as tables_app
+from tabletopic.table.ops import ranges as R
+from tabletopic.table.ops.verify import VerifyProgress, VerifyReport
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+    from tabletopic.config import Config
+    from tabletopic.table.ops.verify import TableCoverage
+
+# Tables with more live rows than this are checked with Spark under --engine auto.
+SPARK_ROWS_THRESHOLD = 5_000_000
+
+
+class Engine(StrEnum):
+    auto = "auto"
+    pyiceberg = "pyiceberg"
+    spark = "spark"
+
+
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars (for scripts).")]
+BootstrapOption = Annotated[
+    str | None, typer.Option("--bootstrap-server", "-b", help="Kafka bootstrap (default: listeners).")
+]
+
+
+def _config(ctx: typer.Context) -> Config:
+    parent = ctx.parent
+    cfg = parent.meta.get("tabletopic.config") if parent is not None else None
+    if cfg is None:
+        cfg = ctx.meta.get("tabletopic.config")
+    assert cfg is not None, "the tables callback loads the configuration"
+    return cfg  # type: ignore[no-any-return]
+
+
+class BarProgress(VerifyProgress):
+    """Rich progress bars on stderr (stdout stays clean for ``--json``)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._topic: Any = None
+        self._table: Any = None
+
+    def start_topic(self, total: int) -> None:
+        self._topic = self._progress.add_task("reading the topic", total=total or None)
+
+    def topic(self, records: int) -> None:
+        self._progress.advance(self._topic, records)
+
+    def start_table(self, total: int) -> None:
+        if self._topic is not None:
+            self._progress.update(self._topic, completed=self._progress.tasks[self._topic].total or 0)
+        self._table = self._progress.add_task("scanning the table", total=total or None)
+
+    def table(self, rows: int) -> None:
+        self._progress.advance(self._table, rows)
+
+
+def progress_bar(quiet: bool) -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=quiet,
+        transient=True,
+    )
+
+
+def _spark_engine(cfg: Config, stack: ExitStack) -> Any:
+    from tabletopic.catalog.adapters import catalog_spec, spark_catalog_conf, spark_catalog_properties
+    from tabletopic.spark.cli import reachable_spec
+    from tabletopic.spark.session import get_spark, stop_spark
+    from tabletopic.spark.verify import spark_coverage
+
+    spec = reachable_spec(cfg, catalog_spec(cfg), stack)
+    spark = get_spark(cfg, spark_catalog_conf(spec.name, spark_catalog_properties(spec)), spec.name)
+    stack.callback(stop_spark)
+
+    def coverage(table: Table, snapshot_id: int | None, progress: Any) -> dict[int, TableCoverage]:
+        name = ".".join((spec.name, *table.name()[-2:]))
+        return spark_coverage(spark, name, snapshot_id, progress)
+
+    return coverage
+
+
+@tables_app.command("verify")
+def verify_command(
+    ctx: typer.Context,
+    topic: str,
+    engine: Annotated[
+        Engine, typer.Option("--engine", help="Scan with pyiceberg, Spark, or pick by table size.")
+    ] = Engine.auto,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    quiet: QuietOption = False,
+    bootstrap: BootstrapOption = None,
+) -> None:
+    """Prove the table holds every record of TOPIC up to its committed offsets exactly once, or list
+    the missing, duplicated and unexpected offsets by partition. Exit code 1 when it does not."""
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.status import live_rows
+    from tabletopic.table.ops.verify import pyiceberg_coverage, target_of, verify
+
+    cfg = _config(ctx)
+    servers = bootstrap or bootstrap_servers(cfg)
+    with ExitStack() as stack:
+        try:
+            target = target_of(servers, topic)
+            catalog = open_catalog(cfg, stack)
+            chosen: Any = pyiceberg_coverage
+            if engine is Engine.spark:
+                chosen = _spark_engine(cfg, stack)
+            elif engine is Engine.auto:
+                table = catalog.load_table(target.identifier)
+                if live_rows(table.metadata.current_snapshot()) > SPARK_ROWS_THRESHOLD:
+                    chosen = _spark_engine(cfg, stack)
+            with progress_bar(quiet or as_json) as bar:
+                report = verify(servers, catalog, target, chosen, BarProgress(bar))
+        except (LookupError, ValueError) as exc:
+            err_console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from exc
+    if as_json:
+        console.print_json(json.dumps(report.as_dict()))
+    else:
+        print_report(report)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def print_report(report: VerifyReport) -> None:
+    columns = ("partition", "log start", "committed", "records", "rows", "skipped", "missing", "duplicated")
+    table = RichTable(*columns, "unexpected")
+    for p in report.partitions:
+        table.add_row(
+            str(p.partition),
+            str(p.log_start),
+            str(p.committed),
+            str(p.expected),
+            str(p.rows),
+            str(p.skipped),
+            str(R.count(p.missing)),
+            str(sum((e - s) * (c - 1) for s, e, c in p.duplicates)),
+            str(R.count(p.unexpected)),
+        )
+    console.print(f"[bold]{report.topic}[/bold] -> {report.table} at snapshot {report.snapshot_id}")
+    console.print(table)
+    for p in report.partitions:
+        if p.missing:
+            missing = R.describe(p.missing)
+            console.print(f"partition {p.partition}: missing offsets {missing}", highlight=False)
+        if p.duplicates:
+            shown = ", ".join(f"{s}{'' if e == s + 1 else f'-{e - 1}'} x{c}" for s, e, c in p.duplicates[:8])
+            console.print(f"partition {p.partition}: duplicated offsets {shown}", highlight=False)
+        if p.unexpected:
+            console.print(
+                f"partition {p.partition}: rows at offsets that hold no record {R.describe(p.unexpected)}",
+                highlight=False,
+            )
+        if p.topic_incomplete:
+            console.print(f"partition {p.partition}: the topic could not be read to the committed offset")
+        if p.below_log_start:
+            console.print(
+                f"partition {p.partition}: {p.below_log_start} rows of records already removed by retention "
+                "(checked for duplicates only)"
+            )
+    if report.ok:
+        console.print("[green]OK[/green]: every record up to the committed offsets is in the table once")
+    else:
+        console.print("[red]NOT OK[/red]: see the offsets above")

@@ -1,0 +1,46 @@
+"""How an operations command reaches a node's Kafka listener and Iceberg catalog from the node's
+configuration (the same ``--data-dir``/``--config``/``--override`` the node was started with)."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from pyiceberg.catalog import Catalog
+
+from tabletopic.config import Config
+
+
+def bootstrap_servers(cfg: Config) -> str:
+    """``host:port`` of the node's PLAINTEXT listener (advertised one first)."""
+    listeners = list(cfg.get("advertised.listeners") or []) or list(cfg.get("listeners"))
+    plain = [entry for entry in listeners if str(entry).upper().startswith("PLAINTEXT://")] or listeners
+    host, _, port = str(plain[0]).split("://", 1)[-1].rpartition(":")
+    return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::') else host}:{port}"
+
+
+def rest_alive(uri: str, timeout: float = 1.0) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{uri}/v1/config", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
+    """The node's catalog: through its REST endpoint when the node serves one, else opened directly
+    (the built-in catalog from the metadata database), so the commands work on a stopped node too."""
+    from pyiceberg.catalog import load_catalog
+
+    from tabletopic import database, settings
+    from tabletopic.catalog.adapters import catalog_spec, create_catalog
+    from tabletopic.catalog.backends import CatalogKind
+
+    spec = catalog_spec(cfg)
+    if spec.rest_uri and spec.fronted_by_rest and rest_alive(spec.rest_uri):
+        return load_catalog(spec.name, type="rest", uri=spec.rest_uri)
+    engine = None
+    if spec.type is CatalogKind.BUILTIN:
+        engine = database.create_engine(cfg.get(settings.METADATA_URL) or database.default_url(cfg.data_dir))
+        stack.callback(engine.dispose)
+    return create_catalog(spec, engine)
