@@ -16,6 +16,7 @@ from tabletopic.cli_common import (
     DataDirOption,
     OverrideOption,
     console,
+    err_console,
     load_config,
     setup_logging,
 )
@@ -55,14 +56,19 @@ def serve(
     admin API. Stops cleanly on Ctrl-C / SIGTERM."""
     cfg = load_config(data_dir, config, override)
     setup_logging(cfg.get("log.level"))
+    from tabletopic.config import ConfigError
     from tabletopic.platform import serve as serve_platform
 
     try:
-        import uvloop
+        try:
+            import uvloop
 
-        uvloop.run(serve_platform(cfg))
-    except ImportError:  # pragma: no cover - uvloop is a hard dependency; keep serving regardless
-        asyncio.run(serve_platform(cfg))
+            uvloop.run(serve_platform(cfg))
+        except ImportError:  # pragma: no cover - uvloop is a hard dependency; keep serving regardless
+            asyncio.run(serve_platform(cfg))
+    except ConfigError as exc:
+        err_console.print(f"[red]configuration error:[/red] {exc}")
+        raise typer.Exit(2) from exc
 
 
 @config_app.command("docs")

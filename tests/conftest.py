@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.support.server_fixtures",
     "tests.support.spark_fixtures",
     "tests.support.catalog_fixtures",
+    "tests.support.cluster_fixtures",
 ]
