@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.broker_process import BrokerProcess
-from tests.support.raw_kafka_client import connect, roundtrip
 from tests.support.kafka_requests import make_batch, produce_request, request
+from tests.support.raw_kafka_client import connect, roundtrip
 
 # Short leases so that failover tests take seconds (the defaults are 1 s / 3 s).
 FAST_CLUSTER = {
