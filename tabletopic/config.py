@@ -25,6 +25,7 @@ ENV_PREFIX = "TABLETOPIC_"
 SETTINGS_MODULES = (
     "tabletopic.settings",
     "tabletopic.s3stream.settings",
+    "tabletopic.cluster.settings",
     "tabletopic.broker.settings",
     "tabletopic.broker.groups.settings",
     "tabletopic.schema_registry.settings",

@@ -23,12 +23,16 @@ from sqlalchemy.engine import Engine
 from tabletopic import database, settings
 from tabletopic.admin.app import AdminApiComponent
 from tabletopic.admin.sources import ConsoleSources
+from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.catalog.component import CatalogComponent
+from tabletopic.cluster import settings as cluster_settings
+from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.component import Component
-from tabletopic.config import Config
+from tabletopic.config import Config, ConfigError
+from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
@@ -116,9 +120,10 @@ class Platform:
         config.data_dir.mkdir(parents=True, exist_ok=True)
         url = config.get(settings.METADATA_URL) or database.default_url(config.data_dir)
         engine = database.create_engine(url)
+        clustered = _check_cluster_mode(config, engine)
         metrics = CollectorRegistry()
         started: list[Component] = []
-        storage = StorageComponent(config, engine, metrics)
+        storage = StorageComponent(config, engine, metrics, owned_only=clustered)
         broker = BrokerComponent(
             config,
             engine,
@@ -127,6 +132,7 @@ class Platform:
             config_extensions=[
                 TopicConfigExtension(table_config.PREFIX, table_config.validate_table_topic_configs)
             ],
+            clustered=clustered,
         )
         registry = RegistryComponent(config, engine, metrics, cluster_id=lambda: broker.service.cluster_id)
         catalog = CatalogComponent(config, engine)
@@ -178,6 +184,33 @@ class Platform:
             except Exception:
                 log.exception("error while stopping %s", part.name)
         self.engine.dispose()
+
+
+def _check_cluster_mode(config: Config, engine: Engine) -> bool:
+    """Whether this node runs as a cluster broker; refuses (ConfigError naming the key to change)
+    a configuration that cannot be one, or a single node about to share a cluster's database."""
+    enabled = bool(config.get(cluster_settings.ENABLE))
+    postgres = engine.dialect.name == "postgresql"
+    object_wal = config.get(s3stream_settings.WAL_MODE) == s3stream_settings.WalMode.OBJECT
+    if enabled and not postgres:
+        raise ConfigError(
+            "cluster.enable=true needs a PostgreSQL metadata database shared by every broker: "
+            "set metadata.url=postgresql+psycopg://…"
+        )
+    if enabled and not object_wal:
+        raise ConfigError(
+            "cluster.enable=true needs s3stream.wal.mode=object (a local WAL would hold acknowledged "
+            "data no other broker can take over)"
+        )
+    if not enabled and postgres:
+        others = ClusterMetadata(engine).live_nodes_other_than(config.get(broker_settings.BROKER_ID))
+        if others:
+            key = "cluster.enable=true" if object_wal else "s3stream.wal.mode=object and cluster.enable=true"
+            raise ConfigError(
+                f"brokers {others} of a cluster are registered in this metadata database: set {key} "
+                "to join them, or use another metadata.url"
+            )
+    return enabled
 
 
 def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, SparkProvider | None]:

@@ -9,4 +9,5 @@ pytest_plugins = [
     "tests.support.spark_fixtures",
     "tests.support.catalog_fixtures",
     "tests.support.browser_fixtures",
+    "tests.support.cluster_fixtures",
 ]

@@ -4,21 +4,27 @@ above it get the started :class:`~tabletopic.broker.service.BrokerService` as
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any
 
+from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.cluster_role import ClusterRole
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.settings import group_config
 from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
+from tabletopic.broker.leadership import group_slot
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
+from tabletopic.cluster import settings as cluster_settings
+from tabletopic.cluster.node import ClusterSettings
 from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.s3stream.component import StorageComponent
@@ -43,7 +49,10 @@ class BrokerComponent:
         metrics: CollectorRegistry,
         storage: StorageComponent,
         config_extensions: Sequence[TopicConfigExtension] = (),
+        clustered: bool = False,
     ) -> None:
+        self._clustered = clustered
+        self._role: ClusterRole | None = None
         self._config = config
         self._engine = engine
         self._metrics = metrics
@@ -52,6 +61,7 @@ class BrokerComponent:
         self._service: BrokerService | None = None
         self._server: KafkaServer | None = None
         self._groups: GroupCoordinator | None = None
+        self._background: set[asyncio.Future[None]] = set()
 
     @property
     def service(self) -> BrokerService:
@@ -65,7 +75,11 @@ class BrokerComponent:
 
     async def start(self) -> None:
         service = BrokerService(
-            self._config, self._engine, self._storage.store, config_extensions=self._config_extensions
+            self._config,
+            self._engine,
+            self._storage.store,
+            config_extensions=self._config_extensions,
+            clustered=self._clustered,
         )
         service.metrics = BrokerMetrics(self._metrics, service.topics.partition_count)
         await service.start()
@@ -76,8 +90,41 @@ class BrokerComponent:
         self._service, self._server = service, server
         await server.bind()
         await self._start_groups(service, dispatcher)
+        if self._clustered:
+            await self._join_cluster(service)
         service.api_ranges = advertised_ranges(dispatcher.max_versions)
         await server.serve()
+
+    @property
+    def role(self) -> ClusterRole | None:
+        """This broker's part in the cluster (None on a single node)."""
+        return self._role
+
+    async def _join_cluster(self, service: BrokerService) -> None:
+        """Register with the cluster; serve partitions and groups as the controller assigns them."""
+        groups = self.groups
+        role = ClusterRole(
+            service,
+            self._storage.store,
+            self._engine,
+            ClusterSettings.from_config(self._config, service.node_id),
+            self._config.get(cluster_settings.GROUP_PARTITIONS),
+        )
+        groups.owns = role.coordinates
+
+        def gained(slots: set[int]) -> None:
+            def accept(group_id: str) -> bool:
+                return group_slot(group_id, role.group_slots) in slots
+
+            task = asyncio.ensure_future(groups.reload(accept))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        role.on_groups_gained.append(gained)
+        await role.start()
+        service.leadership = role
+        service.byte_counter = role.record_bytes
+        self._role = role
 
     async def _start_groups(self, service: BrokerService, dispatcher: Dispatcher) -> None:
         """Serve the consumer-group APIs; a deleted topic's committed offsets go with it."""
@@ -104,6 +151,8 @@ class BrokerComponent:
         dispatcher.add(handlers, groups, GROUP_MAX_VERSIONS)
 
     async def stop(self) -> None:
+        if self._role is not None:  # controlled shutdown: hand partitions over while still serving
+            await self._role.stop(drain=True)
         if self._server is not None:
             await self._server.stop()
         if self._groups is not None:
@@ -113,17 +162,29 @@ class BrokerComponent:
 
 
 def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: Any) -> Any:
-    """FindCoordinator answers with the endpoint of the listener the client came in on (a SASL
-    client must not be sent to the PLAINTEXT port); the coordinator itself only knows one address."""
+    """FindCoordinator answers with the broker coordinating the key (in a cluster, groups are spread
+    over brokers) at its endpoint on the listener the client came in on (a SASL client must not be
+    sent to the PLAINTEXT port); the group coordinator itself only knows this broker's address."""
 
     async def handle(coordinator: Any, ctx: Any, request: Any) -> Any:
         fields = await find_coordinator(coordinator, ctx, request)
-        endpoint = service.advertised_for(ctx)
-        if isinstance(fields, dict):
-            entries = [fields, *fields.get("coordinators", [])]
-            for entry in entries:
-                if entry.get("node_id") == service.node_id:
-                    entry["host"], entry["port"] = endpoint.host, endpoint.port
+        if not isinstance(fields, dict):
+            return fields
+        leadership = service.leadership
+        brokers = {b.node_id: b for b in leadership.brokers(ctx.listener)}
+        entries = fields.get("coordinators") or [{**fields, "key": getattr(request, "key", "")}]
+        for entry in entries:
+            if entry.get("error_code") != ErrorCode.none:
+                continue
+            node = leadership.group_coordinator(str(entry.get("key") or ""))
+            found = brokers.get(node)
+            if found is None:
+                entry.update(error_code=ErrorCode.coordinator_not_available, node_id=-1, host="", port=-1)
+            else:
+                entry.update(node_id=found.node_id, host=found.host, port=found.port)
+        if "coordinators" not in fields:
+            for name in ("error_code", "node_id", "host", "port"):
+                fields[name] = entries[0][name]
         return fields
 
     return handle

@@ -18,11 +18,13 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker import settings
 from tabletopic.broker.context import SecurityProtocol
+from tabletopic.broker.leadership import BrokerEndpoint, Leadership, SingleNode
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.retention import RetentionTask
 from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigExtension
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
+from tabletopic.cluster.settings import RACK
 from tabletopic.config import Config
 from tabletopic.s3stream.streams import StreamError, StreamStore
 from tabletopic.tasks import cancel_and_wait
@@ -63,8 +65,11 @@ class BrokerService:
         store: StreamStore,
         metrics: BrokerMetrics | None = None,
         config_extensions: Sequence[TopicConfigExtension] = (),
+        clustered: bool = False,
     ) -> None:
         self.config = config
+        # Cluster mode: partitions are served only once leadership opened them (ClusterRole).
+        self.clustered = clustered
         self.store = store
         self.node_id: int = config.get(settings.BROKER_ID)
         self.topics = TopicRegistry(engine, store, config_extensions)
@@ -84,6 +89,10 @@ class BrokerService:
         # Called with the topic name after a topic is deleted (the group coordinator forgets the
         # topic's committed offsets there).
         self.topic_deleted_hooks: list[Callable[[str], Awaitable[None]]] = []
+        # Who leads what; replaced by the cluster role in cluster mode.
+        self.leadership: Leadership = SingleNode(self.node_id, self.endpoint_on)
+        # Per-partition byte counts for balancing (set in cluster mode): (topic, partition, in, out).
+        self.byte_counter: Callable[[str, int, int, int], None] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -93,8 +102,9 @@ class BrokerService:
         self.cluster_id = configured or stored or _new_cluster_id()
         for name, value in (await self.topics.state_items("config.")).items():
             self.dynamic_configs[name] = value
-        streams = [s for topic in self.topics.all() for s in topic.streams]
-        await self.producers.recover(streams)
+        if not self.clustered:  # a cluster broker recovers the partitions it comes to lead
+            streams = [s for topic in self.topics.all() for s in topic.streams]
+            await self.producers.recover(streams)
         self._tasks = [
             asyncio.create_task(self._snapshot_loop(), name="broker-producer-snapshots"),
             asyncio.create_task(self.retention.run(), name="broker-retention"),
@@ -118,6 +128,10 @@ class BrokerService:
             except Exception:
                 log.exception("producer state snapshot failed; retrying next interval")
 
+    def record_bytes(self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0) -> None:
+        if self.byte_counter is not None:
+            self.byte_counter(topic, partition, bytes_in, bytes_out)
+
     # --- configuration ------------------------------------------------------------------------
     def broker_config(self, key: str) -> Any:
         if key in self.dynamic_configs:
@@ -139,6 +153,13 @@ class BrokerService:
                 updated[key] = value
         await self.topics.replace_state_items("config.", updated)
         self.dynamic_configs = updated
+
+    def endpoint_on(self, listener: str) -> BrokerEndpoint:
+        """This broker's advertised endpoint on ``listener``, as Metadata lists brokers."""
+        endpoint = self.advertised_for(None) if listener not in self.advertised else self.advertised[
+            SecurityProtocol(listener)
+        ]
+        return BrokerEndpoint(self.node_id, endpoint.host, endpoint.port, self.config.get(RACK) or None)
 
     def advertised_for(self, ctx: Any) -> Endpoint:
         listener = getattr(ctx, "listener", SecurityProtocol.PLAINTEXT)

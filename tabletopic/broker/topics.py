@@ -12,7 +12,7 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -126,6 +126,8 @@ class TopicRegistry:
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._lock = asyncio.Lock()
+        # Called after every change this registry wrote (cluster mode tells the other brokers).
+        self.on_change: list[Callable[[str], Awaitable[None]]] = []
 
     def set_config_extensions(self, extensions: Sequence[TopicConfigExtension]) -> None:
         self._config_extensions = tuple(extensions)
@@ -137,6 +139,26 @@ class TopicRegistry:
         self._by_name = {t.name: t for t in topics}
         self._by_id = {t.topic_id: t for t in topics}
         log.info("loaded %d topics", len(topics))
+
+    async def reload(self) -> None:
+        """Read every topic again (another broker changed them)."""
+        async with self._lock:
+            topics = await asyncio.to_thread(self._read_all)
+            self._by_name = {t.name: t for t in topics}
+            self._by_id = {t.topic_id: t for t in topics}
+
+    def read_partition_keys(self) -> list[tuple[str, int]]:
+        """Blocking: every ``(topic, partition)`` in the database (what the controller places)."""
+        with self._engine.connect() as conn:
+            rows = conn.execute(sa.select(partitions_table.c.topic, partitions_table.c.partition))
+            return [(str(r[0]), int(r[1])) for r in rows]
+
+    async def _changed(self, name: str) -> None:
+        for hook in self.on_change:
+            try:
+                await hook(name)
+            except Exception:
+                log.exception("topic change hook failed for %s", name)
 
     def _read_all(self) -> list[Topic]:
         with self._engine.begin() as conn:
@@ -200,6 +222,7 @@ class TopicRegistry:
             self._by_name[name] = topic
             self._by_id[topic.topic_id] = topic
         log.info("created topic %s with %d partitions", name, partitions)
+        await self._changed(name)
         return topic
 
     def _insert(self, topic: Topic) -> None:
@@ -244,6 +267,7 @@ class TopicRegistry:
             except StreamNotFound:
                 pass
         log.info("deleted topic %s", name)
+        await self._changed(name)
         return topic
 
     def _delete_rows(self, name: str) -> None:
@@ -276,6 +300,7 @@ class TopicRegistry:
 
             await asyncio.to_thread(write)
             topic.streams = [*topic.streams, *streams]
+        await self._changed(name)
         return topic
 
     async def replace_configs(
@@ -300,6 +325,7 @@ class TopicRegistry:
 
             await asyncio.to_thread(write)
             topic.configs = checked
+        await self._changed(name)
         return topic
 
     # --- broker-wide state kept next to the topics --------------------------------------------

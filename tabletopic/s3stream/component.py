@@ -19,18 +19,27 @@ from tabletopic.s3stream.store import S3StreamStore
 log = logging.getLogger(__name__)
 
 
-def build_store(config: Config, engine: Engine, registry: CollectorRegistry | None = None) -> S3StreamStore:
-    """The configured store, not yet started."""
+def build_store(
+    config: Config, engine: Engine, registry: CollectorRegistry | None = None, owned_only: bool = False
+) -> S3StreamStore:
+    """The configured store, not yet started (``owned_only``: cluster mode, see S3StreamStore)."""
     store_settings = object_store_settings(config)
     return S3StreamStore(
-        StoreSettings.from_config(config), engine, open_object_store(store_settings), registry
+        StoreSettings.from_config(config), engine, open_object_store(store_settings), registry, owned_only
     )
 
 
 class StorageComponent:
     name = "storage"
 
-    def __init__(self, config: Config, engine: Engine, metrics: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine,
+        metrics: CollectorRegistry | None = None,
+        owned_only: bool = False,
+    ) -> None:
+        self._owned_only = owned_only
         self._config = config
         self._engine = engine
         self._metrics = metrics
@@ -49,7 +58,7 @@ class StorageComponent:
 
     async def start(self) -> None:
         self._object_store_settings = object_store_settings(self._config)
-        store = build_store(self._config, self._engine, self._metrics)
+        store = build_store(self._config, self._engine, self._metrics, self._owned_only)
         await store.start()
         self._store = store
 

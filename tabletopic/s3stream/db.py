@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, CursorResult, Engine
 
 from tabletopic import database
 from tabletopic.s3stream.objects import StreamRange
-from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamNotFound
+from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamFenced, StreamNotFound
 
 _md = sa.MetaData()
 _id_type = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER only
@@ -34,6 +34,10 @@ streams_table = sa.Table(
     sa.Column("end_offset", sa.BigInteger, nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    # Ownership (cluster mode): the epoch the stream was last opened with and the node that opened
+    # it. Commits, trims and closes check both in their own transaction (see ``check_fences``).
+    sa.Column("epoch", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("owner", sa.BigInteger, nullable=True),
     # Ids are never reused: a stale reference to a deleted object must not find a new one.
     sqlite_autoincrement=True,
 )
@@ -63,7 +67,21 @@ ranges_table = sa.Table(
     sa.Index("s3stream_ranges_stream", "stream_id", "start_offset"),
 )
 
-MIGRATIONS = [database.create_tables(streams_table, objects_table, ranges_table)]
+
+
+def _add_ownership_columns(conn: Connection) -> None:
+    """Version 2: the stream epoch and owner (fresh databases already have them from version 1)."""
+    present = {c["name"] for c in sa.inspect(conn).get_columns("s3stream_streams")}
+    if "epoch" not in present:
+        conn.exec_driver_sql("ALTER TABLE s3stream_streams ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0")
+    if "owner" not in present:
+        conn.exec_driver_sql("ALTER TABLE s3stream_streams ADD COLUMN owner BIGINT")
+
+
+MIGRATIONS = [database.create_tables(streams_table, objects_table, ranges_table), _add_ownership_columns]
+
+# (epoch, owner) a store holds a stream with; None for a stream used without ownership (one node).
+Fence = tuple[int, int]
 
 
 class ObjectKind(StrEnum):
@@ -159,13 +177,70 @@ class StreamMetadata:
             if result.rowcount == 0:
                 raise StreamNotFound(f"stream {stream_id} does not exist")
 
-    def trim_stream(self, stream_id: int, start_offset: int) -> None:
+    def trim_stream(self, stream_id: int, start_offset: int, fence: Fence | None = None) -> None:
         with self.engine.begin() as conn:
+            if fence is not None:
+                check_fences(conn, {stream_id: fence})
             conn.execute(
                 sa.update(streams_table)
                 .where(streams_table.c.stream_id == stream_id, streams_table.c.start_offset < start_offset)
                 .values(start_offset=start_offset)
             )
+
+    def open_stream(self, stream_id: int, epoch: int, owner: int) -> tuple[int, int]:
+        """Take ownership of a stream with ``epoch``: from now on only ``(epoch, owner)`` may commit
+        to it. Returns ``(start_offset, end_offset)`` as committed, read under the row lock, so every
+        commit of an earlier owner is either included or will be refused.
+
+        Raises:
+            StreamNotFound: the stream does not exist or was deleted.
+            StreamFenced: the stream is already held with a higher epoch, or with the same epoch by
+                another owner.
+        """
+        s = streams_table
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(s.c.start_offset, s.c.end_offset, s.c.state, s.c.epoch, s.c.owner)
+                .where(s.c.stream_id == stream_id)
+                .with_for_update()
+            ).first()
+            if row is None or row.state != StreamStatus.OPEN:
+                raise StreamNotFound(f"stream {stream_id} does not exist")
+            if row.epoch > epoch or (row.epoch == epoch and row.owner not in (None, owner)):
+                raise StreamFenced(
+                    f"stream {stream_id} is held with epoch {row.epoch} by node {row.owner}; "
+                    f"cannot open it with epoch {epoch} as node {owner}",
+                    (stream_id,),
+                )
+            conn.execute(sa.update(s).where(s.c.stream_id == stream_id).values(epoch=epoch, owner=owner))
+            return int(row.start_offset), int(row.end_offset)
+
+    def close_stream(self, stream_id: int, fence: Fence) -> None:
+        """Give a stream up after its last commit; raises StreamFenced if it was taken meanwhile
+        (whatever was appended since is then not this store's to acknowledge)."""
+        with self.engine.begin() as conn:
+            check_fences(conn, {stream_id: fence})
+
+    def stream_fence(self, stream_id: int) -> tuple[int, int | None]:
+        """``(epoch, owner)`` the stream is held with in the database."""
+        s = streams_table
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(s.c.epoch, s.c.owner).where(s.c.stream_id == stream_id)).first()
+            if row is None:
+                raise StreamNotFound(f"stream {stream_id} does not exist")
+            return int(row.epoch), None if row.owner is None else int(row.owner)
+
+    def load_stream(self, stream_id: int) -> tuple[int, int]:
+        s = streams_table
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(s.c.start_offset, s.c.end_offset).where(
+                    s.c.stream_id == stream_id, s.c.state == StreamStatus.OPEN
+                )
+            ).first()
+            if row is None:
+                raise StreamNotFound(f"stream {stream_id} does not exist")
+            return int(row[0]), int(row[1])
 
     def load_streams(self) -> dict[int, tuple[int, int]]:
         """``{stream_id: (start_offset, end_offset in object storage)}`` of every open stream."""
@@ -254,9 +329,20 @@ class StreamMetadata:
         if rows:
             conn.execute(sa.insert(ranges_table), rows)
 
-    def commit_upload(self, objects: Sequence[NewObject], stream_ends: dict[int, int]) -> None:
-        """Register uploaded objects and advance the streams' end offsets in one transaction."""
+    def commit_upload(
+        self,
+        objects: Sequence[NewObject],
+        stream_ends: dict[int, int],
+        fences: dict[int, Fence] | None = None,
+    ) -> None:
+        """Register uploaded objects and advance the streams' end offsets in one transaction.
+
+        Raises:
+            StreamFenced: one of ``fences`` no longer holds its stream; nothing is committed.
+        """
         with self.engine.begin() as conn:
+            if fences:
+                check_fences(conn, fences)
             self._register(conn, objects)
             if stream_ends:
                 s = streams_table
@@ -365,3 +451,25 @@ class StreamMetadata:
             )
             conn.execute(sa.delete(ranges_table).where(ranges_table.c.object_id.in_(list(object_ids))))
             return int(result.rowcount)
+
+
+def check_fences(conn: Connection, fences: dict[int, Fence]) -> None:
+    """Inside a write transaction: lock the streams' rows and check each is still held with the
+    given ``(epoch, owner)``; a concurrent :meth:`StreamMetadata.open_stream` waits for the lock, so
+    a commit checked here can never land after a newer owner read the stream's end.
+
+    Raises:
+        StreamFenced: listing every stream held by someone else now.
+    """
+    s = streams_table
+    rows = conn.execute(
+        sa.select(s.c.stream_id, s.c.epoch, s.c.owner)
+        .where(s.c.stream_id.in_(list(fences)))
+        .order_by(s.c.stream_id)  # a fixed lock order: two committers never deadlock
+        .with_for_update()
+    ).all()
+    held = {int(r.stream_id): (int(r.epoch), None if r.owner is None else int(r.owner)) for r in rows}
+    fenced = tuple(sorted(sid for sid, fence in fences.items() if held.get(sid) != fence))
+    if fenced:
+        details = ", ".join(f"{sid} (now {held.get(sid)}, ours {fences[sid]})" for sid in fenced)
+        raise StreamFenced(f"fenced: streams taken over by a newer owner: {details}", fenced)

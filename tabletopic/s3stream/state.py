@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from tabletopic.s3stream.cache import BlockCache, LogCache
 from tabletopic.s3stream.config import StoreSettings, WalMode
-from tabletopic.s3stream.db import RangeRow, StreamMetadata
+from tabletopic.s3stream.db import Fence, RangeRow, StreamMetadata
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objects import StreamRange
 from tabletopic.s3stream.objectstore import AsyncObjectStore
@@ -34,9 +34,13 @@ class StreamState:
     (acknowledged; readers see up to here) >= ``committed_end`` (in object storage, recorded in the
     metadata DB). ``ranges`` index the stream's committed objects by start offset."""
 
-    __slots__ = ("committed_end", "confirmed_end", "next_end", "range_starts", "ranges", "start", "waiters")
+    __slots__ = (
+        "committed_end", "confirmed_end", "fence", "next_end", "range_starts", "ranges", "start", "waiters",
+    )
 
-    def __init__(self, start: int, end: int) -> None:
+    def __init__(self, start: int, end: int, fence: Fence | None = None) -> None:
+        # (epoch, owner) this store opened the stream with (cluster mode); None on one node.
+        self.fence = fence
         self.start = start
         self.committed_end = end
         self.confirmed_end = end
@@ -113,6 +117,15 @@ class StoreState:
         if state is None:
             raise StreamNotFound(f"stream {stream_id} does not exist")
         return state
+
+    def fences(self, stream_ids: Iterable[int]) -> dict[int, Fence]:
+        """The fences of those streams opened with one (cluster mode), for a commit to check."""
+        result = {}
+        for sid in stream_ids:
+            state = self.streams.get(sid)
+            if state is not None and state.fence is not None:
+                result[sid] = state.fence
+        return result
 
     def confirm(self, stream_id: int, end: int) -> None:
         state = self.streams.get(stream_id)

@@ -42,6 +42,7 @@ from tabletopic.s3stream.streams import (
     StorageUnavailable,
     StoredBatch,
     StreamError,
+    StreamFenced,
     StreamInfo,
     StreamNotFound,
 )
@@ -65,7 +66,11 @@ class S3StreamStore:
         engine: Engine,
         object_store: ObjectStore,
         registry: CollectorRegistry | None = None,
+        owned_only: bool = False,
     ) -> None:
+        # Cluster mode: the store holds only the streams this node opened with an epoch
+        # (open_stream); nothing is loaded at start, and created streams wait to be opened.
+        self.owned_only = owned_only
         objects = AsyncObjectStore(object_store, settings.object_threads)
         metrics = StoreMetrics(registry)
         block_cache = BlockCache(settings.block_cache_bytes)
@@ -91,14 +96,15 @@ class S3StreamStore:
         state = self.state
         await state.db(state.meta.migrate)
         await state.objects.check()
-        streams = await state.db(state.meta.load_streams)
-        state.streams = {sid: StreamState(start, end) for sid, (start, end) in streams.items()}
-        by_stream: dict[int, list[RangeRow]] = {}
-        for row in await state.db(state.meta.load_ranges, None):
-            by_stream.setdefault(row.stream_id, []).append(row)
-        for sid, rows in by_stream.items():
-            if sid in state.streams:
-                state.streams[sid].set_ranges(rows)
+        if not self.owned_only:
+            streams = await state.db(state.meta.load_streams)
+            state.streams = {sid: StreamState(start, end) for sid, (start, end) in streams.items()}
+            by_stream: dict[int, list[RangeRow]] = {}
+            for row in await state.db(state.meta.load_ranges, None):
+                by_stream.setdefault(row.stream_id, []).append(row)
+            for sid, rows in by_stream.items():
+                if sid in state.streams:
+                    state.streams[sid].set_ranges(rows)
         self._tasks.append(asyncio.create_task(self.uploader.run(), name="s3stream-uploader"))
         if state.local_wal:
             await self._recover_wal()
@@ -112,7 +118,9 @@ class S3StreamStore:
             await wal.close()
             wal.remove_segments()
             state.wal = None
-        if state.settings.compaction_interval_ms > 0:
+        # Compaction decides liveness from the streams it holds; with only owned streams in memory it
+        # would take other nodes' data for garbage, so a cluster node does not compact (yet).
+        if state.settings.compaction_interval_ms > 0 and not self.owned_only:
             self._tasks.append(asyncio.create_task(self.compactor.run_forever(), name="s3stream-compactor"))
         self._started = True
         log.info(
@@ -207,12 +215,59 @@ class S3StreamStore:
     async def create_stream(self) -> int:
         state = self.state
         stream_id = await state.db(state.meta.create_stream)
-        state.streams[stream_id] = StreamState(0, 0)
+        if not self.owned_only:
+            state.streams[stream_id] = StreamState(0, 0)
         return stream_id
+
+    async def open_stream(self, stream_id: int, epoch: int, owner: int) -> StreamInfo:
+        """Take ownership of a stream with ``epoch`` (cluster mode) and load it from the metadata
+        database; a previous owner is fenced from then on. Opening again with the fence already
+        held is a no-op.
+
+        Raises:
+            StreamNotFound: no such stream.
+            StreamFenced: someone holds it with a higher epoch.
+        """
+        state = self.state
+        current = state.streams.get(stream_id)
+        if current is not None and current.fence == (epoch, owner):
+            return StreamInfo(stream_id, current.start, current.confirmed_end)
+        async with state.commit_lock:
+            start, end = await state.db(state.meta.open_stream, stream_id, epoch, owner)
+            ranges = await state.db(state.meta.load_ranges, [stream_id])
+        if current is not None:  # an older ownership of ours: whatever it had pending is not ours
+            reopened = StreamFenced(f"stream {stream_id} reopened with epoch {epoch}", (stream_id,))
+            current.waiters.fail(reopened)
+            state.log_cache.forget_stream(stream_id)
+        stream = StreamState(start, end, (epoch, owner))
+        stream.set_ranges(ranges)
+        state.streams[stream_id] = stream
+        return StreamInfo(stream_id, start, end)
+
+    async def close_stream(self, stream_id: int) -> None:
+        """Give up a stream opened with :meth:`open_stream`: upload what it has pending, check the
+        fence once more and forget it. Raises StreamFenced if it was taken meanwhile."""
+        state = self.state
+        stream = state.streams.get(stream_id)
+        if stream is None:
+            return
+        try:
+            await self.flush([stream_id])
+            if stream.fence is not None and state.streams.get(stream_id) is stream:
+                await state.db(state.meta.close_stream, stream_id, stream.fence)
+        finally:
+            if state.streams.get(stream_id) is stream:
+                del state.streams[stream_id]
+                state.log_cache.forget_stream(stream_id)
+                stream.waiters.fail(StreamNotFound(f"stream {stream_id} was closed here"))
+
+    def is_open(self, stream_id: int) -> bool:
+        return stream_id in self.state.streams
 
     async def delete_stream(self, stream_id: int) -> None:
         state = self.state
-        state.stream(stream_id)
+        if not self.owned_only:  # a cluster node deletes streams it does not hold too
+            state.stream(stream_id)
         await state.db(state.meta.delete_stream, stream_id)
         stream = state.streams.pop(stream_id, None)
         state.log_cache.forget_stream(stream_id)
@@ -232,7 +287,7 @@ class S3StreamStore:
         new_start = min(new_start_offset, stream.confirmed_end)
         if new_start <= stream.start:
             return
-        await state.db(state.meta.trim_stream, stream_id, new_start)
+        await state.db(state.meta.trim_stream, stream_id, new_start, stream.fence)
         stream.start = max(stream.start, new_start)
 
     def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:

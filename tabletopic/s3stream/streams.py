@@ -45,6 +45,17 @@ class StorageUnavailable(StreamError):
     """The object store or WAL cannot accept or serve data right now (retriable)."""
 
 
+class StreamFenced(StorageUnavailable):
+    """A newer owner opened the stream (a higher epoch, or the same epoch by another owner): this
+    store may no longer commit, trim or close it, and nothing it appended since is acknowledged.
+
+    ``stream_ids`` are the streams found fenced."""
+
+    def __init__(self, message: str, stream_ids: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.stream_ids = stream_ids
+
+
 @dataclass(frozen=True, slots=True)
 class StoredBatch:
     """One appended batch as stored: offsets ``[base_offset, base_offset + record_count)``."""

@@ -22,7 +22,7 @@ from tabletopic.s3stream.cache import Block
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind
 from tabletopic.s3stream.objects import BuiltObject, build_object
 from tabletopic.s3stream.state import StoreState
-from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch
+from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch, StreamFenced
 from tabletopic.s3stream.wal import RollMarker
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,17 @@ class Uploader:
         state = self.state
         ends = {sid: batches[-1].next_offset for sid, batches in runs.items()}
         async with state.commit_lock:
-            await state.db(state.meta.commit_upload, new_objects, ends)
+            try:
+                await state.db(state.meta.commit_upload, new_objects, ends, state.fences(ends))
+            except StreamFenced as exc:
+                # Deposed: those streams belong to a newer owner, who read their end offsets
+                # without this upload; drop them so later uploads do not trip over them again.
+                for sid in exc.stream_ids:
+                    lost = state.streams.pop(sid, None)
+                    state.log_cache.forget_stream(sid)
+                    if lost is not None:
+                        lost.waiters.fail(exc)
+                raise
             crashpoints.crash_point("upload.after_commit")
             for (oid, key), obj in zip(reserved, built, strict=True):
                 state.add_ranges(oid, key, obj.size, obj.ranges)

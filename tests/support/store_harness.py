@@ -71,10 +71,10 @@ class StoreHarness:
     def object_store(self) -> Any:
         return open_object_store(self.object_settings)
 
-    async def open(self, **changes: Any) -> S3StreamStore:
+    async def open(self, owned_only: bool = False, **changes: Any) -> S3StreamStore:
         engine = database.create_engine(self.url)
         self.engines.append(engine)
-        store = S3StreamStore(self.settings(**changes), engine, self.object_store())
+        store = S3StreamStore(self.settings(**changes), engine, self.object_store(), owned_only=owned_only)
         await store.start()
         self.stores.append(store)
         return store

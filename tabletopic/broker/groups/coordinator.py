@@ -121,6 +121,8 @@ class GroupCoordinator:
         self._expiry: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = False
+        # Whether this broker coordinates a group (cluster mode spreads groups over brokers).
+        self.owns: Callable[[str], bool] = lambda _group_id: True
 
     # ---------------------------------------------------------------------------------------------
     # Lifecycle
@@ -142,6 +144,26 @@ class GroupCoordinator:
         self._ready = True
         self._expiry = asyncio.ensure_future(self._expire_periodically())
         log.info("group coordinator loaded %d groups", len(self._groups))
+
+    async def reload(self, accept: Callable[[str], bool]) -> None:
+        """Take over the groups ``accept`` selects from the database (this broker became their
+        coordinator): their in-memory state is replaced by what the previous coordinator wrote."""
+        snapshots, offsets = await asyncio.to_thread(self._store.load)
+        taken = 0
+        for snapshot in snapshots:
+            if not accept(snapshot.group_id):
+                continue
+            self._cancel_timers(snapshot.group_id)
+            group, actions = Group.restore(snapshot, self.config, self._new_member_id)
+            self._groups[group.group_id] = group
+            self._apply(group, actions)
+            taken += 1
+        for group_id, committed in offsets.items():
+            if accept(group_id):
+                self._offsets[group_id] = committed
+                if group_id not in self._groups:
+                    self._groups[group_id] = self._new_group(group_id)
+        log.info("group coordinator took over %d groups", taken)
 
     async def stop(self) -> None:
         """Cancel timers, answer every held-back request with NOT_COORDINATOR (clients look the
@@ -173,6 +195,8 @@ class GroupCoordinator:
     async def join_group(self, request: JoinRequest) -> JoinResult:
         if not self._ready:
             return JoinResult(ErrorCode.coordinator_load_in_progress, request.member_id)
+        if not self.owns(request.group_id):
+            return JoinResult(ErrorCode.not_coordinator, request.member_id)
         error = check_join(request, self.config)
         if error is not None:
             return JoinResult(error, request.member_id)
@@ -195,6 +219,8 @@ class GroupCoordinator:
     async def sync_group(self, request: SyncRequest) -> SyncResult:
         if not self._ready:
             return SyncResult(ErrorCode.coordinator_load_in_progress)
+        if not self.owns(request.group_id):
+            return SyncResult(ErrorCode.not_coordinator)
         group = self._groups.get(request.group_id)
         if group is None:
             return SyncResult(ErrorCode.unknown_member_id)
@@ -216,6 +242,8 @@ class GroupCoordinator:
     ) -> ErrorCode:
         if not self._ready:
             return ErrorCode.coordinator_load_in_progress
+        if not self.owns(group_id):
+            return ErrorCode.not_coordinator
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
@@ -226,6 +254,8 @@ class GroupCoordinator:
     async def leave_group(self, group_id: str, identities: Sequence[MemberIdentity]) -> list[ErrorCode]:
         if not self._ready:
             return [ErrorCode.coordinator_load_in_progress for _ in identities]
+        if not self.owns(group_id):
+            return [ErrorCode.not_coordinator for _ in identities]
         group = self._groups.get(group_id)
         if group is None:
             return [ErrorCode.unknown_member_id for _ in identities]
@@ -248,6 +278,8 @@ class GroupCoordinator:
         keys = [(o.topic, o.partition) for o in offsets]
         if not self._ready:
             return dict.fromkeys(keys, ErrorCode.coordinator_load_in_progress)
+        if not self.owns(group_id):
+            return dict.fromkeys(keys, ErrorCode.not_coordinator)
         if not group_id:
             return dict.fromkeys(keys, ErrorCode.invalid_group_id)
         group = self._groups.get(group_id)
@@ -292,6 +324,8 @@ class GroupCoordinator:
         partition the group committed when ``topics`` is ``None``."""
         if not self._ready:
             return ErrorCode.coordinator_load_in_progress, []
+        if not self.owns(group_id):
+            return ErrorCode.not_coordinator, []
         committed = self._offsets.get(group_id, {})
         if topics is None:
             by_topic: dict[str, list[tuple[int, CommittedOffset | None]]] = {}
@@ -309,6 +343,8 @@ class GroupCoordinator:
         topics no member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC otherwise)."""
         if not self._ready:
             return ErrorCode.coordinator_load_in_progress, []
+        if not self.owns(group_id):
+            return ErrorCode.not_coordinator, []
         group = self._groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, []
@@ -347,6 +383,8 @@ class GroupCoordinator:
         now = self._now_ms()
         removed = 0
         for group_id, group in list(self._groups.items()):
+            if not self.owns(group_id):
+                continue
             committed = self._offsets.get(group_id, {})
             since = self._state_since.setdefault(group_id, now)
             doomed = expired_offsets(group, committed, since, now, self.config.offsets_retention_ms)
@@ -382,7 +420,7 @@ class GroupCoordinator:
         return [
             ListedGroup(g.group_id, g.protocol_type or "", g.state)
             for g in self._groups.values()
-            if g.state is not GroupState.DEAD
+            if g.state is not GroupState.DEAD and self.owns(g.group_id)
         ]
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
@@ -392,6 +430,9 @@ class GroupCoordinator:
         for group_id in group_ids:
             if not self._ready:
                 results[group_id] = ErrorCode.coordinator_load_in_progress
+                continue
+            if not self.owns(group_id):
+                results[group_id] = ErrorCode.not_coordinator
                 continue
             group = self._groups.get(group_id)
             if group is None:

@@ -1,4 +1,4 @@
-"""DescribeCluster (60): this node is the whole cluster and its controller."""
+"""DescribeCluster (60): the live brokers and the controller."""
 
 from __future__ import annotations
 
@@ -13,16 +13,17 @@ if TYPE_CHECKING:
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    endpoint = broker.advertised_for(ctx)
+    leadership = broker.leadership
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "error_message": None,
         "endpoint_type": 1,
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": leadership.controller_id(),
         "brokers": [
-            {"broker_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}
+            {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in leadership.brokers(ctx.listener)
         ],
         "cluster_authorized_operations": -2147483648,
     }

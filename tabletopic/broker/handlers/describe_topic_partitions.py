@@ -21,7 +21,6 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
     limit = max(request.response_partition_limit, 1)
-    node = broker.node_id
     topics: list[dict[str, Any]] = []
     next_cursor = None
     remaining = limit
@@ -44,7 +43,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
                 next_cursor = {"topic_name": name, "partition_index": index}
                 break
             partitions.append(
-                {**partition_entry(node, index), "eligible_leader_replicas": [], "last_known_elr": []}
+                {**partition_entry(broker, name, index), "eligible_leader_replicas": [], "last_known_elr": []}
             )
             remaining -= 1
         topics.append(

@@ -66,6 +66,8 @@ def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRea
             )
             if topic is None or not 0 <= p.partition < topic.partition_count:
                 read.error_code = missing
+            elif not broker.leadership.leads(topic.name, p.partition):
+                read.error_code = ErrorCode.not_leader_or_follower
             else:
                 read.stream_id = topic.streams[p.partition]
             reads.append(read)
@@ -85,7 +87,11 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
             try:
                 info = store.stream_info(read.stream_id)
             except StreamNotFound:
-                read.error_code = ErrorCode.unknown_topic_or_partition
+                # In a cluster the stream closes when leadership moves away mid-request.
+                moved = broker.clustered
+                read.error_code = (
+                    ErrorCode.not_leader_or_follower if moved else ErrorCode.unknown_topic_or_partition
+                )
                 continue
             read.high_watermark, read.log_start_offset = info.end_offset, info.start_offset
             if not info.start_offset <= read.fetch_offset <= info.end_offset:
@@ -109,6 +115,8 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
                 read.pieces.append(payload[8:])
                 read.size += len(payload)
             total += read.size
+            if read.size and topic.name is not None:
+                broker.record_bytes(topic.name, read.partition_index, bytes_out=read.size)
     return total
 
 

@@ -69,6 +69,8 @@ async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]
     topic = broker.topics.get(name)
     if topic is None or not 0 <= p.partition_index < topic.partition_count:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
+    if not broker.leadership.leads(name, p.partition_index):
+        return {**result, "error_code": ErrorCode.not_leader_or_follower}
     stream_id = topic.streams[p.partition_index]
     store = broker.store
     try:

@@ -19,14 +19,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def partition_entry(node: int, index: int) -> dict[str, Any]:
-    """One partition as Metadata and DescribeTopicPartitions describe it: this node leads it in
-    epoch 0 and is its only replica."""
+def partition_entry(broker: BrokerService, topic: str, index: int) -> dict[str, Any]:
+    """One partition as Metadata and DescribeTopicPartitions describe it: its leader (the predicted
+    one while it moves, never none) with the leader epoch (KIP-320), the leader being its only
+    replica (the data lives in shared object storage)."""
+    node, epoch = broker.leadership.leader(topic, index)
     return {
         "error_code": ErrorCode.none,
         "partition_index": index,
         "leader_id": node,
-        "leader_epoch": 0,
+        "leader_epoch": epoch,
         "replica_nodes": [node],
         "isr_nodes": [node],
         "offline_replicas": [],
@@ -39,7 +41,7 @@ def topic_entry(broker: BrokerService, topic: Topic) -> dict[str, Any]:
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": False,
-        "partitions": [partition_entry(broker.node_id, index) for index in range(topic.partition_count)],
+        "partitions": [partition_entry(broker, topic.name, index) for index in range(topic.partition_count)],
         "topic_authorized_operations": -2147483648,
     }
 
@@ -72,12 +74,15 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
                 )
                 continue
             topics.append(await _lookup_or_create(broker, name or "", allow_auto))
-    endpoint = broker.advertised_for(ctx)
+    leadership = broker.leadership
     return {
         "throttle_time": 0,
-        "brokers": [{"node_id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}],
+        "brokers": [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in leadership.brokers(ctx.listener)
+        ],
         "cluster_id": broker.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": leadership.controller_id(),
         "topics": topics,
         "cluster_authorized_operations": -2147483648,
     }

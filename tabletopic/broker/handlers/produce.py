@@ -19,7 +19,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.producers import SequenceCheck
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import validate_batches, with_log_append_time
-from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamNotFound
+from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -53,6 +53,8 @@ async def produce_partition(
     topic = broker.topics.get(topic_name)
     if topic is None or not 0 <= index < topic.partition_count:
         return _result(index, ErrorCode.unknown_topic_or_partition, f"{topic_name}-{index} does not exist")
+    if not broker.leadership.leads(topic_name, index):
+        return _not_leader(broker, topic_name, index)
     if not records:
         return _result(index, ErrorCode.invalid_record, "empty record set")
     try:
@@ -105,6 +107,11 @@ async def produce_partition(
         except (StreamError, TimeoutError, OSError) as exc:
             if check.reservation is not None:
                 producers.failed(stream_id, header.producer_id, check.reservation, exc)
+            if isinstance(exc, StreamFenced) or not broker.leadership.leads(topic_name, index):
+                # Deposed while appending: nothing of this batch was acknowledged; the client
+                # retries on the new leader, whose producer state has every acknowledged batch.
+                log.info("append to %s-%d refused, no longer the leader: %s", topic_name, index, exc)
+                return _not_leader(broker, topic_name, index)
             code = (
                 ErrorCode.unknown_topic_or_partition
                 if isinstance(exc, StreamNotFound)
@@ -121,6 +128,7 @@ async def produce_partition(
             producers.note_append(stream_id, next_offset)
         if broker.metrics is not None:
             broker.metrics.records_bytes_in.inc(header.size)
+        broker.record_bytes(topic_name, index, bytes_in=header.size)
         first_offset = base if first_offset < 0 else first_offset
     try:
         log_start = broker.store.stream_info(stream_id).start_offset
@@ -163,6 +171,15 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
         "responses": [{"name": name, "partition_responses": parts} for name, parts in responses.items()],
         "throttle_time": 0,
     }
+
+
+def _not_leader(broker: BrokerService, topic: str, index: int) -> dict[str, Any]:
+    leader, epoch = broker.leadership.leader(topic, index)
+    return _result(
+        index,
+        ErrorCode.not_leader_or_follower,
+        f"broker {broker.node_id} does not lead {topic}-{index} (broker {leader} does, epoch {epoch})",
+    )
 
 
 def _all_failed(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:

@@ -1,0 +1,227 @@
+"""The broker's part in a cluster: it leads the partitions the controller gives this incarnation.
+
+Gaining a partition means opening its stream with the leader epoch (which fences the previous
+leader in the metadata database) and rebuilding its idempotent-producer state from the snapshot and
+the stream; only then does the broker serve it. Losing one means no longer serving it, uploading
+what it has pending and closing the stream. Everything else a handler needs (leaders with epochs,
+live brokers, the controller, group coordinators) is read from the cluster's current snapshot; see
+``docs/cluster.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, BrokerEndpoint, group_slot
+from tabletopic.cluster.controller import PartitionKey
+from tabletopic.cluster.node import ClusterNode, ClusterSettings
+from tabletopic.s3stream.store import S3StreamStore
+from tabletopic.s3stream.streams import StreamError, StreamFenced
+from tabletopic.tasks import cancel_and_wait
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
+
+
+class ClusterRole:
+    """Implements :class:`~tabletopic.broker.leadership.Leadership` for a broker in a cluster."""
+
+    def __init__(
+        self,
+        service: BrokerService,
+        store: S3StreamStore,
+        engine: Engine,
+        settings: ClusterSettings,
+        group_slots: int,
+    ) -> None:
+        self.service = service
+        self.store = store
+        self.group_slots = group_slots
+        self.node = ClusterNode(engine, settings, self._wanted, self._load)
+        self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
+        # Per partition bytes in and out since start (reported with the lease, for balancing).
+        self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
+        self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
+        # Called with the group slots gained (the group coordinator reloads those groups).
+        self.on_groups_gained: list[Callable[[set[int]], None]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._topics_task: asyncio.Task[None] | None = None
+
+    # Life cycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        node = self.node
+        node.on_change.append(lambda _snapshot: self._wake.set())
+        node.on_notify.append(self._notified)
+        self.service.topics.on_change.append(self._topics_changed)
+        endpoints = {str(proto): (ep.host, ep.port) for proto, ep in self.service.advertised.items()}
+        await node.start(endpoints)
+        self._task = asyncio.create_task(self._reconcile_loop(), name="broker-leadership")
+
+    async def stop(self, drain: bool = True) -> None:
+        """Controlled shutdown (``drain``): hand every partition to other brokers first, then leave."""
+        if drain and self._task is not None and not self.node.fenced:
+            moved = await self.node.drain(lambda: not self._serving_partitions())
+            log.info(
+                "controlled shutdown: %s", "partitions moved" if moved else "timed out moving partitions"
+            )
+        tasks = [t for t in (self._task, self._topics_task) if t is not None]
+        await cancel_and_wait(tasks)
+        for key in list(self.opened):
+            await self._release(key)
+        await self.node.stop()
+
+    def _serving_partitions(self) -> bool:
+        return any(topic != GROUP_SLOTS_TOPIC for topic, _ in self.opened)
+
+    # Leadership (what handlers ask) ------------------------------------------------------------
+
+    def leads(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self.opened
+
+    def leader(self, topic: str, partition: int) -> tuple[int, int]:
+        found = self.node.leader((topic, partition))
+        if found is None:
+            return self.node.node_id, self.opened.get((topic, partition), 0)
+        return found.node_id, found.leader_epoch
+
+    def brokers(self, listener: str) -> list[BrokerEndpoint]:
+        result = []
+        for info in sorted(self.node.snapshot.nodes.values(), key=lambda n: n.node_id):
+            if not info.alive:
+                continue
+            host_port = info.endpoints.get(listener) or next(iter(info.endpoints.values()), None)
+            if host_port is not None:
+                result.append(BrokerEndpoint(info.node_id, host_port[0], host_port[1], info.rack))
+        return result
+
+    def controller_id(self) -> int:
+        controller = self.node.snapshot.controller_id
+        return -1 if controller is None else controller
+
+    def group_coordinator(self, group_id: str) -> int:
+        return self.leader(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))[0]
+
+    def coordinates(self, group_id: str) -> bool:
+        return self.leads(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))
+
+    def record_bytes(self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0) -> None:
+        key = (topic, partition)
+        if bytes_in:
+            self.bytes_in[key] += bytes_in
+        if bytes_out:
+            self.bytes_out[key] += bytes_out
+
+    # Internals -------------------------------------------------------------------------------
+
+    def _wanted(self) -> list[PartitionKey]:
+        """Blocking (controller thread): every partition and group slot there is."""
+        keys = self.service.topics.read_partition_keys()
+        return keys + [(GROUP_SLOTS_TOPIC, i) for i in range(self.group_slots)]
+
+    def _load(self) -> dict[str, list[int]]:
+        return {
+            f"{t}/{p}": [self.bytes_in.get((t, p), 0), self.bytes_out.get((t, p), 0)]
+            for (t, p) in self.opened
+            if t != GROUP_SLOTS_TOPIC
+        }
+
+    def _notified(self, kind: str) -> None:
+        if kind in ("topics", "reconnected") and (self._topics_task is None or self._topics_task.done()):
+            self._topics_task = asyncio.create_task(self._reload_topics(), name="broker-topics-reload")
+
+    async def _reload_topics(self) -> None:
+        try:
+            await self.service.topics.reload()
+        except Exception:
+            log.exception("reloading topics failed")
+        self._wake.set()
+
+    async def _topics_changed(self, name: str) -> None:
+        await self.node.notify("topics")
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._reconcile()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("applying leadership changes failed; retrying")
+                await asyncio.sleep(0.2)
+                self._wake.set()
+
+    async def _reconcile(self) -> None:
+        desired = self.node.my_assignments()
+        for key in [k for k, epoch in self.opened.items() if desired.get(k) != epoch]:
+            await self._release(key)
+        gained = {k: e for k, e in desired.items() if k not in self.opened}
+        if not gained:
+            return
+        slots = {p for (t, p) in gained if t == GROUP_SLOTS_TOPIC}
+        partitions = {k: e for k, e in gained.items() if k[0] != GROUP_SLOTS_TOPIC}
+        if any(self.service.topics.get(t) is None for t, _ in partitions):
+            await self.service.topics.reload()
+        opened = await asyncio.gather(*(self._open(k, e) for k, e in partitions.items()))
+        streams = [sid for sid in opened if sid is not None]
+        if streams:
+            await self.service.producers.recover(streams)
+        for (key, epoch), sid in zip(partitions.items(), opened, strict=True):
+            if sid is not None:
+                self.opened[key] = epoch
+        if streams:
+            log.info("now leading %d more partitions (%d in all)", len(streams), len(self.opened))
+        if slots:
+            for callback in self.on_groups_gained:
+                callback(slots)
+            for slot in slots:
+                self.opened[(GROUP_SLOTS_TOPIC, slot)] = gained[(GROUP_SLOTS_TOPIC, slot)]
+
+    async def _open(self, key: PartitionKey, epoch: int) -> int | None:
+        topic = self.service.topics.get(key[0])
+        if topic is None or key[1] >= topic.partition_count:
+            self._retry_soon()
+            return None
+        sid = topic.streams[key[1]]
+        try:
+            await self.store.open_stream(sid, epoch, self.node.node_id)
+        except StreamFenced as exc:
+            log.warning("cannot lead %s-%d with epoch %d: %s", key[0], key[1], epoch, exc)
+            return None
+        except StreamError as exc:
+            log.warning("opening %s-%d failed: %s", key[0], key[1], exc)
+            self._retry_soon()
+            return None
+        self.service.producers.forget_stream(sid)
+        return sid
+
+    async def _release(self, key: PartitionKey) -> None:
+        self.opened.pop(key, None)
+        if key[0] == GROUP_SLOTS_TOPIC:
+            return
+        topic = self.service.topics.get(key[0])
+        if topic is None or key[1] >= topic.partition_count:
+            return
+        sid = topic.streams[key[1]]
+        try:
+            await self.store.close_stream(sid)
+            await self.service.producers.snapshot()
+        except StreamError as exc:
+            log.info("gave up %s-%d: %s", key[0], key[1], exc)
+        except Exception:
+            log.exception("closing %s-%d failed", key[0], key[1])
+        self.service.producers.forget_stream(sid)
+
+    def _retry_soon(self) -> None:
+        asyncio.get_running_loop().call_later(0.2, self._wake.set)

@@ -1,0 +1,73 @@
+"""Who leads what, as the request handlers need it: whether this broker may serve a partition,
+which broker and leader epoch to report for it, the brokers to list and the controller.
+
+One broker alone leads everything in epoch 0 (:class:`SingleNode`); in cluster mode
+:class:`tabletopic.broker.cluster_role.ClusterRole` answers from the cluster's shared state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+GROUP_SLOTS_TOPIC = "__consumer_offsets"  # the coordinator slots of groups, placed like partitions
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class Leadership(Protocol):
+    def leads(self, topic: str, partition: int) -> bool:
+        """Whether this broker serves the partition now (its streams are open with its epoch)."""
+
+    def leader(self, topic: str, partition: int) -> tuple[int, int]:
+        """``(node id, leader epoch)`` to report; a predicted leader while a partition moves."""
+
+    def brokers(self, listener: str) -> list[BrokerEndpoint]:
+        """Live brokers with their endpoint on ``listener`` (the client's security protocol)."""
+
+    def controller_id(self) -> int:
+        """The controller's node id (-1 when none)."""
+
+    def group_coordinator(self, group_id: str) -> int:
+        """The broker coordinating ``group_id``."""
+
+
+class SingleNode:
+    """One broker is the whole cluster: it leads every partition in epoch 0 and every group."""
+
+    def __init__(self, node_id: int, endpoint: Callable[[str], BrokerEndpoint]) -> None:
+        self._node_id = node_id
+        self._endpoint = endpoint
+
+    def leads(self, topic: str, partition: int) -> bool:
+        return True
+
+    def leader(self, topic: str, partition: int) -> tuple[int, int]:
+        return self._node_id, 0
+
+    def brokers(self, listener: str) -> list[BrokerEndpoint]:
+        return [self._endpoint(listener)]
+
+    def controller_id(self) -> int:
+        return self._node_id
+
+    def group_coordinator(self, group_id: str) -> int:
+        return self._node_id
+
+
+def group_slot(group_id: str, slots: int) -> int:
+    """Kafka's placement of a group on a ``__consumer_offsets`` partition: the Java string hash of
+    the id, made non-negative, modulo the partition count."""
+    h = 0
+    for ch in group_id:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    return (h & 0x7FFFFFFF) % slots

@@ -1,0 +1,107 @@
+"""The controller's decisions as pure functions: who should lead each partition, given the live
+brokers and the current assignment. The database side (:mod:`tabletopic.cluster.db`) applies them
+in one transaction conditional on the controller epoch.
+
+Rules, in order: a reassignment asked for (``target``) wins when its broker is alive; a partition
+whose leader is dead, draining, or a former incarnation (older node epoch) goes to its predicted
+broker when that one is alive and not draining, else to the least loaded one; then, at most
+``max_moves`` partitions move from the most to the least loaded broker while their counts differ
+by more than one (pinned partitions, placed by an operator, stay).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """One row of ``cluster_partitions``."""
+
+    leader: int | None
+    leader_node_epoch: int
+    leader_epoch: int
+    target: int | None = None
+    pinned: bool = False
+
+
+def predicted_leader(key: PartitionKey, candidates: Sequence[int]) -> int | None:
+    """A stable choice among ``candidates`` (sorted node ids), the same on every broker: what
+    Metadata reports for a partition the controller has not placed yet, and where the controller
+    then places it."""
+    if not candidates:
+        return None
+    topic, partition = key
+    return candidates[(zlib.crc32(topic.encode()) + partition) % len(candidates)]
+
+
+def plan(
+    wanted: Iterable[PartitionKey],
+    current: Mapping[PartitionKey, Assignment],
+    live: Mapping[int, int],
+    draining: Iterable[int] = (),
+    max_moves: int = 8,
+) -> dict[PartitionKey, int]:
+    """New leaders: ``{partition: node}`` for every partition whose leader must change.
+
+    Args:
+        wanted: every partition that exists.
+        current: the assignment as stored.
+        live: ``{node_id: node_epoch}`` of brokers whose lease is valid (draining ones included).
+        draining: brokers shutting down: they keep nothing.
+        max_moves: bound on balancing moves this round (moves forced by a dead leader are not
+            bounded: those partitions are unavailable until moved).
+    """
+    leaving = set(draining)
+    eligible = sorted(n for n in live if n not in leaving)
+    if not eligible:
+        return {}
+    counts = dict.fromkeys(eligible, 0)
+    decided: dict[PartitionKey, int] = {}
+    keep: dict[PartitionKey, int] = {}
+    wanted = list(wanted)
+    for key in wanted:
+        row = current.get(key)
+        if row is not None and row.leader in counts and live.get(row.leader) == row.leader_node_epoch:
+            keep[key] = row.leader
+            counts[row.leader] += 1
+    for key in wanted:
+        row = current.get(key)
+        if row is not None and row.target is not None and row.target in counts:
+            if keep.get(key) != row.target:
+                if key in keep:
+                    counts[keep.pop(key)] -= 1
+                decided[key] = row.target
+                counts[row.target] += 1
+            continue
+        if key in keep:
+            continue
+        node = predicted_leader(key, eligible)
+        assert node is not None
+        if counts[node] > min(counts.values()) + 1:
+            node = min(eligible, key=lambda n: (counts[n], n))
+        decided[key] = node
+        counts[node] += 1
+    moves = 0
+    while moves < max_moves:
+        most = max(eligible, key=lambda n: (counts[n], n))
+        least = min(eligible, key=lambda n: (counts[n], n))
+        if counts[most] - counts[least] <= 1:
+            break
+        movable = sorted(k for k, n in keep.items() if n == most and not (current.get(k) or _UNPINNED).pinned)
+        if not movable:
+            break
+        key = movable[len(movable) // 2]
+        del keep[key]
+        decided[key] = least
+        counts[most] -= 1
+        counts[least] += 1
+        moves += 1
+    return decided
+
+
+_UNPINNED = Assignment(None, 0, 0)

@@ -1,0 +1,435 @@
+"""The cluster's tables in the metadata database (PostgreSQL) and the transactions that change
+them. Every method is blocking; :class:`~tabletopic.cluster.node.ClusterNode` calls them on a
+worker thread. Times are the database's (``now()``): no node's clock is trusted.
+
+Tables:
+
+- ``cluster_nodes``: one row per broker id; ``node_epoch`` grows at every registration, so a
+  restarted broker is a new incarnation and the old one's lease renewals fail.
+- ``cluster_controller``: one row; the holder of the controller lease and the controller epoch,
+  which grows at every change of holder. Every controller decision is written in a transaction that
+  first locks this row and checks holder and epoch.
+- ``cluster_partitions``: who leads each partition, with the leader epoch (KIP-320) the leader
+  opens the partition's streams with, and a reassignment target.
+
+Every change sends ``NOTIFY tabletopic_cluster`` (delivered when the transaction commits) with
+the kind of change as payload, so waiters wake at once instead of polling.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from tabletopic import database
+from tabletopic.cluster.controller import Assignment, PartitionKey, plan
+
+CHANNEL = "tabletopic_cluster"
+
+_md = sa.MetaData()
+_ts = sa.DateTime(timezone=True)
+
+nodes_table = sa.Table(
+    "cluster_nodes",
+    _md,
+    sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("node_epoch", sa.BigInteger, nullable=False),
+    sa.Column("rack", sa.Text, nullable=True),
+    sa.Column("endpoints", sa.Text, nullable=False),  # JSON {"PLAINTEXT": ["host", port], ...}
+    sa.Column("state", sa.String(16), nullable=False),  # alive | draining | stopped
+    sa.Column("lease_expires", _ts, nullable=False),
+    sa.Column("registered_at", _ts, nullable=False),
+    sa.Column("load", sa.Text, nullable=False, server_default="{}"),  # JSON {"topic/p": [in, out]}
+)
+controller_table = sa.Table(
+    "cluster_controller",
+    _md,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("node_id", sa.Integer, nullable=True),
+    sa.Column("node_epoch", sa.BigInteger, nullable=False),
+    sa.Column("controller_epoch", sa.BigInteger, nullable=False),
+    sa.Column("lease_expires", _ts, nullable=False),
+)
+partitions_table = sa.Table(
+    "cluster_partitions",
+    _md,
+    sa.Column("topic", sa.Text, primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("leader_node", sa.Integer, nullable=True),
+    sa.Column("leader_node_epoch", sa.BigInteger, nullable=False),
+    sa.Column("leader_epoch", sa.Integer, nullable=False),
+    sa.Column("target_node", sa.Integer, nullable=True),
+    sa.Column("pinned", sa.Boolean, nullable=False),
+    sa.Column("updated_at", _ts, nullable=False),
+)
+
+MIGRATIONS = [database.create_tables(nodes_table, controller_table, partitions_table)]
+
+
+class ClusterError(Exception):
+    """Root of the cluster package's errors."""
+
+
+class NodeFenced(ClusterError):
+    """This broker's registration was taken over (a newer incarnation of the same broker id)."""
+
+
+class NotController(ClusterError):
+    """The controller lease is held by someone else (or this holder's epoch is over)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: int
+    node_epoch: int
+    rack: str | None
+    endpoints: dict[str, tuple[str, int]]
+    state: str
+    alive: bool
+    load: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """What the database said at one moment: nodes, controller, leaders."""
+
+    nodes: dict[int, NodeInfo]
+    controller_id: int | None
+    controller_epoch: int
+    partitions: dict[PartitionKey, Assignment]
+
+    @property
+    def live(self) -> dict[int, int]:
+        """``{node_id: node_epoch}`` of brokers with a valid lease."""
+        return {n.node_id: n.node_epoch for n in self.nodes.values() if n.alive}
+
+
+def _notify(conn: Connection, kind: str) -> None:
+    conn.execute(sa.text("SELECT pg_notify(:channel, :kind)"), {"channel": CHANNEL, "kind": kind})
+
+
+def _lease(seconds: float) -> Any:
+    return sa.func.now() + sa.func.make_interval(0, 0, 0, 0, 0, 0, seconds)
+
+
+class ClusterMetadata:
+    """Blocking access to the cluster tables (PostgreSQL only: LISTEN/NOTIFY and row locks)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def migrate(self) -> None:
+        database.migrate(self.engine, "cluster", MIGRATIONS)
+
+    # Membership ----------------------------------------------------------------------------------
+
+    def register(
+        self, node_id: int, rack: str | None, endpoints: dict[str, tuple[str, int]], lease_s: float
+    ) -> int:
+        """Register (or re-register) ``node_id`` as a new incarnation; returns its node epoch."""
+        n = nodes_table
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(n.c.node_epoch).where(n.c.node_id == node_id).with_for_update()
+            ).first()
+            epoch = 1 if row is None else int(row[0]) + 1
+            values = {
+                "node_epoch": epoch,
+                "rack": rack,
+                "endpoints": json.dumps(endpoints),
+                "state": "alive",
+                "lease_expires": _lease(lease_s),
+                "registered_at": sa.func.now(),
+                "load": "{}",
+            }
+            if row is None:
+                conn.execute(sa.insert(n).values(node_id=node_id, **values))
+            else:
+                conn.execute(sa.update(n).where(n.c.node_id == node_id).values(**values))
+            _notify(conn, "nodes")
+            return epoch
+
+    def renew(self, node_id: int, node_epoch: int, lease_s: float, load: dict[str, list[int]]) -> None:
+        """Extend this incarnation's lease. Raises NodeFenced when a newer one registered."""
+        n = nodes_table
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                sa.update(n)
+                .where(n.c.node_id == node_id, n.c.node_epoch == node_epoch, n.c.state != "stopped")
+                .values(lease_expires=_lease(lease_s), load=json.dumps(load))
+            )
+            if result.rowcount != 1:
+                raise NodeFenced(f"broker {node_id} epoch {node_epoch} was replaced by a newer registration")
+
+    def set_state(self, node_id: int, node_epoch: int, state: str, expire: bool = False) -> None:
+        n = nodes_table
+        values: dict[str, Any] = {"state": state}
+        if expire:
+            values["lease_expires"] = sa.func.now()
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(n).where(n.c.node_id == node_id, n.c.node_epoch == node_epoch).values(**values)
+            )
+            if expire:  # let a successor take the controller lease at once
+                c = controller_table
+                conn.execute(
+                    sa.update(c)
+                    .where(c.c.id == 1, c.c.node_id == node_id, c.c.node_epoch == node_epoch)
+                    .values(lease_expires=sa.func.now())
+                )
+            _notify(conn, "nodes")
+
+    def live_nodes_other_than(self, node_id: int) -> list[int]:
+        """Brokers with a valid lease besides ``node_id`` (empty when the tables do not exist)."""
+        if not sa.inspect(self.engine).has_table("cluster_nodes"):
+            return []
+        n = nodes_table
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(n.c.node_id).where(
+                    n.c.node_id != node_id, n.c.lease_expires > sa.func.now(), n.c.state != "stopped"
+                )
+            )
+            return sorted(int(r[0]) for r in rows)
+
+    # Controller lease ----------------------------------------------------------------------------
+
+    def acquire_controller(self, node_id: int, node_epoch: int, lease_s: float) -> int | None:
+        """Take the controller lease if it is free, expired, or held by an older incarnation of this
+        broker; returns the new controller epoch, or None."""
+        c = controller_table
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(c).where(c.c.id == 1).with_for_update()).first()
+            if row is None:
+                conn.execute(
+                    sa.insert(c).values(
+                        id=1, node_id=None, node_epoch=0, controller_epoch=0, lease_expires=sa.func.now()
+                    )
+                )
+            expired = conn.execute(
+                sa.select(
+                    c.c.node_id.is_(None)
+                    | (c.c.lease_expires < sa.func.now())
+                    | ((c.c.node_id == node_id) & (c.c.node_epoch < node_epoch))
+                ).where(c.c.id == 1)
+            ).scalar_one()
+            if not expired:
+                return None
+            epoch = conn.execute(
+                sa.update(c)
+                .where(c.c.id == 1)
+                .values(
+                    node_id=node_id,
+                    node_epoch=node_epoch,
+                    controller_epoch=c.c.controller_epoch + 1,
+                    lease_expires=_lease(lease_s),
+                )
+                .returning(c.c.controller_epoch)
+            ).scalar_one()
+            _notify(conn, "controller")
+            return int(epoch)
+
+    def renew_controller(self, node_id: int, controller_epoch: int, lease_s: float) -> bool:
+        c = controller_table
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                sa.update(c)
+                .where(
+                    c.c.id == 1,
+                    c.c.node_id == node_id,
+                    c.c.controller_epoch == controller_epoch,
+                    c.c.lease_expires > sa.func.now(),
+                )
+                .values(lease_expires=_lease(lease_s))
+            )
+            return result.rowcount == 1
+
+    def _check_controller(self, conn: Connection, node_id: int, controller_epoch: int) -> None:
+        c = controller_table
+        row = conn.execute(
+            sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now())
+            .where(c.c.id == 1)
+            .with_for_update()
+        ).first()
+        if row is None or row[0] != node_id or row[1] != controller_epoch or not row[2]:
+            raise NotController(f"broker {node_id} no longer holds controller epoch {controller_epoch}")
+
+    # Reads ---------------------------------------------------------------------------------------
+
+    def snapshot(self) -> ClusterSnapshot:
+        n, c, p = nodes_table, controller_table, partitions_table
+        with self.engine.connect() as conn:
+            nodes = {}
+            alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
+            for row in conn.execute(sa.select(n, alive_expr.label("alive"))):
+                endpoints = {k: (str(v[0]), int(v[1])) for k, v in json.loads(row.endpoints).items()}
+                nodes[int(row.node_id)] = NodeInfo(
+                    int(row.node_id),
+                    int(row.node_epoch),
+                    row.rack,
+                    endpoints,
+                    row.state,
+                    bool(row.alive),
+                    json.loads(row.load or "{}"),
+                )
+            ctrl = conn.execute(
+                sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now()).where(
+                    c.c.id == 1
+                )
+            ).first()
+            partitions = {
+                (str(r.topic), int(r.partition)): Assignment(
+                    None if r.leader_node is None else int(r.leader_node),
+                    int(r.leader_node_epoch),
+                    int(r.leader_epoch),
+                    None if r.target_node is None else int(r.target_node),
+                    bool(r.pinned),
+                )
+                for r in conn.execute(sa.select(p))
+            }
+        controller = int(ctrl[0]) if ctrl is not None and ctrl[0] is not None and ctrl[2] else None
+        return ClusterSnapshot(nodes, controller, int(ctrl[1]) if ctrl is not None else 0, partitions)
+
+    # Controller decisions ------------------------------------------------------------------------
+
+    def reconcile(
+        self,
+        node_id: int,
+        controller_epoch: int,
+        wanted: Sequence[PartitionKey],
+        max_moves: int,
+    ) -> dict[PartitionKey, int]:
+        """One controller round in one transaction conditional on ``controller_epoch``: forget
+        deleted partitions, place new ones, move those of dead or draining brokers, balance.
+        Returns the moves made. Raises NotController."""
+        p = partitions_table
+        with self.engine.begin() as conn:
+            self._check_controller(conn, node_id, controller_epoch)
+            snap = self._read_for_plan(conn)
+            nodes, current = snap
+            live = {nid: epoch for nid, (epoch, state, alive) in nodes.items() if alive}
+            draining = [nid for nid, (_, state, alive) in nodes.items() if alive and state == "draining"]
+            wanted_set = set(wanted)
+            gone = [k for k in current if k not in wanted_set]
+            for topic, partition in gone:
+                conn.execute(sa.delete(p).where(p.c.topic == topic, p.c.partition == partition))
+            moves = plan(wanted, current, live, draining, max_moves)
+            for key, leader in moves.items():
+                self._set_leader(conn, key, leader, live[leader], current.get(key))
+            # Targets reached (or impossible because the target is gone) are cleared.
+            for key, row in current.items():
+                if (
+                    row.target is not None
+                    and key not in moves
+                    and (row.leader == row.target or row.target not in live)
+                ):
+                    conn.execute(
+                        sa.update(p)
+                        .where(p.c.topic == key[0], p.c.partition == key[1])
+                        .values(target_node=None)
+                    )
+            if moves or gone:
+                _notify(conn, "leaders")
+            return moves
+
+    @staticmethod
+    def _read_for_plan(
+        conn: Connection,
+    ) -> tuple[dict[int, tuple[int, str, bool]], dict[PartitionKey, Assignment]]:
+        n, p = nodes_table, partitions_table
+        alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
+        nodes = {
+            int(r[0]): (int(r[1]), str(r[2]), bool(r[3]))
+            for r in conn.execute(sa.select(n.c.node_id, n.c.node_epoch, n.c.state, alive_expr))
+        }
+        current = {
+            (str(r.topic), int(r.partition)): Assignment(
+                None if r.leader_node is None else int(r.leader_node),
+                int(r.leader_node_epoch),
+                int(r.leader_epoch),
+                None if r.target_node is None else int(r.target_node),
+                bool(r.pinned),
+            )
+            for r in conn.execute(sa.select(p).with_for_update())
+        }
+        return nodes, current
+
+    @staticmethod
+    def _set_leader(
+        conn: Connection, key: PartitionKey, leader: int, node_epoch: int, row: Assignment | None
+    ) -> None:
+        p = partitions_table
+        topic, partition = key
+        if row is None:
+            conn.execute(
+                sa.insert(p).values(
+                    topic=topic,
+                    partition=partition,
+                    leader_node=leader,
+                    leader_node_epoch=node_epoch,
+                    leader_epoch=1,
+                    target_node=None,
+                    pinned=False,
+                    updated_at=sa.func.now(),
+                )
+            )
+            return
+        conn.execute(
+            sa.update(p)
+            .where(p.c.topic == topic, p.c.partition == partition)
+            .values(
+                leader_node=leader,
+                leader_node_epoch=node_epoch,
+                leader_epoch=p.c.leader_epoch + 1,
+                target_node=None if row.target == leader else row.target,
+                updated_at=sa.func.now(),
+            )
+        )
+
+    def request_moves(self, moves: Iterable[tuple[str, int, int | None]]) -> list[PartitionKey]:
+        """Ask the controller to move partitions: ``(topic, partition, node)``; node None cancels a
+        pending move. Returns the partitions not known (yet) to the controller."""
+        p = partitions_table
+        unknown = []
+        with self.engine.begin() as conn:
+            for topic, partition, node in moves:
+                values: dict[str, Any] = {"target_node": node}
+                if node is not None:
+                    values["pinned"] = True
+                result = conn.execute(
+                    sa.update(p).where(p.c.topic == topic, p.c.partition == partition).values(**values)
+                )
+                if result.rowcount != 1:
+                    unknown.append((topic, partition))
+            _notify(conn, "leaders")
+        return unknown
+
+    def notify(self, kind: str) -> None:
+        with self.engine.begin() as conn:
+            _notify(conn, kind)
+
+
+def run_listener(dsn: str, on_notify: Callable[[str], None], stopped: Callable[[], bool]) -> None:
+    """Blocking: LISTEN on the cluster channel and call ``on_notify(payload)`` for each NOTIFY until
+    ``stopped()``; runs on its own thread and connection (psycopg 3)."""
+    import psycopg
+
+    while not stopped():
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f"LISTEN {CHANNEL}")
+                on_notify("reconnected")
+                while not stopped():
+                    for note in conn.notifies(timeout=0.5, stop_after=64):
+                        on_notify(note.payload)
+        except psycopg.Error:
+            if stopped():
+                return
+            import time
+
+            time.sleep(0.5)

@@ -1,0 +1,295 @@
+"""One broker's membership in the cluster, on its event loop: registration, lease renewal, the
+controller role when this broker holds the lease, and a current :class:`ClusterSnapshot` that the
+broker reads (leaders, live brokers) and is told about when it changes.
+
+Waiting: a LISTEN thread wakes the loop on every NOTIFY (a node joined or left, leaders or topics
+changed), so a decision reaches every broker within a round trip; the loop also polls every
+``heartbeat / 4`` so that an expired lease, which sends no NOTIFY, is noticed quickly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Engine
+
+from tabletopic.cluster import settings as keys
+from tabletopic.cluster.controller import PartitionKey, predicted_leader
+from tabletopic.cluster.db import (
+    ClusterMetadata,
+    ClusterSnapshot,
+    NodeFenced,
+    NotController,
+    run_listener,
+)
+from tabletopic.config import Config
+from tabletopic.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    node_id: int
+    rack: str | None = None
+    heartbeat_ms: int = 1000
+    session_timeout_ms: int = 3000
+    shutdown_timeout_ms: int = 10_000
+    balance_max_moves: int = 8
+
+    @classmethod
+    def from_config(cls, config: Config, node_id: int) -> ClusterSettings:
+        return cls(
+            node_id=node_id,
+            rack=config.get(keys.RACK) or None,
+            heartbeat_ms=config.get(keys.HEARTBEAT_INTERVAL_MS),
+            session_timeout_ms=config.get(keys.SESSION_TIMEOUT_MS),
+            shutdown_timeout_ms=config.get(keys.CONTROLLED_SHUTDOWN_TIMEOUT_MS),
+            balance_max_moves=config.get(keys.BALANCE_MAX_MOVES),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Leader:
+    """Who leads a partition as clients are told: the placed leader, or the predicted one while the
+    controller has not placed it yet (never none while a broker is alive)."""
+
+    node_id: int
+    leader_epoch: int
+
+
+class ClusterNode:
+    """This broker in the cluster. ``wanted`` lists every partition (the broker's topics, read from
+    the database; the controller places them); ``load`` reports per-partition bytes in/out with
+    each lease renewal, for balancing."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: ClusterSettings,
+        wanted: Callable[[], list[PartitionKey]],
+        load: Callable[[], dict[str, list[int]]] = dict,
+    ) -> None:
+        self.meta = ClusterMetadata(engine)
+        self.settings = settings
+        self.node_id = settings.node_id
+        self.node_epoch = 0
+        self.controller_epoch: int | None = None  # set while this broker is the controller
+        self.snapshot = ClusterSnapshot({}, None, 0, {})
+        self.fenced = False
+        self.draining = False
+        # Called (on the loop) after the snapshot changed, and with NOTIFY kinds of other parts.
+        self.on_change: list[Callable[[ClusterSnapshot], None]] = []
+        self.on_notify: list[Callable[[str], None]] = []
+        self._wanted = wanted
+        self._load = load
+        self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="cluster-db")
+        self._wake = asyncio.Event()
+        self._stop = threading.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._listener: threading.Thread | None = None
+        self._last_renewal = 0.0
+
+    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    @property
+    def _lease_s(self) -> float:
+        return self.settings.session_timeout_ms / 1000
+
+    # Life cycle ------------------------------------------------------------------------------
+
+    async def start(self, endpoints: dict[str, tuple[str, int]]) -> None:
+        """Register as a new incarnation (new node epoch), start listening and the loop."""
+        await self._db(self.meta.migrate)
+        loop = asyncio.get_running_loop()
+
+        def notified(kind: str) -> None:
+            loop.call_soon_threadsafe(self._notified, kind)
+
+        self._listener = threading.Thread(
+            target=run_listener,
+            args=(self._dsn, notified, self._stop.is_set),
+            name="cluster-listen",
+            daemon=True,
+        )
+        self._listener.start()
+        self.node_epoch = await self._db(
+            self.meta.register, self.node_id, self.settings.rack, endpoints, self._lease_s
+        )
+        self._last_renewal = time.monotonic()
+        log.info("broker %d joined the cluster with node epoch %d", self.node_id, self.node_epoch)
+        await self._refresh()
+        self._tasks = [
+            asyncio.create_task(self._renew_loop(), name="cluster-renew"),
+            asyncio.create_task(self._main_loop(), name="cluster-main"),
+        ]
+
+    async def stop(self) -> None:
+        """Leave: the lease ends now, so the controller moves what is left at once."""
+        await cancel_and_wait(self._tasks)
+        self._tasks = []
+        if not self.fenced:
+            try:
+                await self._db(self.meta.set_state, self.node_id, self.node_epoch, "stopped", True)
+            except Exception:
+                log.exception("could not deregister broker %d", self.node_id)
+        self._stop.set()
+        self._executor.shutdown(wait=False)
+
+    async def drain(self, leads_nothing: Callable[[], bool]) -> bool:
+        """Controlled shutdown: ask the controller to move every partition away and wait (bounded by
+        ``controlled.shutdown.timeout.ms``) until ``leads_nothing()``. Returns whether it did."""
+        self.draining = True
+        await self._db(self.meta.set_state, self.node_id, self.node_epoch, "draining")
+        deadline = time.monotonic() + self.settings.shutdown_timeout_ms / 1000
+        while time.monotonic() < deadline:
+            if leads_nothing() and not any(
+                a.leader == self.node_id for a in self.snapshot.partitions.values()
+            ):
+                return True
+            self._wake.set()
+            await asyncio.sleep(0.05)
+        return leads_nothing()
+
+    # Reads -----------------------------------------------------------------------------------
+
+    def leader(self, key: PartitionKey) -> Leader | None:
+        """The leader to report for a partition."""
+        snap = self.snapshot
+        row = snap.partitions.get(key)
+        live = snap.live
+        if row is not None and row.leader is not None and live.get(row.leader) == row.leader_node_epoch:
+            return Leader(row.leader, row.leader_epoch)
+        epoch = row.leader_epoch if row is not None else 0
+        candidates = sorted(n for n, info in snap.nodes.items() if info.alive and info.state == "alive")
+        if row is not None and row.target is not None and row.target in candidates:
+            return Leader(row.target, epoch + 1)
+        node = predicted_leader(key, candidates)
+        return None if node is None else Leader(node, epoch + 1)
+
+    def my_assignments(self) -> dict[PartitionKey, int]:
+        """``{partition: leader epoch}`` the controller gave this incarnation."""
+        if self.fenced:
+            return {}
+        return {
+            key: row.leader_epoch
+            for key, row in self.snapshot.partitions.items()
+            if row.leader == self.node_id and row.leader_node_epoch == self.node_epoch
+        }
+
+    # Loops -----------------------------------------------------------------------------------
+
+    def _notified(self, kind: str) -> None:
+        self._wake.set()
+        for callback in self.on_notify:
+            try:
+                callback(kind)
+            except Exception:
+                log.exception("cluster notification handler failed")
+
+    async def _renew_loop(self) -> None:
+        interval = self.settings.heartbeat_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._db(self.meta.renew, self.node_id, self.node_epoch, self._lease_s, self._load())
+                self._last_renewal = time.monotonic()
+            except NodeFenced as exc:
+                log.error("%s: this broker stops leading anything", exc)
+                self.fenced = True
+                self._wake.set()
+                return
+            except Exception as exc:
+                log.warning("lease renewal failed: %s", exc)
+                if time.monotonic() - self._last_renewal > self._lease_s:
+                    log.error("lease expired without renewal: this broker stops leading anything")
+                    self.fenced = True
+                    self._wake.set()
+                    return
+            if self.controller_epoch is not None:
+                try:
+                    held = await self._db(
+                        self.meta.renew_controller, self.node_id, self.controller_epoch, self._lease_s
+                    )
+                except Exception as exc:
+                    log.warning("controller lease renewal failed: %s", exc)
+                    held = False
+                if not held:
+                    log.warning("broker %d lost the controller lease", self.node_id)
+                    self.controller_epoch = None
+
+    async def _main_loop(self) -> None:
+        poll = self.settings.heartbeat_ms / 4000
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), poll)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self._round()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("cluster round failed: %s", exc)
+                await asyncio.sleep(poll)
+
+    async def _round(self) -> None:
+        if self.fenced:
+            self._publish(self.snapshot)
+            return
+        if self.controller_epoch is None and self.snapshot.controller_id is None and not self.draining:
+            epoch = await self._db(self.meta.acquire_controller, self.node_id, self.node_epoch, self._lease_s)
+            if epoch is not None:
+                self.controller_epoch = epoch
+                log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch)
+        if self.controller_epoch is not None:
+            try:
+                wanted = await self._db(self._wanted)
+                moves = await self._db(
+                    self.meta.reconcile,
+                    self.node_id,
+                    self.controller_epoch,
+                    wanted,
+                    self.settings.balance_max_moves,
+                )
+                if moves:
+                    log.info("controller moved %d partitions: %s", len(moves), _describe(moves))
+            except NotController as exc:
+                log.warning("%s", exc)
+                self.controller_epoch = None
+        await self._refresh()
+
+    async def _refresh(self) -> None:
+        snap = await self._db(self.meta.snapshot)
+        if snap != self.snapshot:
+            self.snapshot = snap
+            self._publish(snap)
+
+    def _publish(self, snap: ClusterSnapshot) -> None:
+        for callback in self.on_change:
+            try:
+                callback(snap)
+            except Exception:
+                log.exception("cluster change handler failed")
+
+    async def request_moves(self, moves: list[tuple[str, int, int | None]]) -> list[PartitionKey]:
+        return await self._db(self.meta.request_moves, moves)
+
+    async def notify(self, kind: str) -> None:
+        await self._db(self.meta.notify, kind)
+
+
+def _describe(moves: dict[PartitionKey, int]) -> str:
+    shown = [f"{t}-{p}->{n}" for (t, p), n in sorted(moves.items())[:10]]
+    return ", ".join(shown) + (" …" if len(moves) > 10 else "")

@@ -1,0 +1,35 @@
+"""Three brokers on loopback sharing PostgreSQL and SeaweedFS: one cluster as clients see it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.kafka_clients import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+
+def test_every_broker_returns_identical_metadata(healthy_cluster: LocalCluster) -> None:
+    topic = f"meta-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 12)
+    leaders = placed(healthy_cluster, topic, 12)
+    assert {node for node, _ in leaders.values()} == {1, 2, 3}  # spread over every broker
+    answers = [healthy_cluster.metadata(n, [topic]) for n in (1, 2, 3)]
+    brokers = [sorted((b.node_id, b.host, b.port) for b in a.brokers) for a in answers]
+    assert brokers[0] == brokers[1] == brokers[2]
+    assert len(brokers[0]) == 3
+    assert answers[0].controller_id == answers[1].controller_id == answers[2].controller_id != -1
+
+
+def test_produce_to_a_non_leader_is_refused_with_not_leader(healthy_cluster: LocalCluster) -> None:
+    topic = f"route-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[2].bootstrap, topic, 3)
+    leaders = placed(healthy_cluster, topic, 3)
+    leader, _ = leaders[0]
+    other = next(n for n in (1, 2, 3) if n != leader)
+    assert produce_raw(healthy_cluster, other, topic, 0, b"x") == ErrorCode.not_leader_or_follower.value
+    assert wait_until(lambda: produce_raw(healthy_cluster, leader, topic, 0, b"y") == 0, timeout=10)

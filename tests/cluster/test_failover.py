@@ -1,0 +1,144 @@
+"""Failover: a leader killed with SIGKILL under an idempotent acks=all producer; the controller
+moves its partitions, the new leaders take the streams over with a newer epoch and the producer
+state with them, and every acknowledged message is read back exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from collections import Counter
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.kafka_clients import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+PARTITIONS = 12
+
+
+def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(values) < expected and time.monotonic() < deadline:
+            for msg in consumer.consume(500, 1.0):
+                if msg.error() is None:
+                    values.append(msg.value())
+                elif msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise AssertionError(msg.error())
+        # Anything beyond the expected count would be a duplicate: read a little longer.
+        for msg in consumer.consume(500, 2.0):
+            if msg.error() is None:
+                values.append(msg.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_killed(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    topic = f"failover-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
+    leaders = placed(cluster, topic, PARTITIONS)
+    victim = leaders[0][0]
+    acked: list[bytes] = []
+    failed: list[str] = []
+    acked_at: dict[int, list[float]] = {}
+
+    def delivered(err: KafkaError | None, msg: object) -> None:
+        if err is not None:
+            failed.append(str(err))
+        else:
+            acked.append(msg.value())  # type: ignore[attr-defined]
+            acked_at.setdefault(msg.partition(), []).append(time.monotonic())  # type: ignore[attr-defined]
+
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 60_000,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "retry.backoff.ms": 50,
+            "retry.backoff.max.ms": 200,
+        }
+    )
+    total = 3000
+    killed_at = 0.0
+    for i in range(total):
+        producer.produce(topic, value=f"m-{i}".encode(), partition=i % PARTITIONS, on_delivery=delivered)
+        producer.poll(0)
+        time.sleep(0.002)
+        if i == total // 3:
+            process = cluster.brokers[victim].process
+            assert process is not None
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(10)
+            cluster.brokers[victim].process = None
+            killed_at = time.monotonic()
+    assert producer.flush(90) == 0
+    assert not failed, failed[:5]
+    after = [t for t in acked_at.get(0, []) if t > killed_at]
+    print(f"partition 0 accepted writes again {after[0] - killed_at:.2f} s after the kill of broker {victim}")
+    new_leaders = placed(cluster, topic, PARTITIONS)
+    assert all(node != victim for node, _ in new_leaders.values())
+    assert new_leaders[0][1] > leaders[0][1]  # a newer leader epoch
+    values = _read_all(cluster.bootstrap, topic, len(acked))
+    counts = Counter(values)
+    duplicates = [v for v, n in counts.items() if n > 1]
+    assert not duplicates, duplicates[:5]
+    assert set(acked) <= set(values)
+    assert len(acked) == total
+
+
+def test_a_paused_broker_whose_lease_was_taken_cannot_acknowledge(healthy_cluster: LocalCluster) -> None:
+    cluster = healthy_cluster
+    topic = f"paused-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, 3)
+    leaders = placed(cluster, topic, 3)
+    victim, _ = leaders[0]
+    wait_until(lambda: produce_raw(cluster, victim, topic, 0, b"before") == 0, timeout=10)
+    process = cluster.brokers[victim].process
+    assert process is not None
+    os.kill(process.pid, signal.SIGSTOP)  # a broker cut off: it cannot renew its lease
+    try:
+        others = [n for n in (1, 2, 3) if n != victim]
+        wait_until(lambda: cluster.leaders(topic, via=others[0])[0][0] != victim, timeout=20)
+        new_leader = cluster.leaders(topic, via=others[0])[0][0]
+        wait_until(lambda: produce_raw(cluster, new_leader, topic, 0, b"after") == 0, timeout=10)
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    # Woken up, the deposed broker still believes it leads for a moment: it must not acknowledge.
+    assert produce_raw(cluster, victim, topic, 0, b"stale") != 0
+    values = _read_all_partition(cluster, topic, 0)
+    assert b"stale" not in values
+    assert values.count(b"before") == 1 and values.count(b"after") >= 1
+
+
+def _read_all_partition(cluster: LocalCluster, topic: str, partition: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"c-{uuid.uuid4().hex[:6]}"})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    values: list[bytes] = []
+    try:
+        for msg in consumer.consume(100, 5.0):
+            if msg.error() is None:
+                values.append(msg.value())
+    finally:
+        consumer.close()
+    return values

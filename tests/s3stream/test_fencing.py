@@ -1,0 +1,93 @@
+"""Stream ownership with epochs (cluster mode): two stores on one metadata database and object
+store, as two brokers sharing them; opening a stream with a newer epoch fences the old owner, whose
+commits, trims and closes are then refused, so it can never acknowledge a write again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tabletopic import database
+from tabletopic.s3stream.streams import StreamFenced
+from tests.support.store_harness import StoreHarness, local_object_settings, payload_for
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def shared(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreHarness]:
+    postgres = request.param == "postgres"
+    url = request.getfixturevalue("postgres_url") if postgres else database.default_url(tmp_path)
+    h = StoreHarness(tmp_path, "object", local_object_settings(tmp_path), url)
+    yield h
+    await h.close_all()
+
+
+async def test_newer_epoch_takes_over_with_every_acknowledged_batch(shared: StoreHarness) -> None:
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    assert not a.is_open(sid)  # created streams wait to be opened with an epoch
+    await a.open_stream(sid, 1, owner=1)
+    for i in range(3):
+        await a.append(sid, payload_for(sid, i, 300), 2)
+    info = await b.open_stream(sid, 2, owner=2)
+    assert (info.start_offset, info.end_offset) == (0, 6)
+    assert await b.append(sid, payload_for(sid, 3, 300), 2) == 6
+    batches = await b.fetch(sid, 0, 1 << 20)
+    assert [bt.base_offset for bt in batches] == [0, 2, 4, 6]
+
+
+async def test_deposed_owner_cannot_acknowledge_an_append(shared: StoreHarness) -> None:
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    await a.append(sid, b"x" * 100, 1)
+    await b.open_stream(sid, 2, owner=2)
+    with pytest.raises(StreamFenced):
+        await a.append(sid, b"y" * 100, 1)
+    assert not a.is_open(sid)  # the deposed store dropped the stream
+    await b.append(sid, b"z" * 100, 1)
+    assert [bt.payload for bt in await b.fetch(sid, 0, 1 << 20)] == [b"x" * 100, b"z" * 100]
+
+
+async def test_stale_epoch_open_is_rejected(shared: StoreHarness) -> None:
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    await b.open_stream(sid, 5, owner=2)
+    with pytest.raises(StreamFenced):
+        await a.open_stream(sid, 4, owner=1)
+    with pytest.raises(StreamFenced):
+        await a.open_stream(sid, 5, owner=1)  # same epoch, another owner
+
+
+async def test_deposed_owner_cannot_trim_or_close(shared: StoreHarness) -> None:
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    await a.append(sid, b"x" * 100, 1)
+    await a.append(sid, b"x" * 100, 1)
+    await b.open_stream(sid, 2, owner=2)
+    with pytest.raises(StreamFenced):
+        await a.trim(sid, 1)
+    assert b.stream_info(sid).start_offset == 0
+    with pytest.raises(StreamFenced):
+        await a.close_stream(sid)
+
+
+async def test_close_uploads_pending_data_for_the_next_owner(shared: StoreHarness) -> None:
+    a = await shared.open(owned_only=True, object_batch_ms=60_000)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    pending = asyncio.create_task(a.append(sid, b"x" * 100, 1))
+    await asyncio.sleep(0)
+    await a.close_stream(sid)  # the batch window is long: closing uploads it now
+    assert await pending == 0
+    assert not a.is_open(sid)
+    info = await b.open_stream(sid, 2, owner=2)
+    assert info.end_offset == 1

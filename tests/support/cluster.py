@@ -1,0 +1,124 @@
+"""A cluster of real ``tabletopic serve`` processes on loopback sharing one PostgreSQL database and
+one SeaweedFS bucket, for the cluster tests and the cluster bench."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.support.broker_process import BrokerProcess
+from tests.support.kafka_requests import make_batch, produce_request, request
+from tests.support.raw_kafka_client import connect, roundtrip
+
+# Short leases so that failover tests take seconds (the defaults are 1 s / 3 s).
+FAST_CLUSTER = {
+    "cluster.enable": "true",
+    "s3stream.wal.mode": "object",
+    "s3stream.wal.object.batch.ms": "20",
+    "broker.heartbeat.interval.ms": "300",
+    "broker.session.timeout.ms": "1500",
+    "offsets.topic.num.partitions": "6",
+    "controlled.shutdown.timeout.ms": "5000",
+}
+
+
+@dataclass
+class LocalCluster:
+    root: Path
+    metadata_url: str
+    s3: dict[str, str]
+    extra: dict[str, str] = field(default_factory=dict)
+    brokers: dict[int, BrokerProcess] = field(default_factory=dict)
+
+    def overrides(self, node_id: int, rack: str | None = None) -> dict[str, str]:
+        values = {
+            **FAST_CLUSTER,
+            **self.s3,
+            "broker.id": str(node_id),
+            "metadata.url": self.metadata_url,
+            **self.extra,
+        }
+        if rack:
+            values["broker.rack"] = rack
+        return values
+
+    def start(self, node_id: int, rack: str | None = None, **extra: str) -> BrokerProcess:
+        broker = self.brokers.get(node_id)
+        if broker is None:
+            broker = BrokerProcess(self.root / f"node-{node_id}", {**self.overrides(node_id, rack), **extra})
+            self.brokers[node_id] = broker
+        return broker.start()
+
+    def running(self) -> dict[int, BrokerProcess]:
+        return {n: b for n, b in self.brokers.items() if b.process is not None and b.process.poll() is None}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.running().values())
+
+    def metadata(self, node_id: int, topics: list[str] | None = None) -> Any:
+        """The Metadata (v12) answer of one broker."""
+        sock = connect(self.brokers[node_id].bootstrap)
+        try:
+            wanted = None if topics is None else [{"name": t, "topic_id": None} for t in topics]
+            return roundtrip(
+                sock,
+                request(
+                    3,
+                    12,
+                    topics=wanted,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
+        finally:
+            sock.close()
+
+    def leaders(self, topic: str, via: int | None = None) -> dict[int, tuple[int, int]]:
+        """``{partition: (leader, leader epoch)}`` as one broker reports them."""
+        node = via if via is not None else next(iter(self.running()))
+        answer = self.metadata(node, [topic])
+        return {p.partition_index: (p.leader_id, p.leader_epoch) for p in answer.topics[0].partitions}
+
+    def stop_all(self) -> None:
+        for broker in self.brokers.values():
+            broker.kill()
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as exc:  # brokers coming and going refuse connections meanwhile
+            last = exc
+        time.sleep(interval)
+    raise TimeoutError(f"condition not met within {timeout} s (last error: {last})")
+
+
+def placed(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
+    """Wait until every running broker reports the same placed leaders for every partition."""
+
+    def same() -> dict[int, tuple[int, int]] | None:
+        views = [cluster.leaders(topic, via=n) for n in cluster.running()]
+        first = views[0]
+        complete = len(first) == partitions and all(e > 0 for _, e in first.values())
+        return first if complete and all(v == first for v in views) else None
+
+    return wait_until(same, timeout=30)
+
+
+def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes) -> int:
+    """Send one Produce straight to ``node``; returns the partition's error code."""
+    sock = connect(cluster.brokers[node].bootstrap)
+    try:
+        answer = roundtrip(sock, produce_request(topic, partition, make_batch([value])))
+        return int(answer.responses[0].partition_responses[0].error_code.value)
+    finally:
+        sock.close()

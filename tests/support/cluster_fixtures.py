@@ -1,0 +1,50 @@
+"""One 3-broker cluster per test session (PostgreSQL + SeaweedFS + 3 ``tabletopic serve``
+processes), shared by every cluster test. Tests that kill or stop a broker start it again."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.cluster import LocalCluster, wait_until
+from tests.support.postgres import PostgresServer
+from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer, seaweedfs: SeaweedFS
+) -> Iterator[LocalCluster]:
+    url = postgres_server.create_database(f"cluster_{uuid.uuid4().hex[:8]}")
+    s3 = {
+        "s3.endpoint": seaweedfs.endpoint,
+        "s3.bucket": seaweedfs.bucket,
+        "s3.region": "us-east-1",
+        "s3.access.key": ACCESS_KEY,
+        "s3.secret.key": SECRET_KEY,
+        "s3.path.style": "true",
+        "s3.prefix": f"cluster-{uuid.uuid4().hex[:8]}/",
+    }
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), url, s3)
+    try:
+        for node_id in (1, 2, 3):
+            local.start(node_id)
+        wait_until(lambda: len(local.metadata(1).brokers) == 3, timeout=30)
+        yield local
+    finally:
+        local.stop_all()
+
+
+@pytest.fixture
+def healthy_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """The shared cluster with its three brokers up, before and after the test."""
+    for node_id in (1, 2, 3):
+        if node_id not in cluster.running():
+            cluster.start(node_id)
+    wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
+    yield cluster
+    for node_id in (1, 2, 3):
+        if node_id not in cluster.running():
+            cluster.start(node_id)
