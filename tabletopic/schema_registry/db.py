@@ -35,6 +35,9 @@ schemas_table = sa.Table(
     sa.Column("schema", sa.Text, nullable=False),
     sa.Column("refs", sa.Text, nullable=False, default="[]"),
     sa.Column("fingerprint", sa.String(64), nullable=False, index=True),
+    # The data contract registered with the schema (``metadata`` and ``ruleSet``) as compact JSON,
+    # "" when none: part of the schema's identity, as in Confluent.
+    sa.Column("contract", sa.Text, nullable=False, default="", server_default=""),
 )
 versions_table = sa.Table(
     "sr_versions",
@@ -110,7 +113,14 @@ def _create_v1(conn: Connection) -> None:
         conn.execute(sa.insert(counters_table).values(name=SCHEMA_ID_COUNTER, value=0))
 
 
-MIGRATIONS: Sequence[Migration] = (_create_v1,)
+def _add_contract_v2(conn: Connection) -> None:
+    # Fresh databases got the column from create_all in v1; older ones gain it here.
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("sr_schemas")}
+    if "contract" not in columns:
+        conn.exec_driver_sql("ALTER TABLE sr_schemas ADD COLUMN contract TEXT NOT NULL DEFAULT ''")
+
+
+MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +129,7 @@ class SchemaRow:
     schema_type: str
     schema: str
     references: tuple[SchemaReference, ...] = ()
+    contract: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +148,13 @@ def _schema_row(row: sa.Row) -> SchemaRow:  # type: ignore[type-arg]
     refs = tuple(
         SchemaReference(name, subject, int(version)) for name, subject, version in json.loads(row.refs)
     )
-    return SchemaRow(id=int(row.id), schema_type=row.schema_type, schema=row.schema, references=refs)
+    return SchemaRow(
+        id=int(row.id),
+        schema_type=row.schema_type,
+        schema=row.schema,
+        references=refs,
+        contract=row.contract or "",
+    )
 
 
 def _version_row(row: sa.Row) -> VersionRow:  # type: ignore[type-arg]
@@ -197,6 +214,17 @@ def schema_by_fingerprint(conn: Connection, fingerprint: str) -> SchemaRow | Non
     return None if row is None else _schema_row(row)
 
 
+def schema_by_fingerprint_prefix(conn: Connection, prefix: str) -> SchemaRow | None:
+    """The first schema whose fingerprint starts with ``prefix`` (a GUID is the first 128 bits of
+    the fingerprint; a range on the indexed column finds it without a LIKE scan)."""
+    row = conn.execute(
+        sa.select(schemas_table)
+        .where(schemas_table.c.fingerprint >= prefix, schemas_table.c.fingerprint < prefix + "g")
+        .order_by(schemas_table.c.id)
+    ).first()
+    return None if row is None else _schema_row(row)
+
+
 def insert_schema(conn: Connection, row: SchemaRow, fingerprint: str) -> None:
     conn.execute(
         sa.insert(schemas_table).values(
@@ -205,6 +233,7 @@ def insert_schema(conn: Connection, row: SchemaRow, fingerprint: str) -> None:
             schema=row.schema,
             refs=encode_references(row.references),
             fingerprint=fingerprint,
+            contract=row.contract,
         )
     )
     for ref in row.references:
@@ -286,6 +315,28 @@ def version_with_fingerprint(
         sa.select(versions_table)
         .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
         .where(versions_table.c.subject == subject, schemas_table.c.fingerprint == fingerprint)
+    )
+    if not include_deleted:
+        query = query.where(versions_table.c.deleted.is_(False))
+    row = conn.execute(query.order_by(versions_table.c.version.desc()).limit(1)).first()
+    return None if row is None else _version_row(row)
+
+
+def version_with_text(
+    conn: Connection, subject: str, schema_type: str, text: str, refs: str, include_deleted: bool = False
+) -> VersionRow | None:
+    """The newest version of ``subject`` whose schema is ``text`` with any contract (one query over
+    the subject's versions; only asked when a fingerprint lookup missed)."""
+    query = (
+        sa.select(versions_table)
+        .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
+        .where(
+            versions_table.c.subject == subject,
+            schemas_table.c.contract != "",
+            schemas_table.c.schema_type == schema_type,
+            schemas_table.c.schema == text,
+            schemas_table.c.refs == refs,
+        )
     )
     if not include_deleted:
         query = query.where(versions_table.c.deleted.is_(False))
