@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -200,8 +201,23 @@ def raise_ids_to(conn: Connection, at_least: int) -> None:
 # --- schemas ---------------------------------------------------------------------------------------
 
 
+# The hottest statements are built once: SQLAlchemy then reuses their compiled form, and a request
+# pays for neither building nor compiling a query.
+_SCHEMA_BY_ID = sa.select(schemas_table).where(schemas_table.c.id == sa.bindparam("id"))
+_VERSIONS = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"))
+    .order_by(versions_table.c.version)
+)
+_LIVE_VERSIONS = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"), versions_table.c.deleted.is_(False))
+    .order_by(versions_table.c.version)
+)
+
+
 def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
-    row = conn.execute(sa.select(schemas_table).where(schemas_table.c.id == schema_id)).first()
+    row = conn.execute(_SCHEMA_BY_ID, {"id": schema_id}).first()
     return None if row is None else _schema_row(row)
 
 
@@ -260,10 +276,8 @@ def delete_schema_if_unused(conn: Connection, schema_id: int) -> bool:
 
 
 def versions(conn: Connection, subject: str, include_deleted: bool = True) -> list[VersionRow]:
-    query = sa.select(versions_table).where(versions_table.c.subject == subject)
-    if not include_deleted:
-        query = query.where(versions_table.c.deleted.is_(False))
-    return [_version_row(r) for r in conn.execute(query.order_by(versions_table.c.version))]
+    query = _VERSIONS if include_deleted else _LIVE_VERSIONS
+    return [_version_row(r) for r in conn.execute(query, {"subject": subject})]
 
 
 def insert_version(conn: Connection, subject: str, version: int, schema_id: int) -> None:
@@ -366,6 +380,9 @@ def referencing_versions(conn: Connection, subject: str, version: int) -> list[V
 # --- config and mode -------------------------------------------------------------------------------
 
 
+_EFFECTIVE: dict[tuple[str, str], Any] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class SubjectSetting:
     """One value per subject (and one for :data:`GLOBAL`) in ``table.column``: the compatibility level
@@ -378,6 +395,18 @@ class SubjectSetting:
         query = sa.select(self.table.c[self.column]).where(self.table.c.subject == subject)
         row = conn.execute(query).first()
         return None if row is None else str(row[0])
+
+    def effective(self, conn: Connection, subject: str) -> str | None:
+        """The subject's own value, else the global one, in one query (asked on every
+        registration and compatibility check)."""
+        query = _EFFECTIVE.get((self.table.name, self.column))
+        if query is None:
+            query = sa.select(self.table.c.subject, self.table.c[self.column]).where(
+                self.table.c.subject.in_([sa.bindparam("subject"), GLOBAL])
+            )
+            _EFFECTIVE[(self.table.name, self.column)] = query
+        values = {row[0]: str(row[1]) for row in conn.execute(query, {"subject": subject})}
+        return values.get(subject) or values.get(GLOBAL)
 
     def put(self, conn: Connection, subject: str, value: str) -> None:
         updated = conn.execute(

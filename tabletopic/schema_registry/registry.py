@@ -70,6 +70,13 @@ class SchemaRegistry(PolicyStore):
         self._candidates: LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
         self._candidates = LRU(parsed_cache_size)
         self._on_register = on_register
+        self._checks: LRU[
+            tuple[str, CompatibilityLevel, tuple[tuple[int, int], ...]], tuple[CompatibilityFailure, ...]
+        ]
+        self._checks = LRU(parsed_cache_size)
+        # Bumped after every permanent delete on this node: caches of answers by id (which only a
+        # permanent delete can invalidate) drop everything when it moves.
+        self.removals = 0
 
     # --- parsing -----------------------------------------------------------------------------------
 
@@ -318,12 +325,22 @@ class SchemaRegistry(PolicyStore):
         if level is CompatibilityLevel.NONE or not against:
             return []
         targets = against if level.transitive else against[-1:]
+        # Schemas per id and candidates per fingerprint never change, so neither does the answer.
+        key = (candidate.fingerprint, level, tuple((r.version, r.schema_id) for r in targets))
+        known = self._checks.get(key)
+        if known is not None:
+            return list(known)
         previous = []
         for row in targets:
-            stored = db.schema_by_id(conn, row.schema_id)
-            if stored is not None:
-                previous.append(PreviousSchema(row.version, self._parse_row(conn, stored)))
-        return check_levels(level, candidate.fmt, candidate.parsed, previous)
+            parsed = self._parsed.get(row.schema_id)
+            if parsed is None:
+                stored = db.schema_by_id(conn, row.schema_id)
+                parsed = None if stored is None else self._parse_row(conn, stored)
+            if parsed is not None:
+                previous.append(PreviousSchema(row.version, parsed))
+        failures = check_levels(level, candidate.fmt, candidate.parsed, previous)
+        self._checks.put(key, tuple(failures))
+        return failures
 
     # --- reads -------------------------------------------------------------------------------------
 
@@ -532,7 +549,10 @@ class SchemaRegistry(PolicyStore):
                 db.mark_deleted(conn, subject, [row.version])
             return row.version
 
-        return self._write(run)
+        deleted = self._write(run)
+        if permanent:
+            self.removals += 1
+        return deleted
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         def run(conn: Connection) -> list[int]:
@@ -563,7 +583,10 @@ class SchemaRegistry(PolicyStore):
             db.mark_deleted(conn, subject, [r.version for r in live])
             return [r.version for r in live]
 
-        return self._write(run)
+        deleted = self._write(run)
+        if permanent:
+            self.removals += 1
+        return deleted
 
     def formatted(self, row: SchemaRow, fmt: str | None) -> str:
         """The schema text in the ``format`` a client asked for. Protobuf's ``serialized`` is the
