@@ -1,18 +1,29 @@
-"""Schema registry figures for a 50-field Avro record.
+"""Schema registry figures over HTTP for a 50-field Avro record, against a registry process.
 
-Over HTTP against a registry process (SQLite metadata DB, the default):
-  register rate (each version adds a defaulted field, so every registration runs a BACKWARD check),
-  lookup-by-id rate (GET /schemas/ids/{id}), compatibility checks (POST /compatibility/...).
-In process: lookup-by-id through the table pipeline's ``CachedSchemaLookup`` (cached and uncached)
-and the pure compatibility check (``reader_can_read``).
+Clients: plain keep-alive HTTP (``http.client``, one connection per client process) and
+confluent-kafka's ``SchemaRegistryClient``. Each figure is measured with one client and with
+several client processes at once (the server's capacity), and printed with the issue's target, the
+ratio to it, and the server's CPU time per request (read from /proc: less sensitive than a rate to
+other load on a shared machine). The same-run baseline is the cheapest request there is
+(``GET /``): no registry endpoint can be faster over the same HTTP stack.
 
-Usage: python bench/registry_bench.py [--seconds 2] [--postgres | --metadata-url postgresql+psycopg://...]
+Figures:
+  lookup by id (``GET /schemas/ids/{id}``): uncached = the client keeps no cache (every lookup is
+      a request); cached = confluent-kafka's client answering repeats from its own cache;
+  register: each registration swaps the last, optional field for a new one with a default, so
+      every one is a new 50-field version with a BACKWARD check against the previous;
+  compatibility check: ``POST /compatibility/subjects/{s}/versions/latest``.
+In process: the pure BACKWARD check and the parse of the 50-field schema.
+
+Usage: python bench/registry_bench.py [--seconds 3] [--clients 4] [--postgres | --metadata-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -21,40 +32,27 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import httpx
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tabletopic.config import Config  # noqa: E402
-from tabletopic.schema_registry.client import CachedSchemaLookup  # noqa: E402
 from tabletopic.schema_registry.formats.avro import FORMAT  # noqa: E402
-from tabletopic.schema_registry.opening import open_registry  # noqa: E402
 
 TYPES = ("int", "long", "string", "double", "boolean")
+CONTENT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+TARGETS = {"lookup-uncached": 5000.0, "lookup-cached": 20000.0, "register": 500.0, "compat": 1000.0}
 
 
-def record(fields: int, extra: int = 0) -> str:
-    body: list[dict[str, object]] = [{"name": f"f{i}", "type": TYPES[i % len(TYPES)]} for i in range(fields)]
-    body += [{"name": f"x{i}", "type": ["null", "string"], "default": None} for i in range(extra)]
+def record(fields: int, version: int = 0, prefix: str = "x") -> str:
+    """Version ``version`` of a ``fields``-field record: the last field is an optional one named
+    after the version, so each version drops the previous one's and adds its own with a default
+    (BACKWARD compatible, always ``fields`` wide)."""
+    body: list[dict[str, object]] = [
+        {"name": f"f{i}", "type": TYPES[i % len(TYPES)]} for i in range(fields - 1)
+    ]
+    body.append({"name": f"{prefix}{version}", "type": ["null", "string"], "default": None})
     return json.dumps({"type": "record", "name": "Wide", "namespace": "bench", "fields": body})
-
-
-def rate(label: str, seconds: float, step: Callable[[int], object], unit: str = "ops") -> float:
-    done = 0
-    start = time.perf_counter()
-    deadline = start + seconds
-    while time.perf_counter() < deadline:
-        step(done)
-        done += 1
-    elapsed = time.perf_counter() - start
-    per_second = done / elapsed
-    print(
-        f"{label:<58} {per_second:>10.0f} {unit}/s  ({done} in {elapsed:.2f}s, "
-        f"{1e6 * elapsed / done:.0f} µs each)"
-    )
-    return per_second
 
 
 def free_port() -> int:
@@ -63,7 +61,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(data_dir: str, metadata_url: str | None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(data_dir: str, metadata_url: str | None) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     args = [
         sys.executable,
@@ -79,27 +77,125 @@ def start_server(data_dir: str, metadata_url: str | None) -> tuple[subprocess.Po
     if metadata_url:
         args += ["-o", f"metadata.url={metadata_url}"]
     process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, env=dict(os.environ))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while True:
         try:
-            httpx.get(url + "/", timeout=1).raise_for_status()
-            return process, url
-        except httpx.HTTPError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("registry did not start") from None
-            time.sleep(0.1)
+            status, _ = request(http.client.HTTPConnection("127.0.0.1", port, timeout=1), "GET", "/")
+            if status == 200:
+                return process, port
+        except OSError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise RuntimeError("registry did not start")
+        time.sleep(0.1)
+
+
+def request(conn: http.client.HTTPConnection, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+    payload = None if body is None else json.dumps(body).encode()
+    conn.request(method, path, body=payload, headers=CONTENT)
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --- client workloads (each runs in its own process) -----------------------------------------------
+
+
+def _keepalive(port: int, kind: str, worker: int, seconds: float, shared: dict[str, Any]) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    ids: list[int] = shared["ids"]
+    fields: int = shared["fields"]
+    subject = f"bench-w{worker}-value"
+    done = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        if kind == "probe":
+            status, _ = request(conn, "GET", "/")
+        elif kind == "lookup":
+            status, _ = request(conn, "GET", f"/schemas/ids/{ids[done % len(ids)]}")
+        elif kind == "register":
+            status, _ = request(
+                conn, "POST", f"/subjects/{subject}/versions", {"schema": record(fields, done, f"w{worker}_")}
+            )
+        else:
+            status, _ = request(
+                conn, "POST", "/compatibility/subjects/bench-value/versions/latest", shared["candidate"]
+            )
+        if status != 200:
+            raise RuntimeError(f"{kind}: HTTP {status}")
+        done += 1
+    return done
+
+
+def _confluent(port: int, kind: str, worker: int, seconds: float, shared: dict[str, Any]) -> int:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    client = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+    ids: list[int] = shared["ids"]
+    done = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        if kind == "uncached":
+            client.clear_caches()
+        client.get_schema(ids[done % len(ids)])
+        done += 1
+    return done
+
+
+def _run_worker(args: tuple[Callable[..., int], int, str, int, float, dict[str, Any]]) -> int:
+    fn, port, kind, worker, seconds, shared = args
+    return fn(port, kind, worker, seconds, shared)
+
+
+def measure(
+    label: str,
+    server_pid: int,
+    fn: Callable[..., int],
+    port: int,
+    kind: str,
+    seconds: float,
+    clients: int,
+    shared: dict[str, Any],
+    target: str | None = None,
+) -> float:
+    cpu_before = cpu_seconds(server_pid)
+    start = time.perf_counter()
+    jobs = [(fn, port, kind, w, seconds, shared) for w in range(clients)]
+    if clients == 1:
+        counts = [_run_worker(jobs[0])]
+    else:
+        with multiprocessing.get_context("fork").Pool(clients) as pool:
+            counts = pool.map(_run_worker, jobs)
+    elapsed = time.perf_counter() - start
+    cpu = cpu_seconds(server_pid) - cpu_before
+    done = sum(counts)
+    per_second = done / max(elapsed, seconds)
+    against = ""
+    if target is not None:
+        goal = TARGETS[target]
+        against = f"  target {goal:>6.0f}/s  ratio {per_second / goal:5.2f}"
+    print(
+        f"{label:<56} {per_second:>8.0f}/s  server {1e6 * cpu / max(done, 1):>6.0f} µs CPU/req{against}",
+        flush=True,
+    )
+    return per_second
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--fields", type=int, default=50)
+    parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--metadata-url", default=None)
     parser.add_argument("--postgres", action="store_true", help="run against a throwaway PostgreSQL server")
     args = parser.parse_args()
-    seconds, fields = args.seconds, args.fields
     server = None
     if args.postgres:
         from tests.support.postgres import PostgresServer
@@ -107,95 +203,107 @@ def main() -> None:
         server = PostgresServer().start()
         args.metadata_url = server.create_database("registry_bench")
     try:
-        run(args.metadata_url, seconds, fields)
+        run(args.metadata_url, args.seconds, args.fields, args.clients)
     finally:
         if server is not None:
             server.stop()
 
 
-def run(metadata_url: str | None, seconds: float, fields: int) -> None:
-
+def run(metadata_url: str | None, seconds: float, fields: int, clients: int) -> None:
     with tempfile.TemporaryDirectory(prefix="registry-bench-") as data_dir:
-        process, url = start_server(data_dir, metadata_url)
+        process, port = start_server(data_dir, metadata_url)
         try:
-            print(f"registry at {url}, {fields}-field Avro record, {seconds:.1f}s per figure")
-            with httpx.Client(base_url=url, timeout=30) as http:
-                ids: list[int] = []
-
-                def register(i: int) -> None:
-                    response = http.post("/subjects/bench-value/versions", json={"schema": record(fields, i)})
-                    response.raise_for_status()
-                    ids.append(response.json()["id"])
-
-                rate("HTTP register (new version + BACKWARD check)", seconds, register, "registrations")
-
-                def register_other(i: int) -> None:
-                    http.post(
-                        f"/subjects/s{i}/versions", json={"schema": record(fields, 0)}
-                    ).raise_for_status()
-
-                rate("HTTP register (known schema, new subject)", seconds, register_other, "registrations")
-
-                def again(_i: int) -> None:
-                    http.post(
-                        "/subjects/bench-value/versions", json={"schema": record(fields, 0)}
-                    ).raise_for_status()
-
-                rate("HTTP re-register (idempotent, answers existing id)", seconds, again, "registrations")
-
-                def by_id(i: int) -> None:
-                    http.get(f"/schemas/ids/{ids[i % len(ids)]}").raise_for_status()
-
-                rate("HTTP GET /schemas/ids/{id}", seconds, by_id, "lookups")
-
-                candidate = {"schema": record(fields, len(ids))}
-
-                def compat(_i: int) -> None:
-                    response = http.post(
-                        "/compatibility/subjects/bench-value/versions/latest", json=candidate
-                    )
-                    response.raise_for_status()
-
-                rate("HTTP POST /compatibility/.../versions/latest", seconds, compat, "checks")
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            ids = []
+            for i in range(20):
+                status, body = request(
+                    conn, "POST", "/subjects/bench-value/versions", {"schema": record(fields, i)}
+                )
+                assert status == 200, body
+                ids.append(json.loads(body)["id"])
+            shared = {"ids": ids, "fields": fields, "candidate": {"schema": record(fields, len(ids))}}
+            print(
+                f"registry on port {port}, {fields}-field Avro record, {seconds:.1f}s per figure, "
+                f"{os.cpu_count()} cores (shared machine: load {os.getloadavg()[0]:.1f})"
+            )
+            pid = process.pid
+            for n in (1, clients):
+                tag = f"{n} client{'s' if n > 1 else ''}"
+                measure(
+                    f"baseline GET / (keep-alive, {tag})", pid, _keepalive, port, "probe", seconds, n, shared
+                )
+                measure(
+                    f"GET /schemas/ids/{{id}} uncached (keep-alive, {tag})",
+                    pid,
+                    _keepalive,
+                    port,
+                    "lookup",
+                    seconds,
+                    n,
+                    shared,
+                    "lookup-uncached",
+                )
+                measure(
+                    f"get_schema uncached (confluent-kafka, {tag})",
+                    pid,
+                    _confluent,
+                    port,
+                    "uncached",
+                    seconds,
+                    n,
+                    shared,
+                    "lookup-uncached",
+                )
+                measure(
+                    f"get_schema cached (confluent-kafka, {tag})",
+                    pid,
+                    _confluent,
+                    port,
+                    "cached",
+                    seconds,
+                    n,
+                    shared,
+                    "lookup-cached",
+                )
+                measure(
+                    f"register + BACKWARD check (keep-alive, {tag})",
+                    pid,
+                    _keepalive,
+                    port,
+                    "register",
+                    seconds,
+                    n,
+                    shared,
+                    "register",
+                )
+                measure(
+                    f"compatibility check (keep-alive, {tag})",
+                    pid,
+                    _keepalive,
+                    port,
+                    "compat",
+                    seconds,
+                    n,
+                    shared,
+                    "compat",
+                )
         finally:
             process.terminate()
             process.wait(15)
 
-        config = Config({"data.dir": data_dir, **({"metadata.url": metadata_url} if metadata_url else {})})
-        engine, registry = open_registry(config)
-        try:
-            lookup = CachedSchemaLookup(registry)
-            rate(
-                "in-process lookup by id, cached (CachedSchemaLookup)",
-                seconds,
-                lambda i: lookup.by_id(ids[i % len(ids)]),
-                "lookups",
-            )
-            rate(
-                "in-process lookup by id, uncached (metadata DB)",
-                seconds,
-                lambda i: registry.registered_by_id(ids[i % len(ids)]),
-                "lookups",
-            )
-        finally:
-            registry.close()
-            engine.dispose()
-
     old = FORMAT.parse(record(fields, 0), {})
     new = FORMAT.parse(record(fields, 1), {})
     assert FORMAT.reader_can_read(new, old) == []
-    rate(
-        "in-process reader_can_read (BACKWARD pair)",
-        seconds,
-        lambda _i: FORMAT.reader_can_read(new, old),
-        "checks",
-    )
-    rate(
-        "in-process parse of the 50-field schema",
-        seconds,
-        lambda _i: FORMAT.parse(record(fields, 1), {}),
-        "parses",
-    )
+    for label, step in (
+        ("in-process reader_can_read (BACKWARD pair)", lambda: FORMAT.reader_can_read(new, old)),
+        ("in-process parse of the 50-field schema", lambda: FORMAT.parse(record(fields, 1), {})),
+    ):
+        done, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            step()
+            done += 1
+        elapsed = time.perf_counter() - start
+        print(f"{label:<56} {done / elapsed:>8.0f}/s  ({1e6 * elapsed / done:.0f} µs each)")
 
 
 if __name__ == "__main__":

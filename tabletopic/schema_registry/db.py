@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -35,6 +36,9 @@ schemas_table = sa.Table(
     sa.Column("schema", sa.Text, nullable=False),
     sa.Column("refs", sa.Text, nullable=False, default="[]"),
     sa.Column("fingerprint", sa.String(64), nullable=False, index=True),
+    # The data contract registered with the schema (``metadata`` and ``ruleSet``) as compact JSON,
+    # "" when none: part of the schema's identity, as in Confluent.
+    sa.Column("contract", sa.Text, nullable=False, default="", server_default=""),
 )
 versions_table = sa.Table(
     "sr_versions",
@@ -110,7 +114,14 @@ def _create_v1(conn: Connection) -> None:
         conn.execute(sa.insert(counters_table).values(name=SCHEMA_ID_COUNTER, value=0))
 
 
-MIGRATIONS: Sequence[Migration] = (_create_v1,)
+def _add_contract_v2(conn: Connection) -> None:
+    # Fresh databases got the column from create_all in v1; older ones gain it here.
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("sr_schemas")}
+    if "contract" not in columns:
+        conn.exec_driver_sql("ALTER TABLE sr_schemas ADD COLUMN contract TEXT NOT NULL DEFAULT ''")
+
+
+MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +130,7 @@ class SchemaRow:
     schema_type: str
     schema: str
     references: tuple[SchemaReference, ...] = ()
+    contract: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +149,13 @@ def _schema_row(row: sa.Row) -> SchemaRow:  # type: ignore[type-arg]
     refs = tuple(
         SchemaReference(name, subject, int(version)) for name, subject, version in json.loads(row.refs)
     )
-    return SchemaRow(id=int(row.id), schema_type=row.schema_type, schema=row.schema, references=refs)
+    return SchemaRow(
+        id=int(row.id),
+        schema_type=row.schema_type,
+        schema=row.schema,
+        references=refs,
+        contract=row.contract or "",
+    )
 
 
 def _version_row(row: sa.Row) -> VersionRow:  # type: ignore[type-arg]
@@ -183,8 +201,23 @@ def raise_ids_to(conn: Connection, at_least: int) -> None:
 # --- schemas ---------------------------------------------------------------------------------------
 
 
+# The hottest statements are built once: SQLAlchemy then reuses their compiled form, and a request
+# pays for neither building nor compiling a query.
+_SCHEMA_BY_ID = sa.select(schemas_table).where(schemas_table.c.id == sa.bindparam("id"))
+_VERSIONS = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"))
+    .order_by(versions_table.c.version)
+)
+_LIVE_VERSIONS = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"), versions_table.c.deleted.is_(False))
+    .order_by(versions_table.c.version)
+)
+
+
 def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
-    row = conn.execute(sa.select(schemas_table).where(schemas_table.c.id == schema_id)).first()
+    row = conn.execute(_SCHEMA_BY_ID, {"id": schema_id}).first()
     return None if row is None else _schema_row(row)
 
 
@@ -192,6 +225,17 @@ def schema_by_fingerprint(conn: Connection, fingerprint: str) -> SchemaRow | Non
     row = conn.execute(
         sa.select(schemas_table)
         .where(schemas_table.c.fingerprint == fingerprint)
+        .order_by(schemas_table.c.id)
+    ).first()
+    return None if row is None else _schema_row(row)
+
+
+def schema_by_fingerprint_prefix(conn: Connection, prefix: str) -> SchemaRow | None:
+    """The first schema whose fingerprint starts with ``prefix`` (a GUID is the first 128 bits of
+    the fingerprint; a range on the indexed column finds it without a LIKE scan)."""
+    row = conn.execute(
+        sa.select(schemas_table)
+        .where(schemas_table.c.fingerprint >= prefix, schemas_table.c.fingerprint < prefix + "g")
         .order_by(schemas_table.c.id)
     ).first()
     return None if row is None else _schema_row(row)
@@ -205,6 +249,7 @@ def insert_schema(conn: Connection, row: SchemaRow, fingerprint: str) -> None:
             schema=row.schema,
             refs=encode_references(row.references),
             fingerprint=fingerprint,
+            contract=row.contract,
         )
     )
     for ref in row.references:
@@ -231,10 +276,8 @@ def delete_schema_if_unused(conn: Connection, schema_id: int) -> bool:
 
 
 def versions(conn: Connection, subject: str, include_deleted: bool = True) -> list[VersionRow]:
-    query = sa.select(versions_table).where(versions_table.c.subject == subject)
-    if not include_deleted:
-        query = query.where(versions_table.c.deleted.is_(False))
-    return [_version_row(r) for r in conn.execute(query.order_by(versions_table.c.version))]
+    query = _VERSIONS if include_deleted else _LIVE_VERSIONS
+    return [_version_row(r) for r in conn.execute(query, {"subject": subject})]
 
 
 def insert_version(conn: Connection, subject: str, version: int, schema_id: int) -> None:
@@ -293,6 +336,28 @@ def version_with_fingerprint(
     return None if row is None else _version_row(row)
 
 
+def version_with_text(
+    conn: Connection, subject: str, schema_type: str, text: str, refs: str, include_deleted: bool = False
+) -> VersionRow | None:
+    """The newest version of ``subject`` whose schema is ``text`` with any contract (one query over
+    the subject's versions; only asked when a fingerprint lookup missed)."""
+    query = (
+        sa.select(versions_table)
+        .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
+        .where(
+            versions_table.c.subject == subject,
+            schemas_table.c.contract != "",
+            schemas_table.c.schema_type == schema_type,
+            schemas_table.c.schema == text,
+            schemas_table.c.refs == refs,
+        )
+    )
+    if not include_deleted:
+        query = query.where(versions_table.c.deleted.is_(False))
+    row = conn.execute(query.order_by(versions_table.c.version.desc()).limit(1)).first()
+    return None if row is None else _version_row(row)
+
+
 def versions_of_schema(conn: Connection, schema_id: int, include_deleted: bool = False) -> list[VersionRow]:
     query = sa.select(versions_table).where(versions_table.c.schema_id == schema_id)
     if not include_deleted:
@@ -315,6 +380,9 @@ def referencing_versions(conn: Connection, subject: str, version: int) -> list[V
 # --- config and mode -------------------------------------------------------------------------------
 
 
+_EFFECTIVE: dict[tuple[str, str], Any] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class SubjectSetting:
     """One value per subject (and one for :data:`GLOBAL`) in ``table.column``: the compatibility level
@@ -327,6 +395,18 @@ class SubjectSetting:
         query = sa.select(self.table.c[self.column]).where(self.table.c.subject == subject)
         row = conn.execute(query).first()
         return None if row is None else str(row[0])
+
+    def effective(self, conn: Connection, subject: str) -> str | None:
+        """The subject's own value, else the global one, in one query (asked on every
+        registration and compatibility check)."""
+        query = _EFFECTIVE.get((self.table.name, self.column))
+        if query is None:
+            query = sa.select(self.table.c.subject, self.table.c[self.column]).where(
+                self.table.c.subject.in_([sa.bindparam("subject"), GLOBAL])
+            )
+            _EFFECTIVE[(self.table.name, self.column)] = query
+        values = {row[0]: str(row[1]) for row in conn.execute(query, {"subject": subject})}
+        return values.get(subject) or values.get(GLOBAL)
 
     def put(self, conn: Connection, subject: str, value: str) -> None:
         updated = conn.execute(

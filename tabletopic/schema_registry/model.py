@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,12 +42,14 @@ class SchemaSubmission:
         schema_type: ``schemaType`` as sent (``None`` means Avro; any case).
         references: the schemas it references, by subject and version.
         normalize: ``normalize=true``: store and compare the normalized form.
+        contract: ``metadata`` and ``ruleSet`` as compact JSON ("" when neither was sent).
     """
 
     text: str
     schema_type: str | None = None
     references: tuple[SchemaReference, ...] = ()
     normalize: bool = False
+    contract: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +61,11 @@ class Candidate:
     parsed: ParsedSchema
     text: str
     references: tuple[SchemaReference, ...]
+    contract: str = ""
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.schema_type, self.text, self.references)
+        return fingerprint(self.schema_type, self.text, self.references, self.contract)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +76,29 @@ class SubjectVersion:
     deleted: bool = False
 
 
-def fingerprint(schema_type: str, text: str, references: Sequence[SchemaReference]) -> str:
+def fingerprint(
+    schema_type: str, text: str, references: Sequence[SchemaReference], contract: str = ""
+) -> str:
+    """The identity of a stored schema. A schema without a contract keeps the fingerprint it had
+    before contracts were stored, so existing rows still match."""
     payload = f"{schema_type}\n{text}\n{db.encode_references(references)}"
+    if contract:
+        payload += f"\n{contract}"
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def guid_of(fingerprint_hex: str) -> str:
+    """A schema's GUID (``/schemas/guids/{guid}``): its fingerprint's first 128 bits as a UUID, so
+    the same schema, references and contract have the same GUID on every node."""
+    return str(uuid.UUID(fingerprint_hex[:32]))
+
+
+def guid_prefix(guid: str) -> str | None:
+    """The fingerprint prefix a GUID stands for, ``None`` when ``guid`` is not a UUID."""
+    try:
+        return uuid.UUID(guid).hex
+    except (ValueError, AttributeError):
+        return None
 
 
 def encode_messages(failures: Sequence[CompatibilityFailure], level: CompatibilityLevel) -> list[str]:

@@ -28,7 +28,7 @@ class Mode(StrEnum):
 
 def _effective(conn: Connection, setting: db.SubjectSetting, subject: str) -> str | None:
     """The value in force for ``subject``: its own, else the global one."""
-    return setting.get(conn, subject) or setting.get(conn, db.GLOBAL)
+    return setting.effective(conn, subject)
 
 
 def _configured(

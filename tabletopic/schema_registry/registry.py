@@ -10,6 +10,7 @@ schemas (immutable per id) are kept.
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from sqlalchemy.engine import Connection, Engine
@@ -21,6 +22,7 @@ from tabletopic.schema_registry.compatibility import (
     PreviousSchema,
 )
 from tabletopic.schema_registry.compatibility import check as check_levels
+from tabletopic.schema_registry.contracts import properties_of
 from tabletopic.schema_registry.db import SchemaRow, VersionRow
 from tabletopic.schema_registry.errors import (
     ErrorCode,
@@ -41,6 +43,7 @@ from tabletopic.schema_registry.model import (
     SchemaSubmission,
     SubjectVersion,
     fingerprint,
+    guid_prefix,
 )
 from tabletopic.schema_registry.policy import Mode, PolicyStore
 
@@ -67,6 +70,13 @@ class SchemaRegistry(PolicyStore):
         self._candidates: LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
         self._candidates = LRU(parsed_cache_size)
         self._on_register = on_register
+        self._checks: LRU[
+            tuple[str, CompatibilityLevel, tuple[tuple[int, int], ...]], tuple[CompatibilityFailure, ...]
+        ]
+        self._checks = LRU(parsed_cache_size)
+        # Bumped after every permanent delete on this node: caches of answers by id (which only a
+        # permanent delete can invalidate) drop everything when it moves.
+        self.removals = 0
 
     # --- parsing -----------------------------------------------------------------------------------
 
@@ -140,7 +150,9 @@ class SchemaRegistry(PolicyStore):
             raise invalid_schema(str(exc)) from exc
         except RecursionError as exc:
             raise invalid_schema("schema nests too deeply") from exc
-        return Candidate(fmt.schema_type, fmt, cached[0], cached[1], submission.references)
+        return Candidate(
+            fmt.schema_type, fmt, cached[0], cached[1], submission.references, submission.contract
+        )
 
     # --- registration ------------------------------------------------------------------------------
 
@@ -181,18 +193,19 @@ class SchemaRegistry(PolicyStore):
                 )
             rows = db.versions(conn, subject)
             live = [r for r in rows if not r.deleted]
-            existing = self._find(conn, subject, candidate, normalize)
+            cand = self._inherit_contract(conn, candidate, live)
+            existing = self._find(conn, subject, cand, normalize)
             if existing is not None and self._same_registration(existing, schema_id, version):
                 return existing.schema_id, existing.version
             if mode is not Mode.IMPORT:
-                failures = self._failures(conn, subject, candidate, live)
+                failures = self._failures(conn, subject, cand, live)
                 if failures:
                     raise RegistryError(
                         ErrorCode.INCOMPATIBLE_SCHEMA,
                         "Schema being registered is incompatible with an earlier schema for subject "
                         f'"{subject}", details: [{", ".join(f.describe() for f in failures)}]',
                     )
-            new_id = self._assign_id(conn, candidate, schema_id if mode is Mode.IMPORT else None)
+            new_id = self._assign_id(conn, cand, schema_id if mode is Mode.IMPORT else None)
             new_version = (rows[-1].version + 1) if rows else 1
             if version is not None and version >= 1:
                 if any(r.version == version for r in rows):
@@ -219,6 +232,17 @@ class SchemaRegistry(PolicyStore):
         return result
 
     @staticmethod
+    def _inherit_contract(conn: Connection, candidate: Candidate, live: Sequence[VersionRow]) -> Candidate:
+        """A schema registered without ``metadata`` or ``ruleSet`` keeps the latest version's, as
+        Confluent does, so a serializer that registers the bare schema does not drop the contract."""
+        if candidate.contract or not live:
+            return candidate
+        latest = db.schema_by_id(conn, live[-1].schema_id)
+        if latest is None or not latest.contract:
+            return candidate
+        return dataclasses.replace(candidate, contract=latest.contract)
+
+    @staticmethod
     def _same_registration(existing: VersionRow, schema_id: int | None, version: int | None) -> bool:
         """A repeat of ``existing``: no id/version asked for, or the ones it already has."""
         if version is not None and version != existing.version:
@@ -237,13 +261,23 @@ class SchemaRegistry(PolicyStore):
         (one indexed query), and with ``normalize`` also by normalized form, so cosmetic variants of
         a schema registered without normalization find it."""
         found = db.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted)
+        if found is None and not candidate.contract:
+            # Asked without a contract: the schema registered with one still is this schema.
+            found = db.version_with_text(
+                conn,
+                subject,
+                candidate.schema_type,
+                candidate.text,
+                db.encode_references(candidate.references),
+                include_deleted,
+            )
         if found is not None or not normalize:
             return found
         for row in reversed(db.versions(conn, subject, include_deleted)):
             stored = db.schema_by_id(conn, row.schema_id)
             if stored is None or stored.schema_type != candidate.schema_type:
                 continue
-            if stored.references != candidate.references:
+            if stored.references != candidate.references or stored.contract != candidate.contract:
                 continue
             try:
                 if self._parse_row(conn, stored).normalized() == candidate.text:
@@ -257,7 +291,8 @@ class SchemaRegistry(PolicyStore):
         if wanted is not None and wanted >= 0:
             taken = db.schema_by_id(conn, wanted)
             if taken is not None:
-                if fingerprint(taken.schema_type, taken.schema, taken.references) != candidate.fingerprint:
+                taken_print = fingerprint(taken.schema_type, taken.schema, taken.references, taken.contract)
+                if taken_print != candidate.fingerprint:
                     raise RegistryError(
                         ErrorCode.OPERATION_NOT_PERMITTED,
                         f"Overwrite new schema with id {wanted} is not permitted.",
@@ -274,7 +309,9 @@ class SchemaRegistry(PolicyStore):
 
     @staticmethod
     def _row(schema_id: int, candidate: Candidate) -> SchemaRow:
-        return SchemaRow(schema_id, candidate.schema_type, candidate.text, candidate.references)
+        return SchemaRow(
+            schema_id, candidate.schema_type, candidate.text, candidate.references, candidate.contract
+        )
 
     def _failures(
         self,
@@ -288,12 +325,22 @@ class SchemaRegistry(PolicyStore):
         if level is CompatibilityLevel.NONE or not against:
             return []
         targets = against if level.transitive else against[-1:]
+        # Schemas per id and candidates per fingerprint never change, so neither does the answer.
+        key = (candidate.fingerprint, level, tuple((r.version, r.schema_id) for r in targets))
+        known = self._checks.get(key)
+        if known is not None:
+            return list(known)
         previous = []
         for row in targets:
-            stored = db.schema_by_id(conn, row.schema_id)
-            if stored is not None:
-                previous.append(PreviousSchema(row.version, self._parse_row(conn, stored)))
-        return check_levels(level, candidate.fmt, candidate.parsed, previous)
+            parsed = self._parsed.get(row.schema_id)
+            if parsed is None:
+                stored = db.schema_by_id(conn, row.schema_id)
+                parsed = None if stored is None else self._parse_row(conn, stored)
+            if parsed is not None:
+                previous.append(PreviousSchema(row.version, parsed))
+        failures = check_levels(level, candidate.fmt, candidate.parsed, previous)
+        self._checks.put(key, tuple(failures))
+        return failures
 
     # --- reads -------------------------------------------------------------------------------------
 
@@ -302,6 +349,41 @@ class SchemaRegistry(PolicyStore):
         if row is None:
             raise schema_not_found(schema_id)
         return row
+
+    def schema_by_guid(self, guid: str) -> SchemaRow:
+        """The schema a GUID names. Raises 40403 for an unknown or malformed GUID."""
+        prefix = guid_prefix(guid)
+        row = (
+            None if prefix is None else self._read(lambda conn: db.schema_by_fingerprint_prefix(conn, prefix))
+        )
+        if row is None:
+            raise RegistryError(ErrorCode.SCHEMA_NOT_FOUND, f"Schema {guid[:64]} not found")
+        return row
+
+    @staticmethod
+    def fingerprint_of(row: SchemaRow) -> str:
+        return fingerprint(row.schema_type, row.schema, row.references, row.contract)
+
+    def latest_with_metadata(
+        self, subject: str, wanted: dict[str, str], deleted: bool = False
+    ) -> SubjectVersion:
+        """The newest version of ``subject`` whose metadata properties include ``wanted``.
+        Raises 40401 when the subject has no versions, 40403 when none matches."""
+
+        def run(conn: Connection) -> SubjectVersion:
+            rows = [r for r in db.versions(conn, subject) if deleted or not r.deleted]
+            if not rows:
+                raise subject_not_found(subject)
+            for row in reversed(rows):
+                schema = db.schema_by_id(conn, row.schema_id)
+                if schema is None:
+                    continue
+                props = properties_of(schema.contract)
+                if all(props.get(k) == v for k, v in wanted.items()):
+                    return SubjectVersion(subject, row.version, schema, row.deleted)
+            raise schema_not_found()
+
+        return self._read(run)
 
     def max_id(self) -> int:
         return self._read(db.max_id)
@@ -467,7 +549,10 @@ class SchemaRegistry(PolicyStore):
                 db.mark_deleted(conn, subject, [row.version])
             return row.version
 
-        return self._write(run)
+        deleted = self._write(run)
+        if permanent:
+            self.removals += 1
+        return deleted
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         def run(conn: Connection) -> list[int]:
@@ -498,7 +583,10 @@ class SchemaRegistry(PolicyStore):
             db.mark_deleted(conn, subject, [r.version for r in live])
             return [r.version for r in live]
 
-        return self._write(run)
+        deleted = self._write(run)
+        if permanent:
+            self.removals += 1
+        return deleted
 
     def formatted(self, row: SchemaRow, fmt: str | None) -> str:
         """The schema text in the ``format`` a client asked for. Protobuf's ``serialized`` is the

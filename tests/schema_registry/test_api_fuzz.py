@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tabletopic.config import Config
 from tabletopic.schema_registry.opening import standalone_app
+from tabletopic.schema_registry.routers.setup import ROUTERS
 
 json_values = st.recursive(
     st.none()
@@ -25,13 +26,37 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
+rules = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": st.sampled_from(["r", "r", "1bad", ""]) | json_values,
+            "kind": st.sampled_from(["CONDITION", "TRANSFORM", "X"]) | json_values,
+            "mode": st.sampled_from(["WRITE", "READ", "UPGRADE", "DOWNGRADE", "NOPE"]) | json_values,
+            "expr": json_values,
+            "params": json_values,
+            "tags": json_values,
+        },
+    ),
+    max_size=3,
+)
 schema_like = st.fixed_dictionaries(
-    {"schema": st.one_of(st.text(max_size=50), json_values.map(json.dumps))},
+    {
+        "schema": st.one_of(
+            st.sampled_from(['"string"', '"int"']), st.text(max_size=50), json_values.map(json.dumps)
+        )
+    },
     optional={
         "schemaType": st.sampled_from(["AVRO", "JSON", "PROTOBUF", "avro", "", "XML"]) | json_values,
         "references": json_values,
         "id": json_values,
         "version": json_values,
+        "metadata": json_values
+        | st.fixed_dictionaries(
+            {}, optional={"properties": json_values, "tags": json_values, "sensitive": json_values}
+        ),
+        "ruleSet": json_values
+        | st.fixed_dictionaries({}, optional={"domainRules": rules, "migrationRules": rules | json_values}),
     },
 )
 segments = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
@@ -93,3 +118,56 @@ def test_random_subjects_and_versions_never_fail_the_server(
     confluent_error_or_success(client.request(method, path))
     confluent_error_or_success(client.get(f"/config/{quote(subject, safe='')}"))
     confluent_error_or_success(client.get(f"/schemas/ids/{quote(version, safe='')}"))
+
+
+def _routes() -> list[tuple[str, str]]:
+    """Every (method, path template) the app serves, from the routers it mounts."""
+    found = []
+    for router in ROUTERS:
+        for route in router.routes:
+            for method in sorted(getattr(route, "methods", None) or ()):
+                if method in ("GET", "POST", "PUT", "DELETE"):
+                    found.append((method, str(getattr(route, "path", ""))))
+    return found
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.data(),
+    query=st.dictionaries(
+        st.sampled_from(
+            [
+                "deleted",
+                "normalize",
+                "permanent",
+                "key",
+                "value",
+                "format",
+                "latestOnly",
+                "offset",
+                "limit",
+                "subjectPrefix",
+                "defaultToGlobal",
+                "force",
+                "verbose",
+                "fetchMaxId",
+            ]
+        ),
+        st.text(max_size=6) | st.sampled_from(["true", "false", "-1", "9999999999"]),
+        max_size=3,
+    ),
+    body=st.one_of(schema_like, json_values),
+)
+def test_every_route_answers_garbage_with_a_confluent_error(
+    client: TestClient, data: st.DataObject, query: dict[str, str], body: Any
+) -> None:
+    from urllib.parse import quote
+
+    method, template = data.draw(st.sampled_from(_routes()))
+    path = template
+    while "{" in path:
+        start, end = path.index("{"), path.index("}")
+        segment = data.draw(segments | st.sampled_from(["base", "1", "latest", "-1", ".ctx"]))
+        path = path[:start] + quote(segment, safe="") + path[end + 1 :]
+    response = client.request(method, path, params=query, json=body if method in ("POST", "PUT") else None)
+    confluent_error_or_success(response)

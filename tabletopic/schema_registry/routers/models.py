@@ -1,7 +1,8 @@
 """Request bodies and the response class of the REST API.
 
-Request models ignore fields they do not know (``metadata``, ``ruleSet``… sent by newer clients)
-rather than failing, as Confluent does; the fields they do know are validated strictly.
+Request models ignore fields they do not know (sent by newer clients) rather than failing, as
+Confluent does; the fields they do know are validated strictly. ``metadata`` and ``ruleSet`` (data
+contracts) are checked here by shape and by :mod:`tabletopic.schema_registry.contracts` by rule.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Annotated, Any
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from tabletopic.schema_registry.contracts import encode_contract
 from tabletopic.schema_registry.formats.base import SchemaReference, SchemaType
 from tabletopic.schema_registry.model import SchemaSubmission
 
@@ -44,6 +46,36 @@ class ReferenceBody(_Body):
         return SchemaReference(self.name, self.subject, self.version)
 
 
+class MetadataBody(_Body):
+    """Confluent's schema ``metadata``: tags by schema path, free-form properties, sensitive names."""
+
+    tags: dict[StrictStr, list[StrictStr]] | None = None
+    properties: dict[StrictStr, StrictStr] | None = None
+    sensitive: list[StrictStr] | None = None
+
+
+class RuleBody(_Body):
+    """One data-contract rule; ``kind``/``mode`` are checked against the rule list it is in."""
+
+    name: StrictStr
+    doc: StrictStr | None = None
+    kind: StrictStr
+    mode: StrictStr
+    type: StrictStr | None = None
+    tags: list[StrictStr] | None = None
+    params: dict[StrictStr, StrictStr] | None = None
+    expr: StrictStr | None = None
+    on_success: StrictStr | None = Field(default=None, alias="onSuccess")
+    on_failure: StrictStr | None = Field(default=None, alias="onFailure")
+    disabled: bool | None = None
+
+
+class RuleSetBody(_Body):
+    migration_rules: list[RuleBody] | None = Field(default=None, alias="migrationRules")
+    domain_rules: list[RuleBody] | None = Field(default=None, alias="domainRules")
+    encoding_rules: list[RuleBody] | None = Field(default=None, alias="encodingRules")
+
+
 class SchemaBody(_Body):
     """``POST /subjects/{s}/versions``, ``POST /subjects/{s}`` and the compatibility endpoints."""
 
@@ -52,10 +84,16 @@ class SchemaBody(_Body):
     references: list[ReferenceBody] | None = None
     id: Int32 | None = None
     version: Int32 | None = None
+    metadata: MetadataBody | None = None
+    rule_set: RuleSetBody | None = Field(default=None, alias="ruleSet")
 
     def submission(self, normalize: bool) -> SchemaSubmission:
         references = tuple(r.to_reference() for r in self.references or ())
-        return SchemaSubmission(self.schema_text, self.schema_type, references, normalize)
+        contract = encode_contract(
+            None if self.metadata is None else self.metadata.model_dump(by_alias=True, exclude_none=True),
+            None if self.rule_set is None else self.rule_set.model_dump(by_alias=True, exclude_none=True),
+        )
+        return SchemaSubmission(self.schema_text, self.schema_type, references, normalize, contract)
 
 
 class ConfigBody(_Body):
@@ -67,8 +105,11 @@ class ModeBody(_Body):
     mode: StrictStr
 
 
-def schema_fields(schema_type: str, text: str, references: tuple[SchemaReference, ...]) -> dict[str, Any]:
-    """The schema part of an answer: Confluent omits ``schemaType`` for Avro and empty references."""
+def schema_fields(
+    schema_type: str, text: str, references: tuple[SchemaReference, ...], contract: str = ""
+) -> dict[str, Any]:
+    """The schema part of an answer: Confluent omits ``schemaType`` for Avro, empty references and
+    absent ``metadata``/``ruleSet``."""
     body: dict[str, Any] = {}
     if schema_type != SchemaType.AVRO:
         body["schemaType"] = schema_type
@@ -76,5 +117,7 @@ def schema_fields(schema_type: str, text: str, references: tuple[SchemaReference
         body["references"] = [
             {"name": r.name, "subject": r.subject, "version": r.version} for r in references
         ]
+    if contract:
+        body.update(json.loads(contract))
     body["schema"] = text
     return body

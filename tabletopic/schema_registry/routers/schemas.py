@@ -8,6 +8,7 @@ from fastapi import Response
 
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 from tabletopic.schema_registry.formats.loader import available_types
+from tabletopic.schema_registry.model import guid_of
 from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, SubjectPrefix
 from tabletopic.schema_registry.routers.models import CONTENT_TYPE, schema_fields
 
@@ -36,7 +37,7 @@ def get_schema(
     fetchMaxId: bool = False,
 ) -> dict[str, Any]:
     row = registry.schema(_id(schema_id))
-    body = schema_fields(row.schema_type, registry.formatted(row, format), row.references)
+    body = schema_fields(row.schema_type, registry.formatted(row, format), row.references, row.contract)
     if fetchMaxId:
         body["maxId"] = registry.max_id()
     return body
@@ -58,6 +59,21 @@ def get_schema_versions(registry: Registry, schema_id: str, deleted: bool = Fals
     return [
         {"subject": r.subject, "version": r.version} for r in registry.versions_of(_id(schema_id), deleted)
     ]
+
+
+@router.get("/guids/{guid}")
+def get_schema_by_guid(registry: Registry, guid: str, format: str | None = None) -> dict[str, Any]:
+    row = registry.schema_by_guid(guid)
+    return {
+        **schema_fields(row.schema_type, registry.formatted(row, format), row.references, row.contract),
+        "guid": guid_of(registry.fingerprint_of(row)),
+    }
+
+
+@router.get("/guids/{guid}/ids")
+def get_ids_by_guid(registry: Registry, guid: str) -> list[dict[str, Any]]:
+    row = registry.schema_by_guid(guid)
+    return [{"context": ".", "id": row.id}]
 
 
 @router.get("/types")
@@ -83,7 +99,9 @@ def list_schemas(
             "subject": sv.subject,
             "version": sv.version,
             "id": sv.schema.id,
-            **schema_fields(sv.schema.schema_type, sv.schema.schema, sv.schema.references),
+            **schema_fields(
+                sv.schema.schema_type, sv.schema.schema, sv.schema.references, sv.schema.contract
+            ),
         }
         for sv in found
     ]

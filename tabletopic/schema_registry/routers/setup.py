@@ -9,6 +9,7 @@ from tabletopic.schema_registry.routers import (
     compatibility,
     config,
     contexts,
+    exporters,
     metadata,
     mode,
     root,
@@ -16,7 +17,24 @@ from tabletopic.schema_registry.routers import (
     subjects,
 )
 
+# Every resource's router, in mounting order (tests walk it to reach every route).
+ROUTERS = tuple(
+    module.router
+    for module in (
+        schemas,
+        subjects,
+        compatibility,
+        config,
+        mode,
+        root,
+        contexts,
+        metadata,
+        associations,
+        exporters,
+    )
+)
+
 
 def setup_routers(app: FastAPI) -> None:
-    for module in (schemas, subjects, compatibility, config, mode, root, contexts, metadata, associations):
-        app.include_router(module.router)
+    for router in ROUTERS:
+        app.include_router(router)

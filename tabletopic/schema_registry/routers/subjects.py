@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Response
+from fastapi import Query, Response
 
 from tabletopic.schema_registry.model import SubjectVersion
 from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, Subject, SubjectPrefix, Version
@@ -19,7 +19,7 @@ def version_body(found: SubjectVersion, text: str | None = None) -> dict[str, An
         "subject": found.subject,
         "version": found.version,
         "id": row.id,
-        **schema_fields(row.schema_type, row.schema if text is None else text, row.references),
+        **schema_fields(row.schema_type, row.schema if text is None else text, row.references, row.contract),
     }
 
 
@@ -49,6 +49,22 @@ def lookup(
 ) -> dict[str, Any]:
     found = registry.lookup(subject, body.submission(normalize), deleted)
     return version_body(found)
+
+
+@router.get("/{subject}/metadata")
+def latest_with_metadata(
+    registry: Registry,
+    subject: Subject,
+    key: Annotated[list[str] | None, Query()] = None,
+    value: Annotated[list[str] | None, Query()] = None,
+    deleted: bool = False,
+    format: str | None = None,
+) -> dict[str, Any]:
+    """The newest version whose ``metadata.properties`` hold every ``key``/``value`` pair given
+    (pairs matched by position, as Confluent does)."""
+    wanted = dict(zip(key or [], value or [], strict=False))
+    found = registry.latest_with_metadata(subject, wanted, deleted)
+    return version_body(found, registry.formatted(found.schema, format))
 
 
 @router.delete("/{subject}")
