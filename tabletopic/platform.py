@@ -28,7 +28,7 @@ from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.component import Component
-from tabletopic.config import Config
+from tabletopic.config import Config, StartupError
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
@@ -164,9 +164,20 @@ class Platform:
         return cls(config=config, engine=engine, metrics=metrics, node=node, started=started)
 
     async def start(self) -> None:
+        from sqlalchemy.exc import OperationalError
+
         for part in self.node.in_start_order():
             log.info("starting %s", part.name)
-            await part.start()
+            try:
+                await part.start()
+            except OperationalError as exc:  # unreachable server, wrong password, unwritable file
+                url = self.engine.url.render_as_string(hide_password=True)
+                reason = str(exc.orig or exc).strip().splitlines()[0]
+                raise StartupError(
+                    f"{part.name} cannot use the metadata database {url}: {reason}; "
+                    f"change {settings.METADATA_URL.name}",
+                    settings.METADATA_URL.name,
+                ) from exc
             self.started.append(part)
 
     async def stop(self) -> None:
