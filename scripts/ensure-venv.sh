@@ -22,7 +22,7 @@ pick_python() {
       command -v "$candidate"; return
     fi
   done
-  for candidate in "$HOME"/.pyenv/versions/3.11*/bin/python3 /usr/local/bin/python3.11 /opt/homebrew/bin/python3.11; do
+  for candidate in "$HOME"/.pyenv/versions/3.11*/bin/python3 "$HOME"/.local/bin/python3.11; do
     if [ -x "$candidate" ] && is_311 "$candidate"; then echo "$candidate"; return; fi
   done
   return 1
