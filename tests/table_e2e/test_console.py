@@ -214,3 +214,24 @@ def test_console_and_api_docs_load_nothing_from_outside_the_node(
     assert "tabletopic admin API" in page.locator(".swagger-ui .info .title").inner_text()
     page.screenshot(path=str(screenshots / "api-docs.png"))
     assert outside == []
+
+
+def test_every_metric_has_the_tabletopic_prefix_and_the_grafana_dashboard_uses_real_ones(
+    node: TableNode,
+) -> None:
+    import httpx
+
+    text = httpx.get(node.admin_url + "/metrics", timeout=10).text
+    typed = set(re.findall(r"^# TYPE (\S+) ", text, re.MULTILINE))
+    assert typed and all(name.startswith("tabletopic_") for name in typed), sorted(typed)
+    families = {re.sub(r"_total$", "", name) for name in typed}
+    dashboard = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json").read_text()
+    )
+    used = {
+        re.sub(r"_(total|bucket|count|sum)$", "", name)
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"tabletopic_\w+", target["expr"])
+    }
+    assert used and used <= families, used - families
