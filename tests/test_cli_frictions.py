@@ -179,3 +179,13 @@ def test_an_unreachable_metadata_database_names_metadata_url(tmp_path: Path) -> 
     result = cli(*serve_args(tmp_path, metadata_url=url))
     assert_one_line_naming(result, "metadata database", "change metadata.url")
     assert "secret" not in result.stderr  # the password is not printed
+
+
+def test_library_deprecation_warnings_stay_out_of_cli_output() -> None:
+    code = (
+        "from tabletopic.cli_common import quiet_library_warnings; quiet_library_warnings(); "
+        "import confluent_kafka.schema_registry.avro; print('ok')"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert result.stdout.strip() == "ok" and "Warning" not in result.stderr, result.stderr
