@@ -1,25 +1,22 @@
 # Two commands on a fresh machine: `make serve` and `make test`. Both create and reuse .venv.
-PYTHON ?= python3
+# Python 3.11 is required: scripts/ensure-venv.sh finds one (or says how to get one), rebuilds a .venv
+# made by another Python, and reinstalls only when pyproject.toml changed. PYTHON=... picks one.
+PYTHON ?=
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
 DATA   ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: serve test test-fast lint format docs bench clean
+.PHONY: serve test test-fast lint format docs bench clean venv
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip wheel
-	$(BIN)/pip install -q -e '.[test]'
-	rm -f $(VENV)/.installed-*
-	touch $@
+venv:
+	@scripts/ensure-venv.sh $(PYTHON)
 
-serve: $(STAMP)
+serve: venv
 	scripts/install-system-deps.sh serve
 	$(BIN)/tabletopic serve --data-dir $(DATA)
 
-test: $(STAMP)
+test: venv
 	scripts/install-system-deps.sh test
 	$(BIN)/python -m tabletopic.spark.jars >/dev/null
 	$(BIN)/ruff check tabletopic tests bench
@@ -28,19 +25,19 @@ test: $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The quick inner loop: no Spark, no servers.
-test-fast: $(STAMP)
+test-fast: venv
 	$(BIN)/pytest -m "not slow and not spark and not s3 and not postgres and not integration" $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: venv
 	$(BIN)/ruff check tabletopic tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-format: $(STAMP)
+format: venv
 	$(BIN)/ruff format tabletopic tests bench
 	$(BIN)/ruff check --fix tabletopic tests bench
 
-docs: $(STAMP)
+docs: venv
 	$(BIN)/tabletopic config docs > docs/configuration.md
 
 clean:

@@ -4,6 +4,7 @@ their functions so ``tabletopic --help`` stays fast."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import warnings
@@ -40,6 +41,10 @@ def quiet_library_warnings() -> None:
     """Keep third-party deprecation chatter (authlib's, pyspark's) out of CLI output: it says nothing
     the user can act on. ``-W`` / ``PYTHONWARNINGS`` still override this."""
     if not sys.warnoptions:
+        try:  # authlib adds an "always" filter for its warnings when imported: ours must come after it
+            importlib.import_module("authlib.deprecate")
+        except ImportError:
+            pass
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", module="authlib")

@@ -31,7 +31,7 @@ from tabletopic.catalog.component import CatalogComponent
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.component import Component
-from tabletopic.config import Config, ConfigError
+from tabletopic.config import Config, ConfigError, StartupError
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
@@ -170,9 +170,20 @@ class Platform:
         return cls(config=config, engine=engine, metrics=metrics, node=node, started=started)
 
     async def start(self) -> None:
+        from sqlalchemy.exc import OperationalError
+
         for part in self.node.in_start_order():
             log.info("starting %s", part.name)
-            await part.start()
+            try:
+                await part.start()
+            except OperationalError as exc:  # unreachable server, wrong password, unwritable file
+                url = self.engine.url.render_as_string(hide_password=True)
+                reason = str(exc.orig or exc).strip().splitlines()[0]
+                raise StartupError(
+                    f"{part.name} cannot use the metadata database {url}: {reason}; "
+                    f"change {settings.METADATA_URL.name}",
+                    settings.METADATA_URL.name,
+                ) from exc
             self.started.append(part)
 
     async def stop(self) -> None:

@@ -149,3 +149,43 @@ def test_a_busy_port_names_the_listener_and_the_key_without_a_traceback(
     errors = [line for line in result.stderr.splitlines() if "cannot start" in line]
     assert len(errors) == 1, result.stderr[-3000:]
     assert f"127.0.0.1:{port}" in errors[0] and "in use" in errors[0] and f"change {key}" in errors[0]
+
+
+def assert_one_line_naming(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if "cannot start" in line]
+    assert len(errors) == 1, result.stderr[-3000:]
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+@pytest.mark.integration
+@pytest.mark.s3
+def test_a_missing_or_invalid_bucket_or_bad_credentials_name_the_key(
+    tmp_path: Path, s3_settings: dict[str, str]
+) -> None:
+    missing = {**s3_settings, "s3.bucket": "no-such-bucket-here"}
+    result = cli(*serve_args(tmp_path / "a", **{k.replace(".", "_"): v for k, v in missing.items()}))
+    assert_one_line_naming(result, "no-such-bucket-here", "does not exist", "s3.bucket")
+    wrong = {**s3_settings, "s3.secret.key": "not-the-secret"}
+    result = cli(*serve_args(tmp_path / "b", **{k.replace(".", "_"): v for k, v in wrong.items()}))
+    assert_one_line_naming(result, "s3.access.key", "s3.secret.key")
+
+
+@pytest.mark.integration
+def test_an_unreachable_metadata_database_names_metadata_url(tmp_path: Path) -> None:
+    url = f"postgresql+psycopg://user:secret@127.0.0.1:{free_port()}/db"
+    result = cli(*serve_args(tmp_path, metadata_url=url))
+    assert_one_line_naming(result, "metadata database", "change metadata.url")
+    assert "secret" not in result.stderr  # the password is not printed
+
+
+def test_library_deprecation_warnings_stay_out_of_cli_output() -> None:
+    code = (
+        "from tabletopic.cli_common import quiet_library_warnings; quiet_library_warnings(); "
+        "import confluent_kafka.schema_registry.avro; print('ok')"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert result.stdout.strip() == "ok" and "Warning" not in result.stderr, result.stderr

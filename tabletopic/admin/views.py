@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 DLQ_KEY = "automq.table.topic.errors.dlq.topic"
 TABLE_ENABLE = "automq.table.topic.enable"
 SNAPSHOTS_SHOWN = 20
+PREVIEW_ROWS = 10
+PREVIEW_CELL_CHARS = 80
 
 
 def overview(src: ConsoleSources) -> dict[str, Any]:
@@ -108,7 +110,7 @@ def groups(src: ConsoleSources) -> list[dict[str, Any]]:
         out.append(
             {
                 "group_id": listed.group_id,
-                "state": str(listed.state),
+                "state": listed.state.value,
                 "protocol_type": listed.protocol_type,
                 "members": len(described.members) if described else 0,
                 "lag": lag,
@@ -177,7 +179,7 @@ def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
         return None
     return {
         "group_id": group_id,
-        "state": str(described.state),
+        "state": described.state.value,
         "protocol_type": described.protocol_type,
         "protocol_name": described.protocol_name,
         "members": [
@@ -245,6 +247,25 @@ def _iceberg(src: ConsoleSources, table_name: str) -> dict[str, Any]:
             for schema in sorted(metadata.schemas, key=lambda s: s.schema_id, reverse=True)
         ],
         "partition_spec": str(table.spec()),
+        "rows": _preview(table) if snapshots else {"columns": [], "rows": []},
+    }
+
+
+def _cell(value: Any) -> str:
+    text = value.hex() if isinstance(value, bytes) else str(value)
+    return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
+
+
+def _preview(table: Any) -> dict[str, Any]:
+    """A few rows of the current snapshot (pyiceberg scan with a limit: reads one data file or so)."""
+    try:
+        arrow = table.scan(limit=PREVIEW_ROWS).to_arrow()
+    except Exception as exc:
+        return {"columns": [], "rows": [], "error": f"{type(exc).__name__}: {exc}"}
+    columns = list(arrow.column_names)
+    return {
+        "columns": columns,
+        "rows": [[_cell(row[c]) for c in columns] for row in arrow.to_pylist()],
     }
 
 

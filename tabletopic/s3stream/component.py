@@ -4,6 +4,7 @@ Spark executors use to read object slices directly (:attr:`StorageComponent.obje
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -13,7 +14,7 @@ from sqlalchemy.engine import Engine
 from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import object_store_settings, open_object_store
+from tabletopic.s3stream.objectstore import S3ObjectStore, object_store_settings, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,12 @@ class StorageComponent:
 
     async def start(self) -> None:
         self._object_store_settings = object_store_settings(self._config)
-        store = build_store(self._config, self._engine, self._metrics, self._owned_only)
+        objects = open_object_store(self._object_store_settings)
+        if isinstance(objects, S3ObjectStore):
+            await asyncio.to_thread(objects.check_bucket)  # a user-fixable failure reads as one line
+        store = S3StreamStore(
+            StoreSettings.from_config(self._config), self._engine, objects, self._metrics, self._owned_only
+        )
         await store.start()
         self._store = store
 

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from tabletopic.config import Config
+from tabletopic.config import Config, StartupError
 from tabletopic.s3stream import settings as keys
 from tabletopic.s3stream.settings import ObjectStoreKind
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
@@ -224,6 +224,58 @@ class S3ObjectStore:
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")
+
+    def check_bucket(self) -> None:
+        """One HEAD of the bucket at start-up, so a missing bucket, an invalid name, refused
+        credentials or an unreachable endpoint is one line naming the key to change, before the
+        first append fails deep inside the store.
+
+        Raises:
+            StartupError: what is wrong, with the ``s3.*`` key that fixes it.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ParamValidationError
+
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            code = str(error.get("Code", ""))
+            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+            if status == 404 or code in ("NoSuchBucket", "404"):
+                raise StartupError(
+                    f"bucket {self.bucket!r} does not exist at {self.endpoint}: "
+                    "create it or change s3.bucket",
+                    "s3.bucket",
+                ) from exc
+            if code == "InvalidBucketName" or (status == 400 and code in ("400", "")):
+                raise StartupError(
+                    f"{self.bucket!r} is not a valid S3 bucket name (at {self.endpoint}); change s3.bucket",
+                    "s3.bucket",
+                ) from exc
+            if status in (401, 403):
+                raise StartupError(
+                    f"{self.endpoint} refused the credentials for bucket {self.bucket!r} (HTTP {status} "
+                    f"{code}); check s3.access.key and s3.secret.key",
+                    "s3.access.key",
+                ) from exc
+            raise StartupError(
+                f"bucket {self.bucket!r} at {self.endpoint}: {code or status}; check the s3.* settings",
+                "s3.bucket",
+            ) from exc
+        except ParamValidationError as exc:
+            raise StartupError(
+                f"{self.bucket!r} is not a valid S3 bucket name; change s3.bucket", "s3.bucket"
+            ) from exc
+        except NoCredentialsError as exc:
+            raise StartupError(
+                f"no credentials for bucket {self.bucket!r} at {self.endpoint}: set s3.access.key and "
+                "s3.secret.key (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+                "s3.access.key",
+            ) from exc
+        except BotoCoreError as exc:
+            raise StartupError(
+                f"cannot reach the object store at {self.endpoint} ({exc}); change s3.endpoint", "s3.endpoint"
+            ) from exc
 
     def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
         parts = _as_parts(data)

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tabletopic.catalog.adapters import SPARK_CATALOG_CLASS
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from tabletopic.catalog.component import CatalogComponent
 
 log = logging.getLogger(__name__)
+# Quiet JVM start-up (no default-profile banner, no native-hadoop warning): tabletopic's own log4j2 file.
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
@@ -91,7 +94,9 @@ def spark_conf(
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": "-Dderby.system.home=" + str(config.data_dir / "derby"),
+        "spark.driver.extraJavaOptions": "-Dderby.system.home="
+        + str(config.data_dir / "derby")
+        + f" -Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}",
     }
     if s3a:
         conf["spark.hadoop.fs.s3.impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"

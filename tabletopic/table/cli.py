@@ -102,7 +102,7 @@ def describe_table(ctx: typer.Context, topic: str) -> None:
     for p, hw in r["high_watermarks"].items():
         committed = r["committed_offsets"].get(p, 0)
         partitions.add_row(p, str(committed), str(hw), str(max(hw - committed, 0)))
-    console.print(partitions)
+    print_table(partitions)
 
 
 @app.command("commit")

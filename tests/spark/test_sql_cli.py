@@ -56,6 +56,9 @@ def test_sql_runs_statements_prints_json_and_a_piped_shell_reads_the_same_table(
     assert "error" in first.stderr
     rows = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
     assert rows == [{"id": 1, "item": "apple"}, {"id": 2, "item": "pear; ripe"}]
+    # Neither Spark's start-up chatter nor library deprecation warnings reach the user.
+    for noise in ("Setting default log level", "NativeCodeLoader", "DeprecationWarning", "sc.setLogLevel"):
+        assert noise not in first.stderr, first.stderr[-3000:]
 
     second = tabletopic(
         "sql",

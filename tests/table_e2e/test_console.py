@@ -76,6 +76,8 @@ def test_a_new_table_topic_appears_with_its_freshness_plot_after_its_first_commi
     assert snapshots.count() >= 1
     assert "40" in page.locator("#snapshots").inner_text()  # rows added / total rows of the commit
     assert "dlq" in page.locator("#status").inner_text()
+    preview = page.locator("#rows-preview").inner_text()
+    assert "_kafka_value" in preview and '{"n":' in preview  # the table's own rows
     page.screenshot(path=str(screenshots / "table-topic.png"), full_page=True)
 
     # The buttons act on the pipeline through the node.
@@ -168,6 +170,7 @@ def test_overview_topics_groups_and_schemas_pages_show_the_node(
     page.wait_for_url(re.compile(r"/groups$"))
     page.locator("#groups a", has_text=group_id).click()
     page.wait_for_url(re.compile(rf"/groups/{group_id}$"))
+    assert "Empty" in page.locator("main").inner_text()  # Kafka's spelling of the state
     offsets = page.locator("#offsets").inner_text()
     assert topic_name in offsets
     committed = [
@@ -214,3 +217,24 @@ def test_console_and_api_docs_load_nothing_from_outside_the_node(
     assert "tabletopic admin API" in page.locator(".swagger-ui .info .title").inner_text()
     page.screenshot(path=str(screenshots / "api-docs.png"))
     assert outside == []
+
+
+def test_every_metric_has_the_tabletopic_prefix_and_the_grafana_dashboard_uses_real_ones(
+    node: TableNode,
+) -> None:
+    import httpx
+
+    text = httpx.get(node.admin_url + "/metrics", timeout=10).text
+    typed = set(re.findall(r"^# TYPE (\S+) ", text, re.MULTILINE))
+    assert typed and all(name.startswith("tabletopic_") for name in typed), sorted(typed)
+    families = {re.sub(r"_total$", "", name) for name in typed}
+    dashboard = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json").read_text()
+    )
+    used = {
+        re.sub(r"_(total|bucket|count|sum)$", "", name)
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"tabletopic_\w+", target["expr"])
+    }
+    assert used and used <= families, used - families

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Create (or repair) .venv with Python 3.11 and install tabletopic into it, showing what it does.
+# Usage: scripts/ensure-venv.sh [PYTHON]   (PYTHON: an interpreter to use; default: look for one)
+#
+# - A .venv made by another Python (a python3 that was 3.12, say) is rebuilt, never reused.
+# - The install runs again only when pyproject.toml changed (a stamp named after its hash).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.venv
+wanted="3.11"
+
+is_311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' >/dev/null 2>&1; }
+
+pick_python() {
+  if [ -n "${1:-}" ]; then
+    if is_311 "$1"; then echo "$1"; return; fi
+    echo "error: PYTHON=$1 is not Python $wanted ($("$1" --version 2>&1 || echo 'not found'))." >&2
+    return 1
+  fi
+  for candidate in python3.11 python3 python; do
+    if command -v "$candidate" >/dev/null 2>&1 && is_311 "$(command -v "$candidate")"; then
+      command -v "$candidate"; return
+    fi
+  done
+  for candidate in "$HOME"/.pyenv/versions/3.11*/bin/python3 "$HOME"/.local/bin/python3.11; do
+    if [ -x "$candidate" ] && is_311 "$candidate"; then echo "$candidate"; return; fi
+  done
+  return 1
+}
+
+if [ -x "$venv/bin/python" ] && ! is_311 "$venv/bin/python"; then
+  echo "$venv was made by $("$venv/bin/python" --version 2>&1); tabletopic needs Python $wanted: rebuilding it."
+  rm -rf "$venv"
+fi
+
+stamp="$venv/.installed-$(md5sum pyproject.toml | cut -c1-12)"
+[ -e "$stamp" ] && exit 0
+
+if [ ! -x "$venv/bin/python" ]; then
+  if ! python=$(pick_python "${1:-}"); then
+    cat >&2 <<MSG
+error: tabletopic needs Python $wanted (pyspark 3.5 and the pinned wheels are built for it), and none
+was found (tried python3.11, python3, python). Install it, then run make again:
+  Debian/Ubuntu:  sudo apt-get install python3.11 python3.11-venv   (Ubuntu without it: the deadsnakes PPA)
+  macOS:          brew install python@3.11
+  any system:     uv python install 3.11   or   pyenv install 3.11
+or name one:      make serve PYTHON=/path/to/python3.11
+MSG
+    exit 1
+  fi
+  echo "creating $venv with $python ($("$python" --version 2>&1))"
+  if ! "$python" -m venv "$venv"; then
+    echo "error: '$python -m venv' failed; on Debian/Ubuntu: sudo apt-get install python3.11-venv" >&2
+    rm -rf "$venv"; exit 1
+  fi
+fi
+
+echo "installing tabletopic and its dependencies into $venv (pyspark, pyiceberg, ...; a few minutes the first time)"
+"$venv/bin/pip" install --disable-pip-version-check --upgrade pip wheel 2>&1 | grep -v '^Requirement already satisfied' || true
+"$venv/bin/pip" install --disable-pip-version-check --progress-bar on -e '.[test]' 2>&1 \
+  | grep -v '^Requirement already satisfied'
+test "${PIPESTATUS[0]}" -eq 0
+rm -f "$venv"/.installed-*
+touch "$stamp"
+echo "$venv is ready"
