@@ -188,3 +188,67 @@ def print_report(report: VerifyReport) -> None:
         console.print("[green]OK[/green]: every record up to the committed offsets is in the table once")
     else:
         console.print("[red]NOT OK[/red]: see the offsets above")
+
+
+def _converter(cfg: Config, config: Any) -> Any:
+    from tabletopic.table.convert.rows import RecordConverter
+
+    lookup = None
+    url = cfg.get("automq.table.topic.schema.registry.url") or cfg.get("schema.registry.listener")
+    if url and (config.value_converter.type.uses_schema or config.key_converter.type.uses_schema):
+        from tabletopic.schema_registry.client import HttpSchemaLookup
+
+        lookup = HttpSchemaLookup(str(url).rstrip("/"))
+    return RecordConverter(config, lookup)
+
+
+@tables_app.command("redrive")
+def redrive_command(
+    ctx: typer.Context,
+    topic: str,
+    skip_failing: Annotated[
+        bool,
+        typer.Option("--skip-failing", help="Leave dead letters that still fail behind instead of stopping."),
+    ] = False,
+    quiet: QuietOption = False,
+    bootstrap: BootstrapOption = None,
+) -> None:
+    """Replay TOPIC's dead letters into its table, exactly once, once their cause is fixed (the
+    replayed DLQ offsets are committed with the rows, so running it again replays nothing twice)."""
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.redrive import RedriveError, redrive
+    from tabletopic.table.ops.topic_read import topic_configs
+    from tabletopic.table.table_config import TableTopicConfig
+
+    cfg = _config(ctx)
+    servers = bootstrap or bootstrap_servers(cfg)
+    with ExitStack() as stack:
+        try:
+            config = TableTopicConfig.from_topic_configs(topic_configs(servers, topic), topic=topic)
+            if not config.enabled:
+                raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
+            catalog = open_catalog(cfg, stack)
+            with progress_bar(quiet) as bar:
+                task = bar.add_task("reading dead letters", total=None)
+                result = redrive(
+                    servers,
+                    catalog,
+                    topic,
+                    config,
+                    _converter(cfg, config),
+                    skip_failing=skip_failing,
+                    progress=lambda n: bar.advance(task, n),
+                )
+        except (LookupError, ValueError, RedriveError) as exc:
+            err_console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(1) from exc
+    if result.snapshot_id is None:
+        console.print(f"nothing to redrive: no new dead letters in {config.dlq_topic}")
+        return
+    console.print(
+        f"redrove {result.replayed} dead letters of {topic} into the table at snapshot {result.snapshot_id} "
+        f"(DLQ {config.dlq_topic} offsets now {result.dlq_offsets})",
+        highlight=False,
+    )
+    if result.still_failing:
+        console.print(f"[yellow]{len(result.still_failing)} still failing, left behind[/yellow]")

@@ -49,6 +49,7 @@ def _consumer(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",  # a start below the log start (trimmed) reads from there
             "fetch.queue.backoff.ms": 1,
             "log_level": 3,
             **(extra or {}),
@@ -150,12 +151,17 @@ def read_offsets(
 
 
 def dead_lettered(
-    bootstrap: str, dlq_topic: str, source_topic: str, idle_timeout: float = 15.0
+    bootstrap: str,
+    dlq_topic: str,
+    source_topic: str,
+    idle_timeout: float = 15.0,
+    start: Mapping[int, int] | None = None,
 ) -> dict[int, list[int]]:
-    """Source (partition -> offsets) of every record of ``source_topic`` in ``dlq_topic``, from the
-    headers the pipeline writes with each dead letter."""
+    """Source (partition -> offsets) of every record of ``source_topic`` in ``dlq_topic`` from
+    ``start`` (the offsets already redriven into the table), from the headers the pipeline writes
+    with each dead letter."""
     found: dict[int, list[int]] = {}
-    for _, msg in read_all(bootstrap, dlq_topic, idle_timeout):
+    for _, msg in read_all(bootstrap, dlq_topic, idle_timeout, start):
         position = dlq_position(msg.headers(), source_topic)
         if position is not None:
             found.setdefault(position[0], []).append(position[1])
