@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import struct
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import fastavro
 import pytest
 
 from tests.support.table_node import TableNode, assert_exactly_once, table_configs
+from tests.support.table_ops import tables_cli
 from tests.support.table_producers import avro_bytes, produce_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -49,17 +48,7 @@ def redrive_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode
 
 
 def cli(node: TableNode, *args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, TABLETOPIC_LOG_LEVEL="WARNING")
-    env.pop("TABLETOPIC_CRASH_AT", None)
-    if crash_at:
-        env["TABLETOPIC_CRASH_AT"] = crash_at
-    return subprocess.run(
-        [sys.executable, "-m", "tabletopic", "tables", *node.cli_options, *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
+    return tables_cli(node, *args, crash_at=crash_at)
 
 
 def framed(schema_id: int, schema: dict[str, Any], value: dict[str, Any]) -> bytes:

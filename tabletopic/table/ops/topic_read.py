@@ -39,7 +39,7 @@ class _RangeBuilder:
             self.ranges.append((offset, offset + 1))
 
 
-def _consumer(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
+def open_consumer(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
     from confluent_kafka import Consumer
 
     return Consumer(
@@ -72,7 +72,7 @@ def topic_configs(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[str
 
 def partitions_of(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:
     """The topic's partition numbers (raises LookupError when the topic does not exist)."""
-    consumer = _consumer(bootstrap)
+    consumer = open_consumer(bootstrap)
     try:
         metadata = consumer.list_topics(topic, timeout=timeout)
         found = metadata.topics.get(topic)
@@ -99,7 +99,7 @@ def read_offsets(
     from confluent_kafka import KafkaError, TopicPartition
 
     result = TopicOffsets()
-    consumer = _consumer(bootstrap)
+    consumer = open_consumer(bootstrap)
     try:
         pending: dict[int, _RangeBuilder] = {}
         assignment = []
@@ -186,7 +186,7 @@ def read_all(
     partition's log start) to its current end."""
     from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-    consumer = _consumer(bootstrap)
+    consumer = open_consumer(bootstrap)
     try:
         parts = partitions_of(bootstrap, topic)
         ends = {}
