@@ -9,6 +9,7 @@ node's REST endpoint when it serves one).
 from __future__ import annotations
 
 import json
+import uuid
 from contextlib import ExitStack
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -188,3 +189,173 @@ def print_report(report: VerifyReport) -> None:
         console.print("[green]OK[/green]: every record up to the committed offsets is in the table once")
     else:
         console.print("[red]NOT OK[/red]: see the offsets above")
+
+
+def _converter(cfg: Config, config: Any) -> Any:
+    from tabletopic.table.convert.rows import RecordConverter
+
+    lookup = None
+    url = cfg.get("automq.table.topic.schema.registry.url") or cfg.get("schema.registry.listener")
+    if url and (config.value_converter.type.uses_schema or config.key_converter.type.uses_schema):
+        from tabletopic.schema_registry.client import HttpSchemaLookup
+
+        lookup = HttpSchemaLookup(str(url).rstrip("/"))
+    return RecordConverter(config, lookup)
+
+
+@tables_app.command("redrive")
+def redrive_command(
+    ctx: typer.Context,
+    topic: str,
+    skip_failing: Annotated[
+        bool,
+        typer.Option("--skip-failing", help="Leave dead letters that still fail behind instead of stopping."),
+    ] = False,
+    quiet: QuietOption = False,
+    bootstrap: BootstrapOption = None,
+) -> None:
+    """Replay TOPIC's dead letters into its table, exactly once, once their cause is fixed (the
+    replayed DLQ offsets are committed with the rows, so running it again replays nothing twice)."""
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.redrive import RedriveError, redrive
+    from tabletopic.table.ops.topic_read import topic_configs
+    from tabletopic.table.table_config import TableTopicConfig
+
+    cfg = _config(ctx)
+    servers = bootstrap or bootstrap_servers(cfg)
+    with ExitStack() as stack:
+        try:
+            config = TableTopicConfig.from_topic_configs(topic_configs(servers, topic), topic=topic)
+            if not config.enabled:
+                raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
+            catalog = open_catalog(cfg, stack)
+            with progress_bar(quiet) as bar:
+                task = bar.add_task("reading dead letters", total=None)
+                result = redrive(
+                    servers,
+                    catalog,
+                    topic,
+                    config,
+                    _converter(cfg, config),
+                    skip_failing=skip_failing,
+                    progress=lambda n: bar.advance(task, n),
+                )
+        except (LookupError, ValueError, RedriveError) as exc:
+            err_console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(1) from exc
+    if result.snapshot_id is None:
+        console.print(f"nothing to redrive: no new dead letters in {config.dlq_topic}")
+        return
+    console.print(
+        f"redrove {result.replayed} dead letters of {topic} into the table at snapshot {result.snapshot_id} "
+        f"(DLQ {config.dlq_topic} offsets now {result.dlq_offsets})",
+        highlight=False,
+    )
+    if result.still_failing:
+        console.print(f"[yellow]{len(result.still_failing)} still failing, left behind[/yellow]")
+
+
+@tables_app.command("rebuild")
+def rebuild_command(
+    ctx: typer.Context,
+    topic: str,
+    from_offset: Annotated[
+        int | None, typer.Option("--from-offset", help="Rebuild from this offset of every partition.")
+    ] = None,
+    from_timestamp: Annotated[
+        int | None,
+        typer.Option(
+            "--from-timestamp", help="Rebuild from the first record at or after this time (epoch ms)."
+        ),
+    ] = None,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Take over an existing Iceberg table as TOPIC's table, keeping its rows; the pipeline "
+            "ingests from --from-offset/--from-timestamp (default: from now on).",
+        ),
+    ] = False,
+    round_records: Annotated[
+        int, typer.Option("--round-records", help="Records read and committed to the branch per round.")
+    ] = 200_000,
+    quiet: QuietOption = False,
+    bootstrap: BootstrapOption = None,
+) -> None:
+    """Rebuild TOPIC's table from the topic on a branch and swap it in atomically while the live
+    pipeline keeps committing (an interrupted rebuild resumes), or adopt an existing table."""
+    from confluent_kafka import TopicPartition
+
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.rebuild import RebuildError, rebuild, start_offsets
+    from tabletopic.table.ops.rebuild import adopt as adopt_table
+    from tabletopic.table.ops.topic_read import open_consumer, topic_configs
+    from tabletopic.table.table_config import TableTopicConfig
+
+    if from_offset is not None and from_timestamp is not None:
+        err_console.print("[red]give --from-offset or --from-timestamp, not both[/red]")
+        raise typer.Exit(2)
+    cfg = _config(ctx)
+    servers = bootstrap or bootstrap_servers(cfg)
+    with ExitStack() as stack:
+        try:
+            config = TableTopicConfig.from_topic_configs(topic_configs(servers, topic), topic=topic)
+            if not config.enabled:
+                raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
+            catalog = open_catalog(cfg, stack)
+            if adopt:
+                starts = start_offsets(servers, topic, from_offset, from_timestamp)
+                if from_offset is None and from_timestamp is None:  # from now on: the high watermarks
+                    consumer = open_consumer(servers)
+                    try:
+                        starts = {
+                            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                            for p in starts
+                        }
+                    finally:
+                        consumer.close()
+                snapshot = adopt_table(catalog, topic, config, starts, _topic_id(servers, topic))
+                console.print(
+                    f"adopted the table for {topic} at snapshot {snapshot}; ingest continues from {starts}"
+                )
+                return
+            starts = start_offsets(servers, topic, from_offset, from_timestamp)
+            with progress_bar(quiet) as bar:
+                task = bar.add_task("rebuilding", total=None)
+                result = rebuild(
+                    servers,
+                    catalog,
+                    topic,
+                    config,
+                    _converter(cfg, config),
+                    starts,
+                    round_records=round_records,
+                    progress=lambda n: bar.advance(task, n),
+                )
+        except (LookupError, ValueError, RebuildError) as exc:
+            err_console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(1) from exc
+    console.print(
+        f"rebuilt the table of {topic}: {result.rows} rows in {result.rounds} rounds"
+        f"{' (resumed)' if result.resumed else ''}; swapped in at snapshot {result.snapshot_id}, "
+        f"offsets {result.offsets}",
+        highlight=False,
+    )
+
+
+def _topic_id(bootstrap: str, topic: str) -> str:
+    """The topic's id as the broker reports it (the table records which topic fed it)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    described = admin.describe_topics(_topic_collection(topic), request_timeout=15)
+    kafka_id = described[topic].result(15).topic_id
+    # Kafka prints topic ids in base64; the pipeline records them as UUID strings.
+    msb, lsb = kafka_id.get_most_significant_bits(), kafka_id.get_least_significant_bits()
+    return str(uuid.UUID(int=((msb & (2**64 - 1)) << 64) | (lsb & (2**64 - 1))))
+
+
+def _topic_collection(topic: str) -> Any:
+    from confluent_kafka import TopicCollection
+
+    return TopicCollection([topic])

@@ -4,50 +4,24 @@ reported by partition and offset, with pyiceberg and with Spark."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
+from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from confluent_kafka import Producer
 
 from tests.support.table_node import TableNode, table_configs
+from tests.support.table_ops import corrupt, json_report, tables_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(400)]
 
 
-def verify_cli(
-    node: TableNode, topic: str, *args: str, timeout: float = 240
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tabletopic", "tables", *node.cli_options, "verify", topic, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ, TABLETOPIC_LOG_LEVEL="WARNING"),
-    )
+def verify_cli(node: TableNode, topic: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return tables_cli(node, "verify", topic, *args)
 
 
-def report_of(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
-    return dict(json.loads(done.stdout[done.stdout.index("{") :]))
-
-
-def corrupt(node: TableNode, topic: str, duplicate: tuple[int, int], remove: tuple[int, int]) -> None:
-    """Rewrite the table with one row twice and one row gone (an overwrite snapshot: the committed
-    offsets stay those of its parent, the last ingest commit)."""
-    table = node.load_table(topic)
-    rows = table.scan().to_arrow()
-    meta = rows.column("_kafka_metadata")
-    partition, offset = pc.struct_field(meta, "partition"), pc.struct_field(meta, "offset")
-
-    def at(position: tuple[int, int]) -> pa.ChunkedArray:
-        return pc.and_(pc.equal(partition, position[0]), pc.equal(offset, position[1]))
-
-    kept = rows.filter(pc.invert(at(remove)))
-    table.overwrite(pa.concat_tables([kept, rows.filter(at(duplicate))]))
+def report_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    return json_report(done)
 
 
 def test_verify_proves_a_healthy_table_and_names_a_duplicate_and_a_missing_row(

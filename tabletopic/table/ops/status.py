@@ -28,6 +28,11 @@ SKIPPED_TOTAL_PROPERTY = "tabletopic.skipped-total"
 LOST_TOTAL_PROPERTY = "tabletopic.lost-total"
 ROWS_PROPERTY = "tabletopic.rows"
 SKIPPED_PROPERTY = "tabletopic.skipped"
+# The dead-letter topic's offsets already replayed into the table by ``tables redrive``
+# (``{"topic": dlq, "offsets": {partition: next offset}}``); every later commit carries it forward, as
+# the main offsets are, so it is always found on the newest ingest snapshot.
+DLQ_OFFSETS_PROPERTY = "tabletopic.dlq-offsets"
+CARRIED_PROPERTIES = (DLQ_OFFSETS_PROPERTY,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +45,14 @@ class TableFacts:
     last_commit_snapshot: int | None = None
     records_skipped: int = 0
     records_lost_to_retention: int = 0
+    # Properties every ingest commit copies from the previous one (:data:`CARRIED_PROPERTIES`).
+    carried: tuple[tuple[str, str], ...] = ()
 
-    def next_commit_properties(self, skipped: int, lost: int) -> dict[str, str]:
-        """The running totals the next ingest commit carries."""
+    def next_commit_properties(self, skipped: int, lost: int, commits: int = 1) -> dict[str, str]:
+        """The running totals (and carried properties) the next ingest commit writes."""
         return {
-            COMMITS_PROPERTY: str(self.commits + 1),
+            **dict(self.carried),
+            COMMITS_PROPERTY: str(self.commits + commits),
             SKIPPED_TOTAL_PROPERTY: str(self.records_skipped + skipped),
             LOST_TOTAL_PROPERTY: str(self.records_lost_to_retention + lost),
         }
@@ -104,6 +112,7 @@ def table_facts(table: Table) -> TableFacts:
                     last_commit_snapshot=snapshot.snapshot_id,
                     records_skipped=_int(props, SKIPPED_TOTAL_PROPERTY),
                     records_lost_to_retention=_int(props, LOST_TOTAL_PROPERTY),
+                    carried=_carried(props),
                 )
         commits += 1
         skipped += _int(props, SKIPPED_PROPERTY)
@@ -115,4 +124,9 @@ def table_facts(table: Table) -> TableFacts:
         last_commit_time=newest.timestamp_ms / 1000,
         last_commit_snapshot=newest.snapshot_id,
         records_skipped=skipped,
+        carried=_carried(_props(newest)),
     )
+
+
+def _carried(props: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple((key, props[key]) for key in CARRIED_PROPERTIES if key in props)

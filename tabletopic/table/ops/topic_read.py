@@ -39,7 +39,7 @@ class _RangeBuilder:
             self.ranges.append((offset, offset + 1))
 
 
-def _consumer(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
+def open_consumer(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
     from confluent_kafka import Consumer
 
     return Consumer(
@@ -49,6 +49,7 @@ def _consumer(bootstrap: str, extra: Mapping[str, Any] | None = None) -> Any:
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",  # a start below the log start (trimmed) reads from there
             "fetch.queue.backoff.ms": 1,
             "log_level": 3,
             **(extra or {}),
@@ -71,7 +72,7 @@ def topic_configs(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[str
 
 def partitions_of(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:
     """The topic's partition numbers (raises LookupError when the topic does not exist)."""
-    consumer = _consumer(bootstrap)
+    consumer = open_consumer(bootstrap)
     try:
         metadata = consumer.list_topics(topic, timeout=timeout)
         found = metadata.topics.get(topic)
@@ -98,7 +99,7 @@ def read_offsets(
     from confluent_kafka import KafkaError, TopicPartition
 
     result = TopicOffsets()
-    consumer = _consumer(bootstrap)
+    consumer = open_consumer(bootstrap)
     try:
         pending: dict[int, _RangeBuilder] = {}
         assignment = []
@@ -150,12 +151,17 @@ def read_offsets(
 
 
 def dead_lettered(
-    bootstrap: str, dlq_topic: str, source_topic: str, idle_timeout: float = 15.0
+    bootstrap: str,
+    dlq_topic: str,
+    source_topic: str,
+    idle_timeout: float = 15.0,
+    start: Mapping[int, int] | None = None,
 ) -> dict[int, list[int]]:
-    """Source (partition -> offsets) of every record of ``source_topic`` in ``dlq_topic``, from the
-    headers the pipeline writes with each dead letter."""
+    """Source (partition -> offsets) of every record of ``source_topic`` in ``dlq_topic`` from
+    ``start`` (the offsets already redriven into the table), from the headers the pipeline writes
+    with each dead letter."""
     found: dict[int, list[int]] = {}
-    for _, msg in read_all(bootstrap, dlq_topic, idle_timeout):
+    for _, msg in read_all(bootstrap, dlq_topic, idle_timeout, start):
         position = dlq_position(msg.headers(), source_topic)
         if position is not None:
             found.setdefault(position[0], []).append(position[1])
@@ -180,7 +186,7 @@ def read_all(
     partition's log start) to its current end."""
     from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-    consumer = _consumer(bootstrap)
+    consumer = open_consumer(bootstrap)
     try:
         parts = partitions_of(bootstrap, topic)
         ends = {}

@@ -1,0 +1,350 @@
+"""``tables rebuild``: rebuild a table topic's table from the topic on a branch of the table and
+swap it in atomically while the live pipeline keeps committing; ``--adopt`` takes over an existing
+Iceberg table instead.
+
+The rebuild writes to the branch :data:`REBUILD_BRANCH` of the table itself, so its data files share
+the table's schema and field ids. Every round reads the next records with a Kafka consumer, converts
+them as the pipeline does, and commits them to the branch with the branch's own committed offsets
+in the snapshot summary (plus the start it was asked for, :data:`REBUILD_FROM_PROPERTY`): a rebuild
+killed at any point resumes from the branch. Once a round finds nothing new, one catalog commit
+points ``main`` at the branch head and drops the branch, conditional on ``main`` being where it was
+read a moment before. The swap is correct whatever the live pipeline committed meanwhile: the branch
+head is a consistent pair of rows and offsets, and the pipeline's commits are conditional on the
+snapshot they planned at, so an in-flight one re-plans from the branch's offsets; records it had
+committed past those offsets are ingested again, once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import BadRequestError, CommitFailedException
+from pyiceberg.table import Table
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
+from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotRefUpdate, SetSnapshotRefUpdate
+
+from tabletopic.crashpoints import crash_point
+from tabletopic.records.encoder import Record, build_batch
+from tabletopic.s3stream.streams import StoredBatch
+from tabletopic.table import tables
+from tabletopic.table.commit import (
+    EPOCH_PROPERTY,
+    OFFSETS_PROPERTY,
+    TOPIC_ID_PROPERTY,
+    CommittedState,
+    StalePlan,
+    commit_data_files,
+    committed_state,
+    encode_offsets,
+)
+from tabletopic.table.convert.rows import RecordConverter, convert_slice
+from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
+from tabletopic.table.ops.topic_read import open_consumer
+from tabletopic.table.table_config import TableTopicConfig
+
+log = logging.getLogger(__name__)
+
+REBUILD_BRANCH = "tabletopic-rebuild"
+REBUILD_FROM_PROPERTY = "tabletopic.rebuild-from"
+SWAP_ATTEMPTS = 20
+COMMIT_ATTEMPTS = 20
+
+
+class RebuildError(Exception):
+    """The table cannot be rebuilt or adopted as asked."""
+
+
+@dataclass
+class RebuildResult:
+    rows: int = 0
+    rounds: int = 0
+    resumed: bool = False
+    offsets: dict[int, int] = field(default_factory=dict)
+    snapshot_id: int | None = None
+
+
+def start_offsets(
+    bootstrap: str, topic: str, from_offset: int | None, from_timestamp_ms: int | None
+) -> dict[int, int]:
+    """Where the rebuild starts in every partition: ``from_offset`` (clamped to the log), the first
+    offset at or after ``from_timestamp_ms``, or the log start."""
+    from confluent_kafka import TopicPartition
+
+    from tabletopic.table.ops.topic_read import partitions_of
+
+    consumer = open_consumer(bootstrap)
+    try:
+        starts: dict[int, int] = {}
+        for partition in partitions_of(bootstrap, topic):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            if from_timestamp_ms is not None:
+                (found,) = consumer.offsets_for_times(
+                    [TopicPartition(topic, partition, from_timestamp_ms)], 10
+                )
+                starts[partition] = high if found.offset < 0 else max(found.offset, low)
+            elif from_offset is not None:
+                starts[partition] = min(max(from_offset, low), high)
+            else:
+                starts[partition] = low
+        return starts
+    finally:
+        consumer.close()
+
+
+def _branch_head(table: Table) -> Snapshot | None:
+    return table.metadata.snapshot_by_name(REBUILD_BRANCH)
+
+
+def _branch_state(table: Table) -> tuple[Snapshot | None, dict[int, int], str | None]:
+    head = _branch_head(table)
+    if head is None:
+        return None, {}, None
+    props = head.summary.additional_properties if head.summary else {}
+    offsets = {int(p): int(o) for p, o in json.loads(props.get(OFFSETS_PROPERTY, "{}")).items()}
+    return head, offsets, props.get(REBUILD_FROM_PROPERTY)
+
+
+def _read_round(
+    bootstrap: str, topic: str, start: dict[int, int], ends: dict[int, int], max_records: int
+) -> Iterator[tuple[int, int, Any]]:
+    """``(partition, offset, message)`` of at most ``max_records`` records in ``[start, ends)``."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    pending = {p: end for p, end in ends.items() if end > start.get(p, 0)}
+    if not pending:
+        return
+    consumer = open_consumer(bootstrap)
+    try:
+        consumer.assign([TopicPartition(topic, p, start.get(p, 0)) for p in pending])
+        taken = idle = 0
+        while pending and taken < max_records:
+            messages = consumer.consume(min(5000, max_records - taken), 0.5)
+            idle = 0 if messages else idle + 1
+            if idle > 30:
+                raise RebuildError(f"reading {topic}: no progress for 15s (is the node up?)")
+            for msg in messages:
+                p = msg.partition()
+                err = msg.error()
+                if p not in pending:
+                    continue
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        pending.pop(p, None)
+                    continue
+                if msg.offset() >= pending[p] or taken >= max_records:
+                    pending.pop(p, None)
+                    continue
+                taken += 1
+                yield p, msg.offset(), msg
+                if msg.offset() + 1 >= pending.get(p, 0):
+                    pending.pop(p, None)
+    finally:
+        consumer.close()
+
+
+def _to_rows(
+    messages: list[tuple[int, int, Any]], converter: RecordConverter
+) -> tuple[list[pa.RecordBatch], dict[int, int]]:
+    """Convert messages as the pipeline converts stored batches: consecutive offsets of a partition
+    form one batch (gaps are transaction markers or aborted records a read-committed consumer
+    skipped). Returns the rows and each partition's next offset."""
+    by_partition: dict[int, list[tuple[int, Any]]] = {}
+    for partition, offset, msg in messages:
+        by_partition.setdefault(partition, []).append((offset, msg))
+    batches: list[pa.RecordBatch] = []
+    ends: dict[int, int] = {}
+    for partition, entries in by_partition.items():
+        runs: list[list[tuple[int, Any]]] = []
+        for offset, msg in entries:
+            if runs and runs[-1][-1][0] + 1 == offset:
+                runs[-1].append((offset, msg))
+            else:
+                runs.append([(offset, msg)])
+        stored = []
+        for run in runs:
+            records = []
+            for _, msg in run:
+                _, stamp = msg.timestamp()
+                records.append(Record(msg.key(), msg.value(), tuple(msg.headers() or ()), stamp))
+            stored.append(StoredBatch(run[0][0], len(run), build_batch(records, base_offset=run[0][0])))
+        first, last = entries[0][0], entries[-1][0]
+        result = convert_slice(stored, first, last + 1, partition, converter)
+        if result.batch_errors or any(not f.invalid_data for f in result.failures):
+            raise RebuildError(
+                f"partition {partition}: records that cannot be converted: {result.failures[:1]}"
+            )
+        if result.batch is not None and result.batch.num_rows:
+            batches.append(result.batch)
+        ends[partition] = last + 1
+    return batches, ends
+
+
+def _commit_round(
+    table: Table, batches: list[pa.RecordBatch], offsets: dict[int, int], properties: dict[str, str]
+) -> None:
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files, schema_to_pyarrow
+
+    files: list[Any] = []
+    if batches:
+        target = schema_to_pyarrow(table.schema(), include_field_ids=False)
+        frame = pa.Table.from_batches([conform_batch(b, target) for b in batches], schema=target)
+        files = list(_dataframe_to_data_files(table.metadata, df=frame, io=table.io, write_uuid=uuid.uuid4()))
+    props = {
+        **properties,
+        OFFSETS_PROPERTY: encode_offsets(offsets),
+        "tabletopic.rows": str(sum(b.num_rows for b in batches)),
+    }
+    for attempt in range(COMMIT_ATTEMPTS):
+        transaction = table.transaction()
+        update = transaction.update_snapshot(snapshot_properties=props, branch=REBUILD_BRANCH)
+        with update.fast_append() as append:
+            for data_file in files:
+                append.append_data_file(data_file)
+        try:
+            transaction.commit_transaction()
+            return
+        except (CommitFailedException, BadRequestError) as exc:
+            # The live pipeline commits to main meanwhile; each of its commits takes the table's next
+            # sequence number, which a branch commit built on the previous metadata then reuses
+            # ("cannot add snapshot with sequence number N older than last sequence number N").
+            # The branch is ours alone: reload and commit the same files again.
+            if attempt == COMMIT_ATTEMPTS - 1:
+                raise RebuildError(f"commit to the rebuild branch kept failing: {exc}") from exc
+            table = table.refresh()
+
+
+def rebuild(
+    bootstrap: str,
+    catalog: Catalog,
+    topic: str,
+    config: TableTopicConfig,
+    converter: RecordConverter,
+    start: dict[int, int],
+    topic_id: str | None = None,
+    round_records: int = 200_000,
+    progress: Callable[[int], None] = lambda _n: None,
+) -> RebuildResult:
+    """Rebuild ``topic``'s table from ``start`` on a branch, then swap it in (resuming a rebuild
+    from the same start that was interrupted)."""
+    from confluent_kafka import TopicPartition
+
+    if config.writes_deletes:
+        raise RebuildError(f"{topic} is an upsert/CDC table topic: rebuild supports append tables")
+    ident = tables.identifier(config, topic)
+    table = catalog.load_table(ident)
+    main = committed_state(table)
+    wanted_from = encode_offsets(start)
+    head, offsets, built_from = _branch_state(table)
+    result = RebuildResult()
+    if head is not None and built_from != wanted_from:
+        log.info("dropping an earlier rebuild of %s from other offsets (%s)", topic, built_from)
+        table.manage_snapshots().remove_branch(REBUILD_BRANCH).commit()
+        head, offsets = None, {}
+    result.resumed = head is not None
+    offsets = dict(start) if head is None else {**start, **offsets}
+    properties = {REBUILD_FROM_PROPERTY: wanted_from, EPOCH_PROPERTY: str(main.epoch)}
+    fed_by = topic_id or main.topic_id
+    if fed_by is not None:
+        properties[TOPIC_ID_PROPERTY] = fed_by
+    # The branch catches up to the high watermarks of the moment the run starts (chasing a topic
+    # that keeps growing would never end); what arrives later the live pipeline ingests after the
+    # swap, from the branch's offsets.
+    probe = open_consumer(bootstrap)
+    try:
+        ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in offsets}
+    finally:
+        probe.close()
+    while True:
+        messages = list(_read_round(bootstrap, topic, offsets, ends, round_records))
+        if not messages and head is not None:
+            break
+        batches, reached = _to_rows(messages, converter)
+        if batches:
+            try:
+                schema = unify_schemas([b.schema for b in batches])
+            except SchemaConflict as exc:
+                raise RebuildError(str(exc)) from exc
+            tables.ensure_schema(catalog, ident, table, schema, config)
+            table = catalog.load_table(ident)
+        offsets.update(reached)
+        _commit_round(table, batches, offsets, properties)
+        table = catalog.load_table(ident)
+        head = _branch_head(table)
+        result.rows += sum(b.num_rows for b in batches)
+        result.rounds += 1
+        progress(len(messages))
+        crash_point("table.rebuild_round")
+    result.offsets = offsets
+    result.snapshot_id = swap(catalog, ident)
+    return result
+
+
+def swap(catalog: Catalog, ident: tuple[str, str]) -> int:
+    """Point ``main`` at the rebuild branch's head and drop the branch, in one conditional commit."""
+    for _ in range(SWAP_ATTEMPTS):
+        table = catalog.load_table(ident)
+        head = _branch_head(table)
+        if head is None:
+            raise RebuildError(f"{'.'.join(ident)} has no rebuild branch to swap in")
+        crash_point("table.rebuild_before_swap")
+        try:
+            catalog.commit_table(
+                table,
+                requirements=(
+                    AssertRefSnapshotId.model_validate(
+                        {"ref": MAIN_BRANCH, "snapshot-id": table.metadata.current_snapshot_id}
+                    ),
+                    AssertRefSnapshotId.model_validate(
+                        {"ref": REBUILD_BRANCH, "snapshot-id": head.snapshot_id}
+                    ),
+                ),
+                updates=(
+                    SetSnapshotRefUpdate.model_validate(
+                        {
+                            "ref-name": MAIN_BRANCH,
+                            "type": SnapshotRefType.BRANCH,
+                            "snapshot-id": head.snapshot_id,
+                        }
+                    ),
+                    RemoveSnapshotRefUpdate.model_validate({"ref-name": REBUILD_BRANCH}),
+                ),
+            )
+        except CommitFailedException as exc:
+            log.info("swap of %s retried: main moved (%s)", ".".join(ident), exc)
+            continue
+        crash_point("table.rebuild_after_swap")
+        return head.snapshot_id
+    raise RebuildError(f"main of {'.'.join(ident)} kept moving: {SWAP_ATTEMPTS} swap attempts failed")
+
+
+def adopt(
+    catalog: Catalog, topic: str, config: TableTopicConfig, start: dict[int, int], topic_id: str
+) -> int:
+    """Make an existing Iceberg table ``topic``'s table, keeping its rows: an empty commit that says
+    the table holds the topic up to ``start`` (the pipeline ingests from there and evolves the
+    schema to hold the topic's columns).
+
+    Raises:
+        RebuildError: the table already holds committed offsets of a topic.
+    """
+    ident = tables.identifier(config, topic)
+    table = catalog.load_table(ident)
+    state = committed_state(table)
+    if state.offsets:
+        raise RebuildError(
+            f"{'.'.join(ident)} already holds offsets of a topic ({state.topic_id}); use rebuild instead"
+        )
+    try:
+        return commit_data_files(
+            table, [], start, CommittedState(state.snapshot_id), 0, topic_id, {"tabletopic.adopted": "true"}
+        )
+    except StalePlan as exc:
+        raise RebuildError(f"{'.'.join(ident)} changed while adopting it; run again ({exc})") from exc
