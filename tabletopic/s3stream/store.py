@@ -472,8 +472,32 @@ class S3StreamStore:
         async with state.commit_lock:
             stream.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
 
+    async def describe(self, stream_id: int) -> StreamInfo:
+        """Offsets of a stream, also one this store does not hold (cluster mode: another broker
+        leads it); then the committed offsets as the metadata database has them, which in object-WAL
+        mode are exactly the acknowledged ones."""
+        stream = self.state.streams.get(stream_id)
+        if stream is not None:
+            return StreamInfo(stream_id, stream.start, stream.confirmed_end)
+        start, end = await self.state.db(self.state.meta.load_stream, stream_id)
+        return StreamInfo(stream_id, start, end)
+
+    async def _read_view(self, stream_id: int) -> StreamState:
+        """A read-only view of a stream this store does not hold, from the metadata database: the
+        end offset first, then the ranges (committed with the end in one transaction, so they cover
+        at least up to it). Not registered: the store never writes through it."""
+        state = self.state
+        start, end = await state.db(state.meta.load_stream, stream_id)
+        view = StreamState(start, end)
+        view.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
+        return view
+
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
-        stream = self.state.stream(stream_id)
+        stream = self.state.streams.get(stream_id)
+        if stream is None:
+            if not self.owned_only:
+                raise StreamNotFound(f"stream {stream_id} does not exist")
+            stream = await self._read_view(stream_id)
         if start_offset < stream.start or end_offset > stream.committed_end or start_offset > end_offset:
             raise OffsetOutOfRange(
                 stream_id,
