@@ -162,7 +162,9 @@ def move(
     partition: int,
     to: Annotated[int, typer.Option("--to", help="Broker id to lead the partition.")],
     bootstrap: BootstrapOption = "127.0.0.1:9092",
-    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the new leader (0: no wait).")] = 10,
+    wait: Annotated[
+        float, typer.Option("--wait", help="Seconds to wait for the new leader (0: no wait).")
+    ] = 10,
 ) -> None:
     """Move a partition's leadership to another broker (AlterPartitionReassignments): no data is
     copied, the new leader opens the partition's stream from object storage."""

@@ -38,7 +38,8 @@ def _check_partition(
     reassigning = broker.leadership.reassignments()
     if partition.replicas is None:
         if (topic, index) not in reassigning:
-            return _error(index, ErrorCode.no_reassignment_in_progress, "no reassignment is in progress"), None
+            message = "no reassignment is in progress"
+            return _error(index, ErrorCode.no_reassignment_in_progress, message), None
         return _ok(index), (topic, index, None)
     replicas = list(partition.replicas)
     if not broker.clustered:
