@@ -114,6 +114,16 @@ class ClusterRole:
     def coordinates(self, group_id: str) -> bool:
         return self.leads(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))
 
+    def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
+        result = {}
+        for key, row in self.node.snapshot.partitions.items():
+            if row.target is not None and row.target != row.leader and key[0] != GROUP_SLOTS_TOPIC:
+                result[key] = (-1 if row.leader is None else row.leader, row.target)
+        return result
+
+    async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[PartitionKey]:
+        return await self.node.request_moves(moves)
+
     def record_bytes(self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0) -> None:
         key = (topic, partition)
         if bytes_in:
