@@ -35,6 +35,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("partitions", "tabletopic.broker.cli:partitions_app"),
     ("tables", "tabletopic.table.cli:app"),
     ("storage", "tabletopic.s3stream.cli:storage_app"),
+    ("cluster", "tabletopic.cluster.cli:cluster_app"),
 )
 
 for _name, _path in SUBCOMMANDS:

@@ -391,15 +391,19 @@ class ClusterMetadata:
             )
         )
 
-    def request_moves(self, moves: Iterable[tuple[str, int, int | None]]) -> list[PartitionKey]:
+    def request_moves(
+        self, moves: Iterable[tuple[str, int, int | None]], pin: bool = True
+    ) -> list[PartitionKey]:
         """Ask the controller to move partitions: ``(topic, partition, node)``; node None cancels a
-        pending move. Returns the partitions not known (yet) to the controller."""
+        pending move. ``pin`` (an operator's reassignment) keeps partition-count balancing off the
+        partition; the auto-balancer's moves are not pinned. Returns the partitions not known (yet)
+        to the controller."""
         p = partitions_table
         unknown = []
         with self.engine.begin() as conn:
             for topic, partition, node in moves:
                 values: dict[str, Any] = {"target_node": node}
-                if node is not None:
+                if node is not None and pin:
                     values["pinned"] = True
                 result = conn.execute(
                     sa.update(p).where(p.c.topic == topic, p.c.partition == partition).values(**values)

@@ -24,6 +24,12 @@ FAST_CLUSTER = {
     "broker.session.timeout.ms": "1500",
     "offsets.topic.num.partitions": "6",
     "controlled.shutdown.timeout.ms": "5000",
+    # A fast auto-balancer that only wakes up for real load (the balancer test's, about 1 MB/s per
+    # broker), so the other tests' trickles never move anything.
+    "auto.balancer.detect.interval.ms": "1000",
+    "auto.balancer.metrics.window.ms": "2000",
+    "auto.balancer.cooldown.ms": "15000",
+    "auto.balancer.min.bytes.per.second": "400000",
 }
 
 
