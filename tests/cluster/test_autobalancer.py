@@ -7,72 +7,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from tabletopic import database
-from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot
+from tabletopic.cluster.db import ClusterMetadata
 from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster_load import balanced, broker_loads, steady_load
 from tests.support.kafka_clients import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 PARTITIONS = 6
-TOLERANCE = 0.2
-
-
-@contextmanager
-def steady_load(bootstrap: str, topic: str, bytes_per_second: int) -> Iterator[None]:
-    """Writes ``bytes_per_second`` spread evenly over the topic's partitions from a thread."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 20})
-    value = os.urandom(8192)
-    stop = threading.Event()
-
-    def run() -> None:
-        sent = 0
-        started = time.monotonic()
-        while not stop.is_set():
-            due = int((time.monotonic() - started) * bytes_per_second / len(value))
-            while sent < due:
-                try:
-                    producer.produce(topic, value=value, partition=sent % PARTITIONS)
-                except BufferError:
-                    break
-                sent += 1
-            producer.poll(0.01)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(10)
-        producer.flush(30)
-
-
-def broker_loads(snapshot: ClusterSnapshot, topic: str) -> dict[int, float]:
-    """Bytes in per second of ``topic`` on each live broker, as the leaders reported it."""
-    loads = {n: 0.0 for n, info in snapshot.nodes.items() if info.alive}
-    for node, info in snapshot.nodes.items():
-        for key, (bytes_in, _out) in info.load.items():
-            name, _, partition = key.rpartition("/")
-            row = snapshot.partitions.get((name, int(partition))) if name == topic else None
-            if row is not None and row.leader == node:
-                loads[node] += bytes_in
-    return loads
-
-
-def balanced(loads: dict[int, float]) -> bool:
-    mean = sum(loads.values()) / len(loads)
-    return mean > 0 and all(abs(v - mean) <= TOLERANCE * mean for v in loads.values())
 
 
 def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluster: LocalCluster) -> None:
@@ -85,7 +33,7 @@ def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluste
     try:
         meta.request_moves([(topic, p, 1) for p in range(PARTITIONS)])  # an operator piles it all on 1
         wait_until(lambda: all(n == 1 for n, _ in cluster.leaders(topic).values()), timeout=20)
-        with steady_load(cluster.bootstrap, topic, 3_000_000):
+        with steady_load(cluster.bootstrap, topic, PARTITIONS, 3_000_000):
             started = time.monotonic()
             # Skewed first: broker 1 reports all of it.
             wait_until(lambda: broker_loads(meta.snapshot(), topic)[1] > 2_000_000, timeout=30)
