@@ -34,8 +34,10 @@ app.add_typer(config_app, name="config")
 # Subcommand groups owned by their subsystems: (name, "module:typer_app_attribute").
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("topics", "tabletopic.broker.cli:topics_app"),
+    ("partitions", "tabletopic.broker.cli:partitions_app"),
     ("tables", "tabletopic.table.cli:app"),
     ("storage", "tabletopic.s3stream.cli:storage_app"),
+    ("cluster", "tabletopic.cluster.cli:cluster_app"),
 )
 
 for _name, _path in SUBCOMMANDS:

@@ -40,6 +40,7 @@ from tabletopic.table import settings as table_settings
 from tabletopic.table import table_config
 from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
+from tabletopic.table.lease import Fenced, Lease
 from tabletopic.table.ports import PartitionView, SparkProvider, TopicView
 
 if TYPE_CHECKING:
@@ -64,15 +65,53 @@ class BrokerTopics:
         return f"{endpoint.host}:{endpoint.port}"
 
     def table_topics(self) -> list[TopicView]:
+        """Table topics this node coordinates: those whose partition 0 it leads (every one on a
+        single node; in a cluster, one broker per topic, as AutoMQ places its coordinators)."""
+        service = self._broker.service
         return [
             _topic_view(topic)
-            for topic in self._broker.service.topics.all()
+            for topic in service.topics.all()
             if topic.configs.get(table_config.ENABLE, "false").lower() == "true"
+            and service.leadership.leads(topic.name, 0)
         ]
 
     def topic(self, name: str) -> TopicView | None:
         topic = self._broker.service.topics.get(name)
         return None if topic is None else _topic_view(topic)
+
+
+class PartitionZeroLeases:
+    """Table coordinator leases in a cluster: the broker leading a topic's partition 0 coordinates
+    its table, with that partition's leader epoch as the coordinator epoch (written into every
+    snapshot it commits). Right before a commit it checks in the metadata database, on the
+    database's clock, that it still leads partition 0 at that epoch with a valid node lease; the
+    commit itself is conditional on the snapshot it planned against, which closes the window
+    between that check and the commit (a newer coordinator's commit makes it fail)."""
+
+    def __init__(self, broker: BrokerComponent, meta: ClusterMetadata) -> None:
+        self._broker = broker
+        self._meta = meta
+
+    def acquire(self, topic: str) -> Lease | None:
+        role = self._broker.role
+        if role is None or role.node.fenced:
+            return None
+        epoch = role.opened.get((topic, 0))
+        if epoch is None:
+            return None
+        return Lease(topic, f"broker-{role.node.node_id}/{role.node.node_epoch}", epoch, 0.0)
+
+    def confirm(self, lease: Lease) -> Lease:
+        role = self._broker.role
+        node = None if role is None else role.node
+        if node is None or node.fenced or not self._meta.holds_leadership(
+            (lease.topic, 0), node.node_id, node.node_epoch, lease.epoch
+        ):
+            raise Fenced(
+                f"table coordinator of {lease.topic} (leader epoch {lease.epoch} of partition 0) "
+                "was deposed"
+            )
+        return lease
 
 
 def _topic_view(topic: Topic) -> TopicView:
@@ -150,6 +189,7 @@ class Platform:
             runner=runner,
             spark=spark,
             registry_url=registry_url or None,
+            leases=PartitionZeroLeases(broker, ClusterMetadata(engine)) if clustered else None,
         )
 
         def routers() -> list[APIRouter]:

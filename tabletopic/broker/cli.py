@@ -194,3 +194,71 @@ def alter_config(
     except Exception as exc:
         raise _fail(exc) from exc
     typer.echo(f"altered configs of {name}")
+
+
+partitions_app = typer.Typer(help="Move partitions between brokers (cluster mode).", no_args_is_help=True)
+
+
+@partitions_app.command("move")
+def move(
+    ctx: typer.Context,
+    topic: str,
+    partition: int,
+    to: Annotated[int, typer.Option("--to", help="Broker id to lead the partition.")],
+    bootstrap: BootstrapOption = None,
+    wait: Annotated[
+        float, typer.Option("--wait", help="Seconds to wait for the new leader (0: no wait).")
+    ] = 10,
+) -> None:
+    """Move a partition's leadership to another broker (AlterPartitionReassignments): no data is
+    copied, the new leader opens the partition's stream from object storage."""
+    import time
+
+    from tabletopic.broker.wire_client import WireError, call
+
+    bootstrap = _bootstrap(ctx, bootstrap)
+    started = time.monotonic()
+    try:
+        answer = call(
+            bootstrap,
+            45,
+            0,
+            timeout=int(TIMEOUT_S * 1000),
+            topics=[{"name": topic, "partitions": [{"partition_index": partition, "replicas": [to]}]}],
+        )
+    except WireError as exc:
+        raise _fail(exc) from exc
+    result = answer.responses[0].partitions[0] if answer.responses else None
+    code = answer.error_code if result is None else result.error_code
+    if code.value != 0:
+        message = answer.error_message if result is None else result.error_message
+        raise _fail(RuntimeError(f"{code.name}: {message}"))
+    while wait > 0 and time.monotonic() - started < wait:
+        leader = _leader(bootstrap, topic, partition)
+        if leader == to:
+            typer.echo(f"{topic}-{partition} is led by broker {to} ({time.monotonic() - started:.2f} s)")
+            return
+        time.sleep(0.05)
+    if wait > 0:
+        raise _fail(RuntimeError(f"{topic}-{partition} did not move to broker {to} within {wait} s"))
+    typer.echo(f"asked to move {topic}-{partition} to broker {to}")
+
+
+def _leader(bootstrap: str, topic: str, partition: int) -> int | None:
+    from tabletopic.broker.wire_client import WireError, call
+
+    try:
+        answer = call(
+            bootstrap,
+            3,
+            12,
+            topics=[{"name": topic, "topic_id": None}],
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+    except WireError:
+        return None
+    for p in answer.topics[0].partitions:
+        if p.partition_index == partition:
+            return int(p.leader_id)
+    return None

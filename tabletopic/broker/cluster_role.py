@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, BrokerEndpoint, group_slot
 from tabletopic.cluster.controller import PartitionKey
+from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
@@ -45,6 +47,7 @@ class ClusterRole:
         self.service = service
         self.store = store
         self.group_slots = group_slots
+        self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
         self.node = ClusterNode(engine, settings, self._wanted, self._load)
         self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
         # Per partition bytes in and out since start (reported with the lease, for balancing).
@@ -114,6 +117,16 @@ class ClusterRole:
     def coordinates(self, group_id: str) -> bool:
         return self.leads(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))
 
+    def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
+        result = {}
+        for key, row in self.node.snapshot.partitions.items():
+            if row.target is not None and row.target != row.leader and key[0] != GROUP_SLOTS_TOPIC:
+                result[key] = (-1 if row.leader is None else row.leader, row.target)
+        return result
+
+    async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[PartitionKey]:
+        return await self.node.request_moves(moves)
+
     def record_bytes(self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0) -> None:
         key = (topic, partition)
         if bytes_in:
@@ -129,11 +142,17 @@ class ClusterRole:
         return keys + [(GROUP_SLOTS_TOPIC, i) for i in range(self.group_slots)]
 
     def _load(self) -> dict[str, list[int]]:
-        return {
-            f"{t}/{p}": [self.bytes_in.get((t, p), 0), self.bytes_out.get((t, p), 0)]
-            for (t, p) in self.opened
-            if t != GROUP_SLOTS_TOPIC
-        }
+        """Bytes in/out per second of every partition this broker leads, over the balancer's
+        metrics window (reported with each lease renewal)."""
+        keys = set(self.bytes_in) | set(self.bytes_out)
+        totals = {k: (self.bytes_in.get(k, 0), self.bytes_out.get(k, 0)) for k in keys}
+        rates = self._meter.rates(totals, time.monotonic())
+        report = {}
+        for key in self.opened:
+            if key[0] != GROUP_SLOTS_TOPIC:
+                bytes_in, bytes_out = rates.get(key, (0.0, 0.0))
+                report[f"{key[0]}/{key[1]}"] = [round(bytes_in), round(bytes_out)]
+        return report
 
     def _notified(self, kind: str) -> None:
         if kind in ("topics", "reconnected") and (self._topics_task is None or self._topics_task.done()):

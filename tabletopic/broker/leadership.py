@@ -38,6 +38,13 @@ class Leadership(Protocol):
     def group_coordinator(self, group_id: str) -> int:
         """The broker coordinating ``group_id``."""
 
+    def reassignments(self) -> dict[tuple[str, int], tuple[int, int]]:
+        """Moves under way: ``{(topic, partition): (current leader, target)}``."""
+
+    async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[tuple[str, int]]:
+        """Ask for ``(topic, partition, node)`` moves (node None cancels one); returns the
+        partitions the controller does not know (yet)."""
+
 
 class SingleNode:
     """One broker is the whole cluster: it leads every partition in epoch 0 and every group."""
@@ -60,6 +67,12 @@ class SingleNode:
 
     def group_coordinator(self, group_id: str) -> int:
         return self._node_id
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[int, int]]:
+        return {}
+
+    async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[tuple[str, int]]:
+        return []
 
 
 def group_slot(group_id: str, slots: int) -> int:

@@ -391,15 +391,19 @@ class ClusterMetadata:
             )
         )
 
-    def request_moves(self, moves: Iterable[tuple[str, int, int | None]]) -> list[PartitionKey]:
+    def request_moves(
+        self, moves: Iterable[tuple[str, int, int | None]], pin: bool = True
+    ) -> list[PartitionKey]:
         """Ask the controller to move partitions: ``(topic, partition, node)``; node None cancels a
-        pending move. Returns the partitions not known (yet) to the controller."""
+        pending move. ``pin`` (an operator's reassignment) keeps partition-count balancing off the
+        partition; the auto-balancer's moves are not pinned. Returns the partitions not known (yet)
+        to the controller."""
         p = partitions_table
         unknown = []
         with self.engine.begin() as conn:
             for topic, partition, node in moves:
                 values: dict[str, Any] = {"target_node": node}
-                if node is not None:
+                if node is not None and pin:
                     values["pinned"] = True
                 result = conn.execute(
                     sa.update(p).where(p.c.topic == topic, p.c.partition == partition).values(**values)
@@ -412,6 +416,30 @@ class ClusterMetadata:
     def notify(self, kind: str) -> None:
         with self.engine.begin() as conn:
             _notify(conn, kind)
+
+    def holds_leadership(
+        self, key: PartitionKey, node_id: int, node_epoch: int, leader_epoch: int
+    ) -> bool:
+        """Whether this incarnation still leads ``key`` at ``leader_epoch`` and its lease is valid,
+        on the database's clock: what a table coordinator (the leader of partition 0) checks right
+        before it commits, so one on a dead, paused or deposed broker cannot."""
+        n, p = nodes_table, partitions_table
+        query = (
+            sa.select(sa.func.count())
+            .select_from(p.join(n, n.c.node_id == p.c.leader_node))
+            .where(
+                p.c.topic == key[0],
+                p.c.partition == key[1],
+                p.c.leader_node == node_id,
+                p.c.leader_node_epoch == node_epoch,
+                p.c.leader_epoch == leader_epoch,
+                n.c.node_epoch == node_epoch,
+                n.c.lease_expires > sa.func.now(),
+                n.c.state != "stopped",
+            )
+        )
+        with self.engine.connect() as conn:
+            return bool(conn.execute(query).scalar_one())
 
 
 def run_listener(dsn: str, on_notify: Callable[[str], None], stopped: Callable[[], bool]) -> None:

@@ -15,12 +15,14 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
 from tabletopic.cluster import settings as keys
+from tabletopic.cluster.autobalance import AutoBalancer, AutoBalancerSettings
+from tabletopic.cluster.balancer import BalancerSettings
 from tabletopic.cluster.controller import PartitionKey, predicted_leader
 from tabletopic.cluster.db import (
     ClusterMetadata,
@@ -44,10 +46,22 @@ class ClusterSettings:
     session_timeout_ms: int = 3000
     shutdown_timeout_ms: int = 10_000
     balance_max_moves: int = 8
+    auto_balancer: AutoBalancerSettings = field(default_factory=AutoBalancerSettings)
 
     @classmethod
     def from_config(cls, config: Config, node_id: int) -> ClusterSettings:
         return cls(
+            auto_balancer=AutoBalancerSettings(
+                enabled=config.get(keys.AUTO_BALANCER_ENABLE),
+                detect_interval_s=config.get(keys.AUTO_BALANCER_DETECT_INTERVAL_MS) / 1000,
+                metrics_window_s=config.get(keys.AUTO_BALANCER_METRICS_WINDOW_MS) / 1000,
+                planner=BalancerSettings(
+                    tolerance=config.get(keys.AUTO_BALANCER_TOLERANCE),
+                    max_moves=config.get(keys.AUTO_BALANCER_MAX_MOVES),
+                    cooldown_seconds=config.get(keys.AUTO_BALANCER_COOLDOWN_MS) / 1000,
+                    min_bytes_per_second=config.get(keys.AUTO_BALANCER_MIN_BYTES_PER_SECOND),
+                ),
+            ),
             node_id=node_id,
             rack=config.get(keys.RACK) or None,
             heartbeat_ms=config.get(keys.HEARTBEAT_INTERVAL_MS),
@@ -91,6 +105,8 @@ class ClusterNode:
         self.on_notify: list[Callable[[str], None]] = []
         self._wanted = wanted
         self._load = load
+        # The controller's load balancing (runs only while this broker is the controller).
+        self.balancer = AutoBalancer(settings.auto_balancer)
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="cluster-db")
         self._wake = asyncio.Event()
@@ -256,19 +272,35 @@ class ClusterNode:
         if self.controller_epoch is not None:
             try:
                 wanted = await self._db(self._wanted)
+                # Partition counts are evened out only while load balancing is not in charge.
+                busy = self.balancer.busy(self.snapshot)
                 moves = await self._db(
                     self.meta.reconcile,
                     self.node_id,
                     self.controller_epoch,
                     wanted,
-                    self.settings.balance_max_moves,
+                    0 if busy else self.settings.balance_max_moves,
                 )
                 if moves:
                     log.info("controller moved %d partitions: %s", len(moves), _describe(moves))
+                await self._auto_balance()
             except NotController as exc:
                 log.warning("%s", exc)
                 self.controller_epoch = None
         await self._refresh()
+
+    async def _auto_balance(self) -> None:
+        """A balancing round when one is due: its moves go the way reassignments go (a target the
+        next controller decision applies), unpinned so later rounds may move them again."""
+        plan = self.balancer.round(self.snapshot, time.monotonic())
+        if plan is None or not plan.moves:
+            return
+        for move in plan.moves:
+            log.info("auto-balancer: %s", move.reason)
+        await self._db(
+            self.meta.request_moves, [(m.topic, m.partition, m.target) for m in plan.moves], False
+        )
+        self._wake.set()
 
     async def _refresh(self) -> None:
         snap = await self._db(self.meta.snapshot)

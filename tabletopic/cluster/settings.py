@@ -55,3 +55,67 @@ GROUP_PARTITIONS = define(
     "cluster",
     in_range(1),
 )
+
+# Auto-balancing (AutoMQ's AutoBalancer): leaders move so network load evens out ------------------
+AUTO_BALANCER_ENABLE = define(
+    "auto.balancer.enable",
+    bool,
+    True,
+    "In cluster mode, the controller moves partition leaders so that every broker's network bytes "
+    "in and out stay within `auto.balancer.tolerance` of the mean (AutoMQ's AutoBalancer). While it "
+    "is active (the cluster carries at least `auto.balancer.min.bytes.per.second` per broker) the "
+    "partition-count balancing of `cluster.balance.max.moves` pauses, so the two never undo each "
+    "other.",
+    "cluster",
+)
+AUTO_BALANCER_DETECT_INTERVAL_MS = define(
+    "auto.balancer.detect.interval.ms",
+    int,
+    60_000,
+    "How often the controller plans a balancing round (AutoMQ detects every 60 s).",
+    "cluster",
+    in_range(100),
+)
+AUTO_BALANCER_METRICS_WINDOW_MS = define(
+    "auto.balancer.metrics.window.ms",
+    int,
+    10_000,
+    "Brokers report each partition's bytes in/out per second averaged over this window, with their "
+    "lease renewal. After a round that moved something, the next waits at least 1.5 windows so the "
+    "new leaders' reports cover the load they took.",
+    "cluster",
+    in_range(100),
+)
+AUTO_BALANCER_TOLERANCE = define(
+    "auto.balancer.tolerance",
+    float,
+    0.2,
+    "The band around the mean, as a fraction, that every broker's bytes in and out should stay in.",
+    "cluster",
+    in_range(0.01, 10),
+)
+AUTO_BALANCER_MAX_MOVES = define(
+    "auto.balancer.max.moves",
+    int,
+    8,
+    "At most this many leadership moves per balancing round.",
+    "cluster",
+    in_range(0),
+)
+AUTO_BALANCER_COOLDOWN_MS = define(
+    "auto.balancer.cooldown.ms",
+    int,
+    120_000,
+    "A partition the balancer moved is not moved by it again for this long (no thrashing).",
+    "cluster",
+    in_range(0),
+)
+AUTO_BALANCER_MIN_BYTES_PER_SECOND = define(
+    "auto.balancer.min.bytes.per.second",
+    int,
+    1 << 20,
+    "Below this mean load per broker (in or out) the cluster counts as idle: no load balancing "
+    "(noise), partition counts are balanced instead. AutoMQ ignores brokers under 1 MiB/s.",
+    "cluster",
+    in_range(0),
+)

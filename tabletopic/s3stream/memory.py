@@ -65,6 +65,9 @@ class MemoryStreamStore:
         stream = self._get(stream_id)
         return StreamInfo(stream_id, stream.start, stream.end)
 
+    async def describe(self, stream_id: int) -> StreamInfo:
+        return self.stream_info(stream_id)
+
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         if record_count <= 0:
             raise ValueError("record_count must be positive")

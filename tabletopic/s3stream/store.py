@@ -300,10 +300,19 @@ class S3StreamStore:
         payload = self._check_append(stream_id, payload, record_count)
         if self.state.backlog_bytes() > self.state.settings.wal_capacity_bytes:
             await self._wait_for_space()
+        holder = self.state.stream(stream_id)
         base, durable = self._append_nowait(stream_id, payload, record_count)
         # A SharedFuture: a cancelled caller cannot cancel the acknowledgement of the others.
         await durable
+        self._check_still_held(stream_id, holder)
         return base
+
+    def _check_still_held(self, stream_id: int, holder: StreamState) -> None:
+        """Re-check ownership before acknowledging: a batch object may commit for the other streams
+        it holds while this one was fenced (its data left out of the commit) or closed here."""
+        if self.state.streams.get(stream_id) is not holder:
+            message = f"stream {stream_id} changed owner before the append was durable"
+            raise StreamFenced(message, (stream_id,))
 
     async def append_many(self, items: Sequence[tuple[int, bytes | memoryview, int]]) -> list[int]:
         """Append several ``(stream_id, payload, record_count)`` batches (e.g. the partitions of one
@@ -316,12 +325,15 @@ class S3StreamStore:
             self.state.stream(sid)
         bases: list[int] = []
         waits: dict[int, asyncio.Future[None]] = {}
+        holders = {sid: self.state.stream(sid) for sid, _, _ in checked}
         for sid, payload, count in checked:
             base, durable = self._append_nowait(sid, payload, count)
             bases.append(base)
             waits[id(durable)] = durable
         for durable in waits.values():
             await durable
+        for sid, holder in holders.items():
+            self._check_still_held(sid, holder)
         return bases
 
     def _check_append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> bytes:
@@ -472,8 +484,32 @@ class S3StreamStore:
         async with state.commit_lock:
             stream.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
 
+    async def describe(self, stream_id: int) -> StreamInfo:
+        """Offsets of a stream, also one this store does not hold (cluster mode: another broker
+        leads it); then the committed offsets as the metadata database has them, which in object-WAL
+        mode are exactly the acknowledged ones."""
+        stream = self.state.streams.get(stream_id)
+        if stream is not None:
+            return StreamInfo(stream_id, stream.start, stream.confirmed_end)
+        start, end = await self.state.db(self.state.meta.load_stream, stream_id)
+        return StreamInfo(stream_id, start, end)
+
+    async def _read_view(self, stream_id: int) -> StreamState:
+        """A read-only view of a stream this store does not hold, from the metadata database: the
+        end offset first, then the ranges (committed with the end in one transaction, so they cover
+        at least up to it). Not registered: the store never writes through it."""
+        state = self.state
+        start, end = await state.db(state.meta.load_stream, stream_id)
+        view = StreamState(start, end)
+        view.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
+        return view
+
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
-        stream = self.state.stream(stream_id)
+        stream = self.state.streams.get(stream_id)
+        if stream is None:
+            if not self.owned_only:
+                raise StreamNotFound(f"stream {stream_id} does not exist")
+            stream = await self._read_view(stream_id)
         if start_offset < stream.start or end_offset > stream.committed_end or start_offset > end_offset:
             raise OffsetOutOfRange(
                 stream_id,

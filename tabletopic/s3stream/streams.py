@@ -113,6 +113,10 @@ class StreamStore(Protocol):
     def stream_info(self, stream_id: int) -> StreamInfo:
         """Current start and end offsets. Raises StreamNotFound."""
 
+    async def describe(self, stream_id: int) -> StreamInfo:
+        """Like :meth:`stream_info`, also for a stream this store does not hold (cluster mode: it
+        is read from the metadata database). Raises StreamNotFound."""
+
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         """Durably append one batch; return its base offset. Raises StreamNotFound,
         StorageUnavailable."""

@@ -227,32 +227,47 @@ class Uploader:
     async def _commit(
         self, reserved: list[tuple[int, str]], built: list[BuiltObject], runs: dict[int, list[StoredBatch]]
     ) -> None:
-        """One transaction: the objects become committed and the streams' ends advance."""
-        new_objects = [
-            NewObject(oid, obj.size, obj.ranges) for (oid, _), obj in zip(reserved, built, strict=True)
-        ]
+        """One transaction: the objects become committed and the streams' ends advance.
+
+        Streams found fenced (cluster mode: a newer owner opened them) are left out and the commit
+        is retried for the others: their bytes stay in the object unreferenced, and their appends
+        are not acknowledged (the store re-checks ownership after the commit)."""
         state = self.state
-        ends = {sid: batches[-1].next_offset for sid, batches in runs.items()}
-        async with state.commit_lock:
-            try:
-                await state.db(state.meta.commit_upload, new_objects, ends, state.fences(ends))
-            except StreamFenced as exc:
-                # Deposed: those streams belong to a newer owner, who read their end offsets
-                # without this upload; drop them so later uploads do not trip over them again.
-                for sid in exc.stream_ids:
-                    lost = state.streams.pop(sid, None)
-                    state.log_cache.forget_stream(sid)
-                    if lost is not None:
-                        lost.waiters.fail(exc)
-                raise
-            crashpoints.crash_point("upload.after_commit")
-            for (oid, key), obj in zip(reserved, built, strict=True):
-                state.add_ranges(oid, key, obj.size, obj.ranges)
-                state.metrics.upload_bytes.inc(obj.size)
+        fenced: set[int] = set()
+        while True:
+            new_objects = [
+                NewObject(oid, obj.size, [r for r in obj.ranges if r.stream_id not in fenced])
+                for (oid, _), obj in zip(reserved, built, strict=True)
+            ]
+            ends = {sid: batches[-1].next_offset for sid, batches in runs.items() if sid not in fenced}
+            async with state.commit_lock:
+                try:
+                    await state.db(state.meta.commit_upload, new_objects, ends, state.fences(ends))
+                except StreamFenced as exc:
+                    if not exc.stream_ids or fenced.issuperset(exc.stream_ids):
+                        raise
+                    self._drop_fenced(exc)
+                    fenced.update(exc.stream_ids)
+                    continue
+                crashpoints.crash_point("upload.after_commit")
+                for (oid, key), obj in zip(reserved, new_objects, strict=True):
+                    state.add_ranges(oid, key, obj.size, obj.ranges)
+                    state.metrics.upload_bytes.inc(obj.size)
+            break
         for sid, end in ends.items():
             stream = state.streams.get(sid)
             if stream is not None:
                 stream.committed_end = max(stream.committed_end, end)
+
+    def _drop_fenced(self, exc: StreamFenced) -> None:
+        """Deposed: those streams belong to a newer owner, who read their end offsets without this
+        upload; forget them so that no later upload trips over them again."""
+        state = self.state
+        for sid in exc.stream_ids:
+            lost = state.streams.pop(sid, None)
+            state.log_cache.forget_stream(sid)
+            if lost is not None:
+                lost.waiters.fail(exc)
 
     def _release_pending(self, block: Block) -> None:
         state = self.state

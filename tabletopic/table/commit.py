@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 OFFSETS_PROPERTY = "tabletopic.offsets"
 TOPIC_ID_PROPERTY = "tabletopic.topic-id"
 EPOCH_PROPERTY = "tabletopic.coordinator-epoch"
+# Who committed (node and, in a cluster, its incarnation): for operators reading the history.
+COORDINATOR_PROPERTY = "tabletopic.coordinator"
 # How far back through maintenance snapshots (compaction, expiry) to look for our properties.
 MAX_SNAPSHOT_WALK = 1000
 

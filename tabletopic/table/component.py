@@ -27,7 +27,7 @@ from tabletopic.table import settings
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableCoordinator
 from tabletopic.table.job import JobRunner
-from tabletopic.table.lease import LeaseManager
+from tabletopic.table.lease import CoordinatorLeases, LeaseManager
 from tabletopic.table.metrics import TableMetrics
 from tabletopic.table.ops.lag import LiveLagCollector
 from tabletopic.table.ports import LocalBroker, SparkProvider
@@ -52,6 +52,8 @@ class TableComponent:
         spark: the Spark session of the runner, or None when jobs run without Spark (then no
             background warm-up and no compaction).
         registry_url: the schema registry the jobs decode with, None for none.
+        leases: who coordinates which topic; None for time-based leases in the metadata database
+            (one node); in a cluster the assembly passes the partition-0 leadership.
     """
 
     name = "table topics"
@@ -67,7 +69,9 @@ class TableComponent:
         runner: JobRunner,
         spark: SparkProvider | None,
         registry_url: str | None,
+        leases: CoordinatorLeases | None = None,
     ) -> None:
+        self._leases = leases
         self._config = config
         self._engine = engine
         self._metrics = metrics
@@ -94,7 +98,8 @@ class TableComponent:
             worker=TableWorker(self._storage.store, config.get(settings.MAX_TASK_BYTES)),
             catalog=self._catalog.catalog,
             runner=self._runner,
-            leases=LeaseManager(
+            leases=self._leases
+            or LeaseManager(
                 self._engine,
                 f"{socket.gethostname()}/broker-{self._broker.node_id}",
                 config.get(settings.LEASE_TTL_MS) / 1000,

@@ -26,6 +26,7 @@ from pyiceberg.table import Table
 from tabletopic.crashpoints import crash_point
 from tabletopic.table import tables
 from tabletopic.table.commit import (
+    COORDINATOR_PROPERTY,
     OFFSETS_PROPERTY,
     CommittedState,
     StalePlan,
@@ -36,7 +37,7 @@ from tabletopic.table.commit import (
 )
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
-from tabletopic.table.lease import Fenced, LeaseManager
+from tabletopic.table.lease import CoordinatorLeases, Fenced
 from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
 from tabletopic.table.ops.status import TableFacts, table_facts
 from tabletopic.table.ports import TopicDirectory, TopicView
@@ -172,7 +173,7 @@ class CoordinatorContext:
     worker: TableWorker
     catalog: Catalog
     runner: JobRunner
-    leases: LeaseManager
+    leases: CoordinatorLeases
     object_store_settings: dict[str, Any]
     schema_registry_url: str | None
     dead_letters: DeadLetterSink | None = None
@@ -230,6 +231,7 @@ class TopicPipeline:
         # the table object is refreshed meanwhile (schema evolution reloads it).
         planned = CommittedState(state.snapshot_id, offsets, view.topic_id, state.epoch)
         self.status.committed_offsets = offsets
+        await self._ctx.worker.refresh(view)
         ranges = self._ctx.worker.ranges(view, offsets)
         self._record_high_watermarks(view)
         if not ranges:
@@ -252,11 +254,13 @@ class TopicPipeline:
         commit_started = time.monotonic()
         try:
             await asyncio.to_thread(self._ctx.leases.confirm, lease)
+            crash_point("table.fence_checked")
             assert table is not None
             extra = {
                 "tabletopic.rows": str(job.rows),
                 "tabletopic.skipped": str(len(job.skipped)),
                 **facts.next_commit_properties(len(job.skipped), lost),
+                COORDINATOR_PROPERTY: lease.owner,
             }
             if config.writes_deletes:
                 snapshot_id = await self._commit_merge(

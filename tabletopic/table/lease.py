@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -40,6 +41,20 @@ class Lease:
     owner: str
     epoch: int
     expires_at: float
+
+
+class CoordinatorLeases(Protocol):
+    """Who may coordinate a topic's table. On one node (or several sharing a database without
+    cluster mode) :class:`LeaseManager`'s time-based leases; in a cluster the leader of the topic's
+    partition 0 coordinates, with that partition's leader epoch as the coordinator epoch (the
+    assembly adapts the broker's leadership to this protocol)."""
+
+    def acquire(self, topic: str) -> Lease | None:
+        """Blocking: the lease to coordinate ``topic`` with now, or None when another node does."""
+
+    def confirm(self, lease: Lease) -> Lease:
+        """Blocking, right before a commit: the lease still holds (checked in the metadata
+        database); raises :class:`Fenced` otherwise."""
 
 
 class LeaseManager:

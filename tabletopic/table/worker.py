@@ -3,8 +3,15 @@ items a Spark task can execute straight against object storage.
 
 For the partitions this broker leads it makes everything up to the high watermark readable from
 object storage (``StreamStore.flush``) and answers with the object slices that hold the range, so the
-Spark job never goes through the broker. Large ranges are cut into several items so a topic with one
-busy partition still spreads over the cluster's cores.
+Spark job never goes through the broker. In a cluster the coordinator of a topic runs on the leader
+of its partition 0, and the other partitions' leaders are other brokers: with the object WAL every
+acknowledged record of theirs is already a committed object recorded in the shared metadata
+database, so :meth:`TableWorker.refresh` reads their offsets (and ``locate`` their slices) from
+there instead of asking those brokers; nothing a leader acknowledged is missed, and a partition
+that is moving between brokers does not hold the table up.
+
+Large ranges are cut into several items so a topic with one busy partition still spreads over the
+cluster's cores.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from tabletopic.records.header import parse_stored_header
-from tabletopic.s3stream.streams import ObjectSlice, StreamStore
+from tabletopic.s3stream.streams import ObjectSlice, StreamInfo, StreamNotFound, StreamStore
 from tabletopic.table.ports import TopicView
 
 log = logging.getLogger(__name__)
@@ -72,12 +79,34 @@ class TableWorker:
     def __init__(self, streams: StreamStore, max_item_bytes: int = 64 << 20) -> None:
         self._streams = streams
         self._max_item_bytes = max_item_bytes
+        # Offsets of streams other brokers hold, as last read by refresh().
+        self._elsewhere: dict[int, StreamInfo] = {}
 
     def high_watermark(self, stream_id: int) -> int:
-        return self._streams.stream_info(stream_id).end_offset
+        return self._info(stream_id).end_offset
+
+    def _info(self, stream_id: int) -> StreamInfo:
+        try:
+            return self._streams.stream_info(stream_id)
+        except StreamNotFound:
+            found = self._elsewhere.get(stream_id)
+            if found is None:
+                raise
+            return found
+
+    async def refresh(self, topic: TopicView) -> None:
+        """Read the offsets of the topic's partitions led by other brokers (cluster mode) from the
+        metadata database; partitions this broker holds are read from memory as they are."""
+        for view in topic.partitions:
+            sid = view.stream_id
+            try:
+                self._streams.stream_info(sid)
+                self._elsewhere.pop(sid, None)
+            except StreamNotFound:
+                self._elsewhere[sid] = await self._streams.describe(sid)
 
     def log_start(self, stream_id: int) -> int:
-        return self._streams.stream_info(stream_id).start_offset
+        return self._info(stream_id).start_offset
 
     async def timestamp_at(self, stream_id: int, offset: int) -> int | None:
         """The timestamp (ms) of the stored batch holding ``offset``: its first record's (CreateTime)
@@ -99,7 +128,7 @@ class TableWorker:
         watermark (the stream's end offset: only acknowledged data)."""
         result: list[PartitionRange] = []
         for view in topic.partitions:
-            info = self._streams.stream_info(view.stream_id)
+            info = self._info(view.stream_id)
             start = next_offsets.get(view.partition, info.start_offset)
             lost = 0
             if start < info.start_offset:

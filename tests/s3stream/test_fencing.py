@@ -91,3 +91,23 @@ async def test_close_uploads_pending_data_for_the_next_owner(shared: StoreHarnes
     assert not a.is_open(sid)
     info = await b.open_stream(sid, 2, owner=2)
     assert info.end_offset == 1
+
+
+async def test_fencing_one_stream_does_not_fail_the_others_in_the_same_batch_object(
+    shared: StoreHarness,
+) -> None:
+    a = await shared.open(owned_only=True, object_batch_ms=200)
+    b = await shared.open(owned_only=True)
+    moved, kept = await a.create_stream(), await a.create_stream()
+    await a.open_stream(moved, 1, owner=1)
+    await a.open_stream(kept, 1, owner=1)
+    lost = asyncio.create_task(a.append(moved, b"m" * 100, 1))
+    safe = asyncio.create_task(a.append(kept, b"k" * 100, 1))
+    await asyncio.sleep(0.01)
+    await b.open_stream(moved, 2, owner=2)  # taken over while both wait in one batch window
+    with pytest.raises(StreamFenced):
+        await lost
+    assert await safe == 0
+    assert (await b.open_stream(moved, 2, owner=2)).end_offset == 0
+    c = await shared.open(owned_only=True)
+    assert (await c.open_stream(kept, 3, owner=3)).end_offset == 1

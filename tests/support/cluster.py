@@ -3,6 +3,7 @@ one SeaweedFS bucket, for the cluster tests and the cluster bench."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 
 from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_requests import make_batch, produce_request, request
+from tests.support.ports import free_port
 from tests.support.raw_kafka_client import connect, roundtrip
 
 # Short leases so that failover tests take seconds (the defaults are 1 s / 3 s).
@@ -22,6 +24,12 @@ FAST_CLUSTER = {
     "broker.session.timeout.ms": "1500",
     "offsets.topic.num.partitions": "6",
     "controlled.shutdown.timeout.ms": "5000",
+    # A fast auto-balancer that only wakes up for real load (the balancer test's, about 1 MB/s per
+    # broker), so the other tests' trickles never move anything.
+    "auto.balancer.detect.interval.ms": "1000",
+    "auto.balancer.metrics.window.ms": "2000",
+    "auto.balancer.cooldown.ms": "15000",
+    "auto.balancer.min.bytes.per.second": "400000",
 }
 
 
@@ -32,6 +40,20 @@ class LocalCluster:
     s3: dict[str, str]
     extra: dict[str, str] = field(default_factory=dict)
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
+    # Every node serves the schema registry and the REST catalog; fixed ports per node id so a
+    # restarted node is found where it was.
+    http_ports: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def registry_url(self, node_id: int) -> str:
+        return f"http://127.0.0.1:{self._http_ports(node_id)[0]}"
+
+    def catalog_url(self, node_id: int) -> str:
+        return f"http://127.0.0.1:{self._http_ports(node_id)[1]}"
+
+    def _http_ports(self, node_id: int) -> tuple[int, int]:
+        if node_id not in self.http_ports:
+            self.http_ports[node_id] = (free_port(), free_port())
+        return self.http_ports[node_id]
 
     def overrides(self, node_id: int, rack: str | None = None) -> dict[str, str]:
         values = {
@@ -39,18 +61,34 @@ class LocalCluster:
             **self.s3,
             "broker.id": str(node_id),
             "metadata.url": self.metadata_url,
+            "schema.registry.listener": self.registry_url(node_id),
+            "catalog.listener": self.catalog_url(node_id),
             **self.extra,
         }
         if rack:
             values["broker.rack"] = rack
         return values
 
-    def start(self, node_id: int, rack: str | None = None, **extra: str) -> BrokerProcess:
+    def start(
+        self, node_id: int, rack: str | None = None, env: dict[str, str] | None = None, **extra: str
+    ) -> BrokerProcess:
+        """Start (or restart) a broker; ``env`` is added to its environment for this start only
+        (e.g. a crash point, ``TABLETOPIC_CRASH_AT``)."""
         broker = self.brokers.get(node_id)
         if broker is None:
             broker = BrokerProcess(self.root / f"node-{node_id}", {**self.overrides(node_id, rack), **extra})
             self.brokers[node_id] = broker
-        return broker.start()
+        saved = {k: os.environ.get(k) for k in ("TABLETOPIC_CRASH_AT", *(env or {}))}
+        os.environ.pop("TABLETOPIC_CRASH_AT", None)
+        os.environ.update(env or {})
+        try:
+            return broker.start()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
     def running(self) -> dict[int, BrokerProcess]:
         return {n: b for n, b in self.brokers.items() if b.process is not None and b.process.poll() is None}

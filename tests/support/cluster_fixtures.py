@@ -27,7 +27,15 @@ def cluster(
         "s3.path.style": "true",
         "s3.prefix": f"cluster-{uuid.uuid4().hex[:8]}/",
     }
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"), url, s3)
+    root = tmp_path_factory.mktemp("cluster")
+    tables = {
+        # Table topics: every node's catalog keeps tables in the shared database and writes data
+        # files under one warehouse; jobs run in process (one Spark test starts its own Spark).
+        "table.job.runner": "inprocess",
+        "table.coordinator.poll.interval.ms": "200",
+        "automq.table.topic.catalog.warehouse": (root / "warehouse").as_uri(),
+    }
+    local = LocalCluster(root, url, s3, extra=tables)
     try:
         for node_id in (1, 2, 3):
             local.start(node_id)

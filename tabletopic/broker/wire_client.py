@@ -1,0 +1,58 @@
+"""A minimal blocking Kafka client over the broker's own codec, for the CLI's requests that the
+confluent-kafka admin client does not offer (AlterPartitionReassignments)."""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from tabletopic.broker.protocol import build_entity
+
+
+class WireError(Exception):
+    """The broker could not be reached or answered something unreadable."""
+
+
+def call(bootstrap: str, api_key: int, version: int, timeout: float = 10.0, **fields: Any) -> Any:
+    """Send one request built from newest-shaped ``fields`` to the first reachable bootstrap server
+    and return the decoded response body."""
+    request = build_entity(load_request_schema(api_key, version), fields)
+    header_type = type(request).__header_schema__
+    header = header_type(
+        request_api_key=api_key, request_api_version=version, correlation_id=1, client_id="tabletopic-cli"
+    )
+    buffer = io.BytesIO()
+    entity_writer(header_type)(buffer, header)
+    entity_writer(type(request))(buffer, request)
+    body = buffer.getvalue()
+    last: Exception | None = None
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+                sock.sendall(struct.pack(">i", len(body)) + body)
+                (length,) = struct.unpack(">i", _read(sock, 4))
+                frame = _read(sock, length)
+        except OSError as exc:
+            last = exc
+            continue
+        response_type = load_response_schema(api_key, version)
+        offset = 4 + (1 if response_type.__header_schema__.__flexible__ else 0)
+        decoded, _ = entity_reader(response_type)(memoryview(frame).toreadonly(), offset)
+        return decoded
+    raise WireError(f"no broker of {bootstrap} answered: {last}")
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed by the broker")
+        data += chunk
+    return bytes(data)

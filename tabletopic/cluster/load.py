@@ -1,0 +1,39 @@
+"""Per-partition network load as the auto-balancer wants it: bytes per second over a sliding
+window, from the cumulative byte counters the broker keeps (every Produce adds to bytes in, every
+Fetch to bytes out). Each broker reports these rates for the partitions it leads with its lease
+renewal; the controller reads them from the nodes' rows."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Mapping
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+class LoadMeter(Generic[K]):
+    """Turns cumulative ``{key: (bytes in, bytes out)}`` samples into rates over ``window_s``.
+
+    A key seen for the first time counts from the oldest sample in the window (0 before), so a
+    partition a broker just took over starts at its real rate after one window, not at a spike.
+    """
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self._samples: deque[tuple[float, dict[K, tuple[int, int]]]] = deque()
+
+    def rates(self, totals: Mapping[K, tuple[int, int]], now: float) -> dict[K, tuple[float, float]]:
+        """Record ``totals`` at ``now`` (monotonic seconds) and return each key's rates."""
+        self._samples.append((now, dict(totals)))
+        while len(self._samples) > 2 and now - self._samples[1][0] >= self.window_s:
+            self._samples.popleft()
+        then, old = self._samples[0]
+        elapsed = now - then
+        if elapsed <= 0:
+            return {key: (0.0, 0.0) for key in totals}
+        result = {}
+        for key, (bytes_in, bytes_out) in totals.items():
+            before_in, before_out = old.get(key, (0, 0))
+            result[key] = (max(bytes_in - before_in, 0) / elapsed, max(bytes_out - before_out, 0) / elapsed)
+        return result

@@ -1,0 +1,68 @@
+"""Auto-balancing on the real cluster: every partition of a busy topic is put on one broker; the
+controller's balancer moves leaders until every broker's bytes in are within ±20 % of the mean, and
+then leaves them alone. ``tabletopic cluster balance --dry-run`` prints the plan."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tabletopic import database
+from tabletopic.cluster.db import ClusterMetadata
+from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster_load import balanced, broker_loads, steady_load
+from tests.support.kafka_clients import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+PARTITIONS = 6
+
+
+def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluster: LocalCluster) -> None:
+    cluster = healthy_cluster
+    topic = f"skew-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
+    placed(cluster, topic, PARTITIONS)
+    engine = database.create_engine(cluster.metadata_url)
+    meta = ClusterMetadata(engine)
+    try:
+        meta.request_moves([(topic, p, 1) for p in range(PARTITIONS)])  # an operator piles it all on 1
+        wait_until(lambda: all(n == 1 for n, _ in cluster.leaders(topic).values()), timeout=20)
+        with steady_load(cluster.bootstrap, topic, PARTITIONS, 3_000_000):
+            started = time.monotonic()
+            # Skewed first: broker 1 reports all of it.
+            wait_until(lambda: broker_loads(meta.snapshot(), topic)[1] > 2_000_000, timeout=30)
+            assert not balanced(broker_loads(meta.snapshot(), topic))
+
+            def converged() -> bool:
+                return balanced(broker_loads(meta.snapshot(), topic)) and all(
+                    a.target is None for k, a in meta.snapshot().partitions.items() if k[0] == topic
+                )
+
+            wait_until(converged, timeout=60, interval=0.25)
+            took = time.monotonic() - started
+            leaders = {p: n for p, (n, _) in cluster.leaders(topic).items()}
+            print(f"balancer converged {took:.1f} s after the skewed load started: leaders {leaders}")
+            assert len(set(leaders.values())) == 3
+            # No thrashing: with the load steady, nothing moves any more.
+            time.sleep(6)
+            assert {p: n for p, (n, _) in cluster.leaders(topic).items()} == leaders
+            assert balanced(broker_loads(meta.snapshot(), topic))
+            done = subprocess.run(
+                [
+                    sys.executable, "-m", "tabletopic", "cluster", "balance", "--dry-run",
+                    "--override", f"metadata.url={cluster.metadata_url}",
+                    "--override", "auto.balancer.min.bytes.per.second=400000",
+                ],
+                capture_output=True, text=True, timeout=60,
+                env=dict(os.environ, TABLETOPIC_LOG_LEVEL="WARNING"),
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert "broker load" in done.stdout and "within tolerance" in done.stdout, done.stdout
+    finally:
+        engine.dispose()

@@ -1,0 +1,195 @@
+"""Table topics on the 3-broker cluster: the table coordinator runs on the leader of partition 0,
+fenced by that partition's leader epoch; killed mid-commit, it is replaced on another broker within
+the commit interval plus 10 s and the table keeps every acknowledged record exactly once. Every node
+serves the schema registry and the REST catalog from the shared database."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tabletopic import database
+from tabletopic.cluster.db import ClusterMetadata
+from tabletopic.table.commit import COORDINATOR_PROPERTY, EPOCH_PROPERTY, OFFSETS_PROPERTY
+from tabletopic.table.table_config import sanitize_table_name
+from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.table_node import DeliveryLog, assert_exactly_once, table_configs
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+PARTITIONS = 3
+COMMIT_INTERVAL_S = 1.0
+
+
+def create_table_topic(cluster: LocalCluster, topic: str, partitions: int = PARTITIONS) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    configs = table_configs(commit_interval_ms=str(int(COMMIT_INTERVAL_S * 1000)))
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=configs)
+    admin.create_topics([new])[topic].result(30)
+
+
+def load_table(cluster: LocalCluster, node: int, topic: str) -> Any:
+    from pyiceberg.catalog import load_catalog
+
+    catalog = load_catalog(f"node-{node}", type="rest", uri=cluster.catalog_url(node))
+    return catalog.load_table(f"default.{sanitize_table_name(topic)}")
+
+
+def move_partition(cluster: LocalCluster, topic: str, partition: int, node: int) -> None:
+    engine = database.create_engine(cluster.metadata_url)
+    try:
+        ClusterMetadata(engine).request_moves([(topic, partition, node)])
+    finally:
+        engine.dispose()
+    wait_until(lambda: cluster.leaders(topic)[partition][0] == node, timeout=20)
+
+
+class Feeder:
+    """An idempotent acks=all producer writing keyed records round-robin from a thread."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Producer
+
+        self.topic = topic
+        self.log = DeliveryLog()
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 120_000,
+                "topic.metadata.refresh.interval.ms": 1000,
+                "retry.backoff.ms": 50,
+                "retry.backoff.max.ms": 300,
+            }
+        )
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Feeder:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for _ in range(10):
+                self.producer.produce(
+                    self.topic,
+                    key=str(self.sent).encode(),
+                    value=f"record {self.sent}".encode(),
+                    partition=self.sent % PARTITIONS,
+                    on_delivery=self.log.callback(self.sent),
+                )
+                self.sent += 1
+            self.producer.poll(0)
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        assert self.producer.flush(120) == 0
+
+
+def committed(table: Any) -> dict[int, int]:
+    from tabletopic.table.commit import committed_state
+
+    return dict(committed_state(table.refresh()).offsets)
+
+
+def test_table_keeps_every_record_once_when_the_coordinator_node_is_killed_mid_commit(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    victim = 3
+    # The victim dies (SIGKILL, by its own crash point) at its second table commit, between the
+    # coordinator's fence check and the Iceberg commit.
+    cluster.brokers[victim].kill()
+    cluster.start(victim, env={"TABLETOPIC_CRASH_AT": "table.fence_checked:2"})
+    wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
+    topic = f"tbl-{uuid.uuid4().hex[:8]}"
+    create_table_topic(cluster, topic)
+    placed(cluster, topic, PARTITIONS)
+    move_partition(cluster, topic, 0, victim)  # the victim coordinates the table
+    process = cluster.brokers[victim].process
+    assert process is not None
+    feeder = Feeder(cluster.bootstrap, topic).start()
+    try:
+        wait_until(lambda: process.poll() is not None, timeout=90, interval=0.05)
+        died_at = time.time()
+        cluster.brokers[victim].process = None
+        time.sleep(3)  # keep writing while partitions and the coordinator move
+    finally:
+        feeder.stop()
+    assert not feeder.log.errors, feeder.log.errors[:5]
+    survivor = 1
+    table = wait_until(lambda: load_table(cluster, survivor, topic), timeout=30)
+
+    def resumed() -> Any:
+        for snapshot in table.refresh().metadata.snapshots:
+            props = snapshot.summary.additional_properties if snapshot.summary else {}
+            if snapshot.timestamp_ms / 1000 > died_at and OFFSETS_PROPERTY in props:
+                return snapshot
+        return None
+
+    first = wait_until(resumed, timeout=COMMIT_INTERVAL_S + 30, interval=0.2)
+    props = first.summary.additional_properties
+    took = first.timestamp_ms / 1000 - died_at
+    print(f"table commits resumed {took:.2f} s after the coordinator died, on {props[COORDINATOR_PROPERTY]}")
+    assert not props[COORDINATOR_PROPERTY].startswith(f"broker-{victim}/")
+    assert took <= COMMIT_INTERVAL_S + 10
+    ends = feeder.log.end_offsets()
+    wait_until(
+        lambda: all(committed(table).get(p, 0) >= end for p, end in ends.items()), timeout=60, interval=0.3
+    )
+    rows = table.refresh().scan().to_arrow().to_pylist()
+    assert_exactly_once(rows, feeder.log)
+    # Coordinator epochs (partition 0's leader epochs) only grow along the table's history.
+    epochs = [
+        int(s.summary.additional_properties[EPOCH_PROPERTY])
+        for s in sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)
+        if s.summary is not None and EPOCH_PROPERTY in s.summary.additional_properties
+    ]
+    assert epochs == sorted(epochs) and epochs[-1] > epochs[0]
+
+
+def test_every_node_serves_the_registry_and_the_catalog_from_the_shared_database(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    subject = f"s-{uuid.uuid4().hex[:8]}-value"
+    schema = '{"type":"record","name":"r","fields":[{"name":"a","type":"long"}]}'
+    headers = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+    registered = httpx.post(
+        f"{cluster.registry_url(1)}/subjects/{subject}/versions",
+        json={"schema": schema},
+        headers=headers,
+        timeout=10,
+    )
+    registered.raise_for_status()
+    schema_id = registered.json()["id"]
+    for node in (2, 3):
+        answer = httpx.get(f"{cluster.registry_url(node)}/schemas/ids/{schema_id}", timeout=10)
+        assert answer.status_code == 200, answer.text
+        assert '"a"' in answer.json()["schema"]
+    topic = f"shared-{uuid.uuid4().hex[:8]}"
+    create_table_topic(cluster, topic)
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(30):
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    tables = [wait_until(lambda n=n: load_table(cluster, n, topic), timeout=30) for n in (1, 2, 3)]
+    wait_until(lambda: sum(committed(tables[0]).values()) == 30, timeout=30)
+    snapshots = {t.refresh().metadata.current_snapshot_id for t in tables}
+    assert len(snapshots) == 1
+    assert len(tables[2].scan().to_arrow()) == 30

@@ -1,0 +1,150 @@
+"""Reassignment and scaling: a partition moves under load with no data copied, a new broker joins
+and receives partitions, and SIGTERM drains a broker's partitions before it exits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.kafka_clients import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+
+class SteadyProducer:
+    """An idempotent acks=all producer writing to every partition of a topic from a thread."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.topic, self.partitions = topic, partitions
+        self.acked: list[bytes] = []
+        self.failed: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "topic.metadata.refresh.interval.ms": 1000,
+                "retry.backoff.ms": 50,
+                "retry.backoff.max.ms": 200,
+            }
+        )
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _delivered(self, err: KafkaError | None, msg: object) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+        else:
+            self.acked.append(msg.value())  # type: ignore[attr-defined]
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            value = f"{self.topic}-{self.sent}".encode()
+            self._producer.produce(
+                self.topic, value=value, partition=self.sent % self.partitions, on_delivery=self._delivered
+            )
+            self.sent += 1
+            self._producer.poll(0)
+            time.sleep(0.003)
+
+    def __enter__(self) -> SteadyProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        assert self._producer.flush(60) == 0
+
+
+def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> Counter[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: Counter[bytes] = Counter()
+    deadline = time.monotonic() + 60
+    try:
+        while sum(values.values()) < expected and time.monotonic() < deadline:
+            for msg in consumer.consume(500, 1.0):
+                if msg.error() is None:
+                    values[msg.value()] += 1
+        for msg in consumer.consume(500, 1.0):
+            if msg.error() is None:
+                values[msg.value()] += 1
+    finally:
+        consumer.close()
+    return values
+
+
+def _check_exactly_once(cluster: LocalCluster, load: SteadyProducer, partitions: int) -> None:
+    assert not load.failed, load.failed[:5]
+    assert len(load.acked) == load.sent
+    values = read_back(cluster.bootstrap, load.topic, partitions, len(load.acked))
+    assert set(load.acked) <= set(values)
+    assert max(values.values()) == 1
+
+
+def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) -> None:
+    cluster = healthy_cluster
+    topic = f"move-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, 6)
+    leaders = placed(cluster, topic, 6)
+    source, epoch = leaders[0]
+    target = next(n for n in (1, 2, 3) if n != source)
+    with SteadyProducer(cluster.bootstrap, topic, 6) as load:
+        time.sleep(1)
+        started = time.monotonic()
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tabletopic",
+                "partitions",
+                "move",
+                topic,
+                "0",
+                "--to",
+                str(target),
+                "--bootstrap-server",
+                cluster.brokers[source].bootstrap,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        wait_until(lambda: produce_raw(cluster, target, topic, 0, b"moved") == 0, timeout=10, interval=0.02)
+        print(f"moved {topic}-0 from {source} to {target} in {time.monotonic() - started:.2f} s under load")
+        time.sleep(1)
+    assert cluster.leaders(topic)[0] == (target, cluster.leaders(topic)[0][1])
+    assert cluster.leaders(topic)[0][1] > epoch
+    assert produce_raw(cluster, source, topic, 0, b"stale") != 0
+    _check_exactly_once(cluster, load, 6)
+
+
+def test_a_new_broker_receives_partitions_and_sigterm_drains_it(healthy_cluster: LocalCluster) -> None:
+    cluster = healthy_cluster
+    topic = f"scale-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, 12)
+    placed(cluster, topic, 12)
+    with SteadyProducer(cluster.bootstrap, topic, 12) as load:
+        cluster.start(4)
+        try:
+            wait_until(lambda: sum(n == 4 for n, _ in cluster.leaders(topic).values()) >= 2, timeout=30)
+            time.sleep(1)
+            cluster.brokers[4].stop()  # SIGTERM: controlled shutdown
+            assert all(n != 4 for n, _ in cluster.leaders(topic).values())
+            time.sleep(1)
+        finally:
+            cluster.brokers[4].kill()
+            del cluster.brokers[4]
+    _check_exactly_once(cluster, load, 12)
