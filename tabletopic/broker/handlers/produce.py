@@ -4,6 +4,12 @@ its partition's stream exactly as received.
 Ordering matters for idempotent producers: partitions are appended from tasks created in request
 order, and a handler awaits nothing before creating them, so appends to one stream happen in the
 order the requests arrived on the connection.
+
+A produce outlives its connection: when the client's connection drops, the appends already started
+finish (shielded from the connection's cancellation) and record their offsets, so the producer's
+retry on a new connection is answered as a duplicate with the original offset, as Kafka answers it.
+A cancelled append would leave its sequence reserved with no one to resolve it, and the retry
+would wait forever.
 """
 
 from __future__ import annotations
@@ -102,6 +108,11 @@ async def produce_partition(
             payload = with_log_append_time(payload, log_append_time)
         try:
             base = await broker.store.append(stream_id, payload, header.record_count)
+        except asyncio.CancelledError as exc:
+            # Only at shutdown (see the module docstring): free the sequence, then stop.
+            if check.reservation is not None:
+                producers.failed(stream_id, header.producer_id, check.reservation, exc)
+            raise
         except (StreamError, TimeoutError, OSError) as exc:
             if check.reservation is not None:
                 producers.failed(stream_id, header.producer_id, check.reservation, exc)
@@ -152,8 +163,11 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
         for partition in topic_data.partition_data:
             jobs.append(produce_partition(broker, topic_data.name, partition.index, partition.records))
             shape.append(topic_data.name)
-    # gather wraps every coroutine in a task right now, in order: see the module docstring.
-    results = await asyncio.gather(*jobs)
+    # gather wraps every coroutine in a task right now, in order; shielded so a dropped connection
+    # does not cancel appends under way: see the module docstring.
+    appends = asyncio.gather(*jobs)
+    appends.add_done_callback(_retrieve)
+    results = await asyncio.shield(appends)
     if acks == 0:
         return None
     responses: dict[str, list[dict[str, Any]]] = {}
@@ -163,6 +177,12 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
         "responses": [{"name": name, "partition_responses": parts} for name, parts in responses.items()],
         "throttle_time": 0,
     }
+
+
+def _retrieve(appends: asyncio.Future[Any]) -> None:
+    """Mark the outcome of appends whose connection went away as seen (nobody awaits them)."""
+    if not appends.cancelled():
+        appends.exception()
 
 
 def _all_failed(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:
