@@ -1,6 +1,10 @@
 """Fetch (1): read whole stored batches with their base offsets patched in, long-polling with
 ``StreamStore.wait_for_data`` until ``min_bytes`` are ready or ``max_wait`` runs out.
 
+Sizes follow Kafka: ``max_bytes`` bounds the response and ``partition_max_bytes`` each partition;
+the first batch of the response is returned whole even when it exceeds either (so a consumer always
+progresses), and no other batch ever makes the response exceed them.
+
 The response is written by the zero-copy encoder (``protocol/fetch_encoder.py``): stored batches go
 to the socket as they are, behind 8-byte base-offset pieces.
 
@@ -105,6 +109,10 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
                 continue
             for batch in batches:
                 payload = memoryview(batch.payload)
+                # Kafka's rule: only the response's very first batch may exceed a limit (so a
+                # consumer always progresses); any other batch must fit both limits.
+                if read.size + len(payload) > budget and (total > 0 or read.size > 0):
+                    break
                 read.pieces.append(_INT64.pack(batch.base_offset))
                 read.pieces.append(payload[8:])
                 read.size += len(payload)
