@@ -153,7 +153,12 @@ class BrokerService:
         if definition is None:
             return ""
         if definition.broker_default is not None:
-            return str(self.broker_config(definition.broker_default))
+            value = self.broker_config(definition.broker_default)
+            if isinstance(value, list):
+                return ",".join(str(v) for v in value)
+            if isinstance(value, bool):
+                return str(value).lower()
+            return definition.default if value is None else str(value)
         return definition.default
 
     def effective_topic_configs(self, topic: Topic) -> dict[str, str]:
