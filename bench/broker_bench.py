@@ -8,7 +8,8 @@
 
 Per target: produce MB/s and msgs/s at 100 B and 1 KiB, uncompressed and lz4; p50/p99 delivery
 latency at a fixed rate below saturation; consume MB/s while a producer writes (tail) and of the
-whole topic afterwards (catch-up). Ratios against Tansu and the sink close the report.
+whole topic afterwards (catch-up); transactional vs idempotent produce at 1 KiB. Ratios against
+Tansu and the sink close the report.
 
 Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000] [--targets local,object,tansu,sink]
 """
@@ -243,6 +244,57 @@ def produce_throughput(
     return sent * size / elapsed / 1e6, sent / elapsed
 
 
+def produce_exactly_once(
+    bootstrap: str, topic: str, size: int, seconds: float, transactional: bool, per_txn: int = 5000
+) -> float:
+    """MB/s of an idempotent producer, or of a transactional one committing every ``per_txn``
+    messages (the same producer settings otherwise): the cost of transactions alone."""
+    from confluent_kafka import Producer
+
+    config = {**producer_config(bootstrap, "none"), "enable.idempotence": True}
+    if transactional:
+        config["transactional.id"] = f"bench-{uuid.uuid4().hex[:8]}"
+    producer = Producer(config)
+    if transactional:
+        producer.init_transactions(30)
+    value = payload(size)
+    sent = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        if transactional:
+            producer.begin_transaction()
+        for _ in range(per_txn):
+            while True:
+                try:
+                    producer.produce(topic, value)
+                    break
+                except BufferError:
+                    producer.poll(0.001)
+            sent += 1
+        producer.poll(0)
+        if transactional:
+            producer.commit_transaction(60)
+    producer.flush(120)
+    return sent * size / (time.perf_counter() - start) / 1e6
+
+
+def bench_transactions(name: str, bootstrap: str, seconds: float) -> list[Result]:
+    """Transactional vs idempotent produce at 1 KiB, uncompressed (target: >= 0.8x)."""
+    figures = {}
+    for mode in ("idempotent", "transactional"):
+        topic = f"eos-{mode}-{uuid.uuid4().hex[:6]}"
+        create_topic(bootstrap, topic)
+        figures[mode] = produce_exactly_once(bootstrap, topic, 1024, seconds, mode == "transactional")
+    ratio = figures["transactional"] / figures["idempotent"] if figures["idempotent"] else float("nan")
+    print(
+        f"  {name:<18} 1KiB idempotent {figures['idempotent']:8.1f} MB/s   "
+        f"transactional (5000 msgs/txn) {figures['transactional']:8.1f} MB/s   ratio {ratio:.2f}x",
+        flush=True,
+    )
+    return [Result(name, f"eos-{mode}", mb) for mode, mb in figures.items()]
+
+
 def produce_latency(
     bootstrap: str, topic: str, size: int, codec: str, rate: int, seconds: float
 ) -> tuple[float, float]:
@@ -359,6 +411,11 @@ def bench_target(name: str, bootstrap: str, seconds: float, rate: int, consume: 
             )
             results.append(Result(name, "consume-catch-up", catch_up))
             results.append(Result(name, "consume-tail", tail))
+    if consume:  # brokers, not the null sink (which stores nothing to commit)
+        try:
+            results += bench_transactions(name, bootstrap, seconds)
+        except Exception as exc:  # a peer without transactions must not hide the other figures
+            print(f"  {name:<18} transactions: FAILED {type(exc).__name__}: {exc}", flush=True)
     return results
 
 

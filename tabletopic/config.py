@@ -27,6 +27,8 @@ SETTINGS_MODULES = (
     "tabletopic.s3stream.settings",
     "tabletopic.cluster.settings",
     "tabletopic.broker.settings",
+    "tabletopic.broker.kafka_settings",
+    "tabletopic.broker.transactions.settings",
     "tabletopic.broker.groups.settings",
     "tabletopic.schema_registry.settings",
     "tabletopic.catalog.settings",

@@ -79,6 +79,12 @@ class BrokerTopics:
         topic = self._broker.service.topics.get(name)
         return None if topic is None else _topic_view(topic)
 
+    def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
+        return self._broker.service.transactions.partitions.last_stable_offset(stream_id, high_watermark)
+
+    def aborted_transactions(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
+        return self._broker.service.transactions.partitions.aborted_transactions(stream_id, start, end)
+
 
 class PartitionZeroLeases:
     """Table coordinator leases in a cluster: the broker leading a topic's partition 0 coordinates

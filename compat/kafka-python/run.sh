@@ -39,6 +39,7 @@ if [ -z "${KAFKA_URI:-}" ]; then
   "$PY" -m tabletopic serve --data-dir "$DATA" \
     --override "listeners=PLAINTEXT://127.0.0.1:$PORT" \
     --override "admin.listener=" \
+    --override "group.min.session.timeout.ms=1000" \
     --override "schema.registry.listener=http://127.0.0.1:$(free_port)" \
     --override "catalog.listener=http://127.0.0.1:$(free_port)" \
     >"$RESULTS_DIR/broker.log" 2>&1 &

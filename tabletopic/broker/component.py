@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.cluster_role import ClusterRole
-from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import group_config
 from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.leadership import group_slot
@@ -144,6 +144,17 @@ class BrokerComponent:
         )
         await groups.start()
         self._groups = groups
+
+        async def commit_transaction_offsets(group_id: str, offsets: Any) -> None:
+            await groups.commit_transactional_offsets(
+                group_id,
+                [
+                    OffsetToCommit(o.topic, o.partition, o.offset, o.leader_epoch, o.metadata)
+                    for o in offsets.values()
+                ],
+            )
+
+        await service.transactions.set_offset_committer(commit_transaction_offsets)
         service.topic_deleted_hooks.append(groups.delete_topic_offsets)
         handlers = dict(GROUP_HANDLERS)
         if 10 in handlers:

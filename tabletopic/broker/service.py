@@ -24,6 +24,7 @@ from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.retention import RetentionTask
 from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigExtension
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
+from tabletopic.broker.transactions import TransactionCoordinator
 from tabletopic.cluster.settings import RACK
 from tabletopic.config import Config
 from tabletopic.s3stream.streams import StreamError, StreamStore
@@ -86,6 +87,7 @@ class BrokerService:
         self._producer_id_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self.retention = RetentionTask(self)
+        self.transactions = TransactionCoordinator(self, engine)
         # Called with the topic name after a topic is deleted (the group coordinator forgets the
         # topic's committed offsets there).
         self.topic_deleted_hooks: list[Callable[[str], Awaitable[None]]] = []
@@ -105,12 +107,14 @@ class BrokerService:
         if not self.clustered:  # a cluster broker recovers the partitions it comes to lead
             streams = [s for topic in self.topics.all() for s in topic.streams]
             await self.producers.recover(streams)
+        await self.transactions.start()  # finishes transactions a crash interrupted, before serving
         self._tasks = [
             asyncio.create_task(self._snapshot_loop(), name="broker-producer-snapshots"),
             asyncio.create_task(self.retention.run(), name="broker-retention"),
         ]
 
     async def stop(self) -> None:
+        await self.transactions.stop()
         await cancel_and_wait(self._tasks)
         self._tasks = []
         try:
@@ -174,7 +178,12 @@ class BrokerService:
         if definition is None:
             return ""
         if definition.broker_default is not None:
-            return str(self.broker_config(definition.broker_default))
+            value = self.broker_config(definition.broker_default)
+            if isinstance(value, list):
+                return ",".join(str(v) for v in value)
+            if isinstance(value, bool):
+                return str(value).lower()
+            return definition.default if value is None else str(value)
         return definition.default
 
     def effective_topic_configs(self, topic: Topic) -> dict[str, str]:

@@ -40,6 +40,17 @@ def _int(low: int | None = None) -> Callable[[str], None]:
     return check
 
 
+def _int_range(low: int, high: int) -> Callable[[str], None]:
+    at_least = _int(low)
+
+    def check(value: str) -> None:
+        at_least(value)
+        if int(value) > high:
+            raise InvalidTopicConfig(f"{value} is above the maximum {high}")
+
+    return check
+
+
 def _float(value: str) -> None:
     try:
         float(value)
@@ -76,40 +87,108 @@ class TopicConfigKey:
 
 
 _KEYS = [
-    TopicConfigKey("cleanup.policy", "delete", _choice("delete", "compact", multi=True)),
+    TopicConfigKey(
+        "cleanup.policy", "delete", _choice("delete", "compact", multi=True), "log.cleanup.policy"
+    ),
     TopicConfigKey("retention.ms", "604800000", _int(-1), "log.retention.ms"),
     TopicConfigKey("retention.bytes", "-1", _int(-1), "log.retention.bytes"),
     TopicConfigKey("max.message.bytes", "1048588", _int(0), "message.max.bytes"),
-    TopicConfigKey("message.timestamp.type", "CreateTime", _choice("CreateTime", "LogAppendTime")),
     TopicConfigKey(
-        "compression.type", "producer", _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+        "message.timestamp.type",
+        "CreateTime",
+        _choice("CreateTime", "LogAppendTime"),
+        "log.message.timestamp.type",
     ),
-    TopicConfigKey("segment.bytes", "1073741824", _int(14)),
+    TopicConfigKey(
+        "compression.type",
+        "producer",
+        _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        "compression.type",
+    ),
+    TopicConfigKey("compression.gzip.level", "-1", _int_range(-1, 9), "compression.gzip.level"),
+    TopicConfigKey("compression.lz4.level", "9", _int_range(1, 17), "compression.lz4.level"),
+    TopicConfigKey("compression.zstd.level", "3", _int_range(-131072, 22), "compression.zstd.level"),
+    TopicConfigKey("segment.bytes", "1073741824", _int(14), "log.segment.bytes"),
     TopicConfigKey("segment.ms", "604800000", _int(1)),
-    TopicConfigKey("segment.index.bytes", "10485760", _int(4)),
+    TopicConfigKey("segment.index.bytes", "10485760", _int(4), "log.index.size.max.bytes"),
     TopicConfigKey("segment.jitter.ms", "0", _int(0)),
-    TopicConfigKey("min.insync.replicas", "1", _int(1)),
-    TopicConfigKey("flush.messages", "9223372036854775807", _int(1)),
+    TopicConfigKey("min.insync.replicas", "1", _int(1), "min.insync.replicas"),
+    TopicConfigKey("flush.messages", "9223372036854775807", _int(1), "log.flush.interval.messages"),
     TopicConfigKey("flush.ms", "9223372036854775807", _int(0)),
-    TopicConfigKey("index.interval.bytes", "4096", _int(0)),
-    TopicConfigKey("delete.retention.ms", "86400000", _int(0)),
-    TopicConfigKey("min.compaction.lag.ms", "0", _int(0)),
-    TopicConfigKey("max.compaction.lag.ms", "9223372036854775807", _int(1)),
-    TopicConfigKey("file.delete.delay.ms", "60000", _int(0)),
-    TopicConfigKey("min.cleanable.dirty.ratio", "0.5", _float),
-    TopicConfigKey("unclean.leader.election.enable", "false", _bool),
-    TopicConfigKey("preallocate", "false", _bool),
+    TopicConfigKey("index.interval.bytes", "4096", _int(0), "log.index.interval.bytes"),
+    TopicConfigKey("delete.retention.ms", "86400000", _int(0), "log.cleaner.delete.retention.ms"),
+    TopicConfigKey("min.compaction.lag.ms", "0", _int(0), "log.cleaner.min.compaction.lag.ms"),
+    TopicConfigKey(
+        "max.compaction.lag.ms", "9223372036854775807", _int(1), "log.cleaner.max.compaction.lag.ms"
+    ),
+    TopicConfigKey("file.delete.delay.ms", "60000", _int(0), "log.segment.delete.delay.ms"),
+    TopicConfigKey("min.cleanable.dirty.ratio", "0.5", _float, "log.cleaner.min.cleanable.ratio"),
+    TopicConfigKey("unclean.leader.election.enable", "false", _bool, "unclean.leader.election.enable"),
+    TopicConfigKey("preallocate", "false", _bool, "log.preallocate"),
     TopicConfigKey("message.downconversion.enable", "true", _bool),
     TopicConfigKey("message.timestamp.difference.max.ms", "9223372036854775807", _int(0)),
-    TopicConfigKey("message.timestamp.before.max.ms", "9223372036854775807", _int(0)),
-    TopicConfigKey("message.timestamp.after.max.ms", "9223372036854775807", _int(0)),
-    TopicConfigKey("local.retention.ms", "-2", _int(-2)),
-    TopicConfigKey("local.retention.bytes", "-2", _int(-2)),
+    TopicConfigKey(
+        "message.timestamp.before.max.ms",
+        "9223372036854775807",
+        _int(0),
+        "log.message.timestamp.before.max.ms",
+    ),
+    TopicConfigKey(
+        "message.timestamp.after.max.ms", "9223372036854775807", _int(0), "log.message.timestamp.after.max.ms"
+    ),
+    TopicConfigKey("local.retention.ms", "-2", _int(-2), "log.local.retention.ms"),
+    TopicConfigKey("local.retention.bytes", "-2", _int(-2), "log.local.retention.bytes"),
     TopicConfigKey("remote.storage.enable", "false", _bool),
+    TopicConfigKey("remote.log.copy.disable", "false", _bool),
+    TopicConfigKey("remote.log.delete.on.disable", "false", _bool),
     TopicConfigKey("leader.replication.throttled.replicas", "", _any),
     TopicConfigKey("follower.replication.throttled.replicas", "", _any),
 ]
 TOPIC_CONFIG_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in _KEYS}
+
+# What the topic keys tabletopic honours do; every other key is stored and reported only.
+_HONOURED = {
+    "cleanup.policy": "delete: old data is removed by retention.ms and retention.bytes.",
+    "retention.ms": "How long data is kept before retention trims it (-1: forever).",
+    "retention.bytes": "Most bytes a partition keeps before retention trims it (-1: no limit).",
+    "max.message.bytes": "Largest record batch a Produce may append (MESSAGE_TOO_LARGE beyond).",
+    "message.timestamp.type": "CreateTime keeps the producer's timestamps; LogAppendTime stamps the "
+    "broker's clock on each batch as it is appended.",
+}
+_NO_EFFECT = {
+    "compression.type": "batches are stored as the producer compressed them",
+    "remote.storage.enable": "all data already lives in object storage",
+    "remote.log.copy.disable": "all data already lives in object storage",
+    "remote.log.delete.on.disable": "all data already lives in object storage",
+    "local.retention.ms": "there is no local tier to retain",
+    "local.retention.bytes": "there is no local tier to retain",
+    "flush.messages": "every acknowledged batch is already durable",
+    "flush.ms": "every acknowledged batch is already durable",
+    "min.insync.replicas": "a partition is one stream in shared storage, there are no replicas",
+    "unclean.leader.election.enable": "a partition is one stream in shared storage, there are no replicas",
+    "leader.replication.throttled.replicas": "there are no replicas",
+    "follower.replication.throttled.replicas": "there are no replicas",
+    "message.downconversion.enable": "only record batch format v2 is served",
+}
+
+
+def topic_config_documentation(name: str) -> str | None:
+    """DescribeConfigs' documentation of a topic key: what it does here, or that it does nothing."""
+    if name in _HONOURED:
+        return _HONOURED[name]
+    if name not in TOPIC_CONFIG_KEYS:
+        return None
+    why = _NO_EFFECT.get(name)
+    if why is None:
+        if name.startswith(("segment.", "index.", "preallocate", "file.")):
+            why = "a stream is stored as objects in object storage, there are no log segments or indexes"
+        elif name.startswith("compression."):
+            why = "batches are never recompressed"
+        elif name.startswith("message.timestamp."):
+            why = "timestamps are not range-checked"
+        else:
+            why = "compaction is not implemented yet"
+    return f"Kafka topic key, accepted and reported for compatibility; no effect here: {why}."
 
 
 def validate_topic_configs(
@@ -149,6 +228,9 @@ def validate_topic_configs(
 # DescribeConfigs ``config_type`` codes (Kafka's ConfigDef types).
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST, TYPE_PASSWORD = 1, 2, 3, 5, 6, 7, 9
 _INT_KEYS = {
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
     "max.message.bytes",
     "segment.bytes",
     "segment.index.bytes",

@@ -30,7 +30,7 @@ from tabletopic.table.job import JobRunner
 from tabletopic.table.lease import CoordinatorLeases, LeaseManager
 from tabletopic.table.metrics import TableMetrics
 from tabletopic.table.ops.lag import LiveLagCollector
-from tabletopic.table.ports import LocalBroker, SparkProvider
+from tabletopic.table.ports import LocalBroker, SparkProvider, TransactionView
 from tabletopic.table.worker import TableWorker
 
 if TYPE_CHECKING:
@@ -95,7 +95,11 @@ class TableComponent:
         config = self._config
         ctx = CoordinatorContext(
             directory=self._broker,
-            worker=TableWorker(self._storage.store, config.get(settings.MAX_TASK_BYTES)),
+            worker=TableWorker(
+                self._storage.store,
+                config.get(settings.MAX_TASK_BYTES),
+                self._broker if isinstance(self._broker, TransactionView) else None,
+            ),
             catalog=self._catalog.catalog,
             runner=self._runner,
             leases=self._leases

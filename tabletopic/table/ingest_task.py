@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tabletopic.crashpoints import crash_point
+from tabletopic.records.transactions import AbortedTransaction
 from tabletopic.s3stream.objects import fetch_slice
 from tabletopic.s3stream.objectstore import open_object_store
 from tabletopic.table.convert.rows import FailedRecord, RecordConversionError, RecordConverter, convert_slice
@@ -81,7 +82,10 @@ class IngestTask:
             stored.extend(fetch_slice(self.store, piece))
             self.bytes_read += piece.size
         read_done = time.perf_counter()
-        result = convert_slice(stored, item.start_offset, item.end_offset, item.partition, self.converter)
+        aborted = [AbortedTransaction(pid, first, last) for pid, first, last in item.aborted]
+        result = convert_slice(
+            stored, item.start_offset, item.end_offset, item.partition, self.converter, aborted
+        )
         self.timings["read"] += read_done - started
         self.timings["decode"] += time.perf_counter() - read_done
         try:

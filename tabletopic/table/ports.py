@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,18 @@ class TopicDirectory(Protocol):
         """Topics with ``automq.table.topic.enable=true`` whose partitions this broker leads."""
 
     def topic(self, name: str) -> TopicView | None: ...
+
+
+@runtime_checkable
+class TransactionView(Protocol):
+    """The broker's transactions as the pipeline needs them: ingest only committed data."""
+
+    def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
+        """The first offset of the oldest open transaction in the stream, or ``high_watermark``."""
+
+    def aborted_transactions(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
+        """``(producer id, first offset, marker offset)`` of the aborted transactions overlapping
+        ``[start, end)``; the marker may lie past ``end`` (in a later slice)."""
 
 
 class LocalBroker(TopicDirectory, Protocol):

@@ -10,8 +10,9 @@ database, so :meth:`TableWorker.refresh` reads their offsets (and ``locate`` the
 there instead of asking those brokers; nothing a leader acknowledged is missed, and a partition
 that is moving between brokers does not hold the table up.
 
-Large ranges are cut into several items so a topic with one busy partition still spreads over the
-cluster's cores.
+With transactions, ranges stop at the last stable offset and carry the aborted transactions they
+overlap, so only committed records reach the table. Large ranges are cut into several items so a
+topic with one busy partition still spreads over the cluster's cores.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 from tabletopic.records.header import parse_stored_header
 from tabletopic.s3stream.streams import ObjectSlice, StreamInfo, StreamNotFound, StreamStore
-from tabletopic.table.ports import TopicView
+from tabletopic.table.ports import TopicView, TransactionView
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,9 @@ class WorkItem:
     start_offset: int
     end_offset: int
     slices: tuple[ObjectSlice, ...]
+    # Aborted transactions ``(producer id, first offset, marker offset)`` overlapping the range:
+    # their records are dropped even when the ABORT marker lies beyond ``end_offset``.
+    aborted: tuple[tuple[int, int, int], ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(
@@ -46,6 +50,7 @@ class WorkItem:
                 "start_offset": self.start_offset,
                 "end_offset": self.end_offset,
                 "slices": [asdict(s) for s in self.slices],
+                "aborted": [list(a) for a in self.aborted],
             },
             separators=(",", ":"),
         )
@@ -59,6 +64,7 @@ class WorkItem:
             start_offset=raw["start_offset"],
             end_offset=raw["end_offset"],
             slices=tuple(ObjectSlice(**s) for s in raw["slices"]),
+            aborted=tuple((int(p), int(f), int(m)) for p, f, m in raw.get("aborted", ())),
         )
 
     @property
@@ -76,11 +82,17 @@ class PartitionRange:
 
 
 class TableWorker:
-    def __init__(self, streams: StreamStore, max_item_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self,
+        streams: StreamStore,
+        max_item_bytes: int = 64 << 20,
+        transactions: TransactionView | None = None,
+    ) -> None:
         self._streams = streams
         self._max_item_bytes = max_item_bytes
         # Offsets of streams other brokers hold, as last read by refresh().
         self._elsewhere: dict[int, StreamInfo] = {}
+        self._transactions = transactions
 
     def high_watermark(self, stream_id: int) -> int:
         return self._info(stream_id).end_offset
@@ -143,6 +155,9 @@ class TableWorker:
                 )
                 start = info.start_offset
             end = info.end_offset
+            if self._transactions is not None:
+                # Only committed data: never past the oldest open transaction.
+                end = self._transactions.last_stable_offset(view.stream_id, end)
             if max_records_per_partition is not None:
                 end = min(end, start + max_records_per_partition)
             if end > start or lost:
@@ -158,11 +173,23 @@ class TableWorker:
         await self._streams.flush([by_partition[r.partition] for r in wanted])
         items: list[WorkItem] = []
         for r in wanted:
-            slices = await self._streams.locate(by_partition[r.partition], r.start_offset, r.end_offset)
-            items.extend(self._cut(topic.name, r, slices))
+            stream_id = by_partition[r.partition]
+            slices = await self._streams.locate(stream_id, r.start_offset, r.end_offset)
+            aborted: tuple[tuple[int, int, int], ...] = ()
+            if self._transactions is not None:
+                aborted = tuple(
+                    self._transactions.aborted_transactions(stream_id, r.start_offset, r.end_offset)
+                )
+            items.extend(self._cut(topic.name, r, slices, aborted))
         return items
 
-    def _cut(self, topic: str, r: PartitionRange, slices: list[ObjectSlice]) -> list[WorkItem]:
+    def _cut(
+        self,
+        topic: str,
+        r: PartitionRange,
+        slices: list[ObjectSlice],
+        aborted: tuple[tuple[int, int, int], ...] = (),
+    ) -> list[WorkItem]:
         """Group consecutive slices into items of at most ``max_item_bytes`` (at least one slice each)
         that tile the range exactly: each item starts where the previous ended, boundaries fall on
         slice ends clipped to the range, the last item ends at the range's end."""
@@ -181,6 +208,6 @@ class TableWorker:
             last = index == len(groups) - 1
             end = r.end_offset if last else max(cursor, min(group[-1].end_offset, r.end_offset))
             if end > cursor:
-                items.append(WorkItem(topic, r.partition, cursor, end, tuple(group)))
+                items.append(WorkItem(topic, r.partition, cursor, end, tuple(group), aborted))
             cursor = end
         return items

@@ -48,3 +48,41 @@ def test_work_items_tile_the_range_exactly_and_respect_the_size_cap() -> None:
         (40, 47, 1),
     ]
     assert WorkItem.from_json(items[0].to_json()) == items[0]
+
+
+class _Transactions:
+    """The broker's transaction view, with one open and one aborted transaction on stream 1."""
+
+    def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
+        return min(high_watermark, 3)  # a transaction opened at offset 3 is still open
+
+    def aborted_transactions(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
+        return [(7, 0, 9)]  # its ABORT marker (offset 9) lies past every range
+
+
+async def test_ranges_stop_at_the_last_stable_offset() -> None:
+    store = MemoryStreamStore()
+    topic = await make_topic(store, [6])
+    assert TableWorker(store, transactions=_Transactions()).ranges(topic, {}) == [PartitionRange(0, 0, 3)]
+
+
+def test_aborted_records_are_dropped_when_the_marker_is_in_a_later_slice() -> None:
+    from tabletopic.records.decoder import decode_records
+    from tabletopic.records.encoder import Record, build_batch
+    from tabletopic.records.transactions import AbortedTransaction
+    from tabletopic.s3stream.streams import StoredBatch
+
+    worker = TableWorker(MemoryStreamStore(), transactions=_Transactions())
+    slices = [ObjectSlice("o", 0, 100, 1, 0, 3)]
+    (item,) = worker._cut("t", PartitionRange(0, 0, 3), slices, ((7, 0, 9),))
+    item = WorkItem.from_json(item.to_json())
+    assert item.aborted == ((7, 0, 9),)
+    aborted_batch = build_batch(
+        [Record(None, b"aborted")], transactional=True, producer_id=7, producer_epoch=0
+    )
+    plain_batch = build_batch([Record(None, b"kept")])
+    stored = [StoredBatch(0, 1, aborted_batch), StoredBatch(1, 1, plain_batch)]
+    # What the ingest task does with an item (tabletopic/table/ingest_task.py).
+    decoded = decode_records(stored, 0, 2, 0, [AbortedTransaction(p, f, m) for p, f, m in item.aborted])
+    assert decoded.values == [b"kept"]
+    assert decoded.skipped_aborted == 1

@@ -317,6 +317,22 @@ class GroupCoordinator:
                 results[key] = error
         return results
 
+    async def commit_transactional_offsets(self, group_id: str, offsets: Sequence[OffsetToCommit]) -> None:
+        """Store offsets a transaction committed (TxnOffsetCommit, then EndTxn COMMIT). The member
+        and generation are not checked here: Kafka checks them when the offsets are sent, and a
+        committed transaction's offsets must not be lost to a rebalance that happened since."""
+        now = self._now_ms()
+        valid = {
+            (o.topic, o.partition): CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
+            for o in offsets
+        }
+
+        async def write() -> None:
+            await asyncio.to_thread(self._store.commit_offsets, group_id, valid)
+            self._offsets.setdefault(group_id, {}).update(valid)
+
+        await asyncio.shield(self._enqueue(group_id, write))
+
     def fetch_offsets(
         self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
     ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:

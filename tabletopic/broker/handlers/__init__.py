@@ -48,6 +48,7 @@ from tabletopic.broker.handlers import (
     partition_reassignments,
     produce,
     sync_group,
+    transactions,
 )
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
@@ -63,6 +64,10 @@ HANDLERS: dict[int, Handler] = {
     21: delete_records.handle,
     22: init_producer_id.handle,
     23: offset_for_leader_epoch.handle,
+    24: transactions.add_partitions,
+    25: transactions.add_offsets,
+    26: transactions.end_txn,
+    28: transactions.txn_offset_commit,
     32: describe_configs.handle,
     33: alter_configs.handle,
     35: describe_log_dirs.handle,
@@ -74,6 +79,8 @@ HANDLERS: dict[int, Handler] = {
     55: describe_quorum.handle,
     60: describe_cluster.handle,
     61: describe_producers.handle,
+    65: transactions.describe,
+    66: transactions.list_transactions,
     75: describe_topic_partitions.handle,
 }
 

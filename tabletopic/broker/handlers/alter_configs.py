@@ -1,5 +1,5 @@
-"""AlterConfigs (33): replace a topic's explicit configs, or set broker configs dynamically.
-Unknown keys are refused with INVALID_CONFIG."""
+"""AlterConfigs (33): replace a topic's or a group's explicit configs, or set broker configs
+dynamically. Unknown keys are refused with INVALID_CONFIG."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.group_configs import (
+    RESOURCE_GROUP,
+    InvalidGroupConfig,
+    state_prefix,
+    validate_group_configs,
+)
 from tabletopic.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
 from tabletopic.broker.topics import TopicError
 from tabletopic.config import Config, ConfigError
@@ -46,6 +52,7 @@ def check_broker_configs(broker: BrokerService, resource: Any, values: dict[str,
 
 TopicUpdate = Callable[[Any, Any], dict[str, str]]  # (topic, resource) -> new explicit configs
 BrokerUpdate = Callable[[Any], tuple[dict[str, str | None], dict[str, str]]]  # -> (to check, new)
+GroupUpdate = Callable[[dict[str, str], Any], dict[str, str]]  # (current explicit, resource) -> new
 
 
 async def alter_resources(
@@ -54,6 +61,7 @@ async def alter_resources(
     api: str,
     topic_update: TopicUpdate,
     broker_update: BrokerUpdate,
+    group_update: GroupUpdate,
 ) -> dict[str, Any]:
     """The flow AlterConfigs and IncrementalAlterConfigs share: per resource, compute the new config
     set with the API's own rule, validate it, store it unless ``validate_only``, answer per resource."""
@@ -73,6 +81,8 @@ async def alter_resources(
                 check_broker_configs(broker, resource, to_check)
                 if not request.validate_only:
                     await broker.set_dynamic_configs(values, replace=True)
+            elif resource.resource_type == RESOURCE_GROUP:
+                await _alter_group(broker, resource, group_update, request.validate_only)
             else:
                 raise TopicError(
                     ErrorCode.invalid_request, f"resource type {resource.resource_type} is not supported"
@@ -82,6 +92,20 @@ async def alter_resources(
             log.info("%s %s refused: %s", api, resource.resource_name, exc)
             responses.append(result(resource, exc.error_code, str(exc)))
     return {"throttle_time": 0, "responses": responses}
+
+
+async def _alter_group(
+    broker: BrokerService, resource: Any, update: GroupUpdate, validate_only: bool
+) -> None:
+    """Validate and store a group's explicit configs (see :mod:`tabletopic.broker.group_configs`)."""
+    prefix = state_prefix(resource.resource_name)
+    current = await broker.topics.state_items(prefix)
+    try:
+        values = validate_group_configs(update(current, resource))
+    except InvalidGroupConfig as exc:
+        raise TopicError(ErrorCode.invalid_config, str(exc)) from exc
+    if not validate_only:
+        await broker.topics.replace_state_items(prefix, values)
 
 
 def _replace_topic_configs(_topic: Any, resource: Any) -> dict[str, str]:
@@ -98,5 +122,10 @@ def _replace_broker_configs(resource: Any) -> tuple[dict[str, str | None], dict[
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
     return await alter_resources(
-        broker, request, "AlterConfigs", _replace_topic_configs, _replace_broker_configs
+        broker,
+        request,
+        "AlterConfigs",
+        _replace_topic_configs,
+        _replace_broker_configs,
+        lambda _current, resource: _replace_topic_configs(None, resource),
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.group_configs import RESOURCE_GROUP, describe_entries, state_prefix
 from tabletopic.broker.topic_config_keys import (
     TOPIC_CONFIG_KEYS,
     TYPE_BOOLEAN,
@@ -16,6 +17,7 @@ from tabletopic.broker.topic_config_keys import (
     TYPE_LIST,
     TYPE_PASSWORD,
     TYPE_STRING,
+    topic_config_documentation,
     topic_config_type,
 )
 from tabletopic.broker.topics import Topic
@@ -64,6 +66,7 @@ def topic_config_entries(broker: BrokerService, topic: Topic) -> list[dict[str, 
                 "value": broker.topic_config(topic, name),
                 "config_source": source,
                 "config_type": topic_config_type(name),
+                "documentation": topic_config_documentation(name),
             }
         )
     return entries
@@ -122,7 +125,6 @@ def _result(
 
 
 def describe(broker: BrokerService, resource: Any, include_documentation: bool) -> dict[str, Any]:
-    keys = resource.configuration_keys
     if resource.resource_type == RESOURCE_TOPIC:
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
@@ -144,6 +146,13 @@ def describe(broker: BrokerService, resource: Any, include_documentation: bool) 
             f"resource type {resource.resource_type} is not supported",
             [],
         )
+    return _configs_result(resource, entries, include_documentation)
+
+
+def _configs_result(
+    resource: Any, entries: list[dict[str, Any]], include_documentation: bool
+) -> dict[str, Any]:
+    keys = resource.configuration_keys
     if keys is not None:
         entries = [e for e in entries if e["name"] in keys]
     configs = [
@@ -162,9 +171,19 @@ def describe(broker: BrokerService, resource: Any, include_documentation: bool) 
     return _result(resource, ErrorCode.none, None, configs)
 
 
+async def _describe_group(
+    broker: BrokerService, resource: Any, include_documentation: bool
+) -> dict[str, Any]:
+    explicit = await broker.topics.state_items(state_prefix(resource.resource_name))
+    return _configs_result(resource, describe_entries(explicit), include_documentation)
+
+
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
     include_documentation = bool(getattr(request, "include_documentation", False))
-    return {
-        "throttle_time": 0,
-        "results": [describe(broker, r, include_documentation) for r in request.resources],
-    }
+    results = []
+    for resource in request.resources:
+        if resource.resource_type == RESOURCE_GROUP:
+            results.append(await _describe_group(broker, resource, include_documentation))
+        else:
+            results.append(describe(broker, resource, include_documentation))
+    return {"throttle_time": 0, "results": results}

@@ -1,5 +1,6 @@
 """DescribeProducers (61): the idempotent producers the broker tracks per partition, with their
-epoch and last acknowledged sequence (what ``kafka-transactions.sh describe-producers`` shows)."""
+epoch, last acknowledged sequence and the start offset of their open transaction (what
+``kafka-transactions.sh describe-producers`` shows)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ def _partition(broker: BrokerService, name: str, index: int) -> dict[str, Any]:
     topic = topic_with_partition(broker, name, index)
     if topic is None:
         return {"partition_index": index, **unknown_partition(name, index), "active_producers": []}
+    stream_id = topic.streams[index]
+    open_txns = broker.transactions.partitions
     producers = [
         {
             "producer_id": pid,
@@ -25,9 +28,9 @@ def _partition(broker: BrokerService, name: str, index: int) -> dict[str, Any]:
             "last_sequence": sequence,
             "last_timestamp": -1,
             "coordinator_epoch": -1,
-            "current_txn_start_offset": -1,
+            "current_txn_start_offset": _or_minus_one(open_txns.first_offset(stream_id, pid)),
         }
-        for pid, epoch, sequence in broker.producers.active(topic.streams[index])
+        for pid, epoch, sequence in broker.producers.active(stream_id)
     ]
     return {
         "partition_index": index,
@@ -35,6 +38,10 @@ def _partition(broker: BrokerService, name: str, index: int) -> dict[str, Any]:
         "error_message": None,
         "active_producers": producers,
     }
+
+
+def _or_minus_one(value: int | None) -> int:
+    return -1 if value is None else value
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:

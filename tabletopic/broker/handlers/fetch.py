@@ -1,8 +1,16 @@
 """Fetch (1): read whole stored batches with their base offsets patched in, long-polling with
 ``StreamStore.wait_for_data`` until ``min_bytes`` are ready or ``max_wait`` runs out.
 
+Sizes follow Kafka: ``max_bytes`` bounds the response and ``partition_max_bytes`` each partition;
+the first batch of the response is returned whole even when it exceeds either (so a consumer always
+progresses), and no other batch ever makes the response exceed them.
+
 The response is written by the zero-copy encoder (``protocol/fetch_encoder.py``): stored batches go
 to the socket as they are, behind 8-byte base-offset pieces.
+
+Transactions: every answer carries the partition's last stable offset; at read_committed
+isolation only data below it is returned, with the aborted transactions of the range read so the
+client drops their records (as Kafka's consumer does with its own list).
 
 No fetch sessions (KIP-227): every answer carries session id 0, which tells clients to keep sending
 full fetch requests; that is a correct, if chattier, implementation of the protocol.
@@ -29,6 +37,7 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 _INT64 = struct.Struct(">q")
+READ_COMMITTED = 1
 
 
 @dataclass(slots=True, kw_only=True)
@@ -38,6 +47,7 @@ class PartitionRead(FetchedPartition):
     stream_id: int = -1
     fetch_offset: int
     max_bytes: int
+    next_offset: int = -1  # after the last batch read
 
 
 @dataclass(slots=True)
@@ -75,9 +85,14 @@ def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRea
     return result
 
 
-async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) -> int:
-    """Fill each partition with batches; returns the total bytes read."""
+async def _read(
+    broker: BrokerService, topics: list[TopicRead], max_bytes: int, committed: bool = False
+) -> int:
+    """Fill each partition with batches; returns the total bytes read. ``committed``
+    (read_committed isolation) reads only below the last stable offset and lists the aborted
+    transactions of the range read."""
     store = broker.store
+    txns = broker.transactions.partitions
     total = 0
     for topic in topics:
         for read in topic.partitions:
@@ -94,15 +109,17 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
                 )
                 continue
             read.high_watermark, read.log_start_offset = info.end_offset, info.start_offset
+            read.last_stable_offset = stable = txns.last_stable_offset(read.stream_id, info.end_offset)
             if not info.start_offset <= read.fetch_offset <= info.end_offset:
                 read.error_code = ErrorCode.offset_out_of_range
                 continue
             read.error_code = ErrorCode.none
             budget = min(read.max_bytes, max_bytes - total)
-            if read.fetch_offset == info.end_offset or (budget <= 0 and total > 0):
+            limit = stable if committed else info.end_offset
+            if read.fetch_offset >= limit or (budget <= 0 and total > 0):
                 continue
             try:
-                batches = await store.fetch(read.stream_id, read.fetch_offset, max(budget, 1))
+                batches = await store.fetch(read.stream_id, read.fetch_offset, max(budget, 1), limit)
             except OffsetOutOfRange:
                 read.error_code = ErrorCode.offset_out_of_range
                 continue
@@ -111,22 +128,34 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
                 continue
             for batch in batches:
                 payload = memoryview(batch.payload)
+                # Kafka's rule: only the response's very first batch may exceed a limit (so a
+                # consumer always progresses); any other batch must fit both limits.
+                if read.size + len(payload) > budget and (total > 0 or read.size > 0):
+                    break
                 read.pieces.append(_INT64.pack(batch.base_offset))
                 read.pieces.append(payload[8:])
                 read.size += len(payload)
+                read.next_offset = batch.next_offset
+            if committed and read.size:
+                read.aborted = txns.aborted_between(read.stream_id, read.fetch_offset, read.next_offset)
             total += read.size
             if read.size and topic.name is not None:
                 broker.record_bytes(topic.name, read.partition_index, bytes_out=read.size)
     return total
 
 
-async def _wait_for_any(broker: BrokerService, topics: list[TopicRead], wait_seconds: float) -> None:
+async def _wait_for_any(
+    broker: BrokerService, topics: list[TopicRead], wait_seconds: float, committed: bool = False
+) -> None:
     futures = []
     for topic in topics:
         for read in topic.partitions:
             if read.error_code is ErrorCode.none and read.stream_id >= 0:
+                # Data past the last stable offset does not help a read_committed fetch: wait for
+                # the next append instead (the transaction's marker is one).
+                offset = max(read.fetch_offset, read.high_watermark) if committed else read.fetch_offset
                 try:
-                    futures.append(broker.store.wait_for_data(read.stream_id, read.fetch_offset))
+                    futures.append(broker.store.wait_for_data(read.stream_id, offset))
                 except StreamError:
                     continue
     if not futures:
@@ -152,13 +181,14 @@ async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait.total_seconds()
     min_bytes = max(request.min_bytes, 1)
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     while True:
-        total = await _read(broker, topics, max_bytes)
+        total = await _read(broker, topics, max_bytes, committed)
         remaining = deadline - loop.time()
         errors = any(r.error_code is not ErrorCode.none for t in topics for r in t.partitions)
         if total >= min_bytes or remaining <= 0 or errors:
             return topics, ErrorCode.none
-        await _wait_for_any(broker, topics, remaining)
+        await _wait_for_any(broker, topics, remaining, committed)
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:

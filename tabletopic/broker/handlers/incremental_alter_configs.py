@@ -48,4 +48,9 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
         updated = apply_operations(dict(broker.dynamic_configs), resource.configs, {})
         return {c.name: None for c in resource.configs} | updated, updated
 
-    return await alter_resources(broker, request, "IncrementalAlterConfigs", topic_update, broker_update)
+    def group_update(current: dict[str, str], resource: Any) -> dict[str, str]:
+        return apply_operations(current, resource.configs, {})
+
+    return await alter_resources(
+        broker, request, "IncrementalAlterConfigs", topic_update, broker_update, group_update
+    )

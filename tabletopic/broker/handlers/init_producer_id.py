@@ -1,42 +1,44 @@
-"""InitProducerId (22): producer ids for idempotent producers (librdkafka's and kafka-python's
-default). Transactions are not supported, so a transactional id is refused."""
+"""InitProducerId (22): producer ids for idempotent producers, and for transactional producers the
+transactional id's producer id with a bumped epoch (fencing any older producer of that id; see
+:mod:`tabletopic.broker.transactions.coordinator`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import field
+from tabletopic.broker.transactions import TxnError
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
+log = logging.getLogger(__name__)
+
 MAX_EPOCH = 32767
 
 
+def _answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": code, "producer_id": producer_id, "producer_epoch": epoch}
+
+
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if request.transactional_id:
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.transactional_id_authorization_failed,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
     producer_id = field(request, "producer_id", -1)
     epoch = field(request, "producer_epoch", -1)
+    if request.transactional_id:
+        timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+        try:
+            pid, new_epoch = await broker.transactions.init_producer_id(
+                request.transactional_id, timeout_ms, producer_id, epoch
+            )
+        except TxnError as exc:
+            log.info("InitProducerId %s refused: %s", request.transactional_id, exc)
+            return _answer(exc.code)
+        return _answer(ErrorCode.none, pid, new_epoch)
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         # KIP-360: an existing producer asks for a bumped epoch to reset its sequences.
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.none,
-            "producer_id": producer_id,
-            "producer_epoch": epoch + 1,
-        }
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.none,
-        "producer_id": await broker.allocate_producer_id(),
-        "producer_epoch": 0,
-    }
+        return _answer(ErrorCode.none, producer_id, epoch + 1)
+    return _answer(ErrorCode.none, await broker.allocate_producer_id(), 0)

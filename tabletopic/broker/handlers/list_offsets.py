@@ -1,10 +1,11 @@
 """ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3), earliest local (-4) and offset
 by timestamp.
 
-By timestamp the answer is the first *batch* whose max timestamp reaches the target, found by
-binary search over the stream (batches are assumed time-ordered, as Kafka's time index assumes);
-the broker does not decompress batches to find the exact record, so the offset can be a few
-records early, which consumers seeking by time tolerate.
+By timestamp the answer is the first *record* whose timestamp reaches the target, as Kafka answers:
+the first batch whose max timestamp reaches it is found by binary search over the stream (batches
+are assumed time-ordered, as Kafka's time index assumes), then that batch's records are read.
+MAX_TIMESTAMP is the first record carrying the largest timestamp. A batch whose records cannot be
+read falls back to its header (its first offset and max timestamp).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import partitions_response
-from tabletopic.records.header import base_timestamp_of, max_timestamp_of
+from tabletopic.records.errors import RecordBatchError
+from tabletopic.records.header import max_timestamp_of
+from tabletopic.records.timestamps import first_at_or_after
 from tabletopic.s3stream.streams import StreamError, StreamStore
 
 if TYPE_CHECKING:
@@ -35,16 +38,28 @@ async def offset_for_timestamp(store: StreamStore, stream_id: int, target: int) 
             high = max(low, batch.base_offset)
         else:
             low = batch.next_offset
-    if low >= info.end_offset:
-        return -1, -1
-    batch = (await store.fetch(stream_id, low, 1))[0]
-    base_ts = base_timestamp_of(batch.payload)
-    return low, base_ts if base_ts >= target else max_timestamp_of(batch.payload)
+    while low < info.end_offset:
+        batch = (await store.fetch(stream_id, low, 1))[0]
+        max_ts = max_timestamp_of(batch.payload)
+        if max_ts >= target:
+            return _record_at_or_after(batch.payload, batch.base_offset, target, max_ts)
+        low = batch.next_offset  # only when batches are not time-ordered
+    return -1, -1
+
+
+def _record_at_or_after(
+    payload: bytes | memoryview, base_offset: int, target: int, max_ts: int
+) -> tuple[int, int]:
+    try:
+        found = first_at_or_after(payload, base_offset, target)
+    except RecordBatchError:
+        found = None
+    return found if found is not None else (base_offset, max_ts)
 
 
 async def max_timestamp_offset(store: StreamStore, stream_id: int) -> tuple[int, int]:
     info = store.stream_info(stream_id)
-    best = (-1, -1)
+    best: tuple[int, int, bytes | memoryview] | None = None  # base offset, max timestamp, batch
     offset = info.start_offset
     while offset < info.end_offset:
         batches = await store.fetch(stream_id, offset, 4 << 20)
@@ -52,10 +67,12 @@ async def max_timestamp_offset(store: StreamStore, stream_id: int) -> tuple[int,
             break
         for batch in batches:
             ts = max_timestamp_of(batch.payload)
-            if ts > best[1]:
-                best = (batch.next_offset - 1, ts)
+            if best is None or ts > best[1]:
+                best = (batch.base_offset, ts, batch.payload)
         offset = batches[-1].next_offset
-    return best
+    if best is None:
+        return -1, -1
+    return _record_at_or_after(best[2], best[0], best[1], best[1])
 
 
 async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:

@@ -4,6 +4,12 @@ its partition's stream exactly as received.
 Ordering matters for idempotent producers: partitions are appended from tasks created in request
 order, and a handler awaits nothing before creating them, so appends to one stream happen in the
 order the requests arrived on the connection.
+
+A produce outlives its connection: when the client's connection drops, the appends already started
+finish (shielded from the connection's cancellation) and record their offsets, so the producer's
+retry on a new connection is answered as a duplicate with the original offset, as Kafka answers it.
+A cancelled append would leave its sequence reserved with no one to resolve it, and the retry
+would wait forever.
 """
 
 from __future__ import annotations
@@ -47,7 +53,11 @@ def _result(index: int, code: ErrorCode, message: str | None = None, **extra: An
 
 
 async def produce_partition(
-    broker: BrokerService, topic_name: str, index: int, records: bytes | None
+    broker: BrokerService,
+    topic_name: str,
+    index: int,
+    records: bytes | None,
+    transactional_id: str | None = None,
 ) -> dict[str, Any]:
     """Append one partition's batches; returns the partition's response entry."""
     topic = broker.topics.get(topic_name)
@@ -71,6 +81,21 @@ async def produce_partition(
                 f"batch of {header.size} bytes exceeds max.message.bytes {max_bytes}",
             )
     stream_id = topic.streams[index]
+    transactional = False
+    for header in headers:
+        if header.is_transactional:
+            # Only the producer owning the open transaction this partition joined may write it.
+            code = (
+                broker.transactions.check_produce(
+                    transactional_id, header.producer_id, header.producer_epoch, stream_id
+                )
+                if transactional_id
+                else ErrorCode.invalid_txn_state
+            )
+            if code is not ErrorCode.none:
+                log.info("transactional produce to %s-%d refused: %s", topic_name, index, code.name)
+                return _result(index, code, f"transactional batch refused: {code.name}")
+            transactional = True
     producers = broker.producers
     checks: list[SequenceCheck] = []
     for header in headers:
@@ -104,6 +129,11 @@ async def produce_partition(
             payload = with_log_append_time(payload, log_append_time)
         try:
             base = await broker.store.append(stream_id, payload, header.record_count)
+        except asyncio.CancelledError as exc:
+            # Only at shutdown (see the module docstring): free the sequence, then stop.
+            if check.reservation is not None:
+                producers.failed(stream_id, header.producer_id, check.reservation, exc)
+            raise
         except (StreamError, TimeoutError, OSError) as exc:
             if check.reservation is not None:
                 producers.failed(stream_id, header.producer_id, check.reservation, exc)
@@ -122,6 +152,8 @@ async def produce_partition(
             log.warning("append to %s-%d failed: %s", topic_name, index, exc)
             return _result(index, code, str(exc))
         next_offset = base + header.record_count
+        if transactional and header.is_transactional:
+            broker.transactions.partitions.appended(stream_id, header.producer_id, base)
         if check.reservation is not None:
             producers.committed(stream_id, header.producer_id, check.reservation, base, next_offset)
         else:
@@ -148,20 +180,22 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
     acks = request.acks
     if acks not in (0, 1, -1):
         return _all_failed(request, ErrorCode.invalid_required_acks, f"acks={acks} is not 0, 1 or -1")
-    if getattr(request, "transactional_id", None):
-        return _all_failed(
-            request,
-            ErrorCode.transactional_id_authorization_failed,
-            "transactions are not supported by this broker",
-        )
+    transactional_id = getattr(request, "transactional_id", None)
     jobs = []
     shape = []
     for topic_data in request.topic_data:
         for partition in topic_data.partition_data:
-            jobs.append(produce_partition(broker, topic_data.name, partition.index, partition.records))
+            jobs.append(
+                produce_partition(
+                    broker, topic_data.name, partition.index, partition.records, transactional_id
+                )
+            )
             shape.append(topic_data.name)
-    # gather wraps every coroutine in a task right now, in order: see the module docstring.
-    results = await asyncio.gather(*jobs)
+    # gather wraps every coroutine in a task right now, in order; shielded so a dropped connection
+    # does not cancel appends under way: see the module docstring.
+    appends = asyncio.gather(*jobs)
+    appends.add_done_callback(_retrieve)
+    results = await asyncio.shield(appends)
     if acks == 0:
         return None
     responses: dict[str, list[dict[str, Any]]] = {}
@@ -180,6 +214,12 @@ def _not_leader(broker: BrokerService, topic: str, index: int) -> dict[str, Any]
         ErrorCode.not_leader_or_follower,
         f"broker {broker.node_id} does not lead {topic}-{index} (broker {leader} does, epoch {epoch})",
     )
+
+
+def _retrieve(appends: asyncio.Future[Any]) -> None:
+    """Mark the outcome of appends whose connection went away as seen (nobody awaits them)."""
+    if not appends.cancelled():
+        appends.exception()
 
 
 def _all_failed(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">ihqq")  # partition_index, error_code, high_watermark, last_stable
 _I64 = struct.Struct(">q")
+_ABORTED = struct.Struct(">qq")  # producer_id, first_offset
 
 
 @dataclass(slots=True)
@@ -36,6 +37,8 @@ class FetchedPartition:
     log_start_offset: int = -1
     pieces: list[Any] = field(default_factory=list)  # buffers making up the records field
     size: int = 0
+    last_stable_offset: int = -2  # -2: same as the high watermark
+    aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
 
 
 class TopicAnswer(Protocol):
@@ -91,15 +94,21 @@ def encode_fetch_response(
         partitions = topic.partitions
         current += _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for partition in partitions:
+            stable = partition.last_stable_offset
             current += _PARTITION_HEAD.pack(
                 partition.partition_index,
                 partition.error_code,
                 partition.high_watermark,
-                partition.high_watermark,
+                partition.high_watermark if stable == -2 else stable,
             )
             if version >= 5:
                 current += _I64.pack(partition.log_start_offset)
-            current += b"\x01" if flexible else _I32.pack(0)  # aborted_transactions: empty
+            aborted = partition.aborted
+            current += _uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+            for producer_id, first_offset in aborted:
+                current += _ABORTED.pack(producer_id, first_offset)
+                if flexible:
+                    current += b"\x00"  # aborted transaction tagged fields
             if version >= 11:
                 current += _I32.pack(-1)  # preferred_read_replica
             # records: never null, librdkafka loops forever on a null

@@ -24,6 +24,10 @@ MAX_VERSIONS: dict[int, int] = {
     21: 2,  # DeleteRecords
     22: 5,  # InitProducerId
     23: 4,  # OffsetForLeaderEpoch
+    24: 3,  # AddPartitionsToTxn (v4+ is the brokers' batched form)
+    25: 4,  # AddOffsetsToTxn
+    26: 4,  # EndTxn
+    28: 4,  # TxnOffsetCommit
     32: 4,  # DescribeConfigs
     33: 2,  # AlterConfigs
     35: 4,  # DescribeLogDirs
@@ -36,6 +40,8 @@ MAX_VERSIONS: dict[int, int] = {
     55: 2,  # DescribeQuorum
     60: 1,  # DescribeCluster
     61: 0,  # DescribeProducers
+    65: 0,  # DescribeTransactions
+    66: 1,  # ListTransactions
     75: 0,  # DescribeTopicPartitions
 }
 

@@ -1,0 +1,107 @@
+"""Group config resources (KIP-848, DescribeConfigs / AlterConfigs resource type GROUP = 32).
+
+Kafka lets an operator override, per group, the session and heartbeat intervals of the new consumer
+protocol and the share-group settings. tabletopic's groups use the classic protocol, whose members
+ask for their own timeouts, so these keys are validated with Kafka's rules, stored in the metadata
+database and reported back, and change nothing; DescribeConfigs' documentation says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+RESOURCE_GROUP = 32
+SOURCE_GROUP_CONFIG = 8
+_STATE_PREFIX = "groupconfig."
+_NOTE = "Kafka group key, accepted and reported for compatibility; no effect here: {}."
+_CLASSIC = "tabletopic's groups use the classic protocol, whose members choose their own timeouts"
+_SHARE = "share groups are not implemented"
+
+
+class InvalidGroupConfig(ValueError):
+    """A group config key is unknown or its value is invalid; the message names the key."""
+
+
+def _int_between(low: int, high: int) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            number = int(value)
+        except ValueError:
+            raise InvalidGroupConfig(f"{value!r} is not an integer") from None
+        if not low <= number <= high:
+            raise InvalidGroupConfig(f"{number} is outside [{low}, {high}]")
+
+    return check
+
+
+def _choice(*choices: str) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        if value not in choices:
+            raise InvalidGroupConfig(f"{value!r} is not one of {', '.join(choices)}")
+
+    return check
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigKey:
+    name: str
+    default: str
+    validate: Callable[[str], None]
+    config_type: int  # DescribeConfigs type code: 3 INT, 2 STRING
+    why: str
+
+
+# Defaults and bounds are Kafka 4's broker defaults (group.consumer.min.session.timeout.ms, ...).
+_KEYS = [
+    GroupConfigKey("consumer.session.timeout.ms", "45000", _int_between(45_000, 60_000), 3, _CLASSIC),
+    GroupConfigKey("consumer.heartbeat.interval.ms", "5000", _int_between(5_000, 15_000), 3, _CLASSIC),
+    GroupConfigKey("share.session.timeout.ms", "45000", _int_between(45_000, 60_000), 3, _SHARE),
+    GroupConfigKey("share.heartbeat.interval.ms", "5000", _int_between(5_000, 15_000), 3, _SHARE),
+    GroupConfigKey("share.record.lock.duration.ms", "30000", _int_between(15_000, 60_000), 3, _SHARE),
+    GroupConfigKey(
+        "share.auto.offset.reset", "latest", _choice("latest", "earliest", "by_duration"), 2, _SHARE
+    ),
+    GroupConfigKey(
+        "share.isolation.level", "read_uncommitted", _choice("read_uncommitted", "read_committed"), 2, _SHARE
+    ),
+]
+GROUP_CONFIG_KEYS: dict[str, GroupConfigKey] = {key.name: key for key in _KEYS}
+
+
+def validate_group_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+    """Check a group's complete explicit config set with Kafka's bounds (which keep every heartbeat
+    interval below every session timeout); return it. Raises InvalidGroupConfig naming the key."""
+    result: dict[str, str] = {}
+    for name, value in configs.items():
+        key = GROUP_CONFIG_KEYS.get(name)
+        if key is None:
+            raise InvalidGroupConfig(f"unknown group config {name}")
+        if value is None:
+            raise InvalidGroupConfig(f"config {name} has a null value")
+        try:
+            key.validate(value)
+        except InvalidGroupConfig as exc:
+            raise InvalidGroupConfig(f"invalid value for {name}: {exc}") from None
+        result[name] = value
+    return result
+
+
+def state_prefix(group_id: str) -> str:
+    """Where a group's configs live among the broker's state items (length-prefixed: group ids may
+    contain any character, including the separator)."""
+    return f"{_STATE_PREFIX}{len(group_id)}.{group_id}."
+
+
+def describe_entries(explicit: Mapping[str, str]) -> list[dict[str, object]]:
+    """DescribeConfigs entries of a group: every key, explicit ones as GROUP_CONFIG."""
+    return [
+        {
+            "name": key.name,
+            "value": explicit.get(key.name, key.default),
+            "config_source": SOURCE_GROUP_CONFIG if key.name in explicit else 5,
+            "config_type": key.config_type,
+            "documentation": _NOTE.format(key.why),
+        }
+        for key in _KEYS
+    ]

@@ -1,0 +1,375 @@
+"""The transaction coordinator: one state machine per transactional id, made durable in the
+metadata database before it acts (see :mod:`tabletopic.broker.transactions.store`).
+
+Ending a transaction: the PrepareCommit / PrepareAbort state is committed first, then a marker is
+appended to every partition of the transaction, aborted ranges are recorded in the aborted index,
+pending group offsets are committed (commit only), and the Complete state is committed. Each step
+may be repeated after a crash: the recovery at start finishes every Prepare state and aborts every
+Ongoing transaction, before the broker serves, so no transaction is ever half visible.
+
+A newer InitProducerId for the same transactional id bumps the epoch and aborts the open
+transaction: the old producer (a zombie) is fenced from then on, at the coordinator and in Produce.
+
+Which broker coordinates a transactional id is answered by FindCoordinator (key type 1) exactly
+like a group: :func:`coordinator_key` is the one place that decides which key maps where.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker.transactions import settings
+from tabletopic.broker.transactions.partitions import PartitionTransactions
+from tabletopic.broker.transactions.store import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    PendingOffset,
+    TxnMetadata,
+    TxnPartition,
+    TxnStore,
+)
+from tabletopic.crashpoints import crash_point
+from tabletopic.records.encoder import build_control_batch
+from tabletopic.records.transactions import ControlType
+from tabletopic.s3stream.streams import StreamError
+from tabletopic.tasks import cancel_and_wait
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
+
+MAX_EPOCH = 32767
+# Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
+OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
+
+
+class TxnError(Exception):
+    """A request the coordinator refuses, with the Kafka error code to answer."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def coordinator_key(transactional_id: str) -> str:
+    """The key FindCoordinator maps to a broker; cluster mode spreads these over brokers."""
+    return transactional_id
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TransactionCoordinator:
+    def __init__(self, broker: BrokerService, engine: Engine) -> None:
+        self._broker = broker
+        self.store = TxnStore(engine)
+        self.partitions = PartitionTransactions()
+        self._offset_committer: OffsetCommitter | None = None
+        # Offsets of transactions committed during recovery, before the groups were wired.
+        self._unapplied: list[tuple[str, dict[tuple[str, int], PendingOffset]]] = []
+        self._txns: dict[str, TxnMetadata] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        # (stream id, producer id) -> transactional id, for Produce's membership check.
+        self._open: dict[tuple[int, int], str] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._ready = False
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await asyncio.to_thread(self.store.migrate)
+        txns, aborted = await asyncio.to_thread(self.store.load)
+        for stream_id, pid, first, last in aborted:
+            self.partitions.add_aborted(stream_id, pid, first, last)
+        for txn in txns:
+            self._txns[txn.transactional_id] = txn
+        for txn in txns:
+            if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                log.info("finishing %s of transaction %s after restart", txn.state, txn.transactional_id)
+                await self._complete(txn)
+            elif txn.state == ONGOING:
+                log.info("aborting transaction %s left open by a restart", txn.transactional_id)
+                await self._abort(txn, bump_epoch=True)
+        self._ready = True
+        interval = self._broker.config.get(settings.ABORT_CHECK_INTERVAL.name) / 1000
+        self._task = asyncio.create_task(self._expire_loop(interval), name="transaction-timeouts")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await cancel_and_wait([self._task])
+            self._task = None
+
+    async def set_offset_committer(self, committer: OffsetCommitter) -> None:
+        """Wire the group coordinator (started after this one); commits the offsets of
+        transactions that recovery completed before it existed."""
+        self._offset_committer = committer
+        unapplied, self._unapplied = self._unapplied, []
+        for group_id, offsets in unapplied:
+            await committer(group_id, offsets)
+
+    def _lock(self, transactional_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(transactional_id, asyncio.Lock())
+
+    # --- the APIs -------------------------------------------------------------------------------
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+    ) -> tuple[int, int]:
+        """InitProducerId with a transactional id: ``(producer id, epoch)``. Raises TxnError."""
+        max_timeout = int(self._broker.config.get(settings.MAX_TIMEOUT.name))
+        if not 0 < timeout_ms <= max_timeout:
+            raise TxnError(
+                ErrorCode.invalid_transaction_timeout,
+                f"transaction timeout {timeout_ms} ms is outside (0, {max_timeout}] "
+                "(transaction.max.timeout.ms)",
+            )
+        async with self._lock(transactional_id):
+            txn = self._txns.get(transactional_id)
+            if txn is None:
+                pid = await self._broker.allocate_producer_id()
+                txn = TxnMetadata(transactional_id, pid, 0, EMPTY, timeout_ms, updated_ms=_now_ms())
+                await self._save(txn)
+                self._txns[transactional_id] = txn
+                return txn.producer_id, txn.producer_epoch
+            if producer_id >= 0 and (producer_id, producer_epoch) != (txn.producer_id, txn.producer_epoch):
+                # KIP-360: only the current producer may ask for its own epoch to be bumped.
+                raise TxnError(
+                    ErrorCode.producer_fenced, f"producer {producer_id} epoch {producer_epoch} is not current"
+                )
+            if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                await self._complete(txn)
+            if txn.state == ONGOING:
+                await self._abort(txn, bump_epoch=True)  # fences the previous producer
+            await self._bump_epoch(txn)
+            txn.timeout_ms = timeout_ms
+            txn.state = EMPTY if txn.state == EMPTY else txn.state
+            await self._save(txn)
+            return txn.producer_id, txn.producer_epoch
+
+    async def add_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        wanted = list(partitions)
+        async with self._lock(transactional_id):
+            txn = self._current(transactional_id, producer_id, epoch)
+            result: dict[tuple[str, int], ErrorCode] = {}
+            added: list[TxnPartition] = []
+            for topic_name, index in wanted:
+                topic = self._broker.topics.get(topic_name)
+                if topic is None or not 0 <= index < topic.partition_count:
+                    result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
+                    continue
+                if (topic_name, index) not in txn.partitions:
+                    stream_id = topic.streams[index]
+                    try:
+                        start = self._broker.store.stream_info(stream_id).end_offset
+                    except StreamError:
+                        result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
+                        continue
+                    added.append(TxnPartition(topic_name, index, stream_id, start))
+                result[(topic_name, index)] = ErrorCode.none
+            if any(code is not ErrorCode.none for code in result.values()):
+                # Kafka's rule: all or nothing; the others are answered OPERATION_NOT_ATTEMPTED.
+                return {
+                    key: code if code is not ErrorCode.none else ErrorCode.operation_not_attempted
+                    for key, code in result.items()
+                }
+            if added:
+                self._begin(txn)
+                for part in added:
+                    txn.partitions[(part.topic, part.partition)] = part
+                await self._save(txn)
+                for part in added:
+                    self._open[(part.stream_id, txn.producer_id)] = transactional_id
+            return result
+
+    async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
+        """AddOffsetsToTxn: the group's offsets will be committed with the transaction."""
+        async with self._lock(transactional_id):
+            txn = self._current(transactional_id, producer_id, epoch)
+            if group_id not in txn.offsets:
+                self._begin(txn)
+                txn.offsets[group_id] = {}
+                await self._save(txn)
+
+    async def txn_offset_commit(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group_id: str,
+        offsets: Sequence[PendingOffset],
+    ) -> None:
+        """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts)."""
+        async with self._lock(transactional_id):
+            txn = self._current(transactional_id, producer_id, epoch)
+            if group_id not in txn.offsets:
+                raise TxnError(
+                    ErrorCode.invalid_txn_state, f"group {group_id} was not added to the transaction"
+                )
+            pending = txn.offsets[group_id]
+            for offset in offsets:
+                pending[(offset.topic, offset.partition)] = offset
+            await self._save(txn)
+
+    async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        async with self._lock(transactional_id):
+            txn = self._txns.get(transactional_id)
+            done = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+            if txn is not None and (txn.producer_id, txn.producer_epoch, txn.state) == (
+                producer_id,
+                epoch,
+                done,
+            ):
+                return  # a retried EndTxn whose first attempt completed is answered as it was
+            txn = self._current(transactional_id, producer_id, epoch, allow_empty=False)
+            txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
+            txn.updated_ms = _now_ms()
+            await self._save(txn)
+            await self._complete(txn)
+
+    def check_produce(self, transactional_id: str, producer_id: int, epoch: int, stream_id: int) -> ErrorCode:
+        """May this producer write a transactional batch to this stream now?"""
+        txn = self._txns.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if epoch < txn.producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        if txn.state != ONGOING or self._open.get((stream_id, producer_id)) != transactional_id:
+            return ErrorCode.invalid_txn_state
+        return ErrorCode.none
+
+    def describe(self, transactional_id: str) -> TxnMetadata | None:
+        return self._txns.get(transactional_id)
+
+    def all(self) -> list[TxnMetadata]:
+        return list(self._txns.values())
+
+    # --- internals ------------------------------------------------------------------------------
+    def _current(
+        self, transactional_id: str, producer_id: int, epoch: int, allow_empty: bool = True
+    ) -> TxnMetadata:
+        if not self._ready:
+            raise TxnError(ErrorCode.coordinator_load_in_progress, "transactions are being recovered")
+        txn = self._txns.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            raise TxnError(
+                ErrorCode.invalid_producer_id_mapping,
+                f"producer {producer_id} does not belong to transactional id {transactional_id}",
+            )
+        if epoch != txn.producer_epoch:
+            raise TxnError(
+                ErrorCode.producer_fenced,
+                f"producer {producer_id} epoch {epoch} was fenced by epoch {txn.producer_epoch}",
+            )
+        if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            raise TxnError(ErrorCode.concurrent_transactions, f"transaction {transactional_id} is ending")
+        if not allow_empty and txn.state != ONGOING:
+            raise TxnError(ErrorCode.invalid_txn_state, f"transaction {transactional_id} is {txn.state}")
+        return txn
+
+    def _begin(self, txn: TxnMetadata) -> None:
+        if txn.state != ONGOING:
+            txn.state = ONGOING
+            txn.started_ms = _now_ms()
+            txn.partitions.clear()
+            txn.offsets.clear()
+        txn.updated_ms = _now_ms()
+
+    async def _save(self, txn: TxnMetadata) -> None:
+        await asyncio.to_thread(self.store.save, txn)
+
+    async def _bump_epoch(self, txn: TxnMetadata) -> None:
+        if txn.producer_epoch + 1 >= MAX_EPOCH:
+            txn.producer_id = await self._broker.allocate_producer_id()
+            txn.producer_epoch = 0
+        else:
+            txn.producer_epoch += 1
+
+    async def _abort(self, txn: TxnMetadata, bump_epoch: bool) -> None:
+        """Abort an Ongoing transaction (timeout, fencing, recovery); the epoch is bumped first so
+        the markers carry it and the old producer is fenced everywhere."""
+        for part in txn.partitions.values():
+            self._open.pop((part.stream_id, txn.producer_id), None)
+        if bump_epoch:
+            await self._bump_epoch(txn)
+        txn.state = PREPARE_ABORT
+        txn.updated_ms = _now_ms()
+        await self._save(txn)
+        await self._complete(txn)
+
+    async def _complete(self, txn: TxnMetadata) -> None:
+        """Write the markers of a Prepare state, then record it Complete (repeatable)."""
+        commit = txn.state == PREPARE_COMMIT
+        control = ControlType.COMMIT if commit else ControlType.ABORT
+        aborted: list[tuple[int, int, int, int]] = []
+        for part in txn.partitions.values():
+            self._open.pop((part.stream_id, txn.producer_id), None)
+            marker = build_control_batch(control, txn.producer_id, txn.producer_epoch, timestamp=_now_ms())
+            try:
+                offset = await self._broker.store.append(part.stream_id, marker, 1)
+            except StreamError as exc:
+                # A deleted topic needs no marker; anything else is retried by the next attempt.
+                log.warning(
+                    "transaction %s: no marker in %s-%d: %s",
+                    txn.transactional_id,
+                    part.topic,
+                    part.partition,
+                    exc,
+                )
+                continue
+            self._broker.producers.note_append(part.stream_id, offset + 1)
+            crash_point("transaction.marker")
+            first = self.partitions.first_offset(part.stream_id, txn.producer_id)
+            self.partitions.end(part.stream_id, txn.producer_id)
+            if not commit:
+                entry = (part.stream_id, txn.producer_id, part.start if first is None else first, offset)
+                aborted.append(entry)
+                self.partitions.add_aborted(*entry)
+        if aborted:
+            await asyncio.to_thread(self.store.add_aborted, aborted)
+        if commit:
+            for group_id, offsets in txn.offsets.items():
+                if not offsets:
+                    continue
+                if self._offset_committer is None:
+                    self._unapplied.append((group_id, dict(offsets)))
+                else:
+                    await self._offset_committer(group_id, offsets)
+        txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        txn.partitions.clear()
+        txn.offsets.clear()
+        txn.updated_ms = _now_ms()
+        await self._save(txn)
+
+    async def _expire_loop(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.abort_timed_out()
+            except Exception:
+                log.exception("aborting timed-out transactions failed")
+
+    async def abort_timed_out(self, now_ms: int | None = None) -> int:
+        """Abort (and fence) every Ongoing transaction older than its timeout; returns how many."""
+        now = _now_ms() if now_ms is None else now_ms
+        expired = [t for t in self._txns.values() if t.state == ONGOING and now - t.started_ms > t.timeout_ms]
+        for txn in expired:
+            async with self._lock(txn.transactional_id):
+                if txn.state == ONGOING and now - txn.started_ms > txn.timeout_ms:
+                    log.info(
+                        "transaction %s timed out after %d ms: aborting", txn.transactional_id, txn.timeout_ms
+                    )
+                    await self._abort(txn, bump_epoch=True)
+        return len(expired)

@@ -1,0 +1,71 @@
+"""The partition side of transactions: which transactions are open in each stream (so the last
+stable offset is known) and which were aborted (the list read_committed fetches carry).
+
+Kept in memory; the coordinator rebuilds it at start from the metadata database (the aborted index
+is stored; open transactions are all finished during recovery, before the broker serves).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class _Stream:
+    open: dict[int, int] = field(default_factory=dict)  # producer id -> first offset (or lower bound)
+    aborted: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, pid) by first
+
+
+class PartitionTransactions:
+    """Open and aborted transactions per stream."""
+
+    def __init__(self) -> None:
+        self._streams: dict[int, _Stream] = {}
+
+    def appended(self, stream_id: int, producer_id: int, base_offset: int) -> None:
+        """A transactional batch was appended at ``base_offset``: the producer's transaction in
+        this stream is open from its first such batch on."""
+        self._streams.setdefault(stream_id, _Stream()).open.setdefault(producer_id, base_offset)
+
+    def first_offset(self, stream_id: int, producer_id: int) -> int | None:
+        stream = self._streams.get(stream_id)
+        return None if stream is None else stream.open.get(producer_id)
+
+    def end(self, stream_id: int, producer_id: int) -> None:
+        """The producer's transaction in this stream was closed by its marker."""
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            stream.open.pop(producer_id, None)
+
+    def add_aborted(self, stream_id: int, producer_id: int, first: int, last: int) -> None:
+        stream = self._streams.setdefault(stream_id, _Stream())
+        entry = (first, last, producer_id)
+        if entry not in stream.aborted:
+            bisect.insort(stream.aborted, entry)
+
+    def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
+        """The first offset of the oldest open transaction, or the high watermark."""
+        stream = self._streams.get(stream_id)
+        if stream is None or not stream.open:
+            return high_watermark
+        return min(high_watermark, min(stream.open.values()))
+
+    def aborted_between(self, stream_id: int, start: int, end: int) -> list[tuple[int, int]]:
+        """``(producer id, first offset)`` of aborted transactions overlapping ``[start, end)``, as
+        Fetch's aborted_transactions list wants them."""
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return []
+        return [(pid, first) for first, last, pid in stream.aborted if first < end and last >= start]
+
+    def aborted_transactions(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
+        """``(producer id, first offset, marker offset)`` of aborted transactions overlapping
+        ``[start, end)`` (for readers that see the marker only later, such as table ingestion)."""
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return []
+        return [(pid, first, last) for first, last, pid in stream.aborted if first < end and last >= start]
+
+    def forget_stream(self, stream_id: int) -> None:
+        self._streams.pop(stream_id, None)

@@ -1,0 +1,200 @@
+"""The metadata-database tables of transactions.
+
+``transactions`` holds one row per transactional id: producer id and epoch, state, timeout, the
+partitions of the open transaction (each with the stream offset it could start at) and its pending
+group offsets. A state change is committed before anything acts on it, so after a crash the row says
+what to finish: PrepareCommit / PrepareAbort are completed (markers written again where needed),
+Ongoing is aborted. ``aborted_transactions`` is the partition-side index Fetch answers
+read_committed consumers from (Kafka's .txnindex).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from tabletopic import database
+
+_meta = sa.MetaData()
+transactions_table = sa.Table(
+    "transactions",
+    _meta,
+    sa.Column("transactional_id", sa.String(512), primary_key=True),
+    sa.Column("producer_id", sa.BigInteger, nullable=False),
+    sa.Column("producer_epoch", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(32), nullable=False),
+    sa.Column("timeout_ms", sa.Integer, nullable=False),
+    sa.Column("started_ms", sa.BigInteger, nullable=False),
+    sa.Column("updated_ms", sa.BigInteger, nullable=False),
+    sa.Column("partitions", sa.Text, nullable=False),  # JSON [[topic, partition, stream, start], ...]
+    sa.Column("offsets", sa.Text, nullable=False),  # JSON {group: [[topic, partition, offset, epoch, meta]]}
+)
+aborted_table = sa.Table(
+    "aborted_transactions",
+    _meta,
+    sa.Column("stream_id", sa.BigInteger, primary_key=True),
+    sa.Column("producer_id", sa.BigInteger, primary_key=True),
+    sa.Column("first_offset", sa.BigInteger, primary_key=True),
+    sa.Column("last_offset", sa.BigInteger, nullable=False),
+)
+
+
+def _create(conn: Connection) -> None:
+    _meta.create_all(conn)
+
+
+MIGRATIONS = [_create]
+
+# Kafka's transaction states (DescribeTransactions / ListTransactions names).
+EMPTY, ONGOING = "Empty", "Ongoing"
+PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
+COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
+STATES = (
+    EMPTY,
+    ONGOING,
+    PREPARE_COMMIT,
+    PREPARE_ABORT,
+    COMPLETE_COMMIT,
+    COMPLETE_ABORT,
+    "Dead",
+    "PrepareEpochFence",
+)
+
+
+@dataclass(slots=True)
+class TxnPartition:
+    topic: str
+    partition: int
+    stream_id: int
+    start: int  # the stream's end offset when the partition joined: no batch of the txn is earlier
+
+
+@dataclass(slots=True)
+class PendingOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    """One transactional id's state (the row of ``transactions``)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    timeout_ms: int
+    started_ms: int = -1
+    updated_ms: int = -1
+    partitions: dict[tuple[str, int], TxnPartition] = field(default_factory=dict)
+    offsets: dict[str, dict[tuple[str, int], PendingOffset]] = field(default_factory=dict)
+
+
+def _row(txn: TxnMetadata) -> dict[str, object]:
+    return {
+        "transactional_id": txn.transactional_id,
+        "producer_id": txn.producer_id,
+        "producer_epoch": txn.producer_epoch,
+        "state": txn.state,
+        "timeout_ms": txn.timeout_ms,
+        "started_ms": txn.started_ms,
+        "updated_ms": txn.updated_ms,
+        "partitions": json.dumps(
+            [[p.topic, p.partition, p.stream_id, p.start] for p in txn.partitions.values()]
+        ),
+        "offsets": json.dumps(
+            {
+                group: [
+                    [o.topic, o.partition, o.offset, o.leader_epoch, o.metadata] for o in offsets.values()
+                ]
+                for group, offsets in txn.offsets.items()
+            }
+        ),
+    }
+
+
+def _from_row(row: sa.Row[tuple[object, ...]]) -> TxnMetadata:
+    txn = TxnMetadata(
+        str(row.transactional_id),
+        int(row.producer_id),
+        int(row.producer_epoch),
+        str(row.state),
+        int(row.timeout_ms),
+        int(row.started_ms),
+        int(row.updated_ms),
+    )
+    for topic, partition, stream_id, start in json.loads(row.partitions):
+        txn.partitions[(topic, partition)] = TxnPartition(topic, partition, stream_id, start)
+    for group, offsets in json.loads(row.offsets).items():
+        txn.offsets[group] = {
+            (t, p): PendingOffset(t, p, offset, epoch, meta) for t, p, offset, epoch, meta in offsets
+        }
+    return txn
+
+
+class TxnStore:
+    """Blocking accessors (callers run them in a thread)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def migrate(self) -> None:
+        database.migrate(self.engine, "transactions", MIGRATIONS)
+
+    def load(self) -> tuple[list[TxnMetadata], list[tuple[int, int, int, int]]]:
+        """Every transactional id, and every aborted transaction ``(stream, pid, first, last)``."""
+        with self.engine.begin() as conn:
+            txns = [_from_row(row) for row in conn.execute(sa.select(transactions_table))]
+            aborted = [
+                (int(r.stream_id), int(r.producer_id), int(r.first_offset), int(r.last_offset))
+                for r in conn.execute(sa.select(aborted_table).order_by(aborted_table.c.first_offset))
+            ]
+        return txns, aborted
+
+    def save(self, txn: TxnMetadata) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.delete(transactions_table).where(
+                    transactions_table.c.transactional_id == txn.transactional_id
+                )
+            )
+            conn.execute(sa.insert(transactions_table), [_row(txn)])
+
+    def delete(self, transactional_id: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.delete(transactions_table).where(transactions_table.c.transactional_id == transactional_id)
+            )
+
+    def add_aborted(self, entries: list[tuple[int, int, int, int]]) -> None:
+        """Record aborted transactions; an entry written before a crash may come again (ignored)."""
+        with self.engine.begin() as conn:
+            for stream_id, pid, first, last in entries:
+                conn.execute(
+                    sa.delete(aborted_table).where(
+                        (aborted_table.c.stream_id == stream_id)
+                        & (aborted_table.c.producer_id == pid)
+                        & (aborted_table.c.first_offset == first)
+                    )
+                )
+                conn.execute(
+                    sa.insert(aborted_table),
+                    [
+                        {
+                            "stream_id": stream_id,
+                            "producer_id": pid,
+                            "first_offset": first,
+                            "last_offset": last,
+                        }
+                    ],
+                )
+
+    def forget_stream(self, stream_id: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(aborted_table).where(aborted_table.c.stream_id == stream_id))

@@ -1,0 +1,100 @@
+"""The transaction coordinator through its APIs, in process: epochs and fencing, timeouts abort,
+Describe/ListTransactions and DescribeProducers, the last stable offset and aborted list in Fetch,
+durable state across a coordinator restart."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.transactions import TransactionCoordinator, TxnError
+from tabletopic.records.encoder import Record, build_batch
+from tests.support.broker_calls import call
+from tests.support.kafka_requests import produce_request, request
+
+
+def _txn_batch(pid: int, epoch: int, sequence: int, value: bytes) -> bytes:
+    return build_batch(
+        [Record(None, value)],
+        transactional=True,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+    )
+
+
+async def _open_txn(broker, tid: str = "t1"):  # type: ignore[no-untyped-def]
+    await broker.topics.create("tx", 1, {})
+    coordinator: TransactionCoordinator = broker.transactions
+    pid, epoch = await coordinator.init_producer_id(tid, 60_000, -1, -1)
+    assert (await coordinator.add_partitions(tid, pid, epoch, [("tx", 0)])) == {("tx", 0): ErrorCode.none}
+    produce = produce_request("tx", 0, _txn_batch(pid, epoch, 0, b"a"))
+    produce = dataclasses.replace(produce, transactional_id=tid)
+    response = await call(broker, produce)
+    assert response.responses[0].partition_responses[0].error_code is ErrorCode.none
+    return coordinator, pid, epoch
+
+
+async def test_open_transaction_holds_the_last_stable_offset_and_abort_lists_it(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    stream = broker_service.stream_id("tx", 0)
+    assert coordinator.partitions.last_stable_offset(stream, 1) == 0
+    await coordinator.end_txn("t1", pid, epoch, commit=False)
+    assert broker_service.high_watermark("tx", 0) == 2  # data + ABORT marker
+    assert coordinator.partitions.last_stable_offset(stream, 2) == 2
+    assert coordinator.partitions.aborted_between(stream, 0, 2) == [(pid, 0)]
+
+
+async def test_new_producer_fences_the_old_one_and_aborts_its_transaction(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    new_pid, new_epoch = await coordinator.init_producer_id("t1", 60_000, -1, -1)
+    assert (new_pid, new_epoch) == (pid, epoch + 2)  # one bump to abort, one for the new producer
+    try:
+        await coordinator.end_txn("t1", pid, epoch, commit=True)
+    except TxnError as exc:
+        assert exc.code is ErrorCode.producer_fenced
+    else:
+        raise AssertionError("the zombie's commit was accepted")
+    stale = produce_request("tx", 0, _txn_batch(pid, epoch, 1, b"zombie"))
+    stale = dataclasses.replace(stale, transactional_id="t1")
+    result = (await call(broker_service, stale)).responses[0].partition_responses[0]
+    assert result.error_code is not ErrorCode.none
+
+
+async def test_timed_out_transaction_is_aborted(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, _, _ = await _open_txn(broker_service)
+    txn = coordinator.describe("t1")
+    assert txn is not None and txn.state == "Ongoing"
+    assert await coordinator.abort_timed_out(now_ms=txn.started_ms + 60_001) == 1
+    assert coordinator.describe("t1").state == "CompleteAbort"  # type: ignore[union-attr]
+
+
+async def test_describe_and_list_transactions_and_describe_producers(broker_service) -> None:  # type: ignore[no-untyped-def]
+    _, pid, _ = await _open_txn(broker_service)
+    described = await call(broker_service, request(65, 0, transactional_ids=["t1", "nope"]))
+    first, missing = described.transaction_states
+    assert (first.transaction_state, first.producer_id) == ("Ongoing", pid)
+    assert [(t.topic, list(t.partitions)) for t in first.topics] == [("tx", [0])]
+    assert missing.error_code is ErrorCode.transactional_id_not_found
+    listed = await call(
+        broker_service, request(66, 1, state_filters=["Ongoing"], producer_id_filters=[], duration_filter=-1)
+    )
+    assert [t.transactional_id for t in listed.transaction_states] == ["t1"]
+    producers = await call(broker_service, request(61, 0, topics=[{"name": "tx", "partition_indexes": [0]}]))
+    (active,) = producers.topics[0].partitions[0].active_producers
+    assert (active.producer_id, active.current_txn_start_offset) == (pid, 0)
+
+
+async def test_transaction_state_survives_a_coordinator_restart(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    await coordinator.end_txn("t1", pid, epoch, commit=False)
+    restarted = TransactionCoordinator(broker_service, coordinator.store.engine)
+    await restarted.start()
+    try:
+        txn = restarted.describe("t1")
+        assert txn is not None and (txn.state, txn.producer_id) == ("CompleteAbort", pid)
+        stream = broker_service.stream_id("tx", 0)
+        assert restarted.partitions.aborted_between(stream, 0, 2) == [(pid, 0)]
+    finally:
+        await restarted.stop()
