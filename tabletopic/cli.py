@@ -31,6 +31,7 @@ app.add_typer(config_app, name="config")
 # Subcommand groups owned by their subsystems: (name, "module:typer_app_attribute").
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("topics", "tabletopic.broker.cli:topics_app"),
+    ("users", "tabletopic.broker.security.cli:users_app"),
     ("tables", "tabletopic.table.cli:app"),
     ("storage", "tabletopic.s3stream.cli:storage_app"),
 )

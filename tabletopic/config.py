@@ -26,6 +26,7 @@ SETTINGS_MODULES = (
     "tabletopic.settings",
     "tabletopic.s3stream.settings",
     "tabletopic.broker.settings",
+    "tabletopic.broker.security.settings",
     "tabletopic.broker.groups.settings",
     "tabletopic.schema_registry.settings",
     "tabletopic.catalog.settings",
