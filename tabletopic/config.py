@@ -29,6 +29,7 @@ SETTINGS_MODULES = (
     "tabletopic.broker.settings",
     "tabletopic.broker.kafka_settings",
     "tabletopic.broker.transactions.settings",
+    "tabletopic.broker.security.settings",
     "tabletopic.broker.groups.settings",
     "tabletopic.schema_registry.settings",
     "tabletopic.catalog.settings",

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker import settings
 from tabletopic.broker.cluster_role import ClusterRole
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import group_config
@@ -20,8 +21,11 @@ from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.leadership import group_slot
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
+from tabletopic.broker.security import scram_handlers
+from tabletopic.broker.security.listener import ListenerSecurity
+from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
-from tabletopic.broker.service import BrokerService
+from tabletopic.broker.service import BrokerService, parse_listener
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.node import ClusterSettings
@@ -86,7 +90,9 @@ class BrokerComponent:
         dispatcher = Dispatcher(service)
         dispatcher.add(HANDLERS, service, MAX_VERSIONS)
         dispatcher.add({17: _unused, 36: _unused}, None, MAX_VERSIONS)  # answered by the connection
-        server = KafkaServer(service, dispatcher)
+        security = await self._start_security()
+        dispatcher.add(scram_handlers.HANDLERS, security.store, scram_handlers.MAX_VERSIONS)
+        server = KafkaServer(service, dispatcher, security)
         self._service, self._server = service, server
         await server.bind()
         await self._start_groups(service, dispatcher)
@@ -125,6 +131,13 @@ class BrokerComponent:
         service.leadership = role
         service.byte_counter = role.record_bytes
         self._role = role
+
+    async def _start_security(self) -> ListenerSecurity:
+        """The SCRAM credential store and what each listener needs (TLS context, SASL)."""
+        store = SecurityStore(self._engine)
+        await asyncio.to_thread(store.migrate)
+        protocols = {parse_listener(text).protocol for text in self._config.get(settings.LISTENERS)}
+        return ListenerSecurity(self._config, store, protocols)
 
     async def _start_groups(self, service: BrokerService, dispatcher: Dispatcher) -> None:
         """Serve the consumer-group APIs; a deleted topic's committed offsets go with it."""

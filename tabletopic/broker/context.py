@@ -16,6 +16,8 @@ class SecurityProtocol(enum.StrEnum):
 
     PLAINTEXT = "PLAINTEXT"
     SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SSL = "SSL"
+    SASL_SSL = "SASL_SSL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +28,9 @@ class RequestContext:
     client_id: str | None
     client_host: str
     connection_id: int
-    # The SASL principal ("User:alice") once authenticated; "User:ANONYMOUS" on PLAINTEXT.
+    # The SASL principal ("User:alice") once authenticated, or a TLS client certificate's
+    # ("User:CN=alice,O=example"); "User:ANONYMOUS" otherwise.
     principal: str = "User:ANONYMOUS"
-    # The listener's security protocol (PLAINTEXT or SASL_PLAINTEXT): Metadata advertises the
+    # The listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL): Metadata advertises the
     # endpoint of the same listener the client came in on.
     listener: str = SecurityProtocol.PLAINTEXT

@@ -1,5 +1,5 @@
 """Kafka connections on asyncio: framing into preallocated buffers, ordered pipelined dispatch,
-backpressure and SASL gating. Everything protocol-shaped lives in ``broker/protocol``.
+backpressure, TLS and SASL gating. Everything protocol-shaped lives in ``broker/protocol``.
 
 Each connection reads frames into one reusable 256 KiB buffer; a frame larger than that gets a
 buffer of exactly its size that the socket reads straight into (no copy for big Produce requests).
@@ -36,9 +36,11 @@ from tabletopic.broker.protocol import (
     encode_response,
     parse_request,
 )
-from tabletopic.broker.sasl import SaslPlainServer
-from tabletopic.broker.service import BrokerService, Endpoint
-from tabletopic.config import StartupError
+from tabletopic.broker.security.listener import ListenerSecurity
+from tabletopic.broker.security.sasl import SASL_API_KEYS, SaslServer
+from tabletopic.broker.security.tls import peer_principal
+from tabletopic.broker.service import BrokerService, Endpoint, parse_listener
+from tabletopic.config import ConfigError, StartupError
 
 log = logging.getLogger(__name__)
 # Connections closed for protocol violations (garbage, oversized frames, failed SASL): one warning per
@@ -129,15 +131,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self,
         dispatcher: Dispatcher,
         listener: str,
-        sasl_users: dict[str, str] | None,
+        sasl: SaslServer | None,
         max_frame: int,
         max_inflight: int,
+        failed_auth_delay_s: float = 0.0,
     ) -> None:
         self._dispatcher = dispatcher
         self._broker = dispatcher.broker
         self._metrics = dispatcher.broker.metrics
         self._listener = listener
-        self._sasl = SaslPlainServer(sasl_users) if sasl_users is not None else None
+        self._sasl = sasl
+        self._failed_auth_delay_s = failed_auth_delay_s
+        # The principal of a verified TLS client certificate (SSL listeners), else ANONYMOUS.
+        self._tls_principal: str | None = None
         self._max_frame = max_frame
         self._max_inflight = max_inflight
         self._buffer = bytearray(READ_BUFFER_BYTES)
@@ -162,6 +168,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self._tls_principal = peer_principal(transport.get_extra_info("ssl_object"))
         if self._metrics is not None:
             self._metrics.connections.inc()
 
@@ -265,7 +272,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._close(str(exc))
             return
         if self._sasl is not None and not self._sasl.allows(request.api_key):
-            self._close(f"{api_name(request.api_key)} before SASL authentication")
+            expired = self._sasl.session_expired
+            why = "after the SASL session expired" if expired else "before SASL authentication"
+            self._close(f"{api_name(request.api_key)} {why}")
             return
         task = asyncio.ensure_future(self._serve(request))
         self._pending.append(task)
@@ -335,12 +344,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             client_id=request.client_id,
             client_host=self._peer,
             connection_id=self.connection_id,
-            principal=(self._sasl.principal or "User:ANONYMOUS") if self._sasl else "User:ANONYMOUS",
+            principal=self.principal,
             listener=self._listener,
         )
         started = time.perf_counter()
-        if key in (17, 36):
-            fields: dict[str, Any] | WireResponse | None = self._sasl_request(request)
+        if key in SASL_API_KEYS:
+            fields: dict[str, Any] | WireResponse | None = await self._sasl_request(request)
         else:
             handler, target = self._dispatcher.routes[key]
             fields = await handler(target, ctx, request.body)
@@ -359,7 +368,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return data
 
     # --- SASL -----------------------------------------------------------------------------------
-    def _sasl_request(self, request: Request) -> dict[str, Any]:
+    @property
+    def principal(self) -> str:
+        """Who the requests of this connection run as: the SASL principal, else the TLS client
+        certificate's, else ``User:ANONYMOUS``."""
+        if self._sasl is not None and self._sasl.principal is not None:
+            return self._sasl.principal
+        return self._tls_principal or "User:ANONYMOUS"
+
+    async def _sasl_request(self, request: Request) -> dict[str, Any]:
         if self._sasl is None:
             return {
                 "error_code": ErrorCode.illegal_sasl_state,
@@ -368,69 +385,74 @@ class KafkaConnection(asyncio.BufferedProtocol):
             }
         if request.api_key == 17:
             code = self._sasl.handshake(request.body.mechanism, request.api_version)
-            return {"error_code": code, "mechanisms": ["PLAIN"]}
+            return {"error_code": code, "mechanisms": self._sasl.mechanisms}
         result = self._sasl.authenticate(request.body.auth_bytes)
         if result.error_code is not ErrorCode.none:
-            CLOSE_LOG.warning(
-                "sasl",
-                "SASL authentication failed on connection %d from %s: %s",
-                self.connection_id,
-                self._peer,
-                result.message,
-            )
-            # Kafka answers then closes: _flush closes once this answer is written.
+            self._log_auth_failure(result.detail)
+            # Kafka answers with the error, held back by connection.failed.authentication.delay.ms
+            # so a wrong password cannot be retried in a tight loop, then closes: _flush closes
+            # once this answer is written.
             self._close_after_flush = "SASL authentication failed"
+            if self._failed_auth_delay_s > 0:
+                await asyncio.sleep(self._failed_auth_delay_s)
         return {
             "error_code": result.error_code,
             "error_message": result.message,
-            "auth_bytes": b"",
-            "session_lifetime": 0,
+            "auth_bytes": result.challenge,
+            "session_lifetime": result.session_lifetime_ms,
         }
 
+    def _log_auth_failure(self, detail: str | None) -> None:
+        CLOSE_LOG.warning(
+            "sasl",
+            "SASL authentication failed on connection %d from %s: %s",
+            self.connection_id,
+            self._peer,
+            detail,
+        )
+
     def _raw_sasl_token(self, token: bytes) -> None:
+        """A token after SaslHandshake v0: the answer is a bare length-prefixed token, and a
+        failure can only be told by closing the connection (Kafka does the same)."""
         assert self._sasl is not None
         result = self._sasl.authenticate(token)
         if result.error_code is not ErrorCode.none:
+            self._log_auth_failure(result.detail)
             self._close(f"SASL authentication failed: {result.message}")
             return
-        self._enqueue_ready(_LENGTH.pack(0))  # an empty server token completes PLAIN
+        self._enqueue_ready(_LENGTH.pack(len(result.challenge)) + result.challenge)
 
 
 class KafkaServer:
     """Every configured listener of one broker."""
 
-    def __init__(self, broker: BrokerService, dispatcher: Dispatcher) -> None:
+    def __init__(
+        self, broker: BrokerService, dispatcher: Dispatcher, security: ListenerSecurity | None = None
+    ) -> None:
         self._broker = broker
         self._dispatcher = dispatcher
+        self._security = security
         self._servers: list[asyncio.Server] = []
         self.bound: list[Endpoint] = []
 
     async def bind(self) -> None:
         """Bind every listener (not serving yet) and publish the advertised endpoints."""
         config = self._broker.config
-        from tabletopic.broker.sasl import parse_users
-        from tabletopic.broker.service import parse_listener
-
-        users = parse_users(config.get(settings.SASL_PLAIN_USERS))
         max_frame = config.get(settings.SOCKET_REQUEST_MAX_BYTES)
         max_inflight = config.get(settings.QUEUED_MAX_REQUESTS)
         self._dispatcher.budget.limit = config.get(settings.QUEUED_MAX_REQUEST_BYTES)
         loop = asyncio.get_running_loop()
         for text in config.get(settings.LISTENERS):
             endpoint = parse_listener(text)
-            sasl_users = users if endpoint.protocol == SecurityProtocol.SASL_PLAINTEXT else None
-
-            def factory(protocol: str = endpoint.protocol, sasl: dict[str, str] | None = sasl_users) -> Any:
-                return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight)
-
             try:
                 server = await loop.create_server(
-                    factory,
+                    self._connection_factory(endpoint.protocol, max_frame, max_inflight),
                     endpoint.host,
                     endpoint.port,
                     reuse_address=True,
                     backlog=1024,
                     start_serving=False,
+                    ssl=self._security.tls_context(endpoint.protocol) if self._security else None,
                 )
             except OSError as exc:
                 reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
@@ -451,6 +473,20 @@ class KafkaServer:
             if endpoint.host in ("0.0.0.0", "::", ""):
                 advertised[protocol] = Endpoint(protocol, "127.0.0.1", endpoint.port)
         self._broker.advertised = advertised
+
+    def _connection_factory(
+        self, protocol: SecurityProtocol, max_frame: int, max_inflight: int
+    ) -> Callable[[], KafkaConnection]:
+        security = self._security
+        if security is None and protocol is not SecurityProtocol.PLAINTEXT:
+            raise ConfigError(f"listeners: a {protocol} listener needs the broker's security set up")
+
+        def factory() -> KafkaConnection:
+            sasl = security.sasl_server(protocol) if security is not None else None
+            delay = security.failed_auth_delay_s if security is not None else 0.0
+            return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight, delay)
+
+        return factory
 
     async def serve(self) -> None:
         for server in self._servers:

@@ -6,8 +6,8 @@ LISTENERS = define(
     "listeners",
     list,
     ["PLAINTEXT://127.0.0.1:9092"],
-    "Kafka listeners, comma separated `PROTOCOL://HOST:PORT` with PROTOCOL PLAINTEXT or "
-    "SASL_PLAINTEXT (port 0 picks a free port).",
+    "Kafka listeners, comma separated `PROTOCOL://HOST:PORT` with PROTOCOL PLAINTEXT, SSL, "
+    "SASL_PLAINTEXT or SASL_SSL (port 0 picks a free port; TLS keys in `ssl.*`).",
     "broker",
 )
 ADVERTISED_LISTENERS = define(
@@ -117,6 +117,7 @@ SASL_PLAIN_USERS = define(
     "sasl.plain.users",
     list,
     [],
-    "Users of SASL/PLAIN on SASL_PLAINTEXT listeners, comma separated `user:password`.",
+    "Users of SASL/PLAIN on SASL_PLAINTEXT and SASL_SSL listeners, comma separated `user:password` "
+    "(SCRAM users, managed with `tabletopic users`, can log in with PLAIN too).",
     "broker",
 )

@@ -11,6 +11,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from tabletopic.broker.handlers import HANDLERS
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
+from tabletopic.broker.security.sasl import SaslServer, check_plain_password
 from tabletopic.broker.server import READ_BUFFER_BYTES, Dispatcher, KafkaConnection
 from tests.support.kafka_requests import make_batch, produce_request
 from tests.support.raw_kafka_client import decode_response, encode_request
@@ -170,14 +171,14 @@ async def test_global_request_budget_pauses_reading_until_answers_drain(broker_s
 async def test_sasl_handshake_v0_then_raw_token_authenticates_the_connection(broker_service) -> None:
     import struct as _struct
 
-    from tabletopic.broker.sasl import SaslState
+    from tabletopic.broker.security.sasl import SaslState
     from tests.support.kafka_requests import request
 
     dispatcher = Dispatcher(broker_service)
     dispatcher.add(HANDLERS, broker_service, MAX_VERSIONS)
     dispatcher.add({17: HANDLERS[18], 36: HANDLERS[18]}, None, MAX_VERSIONS)  # routed to the SASL state
     broker_service.api_ranges = advertised_ranges(dispatcher.max_versions)
-    connection = KafkaConnection(dispatcher, "SASL_PLAINTEXT", {"alice": "pw"}, 1 << 20, 8)
+    connection = KafkaConnection(dispatcher, "SASL_PLAINTEXT", _plain({"alice": "pw"}), 1 << 20, 8)
     transport = FakeTransport()
     connection.connection_made(transport)  # type: ignore[arg-type]
     _feed(connection, encode_request(request(17, 0, mechanism="PLAIN"), 1), 4096)
@@ -196,7 +197,7 @@ async def test_requests_before_sasl_authentication_close_the_connection(broker_s
 
     dispatcher = Dispatcher(broker_service)
     dispatcher.add(HANDLERS, broker_service, MAX_VERSIONS)
-    connection = KafkaConnection(dispatcher, "SASL_PLAINTEXT", {"alice": "pw"}, 1 << 20, 8)
+    connection = KafkaConnection(dispatcher, "SASL_PLAINTEXT", _plain({"alice": "pw"}), 1 << 20, 8)
     transport = FakeTransport()
     connection.connection_made(transport)  # type: ignore[arg-type]
     metadata = request(
@@ -204,3 +205,7 @@ async def test_requests_before_sasl_authentication_close_the_connection(broker_s
     )
     _feed(connection, encode_request(metadata, 1), 4096)
     assert transport.closed
+
+
+def _plain(users: dict[str, str]) -> SaslServer:
+    return SaslServer(["PLAIN"], check_plain_password(users), lambda user, mechanism: None)

@@ -7,8 +7,14 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.sasl import SaslPlainServer, SaslState, parse_users
+from tabletopic.broker.security.listener import parse_users
+from tabletopic.broker.security.sasl import SaslServer, SaslState, check_plain_password
+from tabletopic.config import ConfigError
 from tests.support.broker_process import BrokerProcess
+
+
+def SaslPlainServer(users: dict[str, str]) -> SaslServer:
+    return SaslServer(["PLAIN"], check_plain_password(users), lambda user, mechanism: None)
 
 
 def test_plain_handshake_then_valid_token_authenticates() -> None:
@@ -45,7 +51,7 @@ def test_v0_handshake_expects_a_raw_token() -> None:
 
 def test_user_list_parsing() -> None:
     assert parse_users(["alice:s:x", "bob:"]) == {"alice": "s:x", "bob": ""}
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match=r"sasl\.plain\.users"):
         parse_users(["nobody"])
 
 
@@ -122,7 +128,7 @@ def test_wrong_password_is_refused(broker_process: BrokerProcess) -> None:
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=3)
     admin.poll(0.5)
-    assert any("invalid username or password" in text for text in reported), reported
+    assert any("Authentication failed: Invalid username or password" in text for text in reported), reported
 
 
 @pytest.mark.integration

@@ -1,0 +1,89 @@
+"""What the connections of each listener need for security, built once from the configuration: the
+TLS context of SSL/SASL_SSL listeners and a fresh SASL server per SASL connection."""
+
+from __future__ import annotations
+
+import ssl
+
+from tabletopic.broker import settings as broker_settings
+from tabletopic.broker.context import SecurityProtocol
+from tabletopic.broker.security import settings
+from tabletopic.broker.security.sasl import SUPPORTED_MECHANISMS, SaslServer, check_plain_password
+from tabletopic.broker.security.scram import MIN_ITERATIONS, SCRAM_SHA_256, ScramCredential
+from tabletopic.broker.security.store import SecurityStore
+from tabletopic.broker.security.tls import server_context
+from tabletopic.config import Config, ConfigError
+
+TLS_PROTOCOLS = frozenset({SecurityProtocol.SSL, SecurityProtocol.SASL_SSL})
+SASL_PROTOCOLS = frozenset({SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL})
+
+
+def parse_users(entries: list[str]) -> dict[str, str]:
+    """``["alice:secret", ...]`` -> ``{"alice": "secret"}``. Raises ConfigError on a bad entry."""
+    users = {}
+    for entry in entries:
+        name, sep, password = entry.partition(":")
+        if not sep or not name:
+            raise ConfigError(f"sasl.plain.users entry {entry!r} must be user:password")
+        users[name] = password
+    return users
+
+
+class ListenerSecurity:
+    """Security of the broker's listeners.
+
+    Args:
+        config: the node configuration (``ssl.*``, ``sasl.*``).
+        store: the SCRAM credentials.
+        protocols: the security protocols of the configured listeners (TLS keys are only loaded,
+            and so only required, when an SSL or SASL_SSL listener exists).
+
+    Raises:
+        ConfigError: a key is missing or malformed; the message names it.
+    """
+
+    def __init__(self, config: Config, store: SecurityStore, protocols: set[SecurityProtocol]) -> None:
+        self.store = store
+        self._plain_users = parse_users(config.get(broker_settings.SASL_PLAIN_USERS))
+        self._check_plain = check_plain_password(self._plain_users)
+        mechanisms = [m.strip().upper() for m in config.get(settings.SASL_ENABLED_MECHANISMS) if m.strip()]
+        unknown = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
+        if unknown:
+            raise ConfigError(
+                f"sasl.enabled.mechanisms: {', '.join(unknown)} not supported "
+                f"(choose from {', '.join(SUPPORTED_MECHANISMS)})"
+            )
+        if protocols & SASL_PROTOCOLS and not mechanisms:
+            raise ConfigError("sasl.enabled.mechanisms is empty but a SASL listener is configured")
+        self.mechanisms = mechanisms
+        self.reauth_ms: int = config.get(settings.CONNECTIONS_MAX_REAUTH_MS)
+        self.failed_auth_delay_s: float = (
+            config.get(settings.CONNECTION_FAILED_AUTHENTICATION_DELAY_MS) / 1000
+        )
+        self._tls = ssl_context = server_context_if_needed(config, protocols)
+        self.client_auth_required = ssl_context is not None and ssl_context.verify_mode == ssl.CERT_REQUIRED
+
+    def tls_context(self, protocol: SecurityProtocol) -> ssl.SSLContext | None:
+        return self._tls if protocol in TLS_PROTOCOLS else None
+
+    def sasl_server(self, protocol: SecurityProtocol) -> SaslServer | None:
+        """A new SASL state machine for a connection of this listener; None if it uses no SASL."""
+        if protocol not in SASL_PROTOCOLS:
+            return None
+        return SaslServer(self.mechanisms, self.check_password, self.store.credential, self.reauth_ms)
+
+    def check_password(self, user: str, password: str) -> bool:
+        """PLAIN (and HTTP Basic): ``sasl.plain.users`` first, then any of the user's SCRAM
+        credentials, which the password must derive."""
+        if user in self._plain_users:
+            return self._check_plain(user, password)
+        credentials: list[ScramCredential] = self.store.credentials_of(user)
+        if not credentials:
+            # Same cost as a wrong password, so a missing user cannot be told by timing.
+            SCRAM_SHA_256.salted_password(password, b"\0" * 32, MIN_ITERATIONS)
+            return False
+        return credentials[0].verifies(password)
+
+
+def server_context_if_needed(config: Config, protocols: set[SecurityProtocol]) -> ssl.SSLContext | None:
+    return server_context(config) if protocols & TLS_PROTOCOLS else None

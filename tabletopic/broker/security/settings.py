@@ -1,0 +1,146 @@
+"""Configuration keys of broker security, named as in Apache Kafka (``ssl.*``, ``sasl.*``,
+``connections.max.reauth.ms``); ``ssl.certificate.location`` / ``ssl.key.location`` are the
+librdkafka spellings, accepted as the simpler alternative to a PEM keystore."""
+
+from tabletopic.config import define, in_range, one_of
+
+SASL_ENABLED_MECHANISMS = define(
+    "sasl.enabled.mechanisms",
+    list,
+    ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+    "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners (PLAIN, SCRAM-SHA-256, "
+    "SCRAM-SHA-512). PLAIN checks `sasl.plain.users`, then the user's SCRAM credentials.",
+    "security",
+)
+CONNECTIONS_MAX_REAUTH_MS = define(
+    "connections.max.reauth.ms",
+    int,
+    0,
+    "KIP-368: the SASL session lifetime told to clients; a client must re-authenticate (as the same "
+    "principal) before it ends or its connection is closed. 0 means sessions never expire.",
+    "security",
+    in_range(0),
+)
+CONNECTION_FAILED_AUTHENTICATION_DELAY_MS = define(
+    "connection.failed.authentication.delay.ms",
+    int,
+    100,
+    "How long the answer to a failed SASL authentication is held back before the connection is "
+    "closed, so a client with a wrong password cannot retry in a tight loop.",
+    "security",
+    in_range(0),
+)
+SSL_KEYSTORE_TYPE = define(
+    "ssl.keystore.type",
+    str,
+    "PEM",
+    "Format of the broker's key and certificate; PEM is the one supported.",
+    "security",
+    one_of("PEM"),
+)
+SSL_KEYSTORE_LOCATION = define(
+    "ssl.keystore.location",
+    str,
+    None,
+    "PEM file holding the broker's private key and certificate chain (SSL and SASL_SSL listeners).",
+    "security",
+)
+SSL_KEYSTORE_CERTIFICATE_CHAIN = define(
+    "ssl.keystore.certificate.chain",
+    str,
+    None,
+    "The broker's certificate chain as inline PEM text (instead of a file).",
+    "security",
+)
+SSL_KEYSTORE_KEY = define(
+    "ssl.keystore.key",
+    str,
+    None,
+    "The broker's private key as inline PEM text (with `ssl.keystore.certificate.chain`).",
+    "security",
+)
+SSL_CERTIFICATE_LOCATION = define(
+    "ssl.certificate.location",
+    str,
+    None,
+    "PEM file of the broker's certificate chain (with `ssl.key.location`); an alternative to "
+    "`ssl.keystore.location`.",
+    "security",
+)
+SSL_KEY_LOCATION = define(
+    "ssl.key.location",
+    str,
+    None,
+    "PEM file of the broker's private key (with `ssl.certificate.location`).",
+    "security",
+)
+SSL_KEY_PASSWORD = define(
+    "ssl.key.password",
+    str,
+    None,
+    "Password of an encrypted private key.",
+    "security",
+)
+SSL_TRUSTSTORE_TYPE = define(
+    "ssl.truststore.type",
+    str,
+    "PEM",
+    "Format of the certificate authorities client certificates are checked against; PEM only.",
+    "security",
+    one_of("PEM"),
+)
+SSL_TRUSTSTORE_LOCATION = define(
+    "ssl.truststore.location",
+    str,
+    None,
+    "PEM file of the certificate authorities that sign client certificates (mutual TLS).",
+    "security",
+)
+SSL_TRUSTSTORE_CERTIFICATES = define(
+    "ssl.truststore.certificates",
+    str,
+    None,
+    "The trusted certificate authorities as inline PEM text (instead of a file).",
+    "security",
+)
+SSL_CLIENT_AUTH = define(
+    "ssl.client.auth",
+    str,
+    "none",
+    "Mutual TLS: `required` refuses clients without a certificate signed by the truststore, "
+    "`requested` asks for one, `none` does not. A client certificate's subject (RFC 2253, "
+    "`User:CN=...`) is the principal on SSL listeners.",
+    "security",
+    one_of("none", "requested", "required"),
+)
+SSL_ENABLED_PROTOCOLS = define(
+    "ssl.enabled.protocols",
+    list,
+    ["TLSv1.2", "TLSv1.3"],
+    "TLS versions accepted (TLSv1.2, TLSv1.3).",
+    "security",
+)
+AUTHORIZER_CLASS_NAME = define(
+    "authorizer.class.name",
+    str,
+    "",
+    "Turns ACL authorization on: Kafka's `org.apache.kafka.metadata.authorizer.StandardAuthorizer` "
+    "(or `kafka.security.authorizer.AclAuthorizer`) selects the built-in authorizer over ACLs in the "
+    "metadata database. Empty: every request is allowed and the ACL APIs answer SECURITY_DISABLED.",
+    "security",
+)
+SUPER_USERS = define(
+    "super.users",
+    str,
+    "",
+    "Principals allowed everything whatever the ACLs say, separated by semicolons as in Kafka: "
+    "`User:admin;User:CN=ops,O=Example`.",
+    "security",
+)
+ALLOW_EVERYONE_IF_NO_ACL_FOUND = define(
+    "allow.everyone.if.no.acl.found",
+    bool,
+    False,
+    "With an authorizer: whether a resource no ACL names is open to everyone (else only super users).",
+    "security",
+)

@@ -1,0 +1,178 @@
+"""The security state kept in the metadata database: SCRAM credentials (salted, never passwords)
+and ACLs.
+
+Reads go to the database each time (an authentication is rare next to requests, and a credential
+altered through another node must take effect here at once); writes are one transaction per
+AlterUserScramCredentials request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from tabletopic import database
+from tabletopic.broker.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
+from tabletopic.broker.security.scram import ScramCredential
+
+_metadata = sa.MetaData()
+
+scram_credentials = sa.Table(
+    "security_scram_credentials",
+    _metadata,
+    sa.Column("user_name", sa.String(255), primary_key=True),
+    sa.Column("mechanism", sa.String(32), primary_key=True),
+    sa.Column("salt", sa.LargeBinary, nullable=False),
+    sa.Column("iterations", sa.Integer, nullable=False),
+    sa.Column("stored_key", sa.LargeBinary, nullable=False),
+    sa.Column("server_key", sa.LargeBinary, nullable=False),
+)
+
+acls = sa.Table(
+    "security_acls",
+    _metadata,
+    sa.Column("resource_type", sa.SmallInteger, primary_key=True),
+    sa.Column("resource_name", sa.String(255), primary_key=True),
+    sa.Column("pattern_type", sa.SmallInteger, primary_key=True),
+    sa.Column("principal", sa.String(255), primary_key=True),
+    sa.Column("host", sa.String(255), primary_key=True),
+    sa.Column("operation", sa.SmallInteger, primary_key=True),
+    sa.Column("permission", sa.SmallInteger, primary_key=True),
+)
+
+MIGRATIONS: list[database.Migration] = [
+    database.create_tables(scram_credentials),
+    database.create_tables(acls),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialChange:
+    """One upsertion (``credential`` set) or deletion (``credential`` None) of a user's mechanism."""
+
+    user: str
+    mechanism: str
+    credential: ScramCredential | None
+
+
+class SecurityStore:
+    """SCRAM credentials in the metadata database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def migrate(self) -> None:
+        database.migrate(self._engine, "security", MIGRATIONS)
+
+    def credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        c = scram_credentials.c
+        with self._engine.connect() as conn:
+            row = conn.execute(
+                sa.select(c.salt, c.iterations, c.stored_key, c.server_key).where(
+                    c.user_name == user, c.mechanism == mechanism
+                )
+            ).first()
+        if row is None:
+            return None
+        return ScramCredential(
+            mechanism, bytes(row.salt), row.iterations, bytes(row.stored_key), bytes(row.server_key)
+        )
+
+    def credentials_of(self, user: str) -> list[ScramCredential]:
+        c = scram_credentials.c
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(c.mechanism, c.salt, c.iterations, c.stored_key, c.server_key)
+                .where(c.user_name == user)
+                .order_by(c.mechanism)
+            ).all()
+        return [
+            ScramCredential(
+                r.mechanism, bytes(r.salt), r.iterations, bytes(r.stored_key), bytes(r.server_key)
+            )
+            for r in rows
+        ]
+
+    def users(self) -> dict[str, list[tuple[str, int]]]:
+        """Every user with SCRAM credentials -> ``[(mechanism, iterations), ...]``."""
+        c = scram_credentials.c
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(c.user_name, c.mechanism, c.iterations).order_by(c.user_name, c.mechanism)
+            )
+            result: dict[str, list[tuple[str, int]]] = {}
+            for row in rows:
+                result.setdefault(row.user_name, []).append((row.mechanism, row.iterations))
+        return result
+
+    def apply(self, changes: Iterable[CredentialChange]) -> None:
+        """Apply upsertions and deletions in one transaction."""
+        c = scram_credentials.c
+        with self._engine.begin() as conn:
+            for change in changes:
+                conn.execute(
+                    sa.delete(scram_credentials).where(
+                        c.user_name == change.user, c.mechanism == change.mechanism
+                    )
+                )
+                cred = change.credential
+                if cred is not None:
+                    conn.execute(
+                        sa.insert(scram_credentials).values(
+                            user_name=change.user,
+                            mechanism=change.mechanism,
+                            salt=cred.salt,
+                            iterations=cred.iterations,
+                            stored_key=cred.stored_key,
+                            server_key=cred.server_key,
+                        )
+                    )
+
+    # --- ACLs ------------------------------------------------------------------------------------
+    def acls(self) -> list[AclBinding]:
+        with self._engine.connect() as conn:
+            return self._acls_in(conn)
+
+    def add_acls(self, bindings: Iterable[AclBinding]) -> None:
+        """Store bindings; one already stored is left as it is (CreateAcls is idempotent)."""
+        with self._engine.begin() as conn:
+            existing = set(self._acls_in(conn))
+            for binding in dict.fromkeys(bindings):
+                if binding not in existing:
+                    conn.execute(sa.insert(acls).values(**_acl_row(binding)))
+
+    def remove_acls(self, bindings: Iterable[AclBinding]) -> None:
+        c = acls.c
+        with self._engine.begin() as conn:
+            for binding in bindings:
+                row = _acl_row(binding)
+                conn.execute(sa.delete(acls).where(*(c[key] == value for key, value in row.items())))
+
+    def _acls_in(self, conn: sa.Connection) -> list[AclBinding]:
+        return [
+            AclBinding(
+                ResourceType(r.resource_type),
+                r.resource_name,
+                PatternType(r.pattern_type),
+                r.principal,
+                r.host,
+                Operation(r.operation),
+                Permission(r.permission),
+            )
+            for r in conn.execute(sa.select(acls)).all()
+        ]
+
+
+def _acl_row(binding: AclBinding) -> dict[str, object]:
+    return {
+        "resource_type": int(binding.resource_type),
+        "resource_name": binding.resource_name,
+        "pattern_type": int(binding.pattern_type),
+        "principal": binding.principal,
+        "host": binding.host,
+        "operation": int(binding.operation),
+        "permission": int(binding.permission),
+    }
