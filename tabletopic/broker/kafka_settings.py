@@ -40,7 +40,6 @@ _CODECS = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 _kafka("min.insync.replicas", int, 1, _REPLICATION, in_range(1))
 _kafka("default.replication.factor", int, 1, _REPLICATION, in_range(1))
 _kafka("offsets.topic.replication.factor", int, 3, _REPLICATION, in_range(1))
-_kafka("offsets.topic.num.partitions", int, 50, "group offsets live in the metadata database", in_range(1))
 _kafka("transaction.state.log.replication.factor", int, 3, _REPLICATION, in_range(1))
 _kafka("transaction.state.log.min.isr", int, 2, _REPLICATION, in_range(1))
 _kafka(
