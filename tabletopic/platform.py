@@ -28,7 +28,7 @@ from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.component import Component
-from tabletopic.config import Config, StartupError
+from tabletopic.config import Config, StartupError, write_endpoints
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
@@ -217,6 +217,10 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         await platform.start()
+        try:
+            write_endpoints(config)  # for client commands given the same data directory
+        except OSError as exc:
+            log.warning("could not record this node's addresses in %s: %s", platform.data_dir, exc)
         log.info("tabletopic is up (data dir %s)", platform.data_dir)
         if started is not None:
             started.set()
