@@ -75,6 +75,7 @@ def test_tables_takes_admin_url_after_the_subcommand() -> None:
     result = cli("tables", "list", "--admin-url", url)
     assert result.returncode == 1
     assert url in result.stderr  # the option was used, not refused as unknown
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def test_rich_tables_print_plain_tab_separated_lines_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
