@@ -60,7 +60,7 @@ def serve(
 ) -> None:
     """Start a node: Kafka listener, storage, schema registry, Iceberg REST catalog, table pipeline,
     admin API. Stops cleanly on Ctrl-C / SIGTERM."""
-    cfg = load_config(data_dir, config, override)
+    cfg = load_config(data_dir, config, override, endpoints=False)
     setup_logging(cfg.get("log.level"))
     from tabletopic.config import ConfigError, StartupError
     from tabletopic.platform import serve as serve_platform
@@ -91,7 +91,7 @@ def config_show(
     override: OverrideOption = None,
 ) -> None:
     """Print the effective configuration (defaults, file, environment and overrides resolved)."""
-    cfg = load_config(data_dir, config, override)
+    cfg = load_config(data_dir, config, override, endpoints=False)
     for key, value in sorted(cfg.as_dict().items()):
         console.print(f"{key}={'' if value is None else value}", markup=False, highlight=False)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -14,7 +15,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from tabletopic.config import Config, ConfigError
+from tabletopic.config import (
+    ENDPOINT_KEYS,
+    ENDPOINTS_FILE,
+    Config,
+    ConfigError,
+    env_name,
+    parse_overrides,
+    read_properties,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -65,9 +74,27 @@ OverrideOption = Annotated[
 ]
 
 
-def load_config(data_dir: Path | None, config_file: Path | None, overrides: list[str] | None) -> Config:
+def load_config(
+    data_dir: Path | None,
+    config_file: Path | None,
+    overrides: list[str] | None,
+    endpoints: bool = True,
+) -> Config:
+    """The configuration as ``tabletopic serve`` reads it. With ``endpoints`` (client commands), the
+    addresses a node last served on from this data directory fill in the listener keys that the file,
+    the environment and the overrides leave unset."""
     try:
-        return Config.load(config_file=config_file, overrides=overrides or [], data_dir=data_dir)
+        cfg = Config.load(config_file=config_file, overrides=overrides or [], data_dir=data_dir)
+        served = cfg.data_dir / ENDPOINTS_FILE
+        if not endpoints or not served.exists():
+            return cfg
+        explicit = set(parse_overrides(overrides or []))
+        explicit |= set(read_properties(config_file)) if config_file is not None else set()
+        explicit |= {key for key in ENDPOINT_KEYS if env_name(key) in os.environ}
+        known = [
+            f"{k}={v}" for k, v in read_properties(served).items() if k in ENDPOINT_KEYS and k not in explicit
+        ]
+        return Config.load(config_file=config_file, overrides=[*known, *(overrides or [])], data_dir=data_dir)
     except ConfigError as exc:
         err_console.print(f"[red]configuration error:[/red] {exc}")
         raise typer.Exit(2) from exc

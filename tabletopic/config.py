@@ -314,3 +314,34 @@ def render_docs() -> str:
             lines.append(f"| `{key.name}` | {key.type.__name__} | `{default}` | {doc} |")
         lines.append("")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ where a node serves
+# `tabletopic serve` records the addresses it serves on in its data directory, so client commands given
+# the same data directory (``tabletopic topics -d DIR``, or run from the same place) reach a node whose
+# ports were moved without repeating every listener setting.
+ENDPOINTS_FILE = "endpoints.properties"
+ENDPOINT_KEYS = (
+    "listeners",
+    "advertised.listeners",
+    "admin.listener",
+    "schema.registry.listener",
+    "catalog.listener",
+)
+
+
+def write_endpoints(config: Config) -> Path:
+    """Write :data:`ENDPOINTS_FILE` (addresses only, no secrets) into the node's data directory."""
+    lines = [
+        "# Written by `tabletopic serve` at start: where this node serves. Client commands run with the",
+        "# same data directory read it.",
+    ]
+    for key in ENDPOINT_KEYS:
+        value = config.get(key)
+        if isinstance(value, list):
+            value = ",".join(str(v) for v in value)
+        if value:
+            lines.append(f"{key}={value}")
+    path = config.data_dir / ENDPOINTS_FILE
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import quote
 
 import typer
 
@@ -246,6 +247,12 @@ def demo(
     console.print(
         f"committed to Iceberg table [bold]{status['table']}[/bold]: {status['rows_committed']} rows "
         f"in {status['commits']} commit(s) by this node since it started"
+    )
+    console.print(
+        f"watch it in the console: {ep.admin}/tables/{quote(topic)} (freshness, lag, commits, rows)",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
     statement = (
         f"SELECT customer, count(*) AS orders, round(sum(amount), 2) AS revenue, "

@@ -31,7 +31,7 @@ from tabletopic.catalog.component import CatalogComponent
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.component import Component
-from tabletopic.config import Config, ConfigError, StartupError
+from tabletopic.config import Config, ConfigError, StartupError, write_endpoints
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
@@ -296,6 +296,10 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         await platform.start()
+        try:
+            write_endpoints(config)  # for client commands given the same data directory
+        except OSError as exc:
+            log.warning("could not record this node's addresses in %s: %s", platform.data_dir, exc)
         log.info("tabletopic is up (data dir %s)", platform.data_dir)
         if started is not None:
             started.set()

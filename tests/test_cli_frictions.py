@@ -75,6 +75,7 @@ def test_tables_takes_admin_url_after_the_subcommand() -> None:
     result = cli("tables", "list", "--admin-url", url)
     assert result.returncode == 1
     assert url in result.stderr  # the option was used, not refused as unknown
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def test_rich_tables_print_plain_tab_separated_lines_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,3 +190,30 @@ def test_library_deprecation_warnings_stay_out_of_cli_output() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert result.stdout.strip() == "ok" and "Warning" not in result.stderr, result.stderr
+
+
+@pytest.mark.integration
+def test_client_commands_find_a_node_with_moved_ports_from_its_data_directory(tmp_path: Path) -> None:
+    from tests.support.broker_process import BrokerProcess
+
+    node = BrokerProcess(tmp_path, {"table.job.runner": "inprocess"}).start()
+    try:
+        topic = "moved_ports"
+        created = cli(
+            "topics", "create", topic, "-d", str(tmp_path), "--config", "automq.table.topic.enable=true"
+        )
+        assert created.returncode == 0, created.stderr
+        listed = cli("topics", "list", "-d", str(tmp_path))
+        assert listed.returncode == 0 and topic in listed.stdout, listed.stderr
+        deadline = time.monotonic() + 30
+        while True:  # the table pipeline picks the new table topic up within a poll
+            tables = cli("tables", "list", "-d", str(tmp_path))
+            if topic in tables.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert tables.returncode == 0 and topic in tables.stdout, tables.stderr
+        # An explicit flag still wins over what the node recorded.
+        elsewhere = cli("topics", "list", "-d", str(tmp_path), "-b", f"127.0.0.1:{free_port()}")
+        assert elsewhere.returncode == 1
+    finally:
+        node.stop()

@@ -172,6 +172,7 @@ class AdminApiComponent:
         await self._service.start()
         if self.console is not None:
             await self.console.start()
+            log.info("console at %s/", listener.rstrip("/"))
 
     async def stop(self) -> None:
         if self.console is not None:

@@ -5,7 +5,8 @@ the Prometheus counters and gauges (rates from counter deltas), partition high w
 committed offsets and the table pipelines' status. No I/O, so it runs on the event loop.
 
 Series names are ``kind|name|...|measure`` (``|`` because topic names may hold dots):
-``node|produce_bytes_per_s``, ``topic|orders|records_per_s``, ``group|g1|orders|0|lag``,
+``node|produce_bytes_per_s``, ``node|produced_records_per_s``, ``node|consumed_records_per_s`` (as
+groups commit), ``topic|orders|records_per_s``, ``group|g1|orders|0|lag``, ``group|g1|records_per_s``,
 ``table|orders|freshness_seconds``, ``storage|wal_bytes`` ….
 """
 
@@ -68,15 +69,24 @@ class Sampler:
         service = src.broker_service()
         high_watermarks: dict[tuple[str, int], int] = {}
         if service is not None:
+            produced = 0
             for topic in service.topics.all():
                 offsets = service.partition_offsets(topic)
                 for partition, (_start, end) in enumerate(offsets):
                     high_watermarks[(topic.name, partition)] = end
-                totals[sep("topic", topic.name, "records_per_s")] = float(sum(e for _, e in offsets))
+                topic_total = sum(e for _, e in offsets)
+                produced += topic_total
+                totals[sep("topic", topic.name, "records_per_s")] = float(topic_total)
+            totals["node|produced_records_per_s"] = float(produced)
         groups = src.groups()
         if groups is not None and groups.ready:
+            # Consumption as consumer groups commit it: records/s of committed-offset progress.
+            consumed = 0
             for listed in groups.list_groups():
                 _error, committed = groups.fetch_offsets(listed.group_id, None)
+                group_total = sum(o.offset for _, parts in committed for _, o in parts if o is not None)
+                consumed += group_total
+                totals[sep("group", listed.group_id, "records_per_s")] = float(group_total)
                 for topic_name, partitions in committed:
                     for partition, offset in partitions:
                         mark = high_watermarks.get((topic_name, partition))
@@ -84,6 +94,7 @@ class Sampler:
                             values[sep("group", listed.group_id, topic_name, partition, "lag")] = max(
                                 mark - offset.offset, 0
                             )
+            totals["node|consumed_records_per_s"] = float(consumed)
         for topic_name, pipeline in src.pipelines().items():
             status = pipeline.status
             values[sep("table", topic_name, "freshness_seconds")] = float(status.lag_seconds)

@@ -33,7 +33,8 @@ def _get(url: str, path: str, method: str = "GET") -> Any:
         response = httpx.request(method, url.rstrip("/") + path, timeout=10)
     except httpx.HTTPError as exc:
         err_console.print(
-            f"[red]cannot reach the admin API at {url}:[/red] {exc} (is `tabletopic serve` running?)"
+            f"[red]cannot reach the admin API at {url}:[/red] {exc} (is `tabletopic serve` running?)",
+            soft_wrap=True,
         )
         raise typer.Exit(1) from exc
     if response.status_code >= 400:

@@ -154,6 +154,8 @@ def test_overview_topics_groups_and_schemas_pages_show_the_node(
     assert "this node" in page.locator("#nodes").inner_text()
     assert "WAL" in page.locator("#storage").inner_text()
     wait_chart(page, '.chart[data-prefix="node|produce_bytes_per_s"]')
+    wait_chart(page, "#records-chart")
+    assert page.locator("#records-chart").get_attribute("data-series") == "2"  # produced and consumed
     page.screenshot(path=str(screenshots / "overview.png"), full_page=True)
 
     nav(page, "Topics")
@@ -181,7 +183,7 @@ def test_overview_topics_groups_and_schemas_pages_show_the_node(
         if cells[0] == topic_name
     ]
     assert sum(int(c[2]) for c in committed) == 20 and sum(int(c[4]) for c in committed) == 10
-    wait_chart(page, ".chart[data-prefix^='group|']")
+    wait_chart(page, ".chart[data-match='|lag']")
     page.screenshot(path=str(screenshots / "group.png"), full_page=True)
 
     nav(page, "Schemas")

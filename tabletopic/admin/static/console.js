@@ -19,7 +19,7 @@
   }
 
   function label(name, prefix) {
-    const rest = name.slice(prefix.length).replace(/^\|/, "");
+    const rest = name.slice(prefix.length).replace(/^\|/, "").replace(/_per_s$/, "/s");
     return rest ? rest.replace(/\|lag$/, "").replace(/\|(\d+)$/, "[$1]").replace(/\|(\d+)\|/, "[$1] ") : name.split("|").pop();
   }
 
@@ -27,7 +27,8 @@
     const prefix = el.dataset.prefix;
     const response = await fetch("/console/series?prefix=" + encodeURIComponent(prefix));
     const data = await response.json();
-    const names = Object.keys(data).filter((k) => k !== "t");
+    const match = el.dataset.match;  // optional: only series whose name contains this
+    const names = Object.keys(data).filter((k) => k !== "t" && (!match || k.includes(match)));
     const columns = [data.t, ...names.map((n) => data[n])];
     el.dataset.series = String(names.length);
     el.dataset.points = String(names.reduce((n, k) => n + data[k].filter((v) => v !== null).length, 0));

@@ -1,0 +1,49 @@
+"""The console's sampler: node counters become per-second rates, gauges are kept as they are, and a
+node whose parts have not started yet still samples (and renders) what it has."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from tabletopic.admin.sampler import Sampler
+from tabletopic.admin.sources import ConsoleSources
+from tabletopic.admin.timeseries import SeriesRing
+from tabletopic.component import NotStarted
+
+
+class NotStartedBroker:
+    @property
+    def service(self) -> Any:
+        raise NotStarted("broker")
+
+    @property
+    def groups(self) -> Any:
+        raise NotStarted("broker")
+
+
+def test_counters_become_rates_and_gauges_stay_values() -> None:
+    registry = CollectorRegistry()
+    produced = Counter("tabletopic_broker_produce_bytes", "x", registry=registry)
+    wal = Gauge("tabletopic_s3stream_wal_bytes", "x", registry=registry)
+    ring = SeriesRing(points=10)
+    sampler = Sampler(ConsoleSources(registry, NotStartedBroker()), ring)  # type: ignore[arg-type]
+    wal.set(4096)
+    first = sampler.sample(now=100.0)
+    assert "node|produce_bytes_per_s" not in first  # no rate from one sample
+    assert first["storage|wal_bytes"] == 4096
+    produced.inc(5000)
+    second = sampler.sample(now=105.0)
+    assert second["node|produce_bytes_per_s"] == 1000.0
+    window = ring.window("node|")
+    assert window["t"] == [100.0, 105.0] and window["node|produce_bytes_per_s"] == [None, 1000.0]
+
+
+def test_a_counter_that_went_backwards_skips_one_rate_instead_of_plotting_a_negative() -> None:
+    registry = CollectorRegistry()
+    sampler = Sampler(ConsoleSources(registry, NotStartedBroker()), SeriesRing(points=4))  # type: ignore[arg-type]
+    sampler._previous = {"node|produce_bytes_per_s": 10_000.0}
+    sampler._previous_at = 1.0
+    Counter("tabletopic_broker_produce_bytes", "x", registry=registry).inc(10)
+    assert "node|produce_bytes_per_s" not in sampler.sample(now=2.0)
