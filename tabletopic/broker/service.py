@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker import settings
 from tabletopic.broker.context import SecurityProtocol
+from tabletopic.broker.fetch_sessions import FetchSessionCache
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.retention import RetentionTask
@@ -83,6 +84,7 @@ class BrokerService:
         self._tasks: list[asyncio.Task[None]] = []
         self.retention = RetentionTask(self)
         self.transactions = TransactionCoordinator(self, engine)
+        self.fetch_sessions = FetchSessionCache(config.get(settings.FETCH_SESSION_SLOTS))
         # Called with the topic name after a topic is deleted (the group coordinator forgets the
         # topic's committed offsets there).
         self.topic_deleted_hooks: list[Callable[[str], Awaitable[None]]] = []
