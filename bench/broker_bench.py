@@ -8,7 +8,8 @@
 
 Per target: produce MB/s and msgs/s at 100 B and 1 KiB, uncompressed and lz4; p50/p99 delivery
 latency at a fixed rate below saturation; consume MB/s while a producer writes (tail) and of the
-whole topic afterwards (catch-up); transactional vs idempotent produce at 1 KiB. Ratios against
+whole topic afterwards (catch-up); transactional vs idempotent produce at 1 KiB; the log-compaction
+rate of a compacted partition in a local store. Ratios against
 Tansu and the sink close the report.
 
 Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000] [--targets local,object,tansu,sink]
@@ -419,6 +420,56 @@ def bench_target(name: str, bootstrap: str, seconds: float, rate: int, consume: 
     return results
 
 
+def bench_compaction(megabytes: int = 64, keys: int = 1000, value_size: int = 1024) -> Result:
+    """Log-compaction rate: ``megabytes`` of keyed 1 KiB records (``keys`` distinct keys, 100 per
+    batch) in a local S3Stream store, then one cleaning of the partition; MB/s of log rewritten
+    (rate limit lifted, local object directory, SQLite)."""
+    from tabletopic import database
+    from tabletopic.broker.log_cleaner import CleaningRules, CleaningStats, compact_batches
+    from tabletopic.records.encoder import Record, build_batch
+    from tabletopic.s3stream.config import StoreSettings
+    from tabletopic.s3stream.objectstore import open_object_store
+    from tabletopic.s3stream.store import S3StreamStore
+
+    async def run() -> tuple[float, float]:
+        directory = Path(tempfile.mkdtemp(prefix="bench-compaction-"))
+        engine = database.create_engine(database.default_url(directory))
+        settings = StoreSettings(
+            wal_mode="local",
+            wal_dir=directory / "wal",
+            compaction_interval_ms=3_600_000,
+            compaction_rate=1 << 40,
+            max_object_bytes=1 << 40,
+        )
+        objects = open_object_store({"type": "local", "root": str(directory / "objects")})
+        store = S3StreamStore(settings, engine, objects)
+        await store.start()
+        stream = await store.create_stream()
+        value = payload(value_size)
+        stamp = int(time.time() * 1000) - 60_000
+        written = 0
+        index = 0
+        while written < megabytes * 1_000_000:
+            records = [Record(f"key-{(index + i) % keys}".encode(), value, (), stamp) for i in range(100)]
+            batch = build_batch(records)
+            await store.append(stream, batch, 100)
+            written += len(batch)
+            index += 100
+        await store.flush([stream])
+        rules = CleaningRules(1 << 62, stamp + 60_000, 0, 1)
+        stats = CleaningStats()
+        started = time.perf_counter()
+        rewritten = await store.rewrite(stream, lambda batches: compact_batches(batches, rules, stats))
+        elapsed = time.perf_counter() - started
+        await store.close()
+        engine.dispose()
+        return rewritten / elapsed / 1e6, stats.records_after / max(stats.records_before, 1)
+
+    rate, kept = asyncio.run(run())
+    print(f"  {'log-compaction':<18} {megabytes} MB keyed 1KiB records: {rate:8.1f} MB/s ({kept:.1%} kept)")
+    return Result("log-compaction", "compaction", rate)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -427,6 +478,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=5000, help="messages/s of the latency runs")
     parser.add_argument("--targets", default="local,object,tansu,sink")
     parser.add_argument("--serve-sink", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--compaction-mb", type=int, default=64, help="log of the compaction run (0: skip)")
     args = parser.parse_args()
     if args.serve_sink:
         serve_sink(args.serve_sink)
@@ -449,6 +501,8 @@ def main() -> None:
                 results += bench_target(name, bootstrap, args.seconds, args.rate, consume)
         except Exception as exc:  # one target failing must not hide the others' figures
             print(f"  {name}: FAILED {type(exc).__name__}: {exc}", flush=True)
+    if args.compaction_mb:
+        results.append(bench_compaction(args.compaction_mb))
     print_ratios(results)
 
 

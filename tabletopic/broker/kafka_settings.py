@@ -102,7 +102,15 @@ _kafka("log.cleaner.min.compaction.lag.ms", int, 0, "set min.compaction.lag.ms o
 _kafka(
     "log.cleaner.max.compaction.lag.ms", int, LONG_MAX, "set max.compaction.lag.ms on the topic", in_range(1)
 )
-_kafka("log.cleaner.backoff.ms", int, 15_000, _CLEANER, in_range(0))
+define(
+    "log.cleaner.backoff.ms",
+    int,
+    15_000,
+    "How often the log cleaner looks for compacted partitions due for cleaning (their "
+    "min.cleanable.dirty.ratio reached, or max.compaction.lag.ms past).",
+    "broker",
+    in_range(1),
+)
 _kafka("log.cleaner.io.max.bytes.per.second", float, 1.7976931348623157e308, _CLEANER, in_range(0))
 _kafka("log.local.retention.ms", int, -2, "there is no local tier to retain", in_range(-2))
 _kafka("log.local.retention.bytes", int, -2, "there is no local tier to retain", in_range(-2))

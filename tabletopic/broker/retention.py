@@ -34,7 +34,7 @@ class CleanupPolicy(enum.StrEnum):
     """The values of a topic's ``cleanup.policy`` (a comma-separated list of them)."""
 
     DELETE = "delete"  # retention.ms / retention.bytes trim the log
-    COMPACT = "compact"  # accepted; compaction by key is not implemented, so nothing is removed
+    COMPACT = "compact"  # the log cleaner keeps the latest value per key (broker/log_cleaner.py)
 
 
 def cleanup_policies(value: str) -> set[CleanupPolicy]:

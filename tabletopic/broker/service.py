@@ -18,7 +18,9 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker import settings
 from tabletopic.broker.context import SecurityProtocol
+from tabletopic.broker.fetch_sessions import FetchSessionCache
 from tabletopic.broker.leadership import BrokerEndpoint, Leadership, SingleNode
+from tabletopic.broker.log_cleaner import LogCleaner
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.retention import RetentionTask
@@ -87,7 +89,9 @@ class BrokerService:
         self._producer_id_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self.retention = RetentionTask(self)
+        self.log_cleaner = LogCleaner(self)
         self.transactions = TransactionCoordinator(self, engine)
+        self.fetch_sessions = FetchSessionCache(config.get(settings.FETCH_SESSION_SLOTS))
         # Called with the topic name after a topic is deleted (the group coordinator forgets the
         # topic's committed offsets there).
         self.topic_deleted_hooks: list[Callable[[str], Awaitable[None]]] = []
@@ -111,6 +115,7 @@ class BrokerService:
         self._tasks = [
             asyncio.create_task(self._snapshot_loop(), name="broker-producer-snapshots"),
             asyncio.create_task(self.retention.run(), name="broker-retention"),
+            asyncio.create_task(self.log_cleaner.run(), name="broker-log-cleaner"),
         ]
 
     async def stop(self) -> None:

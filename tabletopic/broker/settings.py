@@ -66,6 +66,15 @@ QUEUED_MAX_REQUESTS = define(
     "broker",
     in_range(1),
 )
+FETCH_SESSION_SLOTS = define(
+    "max.incremental.fetch.session.cache.slots",
+    int,
+    1000,
+    "Most incremental fetch sessions (KIP-227) the broker keeps; past it the least recently used is "
+    "evicted and its consumer starts over with a full fetch. 0 disables fetch sessions.",
+    "broker",
+    in_range(0),
+)
 QUEUED_MAX_REQUEST_BYTES = define(
     "queued.max.request.bytes",
     int,

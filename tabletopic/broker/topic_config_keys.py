@@ -148,7 +148,14 @@ TOPIC_CONFIG_KEYS: dict[str, TopicConfigKey] = {key.name: key for key in _KEYS}
 
 # What the topic keys tabletopic honours do; every other key is stored and reported only.
 _HONOURED = {
-    "cleanup.policy": "delete: old data is removed by retention.ms and retention.bytes.",
+    "cleanup.policy": "delete: old data is removed by retention.ms and retention.bytes; compact: the "
+    "log cleaner keeps the latest value of each key; both may be given.",
+    "min.cleanable.dirty.ratio": "Share of a compacted partition appended since its last cleaning "
+    "that makes it due for cleaning.",
+    "min.compaction.lag.ms": "Records younger than this are never compacted.",
+    "max.compaction.lag.ms": "A compacted partition with new records is cleaned at least this often.",
+    "delete.retention.ms": "How long a tombstone (a null value) outlives its timestamp in a compacted "
+    "partition.",
     "retention.ms": "How long data is kept before retention trims it (-1: forever).",
     "retention.bytes": "Most bytes a partition keeps before retention trims it (-1: no limit).",
     "max.message.bytes": "Largest record batch a Produce may append (MESSAGE_TOO_LARGE beyond).",
@@ -187,7 +194,7 @@ def topic_config_documentation(name: str) -> str | None:
         elif name.startswith("message.timestamp."):
             why = "timestamps are not range-checked"
         else:
-            why = "compaction is not implemented yet"
+            why = "it only tunes Kafka's own log layer"
     return f"Kafka topic key, accepted and reported for compatibility; no effect here: {why}."
 
 

@@ -53,8 +53,11 @@ def build_batch(
     base_sequence: int = NO_SEQUENCE,
     base_offset: int = 0,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    offset_deltas: Sequence[int] | None = None,
+    last_offset_delta: int | None = None,
 ) -> bytes:
-    """One v2 batch holding ``records`` with offset deltas 0, 1, ...
+    """One v2 batch holding ``records`` with offset deltas 0, 1, ... (or ``offset_deltas``, with
+    ``last_offset_delta`` for the header: a compacted batch keeps its records' offsets and span).
 
     Args:
         records: what to encode, in order.
@@ -70,8 +73,9 @@ def build_batch(
     first = int(time.time() * 1000) if timestamp is None else timestamp
     body = bytearray()
     timestamps: list[int] = []
-    for delta, record in enumerate(records):
-        ts = first + delta if record.timestamp is None else record.timestamp
+    for index, record in enumerate(records):
+        delta = index if offset_deltas is None else offset_deltas[index]
+        ts = first + index if record.timestamp is None else record.timestamp
         timestamps.append(ts)
         body += _record(delta, ts - timestamps[0], record)
     count = len(timestamps)
@@ -90,7 +94,7 @@ def build_batch(
         MAGIC,
         0,  # the CRC, written below once every covered byte is in place
         attributes,
-        count - 1,
+        count - 1 if last_offset_delta is None else last_offset_delta,
         timestamps[0] if timestamps else first,
         max(timestamps) if timestamps else first,
         producer_id,

@@ -145,6 +145,16 @@ class LogCache:
             if not runs:
                 del self._runs[stream_id]
 
+    def replace_batches(self, stream_id: int, batches: list[StoredBatch]) -> None:
+        """A rewrite (log compaction) replaced these batches in object storage: serve the new
+        versions from the cache too (same offsets; batches not cached are ignored)."""
+        by_base = {b.base_offset: b for b in batches}
+        for run in self._runs.get(stream_id, []):
+            for index, old in enumerate(run.batches):
+                new = by_base.get(old.base_offset)
+                if new is not None and new.record_count == old.record_count:
+                    run.batches[index] = new
+
     def forget_stream(self, stream_id: int) -> None:
         self._runs.pop(stream_id, None)
 

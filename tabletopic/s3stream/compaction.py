@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tabletopic import crashpoints
@@ -38,8 +39,9 @@ from tabletopic.s3stream.objects import (
     split_batches,
     verify_block,
 )
+from tabletopic.s3stream.semantics import check_rewrite
 from tabletopic.s3stream.state import StoreState
-from tabletopic.s3stream.streams import StoredBatch, StreamError
+from tabletopic.s3stream.streams import BatchTransform, StoredBatch, StreamError
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +183,37 @@ class Compactor:
             return None
         return data, blocks
 
-    async def _compact(self, group: list[ObjectRow], ranges: dict[int, list[StreamRange]]) -> bool:
+    async def rewrite(self, stream_id: int, transform: BatchTransform) -> int:
+        """Rewrite every committed object holding data of ``stream_id``, that stream's batches
+        through ``transform`` (log compaction; the other streams' data is copied as it is), with
+        the same prepare / put / swap safety as a merge. Returns the bytes rewritten (0 when
+        nothing was there or the swap lost a race, which the next pass retries)."""
+        async with self._lock:
+            state = self.state
+            async with state.commit_lock:
+                objects = await state.db(self.meta.committed_objects)
+                ranges = await state.db(self.meta.ranges_of, [o.object_id for o in objects])
+            group = [o for o in objects if any(r.stream_id == stream_id for r in ranges[o.object_id])]
+            if not group:
+                return 0
+            rewritten: list[StoredBatch] = []
+
+            def capture(batches: list[StoredBatch]) -> list[StoredBatch]:
+                rewritten.extend(transform(batches))
+                return rewritten
+
+            if not await self._compact(group, ranges, {stream_id: capture}):
+                return 0
+            # Recent batches are also served from the log cache: it must not keep the old ones.
+            state.log_cache.replace_batches(stream_id, rewritten)
+            return sum(o.size for o in group)
+
+    async def _compact(
+        self,
+        group: list[ObjectRow],
+        ranges: dict[int, list[StreamRange]],
+        transforms: Mapping[int, BatchTransform] | None = None,
+    ) -> bool:
         # Streams' batches from every object, then ordered by offset and cut where offsets jump.
         per_stream: dict[int, list[StoredBatch]] = {}
         for obj in group:
@@ -202,6 +234,12 @@ class Compactor:
         big: list[list[tuple[int, list[StoredBatch]]]] = []
         for stream_id in sorted(per_stream):
             batches = sorted(per_stream[stream_id], key=lambda b: b.base_offset)
+            if transforms and stream_id in transforms:
+                try:
+                    batches = check_rewrite(batches, transforms[stream_id](batches))
+                except Exception:
+                    log.exception("rewrite of stream %d failed; its objects are left as they are", stream_id)
+                    return False
             stream_runs: list[tuple[int, list[StoredBatch]]] = []
             for batch in batches:
                 if stream_runs and stream_runs[-1][1][-1].next_offset == batch.base_offset:

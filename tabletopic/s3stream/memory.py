@@ -13,8 +13,9 @@ import bisect
 import itertools
 from collections.abc import Iterable
 
-from tabletopic.s3stream.semantics import DataWaiters, take_batches
+from tabletopic.s3stream.semantics import DataWaiters, check_rewrite, take_batches
 from tabletopic.s3stream.streams import (
+    BatchTransform,
     ObjectSlice,
     OffsetOutOfRange,
     StoredBatch,
@@ -51,6 +52,14 @@ class MemoryStreamStore:
             return self._streams[stream_id]
         except KeyError:
             raise StreamNotFound(f"stream {stream_id} does not exist") from None
+
+    async def rewrite(self, stream_id: int, transform: BatchTransform) -> int:
+        """Everything counts as "in object storage" here: the whole stream is rewritten."""
+        stream = self._get(stream_id)
+        before = sum(len(b.payload) for b in stream.batches)
+        if stream.batches:
+            stream.batches = check_rewrite(stream.batches, transform(list(stream.batches)))
+        return before
 
     async def create_stream(self) -> int:
         stream_id = next(self._ids)

@@ -98,3 +98,11 @@ class DataWaiters:
         for _, waiter in self._pending:
             if not waiter.done():
                 waiter.cancel()
+
+
+def check_rewrite(before: Sequence[StoredBatch], after: Sequence[StoredBatch]) -> list[StoredBatch]:
+    """A rewrite (log compaction) must keep every batch's offsets: same count, same base offsets
+    and record counts, in order. Raises ValueError otherwise (the rewrite is then not applied)."""
+    if [(b.base_offset, b.record_count) for b in before] != [(b.base_offset, b.record_count) for b in after]:
+        raise ValueError("a stream rewrite must keep every batch's offsets")
+    return list(after)

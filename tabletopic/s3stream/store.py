@@ -37,6 +37,7 @@ from tabletopic.s3stream.reader import ObjectReader
 from tabletopic.s3stream.semantics import take_batches
 from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import (
+    BatchTransform,
     ObjectSlice,
     OffsetOutOfRange,
     StorageUnavailable,
@@ -503,6 +504,10 @@ class S3StreamStore:
         view = StreamState(start, end)
         view.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
         return view
+
+    async def rewrite(self, stream_id: int, transform: BatchTransform) -> int:
+        self.state.stream(stream_id)  # StreamNotFound for an unknown stream
+        return await self.compactor.rewrite(stream_id, transform)
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         stream = self.state.streams.get(stream_id)

@@ -17,7 +17,7 @@ Every engine implements :class:`StreamStore`. The semantics every engine must ke
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -94,6 +94,10 @@ class StreamInfo:
     end_offset: int
 
 
+# A stream rewrite (see :meth:`StreamStore.rewrite`): batches in, same-offset batches out.
+BatchTransform = Callable[[list[StoredBatch]], list[StoredBatch]]
+
+
 @runtime_checkable
 class StreamStore(Protocol):
     """A node's stream storage. All methods are coroutines except the cheap in-memory offset reads."""
@@ -137,6 +141,13 @@ class StreamStore(Protocol):
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         """Make every acknowledged batch of these streams (all if None) readable from object
         storage, uploading from the WAL/LogCache if needed."""
+
+    async def rewrite(self, stream_id: int, transform: BatchTransform) -> int:
+        """Replace the stream's batches stored in object storage by ``transform(batches)`` (whole
+        runs of consecutive batches in offset order; the result must cover exactly the same offsets,
+        batch for batch), atomically: a crash leaves either every old or every new batch. Batches
+        not yet in object storage are left alone. Returns the bytes rewritten. Used for log
+        compaction; rate-limited like the store's own compaction."""
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         """Object slices covering ``[start_offset, end_offset)`` in order; call :meth:`flush` first.

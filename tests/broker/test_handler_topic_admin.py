@@ -161,11 +161,25 @@ async def test_init_producer_id_hands_out_distinct_ids_and_bumps_epochs(broker_s
         ),
     )
     assert (bumped.producer_id, bumped.producer_epoch) == (first.producer_id, 1)
-    transactional = await call(
+    transactional = [
+        await call(
+            broker_service,
+            request(
+                22, 4, transactional_id="tx", transaction_timeout=60000, producer_id=-1, producer_epoch=-1
+            ),
+        )
+        for _ in range(2)
+    ]
+    assert [(t.error_code, t.producer_epoch) for t in transactional] == [
+        (ErrorCode.none, 0),
+        (ErrorCode.none, 1),
+    ]
+    assert transactional[0].producer_id == transactional[1].producer_id  # the same id, fenced epoch
+    too_long = await call(
         broker_service,
-        request(22, 4, transactional_id="tx", transaction_timeout=60000, producer_id=-1, producer_epoch=-1),
+        request(22, 4, transactional_id="tx", transaction_timeout=10**9, producer_id=-1, producer_epoch=-1),
     )
-    assert transactional.error_code is not ErrorCode.none
+    assert too_long.error_code is ErrorCode.invalid_transaction_timeout
 
 
 async def test_describe_cluster_names_this_node(broker_service) -> None:

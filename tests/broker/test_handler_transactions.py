@@ -68,6 +68,8 @@ async def test_timed_out_transaction_is_aborted(broker_service) -> None:  # type
     assert txn is not None and txn.state == "Ongoing"
     assert await coordinator.abort_timed_out(now_ms=txn.started_ms + 60_001) == 1
     assert coordinator.describe("t1").state == "CompleteAbort"  # type: ignore[union-attr]
+    await coordinator.abort_timed_out(now_ms=txn.updated_ms + 604_800_001)  # transactional.id.expiration.ms
+    assert coordinator.describe("t1") is None
 
 
 async def test_describe_and_list_transactions_and_describe_producers(broker_service) -> None:  # type: ignore[no-untyped-def]

@@ -50,6 +50,7 @@ class FrameProxy:
         self.target_port = target_port
         self.port = 0
         self.response_sizes: list[int] = []
+        self.requests: list[tuple[int, int]] = []  # (api key, frame size) of every request
         self._writers: list[asyncio.StreamWriter] = []
         self._server: asyncio.Server | None = None
 
@@ -61,12 +62,16 @@ class FrameProxy:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self._writers += [writer, up_writer]
         await asyncio.gather(
-            self._pipe(reader, up_writer, None), self._pipe(up_reader, writer, self.response_sizes)
+            self._pipe(reader, up_writer, None, self.requests),
+            self._pipe(up_reader, writer, self.response_sizes),
         )
 
     @staticmethod
     async def _pipe(
-        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sizes: list[int] | None
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        sizes: list[int] | None,
+        requests: list[tuple[int, int]] | None = None,
     ) -> None:
         try:
             while True:
@@ -75,6 +80,8 @@ class FrameProxy:
                 body = await reader.readexactly(length)
                 if sizes is not None:
                     sizes.append(length)
+                if requests is not None:
+                    requests.append((struct.unpack_from(">h", body)[0], length))
                 writer.write(head + body)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, OSError):

@@ -12,8 +12,8 @@ Transactions: every answer carries the partition's last stable offset; at read_c
 isolation only data below it is returned, with the aborted transactions of the range read so the
 client drops their records (as Kafka's consumer does with its own list).
 
-No fetch sessions (KIP-227): every answer carries session id 0, which tells clients to keep sending
-full fetch requests; that is a correct, if chattier, implementation of the protocol.
+Fetch sessions (KIP-227, ``broker/fetch_sessions.py``): an incremental request reads every partition
+of its session and answers only those with records, errors or changed offsets.
 Records are never null, even when empty: a null makes librdkafka loop forever.
 """
 
@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.fetch_sessions import PartitionKey, SessionPartition
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
+from tabletopic.broker.topics import Topic
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ class PartitionRead(FetchedPartition):
     fetch_offset: int
     max_bytes: int
     next_offset: int = -1  # after the last batch read
+    key: PartitionKey | None = None  # the partition in the fetch session
 
 
 @dataclass(slots=True)
@@ -55,34 +58,38 @@ class TopicRead:
     name: str | None
     topic_id: uuid.UUID
     partitions: list[PartitionRead]
+    topic: Topic | None = None
 
 
-def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRead]:
-    result = []
-    for wanted in request.topics:
-        if version >= 13:
-            wanted_id = wanted.topic_id or ZERO_UUID  # kio reads the all-zero id as None
-            topic = broker.topics.by_id(wanted_id)
-            missing = ErrorCode.unknown_topic_id
-            name, topic_id = (topic.name if topic else None), wanted_id
-        else:
-            topic = broker.topics.get(wanted.topic)
-            missing = ErrorCode.unknown_topic_or_partition
-            name, topic_id = wanted.topic, (topic.topic_id if topic else ZERO_UUID)
-        reads = []
-        for p in wanted.partitions:
-            read = PartitionRead(
-                p.partition, fetch_offset=p.fetch_offset, max_bytes=max(p.partition_max_bytes, 0)
-            )
-            if topic is None or not 0 <= p.partition < topic.partition_count:
-                read.error_code = missing
-            elif not broker.leadership.leads(topic.name, p.partition):
-                read.error_code = ErrorCode.not_leader_or_follower
+def _resolve(
+    broker: BrokerService, wanted: list[tuple[PartitionKey, SessionPartition]], version: int
+) -> list[TopicRead]:
+    """Group the partitions to read by topic (in request order) and find their streams."""
+    by_topic: dict[str | uuid.UUID, TopicRead] = {}
+    for (topic_key, index), cached in wanted:
+        read = by_topic.get(topic_key)
+        if read is None:
+            if version >= 13:
+                assert isinstance(topic_key, uuid.UUID)
+                topic = broker.topics.by_id(topic_key)
+                read = TopicRead(topic.name if topic else None, topic_key, [], topic)
             else:
-                read.stream_id = topic.streams[p.partition]
-            reads.append(read)
-        result.append(TopicRead(name, topic_id, reads))
-    return result
+                topic = broker.topics.get(str(topic_key))
+                read = TopicRead(str(topic_key), topic.topic_id if topic else ZERO_UUID, [], topic)
+            by_topic[topic_key] = read
+        partition = PartitionRead(index, fetch_offset=cached.fetch_offset, max_bytes=cached.max_bytes)
+        partition.key = (topic_key, index)
+        topic = read.topic
+        if topic is None or not 0 <= index < topic.partition_count:
+            partition.error_code = (
+                ErrorCode.unknown_topic_id if version >= 13 else ErrorCode.unknown_topic_or_partition
+            )
+        elif not broker.leadership.leads(topic.name, index):
+            partition.error_code = ErrorCode.not_leader_or_follower
+        else:
+            partition.stream_id = topic.streams[index]
+        read.partitions.append(partition)
+    return list(by_topic.values())
 
 
 async def _read(
@@ -169,13 +176,33 @@ async def _wait_for_any(
                 future.cancel()
 
 
-async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list[TopicRead], ErrorCode]:
-    """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders."""
-    if getattr(request, "session_id", 0) != 0:
-        return [], ErrorCode.fetch_session_id_not_found
-    if getattr(request, "session_epoch", -1) not in (0, -1):
-        return [], ErrorCode.invalid_fetch_session_epoch
-    topics = _resolve(broker, request, version)
+async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list[TopicRead], ErrorCode, int]:
+    """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders.
+    Returns the topics to answer, the top-level error and the fetch session id."""
+    session = broker.fetch_sessions.resolve(request, version)
+    if session.error is not ErrorCode.none:
+        return [], session.error, 0
+    topics = _resolve(broker, session.partitions, version)
+    topics = await _fetch_topics(broker, request, version, topics)
+    if session.session is None:
+        return topics, ErrorCode.none, 0
+    # Remember what each partition's answer said; an incremental answer lists only what changed.
+    for topic in topics:
+        kept = []
+        for read in topic.partitions:
+            assert read.key is not None
+            changed = session.session.changed(
+                read.key, read.high_watermark, read.last_stable_offset, read.log_start_offset
+            )
+            if not session.incremental or changed or read.size or read.error_code is not ErrorCode.none:
+                kept.append(read)
+        topic.partitions = kept
+    return [t for t in topics if t.partitions], ErrorCode.none, session.session.session_id
+
+
+async def _fetch_topics(
+    broker: BrokerService, request: Any, version: int, topics: list[TopicRead]
+) -> list[TopicRead]:
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
     max_bytes = max(max_bytes, 1)
     loop = asyncio.get_running_loop()
@@ -187,10 +214,12 @@ async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list
         remaining = deadline - loop.time()
         errors = any(r.error_code is not ErrorCode.none for t in topics for r in t.partitions)
         if total >= min_bytes or remaining <= 0 or errors:
-            return topics, ErrorCode.none
+            return topics
         await _wait_for_any(broker, topics, remaining, committed)
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
-    topics, error = await fetch(broker, request, ctx.api_version)
-    return WireResponse(encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics))
+    topics, error, session_id = await fetch(broker, request, ctx.api_version)
+    return WireResponse(
+        encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics, session_id)
+    )

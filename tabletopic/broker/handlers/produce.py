@@ -25,6 +25,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.producers import SequenceCheck
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import validate_batches, with_log_append_time
+from tabletopic.records.keys import has_keyless_record
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
@@ -80,6 +81,11 @@ async def produce_partition(
                 ErrorCode.message_too_large,
                 f"batch of {header.size} bytes exceeds max.message.bytes {max_bytes}",
             )
+    if "compact" in broker.topic_config(topic, "cleanup.policy"):
+        refused = _keyless(records, headers)
+        if refused is not None:
+            log.info("produce to compacted %s-%d refused: %s", topic_name, index, refused)
+            return _result(index, ErrorCode.invalid_record, f"compacted topic {topic_name}: {refused}")
     stream_id = topic.streams[index]
     transactional = False
     for header in headers:
@@ -214,6 +220,18 @@ def _not_leader(broker: BrokerService, topic: str, index: int) -> dict[str, Any]
         ErrorCode.not_leader_or_follower,
         f"broker {broker.node_id} does not lead {topic}-{index} (broker {leader} does, epoch {epoch})",
     )
+
+
+def _keyless(records: bytes, headers: list[Any]) -> str | None:
+    """Why a compacted topic refuses these batches (a record without a key), or None."""
+    view = memoryview(records)
+    for header in headers:
+        try:
+            if has_keyless_record(view[header.position : header.position + header.size], header):
+                return "a compacted topic cannot accept a record without a key"
+        except RecordBatchError as exc:
+            return str(exc)
+    return None
 
 
 def _retrieve(appends: asyncio.Future[Any]) -> None:

@@ -71,7 +71,7 @@ def _uvarint(value: int) -> bytes:
 
 
 def encode_fetch_response(
-    correlation_id: int, version: int, error_code: int, topics: Sequence[TopicAnswer]
+    correlation_id: int, version: int, error_code: int, topics: Sequence[TopicAnswer], session_id: int = 0
 ) -> list[Any]:
     """The complete wire form (length prefix included) as a list of buffers."""
     flexible = version >= 12
@@ -82,7 +82,7 @@ def encode_fetch_response(
         head += b"\x00"  # response header v1: no tagged fields
     head += _I32.pack(0)  # throttle_time_ms
     if version >= 7:
-        head += _I16.pack(error_code) + _I32.pack(0)  # error_code, session_id (no sessions)
+        head += _I16.pack(error_code) + _I32.pack(session_id)
     head += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
     current = head
     for topic in topics:

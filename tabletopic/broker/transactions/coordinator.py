@@ -372,4 +372,17 @@ class TransactionCoordinator:
                         "transaction %s timed out after %d ms: aborting", txn.transactional_id, txn.timeout_ms
                     )
                     await self._abort(txn, bump_epoch=True)
+        await self._expire_ids(now)
         return len(expired)
+
+    async def _expire_ids(self, now: int) -> None:
+        """Forget transactional ids idle for ``transactional.id.expiration.ms`` with no open
+        transaction (Kafka's rule), so the table does not grow with every id ever used."""
+        idle_ms = int(self._broker.config.get(settings.ID_EXPIRATION.name))
+        for txn in list(self._txns.values()):
+            if txn.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) and now - txn.updated_ms > idle_ms:
+                async with self._lock(txn.transactional_id):
+                    if self._txns.get(txn.transactional_id) is txn and now - txn.updated_ms > idle_ms:
+                        await asyncio.to_thread(self.store.delete, txn.transactional_id)
+                        del self._txns[txn.transactional_id]
+                        self._locks.pop(txn.transactional_id, None)
