@@ -32,6 +32,7 @@ app.add_typer(config_app, name="config")
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("topics", "tabletopic.broker.cli:topics_app"),
     ("users", "tabletopic.broker.security.cli:users_app"),
+    ("acls", "tabletopic.broker.security.acl_cli:acls_app"),
     ("tables", "tabletopic.table.cli:app"),
     ("storage", "tabletopic.s3stream.cli:storage_app"),
 )

@@ -18,7 +18,9 @@ from tabletopic.broker.groups.settings import group_config
 from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
-from tabletopic.broker.security import scram_handlers
+from tabletopic.broker.security import acl_handlers, guard_rules, scram_handlers
+from tabletopic.broker.security.acls import AclService
+from tabletopic.broker.security.guard import Guard
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
@@ -57,6 +59,7 @@ class BrokerComponent:
         self._service: BrokerService | None = None
         self._server: KafkaServer | None = None
         self._groups: GroupCoordinator | None = None
+        self._acls: AclService | None = None
 
     @property
     def service(self) -> BrokerService:
@@ -75,10 +78,15 @@ class BrokerComponent:
         service.metrics = BrokerMetrics(self._metrics, service.topics.partition_count)
         await service.start()
         dispatcher = Dispatcher(service)
+        security = await self._start_security()
+        acls = AclService(self._config, security.store)
+        await acls.start()
+        self._acls = acls
+        dispatcher.wrap = Guard(acls, service, guard_rules.RULES).wrap
         dispatcher.add(HANDLERS, service, MAX_VERSIONS)
         dispatcher.add({17: _unused, 36: _unused}, None, MAX_VERSIONS)  # answered by the connection
-        security = await self._start_security()
         dispatcher.add(scram_handlers.HANDLERS, security.store, scram_handlers.MAX_VERSIONS)
+        dispatcher.add(acl_handlers.HANDLERS, acls, acl_handlers.MAX_VERSIONS)
         server = KafkaServer(service, dispatcher, security)
         self._service, self._server = service, server
         await server.bind()
@@ -122,6 +130,8 @@ class BrokerComponent:
             await self._server.stop()
         if self._groups is not None:
             await self._groups.stop()
+        if self._acls is not None:
+            await self._acls.stop()
         if self._service is not None:
             await self._service.stop()
 
