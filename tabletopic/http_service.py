@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 import uvicorn
@@ -22,9 +24,11 @@ def parse_listener(url: str) -> tuple[str, int]:
 class HttpService:
     """One uvicorn server run as a task on the current loop; ``start`` returns once it listens."""
 
-    def __init__(self, name: str, app: object, listener: str) -> None:
+    def __init__(self, name: str, app: object, listener: str, tls: Mapping[str, Any] | None = None) -> None:
+        """``tls``: uvicorn's ``ssl_*`` options for an https listener (none: plain HTTP)."""
         host, port = parse_listener(listener)
         self.name = name
+        self.scheme = "https" if tls else "http"
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app,  # type: ignore[arg-type]
@@ -34,6 +38,7 @@ class HttpService:
                 access_log=False,
                 lifespan="on",
                 use_colors=False,
+                **dict(tls or {}),
             )
         )
         # Signals stay the node's: it stops its services on SIGINT/SIGTERM through the loop's own
@@ -58,7 +63,7 @@ class HttpService:
                 self._task.result()  # re-raise bind errors with uvicorn's message
                 raise RuntimeError(f"{self.name} HTTP server exited during start-up")
             await asyncio.sleep(0.02)
-        log.info("%s listening on http://%s:%d", self.name, self._server.config.host, self.port)
+        log.info("%s listening on %s://%s:%d", self.name, self.scheme, self._server.config.host, self.port)
 
     async def stop(self) -> None:
         if self._task is None:

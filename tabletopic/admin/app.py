@@ -19,6 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from tabletopic import settings
 from tabletopic.admin.topics import TopicApiError, topics_router
 from tabletopic.broker.component import BrokerComponent
+from tabletopic.broker.security.http_auth import ADMIN_API, https_options
 from tabletopic.component import NotStarted
 from tabletopic.config import Config
 from tabletopic.http_service import HttpService
@@ -130,7 +131,9 @@ class AdminApiComponent:
             log.info("admin API disabled (admin.listener is empty)")
             return
         app = create_app(self._metrics, self._broker, self._parts, self._routers())
-        self._service = HttpService("admin API", app, listener)
+        auth = self._broker.http_authenticator()
+        served = auth.wrap(app, ADMIN_API) if auth is not None else app
+        self._service = HttpService("admin API", served, listener, https_options(self._config, listener))
         await self._service.start()
 
     async def stop(self) -> None:
