@@ -294,3 +294,28 @@ def test_acls_cli_adds_lists_and_removes(acl_broker: BrokerProcess) -> None:
     assert runner.invoke(app, ["acls", "list", "-p", "User:dan", *common]).output.strip() == ""
     bad = runner.invoke(app, ["acls", "add", "-t", "planet", "-p", "User:x", "-o", "read", *common])
     assert bad.exit_code != 0 and "unknown resource type" in bad.output
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("version", [11, 12])
+def test_fetch_of_allowed_and_denied_topics_together(acl_broker: BrokerProcess, version: int) -> None:
+    """One Fetch names both (as the anonymous principal of the PLAINTEXT listener): the allowed
+    topic's records come back in the broker's self-encoded answer, with the refused topic's
+    partitions added as TOPIC_AUTHORIZATION_FAILED."""
+    import dataclasses
+
+    from tests.support.kafka_requests import fetch_request
+
+    allowed, denied = new_topic(acl_broker, "mix-ok-"), new_topic(acl_broker, "mix-no-")
+    for topic in (allowed, denied):
+        assert produce(acl_broker, "admin", topic) is None
+    grant(acl_broker, ("TOPIC", allowed, "LITERAL", "User:ANONYMOUS", "READ"))
+    one, other = fetch_request(allowed, 0, 0, version=version), fetch_request(denied, 0, 0, version=version)
+    both = dataclasses.replace(one, topics=one.topics + other.topics)
+    sock = connect(acl_broker.bootstrap)
+    answer = roundtrip(sock, both)
+    sock.close()
+    by_topic = {t.topic: t.partitions[0] for t in answer.responses}
+    assert by_topic[allowed].error_code is ErrorCode.none and by_topic[allowed].records
+    assert by_topic[denied].error_code is ErrorCode.topic_authorization_failed
+    assert not by_topic[denied].records
