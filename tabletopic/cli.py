@@ -36,6 +36,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("topics", "tabletopic.broker.cli:topics_app"),
     ("partitions", "tabletopic.broker.cli:partitions_app"),
     ("users", "tabletopic.broker.security.cli:users_app"),
+    ("acls", "tabletopic.broker.security.acl_cli:acls_app"),
     ("tables", "tabletopic.table.cli:app"),
     ("storage", "tabletopic.s3stream.cli:storage_app"),
     ("cluster", "tabletopic.cluster.cli:cluster_app"),

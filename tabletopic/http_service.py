@@ -6,6 +6,8 @@ import asyncio
 import errno
 import logging
 import socket
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlparse
 
 import uvicorn
@@ -49,12 +51,21 @@ class HttpService:
 
     Args:
         key: the configuration key of the listener, named in the error when the port is busy.
+        tls: uvicorn's ``ssl_*`` options for an https listener (none: plain HTTP).
     """
 
-    def __init__(self, name: str, app: object, listener: str, key: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        app: object,
+        listener: str,
+        key: str | None = None,
+        tls: Mapping[str, Any] | None = None,
+    ) -> None:
         host, port = parse_listener(listener)
         self.name = name
         self.key = key
+        self.scheme = "https" if tls else "http"
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app,  # type: ignore[arg-type]
@@ -64,6 +75,7 @@ class HttpService:
                 access_log=False,
                 lifespan="on",
                 use_colors=False,
+                **dict(tls or {}),
             )
         )
         # Signals stay the node's: it stops its services on SIGINT/SIGTERM through the loop's own
@@ -90,7 +102,7 @@ class HttpService:
                 self._task.result()  # re-raise bind errors with uvicorn's message
                 raise RuntimeError(f"{self.name} HTTP server exited during start-up")
             await asyncio.sleep(0.02)
-        log.info("%s listening on http://%s:%d", self.name, self._server.config.host, self.port)
+        log.info("%s listening on %s://%s:%d", self.name, self.scheme, self._server.config.host, self.port)
 
     async def stop(self) -> None:
         if self._task is None:

@@ -26,6 +26,7 @@ from tabletopic.admin.nodes import nodes
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router
 from tabletopic.broker.component import BrokerComponent
+from tabletopic.broker.security.http_auth import ADMIN_API, https_options
 from tabletopic.component import NotStarted
 from tabletopic.config import Config
 from tabletopic.http_service import HttpService
@@ -168,7 +169,11 @@ class AdminApiComponent:
                 max_series=cfg.get(admin_settings.CONSOLE_MAX_SERIES),
             )
         app = create_app(self._metrics, self._broker, self._parts, self._routers(), self.console)
-        self._service = HttpService("admin API", app, listener, key=settings.ADMIN_LISTENER.name)
+        auth = self._broker.http_authenticator()
+        served = auth.wrap(app, ADMIN_API) if auth is not None else app
+        self._service = HttpService(
+            "admin API", served, listener, key=settings.ADMIN_LISTENER.name, tls=https_options(cfg, listener)
+        )
         await self._service.start()
         if self.console is not None:
             await self.console.start()

@@ -21,8 +21,13 @@ from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.leadership import group_slot
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
-from tabletopic.broker.security import scram_handlers
+from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers, scram_handlers
+from tabletopic.broker.security.acls import AclService
+from tabletopic.broker.security.guard import Guard
+from tabletopic.broker.security.http_auth import HttpAuthenticator, http_authenticator
 from tabletopic.broker.security.listener import ListenerSecurity
+from tabletopic.broker.security.quota_guard import QuotaGuard
+from tabletopic.broker.security.quota_handlers import QuotaService
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService, parse_listener
@@ -66,6 +71,8 @@ class BrokerComponent:
         self._server: KafkaServer | None = None
         self._groups: GroupCoordinator | None = None
         self._background: set[asyncio.Future[None]] = set()
+        self._acls: AclService | None = None
+        self._quotas: QuotaService | None = None
 
     @property
     def service(self) -> BrokerService:
@@ -88,10 +95,20 @@ class BrokerComponent:
         service.metrics = BrokerMetrics(self._metrics, service.topics.partition_count)
         await service.start()
         dispatcher = Dispatcher(service)
+        security = await self._start_security()
+        acls = AclService(self._config, security.store)
+        await acls.start()
+        self._acls = acls
+        quotas = QuotaService(self._config, security.store)
+        await quotas.start()
+        self._quotas = quotas
+        guard, quota_guard = Guard(acls, service, guard_rules.RULES), QuotaGuard(quotas)
+        dispatcher.wrap = lambda key, handler: quota_guard.wrap(key, guard.wrap(key, handler))
         dispatcher.add(HANDLERS, service, MAX_VERSIONS)
         dispatcher.add({17: _unused, 36: _unused}, None, MAX_VERSIONS)  # answered by the connection
-        security = await self._start_security()
         dispatcher.add(scram_handlers.HANDLERS, security.store, scram_handlers.MAX_VERSIONS)
+        dispatcher.add(acl_handlers.HANDLERS, acls, acl_handlers.MAX_VERSIONS)
+        dispatcher.add(quota_handlers.HANDLERS, quotas, quota_handlers.MAX_VERSIONS)
         server = KafkaServer(service, dispatcher, security)
         self._service, self._server = service, server
         await server.bind()
@@ -131,6 +148,9 @@ class BrokerComponent:
         service.leadership = role
         service.byte_counter = role.record_bytes
         self._role = role
+    def http_authenticator(self) -> HttpAuthenticator | None:
+        """What the node's HTTP services check requests with (``authentication.method``)."""
+        return http_authenticator(self._config, self._engine)
 
     async def _start_security(self) -> ListenerSecurity:
         """The SCRAM credential store and what each listener needs (TLS context, SASL)."""
@@ -181,6 +201,10 @@ class BrokerComponent:
             await self._server.stop()
         if self._groups is not None:
             await self._groups.stop()
+        if self._acls is not None:
+            await self._acls.stop()
+        if self._quotas is not None:
+            await self._quotas.stop()
         if self._service is not None:
             await self._service.stop()
 

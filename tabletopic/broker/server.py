@@ -118,11 +118,13 @@ class Dispatcher:
         self.routes: dict[int, tuple[Handler, Any]] = {}
         self.max_versions: dict[int, int] = {}
         self.budget = budget or RequestBudget(0)
+        # Wraps each handler as it is added (ACL enforcement, broker/security/guard.py).
+        self.wrap: Callable[[int, Handler], Handler] | None = None
 
     def add(self, handlers: Mapping[int, Handler], target: Any, max_versions: Mapping[int, int]) -> None:
         for key, handler in handlers.items():
             if key in max_versions:
-                self.routes[key] = (handler, target)
+                self.routes[key] = (self.wrap(key, handler) if self.wrap else handler, target)
                 self.max_versions[key] = max_versions[key]
 
 

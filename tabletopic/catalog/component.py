@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.security.http_auth import ICEBERG_REST, https_options, protect
 from tabletopic.catalog import settings as catalog_settings
 from tabletopic.catalog.adapters import (
     CatalogSpec,
@@ -59,7 +60,8 @@ def advertised_uri(listener: str, bound_port: int) -> str:
     host, _port = parse_listener(listener)
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
-    return f"http://{host}:{bound_port}"
+    scheme = "https" if listener.lower().startswith("https://") else "http"
+    return f"{scheme}://{host}:{bound_port}"
 
 
 class CatalogComponent:
@@ -108,8 +110,13 @@ class CatalogComponent:
         listener = config.get(catalog_settings.CATALOG_LISTENER)
         if spec.fronted_by_rest and listener:
             app = rest_app_for(catalog, spec, config.get(catalog_settings.CATALOG_PAGE_SIZE))
+            served = protect(app, config, self._engine, ICEBERG_REST)
             self._http = HttpService(
-                "Iceberg REST catalog", app, listener, key=catalog_settings.CATALOG_LISTENER.name
+                "Iceberg REST catalog",
+                served,
+                listener,
+                key=catalog_settings.CATALOG_LISTENER.name,
+                tls=https_options(config, listener),
             )
             await self._http.start()
             if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):

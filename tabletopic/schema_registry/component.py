@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.security.http_auth import SCHEMA_REGISTRY, https_options, protect
 from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings
@@ -75,7 +76,14 @@ class RegistryComponent:
         if listener:
             app = create_app(config, registry, metrics=self._metrics)
             app.state.cluster_id = self._cluster_id() or "tabletopic"
-            self._http = HttpService("schema registry", app, listener, key=settings.LISTENER.name)
+            served = protect(app, config, self._engine, SCHEMA_REGISTRY)
+            self._http = HttpService(
+                "schema registry",
+                served,
+                listener,
+                key=settings.LISTENER.name,
+                tls=https_options(config, listener),
+            )
             await self._http.start()
 
     async def stop(self) -> None:

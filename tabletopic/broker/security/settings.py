@@ -144,3 +144,57 @@ ALLOW_EVERYONE_IF_NO_ACL_FOUND = define(
     "With an authorizer: whether a resource no ACL names is open to everyone (else only super users).",
     "security",
 )
+QUOTA_WINDOW_NUM = define(
+    "quota.window.num",
+    int,
+    11,
+    "Samples kept to measure a client's rate against its quota.",
+    "security",
+    in_range(2, 3600),
+)
+QUOTA_WINDOW_SIZE_SECONDS = define(
+    "quota.window.size.seconds",
+    int,
+    1,
+    "Length of one quota sample.",
+    "security",
+    in_range(1, 3600),
+)
+AUTHENTICATION_METHOD = define(
+    "authentication.method",
+    str,
+    "NONE",
+    "Authentication of the HTTP services (schema registry, Iceberg REST catalog, admin API): NONE, "
+    "or BASIC for HTTP Basic against the SASL users (`sasl.plain.users` and SCRAM credentials) and "
+    "bearer tokens from the catalog's `/v1/oauth/tokens`. Unauthenticated requests get 401 in the "
+    "service's own error shape; `/health` stays open.",
+    "security",
+    one_of("NONE", "BASIC"),
+)
+AUTHENTICATION_REALM = define(
+    "authentication.realm", str, "tabletopic", "Realm named in the HTTP Basic challenge.", "security"
+)
+HTTP_READWRITE_USERS = define(
+    "http.readwrite.users",
+    list,
+    [],
+    "Users with the read-write role on the HTTP services (`*`: every user); `super.users` have it "
+    "too. Every other authenticated user may only read (403 on writes).",
+    "security",
+)
+HTTP_TOKEN_SECRET = define(
+    "http.oauth.token.secret",
+    str,
+    None,
+    "Key signing the bearer tokens of `/v1/oauth/tokens`; set the same value on every node of a "
+    "cluster. Empty: a random key per process (tokens end with a restart).",
+    "security",
+)
+HTTP_TOKEN_LIFETIME_MS = define(
+    "http.oauth.token.lifetime.ms",
+    int,
+    3600000,
+    "How long a bearer token of `/v1/oauth/tokens` is valid.",
+    "security",
+    in_range(1000),
+)

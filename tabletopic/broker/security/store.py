@@ -1,5 +1,5 @@
-"""The security state kept in the metadata database: SCRAM credentials (salted, never passwords)
-and ACLs.
+"""The security state kept in the metadata database: SCRAM credentials (salted, never passwords),
+ACLs and client quotas.
 
 Reads go to the database each time (an authentication is rare next to requests, and a credential
 altered through another node must take effect here at once); writes are one transaction per
@@ -43,9 +43,18 @@ acls = sa.Table(
     sa.Column("permission", sa.SmallInteger, primary_key=True),
 )
 
+client_quotas = sa.Table(
+    "security_client_quotas",
+    _metadata,
+    sa.Column("entity", sa.String(600), primary_key=True),  # quotas.encode_entity
+    sa.Column("quota_key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Float, nullable=False),
+)
+
 MIGRATIONS: list[database.Migration] = [
     database.create_tables(scram_credentials),
     database.create_tables(acls),
+    database.create_tables(client_quotas),
 ]
 
 
@@ -150,6 +159,25 @@ class SecurityStore:
             for binding in bindings:
                 row = _acl_row(binding)
                 conn.execute(sa.delete(acls).where(*(c[key] == value for key, value in row.items())))
+
+    # --- client quotas ---------------------------------------------------------------------------
+    def quotas(self) -> dict[str, dict[str, float]]:
+        """Encoded entity -> quota key -> value."""
+        c = client_quotas.c
+        result: dict[str, dict[str, float]] = {}
+        with self._engine.connect() as conn:
+            for row in conn.execute(sa.select(c.entity, c.quota_key, c.value)):
+                result.setdefault(row.entity, {})[row.quota_key] = row.value
+        return result
+
+    def alter_quotas(self, changes: Iterable[tuple[str, str, float | None]]) -> None:
+        """``(encoded entity, key, value or None to remove)`` in one transaction."""
+        c = client_quotas.c
+        with self._engine.begin() as conn:
+            for entity, key, value in changes:
+                conn.execute(sa.delete(client_quotas).where(c.entity == entity, c.quota_key == key))
+                if value is not None:
+                    conn.execute(sa.insert(client_quotas).values(entity=entity, quota_key=key, value=value))
 
     def _acls_in(self, conn: sa.Connection) -> list[AclBinding]:
         return [

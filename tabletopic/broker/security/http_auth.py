@@ -1,0 +1,322 @@
+"""Authentication for the node's HTTP services (schema registry, Iceberg REST catalog, admin API):
+HTTP Basic against the same users as SASL (``sasl.plain.users`` and SCRAM credentials), bearer
+tokens from the catalog's OAuth2 client-credentials endpoint (``/v1/oauth/tokens``, what
+pyiceberg's and Spark's ``credential=`` use), read-only and read-write roles, and refusals in each
+protocol's own error shape. One ASGI middleware; each service supplies its :class:`HttpProtocol`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import ssl
+import time
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker.security import settings
+from tabletopic.broker.security.acls import parse_super_users
+from tabletopic.broker.security.listener import ListenerSecurity
+from tabletopic.broker.security.store import SecurityStore
+from tabletopic.config import Config, ConfigError
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+READ, WRITE = "read", "write"
+TOKEN_PATH = "/v1/oauth/tokens"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True, slots=True)
+class HttpProtocol:
+    """How one service speaks: its error body for 401/403, which requests write, which paths stay
+    open (liveness), and whether it serves the OAuth2 token endpoint."""
+
+    error: Callable[[int, str], dict[str, Any]]
+    is_write: Callable[[str, str], bool]
+    open_paths: frozenset[str] = frozenset()
+    serves_tokens: bool = False
+
+
+def _writes_by_method(method: str, path: str) -> bool:
+    return method not in _SAFE_METHODS
+
+
+def _registry_writes(method: str, path: str) -> bool:
+    """Confluent's rule: a POST that looks a schema up or checks compatibility only reads."""
+    if method in _SAFE_METHODS:
+        return False
+    parts = [p for p in path.split("/") if p]
+    lookup = parts[:1] == ["compatibility"] or (len(parts) == 2 and parts[0] == "subjects")
+    return not (method == "POST" and lookup)
+
+
+def _catalog_writes(method: str, path: str) -> bool:
+    # A metrics report changes nothing.
+    return not (method in _SAFE_METHODS or path.endswith("/metrics"))
+
+
+SCHEMA_REGISTRY = HttpProtocol(
+    error=lambda status, message: {"error_code": status * 100 + 1, "message": message},
+    is_write=_registry_writes,
+)
+ICEBERG_REST = HttpProtocol(
+    error=lambda status, message: {
+        "error": {
+            "message": message,
+            "type": "NotAuthorizedException" if status == 401 else "ForbiddenException",
+            "code": status,
+        }
+    },
+    is_write=_catalog_writes,
+    open_paths=frozenset({TOKEN_PATH}),
+    serves_tokens=True,
+)
+ADMIN_API = HttpProtocol(
+    error=lambda status, message: {"detail": message},
+    is_write=_writes_by_method,
+    open_paths=frozenset({"/health"}),
+)
+
+
+class Tokens:
+    """Bearer tokens: ``base64(user|role|expiry).signature``, signed with a key from
+    ``http.oauth.token.secret`` (shared by the nodes of a cluster) or a random per-process key."""
+
+    def __init__(self, secret: bytes, lifetime_s: float, clock: Callable[[], float] = time.time) -> None:
+        self._secret = secret
+        self.lifetime_s = lifetime_s
+        self._clock = clock
+
+    def issue(self, user: str, role: str) -> str:
+        payload = base64.urlsafe_b64encode(json.dumps([user, role, self._clock() + self.lifetime_s]).encode())
+        signature = base64.urlsafe_b64encode(hmac.new(self._secret, payload, hashlib.sha256).digest())
+        return f"{payload.decode()}.{signature.decode()}"
+
+    def verify(self, token: str) -> tuple[str, str] | None:
+        payload, _, signature = token.partition(".")
+        expected = base64.urlsafe_b64encode(hmac.new(self._secret, payload.encode(), hashlib.sha256).digest())
+        if not hmac.compare_digest(expected, signature.encode()):
+            return None
+        try:
+            user, role, expiry = json.loads(base64.urlsafe_b64decode(payload))
+        except ValueError:
+            return None
+        return (str(user), str(role)) if float(expiry) > self._clock() else None
+
+
+class HttpAuthenticator:
+    """Who a request is and what it may do.
+
+    Args:
+        check_password: verifies a user and password (the SASL users).
+        writers: users with the read-write role (``http.readwrite.users``, ``*`` for all, and
+            ``super.users``); every other authenticated user reads only.
+        realm: ``authentication.realm``, in WWW-Authenticate.
+        tokens: the bearer-token signer.
+    """
+
+    def __init__(
+        self, check_password: Callable[[str, str], bool], writers: set[str], realm: str, tokens: Tokens
+    ) -> None:
+        self._check_password = check_password
+        self._writers = writers
+        self.realm = realm
+        self.tokens = tokens
+        self._verified: dict[tuple[str, bytes], float] = {}
+
+    def role_of(self, user: str) -> str:
+        return WRITE if "*" in self._writers or user in self._writers else READ
+
+    def login(self, user: str, password: str) -> bool:
+        """Check a password, remembering a success for a minute (PBKDF2 per request would dominate)."""
+        key = (user, hashlib.sha256(password.encode()).digest())
+        now = time.monotonic()
+        if self._verified.get(key, 0.0) > now:
+            return True
+        if not self._check_password(user, password):
+            return False
+        if len(self._verified) > 10_000:
+            self._verified.clear()
+        self._verified[key] = now + 60
+        return True
+
+    def identify(self, authorization: str | None) -> tuple[str, str] | None:
+        """``(user, role)`` from an Authorization header, or None."""
+        if not authorization:
+            return None
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() == "bearer":
+            return self.tokens.verify(value.strip())
+        if scheme.lower() != "basic":
+            return None
+        try:
+            user, sep, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+        except ValueError:
+            return None
+        if not sep or not self.login(user, password):
+            return None
+        return user, self.role_of(user)
+
+    def wrap(self, app: ASGIApp, protocol: HttpProtocol) -> ASGIApp:
+        """``app`` behind authentication, answering refusals in ``protocol``'s shape."""
+        authenticator = self
+
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            path, method = scope.get("path", ""), scope.get("method", "GET")
+            if protocol.serves_tokens and path == TOKEN_PATH and method == "POST":
+                await authenticator._serve_token(scope, receive, send)
+                return
+            if path in protocol.open_paths:
+                await app(scope, receive, send)
+                return
+            headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            who = authenticator.identify(headers.get("authorization"))
+            if who is None:
+                await _json(send, 401, protocol.error(401, "Unauthorized"), authenticator._challenge())
+                return
+            user, role = who
+            if role != WRITE and protocol.is_write(method, path):
+                message = f"User {user} has the read-only role and may not {method} {path}"
+                await _json(send, 403, protocol.error(403, message))
+                return
+            scope.setdefault("state", {})["principal"] = f"User:{user}"
+            await app(scope, receive, send)
+
+        return guarded
+
+    def _challenge(self) -> list[tuple[bytes, bytes]]:
+        return [(b"www-authenticate", f'Basic realm="{self.realm}"'.encode())]
+
+    async def _serve_token(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """RFC 6749 client credentials (section 4.4), as the Iceberg REST spec describes it: the
+        client id and secret in the form or in a Basic header."""
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > 65536:
+                await _json(send, 400, {"error": "invalid_request", "error_description": "body too large"})
+                return
+            if not message.get("more_body"):
+                break
+        form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+        if form.get("grant_type") != "client_credentials":
+            await _json(
+                send, 400, {"error": "unsupported_grant_type", "error_description": "use client_credentials"}
+            )
+            return
+        user, password = form.get("client_id"), form.get("client_secret")
+        headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if user is None and headers.get("authorization", "").lower().startswith("basic "):
+            try:
+                decoded = base64.b64decode(headers["authorization"][6:].strip(), validate=True).decode()
+            except ValueError:
+                decoded = ""
+            user, _, password = decoded.partition(":")
+        if not user or password is None or not self.login(user, password):
+            error = {"error": "invalid_client", "error_description": "Invalid client credentials"}
+            await _json(send, 401, error, self._challenge())
+            return
+        token = self.tokens.issue(user, self.role_of(user))
+        await _json(
+            send,
+            200,
+            {
+                "access_token": token,
+                "token_type": "bearer",
+                "expires_in": int(self.tokens.lifetime_s),
+                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            },
+        )
+
+
+async def _json(
+    send: Send, status: int, body: dict[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    data = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+def http_authenticator(config: Config, engine: Engine) -> HttpAuthenticator | None:
+    """The authenticator ``authentication.method`` asks for, or None (NONE, the default).
+
+    Raises:
+        ConfigError: an unknown method; the message names the key.
+    """
+    method = (config.get(settings.AUTHENTICATION_METHOD) or "NONE").upper()
+    if method == "NONE":
+        return None
+    if method != "BASIC":
+        raise ConfigError(f"authentication.method={method} is not supported (NONE or BASIC)")
+    security = ListenerSecurity(config, SecurityStore(engine), set())
+    writers = set(config.get(settings.HTTP_READWRITE_USERS))
+    writers |= {p.partition(":")[2] for p in parse_super_users(config.get(settings.SUPER_USERS) or "")}
+    secret_text = config.get(settings.HTTP_TOKEN_SECRET)
+    secret = secret_text.encode() if secret_text else secrets.token_bytes(32)
+    tokens = Tokens(secret, config.get(settings.HTTP_TOKEN_LIFETIME_MS) / 1000)
+    return HttpAuthenticator(
+        security.check_password, writers, config.get(settings.AUTHENTICATION_REALM), tokens
+    )
+
+
+def https_options(config: Config, listener: str) -> dict[str, Any]:
+    """uvicorn's TLS options for an ``https://`` listener (the node's ``ssl.*`` PEM files), else {}.
+
+    Raises:
+        ConfigError: an https listener without a key and certificate file.
+    """
+    if not listener.lower().startswith("https://"):
+        return {}
+    s = settings
+    keystore = config.get(s.SSL_KEYSTORE_LOCATION)
+    cert, key = config.get(s.SSL_CERTIFICATE_LOCATION), config.get(s.SSL_KEY_LOCATION)
+    if keystore:
+        options: dict[str, Any] = {"ssl_certfile": keystore}
+    elif cert and key:
+        options = {"ssl_certfile": cert, "ssl_keyfile": key}
+    else:
+        raise ConfigError(
+            f"{listener} is https: set ssl.keystore.location "
+            "(or ssl.certificate.location and ssl.key.location)"
+        )
+    if config.get(s.SSL_KEY_PASSWORD):
+        options["ssl_keyfile_password"] = config.get(s.SSL_KEY_PASSWORD)
+    client_auth = config.get(s.SSL_CLIENT_AUTH)
+    if client_auth != "none":
+        options["ssl_ca_certs"] = config.get(s.SSL_TRUSTSTORE_LOCATION)
+        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
+    return options
+
+
+def protect(app: Any, config: Config, engine: Engine, protocol: HttpProtocol) -> Any:
+    """``app`` behind the authentication ``authentication.method`` asks for (itself under NONE)."""
+    authenticator = http_authenticator(config, engine)
+    return authenticator.wrap(app, protocol) if authenticator is not None else app

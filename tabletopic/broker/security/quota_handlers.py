@@ -1,0 +1,146 @@
+"""DescribeClientQuotas (48) and AlterClientQuotas (49): quotas per user and/or client id (and the
+ip entity's connection rate, stored only) in the metadata database, with Kafka's matching rules and
+per-entry INVALID_REQUEST answers; plus the node's :class:`QuotaService` they act on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.security import settings
+from tabletopic.broker.security.quotas import (
+    ENTITY_TYPES,
+    QUOTA_KEYS,
+    Entity,
+    InvalidQuota,
+    QuotaTracker,
+    decode_entity,
+    encode_entity,
+    make_entity,
+)
+from tabletopic.broker.security.store import SecurityStore
+from tabletopic.config import Config
+from tabletopic.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
+
+MAX_VERSIONS = {48: 1, 49: 1}
+REFRESH_SECONDS = 5.0
+MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
+
+
+class QuotaService:
+    """The quotas of one node: stored in the database, held by a :class:`QuotaTracker` that measures
+    rates; re-read every few seconds so quotas altered through another node apply here too."""
+
+    def __init__(self, config: Config, store: SecurityStore) -> None:
+        self.store = store
+        self.tracker = QuotaTracker(
+            config.get(settings.QUOTA_WINDOW_NUM), float(config.get(settings.QUOTA_WINDOW_SIZE_SECONDS))
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.refresh()
+        self._task = asyncio.create_task(self._refresh_loop(), name="quota-refresh")
+
+    async def stop(self) -> None:
+        await cancel_and_wait([self._task])
+        self._task = None
+
+    async def refresh(self) -> None:
+        stored = await asyncio.to_thread(self.store.quotas)
+        self.tracker.replace({decode_entity(entity): values for entity, values in stored.items()})
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(REFRESH_SECONDS)
+            try:
+                await self.refresh()
+            except Exception:  # keep the quotas in force; the database may be back soon
+                log.warning("could not re-read client quotas; keeping the previous ones", exc_info=True)
+
+
+def _wire_entity(entity: Entity) -> list[dict[str, Any]]:
+    return [{"entity_type": t, "entity_name": n} for t, n in entity]
+
+
+def _matches(entity: Entity, components: list[Any], strict: bool) -> bool:
+    names = dict(entity)
+    for component in components:
+        if component.entity_type not in names:
+            return False
+        name = names[component.entity_type]
+        if component.match_type == MATCH_EXACT and name != component.match:
+            return False
+        if component.match_type == MATCH_DEFAULT and name is not None:
+            return False
+    return not strict or len(names) == len(components)
+
+
+async def describe(quotas: QuotaService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    components = list(request.components)
+    types = [c.entity_type for c in components]
+    problem = None
+    if any(t not in ENTITY_TYPES for t in types):
+        problem = f"Unexpected entity type in {types}"
+    elif len(set(types)) != len(types):
+        problem = "Duplicate entity type in the filter"
+    elif any(c.match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY) for c in components):
+        problem = "Unknown match type"
+    if problem is not None:
+        return {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "error_message": problem}
+    entries = [
+        {
+            "entity": _wire_entity(entity),
+            "values": [{"key": key, "value": value} for key, value in sorted(values.items())],
+        }
+        for entity, values in sorted(quotas.tracker.quotas.items(), key=lambda item: encode_entity(item[0]))
+        if _matches(entity, components, request.strict)
+    ]
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": entries}
+
+
+def _changes(entry: Any) -> tuple[Entity, list[tuple[str, float | None]]]:
+    entity = make_entity((e.entity_type, e.entity_name) for e in entry.entity)
+    allowed = set.intersection(*(set(QUOTA_KEYS[t]) for t, _ in entity))
+    changes: list[tuple[str, float | None]] = []
+    for op in entry.ops:
+        if op.key not in allowed:
+            raise InvalidQuota(f"Invalid configuration key {op.key} for entity {encode_entity(entity)}")
+        if op.remove:
+            changes.append((op.key, None))
+        elif not op.value > 0:
+            raise InvalidQuota(f"Quota {op.key} must be positive, got {op.value}")
+        else:
+            changes.append((op.key, float(op.value)))
+    if len({key for key, _ in changes}) != len(changes):
+        raise InvalidQuota("A quota key appears twice for one entity")
+    return entity, changes
+
+
+async def alter(quotas: QuotaService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    results: list[dict[str, Any]] = []
+    accepted: list[tuple[str, str, float | None]] = []
+    for entry in request.entries:
+        wire = [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]
+        try:
+            entity, changes = _changes(entry)
+        except InvalidQuota as exc:
+            results.append(
+                {"error_code": ErrorCode.invalid_request, "error_message": str(exc), "entity": wire}
+            )
+            continue
+        accepted += [(encode_entity(entity), key, value) for key, value in changes]
+        results.append({"error_code": ErrorCode.none, "error_message": None, "entity": wire})
+    if accepted and not request.validate_only:
+        await asyncio.to_thread(quotas.store.alter_quotas, accepted)
+        await quotas.refresh()
+    return {"throttle_time": 0, "entries": results}
+
+
+HANDLERS = {48: describe, 49: alter}

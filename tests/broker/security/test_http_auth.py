@@ -1,0 +1,151 @@
+"""The HTTP services behind TLS and authentication: the Confluent schema-registry client, pyiceberg
+(through the catalog's OAuth2 client-credentials flow) and the admin API, with read-only and
+read-write users and 401/403 answers in each protocol's shape."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from tabletopic.broker.security.http_auth import (
+    ADMIN_API,
+    ICEBERG_REST,
+    SCHEMA_REGISTRY,
+    HttpAuthenticator,
+    Tokens,
+)
+from tests.support.broker_process import BrokerProcess
+from tests.support.ports import free_port
+from tests.support.tls_certs import TestCA
+
+
+def _authenticator() -> HttpAuthenticator:
+    users = {"writer": "w-pw", "reader": "r-pw"}
+    return HttpAuthenticator(lambda u, p: users.get(u) == p, {"writer"}, "test", Tokens(b"k" * 32, 60))
+
+
+def test_basic_and_bearer_identify_users_with_their_roles() -> None:
+    auth = _authenticator()
+    basic = "Basic " + base64.b64encode(b"reader:r-pw").decode()
+    assert auth.identify(basic) == ("reader", "read")
+    assert auth.identify("Basic " + base64.b64encode(b"reader:nope").decode()) is None
+    assert auth.identify("Basic !!!") is None
+    token = auth.tokens.issue("writer", "write")
+    assert auth.identify(f"Bearer {token}") == ("writer", "write")
+    assert auth.identify(f"Bearer {token[:-2]}xx") is None
+    assert auth.identify(None) is None
+
+
+def test_expired_tokens_are_refused() -> None:
+    now = [1000.0]
+    tokens = Tokens(b"k" * 32, 60, clock=lambda: now[0])
+    token = tokens.issue("writer", "write")
+    now[0] += 61
+    assert tokens.verify(token) is None
+
+
+def test_which_requests_write() -> None:
+    assert not SCHEMA_REGISTRY.is_write("POST", "/subjects/orders-value")  # lookup
+    assert not SCHEMA_REGISTRY.is_write("POST", "/compatibility/subjects/x/versions/latest")
+    assert SCHEMA_REGISTRY.is_write("POST", "/subjects/orders-value/versions")
+    assert ICEBERG_REST.is_write("POST", "/v1/namespaces")
+    assert not ICEBERG_REST.is_write("GET", "/v1/namespaces")
+    assert ADMIN_API.is_write("DELETE", "/v1/topics/x")
+
+
+@dataclass
+class SecureHttpNode:
+    process: BrokerProcess
+    ca: TestCA
+    registry: str
+    catalog: str
+    admin: str
+
+
+@pytest.fixture(scope="module")
+def http_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureHttpNode]:
+    root = tmp_path_factory.mktemp("http-auth")
+    ca = TestCA(root / "ca")
+    server = ca.issue("localhost", server=True)
+    registry, catalog, admin = (f"https://127.0.0.1:{free_port()}" for _ in range(3))
+    process = BrokerProcess(
+        root / "data",
+        overrides={
+            "sasl.plain.users": "writer:w-pw,reader:r-pw",
+            "authentication.method": "BASIC",
+            "http.readwrite.users": "writer",
+            "ssl.keystore.location": str(server.combined),
+            "schema.registry.listener": registry,
+            "catalog.listener": catalog,
+            "admin.listener": admin,
+        },
+    )
+    process.start()
+    yield SecureHttpNode(process, ca, registry, catalog, admin)
+    process.stop()
+
+
+@pytest.mark.integration
+def test_schema_registry_client_with_basic_auth_over_tls(http_node: SecureHttpNode) -> None:
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    schema = Schema('{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}', "AVRO")
+    common = {"url": http_node.registry, "ssl.ca.location": str(http_node.ca.cert)}
+    writer = SchemaRegistryClient({**common, "basic.auth.user.info": "writer:w-pw"})
+    schema_id = writer.register_schema("auth-value", schema)
+    reader = SchemaRegistryClient({**common, "basic.auth.user.info": "reader:r-pw"})
+    assert json.loads(reader.get_schema(schema_id).schema_str) == json.loads(schema.schema_str)
+    with pytest.raises(SchemaRegistryError) as forbidden:
+        reader.register_schema("auth-other-value", schema)
+    assert forbidden.value.http_status_code == 403 and forbidden.value.error_code == 40301
+    stranger = SchemaRegistryClient({**common, "basic.auth.user.info": "writer:wrong"})
+    with pytest.raises(SchemaRegistryError) as unauthorized:
+        stranger.get_subjects()
+    assert unauthorized.value.http_status_code == 401 and unauthorized.value.error_code == 40101
+
+
+@pytest.mark.integration
+def test_pyiceberg_gets_a_token_with_credential(
+    http_node: SecureHttpNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.exceptions import ForbiddenError, OAuthError
+
+    # requests lets these variables override a session's own CA bundle (pyiceberg's ssl.cabundle).
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+
+    ssl = {"cabundle": str(http_node.ca.cert)}
+    writer = RestCatalog("w", uri=http_node.catalog, credential="writer:w-pw", ssl=ssl)
+    writer.create_namespace("secured")
+    reader = RestCatalog("r", uri=http_node.catalog, credential="reader:r-pw", ssl=ssl)
+    assert ("secured",) in reader.list_namespaces()
+    with pytest.raises(ForbiddenError):
+        reader.create_namespace("not_allowed")
+    with pytest.raises(OAuthError):
+        RestCatalog("x", uri=http_node.catalog, credential="writer:wrong", ssl=ssl)
+
+
+@pytest.mark.integration
+def test_catalog_refuses_anonymous_requests_in_the_iceberg_error_shape(http_node: SecureHttpNode) -> None:
+    answer = httpx.get(f"{http_node.catalog}/v1/namespaces", verify=str(http_node.ca.cert))
+    assert answer.status_code == 401
+    assert answer.json()["error"]["type"] == "NotAuthorizedException"
+
+
+@pytest.mark.integration
+def test_admin_api_roles_and_open_health(http_node: SecureHttpNode) -> None:
+    verify = str(http_node.ca.cert)
+    assert httpx.get(f"{http_node.admin}/health", verify=verify).status_code == 200
+    assert httpx.get(f"{http_node.admin}/v1/topics", verify=verify).status_code == 401
+    assert (
+        httpx.get(f"{http_node.admin}/v1/topics", verify=verify, auth=("reader", "r-pw")).status_code == 200
+    )
+    denied = httpx.delete(f"{http_node.admin}/v1/topics/none", verify=verify, auth=("reader", "r-pw"))
+    assert denied.status_code == 403 and "read-only" in denied.json()["detail"]
