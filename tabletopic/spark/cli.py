@@ -15,7 +15,8 @@ import decimal
 import json
 import logging
 import sys
-from collections.abc import Iterable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from enum import StrEnum
 from pathlib import Path
@@ -53,6 +54,16 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+class SqlEngine(StrEnum):
+    """Who runs ``tabletopic sql``: DuckDB over pyiceberg scans (starts at once, reads only), Spark
+    SQL (DDL, writes, big tables; 5-25 s to start), or DuckDB for the interactive shell and Spark
+    otherwise (``auto``)."""
+
+    auto = "auto"
+    duckdb = "duckdb"
+    spark = "spark"
+
+
 def sql(
     statement: Annotated[
         str | None,
@@ -62,6 +73,15 @@ def sql(
         OutputFormat, typer.Option("--format", "-f", help="table (rich), csv, or json (one object per row).")
     ] = OutputFormat.table,
     max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown in table format.")] = 1000,
+    engine: Annotated[
+        SqlEngine,
+        typer.Option(
+            "--engine",
+            "-e",
+            help="duckdb: embedded, instant, read-only (pyiceberg scans, works offline); spark: full "
+            "Spark SQL; auto: duckdb for the interactive shell, spark for statements and pipes.",
+        ),
+    ] = SqlEngine.auto,
     print_config: Annotated[
         bool,
         typer.Option(
@@ -88,6 +108,9 @@ def sql(
     if print_config:
         _print_config(cfg, spec)
         return
+    if engine is SqlEngine.duckdb or (engine is SqlEngine.auto and statement is None and sys.stdin.isatty()):
+        _run_duckdb(cfg, statement, output, max_rows)
+        return
     with ExitStack() as stack:
         spec = reachable_spec(cfg, spec, stack)
         spark = _session(cfg, spec)
@@ -100,6 +123,34 @@ def sql(
                 raise typer.Exit(1)
         else:
             shell(spark, output, max_rows)
+
+
+def _run_duckdb(cfg: Config, statement: str | None, output: OutputFormat, max_rows: int) -> None:
+    """The embedded engine: DuckDB over pyiceberg scans of the catalog (no Spark, no network)."""
+    from tabletopic.table.ops.access import open_catalog
+    from tabletopic.table.ops.duck import DuckSession
+
+    with ExitStack() as stack:
+        session = DuckSession(open_catalog(cfg, stack))
+        stack.callback(session.close)
+
+        def run(text: str) -> bool:
+            try:
+                columns, rows = session.execute(text)
+                print_rows(columns, ([plain(v) for v in row] for row in rows), output, max_rows)
+                return True
+            except Exception as exc:
+                err_console.print(f"[red]error:[/red] {short_error(exc)}", highlight=False)
+                return False
+
+        if statement is not None:
+            failed = False
+            for text in split_statements(statement):
+                failed |= not run(text)
+            if failed:
+                raise typer.Exit(1)
+        else:
+            read_statements(run, "DuckDB over pyiceberg scans (read-only; --engine spark for Spark SQL)")
 
 
 def _session(cfg: Config, spec: CatalogSpec) -> SparkSession:
@@ -237,6 +288,8 @@ def plain(value: Any) -> Any:
 
     if isinstance(value, Row):
         return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, uuid.UUID):
+        return str(value)
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -257,28 +310,34 @@ def _rows(frame: DataFrame, limit: int | None) -> Iterator[list[Any]]:
 
 
 def print_frame(frame: DataFrame, output: OutputFormat, max_rows: int) -> None:
-    columns = frame.columns
+    if not frame.columns:
+        frame.collect()  # DDL: run it; nothing to show
+    limit = max_rows + 1 if output is OutputFormat.table else None
+    print_rows(frame.columns, _rows(frame, limit), output, max_rows)
+
+
+def print_rows(columns: list[str], rows: Iterable[list[Any]], output: OutputFormat, max_rows: int) -> None:
+    """Print plain (:func:`plain`) row values as a rich table, CSV or JSON lines."""
     if output is OutputFormat.csv:
         writer = csv.writer(sys.stdout)
         writer.writerow(columns)
-        for values in _rows(frame, None):
+        for values in rows:
             writer.writerow([json.dumps(v) if isinstance(v, dict | list) else v for v in values])
         sys.stdout.flush()
         return
     if output is OutputFormat.json:
-        for values in _rows(frame, None):
+        for values in rows:
             sys.stdout.write(json.dumps(dict(zip(columns, values, strict=True)), default=str) + "\n")
         sys.stdout.flush()
         return
     from rich.table import Table
 
     if not columns:
-        frame.collect()  # DDL: run it; nothing to show
         console.print("[dim]OK[/dim]")
         return
     table = Table(*columns, show_lines=False, header_style="bold")
     count = 0
-    for values in _rows(frame, max_rows + 1):
+    for values in rows:
         count += 1
         if count > max_rows:
             break
@@ -294,7 +353,12 @@ def print_frame(frame: DataFrame, output: OutputFormat, max_rows: int) -> None:
 
 
 def shell(spark: SparkSession, output: OutputFormat, max_rows: int) -> None:
-    """Read statements until ``;`` and run each; works on a terminal (with history) or a pipe."""
+    """Read statements until ``;`` and run each on Spark; works on a terminal or a pipe."""
+    read_statements(lambda text: run_statement(spark, text, output, max_rows), "Spark SQL")
+
+
+def read_statements(run: Callable[[str], bool], engine: str) -> None:
+    """Read statements until ``;`` and ``run`` each; works on a terminal (with history) or a pipe."""
     interactive = sys.stdin.isatty()
     if interactive:
         try:
@@ -305,7 +369,7 @@ def shell(spark: SparkSession, output: OutputFormat, max_rows: int) -> None:
         except (ImportError, OSError):
             readline = None  # type: ignore[assignment]
         console.print(
-            "[dim]Spark SQL on the tabletopic catalog. End statements with ';', exit with Ctrl-D.[/dim]"
+            f"[dim]{engine} on the tabletopic catalog. End statements with ';', exit with Ctrl-D.[/dim]"
         )
     buffer: list[str] = []
     while True:
@@ -326,10 +390,10 @@ def shell(spark: SparkSession, output: OutputFormat, max_rows: int) -> None:
         if text.rstrip().endswith(";"):
             buffer = []
             for statement in split_statements(text):
-                run_statement(spark, statement, output, max_rows)
+                run(statement)
     if buffer and (rest := split_statements("\n".join(buffer))):
         for statement in rest:
-            run_statement(spark, statement, output, max_rows)
+            run(statement)
     if interactive:
         try:
             import readline

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
@@ -32,11 +31,6 @@ from tabletopic.table.metrics import TableMetrics
 from tabletopic.table.ops.lag import LiveLagCollector
 from tabletopic.table.ports import LocalBroker, SparkProvider, TransactionView
 from tabletopic.table.worker import TableWorker
-
-if TYPE_CHECKING:
-    from pyiceberg.table import Table
-
-    from tabletopic.table.table_config import TableTopicConfig
 
 log = logging.getLogger(__name__)
 
@@ -139,24 +133,16 @@ class TableComponent:
             log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")
 
     def _maintenance(self) -> Maintenance:
-        from tabletopic.table.maintenance import compact, expire_snapshots
+        from tabletopic.table.ops.maintenance import MaintenanceSchedule, TableMaintenance
 
-        interval = self._config.get(settings.COMPACTION_INTERVAL_MS) / 1000
-        spark = self._spark
-        catalog_name = self._config.get(CATALOG_NAME)
-        last_compaction: dict[str, float] = {}
-
-        def run(table: Table, config: TableTopicConfig) -> None:
-            expire_snapshots(table, config)
-            if not interval or spark is None:
-                return
-            name = ".".join(table.name())
-            now = time.monotonic()
-            if now - last_compaction.setdefault(name, now) >= interval:
-                last_compaction[name] = now
-                compact(spark, catalog_name, table)
-
-        return run
+        config = self._config
+        schedule = MaintenanceSchedule(
+            compaction=config.get(settings.COMPACTION_INTERVAL_MS) / 1000,
+            delete_merge=config.get(settings.DELETE_MERGE_INTERVAL_MS) / 1000,
+            orphan_cleanup=config.get(settings.ORPHAN_CLEANUP_INTERVAL_MS) / 1000,
+            orphan_min_age=config.get(settings.ORPHAN_MIN_AGE_MS) / 1000,
+        )
+        return TableMaintenance(schedule, self._spark, config.get(CATALOG_NAME))
 
     async def _dead_letters(self, dlq_topic: str, source_topic: str, records: list[FailedRecord]) -> None:
         """Write skipped records to the dead-letter topic through this broker's own listener, with
@@ -202,4 +188,3 @@ class TableComponent:
             await self._coordinator.stop()
         if self._producer is not None:
             await asyncio.to_thread(self._producer.flush, 5)
-

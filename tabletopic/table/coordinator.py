@@ -96,6 +96,8 @@ class PipelineStatus:
     # Where the last committed job's time went: the tasks' read/decode/write seconds (summed over
     # tasks), the job's wall time and the conditional commit's, for benches and tuning.
     last_job_timings: dict[str, float] = field(default_factory=dict)
+    # The last run of each maintenance task: {"task": {"at": epoch seconds, ...its result or error}}.
+    maintenance: dict[str, dict[str, Any]] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
 
     def first_waiting_offset(self, partition: int) -> int:
@@ -151,6 +153,7 @@ class PipelineStatus:
             "last_error": self.last_error,
             "last_job_seconds": self.last_job_seconds,
             "last_job_timings": dict(self.last_job_timings),
+            "maintenance": {k: dict(v) for k, v in self.maintenance.items()},
         }
 
 
@@ -160,7 +163,8 @@ class PipelineObserver(Protocol):
     def observe(self, status: PipelineStatus) -> None: ...
 
 
-Maintenance = Callable[[Table, TableTopicConfig], None]
+# Runs the table's due maintenance tasks; returns what ran ({task: result}) for the status.
+Maintenance = Callable[[Table, TableTopicConfig], dict[str, Any] | None]
 # Maintenance (expiry, compaction) of one table runs at most this often.
 MAINTENANCE_INTERVAL_S = 60.0
 
@@ -371,9 +375,13 @@ class TopicPipeline:
             return
         self._last_maintenance = time.monotonic()
         try:
-            await asyncio.to_thread(self._ctx.maintenance, table, config)
+            report = await asyncio.to_thread(self._ctx.maintenance, table, config)
         except Exception:
             log.exception("topic %s: table maintenance failed (ingest continues)", self.topic)
+            return
+        now = time.time()
+        for task, result in (report or {}).items():
+            self.status.maintenance[task] = {"at": now, **result}
 
     def _load_table(self, identifier: tuple[str, str]) -> Table | None:
         try:
@@ -463,6 +471,7 @@ class TableCoordinator:
         self._running: dict[str, asyncio.Task[None]] = {}
         self.pipelines: dict[str, TopicPipeline] = {}
         self._next_run: dict[str, float] = {}
+        self._triggers: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         # Topics an operator paused: no cycle starts for them (one already running finishes). Kept
@@ -487,6 +496,9 @@ class TableCoordinator:
         """Run the next cycle now (for ``tabletopic tables commit`` and tests)."""
         for name in [topic] if topic else list(self._next_run):
             self._next_run[name] = 0.0
+            # A cycle already running planned before this call: it must not push the next run a
+            # whole interval away when it ends (see _cycle).
+            self._triggers[name] = self._triggers.get(name, 0) + 1
         self._wake.set()
 
     def pause(self, topic: str) -> None:
@@ -603,6 +615,7 @@ class TableCoordinator:
 
     async def _cycle(self, pipeline: TopicPipeline, config: TableTopicConfig) -> None:
         async with self._slots:
+            triggers = self._triggers.get(pipeline.topic, 0)
             try:
                 await pipeline.run_cycle()
             except asyncio.CancelledError:
@@ -610,7 +623,10 @@ class TableCoordinator:
             except Exception as exc:
                 log.exception("topic %s: table pipeline cycle failed; retrying next interval", pipeline.topic)
                 pipeline.status.last_error = f"{type(exc).__name__}: {exc}"
-        self._next_run[pipeline.topic] = time.monotonic() + config.commit_interval_ms / 1000.0
+        if self._triggers.get(pipeline.topic, 0) != triggers:
+            self._next_run[pipeline.topic] = 0.0  # triggered while running: run again now
+        else:
+            self._next_run[pipeline.topic] = time.monotonic() + config.commit_interval_ms / 1000.0
         if self._ctx.observer is not None:
             self._ctx.observer.observe(pipeline.status)
         self._wake.set()

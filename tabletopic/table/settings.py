@@ -82,3 +82,29 @@ MAX_CONCURRENT_JOBS = define(
     "table topics",
     in_range(1, 64),
 )
+DELETE_MERGE_INTERVAL_MS = define(
+    "table.delete.merge.interval.ms",
+    int,
+    3_600_000,
+    "How often the position-delete files of each upsert/CDC table are merged into fewer with Spark's "
+    "`rewrite_position_delete_files` (0 disables). Needs the Spark runner.",
+    "table topics",
+    in_range(0, 7 * 86_400_000),
+)
+ORPHAN_CLEANUP_INTERVAL_MS = define(
+    "table.orphan.cleanup.interval.ms",
+    int,
+    86_400_000,
+    "How often files under each table's location that no snapshot references (left by killed or "
+    "re-planned jobs) are removed with Spark's `remove_orphan_files` (0 disables). Needs the Spark runner.",
+    "table topics",
+    in_range(0, 30 * 86_400_000),
+)
+ORPHAN_MIN_AGE_MS = define(
+    "table.orphan.min.age.ms",
+    int,
+    3 * 86_400_000,
+    "Files younger than this are never removed as orphans (a job or MERGE may still be writing them).",
+    "table topics",
+    in_range(3_600_000, 365 * 86_400_000),
+)

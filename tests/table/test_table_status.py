@@ -93,3 +93,29 @@ def test_lag_seconds_is_zero_when_caught_up_and_counts_only_the_current_oldest_r
     assert status.lag_seconds_at(2_000.0) == 1_999.0
     status.log_starts = {0: 8}  # offsets below 8 were removed by retention
     assert status.lag_records == 2 and status.lag_seconds_at(2_000.0) == 0.0
+
+
+async def test_a_commit_triggered_during_a_cycle_runs_right_after_it(node: Node) -> None:  # noqa: F811
+    import asyncio
+
+    from tabletopic.table.coordinator import CoordinatorContext
+    from tabletopic.table.ingest_task import InProcessRunner
+    from tabletopic.table.job import JobResult, JobSpec
+
+    class SlowRunner(InProcessRunner):
+        def run(self, spec: JobSpec) -> JobResult:
+            time.sleep(0.5)
+            return super().run(spec)
+
+    ctx = CoordinatorContext(**{**node.ctx.__dict__, "runner": SlowRunner()})
+    view = await node.add_topic("triggered", 1, **QUIET)
+    await node.produce(view, 0, [b"first"])
+    coordinator = TableCoordinator(ctx)
+    await coordinator.run_due(wait=False)  # a cycle starts (its job takes 0.5 s)
+    await asyncio.sleep(0.2)
+    await node.produce(view, 0, [b"second"])
+    coordinator.trigger("triggered")  # `tables commit` while that cycle runs
+    await asyncio.gather(*coordinator._running.values())
+    await coordinator.run_due()  # the trigger was not lost: a second cycle commits "second"
+    status = await coordinator.live_status("triggered")
+    assert status is not None and status.rows_committed == 2 and status.lag_records == 0

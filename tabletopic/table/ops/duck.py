@@ -1,0 +1,85 @@
+"""The embedded SQL engine of ``tabletopic sql``: pyiceberg scans the tables a statement names and
+DuckDB queries them in process. It starts in well under a second and needs no network (DuckDB's own
+``iceberg`` extension is downloaded at run time, so it is not used).
+
+Each statement registers the tables it names (``namespace.table``), freshly scanned, as DuckDB
+views of the same name; ``default`` is a reserved word in DuckDB, so unquoted references to known
+tables are quoted before DuckDB parses the statement. Scans read whole tables: the embedded engine
+is for small and medium tables; ``--engine spark`` runs the same SQL on Spark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pyiceberg.catalog import Catalog
+
+
+class DuckSession:
+    """One DuckDB connection over a pyiceberg catalog."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        import duckdb
+
+        self._catalog = catalog
+        self._con = duckdb.connect()
+        self._known: list[tuple[str, str]] | None = None
+
+    def known_tables(self) -> list[tuple[str, str]]:
+        if self._known is None:
+            found: list[tuple[str, str]] = []
+            for namespace in self._catalog.list_namespaces():
+                for ident in self._catalog.list_tables(namespace):
+                    found.append((".".join(ident[:-1]), ident[-1]))
+            self._known = found
+        return self._known
+
+    def rewrite(self, statement: str) -> tuple[str, list[tuple[str, str]]]:
+        """``statement`` with references to known tables quoted, and the tables it names."""
+        named: list[tuple[str, str]] = []
+        parts = statement.split("'")
+        for index in range(0, len(parts), 2):  # outside single-quoted literals
+            for namespace, table in self.known_tables():
+                pattern = re.compile(
+                    rf'(?<![\w."])"?{re.escape(namespace)}"?\s*\.\s*"?{re.escape(table)}"?(?![\w"])',
+                    re.IGNORECASE,
+                )
+                replaced, count = pattern.subn(f'"{namespace}"."{table}"', parts[index])
+                if count:
+                    parts[index] = replaced
+                    if (namespace, table) not in named:
+                        named.append((namespace, table))
+            for namespace in {ns for ns, _ in self.known_tables()}:
+                # Other names in a known namespace: quoted too, so DuckDB says the table is missing
+                # rather than failing to parse the reserved word.
+                bare = re.compile(rf'(?<![\w."]){re.escape(namespace)}(?=\s*\.\s*[A-Za-z_"])', re.IGNORECASE)
+                parts[index] = bare.sub(f'"{namespace}"', parts[index])
+        return "'".join(parts), named
+
+    def _register(self, namespace: str, table: str) -> None:
+        arrow = self._catalog.load_table((*namespace.split("."), table)).scan().to_arrow()
+        scratch = f"__tabletopic_{namespace}_{table}".replace(".", "_")
+        self._con.register(scratch, arrow)
+        self._con.execute(f'CREATE SCHEMA IF NOT EXISTS "{namespace}"')
+        self._con.execute(f'CREATE OR REPLACE VIEW "{namespace}"."{table}" AS SELECT * FROM "{scratch}"')
+
+    def execute(self, statement: str) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+        """Run one statement; its column names and rows."""
+        text, named = self.rewrite(statement)
+        for namespace, table in named:
+            self._register(namespace, table)
+        cursor = self._con.execute(text)
+        if not cursor.description:  # DDL and other statements without a result
+            return [], iter(())
+        columns = [str(d[0]) for d in cursor.description]
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            while batch := cursor.fetchmany(10_000):
+                yield from batch
+
+        return columns, rows()
+
+    def close(self) -> None:
+        self._con.close()

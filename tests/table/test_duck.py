@@ -1,0 +1,27 @@
+"""The embedded SQL engine's statement rewriting: references to catalog tables are quoted (DuckDB
+reserves ``default``) outside string literals, and the tables a statement names are found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from pyiceberg.catalog.sql import SqlCatalog
+
+from tabletopic.table.ops.duck import DuckSession
+
+
+def test_statements_name_catalog_tables_quoted_and_run_on_fresh_scans(tmp_path: Path) -> None:
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    catalog.create_namespace("default")
+    table = catalog.create_table("default.orders", schema=pa.schema([("id", pa.int64())]))
+    table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    session = DuckSession(catalog)
+    text, named = session.rewrite("SELECT 'default.orders' AS s, sum(id) FROM default.orders")
+    assert text == 'SELECT \'default.orders\' AS s, sum(id) FROM "default"."orders"'
+    assert named == [("default", "orders")]
+    columns, rows = session.execute("SELECT sum(id) AS total FROM DEFAULT.orders")
+    assert columns == ["total"] and list(rows) == [(6,)]
+    table.append(pa.table({"id": pa.array([4], pa.int64())}))
+    assert list(session.execute("SELECT count(*) FROM default.orders")[1]) == [(4,)]
+    session.close()
