@@ -23,8 +23,10 @@ from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
+from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.node import ClusterSettings
+from tabletopic.cluster.zones import ZoneMap
 from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.s3stream.component import StorageComponent
@@ -125,6 +127,16 @@ class BrokerComponent:
         service.leadership = role
         service.byte_counter = role.record_bytes
         self._role = role
+        router = ZoneRouter(
+            service,
+            role,
+            self._storage.store,
+            self._engine,
+            ZoneMap.parse(self._config.get(cluster_settings.CLIENT_ZONE_CIDRS) or ""),
+            self._metrics,
+        )
+        await router.start()
+        service.zone_router = router
 
     async def _start_groups(self, service: BrokerService, dispatcher: Dispatcher) -> None:
         """Serve the consumer-group APIs; a deleted topic's committed offsets go with it."""
@@ -153,6 +165,8 @@ class BrokerComponent:
     async def stop(self) -> None:
         if self._role is not None:  # controlled shutdown: hand partitions over while still serving
             await self._role.stop(drain=True)
+        if self._service is not None and self._service.zone_router is not None:
+            await self._service.zone_router.stop()
         if self._server is not None:
             await self._server.stop()
         if self._groups is not None:

@@ -71,6 +71,8 @@ class S3StreamStore:
         # Cluster mode: the store holds only the streams this node opened with an epoch
         # (open_stream); nothing is loaded at start, and created streams wait to be opened.
         self.owned_only = owned_only
+        # Read-only views of streams other brokers hold, with when they were loaded (read_snapshot).
+        self._views: dict[int, tuple[StreamState, float]] = {}
         objects = AsyncObjectStore(object_store, settings.object_threads)
         metrics = StoreMetrics(registry)
         block_cache = BlockCache(settings.block_cache_bytes)
@@ -478,6 +480,43 @@ class S3StreamStore:
             if not more:
                 break
         return result
+
+    async def read_snapshot(
+        self, stream_id: int, start_offset: int, max_bytes: int, max_age_s: float = 0.05
+    ) -> tuple[StreamInfo, list[StoredBatch]]:
+        """Read a stream this store does not hold (cluster mode: another broker leads it) straight
+        from object storage, as the metadata database last recorded it (at most ``max_age_s`` old):
+        any broker can so serve any partition's committed data, e.g. to consumers in its zone.
+        Returns the stream's offsets with the batches (none when ``start_offset`` is its end).
+
+        Raises:
+            StreamNotFound: no such stream.
+            OffsetOutOfRange: ``start_offset`` is outside the committed offsets.
+        """
+        state = self.state
+        cached = self._views.get(stream_id)
+        now = time.monotonic()
+        stale = cached is not None and start_offset > cached[0].committed_end  # others appended since
+        if cached is None or stale or now - cached[1] > max_age_s:
+            view = await self._read_view(stream_id)
+            self._views[stream_id] = cached = (view, now)
+            if len(self._views) > 4096:  # bounded: forget the oldest views
+                for sid in sorted(self._views, key=lambda k: self._views[k][1])[:1024]:
+                    del self._views[sid]
+        view = cached[0]
+        info = StreamInfo(stream_id, view.start, view.committed_end)
+        if not view.start <= start_offset <= view.committed_end:
+            raise OffsetOutOfRange(stream_id, start_offset, view.start, view.committed_end)
+        result: list[StoredBatch] = []
+        size, offset, limit = 0, start_offset, view.committed_end
+        while offset < limit:
+            candidates = await state.reader.read(
+                stream_id, view.ranges, view.range_starts, offset, max_bytes - size
+            )
+            offset, size, more = take_batches(candidates, 0, offset, limit, max_bytes, result, size)
+            if not more:
+                break
+        return info, result
 
     async def _reload_ranges(self, stream_id: int, stream: StreamState) -> None:
         state = self.state

@@ -12,6 +12,9 @@ from tests.support.cluster import LocalCluster, wait_until
 from tests.support.postgres import PostgresServer
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS
 
+# One broker per zone, for the rack-aware routing tests (clients naming no zone are unaffected).
+RACKS = {1: "a", 2: "b", 3: "c"}
+
 
 @pytest.fixture(scope="session")
 def cluster(
@@ -38,7 +41,7 @@ def cluster(
     local = LocalCluster(root, url, s3, extra=tables)
     try:
         for node_id in (1, 2, 3):
-            local.start(node_id)
+            local.start(node_id, rack=RACKS[node_id])
         wait_until(lambda: len(local.metadata(1).brokers) == 3, timeout=30)
         yield local
     finally:

@@ -23,6 +23,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
+from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class PartitionRead(FetchedPartition):
     stream_id: int = -1
     fetch_offset: int
     max_bytes: int
+    # Served from object storage although another broker leads it (a client of this broker's zone).
+    snapshot: bool = False
 
 
 @dataclass(slots=True)
@@ -47,7 +50,8 @@ class TopicRead:
     partitions: list[PartitionRead]
 
 
-def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRead]:
+def _resolve(broker: BrokerService, request: Any, version: int, zone: str | None = None) -> list[TopicRead]:
+    router = broker.zone_router
     result = []
     for wanted in request.topics:
         if version >= 13:
@@ -67,9 +71,17 @@ def _resolve(broker: BrokerService, request: Any, version: int) -> list[TopicRea
             if topic is None or not 0 <= p.partition < topic.partition_count:
                 read.error_code = missing
             elif not broker.leadership.leads(topic.name, p.partition):
-                read.error_code = ErrorCode.not_leader_or_follower
+                if router is not None and router.serves_here(zone):
+                    read.stream_id, read.snapshot = topic.streams[p.partition], True
+                else:
+                    read.error_code = ErrorCode.not_leader_or_follower
             else:
                 read.stream_id = topic.streams[p.partition]
+                if router is not None and version >= 11 and zone is not None:
+                    # KIP-392: a consumer of another zone reads from a broker of its own zone.
+                    elsewhere = router.route(zone, broker.node_id, p.partition)
+                    if elsewhere != broker.node_id:
+                        read.preferred_read_replica = elsewhere
             reads.append(read)
         result.append(TopicRead(name, topic_id, reads))
     return result
@@ -84,6 +96,9 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
             if read.error_code is not ErrorCode.none and read.error_code is not ErrorCode.offset_out_of_range:
                 continue
             read.pieces, read.size = [], 0
+            if read.snapshot:
+                total += await _read_snapshot(broker, topic.name, read, max_bytes - total, total)
+                continue
             try:
                 info = store.stream_info(read.stream_id)
             except StreamNotFound:
@@ -101,6 +116,8 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
             budget = min(read.max_bytes, max_bytes - total)
             if read.fetch_offset == info.end_offset or (budget <= 0 and total > 0):
                 continue
+            if read.preferred_read_replica >= 0:
+                continue  # the consumer is sent to a broker of its zone: no data from here
             try:
                 batches = await store.fetch(read.stream_id, read.fetch_offset, max(budget, 1))
             except OffsetOutOfRange:
@@ -120,8 +137,48 @@ async def _read(broker: BrokerService, topics: list[TopicRead], max_bytes: int) 
     return total
 
 
+async def _read_snapshot(
+    broker: BrokerService, name: str | None, read: PartitionRead, budget: int, total: int
+) -> int:
+    """Fill a partition another broker leads from object storage (a client of this zone)."""
+    store = broker.store
+    if not isinstance(store, S3StreamStore):
+        read.error_code = ErrorCode.not_leader_or_follower
+        return 0
+    budget = min(read.max_bytes, budget)
+    try:
+        info, batches = await store.read_snapshot(read.stream_id, read.fetch_offset, max(budget, 1))
+    except OffsetOutOfRange as exc:
+        read.high_watermark, read.log_start_offset = exc.end, exc.start
+        # Past the end: the leader acknowledged it a moment ago and the view has not seen it yet;
+        # the consumer waits (an out-of-range answer would reset its position).
+        read.error_code = ErrorCode.offset_out_of_range if exc.offset < exc.start else ErrorCode.none
+        return 0
+    except StreamNotFound:
+        read.error_code = ErrorCode.unknown_topic_or_partition
+        return 0
+    except StreamError:
+        read.error_code = ErrorCode.kafka_storage_error
+        return 0
+    read.error_code = ErrorCode.none
+    read.high_watermark, read.log_start_offset = info.end_offset, info.start_offset
+    if budget <= 0 and total > 0:
+        return 0
+    for batch in batches:
+        payload = memoryview(batch.payload)
+        read.pieces.append(_INT64.pack(batch.base_offset))
+        read.pieces.append(payload[8:])
+        read.size += len(payload)
+    if broker.zone_router is not None:
+        broker.zone_router.routed_bytes.labels("read").inc(read.size)
+    return read.size
+
+
 async def _wait_for_any(broker: BrokerService, topics: list[TopicRead], wait_seconds: float) -> None:
     futures = []
+    if any(read.snapshot for topic in topics for read in topic.partitions):
+        # Reads from object storage have no local append to wake them: poll at a short interval.
+        wait_seconds = min(wait_seconds, 0.05)
     for topic in topics:
         for read in topic.partitions:
             if read.error_code is ErrorCode.none and read.stream_id >= 0:
@@ -140,13 +197,16 @@ async def _wait_for_any(broker: BrokerService, topics: list[TopicRead], wait_sec
                 future.cancel()
 
 
-async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list[TopicRead], ErrorCode]:
-    """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders."""
+async def fetch(
+    broker: BrokerService, request: Any, version: int, zone: str | None = None
+) -> tuple[list[TopicRead], ErrorCode]:
+    """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders.
+    ``zone`` is the client's (rack-aware routing), None when unknown."""
     if getattr(request, "session_id", 0) != 0:
         return [], ErrorCode.fetch_session_id_not_found
     if getattr(request, "session_epoch", -1) not in (0, -1):
         return [], ErrorCode.invalid_fetch_session_epoch
-    topics = _resolve(broker, request, version)
+    topics = _resolve(broker, request, version, zone)
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
     max_bytes = max(max_bytes, 1)
     loop = asyncio.get_running_loop()
@@ -162,5 +222,9 @@ async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
-    topics, error = await fetch(broker, request, ctx.api_version)
+    router = broker.zone_router
+    zone = None if router is None else router.zone_of(ctx, getattr(request, "rack_id", None))
+    topics, error = await fetch(broker, request, ctx.api_version, zone)
+    if router is not None:
+        router.count(zone, sum(r.size for t in topics for r in t.partitions), "out")
     return WireResponse(encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics))

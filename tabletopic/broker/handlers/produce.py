@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -154,12 +155,28 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
             ErrorCode.transactional_id_authorization_failed,
             "transactions are not supported by this broker",
         )
-    jobs = []
+    router = broker.zone_router
+    zone = None if router is None else router.zone_of(ctx)
+    jobs: list[Awaitable[dict[str, Any]]] = []
     shape = []
     for topic_data in request.topic_data:
         for partition in topic_data.partition_data:
-            jobs.append(produce_partition(broker, topic_data.name, partition.index, partition.records))
-            shape.append(topic_data.name)
+            name, index, records = topic_data.name, partition.index, partition.records
+            if router is not None:
+                router.count(zone, len(records or b""), "in")
+            if (
+                router is not None
+                and records
+                and router.serves_here(zone)
+                and broker.topics.get(name) is not None
+                and not broker.leadership.leads(name, index)
+            ):
+                # A client of this broker's zone, routed here: the data reaches the leader through
+                # object storage, never over a cross-zone socket.
+                jobs.append(router.handoff(name, index, bytes(records)))
+            else:
+                jobs.append(produce_partition(broker, name, index, records))
+            shape.append(name)
     # gather wraps every coroutine in a task right now, in order: see the module docstring.
     results = await asyncio.gather(*jobs)
     if acks == 0:

@@ -36,6 +36,8 @@ class FetchedPartition:
     log_start_offset: int = -1
     pieces: list[Any] = field(default_factory=list)  # buffers making up the records field
     size: int = 0
+    # KIP-392: the broker the consumer should fetch this partition from instead (-1: here).
+    preferred_read_replica: int = -1
 
 
 class TopicAnswer(Protocol):
@@ -101,7 +103,7 @@ def encode_fetch_response(
                 current += _I64.pack(partition.log_start_offset)
             current += b"\x01" if flexible else _I32.pack(0)  # aborted_transactions: empty
             if version >= 11:
-                current += _I32.pack(-1)  # preferred_read_replica
+                current += _I32.pack(partition.preferred_read_replica)
             # records: never null, librdkafka loops forever on a null
             current += _uvarint(partition.size + 1) if flexible else _I32.pack(partition.size)
             if partition.size:
