@@ -24,6 +24,7 @@ from tabletopic import database, settings
 from tabletopic.admin.app import AdminApiComponent
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.component import BrokerComponent
+from tabletopic.broker.leadership import Leadership
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.catalog.component import CatalogComponent
@@ -63,24 +64,30 @@ class BrokerTopics:
         return f"{endpoint.host}:{endpoint.port}"
 
     def table_topics(self) -> list[TopicView]:
+        """Table topics whose coordinator runs here: on the leader of partition 0 (every topic on a
+        single node), so a cluster runs one coordinator per table topic."""
+        leadership = self._broker.service.leadership
         return [
-            _topic_view(topic)
+            _topic_view(topic, leadership)
             for topic in self._broker.service.topics.all()
             if topic.configs.get(table_config.ENABLE, "false").lower() == "true"
+            and leadership.leads(topic.name, 0)
         ]
 
     def topic(self, name: str) -> TopicView | None:
         topic = self._broker.service.topics.get(name)
-        return None if topic is None else _topic_view(topic)
+        return None if topic is None else _topic_view(topic, self._broker.service.leadership)
 
 
-def _topic_view(topic: Topic) -> TopicView:
-    """A broker topic in the table pipeline's terms (its explicit configs, partition -> stream)."""
+def _topic_view(topic: Topic, leadership: Leadership) -> TopicView:
+    """A broker topic in the table pipeline's terms (its explicit configs, partition -> stream, the
+    leader epoch of partition 0 as the claim on the coordinator lease)."""
     return TopicView(
         name=topic.name,
         topic_id=str(topic.topic_id),
         configs=dict(topic.configs),
         partitions=tuple(PartitionView(i, s) for i, s in enumerate(topic.streams)),
+        coordinator_claim=leadership.leader(topic.name, 0)[1],
     )
 
 

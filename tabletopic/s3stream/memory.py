@@ -112,6 +112,9 @@ class MemoryStreamStore:
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         return None
 
+    async def refresh(self, stream_ids: Iterable[int]) -> None:
+        return None
+
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         stream = self._get(stream_id)
         raise OffsetOutOfRange(stream_id, start_offset, stream.end, stream.end)

@@ -134,6 +134,11 @@ class StreamStore(Protocol):
         """Make every acknowledged batch of these streams (all if None) readable from object
         storage, uploading from the WAL/LogCache if needed."""
 
+    async def refresh(self, stream_ids: Iterable[int]) -> None:
+        """Read streams this store does not hold from the metadata database, so that
+        :meth:`stream_info` and :meth:`locate` see what their owners committed (a cluster node
+        reading partitions other brokers lead). A store that holds every stream does nothing."""
+
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         """Object slices covering ``[start_offset, end_offset)`` in order; call :meth:`flush` first.
         Raises OffsetOutOfRange when the range is not (yet) in object storage."""

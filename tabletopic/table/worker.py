@@ -72,6 +72,10 @@ class TableWorker:
         self._streams = streams
         self._max_item_bytes = max_item_bytes
 
+    async def refresh(self, topic: TopicView) -> None:
+        """See partitions other brokers lead as their leaders committed them (cluster mode)."""
+        await self._streams.refresh([p.stream_id for p in topic.partitions])
+
     def high_watermark(self, stream_id: int) -> int:
         return self._streams.stream_info(stream_id).end_offset
 

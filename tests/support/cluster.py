@@ -10,16 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.ports import free_port
 from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.raw_kafka_client import connect, roundtrip
 
-# Short leases so that failover tests take seconds (the defaults are 1 s / 3 s).
+# Renewals twice as often as by default so failover tests take seconds, with the default 3 s lease
+# (shorter ones expire on a loaded 2-core machine). Table jobs run in process: no JVM per broker.
 FAST_CLUSTER = {
     "cluster.enable": "true",
     "s3stream.wal.mode": "object",
     "s3stream.wal.object.batch.ms": "20",
-    "broker.heartbeat.interval.ms": "300",
-    "broker.session.timeout.ms": "1500",
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+    "table.job.runner": "inprocess",
+    "table.coordinator.poll.interval.ms": "200",
     "offsets.topic.num.partitions": "6",
     "controlled.shutdown.timeout.ms": "5000",
 }
@@ -32,13 +36,18 @@ class LocalCluster:
     s3: dict[str, str]
     extra: dict[str, str] = field(default_factory=dict)
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
+    catalog_ports: dict[int, int] = field(default_factory=dict)
 
     def overrides(self, node_id: int, rack: str | None = None) -> dict[str, str]:
+        port = self.catalog_ports.setdefault(node_id, free_port())
         values = {
             **FAST_CLUSTER,
             **self.s3,
             "broker.id": str(node_id),
             "metadata.url": self.metadata_url,
+            # Tables written by any broker's table coordinator are read by every other one.
+            "automq.table.topic.catalog.warehouse": f"file://{self.root / 'warehouse'}",
+            "catalog.listener": f"http://127.0.0.1:{port}",
             **self.extra,
         }
         if rack:
@@ -82,6 +91,9 @@ class LocalCluster:
         node = via if via is not None else next(iter(self.running()))
         answer = self.metadata(node, [topic])
         return {p.partition_index: (p.leader_id, p.leader_epoch) for p in answer.topics[0].partitions}
+
+    def catalog_url(self, node_id: int) -> str:
+        return f"http://127.0.0.1:{self.catalog_ports[node_id]}"
 
     def stop_all(self) -> None:
         for broker in self.brokers.values():
