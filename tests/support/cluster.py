@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.broker_process import BrokerProcess
-from tests.support.ports import free_port
 from tests.support.kafka_requests import make_batch, produce_request, request
+from tests.support.ports import free_port
 from tests.support.raw_kafka_client import connect, roundtrip
 
 # Renewals twice as often as by default so failover tests take seconds, with the default 3 s lease
