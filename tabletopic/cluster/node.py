@@ -153,6 +153,13 @@ class ClusterNode:
         await self._db(self.meta.set_state, self.node_id, self.node_epoch, "draining")
         deadline = time.monotonic() + self.settings.shutdown_timeout_ms / 1000
         while time.monotonic() < deadline:
+            others = [
+                n
+                for n in self.snapshot.nodes.values()
+                if n.alive and n.state == "alive" and n.node_id != self.node_id
+            ]
+            if not others:  # nobody to hand partitions to (the last broker, or all stopping at once)
+                return leads_nothing()
             if leads_nothing() and not any(
                 a.leader == self.node_id for a in self.snapshot.partitions.values()
             ):
