@@ -84,7 +84,8 @@ class ClusterNode:
         self.node_epoch = 0
         self.controller_epoch: int | None = None  # set while this broker is the controller
         self.snapshot = ClusterSnapshot({}, None, 0, {})
-        self.fenced = False
+        self.fenced = False  # a newer incarnation registered: this one leads nothing, for good
+        self.expired = False  # no renewal within the lease (database unreachable): lead nothing until one
         self.draining = False
         # Called (on the loop) after the snapshot changed, and with NOTIFY kinds of other parts.
         self.on_change: list[Callable[[ClusterSnapshot], None]] = []
@@ -186,7 +187,7 @@ class ClusterNode:
 
     def my_assignments(self) -> dict[PartitionKey, int]:
         """``{partition: leader epoch}`` the controller gave this incarnation."""
-        if self.fenced:
+        if self.fenced or self.expired:
             return {}
         return {
             key: row.leader_epoch
@@ -211,6 +212,12 @@ class ClusterNode:
             try:
                 await self._db(self.meta.renew, self.node_id, self.node_epoch, self._lease_s, self._load())
                 self._last_renewal = time.monotonic()
+                if self.expired:
+                    log.info(
+                        "lease renewed again: broker %d leads what the controller gives it", self.node_id
+                    )
+                    self.expired = False
+                    self._wake.set()
             except NodeFenced as exc:
                 log.error("%s: this broker stops leading anything", exc)
                 self.fenced = True
@@ -218,11 +225,13 @@ class ClusterNode:
                 return
             except Exception as exc:
                 log.warning("lease renewal failed: %s", exc)
-                if time.monotonic() - self._last_renewal > self._lease_s:
+                if not self.expired and time.monotonic() - self._last_renewal > self._lease_s:
+                    # Others may lead our partitions now; stream fencing already refuses our
+                    # commits, and we stop serving reads too until a renewal succeeds.
                     log.error("lease expired without renewal: this broker stops leading anything")
-                    self.fenced = True
+                    self.expired = True
                     self._wake.set()
-                    return
+                continue
             if self.controller_epoch is not None:
                 try:
                     held = await self._db(
