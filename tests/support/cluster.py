@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,11 @@ class LocalCluster:
             broker = BrokerProcess(self.root / f"node-{node_id}", {**self.overrides(node_id, rack), **extra})
             self.brokers[node_id] = broker
         return broker.start()
+
+    def start_many(self, node_ids: list[int]) -> None:
+        """Start brokers at once (each start mostly waits for Python to import)."""
+        with ThreadPoolExecutor(len(node_ids) or 1) as pool:
+            list(pool.map(self.start, node_ids))
 
     def running(self) -> dict[int, BrokerProcess]:
         return {n: b for n, b in self.brokers.items() if b.process is not None and b.process.poll() is None}

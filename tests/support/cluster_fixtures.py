@@ -29,8 +29,7 @@ def cluster(
     }
     local = LocalCluster(tmp_path_factory.mktemp("cluster"), url, s3)
     try:
-        for node_id in (1, 2, 3):
-            local.start(node_id)
+        local.start_many([1, 2, 3])
         wait_until(lambda: len(local.metadata(1).brokers) == 3, timeout=30)
         yield local
     finally:
@@ -40,11 +39,7 @@ def cluster(
 @pytest.fixture
 def healthy_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
     """The shared cluster with its three brokers up, before and after the test."""
-    for node_id in (1, 2, 3):
-        if node_id not in cluster.running():
-            cluster.start(node_id)
+    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
     wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
     yield cluster
-    for node_id in (1, 2, 3):
-        if node_id not in cluster.running():
-            cluster.start(node_id)
+    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
