@@ -44,7 +44,6 @@ SETTINGS = {
     "s3stream.wal.object.batch.ms": "50",
     "table.job.runner": "inprocess",
     "offsets.topic.num.partitions": "6",
-    "log.level": "WARNING",
 }
 
 
