@@ -33,6 +33,7 @@ app.add_typer(config_app, name="config")
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("topics", "tabletopic.broker.cli:topics_app"),
     ("partitions", "tabletopic.broker.cli:partitions_app"),
+    ("cluster", "tabletopic.cluster.cli:cluster_app"),
     ("tables", "tabletopic.table.cli:app"),
     ("storage", "tabletopic.s3stream.cli:storage_app"),
     ("cluster", "tabletopic.cluster.cli:cluster_app"),

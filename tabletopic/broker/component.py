@@ -122,7 +122,11 @@ class BrokerComponent:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
+        def lost(slots: set[int]) -> None:
+            groups.unload(lambda group_id: group_slot(group_id, role.group_slots) in slots)
+
         role.on_groups_gained.append(gained)
+        role.on_groups_lost.append(lost)
         await role.start()
         service.leadership = role
         service.byte_counter = role.record_bytes

@@ -88,6 +88,8 @@ class S3StreamStore:
         self.uploader = Uploader(state)
         self.compactor = Compactor(state)
         self._tasks: list[asyncio.Task[None]] = []
+        # Read-only views of streams other nodes hold (cluster mode), refreshed by refresh().
+        self._followed: dict[int, StreamState] = {}
         self._closed = False
         self._started = False
         metrics.wal_bytes.set_function(lambda: float(state.wal.bytes_used if state.wal else 0))
@@ -277,8 +279,37 @@ class S3StreamStore:
             stream.waiters.fail(StreamNotFound(f"stream {stream_id} was deleted"))
 
     def stream_info(self, stream_id: int) -> StreamInfo:
-        stream = self.state.stream(stream_id)
+        stream = self._readable(stream_id)
         return StreamInfo(stream_id, stream.start, stream.confirmed_end)
+
+    def _readable(self, stream_id: int) -> StreamState:
+        """A stream held here, else one followed (read from the metadata DB by refresh)."""
+        held = self.state.streams.get(stream_id)
+        if held is not None:
+            return held
+        followed = self._followed.get(stream_id)
+        if followed is not None:
+            return followed
+        return self.state.stream(stream_id)  # raises StreamNotFound
+
+    async def refresh(self, stream_ids: Iterable[int]) -> None:
+        if not self.owned_only:
+            return
+        state = self.state
+        for sid in stream_ids:
+            if sid in state.streams:
+                self._followed.pop(sid, None)
+                continue
+            try:
+                start, end = await state.db(state.meta.load_stream, sid)
+            except StreamNotFound:
+                self._followed.pop(sid, None)
+                continue
+            followed = self._followed.get(sid)
+            if followed is None or followed.committed_end != end or followed.start != start:
+                followed = StreamState(start, end)
+                followed.set_ranges(await state.db(state.meta.load_ranges, [sid]))
+                self._followed[sid] = followed
 
     def stream_ids(self) -> list[int]:
         return list(self.state.streams)
@@ -523,16 +554,6 @@ class S3StreamStore:
         async with state.commit_lock:
             stream.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
 
-    async def describe(self, stream_id: int) -> StreamInfo:
-        """Offsets of a stream, also one this store does not hold (cluster mode: another broker
-        leads it); then the committed offsets as the metadata database has them, which in object-WAL
-        mode are exactly the acknowledged ones."""
-        stream = self.state.streams.get(stream_id)
-        if stream is not None:
-            return StreamInfo(stream_id, stream.start, stream.confirmed_end)
-        start, end = await self.state.db(self.state.meta.load_stream, stream_id)
-        return StreamInfo(stream_id, start, end)
-
     async def _read_view(self, stream_id: int) -> StreamState:
         """A read-only view of a stream this store does not hold, from the metadata database: the
         end offset first, then the ranges (committed with the end in one transaction, so they cover
@@ -544,11 +565,7 @@ class S3StreamStore:
         return view
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
-        stream = self.state.streams.get(stream_id)
-        if stream is None:
-            if not self.owned_only:
-                raise StreamNotFound(f"stream {stream_id} does not exist")
-            stream = await self._read_view(stream_id)
+        stream = self._readable(stream_id)
         if start_offset < stream.start or end_offset > stream.committed_end or start_offset > end_offset:
             raise OffsetOutOfRange(
                 stream_id,

@@ -113,10 +113,6 @@ class StreamStore(Protocol):
     def stream_info(self, stream_id: int) -> StreamInfo:
         """Current start and end offsets. Raises StreamNotFound."""
 
-    async def describe(self, stream_id: int) -> StreamInfo:
-        """Like :meth:`stream_info`, also for a stream this store does not hold (cluster mode: it
-        is read from the metadata database). Raises StreamNotFound."""
-
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         """Durably append one batch; return its base offset. Raises StreamNotFound,
         StorageUnavailable."""
@@ -137,6 +133,11 @@ class StreamStore(Protocol):
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         """Make every acknowledged batch of these streams (all if None) readable from object
         storage, uploading from the WAL/LogCache if needed."""
+
+    async def refresh(self, stream_ids: Iterable[int]) -> None:
+        """Read streams this store does not hold from the metadata database, so that
+        :meth:`stream_info` and :meth:`locate` see what their owners committed (a cluster node
+        reading partitions other brokers lead). A store that holds every stream does nothing."""
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         """Object slices covering ``[start_offset, end_offset)`` in order; call :meth:`flush` first.
