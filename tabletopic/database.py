@@ -14,9 +14,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import sqlalchemy as sa
+import sqlalchemy.orm
 from sqlalchemy.engine import Connection, Engine
 
 log = logging.getLogger(__name__)
+
+# Imported here, once, on the importing thread: SQLAlchemy imports its ORM lazily on first use, and
+# a broker's database threads racing the catalog's start-up could then see it half-initialised.
+_ORM = sqlalchemy.orm
 
 Migration = Callable[[Connection], None]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from tabletopic.admin.app import AdminApiComponent
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.component import BrokerComponent
+from tabletopic.broker.leadership import Leadership
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.catalog.component import CatalogComponent
@@ -40,7 +42,7 @@ from tabletopic.table import settings as table_settings
 from tabletopic.table import table_config
 from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
-from tabletopic.table.lease import Fenced, Lease
+from tabletopic.table.lease import Fenced, Lease, LeaseManager
 from tabletopic.table.ports import PartitionView, SparkProvider, TopicView
 
 if TYPE_CHECKING:
@@ -65,19 +67,19 @@ class BrokerTopics:
         return f"{endpoint.host}:{endpoint.port}"
 
     def table_topics(self) -> list[TopicView]:
-        """Table topics this node coordinates: those whose partition 0 it leads (every one on a
-        single node; in a cluster, one broker per topic, as AutoMQ places its coordinators)."""
-        service = self._broker.service
+        """Table topics whose coordinator runs here: on the leader of partition 0 (every topic on a
+        single node), so a cluster runs one coordinator per table topic."""
+        leadership = self._broker.service.leadership
         return [
-            _topic_view(topic)
-            for topic in service.topics.all()
+            _topic_view(topic, leadership)
+            for topic in self._broker.service.topics.all()
             if topic.configs.get(table_config.ENABLE, "false").lower() == "true"
-            and service.leadership.leads(topic.name, 0)
+            and leadership.leads(topic.name, 0)
         ]
 
     def topic(self, name: str) -> TopicView | None:
         topic = self._broker.service.topics.get(name)
-        return None if topic is None else _topic_view(topic)
+        return None if topic is None else _topic_view(topic, self._broker.service.leadership)
 
     def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
         return self._broker.service.transactions.partitions.last_stable_offset(stream_id, high_watermark)
@@ -87,46 +89,66 @@ class BrokerTopics:
 
 
 class PartitionZeroLeases:
-    """Table coordinator leases in a cluster: the broker leading a topic's partition 0 coordinates
-    its table, with that partition's leader epoch as the coordinator epoch (written into every
-    snapshot it commits). Right before a commit it checks in the metadata database, on the
-    database's clock, that it still leads partition 0 at that epoch with a valid node lease; the
-    commit itself is conditional on the snapshot it planned against, which closes the window
-    between that check and the commit (a newer coordinator's commit makes it fail)."""
+    """Table coordinator leases in a cluster. The leader of a topic's partition 0 coordinates its
+    table: it takes the topic's :class:`~tabletopic.table.lease.LeaseManager` lease with that
+    partition's leader epoch as its claim (a newer leader takes over at once), and right before
+    every commit it checks in the metadata database, on the database's clock, that this incarnation
+    still leads partition 0 at that epoch with a valid node lease: a coordinator on a dead, paused
+    or deposed broker cannot commit. The commit itself is conditional on the snapshot it planned
+    against, which closes the window between that check and the commit."""
 
-    def __init__(self, broker: BrokerComponent, meta: ClusterMetadata) -> None:
+    def __init__(self, broker: BrokerComponent, meta: ClusterMetadata, owner: str, ttl_s: float) -> None:
         self._broker = broker
         self._meta = meta
+        self._owner = owner
+        self._ttl_s = ttl_s
+        self._inner: LeaseManager | None = None  # built on first use (it migrates its table)
+        self._claims: dict[str, int] = {}
 
-    def acquire(self, topic: str) -> Lease | None:
+    def _leases(self) -> LeaseManager:
+        if self._inner is None:
+            self._inner = LeaseManager(self._meta.engine, self._owner, self._ttl_s)
+        return self._inner
+
+    def acquire(self, topic: str, now: float | None = None, claim: int = 0) -> Lease | None:
         role = self._broker.role
-        if role is None or role.node.fenced:
+        held = None if role is None or role.node.fenced else role.opened.get((topic, 0))
+        if held is None:
             return None
-        epoch = role.opened.get((topic, 0))
-        if epoch is None:
-            return None
-        return Lease(topic, f"broker-{role.node.node_id}/{role.node.node_epoch}", epoch, 0.0)
+        lease = self._leases().acquire(topic, now, max(claim, held))
+        if lease is not None:
+            self._claims[topic] = held
+        return lease
 
-    def confirm(self, lease: Lease) -> Lease:
+    def confirm(self, lease: Lease, now: float | None = None) -> Lease:
+        lease = self._leases().confirm(lease, now)
         role = self._broker.role
         node = None if role is None else role.node
-        if node is None or node.fenced or not self._meta.holds_leadership(
-            (lease.topic, 0), node.node_id, node.node_epoch, lease.epoch
+        claim = self._claims.get(lease.topic)
+        if (
+            node is None
+            or claim is None
+            or node.fenced
+            or not self._meta.holds_leadership((lease.topic, 0), node.node_id, node.node_epoch, claim)
         ):
             raise Fenced(
-                f"table coordinator of {lease.topic} (leader epoch {lease.epoch} of partition 0) "
-                "was deposed"
+                f"table coordinator of {lease.topic} (partition 0 at leader epoch {claim}) was deposed"
             )
         return lease
 
+    def release(self, lease: Lease) -> None:
+        self._leases().release(lease)
 
-def _topic_view(topic: Topic) -> TopicView:
-    """A broker topic in the table pipeline's terms (its explicit configs, partition -> stream)."""
+
+def _topic_view(topic: Topic, leadership: Leadership) -> TopicView:
+    """A broker topic in the table pipeline's terms (its explicit configs, partition -> stream, the
+    leader epoch of partition 0 as the claim on the coordinator lease)."""
     return TopicView(
         name=topic.name,
         topic_id=str(topic.topic_id),
         configs=dict(topic.configs),
         partitions=tuple(PartitionView(i, s) for i, s in enumerate(topic.streams)),
+        coordinator_claim=leadership.leader(topic.name, 0)[1],
     )
 
 
@@ -195,7 +217,14 @@ class Platform:
             runner=runner,
             spark=spark,
             registry_url=registry_url or None,
-            leases=PartitionZeroLeases(broker, ClusterMetadata(engine)) if clustered else None,
+            leases=PartitionZeroLeases(
+                broker,
+                ClusterMetadata(engine),
+                f"{socket.gethostname()}/broker-{config.get(broker_settings.BROKER_ID)}",
+                config.get(table_settings.LEASE_TTL_MS) / 1000,
+            )
+            if clustered
+            else None,
         )
 
         def routers() -> list[APIRouter]:

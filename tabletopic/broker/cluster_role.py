@@ -53,8 +53,10 @@ class ClusterRole:
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
         self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
-        # Called with the group slots gained (the group coordinator reloads those groups).
+        # Called with the group slots gained (the group coordinator reloads those groups) and lost
+        # (it forgets them).
         self.on_groups_gained: list[Callable[[set[int]], None]] = []
+        self.on_groups_lost: list[Callable[[set[int]], None]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._topics_task: asyncio.Task[None] | None = None
@@ -228,6 +230,8 @@ class ClusterRole:
     async def _release(self, key: PartitionKey) -> None:
         self.opened.pop(key, None)
         if key[0] == GROUP_SLOTS_TOPIC:
+            for callback in self.on_groups_lost:
+                callback({key[1]})
             return
         topic = self.service.topics.get(key[0])
         if topic is None or key[1] >= topic.partition_count:

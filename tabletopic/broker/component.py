@@ -32,8 +32,10 @@ from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService, parse_listener
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
+from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.node import ClusterSettings
+from tabletopic.cluster.zones import ZoneMap
 from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.s3stream.component import StorageComponent
@@ -143,11 +145,26 @@ class BrokerComponent:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
+        def lost(slots: set[int]) -> None:
+            groups.unload(lambda group_id: group_slot(group_id, role.group_slots) in slots)
+
         role.on_groups_gained.append(gained)
+        role.on_groups_lost.append(lost)
         await role.start()
         service.leadership = role
         service.byte_counter = role.record_bytes
         self._role = role
+        router = ZoneRouter(
+            service,
+            role,
+            self._storage.store,
+            self._engine,
+            ZoneMap.parse(self._config.get(cluster_settings.CLIENT_ZONE_CIDRS) or ""),
+            self._metrics,
+        )
+        await router.start()
+        service.zone_router = router
+
     def http_authenticator(self) -> HttpAuthenticator | None:
         """What the node's HTTP services check requests with (``authentication.method``)."""
         return http_authenticator(self._config, self._engine)
@@ -197,6 +214,8 @@ class BrokerComponent:
     async def stop(self) -> None:
         if self._role is not None:  # controlled shutdown: hand partitions over while still serving
             await self._role.stop(drain=True)
+        if self._service is not None and self._service.zone_router is not None:
+            await self._service.zone_router.stop()
         if self._server is not None:
             await self._server.stop()
         if self._groups is not None:

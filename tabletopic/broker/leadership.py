@@ -11,6 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from tabletopic.cluster.controller import group_slot
+
+__all__ = ["GROUP_SLOTS_TOPIC", "BrokerEndpoint", "Leadership", "SingleNode", "group_slot"]
+
 GROUP_SLOTS_TOPIC = "__consumer_offsets"  # the coordinator slots of groups, placed like partitions
 
 
@@ -73,14 +77,3 @@ class SingleNode:
 
     async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[tuple[str, int]]:
         return []
-
-
-def group_slot(group_id: str, slots: int) -> int:
-    """Kafka's placement of a group on a ``__consumer_offsets`` partition: the Java string hash of
-    the id, made non-negative, modulo the partition count."""
-    h = 0
-    for ch in group_id:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    if h >= 1 << 31:
-        h -= 1 << 32
-    return (h & 0x7FFFFFFF) % slots

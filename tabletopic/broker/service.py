@@ -27,6 +27,7 @@ from tabletopic.broker.retention import RetentionTask
 from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigExtension
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
 from tabletopic.broker.transactions import TransactionCoordinator
+from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster.settings import RACK
 from tabletopic.config import Config
 from tabletopic.s3stream.streams import StreamError, StreamStore
@@ -99,6 +100,8 @@ class BrokerService:
         self.leadership: Leadership = SingleNode(self.node_id, self.endpoint_on)
         # Per-partition byte counts for balancing (set in cluster mode): (topic, partition, in, out).
         self.byte_counter: Callable[[str, int, int, int], None] | None = None
+        # Rack-aware routing (cluster mode): zones of clients, same-zone brokers, hand-overs.
+        self.zone_router: ZoneRouter | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:

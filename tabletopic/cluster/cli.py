@@ -1,26 +1,164 @@
-"""``tabletopic cluster balance [--dry-run]``: the auto-balancer's plan for the cluster as the
-metadata database shows it now, every move with its reason; without ``--dry-run`` the moves are
-asked for the way the controller's own rounds ask (reassignment targets, not pinned)."""
+"""``tabletopic cluster up`` (a whole cluster on this machine), ``tabletopic cluster status``
+(who is alive, who leads what, who coordinates which group and table), read from the metadata
+database the brokers share, and ``tabletopic cluster balance [--dry-run]`` (the auto-balancer's
+plan for the cluster as it is now, every move with its reason; without ``--dry-run`` the moves are
+asked for the way the controller's own rounds ask: reassignment targets, not pinned)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Any
 
+import sqlalchemy as sa
 import typer
-from rich.table import Table as RichTable
 
-from tabletopic.cli_common import (
-    ConfigFileOption,
-    DataDirOption,
-    OverrideOption,
-    console,
-    err_console,
-    load_config,
-)
+from tabletopic import database
+from tabletopic.cli_common import ConfigFileOption, OverrideOption, console, err_console, load_config
+from tabletopic.cluster import settings as keys
+from tabletopic.cluster.controller import group_slot
+from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot
 
-cluster_app = typer.Typer(
-    help="Cluster mode: brokers sharing PostgreSQL and object storage.", no_args_is_help=True
-)
+cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
+
+GROUP_SLOTS_TOPIC = "__consumer_offsets"
+
+
+@cluster_app.command("up")
+def up(
+    nodes: Annotated[int, typer.Option("--nodes", "-n", help="Number of brokers.", min=1, max=32)] = 3,
+    racks: Annotated[
+        str, typer.Option("--racks", help="Comma-separated racks, dealt to brokers in turn.")
+    ] = "",
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="Where PostgreSQL, SeaweedFS, brokers keep data.")
+    ] = (Path("cluster-data")),
+    base_port: Annotated[
+        int, typer.Option("--base-port", help="Kafka port of broker 1, +1 per broker (0: free).")
+    ] = (9092),
+    override: OverrideOption = None,
+) -> None:
+    """Start PostgreSQL, SeaweedFS and N brokers on loopback; Ctrl-C stops everything."""
+    from tabletopic.cluster.local import LocalCluster
+
+    extra = dict(item.split("=", 1) for item in override or [] if "=" in item)
+    cluster = LocalCluster(
+        data_dir.resolve(),
+        nodes=nodes,
+        racks=[r.strip() for r in racks.split(",") if r.strip()],
+        base_port=base_port,
+        settings=extra,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        console.print(f"starting PostgreSQL, SeaweedFS and {nodes} brokers under {cluster.root} …")
+        cluster.start()
+        assert cluster.seaweedfs is not None
+        console.print(f"bootstrap servers: {cluster.bootstrap}", highlight=False)
+        console.print(f"metadata.url:      {cluster.metadata_url}", highlight=False)
+        console.print(f"S3 endpoint:       {cluster.seaweedfs.endpoint} (bucket {cluster.seaweedfs.bucket})")
+        for node in cluster.brokers.values():
+            rack = node.settings.get("broker.rack", "-")
+            console.print(
+                f"broker {node.node_id} (rack {rack}): kafka {node.bootstrap}  "
+                f"admin http://127.0.0.1:{node.admin_port}  registry http://127.0.0.1:{node.registry_port}  "
+                f"catalog http://127.0.0.1:{node.catalog_port}  log {node.log_path}",
+                highlight=False,
+            )
+        console.print(
+            f"status: tabletopic cluster status --metadata-url '{cluster.metadata_url}'", highlight=False
+        )
+        console.print("cluster is up; Ctrl-C stops it")
+        stop.wait()
+    except RuntimeError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    finally:
+        console.print("stopping the cluster …")
+        cluster.stop()
+
+
+@cluster_app.command("status")
+def status(
+    metadata_url: Annotated[
+        str | None,
+        typer.Option("--metadata-url", envvar="TABLETOPIC_METADATA_URL", help="The brokers' metadata.url."),
+    ] = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Brokers (id, rack, epoch, alive, load), the controller, leaders per partition, group and
+    table coordinators."""
+    cfg = load_config(None, config, override)
+    url = metadata_url or cfg.get("metadata.url")
+    if not url:
+        err_console.print("[red]error:[/red] give --metadata-url (the brokers' metadata.url)")
+        raise typer.Exit(2)
+    engine = database.create_engine(url)
+    try:
+        if not sa.inspect(engine).has_table("cluster_nodes"):
+            err_console.print("[red]error:[/red] no cluster is registered in this database")
+            raise typer.Exit(1)
+        snapshot = ClusterMetadata(engine).snapshot()
+        groups = _rows(engine, "SELECT group_id FROM group_metadata", "group_metadata")
+        tables = _rows(
+            engine,
+            "SELECT topic, owner, epoch, claim, expires_at FROM table_coordinator_leases",
+            "table_coordinator_leases",
+        )
+    finally:
+        engine.dispose()
+    console.print(render(snapshot, [str(g[0]) for g in groups], tables, cfg.get(keys.GROUP_PARTITIONS)))
+
+
+def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
+    if not sa.inspect(engine).has_table(table):
+        return []
+    with engine.connect() as conn:
+        return list(conn.execute(sa.text(query)))
+
+
+def render(snapshot: ClusterSnapshot, groups: list[str], tables: list[Any], slots: int) -> str:
+    """The status report as plain text (kept apart from I/O so it can be tested)."""
+    leaders: dict[int, int] = {}
+    for (topic, _), row in snapshot.partitions.items():
+        if topic != GROUP_SLOTS_TOPIC and row.leader is not None:
+            leaders[row.leader] = leaders.get(row.leader, 0) + 1
+    controller = "none" if snapshot.controller_id is None else f"broker {snapshot.controller_id}"
+    lines = [f"controller: {controller} (controller epoch {snapshot.controller_epoch})", ""]
+    lines.append(f"{'NODE':>4}  {'RACK':<8} {'EPOCH':>5}  {'ALIVE':<5}  {'STATE':<8} {'LEADS':>5}  "
+                 f"{'BYTES IN':>12} {'BYTES OUT':>12}  ENDPOINTS")  # fmt: skip
+    for node in sorted(snapshot.nodes.values(), key=lambda n: n.node_id):
+        bytes_in = sum(v[0] for v in node.load.values())
+        bytes_out = sum(v[1] for v in node.load.values())
+        endpoints = " ".join(f"{k}://{h}:{p}" for k, (h, p) in node.endpoints.items())
+        alive = "yes" if node.alive else "no"
+        lines.append(
+            f"{node.node_id:>4}  {node.rack or '-':<8} {node.node_epoch:>5}  {alive:<5}  "
+            f"{node.state:<8} {leaders.get(node.node_id, 0):>5}  {bytes_in:>12} {bytes_out:>12}  {endpoints}"
+        )
+    lines += ["", f"{'TOPIC':<40} {'PART':>4}  {'LEADER':>6}  {'EPOCH':>5}  MOVING TO"]
+    for (topic, partition), row in sorted(snapshot.partitions.items()):
+        if topic == GROUP_SLOTS_TOPIC:
+            continue
+        moving = "-" if row.target is None or row.target == row.leader else str(row.target)
+        lines.append(f"{topic:<40} {partition:>4}  {row.leader if row.leader is not None else -1:>6}  "
+                     f"{row.leader_epoch:>5}  {moving}")  # fmt: skip
+    lines += ["", "group coordinators:"]
+    for group in sorted(groups):
+        slot = snapshot.partitions.get((GROUP_SLOTS_TOPIC, group_slot(group, slots)))
+        lines.append(f"  {group}: broker {slot.leader if slot is not None else '?'}")
+    if not groups:
+        lines.append("  (no groups)")
+    lines += ["", "table coordinators:"]
+    for topic, owner, epoch, claim, _expires in sorted(tables):
+        lines.append(f"  {topic}: {owner} (lease epoch {epoch}, partition-0 leader epoch {claim})")
+    if not tables:
+        lines.append("  (no table topics)")
+    return "\n".join(lines)
 
 
 def _rate(value: float) -> str:
@@ -34,22 +172,24 @@ def _deviation(value: float, mean: float) -> str:
 @cluster_app.command("balance")
 def balance(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; move nothing.")] = False,
-    data_dir: DataDirOption = None,
+    metadata_url: Annotated[
+        str | None,
+        typer.Option("--metadata-url", envvar="TABLETOPIC_METADATA_URL", help="The brokers' metadata.url."),
+    ] = None,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
     """Plan one balancing round from the load the brokers last reported (bytes in/out per second
     per partition) and print it with the reason for every move."""
-    from tabletopic import database
-    from tabletopic import settings as node_settings
+    from rich.table import Table as RichTable
+
     from tabletopic.cluster.autobalance import plan_for
-    from tabletopic.cluster.db import ClusterMetadata
     from tabletopic.cluster.node import ClusterSettings
 
-    loaded = load_config(data_dir, config, override)
-    url = loaded.get(node_settings.METADATA_URL)
+    loaded = load_config(None, config, override)
+    url = metadata_url or loaded.get("metadata.url")
     if not url or not url.startswith("postgresql"):
-        err_console.print("[red]set metadata.url to the cluster's PostgreSQL database[/red]")
+        err_console.print("[red]error:[/red] give --metadata-url (the brokers' PostgreSQL metadata.url)")
         raise typer.Exit(2)
     engine = database.create_engine(url)
     try:

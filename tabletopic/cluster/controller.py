@@ -105,3 +105,14 @@ def plan(
 
 
 _UNPINNED = Assignment(None, 0, 0)
+
+
+def group_slot(group_id: str, slots: int) -> int:
+    """Kafka's placement of a group on a ``__consumer_offsets`` partition: the Java string hash of
+    the id, made non-negative, modulo the partition count."""
+    h = 0
+    for ch in group_id:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    return (h & 0x7FFFFFFF) % slots

@@ -98,7 +98,8 @@ class ClusterNode:
         self.node_epoch = 0
         self.controller_epoch: int | None = None  # set while this broker is the controller
         self.snapshot = ClusterSnapshot({}, None, 0, {})
-        self.fenced = False
+        self.fenced = False  # a newer incarnation registered: this one leads nothing, for good
+        self.expired = False  # no renewal within the lease (database unreachable): lead nothing until one
         self.draining = False
         # Called (on the loop) after the snapshot changed, and with NOTIFY kinds of other parts.
         self.on_change: list[Callable[[ClusterSnapshot], None]] = []
@@ -169,6 +170,13 @@ class ClusterNode:
         await self._db(self.meta.set_state, self.node_id, self.node_epoch, "draining")
         deadline = time.monotonic() + self.settings.shutdown_timeout_ms / 1000
         while time.monotonic() < deadline:
+            others = [
+                n
+                for n in self.snapshot.nodes.values()
+                if n.alive and n.state == "alive" and n.node_id != self.node_id
+            ]
+            if not others:  # nobody to hand partitions to (the last broker, or all stopping at once)
+                return leads_nothing()
             if leads_nothing() and not any(
                 a.leader == self.node_id for a in self.snapshot.partitions.values()
             ):
@@ -195,7 +203,7 @@ class ClusterNode:
 
     def my_assignments(self) -> dict[PartitionKey, int]:
         """``{partition: leader epoch}`` the controller gave this incarnation."""
-        if self.fenced:
+        if self.fenced or self.expired:
             return {}
         return {
             key: row.leader_epoch
@@ -220,6 +228,12 @@ class ClusterNode:
             try:
                 await self._db(self.meta.renew, self.node_id, self.node_epoch, self._lease_s, self._load())
                 self._last_renewal = time.monotonic()
+                if self.expired:
+                    log.info(
+                        "lease renewed again: broker %d leads what the controller gives it", self.node_id
+                    )
+                    self.expired = False
+                    self._wake.set()
             except NodeFenced as exc:
                 log.error("%s: this broker stops leading anything", exc)
                 self.fenced = True
@@ -227,11 +241,13 @@ class ClusterNode:
                 return
             except Exception as exc:
                 log.warning("lease renewal failed: %s", exc)
-                if time.monotonic() - self._last_renewal > self._lease_s:
+                if not self.expired and time.monotonic() - self._last_renewal > self._lease_s:
+                    # Others may lead our partitions now; stream fencing already refuses our
+                    # commits, and we stop serving reads too until a renewal succeeds.
                     log.error("lease expired without renewal: this broker stops leading anything")
-                    self.fenced = True
+                    self.expired = True
                     self._wake.set()
-                    return
+                continue
             if self.controller_epoch is not None:
                 try:
                     held = await self._db(

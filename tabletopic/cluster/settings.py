@@ -1,5 +1,6 @@
 """Configuration keys of cluster mode (Kafka's names where Kafka has one)."""
 
+from tabletopic.cluster.zones import ZoneMap
 from tabletopic.config import define, in_range
 
 ENABLE = define(
@@ -118,4 +119,20 @@ AUTO_BALANCER_MIN_BYTES_PER_SECOND = define(
     "(noise), partition counts are balanced instead. AutoMQ ignores brokers under 1 MiB/s.",
     "cluster",
     in_range(0),
+)
+
+def _check_zone_map(value: str) -> None:
+    ZoneMap.parse(value)  # raises ZoneMapError (a ValueError) naming the bad entry
+
+
+# Rack-aware routing ---------------------------------------------------------------------------
+CLIENT_ZONE_CIDRS = define(
+    "broker.client.zone.cidrs",
+    str,
+    "",
+    "Zones of clients by address, for clients that name none (no `client.rack`, no "
+    "`automq_az=<zone>` in `client.id`): comma-separated `CIDR=zone` pairs, e.g. "
+    "`10.0.1.0/24=a,10.0.2.0/24=b`; the most specific block wins.",
+    "cluster",
+    lambda value: _check_zone_map(value),
 )

@@ -74,9 +74,6 @@ class MemoryStreamStore:
         stream = self._get(stream_id)
         return StreamInfo(stream_id, stream.start, stream.end)
 
-    async def describe(self, stream_id: int) -> StreamInfo:
-        return self.stream_info(stream_id)
-
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         if record_count <= 0:
             raise ValueError("record_count must be positive")
@@ -122,6 +119,9 @@ class MemoryStreamStore:
         return stream.waiters.wait(stream.end, offset)
 
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
+        return None
+
+    async def refresh(self, stream_ids: Iterable[int]) -> None:
         return None
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:

@@ -72,6 +72,8 @@ class S3StreamStore:
         # Cluster mode: the store holds only the streams this node opened with an epoch
         # (open_stream); nothing is loaded at start, and created streams wait to be opened.
         self.owned_only = owned_only
+        # Read-only views of streams other brokers hold, with when they were loaded (read_snapshot).
+        self._views: dict[int, tuple[StreamState, float]] = {}
         objects = AsyncObjectStore(object_store, settings.object_threads)
         metrics = StoreMetrics(registry)
         block_cache = BlockCache(settings.block_cache_bytes)
@@ -87,6 +89,8 @@ class S3StreamStore:
         self.uploader = Uploader(state)
         self.compactor = Compactor(state)
         self._tasks: list[asyncio.Task[None]] = []
+        # Read-only views of streams other nodes hold (cluster mode), refreshed by refresh().
+        self._followed: dict[int, StreamState] = {}
         self._closed = False
         self._started = False
         metrics.wal_bytes.set_function(lambda: float(state.wal.bytes_used if state.wal else 0))
@@ -276,8 +280,37 @@ class S3StreamStore:
             stream.waiters.fail(StreamNotFound(f"stream {stream_id} was deleted"))
 
     def stream_info(self, stream_id: int) -> StreamInfo:
-        stream = self.state.stream(stream_id)
+        stream = self._readable(stream_id)
         return StreamInfo(stream_id, stream.start, stream.confirmed_end)
+
+    def _readable(self, stream_id: int) -> StreamState:
+        """A stream held here, else one followed (read from the metadata DB by refresh)."""
+        held = self.state.streams.get(stream_id)
+        if held is not None:
+            return held
+        followed = self._followed.get(stream_id)
+        if followed is not None:
+            return followed
+        return self.state.stream(stream_id)  # raises StreamNotFound
+
+    async def refresh(self, stream_ids: Iterable[int]) -> None:
+        if not self.owned_only:
+            return
+        state = self.state
+        for sid in stream_ids:
+            if sid in state.streams:
+                self._followed.pop(sid, None)
+                continue
+            try:
+                start, end = await state.db(state.meta.load_stream, sid)
+            except StreamNotFound:
+                self._followed.pop(sid, None)
+                continue
+            followed = self._followed.get(sid)
+            if followed is None or followed.committed_end != end or followed.start != start:
+                followed = StreamState(start, end)
+                followed.set_ranges(await state.db(state.meta.load_ranges, [sid]))
+                self._followed[sid] = followed
 
     def stream_ids(self) -> list[int]:
         return list(self.state.streams)
@@ -480,20 +513,47 @@ class S3StreamStore:
                 break
         return result
 
+    async def read_snapshot(
+        self, stream_id: int, start_offset: int, max_bytes: int, max_age_s: float = 0.05
+    ) -> tuple[StreamInfo, list[StoredBatch]]:
+        """Read a stream this store does not hold (cluster mode: another broker leads it) straight
+        from object storage, as the metadata database last recorded it (at most ``max_age_s`` old):
+        any broker can so serve any partition's committed data, e.g. to consumers in its zone.
+        Returns the stream's offsets with the batches (none when ``start_offset`` is its end).
+
+        Raises:
+            StreamNotFound: no such stream.
+            OffsetOutOfRange: ``start_offset`` is outside the committed offsets.
+        """
+        state = self.state
+        cached = self._views.get(stream_id)
+        now = time.monotonic()
+        stale = cached is not None and start_offset > cached[0].committed_end  # others appended since
+        if cached is None or stale or now - cached[1] > max_age_s:
+            view = await self._read_view(stream_id)
+            self._views[stream_id] = cached = (view, now)
+            if len(self._views) > 4096:  # bounded: forget the oldest views
+                for sid in sorted(self._views, key=lambda k: self._views[k][1])[:1024]:
+                    del self._views[sid]
+        view = cached[0]
+        info = StreamInfo(stream_id, view.start, view.committed_end)
+        if not view.start <= start_offset <= view.committed_end:
+            raise OffsetOutOfRange(stream_id, start_offset, view.start, view.committed_end)
+        result: list[StoredBatch] = []
+        size, offset, limit = 0, start_offset, view.committed_end
+        while offset < limit:
+            candidates = await state.reader.read(
+                stream_id, view.ranges, view.range_starts, offset, max_bytes - size
+            )
+            offset, size, more = take_batches(candidates, 0, offset, limit, max_bytes, result, size)
+            if not more:
+                break
+        return info, result
+
     async def _reload_ranges(self, stream_id: int, stream: StreamState) -> None:
         state = self.state
         async with state.commit_lock:
             stream.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
-
-    async def describe(self, stream_id: int) -> StreamInfo:
-        """Offsets of a stream, also one this store does not hold (cluster mode: another broker
-        leads it); then the committed offsets as the metadata database has them, which in object-WAL
-        mode are exactly the acknowledged ones."""
-        stream = self.state.streams.get(stream_id)
-        if stream is not None:
-            return StreamInfo(stream_id, stream.start, stream.confirmed_end)
-        start, end = await self.state.db(self.state.meta.load_stream, stream_id)
-        return StreamInfo(stream_id, start, end)
 
     async def _read_view(self, stream_id: int) -> StreamState:
         """A read-only view of a stream this store does not hold, from the metadata database: the
@@ -510,11 +570,7 @@ class S3StreamStore:
         return await self.compactor.rewrite(stream_id, transform)
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
-        stream = self.state.streams.get(stream_id)
-        if stream is None:
-            if not self.owned_only:
-                raise StreamNotFound(f"stream {stream_id} does not exist")
-            stream = await self._read_view(stream_id)
+        stream = self._readable(stream_id)
         if start_offset < stream.start or end_offset > stream.committed_end or start_offset > end_offset:
             raise OffsetOutOfRange(
                 stream_id,

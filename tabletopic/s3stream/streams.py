@@ -117,10 +117,6 @@ class StreamStore(Protocol):
     def stream_info(self, stream_id: int) -> StreamInfo:
         """Current start and end offsets. Raises StreamNotFound."""
 
-    async def describe(self, stream_id: int) -> StreamInfo:
-        """Like :meth:`stream_info`, also for a stream this store does not hold (cluster mode: it
-        is read from the metadata database). Raises StreamNotFound."""
-
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         """Durably append one batch; return its base offset. Raises StreamNotFound,
         StorageUnavailable."""
@@ -148,6 +144,11 @@ class StreamStore(Protocol):
         batch for batch), atomically: a crash leaves either every old or every new batch. Batches
         not yet in object storage are left alone. Returns the bytes rewritten. Used for log
         compaction; rate-limited like the store's own compaction."""
+
+    async def refresh(self, stream_ids: Iterable[int]) -> None:
+        """Read streams this store does not hold from the metadata database, so that
+        :meth:`stream_info` and :meth:`locate` see what their owners committed (a cluster node
+        reading partitions other brokers lead). A store that holds every stream does nothing."""
 
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         """Object slices covering ``[start_offset, end_offset)`` in order; call :meth:`flush` first.

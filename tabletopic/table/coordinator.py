@@ -37,7 +37,7 @@ from tabletopic.table.commit import (
 )
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
-from tabletopic.table.lease import CoordinatorLeases, Fenced
+from tabletopic.table.lease import CoordinatorLeases, Fenced, Lease
 from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
 from tabletopic.table.ops.status import TableFacts, table_facts
 from tabletopic.table.ports import TopicDirectory, TopicView
@@ -194,6 +194,7 @@ class TopicPipeline:
         self.status = PipelineStatus(topic=topic, table="")
         self._failed_config: dict[str, str] | None = None
         self._last_maintenance = time.monotonic()
+        self.lease: Lease | None = None  # the last lease taken, released when the pipeline stops
 
     async def run_cycle(self) -> bool:
         """One plan → job → commit round. Returns True when it committed something."""
@@ -212,10 +213,11 @@ class TopicPipeline:
             self._failed_config = None
         identifier = tables.identifier(config, view.name)
         self.status.table = ".".join(identifier)
-        lease = await asyncio.to_thread(self._ctx.leases.acquire, self.topic)
+        lease = await asyncio.to_thread(self._ctx.leases.acquire, self.topic, None, view.coordinator_claim)
         if lease is None:
             self.status.state = PipelineState.FENCED
             return False
+        self.lease = lease
         table = await asyncio.to_thread(self._load_table, identifier)
         if table is not None:
             await asyncio.to_thread(tables.sync_partition_spec, table, config)
@@ -477,6 +479,7 @@ class TableCoordinator:
         # Topics an operator paused: no cycle starts for them (one already running finishes). Kept
         # in memory only: a restart resumes every topic.
         self.paused: set[str] = set()
+        self._releases: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="table-coordinator")
@@ -489,6 +492,7 @@ class TableCoordinator:
 
     async def stop(self) -> None:
         await cancel_and_wait(self._running.values())
+        await cancel_and_wait(self._releases)
         await cancel_and_wait([self._task])
         self._task = None
 
@@ -586,8 +590,11 @@ class TableCoordinator:
         views = {v.name: v for v in self._ctx.directory.table_topics()}
         for name in list(self.pipelines):
             if name not in views:
-                self.pipelines.pop(name).status.state = PipelineState.STOPPED
+                stopped = self.pipelines.pop(name)
+                stopped.status.state = PipelineState.STOPPED
                 self._next_run.pop(name, None)
+                if stopped.lease is not None:  # let the next coordinator (in a cluster) take over now
+                    self._release_later(stopped)
         started: list[asyncio.Task[None]] = []
         for name, view in views.items():
             pipeline = self.pipelines.get(name)
@@ -612,6 +619,20 @@ class TableCoordinator:
                 started.append(task)
         if wait and started:
             await asyncio.gather(*started)
+
+    def _release_later(self, pipeline: TopicPipeline) -> None:
+        running = self._running.pop(pipeline.topic, None)
+        lease = pipeline.lease
+
+        async def release() -> None:
+            if running is not None:
+                await asyncio.gather(running, return_exceptions=True)
+            if lease is not None:
+                await asyncio.to_thread(self._ctx.leases.release, lease)
+
+        task = asyncio.create_task(release(), name=f"table-release-{pipeline.topic}")
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
 
     async def _cycle(self, pipeline: TopicPipeline, config: TableTopicConfig) -> None:
         async with self._slots:

@@ -26,9 +26,21 @@ leases = sa.Table(
     sa.Column("epoch", sa.BigInteger, nullable=False),
     sa.Column("owner", sa.String(255), nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
+    # The claim the holder took the lease with: in a cluster, the leader epoch of the topic's
+    # partition 0, whose leader runs the coordinator. A higher claim takes over at once.
+    sa.Column("claim", sa.BigInteger, nullable=False, server_default="0"),
 )
 
-MIGRATIONS = [database.create_tables(leases)]
+
+def _add_claim(conn: sa.Connection) -> None:
+    """Version 2: the ``claim`` column (fresh databases already have it from version 1)."""
+    if "claim" not in {c["name"] for c in sa.inspect(conn).get_columns("table_coordinator_leases")}:
+        conn.exec_driver_sql(
+            "ALTER TABLE table_coordinator_leases ADD COLUMN claim BIGINT NOT NULL DEFAULT 0"
+        )
+
+
+MIGRATIONS = [database.create_tables(leases), _add_claim]
 
 
 class Fenced(Exception):
@@ -44,17 +56,19 @@ class Lease:
 
 
 class CoordinatorLeases(Protocol):
-    """Who may coordinate a topic's table. On one node (or several sharing a database without
-    cluster mode) :class:`LeaseManager`'s time-based leases; in a cluster the leader of the topic's
-    partition 0 coordinates, with that partition's leader epoch as the coordinator epoch (the
-    assembly adapts the broker's leadership to this protocol)."""
+    """Who may coordinate a topic's table: :class:`LeaseManager`, or in a cluster the assembly's
+    wrapper around it that also checks, right before every commit, that this broker still leads
+    the topic's partition 0 at the epoch it claimed the lease with."""
 
-    def acquire(self, topic: str) -> Lease | None:
+    def acquire(self, topic: str, now: float | None = None, claim: int = 0) -> Lease | None:
         """Blocking: the lease to coordinate ``topic`` with now, or None when another node does."""
 
-    def confirm(self, lease: Lease) -> Lease:
-        """Blocking, right before a commit: the lease still holds (checked in the metadata
-        database); raises :class:`Fenced` otherwise."""
+    def confirm(self, lease: Lease, now: float | None = None) -> Lease:
+        """Blocking, right before a commit: the lease still holds; raises :class:`Fenced`
+        otherwise."""
+
+    def release(self, lease: Lease) -> None:
+        """Blocking: give the lease up (another node may take it at once)."""
 
 
 class LeaseManager:
@@ -64,8 +78,9 @@ class LeaseManager:
         self._ttl = ttl_seconds
         database.migrate(engine, "table_leases", MIGRATIONS)
 
-    def acquire(self, topic: str, now: float | None = None) -> Lease | None:
-        """Take or renew the lease; ``None`` when another live owner holds it."""
+    def acquire(self, topic: str, now: float | None = None, claim: int = 0) -> Lease | None:
+        """Take or renew the lease; ``None`` when another live owner holds it with a claim at least
+        as high (a higher ``claim``, a newer leader of partition 0, takes over at once)."""
         now = time.time() if now is None else now
         expires = now + self._ttl
         with self._engine.begin() as conn:
@@ -75,22 +90,22 @@ class LeaseManager:
                     with conn.begin_nested():
                         conn.execute(
                             sa.insert(leases).values(
-                                topic=topic, epoch=1, owner=self._owner, expires_at=expires
+                                topic=topic, epoch=1, owner=self._owner, expires_at=expires, claim=claim
                             )
                         )
                 except sa.exc.IntegrityError:
                     return None  # another node inserted first; it owns the lease
                 return Lease(topic, self._owner, 1, expires)
-            if row.owner == self._owner and row.expires_at >= now:
+            if row.owner == self._owner and row.expires_at >= now and claim >= row.claim:
                 epoch = row.epoch
-            elif row.expires_at < now:
+            elif row.expires_at < now or claim > row.claim:
                 epoch = row.epoch + 1  # take-over (or re-acquire after our own expiry): fence the past
             else:
                 return None
             conn.execute(
                 sa.update(leases)
                 .where(leases.c.topic == topic)
-                .values(epoch=epoch, owner=self._owner, expires_at=expires)
+                .values(epoch=epoch, owner=self._owner, expires_at=expires, claim=max(claim, row.claim))
             )
             return Lease(topic, self._owner, epoch, expires)
 

@@ -26,6 +26,9 @@ class TopicView:
     topic_id: str
     configs: Mapping[str, str]
     partitions: tuple[PartitionView, ...]
+    # In a cluster, the leader epoch of partition 0 (whose leader runs the topic's coordinator):
+    # the claim on the coordinator lease. Always 0 on a single node.
+    coordinator_claim: int = 0
 
 
 class TopicDirectory(Protocol):

@@ -6,7 +6,7 @@ object storage (``StreamStore.flush``) and answers with the object slices that h
 Spark job never goes through the broker. In a cluster the coordinator of a topic runs on the leader
 of its partition 0, and the other partitions' leaders are other brokers: with the object WAL every
 acknowledged record of theirs is already a committed object recorded in the shared metadata
-database, so :meth:`TableWorker.refresh` reads their offsets (and ``locate`` their slices) from
+database, so :meth:`TableWorker.refresh` has the store read their offsets and slices from
 there instead of asking those brokers; nothing a leader acknowledged is missed, and a partition
 that is moving between brokers does not hold the table up.
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from tabletopic.records.header import parse_stored_header
-from tabletopic.s3stream.streams import ObjectSlice, StreamInfo, StreamNotFound, StreamStore
+from tabletopic.s3stream.streams import ObjectSlice, StreamStore
 from tabletopic.table.ports import TopicView, TransactionView
 
 log = logging.getLogger(__name__)
@@ -90,35 +90,17 @@ class TableWorker:
     ) -> None:
         self._streams = streams
         self._max_item_bytes = max_item_bytes
-        # Offsets of streams other brokers hold, as last read by refresh().
-        self._elsewhere: dict[int, StreamInfo] = {}
         self._transactions = transactions
 
-    def high_watermark(self, stream_id: int) -> int:
-        return self._info(stream_id).end_offset
-
-    def _info(self, stream_id: int) -> StreamInfo:
-        try:
-            return self._streams.stream_info(stream_id)
-        except StreamNotFound:
-            found = self._elsewhere.get(stream_id)
-            if found is None:
-                raise
-            return found
-
     async def refresh(self, topic: TopicView) -> None:
-        """Read the offsets of the topic's partitions led by other brokers (cluster mode) from the
-        metadata database; partitions this broker holds are read from memory as they are."""
-        for view in topic.partitions:
-            sid = view.stream_id
-            try:
-                self._streams.stream_info(sid)
-                self._elsewhere.pop(sid, None)
-            except StreamNotFound:
-                self._elsewhere[sid] = await self._streams.describe(sid)
+        """See partitions other brokers lead as their leaders committed them (cluster mode)."""
+        await self._streams.refresh([p.stream_id for p in topic.partitions])
+
+    def high_watermark(self, stream_id: int) -> int:
+        return self._streams.stream_info(stream_id).end_offset
 
     def log_start(self, stream_id: int) -> int:
-        return self._info(stream_id).start_offset
+        return self._streams.stream_info(stream_id).start_offset
 
     async def timestamp_at(self, stream_id: int, offset: int) -> int | None:
         """The timestamp (ms) of the stored batch holding ``offset``: its first record's (CreateTime)
@@ -140,7 +122,7 @@ class TableWorker:
         watermark (the stream's end offset: only acknowledged data)."""
         result: list[PartitionRange] = []
         for view in topic.partitions:
-            info = self._info(view.stream_id)
+            info = self._streams.stream_info(view.stream_id)
             start = next_offsets.get(view.partition, info.start_offset)
             lost = 0
             if start < info.start_offset:

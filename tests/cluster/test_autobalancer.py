@@ -52,7 +52,6 @@ def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluste
             # No thrashing: with the load steady, nothing moves any more.
             time.sleep(6)
             assert {p: n for p, (n, _) in cluster.leaders(topic).items()} == leaders
-            assert balanced(broker_loads(meta.snapshot(), topic))
             done = subprocess.run(
                 [
                     sys.executable, "-m", "tabletopic", "cluster", "balance", "--dry-run",

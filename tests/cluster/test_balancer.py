@@ -116,7 +116,7 @@ def test_rounds_never_worsen_and_converge(spec: dict[int, list[float]], max_move
         assert len({(m.topic, m.partition) for m in plan.moves}) == len(plan.moves)
         spread = sum((a - plan.mean_in) ** 2 for a, _ in plan.after.values())
         if previous is not None:
-            assert spread <= previous * (1 + 1e-9) + 1e-3  # float noise only
+            assert spread <= previous * (1 + 1e-9) + 1e-3  # float noise at 1e11 is above 1e-3
         previous = spread
         if not plan.moves:
             break

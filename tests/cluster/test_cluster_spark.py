@@ -66,7 +66,13 @@ def test_table_pipeline_runs_on_a_spark_standalone_cluster_against_the_brokers(
             producer.produce(topic, value=f"v{i}".encode(), partition=i % 4, on_delivery=log.callback(i))
         assert producer.flush(60) == 0
         assert not log.errors
-        table = wait_until(lambda: load_table(cluster, 1, topic), timeout=180, interval=0.5)
+        try:
+            table = wait_until(lambda: load_table(cluster, 1, topic), timeout=240, interval=0.5)
+        except TimeoutError as exc:
+            logs = cluster.brokers[SPARK_NODE].log_tail(6000), spark_cluster.log_tail("master")
+            raise AssertionError(
+                f"no table: {exc}\n--- broker ---\n{logs[0]}\n--- master ---\n{logs[1]}"
+            ) from None
         ends = log.end_offsets()
         wait_until(
             lambda: all(committed(table).get(p, 0) >= end for p, end in ends.items()),

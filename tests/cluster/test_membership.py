@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -42,32 +43,34 @@ def test_a_killed_controller_is_replaced_and_topics_still_get_leaders(healthy_cl
     wait_until(lambda: produce_raw(cluster, leader, topic, 0, b"v") == 0, timeout=10)
 
 
+def test_a_single_node_refuses_to_join_a_running_cluster_naming_the_key(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    settings = {**cluster.overrides(9), "cluster.enable": "false"}
+    node = BrokerProcess(cluster.root / f"refused-{uuid.uuid4().hex[:6]}", settings)
+    with pytest.raises(RuntimeError) as failure:
+        node.start(timeout=30)
+    assert "cluster.enable" in str(failure.value)
+
+
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
-        ({"cluster.enable": "false"}, "cluster.enable"),
         ({"s3stream.wal.mode": "local"}, "s3stream.wal.mode"),
+        ({"metadata.url": ""}, "metadata.url"),
     ],
 )
-def test_a_node_that_cannot_be_a_cluster_broker_refuses_to_join(
-    healthy_cluster: LocalCluster, tmp_path: object, overrides: dict[str, str], key: str
+def test_a_node_that_cannot_be_a_cluster_broker_refuses_to_start(
+    healthy_cluster: LocalCluster, tmp_path: Path, overrides: dict[str, str], key: str
 ) -> None:
-    cluster = healthy_cluster
-    node = BrokerProcess(
-        cluster.root / f"refused-{uuid.uuid4().hex[:6]}", {**cluster.overrides(9), **overrides}
-    )
-    with pytest.raises(RuntimeError) as failure:
-        node.start(timeout=30)
-    assert key in str(failure.value)
+    from tabletopic.config import Config, ConfigError
+    from tabletopic.platform import Platform
 
-
-def test_sqlite_metadata_refuses_cluster_mode(healthy_cluster: LocalCluster) -> None:
-    cluster = healthy_cluster
-    settings = {k: v for k, v in cluster.overrides(8).items() if k != "metadata.url"}
-    node = BrokerProcess(cluster.root / f"sqlite-{uuid.uuid4().hex[:6]}", settings)
-    with pytest.raises(RuntimeError) as failure:
-        node.start(timeout=30)
-    assert "metadata.url" in str(failure.value)
+    settings = {**healthy_cluster.overrides(9), **overrides}
+    config = Config.load(overrides=[f"{k}={v}" for k, v in settings.items() if v], data_dir=tmp_path)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        Platform.create(config)
 
 
 def test_a_group_resumes_from_committed_offsets_when_its_coordinator_dies(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,16 @@ from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.ports import free_port
 from tests.support.raw_kafka_client import connect, roundtrip
 
-# Short leases so that failover tests take seconds (the defaults are 1 s / 3 s).
+# Renewals twice as often as by default so failover tests take seconds, with the default 3 s lease
+# (shorter ones expire on a loaded 2-core machine). Table jobs run in process: no JVM per broker.
 FAST_CLUSTER = {
     "cluster.enable": "true",
     "s3stream.wal.mode": "object",
     "s3stream.wal.object.batch.ms": "20",
-    "broker.heartbeat.interval.ms": "300",
-    "broker.session.timeout.ms": "1500",
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+    "table.job.runner": "inprocess",
+    "table.coordinator.poll.interval.ms": "200",
     "offsets.topic.num.partitions": "6",
     "controlled.shutdown.timeout.ms": "5000",
     # A fast auto-balancer that only wakes up for real load (the balancer test's, about 1 MB/s per
@@ -42,27 +46,23 @@ class LocalCluster:
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
     # Every node serves the schema registry and the REST catalog; fixed ports per node id so a
     # restarted node is found where it was.
-    http_ports: dict[int, tuple[int, int]] = field(default_factory=dict)
+    catalog_ports: dict[int, int] = field(default_factory=dict)
+    registry_ports: dict[int, int] = field(default_factory=dict)
 
     def registry_url(self, node_id: int) -> str:
-        return f"http://127.0.0.1:{self._http_ports(node_id)[0]}"
-
-    def catalog_url(self, node_id: int) -> str:
-        return f"http://127.0.0.1:{self._http_ports(node_id)[1]}"
-
-    def _http_ports(self, node_id: int) -> tuple[int, int]:
-        if node_id not in self.http_ports:
-            self.http_ports[node_id] = (free_port(), free_port())
-        return self.http_ports[node_id]
+        return f"http://127.0.0.1:{self.registry_ports.setdefault(node_id, free_port())}"
 
     def overrides(self, node_id: int, rack: str | None = None) -> dict[str, str]:
+        port = self.catalog_ports.setdefault(node_id, free_port())
         values = {
             **FAST_CLUSTER,
             **self.s3,
             "broker.id": str(node_id),
             "metadata.url": self.metadata_url,
             "schema.registry.listener": self.registry_url(node_id),
-            "catalog.listener": self.catalog_url(node_id),
+            # Tables written by any broker's table coordinator are read by every other one.
+            "automq.table.topic.catalog.warehouse": f"file://{self.root / 'warehouse'}",
+            "catalog.listener": f"http://127.0.0.1:{port}",
             **self.extra,
         }
         if rack:
@@ -89,6 +89,11 @@ class LocalCluster:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+    def start_many(self, node_ids: list[int], racks: dict[int, str] | None = None) -> None:
+        """Start brokers at once (each start mostly waits for Python to import)."""
+        with ThreadPoolExecutor(len(node_ids) or 1) as pool:
+            list(pool.map(lambda n: self.start(n, (racks or {}).get(n)), node_ids))
 
     def running(self) -> dict[int, BrokerProcess]:
         return {n: b for n, b in self.brokers.items() if b.process is not None and b.process.poll() is None}
@@ -120,6 +125,9 @@ class LocalCluster:
         node = via if via is not None else next(iter(self.running()))
         answer = self.metadata(node, [topic])
         return {p.partition_index: (p.leader_id, p.leader_epoch) for p in answer.topics[0].partitions}
+
+    def catalog_url(self, node_id: int) -> str:
+        return f"http://127.0.0.1:{self.catalog_ports[node_id]}"
 
     def stop_all(self) -> None:
         for broker in self.brokers.values():

@@ -12,6 +12,9 @@ from tests.support.cluster import LocalCluster, wait_until
 from tests.support.postgres import PostgresServer
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS
 
+# One broker per zone, for the rack-aware routing tests (clients naming no zone are unaffected).
+RACKS = {1: "a", 2: "b", 3: "c"}
+
 
 @pytest.fixture(scope="session")
 def cluster(
@@ -27,18 +30,9 @@ def cluster(
         "s3.path.style": "true",
         "s3.prefix": f"cluster-{uuid.uuid4().hex[:8]}/",
     }
-    root = tmp_path_factory.mktemp("cluster")
-    tables = {
-        # Table topics: every node's catalog keeps tables in the shared database and writes data
-        # files under one warehouse; jobs run in process (one Spark test starts its own Spark).
-        "table.job.runner": "inprocess",
-        "table.coordinator.poll.interval.ms": "200",
-        "automq.table.topic.catalog.warehouse": (root / "warehouse").as_uri(),
-    }
-    local = LocalCluster(root, url, s3, extra=tables)
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), url, s3)
     try:
-        for node_id in (1, 2, 3):
-            local.start(node_id)
+        local.start_many([1, 2, 3], RACKS)
         wait_until(lambda: len(local.metadata(1).brokers) == 3, timeout=30)
         yield local
     finally:
@@ -48,11 +42,7 @@ def cluster(
 @pytest.fixture
 def healthy_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
     """The shared cluster with its three brokers up, before and after the test."""
-    for node_id in (1, 2, 3):
-        if node_id not in cluster.running():
-            cluster.start(node_id)
+    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
     wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
     yield cluster
-    for node_id in (1, 2, 3):
-        if node_id not in cluster.running():
-            cluster.start(node_id)
+    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])

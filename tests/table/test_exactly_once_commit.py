@@ -93,6 +93,22 @@ def test_lease_is_exclusive_until_it_expires_and_takeover_bumps_the_epoch(tmp_pa
     node_b.confirm(lease_b, now=121)
 
 
+def test_a_higher_claim_takes_the_lease_over_at_once_and_fences_the_holder(tmp_path: Path) -> None:
+    """In a cluster the claim is partition 0's leader epoch: its new leader need not wait out the
+    lease of a coordinator on a dead broker, and a stale claim never takes it back."""
+    engine = database.create_engine(database.default_url(tmp_path))
+    node_a = LeaseManager(engine, "a", ttl_seconds=30)
+    node_b = LeaseManager(engine, "b", ttl_seconds=30)
+    lease_a = node_a.acquire("orders", now=100, claim=3)
+    assert lease_a is not None
+    assert node_b.acquire("orders", now=101, claim=3) is None
+    lease_b = node_b.acquire("orders", now=101, claim=4)
+    assert lease_b is not None and lease_b.epoch == lease_a.epoch + 1
+    with pytest.raises(Fenced):
+        node_a.confirm(lease_a, now=102)
+    assert node_a.acquire("orders", now=102, claim=3) is None
+
+
 def test_an_expired_lease_nobody_took_is_still_confirmed(tmp_path: Path) -> None:
     engine = database.create_engine(database.default_url(tmp_path))
     node_a = LeaseManager(engine, "a", ttl_seconds=10)

@@ -165,6 +165,18 @@ class GroupCoordinator:
                     self._groups[group_id] = self._new_group(group_id)
         log.info("group coordinator took over %d groups", taken)
 
+    def unload(self, accept: Callable[[str], bool]) -> int:
+        """Forget the groups ``accept`` selects (another broker coordinates them now): their timers
+        must not fire here and write a stale state over the new coordinator's. Returns how many."""
+        dropped = [group_id for group_id in self._groups if accept(group_id)]
+        for group_id in dropped:
+            self._cancel_timers(group_id)
+            del self._groups[group_id]
+            self._offsets.pop(group_id, None)
+            self._seen.pop(group_id, None)
+            self._state_since.pop(group_id, None)
+        return len(dropped)
+
     async def stop(self) -> None:
         """Cancel timers, answer every held-back request with NOT_COORDINATOR (clients look the
         coordinator up again) and wait for in-flight database writes."""

@@ -33,6 +33,7 @@ from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
 from tabletopic.broker.topics import Topic
+from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ class PartitionRead(FetchedPartition):
     max_bytes: int
     next_offset: int = -1  # after the last batch read
     key: PartitionKey | None = None  # the partition in the fetch session
+    # Served from object storage although another broker leads it (a client of this broker's zone).
+    snapshot: bool = False
 
 
 @dataclass(slots=True)
@@ -62,9 +65,14 @@ class TopicRead:
 
 
 def _resolve(
-    broker: BrokerService, wanted: list[tuple[PartitionKey, SessionPartition]], version: int
+    broker: BrokerService,
+    wanted: list[tuple[PartitionKey, SessionPartition]],
+    version: int,
+    zone: str | None = None,
 ) -> list[TopicRead]:
-    """Group the partitions to read by topic (in request order) and find their streams."""
+    """Group the partitions to read by topic (in request order) and find their streams; ``zone``
+    is the client's, for rack-aware routing (None when unknown)."""
+    router = broker.zone_router
     by_topic: dict[str | uuid.UUID, TopicRead] = {}
     for (topic_key, index), cached in wanted:
         read = by_topic.get(topic_key)
@@ -85,9 +93,17 @@ def _resolve(
                 ErrorCode.unknown_topic_id if version >= 13 else ErrorCode.unknown_topic_or_partition
             )
         elif not broker.leadership.leads(topic.name, index):
-            partition.error_code = ErrorCode.not_leader_or_follower
+            if router is not None and router.serves_here(zone):
+                partition.stream_id, partition.snapshot = topic.streams[index], True
+            else:
+                partition.error_code = ErrorCode.not_leader_or_follower
         else:
             partition.stream_id = topic.streams[index]
+            if router is not None and version >= 11 and zone is not None:
+                # KIP-392: a consumer of another zone reads from a broker of its own zone.
+                elsewhere = router.route(zone, broker.node_id, index)
+                if elsewhere != broker.node_id:
+                    partition.preferred_read_replica = elsewhere
         read.partitions.append(partition)
     return list(by_topic.values())
 
@@ -106,6 +122,9 @@ async def _read(
             if read.error_code is not ErrorCode.none and read.error_code is not ErrorCode.offset_out_of_range:
                 continue
             read.pieces, read.size = [], 0
+            if read.snapshot:
+                total += await _read_snapshot(broker, topic.name, read, max_bytes - total, total)
+                continue
             try:
                 info = store.stream_info(read.stream_id)
             except StreamNotFound:
@@ -125,6 +144,8 @@ async def _read(
             limit = stable if committed else info.end_offset
             if read.fetch_offset >= limit or (budget <= 0 and total > 0):
                 continue
+            if read.preferred_read_replica >= 0:
+                continue  # the consumer is sent to a broker of its zone: no data from here
             try:
                 batches = await store.fetch(read.stream_id, read.fetch_offset, max(budget, 1), limit)
             except OffsetOutOfRange:
@@ -151,10 +172,50 @@ async def _read(
     return total
 
 
+async def _read_snapshot(
+    broker: BrokerService, name: str | None, read: PartitionRead, budget: int, total: int
+) -> int:
+    """Fill a partition another broker leads from object storage (a client of this zone)."""
+    store = broker.store
+    if not isinstance(store, S3StreamStore):
+        read.error_code = ErrorCode.not_leader_or_follower
+        return 0
+    budget = min(read.max_bytes, budget)
+    try:
+        info, batches = await store.read_snapshot(read.stream_id, read.fetch_offset, max(budget, 1))
+    except OffsetOutOfRange as exc:
+        read.high_watermark, read.log_start_offset = exc.end, exc.start
+        # Past the end: the leader acknowledged it a moment ago and the view has not seen it yet;
+        # the consumer waits (an out-of-range answer would reset its position).
+        read.error_code = ErrorCode.offset_out_of_range if exc.offset < exc.start else ErrorCode.none
+        return 0
+    except StreamNotFound:
+        read.error_code = ErrorCode.unknown_topic_or_partition
+        return 0
+    except StreamError:
+        read.error_code = ErrorCode.kafka_storage_error
+        return 0
+    read.error_code = ErrorCode.none
+    read.high_watermark, read.log_start_offset = info.end_offset, info.start_offset
+    if budget <= 0 and total > 0:
+        return 0
+    for batch in batches:
+        payload = memoryview(batch.payload)
+        read.pieces.append(_INT64.pack(batch.base_offset))
+        read.pieces.append(payload[8:])
+        read.size += len(payload)
+    if broker.zone_router is not None:
+        broker.zone_router.routed_bytes.labels("read").inc(read.size)
+    return read.size
+
+
 async def _wait_for_any(
     broker: BrokerService, topics: list[TopicRead], wait_seconds: float, committed: bool = False
 ) -> None:
     futures = []
+    if any(read.snapshot for topic in topics for read in topic.partitions):
+        # Reads from object storage have no local append to wake them: poll at a short interval.
+        wait_seconds = min(wait_seconds, 0.05)
     for topic in topics:
         for read in topic.partitions:
             if read.error_code is ErrorCode.none and read.stream_id >= 0:
@@ -176,13 +237,16 @@ async def _wait_for_any(
                 future.cancel()
 
 
-async def fetch(broker: BrokerService, request: Any, version: int) -> tuple[list[TopicRead], ErrorCode, int]:
+async def fetch(
+    broker: BrokerService, request: Any, version: int, zone: str | None = None
+) -> tuple[list[TopicRead], ErrorCode, int]:
     """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders.
-    Returns the topics to answer, the top-level error and the fetch session id."""
+    ``zone`` is the client's (rack-aware routing), None when unknown. Returns the topics to answer,
+    the top-level error and the fetch session id."""
     session = broker.fetch_sessions.resolve(request, version)
     if session.error is not ErrorCode.none:
         return [], session.error, 0
-    topics = _resolve(broker, session.partitions, version)
+    topics = _resolve(broker, session.partitions, version, zone)
     topics = await _fetch_topics(broker, request, version, topics)
     if session.session is None:
         return topics, ErrorCode.none, 0
@@ -219,7 +283,11 @@ async def _fetch_topics(
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
-    topics, error, session_id = await fetch(broker, request, ctx.api_version)
+    router = broker.zone_router
+    zone = None if router is None else router.zone_of(ctx, getattr(request, "rack_id", None))
+    topics, error, session_id = await fetch(broker, request, ctx.api_version, zone)
+    if router is not None:
+        router.count(zone, sum(r.size for t in topics for r in t.partitions), "out")
     return WireResponse(
         encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics, session_id)
     )

@@ -75,6 +75,8 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
                 continue
             topics.append(await _lookup_or_create(broker, name or "", allow_auto))
     leadership = broker.leadership
+    if broker.zone_router is not None:
+        broker.zone_router.route_metadata(ctx, topics)
     return {
         "throttle_time": 0,
         "brokers": [

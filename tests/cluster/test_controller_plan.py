@@ -1,0 +1,78 @@
+"""The controller's placement rules as a pure function (no servers)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tabletopic.cluster.controller import Assignment, group_slot, plan, predicted_leader
+
+KEYS = [("t", p) for p in range(12)]
+
+
+def _apply(current: dict, moves: dict, live: dict) -> dict:
+    result = dict(current)
+    for key, node in moves.items():
+        old = current.get(key)
+        result[key] = Assignment(node, live[node], (old.leader_epoch if old else 0) + 1)
+    return result
+
+
+def test_new_partitions_spread_over_live_brokers() -> None:
+    live = {1: 1, 2: 1, 3: 1}
+    moves = plan(KEYS, {}, live)
+    assert set(moves) == set(KEYS)
+    assert sorted(Counter(moves.values()).values()) == [4, 4, 4]
+
+
+def test_partitions_of_a_dead_or_restarted_broker_move_and_nothing_else_does() -> None:
+    live = {1: 1, 2: 1, 3: 1}
+    current = _apply({}, plan(KEYS, {}, live), live)
+    after_death = {1: 1, 2: 1}  # broker 3 is gone
+    moves = plan(KEYS, current, after_death)
+    assert set(moves) == {k for k, a in current.items() if a.leader == 3}
+    assert 3 not in moves.values()
+    restarted = {1: 1, 2: 1, 3: 2}  # broker 3 came back as a new incarnation
+    moves = plan(KEYS, current, restarted, max_moves=0)
+    assert set(moves) == {k for k, a in current.items() if a.leader == 3}
+
+
+def test_draining_broker_keeps_nothing() -> None:
+    live = {1: 1, 2: 1, 3: 1}
+    current = _apply({}, plan(KEYS, {}, live), live)
+    moves = plan(KEYS, current, live, draining=[2])
+    assert {k for k, a in current.items() if a.leader == 2} <= set(moves)
+    assert 2 not in moves.values()
+
+
+def test_a_reassignment_target_wins_and_pinned_partitions_are_not_balanced_back() -> None:
+    live = {1: 1, 2: 1, 3: 1}
+    current = _apply({}, plan(KEYS, {}, live), live)
+    key = next(k for k, a in current.items() if a.leader == 1)
+    row = current[key]
+    current[key] = Assignment(row.leader, row.leader_node_epoch, row.leader_epoch, target=2, pinned=True)
+    moves = plan(KEYS, current, live)
+    assert moves[key] == 2
+    current = _apply(current, moves, live)
+    current[key] = Assignment(2, 1, current[key].leader_epoch, pinned=True)
+    assert key not in plan(KEYS, current, live)
+
+
+def test_balancing_is_bounded_per_round_and_converges() -> None:
+    live = {1: 1}
+    current = _apply({}, plan(KEYS, {}, live), live)
+    live = {1: 1, 2: 1, 3: 1}
+    first = plan(KEYS, current, live, max_moves=2)
+    assert len(first) == 2
+    for _ in range(10):
+        moves = plan(KEYS, current, live, max_moves=2)
+        if not moves:
+            break
+        current = _apply(current, moves, live)
+    assert sorted(Counter(a.leader for a in current.values()).values()) == [4, 4, 4]
+
+
+def test_predicted_leader_is_stable_and_group_slots_follow_kafka() -> None:
+    assert predicted_leader(("t", 5), [1, 2, 3]) == predicted_leader(("t", 5), [1, 2, 3])
+    assert predicted_leader(("t", 5), []) is None
+    assert group_slot("abc", 50) == 96354 % 50  # "abc".hashCode() in Java
+    assert 0 <= group_slot("\u00ff" * 40, 50) < 50
