@@ -35,12 +35,24 @@ def encode_contract(metadata: dict[str, Any] | None, rule_set: dict[str, Any] | 
         RegistryError: 42210 when a rule is malformed.
     """
     body: dict[str, Any] = {}
+    metadata, rule_set = _pruned(metadata), _pruned(rule_set)
     if metadata:
         body["metadata"] = metadata
     if rule_set:
         _validate(rule_set)
         body["ruleSet"] = rule_set
     return json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False) if body else ""
+
+
+def _pruned(value: Any) -> Any:
+    """``value`` without empty members (``None``, ``[]``, ``{}``), recursively: clients send
+    ``"sensitive": []`` back for metadata registered without it, and it must be the same contract."""
+    if isinstance(value, dict):
+        kept = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v != [] and v != {}}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
 
 
 def properties_of(contract: str) -> dict[str, str]:

@@ -321,40 +321,56 @@ def all_versions(conn: Connection, include_deleted: bool = False, prefix: str = 
     return [_version_row(r) for r in conn.execute(query)]
 
 
-def version_with_fingerprint(
-    conn: Connection, subject: str, fingerprint: str, include_deleted: bool = False
-) -> VersionRow | None:
-    """The newest version of ``subject`` whose schema has ``fingerprint`` (one indexed query)."""
-    query = (
-        sa.select(versions_table)
-        .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
-        .where(versions_table.c.subject == subject, schemas_table.c.fingerprint == fingerprint)
-    )
-    if not include_deleted:
-        query = query.where(versions_table.c.deleted.is_(False))
-    row = conn.execute(query.order_by(versions_table.c.version.desc()).limit(1)).first()
-    return None if row is None else _version_row(row)
-
-
-def version_with_text(
-    conn: Connection, subject: str, schema_type: str, text: str, refs: str, include_deleted: bool = False
-) -> VersionRow | None:
-    """The newest version of ``subject`` whose schema is ``text`` with any contract (one query over
-    the subject's versions; only asked when a fingerprint lookup missed)."""
-    query = (
-        sa.select(versions_table)
-        .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
-        .where(
-            versions_table.c.subject == subject,
-            schemas_table.c.contract != "",
-            schemas_table.c.schema_type == schema_type,
-            schemas_table.c.schema == text,
-            schemas_table.c.refs == refs,
+def _version_match(include_deleted: bool, any_contract: bool) -> Any:
+    """The statement behind :func:`version_with_fingerprint`, built once per variant."""
+    key = (include_deleted, any_contract)
+    query = _VERSION_MATCH.get(key)
+    if query is not None:
+        return query
+    matches = schemas_table.c.fingerprint == sa.bindparam("fingerprint")
+    if any_contract:
+        matches = sa.or_(
+            matches,
+            sa.and_(
+                schemas_table.c.contract != "",
+                schemas_table.c.schema_type == sa.bindparam("schema_type"),
+                schemas_table.c.schema == sa.bindparam("text"),
+                schemas_table.c.refs == sa.bindparam("refs"),
+            ),
         )
+    query = (
+        sa.select(versions_table)
+        .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
+        .where(versions_table.c.subject == sa.bindparam("subject"), matches)
     )
     if not include_deleted:
         query = query.where(versions_table.c.deleted.is_(False))
-    row = conn.execute(query.order_by(versions_table.c.version.desc()).limit(1)).first()
+    exact = sa.case((schemas_table.c.fingerprint == sa.bindparam("fingerprint"), 0), else_=1)
+    query = query.order_by(exact, versions_table.c.version.desc()).limit(1)
+    _VERSION_MATCH[key] = query
+    return query
+
+
+_VERSION_MATCH: dict[tuple[bool, bool], Any] = {}
+
+
+def version_with_fingerprint(
+    conn: Connection,
+    subject: str,
+    fingerprint: str,
+    include_deleted: bool = False,
+    any_contract: tuple[str, str, str] | None = None,
+) -> VersionRow | None:
+    """The newest version of ``subject`` whose schema has ``fingerprint`` (one indexed query).
+
+    With ``any_contract`` (schema type, text, encoded references), a version holding that schema
+    with some contract also matches, when none has the exact fingerprint: a schema looked up or
+    registered without ``metadata``/``ruleSet`` is the one registered with them.
+    """
+    params = {"subject": subject, "fingerprint": fingerprint}
+    if any_contract is not None:
+        params.update(zip(("schema_type", "text", "refs"), any_contract, strict=True))
+    row = conn.execute(_version_match(include_deleted, any_contract is not None), params).first()
     return None if row is None else _version_row(row)
 
 

@@ -222,7 +222,7 @@ class SchemaRegistry(PolicyStore):
             db.insert_version(conn, subject, new_version, new_id)
             return new_id, new_version
 
-        result = self._write(run)
+        result = self._write_grouped(run)
         # The next registration checks against this version: keep its parse (the stored text is
         # candidate.text, so the parse is the same one _parse_row would make).
         if self._parsed.get(result[0]) is None and len(candidate.text) <= CACHEABLE_TEXT:
@@ -260,17 +260,13 @@ class SchemaRegistry(PolicyStore):
         """The newest version of ``subject`` holding the candidate: by fingerprint of the stored text
         (one indexed query), and with ``normalize`` also by normalized form, so cosmetic variants of
         a schema registered without normalization find it."""
-        found = db.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted)
-        if found is None and not candidate.contract:
-            # Asked without a contract: the schema registered with one still is this schema.
-            found = db.version_with_text(
-                conn,
-                subject,
-                candidate.schema_type,
-                candidate.text,
-                db.encode_references(candidate.references),
-                include_deleted,
-            )
+        # Asked without a contract, the schema registered with one still is this schema.
+        bare = (
+            None
+            if candidate.contract
+            else (candidate.schema_type, candidate.text, db.encode_references(candidate.references))
+        )
+        found = db.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted, bare)
         if found is not None or not normalize:
             return found
         for row in reversed(db.versions(conn, subject, include_deleted)):

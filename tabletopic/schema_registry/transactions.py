@@ -3,10 +3,12 @@ that helps (SQLite), writes retried on conflicts between nodes, driver errors tu
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -32,6 +34,9 @@ class RegistryDatabase:
     def __init__(self, engine: Engine, read_engine: Engine | None = None) -> None:
         self.engine = engine
         self.read_engine = read_engine or engine
+        self._group_lock = threading.Lock()
+        self._pending: list[_Pending[Any]] = []
+        self._leading = False
 
     def close(self) -> None:
         """Release the read engine if it is the registry's own (the write engine is the caller's)."""
@@ -72,3 +77,83 @@ class RegistryDatabase:
                     ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
                 ) from exc
         raise AssertionError("unreachable")
+
+    def _write_grouped(self, fn: Callable[[Connection], T]) -> T:
+        """Like :meth:`_write`, but concurrent callers share one transaction and one commit.
+
+        A commit waits for the disk (an fsync for SQLite): one per registration caps a node at a
+        few hundred a second however many clients there are. Here the first caller leads: it runs
+        every queued ``fn`` in one transaction, each inside its own savepoint so one refusal
+        (a :class:`RegistryError`) undoes only its own work, commits once and hands each caller its
+        result; callers that arrived meanwhile form the next batch. Each ``fn`` runs as if alone:
+        it sees the writes of those before it in the batch.
+        """
+        item: _Pending[T] = _Pending(fn)
+        with self._group_lock:
+            self._pending.append(item)
+            lead = not self._leading
+            if lead:
+                self._leading = True
+        if lead:
+            self._lead()
+        return item.outcome()
+
+    def _lead(self) -> None:
+        while True:
+            with self._group_lock:
+                batch, self._pending = self._pending, []
+                if not batch:
+                    self._leading = False
+                    return
+            try:
+                self._write(functools.partial(self._run_batch, batch=batch))
+            except BaseException as exc:
+                # The whole batch failed (a store error): every caller hears it. Anything else
+                # than an Exception still propagates, but no caller is left waiting.
+                with self._group_lock:
+                    stranded = [] if isinstance(exc, Exception) else self._pending
+                    if stranded:
+                        self._pending, self._leading = [], False
+                for item in [*batch, *stranded]:
+                    item.fail(exc)
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                for item in batch:
+                    item.release()
+
+    @staticmethod
+    def _run_batch(conn: Connection, *, batch: list[_Pending[Any]]) -> None:
+        for item in batch:
+            savepoint = conn.begin_nested()
+            try:
+                item.result = item.fn(conn)
+                item.error = None
+            except RegistryError as exc:
+                savepoint.rollback()
+                item.error = exc
+            else:
+                savepoint.commit()
+
+
+class _Pending(Generic[T]):
+    """One caller's work in a group commit, and the event it waits on."""
+
+    def __init__(self, fn: Callable[[Connection], T]) -> None:
+        self.fn = fn
+        self.result: T | None = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+
+    def release(self) -> None:
+        self._done.set()
+
+    def fail(self, exc: BaseException) -> None:
+        self.error = exc
+        self._done.set()
+
+    def outcome(self) -> T:
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.result  # type: ignore[return-value]

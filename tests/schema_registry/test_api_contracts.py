@@ -49,6 +49,10 @@ def test_metadata_and_rule_set_are_stored_and_answered(api: TestClient) -> None:
         assert body["ruleSet"] == RULE_SET
     found = post(api, "/subjects/c-value", {"schema": SCHEMA, "metadata": METADATA, "ruleSet": RULE_SET})
     assert found.json()["version"] == 1 and found.json()["ruleSet"] == RULE_SET
+    # Clients send empty members back ("sensitive": []): still the same contract.
+    echoed = {**METADATA, "sensitive": [], "tags": {**METADATA["tags"], "other": []}}
+    again = post(api, "/subjects/c-value", {"schema": SCHEMA, "metadata": echoed, "ruleSet": RULE_SET})
+    assert again.status_code == 200 and again.json()["version"] == 1
 
 
 def test_another_contract_is_another_schema_and_a_bare_schema_keeps_the_contract(api: TestClient) -> None:
