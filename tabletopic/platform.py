@@ -197,7 +197,12 @@ class Platform:
             metrics,
             storage,
             config_extensions=[
-                TopicConfigExtension(table_config.PREFIX, table_config.validate_table_topic_configs)
+                TopicConfigExtension(
+                    table_config.PREFIX,
+                    table_config.validate_table_topic_configs,
+                    # Late-bound: called on CreateTopics/AlterConfigs, once the node is started.
+                    validate_topic=lambda name, configs: tables.check_topic_configs(name, configs),
+                )
             ],
             clustered=clustered,
         )

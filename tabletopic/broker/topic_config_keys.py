@@ -22,6 +22,9 @@ class TopicConfigExtension:
 
     prefix: str
     validate: Callable[[dict[str, str]], None]
+    # Checks that need the topic's name and the node's state (other topics, the table catalog);
+    # run in a thread on CreateTopics and AlterConfigs, after ``validate``. Raises ValueError too.
+    validate_topic: Callable[[str, dict[str, str]], None] | None = None
 
 
 class InvalidTopicConfig(ValueError):

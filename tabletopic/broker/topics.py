@@ -211,6 +211,7 @@ class TopicRegistry:
         if partitions > 100_000:
             raise TopicError(ErrorCode.invalid_partitions, f"partition count {partitions} is too large")
         checked = self._validate_configs(configs or {})
+        await self._validate_for_topic(name, checked)
         async with self._lock:
             if name in self._by_name:
                 raise TopicError(ErrorCode.topic_already_exists, f"topic {name} already exists")
@@ -247,6 +248,16 @@ class TopicRegistry:
             return validate_topic_configs(configs, self._config_extensions)
         except InvalidTopicConfig as exc:
             raise TopicError(ErrorCode.invalid_config, str(exc)) from exc
+
+    async def _validate_for_topic(self, name: str, configs: dict[str, str]) -> None:
+        """The extensions' checks that need the topic's name and the node's state."""
+        for extension in self._config_extensions:
+            if extension.validate_topic is None or not any(k.startswith(extension.prefix) for k in configs):
+                continue
+            try:
+                await asyncio.to_thread(extension.validate_topic, name, dict(configs))
+            except ValueError as exc:
+                raise TopicError(ErrorCode.invalid_config, str(exc)) from exc
 
     def _require(self, name: str) -> Topic:
         topic = self._by_name.get(name)
@@ -309,6 +320,7 @@ class TopicRegistry:
         """Set a topic's explicit configs to exactly ``configs`` (AlterConfigs semantics; the
         incremental form computes the full set first). Raises TopicError."""
         checked = self._validate_configs(configs)
+        await self._validate_for_topic(name, checked)
         async with self._lock:
             topic = self._require(name)
             if validate_only:

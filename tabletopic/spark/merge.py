@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+
 log = logging.getLogger(__name__)
 
 DELETE_OPS = ("D", "d")
@@ -57,7 +59,9 @@ def merge_staged(
     properties: Mapping[str, str],
 ) -> None:
     """MERGE the staged rows into ``table_name`` (``catalog.namespace.table``) keyed by
-    ``id_columns`` (dotted paths allowed); ``delete_column`` holds the operation (``D`` deletes)."""
+    ``id_columns`` (dotted paths allowed); ``delete_column`` holds the operation (``D`` deletes), and
+    the staged delete marker (a tombstone) deletes too. ``SET *``/``INSERT *`` take the target's
+    columns by name, so the marker, which the table lacks, is never written."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -76,11 +80,11 @@ def merge_staged(
     view = f"tabletopic_merge_{uuid.uuid4().hex[:12]}"
     latest.createOrReplaceTempView(view)
     on = " AND ".join(f"t.{_quote(c)} <=> s.{_quote(c)}" for c in id_columns)
-    is_delete = (
-        f"coalesce(s.{_quote(delete_column)} IN ({', '.join(repr(op) for op in DELETE_OPS)}), false)"
-        if delete_column
-        else "false"
-    )
+    # A tombstone's row is a delete whatever the operation column says (it has none).
+    is_delete = f"coalesce(s.{DELETE_MARKER_COLUMN}, false)"
+    if delete_column:
+        ops = ", ".join(repr(op) for op in DELETE_OPS)
+        is_delete = f"({is_delete} OR coalesce(s.{_quote(delete_column)} IN ({ops}), false))"
     sql = (
         f"MERGE INTO {table_name} t USING {view} s ON {on} "
         f"WHEN MATCHED AND {is_delete} THEN DELETE "

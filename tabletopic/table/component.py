@@ -123,6 +123,14 @@ class TableComponent:
             # background, so the first commit after a restart does not pay for them.
             self._warmup = asyncio.create_task(asyncio.to_thread(self._warm_spark), name="spark-warmup")
 
+    def check_topic_configs(self, topic: str, configs: dict[str, str]) -> None:
+        """CreateTopics/AlterConfigs checks needing the node's state (other table topics, the
+        table's schema): see :func:`tabletopic.table.tables.check_topic_configs`. Raises ValueError."""
+        from tabletopic.table.tables import check_topic_configs
+
+        catalog = self._catalog.catalog if self._coordinator is not None else None
+        check_topic_configs(topic, configs, self._broker.table_topics(), catalog)
+
     def _warm_spark(self) -> None:
         assert self._spark is not None
         try:

@@ -87,6 +87,8 @@ class PipelineStatus:
     facts_loaded: bool = False
     rows_committed: int = 0
     records_skipped: int = 0
+    # Tombstones (null values) left out of an append table, or with no key to delete by.
+    tombstones_skipped: int = 0
     records_lost_to_retention: int = 0
     commits: int = 0
     last_error: str | None = None
@@ -148,6 +150,7 @@ class PipelineStatus:
             "lag_seconds": self.lag_seconds,
             "rows_committed": self.rows_committed,
             "records_skipped": self.records_skipped,
+            "tombstones_skipped": self.tombstones_skipped,
             "records_lost_to_retention": self.records_lost_to_retention,
             "commits": self.commits,
             "last_error": self.last_error,
@@ -224,6 +227,10 @@ class TopicPipeline:
         facts = table_facts(table) if table is not None else TableFacts()
         self.status.apply_facts(facts)
         state = committed_state(table) if table is not None else CommittedState(None)
+        conflict = self._owner_conflict(view, config, state)
+        if conflict is not None:
+            self._fail(view, conflict)
+            return False
         offsets = dict(state.offsets)
         if state.topic_id is not None and state.topic_id != view.topic_id:
             log.warning(
@@ -267,6 +274,7 @@ class TopicPipeline:
                 "tabletopic.skipped": str(len(job.skipped)),
                 **facts.next_commit_properties(len(job.skipped), lost),
                 COORDINATOR_PROPERTY: lease.owner,
+                "tabletopic.tombstones": str(job.tombstones),
             }
             if config.writes_deletes:
                 snapshot_id = await self._commit_merge(
@@ -305,6 +313,7 @@ class TopicPipeline:
         self.status.records_skipped = facts.records_skipped + len(job.skipped)
         self.status.records_lost_to_retention = facts.records_lost_to_retention + lost
         self.status.commits = facts.commits + 1
+        self.status.tombstones_skipped += job.tombstones
         self.status.last_error = None
         self.status.last_job_timings = {
             **job.timings,
@@ -426,7 +435,16 @@ class TopicPipeline:
                     table = await asyncio.to_thread(
                         tables.ensure_schema, self._ctx.catalog, identifier, None, tables.BASE_SCHEMA, config
                     )
+                elif not self._partition_columns_exist(view, config, table):
+                    return None
                 return table, job
+            if table is None:
+                # The first commit is where the value's columns become known: a partition.by
+                # column missing from them would leave the table unpartitioned for good.
+                missing = tables.missing_partition_columns(job.needs_schema, config)
+                if missing:
+                    self._fail(view, tables.partition_error(view.name, job.needs_schema, missing))
+                    return None
             try:
                 table = await asyncio.to_thread(
                     tables.ensure_schema, self._ctx.catalog, identifier, table, job.needs_schema, config
@@ -436,6 +454,40 @@ class TopicPipeline:
                 return None
         self._fail(view, f"the schema kept changing over {MAX_SCHEMA_ROUNDS} attempts")
         return None
+
+    def _partition_columns_exist(self, view: TopicView, config: TableTopicConfig, table: Table) -> bool:
+        """Whether the table has every ``partition.by`` column; puts the topic in error if not."""
+        if not config.partition_by:
+            return True
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        schema = schema_to_pyarrow(table.schema(), include_field_ids=False)
+        missing = tables.missing_partition_columns(schema, config)
+        if missing:
+            self._fail(view, tables.partition_error(view.name, schema, missing))
+        return not missing
+
+    def _owner_conflict(self, view: TopicView, config: TableTopicConfig, state: CommittedState) -> str | None:
+        """Why this topic must not write its table because another table topic maps to it too
+        (topics configured before that was refused), or None. The topic whose offsets the table
+        holds keeps it (the first by name while the table has none); the others stop."""
+        others = self._ctx.directory.table_topics()
+        conflict = tables.table_owner_conflict(view.name, config, others)
+        if conflict is None or state.topic_id == view.topic_id:
+            return None
+        if state.topic_id is None:
+            rivals = [
+                o.name
+                for o in others
+                if o.name != view.name
+                and tables.table_owner_conflict(
+                    o.name, TableTopicConfig.from_topic_configs(dict(o.configs), o.name), [view]
+                )
+                is not None
+            ]
+            if all(view.name < name for name in rivals):
+                return None
+        return conflict
 
     def _record_high_watermarks(self, view: TopicView) -> None:
         record_high_watermarks(self._ctx.worker, view, self.status)

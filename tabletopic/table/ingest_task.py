@@ -25,7 +25,13 @@ from tabletopic.crashpoints import crash_point
 from tabletopic.records.transactions import AbortedTransaction
 from tabletopic.s3stream.objects import fetch_slice
 from tabletopic.s3stream.objectstore import open_object_store
-from tabletopic.table.convert.rows import FailedRecord, RecordConversionError, RecordConverter, convert_slice
+from tabletopic.table.convert.rows import (
+    DELETE_MARKER_COLUMN,
+    FailedRecord,
+    RecordConversionError,
+    RecordConverter,
+    convert_slice,
+)
 from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
 from tabletopic.table.job import JobResult, JobSpec, MergeRequest
 from tabletopic.table.table_config import TableTopicConfig
@@ -73,6 +79,7 @@ class IngestTask:
         self.skipped: list[FailedRecord] = []
         self.timings = {"read": 0.0, "decode": 0.0, "write": 0.0}
         self.bytes_read = 0
+        self.tombstones = 0
 
     def add(self, item: WorkItem) -> pa.RecordBatch | None:
         """Convert one item; returns a ``fatal`` output row when the tolerance forbids skipping."""
@@ -92,17 +99,51 @@ class IngestTask:
             self.skipped.extend(result.enforce(self.config.errors_tolerance))
         except RecordConversionError as exc:
             return _output("fatal", message=f"topic {item.topic}: {exc}")
+        self.tombstones += result.tombstones
         if result.batch is not None and result.batch.num_rows:
             self.batches.append(result.batch)
         return None
 
+    def _row_schemas(self) -> list[pa.Schema]:
+        """The batches' schemas as table columns (the staging-only delete marker left out)."""
+        schemas = []
+        for batch in self.batches:
+            index = batch.schema.get_field_index(DELETE_MARKER_COLUMN)
+            schemas.append(batch.schema if index < 0 else batch.schema.remove(index))
+        return schemas
+
+    def _fit_deletes(self) -> None:
+        """Cast the id columns of tombstone-only batches (typed as the record key was, since no
+        value told their type) to the table's types, so a batch of deletes evolves nothing."""
+        if self.spec.table_metadata_json is None:
+            return
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        target = schema_to_pyarrow(self.table_metadata.schema(), include_field_ids=False)
+        for index, batch in enumerate(self.batches):
+            if batch.schema.get_field_index(DELETE_MARKER_COLUMN) < 0:
+                continue
+            columns, names = [], []
+            for field in batch.schema:
+                column = batch.column(field.name)
+                at = target.get_field_index(field.name)
+                if at >= 0 and not pa.types.is_nested(field.type) and field.type != target.field(at).type:
+                    try:
+                        column = column.cast(target.field(at).type)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                        pass  # reported by the schema check as the incompatible change it is
+                columns.append(column)
+                names.append(field.name)
+            self.batches[index] = pa.RecordBatch.from_arrays(columns, names=names)
+
     def finish(self) -> Iterator[pa.RecordBatch]:
+        self._fit_deletes()
         rows = sum(b.num_rows for b in self.batches)
         if self.skipped:
             yield _output("skipped", pickle.dumps(self.skipped), len(self.skipped))
         if self.batches:
             try:
-                schema = unify_schemas([b.schema for b in self.batches])
+                schema = unify_schemas(self._row_schemas())
             except SchemaConflict as exc:
                 yield _output("fatal", message=f"topic {self.spec.topic}: {exc}")
                 return
@@ -125,7 +166,12 @@ class IngestTask:
             top = pc.max(stamps).as_py()
             if top is not None and (newest is None or top > newest):
                 newest = top
-        stats = {**self.timings, "bytes": self.bytes_read, "max_timestamp_ms": newest}
+        stats = {
+            **self.timings,
+            "bytes": self.bytes_read,
+            "max_timestamp_ms": newest,
+            "tombstones": self.tombstones,
+        }
         yield _output("stats", json.dumps(stats).encode(), rows)
 
     @cached_property
@@ -157,13 +203,24 @@ class IngestTask:
         return load_file_io(self.spec.io_properties, self.table_metadata.location)
 
     def _stage(self) -> str:
-        """Write the rows as one plain Parquet file for the MERGE; returns its location."""
+        """Write the rows as one plain Parquet file for the MERGE; returns its location. Every
+        staged file has the delete marker column (false but for tombstones), so the MERGE reads one
+        schema whichever files had tombstones."""
         import pyarrow.parquet as pq
 
         assert self.spec.stage_dir is not None
         path = f"{self.spec.stage_dir.rstrip('/')}/{uuid.uuid4()}.parquet"
+        markers = []
+        for batch in self.batches:
+            index = batch.schema.get_field_index(DELETE_MARKER_COLUMN)
+            markers.append(
+                batch.column(index) if index >= 0 else pa.array([False] * batch.num_rows, pa.bool_())
+            )
+        table = self._conformed().append_column(
+            pa.field(DELETE_MARKER_COLUMN, pa.bool_()), pa.chunked_array(markers, pa.bool_())
+        )
         with self._io().new_output(path).create(overwrite=True) as stream:
-            pq.write_table(self._conformed(), stream)
+            pq.write_table(table, stream)
         return path
 
     def _write(self) -> list[Any]:
@@ -217,6 +274,8 @@ def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobRe
                 for name, value in json.loads(row["payload"]).items():
                     if name == "bytes":
                         result.bytes_read += int(value)
+                    elif name == "tombstones":
+                        result.tombstones += int(value)
                     elif name == "max_timestamp_ms":
                         if value is not None:
                             result.max_timestamp_ms = max(result.max_timestamp_ms or value, value)

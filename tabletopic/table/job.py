@@ -42,6 +42,8 @@ class JobResult:
     # Newest record timestamp among the rows (for the commit-delay metric).
     max_timestamp_ms: int | None = None
     skipped: list[FailedRecord] = field(default_factory=list)
+    # Tombstones left out (append tables, or no key to delete by): counted, never a failure.
+    tombstones: int = 0
     # Set when the decoded rows do not fit the table (or there is no table yet): the union of the
     # schemas seen. The coordinator evolves/creates the table and runs the job again; no files were
     # kept in that case.

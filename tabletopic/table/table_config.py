@@ -257,6 +257,28 @@ class TableTopicConfig:
                         f"column {col!r} in {ID_COLUMNS}/{PARTITION_BY}/{CDC_FIELD} does not exist without "
                         f"{TRANSFORM_VALUE_TYPE}=flatten; only _kafka_* columns exist then"
                     )
+            for part in self.partition_by:
+                if not self._kafka_column_exists(part.column):
+                    raise ValueError(
+                        f"{PARTITION_BY}: column {part.column!r} does not exist; without "
+                        f"{TRANSFORM_VALUE_TYPE}=flatten the columns are _kafka_key, _kafka_value, "
+                        "_kafka_header and _kafka_metadata.partition/offset/timestamp (fields of "
+                        "_kafka_key/_kafka_value when their converter uses a schema)"
+                    )
+
+    def _kafka_column_exists(self, column: str) -> bool:
+        """Whether ``column`` is one of the ``_kafka_*`` columns (or, for a schema-typed key or
+        value, a field path below one, which only the schema can confirm)."""
+        head, _, rest = column.partition(".")
+        if not rest:
+            return head in ("_kafka_key", "_kafka_value", "_kafka_header", "_kafka_metadata")
+        if head == "_kafka_metadata":
+            return rest in ("partition", "offset", "timestamp")
+        if head == "_kafka_key":
+            return self.key_converter.type.uses_schema
+        if head == "_kafka_value":
+            return self.value_converter.type.uses_schema
+        return False
 
 
 def validate_table_topic_configs(configs: Mapping[str, str | None], topic: str | None = None) -> None:

@@ -4,7 +4,7 @@ partition spec in step with the data and the topic's configs."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
@@ -13,12 +13,14 @@ from pyiceberg.table import Table
 from pyiceberg.types import StructType
 
 from tabletopic.table.convert.rows import (
+    CDC_COLUMN,
     HEADER_COLUMN,
     HEADER_TYPE,
     KEY_COLUMN,
     METADATA_COLUMN,
     METADATA_TYPE,
 )
+from tabletopic.table.ports import TopicView
 from tabletopic.table.schema_evolution import (
     IncompatibleTableSchema,
     create_table_for_topic,
@@ -27,6 +29,8 @@ from tabletopic.table.schema_evolution import (
 )
 from tabletopic.table.table_config import (
     FROM_DEBEZIUM_KEY,
+    PARTITION_BY,
+    TABLE_NAME,
     TableTopicConfig,
     TransformType,
     sanitize_table_name,
@@ -53,6 +57,97 @@ def creation_properties(config: TableTopicConfig) -> dict[str, str]:
 
 def identifier(config: TableTopicConfig, topic: str) -> tuple[str, str]:
     return (config.namespace, config.table_name or sanitize_table_name(topic))
+
+
+def table_owner_conflict(topic: str, config: TableTopicConfig, others: Iterable[TopicView]) -> str | None:
+    """Why ``topic`` may not feed its table: another table topic maps to the same table, or None.
+
+    Default table names replace every character outside ``[A-Za-z0-9_]`` with ``_``, so
+    ``orders-eu``, ``orders.eu`` and ``orders_eu`` would share one table; two topics must never
+    mix their rows (nor their committed offsets) by accident.
+    """
+    if not config.enabled:
+        return None
+    ident = identifier(config, topic)
+    for other in sorted(others, key=lambda view: view.name):
+        if other.name == topic:
+            continue
+        try:
+            theirs = TableTopicConfig.from_topic_configs(dict(other.configs), other.name)
+        except ValueError:
+            continue
+        if theirs.enabled and identifier(theirs, other.name) == ident:
+            return (
+                f"topic {other.name} already writes table {ident[0]}.{ident[1]} (a table name is the "
+                f"topic name with every character outside [A-Za-z0-9_] replaced by _); set {TABLE_NAME} "
+                f"to give topic {topic} a table of its own"
+            )
+    return None
+
+
+def _arrow_has(schema: pa.Schema, path: str) -> bool:
+    head, *rest = path.split(".")
+    index = schema.get_field_index(head)
+    if index < 0:
+        return False
+    kind = schema.field(index).type
+    for name in rest:
+        if not pa.types.is_struct(kind) or kind.get_field_index(name) < 0:
+            return False
+        kind = kind.field(name).type
+    return True
+
+
+def missing_partition_columns(schema: pa.Schema, config: TableTopicConfig) -> list[str]:
+    """The ``partition.by`` columns ``schema`` (the rows' or the table's) lacks.
+
+    Empty while the rows carry no value column at all (no record of the first batch could be
+    decoded, so the table was created from the ``_kafka_*`` columns): the value's columns are not
+    known yet, and the spec is completed once they are.
+    """
+    values = [f.name for f in schema if not f.name.startswith("_kafka_") and f.name != CDC_COLUMN]
+    if not values:
+        return []
+    return [str(p) for p in config.partition_by if not _arrow_has(schema, p.column)]
+
+
+def partition_error(topic: str, schema: pa.Schema, missing: Sequence[str]) -> str:
+    columns = ", ".join(f.name for f in schema)
+    return (
+        f"{PARTITION_BY}: {', '.join(missing)} of topic {topic} names a column the rows do not have "
+        f"(columns: {columns}); change {PARTITION_BY}"
+    )
+
+
+def check_topic_configs(
+    topic: str, configs: Mapping[str, str], others: Iterable[TopicView], catalog: Catalog | None
+) -> None:
+    """Checks of a table topic's configs that need the node's state, for CreateTopics and
+    AlterConfigs (the broker answers INVALID_CONFIG with the message): the table name is not
+    another table topic's, and ``partition.by`` names columns the table has when the table exists.
+
+    Raises:
+        ValueError: naming the key to change.
+    """
+    config = TableTopicConfig.from_topic_configs(configs, topic)
+    conflict = table_owner_conflict(topic, config, others)
+    if conflict is not None:
+        raise ValueError(conflict)
+    if catalog is None or not config.enabled or not config.partition_by:
+        return
+    try:
+        table = catalog.load_table(identifier(config, topic))
+    except NoSuchTableError:
+        return  # the schema is known at the first commit, which checks it then
+    except Exception as exc:  # the catalog unreachable: the first commit checks it instead
+        log.warning("topic %s: cannot check %s against the table now: %s", topic, PARTITION_BY, exc)
+        return
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    schema = schema_to_pyarrow(table.schema(), include_field_ids=False)
+    missing = missing_partition_columns(schema, config)
+    if missing:
+        raise ValueError(partition_error(topic, schema, missing))
 
 
 def ensure_schema(

@@ -9,6 +9,7 @@ import pytest
 
 from tabletopic.records.columns import BatchError, DecodedRecords
 from tabletopic.table.convert.rows import (
+    DELETE_MARKER_COLUMN,
     DLQ_HEADER_REASON,
     RecordConversionError,
     RecordConverter,
@@ -354,9 +355,11 @@ def test_flatten_debezium_emits_row_images_and_cdc_for_create_update_delete() ->
             "cdc.field": "_cdc.op",
         }
     )
-    result = convert_records(records(values), config, lookup)
+    keys: list[bytes | None] = [b"k%d" % i for i in range(len(values))]
+    keys[3] = None  # a tombstone without a key deletes nothing: left out and counted
+    result = convert_records(records(values, keys), config, lookup)
     batch = result.batch
-    assert batch is not None
+    assert batch is not None and result.tombstones == 1
     assert batch.schema.names == ["id", "name", "_cdc", "_kafka_key", "_kafka_header", "_kafka_metadata"]
     assert batch.column("id").to_pylist() == [1, 1, 1, 2]
     assert batch.column("name").to_pylist() == ["a", "b", "b", "snap"]
@@ -440,15 +443,77 @@ def test_protobuf_well_known_types_oneofs_and_optional_fields() -> None:
     assert batch.column("labels").to_pylist() == [[(3, "three")], []]
 
 
-def test_tombstones_are_dropped_when_flattened_rows_need_id_columns() -> None:
+def test_tombstones_on_an_upsert_table_become_deletes_keyed_by_the_record_key() -> None:
     lookup = MemoryLookup()
     sid = lookup.register("users-value", "AVRO", USER_V1)
     value = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}))
     keyed = cfg(**{"schema.type": "schema", "id.columns": "[id]", "upsert.enable": "true"})
-    result = convert_records(records([value, None]), keyed, lookup)
-    assert result.batch is not None and result.batch.num_rows == 1 and result.failures == []
+    result = convert_records(records([value, None, None], keys=[b"1", b"7", None]), keyed, lookup)
+    batch = result.batch
+    assert batch is not None and result.failures == [] and result.tombstones == 1
+    assert batch.column("id").to_pylist() == [1, 7]  # the key "7" read as the int id column
+    assert batch.column("name").to_pylist() == ["a", None]
+    assert batch.column(DELETE_MARKER_COLUMN).to_pylist() == [False, True]
+
+
+def test_a_batch_of_only_tombstones_on_an_upsert_table_deletes_by_key() -> None:
+    keyed = cfg(**{"schema.type": "schema", "id.columns": "[id]", "upsert.enable": "true"})
+    result = convert_records(records([None, None], keys=[b"3", b"4"]), keyed, MemoryLookup())
+    batch = result.batch
+    assert batch is not None and result.failures == []
+    assert batch.schema.names == [
+        "id",
+        "_kafka_key",
+        "_kafka_header",
+        "_kafka_metadata",
+        DELETE_MARKER_COLUMN,
+    ]
+    assert batch.column("id").to_pylist() == ["3", "4"]  # cast to the table's type when written
+
+
+def test_tombstones_with_a_record_key_take_the_id_columns_from_its_fields() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", USER_V1)
+    key_schema = {"type": "record", "name": "K", "fields": [{"name": "id", "type": "int"}]}
+    kid = lookup.register("users-key", "AVRO", key_schema)
+    value = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}))
+    config = cfg(
+        **{
+            "schema.type": "schema",
+            "convert.key.type": "by_schema_id",
+            "id.columns": "[id]",
+            "cdc.field": "name",
+        }
+    )
+    keys = [wire(kid, avro_bytes(key_schema, {"id": 1})), wire(kid, avro_bytes(key_schema, {"id": 9}))]
+    result = convert_records(records([value, None], keys), config, lookup)
+    # The first row's cdc.field "a" is no operation; the tombstone is exempt from that check.
+    assert [f.offset for f in result.failures] == [100]
+    assert result.batch is not None and result.batch.column("id").to_pylist() == [9]
+
+
+def test_a_tombstone_key_that_cannot_be_an_id_fails_that_record_only() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", USER_V1)
+    value = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}))
+    keyed = cfg(**{"schema.type": "schema", "id.columns": "[id]", "upsert.enable": "true"})
+    result = convert_records(records([value, None], keys=[b"1", b"not-a-number"]), keyed, lookup)
+    assert [f.offset for f in result.failures] == [101] and "id column 'id'" in result.failures[0].reason
+    assert result.batch is not None and result.batch.column("id").to_pylist() == [1]
+
+
+def test_tombstones_on_an_append_table_are_left_out_and_counted_never_failed() -> None:
+    lookup = MemoryLookup()
+    sid = lookup.register("users-value", "AVRO", USER_V1)
+    value = wire(sid, avro_bytes(USER_V1, {"id": 1, "name": "a", "created": T0}))
     plain = convert_records(records([value, None]), cfg(**{"schema.type": "schema"}), lookup)
-    assert plain.batch is not None and plain.batch.column("id").to_pylist() == [1, None]
+    assert plain.batch is not None and plain.batch.column("id").to_pylist() == [1]
+    assert plain.failures == [] and plain.tombstones == 1
+    only = convert_records(records([None, None]), cfg(**{"schema.type": "schema"}), lookup)
+    assert only.batch is None and only.failures == [] and only.tombstones == 2
+    only.enforce(ErrorsTolerance.NONE)  # nothing to stop the pipeline for
+    raw = convert_records(records([b"v", None]), cfg())
+    assert raw.batch is not None and raw.batch.column("_kafka_value").to_pylist() == [b"v", None]
 
 
 def test_unknown_schema_id_is_looked_up_once_per_converter() -> None:

@@ -245,3 +245,86 @@ async def test_a_commit_racing_a_schema_evolution_is_not_applied_twice(node: Nod
     assert offsets_in_table(node, "raced") == [(0, 0), (0, 1)]
 
 
+class SchemaOnly:
+    """A job that reports decoded rows of a fixed schema (a flattened value with ``id``, ``at``)."""
+
+    def __init__(self) -> None:
+        self.inner = InProcessRunner()
+
+    def run(self, spec: JobSpec) -> JobResult:
+        import pyarrow as pa
+
+        from tabletopic.table.tables import BASE_SCHEMA
+
+        if spec.table_metadata_json is None:
+            return JobResult(
+                needs_schema=pa.schema([("id", pa.int64()), ("at", pa.timestamp("us")), *BASE_SCHEMA])
+            )
+        return JobResult()
+
+
+async def test_partition_by_on_a_missing_column_puts_the_topic_in_error_at_the_first_commit(
+    node: Node,
+) -> None:
+    await node.add_topic(
+        "events",
+        1,
+        **{
+            "automq.table.topic.partition.by": "[day(nosuch), id]",
+            "automq.table.topic.convert.value.type": "by_schema_id",
+            "automq.table.topic.transform.value.type": "flatten",
+        },
+    )
+    view = node.directory.topics["events"]
+    await node.produce(view, 0, [b"x"])
+    ctx = CoordinatorContext(**{**node.ctx.__dict__, "runner": SchemaOnly()})
+    pipeline = TopicPipeline(ctx, "events")
+    assert not await pipeline.run_cycle()
+    assert pipeline.status.state == "FAILED"
+    error = pipeline.status.last_error or ""
+    assert "automq.table.topic.partition.by" in error and "day(nosuch)" in error and "id, at" in error
+    assert not node.catalog.table_exists(("kafka", "events"))  # never created unpartitioned
+
+
+async def test_two_topics_mapping_to_one_table_never_share_it(node: Node) -> None:
+    first = await node.add_topic("orders-eu", 1)
+    second = await node.add_topic("orders.eu", 1)
+    await node.produce(first, 0, [b"a"])
+    await node.produce(second, 0, [b"b"])
+    later = TopicPipeline(node.ctx, "orders.eu")
+    owner = TopicPipeline(node.ctx, "orders-eu")  # the first by name while the table has no offsets
+    assert not await later.run_cycle()
+    assert later.status.state == "FAILED"
+    assert "orders-eu" in (later.status.last_error or "")
+    assert "automq.table.topic.table.name" in (later.status.last_error or "")
+    assert await owner.run_cycle()
+    assert offsets_in_table(node, "orders_eu") == [(0, 0)]  # only the owner's record
+
+
+def test_creating_or_altering_a_topic_checks_its_table_name_and_partition_columns(tmp_path: Path) -> None:
+    from tabletopic.table.tables import check_topic_configs
+
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    on = {"automq.table.topic.enable": "true"}
+    existing = [TopicView("orders-eu", "id-1", on, ())]
+    with pytest.raises(ValueError, match=r"orders-eu already writes table default\.orders_eu.*table\.name"):
+        check_topic_configs("orders_eu", on, existing, catalog)
+    check_topic_configs("orders_eu", {**on, "automq.table.topic.table.name": "orders_eu2"}, existing, catalog)
+    check_topic_configs("orders_eu", {"automq.table.topic.enable": "false"}, existing, catalog)
+
+    import pyarrow as pa
+
+    from tabletopic.table.tables import BASE_SCHEMA
+
+    catalog.create_namespace("default")
+    catalog.create_table(("default", "clicks"), pa.schema([("page", pa.string()), *BASE_SCHEMA]))
+    flatten = {
+        **on,
+        "automq.table.topic.convert.value.type": "by_schema_id",
+        "automq.table.topic.transform.value.type": "flatten",
+    }
+    check_topic_configs("clicks", {**flatten, "automq.table.topic.partition.by": "[page]"}, [], catalog)
+    with pytest.raises(ValueError, match=r"partition\.by: day\(nosuch\) .*columns: page"):
+        check_topic_configs(
+            "clicks", {**flatten, "automq.table.topic.partition.by": "[day(nosuch)]"}, [], catalog
+        )

@@ -237,3 +237,13 @@ def test_config_is_frozen() -> None:
     c = parse()
     with pytest.raises(AttributeError):
         c.enabled = True  # type: ignore[misc]
+
+
+def test_partition_by_without_flatten_names_only_existing_kafka_columns() -> None:
+    base = {"automq.table.topic.enable": "true"}
+    TableTopicConfig.from_topic_configs(
+        {**base, "automq.table.topic.partition.by": "[day(_kafka_metadata.timestamp)]"}
+    )
+    for bad in ("[_kafka_metadata.nosuch]", "[_kafka_nosuch]", "[_kafka_value.field]"):
+        with pytest.raises(ValueError, match=r"partition\.by: column .* does not exist"):
+            TableTopicConfig.from_topic_configs({**base, "automq.table.topic.partition.by": bad})

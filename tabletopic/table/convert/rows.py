@@ -8,6 +8,12 @@ or ``before`` for deletes) and adds ``_cdc`` struct(op, ts, offset, source) with
 
 Records that cannot become rows are returned beside the batch as :class:`FailedRecord` with their raw
 key, value and headers, so the caller can apply ``errors.tolerance`` and feed the DLQ topic.
+
+Tombstones (a null value) follow Kafka's compacted-topic convention when a transform needs the value:
+on an upsert or CDC table each becomes a delete of its key's row (the id columns are read from the
+record key; the row carries :data:`DELETE_MARKER_COLUMN`, which the MERGE reads and the table never
+holds); on an append table it is left out and counted in :attr:`ConversionResult.tombstones`. Without a
+transform the row keeps its null ``_kafka_value``, as the log has it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ METADATA_TYPE = pa.struct(
     [pa.field("partition", pa.int32()), pa.field("offset", pa.int64()), pa.field("timestamp", pa.int64())]
 )
 RESERVED_COLUMNS = frozenset({KEY_COLUMN, VALUE_COLUMN, HEADER_COLUMN, METADATA_COLUMN, CDC_COLUMN})
+# Staged upsert/CDC rows only: true for a tombstone's delete. Never a table column (the ingest task
+# strips it before any schema check and the MERGE matches on it).
+DELETE_MARKER_COLUMN = "__tabletopic_delete"
 
 # Headers the DLQ copy of a failed record carries, so its consumer knows what went wrong where.
 DLQ_HEADER_REASON = "tabletopic.error.reason"
@@ -78,6 +87,8 @@ class ConversionResult:
     batch: pa.RecordBatch | None
     failures: list[FailedRecord] = field(default_factory=list)
     batch_errors: list[BatchError] = field(default_factory=list)
+    # Tombstones left out of an append table (or on an upsert table, without a key to delete by).
+    tombstones: int = 0
 
     def enforce(self, tolerance: ErrorsTolerance) -> list[FailedRecord]:
         """Apply ``errors.tolerance``: raise RecordConversionError if a failure may not be skipped,
@@ -129,12 +140,13 @@ class RecordConverter:
         columns: list[tuple[str, pa.Array]] = []
         drop: list[bool] | None = None
         transform = self.config.value_transform
+        # Tombstones matter only when a transform needs the value (see the module docstring).
+        tombstone = (
+            [v is None for v in records.values] if transform is not TransformType.NONE else [False] * n
+        )
+        tombstones = sum(tombstone)
         if transform is TransformType.FLATTEN and is_record and pa.types.is_struct(value_array.type):
             columns += _spread(value_array)
-            if self.config.id_columns:
-                # A tombstone has no fields to identify a row by (the id columns are required in
-                # the table), so it cannot be written; it is dropped, not failed.
-                drop = [v is None for v in records.values]
         elif (
             transform is TransformType.FLATTEN_DEBEZIUM and is_record and pa.types.is_struct(value_array.type)
         ):
@@ -143,15 +155,33 @@ class RecordConverter:
                 failures.setdefault(i, Failure(reason, invalid_data=False))
             columns += _spread(row)
             columns.append((CDC_COLUMN, cdc))
-        elif transform is not TransformType.NONE and n and len(failures) < n:
+        elif transform is not TransformType.NONE and n - tombstones and len(failures) < n:
             why = f"transform {transform} needs record values, got {value_array.type}"
             for i in range(n):
-                failures.setdefault(i, Failure(why, invalid_data=False))
+                if not tombstone[i]:
+                    failures.setdefault(i, Failure(why, invalid_data=False))
         else:
             columns.append((VALUE_COLUMN, value_array))
+        if transform is not TransformType.NONE:
+            columns = [(name, c) for name, c in columns if name != VALUE_COLUMN]
         columns += [(KEY_COLUMN, key_array), (HEADER_COLUMN, headers), (METADATA_COLUMN, metadata)]
+        deletes = [False] * n
+        if tombstones:
+            drop = list(drop) if drop is not None else [False] * n
+            if self.config.writes_deletes:
+                deletes, unkeyed = _tombstone_deletes(
+                    columns, tombstone, records.keys, self._merge_ids(), failures
+                )
+                tombstones = unkeyed
+            for i in range(n):
+                if tombstone[i]:
+                    drop[i] = not deletes[i]  # flatten_debezium drops null envelopes; deletes stay
         if self.config.cdc_field is not None and n:
-            _check_cdc_ops(dict(columns), self.config.cdc_field, failures, drop)
+            # A tombstone's delete has no operation column of its own: the marker says delete.
+            unchecked = [deletes[i] or (drop is not None and drop[i]) for i in range(n)]
+            _check_cdc_ops(dict(columns), self.config.cdc_field, failures, unchecked)
+        if any(deletes):
+            columns.append((DELETE_MARKER_COLUMN, pa.array(deletes, type=pa.bool_())))
 
         keep = [i not in failures and not (drop is not None and drop[i]) for i in range(n)]
         batch = pa.RecordBatch.from_arrays([c for _, c in columns], names=[name for name, _ in columns])
@@ -170,7 +200,95 @@ class RecordConverter:
             )
             for i, f in sorted(failures.items())
         ]
-        return ConversionResult(batch if batch.num_rows else None, failed, list(records.errors))
+        return ConversionResult(batch if batch.num_rows else None, failed, list(records.errors), tombstones)
+
+    def _merge_ids(self) -> tuple[str, ...]:
+        """The id columns a tombstone's delete must carry (``[_from_debezium_key_]`` matches on the
+        key column itself, which every row has)."""
+        if self.config.id_columns_from_debezium_key:
+            return ()
+        return self.config.id_columns
+
+
+def _tombstone_deletes(
+    columns: list[tuple[str, pa.Array]],
+    tombstone: list[bool],
+    keys: Sequence[bytes | None],
+    id_columns: Sequence[str],
+    failures: dict[int, Failure],
+) -> tuple[list[bool], int]:
+    """Turn keyed tombstones into delete rows: fill the id columns (in ``columns``, in place) from
+    the record key. A struct key gives the id columns by field name; any other key is the value of
+    the single id column. Returns which rows are deletes and how many tombstones had no key.
+
+    A key that cannot give the id columns (wrong fields, a value that does not fit the column's
+    type) fails its record: the delete it asked for cannot be applied.
+    """
+    n = len(tombstone)
+    deletes = [tombstone[i] and keys[i] is not None for i in range(n)]
+    unkeyed = sum(tombstone) - sum(deletes)
+    if not any(deletes):
+        return deletes, unkeyed
+    by_name = dict(columns)
+    key_array = by_name[KEY_COLUMN]
+    mask = pa.array(deletes, type=pa.bool_())
+    for path in id_columns:
+        root = path.split(".", 1)[0]
+        if root in RESERVED_COLUMNS:
+            continue  # the id is in a column every row has (the key, the metadata)
+        source = _key_part(key_array, path, len(id_columns))
+        if source is None or "." in path:
+            why = f"tombstone key ({key_array.type}) does not give id column {path!r}"
+            for i in range(n):
+                if deletes[i]:
+                    failures.setdefault(i, Failure(why))
+                    deletes[i] = False
+            return deletes, unkeyed
+        existing = by_name.get(root)
+        target = (
+            existing.type if existing is not None and not pa.types.is_null(existing.type) else source.type
+        )
+        values = _cast_rows(source, target, deletes, failures, path)
+        merged = values if existing is None else pc.if_else(mask, values, existing.cast(target))
+        if existing is None:
+            columns.insert(0, (root, merged))
+        else:
+            columns[[name for name, _ in columns].index(root)] = (root, merged)
+        by_name[root] = merged
+    return deletes, unkeyed
+
+
+def _key_part(key_array: pa.Array, path: str, id_count: int) -> pa.Array | None:
+    """The key's values for id column ``path``: a struct key's field of that name (or the last
+    name of a dotted path), or the whole key when it is not a record and there is one id column."""
+    if pa.types.is_struct(key_array.type):
+        for name in (path, path.rsplit(".", 1)[-1]):
+            if key_array.type.get_field_index(name) >= 0:
+                return pc.struct_field(key_array, name)
+        return None
+    if id_count == 1 and not pa.types.is_null(key_array.type):
+        return key_array
+    return None
+
+
+def _cast_rows(
+    source: pa.Array, target: pa.DataType, rows: list[bool], failures: dict[int, Failure], path: str
+) -> pa.Array:
+    """``source`` cast to ``target`` where ``rows`` is set (null elsewhere); a value that does not
+    fit fails its record and clears its ``rows`` entry."""
+    picked = pc.if_else(pa.array(rows, type=pa.bool_()), source, pa.nulls(len(source), source.type))
+    try:
+        return picked.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        values = []
+        for i, value in enumerate(picked):
+            try:
+                values.append(value.cast(target) if value.is_valid else None)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                failures.setdefault(i, Failure(f"tombstone key does not fit id column {path!r}: {exc}"))
+                rows[i] = False
+                values.append(None)
+        return pa.array([v.as_py() if v is not None else None for v in values], type=target)
 
 
 def _int64(values: list[int]) -> pa.Array:
