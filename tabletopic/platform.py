@@ -257,13 +257,7 @@ class Platform:
             try:
                 await part.start()
             except OperationalError as exc:  # unreachable server, wrong password, unwritable file
-                url = self.engine.url.render_as_string(hide_password=True)
-                reason = str(exc.orig or exc).strip().splitlines()[0]
-                raise StartupError(
-                    f"{part.name} cannot use the metadata database {url}: {reason}; "
-                    f"change {settings.METADATA_URL.name}",
-                    settings.METADATA_URL.name,
-                ) from exc
+                raise _database_unusable(self.engine, part.name, exc) from exc
             self.started.append(part)
 
     async def stop(self) -> None:
@@ -275,6 +269,16 @@ class Platform:
             except Exception:
                 log.exception("error while stopping %s", part.name)
         self.engine.dispose()
+
+
+def _database_unusable(engine: Engine, who: str, exc: Exception) -> StartupError:
+    """The one-line start-up error for a metadata database that cannot be reached or used."""
+    url = engine.url.render_as_string(hide_password=True)
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    return StartupError(
+        f"{who} cannot use the metadata database {url}: {reason}; change {settings.METADATA_URL.name}",
+        settings.METADATA_URL.name,
+    )
 
 
 def _check_cluster_mode(config: Config, engine: Engine) -> bool:
@@ -294,7 +298,12 @@ def _check_cluster_mode(config: Config, engine: Engine) -> bool:
             "data no other broker can take over)"
         )
     if not enabled and postgres:
-        others = ClusterMetadata(engine).live_nodes_other_than(config.get(broker_settings.BROKER_ID))
+        from sqlalchemy.exc import OperationalError
+
+        try:
+            others = ClusterMetadata(engine).live_nodes_other_than(config.get(broker_settings.BROKER_ID))
+        except OperationalError as exc:
+            raise _database_unusable(engine, "the node", exc) from exc
         if others:
             key = "cluster.enable=true" if object_wal else "s3stream.wal.mode=object and cluster.enable=true"
             raise ConfigError(

@@ -32,7 +32,7 @@ def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluste
     meta = ClusterMetadata(engine)
     try:
         meta.request_moves([(topic, p, 1) for p in range(PARTITIONS)])  # an operator piles it all on 1
-        wait_until(lambda: all(n == 1 for n, _ in cluster.leaders(topic).values()), timeout=20)
+        wait_until(lambda: all(n == 1 for n, _ in cluster.leaders(topic).values()), timeout=60)
         with steady_load(cluster.bootstrap, topic, PARTITIONS, 3_000_000):
             started = time.monotonic()
             # Skewed first: broker 1 reports all of it.
