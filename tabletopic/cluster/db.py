@@ -442,15 +442,18 @@ class ClusterMetadata:
             return bool(conn.execute(query).scalar_one())
 
 
-def run_listener(dsn: str, on_notify: Callable[[str], None], stopped: Callable[[], bool]) -> None:
-    """Blocking: LISTEN on the cluster channel and call ``on_notify(payload)`` for each NOTIFY until
-    ``stopped()``; runs on its own thread and connection (psycopg 3)."""
+def run_listener(
+    dsn: str, on_notify: Callable[[str], None], stopped: Callable[[], bool], channel: str = CHANNEL
+) -> None:
+    """Blocking: LISTEN on ``channel`` (the cluster's by default) and call ``on_notify(payload)`` for
+    each NOTIFY until ``stopped()``; after a lost connection it reconnects and reports
+    ``"reconnected"``. Runs on its own thread and connection (psycopg 3)."""
     import psycopg
 
     while not stopped():
         try:
             with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(f"LISTEN {CHANNEL}")
+                conn.execute(f"LISTEN {channel}")
                 on_notify("reconnected")
                 while not stopped():
                     for note in conn.notifies(timeout=0.5, stop_after=64):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
+from tabletopic.cluster.db import run_listener
 
 log = logging.getLogger(__name__)
 
@@ -141,17 +141,4 @@ class Handoffs:
 
 def listen(dsn: str, on_notify: Callable[[str], None], stopped: Callable[[], bool]) -> None:
     """Blocking: LISTEN on the hand-over channel until ``stopped()`` (runs on its own thread)."""
-    import psycopg
-
-    while not stopped():
-        try:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(f"LISTEN {CHANNEL}")
-                on_notify("reconnected")
-                while not stopped():
-                    for note in conn.notifies(timeout=0.5, stop_after=64):
-                        on_notify(note.payload)
-        except psycopg.Error:
-            if stopped():
-                return
-            time.sleep(0.5)
+    run_listener(dsn, on_notify, stopped, CHANNEL)

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
@@ -38,7 +39,7 @@ def wait_for_port(port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> 
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
 
 
-def terminate(process: subprocess.Popen[bytes] | None, grace_seconds: float = 15) -> None:
+def terminate(process: subprocess.Popen[Any] | None, grace_seconds: float = 15) -> None:
     """SIGTERM, then SIGKILL if the process has not exited within the grace."""
     if process is None or process.poll() is not None:
         return

@@ -1,18 +1,8 @@
-"""Stopping the helper processes tests start (servers, brokers, nodes) the same way everywhere."""
+"""Stopping the helper processes tests start (servers, brokers, nodes) the same way everywhere: the
+package's own ``terminate``, which `tabletopic cluster up` uses for its processes."""
 
 from __future__ import annotations
 
-import subprocess
-from typing import Any
+from tabletopic.cluster.local import terminate
 
-
-def terminate(process: subprocess.Popen[Any] | None, grace_seconds: float = 15) -> None:
-    """SIGTERM ``process`` if it still runs, then SIGKILL it if it has not exited within the grace."""
-    if process is None or process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(grace_seconds)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+__all__ = ["terminate"]
