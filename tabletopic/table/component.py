@@ -103,6 +103,7 @@ class TableComponent:
             observer=TableMetrics(self._metrics),
             maintenance=self._maintenance(),
             spark_catalog=config.get(CATALOG_NAME),
+            native_decode=config.get(settings.NATIVE_DECODE),
         )
         coordinator = TableCoordinator(
             ctx,

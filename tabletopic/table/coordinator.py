@@ -150,6 +150,7 @@ class CoordinatorContext:
     # The Spark catalog name the platform's catalog has in the runner's session (for MERGE INTO).
     spark_catalog: str = "tabletopic"
     maintenance: Maintenance | None = None
+    native_decode: bool = True
 
 
 class TopicPipeline:
@@ -367,6 +368,7 @@ class TopicPipeline:
                 io_properties={} if table is None else dict(table.io.properties),
                 object_store_settings=self._ctx.object_store_settings,
                 schema_registry_url=self._ctx.schema_registry_url,
+                native_decode=self._ctx.native_decode,
             )
             started = time.monotonic()
             job = await asyncio.to_thread(self._ctx.runner.run, spec)

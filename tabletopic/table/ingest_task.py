@@ -72,7 +72,7 @@ class IngestTask:
             from tabletopic.schema_registry.client import HttpSchemaLookup
 
             lookup = HttpSchemaLookup(spec.schema_registry_url)
-        self.converter = RecordConverter(self.config, lookup)
+        self.converter = RecordConverter(self.config, lookup, native=spec.native_decode)
         self.store = _object_store(json.dumps(spec.object_store_settings, sort_keys=True))
         self.batches: list[pa.RecordBatch] = []
         self.skipped: list[FailedRecord] = []
