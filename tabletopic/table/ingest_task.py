@@ -300,3 +300,12 @@ class InProcessRunner:
         raise NotImplementedError(
             "upsert and CDC table topics need the Spark runner (table.job.runner=spark) for MERGE INTO"
         )
+
+
+def warm_worker(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A Spark task run once per core at warm-up: this module and the native decoder are imported
+    by then, in a Python worker the ingest jobs reuse."""
+    from tabletopic.table.convert import native_avro
+
+    native_avro.available()
+    yield from batches
