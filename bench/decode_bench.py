@@ -156,12 +156,12 @@ def main() -> None:
     lookup = Lookup()
     p = "automq.table.topic."
 
-    def convert(fmt: str, configs: dict[str, str]) -> Callable[[], int]:
+    def convert(fmt: str, configs: dict[str, str], native: bool = True) -> Callable[[], int]:
         config = TableTopicConfig.from_topic_configs(configs, "bench")
         batches = data[fmt]
 
         def run() -> int:
-            converter = RecordConverter(config, lookup)
+            converter = RecordConverter(config, lookup, native=native)
             result = converter.convert(decode_records(batches, 0, total))
             assert not result.failures, result.failures[:1]
             return result.batch.num_rows if result.batch is not None else 0
@@ -176,11 +176,15 @@ def main() -> None:
         convert("avro", {p + "convert.value.type": "by_schema_id"}),
     )
     flatten = {p + "schema.type": "schema"}
-    measure("decode + convert avro flatten", total, convert("avro", flatten))
+    native = measure("decode + convert avro flatten (native)", total, convert("avro", flatten))
+    per_record = measure("decode + convert avro flatten (per record)", total, convert("avro", flatten, False))
+    print(f"{'  ratio native / per record':<42} {native / per_record:>10.2f}")
     original = avro_module.AvroDecoder.__init__
 
-    def fastavro_only(self: Any, text: str, references: Any = (), columnar: bool = True) -> None:
-        original(self, text, references, columnar=False)
+    def fastavro_only(
+        self: Any, text: str, references: Any = (), columnar: bool = True, native: bool = False
+    ) -> None:
+        original(self, text, references, columnar=False, native=False)
 
     avro_module.AvroDecoder.__init__ = fastavro_only  # type: ignore[method-assign]
     measure("decode + convert avro flatten (fastavro)", total, convert("avro", flatten))

@@ -1,29 +1,46 @@
-"""Table-topic figures: a real ``tabletopic serve`` node (Spark runner) fed by confluent-kafka.
+"""Table-topic figures from one run: a real ``tabletopic serve`` node (Spark runner, local[2]) fed by
+confluent-kafka, every figure beside a same-run baseline.
 
-1. Throughput: N Avro records (20 fields) to a table topic with P partitions; records/s from the
-   first produce to the last row committed (the whole path: broker, object store, Spark job, Iceberg
-   commit), with the time split of every committed job (tasks' read/decode/write seconds summed over
-   tasks, job wall time, commit) from ``/v1/tables`` (``last_job_timings``).
-2. Freshness: records at a steady rate to a topic with a short commit interval; per record, produce
-   time -> the moment ``/v1/tables`` reports its offset committed (visible to queries). p50/p99.
-3. Baseline: the same rows as pre-built Arrow batches appended by a plain Spark job
-   (``mapInArrow`` yielding them, ``df.writeTo(table).append()``) through the same REST catalog.
-   The ratio says what decoding Kafka batches, conversion and the exactly-once commit cost.
+1. Cold start: the node starts with no table topics; a first table topic's first commit is timed
+   from its first record acknowledged to the record committed (Spark session and Python workers
+   start then, unless a table topic already existed when the node started).
+2. Catch-up per format: ``--records`` records already in a ``--partitions``-partition topic, then
+   the table topic is switched on (AlterConfigs ``enable=true``, Spark warm); rows/s from the
+   switch to every row committed. Avro (20 fields, flatten), Protobuf (flatten), JSON Schema
+   (flatten) and plain JSON strings (``convert.value.type=string``). Each job's time split (tasks'
+   read/decode/write seconds summed over tasks, job wall time, commit) comes from ``/v1/tables``.
+3. Steady state: ``--steady-rate`` records/s for ``--steady-seconds`` with a 1 s commit interval;
+   per record, produce time -> the status poll that saw its offset committed. p50/p99, and the lag
+   at the end (growing lag shows as a p99 close to the run's length).
+4. Spark's fixed cost: an empty ``mapInArrow`` job (3 tasks, no rows) in a Spark session like the
+   node's; the commit's time is the ``commit`` figure of the catch-up jobs.
+5. Baselines, on the same Avro rows pre-built as Arrow: pyarrow alone (pyiceberg append: Parquet
+   written by pyarrow, one commit) and Spark's own Iceberg writer (``mapInArrow`` yielding them,
+   ``writeTo(...).append()``), through the same REST catalog; ratios against the Avro catch-up.
+6. Upsert: a ``--upsert-rows`` batch (half existing keys) applied to a ``--upsert-keys``-row table
+   the way the pipeline does (``tabletopic.spark.merge.merge_staged``, merge-on-read), rows/s, and
+   the latest row per key checked.
 
-Usage: python bench/table_bench.py [--records 30000] [--partitions 3] [--commit-interval-ms 3000]
-       [--freshness-seconds 20] [--freshness-rate 200] [--freshness-interval-ms 1000]
+The machine is shared with other work: treat absolute figures as rough, the ratios as the signal.
+
+Usage: python bench/table_bench.py [--records 1000000] [--partitions 3] [--formats avro,protobuf,...]
+       [--steady-rate 50000] [--steady-seconds 20] [--upsert-keys 10000000] [--upsert-rows 100000]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
 import json
 import random
+import statistics
+import struct
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +55,33 @@ for _i in range(1, 20):
     FIELDS.append({"name": f"f{_i:02d}_{_kind}", "type": _kind})
 FIELDS[-1] = {"name": "created_at", "type": {"type": "long", "logicalType": "timestamp-millis"}}
 SCHEMA = {"type": "record", "name": "BenchRecord", "namespace": "tabletopic.bench", "fields": FIELDS}
+_PROTO_TYPES = {"int": "int32", "long": "int64", "double": "double", "string": "string", "boolean": "bool"}
+PROTO = (
+    'syntax = "proto3";\npackage tabletopic.bench;\nmessage BenchRecord {\n'
+    + "".join(
+        f"  {_PROTO_TYPES.get(f['type'], 'int64') if isinstance(f['type'], str) else 'int64'} "
+        f"{f['name']} = {n};\n"
+        for n, f in enumerate(FIELDS, 1)
+    )
+    + "}\n"
+)
+JSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        f["name"]: {
+            "type": {
+                "int": "integer",
+                "long": "integer",
+                "double": "number",
+                "string": "string",
+                "boolean": "boolean",
+            }.get(f["type"], "integer")
+            if isinstance(f["type"], str)
+            else "integer"
+        }
+        for f in FIELDS
+    },
+}
 NODE_SETTINGS = {
     "table.job.runner": "spark",
     "spark.master": "local[2]",
@@ -45,15 +89,18 @@ NODE_SETTINGS = {
     "table.coordinator.poll.interval.ms": "100",
     "log.level": "INFO",
 }
+FORMATS = ("avro", "protobuf", "json_schema", "json_string")
+T0_MS = int(dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
 
 
 def record(i: int, rng: random.Random) -> dict[str, Any]:
+    """One 20-field row; ``created_at`` in epoch milliseconds."""
     value: dict[str, Any] = {"id": i}
     for field in FIELDS[1:]:
         kind = field["type"]
         name = field["name"]
         if isinstance(kind, dict):
-            value[name] = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=i)
+            value[name] = T0_MS + i
         elif kind == "int":
             value[name] = rng.randint(-(2**31), 2**31 - 1)
         elif kind == "long":
@@ -67,12 +114,6 @@ def record(i: int, rng: random.Random) -> dict[str, Any]:
     return value
 
 
-def serializer(node: TableNode) -> Any:
-    from confluent_kafka.schema_registry.avro import AvroSerializer
-
-    return AvroSerializer(node.registry(), json.dumps(SCHEMA))
-
-
 def producer(node: TableNode, linger_ms: int = 20) -> Any:
     from confluent_kafka import Producer
 
@@ -82,31 +123,64 @@ def producer(node: TableNode, linger_ms: int = 20) -> Any:
             "acks": "all",
             "linger.ms": linger_ms,
             "batch.size": 1 << 20,
-            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 1 << 21,
         }
     )
 
 
-def encode_all(node: TableNode, topic: str, values: list[dict[str, Any]]) -> list[bytes]:
+def _confluent_prefix(schema_id: int) -> bytes:
+    return b"\x00" + struct.pack(">I", schema_id)
+
+
+def encoder(
+    node: TableNode, topic: str, fmt: str, work: Path
+) -> tuple[Callable[[dict[str, Any]], bytes], dict[str, str]]:
+    """``(encode one value, table-topic configs)`` for ``fmt``; registers the schema. Values are
+    framed by hand after one serializer call registered the schema (the serializers' per-record
+    Python cost is the client's, not the pipeline's)."""
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    ser = serializer(node)
     ctx = SerializationContext(topic, MessageField.VALUE)
-    return [bytes(ser(v, ctx)) for v in values]
+    flatten = {"convert_value_type": "by_schema_id", "transform_value_type": "flatten"}
+    sample = record(0, random.Random(0))
+    if fmt == "avro":
+        import fastavro
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+
+        first = AvroSerializer(node.registry(), json.dumps(SCHEMA))(sample, ctx)
+        prefix = bytes(first[:5])
+        parsed = fastavro.parse_schema(SCHEMA)
+
+        def avro(value: dict[str, Any]) -> bytes:
+            out = io.BytesIO()
+            out.write(prefix)
+            fastavro.schemaless_writer(out, parsed, value)
+            return out.getvalue()
+
+        return avro, flatten
+    if fmt == "protobuf":
+        from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+        from tests.support.table_producers import compile_proto
+
+        module = compile_proto(PROTO, "table_bench_pb", work / "proto")
+        serializer = ProtobufSerializer(module.BenchRecord, node.registry(), {"use.deprecated.format": False})
+        first = serializer(module.BenchRecord(**sample), ctx)
+        prefix = bytes(first[:6])  # magic, id, message index path [0]
+        cls = module.BenchRecord
+        return lambda value: prefix + cls(**value).SerializeToString(), flatten
+    if fmt == "json_schema":
+        from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+        first = JSONSerializer(json.dumps(JSON_SCHEMA), node.registry())(sample, ctx)
+        prefix = bytes(first[:5])
+        return lambda value: prefix + json.dumps(value, separators=(",", ":")).encode(), flatten
+    return lambda value: json.dumps(value, separators=(",", ":")).encode(), {"convert_value_type": "string"}
 
 
-def throughput(node: TableNode, args: argparse.Namespace, values: list[dict[str, Any]]) -> dict[str, Any]:
-    topic = "bench_throughput"
-    node.create_topic(
-        topic,
-        table_configs(
-            convert_value_type="by_schema_id",
-            transform_value_type="flatten",
-            commit_interval_ms=str(args.commit_interval_ms),
-        ),
-        partitions=args.partitions,
-    )
-    encoded = encode_all(node, topic, values)  # registers the schema; serialization is client cost
+def produce_all(node: TableNode, topic: str, payloads: list[bytes]) -> dict[int, int]:
+    """Produce with acks=all; the end offset of every partition."""
     ends: dict[int, int] = {}
 
     def delivered(err: Any, msg: Any) -> None:
@@ -114,157 +188,220 @@ def throughput(node: TableNode, args: argparse.Namespace, values: list[dict[str,
             ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
 
     p = producer(node)
-    started = time.monotonic()
-    for i, payload in enumerate(encoded):
-        p.produce(topic, key=str(i).encode(), value=payload, on_delivery=delivered)
+    for i, payload in enumerate(payloads):
+        while True:
+            try:
+                p.produce(topic, key=str(i).encode(), value=payload, on_delivery=delivered)
+                break
+            except BufferError:
+                p.poll(0.05)
         if i % 1000 == 0:
             p.poll(0)
-    assert p.flush(120) == 0
-    acked = time.monotonic()
-    jobs: dict[int, dict[str, Any]] = {}
+    assert p.flush(300) == 0
+    return ends
+
+
+def wait_caught_up(
+    node: TableNode, topic: str, ends: dict[int, int], timeout: float
+) -> tuple[dict[str, Any], list[dict[str, float]]]:
+    """Poll the topic's status until every partition's end is committed; the last status and the
+    time split of each job seen."""
+    jobs: dict[int, dict[str, float]] = {}
+    deadline = time.monotonic() + timeout
     status: dict[str, Any] | None = None
-    deadline = acked + args.timeout
     while time.monotonic() < deadline:
         status = node.table_status(topic)
         if status and status["last_commit_snapshot"] is not None:
-            jobs[status["last_commit_snapshot"]] = status["last_job_timings"] | {
-                "rows": status["rows_committed"]
-            }
+            jobs[status["last_commit_snapshot"]] = dict(status["last_job_timings"])
             committed = status["committed_offsets"]
             if all(committed.get(str(part), 0) >= end for part, end in ends.items()):
-                break
+                return status, list(jobs.values())
         time.sleep(0.05)
-    else:
-        raise SystemExit(f"throughput: not committed after {args.timeout}s: {status}")
-    done = time.monotonic()
-    assert status is not None and status["rows_committed"] == len(values), status
+    raise SystemExit(f"{topic}: not caught up after {timeout}s: {status}")
+
+
+def catch_up(
+    node: TableNode, args: argparse.Namespace, fmt: str, values: list[dict[str, Any]], work: Path
+) -> dict[str, Any]:
+    """A backlog in a plain topic, then the table topic switched on: rows/s from the switch."""
+    topic = f"bench_catchup_{fmt}"
+    node.create_topic(topic, {}, partitions=args.partitions)
+    encode, configs = encoder(node, topic, fmt, work)
+    payloads = [encode(v) for v in values]
+    started = time.monotonic()
+    ends = produce_all(node, topic, payloads)
+    produce_s = time.monotonic() - started
+    switched = time.monotonic()
+    node.alter_topic(topic, table_configs(commit_interval_ms=str(args.commit_interval_ms), **configs))
+    status, jobs = wait_caught_up(node, topic, ends, args.timeout)
+    seconds = time.monotonic() - switched
+    assert status["rows_committed"] == len(values), status
     totals: dict[str, float] = {}
-    for timings in jobs.values():
+    for timings in jobs:
         for key, value in timings.items():
-            if key != "rows":
-                totals[key] = totals.get(key, 0.0) + value
+            totals[key] = totals.get(key, 0.0) + value
     return {
+        "format": fmt,
         "records": len(values),
-        "produce_s": acked - started,
-        "end_to_end_s": done - started,
+        "produce_rate": len(values) / produce_s,
+        "seconds": seconds,
+        "rate": len(values) / seconds,
         "commits": status["commits"],
-        "jobs_seen": len(jobs),
-        "timings_total": totals,
+        "jobs": jobs,
+        "totals": totals,
     }
 
 
-def freshness(node: TableNode, args: argparse.Namespace) -> list[float]:
+def steady(
+    node: TableNode, args: argparse.Namespace, values: list[dict[str, Any]], work: Path
+) -> dict[str, Any]:
     """Seconds from each record's produce call to the status poll that saw it committed."""
-    topic = "bench_freshness"
+    topic = "bench_steady"
     node.create_topic(
         topic,
-        table_configs(
-            convert_value_type="by_schema_id",
-            transform_value_type="flatten",
-            commit_interval_ms=str(args.freshness_interval_ms),
-        ),
+        table_configs(commit_interval_ms="1000", **encoder(node, topic, "avro", work)[1]),
         partitions=args.partitions,
     )
-    rng = random.Random(7)
-    count = int(args.freshness_seconds * args.freshness_rate)
-    encoded = encode_all(node, topic, [record(i, rng) for i in range(count)])
-    sent_at: dict[int, float] = {}
-    positions: dict[tuple[int, int], float] = {}
+    encode = encoder(node, topic, "avro", work)[0]
+    count = int(args.steady_seconds * args.steady_rate)
+    payloads = [encode(values[i % len(values)]) for i in range(count)]
+    sent_at = [0.0] * count
+    positions: dict[tuple[int, int], int] = {}
     lock = threading.Lock()
 
-    def on_delivery(i: int) -> Any:
-        def delivered(err: Any, msg: Any) -> None:
-            if err is None:
-                with lock:
-                    positions[(msg.partition(), msg.offset())] = sent_at[i]
-
-        return delivered
+    def delivered(err: Any, msg: Any) -> None:
+        if err is None:
+            with lock:
+                positions[(msg.partition(), msg.offset())] = int(msg.key())
 
     p = producer(node, linger_ms=5)
-    stop = threading.Event()
+    done = threading.Event()
 
     def produce() -> None:
-        interval = 1.0 / args.freshness_rate
-        next_at = time.monotonic()
-        for i, payload in enumerate(encoded):
-            sent_at[i] = time.monotonic()
-            p.produce(topic, key=str(i).encode(), value=payload, on_delivery=on_delivery(i))
-            p.poll(0)
-            next_at += interval
-            pause = next_at - time.monotonic()
+        began = time.monotonic()
+        for i, payload in enumerate(payloads):
+            target = began + i / args.steady_rate
+            pause = target - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-        p.flush(60)
-        stop.set()
+            sent_at[i] = time.monotonic()
+            while True:
+                try:
+                    p.produce(topic, key=str(i).encode(), value=payload, on_delivery=delivered)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+            if i % 500 == 0:
+                p.poll(0)
+        p.flush(120)
+        done.set()
 
     thread = threading.Thread(target=produce)
     thread.start()
-    latencies: dict[tuple[int, int], float] = {}
-    deadline = time.monotonic() + args.freshness_seconds + args.timeout
+    latencies: list[float] = []
+    seen: set[tuple[int, int]] = set()
+    deadline = time.monotonic() + args.steady_seconds + args.timeout
     while time.monotonic() < deadline:
         status = node.table_status(topic)
         now = time.monotonic()
         if status:
             committed = {int(k): v for k, v in status["committed_offsets"].items()}
             with lock:
-                for position, at in positions.items():
-                    if position not in latencies and position[1] < committed.get(position[0], 0):
-                        latencies[position] = now - at
-        if stop.is_set() and len(latencies) >= count:
+                fresh = [pos for pos in positions if pos not in seen and pos[1] < committed.get(pos[0], 0)]
+                for pos in fresh:
+                    seen.add(pos)
+                    latencies.append(now - sent_at[positions[pos]])
+        if done.is_set() and len(seen) >= count:
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
     thread.join()
-    return sorted(latencies.values())
+    latencies.sort()
+    produced_s = max(sent_at) - min(sent_at) if count else 0.0
+    return {
+        "latencies": latencies,
+        "records": count,
+        "achieved_rate": count / produced_s if produced_s else 0.0,
+    }
 
 
-def baseline(node: TableNode, values: list[dict[str, Any]], partitions: int) -> dict[str, float]:
-    """Plain Spark: pre-built Arrow batches yielded by mapInArrow, appended through the REST catalog."""
+def arrow_rows(values: list[dict[str, Any]], partitions: int) -> Any:
+    """The Avro bench rows as the table holds them (flattened, ``created_at`` a timestamp)."""
     import pyarrow as pa
 
-    from tabletopic.catalog.adapters import SPARK_CATALOG_CLASS
-    from tabletopic.config import Config
-    from tabletopic.spark.session import get_spark, stop_spark
-
     rows = [
-        {**v, "created_at": v["created_at"], "_kafka_metadata": {"partition": i % partitions, "offset": i}}
+        {**v, "_kafka_metadata": {"partition": i % partitions, "offset": i, "timestamp": T0_MS}}
         for i, v in enumerate(values)
     ]
     table = pa.Table.from_pylist(rows)
-    table = table.set_column(
-        table.schema.get_field_index("created_at"),
+    index = table.schema.get_field_index("created_at")
+    return table.set_column(
+        index,
         "created_at",
-        table.column("created_at").cast(pa.timestamp("us", "UTC")),
+        table.column("created_at").cast(pa.timestamp("ms")).cast(pa.timestamp("us", "UTC")),
     )
-    chunks = [
-        c.to_batches()
-        for c in (
-            table.slice(o, len(table) // partitions + 1)
-            for o in range(0, len(table), len(table) // partitions + 1)
-        )
-    ]
-    blobs = []
-    for batches in chunks:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            for batch in batches:
-                writer.write_batch(batch)
-        blobs.append(sink.getvalue().to_pybytes())
 
-    catalog = "bench"
-    conf = {
-        f"spark.sql.catalog.{catalog}": SPARK_CATALOG_CLASS,
-        f"spark.sql.catalog.{catalog}.type": "rest",
-        f"spark.sql.catalog.{catalog}.uri": node.catalog_url,
-    }
+
+def pyarrow_baseline(node: TableNode, table: Any) -> float:
+    """Seconds for pyiceberg (Parquet by pyarrow) to append ``table`` in one commit."""
+    catalog = node.catalog()
+    name = "default.bench_pyarrow_baseline"
+    if catalog.table_exists(name):
+        catalog.drop_table(name)
+    target = catalog.create_table(name, schema=table.schema)
+    target.append(table.slice(0, 1000))  # warm-up: imports, catalog round trips
     started = time.monotonic()
-    spark = get_spark(
-        Config({"data.dir": tempfile.mkdtemp(prefix="table-bench-spark-"), "spark.master": "local[2]"}), conf
-    )
-    session_s = time.monotonic() - started
+    target.append(table)
+    return time.monotonic() - started
+
+
+def spark_session(node: TableNode, work: Path) -> Any:
+    from tabletopic.catalog.adapters import SPARK_CATALOG_CLASS
+    from tabletopic.config import Config
+    from tabletopic.spark.session import get_spark
+
+    conf = {
+        "spark.sql.catalog.bench": SPARK_CATALOG_CLASS,
+        "spark.sql.catalog.bench.type": "rest",
+        "spark.sql.catalog.bench.uri": node.catalog_url,
+        "spark.sql.catalog.upsert": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.upsert.type": "hadoop",
+        "spark.sql.catalog.upsert.warehouse": f"file://{work}/upsert-warehouse",
+    }
+    return get_spark(Config({"data.dir": str(work / "spark"), "spark.master": "local[2]"}), conf)
+
+
+def empty_job(spark: Any, repeats: int = 7) -> float:
+    """Median seconds of a ``mapInArrow`` job of 3 tasks that yield nothing (the ingest job's shape)."""
+
+    def nothing(batches: Any) -> Any:
+        for _ in batches:
+            pass
+        return iter(())
+
+    def run() -> float:
+        began = time.monotonic()
+        frame = spark.createDataFrame([(i,) for i in range(3)], "item int").repartition(3)
+        frame.mapInArrow(nothing, "item int").collect()
+        return time.monotonic() - began
+
+    run()  # Python workers started
+    return statistics.median(run() for _ in range(repeats))
+
+
+def spark_baseline(spark: Any, table: Any, partitions: int) -> float:
+    """Seconds for Spark's Iceberg writer to append ``table`` (mapInArrow yielding pre-built batches)."""
+    import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    step = len(table) // partitions + 1
+    blobs = []
+    for offset in range(0, len(table), step):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.slice(offset, step))
+        blobs.append(sink.getvalue().to_pybytes())
     spark_schema = from_arrow_schema(table.schema)
-    name = f"{catalog}.default.baseline"
+    name = "bench.default.bench_spark_baseline"
     spark.sql(f"DROP TABLE IF EXISTS {name}")
     spark.createDataFrame([], spark_schema).writeTo(name).using("iceberg").create()
 
@@ -281,12 +418,71 @@ def baseline(node: TableNode, values: list[dict[str, Any]], partitions: int) -> 
         frame.mapInArrow(emit, spark_schema).writeTo(name).append()
         return time.monotonic() - began
 
-    append()  # warm-up: Python workers, code paths
-    seconds = min(append(), append())
-    count = spark.table(name).count()
-    stop_spark()
-    assert count == 3 * len(values), count
-    return {"session_s": session_s, "append_s": seconds}
+    append()  # warm-up
+    return min(append(), append())
+
+
+def upsert(spark: Any, work: Path, keys: int, batch_rows: int) -> dict[str, float]:
+    """A batch of ``batch_rows`` (half existing keys) MERGEd into a ``keys``-row merge-on-read table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tabletopic.spark.merge import merge_staged
+    from tabletopic.table.tables import MERGE_ON_READ
+
+    name = "upsert.db.bench_upsert"
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    props = ", ".join(f"'{k}'='{v}'" for k, v in {"format-version": "2", **MERGE_ON_READ}.items())
+    spark.sql(
+        f"CREATE TABLE {name} (id bigint, name string, amount double, "
+        "_kafka_metadata struct<partition:int, offset:bigint, timestamp:bigint>) "
+        f"USING iceberg TBLPROPERTIES ({props})"
+    )
+    began = time.monotonic()
+    spark.range(keys).selectExpr(
+        "id",
+        "concat('name-', id) AS name",
+        "cast(id % 1000 AS double) AS amount",
+        "named_struct('partition', 0, 'offset', id, 'timestamp', 0L) AS _kafka_metadata",
+    ).writeTo(name).append()
+    load_s = time.monotonic() - began
+    existing = batch_rows // 2
+    ids = [k * (keys // existing) for k in range(existing)] + list(range(keys, keys + batch_rows - existing))
+    batch = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": pa.array([f"new-{k}" for k in ids]),
+            "amount": pa.array([-1.0] * len(ids)),
+            "_kafka_metadata": pa.array(
+                [{"partition": 0, "offset": keys + i, "timestamp": 1} for i in range(len(ids))],
+                pa.struct([("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64())]),
+            ),
+            "__tabletopic_delete": pa.array([False] * len(ids)),
+        }
+    )
+    path = work / "upsert-batch.parquet"
+    pq.write_table(batch, path)
+    began = time.monotonic()
+    merge_staged(spark, name, [str(path)], ["id"], None, {})
+    merge_s = time.monotonic() - began
+    check = spark.sql(
+        "SELECT count(*) AS n, count(DISTINCT id) AS d, "
+        f"sum(CASE WHEN amount = -1.0 THEN 1 ELSE 0 END) AS new FROM {name}"
+    ).first()
+    assert check.n == check.d == keys + batch_rows - existing and check.new == batch_rows, check
+    return {"load_s": load_s, "merge_s": merge_s, "rate": batch_rows / merge_s}
+
+
+def cold_start(node: TableNode) -> float:
+    """Seconds from a first record acknowledged on a new table topic to it committed."""
+    topic = "bench_cold_start"
+    node.create_topic(topic, table_configs(convert_value_type="string"))
+    p = producer(node)
+    p.produce(topic, value=b"cold")
+    p.flush(30)
+    started = time.monotonic()
+    node.wait_committed(topic, {0: 1}, timeout=300)
+    return time.monotonic() - started
 
 
 def pct(values: list[float], q: float) -> float:
@@ -299,66 +495,101 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--records", type=int, default=30_000)
+    parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=3)
-    parser.add_argument("--commit-interval-ms", type=int, default=3000)
-    parser.add_argument("--freshness-seconds", type=float, default=20.0)
-    parser.add_argument("--freshness-rate", type=float, default=200.0, help="records/s")
-    parser.add_argument("--freshness-interval-ms", type=int, default=1000)
-    parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--commit-interval-ms", type=int, default=1000)
+    parser.add_argument("--steady-rate", type=float, default=50_000.0, help="records/s")
+    parser.add_argument("--steady-seconds", type=float, default=20.0)
+    parser.add_argument("--upsert-keys", type=int, default=10_000_000)
+    parser.add_argument("--upsert-rows", type=int, default=100_000)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--skip", default="", help="comma list of: steady,baselines,upsert")
     args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
 
     rng = random.Random(42)
     values = [record(i, rng) for i in range(args.records)]
-    data_dir = Path(tempfile.mkdtemp(prefix="table-bench-"))
-    node = TableNode(data_dir, dict(NODE_SETTINGS))
-    print(f"starting a node in {data_dir} (Spark runner, local[2]) ...", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="table-bench-"))
+    node = TableNode(work / "node", dict(NODE_SETTINGS))
+    print(f"starting a node in {work} (Spark runner, local[2]); machine shared with other work", flush=True)
     node.start(timeout=240)
-    try:
-        # Warm the node's Spark session and Python workers so the first figure is not start-up.
-        warm = throughput_warmup(node)
-        print(f"warm-up commit took {warm:.1f}s (Spark session start + first job)", flush=True)
-        tp = throughput(node, args, values)
-        rate = tp["records"] / tp["end_to_end_s"]
-        print(f"\n== throughput: {tp['records']} records x 20 fields, {args.partitions} partitions")
-        print(f"produce (acks=all):          {tp['records'] / tp['produce_s']:>10,.0f} records/s")
-        print(f"first produce -> committed:  {rate:>10,.0f} records/s ({tp['end_to_end_s']:.1f}s)")
-        print(f"commits: {tp['commits']}; job time split summed over the {tp['jobs_seen']} jobs seen:")
-        for key, value in sorted(tp["timings_total"].items()):
-            print(f"  {key:<8} {value:8.2f}s")
+    lines: list[str] = []
 
-        lat = freshness(node, args)
-        print(
-            f"\n== freshness: {args.freshness_rate:.0f} records/s for {args.freshness_seconds:.0f}s, "
-            f"commit interval {args.freshness_interval_ms} ms"
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    try:
+        cold = cold_start(node)
+        say(
+            f"cold start: first commit of a first table topic {cold:.1f}s after its record was acknowledged "
+            "(commit interval 1 s)"
         )
-        print(
-            f"produce -> committed: p50 {pct(lat, 0.5):.2f}s  p99 {pct(lat, 0.99):.2f}s  ({len(lat)} records)"
+        results = []
+        for fmt in args.formats.split(","):
+            result = catch_up(node, args, fmt, values, work)
+            results.append(result)
+            totals = result["totals"]
+            split = "  ".join(f"{k} {v:.1f}s" for k, v in sorted(totals.items()))
+            say(
+                f"catch-up {fmt:<12} {result['rate']:>10,.0f} rows/s  ({result['records']:,} rows in "
+                f"{result['seconds']:.1f}s, {result['commits']} commits; produced at "
+                f"{result['produce_rate']:,.0f}/s)  split: {split}"
+            )
+        commit_times = [j["commit"] for r in results for j in r["jobs"] if "commit" in j]
+        job_times = [j["job"] for r in results for j in r["jobs"] if "job" in j]
+        if "steady" not in skip:
+            st = steady(node, args, values, work)
+            lat = st["latencies"]
+            say(
+                f"steady {st['achieved_rate']:,.0f} rec/s (asked {args.steady_rate:,.0f}), "
+                "commit interval 1 s: "
+                f"produce->visible p50 {pct(lat, 0.5):.2f}s  p99 {pct(lat, 0.99):.2f}s  "
+                f"max {pct(lat, 1.0):.2f}s "
+                f"({len(lat):,} records)"
+            )
+        spark = spark_session(node, work)
+        empty = empty_job(spark)
+        say(
+            f"spark empty job (3 tasks, no rows): {empty:.2f}s median; commit (catch-up jobs): "
+            f"median {statistics.median(commit_times) if commit_times else float('nan'):.2f}s "
+            f"over {len(commit_times)}; job wall median "
+            f"{statistics.median(job_times) if job_times else float('nan'):.2f}s"
         )
-        if not args.skip_baseline:
-            base = baseline(node, values, args.partitions)
-            base_rate = len(values) / base["append_s"]
-            print(f"\n== baseline: plain Spark mapInArrow append of the same {len(values)} rows")
-            print(f"append:                      {base_rate:>10,.0f} rows/s ({base['append_s']:.2f}s)")
-            print(f"ratio tabletopic end-to-end / baseline append: {rate / base_rate:.2f}")
-            job = tp["timings_total"].get("job")
-            if job:
-                print(f"ratio tabletopic job time / baseline append: {job / base['append_s']:.2f}")
+        avro = next((r for r in results if r["format"] == "avro"), None)
+        if "baselines" not in skip and avro is not None:
+            table = arrow_rows(values, args.partitions)
+            py_s = pyarrow_baseline(node, table)
+            sp_s = spark_baseline(spark, table, args.partitions)
+            n = len(values)
+            say(
+                f"baseline pyarrow alone (pyiceberg append, one commit): {n / py_s:>10,.0f} rows/s "
+                f"({py_s:.1f}s)"
+            )
+            say(
+                f"baseline Spark Iceberg writer (mapInArrow of Arrow rows): {n / sp_s:>10,.0f} rows/s "
+                f"({sp_s:.1f}s)"
+            )
+            say(
+                f"ratio avro catch-up / pyarrow alone: {avro['rate'] / (n / py_s):.2f}; "
+                f"/ Spark writer: {avro['rate'] / (n / sp_s):.2f}"
+            )
+        if "upsert" not in skip:
+            up = upsert(spark, work, args.upsert_keys, args.upsert_rows)
+            say(
+                f"upsert {args.upsert_rows:,} rows (half existing keys) into {args.upsert_keys:,}: "
+                f"{up['rate']:,.0f} rows/s (MERGE {up['merge_s']:.1f}s, merge-on-read; "
+                f"table load {up['load_s']:.1f}s)"
+            )
+        from tabletopic.spark.session import stop_spark
+
+        stop_spark()
     finally:
         node.stop()
-
-
-def throughput_warmup(node: TableNode) -> float:
-    """One small commit on a throwaway topic: starts the node's Spark session."""
-    topic = "bench_warmup"
-    node.create_topic(topic, table_configs(convert_value_type="string"))
-    p = producer(node)
-    p.produce(topic, value=b"warm")
-    p.flush(30)
-    started = time.monotonic()
-    node.wait_committed(topic, {0: 1}, timeout=300)
-    return time.monotonic() - started
+    print("\n== summary (machine shared with other work) ==")
+    for text in lines:
+        print(text)
 
 
 if __name__ == "__main__":

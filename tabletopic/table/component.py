@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import threading
+import time
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -22,9 +24,10 @@ from tabletopic.catalog.settings import CATALOG_NAME
 from tabletopic.component import started
 from tabletopic.config import Config
 from tabletopic.s3stream.component import StorageComponent
-from tabletopic.table import settings
+from tabletopic.table import settings, table_config
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableCoordinator
+from tabletopic.table.ingest_task import warm_worker
 from tabletopic.table.job import JobRunner
 from tabletopic.table.lease import CoordinatorLeases, LeaseManager
 from tabletopic.table.metrics import TableMetrics
@@ -77,6 +80,8 @@ class TableComponent:
         self._registry_url = registry_url
         self._coordinator: TableCoordinator | None = None
         self._warmup: asyncio.Task[None] | None = None
+        self._warm_lock = threading.Lock()
+        self._warm_started = False
         self._producer: Any = None
         self._lag_collector: LiveLagCollector | None = None
 
@@ -108,6 +113,7 @@ class TableComponent:
             observer=TableMetrics(self._metrics),
             maintenance=self._maintenance(),
             spark_catalog=config.get(CATALOG_NAME),
+            native_decode=config.get(settings.NATIVE_DECODE),
         )
         coordinator = TableCoordinator(
             ctx,
@@ -121,6 +127,7 @@ class TableComponent:
         if self._spark is not None and self._broker.table_topics():
             # Restarting with table topics: start Spark and its Python workers now, in the
             # background, so the first commit after a restart does not pay for them.
+            self._warm_started = True
             self._warmup = asyncio.create_task(asyncio.to_thread(self._warm_spark), name="spark-warmup")
 
     def check_topic_configs(self, topic: str, configs: dict[str, str]) -> None:
@@ -130,13 +137,29 @@ class TableComponent:
 
         catalog = self._catalog.catalog if self._coordinator is not None else None
         check_topic_configs(topic, configs, self._broker.table_topics(), catalog)
+        if configs.get(table_config.ENABLE, "").strip().lower() == "true":
+            self._warm_in_background()
+
+    def _warm_in_background(self) -> None:
+        """Start Spark and its Python workers the first time a table topic is created or switched
+        on, so its first commit does not wait for them (they stay up: about 1 GB for the driver
+        JVM and two Python workers with the pipeline's imports, on local[2])."""
+        with self._warm_lock:
+            if self._spark is None or self._warm_started:
+                return
+            self._warm_started = True
+        threading.Thread(target=self._warm_spark, name="spark-warmup", daemon=True).start()
 
     def _warm_spark(self) -> None:
         assert self._spark is not None
         try:
+            started = time.monotonic()
             spark = self._spark()
-            spark.range(2).mapInArrow(lambda batches: batches, "id long").collect()
-            log.info("Spark warmed up for the table pipeline")
+            # One task per core, each importing what an ingest task imports, so every Python
+            # worker a job will reuse is started and has paid its imports.
+            slots = max(int(spark.sparkContext.defaultParallelism), 1)
+            spark.range(0, slots, 1, slots).mapInArrow(warm_worker, "id long").collect()
+            log.info("Spark warmed up for the table pipeline in %.1fs", time.monotonic() - started)
         except Exception:
             log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")
 

@@ -11,6 +11,7 @@ offsets the table holds. A conflict re-plans from the table instead of committin
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -53,6 +54,8 @@ DeadLetterSink = Callable[[str, str, list[FailedRecord]], Awaitable[None]]
 # A job may report a new schema a few times in a row (several schema versions in one batch are
 # unified in one report); more than this means something keeps changing under us.
 MAX_SCHEMA_ROUNDS = 5
+# Records per work item a first job decodes to learn the schema before the table exists.
+PROBE_RECORDS = 2000
 
 
 class PipelineState(StrEnum):
@@ -188,6 +191,7 @@ class CoordinatorContext:
     # The Spark catalog name the platform's catalog has in the runner's session (for MERGE INTO).
     spark_catalog: str = "tabletopic"
     maintenance: Maintenance | None = None
+    native_decode: bool = True
 
 
 class TopicPipeline:
@@ -409,6 +413,15 @@ class TopicPipeline:
         items: tuple[Any, ...],
     ) -> tuple[Table | None, JobResult] | None:
         """Run the job, creating or evolving the table as often as it reports a new schema."""
+        if table is None:
+            # A job without a table only reports the rows' schema and throws the rows away, so a
+            # backlog would be decoded twice: learn the schema from the first records of each item
+            # first. Versions seen only later evolve the table in the loop below, as usual.
+            probe = await self._probe(view, config, identifier, items)
+            if probe is not None:
+                if probe[1].fatal_error is not None:
+                    return probe
+                table = probe[0]
         for _ in range(MAX_SCHEMA_ROUNDS):
             spec = JobSpec(
                 topic=view.name,
@@ -422,6 +435,7 @@ class TopicPipeline:
                 io_properties={} if table is None else dict(table.io.properties),
                 object_store_settings=self._ctx.object_store_settings,
                 schema_registry_url=self._ctx.schema_registry_url,
+                native_decode=self._ctx.native_decode,
             )
             started = time.monotonic()
             job = await asyncio.to_thread(self._ctx.runner.run, spec)
@@ -488,6 +502,45 @@ class TopicPipeline:
             if all(view.name < name for name in rivals):
                 return None
         return conflict
+
+    async def _probe(
+        self, view: TopicView, config: TableTopicConfig, identifier: tuple[str, str], items: tuple[Any, ...]
+    ) -> tuple[Table | None, JobResult] | None:
+        """Create the table from the schema of the first :data:`PROBE_RECORDS` records of every
+        item. Returns ``(table, probe result)``, or None when the probe learnt nothing (every
+        record skipped: the full job creates the table as before)."""
+        sample = tuple(
+            dataclasses.replace(item, end_offset=min(item.end_offset, item.start_offset + PROBE_RECORDS))
+            for item in items
+            if item.end_offset - item.start_offset > PROBE_RECORDS
+        )
+        if not sample or len(sample) < len(items):
+            return None  # small ranges: the full job is as cheap as the probe
+        spec = JobSpec(
+            topic=view.name,
+            topic_configs=dict(view.configs),
+            items=sample,
+            table_metadata_json=None,
+            io_properties={},
+            object_store_settings=self._ctx.object_store_settings,
+            schema_registry_url=self._ctx.schema_registry_url,
+            native_decode=self._ctx.native_decode,
+        )
+        probe = await asyncio.to_thread(self._ctx.runner.run, spec)
+        if probe.fatal_error is not None:
+            return None, probe
+        if probe.needs_schema is None:
+            return None
+        missing = tables.missing_partition_columns(probe.needs_schema, config)
+        if missing:
+            return None  # the full job reports it, with every record's columns
+        try:
+            table = await asyncio.to_thread(
+                tables.ensure_schema, self._ctx.catalog, identifier, None, probe.needs_schema, config
+            )
+        except IncompatibleTableSchema:
+            return None
+        return table, probe
 
     def _record_high_watermarks(self, view: TopicView) -> None:
         record_high_watermarks(self._ctx.worker, view, self.status)

@@ -73,7 +73,7 @@ class IngestTask:
             from tabletopic.schema_registry.client import HttpSchemaLookup
 
             lookup = HttpSchemaLookup(spec.schema_registry_url)
-        self.converter = RecordConverter(self.config, lookup)
+        self.converter = RecordConverter(self.config, lookup, native=spec.native_decode)
         self.store = _object_store(json.dumps(spec.object_store_settings, sort_keys=True))
         self.batches: list[pa.RecordBatch] = []
         self.skipped: list[FailedRecord] = []
@@ -304,3 +304,12 @@ class InProcessRunner:
         raise NotImplementedError(
             "upsert and CDC table topics need the Spark runner (table.job.runner=spark) for MERGE INTO"
         )
+
+
+def warm_worker(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A Spark task run once per core at warm-up: this module and the native decoder are imported
+    by then, in a Python worker the ingest jobs reuse."""
+    from tabletopic.table.convert import native_avro
+
+    native_avro.available()
+    yield from batches

@@ -31,6 +31,8 @@ class JobSpec:
     # Upsert/CDC: write the converted rows as plain Parquet under this directory (the coordinator
     # MERGEs them) instead of writing Iceberg data files.
     stage_dir: str | None = None
+    # Decode with the native (columnar) decoders where they apply (``table.job.native.decode``).
+    native_decode: bool = True
 
 
 @dataclass

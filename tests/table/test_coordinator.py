@@ -328,3 +328,33 @@ def test_creating_or_altering_a_topic_checks_its_table_name_and_partition_column
         check_topic_configs(
             "clicks", {**flatten, "automq.table.topic.partition.by": "[day(nosuch)]"}, [], catalog
         )
+
+
+class Recording:
+    """The in-process runner, remembering what each job was asked to do."""
+
+    def __init__(self) -> None:
+        self.inner = InProcessRunner()
+        self.specs: list[JobSpec] = []
+
+    def run(self, spec: JobSpec) -> JobResult:
+        self.specs.append(spec)
+        return self.inner.run(spec)
+
+
+async def test_a_first_backlog_is_decoded_once_after_a_probe_of_its_first_records(node: Node) -> None:
+    from tabletopic.table.coordinator import PROBE_RECORDS
+
+    view = await node.add_topic("backlog", 1, **{"automq.table.topic.convert.value.type": "string"})
+    total = PROBE_RECORDS + 500
+    for start in range(0, total, 500):
+        await node.produce(view, 0, [b"v%d" % i for i in range(start, start + 500)])
+    runner = Recording()
+    pipeline = TopicPipeline(CoordinatorContext(**{**node.ctx.__dict__, "runner": runner}), "backlog")
+    assert await pipeline.run_cycle()
+    probe, full = runner.specs  # no third job re-decoding the backlog after the table was created
+    assert probe.table_metadata_json is None
+    assert [(i.start_offset, i.end_offset) for i in probe.items] == [(0, PROBE_RECORDS)]
+    assert full.table_metadata_json is not None and full.items[-1].end_offset == total
+    assert pipeline.status.rows_committed == total
+    assert len(offsets_in_table(node, "backlog")) == total

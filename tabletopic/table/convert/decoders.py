@@ -42,14 +42,19 @@ class Failure:
     invalid_data: bool = True
 
 
-def build_decoder(schema: RegisteredSchema, indexes: Sequence[int] | None = None, full_name: str | None = None
-                  ) -> ValueDecoder:  # fmt: skip
-    """A decoder for one registered schema (Protobuf: for the message at ``indexes``/``full_name``)."""
+def build_decoder(
+    schema: RegisteredSchema,
+    indexes: Sequence[int] | None = None,
+    full_name: str | None = None,
+    native: bool = True,
+) -> ValueDecoder:
+    """A decoder for one registered schema (Protobuf: for the message at ``indexes``/``full_name``);
+    ``native`` lets it decode whole columns in native code where it can."""
     kind = (schema.schema_type or "AVRO").upper()
     if kind == "AVRO":
         from tabletopic.table.convert.avro import AvroDecoder
 
-        return AvroDecoder(schema.schema, schema.references)
+        return AvroDecoder(schema.schema, schema.references, native=native)
     if kind == "JSON":
         from tabletopic.table.convert.jsonvalue import JsonDecoder
 
@@ -70,8 +75,9 @@ class DecoderCache:
     propagates and fails the task, which is retried — a registry outage must never skip data.
     """
 
-    def __init__(self, lookup: SchemaLookup | None) -> None:
+    def __init__(self, lookup: SchemaLookup | None, native: bool = True) -> None:
         self._lookup = lookup
+        self._native = native
         self._by_id: dict[tuple[int, tuple[int, ...]], ValueDecoder | Failure] = {}
         self._latest: dict[tuple[str, str | None], ValueDecoder | Failure] = {}
 
@@ -103,7 +109,7 @@ class DecoderCache:
         except SchemaNotFound:
             return Failure(f"schema {what} not found in the registry")
         try:
-            return build_decoder(schema, indexes, full_name)
+            return build_decoder(schema, indexes, full_name, self._native)
         except Exception as exc:  # a schema we cannot map is a configuration problem, not bad data
             return Failure(f"cannot use schema {what}: {type(exc).__name__}: {exc}", invalid_data=False)
 

@@ -116,9 +116,11 @@ class RecordConverter:
     """Converts :class:`DecodedRecords` of one topic into rows. Create one per task and reuse it:
     it caches decoders per schema id."""
 
-    def __init__(self, config: TableTopicConfig, lookup: SchemaLookup | None = None) -> None:
+    def __init__(
+        self, config: TableTopicConfig, lookup: SchemaLookup | None = None, native: bool = True
+    ) -> None:
         self.config = config
-        self._cache = DecoderCache(lookup)
+        self._cache = DecoderCache(lookup, native)
 
     def convert(self, records: DecodedRecords) -> ConversionResult:
         n = len(records)
