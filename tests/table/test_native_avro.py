@@ -52,7 +52,10 @@ def avro_types(draw: Any, depth: int = 0, names: list[int] | None = None) -> Any
     if kind == "fixed":
         return {"type": "fixed", "name": name, "size": draw(st.integers(1, 6))}
     if kind == "nullable":
-        return ["null", draw(avro_types(depth + 1, names))]
+        inner = draw(avro_types(depth + 1, names))
+        if isinstance(inner, list):  # Avro forbids a union directly inside a union
+            return inner if "null" in inner else ["null", *inner]
+        return ["null", inner]
     if kind == "record":
         return record_type(draw, depth + 1, names, name)
     if kind == "map":
