@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
@@ -230,8 +230,76 @@ class SeaweedFS:
         self.process = None
 
 
+class ServeProcess:
+    """A ``tabletopic serve`` child process logging to ``<data dir>/broker.log``.
+
+    Started means every component is up (the platform logs "tabletopic is up"), not merely that the
+    process exists; a start that fails raises with the log's tail so the reason is in the error.
+    Subclasses say which settings the node gets (``serve_settings``) and, when the Kafka port is
+    known only then, choose ports there.
+    """
+
+    data_dir: Path
+    kafka_port: int
+    process: subprocess.Popen[bytes] | None
+
+    @property
+    def label(self) -> str:
+        return "broker"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "broker.log"
+
+    def serve_settings(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 90.0) -> Self:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "tabletopic", "serve", "--data-dir", str(self.data_dir)]
+        for key, value in self.serve_settings().items():
+            args += ["--override", f"{key}={value}"]
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.process = None
+                raise RuntimeError(f"{self.label} exited:\n{self.log_tail()}")
+            if "tabletopic is up" in self.log_path.read_text(errors="replace")[log_start:]:
+                wait_for_port(self.kafka_port, max(1.0, deadline - time.monotonic()))
+                return self
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"{self.label} did not start within {timeout} s:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks run (what crash tests need)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+        self.process = None
+
+    def stop(self, grace_seconds: float = 30) -> None:
+        terminate(self.process, grace_seconds)
+        self.process = None
+
+
 @dataclass
-class NodeProcess:
+class NodeProcess(ServeProcess):
     """One ``tabletopic serve`` broker of the local cluster."""
 
     node_id: int
@@ -244,48 +312,11 @@ class NodeProcess:
     process: subprocess.Popen[bytes] | None = None
 
     @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.kafka_port}"
+    def label(self) -> str:
+        return f"broker {self.node_id}"
 
-    @property
-    def log_path(self) -> Path:
-        return self.data_dir / "broker.log"
-
-    def start(self, timeout: float = 90.0) -> NodeProcess:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "tabletopic", "serve", "--data-dir", str(self.data_dir)]
-        for key, value in self.settings.items():
-            args += ["--override", f"{key}={value}"]
-        start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
-        self.process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"broker {self.node_id} exited:\n{self.log_tail()}")
-            if "tabletopic is up" in self.log_path.read_text(errors="replace")[start:]:
-                return self
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"broker {self.node_id} did not start within {timeout} s:\n{self.log_tail()}")
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
-        self.process = None
-
-    def stop(self, grace_seconds: float = 30) -> None:
-        terminate(self.process, grace_seconds)
-        self.process = None
+    def serve_settings(self) -> dict[str, str]:
+        return self.settings
 
 
 @dataclass
