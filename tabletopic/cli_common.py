@@ -117,12 +117,27 @@ def setup_logging(level: str) -> None:
 
 
 def kafka_bootstrap(cfg: Config) -> str:
-    """``host:port`` of the node's Kafka listener: the first PLAINTEXT advertised listener, else the
-    first PLAINTEXT listener (a wildcard host means this machine)."""
-    listeners = list(cfg.get("advertised.listeners") or []) or list(cfg.get("listeners"))
-    plain = [entry for entry in listeners if str(entry).upper().startswith("PLAINTEXT://")] or listeners
-    host_port = str(plain[0]).split("://", 1)[-1]
-    host, _, port = host_port.rpartition(":")
+    """``host:port`` of the node's first PLAINTEXT listener (by ``listener.security.protocol.map``,
+    so ``INTERNAL://...`` mapped to PLAINTEXT counts), as ``advertised.listeners`` names it, else the
+    first listener; a wildcard host means this machine."""
+    protocols = {
+        "PLAINTEXT": "PLAINTEXT",
+        "SSL": "SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+        "SASL_SSL": "SASL_SSL",
+    }
+    for entry in cfg.get("listener.security.protocol.map") or []:
+        name, _, protocol = str(entry).partition(":")
+        protocols[name.strip().upper()] = protocol.strip().upper()
+    by_name: dict[str, str] = {}
+    for key in ("listeners", "advertised.listeners"):  # advertised addresses replace bound ones per name
+        for entry in cfg.get(key) or []:
+            name, _, host_port = str(entry).strip().partition("://")
+            by_name[name.strip().upper()] = host_port
+    plain = [hp for name, hp in by_name.items() if protocols.get(name) == "PLAINTEXT"] or list(
+        by_name.values()
+    )
+    host, _, port = plain[0].rpartition(":")
     return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
 
 

@@ -96,3 +96,42 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
         yield SecureBroker(process, ca, client, ssl_port, sasl_ssl_port)
     finally:
         process.stop()
+
+
+@dataclass
+class NamedListenersBroker:
+    """INTERNAL (PLAINTEXT, what the node's own clients use) and EXTERNAL (SASL_PLAINTEXT,
+    advertised as ``localhost``) listeners on one broker."""
+
+    process: BrokerProcess
+    internal_port: int
+    external_port: int
+
+    @property
+    def internal(self) -> str:
+        return f"127.0.0.1:{self.internal_port}"
+
+    @property
+    def external(self) -> str:
+        return f"127.0.0.1:{self.external_port}"
+
+
+def named_listener_overrides(internal_port: int, external_port: int) -> dict[str, str]:
+    return {
+        "listeners": f"INTERNAL://127.0.0.1:{internal_port},EXTERNAL://127.0.0.1:{external_port}",
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+        "advertised.listeners": f"EXTERNAL://localhost:{external_port}",
+        "inter.broker.listener.name": "INTERNAL",
+    }
+
+
+@pytest.fixture(scope="session")
+def named_listeners_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NamedListenersBroker]:
+    process = BrokerProcess(tmp_path_factory.mktemp("named-listeners"))
+    process.kafka_port, process.admin_port, process.sasl_port = free_port(), free_port(), free_port()
+    process.overrides = named_listener_overrides(process.kafka_port, process.sasl_port)
+    process.start()
+    try:
+        yield NamedListenersBroker(process, process.kafka_port, process.sasl_port)
+    finally:
+        process.stop()
