@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.jwt_issuer import JwtIssuer
 from tests.support.ports import free_port
 from tests.support.tls_certs import CertFiles, TestCA
 
@@ -100,12 +101,13 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
 
 @dataclass
 class NamedListenersBroker:
-    """INTERNAL (PLAINTEXT, what the node's own clients use) and EXTERNAL (SASL_PLAINTEXT,
-    advertised as ``localhost``) listeners on one broker."""
+    """INTERNAL (PLAINTEXT, what the node's own clients use) and EXTERNAL (SASL_PLAINTEXT with PLAIN
+    and OAUTHBEARER, advertised as ``localhost``) listeners on one broker; ``issuer`` signs tokens."""
 
     process: BrokerProcess
     internal_port: int
     external_port: int
+    issuer: JwtIssuer
 
     @property
     def internal(self) -> str:
@@ -127,11 +129,17 @@ def named_listener_overrides(internal_port: int, external_port: int) -> dict[str
 
 @pytest.fixture(scope="session")
 def named_listeners_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NamedListenersBroker]:
-    process = BrokerProcess(tmp_path_factory.mktemp("named-listeners"))
+    root = tmp_path_factory.mktemp("named-listeners")
+    issuer = JwtIssuer(root / "issuer")
+    process = BrokerProcess(root / "data")
     process.kafka_port, process.admin_port, process.sasl_port = free_port(), free_port(), free_port()
-    process.overrides = named_listener_overrides(process.kafka_port, process.sasl_port)
+    process.overrides = {
+        **named_listener_overrides(process.kafka_port, process.sasl_port),
+        **issuer.server_settings(),
+        "sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+    }
     process.start()
     try:
-        yield NamedListenersBroker(process, process.kafka_port, process.sasl_port)
+        yield NamedListenersBroker(process, process.kafka_port, process.sasl_port, issuer)
     finally:
         process.stop()

@@ -45,13 +45,18 @@ def test_listener_names_take_their_protocol_from_the_map(tmp_path: Any) -> None:
     ("settings", "names"),
     [
         ({"listeners": "EXTERNAL://:9094"}, "listener.security.protocol.map"),
-        ({"listeners": "A://:1", "listener.security.protocol.map": "A:TLS"}, "listener.security.protocol.map"),
+        (
+            {"listeners": "A://:1", "listener.security.protocol.map": "A:TLS"},
+            "listener.security.protocol.map",
+        ),
         ({"listeners": "PLAINTEXT://:1,PLAINTEXT://:2"}, "used more than once"),
         ({"advertised.listeners": "SSL://h:1"}, "advertised.listeners: SSL is not a listener"),
         ({"inter.broker.listener.name": "REPLICATION"}, "inter.broker.listener.name"),
     ],
 )
-def test_bad_listener_settings_name_the_key_to_change(tmp_path: Any, settings: dict[str, str], names: str) -> None:
+def test_bad_listener_settings_name_the_key_to_change(
+    tmp_path: Any, settings: dict[str, str], names: str
+) -> None:
     config = Config({"data.dir": str(tmp_path), **settings})
     with pytest.raises(ConfigError, match=names):
         listeners = configured_listeners(config)
