@@ -141,6 +141,39 @@ def kafka_bootstrap(cfg: Config) -> str:
     return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
 
 
+BootstrapOption = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        envvar="TABLETOPIC_BOOTSTRAP",
+        help="host:port of a broker (default: the node's first PLAINTEXT listener, as -d/--override/"
+        "TABLETOPIC_* and the node's endpoints.properties set it).",
+    ),
+]
+
+
+def remember_node(ctx: typer.Context, data_dir: Path | None, override: list[str] | None) -> None:
+    """Keep a command group's ``--data-dir``/``--override`` for :func:`node_bootstrap`."""
+    ctx.obj = (data_dir, override)
+
+
+def node_bootstrap(ctx: typer.Context, bootstrap: str | None) -> str:
+    """Which broker a Kafka client command talks to: ``--bootstrap-server`` (or
+    ``TABLETOPIC_BOOTSTRAP``), else the node's configuration as ``tabletopic serve`` reads it (the
+    group's ``--data-dir``/``--override``, the environment, the endpoints the node last served on);
+    exits with one line when nothing listens there."""
+    if bootstrap is None:
+        data_dir, override = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
+        bootstrap = kafka_bootstrap(load_config(data_dir, None, override))
+    require_listening(
+        bootstrap,
+        "Kafka listener",
+        "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or --override listeners=...",
+    )
+    return bootstrap
+
+
 def require_listening(host_port: str, what: str, hint: str, timeout: float = 2.0) -> None:
     """Exit with one line when nothing accepts connections at ``host_port``, instead of letting a
     client library retry for half a minute and log every attempt."""

@@ -110,3 +110,26 @@ def test_clients_of_two_named_listeners_each_get_their_own_endpoints(
     finally:
         consumer.close()
     assert values == [b"across listeners"]
+
+
+@pytest.mark.integration
+def test_users_and_acls_commands_find_the_node_from_its_data_directory(
+    named_listeners_broker: NamedListenersBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --bootstrap-server: the node's endpoints.properties names INTERNAL (mapped to PLAINTEXT)."""
+    from typer.testing import CliRunner
+
+    from tabletopic.cli import app
+
+    monkeypatch.delenv("TABLETOPIC_BOOTSTRAP", raising=False)
+    data_dir = str(named_listeners_broker.process.data_dir)
+    runner = CliRunner()
+    added = runner.invoke(app, ["users", "-d", data_dir, "add", "erin", "--password", "erin-pw"])
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(app, ["users", "-d", data_dir, "list", "erin"])
+    assert listed.exit_code == 0 and listed.output.startswith("erin\tSCRAM-SHA-256"), listed.output
+    # No authorizer here: nothing listed (librdkafka drops DescribeAcls' SECURITY_DISABLED), but reached.
+    acls = runner.invoke(app, ["acls", "-d", data_dir, "list", "-o", "read"])
+    assert acls.exit_code == 0 and acls.output == "", acls.output
+    nowhere = runner.invoke(app, ["acls", "--override", "listeners=PLAINTEXT://127.0.0.1:1", "list"])
+    assert nowhere.exit_code == 1 and "no Kafka listener at 127.0.0.1:1" in nowhere.output, nowhere.output
