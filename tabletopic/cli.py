@@ -121,6 +121,8 @@ def bench(
 GROUP_OPTIONS = {
     "tables": {"--admin-url", "--data-dir", "-d", "--config", "-c", "--override", "-o"},
     "topics": {"--data-dir", "-d", "--override", "-o"},
+    "users": {"--data-dir", "-d", "--override", "-o"},
+    "acls": {"--data-dir", "-d", "--override"},  # -o is --operation there
 }
 
 

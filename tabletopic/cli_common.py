@@ -117,13 +117,61 @@ def setup_logging(level: str) -> None:
 
 
 def kafka_bootstrap(cfg: Config) -> str:
-    """``host:port`` of the node's Kafka listener: the first PLAINTEXT advertised listener, else the
-    first PLAINTEXT listener (a wildcard host means this machine)."""
-    listeners = list(cfg.get("advertised.listeners") or []) or list(cfg.get("listeners"))
-    plain = [entry for entry in listeners if str(entry).upper().startswith("PLAINTEXT://")] or listeners
-    host_port = str(plain[0]).split("://", 1)[-1]
-    host, _, port = host_port.rpartition(":")
+    """``host:port`` of the node's first PLAINTEXT listener (by ``listener.security.protocol.map``,
+    so ``INTERNAL://...`` mapped to PLAINTEXT counts), as ``advertised.listeners`` names it, else the
+    first listener; a wildcard host means this machine."""
+    protocols = {
+        "PLAINTEXT": "PLAINTEXT",
+        "SSL": "SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+        "SASL_SSL": "SASL_SSL",
+    }
+    for entry in cfg.get("listener.security.protocol.map") or []:
+        name, _, protocol = str(entry).partition(":")
+        protocols[name.strip().upper()] = protocol.strip().upper()
+    by_name: dict[str, str] = {}
+    for key in ("listeners", "advertised.listeners"):  # advertised addresses replace bound ones per name
+        for entry in cfg.get(key) or []:
+            name, _, host_port = str(entry).strip().partition("://")
+            by_name[name.strip().upper()] = host_port
+    plain = [hp for name, hp in by_name.items() if protocols.get(name) == "PLAINTEXT"] or list(
+        by_name.values()
+    )
+    host, _, port = plain[0].rpartition(":")
     return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+
+
+BootstrapOption = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        envvar="TABLETOPIC_BOOTSTRAP",
+        help="host:port of a broker (default: the node's first PLAINTEXT listener, as -d/--override/"
+        "TABLETOPIC_* and the node's endpoints.properties set it).",
+    ),
+]
+
+
+def remember_node(ctx: typer.Context, data_dir: Path | None, override: list[str] | None) -> None:
+    """Keep a command group's ``--data-dir``/``--override`` for :func:`node_bootstrap`."""
+    ctx.obj = (data_dir, override)
+
+
+def node_bootstrap(ctx: typer.Context, bootstrap: str | None) -> str:
+    """Which broker a Kafka client command talks to: ``--bootstrap-server`` (or
+    ``TABLETOPIC_BOOTSTRAP``), else the node's configuration as ``tabletopic serve`` reads it (the
+    group's ``--data-dir``/``--override``, the environment, the endpoints the node last served on);
+    exits with one line when nothing listens there."""
+    if bootstrap is None:
+        data_dir, override = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
+        bootstrap = kafka_bootstrap(load_config(data_dir, None, override))
+    require_listening(
+        bootstrap,
+        "Kafka listener",
+        "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or --override listeners=...",
+    )
+    return bootstrap
 
 
 def require_listening(host_port: str, what: str, hint: str, timeout: float = 2.0) -> None:

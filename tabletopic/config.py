@@ -324,6 +324,7 @@ ENDPOINTS_FILE = "endpoints.properties"
 ENDPOINT_KEYS = (
     "listeners",
     "advertised.listeners",
+    "listener.security.protocol.map",
     "admin.listener",
     "schema.registry.listener",
     "catalog.listener",

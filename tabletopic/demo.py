@@ -26,6 +26,7 @@ from tabletopic.cli_common import (
     OverrideOption,
     console,
     err_console,
+    kafka_bootstrap,
     load_config,
 )
 
@@ -64,11 +65,7 @@ class Endpoints:
 def endpoints(cfg: Config, bootstrap: str | None) -> Endpoints:
     """The node's Kafka bootstrap, admin API and schema registry addresses from its configuration."""
     if bootstrap is None:
-        listeners = list(cfg.get("advertised.listeners") or []) or list(cfg.get("listeners"))
-        plain = [entry for entry in listeners if entry.upper().startswith("PLAINTEXT://")] or listeners
-        host_port = str(plain[0]).split("://", 1)[-1]
-        host, _, port = host_port.rpartition(":")
-        bootstrap = f"{'127.0.0.1' if host in ('', '0.0.0.0', '::') else host}:{port}"
+        bootstrap = kafka_bootstrap(cfg)
     registry = cfg.get("automq.table.topic.schema.registry.url") or cfg.get("schema.registry.listener")
     return Endpoints(bootstrap, str(cfg.get("admin.listener")).rstrip("/"), str(registry).rstrip("/"))
 

@@ -40,6 +40,9 @@ if [ -z "${KAFKA_URI:-}" ]; then
     --override "listeners=PLAINTEXT://127.0.0.1:$PORT" \
     --override "admin.listener=" \
     --override "group.min.session.timeout.ms=1000" \
+    --override "num.partitions=4" \
+    --override "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" \
+    --override "allow.everyone.if.no.acl.found=true" \
     --override "schema.registry.listener=http://127.0.0.1:$(free_port)" \
     --override "catalog.listener=http://127.0.0.1:$(free_port)" \
     >"$RESULTS_DIR/broker.log" 2>&1 &

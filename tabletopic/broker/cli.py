@@ -14,25 +14,16 @@ from typing import Annotated, Any
 import typer
 
 from tabletopic.cli_common import (
+    BootstrapOption,
     DataDirOption,
     OverrideOption,
     err_console,
-    kafka_bootstrap,
-    load_config,
-    require_listening,
+    node_bootstrap,
+    remember_node,
 )
 
 topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True)
 
-BootstrapOption = Annotated[
-    str | None,
-    typer.Option(
-        "--bootstrap-server",
-        "-b",
-        envvar="TABLETOPIC_BOOTSTRAP",
-        help="host:port of a broker (default: the node's `listeners`, as -d/-o/TABLETOPIC_* set it).",
-    ),
-]
 TIMEOUT_S = 30
 
 
@@ -43,20 +34,10 @@ def _options(
     override: OverrideOption = None,
 ) -> None:
     """Which node: ``--bootstrap-server``, else the node's own configuration (``listeners``)."""
-    ctx.obj = (data_dir, override)
+    remember_node(ctx, data_dir, override)
 
 
-def _bootstrap(ctx: typer.Context, bootstrap: str | None) -> str:
-    """The flag, else the node's configured listener; exits with one line when nothing listens."""
-    if bootstrap is None:
-        data_dir, override = ctx.obj or (None, None)
-        bootstrap = kafka_bootstrap(load_config(data_dir, None, override))
-    require_listening(
-        bootstrap,
-        "Kafka listener",
-        "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or -o listeners=...",
-    )
-    return bootstrap
+_bootstrap = node_bootstrap
 
 
 def _admin(bootstrap: str) -> Any:

@@ -13,12 +13,12 @@ from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic.broker import settings
 from tabletopic.broker.cluster_role import ClusterRole
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import group_config
 from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.leadership import group_slot
+from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers, scram_handlers
@@ -30,7 +30,7 @@ from tabletopic.broker.security.quota_guard import QuotaGuard
 from tabletopic.broker.security.quota_handlers import QuotaService
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
-from tabletopic.broker.service import BrokerService, parse_listener
+from tabletopic.broker.service import BrokerService
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster import settings as cluster_settings
@@ -173,7 +173,7 @@ class BrokerComponent:
         """The SCRAM credential store and what each listener needs (TLS context, SASL)."""
         store = SecurityStore(self._engine)
         await asyncio.to_thread(store.migrate)
-        protocols = {parse_listener(text).protocol for text in self._config.get(settings.LISTENERS)}
+        protocols = {endpoint.protocol for endpoint in configured_listeners(self._config)}
         return ListenerSecurity(self._config, store, protocols)
 
     async def _start_groups(self, service: BrokerService, dispatcher: Dispatcher) -> None:

@@ -24,6 +24,12 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker import settings
 from tabletopic.broker.context import RequestContext, SecurityProtocol
+from tabletopic.broker.listeners import (
+    Endpoint,
+    advertised_endpoints,
+    configured_listeners,
+    inter_broker_listener,
+)
 from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.metrics import api_name
 from tabletopic.broker.protocol import (
@@ -39,7 +45,7 @@ from tabletopic.broker.protocol import (
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.sasl import SASL_API_KEYS, SaslServer
 from tabletopic.broker.security.tls import peer_principal
-from tabletopic.broker.service import BrokerService, Endpoint, parse_listener
+from tabletopic.broker.service import BrokerService
 from tabletopic.config import ConfigError, StartupError
 
 log = logging.getLogger(__name__)
@@ -444,11 +450,11 @@ class KafkaServer:
         max_inflight = config.get(settings.QUEUED_MAX_REQUESTS)
         self._dispatcher.budget.limit = config.get(settings.QUEUED_MAX_REQUEST_BYTES)
         loop = asyncio.get_running_loop()
-        for text in config.get(settings.LISTENERS):
-            endpoint = parse_listener(text)
+        for endpoint in configured_listeners(config):
+            text = f"{endpoint.name}://{endpoint.host}:{endpoint.port}"
             try:
                 server = await loop.create_server(
-                    self._connection_factory(endpoint.protocol, max_frame, max_inflight),
+                    self._connection_factory(endpoint, max_frame, max_inflight),
                     endpoint.host,
                     endpoint.port,
                     reuse_address=True,
@@ -465,28 +471,26 @@ class KafkaServer:
                 ) from exc
             port = server.sockets[0].getsockname()[1]
             self._servers.append(server)
-            self.bound.append(Endpoint(endpoint.protocol, endpoint.host, port))
-            log.info("Kafka listener %s://%s:%d", endpoint.protocol, endpoint.host, port)
-        advertised = {e.protocol: e for e in self.bound}
-        for text in config.get(settings.ADVERTISED_LISTENERS):
-            endpoint = parse_listener(text)
-            advertised[endpoint.protocol] = endpoint
-        for protocol, endpoint in advertised.items():
-            if endpoint.host in ("0.0.0.0", "::", ""):
-                advertised[protocol] = Endpoint(protocol, "127.0.0.1", endpoint.port)
+            self.bound.append(endpoint.at(endpoint.host, port))
+            log.info("Kafka listener %s (%s) on %s:%d", endpoint.name, endpoint.protocol, endpoint.host, port)
+        advertised = advertised_endpoints(config, self.bound)
+        self._broker.inter_broker_listener = inter_broker_listener(config, advertised)
         self._broker.advertised = advertised
 
     def _connection_factory(
-        self, protocol: SecurityProtocol, max_frame: int, max_inflight: int
+        self, endpoint: Endpoint, max_frame: int, max_inflight: int
     ) -> Callable[[], KafkaConnection]:
         security = self._security
+        protocol = endpoint.protocol
         if security is None and protocol is not SecurityProtocol.PLAINTEXT:
-            raise ConfigError(f"listeners: a {protocol} listener needs the broker's security set up")
+            raise ConfigError(
+                f"listeners: the {protocol} listener {endpoint.name} needs the broker's security set up"
+            )
 
         def factory() -> KafkaConnection:
             sasl = security.sasl_server(protocol) if security is not None else None
             delay = security.failed_auth_delay_s if security is not None else 0.0
-            return KafkaConnection(self._dispatcher, protocol, sasl, max_frame, max_inflight, delay)
+            return KafkaConnection(self._dispatcher, endpoint.name, sasl, max_frame, max_inflight, delay)
 
         return factory
 

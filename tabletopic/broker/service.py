@@ -10,7 +10,6 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -20,6 +19,7 @@ from tabletopic.broker import settings
 from tabletopic.broker.context import SecurityProtocol
 from tabletopic.broker.fetch_sessions import FetchSessionCache
 from tabletopic.broker.leadership import BrokerEndpoint, Leadership, SingleNode
+from tabletopic.broker.listeners import Endpoint
 from tabletopic.broker.log_cleaner import LogCleaner
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
@@ -36,27 +36,6 @@ from tabletopic.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    protocol: SecurityProtocol
-    host: str
-    port: int
-
-
-def parse_listener(text: str) -> Endpoint:
-    """``PLAINTEXT://127.0.0.1:9092`` -> Endpoint. Raises ValueError."""
-    protocol, sep, rest = text.partition("://")
-    if not sep:
-        raise ValueError(f"listener {text!r} must look like PROTOCOL://HOST:PORT")
-    host, _, port = rest.rpartition(":")
-    try:
-        security = SecurityProtocol(protocol.upper())
-    except ValueError:
-        served = " or ".join(SecurityProtocol)
-        raise ValueError(f"listener protocol {protocol} is not {served}") from None
-    return Endpoint(security, host.strip("[]") or "0.0.0.0", int(port))
 
 
 class BrokerService:
@@ -80,8 +59,10 @@ class BrokerService:
         self.producers = ProducerStates(engine, store)
         self.metrics = metrics
         self.cluster_id = ""
-        # Where clients are told to connect, by listener protocol; set once the server is bound.
-        self.advertised: dict[SecurityProtocol, Endpoint] = {}
+        # Where clients are told to connect, by listener name; set once the server is bound.
+        self.advertised: dict[str, Endpoint] = {}
+        # The listener the node's own clients use (``inter.broker.listener.name``); set with it.
+        self.inter_broker_listener = str(SecurityProtocol.PLAINTEXT)
         # (api_key, min, max) served, for ApiVersions; set by the server.
         self.api_ranges: list[tuple[int, int, int]] = []
         self.dynamic_configs: dict[str, str] = {}
@@ -167,15 +148,17 @@ class BrokerService:
         self.dynamic_configs = updated
 
     def endpoint_on(self, listener: str) -> BrokerEndpoint:
-        """This broker's advertised endpoint on ``listener``, as Metadata lists brokers."""
-        endpoint = self.advertised_for(None) if listener not in self.advertised else self.advertised[
-            SecurityProtocol(listener)
-        ]
+        """This broker's advertised endpoint on ``listener`` (a listener name), as Metadata lists
+        brokers."""
+        endpoint = self.advertised.get(listener) or self.advertised_for(None)
         return BrokerEndpoint(self.node_id, endpoint.host, endpoint.port, self.config.get(RACK) or None)
 
     def advertised_for(self, ctx: Any) -> Endpoint:
-        listener = getattr(ctx, "listener", SecurityProtocol.PLAINTEXT)
-        endpoint = self.advertised.get(listener) or next(iter(self.advertised.values()), None)
+        """The advertised endpoint of the listener ``ctx`` came in on; without a request context,
+        that of the inter-broker listener (what the node's own clients connect to)."""
+        listener = getattr(ctx, "listener", None) or self.inter_broker_listener
+        endpoint = self.advertised.get(listener) or self.advertised.get(self.inter_broker_listener)
+        endpoint = endpoint or next(iter(self.advertised.values()), None)
         return endpoint or Endpoint(SecurityProtocol.PLAINTEXT, "127.0.0.1", 9092)
 
     def topic_config(self, topic: Topic, key: str) -> str:

@@ -6,16 +6,35 @@ LISTENERS = define(
     "listeners",
     list,
     ["PLAINTEXT://127.0.0.1:9092"],
-    "Kafka listeners, comma separated `PROTOCOL://HOST:PORT` with PROTOCOL PLAINTEXT, SSL, "
-    "SASL_PLAINTEXT or SASL_SSL (port 0 picks a free port; TLS keys in `ssl.*`).",
+    "Kafka listeners, comma separated `NAME://HOST:PORT`. NAME is a security protocol (PLAINTEXT, SSL, "
+    "SASL_PLAINTEXT, SASL_SSL) or a name given one in `listener.security.protocol.map` "
+    "(`INTERNAL://:9093,EXTERNAL://:9094`); port 0 picks a free port; TLS keys in `ssl.*`.",
     "broker",
 )
 ADVERTISED_LISTENERS = define(
     "advertised.listeners",
     list,
     [],
-    "What clients are told to connect to, same form as `listeners` and matched by protocol; empty "
-    "means the listeners themselves.",
+    "What clients are told to connect to, same form as `listeners` and matched by listener name; a "
+    "listener not named here advertises its own address. Clients are answered with endpoints of the "
+    "listener they came in on.",
+    "broker",
+)
+LISTENER_SECURITY_PROTOCOL_MAP = define(
+    "listener.security.protocol.map",
+    list,
+    ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"],
+    "Security protocol of each listener name, `NAME:PROTOCOL` comma separated "
+    "(`INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL`), as in Kafka. The four protocol names always map to "
+    "themselves.",
+    "broker",
+)
+INTER_BROKER_LISTENER_NAME = define(
+    "inter.broker.listener.name",
+    str,
+    None,
+    "The listener the node's own clients use (dead-letter producer, table ingest jobs) and the one "
+    "operator tools list first; empty means the listener named PLAINTEXT, else the first listener.",
     "broker",
 )
 BROKER_ID = define("broker.id", int, 1, "The node id this broker reports in Metadata.", "broker", in_range(0))

@@ -36,7 +36,8 @@ def bootstrap(broker_process: BrokerProcess) -> str:
 async def broker_service(tmp_path):  # type: ignore[no-untyped-def]
     """A BrokerService on MemoryStreamStore and a fresh SQLite file: handler tests in milliseconds."""
     from tabletopic import database
-    from tabletopic.broker.service import BrokerService, Endpoint
+    from tabletopic.broker.listeners import Endpoint
+    from tabletopic.broker.service import BrokerService
     from tabletopic.config import Config
     from tabletopic.s3stream.memory import MemoryStreamStore
 

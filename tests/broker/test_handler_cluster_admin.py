@@ -124,3 +124,25 @@ async def test_describe_producers_shows_idempotent_producer_state(broker_service
     state = known.active_producers[0]
     assert (state.producer_id, state.producer_epoch, state.last_sequence) == (42, 3, 3)
     assert unknown.error_code is ErrorCode.unknown_topic_or_partition
+
+
+async def test_moving_a_replica_to_the_one_log_dir_is_a_no_op(broker_service) -> None:
+    await broker_service.topics.create("t", 1)
+    here = str(broker_service.config.data_dir)
+    response = await call(
+        broker_service,
+        request(
+            34,
+            2,
+            dirs=[
+                {"path": here, "topics": [{"name": "t", "partitions": [0, 5]}]},
+                {"path": "/elsewhere", "topics": [{"name": "t", "partitions": [0]}]},
+            ],
+        ),
+    )
+    codes = [(p.partition_index, p.error_code) for r in response.results for p in r.partitions]
+    assert codes == [
+        (0, ErrorCode.none),
+        (5, ErrorCode.unknown_topic_or_partition),
+        (0, ErrorCode.log_dir_not_found),
+    ]

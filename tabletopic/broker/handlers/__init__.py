@@ -17,6 +17,7 @@ from typing import Any
 
 from tabletopic.broker.handlers import (
     alter_configs,
+    alter_replica_log_dirs,
     api_versions,
     create_partitions,
     create_topics,
@@ -70,6 +71,7 @@ HANDLERS: dict[int, Handler] = {
     28: transactions.txn_offset_commit,
     32: describe_configs.handle,
     33: alter_configs.handle,
+    34: alter_replica_log_dirs.handle,
     35: describe_log_dirs.handle,
     37: create_partitions.handle,
     43: elect_leaders.handle,

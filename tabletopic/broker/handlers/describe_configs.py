@@ -81,7 +81,7 @@ def broker_config_entries(broker: BrokerService) -> list[dict[str, Any]]:
         sensitive = any(hint in name for hint in SENSITIVE_HINTS)
         if name == "advertised.listeners" and not value:
             # Effective value: what Metadata hands out (the bound listeners by default).
-            value = [f"{e.protocol}://{e.host}:{e.port}" for e in broker.advertised.values()]
+            value = [f"{e.name}://{e.host}:{e.port}" for e in broker.advertised.values()]
         if name in broker.dynamic_configs:
             value, source = broker.dynamic_configs[name], SOURCE_DYNAMIC_BROKER
         elif broker.is_static_broker_config(name) or name in READ_ONLY_BROKER_KEYS:

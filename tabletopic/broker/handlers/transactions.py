@@ -130,7 +130,7 @@ async def describe(broker: BrokerService, ctx: RequestContext, request: Any) -> 
                     "transactional_id": transactional_id,
                     "transaction_state": "",
                     "transaction_timeout": 0,
-                    "transaction_start_time": -1,
+                    "transaction_start_time": 0,  # Kafka's default; -1 is no valid timestamp
                     "producer_id": -1,
                     "producer_epoch": -1,
                     "topics": [],

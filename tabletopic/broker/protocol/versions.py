@@ -30,6 +30,7 @@ MAX_VERSIONS: dict[int, int] = {
     28: 4,  # TxnOffsetCommit
     32: 4,  # DescribeConfigs
     33: 2,  # AlterConfigs
+    34: 2,  # AlterReplicaLogDirs
     35: 4,  # DescribeLogDirs
     36: 2,  # SaslAuthenticate
     37: 3,  # CreatePartitions

@@ -1,5 +1,6 @@
 """``tabletopic acls``: add, list and remove ACLs through the Kafka admin protocol (CreateAcls,
-DescribeAcls, DeleteAcls with confluent-kafka's AdminClient), like ``kafka-acls.sh``."""
+DescribeAcls, DeleteAcls with confluent-kafka's AdminClient), like ``kafka-acls.sh``. The node is
+found as every client command finds it (``tabletopic users`` explains the client settings)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,24 @@ from typing import Annotated, Any
 
 import typer
 
-from tabletopic.broker.security.cli import BootstrapOption, ClientOption, CommandConfigOption, admin_client
-from tabletopic.cli_common import err_console
+from tabletopic.broker.security.cli import ClientOption, CommandConfigOption, admin_client
+from tabletopic.cli_common import BootstrapOption, DataDirOption, err_console, remember_node
 
 acls_app = typer.Typer(help="Manage ACLs (needs authorizer.class.name on the broker).", no_args_is_help=True)
 TIMEOUT_S = 30
+
+# `-o` is --operation here (as in kafka-acls.sh), so the node override is spelled out.
+LongOverrideOption = Annotated[
+    list[str] | None,
+    typer.Option("--override", help="key=value of the node's configuration, repeatable."),
+]
+
+
+@acls_app.callback()
+def _options(ctx: typer.Context, data_dir: DataDirOption = None, override: LongOverrideOption = None) -> None:
+    """Which node: ``--bootstrap-server``, else the node's own configuration (``listeners``)."""
+    remember_node(ctx, data_dir, override)
+
 
 ResourceTypeOption = Annotated[
     str, typer.Option("--resource-type", "-t", help="topic, group, cluster, transactional-id.")
@@ -48,6 +62,7 @@ def _fail(exc: BaseException) -> typer.Exit:
 
 @acls_app.command("add")
 def add(
+    ctx: typer.Context,
     resource_type: ResourceTypeOption,
     principal: Annotated[str, typer.Option("--principal", "-p", help="User:alice, User:* ...")],
     operation: OperationOption,
@@ -55,7 +70,7 @@ def add(
     pattern: PatternOption = "literal",
     host: Annotated[str, typer.Option("--host", help="Client address, * for any.")] = "*",
     permission: PermissionOption = "allow",
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    bootstrap: BootstrapOption = None,
     command_config: CommandConfigOption = None,
     x: ClientOption = None,
 ) -> None:
@@ -78,7 +93,7 @@ def add(
         _enum(AclOperation, operation, "operation"),
         _enum(AclPermissionType, permission, "permission"),
     )
-    admin = admin_client(bootstrap, command_config, x)
+    admin = admin_client(ctx, bootstrap, command_config, x)
     try:
         admin.create_acls([binding], request_timeout=TIMEOUT_S)[binding].result(TIMEOUT_S)
     except Exception as exc:
@@ -119,49 +134,43 @@ def _describe(binding: Any) -> str:
     )
 
 
-@acls_app.command("list")
-def list_acls(
-    resource_type: Annotated[str, typer.Option("--resource-type", "-t")] = "any",
-    name: NameOption = None,
-    pattern: Annotated[str, typer.Option("--pattern")] = "any",
-    principal: PrincipalOption = None,
-    host: HostOption = None,
-    operation: Annotated[str, typer.Option("--operation", "-o")] = "any",
-    permission: Annotated[str, typer.Option("--permission")] = "any",
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
-    command_config: CommandConfigOption = None,
-    x: ClientOption = None,
-) -> None:
-    """ACLs matching the filter (all by default)."""
-    acl_filter = _filter(resource_type, name, pattern, principal, host, operation, permission)
-    admin = admin_client(bootstrap, command_config, x)
-    try:
-        found = admin.describe_acls(acl_filter, request_timeout=TIMEOUT_S).result(TIMEOUT_S)
-    except Exception as exc:
-        raise _fail(exc) from exc
-    for binding in found:
-        typer.echo(_describe(binding))
+def _filter_command(action: str) -> Any:
+    """``list`` and ``remove`` take the same filter, so they are one function with one option set."""
+
+    def command(
+        ctx: typer.Context,
+        resource_type: Annotated[str, typer.Option("--resource-type", "-t")] = "any",
+        name: NameOption = None,
+        pattern: Annotated[str, typer.Option("--pattern")] = "any",
+        principal: PrincipalOption = None,
+        host: HostOption = None,
+        operation: Annotated[str, typer.Option("--operation", "-o")] = "any",
+        permission: Annotated[str, typer.Option("--permission")] = "any",
+        bootstrap: BootstrapOption = None,
+        command_config: CommandConfigOption = None,
+        x: ClientOption = None,
+    ) -> None:
+        acl_filter = _filter(resource_type, name, pattern, principal, host, operation, permission)
+        admin = admin_client(ctx, bootstrap, command_config, x)  # must outlive its futures
+        try:
+            if action == "list":
+                found = admin.describe_acls(acl_filter, request_timeout=TIMEOUT_S).result(TIMEOUT_S)
+            else:
+                found = admin.delete_acls([acl_filter], request_timeout=TIMEOUT_S)[acl_filter].result(
+                    TIMEOUT_S
+                )
+        except Exception as exc:
+            raise _fail(exc) from exc
+        for binding in found:
+            typer.echo(_describe(binding) if action == "list" else f"removed {_describe(binding)}")
+
+    command.__doc__ = (
+        "ACLs matching the filter (all by default)."
+        if action == "list"
+        else "Remove every ACL matching the filter."
+    )
+    return command
 
 
-@acls_app.command("remove")
-def remove(
-    resource_type: Annotated[str, typer.Option("--resource-type", "-t")] = "any",
-    name: NameOption = None,
-    pattern: Annotated[str, typer.Option("--pattern")] = "any",
-    principal: PrincipalOption = None,
-    host: HostOption = None,
-    operation: Annotated[str, typer.Option("--operation", "-o")] = "any",
-    permission: Annotated[str, typer.Option("--permission")] = "any",
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
-    command_config: CommandConfigOption = None,
-    x: ClientOption = None,
-) -> None:
-    """Remove every ACL matching the filter."""
-    acl_filter = _filter(resource_type, name, pattern, principal, host, operation, permission)
-    admin = admin_client(bootstrap, command_config, x)
-    try:
-        removed = admin.delete_acls([acl_filter], request_timeout=TIMEOUT_S)[acl_filter].result(TIMEOUT_S)
-    except Exception as exc:
-        raise _fail(exc) from exc
-    for binding in removed:
-        typer.echo(f"removed {_describe(binding)}")
+acls_app.command("list")(_filter_command("list"))
+acls_app.command("remove")(_filter_command("remove"))

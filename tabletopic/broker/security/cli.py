@@ -2,8 +2,10 @@
 DescribeUserScramCredentials with confluent-kafka's AdminClient), so it works against any node,
 local or remote, like ``kafka-configs.sh --entity-type users``.
 
-The client's own security settings come from ``--command-config`` (a properties file, as Kafka's
-tools take it) and ``-X key=value`` (as kcat takes them).
+The node is found the one way every client command finds it (``--bootstrap-server``, else the
+node's configuration: ``-d``/``--override``, ``TABLETOPIC_*``, endpoints.properties). The client's own
+security settings come from ``--command-config`` (a properties file, as Kafka's tools take it) and
+``-X key=value`` (as kcat takes them).
 """
 
 from __future__ import annotations
@@ -14,15 +16,18 @@ from typing import Annotated, Any
 import typer
 
 from tabletopic.broker.security.scram import MIN_ITERATIONS, SCRAM_MECHANISMS
-from tabletopic.cli_common import err_console
+from tabletopic.cli_common import (
+    BootstrapOption,
+    DataDirOption,
+    OverrideOption,
+    err_console,
+    node_bootstrap,
+    remember_node,
+)
 from tabletopic.config import read_properties
 
 users_app = typer.Typer(help="Manage SCRAM users (SASL/SCRAM and PLAIN logins).", no_args_is_help=True)
 
-BootstrapOption = Annotated[
-    str,
-    typer.Option("--bootstrap-server", "-b", envvar="TABLETOPIC_BOOTSTRAP", help="host:port of a broker."),
-]
 CommandConfigOption = Annotated[
     Path | None,
     typer.Option("--command-config", help="Properties file with the client's security settings."),
@@ -38,8 +43,17 @@ MechanismOption = Annotated[
 TIMEOUT_S = 30
 
 
-def admin_client(bootstrap: str, command_config: Path | None, settings: list[str] | None) -> Any:
-    """An AdminClient with the client settings of ``--command-config`` and ``-X``."""
+@users_app.callback()
+def _options(ctx: typer.Context, data_dir: DataDirOption = None, override: OverrideOption = None) -> None:
+    """Which node: ``--bootstrap-server``, else the node's own configuration (``listeners``)."""
+    remember_node(ctx, data_dir, override)
+
+
+def admin_client(
+    ctx: typer.Context, bootstrap: str | None, command_config: Path | None, settings: list[str] | None
+) -> Any:
+    """An AdminClient for the node (:func:`~tabletopic.cli_common.node_bootstrap`) with the client
+    settings of ``--command-config`` and ``-X``."""
     from confluent_kafka.admin import AdminClient
 
     config: dict[str, str] = dict(read_properties(command_config)) if command_config else {}
@@ -48,7 +62,7 @@ def admin_client(bootstrap: str, command_config: Path | None, settings: list[str
         if not sep:
             raise typer.BadParameter(f"-X expects key=value, got {item!r}")
         config[key.strip()] = value.strip()
-    return AdminClient({**config, "bootstrap.servers": bootstrap})
+    return AdminClient({**config, "bootstrap.servers": node_bootstrap(ctx, bootstrap)})
 
 
 def _mechanisms(names: list[str] | None) -> list[Any]:
@@ -72,9 +86,10 @@ def _wait(futures: dict[str, Any]) -> None:
 
 @users_app.command("add")
 def add(
+    ctx: typer.Context,
     name: str,
     password: Annotated[str, typer.Option(prompt=True, hide_input=True, confirmation_prompt=True)],
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    bootstrap: BootstrapOption = None,
     mechanism: MechanismOption = None,
     iterations: Annotated[int, typer.Option(help="PBKDF2 iterations (4096..16384).")] = MIN_ITERATIONS,
     command_config: CommandConfigOption = None,
@@ -90,15 +105,16 @@ def add(
         UserScramCredentialUpsertion(name, ScramCredentialInfo(m, iterations), password.encode())
         for m in _mechanisms(mechanism)
     ]
-    admin = admin_client(bootstrap, command_config, x)
+    admin = admin_client(ctx, bootstrap, command_config, x)
     _wait(admin.alter_user_scram_credentials(upsertions, request_timeout=TIMEOUT_S))
     typer.echo(f"set SCRAM credentials of {name}")
 
 
 @users_app.command("delete")
 def delete(
+    ctx: typer.Context,
     name: str,
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    bootstrap: BootstrapOption = None,
     mechanism: MechanismOption = None,
     command_config: CommandConfigOption = None,
     x: ClientOption = None,
@@ -106,7 +122,7 @@ def delete(
     """Remove a user's SCRAM credentials (all mechanisms unless --mechanism is given)."""
     from confluent_kafka.admin import UserScramCredentialDeletion  # type: ignore[attr-defined]
 
-    admin = admin_client(bootstrap, command_config, x)
+    admin = admin_client(ctx, bootstrap, command_config, x)
     if mechanism:
         chosen = _mechanisms(mechanism)
     else:
@@ -123,13 +139,14 @@ def delete(
 
 @users_app.command("list")
 def list_users(
+    ctx: typer.Context,
     names: Annotated[list[str] | None, typer.Argument(help="Users to show (default: all).")] = None,
-    bootstrap: BootstrapOption = "127.0.0.1:9092",
+    bootstrap: BootstrapOption = None,
     command_config: CommandConfigOption = None,
     x: ClientOption = None,
 ) -> None:
     """Users with their SCRAM mechanisms and iteration counts (never the secrets)."""
-    admin = admin_client(bootstrap, command_config, x)
+    admin = admin_client(ctx, bootstrap, command_config, x)
     try:
         result = admin.describe_user_scram_credentials(names or None, request_timeout=TIMEOUT_S)
         described = (

@@ -5,6 +5,7 @@ that part's answer goes, with Kafka's error code."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -399,16 +400,116 @@ async def find_coordinator(check: Check, ctx: RequestContext, request: Any, call
     return await _split_list(request, "coordinator_keys", passed, refused, "coordinators", call)
 
 
-# --- transactions (rules ready for the transaction APIs) -----------------------------------------
+# --- transactions --------------------------------------------------------------------------------
 
 
 def transaction_rule(**refusal: Any) -> Rule:
+    """AddOffsetsToTxn, EndTxn: WRITE on the transactional id."""
+
     async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
         if check.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
             return await call(request)
         return {"throttle_time": 0, "error_code": TXN_DENIED, **refusal}
 
     return rule
+
+
+def _partition_results(
+    topics: Any, code_of: Callable[[str], ErrorCode], partitions_key: str, code_key: str
+) -> list[dict[str, Any]]:
+    """Every partition of ``topics`` answered with its topic's code."""
+    return [
+        {
+            "name": topic.name,
+            partitions_key: [
+                {"partition_index": int(getattr(p, "partition_index", p)), code_key: code_of(topic.name)}
+                for p in topic.partitions
+            ],
+        }
+        for topic in topics
+    ]
+
+
+async def add_partitions_to_txn(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    """As Kafka: without WRITE on the transactional id every partition is refused with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; else a topic without WRITE gets TOPIC_AUTHORIZATION_FAILED,
+    an unknown one UNKNOWN_TOPIC_OR_PARTITION, and then nothing is added: the rest are answered
+    OPERATION_NOT_ATTEMPTED (v0-3, the clients' form)."""
+    topics = list(request.v3_and_below_topics)
+    if not check.allowed(
+        Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id
+    ):
+        codes: dict[str, ErrorCode] = {t.name: TXN_DENIED for t in topics}
+    else:
+        codes = {}
+        for topic in topics:
+            if not check.topic(Operation.WRITE, topic.name):
+                codes[topic.name] = TOPIC_DENIED
+            elif check.broker.topics.get(topic.name) is None:
+                codes[topic.name] = ErrorCode.unknown_topic_or_partition
+        if not codes:
+            return await call(request)
+        codes = {t.name: codes.get(t.name, ErrorCode.operation_not_attempted) for t in topics}
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "results_by_transaction": [],
+        "results_by_topic_v3_and_below": _partition_results(
+            topics, codes.__getitem__, "results_by_partition", "partition_error_code"
+        ),
+    }
+
+
+async def txn_offset_commit(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    """WRITE on the transactional id, then READ on the group (all partitions refused with the
+    one's error), then READ per topic: refused topics are answered TOPIC_AUTHORIZATION_FAILED and
+    the others committed, as Kafka does."""
+    if not check.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        code: ErrorCode | None = TXN_DENIED
+    elif not check.group(Operation.READ, request.group_id):
+        code = GROUP_DENIED
+    else:
+        code = None
+    if code is not None:
+        refused = _partition_results(request.topics, lambda _: code, "partitions", "error_code")
+        return {"throttle_time": 0, "topics": refused}
+    passed = [t for t in request.topics if check.topic(Operation.READ, t.name)]
+    denied = [t for t in request.topics if t not in passed]
+    refused = _partition_results(denied, lambda _: TOPIC_DENIED, "partitions", "error_code")
+    return await _split_list(request, "topics", passed, refused, "topics", call)
+
+
+async def describe_transactions(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    """DESCRIBE per transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for it); the
+    partitions of a described transaction only in topics the principal may DESCRIBE."""
+    ids = list(request.transactional_ids)
+    passed = [i for i in ids if check.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, i)]
+    refused = [
+        {"error_code": TXN_DENIED, "transactional_id": i, "transaction_state": "", "transaction_timeout": 0,
+         "transaction_start_time": 0, "producer_id": -1, "producer_epoch": -1, "topics": []}
+        for i in ids
+        if i not in passed
+    ]  # fmt: skip
+    response = await _split_list(request, "transactional_ids", passed, refused, "transaction_states", call)
+    if isinstance(response, dict):
+        for state in response.get("transaction_states", []):
+            state["topics"] = [
+                t for t in state.get("topics", []) if check.topic(Operation.DESCRIBE, t["topic"])
+            ]
+    return response
+
+
+async def list_transactions(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    """Only the transactional ids the principal may DESCRIBE are listed (Kafka checks no more)."""
+    response = await call(request)
+    if isinstance(response, dict):
+        listed = [
+            t
+            for t in response.get("transaction_states", [])
+            if check.allowed(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t["transactional_id"])
+        ]
+        response = {**response, "transaction_states": listed}
+    return response
 
 
 # --- everything on the cluster -------------------------------------------------------------------
@@ -451,8 +552,10 @@ RULES: dict[int, Rule] = {
     21: topics_rule(DELETE_RECORDS, Operation.DELETE),
     22: init_producer_id,
     23: topics_rule(LEADER_EPOCH, Operation.DESCRIBE),
+    24: add_partitions_to_txn,
     25: transaction_rule(),
     26: transaction_rule(),
+    28: txn_offset_commit,
     29: cluster_rule(Operation.DESCRIBE),
     30: cluster_rule(Operation.ALTER, _per_entry("results", "creations")),
     31: cluster_rule(Operation.ALTER, _per_entry("filter_results", "filters", matching_acls=[])),
@@ -473,5 +576,7 @@ RULES: dict[int, Rule] = {
     55: cluster_rule(Operation.DESCRIBE),
     60: describe_cluster,
     61: topics_rule(PRODUCERS, Operation.READ),
+    65: describe_transactions,
+    66: list_transactions,
     75: describe_topic_partitions,
 }

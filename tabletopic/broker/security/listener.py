@@ -8,6 +8,7 @@ import ssl
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.context import SecurityProtocol
 from tabletopic.broker.security import settings
+from tabletopic.broker.security.oauthbearer import TokenValidator
 from tabletopic.broker.security.sasl import SUPPORTED_MECHANISMS, SaslServer, check_plain_password
 from tabletopic.broker.security.scram import MIN_ITERATIONS, SCRAM_SHA_256, ScramCredential
 from tabletopic.broker.security.store import SecurityStore
@@ -56,6 +57,7 @@ class ListenerSecurity:
         if protocols & SASL_PROTOCOLS and not mechanisms:
             raise ConfigError("sasl.enabled.mechanisms is empty but a SASL listener is configured")
         self.mechanisms = mechanisms
+        self._oauth = TokenValidator(config) if "OAUTHBEARER" in mechanisms else None
         self.reauth_ms: int = config.get(settings.CONNECTIONS_MAX_REAUTH_MS)
         self.failed_auth_delay_s: float = (
             config.get(settings.CONNECTION_FAILED_AUTHENTICATION_DELAY_MS) / 1000
@@ -70,7 +72,9 @@ class ListenerSecurity:
         """A new SASL state machine for a connection of this listener; None if it uses no SASL."""
         if protocol not in SASL_PROTOCOLS:
             return None
-        return SaslServer(self.mechanisms, self.check_password, self.store.credential, self.reauth_ms)
+        return SaslServer(
+            self.mechanisms, self.check_password, self.store.credential, self.reauth_ms, oauth=self._oauth
+        )
 
     def check_password(self, user: str, password: str) -> bool:
         """PLAIN (and HTTP Basic): ``sasl.plain.users`` first, then any of the user's SCRAM

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.security.oauthbearer import OAuthBearerExchange, TokenValidator
 from tabletopic.broker.security.scram import (
     SCRAM_MECHANISMS,
     CredentialLookup,
@@ -28,7 +29,7 @@ from tabletopic.broker.security.scram import (
     ScramServerExchange,
 )
 
-SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 SASL_API_KEYS = frozenset({17, 36})  # SaslHandshake, SaslAuthenticate
 PRE_AUTH_API_KEYS = frozenset({17, 18, 36})  # ... and ApiVersions
 # Kafka's own messages, so a user sees the same text as against Kafka.
@@ -142,8 +143,11 @@ class SaslServer:
         mechanisms: the enabled mechanisms (``sasl.enabled.mechanisms``), in the order advertised.
         plain_check: verifies a PLAIN user and password.
         scram_lookup: finds a user's SCRAM credential.
-        reauth_ms: ``connections.max.reauth.ms``; 0 means sessions never expire.
+        reauth_ms: ``connections.max.reauth.ms``; 0 means sessions never expire (an OAUTHBEARER
+            session still ends with its token).
         clock: monotonic seconds.
+        oauth: validates OAUTHBEARER tokens (None: the mechanism is not offered).
+        wall_clock: seconds since the epoch (token expiry times are wall-clock).
     """
 
     def __init__(
@@ -153,8 +157,12 @@ class SaslServer:
         scram_lookup: CredentialLookup,
         reauth_ms: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        oauth: TokenValidator | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self.mechanisms = list(mechanisms)
+        self.mechanisms = [m for m in mechanisms if m != "OAUTHBEARER" or oauth is not None]
+        self._oauth = oauth
+        self._wall_clock = wall_clock
         self._plain_check = plain_check
         self._scram_lookup = scram_lookup
         self._reauth_ms = reauth_ms
@@ -183,7 +191,8 @@ class SaslServer:
         return self.state is SaslState.AUTHENTICATED or self._reauthenticating
 
     def handshake(self, mechanism: str, version: int) -> ErrorCode:
-        if self.state is SaslState.AUTHENTICATED and version >= 1 and self._reauth_ms > 0:
+        expiring = self._reauth_ms > 0 or self._expires_at is not None
+        if self.state is SaslState.AUTHENTICATED and version >= 1 and expiring:
             # KIP-368 re-authentication: same mechanism, the old session stays valid meanwhile.
             if mechanism != self.mechanism:
                 return ErrorCode.unsupported_sasl_mechanism
@@ -194,13 +203,16 @@ class SaslServer:
         if mechanism not in self.mechanisms:
             return ErrorCode.unsupported_sasl_mechanism
         self.mechanism = mechanism
-        self._exchange = (
-            _PlainExchange(self._plain_check)
-            if mechanism == "PLAIN"
-            else _ScramExchange(mechanism, self._scram_lookup)
-        )
+        self._exchange = self._new_exchange(mechanism)
         self.state = SaslState.AWAIT_RAW_TOKEN if version == 0 else SaslState.AWAIT_AUTHENTICATE
         return ErrorCode.none
+
+    def _new_exchange(self, mechanism: str) -> _Exchange:
+        if mechanism == "PLAIN":
+            return _PlainExchange(self._plain_check)
+        if mechanism == "OAUTHBEARER" and self._oauth is not None:
+            return OAuthBearerExchange(self._oauth, _AuthFailure)
+        return _ScramExchange(mechanism, self._scram_lookup)
 
     def authenticate(self, token: bytes) -> AuthResult:
         """Feed one client token; the result says what to answer."""
@@ -223,11 +235,16 @@ class SaslServer:
                 f"Cannot change principals during re-authentication from {self.principal}: {principal}",
                 f"re-authentication as {principal} instead of {self.principal}",
             )
+        lifetime = self._reauth_ms
+        expires_ms = getattr(self._exchange, "expires_ms", None)
+        if expires_ms is not None:
+            # KIP-368: a credential that expires bounds the session, whatever the configured limit.
+            left = max(1, expires_ms - int(self._wall_clock() * 1000))
+            lifetime = min(lifetime, left) if lifetime > 0 else left
         self.state = SaslState.AUTHENTICATED
         self.principal = principal
         self._exchange = None
         self._reauthenticating = False
-        lifetime = self._reauth_ms
         self._expires_at = self._clock() + lifetime / 1000 if lifetime > 0 else None
         return AuthResult(ErrorCode.none, challenge=challenge, complete=True, session_lifetime_ms=lifetime)
 

@@ -9,8 +9,46 @@ SASL_ENABLED_MECHANISMS = define(
     list,
     ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
     "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners (PLAIN, SCRAM-SHA-256, "
-    "SCRAM-SHA-512). PLAIN checks `sasl.plain.users`, then the user's SCRAM credentials.",
+    "SCRAM-SHA-512, OAUTHBEARER). PLAIN checks `sasl.plain.users`, then the user's SCRAM credentials; "
+    "OAUTHBEARER validates JWTs against `sasl.oauthbearer.jwks.endpoint.url`.",
     "security",
+)
+SASL_OAUTHBEARER_JWKS_ENDPOINT_URL = define(
+    "sasl.oauthbearer.jwks.endpoint.url",
+    str,
+    None,
+    "OAUTHBEARER: the JWKS document whose public keys sign accepted tokens, as a `file://` URL (or a "
+    "path); re-read whenever the file changes, so keys rotate without a restart.",
+    "security",
+)
+SASL_OAUTHBEARER_EXPECTED_AUDIENCE = define(
+    "sasl.oauthbearer.expected.audience",
+    list,
+    [],
+    "OAUTHBEARER: audiences a token's `aud` must name one of (comma separated); empty: `aud` unchecked.",
+    "security",
+)
+SASL_OAUTHBEARER_EXPECTED_ISSUER = define(
+    "sasl.oauthbearer.expected.issuer",
+    str,
+    None,
+    "OAUTHBEARER: the `iss` a token must carry; empty: `iss` unchecked.",
+    "security",
+)
+SASL_OAUTHBEARER_SUB_CLAIM_NAME = define(
+    "sasl.oauthbearer.sub.claim.name",
+    str,
+    "sub",
+    "OAUTHBEARER: the claim naming the principal (`User:<claim value>`).",
+    "security",
+)
+SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS = define(
+    "sasl.oauthbearer.clock.skew.seconds",
+    int,
+    30,
+    "OAUTHBEARER: slack allowed between the token issuer's clock and this node's on `exp` and `nbf`.",
+    "security",
+    in_range(0),
 )
 CONNECTIONS_MAX_REAUTH_MS = define(
     "connections.max.reauth.ms",

@@ -7,15 +7,13 @@ from contextlib import ExitStack
 
 from pyiceberg.catalog import Catalog
 
+from tabletopic.cli_common import kafka_bootstrap
 from tabletopic.config import Config
 
 
 def bootstrap_servers(cfg: Config) -> str:
     """``host:port`` of the node's PLAINTEXT listener (advertised one first)."""
-    listeners = list(cfg.get("advertised.listeners") or []) or list(cfg.get("listeners"))
-    plain = [entry for entry in listeners if str(entry).upper().startswith("PLAINTEXT://")] or listeners
-    host, _, port = str(plain[0]).split("://", 1)[-1].rpartition(":")
-    return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::') else host}:{port}"
+    return kafka_bootstrap(cfg)
 
 
 def rest_alive(uri: str, timeout: float = 1.0) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.jwt_issuer import JwtIssuer
 from tests.support.ports import free_port
 from tests.support.tls_certs import CertFiles, TestCA
 
@@ -94,5 +95,51 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
     try:
         create_scram_users(process.bootstrap, SCRAM_USERS, ("SCRAM-SHA-256", "SCRAM-SHA-512"))
         yield SecureBroker(process, ca, client, ssl_port, sasl_ssl_port)
+    finally:
+        process.stop()
+
+
+@dataclass
+class NamedListenersBroker:
+    """INTERNAL (PLAINTEXT, what the node's own clients use) and EXTERNAL (SASL_PLAINTEXT with PLAIN
+    and OAUTHBEARER, advertised as ``localhost``) listeners on one broker; ``issuer`` signs tokens."""
+
+    process: BrokerProcess
+    internal_port: int
+    external_port: int
+    issuer: JwtIssuer
+
+    @property
+    def internal(self) -> str:
+        return f"127.0.0.1:{self.internal_port}"
+
+    @property
+    def external(self) -> str:
+        return f"127.0.0.1:{self.external_port}"
+
+
+def named_listener_overrides(internal_port: int, external_port: int) -> dict[str, str]:
+    return {
+        "listeners": f"INTERNAL://127.0.0.1:{internal_port},EXTERNAL://127.0.0.1:{external_port}",
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+        "advertised.listeners": f"EXTERNAL://localhost:{external_port}",
+        "inter.broker.listener.name": "INTERNAL",
+    }
+
+
+@pytest.fixture(scope="session")
+def named_listeners_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NamedListenersBroker]:
+    root = tmp_path_factory.mktemp("named-listeners")
+    issuer = JwtIssuer(root / "issuer")
+    process = BrokerProcess(root / "data")
+    process.kafka_port, process.admin_port, process.sasl_port = free_port(), free_port(), free_port()
+    process.overrides = {
+        **named_listener_overrides(process.kafka_port, process.sasl_port),
+        **issuer.server_settings(),
+        "sasl.enabled.mechanisms": "PLAIN,OAUTHBEARER",
+    }
+    process.start()
+    try:
+        yield NamedListenersBroker(process, process.kafka_port, process.sasl_port, issuer)
     finally:
         process.stop()

@@ -319,3 +319,104 @@ def test_fetch_of_allowed_and_denied_topics_together(acl_broker: BrokerProcess, 
     assert by_topic[allowed].error_code is ErrorCode.none and by_topic[allowed].records
     assert by_topic[denied].error_code is ErrorCode.topic_authorization_failed
     assert not by_topic[denied].records
+
+
+@pytest.mark.integration
+def test_transactional_produce_and_offsets_need_topic_group_and_transactional_id_acls(
+    acl_broker: BrokerProcess,
+) -> None:
+    """AddPartitionsToTxn needs WRITE on the topic and TxnOffsetCommit READ on the group (both
+    WRITE on the transactional id), as in Kafka: consume-transform-produce works once granted."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    source, out = new_topic(acl_broker, "ctp-src-"), new_topic(acl_broker, "ctp-out-")
+    group = f"ctp-{source}"
+    grant(
+        acl_broker,
+        ("TRANSACTIONAL_ID", "alice-ctp-", "PREFIXED", "User:alice", "WRITE"),
+        ("TOPIC", out, "LITERAL", "User:alice", "WRITE"),
+        ("TOPIC", source, "LITERAL", "User:alice", "READ"),
+    )
+    producer = Producer(client(acl_broker, "alice", **{"transactional.id": f"alice-ctp-{source}"}))
+    producer.init_transactions(15)
+    group_metadata = Consumer(client(acl_broker, "alice", **{"group.id": group})).consumer_group_metadata()
+    offsets = [TopicPartition(source, 0, 1)]
+
+    producer.begin_transaction()
+    producer.produce(out, b"transformed")
+    with pytest.raises(KafkaException) as denied:
+        producer.send_offsets_to_transaction(offsets, group_metadata, 15)
+    assert "GROUP_AUTHORIZATION_FAILED" in str(denied.value) or "Group authorization failed" in str(
+        denied.value
+    )
+    producer.abort_transaction(15)
+
+    grant(acl_broker, ("GROUP", group, "LITERAL", "User:alice", "READ"))
+    producer.begin_transaction()
+    producer.produce(out, b"transformed")
+    producer.send_offsets_to_transaction(offsets, group_metadata, 15)
+    producer.commit_transaction(15)
+    admin = admin_of(acl_broker)  # must outlive its futures
+    listed = admin.list_consumer_group_offsets([_group_partitions(group, source)], request_timeout=15)
+    committed = listed[group].result(15)
+    assert [tp.offset for tp in committed.topic_partitions] == [1]
+
+
+def _group_partitions(group: str, topic: str) -> Any:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    return ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])
+
+
+@pytest.mark.integration
+def test_transaction_apis_refuse_each_part_with_kafkas_error(acl_broker: BrokerProcess) -> None:
+    """Read off the wire as the anonymous principal of the PLAINTEXT listener."""
+    allowed, denied = new_topic(acl_broker, "atx-ok-"), new_topic(acl_broker, "atx-no-")
+    txn = f"anon-{allowed}"
+    sock = connect(acl_broker.bootstrap)
+
+    def add_partitions() -> dict[str, ErrorCode]:
+        answer = roundtrip(
+            sock,
+            request(24, 3, v3_and_below_transactional_id=txn, v3_and_below_producer_id=1,
+                    v3_and_below_producer_epoch=0,
+                    v3_and_below_topics=[{"name": allowed, "partitions": [0]},
+                                         {"name": denied, "partitions": [0]}],
+                    transactions=[]),
+        )  # fmt: skip
+        return {
+            t.name: t.results_by_partition[0].partition_error_code
+            for t in answer.results_by_topic_v3_and_below
+        }
+
+    try:
+        assert set(add_partitions().values()) == {ErrorCode.transactional_id_authorization_failed}
+        grant(
+            acl_broker,
+            ("TRANSACTIONAL_ID", txn, "LITERAL", "User:ANONYMOUS", "WRITE"),
+            ("TOPIC", allowed, "LITERAL", "User:ANONYMOUS", "WRITE"),
+        )
+        # One refused topic: nothing is added, the others are not attempted.
+        assert add_partitions() == {
+            allowed: ErrorCode.operation_not_attempted,
+            denied: ErrorCode.topic_authorization_failed,
+        }
+        commit = roundtrip(
+            sock,
+            request(28, 3, transactional_id=txn, group_id=f"g-{txn}", producer_id=1, producer_epoch=0,
+                    generation_id=-1, member_id="", group_instance_id=None,
+                    topics=[{"name": allowed, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                             "committed_leader_epoch": -1, "committed_metadata": None}]}]),
+        )  # fmt: skip
+        assert commit.topics[0].partitions[0].error_code is ErrorCode.group_authorization_failed
+
+        other = f"anon-other-{allowed}"
+        described = roundtrip(sock, request(65, 0, transactional_ids=[txn, other]))
+        codes = {s.transactional_id: s.error_code for s in described.transaction_states}
+        assert codes[other] is ErrorCode.transactional_id_authorization_failed
+        assert codes[txn] is not ErrorCode.transactional_id_authorization_failed  # WRITE implies DESCRIBE
+        listed = roundtrip(sock, request(66, 0, state_filters=[], producer_id_filters=[]))
+        assert listed.error_code is ErrorCode.none
+        assert all(s.transactional_id == txn for s in listed.transaction_states)
+    finally:
+        sock.close()
