@@ -12,6 +12,7 @@ are never handed out again — not even after a restart. ``sr_schemas.id`` and t
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,10 @@ schemas_table = sa.Table(
     # The data contract registered with the schema (``metadata`` and ``ruleSet``) as compact JSON,
     # "" when none: part of the schema's identity, as in Confluent.
     sa.Column("contract", sa.Text, nullable=False, default="", server_default=""),
+    # The fingerprint of the schema without its contract (equal to ``fingerprint`` when it has
+    # none): a schema registered or looked up without ``metadata``/``ruleSet`` finds the one stored
+    # with them through this index instead of comparing schema texts.
+    sa.Column("bare_fingerprint", sa.String(64), nullable=True, index=True),
 )
 versions_table = sa.Table(
     "sr_versions",
@@ -104,6 +109,34 @@ def sqlite_read_engine(engine: Engine) -> Engine | None:
     return reader
 
 
+def sqlite_write_engine(engine: Engine, synchronous: str) -> Engine | None:
+    """For SQLite, the registry's own engine for writes, with ``PRAGMA synchronous`` as configured
+    (``schema.registry.sqlite.synchronous``); the shared engine keeps ``FULL`` for everything else.
+
+    In WAL mode ``NORMAL`` commits without an fsync: the commit is in the operating system's hands,
+    so a killed process loses nothing, while a power cut may lose the last commits (the database
+    stays consistent). ``None`` for other databases, whose server decides.
+    """
+    if engine.dialect.name != "sqlite":
+        return None
+    writer = sa.create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @sa.event.listens_for(writer, "connect")
+    def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+        dbapi_conn.isolation_level = None
+
+    @sa.event.listens_for(writer, "begin")
+    def _begin(conn):  # type: ignore[no-untyped-def]
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return writer
+
+
 def _create_v1(conn: Connection) -> None:
     metadata.create_all(conn, checkfirst=True)
     # Idempotent: a node that lost a start-up race re-runs this after the winner committed.
@@ -121,7 +154,31 @@ def _add_contract_v2(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE sr_schemas ADD COLUMN contract TEXT NOT NULL DEFAULT ''")
 
 
-MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2)
+def _add_bare_fingerprint_v3(conn: Connection) -> None:
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("sr_schemas")}
+    if "bare_fingerprint" not in columns:
+        conn.exec_driver_sql("ALTER TABLE sr_schemas ADD COLUMN bare_fingerprint VARCHAR(64)")
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_sr_schemas_bare_fingerprint ON sr_schemas (bare_fingerprint)"
+    )
+    t = schemas_table.c
+    missing = conn.execute(
+        sa.select(t.id, t.schema_type, t.schema, t.refs).where(t.bare_fingerprint.is_(None))
+    ).all()
+    for row in missing:
+        conn.execute(
+            sa.update(schemas_table)
+            .where(t.id == row.id)
+            .values(bare_fingerprint=bare_fingerprint(row.schema_type, row.schema, row.refs))
+        )
+
+
+MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2, _add_bare_fingerprint_v3)
+
+
+def bare_fingerprint(schema_type: str, text: str, encoded_references: str) -> str:
+    """The identity of a schema without a contract (see :func:`.model.fingerprint`)."""
+    return hashlib.sha256(f"{schema_type}\n{text}\n{encoded_references}".encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +238,17 @@ def lock_ids(conn: Connection) -> int:
     return int(row.value)
 
 
+_NEXT_ID = (
+    sa.update(counters_table)
+    .where(counters_table.c.name == SCHEMA_ID_COUNTER)
+    .values(value=counters_table.c.value + 1)
+    .returning(counters_table.c.value)
+)
+
+
 def next_id(conn: Connection) -> int:
-    current = lock_ids(conn)
-    conn.execute(
-        sa.update(counters_table).where(counters_table.c.name == SCHEMA_ID_COUNTER).values(value=current + 1)
-    )
-    return current + 1
+    """Take the next id: one statement that also takes the counter's row lock."""
+    return int(conn.execute(_NEXT_ID).scalar_one())
 
 
 def raise_ids_to(conn: Connection, at_least: int) -> None:
@@ -214,6 +276,27 @@ _LIVE_VERSIONS = (
     .where(versions_table.c.subject == sa.bindparam("subject"), versions_table.c.deleted.is_(False))
     .order_by(versions_table.c.version)
 )
+_LATEST = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"))
+    .order_by(versions_table.c.version.desc())
+    .limit(1)
+)
+_LATEST_LIVE = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"), versions_table.c.deleted.is_(False))
+    .order_by(versions_table.c.version.desc())
+    .limit(1)
+)
+_ONE_VERSION = sa.select(versions_table).where(
+    versions_table.c.subject == sa.bindparam("subject"), versions_table.c.version == sa.bindparam("version")
+)
+_SCHEMA_BY_FINGERPRINT = (
+    sa.select(schemas_table)
+    .where(schemas_table.c.fingerprint == sa.bindparam("fingerprint"))
+    .order_by(schemas_table.c.id)
+    .limit(1)
+)
 
 
 def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
@@ -222,11 +305,7 @@ def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
 
 
 def schema_by_fingerprint(conn: Connection, fingerprint: str) -> SchemaRow | None:
-    row = conn.execute(
-        sa.select(schemas_table)
-        .where(schemas_table.c.fingerprint == fingerprint)
-        .order_by(schemas_table.c.id)
-    ).first()
+    row = conn.execute(_SCHEMA_BY_FINGERPRINT, {"fingerprint": fingerprint}).first()
     return None if row is None else _schema_row(row)
 
 
@@ -241,22 +320,32 @@ def schema_by_fingerprint_prefix(conn: Connection, prefix: str) -> SchemaRow | N
     return None if row is None else _schema_row(row)
 
 
+_INSERT_SCHEMA = sa.insert(schemas_table)
+_INSERT_REFERENCE = sa.insert(references_table)
+_INSERT_VERSION = sa.insert(versions_table)
+
+
 def insert_schema(conn: Connection, row: SchemaRow, fingerprint: str) -> None:
+    refs = encode_references(row.references)
     conn.execute(
-        sa.insert(schemas_table).values(
-            id=row.id,
-            schema_type=row.schema_type,
-            schema=row.schema,
-            refs=encode_references(row.references),
-            fingerprint=fingerprint,
-            contract=row.contract,
-        )
+        _INSERT_SCHEMA,
+        {
+            "id": row.id,
+            "schema_type": row.schema_type,
+            "schema": row.schema,
+            "refs": refs,
+            "fingerprint": fingerprint,
+            "contract": row.contract,
+            "bare_fingerprint": bare_fingerprint(row.schema_type, row.schema, refs),
+        },
     )
-    for ref in row.references:
+    if row.references:
         conn.execute(
-            sa.insert(references_table).values(
-                schema_id=row.id, name=ref.name, subject=ref.subject, version=ref.version
-            )
+            _INSERT_REFERENCE,
+            [
+                {"schema_id": row.id, "name": ref.name, "subject": ref.subject, "version": ref.version}
+                for ref in row.references
+            ],
         )
 
 
@@ -280,9 +369,21 @@ def versions(conn: Connection, subject: str, include_deleted: bool = True) -> li
     return [_version_row(r) for r in conn.execute(query, {"subject": subject})]
 
 
+def latest_version(conn: Connection, subject: str, include_deleted: bool = True) -> VersionRow | None:
+    """The newest version of ``subject`` (live only unless ``include_deleted``): one indexed row,
+    where :func:`versions` reads them all."""
+    row = conn.execute(_LATEST if include_deleted else _LATEST_LIVE, {"subject": subject}).first()
+    return None if row is None else _version_row(row)
+
+
+def version_row(conn: Connection, subject: str, version: int) -> VersionRow | None:
+    row = conn.execute(_ONE_VERSION, {"subject": subject, "version": version}).first()
+    return None if row is None else _version_row(row)
+
+
 def insert_version(conn: Connection, subject: str, version: int, schema_id: int) -> None:
     conn.execute(
-        sa.insert(versions_table).values(subject=subject, version=version, schema_id=schema_id, deleted=False)
+        _INSERT_VERSION, {"subject": subject, "version": version, "schema_id": schema_id, "deleted": False}
     )
 
 
@@ -322,26 +423,27 @@ def all_versions(conn: Connection, include_deleted: bool = False, prefix: str = 
 
 
 def _version_match(include_deleted: bool, any_contract: bool) -> Any:
-    """The statement behind :func:`version_with_fingerprint`, built once per variant."""
+    """The statement behind :func:`version_with_fingerprint`, built once per variant: the candidate
+    schemas come from the fingerprint indexes, then their versions in ``subject``, so the cost does
+    not grow with the number of versions a subject has."""
     key = (include_deleted, any_contract)
     query = _VERSION_MATCH.get(key)
     if query is not None:
         return query
     matches = schemas_table.c.fingerprint == sa.bindparam("fingerprint")
     if any_contract:
-        matches = sa.or_(
-            matches,
-            sa.and_(
-                schemas_table.c.contract != "",
-                schemas_table.c.schema_type == sa.bindparam("schema_type"),
-                schemas_table.c.schema == sa.bindparam("text"),
-                schemas_table.c.refs == sa.bindparam("refs"),
-            ),
-        )
+        matches = sa.or_(matches, schemas_table.c.bare_fingerprint == sa.bindparam("bare"))
+    ids = sa.select(schemas_table.c.id).where(matches).scalar_subquery()
     query = (
         sa.select(versions_table)
         .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
-        .where(versions_table.c.subject == sa.bindparam("subject"), matches)
+        # The subject is compared as an expression so that no database walks every version of the
+        # subject through the primary key (SQLite, without statistics, would): the few schema ids
+        # from the fingerprint indexes, then their versions by the schema_id index, is cheaper.
+        .where(
+            versions_table.c.schema_id.in_(ids),
+            versions_table.c.subject.op("||")(sa.literal_column("''")) == sa.bindparam("subject"),
+        )
     )
     if not include_deleted:
         query = query.where(versions_table.c.deleted.is_(False))
@@ -359,18 +461,18 @@ def version_with_fingerprint(
     subject: str,
     fingerprint: str,
     include_deleted: bool = False,
-    any_contract: tuple[str, str, str] | None = None,
+    bare: str | None = None,
 ) -> VersionRow | None:
-    """The newest version of ``subject`` whose schema has ``fingerprint`` (one indexed query).
+    """The newest version of ``subject`` whose schema has ``fingerprint`` (indexed queries).
 
-    With ``any_contract`` (schema type, text, encoded references), a version holding that schema
+    With ``bare`` (the candidate's fingerprint without a contract), a version holding that schema
     with some contract also matches, when none has the exact fingerprint: a schema looked up or
     registered without ``metadata``/``ruleSet`` is the one registered with them.
     """
     params = {"subject": subject, "fingerprint": fingerprint}
-    if any_contract is not None:
-        params.update(zip(("schema_type", "text", "refs"), any_contract, strict=True))
-    row = conn.execute(_version_match(include_deleted, any_contract is not None), params).first()
+    if bare is not None:
+        params["bare"] = bare
+    row = conn.execute(_version_match(include_deleted, bare is not None), params).first()
     return None if row is None else _version_row(row)
 
 

@@ -65,8 +65,9 @@ class PolicyStore(RegistryDatabase):
         engine: Engine,
         read_engine: Engine | None = None,
         default_level: CompatibilityLevel = CompatibilityLevel.BACKWARD,
+        write_engine: Engine | None = None,
     ) -> None:
-        super().__init__(engine, read_engine)
+        super().__init__(engine, read_engine, write_engine)
         self.default_level = default_level
 
     def _as_level(self, raw: str | None) -> CompatibilityLevel:

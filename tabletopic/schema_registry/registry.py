@@ -64,8 +64,9 @@ class SchemaRegistry(PolicyStore):
         parsed_cache_size: int = 2000,
         on_register: Callable[[], None] | None = None,
         read_engine: Engine | None = None,
+        write_engine: Engine | None = None,
     ) -> None:
-        super().__init__(engine, read_engine, default_level)
+        super().__init__(engine, read_engine, default_level, write_engine)
         self._parsed: LRU[int, ParsedSchema] = LRU(parsed_cache_size)
         self._candidates: LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
         self._candidates = LRU(parsed_cache_size)
@@ -74,6 +75,7 @@ class SchemaRegistry(PolicyStore):
             tuple[str, CompatibilityLevel, tuple[tuple[int, int], ...]], tuple[CompatibilityFailure, ...]
         ]
         self._checks = LRU(parsed_cache_size)
+        self._rows: LRU[int, SchemaRow] = LRU(parsed_cache_size)
         # Bumped after every permanent delete on this node: caches of answers by id (which only a
         # permanent delete can invalidate) drop everything when it moves.
         self.removals = 0
@@ -89,9 +91,11 @@ class SchemaRegistry(PolicyStore):
                 return
             if ref.name in path:
                 raise invalid_schema(f"circular reference through {ref.name}")
-            rows = db.versions(conn, ref.subject)
-            version = ref.version if ref.version != LATEST else (rows[-1].version if rows else 0)
-            match = next((r for r in rows if r.version == version), None)
+            match = (
+                db.latest_version(conn, ref.subject)
+                if ref.version == LATEST
+                else db.version_row(conn, ref.subject, ref.version)
+            )
             row = None if match is None else db.schema_by_id(conn, match.schema_id)
             if row is None:
                 raise invalid_schema(
@@ -183,7 +187,7 @@ class SchemaRegistry(PolicyStore):
                 self._on_register()
             return known.schema_id, known.version
 
-        def run(conn: Connection) -> tuple[int, int]:
+        def run(conn: Connection) -> tuple[int, int, SchemaRow | None]:
             mode = self._writable(conn, subject)
             # The references were resolved before this transaction; they must still be there.
             self._resolve(conn, candidate.references)
@@ -191,14 +195,24 @@ class SchemaRegistry(PolicyStore):
                 raise RegistryError(
                     ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is not in import mode"
                 )
-            rows = db.versions(conn, subject)
-            live = [r for r in rows if not r.deleted]
-            cand = self._inherit_contract(conn, candidate, live)
+            # Only the rows the rules need: the newest version (for the next number) and the
+            # newest live one (contract, non-transitive check); all live ones only when transitive.
+            newest = db.latest_version(conn, subject)
+            latest_live = (
+                newest
+                if newest is None or not newest.deleted
+                else db.latest_version(conn, subject, include_deleted=False)
+            )
+            cand = self._inherit_contract(conn, candidate, latest_live)
             existing = self._find(conn, subject, cand, normalize)
             if existing is not None and self._same_registration(existing, schema_id, version):
-                return existing.schema_id, existing.version
-            if mode is not Mode.IMPORT:
-                failures = self._failures(conn, subject, cand, live)
+                return existing.schema_id, existing.version, None
+            if mode is not Mode.IMPORT and latest_live is not None:
+                level = self._level(conn, subject)
+                live = (
+                    db.versions(conn, subject, include_deleted=False) if level.transitive else [latest_live]
+                )
+                failures = self._failures(conn, subject, cand, live, level)
                 if failures:
                     raise RegistryError(
                         ErrorCode.INCOMPATIBLE_SCHEMA,
@@ -206,9 +220,9 @@ class SchemaRegistry(PolicyStore):
                         f'"{subject}", details: [{", ".join(f.describe() for f in failures)}]',
                     )
             new_id = self._assign_id(conn, cand, schema_id if mode is Mode.IMPORT else None)
-            new_version = (rows[-1].version + 1) if rows else 1
+            new_version = (newest.version + 1) if newest is not None else 1
             if version is not None and version >= 1:
-                if any(r.version == version for r in rows):
+                if db.version_row(conn, subject, version) is not None:
                     raise RegistryError(
                         ErrorCode.OPERATION_NOT_PERMITTED,
                         f"Version {version} of subject {subject} already exists with another schema",
@@ -220,24 +234,39 @@ class SchemaRegistry(PolicyStore):
                     )
                 new_version = version
             db.insert_version(conn, subject, new_version, new_id)
-            return new_id, new_version
+            # The id's row has this content (new, or found by this very fingerprint).
+            return new_id, new_version, self._row(new_id, cand)
 
-        result = self._write_grouped(run)
+        new_id, new_version, stored = self._write_grouped(run)
         # The next registration checks against this version: keep its parse (the stored text is
-        # candidate.text, so the parse is the same one _parse_row would make).
-        if self._parsed.get(result[0]) is None and len(candidate.text) <= CACHEABLE_TEXT:
-            self._parsed.put(result[0], candidate.parsed)
+        # candidate.text, so the parse is the same one _parse_row would make) and its row.
+        if len(candidate.text) <= CACHEABLE_TEXT:
+            if self._parsed.get(new_id) is None:
+                self._parsed.put(new_id, candidate.parsed)
+            if stored is not None:
+                self._rows.put(new_id, stored)
         if self._on_register is not None:
             self._on_register()
-        return result
+        return new_id, new_version
 
-    @staticmethod
-    def _inherit_contract(conn: Connection, candidate: Candidate, live: Sequence[VersionRow]) -> Candidate:
+    def _stored(self, conn: Connection, schema_id: int) -> SchemaRow | None:
+        """The schema row of an id a version row of this transaction names (an id's row never
+        changes, and a version naming it keeps it from being deleted, so the cache cannot be stale)."""
+        row = self._rows.get(schema_id)
+        if row is None:
+            row = db.schema_by_id(conn, schema_id)
+            if row is not None and len(row.schema) <= CACHEABLE_TEXT:
+                self._rows.put(schema_id, row)
+        return row
+
+    def _inherit_contract(
+        self, conn: Connection, candidate: Candidate, latest_live: VersionRow | None
+    ) -> Candidate:
         """A schema registered without ``metadata`` or ``ruleSet`` keeps the latest version's, as
         Confluent does, so a serializer that registers the bare schema does not drop the contract."""
-        if candidate.contract or not live:
+        if candidate.contract or latest_live is None:
             return candidate
-        latest = db.schema_by_id(conn, live[-1].schema_id)
+        latest = self._stored(conn, latest_live.schema_id)
         if latest is None or not latest.contract:
             return candidate
         return dataclasses.replace(candidate, contract=latest.contract)
@@ -264,7 +293,7 @@ class SchemaRegistry(PolicyStore):
         bare = (
             None
             if candidate.contract
-            else (candidate.schema_type, candidate.text, db.encode_references(candidate.references))
+            else fingerprint(candidate.schema_type, candidate.text, candidate.references)
         )
         found = db.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted, bare)
         if found is not None or not normalize:
@@ -330,7 +359,7 @@ class SchemaRegistry(PolicyStore):
         for row in targets:
             parsed = self._parsed.get(row.schema_id)
             if parsed is None:
-                stored = db.schema_by_id(conn, row.schema_id)
+                stored = self._stored(conn, row.schema_id)
                 parsed = None if stored is None else self._parse_row(conn, stored)
             if parsed is not None:
                 previous.append(PreviousSchema(row.version, parsed))
@@ -429,20 +458,23 @@ class SchemaRegistry(PolicyStore):
             raise subject_not_found(subject)
         return [r.version for r in rows]
 
-    def _pick(self, rows: Sequence[VersionRow], subject: str, version: int, deleted: bool) -> VersionRow:
-        visible = [r for r in rows if deleted or not r.deleted]
-        if not visible:
-            raise subject_not_found(subject)
+    def _pick_row(self, conn: Connection, subject: str, version: int, deleted: bool) -> VersionRow:
+        """What :meth:`_pick` answers, reading one row instead of all the subject's versions."""
         if version == LATEST:
-            return visible[-1]
-        match = next((r for r in visible if r.version == version), None)
-        if match is None:
-            raise version_not_found(version)
-        return match
+            row = db.latest_version(conn, subject, include_deleted=deleted)
+            if row is None:
+                raise subject_not_found(subject)
+            return row
+        row = db.version_row(conn, subject, version)
+        if row is not None and (deleted or not row.deleted):
+            return row
+        if db.latest_version(conn, subject, include_deleted=deleted) is None:
+            raise subject_not_found(subject)
+        raise version_not_found(version)
 
     def version(self, subject: str, version: int, deleted: bool = False) -> SubjectVersion:
         def run(conn: Connection) -> SubjectVersion:
-            row = self._pick(db.versions(conn, subject), subject, version, deleted)
+            row = self._pick_row(conn, subject, version, deleted)
             schema = db.schema_by_id(conn, row.schema_id)
             if schema is None:  # pragma: no cover - rows and schemas change in one transaction
                 raise version_not_found(version)
@@ -452,7 +484,7 @@ class SchemaRegistry(PolicyStore):
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         def run(conn: Connection) -> list[int]:
-            row = self._pick(db.versions(conn, subject), subject, version, False)
+            row = self._pick_row(conn, subject, version, False)
             users = db.referencing_versions(conn, subject, row.version)
             return sorted({r.schema_id for r in users if not r.deleted})
 
@@ -462,8 +494,7 @@ class SchemaRegistry(PolicyStore):
         """The version of ``subject`` holding this schema (``POST /subjects/{subject}``)."""
 
         def run(conn: Connection) -> SubjectVersion:
-            rows = [r for r in db.versions(conn, subject) if deleted or not r.deleted]
-            if not rows:
+            if db.latest_version(conn, subject, include_deleted=deleted) is None:
                 raise subject_not_found(subject)
             candidate = self.parse_candidate(conn, submission)
             found = self._find(conn, subject, candidate, submission.normalize, deleted)
@@ -483,12 +514,15 @@ class SchemaRegistry(PolicyStore):
         the subject's level names (``None``)."""
 
         def run(conn: Connection) -> tuple[list[CompatibilityFailure], CompatibilityLevel]:
-            rows = db.versions(conn, subject, include_deleted=False)
             level = self._level(conn, subject)
+            rows: list[VersionRow]
             if version is not None:
-                if not rows:
-                    raise subject_not_found(subject)
-                rows = [self._pick(rows, subject, version, False)]
+                rows = [self._pick_row(conn, subject, version, False)]
+            elif level.transitive:
+                rows = db.versions(conn, subject, include_deleted=False)
+            else:
+                latest = db.latest_version(conn, subject, include_deleted=False)
+                rows = [] if latest is None else [latest]
             candidate = self.parse_candidate(conn, submission)
             return self._failures(conn, subject, candidate, rows, level), level
 
@@ -618,11 +652,11 @@ class SchemaRegistry(PolicyStore):
 
     def registered_latest(self, subject: str) -> RegisteredSchema:
         def run(conn: Connection) -> RegisteredSchema:
-            rows = db.versions(conn, subject, include_deleted=False)
-            row = None if not rows else db.schema_by_id(conn, rows[-1].schema_id)
-            if row is None:
+            latest = db.latest_version(conn, subject, include_deleted=False)
+            row = None if latest is None else db.schema_by_id(conn, latest.schema_id)
+            if latest is None or row is None:
                 raise SchemaNotFound(f"subject {subject} has no live versions")
-            return self._registered(conn, row, subject, rows[-1].version)
+            return self._registered(conn, row, subject, latest.version)
 
         return self._read(run)
 

@@ -145,7 +145,7 @@ def test_a_database_from_before_contracts_gains_the_column_and_keeps_its_schemas
                 "INSERT INTO sr_schemas (id, schema_type, schema, refs, fingerprint) "
                 "VALUES (1, 'AVRO', '\"int\"', '[]', 'f')"
             )
-        assert database.migrate(engine, "schema_registry", db.MIGRATIONS) == 2
+        assert database.migrate(engine, "schema_registry", db.MIGRATIONS) == len(db.MIGRATIONS)
         with engine.begin() as conn:
             row = db.schema_by_id(conn, 1)
             assert row is not None and row.contract == "" and row.schema == '"int"'
