@@ -130,6 +130,13 @@ class SchemaRegistry(PolicyStore):
 
     def parse_candidate(self, conn: Connection, submission: SchemaSubmission) -> Candidate:
         """Parse a schema from a request. Raises 42201 for any problem with it."""
+        return self._parse_submission(conn, submission)[0]
+
+    def _parse_submission(
+        self, conn: Connection | None, submission: SchemaSubmission
+    ) -> tuple[Candidate, bool]:
+        """The candidate, and whether its text was new to this node (parsed now, not cached).
+        ``conn`` may be ``None`` for a submission without references."""
         text, normalize = submission.text, submission.normalize
         if not isinstance(text, str) or not text.strip():
             raise invalid_schema("empty schema")
@@ -137,11 +144,15 @@ class SchemaRegistry(PolicyStore):
             raise invalid_schema("schemas must not contain NUL characters")
         try:
             fmt = get_format(submission.schema_type)
-            resolved = self._resolve(conn, submission.references)
+            resolved: dict[str, str] = {}
+            if submission.references:
+                assert conn is not None, "references are resolved in a transaction"
+                resolved = self._resolve(conn, submission.references)
             # Serializers re-send the same schemas over and over; the parse is the costly part and
             # depends only on the text, the flag and the referenced texts.
             key = (fmt.schema_type, text, normalize, tuple(resolved.items()))
             cached = self._candidates.get(key)
+            fresh = cached is None
             if cached is None:
                 parsed = fmt.parse(text, resolved)
                 stored = parsed.normalized() if normalize else parsed.canonical()
@@ -154,9 +165,10 @@ class SchemaRegistry(PolicyStore):
             raise invalid_schema(str(exc)) from exc
         except RecursionError as exc:
             raise invalid_schema("schema nests too deeply") from exc
-        return Candidate(
+        candidate = Candidate(
             fmt.schema_type, fmt, cached[0], cached[1], submission.references, submission.contract
         )
+        return candidate, fresh
 
     # --- registration ------------------------------------------------------------------------------
 
@@ -172,16 +184,27 @@ class SchemaRegistry(PolicyStore):
         and version (IMPORT mode; in other modes an id is refused and a version must be the next)."""
         normalize = submission.normalize
 
-        def prepare(conn: Connection) -> tuple[Candidate, VersionRow | None]:
-            candidate = self.parse_candidate(conn, submission)
+        plain = schema_id is None and version is None
+
+        def known_version(conn: Connection, candidate: Candidate) -> VersionRow | None:
             # Serializers re-register on every start: a schema the subject already holds is
             # answered from a read, without taking the registry-wide write lock.
-            plain = schema_id is None and version is None
             if plain and self._mode(conn, subject) in (Mode.READWRITE, Mode.IMPORT):
-                return candidate, self._find(conn, subject, candidate, normalize)
-            return candidate, None
+                return self._find(conn, subject, candidate, normalize)
+            return None
 
-        candidate, known = self._read(prepare)
+        def prepare(conn: Connection) -> tuple[Candidate, VersionRow | None]:
+            candidate = self.parse_candidate(conn, submission)
+            return candidate, known_version(conn, candidate)
+
+        if submission.references:
+            candidate, known = self._read(prepare)
+        else:
+            # No references: parsed outside any transaction. A text this node has never parsed is
+            # most likely a new schema, so the read that would find a repeat is skipped (the write
+            # transaction below finds repeats all the same).
+            candidate, fresh = self._parse_submission(None, submission)
+            known = None if fresh else self._read(lambda conn: known_version(conn, candidate))
         if known is not None:
             if self._on_register is not None:
                 self._on_register()
