@@ -22,17 +22,21 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic.database import Migration
+from tabletopic.schema_registry.contexts import DEFAULT_CONTEXT, context_of, key_range
 from tabletopic.schema_registry.formats.base import SchemaReference
 
 GLOBAL = ""  # subject key of the global config and mode rows (Confluent subjects are never empty)
 SCHEMA_ID_COUNTER = "schema_id"
 
 metadata = sa.MetaData()
+# Stored schema keys are 64-bit (see :mod:`.contexts`); SQLite's INTEGER already is, and keeps the
+# rowid alias only when spelled INTEGER.
+SchemaKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 schemas_table = sa.Table(
     "sr_schemas",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("id", SchemaKey, primary_key=True, autoincrement=False),
     sa.Column("schema_type", sa.String(16), nullable=False),
     sa.Column("schema", sa.Text, nullable=False),
     sa.Column("refs", sa.Text, nullable=False, default="[]"),
@@ -50,13 +54,13 @@ versions_table = sa.Table(
     metadata,
     sa.Column("subject", sa.String(1024), primary_key=True),
     sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("schema_id", sa.Integer, nullable=False, index=True),
+    sa.Column("schema_id", SchemaKey, nullable=False, index=True),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
 )
 references_table = sa.Table(
     "sr_references",
     metadata,
-    sa.Column("schema_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("schema_id", SchemaKey, primary_key=True, autoincrement=False),
     sa.Column("name", sa.String(1024), primary_key=True),
     sa.Column("subject", sa.String(1024), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
@@ -73,6 +77,14 @@ mode_table = sa.Table(
     metadata,
     sa.Column("subject", sa.String(1024), primary_key=True),
     sa.Column("mode", sa.String(32), nullable=False),
+)
+contexts_table = sa.Table(
+    "sr_contexts",
+    metadata,
+    # A named context and its number (the high half of its schemas' keys); the default context
+    # is number 0 and has no row.
+    sa.Column("name", sa.String(1024), primary_key=True),
+    sa.Column("number", sa.Integer, nullable=False, unique=True),
 )
 counters_table = sa.Table(
     "sr_counters",
@@ -173,7 +185,15 @@ def _add_bare_fingerprint_v3(conn: Connection) -> None:
         )
 
 
-MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2, _add_bare_fingerprint_v3)
+def _contexts_v4(conn: Connection) -> None:
+    contexts_table.create(conn, checkfirst=True)
+    if conn.dialect.name == "postgresql":
+        for table in ("sr_schemas", "sr_versions", "sr_references"):
+            column = "id" if table == "sr_schemas" else "schema_id"
+            conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE BIGINT")
+
+
+MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2, _add_bare_fingerprint_v3, _contexts_v4)
 
 
 def bare_fingerprint(schema_type: str, text: str, encoded_references: str) -> str:
@@ -240,22 +260,50 @@ def lock_ids(conn: Connection) -> int:
 
 _NEXT_ID = (
     sa.update(counters_table)
-    .where(counters_table.c.name == SCHEMA_ID_COUNTER)
+    .where(counters_table.c.name == sa.bindparam("counter"))
     .values(value=counters_table.c.value + 1)
     .returning(counters_table.c.value)
 )
 
 
-def next_id(conn: Connection) -> int:
-    """Take the next id: one statement that also takes the counter's row lock."""
-    return int(conn.execute(_NEXT_ID).scalar_one())
+def _counter(context_number: int) -> str:
+    return SCHEMA_ID_COUNTER if context_number == 0 else f"{SCHEMA_ID_COUNTER}@{context_number}"
 
 
-def raise_ids_to(conn: Connection, at_least: int) -> None:
+def next_id(conn: Connection, context_number: int = 0) -> int:
+    """Take the context's next id: one statement that also takes the counter's row lock."""
+    return int(conn.execute(_NEXT_ID, {"counter": _counter(context_number)}).scalar_one())
+
+
+def context_number(conn: Connection, context: str, create: bool = False) -> int | None:
+    """The number of ``context`` (0 for the default one); with ``create``, a new context gets the
+    next number and an id counter of its own (callers hold the registry's write lock)."""
+    if context == DEFAULT_CONTEXT:
+        return 0
+    t = contexts_table.c
+    found = conn.execute(sa.select(t.number).where(t.name == context)).scalar()
+    if found is not None or not create:
+        return None if found is None else int(found)
+    number = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(t.number), 0))).scalar_one()) + 1
+    conn.execute(sa.insert(contexts_table).values(name=context, number=number))
+    counter = counters_table.c
+    if conn.execute(sa.select(counter.value).where(counter.name == _counter(number))).first() is None:
+        conn.execute(sa.insert(counters_table).values(name=_counter(number), value=0))
+    return number
+
+
+def context_name(conn: Connection, number: int) -> str:
+    if number == 0:
+        return DEFAULT_CONTEXT
+    t = contexts_table.c
+    return str(conn.execute(sa.select(t.name).where(t.number == number)).scalar_one())
+
+
+def raise_ids_to(conn: Connection, at_least: int, context_number: int = 0) -> None:
     """After an IMPORT with an explicit id: later ids must come after it."""
     conn.execute(
         sa.update(counters_table)
-        .where(counters_table.c.name == SCHEMA_ID_COUNTER, counters_table.c.value < at_least)
+        .where(counters_table.c.name == _counter(context_number), counters_table.c.value < at_least)
         .values(value=at_least)
     )
 
@@ -293,7 +341,10 @@ _ONE_VERSION = sa.select(versions_table).where(
 )
 _SCHEMA_BY_FINGERPRINT = (
     sa.select(schemas_table)
-    .where(schemas_table.c.fingerprint == sa.bindparam("fingerprint"))
+    .where(
+        schemas_table.c.fingerprint == sa.bindparam("fingerprint"),
+        schemas_table.c.id.between(sa.bindparam("low"), sa.bindparam("high")),
+    )
     .order_by(schemas_table.c.id)
     .limit(1)
 )
@@ -304,8 +355,10 @@ def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
     return None if row is None else _schema_row(row)
 
 
-def schema_by_fingerprint(conn: Connection, fingerprint: str) -> SchemaRow | None:
-    row = conn.execute(_SCHEMA_BY_FINGERPRINT, {"fingerprint": fingerprint}).first()
+def schema_by_fingerprint(conn: Connection, fingerprint: str, context_number: int = 0) -> SchemaRow | None:
+    """The first schema of a context with ``fingerprint`` (a schema has one id per context)."""
+    low, high = key_range(context_number)
+    row = conn.execute(_SCHEMA_BY_FINGERPRINT, {"fingerprint": fingerprint, "low": low, "high": high}).first()
     return None if row is None else _schema_row(row)
 
 
@@ -515,16 +568,19 @@ class SubjectSetting:
         return None if row is None else str(row[0])
 
     def effective(self, conn: Connection, subject: str) -> str | None:
-        """The subject's own value, else the global one, in one query (asked on every
-        registration and compatibility check)."""
+        """The subject's own value, else its context's (stored under ``:.ctx:``), else the global
+        one, in one query (asked on every registration and compatibility check)."""
         query = _EFFECTIVE.get((self.table.name, self.column))
         if query is None:
             query = sa.select(self.table.c.subject, self.table.c[self.column]).where(
-                self.table.c.subject.in_([sa.bindparam("subject"), GLOBAL])
+                self.table.c.subject.in_([sa.bindparam("subject"), sa.bindparam("context"), GLOBAL])
             )
             _EFFECTIVE[(self.table.name, self.column)] = query
-        values = {row[0]: str(row[1]) for row in conn.execute(query, {"subject": subject})}
-        return values.get(subject) or values.get(GLOBAL)
+        context = context_of(subject)
+        context_key = subject if context == DEFAULT_CONTEXT else f":{context}:"
+        found = conn.execute(query, {"subject": subject, "context": context_key})
+        values = {row[0]: str(row[1]) for row in found}
+        return values.get(subject) or values.get(context_key) or values.get(GLOBAL)
 
     def put(self, conn: Connection, subject: str, value: str) -> None:
         updated = conn.execute(

@@ -22,6 +22,12 @@ from tabletopic.schema_registry.compatibility import (
     PreviousSchema,
 )
 from tabletopic.schema_registry.compatibility import check as check_levels
+from tabletopic.schema_registry.contexts import (
+    DEFAULT_CONTEXT,
+    context_of,
+    public_id,
+    stored_key,
+)
 from tabletopic.schema_registry.contracts import properties_of
 from tabletopic.schema_registry.db import SchemaRow, VersionRow
 from tabletopic.schema_registry.errors import (
@@ -208,7 +214,7 @@ class SchemaRegistry(PolicyStore):
         if known is not None:
             if self._on_register is not None:
                 self._on_register()
-            return known.schema_id, known.version
+            return public_id(known.schema_id), known.version
 
         def run(conn: Connection) -> tuple[int, int, SchemaRow | None]:
             mode = self._writable(conn, subject)
@@ -242,7 +248,9 @@ class SchemaRegistry(PolicyStore):
                         "Schema being registered is incompatible with an earlier schema for subject "
                         f'"{subject}", details: [{", ".join(f.describe() for f in failures)}]',
                     )
-            new_id = self._assign_id(conn, cand, schema_id if mode is Mode.IMPORT else None)
+            number = db.context_number(conn, context_of(subject), create=True)
+            assert number is not None
+            new_id = self._assign_id(conn, cand, schema_id if mode is Mode.IMPORT else None, number)
             new_version = (newest.version + 1) if newest is not None else 1
             if version is not None and version >= 1:
                 if db.version_row(conn, subject, version) is not None:
@@ -270,7 +278,7 @@ class SchemaRegistry(PolicyStore):
                 self._rows.put(new_id, stored)
         if self._on_register is not None:
             self._on_register()
-        return new_id, new_version
+        return public_id(new_id), new_version
 
     def _stored(self, conn: Connection, schema_id: int) -> SchemaRow | None:
         """The schema row of an id a version row of this transaction names (an id's row never
@@ -299,7 +307,7 @@ class SchemaRegistry(PolicyStore):
         """A repeat of ``existing``: no id/version asked for, or the ones it already has."""
         if version is not None and version != existing.version:
             return False
-        return schema_id is None or schema_id < 0 or schema_id == existing.schema_id
+        return schema_id is None or schema_id < 0 or schema_id == public_id(existing.schema_id)
 
     def _find(
         self,
@@ -334,10 +342,13 @@ class SchemaRegistry(PolicyStore):
                 continue
         return None
 
-    def _assign_id(self, conn: Connection, candidate: Candidate, wanted: int | None) -> int:
-        same = db.schema_by_fingerprint(conn, candidate.fingerprint)
+    def _assign_id(self, conn: Connection, candidate: Candidate, wanted: int | None, number: int) -> int:
+        """The stored key of the candidate in the context numbered ``number``: the one it already
+        has there, the one IMPORT asks for, or the context's next id."""
+        same = db.schema_by_fingerprint(conn, candidate.fingerprint, number)
         if wanted is not None and wanted >= 0:
-            taken = db.schema_by_id(conn, wanted)
+            key = stored_key(number, wanted)
+            taken = db.schema_by_id(conn, key)
             if taken is not None:
                 taken_print = fingerprint(taken.schema_type, taken.schema, taken.references, taken.contract)
                 if taken_print != candidate.fingerprint:
@@ -345,13 +356,13 @@ class SchemaRegistry(PolicyStore):
                         ErrorCode.OPERATION_NOT_PERMITTED,
                         f"Overwrite new schema with id {wanted} is not permitted.",
                     )
-                return wanted
-            db.insert_schema(conn, self._row(wanted, candidate), candidate.fingerprint)
-            db.raise_ids_to(conn, wanted)
-            return wanted
+                return key
+            db.insert_schema(conn, self._row(key, candidate), candidate.fingerprint)
+            db.raise_ids_to(conn, wanted, number)
+            return key
         if same is not None:
             return same.id
-        new_id = db.next_id(conn)
+        new_id = stored_key(number, db.next_id(conn, number))
         db.insert_schema(conn, self._row(new_id, candidate), candidate.fingerprint)
         return new_id
 
@@ -392,11 +403,24 @@ class SchemaRegistry(PolicyStore):
 
     # --- reads -------------------------------------------------------------------------------------
 
-    def schema(self, schema_id: int) -> SchemaRow:
-        row = self._read(lambda conn: db.schema_by_id(conn, schema_id))
-        if row is None:
+    def _key(self, conn: Connection, schema_id: int, subject: str | None) -> int | None:
+        """The stored key of ``schema_id`` in the context of ``subject`` (the default context when
+        none is named); ``None`` for a context that does not exist."""
+        context = DEFAULT_CONTEXT if subject is None else context_of(subject)
+        number = db.context_number(conn, context)
+        return None if number is None else stored_key(number, schema_id)
+
+    def schema(self, schema_id: int, subject: str | None = None) -> SchemaRow:
+        """The schema with ``schema_id`` in the default context, or in ``subject``'s context."""
+
+        def run(conn: Connection) -> SchemaRow | None:
+            key = self._key(conn, schema_id, subject)
+            return None if key is None else db.schema_by_id(conn, key)
+
+        found = self._read(run)
+        if found is None:
             raise schema_not_found(schema_id)
-        return row
+        return found
 
     def schema_by_guid(self, guid: str) -> SchemaRow:
         """The schema a GUID names. Raises 40403 for an unknown or malformed GUID."""
@@ -407,6 +431,10 @@ class SchemaRegistry(PolicyStore):
         if row is None:
             raise RegistryError(ErrorCode.SCHEMA_NOT_FOUND, f"Schema {guid[:64]} not found")
         return row
+
+    def context_of_key(self, key: int) -> str:
+        """The name of the context a stored key belongs to."""
+        return self._read(lambda conn: db.context_name(conn, key >> 32))
 
     @staticmethod
     def fingerprint_of(row: SchemaRow) -> str:
@@ -436,16 +464,19 @@ class SchemaRegistry(PolicyStore):
     def max_id(self) -> int:
         return self._read(db.max_id)
 
-    def subjects_of(self, schema_id: int, deleted: bool = False) -> list[str]:
-        rows = self._versions_of(schema_id, deleted)
+    def subjects_of(self, schema_id: int, deleted: bool = False, subject: str | None = None) -> list[str]:
+        rows = self._versions_of(schema_id, deleted, subject)
         return sorted({r.subject for r in rows})
 
-    def versions_of(self, schema_id: int, deleted: bool = False) -> list[VersionRow]:
-        return self._versions_of(schema_id, deleted)
+    def versions_of(
+        self, schema_id: int, deleted: bool = False, subject: str | None = None
+    ) -> list[VersionRow]:
+        return self._versions_of(schema_id, deleted, subject)
 
-    def _versions_of(self, schema_id: int, deleted: bool) -> list[VersionRow]:
+    def _versions_of(self, schema_id: int, deleted: bool, subject: str | None) -> list[VersionRow]:
         def run(conn: Connection) -> list[VersionRow]:
-            rows = db.versions_of_schema(conn, schema_id, deleted)
+            key = self._key(conn, schema_id, subject)
+            rows = [] if key is None else db.versions_of_schema(conn, key, deleted)
             # Like Confluent: an id only soft-deleted versions use has no subjects unless asked.
             if not rows:
                 raise schema_not_found(schema_id)
@@ -509,7 +540,7 @@ class SchemaRegistry(PolicyStore):
         def run(conn: Connection) -> list[int]:
             row = self._pick_row(conn, subject, version, False)
             users = db.referencing_versions(conn, subject, row.version)
-            return sorted({r.schema_id for r in users if not r.deleted})
+            return sorted({public_id(r.schema_id) for r in users if not r.deleted})
 
         return self._read(run)
 
@@ -691,7 +722,7 @@ class SchemaRegistry(PolicyStore):
         except RegistryError as exc:
             raise SchemaNotFound(exc.message) from exc
         return RegisteredSchema(
-            schema_id=row.id,
+            schema_id=public_id(row.id),
             schema_type=row.schema_type,
             schema=row.schema,
             references=tuple(resolved.items()),

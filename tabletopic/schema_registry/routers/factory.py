@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings as sr_settings
 from tabletopic.schema_registry.registry import SchemaRegistry
+from tabletopic.schema_registry.routers.contextpaths import ContextPaths
 from tabletopic.schema_registry.routers.errors import install_error_handlers
 from tabletopic.schema_registry.routers.fastpath import FastLookups
 from tabletopic.schema_registry.routers.fastwrites import FastWrites
@@ -58,6 +59,7 @@ def create_app(
     app.add_middleware(RawPathRouting)
     app.add_middleware(FastLookups, registry=lambda: app.state.registry)
     app.add_middleware(FastWrites, registry=lambda: app.state.registry, max_bytes=max_bytes)
+    app.add_middleware(ContextPaths)
     if metrics is not None:
         app.add_middleware(RequestMetrics, metrics=metrics)
     return app
