@@ -595,3 +595,31 @@ class SubjectSetting:
 
 compatibility = SubjectSetting(config_table, "compatibility")
 modes = SubjectSetting(mode_table, "mode")
+
+
+def _mode_and_level_query() -> Any:
+    def part(setting: SubjectSetting, tag: str) -> Any:
+        table = setting.table
+        return sa.select(sa.literal(tag).label("tag"), table.c.subject, table.c[setting.column]).where(
+            table.c.subject.in_([sa.bindparam("subject"), sa.bindparam("context"), GLOBAL])
+        )
+
+    return sa.union_all(part(modes, "m"), part(compatibility, "c"))
+
+
+_MODE_AND_LEVEL = _mode_and_level_query()
+
+
+def mode_and_level(conn: Connection, subject: str) -> tuple[str | None, str | None]:
+    """The effective mode and level of ``subject`` (as :meth:`SubjectSetting.effective` answers
+    each) in one query: a registration needs both."""
+    context = context_of(subject)
+    context_key = subject if context == DEFAULT_CONTEXT else f":{context}:"
+    found: dict[tuple[str, str], str] = {}
+    for tag, name, value in conn.execute(_MODE_AND_LEVEL, {"subject": subject, "context": context_key}):
+        found[(str(tag), str(name))] = str(value)
+
+    def pick(tag: str) -> str | None:
+        return found.get((tag, subject)) or found.get((tag, context_key)) or found.get((tag, GLOBAL))
+
+    return pick("m"), pick("c")

@@ -217,7 +217,8 @@ class SchemaRegistry(PolicyStore):
             return public_id(known.schema_id), known.version
 
         def run(conn: Connection) -> tuple[int, int, SchemaRow | None]:
-            mode = self._writable(conn, subject)
+            raw_mode, raw_level = db.mode_and_level(conn, subject)
+            mode = self._check_writable(self._as_mode(raw_mode), subject)
             # The references were resolved before this transaction; they must still be there.
             self._resolve(conn, candidate.references)
             if mode is not Mode.IMPORT and schema_id is not None and schema_id >= 0:
@@ -237,7 +238,7 @@ class SchemaRegistry(PolicyStore):
             if existing is not None and self._same_registration(existing, schema_id, version):
                 return existing.schema_id, existing.version, None
             if mode is not Mode.IMPORT and latest_live is not None:
-                level = self._level(conn, subject)
+                level = self._as_level(raw_level)
                 live = (
                     db.versions(conn, subject, include_deleted=False) if level.transitive else [latest_live]
                 )

@@ -133,6 +133,11 @@ class RegistryDatabase:
 
     @staticmethod
     def _run_batch(conn: Connection, *, batch: list[_Pending[Any]]) -> None:
+        if len(batch) == 1:
+            # Alone, a refusal may undo the whole transaction: no savepoint (two statements) needed.
+            # The RegistryError leaves the transaction, which rolls back, and reaches the caller.
+            batch[0].result = batch[0].fn(conn)
+            return
         for item in batch:
             savepoint = conn.begin_nested()
             try:
