@@ -76,6 +76,8 @@ def test_plain_requests_never_reach_the_app(layer: tuple[TestClient, RecordingAp
     }
     refused = client.post("/subjects/s/versions", json={"schema": schema("z", default=False)})
     assert refused.status_code == 409 and refused.json()["error_code"] == 40901
+    found = client.post("/subjects/s?deleted=false", json={"schema": schema("a", "b")}).json()
+    assert (found["subject"], found["version"], found["id"]) == ("s", 2, 2)
     missing = client.post("/compatibility/subjects/nope/versions/1", json={"schema": schema("a")})
     assert missing.status_code == 404 and missing.json()["error_code"] == 40401
     assert app.seen == []
@@ -99,7 +101,7 @@ def test_every_other_shape_reaches_the_app_with_its_body(layer: tuple[TestClient
         ("/subjects/s/versions?verbose=true", plain),  # not a registration parameter
         ("/subjects/a%2Fb/versions", plain),
         ("/subjects/:.ctx:s/versions", plain),
-        ("/subjects/s", plain),  # lookup, not registration
+        ("/subjects/s?verbose=true", plain),  # not a lookup parameter
     ]
     for path, body in others:
         response = client.post(path, content=body, headers={"content-type": "application/json"})
@@ -121,6 +123,11 @@ def test_fast_and_app_answers_are_the_same(api: TestClient) -> None:
         ("/compatibility/subjects/same/versions/9", {"schema": schema("a")}),
         ("/compatibility/subjects/same/versions/x", {"schema": schema("a")}),
         ("/compatibility/subjects/none/versions", {"schema": schema("a")}),
+        ("/subjects/same", {"schema": schema("a")}),
+        ("/subjects/same?deleted=true", {"schema": schema("a")}),
+        ("/subjects/same", {"schema": schema("q")}),
+        ("/subjects/none", {"schema": schema("a")}),
+        ("/subjects/same", {"schema": "{"}),
     ]
     for path, body in requests:
         fast = api.post(path, json=body)

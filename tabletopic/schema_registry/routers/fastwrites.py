@@ -1,7 +1,8 @@
-"""The hot writes, answered before FastAPI: ``POST /subjects/{s}/versions`` and the compatibility
-checks ``POST /compatibility/subjects/{s}/versions[/{v}]``.
+"""The hot writes, answered before FastAPI: ``POST /subjects/{s}/versions``, the lookup
+``POST /subjects/{s}`` and the compatibility checks ``POST /compatibility/subjects/{s}/versions[/{v}]``.
 
-Serializers register on start and CI pipelines check every schema change; through FastAPI each
+Serializers register (or, with ``auto.register.schemas=false``, look up) their schema on start and
+CI pipelines check every schema change; through FastAPI each
 such request paid for routing, dependency solving, body validation and response rendering about
 as much as the registry's own work (a cached compatibility check cost ~140 µs in the registry and
 ~880 µs of CPU per request over HTTP). Here the common shape of those requests — a body with just
@@ -28,8 +29,10 @@ from tabletopic.schema_registry.registry import SchemaRegistry
 from tabletopic.schema_registry.routers.deps import check_subject
 from tabletopic.schema_registry.routers.middleware import ASGIApp, Message, Receive, Scope, Send
 from tabletopic.schema_registry.routers.models import CONTENT_TYPE
+from tabletopic.schema_registry.routers.subjects import version_body
 
 _REGISTER = re.compile(r"^/subjects/([^/%:]+)/versions$")
+_LOOKUP = re.compile(r"^/subjects/([^/%:]+)$")
 _COMPATIBILITY = re.compile(r"^/compatibility/subjects/([^/%:]+)/versions(?:/([^/%]+))?$")
 # Keys a plain request may carry; ``None`` (or an empty reference list) for all but the schema.
 _REGISTER_KEYS = frozenset({"schema", "schemaType", "references", "metadata", "ruleSet", "id", "version"})
@@ -51,17 +54,19 @@ class FastWrites:
             return
         path = scope["path"]
         register = _REGISTER.match(path)
-        check = None if register else _COMPATIBILITY.match(path)
-        registry = self._registry() if (register or check) else None
+        lookup = None if register else _LOOKUP.match(path)
+        check = None if register or lookup else _COMPATIBILITY.match(path)
+        registry = self._registry() if (register or lookup or check) else None
         length = _content_length(scope)
         raw = scope.get("raw_path")
         if registry is None or length is None or length > self._max_bytes or (raw and b"%" in raw):
             await self.app(scope, receive, send)
             return
         body, receive = await _read(receive)
-        query = _flags(
-            scope.get("query_string", b""), ("normalize",) if register else ("normalize", "verbose")
+        known = (
+            ("normalize",) if register else ("normalize", "deleted") if lookup else ("normalize", "verbose")
         )
+        query = _flags(scope.get("query_string", b""), known)
         text, schema_type = _plain_schema(body)
         if query is None or text is None:
             await self.app(scope, receive, send)
@@ -73,6 +78,10 @@ class FastWrites:
                 answer: dict[str, Any] = await anyio.to_thread.run_sync(
                     _register, registry, subject, submission
                 )
+            elif lookup:
+                subject = check_subject(lookup.group(1))
+                deleted = query.get("deleted", False)
+                answer = await anyio.to_thread.run_sync(_lookup, registry, subject, submission, deleted)
             else:
                 assert check is not None
                 subject = check_subject(check.group(1))
@@ -89,6 +98,12 @@ class FastWrites:
 def _register(registry: SchemaRegistry, subject: str, submission: SchemaSubmission) -> dict[str, Any]:
     schema_id, _version = registry.register(subject, submission)
     return {"id": schema_id}
+
+
+def _lookup(
+    registry: SchemaRegistry, subject: str, submission: SchemaSubmission, deleted: bool
+) -> dict[str, Any]:
+    return version_body(registry.lookup(subject, submission, deleted))
 
 
 def _check(
