@@ -12,7 +12,9 @@ Figures:
       a request); cached = confluent-kafka's client answering repeats from its own cache;
   register: each registration swaps the last, optional field for a new one with a default, so
       every one is a new 50-field version with a BACKWARD check against the previous;
-  compatibility check: ``POST /compatibility/subjects/{s}/versions/latest``.
+  compatibility check: ``POST /compatibility/subjects/{s}/versions/latest``;
+  register with ``schema.registry.sqlite.synchronous=FULL`` (an fsync per commit) as the same-run
+      baseline of the default ``NORMAL`` (SQLite only).
 In process: the pure BACKWARD check and the parse of the 50-field schema.
 
 Usage: python bench/registry_bench.py [--seconds 3] [--clients 4] [--postgres | --metadata-url URL]
@@ -61,7 +63,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(data_dir: str, metadata_url: str | None) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(
+    data_dir: str, metadata_url: str | None, overrides: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     args = [
         sys.executable,
@@ -76,6 +80,8 @@ def start_server(data_dir: str, metadata_url: str | None) -> tuple[subprocess.Po
     ]
     if metadata_url:
         args += ["-o", f"metadata.url={metadata_url}"]
+    for override in overrides:
+        args += ["-o", override]
     process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, env=dict(os.environ))
     deadline = time.monotonic() + 60
     while True:
@@ -290,6 +296,27 @@ def run(metadata_url: str | None, seconds: float, fields: int, clients: int) -> 
         finally:
             process.terminate()
             process.wait(15)
+
+    if metadata_url is None:
+        # Same-run baseline of the durability setting: every commit waiting for an fsync.
+        with tempfile.TemporaryDirectory(prefix="registry-bench-full-") as data_dir:
+            process, port = start_server(data_dir, None, ("schema.registry.sqlite.synchronous=FULL",))
+            try:
+                shared = {"ids": [], "fields": fields, "candidate": None}
+                measure(
+                    "register + BACKWARD check, sqlite.synchronous=FULL (1 client)",
+                    process.pid,
+                    _keepalive,
+                    port,
+                    "register",
+                    seconds,
+                    1,
+                    shared,
+                    "register",
+                )
+            finally:
+                process.terminate()
+                process.wait(15)
 
     old = FORMAT.parse(record(fields, 0), {})
     new = FORMAT.parse(record(fields, 1), {})

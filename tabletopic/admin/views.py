@@ -16,6 +16,7 @@ from typing import Any
 
 from tabletopic.admin.nodes import nodes
 from tabletopic.admin.sources import ConsoleSources
+from tabletopic.schema_registry.contexts import public_id
 
 log = logging.getLogger(__name__)
 
@@ -350,8 +351,8 @@ async def subject(
             "schema_type": new_row.schema.schema_type,
             "left": old,
             "right": new,
-            "left_id": old_row.schema.id,
-            "right_id": new_row.schema.id,
+            "left_id": public_id(old_row.schema.id),
+            "right_id": public_id(new_row.schema.id),
             "schema": new_text,
             "diff": diff,
         }

@@ -12,6 +12,7 @@ are never handed out again — not even after a restart. ``sr_schemas.id`` and t
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,17 +22,21 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic.database import Migration
+from tabletopic.schema_registry.contexts import DEFAULT_CONTEXT, context_of, key_range
 from tabletopic.schema_registry.formats.base import SchemaReference
 
 GLOBAL = ""  # subject key of the global config and mode rows (Confluent subjects are never empty)
 SCHEMA_ID_COUNTER = "schema_id"
 
 metadata = sa.MetaData()
+# Stored schema keys are 64-bit (see :mod:`.contexts`); SQLite's INTEGER already is, and keeps the
+# rowid alias only when spelled INTEGER.
+SchemaKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 schemas_table = sa.Table(
     "sr_schemas",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("id", SchemaKey, primary_key=True, autoincrement=False),
     sa.Column("schema_type", sa.String(16), nullable=False),
     sa.Column("schema", sa.Text, nullable=False),
     sa.Column("refs", sa.Text, nullable=False, default="[]"),
@@ -39,19 +44,23 @@ schemas_table = sa.Table(
     # The data contract registered with the schema (``metadata`` and ``ruleSet``) as compact JSON,
     # "" when none: part of the schema's identity, as in Confluent.
     sa.Column("contract", sa.Text, nullable=False, default="", server_default=""),
+    # The fingerprint of the schema without its contract (equal to ``fingerprint`` when it has
+    # none): a schema registered or looked up without ``metadata``/``ruleSet`` finds the one stored
+    # with them through this index instead of comparing schema texts.
+    sa.Column("bare_fingerprint", sa.String(64), nullable=True, index=True),
 )
 versions_table = sa.Table(
     "sr_versions",
     metadata,
     sa.Column("subject", sa.String(1024), primary_key=True),
     sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("schema_id", sa.Integer, nullable=False, index=True),
+    sa.Column("schema_id", SchemaKey, nullable=False, index=True),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
 )
 references_table = sa.Table(
     "sr_references",
     metadata,
-    sa.Column("schema_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("schema_id", SchemaKey, primary_key=True, autoincrement=False),
     sa.Column("name", sa.String(1024), primary_key=True),
     sa.Column("subject", sa.String(1024), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
@@ -68,6 +77,14 @@ mode_table = sa.Table(
     metadata,
     sa.Column("subject", sa.String(1024), primary_key=True),
     sa.Column("mode", sa.String(32), nullable=False),
+)
+contexts_table = sa.Table(
+    "sr_contexts",
+    metadata,
+    # A named context and its number (the high half of its schemas' keys); the default context
+    # is number 0 and has no row.
+    sa.Column("name", sa.String(1024), primary_key=True),
+    sa.Column("number", sa.Integer, nullable=False, unique=True),
 )
 counters_table = sa.Table(
     "sr_counters",
@@ -104,6 +121,34 @@ def sqlite_read_engine(engine: Engine) -> Engine | None:
     return reader
 
 
+def sqlite_write_engine(engine: Engine, synchronous: str) -> Engine | None:
+    """For SQLite, the registry's own engine for writes, with ``PRAGMA synchronous`` as configured
+    (``schema.registry.sqlite.synchronous``); the shared engine keeps ``FULL`` for everything else.
+
+    In WAL mode ``NORMAL`` commits without an fsync: the commit is in the operating system's hands,
+    so a killed process loses nothing, while a power cut may lose the last commits (the database
+    stays consistent). ``None`` for other databases, whose server decides.
+    """
+    if engine.dialect.name != "sqlite":
+        return None
+    writer = sa.create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @sa.event.listens_for(writer, "connect")
+    def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+        dbapi_conn.isolation_level = None
+
+    @sa.event.listens_for(writer, "begin")
+    def _begin(conn):  # type: ignore[no-untyped-def]
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return writer
+
+
 def _create_v1(conn: Connection) -> None:
     metadata.create_all(conn, checkfirst=True)
     # Idempotent: a node that lost a start-up race re-runs this after the winner committed.
@@ -121,7 +166,39 @@ def _add_contract_v2(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE sr_schemas ADD COLUMN contract TEXT NOT NULL DEFAULT ''")
 
 
-MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2)
+def _add_bare_fingerprint_v3(conn: Connection) -> None:
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("sr_schemas")}
+    if "bare_fingerprint" not in columns:
+        conn.exec_driver_sql("ALTER TABLE sr_schemas ADD COLUMN bare_fingerprint VARCHAR(64)")
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_sr_schemas_bare_fingerprint ON sr_schemas (bare_fingerprint)"
+    )
+    t = schemas_table.c
+    missing = conn.execute(
+        sa.select(t.id, t.schema_type, t.schema, t.refs).where(t.bare_fingerprint.is_(None))
+    ).all()
+    for row in missing:
+        conn.execute(
+            sa.update(schemas_table)
+            .where(t.id == row.id)
+            .values(bare_fingerprint=bare_fingerprint(row.schema_type, row.schema, row.refs))
+        )
+
+
+def _contexts_v4(conn: Connection) -> None:
+    contexts_table.create(conn, checkfirst=True)
+    if conn.dialect.name == "postgresql":
+        for table in ("sr_schemas", "sr_versions", "sr_references"):
+            column = "id" if table == "sr_schemas" else "schema_id"
+            conn.exec_driver_sql(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE BIGINT")
+
+
+MIGRATIONS: Sequence[Migration] = (_create_v1, _add_contract_v2, _add_bare_fingerprint_v3, _contexts_v4)
+
+
+def bare_fingerprint(schema_type: str, text: str, encoded_references: str) -> str:
+    """The identity of a schema without a contract (see :func:`.model.fingerprint`)."""
+    return hashlib.sha256(f"{schema_type}\n{text}\n{encoded_references}".encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,19 +258,52 @@ def lock_ids(conn: Connection) -> int:
     return int(row.value)
 
 
-def next_id(conn: Connection) -> int:
-    current = lock_ids(conn)
-    conn.execute(
-        sa.update(counters_table).where(counters_table.c.name == SCHEMA_ID_COUNTER).values(value=current + 1)
-    )
-    return current + 1
+_NEXT_ID = (
+    sa.update(counters_table)
+    .where(counters_table.c.name == sa.bindparam("counter"))
+    .values(value=counters_table.c.value + 1)
+    .returning(counters_table.c.value)
+)
 
 
-def raise_ids_to(conn: Connection, at_least: int) -> None:
+def _counter(context_number: int) -> str:
+    return SCHEMA_ID_COUNTER if context_number == 0 else f"{SCHEMA_ID_COUNTER}@{context_number}"
+
+
+def next_id(conn: Connection, context_number: int = 0) -> int:
+    """Take the context's next id: one statement that also takes the counter's row lock."""
+    return int(conn.execute(_NEXT_ID, {"counter": _counter(context_number)}).scalar_one())
+
+
+def context_number(conn: Connection, context: str, create: bool = False) -> int | None:
+    """The number of ``context`` (0 for the default one); with ``create``, a new context gets the
+    next number and an id counter of its own (callers hold the registry's write lock)."""
+    if context == DEFAULT_CONTEXT:
+        return 0
+    t = contexts_table.c
+    found = conn.execute(sa.select(t.number).where(t.name == context)).scalar()
+    if found is not None or not create:
+        return None if found is None else int(found)
+    number = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(t.number), 0))).scalar_one()) + 1
+    conn.execute(sa.insert(contexts_table).values(name=context, number=number))
+    counter = counters_table.c
+    if conn.execute(sa.select(counter.value).where(counter.name == _counter(number))).first() is None:
+        conn.execute(sa.insert(counters_table).values(name=_counter(number), value=0))
+    return number
+
+
+def context_name(conn: Connection, number: int) -> str:
+    if number == 0:
+        return DEFAULT_CONTEXT
+    t = contexts_table.c
+    return str(conn.execute(sa.select(t.name).where(t.number == number)).scalar_one())
+
+
+def raise_ids_to(conn: Connection, at_least: int, context_number: int = 0) -> None:
     """After an IMPORT with an explicit id: later ids must come after it."""
     conn.execute(
         sa.update(counters_table)
-        .where(counters_table.c.name == SCHEMA_ID_COUNTER, counters_table.c.value < at_least)
+        .where(counters_table.c.name == _counter(context_number), counters_table.c.value < at_least)
         .values(value=at_least)
     )
 
@@ -214,6 +324,30 @@ _LIVE_VERSIONS = (
     .where(versions_table.c.subject == sa.bindparam("subject"), versions_table.c.deleted.is_(False))
     .order_by(versions_table.c.version)
 )
+_LATEST = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"))
+    .order_by(versions_table.c.version.desc())
+    .limit(1)
+)
+_LATEST_LIVE = (
+    sa.select(versions_table)
+    .where(versions_table.c.subject == sa.bindparam("subject"), versions_table.c.deleted.is_(False))
+    .order_by(versions_table.c.version.desc())
+    .limit(1)
+)
+_ONE_VERSION = sa.select(versions_table).where(
+    versions_table.c.subject == sa.bindparam("subject"), versions_table.c.version == sa.bindparam("version")
+)
+_SCHEMA_BY_FINGERPRINT = (
+    sa.select(schemas_table)
+    .where(
+        schemas_table.c.fingerprint == sa.bindparam("fingerprint"),
+        schemas_table.c.id.between(sa.bindparam("low"), sa.bindparam("high")),
+    )
+    .order_by(schemas_table.c.id)
+    .limit(1)
+)
 
 
 def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
@@ -221,12 +355,10 @@ def schema_by_id(conn: Connection, schema_id: int) -> SchemaRow | None:
     return None if row is None else _schema_row(row)
 
 
-def schema_by_fingerprint(conn: Connection, fingerprint: str) -> SchemaRow | None:
-    row = conn.execute(
-        sa.select(schemas_table)
-        .where(schemas_table.c.fingerprint == fingerprint)
-        .order_by(schemas_table.c.id)
-    ).first()
+def schema_by_fingerprint(conn: Connection, fingerprint: str, context_number: int = 0) -> SchemaRow | None:
+    """The first schema of a context with ``fingerprint`` (a schema has one id per context)."""
+    low, high = key_range(context_number)
+    row = conn.execute(_SCHEMA_BY_FINGERPRINT, {"fingerprint": fingerprint, "low": low, "high": high}).first()
     return None if row is None else _schema_row(row)
 
 
@@ -241,22 +373,32 @@ def schema_by_fingerprint_prefix(conn: Connection, prefix: str) -> SchemaRow | N
     return None if row is None else _schema_row(row)
 
 
+_INSERT_SCHEMA = sa.insert(schemas_table)
+_INSERT_REFERENCE = sa.insert(references_table)
+_INSERT_VERSION = sa.insert(versions_table)
+
+
 def insert_schema(conn: Connection, row: SchemaRow, fingerprint: str) -> None:
+    refs = encode_references(row.references)
     conn.execute(
-        sa.insert(schemas_table).values(
-            id=row.id,
-            schema_type=row.schema_type,
-            schema=row.schema,
-            refs=encode_references(row.references),
-            fingerprint=fingerprint,
-            contract=row.contract,
-        )
+        _INSERT_SCHEMA,
+        {
+            "id": row.id,
+            "schema_type": row.schema_type,
+            "schema": row.schema,
+            "refs": refs,
+            "fingerprint": fingerprint,
+            "contract": row.contract,
+            "bare_fingerprint": bare_fingerprint(row.schema_type, row.schema, refs),
+        },
     )
-    for ref in row.references:
+    if row.references:
         conn.execute(
-            sa.insert(references_table).values(
-                schema_id=row.id, name=ref.name, subject=ref.subject, version=ref.version
-            )
+            _INSERT_REFERENCE,
+            [
+                {"schema_id": row.id, "name": ref.name, "subject": ref.subject, "version": ref.version}
+                for ref in row.references
+            ],
         )
 
 
@@ -280,9 +422,21 @@ def versions(conn: Connection, subject: str, include_deleted: bool = True) -> li
     return [_version_row(r) for r in conn.execute(query, {"subject": subject})]
 
 
+def latest_version(conn: Connection, subject: str, include_deleted: bool = True) -> VersionRow | None:
+    """The newest version of ``subject`` (live only unless ``include_deleted``): one indexed row,
+    where :func:`versions` reads them all."""
+    row = conn.execute(_LATEST if include_deleted else _LATEST_LIVE, {"subject": subject}).first()
+    return None if row is None else _version_row(row)
+
+
+def version_row(conn: Connection, subject: str, version: int) -> VersionRow | None:
+    row = conn.execute(_ONE_VERSION, {"subject": subject, "version": version}).first()
+    return None if row is None else _version_row(row)
+
+
 def insert_version(conn: Connection, subject: str, version: int, schema_id: int) -> None:
     conn.execute(
-        sa.insert(versions_table).values(subject=subject, version=version, schema_id=schema_id, deleted=False)
+        _INSERT_VERSION, {"subject": subject, "version": version, "schema_id": schema_id, "deleted": False}
     )
 
 
@@ -322,26 +476,27 @@ def all_versions(conn: Connection, include_deleted: bool = False, prefix: str = 
 
 
 def _version_match(include_deleted: bool, any_contract: bool) -> Any:
-    """The statement behind :func:`version_with_fingerprint`, built once per variant."""
+    """The statement behind :func:`version_with_fingerprint`, built once per variant: the candidate
+    schemas come from the fingerprint indexes, then their versions in ``subject``, so the cost does
+    not grow with the number of versions a subject has."""
     key = (include_deleted, any_contract)
     query = _VERSION_MATCH.get(key)
     if query is not None:
         return query
     matches = schemas_table.c.fingerprint == sa.bindparam("fingerprint")
     if any_contract:
-        matches = sa.or_(
-            matches,
-            sa.and_(
-                schemas_table.c.contract != "",
-                schemas_table.c.schema_type == sa.bindparam("schema_type"),
-                schemas_table.c.schema == sa.bindparam("text"),
-                schemas_table.c.refs == sa.bindparam("refs"),
-            ),
-        )
+        matches = sa.or_(matches, schemas_table.c.bare_fingerprint == sa.bindparam("bare"))
+    ids = sa.select(schemas_table.c.id).where(matches).scalar_subquery()
     query = (
         sa.select(versions_table)
         .join(schemas_table, schemas_table.c.id == versions_table.c.schema_id)
-        .where(versions_table.c.subject == sa.bindparam("subject"), matches)
+        # The subject is compared as an expression so that no database walks every version of the
+        # subject through the primary key (SQLite, without statistics, would): the few schema ids
+        # from the fingerprint indexes, then their versions by the schema_id index, is cheaper.
+        .where(
+            versions_table.c.schema_id.in_(ids),
+            versions_table.c.subject.op("||")(sa.literal_column("''")) == sa.bindparam("subject"),
+        )
     )
     if not include_deleted:
         query = query.where(versions_table.c.deleted.is_(False))
@@ -359,18 +514,18 @@ def version_with_fingerprint(
     subject: str,
     fingerprint: str,
     include_deleted: bool = False,
-    any_contract: tuple[str, str, str] | None = None,
+    bare: str | None = None,
 ) -> VersionRow | None:
-    """The newest version of ``subject`` whose schema has ``fingerprint`` (one indexed query).
+    """The newest version of ``subject`` whose schema has ``fingerprint`` (indexed queries).
 
-    With ``any_contract`` (schema type, text, encoded references), a version holding that schema
+    With ``bare`` (the candidate's fingerprint without a contract), a version holding that schema
     with some contract also matches, when none has the exact fingerprint: a schema looked up or
     registered without ``metadata``/``ruleSet`` is the one registered with them.
     """
     params = {"subject": subject, "fingerprint": fingerprint}
-    if any_contract is not None:
-        params.update(zip(("schema_type", "text", "refs"), any_contract, strict=True))
-    row = conn.execute(_version_match(include_deleted, any_contract is not None), params).first()
+    if bare is not None:
+        params["bare"] = bare
+    row = conn.execute(_version_match(include_deleted, bare is not None), params).first()
     return None if row is None else _version_row(row)
 
 
@@ -413,16 +568,19 @@ class SubjectSetting:
         return None if row is None else str(row[0])
 
     def effective(self, conn: Connection, subject: str) -> str | None:
-        """The subject's own value, else the global one, in one query (asked on every
-        registration and compatibility check)."""
+        """The subject's own value, else its context's (stored under ``:.ctx:``), else the global
+        one, in one query (asked on every registration and compatibility check)."""
         query = _EFFECTIVE.get((self.table.name, self.column))
         if query is None:
             query = sa.select(self.table.c.subject, self.table.c[self.column]).where(
-                self.table.c.subject.in_([sa.bindparam("subject"), GLOBAL])
+                self.table.c.subject.in_([sa.bindparam("subject"), sa.bindparam("context"), GLOBAL])
             )
             _EFFECTIVE[(self.table.name, self.column)] = query
-        values = {row[0]: str(row[1]) for row in conn.execute(query, {"subject": subject})}
-        return values.get(subject) or values.get(GLOBAL)
+        context = context_of(subject)
+        context_key = subject if context == DEFAULT_CONTEXT else f":{context}:"
+        found = conn.execute(query, {"subject": subject, "context": context_key})
+        values = {row[0]: str(row[1]) for row in found}
+        return values.get(subject) or values.get(context_key) or values.get(GLOBAL)
 
     def put(self, conn: Connection, subject: str, value: str) -> None:
         updated = conn.execute(
@@ -437,3 +595,31 @@ class SubjectSetting:
 
 compatibility = SubjectSetting(config_table, "compatibility")
 modes = SubjectSetting(mode_table, "mode")
+
+
+def _mode_and_level_query() -> Any:
+    def part(setting: SubjectSetting, tag: str) -> Any:
+        table = setting.table
+        return sa.select(sa.literal(tag).label("tag"), table.c.subject, table.c[setting.column]).where(
+            table.c.subject.in_([sa.bindparam("subject"), sa.bindparam("context"), GLOBAL])
+        )
+
+    return sa.union_all(part(modes, "m"), part(compatibility, "c"))
+
+
+_MODE_AND_LEVEL = _mode_and_level_query()
+
+
+def mode_and_level(conn: Connection, subject: str) -> tuple[str | None, str | None]:
+    """The effective mode and level of ``subject`` (as :meth:`SubjectSetting.effective` answers
+    each) in one query: a registration needs both."""
+    context = context_of(subject)
+    context_key = subject if context == DEFAULT_CONTEXT else f":{context}:"
+    found: dict[tuple[str, str], str] = {}
+    for tag, name, value in conn.execute(_MODE_AND_LEVEL, {"subject": subject, "context": context_key}):
+        found[(str(tag), str(name))] = str(value)
+
+    def pick(tag: str) -> str | None:
+        return found.get((tag, subject)) or found.get((tag, context_key)) or found.get((tag, GLOBAL))
+
+    return pick("m"), pick("c")

@@ -20,7 +20,7 @@ from tabletopic import settings as platform_settings
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.compatibility import CompatibilityLevel
-from tabletopic.schema_registry.db import MIGRATIONS, sqlite_read_engine
+from tabletopic.schema_registry.db import MIGRATIONS, sqlite_read_engine, sqlite_write_engine
 from tabletopic.schema_registry.registry import SchemaRegistry
 from tabletopic.schema_registry.routers.factory import Lifespan, create_app
 
@@ -44,6 +44,7 @@ def build_registry(
         parsed_cache_size=config.get(settings.PARSED_CACHE_MAX_ENTRIES),
         on_register=on_register,
         read_engine=sqlite_read_engine(engine),
+        write_engine=sqlite_write_engine(engine, config.get(settings.SQLITE_SYNCHRONOUS)),
     )
 
 

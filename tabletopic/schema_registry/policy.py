@@ -65,8 +65,9 @@ class PolicyStore(RegistryDatabase):
         engine: Engine,
         read_engine: Engine | None = None,
         default_level: CompatibilityLevel = CompatibilityLevel.BACKWARD,
+        write_engine: Engine | None = None,
     ) -> None:
-        super().__init__(engine, read_engine)
+        super().__init__(engine, read_engine, write_engine)
         self.default_level = default_level
 
     def _as_level(self, raw: str | None) -> CompatibilityLevel:
@@ -80,7 +81,10 @@ class PolicyStore(RegistryDatabase):
         return self._as_mode(_effective(conn, db.modes, subject))
 
     def _writable(self, conn: Connection, subject: str) -> Mode:
-        mode = self._mode(conn, subject)
+        return self._check_writable(self._mode(conn, subject), subject)
+
+    @staticmethod
+    def _check_writable(mode: Mode, subject: str) -> Mode:
         if mode in (Mode.READONLY, Mode.READONLY_OVERRIDE):
             raise RegistryError(ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is in read-only mode")
         return mode

@@ -22,6 +22,12 @@ from tabletopic.schema_registry.compatibility import (
     PreviousSchema,
 )
 from tabletopic.schema_registry.compatibility import check as check_levels
+from tabletopic.schema_registry.contexts import (
+    DEFAULT_CONTEXT,
+    context_of,
+    public_id,
+    stored_key,
+)
 from tabletopic.schema_registry.contracts import properties_of
 from tabletopic.schema_registry.db import SchemaRow, VersionRow
 from tabletopic.schema_registry.errors import (
@@ -64,8 +70,9 @@ class SchemaRegistry(PolicyStore):
         parsed_cache_size: int = 2000,
         on_register: Callable[[], None] | None = None,
         read_engine: Engine | None = None,
+        write_engine: Engine | None = None,
     ) -> None:
-        super().__init__(engine, read_engine, default_level)
+        super().__init__(engine, read_engine, default_level, write_engine)
         self._parsed: LRU[int, ParsedSchema] = LRU(parsed_cache_size)
         self._candidates: LRU[tuple[str, str, bool, tuple[tuple[str, str], ...]], tuple[ParsedSchema, str]]
         self._candidates = LRU(parsed_cache_size)
@@ -74,6 +81,7 @@ class SchemaRegistry(PolicyStore):
             tuple[str, CompatibilityLevel, tuple[tuple[int, int], ...]], tuple[CompatibilityFailure, ...]
         ]
         self._checks = LRU(parsed_cache_size)
+        self._rows: LRU[int, SchemaRow] = LRU(parsed_cache_size)
         # Bumped after every permanent delete on this node: caches of answers by id (which only a
         # permanent delete can invalidate) drop everything when it moves.
         self.removals = 0
@@ -89,9 +97,11 @@ class SchemaRegistry(PolicyStore):
                 return
             if ref.name in path:
                 raise invalid_schema(f"circular reference through {ref.name}")
-            rows = db.versions(conn, ref.subject)
-            version = ref.version if ref.version != LATEST else (rows[-1].version if rows else 0)
-            match = next((r for r in rows if r.version == version), None)
+            match = (
+                db.latest_version(conn, ref.subject)
+                if ref.version == LATEST
+                else db.version_row(conn, ref.subject, ref.version)
+            )
             row = None if match is None else db.schema_by_id(conn, match.schema_id)
             if row is None:
                 raise invalid_schema(
@@ -126,6 +136,13 @@ class SchemaRegistry(PolicyStore):
 
     def parse_candidate(self, conn: Connection, submission: SchemaSubmission) -> Candidate:
         """Parse a schema from a request. Raises 42201 for any problem with it."""
+        return self._parse_submission(conn, submission)[0]
+
+    def _parse_submission(
+        self, conn: Connection | None, submission: SchemaSubmission
+    ) -> tuple[Candidate, bool]:
+        """The candidate, and whether its text was new to this node (parsed now, not cached).
+        ``conn`` may be ``None`` for a submission without references."""
         text, normalize = submission.text, submission.normalize
         if not isinstance(text, str) or not text.strip():
             raise invalid_schema("empty schema")
@@ -133,11 +150,15 @@ class SchemaRegistry(PolicyStore):
             raise invalid_schema("schemas must not contain NUL characters")
         try:
             fmt = get_format(submission.schema_type)
-            resolved = self._resolve(conn, submission.references)
+            resolved: dict[str, str] = {}
+            if submission.references:
+                assert conn is not None, "references are resolved in a transaction"
+                resolved = self._resolve(conn, submission.references)
             # Serializers re-send the same schemas over and over; the parse is the costly part and
             # depends only on the text, the flag and the referenced texts.
             key = (fmt.schema_type, text, normalize, tuple(resolved.items()))
             cached = self._candidates.get(key)
+            fresh = cached is None
             if cached is None:
                 parsed = fmt.parse(text, resolved)
                 stored = parsed.normalized() if normalize else parsed.canonical()
@@ -150,9 +171,10 @@ class SchemaRegistry(PolicyStore):
             raise invalid_schema(str(exc)) from exc
         except RecursionError as exc:
             raise invalid_schema("schema nests too deeply") from exc
-        return Candidate(
+        candidate = Candidate(
             fmt.schema_type, fmt, cached[0], cached[1], submission.references, submission.contract
         )
+        return candidate, fresh
 
     # --- registration ------------------------------------------------------------------------------
 
@@ -168,47 +190,71 @@ class SchemaRegistry(PolicyStore):
         and version (IMPORT mode; in other modes an id is refused and a version must be the next)."""
         normalize = submission.normalize
 
-        def prepare(conn: Connection) -> tuple[Candidate, VersionRow | None]:
-            candidate = self.parse_candidate(conn, submission)
+        plain = schema_id is None and version is None
+
+        def known_version(conn: Connection, candidate: Candidate) -> VersionRow | None:
             # Serializers re-register on every start: a schema the subject already holds is
             # answered from a read, without taking the registry-wide write lock.
-            plain = schema_id is None and version is None
             if plain and self._mode(conn, subject) in (Mode.READWRITE, Mode.IMPORT):
-                return candidate, self._find(conn, subject, candidate, normalize)
-            return candidate, None
+                return self._find(conn, subject, candidate, normalize)
+            return None
 
-        candidate, known = self._read(prepare)
+        def prepare(conn: Connection) -> tuple[Candidate, VersionRow | None]:
+            candidate = self.parse_candidate(conn, submission)
+            return candidate, known_version(conn, candidate)
+
+        if submission.references:
+            candidate, known = self._read(prepare)
+        else:
+            # No references: parsed outside any transaction. A text this node has never parsed is
+            # most likely a new schema, so the read that would find a repeat is skipped (the write
+            # transaction below finds repeats all the same).
+            candidate, fresh = self._parse_submission(None, submission)
+            known = None if fresh else self._read(lambda conn: known_version(conn, candidate))
         if known is not None:
             if self._on_register is not None:
                 self._on_register()
-            return known.schema_id, known.version
+            return public_id(known.schema_id), known.version
 
-        def run(conn: Connection) -> tuple[int, int]:
-            mode = self._writable(conn, subject)
+        def run(conn: Connection) -> tuple[int, int, SchemaRow | None]:
+            raw_mode, raw_level = db.mode_and_level(conn, subject)
+            mode = self._check_writable(self._as_mode(raw_mode), subject)
             # The references were resolved before this transaction; they must still be there.
             self._resolve(conn, candidate.references)
             if mode is not Mode.IMPORT and schema_id is not None and schema_id >= 0:
                 raise RegistryError(
                     ErrorCode.OPERATION_NOT_PERMITTED, f"Subject {subject} is not in import mode"
                 )
-            rows = db.versions(conn, subject)
-            live = [r for r in rows if not r.deleted]
-            cand = self._inherit_contract(conn, candidate, live)
+            # Only the rows the rules need: the newest version (for the next number) and the
+            # newest live one (contract, non-transitive check); all live ones only when transitive.
+            newest = db.latest_version(conn, subject)
+            latest_live = (
+                newest
+                if newest is None or not newest.deleted
+                else db.latest_version(conn, subject, include_deleted=False)
+            )
+            cand = self._inherit_contract(conn, candidate, latest_live)
             existing = self._find(conn, subject, cand, normalize)
             if existing is not None and self._same_registration(existing, schema_id, version):
-                return existing.schema_id, existing.version
-            if mode is not Mode.IMPORT:
-                failures = self._failures(conn, subject, cand, live)
+                return existing.schema_id, existing.version, None
+            if mode is not Mode.IMPORT and latest_live is not None:
+                level = self._as_level(raw_level)
+                live = (
+                    db.versions(conn, subject, include_deleted=False) if level.transitive else [latest_live]
+                )
+                failures = self._failures(conn, subject, cand, live, level)
                 if failures:
                     raise RegistryError(
                         ErrorCode.INCOMPATIBLE_SCHEMA,
                         "Schema being registered is incompatible with an earlier schema for subject "
                         f'"{subject}", details: [{", ".join(f.describe() for f in failures)}]',
                     )
-            new_id = self._assign_id(conn, cand, schema_id if mode is Mode.IMPORT else None)
-            new_version = (rows[-1].version + 1) if rows else 1
+            number = db.context_number(conn, context_of(subject), create=True)
+            assert number is not None
+            new_id = self._assign_id(conn, cand, schema_id if mode is Mode.IMPORT else None, number)
+            new_version = (newest.version + 1) if newest is not None else 1
             if version is not None and version >= 1:
-                if any(r.version == version for r in rows):
+                if db.version_row(conn, subject, version) is not None:
                     raise RegistryError(
                         ErrorCode.OPERATION_NOT_PERMITTED,
                         f"Version {version} of subject {subject} already exists with another schema",
@@ -220,24 +266,39 @@ class SchemaRegistry(PolicyStore):
                     )
                 new_version = version
             db.insert_version(conn, subject, new_version, new_id)
-            return new_id, new_version
+            # The id's row has this content (new, or found by this very fingerprint).
+            return new_id, new_version, self._row(new_id, cand)
 
-        result = self._write_grouped(run)
+        new_id, new_version, stored = self._write_grouped(run)
         # The next registration checks against this version: keep its parse (the stored text is
-        # candidate.text, so the parse is the same one _parse_row would make).
-        if self._parsed.get(result[0]) is None and len(candidate.text) <= CACHEABLE_TEXT:
-            self._parsed.put(result[0], candidate.parsed)
+        # candidate.text, so the parse is the same one _parse_row would make) and its row.
+        if len(candidate.text) <= CACHEABLE_TEXT:
+            if self._parsed.get(new_id) is None:
+                self._parsed.put(new_id, candidate.parsed)
+            if stored is not None:
+                self._rows.put(new_id, stored)
         if self._on_register is not None:
             self._on_register()
-        return result
+        return public_id(new_id), new_version
 
-    @staticmethod
-    def _inherit_contract(conn: Connection, candidate: Candidate, live: Sequence[VersionRow]) -> Candidate:
+    def _stored(self, conn: Connection, schema_id: int) -> SchemaRow | None:
+        """The schema row of an id a version row of this transaction names (an id's row never
+        changes, and a version naming it keeps it from being deleted, so the cache cannot be stale)."""
+        row = self._rows.get(schema_id)
+        if row is None:
+            row = db.schema_by_id(conn, schema_id)
+            if row is not None and len(row.schema) <= CACHEABLE_TEXT:
+                self._rows.put(schema_id, row)
+        return row
+
+    def _inherit_contract(
+        self, conn: Connection, candidate: Candidate, latest_live: VersionRow | None
+    ) -> Candidate:
         """A schema registered without ``metadata`` or ``ruleSet`` keeps the latest version's, as
         Confluent does, so a serializer that registers the bare schema does not drop the contract."""
-        if candidate.contract or not live:
+        if candidate.contract or latest_live is None:
             return candidate
-        latest = db.schema_by_id(conn, live[-1].schema_id)
+        latest = self._stored(conn, latest_live.schema_id)
         if latest is None or not latest.contract:
             return candidate
         return dataclasses.replace(candidate, contract=latest.contract)
@@ -247,7 +308,7 @@ class SchemaRegistry(PolicyStore):
         """A repeat of ``existing``: no id/version asked for, or the ones it already has."""
         if version is not None and version != existing.version:
             return False
-        return schema_id is None or schema_id < 0 or schema_id == existing.schema_id
+        return schema_id is None or schema_id < 0 or schema_id == public_id(existing.schema_id)
 
     def _find(
         self,
@@ -264,7 +325,7 @@ class SchemaRegistry(PolicyStore):
         bare = (
             None
             if candidate.contract
-            else (candidate.schema_type, candidate.text, db.encode_references(candidate.references))
+            else fingerprint(candidate.schema_type, candidate.text, candidate.references)
         )
         found = db.version_with_fingerprint(conn, subject, candidate.fingerprint, include_deleted, bare)
         if found is not None or not normalize:
@@ -282,10 +343,13 @@ class SchemaRegistry(PolicyStore):
                 continue
         return None
 
-    def _assign_id(self, conn: Connection, candidate: Candidate, wanted: int | None) -> int:
-        same = db.schema_by_fingerprint(conn, candidate.fingerprint)
+    def _assign_id(self, conn: Connection, candidate: Candidate, wanted: int | None, number: int) -> int:
+        """The stored key of the candidate in the context numbered ``number``: the one it already
+        has there, the one IMPORT asks for, or the context's next id."""
+        same = db.schema_by_fingerprint(conn, candidate.fingerprint, number)
         if wanted is not None and wanted >= 0:
-            taken = db.schema_by_id(conn, wanted)
+            key = stored_key(number, wanted)
+            taken = db.schema_by_id(conn, key)
             if taken is not None:
                 taken_print = fingerprint(taken.schema_type, taken.schema, taken.references, taken.contract)
                 if taken_print != candidate.fingerprint:
@@ -293,13 +357,13 @@ class SchemaRegistry(PolicyStore):
                         ErrorCode.OPERATION_NOT_PERMITTED,
                         f"Overwrite new schema with id {wanted} is not permitted.",
                     )
-                return wanted
-            db.insert_schema(conn, self._row(wanted, candidate), candidate.fingerprint)
-            db.raise_ids_to(conn, wanted)
-            return wanted
+                return key
+            db.insert_schema(conn, self._row(key, candidate), candidate.fingerprint)
+            db.raise_ids_to(conn, wanted, number)
+            return key
         if same is not None:
             return same.id
-        new_id = db.next_id(conn)
+        new_id = stored_key(number, db.next_id(conn, number))
         db.insert_schema(conn, self._row(new_id, candidate), candidate.fingerprint)
         return new_id
 
@@ -330,7 +394,7 @@ class SchemaRegistry(PolicyStore):
         for row in targets:
             parsed = self._parsed.get(row.schema_id)
             if parsed is None:
-                stored = db.schema_by_id(conn, row.schema_id)
+                stored = self._stored(conn, row.schema_id)
                 parsed = None if stored is None else self._parse_row(conn, stored)
             if parsed is not None:
                 previous.append(PreviousSchema(row.version, parsed))
@@ -340,11 +404,24 @@ class SchemaRegistry(PolicyStore):
 
     # --- reads -------------------------------------------------------------------------------------
 
-    def schema(self, schema_id: int) -> SchemaRow:
-        row = self._read(lambda conn: db.schema_by_id(conn, schema_id))
-        if row is None:
+    def _key(self, conn: Connection, schema_id: int, subject: str | None) -> int | None:
+        """The stored key of ``schema_id`` in the context of ``subject`` (the default context when
+        none is named); ``None`` for a context that does not exist."""
+        context = DEFAULT_CONTEXT if subject is None else context_of(subject)
+        number = db.context_number(conn, context)
+        return None if number is None else stored_key(number, schema_id)
+
+    def schema(self, schema_id: int, subject: str | None = None) -> SchemaRow:
+        """The schema with ``schema_id`` in the default context, or in ``subject``'s context."""
+
+        def run(conn: Connection) -> SchemaRow | None:
+            key = self._key(conn, schema_id, subject)
+            return None if key is None else db.schema_by_id(conn, key)
+
+        found = self._read(run)
+        if found is None:
             raise schema_not_found(schema_id)
-        return row
+        return found
 
     def schema_by_guid(self, guid: str) -> SchemaRow:
         """The schema a GUID names. Raises 40403 for an unknown or malformed GUID."""
@@ -355,6 +432,10 @@ class SchemaRegistry(PolicyStore):
         if row is None:
             raise RegistryError(ErrorCode.SCHEMA_NOT_FOUND, f"Schema {guid[:64]} not found")
         return row
+
+    def context_of_key(self, key: int) -> str:
+        """The name of the context a stored key belongs to."""
+        return self._read(lambda conn: db.context_name(conn, key >> 32))
 
     @staticmethod
     def fingerprint_of(row: SchemaRow) -> str:
@@ -384,16 +465,19 @@ class SchemaRegistry(PolicyStore):
     def max_id(self) -> int:
         return self._read(db.max_id)
 
-    def subjects_of(self, schema_id: int, deleted: bool = False) -> list[str]:
-        rows = self._versions_of(schema_id, deleted)
+    def subjects_of(self, schema_id: int, deleted: bool = False, subject: str | None = None) -> list[str]:
+        rows = self._versions_of(schema_id, deleted, subject)
         return sorted({r.subject for r in rows})
 
-    def versions_of(self, schema_id: int, deleted: bool = False) -> list[VersionRow]:
-        return self._versions_of(schema_id, deleted)
+    def versions_of(
+        self, schema_id: int, deleted: bool = False, subject: str | None = None
+    ) -> list[VersionRow]:
+        return self._versions_of(schema_id, deleted, subject)
 
-    def _versions_of(self, schema_id: int, deleted: bool) -> list[VersionRow]:
+    def _versions_of(self, schema_id: int, deleted: bool, subject: str | None) -> list[VersionRow]:
         def run(conn: Connection) -> list[VersionRow]:
-            rows = db.versions_of_schema(conn, schema_id, deleted)
+            key = self._key(conn, schema_id, subject)
+            rows = [] if key is None else db.versions_of_schema(conn, key, deleted)
             # Like Confluent: an id only soft-deleted versions use has no subjects unless asked.
             if not rows:
                 raise schema_not_found(schema_id)
@@ -429,20 +513,23 @@ class SchemaRegistry(PolicyStore):
             raise subject_not_found(subject)
         return [r.version for r in rows]
 
-    def _pick(self, rows: Sequence[VersionRow], subject: str, version: int, deleted: bool) -> VersionRow:
-        visible = [r for r in rows if deleted or not r.deleted]
-        if not visible:
-            raise subject_not_found(subject)
+    def _pick_row(self, conn: Connection, subject: str, version: int, deleted: bool) -> VersionRow:
+        """What :meth:`_pick` answers, reading one row instead of all the subject's versions."""
         if version == LATEST:
-            return visible[-1]
-        match = next((r for r in visible if r.version == version), None)
-        if match is None:
-            raise version_not_found(version)
-        return match
+            row = db.latest_version(conn, subject, include_deleted=deleted)
+            if row is None:
+                raise subject_not_found(subject)
+            return row
+        row = db.version_row(conn, subject, version)
+        if row is not None and (deleted or not row.deleted):
+            return row
+        if db.latest_version(conn, subject, include_deleted=deleted) is None:
+            raise subject_not_found(subject)
+        raise version_not_found(version)
 
     def version(self, subject: str, version: int, deleted: bool = False) -> SubjectVersion:
         def run(conn: Connection) -> SubjectVersion:
-            row = self._pick(db.versions(conn, subject), subject, version, deleted)
+            row = self._pick_row(conn, subject, version, deleted)
             schema = db.schema_by_id(conn, row.schema_id)
             if schema is None:  # pragma: no cover - rows and schemas change in one transaction
                 raise version_not_found(version)
@@ -452,9 +539,9 @@ class SchemaRegistry(PolicyStore):
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         def run(conn: Connection) -> list[int]:
-            row = self._pick(db.versions(conn, subject), subject, version, False)
+            row = self._pick_row(conn, subject, version, False)
             users = db.referencing_versions(conn, subject, row.version)
-            return sorted({r.schema_id for r in users if not r.deleted})
+            return sorted({public_id(r.schema_id) for r in users if not r.deleted})
 
         return self._read(run)
 
@@ -462,8 +549,7 @@ class SchemaRegistry(PolicyStore):
         """The version of ``subject`` holding this schema (``POST /subjects/{subject}``)."""
 
         def run(conn: Connection) -> SubjectVersion:
-            rows = [r for r in db.versions(conn, subject) if deleted or not r.deleted]
-            if not rows:
+            if db.latest_version(conn, subject, include_deleted=deleted) is None:
                 raise subject_not_found(subject)
             candidate = self.parse_candidate(conn, submission)
             found = self._find(conn, subject, candidate, submission.normalize, deleted)
@@ -483,12 +569,15 @@ class SchemaRegistry(PolicyStore):
         the subject's level names (``None``)."""
 
         def run(conn: Connection) -> tuple[list[CompatibilityFailure], CompatibilityLevel]:
-            rows = db.versions(conn, subject, include_deleted=False)
             level = self._level(conn, subject)
+            rows: list[VersionRow]
             if version is not None:
-                if not rows:
-                    raise subject_not_found(subject)
-                rows = [self._pick(rows, subject, version, False)]
+                rows = [self._pick_row(conn, subject, version, False)]
+            elif level.transitive:
+                rows = db.versions(conn, subject, include_deleted=False)
+            else:
+                latest = db.latest_version(conn, subject, include_deleted=False)
+                rows = [] if latest is None else [latest]
             candidate = self.parse_candidate(conn, submission)
             return self._failures(conn, subject, candidate, rows, level), level
 
@@ -618,11 +707,11 @@ class SchemaRegistry(PolicyStore):
 
     def registered_latest(self, subject: str) -> RegisteredSchema:
         def run(conn: Connection) -> RegisteredSchema:
-            rows = db.versions(conn, subject, include_deleted=False)
-            row = None if not rows else db.schema_by_id(conn, rows[-1].schema_id)
-            if row is None:
+            latest = db.latest_version(conn, subject, include_deleted=False)
+            row = None if latest is None else db.schema_by_id(conn, latest.schema_id)
+            if latest is None or row is None:
                 raise SchemaNotFound(f"subject {subject} has no live versions")
-            return self._registered(conn, row, subject, rows[-1].version)
+            return self._registered(conn, row, subject, latest.version)
 
         return self._read(run)
 
@@ -634,7 +723,7 @@ class SchemaRegistry(PolicyStore):
         except RegistryError as exc:
             raise SchemaNotFound(exc.message) from exc
         return RegisteredSchema(
-            schema_id=row.id,
+            schema_id=public_id(row.id),
             schema_type=row.schema_type,
             schema=row.schema,
             references=tuple(resolved.items()),

@@ -57,3 +57,18 @@ PARSED_CACHE_MAX_ENTRIES = define(
     GROUP,
     in_range(1),
 )
+SQLITE_SYNCHRONOUS = define(
+    "schema.registry.sqlite.synchronous",
+    str,
+    "NORMAL",
+    "How durable a registration is before it is acknowledged, when the metadata database is SQLite "
+    "(its `PRAGMA synchronous` for the registry's writes). `NORMAL`: the commit is handed to the "
+    "operating system without waiting for the disk, so an acknowledged id survives the process being "
+    "killed or crashing, but a power cut or kernel crash may lose the last registrations (the database "
+    "stays consistent; Confluent's registry, storing schemas in a Kafka topic that is not fsynced, "
+    "makes the same trade). `FULL`: every registration waits for an fsync (survives a power cut; "
+    "sequential registrations are then bounded by the disk, typically 100-200/s). PostgreSQL metadata "
+    "databases follow the server's own `synchronous_commit`.",
+    GROUP,
+    one_of("NORMAL", "FULL"),
+)

@@ -29,19 +29,27 @@ class RegistryDatabase:
         engine: the shared metadata engine; every write goes through it.
         read_engine: an engine for reads only (see :func:`.db.sqlite_read_engine`); defaults
             to ``engine``.
+        write_engine: an engine for writes (see :func:`.db.sqlite_write_engine`); defaults to
+            ``engine``.
     """
 
-    def __init__(self, engine: Engine, read_engine: Engine | None = None) -> None:
-        self.engine = engine
+    def __init__(
+        self, engine: Engine, read_engine: Engine | None = None, write_engine: Engine | None = None
+    ) -> None:
+        self._shared = engine
+        self.engine = write_engine or engine
         self.read_engine = read_engine or engine
+        # SQLite's BEGIN IMMEDIATE already serializes writers: the counter's row lock is for
+        # PostgreSQL (and costs a statement per write on SQLite).
+        self._lock_rows = self.engine.dialect.name != "sqlite"
         self._group_lock = threading.Lock()
         self._pending: list[_Pending[Any]] = []
         self._leading = False
 
     def close(self) -> None:
-        """Release the read engine if it is the registry's own (the write engine is the caller's)."""
-        if self.read_engine is not self.engine:
-            self.read_engine.dispose()
+        """Release the registry's own engines (the shared one is the caller's)."""
+        for own in {self.read_engine, self.engine} - {self._shared}:
+            own.dispose()
 
     # --- transactions ------------------------------------------------------------------------------
 
@@ -63,7 +71,8 @@ class RegistryDatabase:
                     # Every registry write takes the id counter's row lock first, so writes from
                     # all nodes are serialized: a delete can never slip between a registration's
                     # reference check and its commit (PostgreSQL runs READ COMMITTED).
-                    db.lock_ids(conn)
+                    if self._lock_rows:
+                        db.lock_ids(conn)
                     return fn(conn)
             except (IntegrityError, OperationalError) as exc:
                 if attempt == WRITE_ATTEMPTS - 1:
@@ -124,6 +133,11 @@ class RegistryDatabase:
 
     @staticmethod
     def _run_batch(conn: Connection, *, batch: list[_Pending[Any]]) -> None:
+        if len(batch) == 1:
+            # Alone, a refusal may undo the whole transaction: no savepoint (two statements) needed.
+            # The RegistryError leaves the transaction, which rolls back, and reaches the caller.
+            batch[0].result = batch[0].fn(conn)
+            return
         for item in batch:
             savepoint = conn.begin_nested()
             try:

@@ -145,10 +145,48 @@ def test_a_database_from_before_contracts_gains_the_column_and_keeps_its_schemas
                 "INSERT INTO sr_schemas (id, schema_type, schema, refs, fingerprint) "
                 "VALUES (1, 'AVRO', '\"int\"', '[]', 'f')"
             )
-        assert database.migrate(engine, "schema_registry", db.MIGRATIONS) == 2
+        assert database.migrate(engine, "schema_registry", db.MIGRATIONS) == len(db.MIGRATIONS)
         with engine.begin() as conn:
             row = db.schema_by_id(conn, 1)
             assert row is not None and row.contract == "" and row.schema == '"int"'
             assert "contract" in {c["name"] for c in sa.inspect(conn).get_columns("sr_schemas")}
     finally:
         engine.dispose()
+
+
+def test_each_context_counts_its_own_ids(api: TestClient) -> None:
+    other = json.dumps({"type": "record", "name": "Other", "fields": [{"name": "b", "type": "string"}]})
+    assert post(api, "/subjects/plain-value/versions", {"schema": SCHEMA}).json() == {"id": 1}
+    # The first schema of a context is its id 1 too, even one the default context already holds.
+    assert post(api, "/subjects/:.team:orders-value/versions", {"schema": other}).json() == {"id": 1}
+    assert post(api, "/subjects/:.team:again-value/versions", {"schema": SCHEMA}).json() == {"id": 2}
+    assert post(api, "/subjects/:.lab:x-value/versions", {"schema": SCHEMA}).json() == {"id": 1}
+    # An id is read in the context of the subject named with it.
+    assert json.loads(api.get("/schemas/ids/1").json()["schema"]) == json.loads(SCHEMA)
+    in_team = api.get("/schemas/ids/1", params={"subject": ":.team:orders-value"}).json()
+    assert json.loads(in_team["schema"]) == json.loads(other)
+    assert api.get("/schemas/ids/2").status_code == 404
+    assert api.get("/schemas/ids/1/subjects", params={"subject": ":.team:"}).json() == [":.team:orders-value"]
+    assert api.get("/subjects/:.team:again-value/versions/1").json()["id"] == 2
+    error_of(api.get("/schemas/ids/1", params={"subject": ":.nowhere:s"}), 404, 40403)
+
+
+def test_base_context_paths_work_like_qualified_subjects(api: TestClient) -> None:
+    base = "/contexts/.team"
+    assert post(api, f"{base}/subjects/orders-value/versions", {"schema": SCHEMA}).json() == {"id": 1}
+    assert api.get("/subjects").json() == [":.team:orders-value"]
+    assert api.get(f"{base}/subjects").json() == [":.team:orders-value"]
+    assert api.get(f"{base}/subjects/orders-value/versions").json() == [1]
+    assert api.get(f"{base}/schemas/ids/1").status_code == 200
+    assert api.get("/schemas/ids/1").status_code == 404  # nothing in the default context
+    # The context's own level applies to its subjects before the global one.
+    assert api.put(f"{base}/config", json={"compatibility": "NONE"}).status_code == 200
+    assert api.get("/config/:.team:").json() == {"compatibilityLevel": "NONE"}
+    breaking = json.dumps({"type": "record", "name": "R", "fields": [{"name": "z", "type": "int"}]})
+    check = post(api, f"{base}/compatibility/subjects/orders-value/versions/latest", {"schema": breaking})
+    assert check.json() == {"is_compatible": True}
+    assert post(api, "/compatibility/subjects/plain/versions", {"schema": breaking}).json() == {
+        "is_compatible": True
+    }
+    assert post(api, f"{base}/subjects/orders-value/versions", {"schema": breaking}).json() == {"id": 2}
+    assert api.get("/contexts").json() == [".", ".team"]

@@ -223,3 +223,18 @@ def test_protobuf_serializer_round_trips_with_references(client: SchemaRegistryC
         f"{client._rest_client.base_urls[0]}/schemas/ids/{schema_id}", params={"format": "serialized"}
     ).json()["schema"]
     assert base64.b64decode(serialized)  # a FileDescriptorProto, not .proto text
+
+
+def test_a_client_on_a_base_context_path_round_trips_in_its_context(registry_server: RegistryProcess) -> None:
+    """confluent-kafka pointed at ``…/contexts/.{ctx}``: it registers and reads inside the context,
+    whose ids are its own."""
+    context = f".c{uuid.uuid4().hex[:8]}"
+    scoped = SchemaRegistryClient({"url": f"{registry_server.url}/contexts/{context}"})
+    name = topic()
+    payload = AvroSerializer(scoped, json.dumps(USER_V1))({"name": "cy", "age": 7}, ctx(name))
+    assert int.from_bytes(payload[1:5], "big") == 1  # the context's first id
+    fresh = SchemaRegistryClient({"url": f"{registry_server.url}/contexts/{context}"})
+    assert AvroDeserializer(fresh)(payload, ctx(name)) == {"name": "cy", "age": 7}
+    with httpx.Client(base_url=registry_server.url, timeout=10) as http:
+        assert f":{context}:{name}-value" in http.get("/subjects").json()
+        assert context in http.get("/contexts").json()

@@ -1,26 +1,20 @@
 """``/contexts``: schema contexts as Confluent names them in subjects (``:.ctx:subject``).
 
 A subject qualified with a context is stored under that qualified name, so ``GET /contexts`` lists
-the default context ``.`` and every context some subject names. Unlike Confluent, ids are global
-rather than counted per context: an id still names exactly one schema, which is all a client reads.
+the default context ``.`` and every context some subject names. Each context counts its own ids
+(see :mod:`tabletopic.schema_registry.contexts`); ``/contexts/{ctx}/...`` paths are rewritten to
+qualified subjects before routing (:class:`.contextpaths.ContextPaths`).
 """
 
 from __future__ import annotations
 
 from fastapi import Response
 
+from tabletopic.schema_registry.contexts import DEFAULT_CONTEXT, context_of
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, escape_segment
 
 router = RegistryRouter(prefix="/contexts", tags=["contexts"])
-DEFAULT_CONTEXT = "."
-
-
-def context_of(subject: str) -> str:
-    """``:.ctx:name`` -> ``.ctx``; any other subject is in the default context."""
-    if subject.startswith(":.") and subject.count(":") >= 2:
-        return subject[1 : subject.index(":", 1)]
-    return DEFAULT_CONTEXT
 
 
 @router.get("")

@@ -17,8 +17,10 @@ from prometheus_client import CollectorRegistry
 from tabletopic.config import Config
 from tabletopic.schema_registry import settings as sr_settings
 from tabletopic.schema_registry.registry import SchemaRegistry
+from tabletopic.schema_registry.routers.contextpaths import ContextPaths
 from tabletopic.schema_registry.routers.errors import install_error_handlers
 from tabletopic.schema_registry.routers.fastpath import FastLookups
+from tabletopic.schema_registry.routers.fastwrites import FastWrites
 from tabletopic.schema_registry.routers.middleware import BodyLimit, RawPathRouting, RequestMetrics
 from tabletopic.schema_registry.routers.models import RegistryJSONResponse
 from tabletopic.schema_registry.routers.setup import setup_routers
@@ -52,9 +54,12 @@ def create_app(
     app.state.registry = registry
     install_error_handlers(app)
     setup_routers(app)
-    app.add_middleware(BodyLimit, max_bytes=config.get(sr_settings.MAX_REQUEST_BYTES))
+    max_bytes = config.get(sr_settings.MAX_REQUEST_BYTES)
+    app.add_middleware(BodyLimit, max_bytes=max_bytes)
     app.add_middleware(RawPathRouting)
     app.add_middleware(FastLookups, registry=lambda: app.state.registry)
+    app.add_middleware(FastWrites, registry=lambda: app.state.registry, max_bytes=max_bytes)
+    app.add_middleware(ContextPaths)
     if metrics is not None:
         app.add_middleware(RequestMetrics, metrics=metrics)
     return app

@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl
 
 import anyio.to_thread
 
+from tabletopic.schema_registry.contexts import DEFAULT_CONTEXT, context_of
 from tabletopic.schema_registry.errors import RegistryError
 from tabletopic.schema_registry.lru import LRU
 from tabletopic.schema_registry.registry import SchemaRegistry
@@ -83,6 +84,8 @@ def _format(query: bytes) -> str | None:
     pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
     if any(k not in _QUERY_KEYS for k, _ in pairs):
         return None
+    if any(k == "subject" and context_of(v) != DEFAULT_CONTEXT for k, v in pairs):
+        return None  # an id in another context: the cache holds the default context's
     return next((v for k, v in pairs if k == "format"), "")
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import Response
 
+from tabletopic.schema_registry.contexts import public_id
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 from tabletopic.schema_registry.formats.loader import available_types
 from tabletopic.schema_registry.model import guid_of
@@ -36,7 +37,7 @@ def get_schema(
     format: str | None = None,
     fetchMaxId: bool = False,
 ) -> dict[str, Any]:
-    row = registry.schema(_id(schema_id))
+    row = registry.schema(_id(schema_id), subject)
     body = schema_fields(row.schema_type, registry.formatted(row, format), row.references, row.contract)
     if fetchMaxId:
         body["maxId"] = registry.max_id()
@@ -44,21 +45,26 @@ def get_schema(
 
 
 @router.get("/ids/{schema_id}/schema")
-def get_schema_text(registry: Registry, schema_id: str, format: str | None = None) -> Response:
-    row = registry.schema(_id(schema_id))
+def get_schema_text(
+    registry: Registry, schema_id: str, format: str | None = None, subject: str | None = None
+) -> Response:
+    row = registry.schema(_id(schema_id), subject)
     return Response(registry.formatted(row, format), media_type=CONTENT_TYPE)
 
 
 @router.get("/ids/{schema_id}/subjects")
-def get_schema_subjects(registry: Registry, schema_id: str, deleted: bool = False) -> list[str]:
-    return registry.subjects_of(_id(schema_id), deleted)
+def get_schema_subjects(
+    registry: Registry, schema_id: str, deleted: bool = False, subject: str | None = None
+) -> list[str]:
+    return registry.subjects_of(_id(schema_id), deleted, subject)
 
 
 @router.get("/ids/{schema_id}/versions")
-def get_schema_versions(registry: Registry, schema_id: str, deleted: bool = False) -> list[dict[str, Any]]:
-    return [
-        {"subject": r.subject, "version": r.version} for r in registry.versions_of(_id(schema_id), deleted)
-    ]
+def get_schema_versions(
+    registry: Registry, schema_id: str, deleted: bool = False, subject: str | None = None
+) -> list[dict[str, Any]]:
+    found = registry.versions_of(_id(schema_id), deleted, subject)
+    return [{"subject": r.subject, "version": r.version} for r in found]
 
 
 @router.get("/guids/{guid}")
@@ -73,7 +79,7 @@ def get_schema_by_guid(registry: Registry, guid: str, format: str | None = None)
 @router.get("/guids/{guid}/ids")
 def get_ids_by_guid(registry: Registry, guid: str) -> list[dict[str, Any]]:
     row = registry.schema_by_guid(guid)
-    return [{"context": ".", "id": row.id}]
+    return [{"context": registry.context_of_key(row.id), "id": public_id(row.id)}]
 
 
 @router.get("/types")
@@ -98,7 +104,7 @@ def list_schemas(
         {
             "subject": sv.subject,
             "version": sv.version,
-            "id": sv.schema.id,
+            "id": public_id(sv.schema.id),
             **schema_fields(
                 sv.schema.schema_type, sv.schema.schema, sv.schema.references, sv.schema.contract
             ),

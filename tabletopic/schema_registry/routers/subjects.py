@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import Query, Response
 
+from tabletopic.schema_registry.contexts import public_id
 from tabletopic.schema_registry.model import SubjectVersion
 from tabletopic.schema_registry.routers.deps import Registry, RegistryRouter, Subject, SubjectPrefix, Version
 from tabletopic.schema_registry.routers.models import CONTENT_TYPE, SchemaBody, schema_fields
@@ -18,7 +19,7 @@ def version_body(found: SubjectVersion, text: str | None = None) -> dict[str, An
     return {
         "subject": found.subject,
         "version": found.version,
-        "id": row.id,
+        "id": public_id(row.id),
         **schema_fields(row.schema_type, row.schema if text is None else text, row.references, row.contract),
     }
 
