@@ -220,14 +220,6 @@ class _Entry:
     names: dict[tuple[int, ...], str] = field(default_factory=dict)
 
 
-class _Stale(Exception):
-    """A subject check failed on an old cache entry: re-read these ids, then check again."""
-
-    def __init__(self, ids: set[int]) -> None:
-        super().__init__(ids)
-        self.ids = ids
-
-
 class SchemaValidator:
     """The node's :class:`~tabletopic.broker.record_validation.RecordValidator`.
 
@@ -294,7 +286,7 @@ class SchemaValidator:
     async def _check_locked(
         self, topic: str, batches: list[DecodedRecords], sides: list[tuple[bool, SubjectNameStrategy]]
     ) -> Rejection | None:
-        for _attempt in range(2):
+        for attempt in range(2):
             missing = self._missing(batches, sides)
             if missing:
                 try:
@@ -302,15 +294,12 @@ class SchemaValidator:
                 except Exception as exc:  # registry unreachable: nothing decided, the client retries
                     self._warn.warning("registry", "validating %s: registry unavailable: %s", topic, exc)
                     return Rejection(f"schema registry unavailable for validation: {exc}", retriable=True)
-            try:
-                errors = self._validate(topic, batches, sides)
-            except _Stale as stale:
-                for schema_id in stale.ids:
-                    self._entries.pop(schema_id, None)
-                continue
-            break
-        else:  # pragma: no cover - the second pass never raises _Stale (entries are fresh)
-            return Rejection("schema validation could not settle", retriable=True)
+            stale: set[int] = set()
+            errors = self._validate(topic, batches, sides, stale)
+            if not stale or attempt:
+                break
+            for schema_id in stale:  # read again: the schema may have been registered since
+                self._entries.pop(schema_id, None)
         if not errors:
             return None
         total = len(errors)
@@ -361,18 +350,21 @@ class SchemaValidator:
 
     # --- the checks (event loop; pure CPU) ------------------------------------------------------
     def _validate(
-        self, topic: str, batches: list[DecodedRecords], sides: list[tuple[bool, SubjectNameStrategy]]
+        self,
+        topic: str,
+        batches: list[DecodedRecords],
+        sides: list[tuple[bool, SubjectNameStrategy]],
+        stale: set[int],
     ) -> list[RecordError]:
+        """The refused records; ids whose refusal came from an entry older than ``refresh_s`` are
+        added to ``stale`` (the caller reads them again and checks once more)."""
         errors: dict[tuple[int, int], str] = {}
-        stale: set[int] = set()
         for batch_no, decoded in enumerate(batches):
             for is_key, strategy in sides:
                 what = "key" if is_key else "value"
                 payloads = decoded.keys if is_key else decoded.values
                 for index, reason in self._check_column(topic, what, strategy, payloads, stale).items():
                     errors.setdefault((batch_no, index), f"{what}: {reason}")
-        if stale:
-            raise _Stale(stale)
         return [RecordError(index, reason) for (_, index), reason in sorted(errors.items())]
 
     def _check_column(
