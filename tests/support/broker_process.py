@@ -21,12 +21,17 @@ class BrokerProcess:
     kafka_port: int = 0
     admin_port: int = 0
     sasl_port: int = 0
+    registry_port: int = 0
     process: subprocess.Popen[bytes] | None = None
     _log_start: int = 0
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def registry_url(self) -> str:
+        return f"http://127.0.0.1:{self.registry_port}"
 
     @property
     def admin_url(self) -> str:
@@ -40,11 +45,12 @@ class BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if not self.kafka_port:
             self.kafka_port, self.admin_port, self.sasl_port = free_port(), free_port(), free_port()
+            self.registry_port = free_port()
         settings = {
             "listeners": f"PLAINTEXT://127.0.0.1:{self.kafka_port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
             "sasl.plain.users": "alice:alice-secret,bob:bob-secret",
             "admin.listener": f"http://127.0.0.1:{self.admin_port}",
-            "schema.registry.listener": f"http://127.0.0.1:{free_port()}",
+            "schema.registry.listener": f"http://127.0.0.1:{self.registry_port or free_port()}",
             "catalog.listener": f"http://127.0.0.1:{free_port()}",
             "log.level": "INFO",
             **self.overrides,
