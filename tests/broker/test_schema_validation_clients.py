@@ -140,7 +140,7 @@ def test_alter_configs_refuses_a_bad_validation_value(broker_process: BrokerProc
             )
         ],
     )
-    with pytest.raises(Exception, match="confluent.value.schema.validation"):
+    with pytest.raises(Exception, match=r"confluent\.value\.schema\.validation"):
         admin.incremental_alter_configs([resource])[resource].result(30)
     resource = ConfigResource(
         "topic",
