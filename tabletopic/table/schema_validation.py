@@ -23,22 +23,22 @@ Registry reads run in a worker thread: the metadata database must not stall the 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import struct
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+
+import numpy as np
 
 from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.record_validation import RecordError, Rejection
-from tabletopic.records.columns import DecodedRecords, append_records
 from tabletopic.records.compression import decompress
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, BatchHeader
+from tabletopic.records.spans import Ints, RecordSpans, record_spans
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaLookup, SchemaNotFound
+from tabletopic.table.payload_checks import Check, Payloads, build_check, record_name
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,6 @@ TOPIC_KEYS: dict[str, str] = {
     KEY_STRATEGY: "The same for keys (TopicNameStrategy: <topic>-key).",
 }
 _STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
-_SCHEMA_ID = struct.Struct(">I")
 # A response carries at most this many per-record errors (Kafka lists them all; a 10 000-record
 # batch of garbage would make a response bigger than the request for no one's benefit).
 MAX_RECORD_ERRORS = 100
@@ -108,107 +107,6 @@ def _on(value: str | None) -> bool:
     return value is not None and value.strip().lower() == "true"
 
 
-def record_name(schema: RegisteredSchema, indexes: Sequence[int] = (0,)) -> str:
-    """The name RecordNameStrategy gives a schema: Avro's full name, JSON Schema's ``title``,
-    the Protobuf message's full name."""
-    kind = (schema.schema_type or "AVRO").upper()
-    if kind == "PROTOBUF":
-        from tabletopic.schema_registry.formats.protobuf import message_descriptor_for
-
-        return str(message_descriptor_for(schema, list(indexes)).full_name)
-    parsed = json.loads(schema.schema)
-    if kind == "JSON":
-        title = parsed.get("title") if isinstance(parsed, dict) else None
-        return str(title) if title else "JsonSchema"
-    if isinstance(parsed, dict):
-        name = str(parsed.get("name", parsed.get("type", "")))
-        namespace = parsed.get("namespace")
-        return f"{namespace}.{name}" if namespace and "." not in name else name
-    return str(parsed)
-
-
-Check = Callable[[list[bytes], int], dict[int, str]]
-
-
-def build_check(schema: RegisteredSchema, indexes: Sequence[int] = (0,)) -> Check:
-    """A whole-group payload check for one schema (Protobuf: one message path): called with the
-    payloads and the offset their encoded value starts at, returns ``{index: reason}``."""
-    kind = (schema.schema_type or "AVRO").upper()
-    if kind == "AVRO":
-        from tabletopic.table.convert.avro import AvroDecoder
-
-        avro = AvroDecoder(schema.schema, schema.references, native=True)
-
-        def check_avro(payloads: list[bytes], skip: int) -> dict[int, str]:
-            return avro.decode(payloads, skip)[1]
-
-        return check_avro
-    if kind == "JSON":
-        return _json_check(schema)
-    if kind == "PROTOBUF":
-        return _protobuf_check(schema, indexes)
-    raise ValueError(f"unsupported schema type {schema.schema_type!r}")
-
-
-def _json_check(schema: RegisteredSchema) -> Check:
-    import jsonschema
-    from referencing import Registry, Resource
-    from referencing.jsonschema import DRAFT7
-
-    root = json.loads(schema.schema)
-    resources = [
-        (name, Resource.from_contents(json.loads(text), default_specification=DRAFT7))
-        for name, text in schema.references
-    ]
-    registry: Registry[Any] = Registry().with_resources(resources)
-    cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft7Validator)
-    validator = cls(root, registry=registry)
-    loads = json.loads
-    is_valid = validator.is_valid
-
-    def check_json(payloads: list[bytes], skip: int) -> dict[int, str]:
-        failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads):
-            try:
-                document = loads(payload[skip:])
-            except (ValueError, UnicodeDecodeError) as exc:
-                failures[i] = f"invalid JSON: {exc}"
-                continue
-            if not is_valid(document):
-                error = jsonschema.exceptions.best_match(validator.iter_errors(document))
-                where = "/".join(str(p) for p in error.absolute_path) if error is not None else ""
-                reason = error.message if error is not None else "does not match"
-                failures[i] = f"JSON does not match the schema at /{where}: {reason}"
-        return failures
-
-    return check_json
-
-
-def _protobuf_check(schema: RegisteredSchema, indexes: Sequence[int]) -> Check:
-    from google.protobuf import message_factory
-    from google.protobuf.unknown_fields import UnknownFieldSet
-
-    from tabletopic.schema_registry.formats.protobuf import message_descriptor_for
-
-    parse = message_factory.GetMessageClass(message_descriptor_for(schema, list(indexes))).FromString
-
-    def check_protobuf(payloads: list[bytes], skip: int) -> dict[int, str]:
-        failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads):
-            try:
-                message = parse(payload[skip:])
-            except Exception as exc:  # DecodeError, and upb's RuntimeError on bad UTF-8
-                failures[i] = f"invalid Protobuf: {exc}"
-                continue
-            # Bytes the schema has no field for parse as "unknown fields"; a payload written with
-            # this very schema has none, so they are garbage (or the wrong schema id).
-            if len(UnknownFieldSet(message)):
-                failures[i] = "invalid Protobuf: fields the schema does not have"
-        return failures
-
-    return check_protobuf
-
-
 @dataclass(slots=True)
 class _Entry:
     """What the validator knows of one schema id (``schema`` None: not registered)."""
@@ -218,6 +116,31 @@ class _Entry:
     read_at: float
     checks: dict[tuple[int, ...], Check | str] = field(default_factory=dict)
     names: dict[tuple[int, ...], str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Column:
+    """The keys or values of one batch, in wire-format terms: which records are null, which are
+    not in the wire format, and the schema id of the rest (-1 where there is none)."""
+
+    spans: RecordSpans
+    is_key: bool
+    starts: Ints
+    ends: Ints
+    ids: Ints
+    not_wire: Ints  # record indexes
+
+    @classmethod
+    def of(cls, spans: RecordSpans, is_key: bool) -> _Column:
+        data = spans.data
+        starts = spans.starts(is_key)
+        lengths = spans.lengths(is_key)
+        ends = starts + np.maximum(lengths, 0)
+        last = len(data) - 1
+        head = [data[np.minimum(starts + k, last)].astype(np.int64) for k in range(5)]
+        wire = (lengths >= 5) & (head[0] == 0)
+        ids = np.where(wire, (head[1] << 24) | (head[2] << 16) | (head[3] << 8) | head[4], -1)
+        return cls(spans, is_key, starts, ends, ids, np.flatnonzero((lengths >= 0) & ~wire))
 
 
 class SchemaValidator:
@@ -262,16 +185,16 @@ class SchemaValidator:
             sides.append((False, parse_strategy(VALUE_STRATEGY, configs.get(VALUE_STRATEGY))))
         if not sides:
             return None
-        batches: list[DecodedRecords] = []
         view = memoryview(records)
+        columns: list[tuple[int, _Column, SubjectNameStrategy]] = []
         try:
-            for header in headers:
-                decoded = DecodedRecords(0)
-                if not header.is_control:
-                    batch = view[header.position : header.position + header.size]
-                    data = decompress(header.compression, batch[HEADER_SIZE:])
-                    append_records(decoded, data, header, 0, 0, header.last_offset_delta + 1)
-                batches.append(decoded)
+            for number, header in enumerate(headers):
+                if header.is_control:
+                    continue
+                start = header.position + HEADER_SIZE
+                block = decompress(header.compression, view[start : header.position + header.size])
+                spans = record_spans(block, header.record_count)
+                columns += [(number, _Column.of(spans, is_key), strategy) for is_key, strategy in sides]
         except RecordBatchError as exc:
             return Rejection(f"records cannot be decoded for schema validation: {exc}")
         # Only a registry read suspends this coroutine; while one does, later produces to the topic
@@ -281,13 +204,15 @@ class SchemaValidator:
         if lock is None:
             lock = self._locks[topic] = asyncio.Lock()
         async with lock:
-            return await self._check_locked(topic, batches, sides)
+            return await self._check_locked(topic, columns)
 
     async def _check_locked(
-        self, topic: str, batches: list[DecodedRecords], sides: list[tuple[bool, SubjectNameStrategy]]
+        self, topic: str, columns: list[tuple[int, _Column, SubjectNameStrategy]]
     ) -> Rejection | None:
+        errors: list[RecordError] = []
         for attempt in range(2):
-            missing = self._missing(batches, sides)
+            ids = {int(i) for _, column, _ in columns for i in np.unique(column.ids) if i >= 0}
+            missing = ids - self._entries.keys()
             if missing:
                 try:
                     await asyncio.to_thread(self._read, missing)
@@ -295,45 +220,23 @@ class SchemaValidator:
                     self._warn.warning("registry", "validating %s: registry unavailable: %s", topic, exc)
                     return Rejection(f"schema registry unavailable for validation: {exc}", retriable=True)
             stale: set[int] = set()
-            errors = self._validate(topic, batches, sides, stale)
+            errors = self._validate(topic, columns, stale)
             if not stale or attempt:
                 break
             for schema_id in stale:  # read again: the schema may have been registered since
                 self._entries.pop(schema_id, None)
         if not errors:
             return None
-        total = len(errors)
         shown = errors[:MAX_RECORD_ERRORS]
         first = shown[0]
         message = (
-            f"{total} record(s) refused by schema validation of topic {topic}; "
+            f"{len(errors)} record(s) refused by schema validation of topic {topic}; "
             f"first, record {first.batch_index}: {first.message}"
         )
         self._warn.warning(f"refused:{topic}", "produce to %s refused: %s", topic, message)
         return Rejection(message, tuple(shown))
 
     # --- registry reads (worker thread) ---------------------------------------------------------
-    def _missing(
-        self, batches: list[DecodedRecords], sides: list[tuple[bool, SubjectNameStrategy]]
-    ) -> set[int]:
-        entries = self._entries
-        missing: set[int] = set()
-        seen: set[bytes] = set()
-        for decoded in batches:
-            for is_key, _ in sides:
-                for payload in decoded.keys if is_key else decoded.values:
-                    if payload is None or len(payload) < 5:
-                        continue
-                    prefix = payload[:5]
-                    if prefix in seen:
-                        continue
-                    seen.add(prefix)
-                    if prefix[0] == 0:
-                        (schema_id,) = _SCHEMA_ID.unpack_from(prefix, 1)
-                        if schema_id not in entries:
-                            missing.add(schema_id)
-        return missing
-
     def _read(self, ids: set[int]) -> None:
         lookup = self._lookup()
         for schema_id in ids:
@@ -345,92 +248,62 @@ class SchemaValidator:
             subjects = frozenset(self._subjects_of(schema_id)) if schema is not None else frozenset()
             self._entries[schema_id] = _Entry(schema, subjects, now)
         if len(self._entries) > 10_000:  # ids are few in practice; a flood of random ids is not
-            for stale in list(self._entries)[: len(self._entries) // 2]:
-                del self._entries[stale]
+            for old in list(self._entries)[: len(self._entries) // 2]:
+                del self._entries[old]
 
     # --- the checks (event loop; pure CPU) ------------------------------------------------------
     def _validate(
-        self,
-        topic: str,
-        batches: list[DecodedRecords],
-        sides: list[tuple[bool, SubjectNameStrategy]],
-        stale: set[int],
+        self, topic: str, columns: list[tuple[int, _Column, SubjectNameStrategy]], stale: set[int]
     ) -> list[RecordError]:
         """The refused records; ids whose refusal came from an entry older than ``refresh_s`` are
         added to ``stale`` (the caller reads them again and checks once more)."""
         errors: dict[tuple[int, int], str] = {}
-        for batch_no, decoded in enumerate(batches):
-            for is_key, strategy in sides:
-                what = "key" if is_key else "value"
-                payloads = decoded.keys if is_key else decoded.values
-                for index, reason in self._check_column(topic, what, strategy, payloads, stale).items():
-                    errors.setdefault((batch_no, index), f"{what}: {reason}")
+        for batch, column, strategy in columns:
+            what = "key" if column.is_key else "value"
+            for index, reason in self._check_column(topic, what, strategy, column, stale).items():
+                errors.setdefault((batch, index), f"{what}: {reason}")
         return [RecordError(index, reason) for (_, index), reason in sorted(errors.items())]
 
     def _check_column(
-        self,
-        topic: str,
-        what: str,
-        strategy: SubjectNameStrategy,
-        payloads: list[bytes | None],
-        stale: set[int],
+        self, topic: str, what: str, strategy: SubjectNameStrategy, column: _Column, stale: set[int]
     ) -> dict[int, str]:
         failures: dict[int, str] = {}
-        # Group by the 5-byte prefix (magic + id) and, for Protobuf, the message path.
-        groups: dict[tuple[int, tuple[int, ...], int], tuple[list[int], list[bytes]]] = {}
-        verdicts: dict[bytes, tuple[int, _Entry] | str] = {}
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                continue
-            prefix = payload[:5]
-            verdict = verdicts.get(prefix)
-            if verdict is None:
-                verdict = verdicts[prefix] = self._entry_for(prefix)
-            if isinstance(verdict, str):
-                failures[i] = verdict
-                continue
-            schema_id, entry = verdict
-            skip = 5
-            path: tuple[int, ...] = ()
-            if entry.schema is not None and entry.schema.schema_type.upper() == "PROTOBUF":
-                try:
-                    path, skip = _message_path(payload)
-                except ValueError as exc:
-                    failures[i] = f"bad Protobuf message indexes: {exc}"
-                    continue
-            group = groups.get((schema_id, path, skip))
-            if group is None:
-                group = groups[(schema_id, path, skip)] = ([], [])
-            group[0].append(i)
-            group[1].append(payload)
+        wire = "not in the schema registry wire format (magic byte 0 and a 4-byte schema id)"
+        for i in column.not_wire.tolist():
+            failures[i] = wire
+        raw = column.spans.raw
         now = self._clock()
-        for (schema_id, path, skip), (positions, bodies) in groups.items():
+        for value in np.unique(column.ids).tolist():
+            if value < 0:
+                continue
+            schema_id = int(value)
+            rows = np.flatnonzero(column.ids == schema_id)
             entry = self._entries[schema_id]
-            reason = self._subject_problem(topic, what, strategy, schema_id, entry, path)
-            if reason is not None and now - entry.read_at > self._refresh_s:
-                stale.add(schema_id)
-            if reason is None:
-                check = entry.checks.get(path)
-                if check is None:
-                    check = entry.checks[path] = self._build(schema_id, entry, path)
-                if isinstance(check, str):
-                    reason = check
-                else:
-                    for j, why in check(bodies, skip).items():
-                        failures[positions[j]] = f"schema id {schema_id}: {why}"
+            protobuf = entry.schema is not None and entry.schema.schema_type.upper() == "PROTOBUF"
+            groups = (
+                _protobuf_groups(raw, column, rows, failures)
+                if protobuf
+                else {(): (rows, column.starts[rows] + 5)}
+            )
+            for path, (members, bodies_at) in groups.items():
+                reason = self._subject_problem(topic, what, strategy, schema_id, entry, path)
+                if reason is not None and now - entry.read_at > self._refresh_s:
+                    stale.add(schema_id)
+                check: Check | str | None = None
+                if reason is None:
+                    check = entry.checks.get(path)
+                    if check is None:
+                        check = entry.checks[path] = self._build(schema_id, entry, path)
+                    if isinstance(check, str):
+                        reason = check
+                if reason is not None or isinstance(check, str) or check is None:
+                    for i in members.tolist():
+                        failures[i] = reason or ""
                     continue
-            for i in positions:
-                failures[i] = reason
+                bodies = Payloads(raw, column.spans.data, bodies_at, column.ends[members])
+                for j, why in check(bodies).items():
+                    failures[int(members[j])] = f"schema id {schema_id}: {why}"
         return failures
-
-    def _entry_for(self, prefix: bytes) -> tuple[int, _Entry] | str:
-        if len(prefix) < 5 or prefix[0] != 0:
-            return "not in the schema registry wire format (magic byte 0 and a 4-byte schema id)"
-        (schema_id,) = _SCHEMA_ID.unpack_from(prefix, 1)
-        entry = self._entries.get(schema_id)
-        if entry is None:  # pragma: no cover - _missing read every id first
-            return f"schema id {schema_id} could not be looked up"
-        return schema_id, entry
 
     def _subject_problem(
         self,
@@ -466,12 +339,30 @@ class SchemaValidator:
             return f"schema id {schema_id} cannot be used for validation: {type(exc).__name__}: {exc}"
 
 
-def _message_path(payload: bytes) -> tuple[tuple[int, ...], int]:
-    """A Protobuf payload's message-index path and where its message starts (almost always the
-    single byte 0 for the first message)."""
-    if len(payload) > 5 and payload[5] == 0:
-        return (0,), 6
+def _protobuf_groups(
+    raw: bytes, column: _Column, rows: Ints, failures: dict[int, str]
+) -> dict[tuple[int, ...], tuple[Ints, Ints]]:
+    """Rows of one Protobuf schema id by message path, with where each message starts. The path
+    is almost always the single byte 0 (the first message), recognised for all rows at once."""
+    starts = column.starts[rows]
+    shorthand = (column.spans.data[starts + 5] == 0) & (column.ends[rows] > starts + 5)
+    groups: dict[tuple[int, ...], tuple[list[int], list[int]]] = {}
+    if shorthand.all():
+        return {(0,): (rows, starts + 6)}
     from tabletopic.schema_registry.formats.protobuf import read_message_indexes
 
-    indexes, pos = read_message_indexes(payload, 5)
-    return tuple(indexes) or (0,), pos
+    for row, start, short in zip(rows.tolist(), starts.tolist(), shorthand.tolist(), strict=True):
+        path: tuple[int, ...] = (0,)
+        if short:
+            at = start + 6
+        else:
+            try:
+                indexes, at = read_message_indexes(raw[: int(column.ends[row])], start + 5)
+            except ValueError as exc:
+                failures[row] = f"bad Protobuf message indexes: {exc}"
+                continue
+            path = tuple(indexes) or (0,)
+        members, positions = groups.setdefault(path, ([], []))
+        members.append(row)
+        positions.append(at)
+    return {p: (np.array(m, dtype=np.int64), np.array(a, dtype=np.int64)) for p, (m, a) in groups.items()}
