@@ -4,8 +4,10 @@ payloads written with one schema (and, for Protobuf, one message path).
 Avro is checked for the whole group at once by :mod:`tabletopic.table.avro_columns` (positions
 only, no values); the datums it refuses are decoded again one by one with the table pipeline's
 per-record decoder, which says why (and has the last word: a datum it reads is accepted). JSON
-Schema and Protobuf are checked per record in C (``json.loads`` plus a compiled ``jsonschema``
-validator; upb's parser) after the broker has done the framing for the whole batch.
+Schema documents are read as one newline-delimited block by Arrow when the schema is a plain record
+shape (:mod:`tabletopic.table.json_columns`), else (and to find the culprits) per record with
+``jsonschema``. Protobuf is parsed per record by upb (C) after the broker has done the framing for
+the whole batch.
 """
 
 from __future__ import annotations
@@ -113,9 +115,17 @@ def _json_check(schema: RegisteredSchema) -> Check:
     loads = json.loads
     is_valid = validator.is_valid
 
+    from tabletopic.table.json_columns import compile_all_valid
+
+    # Whole-group answer "all valid" in one Arrow read where the schema allows it.
+    all_valid = None if schema.references else compile_all_valid(root)
+
     def check_json(payloads: Payloads) -> dict[int, str]:
+        documents = payloads.as_bytes()
+        if all_valid is not None and all_valid(documents):
+            return {}
         failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads.as_bytes()):
+        for i, payload in enumerate(documents):
             try:
                 document = loads(payload)
             except (ValueError, UnicodeDecodeError) as exc:
@@ -132,6 +142,8 @@ def _json_check(schema: RegisteredSchema) -> Check:
 
 
 def _protobuf_check(schema: RegisteredSchema, indexes: Sequence[int]) -> Check:
+    # upb parses a small message in about half a microsecond: a NumPy walk of the same tags
+    # (as for Avro) measured three to ten times slower, so Protobuf stays per record, in C.
     from google.protobuf import message_factory
     from google.protobuf.unknown_fields import UnknownFieldSet
 
