@@ -9,9 +9,10 @@ type allows (boolean 0/1, enum and union indexes in range, non-negative lengths,
 prefix is caught. This is about a hundred times cheaper per record than building the rows: it never
 creates a value, only positions.
 
-What it does not check: that strings are valid UTF-8 (readers of the table pipeline replace or
-refuse them later), and recursive schemas (a named type used inside itself) are not compiled:
-:func:`compile_validator` returns None and the caller decodes per record.
+Strings must be UTF-8: their spans are collected during the walk and checked together at the end
+(all-ASCII, the common case, in one NumPy comparison; the rest decoded one by one). Recursive
+schemas (a named type used inside itself) are not compiled: :func:`compile_validator` returns None
+and the caller decodes per record.
 """
 
 from __future__ import annotations
@@ -39,19 +40,66 @@ def compile_validator(expanded_schema: Any) -> Callable[[Bytes, Ints, Ints], npt
     """A function ``(data, starts, ends) -> bad`` for datums of ``expanded_schema`` (fastavro's
     expanded form) lying at ``data[starts[i]:ends[i]]``; ``data`` must have 16 bytes of padding
     after the last datum. None when the schema cannot be walked here."""
+    strings: list[tuple[Ints, Ints, Ints]] = []
     try:
-        step = _compile(expanded_schema, 0)
+        step = _compile(expanded_schema, 0, _string_step(strings))
     except Unsupported:
         return None
 
     def validate(data: Bytes, starts: Ints, ends: Ints) -> npt.NDArray[np.bool_]:
         pos = starts.astype(np.int64, copy=True)
         bad = np.zeros(len(starts), dtype=np.bool_)
-        step(data, pos, ends, bad, np.arange(len(starts), dtype=np.int64))
-        bad |= pos != ends
+        strings.clear()
+        try:
+            step(data, pos, ends, bad, np.arange(len(starts), dtype=np.int64))
+            bad |= pos != ends
+            _check_utf8(data, strings, bad)
+        finally:
+            strings.clear()
         return bad
 
     return validate
+
+
+def _string_step(strings: list[tuple[Ints, Ints, Ints]]) -> Step:
+    """A ``string`` step that also notes (rows, starts, lengths) of the strings it skips."""
+
+    def step(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Ints) -> None:
+        length = _read_long(data, pos, ends, bad, rows)
+        bad[rows[length < 0]] = True
+        begin = pos[rows]
+        length = np.maximum(length, 0)
+        _advance(pos, ends, rows, begin + length)
+        fits = begin + length <= ends[rows]
+        strings.append((rows[fits], begin[fits], length[fits]))
+
+    return step
+
+
+def _check_utf8(data: Bytes, strings: list[tuple[Ints, Ints, Ints]], bad: npt.NDArray[np.bool_]) -> None:
+    if not strings:
+        return
+    rows = np.concatenate([r for r, _, _ in strings])
+    starts = np.concatenate([s for _, s, _ in strings])
+    lengths = np.concatenate([n for _, _, n in strings])
+    keep = lengths > 0
+    rows, starts, lengths = rows[keep], starts[keep], lengths[keep]
+    total = int(lengths.sum())
+    if not total:
+        return
+    offsets = np.cumsum(lengths) - lengths
+    gathered = data[np.repeat(starts - offsets, lengths) + np.arange(total, dtype=np.int64)]
+    high = gathered >= 0x80
+    if not high.any():
+        return
+    suspects = np.flatnonzero(np.add.reduceat(high, offsets) > 0)
+    raw = data.tobytes()
+    for i in suspects.tolist():
+        start = int(starts[i])
+        try:
+            raw[start : start + int(lengths[i])].decode("utf-8")
+        except UnicodeDecodeError:
+            bad[rows[i]] = True
 
 
 def _read_long(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Ints) -> Ints:
@@ -185,12 +233,14 @@ _PRIMITIVES: dict[str, Step] = {
 }
 
 
-def _compile(schema: Any, depth: int) -> Step:
+def _compile(schema: Any, depth: int, string: Step) -> Step:
     if depth > _MAX_DEPTH:
         raise Unsupported("schema nested too deeply")
     if isinstance(schema, list):
-        return _union([_compile(branch, depth + 1) for branch in schema])
+        return _union([_compile(branch, depth + 1, string) for branch in schema])
     if isinstance(schema, str):
+        if schema == "string":
+            return string
         if schema in _PRIMITIVES:
             return _PRIMITIVES[schema]
         raise Unsupported(f"named type {schema} used inside itself")
@@ -198,19 +248,21 @@ def _compile(schema: Any, depth: int) -> Step:
         raise Unsupported(f"schema node {schema!r}")
     kind = schema.get("type")
     if isinstance(kind, (dict, list)):
-        return _compile(kind, depth + 1)
+        return _compile(kind, depth + 1, string)
+    if kind == "string":
+        return string
     if kind in _PRIMITIVES:
         return _PRIMITIVES[kind]
     if kind == "record" or kind == "error":
-        return _record([_compile(field["type"], depth + 1) for field in schema["fields"]])
+        return _record([_compile(field["type"], depth + 1, string) for field in schema["fields"]])
     if kind == "enum":
         return _enum(len(schema["symbols"]))
     if kind == "fixed":
         return _fixed(int(schema["size"]))
     if kind == "array":
-        return _blocks([_compile(schema["items"], depth + 1)])
+        return _blocks([_compile(schema["items"], depth + 1, string)])
     if kind == "map":
-        return _blocks([_length_prefixed, _compile(schema["values"], depth + 1)])
+        return _blocks([string, _compile(schema["values"], depth + 1, string)])
     if isinstance(kind, str):
         raise Unsupported(f"named type {kind} used inside itself")
     raise Unsupported(f"schema node {schema!r}")

@@ -56,6 +56,11 @@ def compile_all_valid(schema: Any) -> Callable[[list[bytes]], bool] | None:
         # One document per line, and no explicit null Arrow would take for "absent".
         if body.count(b"\n") != len(documents) - 1 or (shape.non_null and b"null" in body):
             return False
+        if not body.isascii():  # Arrow lets bad UTF-8 through in names it ignores; JSON may not
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
         try:
             table = pa_json.read_json(
                 io.BytesIO(body),
