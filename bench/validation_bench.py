@@ -61,7 +61,13 @@ JSON_SCHEMA = {
 
 
 def click(i: int) -> dict[str, Any]:
-    return {"user": f"user-{i % 977}", "page": f"/p/{i % 31}", "ms": 1_700_000_000_000 + i, "score": i / 7, "mobile": i % 3 == 0}
+    return {
+        "user": f"user-{i % 977}",
+        "page": f"/p/{i % 31}",
+        "ms": 1_700_000_000_000 + i,
+        "score": i / 7,
+        "mobile": i % 3 == 0,
+    }
 
 
 def proto_class() -> Any:
@@ -71,8 +77,13 @@ def proto_class() -> Any:
     message = file.message_type.add(name="Click")
     kinds = descriptor_pb2.FieldDescriptorProto
     for number, (name, kind) in enumerate(
-        [("user", kinds.TYPE_STRING), ("page", kinds.TYPE_STRING), ("ms", kinds.TYPE_INT64),
-         ("score", kinds.TYPE_DOUBLE), ("mobile", kinds.TYPE_BOOL)],
+        [
+            ("user", kinds.TYPE_STRING),
+            ("page", kinds.TYPE_STRING),
+            ("ms", kinds.TYPE_INT64),
+            ("score", kinds.TYPE_DOUBLE),
+            ("mobile", kinds.TYPE_BOOL),
+        ],
         start=1,
     ):
         message.field.add(name=name, number=number, type=kind, label=kinds.LABEL_OPTIONAL)
@@ -187,7 +198,9 @@ def in_process_costs(values: list[bytes], topic: str, registry_url: str) -> tupl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--formats", default="avro,json,protobuf")
@@ -196,8 +209,10 @@ def main() -> None:
         node = BrokerProcess(Path(tmp)).start()
         try:
             print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores, shared)")
-            print(f"{'format':<9} {'bytes':>5} {'plain msg/s':>12} {'valid. msg/s':>13} {'ratio':>6}"
-                  f" {'plain MB/s':>10} {'valid. MB/s':>11} {'hdr µs/rec':>10} {'val. µs/rec':>11}")
+            print(
+                f"{'format':<9} {'bytes':>5} {'plain msg/s':>12} {'valid. msg/s':>13} {'ratio':>6}"
+                f" {'plain MB/s':>10} {'valid. MB/s':>11} {'hdr µs/rec':>10} {'val. µs/rec':>11}"
+            )
             for fmt in args.formats.split(","):
                 tag = uuid.uuid4().hex[:6]
                 plain, checked = f"plain-{fmt}-{tag}", f"validated-{fmt}-{tag}"
@@ -215,8 +230,10 @@ def main() -> None:
                 v_mb = sum(r[1] for r in runs[checked]) / args.rounds
                 header_us, check_us = in_process_costs(values, checked, node.registry_url)
                 size = sum(len(v) for v in values) // len(values)
-                print(f"{fmt:<9} {size:>5} {p_msgs:>12,.0f} {v_msgs:>13,.0f} {v_msgs / p_msgs:>6.2f}"
-                      f" {p_mb:>10.1f} {v_mb:>11.1f} {header_us:>10.3f} {check_us:>11.3f}")
+                print(
+                    f"{fmt:<9} {size:>5} {p_msgs:>12,.0f} {v_msgs:>13,.0f} {v_msgs / p_msgs:>6.2f}"
+                    f" {p_mb:>10.1f} {v_mb:>11.1f} {header_us:>10.3f} {check_us:>11.3f}"
+                )
             print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         finally:
             node.stop()
