@@ -12,6 +12,7 @@ from its length, and a key or value running past it makes the block invalid.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,26 +54,24 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
     """
     buf = bytes(block)
     n = len(buf)
-    starts: list[int] = [0] * count
-    ends: list[int] = [0] * count
+    # The chain of record lengths, in Python: only where each record begins is kept; its length
+    # is read again below for all records at once.
+    begins = array("q", bytes(8 * count))
     pos = 0
     try:
         for i in range(count):
+            begins[i] = pos
             b = buf[pos]
             if b < 0x80:
-                length = b
-                pos += 1
+                pos += 1 + ((b >> 1) ^ -(b & 1))
             elif buf[pos + 1] < 0x80:
                 length = (b & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
+                pos += 2 + ((length >> 1) ^ -(length & 1))
             else:
-                length, pos = _varint(buf, pos)
-            length = (length >> 1) ^ -(length & 1)
-            if length < 6:
-                raise RecordBatchError(f"record {i} has length {length}")
-            starts[i] = pos
-            pos += length
-            ends[i] = pos
+                length, after = _varint(buf, pos)
+                pos = after + ((length >> 1) ^ -(length & 1))
+            if pos <= begins[i]:
+                raise RecordBatchError(f"record {i} has a negative length")
     except IndexError:
         raise RecordBatchError("truncated record") from None
     if pos != n:
@@ -80,8 +79,10 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
             f"{n - pos} bytes after the last of {count} records" if pos < n else "truncated record"
         )
     data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
-    start = np.array(starts, dtype=np.int64)
-    end = np.array(ends, dtype=np.int64)
+    length, start = _read_zigzag(data, np.frombuffer(begins, dtype=np.int64))
+    end = start + length
+    if count and bool((length < 6).any()):
+        raise RecordBatchError(f"record {int(np.argmax(length < 6))} is shorter than a record can be")
     at = start + 1  # attributes
     at = _skip_varint(data, at)  # timestampDelta
     at = _skip_varint(data, at)  # offsetDelta
