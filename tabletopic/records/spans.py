@@ -12,7 +12,6 @@ from its length, and a key or value running past it makes the block invalid.
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +21,9 @@ from tabletopic.records.errors import RecordBatchError
 
 Ints = npt.NDArray[np.int64]
 _PAD = 16  # zero bytes after the block: a varint read past a record's end stays in bounds
+# "Size of the length varint + the length" for every one- and two-byte zig-zag length.
+_ONE_BYTE = tuple(1 + ((v >> 1) ^ -(v & 1)) for v in range(1 << 7))
+_TWO_BYTES = tuple(2 + ((v >> 1) ^ -(v & 1)) for v in range(1 << 14))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,24 +56,26 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
     """
     buf = bytes(block)
     n = len(buf)
-    # The chain of record lengths, in Python: only where each record begins is kept; its length
-    # is read again below for all records at once.
-    begins = array("q", bytes(8 * count))
+    # The chain of record lengths, in Python: only where each record begins is kept (its length is
+    # read again below for all records at once). Lengths of one and two bytes (records up to 8 KiB)
+    # come from tables of "varint size + length": a lookup costs less than the arithmetic.
+    begins: list[int] = []
+    add = begins.append
+    one, two = _ONE_BYTE, _TWO_BYTES
     pos = 0
     try:
-        for i in range(count):
-            begins[i] = pos
+        for _ in range(count):
+            add(pos)
             b = buf[pos]
             if b < 0x80:
-                pos += 1 + ((b >> 1) ^ -(b & 1))
-            elif buf[pos + 1] < 0x80:
-                length = (b & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2 + ((length >> 1) ^ -(length & 1))
+                pos += one[b]
             else:
-                length, after = _varint(buf, pos)
-                pos = after + ((length >> 1) ^ -(length & 1))
-            if pos <= begins[i]:
-                raise RecordBatchError(f"record {i} has a negative length")
+                c = buf[pos + 1]
+                if c < 0x80:
+                    pos += two[(b & 0x7F) | (c << 7)]
+                else:
+                    length, after = _varint(buf, pos)
+                    pos = after + ((length >> 1) ^ -(length & 1))
     except IndexError:
         raise RecordBatchError("truncated record") from None
     if pos != n:
@@ -79,7 +83,7 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
             f"{n - pos} bytes after the last of {count} records" if pos < n else "truncated record"
         )
     data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
-    length, start = _read_zigzag(data, np.frombuffer(begins, dtype=np.int64))
+    length, start = _read_zigzag(data, np.array(begins, dtype=np.int64))
     end = start + length
     if count and bool((length < 6).any()):
         raise RecordBatchError(f"record {int(np.argmax(length < 6))} is shorter than a record can be")
