@@ -83,10 +83,10 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
             f"{n - pos} bytes after the last of {count} records" if pos < n else "truncated record"
         )
     data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
-    length, start = _read_zigzag(data, np.array(begins, dtype=np.int64))
-    end = start + length
-    if count and bool((length < 6).any()):
-        raise RecordBatchError(f"record {int(np.argmax(length < 6))} is shorter than a record can be")
+    lengths, start = _read_zigzag(data, np.array(begins, dtype=np.int64))
+    end = start + lengths
+    if count and bool((lengths < 6).any()):
+        raise RecordBatchError(f"record {int(np.argmax(lengths < 6))} is shorter than a record can be")
     at = start + 1  # attributes
     at = _skip_varint(data, at)  # timestampDelta
     at = _skip_varint(data, at)  # offsetDelta
