@@ -70,7 +70,7 @@ def _string_step(strings: list[tuple[Ints, Ints, Ints]]) -> Step:
 
     def step(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Rows) -> None:
         length = _read_long(data, pos, ends, bad, rows)
-        bad[_pick(rows, length < 0)] = True
+        _mark(bad, rows, length < 0)
         begin = pos[rows].copy()  # a view when rows is _ALL, and pos moves below
         length = np.maximum(length, 0)
         _advance(pos, ends, rows, begin + length)
@@ -111,6 +111,14 @@ def _pick(rows: Rows, mask: npt.NDArray[np.bool_]) -> Ints:
     return np.flatnonzero(mask) if isinstance(rows, slice) else rows[mask]
 
 
+def _mark(bad: npt.NDArray[np.bool_], rows: Rows, mask: npt.NDArray[np.bool_]) -> None:
+    """Mark bad the rows where ``mask`` (aligned with ``rows``)."""
+    if isinstance(rows, slice):
+        bad |= mask
+    else:
+        bad[rows[mask]] = True
+
+
 def _read_long(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Rows) -> Ints:
     """The zig-zag varint at ``pos[rows]`` (advancing past it); >10 bytes marks the row bad."""
     at = pos[rows]
@@ -122,7 +130,7 @@ def _read_long(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], r
     k = 1
     while more.any():
         if k == 10:
-            bad[_pick(rows, more)] = True
+            _mark(bad, rows, more)
             break
         b = data[np.minimum(at + k, limit)].astype(np.uint64)
         value |= np.where(more, (b & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
@@ -164,14 +172,14 @@ def _varint(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows
 def _length_prefixed(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Rows) -> None:
     length = _read_long(data, pos, ends, bad, rows)
     negative = length < 0
-    bad[_pick(rows, negative)] = True
+    _mark(bad, rows, negative)
     _advance(pos, ends, rows, pos[rows] + np.maximum(length, 0))
 
 
 def _enum(symbols: int) -> Step:
     def step(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Rows) -> None:
         index = _read_long(data, pos, ends, bad, rows)
-        bad[_pick(rows, (index < 0) | (index >= symbols))] = True
+        _mark(bad, rows, (index < 0) | (index >= symbols))
 
     return step
 
@@ -179,7 +187,7 @@ def _enum(symbols: int) -> Step:
 def _union(branches: list[Step]) -> Step:
     def step(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Rows) -> None:
         index = _read_long(data, pos, ends, bad, rows)
-        bad[_pick(rows, (index < 0) | (index >= len(branches)))] = True
+        _mark(bad, rows, (index < 0) | (index >= len(branches)))
         for number, branch in enumerate(branches):
             chosen = _pick(rows, index == number)
             if len(chosen):
