@@ -4,8 +4,11 @@ One ``tabletopic serve`` node (local WAL). Per format (Avro, JSON Schema, Protob
 made once by confluent-kafka's own serializers, registered in the node's registry under the
 validated topic's subject; then confluent-kafka (acks=all, linger 5 ms) produces the same payloads
 for ``--seconds`` to a plain topic and to a topic with ``confluent.value.schema.validation=true``,
-``--rounds`` times, alternating which goes first. Printed: msgs/s and MB/s of each, and the ratio
-validated/plain (target >= 0.70).
+``--rounds`` times, alternating which goes first. Printed: msgs/s and MB/s of each and their ratio
+validated/plain (target >= 0.70); and the CPU time per message of client and broker together
+(from /proc and the client's own clock) with its ratio plain/validated, which is what the
+throughput ratio would be were the two processes alone on the machine: on a shared box the
+wall-clock ratio mostly measures who else is running.
 
 Where the time goes, in process: the broker's per-batch work without validation (header + CRC32C)
 against the validator's (record framing, grouping, decoding), in CPU microseconds per record for
@@ -123,6 +126,22 @@ def create_topic(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
     admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(30)
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(
+    bootstrap: str, topic: str, values: list[bytes], seconds: float, broker_pid: int
+) -> tuple[float, float, float]:
+    """msgs/s, MB/s and CPU microseconds per message (client and broker together)."""
+    broker_before, client_before = process_cpu_s(broker_pid), time.process_time()
+    msgs, mb = produce(bootstrap, topic, values, seconds)
+    cpu = process_cpu_s(broker_pid) - broker_before + time.process_time() - client_before
+    return msgs, mb, cpu / (msgs * seconds) * 1e6
+
+
 def produce(bootstrap: str, topic: str, values: list[bytes], seconds: float) -> tuple[float, float]:
     """msgs/s and MB/s of acknowledged produce for ``seconds`` (flush included)."""
     from confluent_kafka import Producer
@@ -209,9 +228,12 @@ def main() -> None:
         node = BrokerProcess(Path(tmp)).start()
         try:
             print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (2 cores, shared)")
+            assert node.process is not None
+            pid = node.process.pid
             print(
                 f"{'format':<9} {'bytes':>5} {'plain msg/s':>12} {'valid. msg/s':>13} {'ratio':>6}"
-                f" {'plain MB/s':>10} {'valid. MB/s':>11} {'hdr µs/rec':>10} {'val. µs/rec':>11}"
+                f" {'plain MB/s':>10} {'valid. MB/s':>11} {'cpu µs/msg':>10} {'valid.':>7} {'ratio':>6}"
+                f" {'hdr µs/rec':>10} {'val. µs/rec':>11}"
             )
             for fmt in args.formats.split(","):
                 tag = uuid.uuid4().hex[:6]
@@ -220,21 +242,24 @@ def main() -> None:
                 create_topic(node.bootstrap, checked, VALIDATE)
                 values = payloads(fmt, node.registry_url, checked)
                 produce(node.bootstrap, checked, values, 0.5)  # warm: schema cached, decoder built
-                runs: dict[str, list[tuple[float, float]]] = {plain: [], checked: []}
+                runs: dict[str, list[tuple[float, float, float]]] = {plain: [], checked: []}
                 for number in range(args.rounds):
                     # Alternate which goes first: the second run of a round shares the node with the
                     # first one's background work (WAL upload, compaction).
                     for topic in (plain, checked) if number % 2 == 0 else (checked, plain):
-                        runs[topic].append(produce(node.bootstrap, topic, values, args.seconds))
+                        runs[topic].append(measured(node.bootstrap, topic, values, args.seconds, pid))
                 p_msgs = sum(r[0] for r in runs[plain]) / args.rounds
                 v_msgs = sum(r[0] for r in runs[checked]) / args.rounds
                 p_mb = sum(r[1] for r in runs[plain]) / args.rounds
                 v_mb = sum(r[1] for r in runs[checked]) / args.rounds
+                p_cpu = sum(r[2] for r in runs[plain]) / args.rounds
+                v_cpu = sum(r[2] for r in runs[checked]) / args.rounds
                 header_us, check_us = in_process_costs(values, checked, node.registry_url)
                 size = sum(len(v) for v in values) // len(values)
                 print(
                     f"{fmt:<9} {size:>5} {p_msgs:>12,.0f} {v_msgs:>13,.0f} {v_msgs / p_msgs:>6.2f}"
-                    f" {p_mb:>10.1f} {v_mb:>11.1f} {header_us:>10.3f} {check_us:>11.3f}"
+                    f" {p_mb:>10.1f} {v_mb:>11.1f} {p_cpu:>10.2f} {v_cpu:>7.2f} {p_cpu / v_cpu:>6.2f}"
+                    f" {header_us:>10.3f} {check_us:>11.3f}"
                 )
             print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         finally:
