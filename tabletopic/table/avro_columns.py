@@ -34,6 +34,7 @@ _ALL = slice(None)
 Step = Callable[[Bytes, Ints, Ints, npt.NDArray[np.bool_], Rows], None]
 
 _MAX_DEPTH = 32
+_TEN = np.arange(10, dtype=np.int64)
 
 
 class Unsupported(Exception):
@@ -166,7 +167,14 @@ def _boolean(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], row
 
 
 def _varint(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Rows) -> None:
-    _read_long(data, pos, ends, bad, rows)
+    """Skip an int or long: its value is never needed, so the ten bytes a varint may span are
+    looked at in one gather and its size is where the first byte without the high bit is (a few
+    operations whatever the length, where reading a value loops once per byte)."""
+    at = pos[rows]
+    window = data[np.minimum(at[:, None] + _TEN, len(data) - 1)]
+    stops = window < 0x80
+    _mark(bad, rows, ~stops.any(axis=1))
+    _advance(pos, ends, rows, at + stops.argmax(axis=1) + 1)
 
 
 def _length_prefixed(data: Bytes, pos: Ints, ends: Ints, bad: npt.NDArray[np.bool_], rows: Rows) -> None:
