@@ -6,13 +6,13 @@ message-index path), the schema id is registered under the subject its subject n
 names (``confluent.value.subject.name.strategy``, TopicNameStrategy by default: ``<topic>-value``),
 and the payload decodes with that schema. Null keys and values pass, as on Confluent Server (a
 tombstone carries no schema id). Confluent Server stops at the schema id; decoding the payload is
-our addition (Bufstream does the same), so garbage behind a valid prefix is refused too.
+our addition, so garbage behind a valid prefix is refused too.
 
-It lives with the table pipeline because it reuses its column decoders (DataFusion for Avro,
-compiled at most once per schema id), and the broker reaches it only through its
-:class:`~tabletopic.broker.record_validation.RecordValidator` port. Work is per batch, never per
-record in Python beyond the record framing: payloads are grouped by their 5-byte prefix, each group
-checked in one call.
+It lives with the table pipeline because it uses its decoders (to explain a refusal) and sits above
+the registry; the broker reaches it only through its
+:class:`~tabletopic.broker.record_validation.RecordValidator` port. Work is per batch, not per
+record: the framing is read with NumPy (:mod:`tabletopic.records.spans`), payloads are grouped by
+schema id, and each group is checked in one call (:mod:`tabletopic.table.payload_checks`).
 
 Schemas are cached by id (an id's schema never changes); the subjects an id is registered under
 are re-read when a check fails on a cache entry older than ``refresh_s``, so a newly registered
