@@ -38,8 +38,8 @@ from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
+from tabletopic.table import schema_validation, table_config
 from tabletopic.table import settings as table_settings
-from tabletopic.table import table_config
 from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
 from tabletopic.table.lease import Fenced, Lease, LeaseManager
@@ -202,9 +202,17 @@ class Platform:
                     table_config.validate_table_topic_configs,
                     # Late-bound: called on CreateTopics/AlterConfigs, once the node is started.
                     validate_topic=lambda name, configs: tables.check_topic_configs(name, configs),
-                )
+                ),
+                TopicConfigExtension(schema_validation.PREFIX, schema_validation.validate_topic_configs),
             ],
             clustered=clustered,
+            # Late-bound: the registry starts after the broker; in cluster mode every node's
+            # registry reads the shared metadata database, so each broker validates on its own.
+            record_validator=schema_validation.SchemaValidator(
+                lambda: registry.lookup,
+                lambda schema_id: registry.registry.subjects_of(schema_id),
+                config.get(table_settings.SCHEMA_VALIDATION_REFRESH_MS) / 1000,
+            ),
         )
         registry = RegistryComponent(config, engine, metrics, cluster_id=lambda: broker.service.cluster_id)
         catalog = CatalogComponent(config, engine)

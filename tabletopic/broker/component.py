@@ -21,6 +21,7 @@ from tabletopic.broker.leadership import group_slot
 from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
+from tabletopic.broker.record_validation import RecordValidator
 from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers, scram_handlers
 from tabletopic.broker.security.acls import AclService
 from tabletopic.broker.security.guard import Guard
@@ -49,6 +50,8 @@ class BrokerComponent:
     Args:
         config_extensions: topic config keys other parts of the node own (the table pipeline's
             ``automq.table.topic.*``), each with its validator.
+        record_validator: checks record contents on Produce for topics that ask (schema
+            validation); None: the broker never looks inside records.
     """
 
     name = "broker"
@@ -61,6 +64,7 @@ class BrokerComponent:
         storage: StorageComponent,
         config_extensions: Sequence[TopicConfigExtension] = (),
         clustered: bool = False,
+        record_validator: RecordValidator | None = None,
     ) -> None:
         self._clustered = clustered
         self._role: ClusterRole | None = None
@@ -69,6 +73,7 @@ class BrokerComponent:
         self._metrics = metrics
         self._storage = storage
         self._config_extensions = tuple(config_extensions)
+        self._record_validator = record_validator
         self._service: BrokerService | None = None
         self._server: KafkaServer | None = None
         self._groups: GroupCoordinator | None = None
@@ -95,6 +100,7 @@ class BrokerComponent:
             clustered=self._clustered,
         )
         service.metrics = BrokerMetrics(self._metrics, service.topics.partition_count)
+        service.record_validator = self._record_validator
         await service.start()
         dispatcher = Dispatcher(service)
         security = await self._start_security()

@@ -23,6 +23,7 @@ from tabletopic.broker.listeners import Endpoint
 from tabletopic.broker.log_cleaner import LogCleaner
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
+from tabletopic.broker.record_validation import RecordValidator
 from tabletopic.broker.retention import RetentionTask
 from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigExtension
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
@@ -83,6 +84,8 @@ class BrokerService:
         self.byte_counter: Callable[[str, int, int, int], None] | None = None
         # Rack-aware routing (cluster mode): zones of clients, same-zone brokers, hand-overs.
         self.zone_router: ZoneRouter | None = None
+        # Record contents checked on Produce for topics that ask (schema validation), if the node has one.
+        self.record_validator: RecordValidator | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:

@@ -118,3 +118,14 @@ ORPHAN_MIN_AGE_MS = define(
     "table topics",
     in_range(3_600_000, 365 * 86_400_000),
 )
+SCHEMA_VALIDATION_REFRESH_MS = define(
+    "schema.validation.refresh.ms",
+    int,
+    1000,
+    "Broker-side schema validation (topic configs `confluent.value.schema.validation`, "
+    "`confluent.key.schema.validation`): how old the broker's cached subjects of a schema id must be "
+    "before a record refused for its subject makes it read the registry again. Schemas themselves are "
+    "cached by id for good (an id's schema never changes).",
+    "schema registry",
+    in_range(0, 3_600_000),
+)

@@ -18,7 +18,12 @@ class BrokerProcess(ServeProcess):
     kafka_port: int = 0
     admin_port: int = 0
     sasl_port: int = 0
+    registry_port: int = 0
     process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def registry_url(self) -> str:
+        return f"http://127.0.0.1:{self.registry_port}"
 
     @property
     def admin_url(self) -> str:
@@ -27,12 +32,13 @@ class BrokerProcess(ServeProcess):
     def serve_settings(self) -> dict[str, str]:
         if not self.kafka_port:
             self.kafka_port, self.admin_port, self.sasl_port = free_port(), free_port(), free_port()
+            self.registry_port = free_port()
         listeners = f"PLAINTEXT://127.0.0.1:{self.kafka_port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
         return {
             "listeners": listeners,
             "sasl.plain.users": "alice:alice-secret,bob:bob-secret",
             "admin.listener": f"http://127.0.0.1:{self.admin_port}",
-            "schema.registry.listener": f"http://127.0.0.1:{free_port()}",
+            "schema.registry.listener": f"http://127.0.0.1:{self.registry_port}",
             "catalog.listener": f"http://127.0.0.1:{free_port()}",
             "log.level": "INFO",
             **self.overrides,

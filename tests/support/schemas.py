@@ -35,6 +35,11 @@ class MemoryLookup:
         except KeyError:
             raise SchemaNotFound(f"schema {schema_id}") from None
 
+    def subjects_of(self, schema_id: int) -> list[str]:
+        return [
+            s for s, versions in self._subjects.items() if any(v.schema_id == schema_id for v in versions)
+        ]
+
     def latest(self, subject: str) -> RegisteredSchema:
         try:
             return self._subjects[subject][-1]

@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.producers import SequenceCheck
+from tabletopic.broker.record_validation import Rejection
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import validate_batches, with_log_append_time
 from tabletopic.records.keys import has_keyless_record
@@ -87,6 +88,12 @@ async def produce_partition(
         if refused is not None:
             log.info("produce to compacted %s-%d refused: %s", topic_name, index, refused)
             return _result(index, ErrorCode.invalid_record, f"compacted topic {topic_name}: {refused}")
+    validator = broker.record_validator
+    if validator is not None and validator.enabled(topic.configs):
+        # Schema validation (off unless a topic asks): nothing of a refused partition is appended.
+        rejection = await validator.check(topic_name, topic.configs, records, headers)
+        if rejection is not None:
+            return _rejected(index, rejection)
     stream_id = topic.streams[index]
     transactional = False
     for header in headers:
@@ -234,6 +241,16 @@ def _not_leader(broker: BrokerService, topic: str, index: int) -> dict[str, Any]
         ErrorCode.not_leader_or_follower,
         f"broker {broker.node_id} does not lead {topic}-{index} (broker {leader} does, epoch {epoch})",
     )
+
+
+def _rejected(index: int, rejection: Rejection) -> dict[str, Any]:
+    if rejection.retriable:
+        return _result(index, ErrorCode.request_timed_out, rejection.message)
+    errors = [
+        {"batch_index": error.batch_index, "batch_index_error_message": error.message}
+        for error in rejection.record_errors
+    ]
+    return _result(index, ErrorCode.invalid_record, rejection.message, record_errors=errors)
 
 
 def _keyless(records: bytes, headers: list[Any]) -> str | None:

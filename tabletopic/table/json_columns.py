@@ -1,0 +1,151 @@
+"""Do all of a column of JSON documents satisfy one JSON Schema? Answered in one Arrow call when the
+schema only says what Arrow's JSON reader enforces itself.
+
+Most schemas behind Kafka topics describe records: objects with typed properties, some required,
+maybe nested objects and arrays. For those, the documents joined as newline-delimited JSON and read
+by ``pyarrow.json`` with the schema's Arrow type as the explicit schema are checked in C: malformed
+JSON, trailing garbage, a value of the wrong type, a document that is not an object all make the
+read fail or the row count differ; required properties are then columns without nulls.
+
+The answer is only ever "all valid" or "do not know": when the read fails, or the schema uses a
+keyword Arrow does not enforce (``enum``, ``minimum``, ``pattern``, ``oneOf``, references…), or a
+document could hide an explicit ``null`` or a newline from this check, the caller validates per
+record with ``jsonschema``, which has the last word. So this never refuses anything by itself.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
+
+# Keywords that describe or annotate and constrain nothing Arrow would miss.
+_NEUTRAL = {"title", "description", "$schema", "$id", "$comment", "default", "examples", "format"}
+_SCALARS = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def compile_all_valid(schema: Any) -> Callable[[list[bytes]], bool] | None:
+    """A function telling whether every document of a list certainly satisfies ``schema``
+    (False: some may not, check them one by one); None when the schema is not of the kind."""
+    try:
+        shape = _Shape()
+        arrow_type = _type(schema, shape, top=True)
+    except _Unsupported:
+        return None
+    if not isinstance(arrow_type, pa.StructType) or shape.mixed_closed:
+        return None
+    arrow_schema = pa.schema(list(arrow_type))
+    options = pa_json.ParseOptions(
+        explicit_schema=arrow_schema,
+        newlines_in_values=False,
+        unexpected_field_behavior="error" if shape.closed else "ignore",
+    )
+
+    def all_valid(documents: list[bytes]) -> bool:
+        if not documents:
+            return True
+        body = b"\n".join(documents)
+        # One document per line, and no explicit null Arrow would take for "absent".
+        if body.count(b"\n") != len(documents) - 1 or (shape.non_null and b"null" in body):
+            return False
+        if not body.isascii():  # Arrow lets bad UTF-8 through in names it ignores; JSON may not
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        try:
+            table = pa_json.read_json(
+                io.BytesIO(body),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=max(len(body) + 1, 1 << 20)),
+                parse_options=options,
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return False
+        if table.num_rows != len(documents):
+            return False
+        return _required_present(table.to_struct_array().combine_chunks(), schema)
+
+    return all_valid
+
+
+class _Shape:
+    """What the compiled schema needs at run time."""
+
+    def __init__(self) -> None:
+        self.non_null = False  # some property may not be null (so an explicit null matters)
+        self.closed = False  # some object has additionalProperties: false
+        self.open = False  # some object allows other properties
+        self.mixed_closed = False
+
+    def object_seen(self, closed: bool) -> None:
+        if closed:
+            self.closed = True
+        else:
+            self.open = True
+        self.mixed_closed = self.closed and self.open
+
+
+def _type(node: Any, shape: _Shape, top: bool = False) -> pa.DataType:
+    if not isinstance(node, dict):
+        raise _Unsupported(f"schema node {node!r}")
+    unknown = set(node) - _NEUTRAL - {"type", "properties", "required", "additionalProperties", "items"}
+    if unknown:
+        raise _Unsupported(f"keywords {sorted(unknown)}")
+    kind = node.get("type")
+    nullable = False
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        nullable = len(kinds) < len(kind)
+        if len(kinds) != 1:
+            raise _Unsupported(f"type {kind}")
+        kind = kinds[0]
+    if not nullable and not top:
+        shape.non_null = True
+    if kind in _SCALARS:
+        if {"properties", "required", "additionalProperties", "items"} & set(node):
+            raise _Unsupported("object or array keywords on a scalar")
+        return _SCALARS[kind]
+    if kind == "array":
+        if {"properties", "required", "additionalProperties"} & set(node) or "items" not in node:
+            raise _Unsupported("array without one items schema")
+        return pa.list_(_type(node["items"], shape))
+    if kind == "object":
+        if "items" in node:
+            raise _Unsupported("items on an object")
+        additional = node.get("additionalProperties", True)
+        if not isinstance(additional, bool):
+            raise _Unsupported("additionalProperties schema")
+        properties = node.get("properties") or {}
+        required = node.get("required") or []
+        if not isinstance(properties, dict) or not properties or not isinstance(required, list):
+            raise _Unsupported("object without properties")
+        if any(name not in properties for name in required):
+            raise _Unsupported("required property without a schema")
+        shape.object_seen(closed=not additional)
+        return pa.struct([pa.field(name, _type(sub, shape)) for name, sub in properties.items()])
+    raise _Unsupported(f"type {kind!r}")
+
+
+def _required_present(array: pa.Array, node: dict[str, Any]) -> bool:
+    """No required property is missing where its object is present, at any depth."""
+    kind = node.get("type")
+    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
+    if kind == "array":
+        return _required_present(array.flatten(), node["items"])
+    if kind != "object":
+        return True
+    present = array.is_valid()
+    for name in node.get("required") or []:
+        if pc.any(pc.and_(present, array.field(name).is_null())).as_py():
+            return False
+    return all(
+        _required_present(array.field(name), sub) for name, sub in (node.get("properties") or {}).items()
+    )
