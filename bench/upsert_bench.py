@@ -6,8 +6,8 @@ pyarrow, one commit) through the node's own catalog kind (built-in catalog front
 REST catalog, so Spark sees the same table). Then:
 
 1. position-delete commit (``tabletopic.table.row_delta.commit_upsert``): rows/s, its time split;
-2. ``MERGE INTO`` (``tabletopic.spark.merge.merge_staged``, merge-on-read) of the same batch into an
-   identical table: rows/s and the ratio;
+2. ``MERGE INTO`` (the previous mechanism, kept here as the baseline: the batch's latest row per key by
+   a window, then one merge-on-read MERGE) of the same batch into an identical table: rows/s, ratio;
 3. read cost as deletes accumulate: Spark ``count(*)`` and a pyiceberg scan of the key column after
    1 and ``--commits`` upsert commits, and after maintenance (``rewrite_position_delete_files``,
    then ``rewrite_data_files`` with ``delete-file-threshold``);
@@ -57,6 +57,29 @@ def rows(ids: np.ndarray, name_prefix: str, amount: float, offset0: int, stamp: 
             ),
         }
     )
+
+
+def merge_into(spark: Any, table_name: str, staged_path: str) -> None:
+    """The previous upsert mechanism: latest row per key (window over timestamp, partition,
+    offset), then ``MERGE INTO`` matching on ``id`` (merge-on-read position deletes)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    source = spark.read.parquet(staged_path)
+    order = [F.col(f"_kafka_metadata.{c}").desc() for c in ("timestamp", "partition", "offset")]
+    window = Window.partitionBy(F.col("id")).orderBy(*order)
+    latest = source.withColumn("__rank", F.row_number().over(window)).where("__rank = 1").drop("__rank")
+    view = f"upsert_batch_{uuid.uuid4().hex[:8]}"
+    latest.createOrReplaceTempView(view)
+    try:
+        spark.sql(
+            f"MERGE INTO {table_name} t USING {view} s ON t.id <=> s.id "
+            "WHEN MATCHED AND s.__tabletopic_delete THEN DELETE "
+            "WHEN MATCHED THEN UPDATE SET * "
+            "WHEN NOT MATCHED AND NOT s.__tabletopic_delete THEN INSERT *"
+        )
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 def catalog(work: Path) -> Any:
@@ -181,15 +204,13 @@ def main() -> None:
         check(spark, cat, "bench.ns.upsert_rd", "upsert_rd", expected, changed)
         one = read_cost(spark, cat, "bench.ns.upsert_rd", "upsert_rd")
         if not args.skip_merge:
-            from tabletopic.spark.merge import merge_staged
-
             build_table(cat, "upsert_merge", args.keys)
             path = work / f"batch-{uuid.uuid4().hex}.parquet"
             import pyarrow.parquet as pq
 
             pq.write_table(first, path)
             began = time.monotonic()
-            merge_staged(spark, "bench.ns.upsert_merge", [str(path)], ["id"], None, {})
+            merge_into(spark, "bench.ns.upsert_merge", str(path))
             merge_s = time.monotonic() - began
             say(
                 f"MERGE INTO (previous mechanism): {args.batch / merge_s:>9,.0f} rows/s ({merge_s:.2f}s) "

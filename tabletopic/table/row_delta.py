@@ -105,9 +105,9 @@ def _composite(keys: Sequence[pa.ChunkedArray | pa.Array]) -> pa.ChunkedArray | 
             key = pc.cast(key, pa.string())
         value = pc.cast(key, pa.large_binary())
         length = pc.cast(pc.cast(pc.binary_length(value), pa.string()), pa.large_binary())
-        part = pc.binary_join_element_wise(length, value, b":")
-        parts.append(pc.fill_null(part, b"N"))
-    return pc.binary_join_element_wise(*parts, b"|")
+        part = pc.binary_join_element_wise(length, value, pa.scalar(b":", pa.large_binary()))
+        parts.append(pc.fill_null(part, pa.scalar(b"N", pa.large_binary())))
+    return pc.binary_join_element_wise(*parts, pa.scalar(b"|", pa.large_binary()))
 
 
 def latest_per_key(rows: pa.Table, id_columns: Sequence[str]) -> pa.Table:
@@ -301,12 +301,12 @@ class _RowDelta(_FastAppendFiles):
 def _write_deletes(table: Table, matches: Sequence[_Match], commit: uuid.UUID) -> list[DataFile]:
     """One position-delete file per partition of the matched data files (sorted by path, position,
     as the spec asks), with the path bounds readers use to skip it for other files."""
-    groups: dict[tuple[int, Any], list[_Match]] = {}
+    groups: dict[tuple[int, str], list[_Match]] = {}
     for match in matches:
-        partition = match.data_file.partition
-        groups.setdefault((match.data_file.spec_id, tuple(partition) if partition else ()), []).append(match)
+        # A partition Record's repr spells its values: equal partitions, equal keys.
+        groups.setdefault((match.data_file.spec_id, repr(match.data_file.partition)), []).append(match)
     written = []
-    for index, ((spec_id, _), members) in enumerate(sorted(groups.items(), key=lambda kv: repr(kv[0]))):
+    for index, ((spec_id, _), members) in enumerate(sorted(groups.items())):
         members = sorted(members, key=lambda m: m.data_file.file_path)
         paths = pa.array(
             np.repeat(
@@ -358,6 +358,19 @@ def _write_rows(table: Table, rows: pa.Table, commit: uuid.UUID) -> list[DataFil
     return list(
         _dataframe_to_data_files(table_metadata=table.metadata, df=rows, io=table.io, write_uuid=commit)
     )
+
+
+def read_staged(io: FileIO, paths: Sequence[str]) -> pa.Table:
+    """The staged Parquet files of one batch (the ingest tasks' conformed rows plus the delete
+    marker) as one table."""
+
+    def read(path: str) -> pa.Table:
+        with io.new_input(path).open() as stream:
+            return pq.read_table(stream)
+
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="upsert-read") as pool:
+        parts = list(pool.map(read, paths))
+    return pa.concat_tables(parts, promote_options="permissive")
 
 
 def commit_upsert(
