@@ -36,6 +36,7 @@ from tabletopic.table.commit import (
 )
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.job import JobResult, JobRunner, JobSpec
+from tabletopic.table.key_index import KeyCache
 from tabletopic.table.lease import CoordinatorLeases, Fenced, Lease
 from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
 from tabletopic.table.ops.status import TableFacts, table_facts
@@ -190,6 +191,8 @@ class CoordinatorContext:
     spark_catalog: str = "tabletopic"
     maintenance: Maintenance | None = None
     native_decode: bool = True
+    # Upsert/CDC tables' keys by data file, kept between commits (``table.upsert.key.cache.bytes``).
+    key_cache: KeyCache | None = None
 
 
 class TopicPipeline:
@@ -364,6 +367,7 @@ class TopicPipeline:
                 tables.delete_column(config),
                 planned,
                 offset_properties(planned, offsets, epoch, view.topic_id, extra),
+                self._ctx.key_cache,
             )
             log.debug("topic %s: upsert commit %s", view.name, stats)
             return snapshot_id

@@ -2,11 +2,12 @@
 position, add the batch's latest rows, all in one conditional Iceberg commit.
 
 Spark's ``MERGE INTO`` joins the whole table with the batch and rewrites through Spark's writer; on a
-10 M-row table that made every 100 k-row batch cost ~20 s. Here the table is read one key column at a
-time (Parquet column chunks, data files whose key bounds miss every batch key skipped), the
-positions of the rows to replace become position-delete files, and the surviving rows a data file;
-readers (Spark, pyiceberg, DuckDB through pyiceberg) all apply position deletes, which equality
-deletes would not give us (pyiceberg refuses them).
+10 M-row table that made every 100 k-row batch cost 20-70 s. Here only the key column is read (data
+files whose key bounds miss every batch key skipped, each file's keys cached by path so a commit
+reads only files it has not seen: :mod:`tabletopic.table.key_index`); the positions of the rows to
+replace become position-delete files and the surviving rows a data file. Every reader (Spark,
+pyiceberg, DuckDB through pyiceberg) applies position deletes; pyiceberg refuses equality deletes,
+which is why they were not chosen although they need no read at all.
 
 The commit carries the offsets and is conditional on the snapshot the batch was planned at, like
 :func:`tabletopic.table.commit.commit_data_files`: a table that moved meanwhile means nothing is
@@ -17,9 +18,8 @@ snapshot are never applied to a newer one.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
@@ -44,10 +43,10 @@ from pyiceberg.manifest import (
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
-from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 from tabletopic.table.commit import CommittedState, StalePlan, _without_commit_retries, check_planned
 from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN, METADATA_COLUMN
+from tabletopic.table.key_index import THREADS, KeyCache, KeyLocator, Match, composite, key_arrays
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +60,6 @@ _DELETE_SCHEMA = pa.schema(
         pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_ID)}),
     ]
 )
-# Key types whose manifest bounds are exact enough to skip data files (strings' truncated bounds
-# still enclose every value).
-_PRUNABLE = (IntegerType, LongType, StringType)
-_THREADS = max(2, min(8, os.cpu_count() or 2))
 
 
 @dataclass
@@ -75,39 +70,10 @@ class RowDeltaStats:
     latest_rows: int = 0
     inserted: int = 0
     deleted: int = 0
-    files_scanned: int = 0
-    files_skipped: int = 0
+    files_scanned: int = 0  # data files looked up (their key bounds may hold a batch key)
+    files_skipped: int = 0  # data files skipped by key bounds
+    files_read: int = 0  # data files whose key column was read (not in the key cache)
     timings: dict[str, float] = field(default_factory=dict)
-
-
-def _key_arrays(rows: pa.Table, id_columns: Sequence[str]) -> list[pa.ChunkedArray]:
-    """The id columns as arrays; dotted paths reach into structs (a null struct gives a null key)."""
-    keys = []
-    for path in id_columns:
-        head, *rest = path.split(".")
-        column: Any = rows.column(head)
-        for name in rest:
-            column = pc.struct_field(column, name)
-        keys.append(column)
-    return keys
-
-
-def _composite(keys: Sequence[pa.ChunkedArray | pa.Array]) -> pa.ChunkedArray | pa.Array:
-    """One comparable value per row: the key itself, or for several columns an unambiguous binary
-    encoding (length-prefixed parts, ``N`` for null) so rows match exactly when every column does
-    (null matching null, as the MERGE's ``<=>`` did)."""
-    if len(keys) == 1:
-        return keys[0]
-    parts: list[Any] = []
-    for key in keys:
-        kind = key.type
-        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
-            key = pc.cast(key, pa.string())
-        value = pc.cast(key, pa.large_binary())
-        length = pc.cast(pc.cast(pc.binary_length(value), pa.string()), pa.large_binary())
-        part = pc.binary_join_element_wise(length, value, pa.scalar(b":", pa.large_binary()))
-        parts.append(pc.fill_null(part, pa.scalar(b"N", pa.large_binary())))
-    return pc.binary_join_element_wise(*parts, pa.scalar(b"|", pa.large_binary()))
 
 
 def latest_per_key(rows: pa.Table, id_columns: Sequence[str]) -> pa.Table:
@@ -125,7 +91,7 @@ def latest_per_key(rows: pa.Table, id_columns: Sequence[str]) -> pa.Table:
     ).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order), dtype=np.int64)
-    keys = _key_arrays(rows, id_columns)
+    keys = key_arrays(rows, id_columns)
     grouping = pa.table({**{f"k{i}": key for i, key in enumerate(keys)}, "__rank": pa.array(rank)})
     grouped = grouping.group_by([f"k{i}" for i in range(len(keys))], use_threads=False).aggregate(
         [("__rank", "max")]
@@ -142,101 +108,10 @@ def delete_mask(rows: pa.Table, delete_column: str | None) -> pa.ChunkedArray | 
     else:
         mask = pa.array(np.zeros(rows.num_rows, dtype=bool))
     if delete_column:
-        (ops,) = _key_arrays(rows, [delete_column])
+        (ops,) = key_arrays(rows, [delete_column])
         is_op = pc.fill_null(pc.is_in(pc.cast(ops, pa.string()), value_set=pa.array(DELETE_OPS)), False)
         mask = pc.or_(mask, is_op)
     return mask
-
-
-@dataclass(frozen=True)
-class _Match:
-    data_file: DataFile
-    positions: np.ndarray
-
-
-class _KeyLocator:
-    """Finds the live rows of a table whose key is one of the batch's keys."""
-
-    def __init__(self, table: Table, id_columns: Sequence[str], batch_keys: pa.Array) -> None:
-        self._table = table
-        self._io: FileIO = table.io
-        self._id_columns = id_columns
-        self._heads = sorted({path.split(".")[0] for path in id_columns})
-        self._batch_keys = batch_keys
-        self._deletes: dict[str, dict[str, pa.ChunkedArray]] = {}
-        self._bounds = self._prunable_bounds()
-
-    def _prunable_bounds(self) -> tuple[int, Any, np.ndarray] | None:
-        """(field id, iceberg type, sorted batch keys) when files can be skipped by key bounds: one
-        top-level key column of a simple type and no null key in the batch."""
-        if len(self._id_columns) != 1 or "." in self._id_columns[0] or self._batch_keys.null_count:
-            return None
-        found: NestedField = self._table.schema().find_field(self._id_columns[0])
-        if not isinstance(found.field_type, _PRUNABLE):
-            return None
-        values = np.sort(np.asarray(self._batch_keys.to_numpy(zero_copy_only=False)))
-        return found.field_id, found.field_type, values
-
-    def _may_hold(self, data_file: DataFile) -> bool:
-        if self._bounds is None:
-            return True
-        field_id, kind, values = self._bounds
-        lower = (data_file.lower_bounds or {}).get(field_id)
-        upper = (data_file.upper_bounds or {}).get(field_id)
-        if lower is None or upper is None:
-            return True
-        low, high = from_bytes(kind, lower), from_bytes(kind, upper)
-        at = int(np.searchsorted(values, low, side="left"))
-        return at < len(values) and values[at] <= high
-
-    def _deleted(self, delete_files: Iterable[DataFile], path: str) -> np.ndarray | None:
-        from pyiceberg.io.pyarrow import _read_deletes
-
-        found = []
-        for delete_file in delete_files:
-            if delete_file.content != DataFileContent.POSITION_DELETES:
-                raise ValueError(
-                    f"{self._table.name()} has {delete_file.content.name.lower()} files, which upsert "
-                    "commits cannot combine with; compact the table (rewrite_data_files) first"
-                )
-            if delete_file.file_path not in self._deletes:
-                self._deletes[delete_file.file_path] = _read_deletes(self._io, delete_file)
-            positions = self._deletes[delete_file.file_path].get(path)
-            if positions is not None:
-                found.append(positions.to_numpy())
-        return np.concatenate(found) if found else None
-
-    def _scan_file(self, data_file: DataFile, delete_files: Iterable[DataFile]) -> _Match | None:
-        with self._io.new_input(data_file.file_path).open() as stream:
-            parquet = pq.ParquetFile(stream)
-            present = [h for h in self._heads if h in parquet.schema_arrow.names]
-            columns = parquet.read(columns=present, use_threads=False)
-        rows = data_file.record_count
-        for head in self._heads:
-            if head not in columns.column_names:  # written before the key column existed
-                columns = columns.append_column(head, pa.nulls(rows))
-        mine = _composite(_key_arrays(columns, self._id_columns))
-        hits = np.flatnonzero(
-            pc.is_in(mine, value_set=self._batch_keys, skip_nulls=False).to_numpy(zero_copy_only=False)
-        )
-        if len(hits) == 0:
-            return None
-        deleted = self._deleted(delete_files, data_file.file_path)
-        if deleted is not None:
-            hits = np.setdiff1d(hits, deleted, assume_unique=False)
-        return _Match(data_file, hits) if len(hits) else None
-
-    def locate(self, stats: RowDeltaStats) -> list[_Match]:
-        snapshot = self._table.metadata.current_snapshot()
-        if snapshot is None:
-            return []
-        tasks = list(self._table.scan(selected_fields=tuple(self._heads)).plan_files())
-        wanted = [t for t in tasks if self._may_hold(t.file)]
-        stats.files_scanned += len(wanted)
-        stats.files_skipped += len(tasks) - len(wanted)
-        with ThreadPoolExecutor(_THREADS, thread_name_prefix="upsert-locate") as pool:
-            found = pool.map(lambda t: self._scan_file(t.file, t.delete_files), wanted)
-            return [m for m in found if m is not None]
 
 
 class _DeleteManifestWriter(ManifestWriterV2):
@@ -298,10 +173,10 @@ class _RowDelta(_FastAppendFiles):
             self._added_data_files = added
 
 
-def _write_deletes(table: Table, matches: Sequence[_Match], commit: uuid.UUID) -> list[DataFile]:
+def _write_deletes(table: Table, matches: Sequence[Match], commit: uuid.UUID) -> list[DataFile]:
     """One position-delete file per partition of the matched data files (sorted by path, position,
     as the spec asks), with the path bounds readers use to skip it for other files."""
-    groups: dict[tuple[int, str], list[_Match]] = {}
+    groups: dict[tuple[int, str], list[Match]] = {}
     for match in matches:
         # A partition Record's repr spells its values: equal partitions, equal keys.
         groups.setdefault((match.data_file.spec_id, repr(match.data_file.partition)), []).append(match)
@@ -368,7 +243,7 @@ def read_staged(io: FileIO, paths: Sequence[str]) -> pa.Table:
         with io.new_input(path).open() as stream:
             return pq.read_table(stream)
 
-    with ThreadPoolExecutor(_THREADS, thread_name_prefix="upsert-read") as pool:
+    with ThreadPoolExecutor(THREADS, thread_name_prefix="upsert-read") as pool:
         parts = list(pool.map(read, paths))
     return pa.concat_tables(parts, promote_options="permissive")
 
@@ -380,10 +255,12 @@ def commit_upsert(
     delete_column: str | None,
     planned: CommittedState,
     properties: Mapping[str, str],
+    cache: KeyCache | None = None,
 ) -> tuple[int, RowDeltaStats]:
     """Apply ``rows`` (staged batch, table columns plus the delete marker) to ``table`` keyed by
     ``id_columns``, with ``properties`` (the offsets) in the same snapshot, only if the table is
-    still at ``planned``.
+    still at ``planned``. ``cache`` keeps the files' keys between commits (see
+    :mod:`tabletopic.table.key_index`).
 
     Returns:
         The new snapshot id and what was done.
@@ -400,12 +277,13 @@ def commit_upsert(
     latest = latest_per_key(rows, id_columns)
     stats.latest_rows = latest.num_rows
     deletes = delete_mask(latest, delete_column)
-    batch_keys = _composite(_key_arrays(latest, id_columns))
-    if isinstance(batch_keys, pa.ChunkedArray):
-        batch_keys = batch_keys.combine_chunks()
+    batch_keys = composite(key_arrays(latest, id_columns))
     stats.timings["dedupe"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    matches = _KeyLocator(table, id_columns, batch_keys).locate(stats)
+    locator = KeyLocator(table, id_columns, batch_keys, cache)
+    matches = locator.locate()
+    stats.files_scanned, stats.files_skipped = locator.files_scanned, locator.files_skipped
+    stats.files_read = locator.files_read
     stats.deleted = sum(len(m.positions) for m in matches)
     stats.timings["locate"] = time.perf_counter() - clock
     clock = time.perf_counter()

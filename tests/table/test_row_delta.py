@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
@@ -17,6 +18,7 @@ from pyiceberg.transforms import BucketTransform
 
 from tabletopic.table.commit import CommittedState, StalePlan, committed_state, encode_offsets
 from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN, METADATA_COLUMN, METADATA_TYPE
+from tabletopic.table.key_index import BatchKeys, FileKeys, KeyCache
 from tabletopic.table.row_delta import commit_upsert, latest_per_key
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("v", pa.string()), ("op", pa.string())])
@@ -53,14 +55,18 @@ def batch(rows: list[tuple[Any, ...]], tombstones: set[int] | None = None) -> pa
     return table.append_column(DELETE_MARKER_COLUMN, marker)
 
 
-def apply(
-    table: Table, rows: pa.Table, keys: tuple[str, ...] = ("id",), delete_column: str | None = None
+def apply_with(
+    table: Table,
+    rows: pa.Table,
+    keys: tuple[str, ...] = ("id",),
+    delete_column: str | None = None,
+    cache: KeyCache | None = None,
 ) -> Table:
     table = table.refresh()
     planned = committed_state(table)
     offsets = {0: int(rows.column(METADATA_COLUMN).combine_chunks().field("offset")[-1].as_py()) + 1}
     props = {"tabletopic.offsets": encode_offsets(offsets)}
-    commit_upsert(table, rows, keys, delete_column, planned, props)
+    commit_upsert(table, rows, keys, delete_column, planned, props, cache)
     return table.refresh()
 
 
@@ -74,11 +80,20 @@ def contents(table: Table, keys: tuple[str, ...] = ("id",)) -> dict[Any, str]:
     return found
 
 
-@pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "bucket4"])
+@pytest.mark.parametrize(
+    ("partitioned", "cached"),
+    [(False, False), (True, False), (False, True)],
+    ids=["plain", "bucket4", "cached"],
+)
 def test_latest_row_per_key_within_and_across_batches_with_deletes_and_reinserts(
-    catalog: SqlCatalog, partitioned: bool
+    catalog: SqlCatalog, partitioned: bool, cached: bool
 ) -> None:
     table = make_table(catalog, partitioned)
+    cache = KeyCache(1 << 20) if cached else None
+
+    def apply(table: Table, rows: pa.Table) -> Table:
+        return apply_with(table, rows, cache=cache)
+
     # Repeated keys in one batch: the later offset wins.
     table = apply(
         table, batch([(1, "eu", "a", "I"), (2, "eu", "b", "I"), (1, "eu", "c", "U"), (3, "us", "x", "I")])
@@ -109,6 +124,8 @@ def test_latest_row_per_key_within_and_across_batches_with_deletes_and_reinserts
     table = apply(table, batch([(99, None, None, None)], tombstones={0}))
     assert contents(table) == {1: "back", 2: "again", 3: "zz", 5: "five"}
     assert len(table.snapshots()) == 4
+    if cache is not None:
+        assert cache.hits > 0 and cache.size > 0  # later commits looked the earlier files up in memory
     assert all("tabletopic.offsets" in s.summary.additional_properties for s in table.snapshots())
     summary = table.current_snapshot().summary.additional_properties  # type: ignore[union-attr]
     assert int(summary["total-records"]) - int(summary["total-position-deletes"]) == 4
@@ -117,25 +134,27 @@ def test_latest_row_per_key_within_and_across_batches_with_deletes_and_reinserts
 def test_cdc_operations_and_keys_of_several_columns_match_null_to_null(catalog: SqlCatalog) -> None:
     table = make_table(catalog)
     keys = ("id", "region")
-    table = apply(
+    table = apply_with(
         table,
         batch([(1, "eu", "a", "I"), (1, "us", "b", "I"), (1, None, "c", "I"), (2, None, "d", "I")]),
         keys,
         "op",
+        KeyCache(1 << 20),
     )
     assert contents(table, keys) == {(1, "eu"): "a", (1, "us"): "b", (1, None): "c", (2, None): "d"}
-    table = apply(
+    table = apply_with(
         table,
         batch([(1, None, "c2", "U"), (1, "us", "gone", "D"), (2, None, "gone", "d"), (3, "eu", "e", "I")]),
         keys,
         "op",
+        KeyCache(1 << 20),
     )
     assert contents(table, keys) == {(1, "eu"): "a", (1, None): "c2", (3, "eu"): "e"}
 
 
 def test_a_commit_planned_against_an_older_snapshot_is_refused(catalog: SqlCatalog) -> None:
     table = make_table(catalog)
-    table = apply(table, batch([(1, "eu", "a", "I")]))
+    table = apply_with(table, batch([(1, "eu", "a", "I")]))
     stale = CommittedState(snapshot_id=None)  # planned before the first commit
     with pytest.raises(StalePlan):
         commit_upsert(table, batch([(1, "eu", "b", "I")]), ("id",), None, stale, {})
@@ -155,3 +174,18 @@ def test_latest_per_key_orders_by_timestamp_then_partition_then_offset() -> None
     )
     rows = pa.table({"id": [1, 1, 2, 2], "v": ["a", "b", "c", "d"], METADATA_COLUMN: meta})
     assert sorted(latest_per_key(rows, ["id"]).column("v").to_pylist()) == ["b", "d"]
+
+
+@pytest.mark.parametrize("kind", [pa.int64(), pa.int32(), pa.string()])
+def test_file_keys_find_every_position_of_every_batch_key_including_repeats_and_nulls(
+    kind: pa.DataType,
+) -> None:
+    rng = np.random.default_rng(7)
+    values = [None if v < 0 else int(v) for v in rng.integers(-20, 300, 5000)]
+    wanted = [None, *(int(v) for v in rng.integers(0, 400, 200))]
+    if pa.types.is_string(kind):
+        values = [None if v is None else f"k{v}" for v in values]
+        wanted = [None if v is None else f"k{v}" for v in wanted]
+    found = FileKeys.of(pa.array(values, kind)).find(BatchKeys.of(pa.array(wanted, kind)))
+    expected = [i for i, v in enumerate(values) if v in set(wanted)]
+    assert sorted(found.tolist()) == expected
