@@ -44,6 +44,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 
+from tabletopic.crashpoints import crash_point
 from tabletopic.table.commit import CommittedState, StalePlan, _without_commit_retries, check_planned
 from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN, METADATA_COLUMN
 from tabletopic.table.key_index import THREADS, KeyCache, KeyLocator, Match, composite, key_arrays
@@ -293,6 +294,7 @@ def commit_upsert(
     data_files = _write_rows(table, inserts, commit)
     delete_files = _write_deletes(table, matches, commit)
     stats.timings["write"] = time.perf_counter() - clock
+    crash_point("table.upsert_files_written")  # files written, nothing committed: orphans, replayed
     clock = time.perf_counter()
     transaction = table.transaction()
     operation = Operation.OVERWRITE if delete_files else Operation.APPEND
