@@ -82,7 +82,11 @@ class FileKeys:
             values = pc.cast(keys, pa.int64()) if not pa.types.is_int64(keys.type) else keys
             numbers = values.fill_null(0).to_numpy(zero_copy_only=False)
             positions = np.flatnonzero(valid).astype(np.int64)
-            order = positions[np.argsort(numbers[positions], kind="stable")]
+            present = numbers[positions]
+            # Files written in key order (the upsert commits' own) need no sort.
+            if len(present) > 1 and not np.all(present[1:] >= present[:-1]):
+                positions = positions[np.argsort(present, kind="stable")]
+            order = positions
             return FileKeys(numbers[order], order, np.flatnonzero(~valid).astype(np.int64), None)
         return FileKeys(None, None, None, keys)
 

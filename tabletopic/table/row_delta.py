@@ -290,6 +290,9 @@ def commit_upsert(
     clock = time.perf_counter()
     commit = uuid.uuid4()
     inserts = latest.filter(pc.invert(deletes))
+    if len(id_columns) == 1 and "." not in id_columns[0]:
+        # Key order: the next commits' key lookups need no sort of this file (key_index.FileKeys).
+        inserts = inserts.sort_by(id_columns[0])
     stats.inserted = inserts.num_rows
     data_files = _write_rows(table, inserts, commit)
     delete_files = _write_deletes(table, matches, commit)

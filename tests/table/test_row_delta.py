@@ -176,12 +176,16 @@ def test_latest_per_key_orders_by_timestamp_then_partition_then_offset() -> None
     assert sorted(latest_per_key(rows, ["id"]).column("v").to_pylist()) == ["b", "d"]
 
 
+@pytest.mark.parametrize("ordered", [False, True], ids=["shuffled", "in-key-order"])
 @pytest.mark.parametrize("kind", [pa.int64(), pa.int32(), pa.string()])
 def test_file_keys_find_every_position_of_every_batch_key_including_repeats_and_nulls(
-    kind: pa.DataType,
+    kind: pa.DataType, ordered: bool
 ) -> None:
     rng = np.random.default_rng(7)
-    values = [None if v < 0 else int(v) for v in rng.integers(-20, 300, 5000)]
+    numbers = rng.integers(-20, 300, 5000)
+    if ordered:
+        numbers.sort()
+    values = [None if v < 0 else int(v) for v in numbers]
     wanted = [None, *(int(v) for v in rng.integers(0, 400, 200))]
     if pa.types.is_string(kind):
         values = [None if v is None else f"k{v}" for v in values]
