@@ -18,8 +18,8 @@ confluent-kafka, every figure beside a same-run baseline.
    written by pyarrow, one commit) and Spark's own Iceberg writer (``mapInArrow`` yielding them,
    ``writeTo(...).append()``), through the same REST catalog; ratios against the Avro catch-up.
 6. Upsert: a ``--upsert-rows`` batch (half existing keys) applied to a ``--upsert-keys``-row table
-   the way the pipeline does (``tabletopic.spark.merge.merge_staged``, merge-on-read), rows/s, and
-   the latest row per key checked.
+   (built by pyiceberg in seconds) the way the pipeline does (``tabletopic.table.row_delta``: position
+   deletes located by key), rows/s, and one row per key checked.
 
 The machine is shared with other work: treat absolute figures as rough, the ratios as the signal.
 
@@ -363,9 +363,6 @@ def spark_session(node: TableNode, work: Path) -> Any:
         "spark.sql.catalog.bench": SPARK_CATALOG_CLASS,
         "spark.sql.catalog.bench.type": "rest",
         "spark.sql.catalog.bench.uri": node.catalog_url,
-        "spark.sql.catalog.upsert": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.upsert.type": "hadoop",
-        "spark.sql.catalog.upsert.warehouse": f"file://{work}/upsert-warehouse",
     }
     return get_spark(Config({"data.dir": str(work / "spark"), "spark.master": "local[2]"}), conf)
 
@@ -422,55 +419,28 @@ def spark_baseline(spark: Any, table: Any, partitions: int) -> float:
     return min(append(), append())
 
 
-def upsert(spark: Any, work: Path, keys: int, batch_rows: int) -> dict[str, float]:
-    """A batch of ``batch_rows`` (half existing keys) MERGEd into a ``keys``-row merge-on-read table."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def upsert(work: Path, keys: int, batch_rows: int) -> dict[str, float]:
+    """A batch of ``batch_rows`` (half existing keys) applied to a ``keys``-row table the way the
+    pipeline does (position deletes located by key, :mod:`tabletopic.table.row_delta`);
+    ``bench/upsert_bench.py`` has the MERGE INTO baseline and the read cost as deletes accumulate."""
+    from bench.upsert_bench import batch, build_table, catalog, upsert_commit
 
-    from tabletopic.spark.merge import merge_staged
-    from tabletopic.table.tables import MERGE_ON_READ
+    cat, _spec, rest = catalog(work / "upsert")
+    try:
+        cat.create_namespace("ns")
+        _, load_s = build_table(cat, "bench_upsert", keys)
+        from tabletopic.table import settings
+        from tabletopic.table.key_index import KeyCache
 
-    name = "upsert.db.bench_upsert"
-    spark.sql(f"DROP TABLE IF EXISTS {name}")
-    props = ", ".join(f"'{k}'='{v}'" for k, v in {"format-version": "2", **MERGE_ON_READ}.items())
-    spark.sql(
-        f"CREATE TABLE {name} (id bigint, name string, amount double, "
-        "_kafka_metadata struct<partition:int, offset:bigint, timestamp:bigint>) "
-        f"USING iceberg TBLPROPERTIES ({props})"
-    )
-    began = time.monotonic()
-    spark.range(keys).selectExpr(
-        "id",
-        "concat('name-', id) AS name",
-        "cast(id % 1000 AS double) AS amount",
-        "named_struct('partition', 0, 'offset', id, 'timestamp', 0L) AS _kafka_metadata",
-    ).writeTo(name).append()
-    load_s = time.monotonic() - began
-    existing = batch_rows // 2
-    ids = [k * (keys // existing) for k in range(existing)] + list(range(keys, keys + batch_rows - existing))
-    batch = pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "name": pa.array([f"new-{k}" for k in ids]),
-            "amount": pa.array([-1.0] * len(ids)),
-            "_kafka_metadata": pa.array(
-                [{"partition": 0, "offset": keys + i, "timestamp": 1} for i in range(len(ids))],
-                pa.struct([("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64())]),
-            ),
-            "__tabletopic_delete": pa.array([False] * len(ids)),
-        }
-    )
-    path = work / "upsert-batch.parquet"
-    pq.write_table(batch, path)
-    began = time.monotonic()
-    merge_staged(spark, name, [str(path)], ["id"], None, {})
-    merge_s = time.monotonic() - began
-    check = spark.sql(
-        "SELECT count(*) AS n, count(DISTINCT id) AS d, "
-        f"sum(CASE WHEN amount = -1.0 THEN 1 ELSE 0 END) AS new FROM {name}"
-    ).first()
-    assert check.n == check.d == keys + batch_rows - existing and check.new == batch_rows, check
-    return {"load_s": load_s, "merge_s": merge_s, "rate": batch_rows / merge_s}
+        cache = KeyCache(settings.UPSERT_KEY_CACHE_BYTES.default)
+        cold, _stats = upsert_commit(cat, "bench_upsert", batch(keys, batch_rows, 0), cache)
+        warm, _stats = upsert_commit(cat, "bench_upsert", batch(keys, batch_rows, 1), cache)
+        table = cat.load_table(("ns", "bench_upsert")).scan(selected_fields=("id",)).to_arrow()
+        expected = keys + 2 * (batch_rows - batch_rows // 2)
+        assert table.num_rows == expected == len(table.column("id").unique()), (table.num_rows, expected)
+    finally:
+        rest.stop()
+    return {"load_s": load_s, "cold_s": cold, "warm_s": warm, "rate": batch_rows / warm}
 
 
 def cold_start(node: TableNode) -> float:
@@ -576,10 +546,11 @@ def main() -> None:
                 f"/ Spark writer: {avro['rate'] / (n / sp_s):.2f}"
             )
         if "upsert" not in skip:
-            up = upsert(spark, work, args.upsert_keys, args.upsert_rows)
+            up = upsert(work, args.upsert_keys, args.upsert_rows)
             say(
                 f"upsert {args.upsert_rows:,} rows (half existing keys) into {args.upsert_keys:,}: "
-                f"{up['rate']:,.0f} rows/s (MERGE {up['merge_s']:.1f}s, merge-on-read; "
+                f"{up['rate']:,.0f} rows/s (commit {up['warm_s']:.1f}s with the node's key cache warm; "
+                f"first commit, cold: {args.upsert_rows / up['cold_s']:,.0f} rows/s; position deletes; "
                 f"table load {up['load_s']:.1f}s)"
             )
         from tabletopic.spark.session import stop_spark

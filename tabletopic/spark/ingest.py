@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from tabletopic.table.ingest_task import OUTPUT_DDL, collect_outputs, run_task
-from tabletopic.table.job import JobResult, JobSpec, MergeRequest
+from tabletopic.table.job import JobResult, JobSpec
 
 log = logging.getLogger(__name__)
 
@@ -51,20 +51,6 @@ class SparkIngestRunner:
         spark.sparkContext.setJobDescription(f"tabletopic ingest {spec.topic} ({len(items)} items)")
         rows = frame.mapInArrow(_task_function(blob), OUTPUT_DDL).collect()
         return collect_outputs(row.asDict() for row in rows)
-
-    def merge(self, request: MergeRequest) -> None:
-        from tabletopic.spark.merge import merge_staged
-
-        spark = self._session_factory()
-        spark.sparkContext.setJobDescription(f"tabletopic merge into {request.table_name}")
-        merge_staged(
-            spark,
-            request.table_name,
-            request.staged_paths,
-            request.id_columns,
-            request.delete_column,
-            request.properties,
-        )
 
 
 def _fields(spec: JobSpec) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableCoordinator
 from tabletopic.table.ingest_task import warm_worker
 from tabletopic.table.job import JobRunner
+from tabletopic.table.key_index import KeyCache
 from tabletopic.table.lease import CoordinatorLeases, LeaseManager
 from tabletopic.table.metrics import TableMetrics
 from tabletopic.table.ops.lag import LiveLagCollector
@@ -114,6 +115,7 @@ class TableComponent:
             maintenance=self._maintenance(),
             spark_catalog=config.get(CATALOG_NAME),
             native_decode=config.get(settings.NATIVE_DECODE),
+            key_cache=KeyCache(config.get(settings.UPSERT_KEY_CACHE_BYTES)),
         )
         coordinator = TableCoordinator(
             ctx,

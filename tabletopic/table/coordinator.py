@@ -25,19 +25,18 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
 from tabletopic.crashpoints import crash_point
-from tabletopic.table import tables
+from tabletopic.table import row_delta, tables
 from tabletopic.table.commit import (
     COORDINATOR_PROPERTY,
-    OFFSETS_PROPERTY,
     CommittedState,
     StalePlan,
-    check_planned,
     commit_data_files,
     committed_state,
     offset_properties,
 )
 from tabletopic.table.convert.rows import FailedRecord
-from tabletopic.table.job import JobResult, JobRunner, JobSpec, MergeRequest
+from tabletopic.table.job import JobResult, JobRunner, JobSpec
+from tabletopic.table.key_index import KeyCache
 from tabletopic.table.lease import CoordinatorLeases, Fenced, Lease
 from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
 from tabletopic.table.ops.status import TableFacts, table_facts
@@ -188,10 +187,12 @@ class CoordinatorContext:
     schema_registry_url: str | None
     dead_letters: DeadLetterSink | None = None
     observer: PipelineObserver | None = None
-    # The Spark catalog name the platform's catalog has in the runner's session (for MERGE INTO).
+    # The Spark catalog name the platform's catalog has in the runner's session (for maintenance).
     spark_catalog: str = "tabletopic"
     maintenance: Maintenance | None = None
     native_decode: bool = True
+    # Upsert/CDC tables' keys by data file, kept between commits (``table.upsert.key.cache.bytes``).
+    key_cache: KeyCache | None = None
 
 
 class TopicPipeline:
@@ -281,7 +282,7 @@ class TopicPipeline:
                 "tabletopic.tombstones": str(job.tombstones),
             }
             if config.writes_deletes:
-                snapshot_id = await self._commit_merge(
+                snapshot_id = await self._commit_upsert(
                     view, config, table, job, planned, new_offsets, lease.epoch, extra
                 )
             else:
@@ -306,7 +307,7 @@ class TopicPipeline:
         self.status.committed_offsets = merged
         self.status.last_commit_time = time.time()
         self.status.last_commit_snapshot = snapshot_id
-        # Appends add exactly their rows; a MERGE's effect is read back from the table.
+        # Appends add exactly their rows; an upsert's effect is read back from the table.
         self.status.rows_committed = facts.rows + job.rows
         if config.writes_deletes:
             merged_table = await asyncio.to_thread(self._load_table, identifier)
@@ -338,7 +339,7 @@ class TopicPipeline:
         )
         return True
 
-    async def _commit_merge(
+    async def _commit_upsert(
         self,
         view: TopicView,
         config: TableTopicConfig,
@@ -349,36 +350,27 @@ class TopicPipeline:
         epoch: int,
         extra: dict[str, str],
     ) -> int:
-        """Upsert/CDC: MERGE the staged rows with the offsets in the same snapshot. When the MERGE
-        changes nothing (and so commits nothing), the offsets advance with an empty append."""
-        check_planned(table, planned)
+        """Upsert/CDC: the staged rows replace their keys' rows (position deletes located by key,
+        plus the batch's latest rows) in one commit carrying the offsets, conditional on the planned
+        snapshot like an append (:mod:`tabletopic.table.row_delta`)."""
         try:
-            if job.staged_paths:
-                request = MergeRequest(
-                    table_name=".".join((self._ctx.spark_catalog, *table.name()[-2:])),
-                    staged_paths=tuple(job.staged_paths),
-                    id_columns=tables.merge_keys(config, table),
-                    delete_column=tables.delete_column(config),
-                    properties=offset_properties(planned, offsets, epoch, view.topic_id, extra),
+            if not job.staged_paths:
+                return await asyncio.to_thread(
+                    commit_data_files, table, [], offsets, planned, epoch, view.topic_id, extra
                 )
-                await asyncio.to_thread(self._ctx.runner.merge, request)
-                table = await asyncio.to_thread(table.refresh)
-                current = table.metadata.current_snapshot_id
-                if current != planned.snapshot_id:
-                    snapshot = table.metadata.current_snapshot()
-                    assert snapshot is not None and current is not None
-                    theirs = (
-                        snapshot.summary.additional_properties.get(OFFSETS_PROPERTY)
-                        if snapshot.summary
-                        else None
-                    )
-                    if theirs != request.properties[OFFSETS_PROPERTY]:
-                        # Another writer committed meanwhile; our MERGE is idempotent, so re-plan.
-                        raise StalePlan(f"table {table.name()} moved to snapshot {current} during the MERGE")
-                    return current  # the MERGE's own snapshot carries the offsets
-            return await asyncio.to_thread(
-                commit_data_files, table, [], offsets, planned, epoch, view.topic_id, extra
+            rows = await asyncio.to_thread(row_delta.read_staged, table.io, job.staged_paths)
+            snapshot_id, stats = await asyncio.to_thread(
+                row_delta.commit_upsert,
+                table,
+                rows,
+                tables.merge_keys(config, table),
+                tables.delete_column(config),
+                planned,
+                offset_properties(planned, offsets, epoch, view.topic_id, extra),
+                self._ctx.key_cache,
             )
+            log.debug("topic %s: upsert commit %s", view.name, stats)
+            return snapshot_id
         finally:
             await asyncio.to_thread(tables.remove_files, table, job.staged_paths)
 

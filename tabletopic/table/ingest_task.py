@@ -33,7 +33,7 @@ from tabletopic.table.convert.rows import (
     convert_slice,
 )
 from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
-from tabletopic.table.job import JobResult, JobSpec, MergeRequest
+from tabletopic.table.job import JobResult, JobSpec
 from tabletopic.table.table_config import TableTopicConfig
 from tabletopic.table.worker import WorkItem
 
@@ -203,8 +203,8 @@ class IngestTask:
         return load_file_io(self.spec.io_properties, self.table_metadata.location)
 
     def _stage(self) -> str:
-        """Write the rows as one plain Parquet file for the MERGE; returns its location. Every
-        staged file has the delete marker column (false but for tombstones), so the MERGE reads one
+        """Write the rows as one plain Parquet file for the upsert commit; returns its location. Every
+        staged file has the delete marker column (false but for tombstones), so the commit reads one
         schema whichever files had tombstones."""
         import pyarrow.parquet as pq
 
@@ -299,11 +299,6 @@ class InProcessRunner:
 
     def run(self, spec: JobSpec) -> JobResult:
         return collect_outputs(run_task(spec, [item.to_json() for item in spec.items]))
-
-    def merge(self, request: MergeRequest) -> None:
-        raise NotImplementedError(
-            "upsert and CDC table topics need the Spark runner (table.job.runner=spark) for MERGE INTO"
-        )
 
 
 def warm_worker(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

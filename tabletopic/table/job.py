@@ -29,7 +29,7 @@ class JobSpec:
     object_store_settings: dict[str, Any]
     schema_registry_url: str | None
     # Upsert/CDC: write the converted rows as plain Parquet under this directory (the coordinator
-    # MERGEs them) instead of writing Iceberg data files.
+    # keeps each key's latest row and commits it with position deletes) instead of Iceberg data files.
     stage_dir: str | None = None
     # Decode with the native (columnar) decoders where they apply (``table.job.native.decode``).
     native_decode: bool = True
@@ -38,7 +38,7 @@ class JobSpec:
 @dataclass
 class JobResult:
     data_files: list[Any] = field(default_factory=list)  # pyiceberg DataFile objects
-    staged_paths: list[str] = field(default_factory=list)  # Parquet files to MERGE (upsert/CDC)
+    staged_paths: list[str] = field(default_factory=list)  # staged Parquet files (upsert/CDC)
     rows: int = 0
     bytes_read: int = 0
     # Newest record timestamp among the rows (for the commit-delay metric).
@@ -58,16 +58,3 @@ class JobResult:
 class JobRunner(Protocol):
     def run(self, spec: JobSpec) -> JobResult:
         """Blocking; the coordinator calls it from a worker thread."""
-
-    def merge(self, request: MergeRequest) -> None:
-        """Apply staged upsert/CDC rows to the table in one commit carrying ``request.properties``.
-        Blocking."""
-
-
-@dataclass(frozen=True, slots=True)
-class MergeRequest:
-    table_name: str  # catalog.namespace.table as the job's Spark session names it
-    staged_paths: tuple[str, ...]
-    id_columns: tuple[str, ...]
-    delete_column: str | None
-    properties: dict[str, str]

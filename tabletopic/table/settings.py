@@ -57,6 +57,17 @@ MAX_TASK_BYTES = define(
     "table topics",
     in_range(1024, 1 << 34),
 )
+UPSERT_KEY_CACHE_BYTES = define(
+    "table.upsert.key.cache.bytes",
+    int,
+    256 * 1024 * 1024,
+    "Memory for the keys of upsert/CDC tables' data files (and their position deletes), kept between "
+    "commits so a commit reads only the key columns of files it has not seen yet; least recently "
+    "used files are dropped first. About 16 bytes per row of an integer key. 0 reads every key "
+    "column at every commit.",
+    "table topics",
+    in_range(0, 1 << 40),
+)
 MAX_TASKS = define(
     "table.job.max.tasks",
     int,

@@ -38,9 +38,9 @@ from tabletopic.table.table_config import (
 
 log = logging.getLogger(__name__)
 
-# Upsert/CDC tables take row-level changes every commit interval: merge-on-read writes small delete
-# files instead of rewriting data files (bench/upsert_bench.py: MERGE 2.5x faster, scans no slower
-# at that size); periodic compaction folds the deletes back in.
+# Upsert/CDC tables take row-level changes every commit interval as position-delete files (our own
+# commits, table/row_delta.py); these properties make Spark writers (a user's UPDATE/DELETE/MERGE)
+# do the same instead of rewriting data files. Periodic compaction folds the deletes back in.
 MERGE_ON_READ = {
     "write.merge.mode": "merge-on-read",
     "write.update.mode": "merge-on-read",

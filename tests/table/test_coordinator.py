@@ -358,3 +358,45 @@ async def test_a_first_backlog_is_decoded_once_after_a_probe_of_its_first_record
     assert full.table_metadata_json is not None and full.items[-1].end_offset == total
     assert pipeline.status.rows_committed == total
     assert len(offsets_in_table(node, "backlog")) == total
+
+
+async def test_upsert_without_spark_keeps_the_latest_row_per_key_and_deletes_on_tombstones(
+    node: Node,
+) -> None:
+    view = await node.add_topic(
+        "users",
+        2,
+        **{
+            "automq.table.topic.convert.value.type": "string",
+            "automq.table.topic.upsert.enable": "true",
+            "automq.table.topic.id.columns": "[_kafka_key]",
+        },
+    )
+
+    async def produce(partition: int, pairs: list[tuple[bytes, bytes | None]]) -> None:
+        batch = build_batch([Record(k, v) for k, v in pairs])
+        await node.store.append(view.partitions[partition].stream_id, batch, len(pairs))
+
+    def rows() -> dict[str, str]:
+        data = node.catalog.load_table(("kafka", "users")).scan().to_arrow()
+        keys = data.column("_kafka_key").to_pylist()
+        assert len(keys) == len(set(keys)), keys
+        return dict(zip(keys, data.column("_kafka_value").to_pylist(), strict=True))
+
+    pipeline = TopicPipeline(node.ctx, "users")
+    await produce(0, [(b"k1", b"a"), (b"k2", b"b"), (b"k1", b"c"), (b"k3", b"x")])
+    await produce(1, [(b"k4", b"d")])
+    assert await pipeline.run_cycle(), pipeline.status.last_error
+    assert rows() == {"k1": "c", "k2": "b", "k3": "x", "k4": "d"}
+    # A tombstone deletes; a delete then a re-insert in one batch keeps the insert.
+    await produce(0, [(b"k2", None), (b"k3", None), (b"k3", b"again"), (b"k1", b"e")])
+    assert await pipeline.run_cycle(), pipeline.status.last_error
+    assert rows() == {"k1": "e", "k3": "again", "k4": "d"}
+    # Re-inserting a key deleted by an earlier commit.
+    await produce(1, [(b"k2", b"back")])
+    assert await pipeline.run_cycle(), pipeline.status.last_error
+    assert rows() == {"k1": "e", "k2": "back", "k3": "again", "k4": "d"}
+    table = node.catalog.load_table(("kafka", "users"))
+    assert committed_state(table).offsets == {0: 8, 1: 2}
+    assert len(table.snapshots()) == 3
+    assert pipeline.status.rows_committed == 4

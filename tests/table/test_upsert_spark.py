@@ -1,5 +1,6 @@
-"""Upsert through the coordinator with the real Spark runner: MERGE INTO with the offsets in the
-MERGE's own snapshot."""
+"""Upsert through the coordinator with the real Spark runner (tasks stage the rows, the coordinator
+commits position deletes and the latest rows with the offsets in one snapshot), read back by
+pyiceberg and by Spark SQL."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class OneTopic:
         return self.view if name == self.view.name else None
 
 
-async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_with_the_merge(
+async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_in_the_same_snapshot(
     tmp_path: Path, spark: Any, make_catalog: Any
 ) -> None:
     from tabletopic.catalog.adapters import spark_catalog_conf
@@ -76,7 +77,7 @@ async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_with_the_
             spark_catalog=catalog_name,
         )
 
-        async def produce(pairs: list[tuple[bytes, bytes]]) -> None:
+        async def produce(pairs: list[tuple[bytes, bytes | None]]) -> None:
             await store.append(stream, build_batch([Record(k, v) for k, v in pairs]), len(pairs))
 
         def rows() -> dict[str, str]:
@@ -94,16 +95,16 @@ async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_with_the_
         await produce([(b"k1", b"a"), (b"k2", b"b"), (b"k1", b"c")])
         assert await pipeline.run_cycle(), pipeline.status.last_error
         assert rows() == {"k1": "c", "k2": "b"}
-        await produce([(b"k2", b"d"), (b"k3", b"e")])
+        await produce([(b"k2", b"d"), (b"k3", b"e"), (b"k1", None)])  # the tombstone deletes k1
         assert await pipeline.run_cycle(), pipeline.status.last_error
-        assert rows() == {"k1": "c", "k2": "d", "k3": "e"}
+        assert rows() == {"k2": "d", "k3": "e"}
         table = handle.backing.load_table((namespace, "users"))
-        assert committed_state(table).offsets == {0: 5}
-        # The offsets rode in the MERGE's own snapshots: one snapshot per cycle, no extra empty append.
+        assert committed_state(table).offsets == {0: 6}
+        # The offsets rode in the upsert's own snapshots: one snapshot per cycle, no extra empty append.
         assert len(table.snapshots()) == 2
         assert all("tabletopic.offsets" in s.summary.additional_properties for s in table.snapshots())
-        spark_rows = spark.sql(f"SELECT count(*) AS n FROM {catalog_name}.{namespace}.users").first()
-        assert spark_rows.n == 3
+        spark_rows = spark.sql(f"SELECT _kafka_key, _kafka_value FROM {catalog_name}.{namespace}.users")
+        assert {r[0]: r[1] for r in spark_rows.collect()} == {"k2": "d", "k3": "e"}
     finally:
         await store.close()
         engine.dispose()

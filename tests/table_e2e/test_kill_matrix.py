@@ -47,11 +47,13 @@ class SteadyProducer:
     """Produces small acks=all batches from a thread until stopped; survives broker restarts
     (librdkafka retries in-flight records idempotently once the node is back)."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, keys: int | None = None) -> None:
         from confluent_kafka import Producer
 
         self.topic = topic
         self.partitions = partitions
+        # ``keys``: record n has key n % keys, always in the same partition (upsert tables).
+        self.keys = keys
         self.log = DeliveryLog()
         self.producer = Producer(
             {
@@ -74,11 +76,12 @@ class SteadyProducer:
     def _run(self) -> None:
         while not self._stop.is_set():
             for _ in range(20):
+                key = self.sent if self.keys is None else self.sent % self.keys
                 self.producer.produce(
                     self.topic,
-                    key=str(self.sent).encode(),
+                    key=str(key).encode(),
                     value=f"record {self.sent}".encode(),
-                    partition=self.sent % self.partitions,
+                    partition=key % self.partitions,
                     on_delivery=self.log.callback(self.sent),
                 )
                 self.sent += 1
@@ -117,12 +120,15 @@ def assert_log_in_table_exactly_once(node: TableNode, topic: str, log: DeliveryL
         assert values[position] == f"record {value}"
 
 
-def run_crash_point(node: TableNode, topic: str, point: str, partitions: int = 2) -> None:
+def run_crash_point(
+    node: TableNode, topic: str, point: str, partitions: int = 2, keys: int | None = None
+) -> DeliveryLog:
     if node.alive:
         node.stop()
     node.start(env={"TABLETOPIC_CRASH_AT": point})
-    node.create_topic(topic, table_configs(convert_value_type="string"), partitions=partitions)
-    producer = SteadyProducer(node.bootstrap, topic, partitions).start()
+    upsert = {} if keys is None else {"upsert_enable": "true", "id_columns": "[_kafka_key]"}
+    node.create_topic(topic, table_configs(convert_value_type="string", **upsert), partitions=partitions)
+    producer = SteadyProducer(node.bootstrap, topic, partitions, keys).start()
     try:
         died = node.wait_dead(120)
         assert died, f"the node never reached crash point {point}:\n{node.log_tail()}"
@@ -131,7 +137,9 @@ def run_crash_point(node: TableNode, topic: str, point: str, partitions: int = 2
     node.start()  # no crash variable this time
     log = producer.finish()
     assert log.acked, "nothing was acknowledged"
-    assert_log_in_table_exactly_once(node, topic, log)
+    if keys is None:
+        assert_log_in_table_exactly_once(node, topic, log)
+    return log
 
 
 @pytest.mark.parametrize(
@@ -142,6 +150,31 @@ def test_kill_at_coordinator_crash_point_then_restart_commits_everything_once(
 ) -> None:
     topic = f"crash_{point.replace('.', '_').replace(':', '_')}"
     run_crash_point(crash_node, topic, point)
+
+
+@pytest.mark.parametrize("point", ["table.upsert_files_written:2", "table.after_commit:2"])
+def test_kill_during_an_upsert_commit_then_restart_keeps_the_latest_row_per_key(
+    crash_node: TableNode, point: str
+) -> None:
+    """An upsert table (50 keys, each always in the same partition): killed with the commit's files
+    written but not committed, or right after a commit, the restarted node ends with exactly the
+    newest record of every key and offsets equal to the high watermarks."""
+    topic = f"crash_upsert_{point.replace('.', '_').replace(':', '_')}"
+    log = run_crash_point(crash_node, topic, point, keys=50)
+    crash_node.wait_committed(topic, log.end_offsets(), timeout=240)
+    crash_node.wait_status(
+        topic,
+        lambda s: s["high_watermarks"] and s["committed_offsets"] == s["high_watermarks"],
+        120,
+        "committed offsets equal to the high watermarks",
+    )
+    rows = crash_node.rows(topic)
+    keys = [r["_kafka_key"] for r in rows]
+    assert len(keys) == len(set(keys)), "two rows for one key"
+    newest: dict[str, int] = {}
+    for sent in log.values.values():
+        newest[str(sent % 50)] = max(newest.get(str(sent % 50), -1), sent)
+    assert {r["_kafka_key"]: r["_kafka_value"] for r in rows} == {k: f"record {n}" for k, n in newest.items()}
 
 
 def test_random_sigkills_during_steady_produce_and_ingest(crash_node: TableNode) -> None:

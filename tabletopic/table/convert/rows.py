@@ -9,11 +9,12 @@ or ``before`` for deletes) and adds ``_cdc`` struct(op, ts, offset, source) with
 Records that cannot become rows are returned beside the batch as :class:`FailedRecord` with their raw
 key, value and headers, so the caller can apply ``errors.tolerance`` and feed the DLQ topic.
 
-Tombstones (a null value) follow Kafka's compacted-topic convention when a transform needs the value:
-on an upsert or CDC table each becomes a delete of its key's row (the id columns are read from the
-record key; the row carries :data:`DELETE_MARKER_COLUMN`, which the MERGE reads and the table never
-holds); on an append table it is left out and counted in :attr:`ConversionResult.tombstones`. Without a
-transform the row keeps its null ``_kafka_value``, as the log has it.
+Tombstones (a null value) follow Kafka's compacted-topic convention: on an upsert or CDC table each
+becomes a delete of its key's row, with or without a transform (the id columns are read from the
+record key; the row carries :data:`DELETE_MARKER_COLUMN`, which the upsert commit reads and the table
+never holds); on an append table with a transform it is left out and counted in
+:attr:`ConversionResult.tombstones`. An append table without a transform keeps the row with its null
+``_kafka_value``, as the log has it.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ METADATA_TYPE = pa.struct(
 )
 RESERVED_COLUMNS = frozenset({KEY_COLUMN, VALUE_COLUMN, HEADER_COLUMN, METADATA_COLUMN, CDC_COLUMN})
 # Staged upsert/CDC rows only: true for a tombstone's delete. Never a table column (the ingest task
-# strips it before any schema check and the MERGE matches on it).
+# strips it before any schema check and the upsert commit reads it).
 DELETE_MARKER_COLUMN = "__tabletopic_delete"
 
 # Headers the DLQ copy of a failed record carries, so its consumer knows what went wrong where.
@@ -142,10 +143,10 @@ class RecordConverter:
         columns: list[tuple[str, pa.Array]] = []
         drop: list[bool] | None = None
         transform = self.config.value_transform
-        # Tombstones matter only when a transform needs the value (see the module docstring).
-        tombstone = (
-            [v is None for v in records.values] if transform is not TransformType.NONE else [False] * n
-        )
+        # Tombstones matter when a transform needs the value or a table applies deletes (see the
+        # module docstring).
+        deletes_rows = transform is not TransformType.NONE or self.config.writes_deletes
+        tombstone = [v is None for v in records.values] if deletes_rows else [False] * n
         tombstones = sum(tombstone)
         if transform is TransformType.FLATTEN and is_record and pa.types.is_struct(value_array.type):
             columns += _spread(value_array)
