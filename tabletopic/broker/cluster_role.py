@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
-from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, BrokerEndpoint, group_slot
+from tabletopic.broker.leadership import (
+    GROUP_SLOTS_TOPIC,
+    SLOT_TOPICS,
+    TXN_SLOTS_TOPIC,
+    BrokerEndpoint,
+    group_slot,
+)
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
@@ -43,10 +49,12 @@ class ClusterRole:
         engine: Engine,
         settings: ClusterSettings,
         group_slots: int,
+        txn_slots: int = 50,
     ) -> None:
         self.service = service
         self.store = store
         self.group_slots = group_slots
+        self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
         self.node = ClusterNode(engine, settings, self._wanted, self._load)
         self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
@@ -57,6 +65,9 @@ class ClusterRole:
         # (it forgets them).
         self.on_groups_gained: list[Callable[[set[int]], None]] = []
         self.on_groups_lost: list[Callable[[set[int]], None]] = []
+        # The same for transaction coordinator slots, gained with their leader epochs.
+        self.on_txn_slots_gained: list[Callable[[dict[int, int]], None]] = []
+        self.on_txn_slots_lost: list[Callable[[set[int]], None]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._topics_task: asyncio.Task[None] | None = None
@@ -86,7 +97,7 @@ class ClusterRole:
         await self.node.stop()
 
     def _serving_partitions(self) -> bool:
-        return any(topic != GROUP_SLOTS_TOPIC for topic, _ in self.opened)
+        return any(topic not in SLOT_TOPICS for topic, _ in self.opened)
 
     # Leadership (what handlers ask) ------------------------------------------------------------
 
@@ -119,10 +130,13 @@ class ClusterRole:
     def coordinates(self, group_id: str) -> bool:
         return self.leads(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))
 
+    def transaction_coordinator(self, transactional_id: str) -> int:
+        return self.leader(TXN_SLOTS_TOPIC, group_slot(transactional_id, self.txn_slots))[0]
+
     def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
         result = {}
         for key, row in self.node.snapshot.partitions.items():
-            if row.target is not None and row.target != row.leader and key[0] != GROUP_SLOTS_TOPIC:
+            if row.target is not None and row.target != row.leader and key[0] not in SLOT_TOPICS:
                 result[key] = (-1 if row.leader is None else row.leader, row.target)
         return result
 
@@ -141,7 +155,11 @@ class ClusterRole:
     def _wanted(self) -> list[PartitionKey]:
         """Blocking (controller thread): every partition and group slot there is."""
         keys = self.service.topics.read_partition_keys()
-        return keys + [(GROUP_SLOTS_TOPIC, i) for i in range(self.group_slots)]
+        return (
+            keys
+            + [(GROUP_SLOTS_TOPIC, i) for i in range(self.group_slots)]
+            + [(TXN_SLOTS_TOPIC, i) for i in range(self.txn_slots)]
+        )
 
     def _load(self) -> dict[str, list[int]]:
         """Bytes in/out per second of every partition this broker leads, over the balancer's
@@ -151,7 +169,7 @@ class ClusterRole:
         rates = self._meter.rates(totals, time.monotonic())
         report = {}
         for key in self.opened:
-            if key[0] != GROUP_SLOTS_TOPIC:
+            if key[0] not in SLOT_TOPICS:
                 bytes_in, bytes_out = rates.get(key, (0.0, 0.0))
                 report[f"{key[0]}/{key[1]}"] = [round(bytes_in), round(bytes_out)]
         return report
@@ -191,13 +209,16 @@ class ClusterRole:
         if not gained:
             return
         slots = {p for (t, p) in gained if t == GROUP_SLOTS_TOPIC}
-        partitions = {k: e for k, e in gained.items() if k[0] != GROUP_SLOTS_TOPIC}
+        txn_slots = {p: e for (t, p), e in gained.items() if t == TXN_SLOTS_TOPIC}
+        partitions = {k: e for k, e in gained.items() if k[0] not in SLOT_TOPICS}
         if any(self.service.topics.get(t) is None for t, _ in partitions):
             await self.service.topics.reload()
         opened = await asyncio.gather(*(self._open(k, e) for k, e in partitions.items()))
         streams = [sid for sid in opened if sid is not None]
         if streams:
             await self.service.producers.recover(streams)
+            # Open and aborted transactions of these partitions, before they are served.
+            await self.service.transactions.partitions_gained(streams)
         for (key, epoch), sid in zip(partitions.items(), opened, strict=True):
             if sid is not None:
                 self.opened[key] = epoch
@@ -208,6 +229,11 @@ class ClusterRole:
                 callback(slots)
             for slot in slots:
                 self.opened[(GROUP_SLOTS_TOPIC, slot)] = gained[(GROUP_SLOTS_TOPIC, slot)]
+        if txn_slots:
+            for slot, epoch in txn_slots.items():
+                self.opened[(TXN_SLOTS_TOPIC, slot)] = epoch
+            for gain in self.on_txn_slots_gained:
+                gain(txn_slots)
 
     async def _open(self, key: PartitionKey, epoch: int) -> int | None:
         topic = self.service.topics.get(key[0])
@@ -231,6 +257,10 @@ class ClusterRole:
         self.opened.pop(key, None)
         if key[0] == GROUP_SLOTS_TOPIC:
             for callback in self.on_groups_lost:
+                callback({key[1]})
+            return
+        if key[0] == TXN_SLOTS_TOPIC:
+            for callback in self.on_txn_slots_lost:
                 callback({key[1]})
             return
         topic = self.service.topics.get(key[0])

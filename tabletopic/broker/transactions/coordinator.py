@@ -12,6 +12,14 @@ transaction: the old producer (a zombie) is fenced from then on, at the coordina
 
 Which broker coordinates a transactional id is answered by FindCoordinator (key type 1) exactly
 like a group: :func:`coordinator_key` is the one place that decides which key maps where.
+
+In cluster mode (:class:`~tabletopic.broker.transactions.cluster.TxnCluster` attached) a broker
+coordinates only the transactional ids of the coordinator slots it leads: it loads their state when
+it gains a slot (finishing Prepare states, keeping Ongoing ones, which time out as usual), writes
+every state change only while the database says it still leads the slot at the epoch it loaded it
+with, and writes the markers of partitions other brokers lead through those leaders
+(WriteTxnMarkers). The partition side (last stable offset, aborted index, which producer may
+write) is kept by each partition's leader.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from tabletopic.broker.transactions.store import (
     PREPARE_ABORT,
     PREPARE_COMMIT,
     PendingOffset,
+    TxnFenced,
     TxnMetadata,
     TxnPartition,
     TxnStore,
@@ -47,6 +56,7 @@ from tabletopic.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
+    from tabletopic.broker.transactions.cluster import TxnCluster
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +96,28 @@ class TransactionCoordinator:
         self._open: dict[tuple[int, int], str] = {}
         self._task: asyncio.Task[None] | None = None
         self._ready = False
+        # Cluster mode: the slots this broker coordinates, with the leader epoch it loaded them at.
+        self._cluster: TxnCluster | None = None
+        self._slots: dict[int, int] = {}
+        self._loading: set[int] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        # Cluster mode, partition side: (stream id, producer id) -> (transactional id, epoch) a
+        # transactional produce was verified for against the database, until its marker.
+        self._verified: dict[tuple[int, int], tuple[str, int]] = {}
+        # Partition side: the newest coordinator epoch that wrote a marker for a producer id; a
+        # marker from an older (deposed) coordinator is refused, as Kafka does.
+        self._marker_epochs: dict[int, int] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         await asyncio.to_thread(self.store.migrate)
+        interval = self._broker.config.get(settings.ABORT_CHECK_INTERVAL.name) / 1000
+        if self._broker.clustered:
+            # Nothing is recovered here: each slot's state is loaded by the broker that gains it,
+            # and each partition's open and aborted transactions by its leader.
+            self._ready = True
+            self._task = asyncio.create_task(self._expire_loop(interval), name="transaction-timeouts")
+            return
         txns, aborted = await asyncio.to_thread(self.store.load)
         for stream_id, pid, first, last in aborted:
             self.partitions.add_aborted(stream_id, pid, first, last)
@@ -103,13 +131,13 @@ class TransactionCoordinator:
                 log.info("aborting transaction %s left open by a restart", txn.transactional_id)
                 await self._abort(txn, bump_epoch=True)
         self._ready = True
-        interval = self._broker.config.get(settings.ABORT_CHECK_INTERVAL.name) / 1000
         self._task = asyncio.create_task(self._expire_loop(interval), name="transaction-timeouts")
 
     async def stop(self) -> None:
         if self._task is not None:
             await cancel_and_wait([self._task])
             self._task = None
+        await cancel_and_wait(list(self._background))
 
     async def set_offset_committer(self, committer: OffsetCommitter) -> None:
         """Wire the group coordinator (started after this one); commits the offsets of
@@ -118,6 +146,113 @@ class TransactionCoordinator:
         unapplied, self._unapplied = self._unapplied, []
         for group_id, offsets in unapplied:
             await committer(group_id, offsets)
+
+    # --- cluster mode -----------------------------------------------------------------------------
+    def attach_cluster(self, cluster: TxnCluster) -> None:
+        """Coordinate only the slots ``cluster`` says this broker leads (from now on)."""
+        self._cluster = cluster
+
+    def owns(self, transactional_id: str) -> bool:
+        """Whether this broker coordinates ``transactional_id`` (always, on a single node)."""
+        if not self._broker.clustered:
+            return True
+        return self._cluster is not None and self._cluster.slot(transactional_id) in self._slots
+
+    async def slots_gained(self, slots: dict[int, int]) -> None:
+        """Take over coordinator slots (``{slot: leader epoch}``): load their transactions, finish
+        those a previous coordinator left in a Prepare state, keep Ongoing ones (they go on with
+        this coordinator or time out)."""
+        cluster = self._cluster
+        assert cluster is not None
+        self._loading.update(slots)
+        self._slots.update(slots)
+        try:
+            txns = await asyncio.to_thread(
+                self.store.load_transactions, lambda tid: cluster.slot(tid) in slots
+            )
+        except Exception:
+            for slot in slots:
+                self._slots.pop(slot, None)
+            raise
+        finally:
+            self._loading.difference_update(slots)
+        unfinished = []
+        for txn in txns:
+            if cluster.slot(txn.transactional_id) in self._slots:
+                self._txns[txn.transactional_id] = txn
+                if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                    unfinished.append(txn)
+        log.info("coordinating transaction slots %s: %d transactional ids", sorted(slots), len(txns))
+        for txn in unfinished:
+            log.info("finishing %s of transaction %s taken over", txn.state, txn.transactional_id)
+            self._spawn(self._finish(txn), f"transaction-finish-{txn.transactional_id}")
+
+    def slots_lost(self, slots: set[int]) -> None:
+        """Another broker coordinates these slots now: forget their transactions."""
+        cluster = self._cluster
+        if cluster is None:
+            return
+        for slot in slots:
+            self._slots.pop(slot, None)
+        for tid in [t for t in self._txns if cluster.slot(t) in slots]:
+            del self._txns[tid]
+            self._locks.pop(tid, None)
+
+    async def partitions_gained(self, stream_ids: Sequence[int]) -> None:
+        """Cluster mode, partition side: this broker now leads these streams; rebuild their open
+        transactions (from every unfinished transaction that added them: the stream offset it
+        joined at bounds the last stable offset until its marker) and their aborted index."""
+        open_txns, aborted = await asyncio.to_thread(self.store.load_for_streams, list(stream_ids))
+        for stream_id in stream_ids:
+            self.partitions.forget_stream(stream_id)
+        for key in [k for k in self._verified if k[0] in set(stream_ids)]:
+            del self._verified[key]
+        for stream_id, pid, first, last in aborted:
+            self.partitions.add_aborted(stream_id, pid, first, last)
+        for stream_id, pid, start in open_txns:
+            self.partitions.appended(stream_id, pid, start)
+
+    def _spawn(self, work: Awaitable[None], name: str) -> None:
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run(), name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _finish(self, txn: TxnMetadata) -> None:
+        try:
+            async with self._lock(txn.transactional_id):
+                if self._txns.get(txn.transactional_id) is txn and txn.state in (
+                    PREPARE_COMMIT,
+                    PREPARE_ABORT,
+                ):
+                    await self._complete(txn)
+        except TxnError as exc:
+            log.info("transaction %s not finished here: %s", txn.transactional_id, exc)
+        except Exception:
+            log.exception("finishing transaction %s failed", txn.transactional_id)
+
+    def _check_owner(self, transactional_id: str) -> None:
+        if not self._broker.clustered:
+            return
+        cluster = self._cluster
+        slot = None if cluster is None else cluster.slot(transactional_id)
+        if slot is not None and slot in self._loading:
+            raise TxnError(ErrorCode.coordinator_load_in_progress, f"transaction slot {slot} is being loaded")
+        if slot is None or slot not in self._slots:
+            raise TxnError(
+                ErrorCode.not_coordinator,
+                f"this broker does not coordinate transactional id {transactional_id}",
+            )
+
+    async def _stream_end(self, stream_id: int) -> int:
+        """A lower bound of any offset the transaction writes next in the stream: its end here,
+        or (cluster, another broker leads it) its end as the metadata database last recorded it."""
+        store = self._broker.store
+        if self._broker.clustered:
+            await store.refresh([stream_id])  # a no-op for a stream held here
+        return store.stream_info(stream_id).end_offset
 
     def _lock(self, transactional_id: str) -> asyncio.Lock:
         return self._locks.setdefault(transactional_id, asyncio.Lock())
@@ -134,7 +269,9 @@ class TransactionCoordinator:
                 f"transaction timeout {timeout_ms} ms is outside (0, {max_timeout}] "
                 "(transaction.max.timeout.ms)",
             )
+        self._check_owner(transactional_id)
         async with self._lock(transactional_id):
+            self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
             if txn is None:
                 pid = await self._broker.allocate_producer_id()
@@ -173,7 +310,7 @@ class TransactionCoordinator:
                 if (topic_name, index) not in txn.partitions:
                     stream_id = topic.streams[index]
                     try:
-                        start = self._broker.store.stream_info(stream_id).end_offset
+                        start = await self._stream_end(stream_id)
                     except StreamError:
                         result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
                         continue
@@ -224,7 +361,9 @@ class TransactionCoordinator:
             await self._save(txn)
 
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        self._check_owner(transactional_id)
         async with self._lock(transactional_id):
+            self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
             done = COMPLETE_COMMIT if commit else COMPLETE_ABORT
             if txn is not None and (txn.producer_id, txn.producer_epoch, txn.state) == (
@@ -250,6 +389,27 @@ class TransactionCoordinator:
             return ErrorCode.invalid_txn_state
         return ErrorCode.none
 
+    async def verify_produce(
+        self, transactional_id: str, producer_id: int, epoch: int, stream_id: int, topic: str, partition: int
+    ) -> ErrorCode:
+        """:meth:`check_produce` on a node; in a cluster the leader of the partition is usually not
+        the transaction's coordinator, so it checks the transaction's row in the database (written
+        by AddPartitionsToTxn before it answered) once per transaction and partition, as KIP-890's
+        verification asks the coordinator; the marker ends what was verified."""
+        if not self._broker.clustered:
+            return self.check_produce(transactional_id, producer_id, epoch, stream_id)
+        if self._verified.get((stream_id, producer_id)) == (transactional_id, epoch):
+            return ErrorCode.none
+        txn = await asyncio.to_thread(self.store.load_one, transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if epoch < txn.producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        if txn.state != ONGOING or (topic, partition) not in txn.partitions:
+            return ErrorCode.invalid_txn_state
+        self._verified[(stream_id, producer_id)] = (transactional_id, epoch)
+        return ErrorCode.none
+
     def describe(self, transactional_id: str) -> TxnMetadata | None:
         return self._txns.get(transactional_id)
 
@@ -262,6 +422,7 @@ class TransactionCoordinator:
     ) -> TxnMetadata:
         if not self._ready:
             raise TxnError(ErrorCode.coordinator_load_in_progress, "transactions are being recovered")
+        self._check_owner(transactional_id)
         txn = self._txns.get(transactional_id)
         if txn is None or txn.producer_id != producer_id:
             raise TxnError(
@@ -287,8 +448,27 @@ class TransactionCoordinator:
             txn.offsets.clear()
         txn.updated_ms = _now_ms()
 
-    async def _save(self, txn: TxnMetadata) -> None:
-        await asyncio.to_thread(self.store.save, txn)
+    async def _save(self, txn: TxnMetadata, delete: bool = False) -> None:
+        """Write ``txn``'s row (or delete it); in a cluster only while the database says this
+        incarnation still leads the id's slot at the epoch it loaded it with."""
+        cluster = self._cluster
+        if not self._broker.clustered:
+            await asyncio.to_thread(self.store.save, txn, None, delete)
+            return
+        slot = None if cluster is None else cluster.slot(txn.transactional_id)
+        epoch = None if slot is None else self._slots.get(slot)
+        if cluster is None or slot is None or epoch is None:
+            raise TxnError(
+                ErrorCode.not_coordinator, f"transaction slot of {txn.transactional_id} moved away"
+            )
+        try:
+            await asyncio.to_thread(
+                self.store.save, txn, lambda conn: cluster.holds_slot(conn, slot, epoch), delete
+            )
+        except TxnFenced as exc:
+            log.warning("transaction slot %d moved away (epoch %d): %s", slot, epoch, exc)
+            self.slots_lost({slot})
+            raise TxnError(ErrorCode.not_coordinator, str(exc)) from exc
 
     async def _bump_epoch(self, txn: TxnMetadata) -> None:
         if txn.producer_epoch + 1 >= MAX_EPOCH:
@@ -310,35 +490,25 @@ class TransactionCoordinator:
         await self._complete(txn)
 
     async def _complete(self, txn: TxnMetadata) -> None:
-        """Write the markers of a Prepare state, then record it Complete (repeatable)."""
+        """Write the markers of a Prepare state, then record it Complete (repeatable). In a cluster
+        a marker goes through the partition's leader, and markers that could not be written yet
+        (a leader failing over) are retried until they are or this broker loses the slot."""
         commit = txn.state == PREPARE_COMMIT
-        control = ControlType.COMMIT if commit else ControlType.ABORT
-        aborted: list[tuple[int, int, int, int]] = []
-        for part in txn.partitions.values():
-            self._open.pop((part.stream_id, txn.producer_id), None)
-            marker = build_control_batch(control, txn.producer_id, txn.producer_epoch, timestamp=_now_ms())
-            try:
-                offset = await self._broker.store.append(part.stream_id, marker, 1)
-            except StreamError as exc:
-                # A deleted topic needs no marker; anything else is retried by the next attempt.
-                log.warning(
-                    "transaction %s: no marker in %s-%d: %s",
-                    txn.transactional_id,
-                    part.topic,
-                    part.partition,
-                    exc,
-                )
-                continue
-            self._broker.producers.note_append(part.stream_id, offset + 1)
-            crash_point("transaction.marker")
-            first = self.partitions.first_offset(part.stream_id, txn.producer_id)
-            self.partitions.end(part.stream_id, txn.producer_id)
-            if not commit:
-                entry = (part.stream_id, txn.producer_id, part.start if first is None else first, offset)
-                aborted.append(entry)
-                self.partitions.add_aborted(*entry)
-        if aborted:
-            await asyncio.to_thread(self.store.add_aborted, aborted)
+        pending = list(txn.partitions.values())
+        delay = 0.1
+        while True:
+            failed = []
+            for part in pending:
+                self._open.pop((part.stream_id, txn.producer_id), None)
+                if not await self._write_marker(txn, part, commit):
+                    failed.append(part)
+            if not failed or not self._broker.clustered:
+                break
+            if not self.owns(txn.transactional_id) or self._txns.get(txn.transactional_id) is not txn:
+                raise TxnError(ErrorCode.not_coordinator, f"transaction {txn.transactional_id} moved away")
+            pending = failed
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
         if commit:
             for group_id, offsets in txn.offsets.items():
                 if not offsets:
@@ -352,6 +522,86 @@ class TransactionCoordinator:
         txn.offsets.clear()
         txn.updated_ms = _now_ms()
         await self._save(txn)
+
+    async def _write_marker(self, txn: TxnMetadata, part: TxnPartition, commit: bool) -> bool:
+        """One partition's marker, here or (cluster) through its leader; False: try again."""
+        cluster = self._cluster
+        if (
+            self._broker.clustered
+            and cluster is not None
+            and not self._broker.leadership.leads(part.topic, part.partition)
+        ):
+            slot = cluster.slot(txn.transactional_id)
+            code = await cluster.send_marker(
+                part.topic,
+                part.partition,
+                txn.producer_id,
+                txn.producer_epoch,
+                commit,
+                self._slots.get(slot, 0),
+            )
+            if code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):
+                return True  # a deleted topic needs no marker
+            log.info(
+                "transaction %s: marker for %s-%d not written yet: %s",
+                txn.transactional_id,
+                part.topic,
+                part.partition,
+                code.name,
+            )
+            return False
+        try:
+            await self.write_marker(part.stream_id, txn.producer_id, txn.producer_epoch, commit, part.start)
+        except StreamError as exc:
+            # A deleted topic needs no marker; anything else is retried by the next attempt (in a
+            # cluster: the retry goes to the partition's new leader).
+            log.warning(
+                "transaction %s: no marker in %s-%d: %s",
+                txn.transactional_id,
+                part.topic,
+                part.partition,
+                exc,
+            )
+            return not self._broker.clustered
+        return True
+
+    async def write_marker(
+        self,
+        stream_id: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        start: int | None = None,
+        coordinator_epoch: int = 0,
+    ) -> int:
+        """Partition side: append a transaction's COMMIT or ABORT marker to a stream this broker
+        leads and close the transaction there (an abort enters the aborted index, from its first
+        batch, else ``start``, else the marker). Returns the marker's offset. Raises StreamError."""
+        control = ControlType.COMMIT if commit else ControlType.ABORT
+        marker = build_control_batch(
+            control, producer_id, producer_epoch, coordinator_epoch=coordinator_epoch, timestamp=_now_ms()
+        )
+        offset = await self._broker.store.append(stream_id, marker, 1)
+        self._broker.producers.note_append(stream_id, offset + 1)
+        crash_point("transaction.marker")
+        first = self.partitions.first_offset(stream_id, producer_id)
+        self.partitions.end(stream_id, producer_id)
+        self._verified.pop((stream_id, producer_id), None)
+        if not commit:
+            if first is None:
+                first = offset if start is None else start
+            entry = (stream_id, producer_id, first, offset)
+            self.partitions.add_aborted(*entry)
+            await asyncio.to_thread(self.store.add_aborted, [entry])
+        return offset
+
+    def accept_marker(self, producer_id: int, coordinator_epoch: int) -> bool:
+        """Partition side: refuse a marker from a coordinator older than one already seen for the
+        producer (a deposed coordinator finishing late)."""
+        if coordinator_epoch < self._marker_epochs.get(producer_id, -1):
+            return False
+        self._marker_epochs[producer_id] = coordinator_epoch
+        return True
 
     async def _expire_loop(self, interval: float) -> None:
         while True:
@@ -383,6 +633,6 @@ class TransactionCoordinator:
             if txn.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) and now - txn.updated_ms > idle_ms:
                 async with self._lock(txn.transactional_id):
                     if self._txns.get(txn.transactional_id) is txn and now - txn.updated_ms > idle_ms:
-                        await asyncio.to_thread(self.store.delete, txn.transactional_id)
+                        await self._save(txn, delete=True)
                         del self._txns[txn.transactional_id]
                         self._locks.pop(txn.transactional_id, None)

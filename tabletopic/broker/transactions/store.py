@@ -11,6 +11,7 @@ read_committed consumers from (Kafka's .txnindex).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -138,6 +139,15 @@ def _from_row(row: sa.Row[tuple[object, ...]]) -> TxnMetadata:
     return txn
 
 
+class TxnFenced(Exception):
+    """A cluster broker no longer leads the transaction's coordinator slot: nothing was written."""
+
+
+# Given the open database transaction, whether the writer still coordinates (see TxnStore.save).
+Fence = Callable[[Connection], bool]
+UNFINISHED = ("Ongoing", "PrepareCommit", "PrepareAbort")
+
+
 class TxnStore:
     """Blocking accessors (callers run them in a thread)."""
 
@@ -157,20 +167,58 @@ class TxnStore:
             ]
         return txns, aborted
 
-    def save(self, txn: TxnMetadata) -> None:
+    def load_transactions(self, accept: Callable[[str], bool]) -> list[TxnMetadata]:
+        """The transactional ids ``accept`` selects (a cluster broker's coordinator slots)."""
         with self.engine.begin() as conn:
+            return [
+                _from_row(row)
+                for row in conn.execute(sa.select(transactions_table))
+                if accept(str(row.transactional_id))
+            ]
+
+    def load_one(self, transactional_id: str) -> TxnMetadata | None:
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(transactions_table).where(transactions_table.c.transactional_id == transactional_id)
+            ).first()
+        return None if row is None else _from_row(row)
+
+    def load_for_streams(
+        self, stream_ids: list[int]
+    ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int, int]]]:
+        """For a partition's new leader: ``(stream, pid, start)`` of every unfinished transaction
+        that added one of ``stream_ids``, and their aborted transactions ``(stream, pid, first,
+        last)``."""
+        wanted = set(stream_ids)
+        t, a = transactions_table, aborted_table
+        with self.engine.begin() as conn:
+            open_txns = [
+                (int(stream_id), int(row.producer_id), int(start))
+                for row in conn.execute(sa.select(t).where(t.c.state.in_(UNFINISHED)))
+                for _, _, stream_id, start in json.loads(row.partitions)
+                if stream_id in wanted
+            ]
+            aborted = [
+                (int(r.stream_id), int(r.producer_id), int(r.first_offset), int(r.last_offset))
+                for r in conn.execute(
+                    sa.select(a).where(a.c.stream_id.in_(wanted)).order_by(a.c.first_offset)
+                )
+            ]
+        return open_txns, aborted
+
+    def save(self, txn: TxnMetadata, fence: Fence | None = None, delete: bool = False) -> None:
+        """Write (or ``delete``) the transactional id's row; with ``fence``, in the same database
+        transaction as the fence's check, which locks what the check reads. Raises TxnFenced."""
+        with self.engine.begin() as conn:
+            if fence is not None and not fence(conn):
+                raise TxnFenced(f"not written: transaction {txn.transactional_id} is coordinated elsewhere")
             conn.execute(
                 sa.delete(transactions_table).where(
                     transactions_table.c.transactional_id == txn.transactional_id
                 )
             )
-            conn.execute(sa.insert(transactions_table), [_row(txn)])
-
-    def delete(self, transactional_id: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                sa.delete(transactions_table).where(transactions_table.c.transactional_id == transactional_id)
-            )
+            if not delete:
+                conn.execute(sa.insert(transactions_table), [_row(txn)])
 
     def add_aborted(self, entries: list[tuple[int, int, int, int]]) -> None:
         """Record aborted transactions; an entry written before a crash may come again (ignored)."""

@@ -1,0 +1,61 @@
+"""WriteTxnMarkers (27): a transaction coordinator on another broker asks this partition leader to
+write a transaction's COMMIT or ABORT marker (cluster mode; on one node the coordinator writes its
+own). The marker closes the transaction in the partition: last stable offset, aborted index."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.s3stream.streams import StreamError, StreamFenced, StreamNotFound
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    markers = []
+    for marker in request.markers:
+        topics = []
+        for topic in marker.topics:
+            partitions = []
+            for index in topic.partition_indexes:
+                code = await _write(broker, marker, topic.name, int(index))
+                partitions.append({"partition_index": int(index), "error_code": code})
+            topics.append({"name": topic.name, "partitions": partitions})
+        markers.append({"producer_id": marker.producer_id, "topics": topics})
+    return {"markers": markers}
+
+
+async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> ErrorCode:
+    topic = broker.topics.get(name)
+    if topic is None or not 0 <= index < topic.partition_count:
+        return ErrorCode.unknown_topic_or_partition
+    if not broker.leadership.leads(name, index):
+        return ErrorCode.not_leader_or_follower
+    txns = broker.transactions
+    producer_id, epoch = int(marker.producer_id), int(marker.coordinator_epoch)
+    if not txns.accept_marker(producer_id, epoch):
+        log.warning("marker for %s-%d from a deposed coordinator (epoch %d) refused", name, index, epoch)
+        return ErrorCode.transaction_coordinator_fenced
+    try:
+        await txns.write_marker(
+            topic.streams[index],
+            producer_id,
+            int(marker.producer_epoch),
+            bool(marker.transaction_result),
+            coordinator_epoch=epoch,
+        )
+    except StreamNotFound:
+        return ErrorCode.not_leader_or_follower if broker.clustered else ErrorCode.unknown_topic_or_partition
+    except StreamFenced:
+        return ErrorCode.not_leader_or_follower
+    except StreamError as exc:
+        log.warning("marker for %s-%d not written: %s", name, index, exc)
+        return ErrorCode.kafka_storage_error
+    return ErrorCode.none

@@ -1,0 +1,89 @@
+"""What the transaction coordinator needs from the cluster (see ``docs/cluster.md``): which slot a
+transactional id hashes to, the database check that this incarnation still leads a slot (run in the
+same database transaction as every write of transaction state), and the way to a partition's
+leader for markers: WriteTxnMarkers, as Kafka's coordinator sends them, over the broker's wire
+client on the leader's PLAINTEXT listener."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Connection
+
+from tabletopic.broker import wire_client
+from tabletopic.broker.leadership import TXN_SLOTS_TOPIC, group_slot
+from tabletopic.cluster.db import check_leadership
+
+if TYPE_CHECKING:
+    from tabletopic.broker.cluster_role import ClusterRole
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS = 27
+MARKER_TIMEOUT_S = 10.0
+# The listener markers are sent to: inter-broker requests carry no credentials (see docs/cluster.md).
+INTER_BROKER_LISTENER = "PLAINTEXT"
+
+
+class TxnCluster:
+    """Transaction coordinator slots of one cluster broker.
+
+    Args:
+        role: this broker's part in the cluster (leaders, endpoints, node epoch).
+        slots: ``transaction.state.log.num.partitions``.
+    """
+
+    def __init__(self, role: ClusterRole, slots: int) -> None:
+        self._role = role
+        self.slots = slots
+
+    def slot(self, transactional_id: str) -> int:
+        """The coordinator slot of ``transactional_id`` (Kafka's hash, as groups use)."""
+        return group_slot(transactional_id, self.slots)
+
+    def holds_slot(self, conn: Connection, slot: int, leader_epoch: int) -> bool:
+        """Blocking, inside the writer's database transaction: whether this incarnation still
+        leads ``slot`` at ``leader_epoch`` (locks the slot's row against a concurrent change)."""
+        node = self._role.node
+        return check_leadership(conn, (TXN_SLOTS_TOPIC, slot), node.node_id, node.node_epoch, leader_epoch)
+
+    async def send_marker(
+        self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool, epoch: int
+    ) -> ErrorCode:
+        """Ask the partition's leader to write the marker; the partition's error code (a
+        retriable one when the leader could not be reached)."""
+        leader, _ = self._role.leader(topic, partition)
+        endpoint = next((b for b in self._role.brokers(INTER_BROKER_LISTENER) if b.node_id == leader), None)
+        if endpoint is None:
+            return ErrorCode.coordinator_not_available
+        fields: dict[str, Any] = {
+            "markers": [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": producer_epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": topic, "partition_indexes": [partition]}],
+                    "coordinator_epoch": epoch,
+                }
+            ]
+        }
+        try:
+            answer = await asyncio.to_thread(
+                wire_client.call,
+                f"{endpoint.host}:{endpoint.port}",
+                WRITE_TXN_MARKERS,
+                1,
+                MARKER_TIMEOUT_S,
+                **fields,
+            )
+        except (wire_client.WireError, OSError, ValueError) as exc:
+            log.info("marker for %s-%d: broker %d unreachable: %s", topic, partition, leader, exc)
+            return ErrorCode.network_exception
+        for marker in answer.markers:
+            for result in marker.topics:
+                for part in result.partitions:
+                    return ErrorCode(part.error_code)
+        return ErrorCode.unknown_server_error
