@@ -33,6 +33,9 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
 
 
 async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> ErrorCode:
+    if not broker.clustered:
+        # One node's coordinator writes its own markers; nobody else may.
+        return ErrorCode.invalid_request
     topic = broker.topics.get(name)
     if topic is None or not 0 <= index < topic.partition_count:
         return ErrorCode.unknown_topic_or_partition
