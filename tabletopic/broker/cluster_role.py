@@ -71,6 +71,7 @@ class ClusterRole:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._topics_task: asyncio.Task[None] | None = None
+        self._topics_again = False
 
     # Life cycle ------------------------------------------------------------------------------
 
@@ -175,15 +176,22 @@ class ClusterRole:
         return report
 
     def _notified(self, kind: str) -> None:
-        if kind in ("topics", "reconnected") and (self._topics_task is None or self._topics_task.done()):
+        if kind not in ("topics", "reconnected"):
+            return
+        # A change notified while a reload runs may not be in it (topics created together each
+        # notify): reload once more after it.
+        self._topics_again = True
+        if self._topics_task is None or self._topics_task.done():
             self._topics_task = asyncio.create_task(self._reload_topics(), name="broker-topics-reload")
 
     async def _reload_topics(self) -> None:
-        try:
-            await self.service.topics.reload()
-        except Exception:
-            log.exception("reloading topics failed")
-        self._wake.set()
+        while self._topics_again:
+            self._topics_again = False
+            try:
+                await self.service.topics.reload()
+            except Exception:
+                log.exception("reloading topics failed")
+            self._wake.set()
 
     async def _topics_changed(self, name: str) -> None:
         await self.node.notify("topics")

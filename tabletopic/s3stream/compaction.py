@@ -18,6 +18,11 @@ it, the new ones are authoritative and the old ones are garbage. No offset is lo
 The :class:`Compactor` works on the :class:`~tabletopic.s3stream.state.StoreState` the store hands
 it: the streams' start offsets say what is still live, and the in-memory range index is swapped
 under the same ``commit_lock`` as the metadata transaction.
+
+In cluster mode (``copy_unheld``) a node holds only its own streams: a rewrite for log compaction
+copies the data of streams other nodes hold as it is (their readers find the new object by
+reloading their ranges once the old one is gone), and commits only while the stream it rewrites is
+still held with this node's epoch, checked in the swap's own transaction.
 """
 
 from __future__ import annotations
@@ -29,7 +34,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tabletopic import crashpoints
-from tabletopic.s3stream.db import CommitConflict, Layouts, NewObject, ObjectKind, ObjectRow, RangeRow
+from tabletopic.s3stream.db import (
+    CommitConflict,
+    Fence,
+    Layouts,
+    NewObject,
+    ObjectKind,
+    ObjectRow,
+    RangeRow,
+)
 from tabletopic.s3stream.objects import (
     BlockEntry,
     StreamRange,
@@ -41,7 +54,7 @@ from tabletopic.s3stream.objects import (
 )
 from tabletopic.s3stream.semantics import check_rewrite
 from tabletopic.s3stream.state import StoreState
-from tabletopic.s3stream.streams import BatchTransform, StoredBatch, StreamError
+from tabletopic.s3stream.streams import BatchTransform, StoredBatch, StreamError, StreamFenced
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +94,8 @@ class Compactor:
         self.meta = state.meta
         self.limiter = RateLimiter(self.settings.compaction_rate)
         self._lock = asyncio.Lock()
+        # Cluster mode: data of streams this node does not hold is copied, never dropped.
+        self.copy_unheld = False
 
     async def run_forever(self) -> None:
         interval = self.settings.compaction_interval_ms / 1000
@@ -196,13 +211,15 @@ class Compactor:
             group = [o for o in objects if any(r.stream_id == stream_id for r in ranges[o.object_id])]
             if not group:
                 return 0
+            held = state.streams.get(stream_id)
+            fences = {stream_id: held.fence} if held is not None and held.fence is not None else None
             rewritten: list[StoredBatch] = []
 
             def capture(batches: list[StoredBatch]) -> list[StoredBatch]:
                 rewritten.extend(transform(batches))
                 return rewritten
 
-            if not await self._compact(group, ranges, {stream_id: capture}):
+            if not await self._compact(group, ranges, {stream_id: capture}, fences):
                 return 0
             # Recent batches are also served from the log cache: it must not keep the old ones.
             state.log_cache.replace_batches(stream_id, rewritten)
@@ -213,6 +230,7 @@ class Compactor:
         group: list[ObjectRow],
         ranges: dict[int, list[StreamRange]],
         transforms: Mapping[int, BatchTransform] | None = None,
+        fences: dict[int, Fence] | None = None,
     ) -> bool:
         # Streams' batches from every object, then ordered by offset and cut where offsets jump.
         per_stream: dict[int, list[StoredBatch]] = {}
@@ -224,12 +242,11 @@ class Compactor:
             view = memoryview(data)
             for rng in ranges[obj.object_id]:
                 stream = self.state.streams.get(rng.stream_id)
-                if stream is None:
-                    continue
+                if stream is None and not self.copy_unheld:
+                    continue  # a deleted stream
+                start = -1 if stream is None else stream.start
                 batches = split_batches(view[rng.position : rng.position + rng.size])
-                per_stream.setdefault(rng.stream_id, []).extend(
-                    b for b in batches if b.next_offset > stream.start
-                )
+                per_stream.setdefault(rng.stream_id, []).extend(b for b in batches if b.next_offset > start)
         runs: list[tuple[int, list[StoredBatch]]] = []
         big: list[list[tuple[int, list[StoredBatch]]]] = []
         for stream_id in sorted(per_stream):
@@ -257,7 +274,7 @@ class Compactor:
         reserved = await state.db(self.meta.prepare_objects, [kind for kind, _ in layouts]) if layouts else []
         state.inflight_objects.update(oid for oid, _ in reserved)
         try:
-            return await self._write_and_swap(group, layouts, reserved)
+            return await self._write_and_swap(group, layouts, reserved, fences)
         finally:
             state.inflight_objects.difference_update(oid for oid, _ in reserved)
 
@@ -266,6 +283,7 @@ class Compactor:
         group: list[ObjectRow],
         layouts: Layouts,
         reserved: list[tuple[int, str]],
+        fences: dict[int, Fence] | None = None,
     ) -> bool:
         state = self.state
         db = state.db
@@ -285,8 +303,8 @@ class Compactor:
         ]
         async with state.commit_lock:
             try:
-                await db(self.meta.commit_compaction, new_objects, replaced)
-            except CommitConflict as exc:
+                await db(self.meta.commit_compaction, new_objects, replaced, fences)
+            except (CommitConflict, StreamFenced) as exc:
                 log.info("compaction of %s abandoned: %s", replaced, exc)
                 await db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
                 return False

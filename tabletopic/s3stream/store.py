@@ -88,6 +88,7 @@ class S3StreamStore:
         )
         self.uploader = Uploader(state)
         self.compactor = Compactor(state)
+        self.compactor.copy_unheld = owned_only
         self._tasks: list[asyncio.Task[None]] = []
         # Read-only views of streams other nodes hold (cluster mode), refreshed by refresh().
         self._followed: dict[int, StreamState] = {}

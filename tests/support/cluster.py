@@ -28,6 +28,7 @@ FAST_CLUSTER = {
     "table.coordinator.poll.interval.ms": "200",
     "offsets.topic.num.partitions": "6",
     "transaction.state.log.num.partitions": "3",
+    "log.cleaner.backoff.ms": "1000",
     "controlled.shutdown.timeout.ms": "5000",
     # A fast auto-balancer that only wakes up for real load (the balancer test's, about 1 MB/s per
     # broker), so the other tests' trickles never move anything.

@@ -1,0 +1,110 @@
+"""Log compaction in a cluster: a compacted partition is cleaned by its leader, and the rewrite of
+objects that also hold another broker's partition copies that partition's data (a broker that
+later loads it from the metadata database reads every record)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tabletopic.broker import wire_client
+from tests.support.cluster import LocalCluster, placed, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+KEYS, ROUNDS = 5, 20
+
+
+def _move(cluster: LocalCluster, topic: str, node: int) -> None:
+    def asked() -> bool:
+        answer = wire_client.call(
+            cluster.bootstrap.split(",")[0],
+            45,
+            0,
+            timeout=30_000,  # the request's timeout (ms), also the socket's (s)
+            topics=[{"name": topic, "partitions": [{"partition_index": 0, "replicas": [node]}]}],
+        )
+        return bool(answer.responses[0].partitions[0].error_code.value == 0)
+
+    wait_until(asked, timeout=30, interval=0.5)  # refused until every broker knows the partition
+    wait_until(lambda: placed(cluster, topic, 1)[0][0] == node)
+
+
+def _read(cluster: LocalCluster, topic: str) -> list[tuple[bytes | None, bytes]]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    records: list[tuple[bytes | None, bytes]] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error() is None:
+                records.append((msg.key(), msg.value()))
+            elif msg.error().code() == KafkaError._PARTITION_EOF:
+                break
+            else:
+                raise AssertionError(msg.error())
+    finally:
+        consumer.close()
+    return records
+
+
+def test_a_compacted_partition_is_cleaned_by_its_leader_without_losing_others_data(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    tag = uuid.uuid4().hex[:8]
+    compacted, plain = f"compacted-{tag}", f"neighbour-{tag}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    configs = {
+        "cleanup.policy": "compact",
+        "min.cleanable.dirty.ratio": "0.01",
+        "max.compaction.lag.ms": "1000",
+    }
+    futures = admin.create_topics([NewTopic(compacted, 1, 1, config=configs), NewTopic(plain, 1, 1)])
+    for future in futures.values():
+        future.result(30)
+    leader = placed(cluster, compacted, 1)[0][0]
+    if placed(cluster, plain, 1)[0][0] != leader:
+        _move(cluster, plain, leader)  # both written by one broker: into the same objects
+    # A round of keys is one batch (a batch keeps at least one record when compacted).
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 100, "acks": "all"})
+
+    def write(topic: str, values: list[tuple[bytes | None, bytes]]) -> None:
+        for key, value in values:
+            producer.produce(topic, value, key, partition=0)
+
+    for round_ in range(ROUNDS):  # both partitions' batches in the same objects
+        write(compacted, [(f"k{k}".encode(), f"v{round_}".encode()) for k in range(KEYS)])
+        write(plain, [(None, f"p{round_}".encode())])
+        assert producer.flush(30) == 0
+    elsewhere = next(n for n in (1, 2, 3) if n != leader)
+    _move(cluster, plain, elsewhere)  # its data stays in objects the leader rewrites
+    for round_ in range(ROUNDS):  # dirty again: cleaned by passes after the move
+        write(compacted, [(f"k{k}".encode(), f"w{round_}".encode()) for k in range(KEYS)])
+        assert producer.flush(30) == 0
+
+    def cleaned() -> list[tuple[bytes | None, bytes]] | None:
+        records = _read(cluster, compacted)
+        late = [v for _, v in records if v.startswith(b"w")]
+        return records if len(late) < KEYS * ROUNDS // 2 else None
+
+    records = wait_until(cleaned, timeout=60, interval=1.0)
+    latest = {key: value for key, value in records}
+    assert latest == {f"k{k}".encode(): f"w{ROUNDS - 1}".encode() for k in range(KEYS)}
+    third = next(n for n in (1, 2, 3) if n not in (leader, elsewhere))
+    _move(cluster, plain, third)  # loads the partition's ranges from the database afresh
+    assert sorted(v for _, v in _read(cluster, plain)) == sorted(f"p{r}".encode() for r in range(ROUNDS))
