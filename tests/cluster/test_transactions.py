@@ -21,10 +21,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pyt
 PARTITIONS = 3
 
 
-def _coordinator(cluster: LocalCluster, node: int, transactional_id: str) -> int:
+def _coordinator(cluster: LocalCluster, node: int, key: str, key_type: int = 1) -> int:
     sock = connect(cluster.brokers[node].bootstrap)
     try:
-        answer = roundtrip(sock, request(10, 4, key_type=1, coordinator_keys=[transactional_id]))
+        answer = roundtrip(sock, request(10, 4, key_type=key_type, coordinator_keys=[key]))
     finally:
         sock.close()
     entry = answer.coordinators[0]
@@ -101,6 +101,31 @@ def test_transactions_commit_and_abort_across_partitions_led_by_different_broker
     assert _read(cluster, topic, "read_committed") == expected
     everything = _read(cluster, topic, "read_uncommitted")
     assert everything == sorted([*expected, *(f"b-{p}".encode() for p in range(PARTITIONS))])
+
+    # Consume-transform-produce: the group's offsets go to its coordinator, another broker.
+    group = next(
+        g
+        for g in (f"g{i}-{transactional_id}" for i in range(64))
+        if _coordinator(cluster, 1, g, 0) != coordinator
+    )
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        for offset, commit in ((2, True), (5, False)):
+            producer.begin_transaction()
+            producer.produce(topic, f"o-{offset}".encode(), partition=0)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), 30
+            )
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        committed = consumer.committed([TopicPartition(topic, 0)], 30)
+        assert committed[0].offset == 2  # the aborted transaction's offsets were dropped
+    finally:
+        consumer.close()
 
 
 def test_killing_the_coordinator_mid_transaction_never_leaves_it_half_visible(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.s3stream.streams import StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> E
     if not broker.clustered:
         # One node's coordinator writes its own markers; nobody else may.
         return ErrorCode.invalid_request
+    if name == GROUP_SLOTS_TOPIC:
+        return await _group_offsets(broker, marker, index)
     topic = broker.topics.get(name)
     if topic is None or not 0 <= index < topic.partition_count:
         return ErrorCode.unknown_topic_or_partition
@@ -61,4 +64,19 @@ async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> E
     except StreamError as exc:
         log.warning("marker for %s-%d not written: %s", name, index, exc)
         return ErrorCode.kafka_storage_error
+    return ErrorCode.none
+
+
+async def _group_offsets(broker: BrokerService, marker: Any, slot: int) -> ErrorCode:
+    """A transaction ended: commit (or drop) the offsets it gave the groups of this coordinator
+    slot (TxnOffsetCommit keeps them in the database until then)."""
+    leadership = broker.leadership
+    if not leadership.leads(GROUP_SLOTS_TOPIC, slot):
+        return ErrorCode.not_coordinator
+    node_id = broker.node_id
+    await broker.transactions.apply_pending_offsets(
+        int(marker.producer_id),
+        lambda group_id: leadership.group_coordinator(group_id) == node_id,
+        bool(marker.transaction_result),
+    )
     return ErrorCode.none

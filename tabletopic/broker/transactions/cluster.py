@@ -40,6 +40,10 @@ class TxnCluster:
         self._role = role
         self.slots = slots
 
+    def group_slot(self, group_id: str) -> int:
+        """The coordinator slot of a consumer group (``offsets.topic.num.partitions``)."""
+        return group_slot(group_id, self._role.group_slots)
+
     def slot(self, transactional_id: str) -> int:
         """The coordinator slot of ``transactional_id`` (Kafka's hash, as groups use)."""
         return group_slot(transactional_id, self.slots)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.broker.transactions import settings
 from tabletopic.broker.transactions.partitions import PartitionTransactions
 from tabletopic.broker.transactions.store import (
@@ -348,7 +349,13 @@ class TransactionCoordinator:
         group_id: str,
         offsets: Sequence[PendingOffset],
     ) -> None:
-        """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts)."""
+        """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts).
+        In a cluster it is sent to the group's coordinator, which keeps them in the database
+        until the transaction's coordinator tells it the outcome (WriteTxnMarkers for the group's
+        slot, as Kafka's coordinator writes a marker to the group's __consumer_offsets partition)."""
+        if self._broker.clustered:
+            await self._keep_pending_offsets(transactional_id, producer_id, epoch, group_id, offsets)
+            return
         async with self._lock(transactional_id):
             txn = self._current(transactional_id, producer_id, epoch)
             if group_id not in txn.offsets:
@@ -359,6 +366,37 @@ class TransactionCoordinator:
             for offset in offsets:
                 pending[(offset.topic, offset.partition)] = offset
             await self._save(txn)
+
+    async def _keep_pending_offsets(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group_id: str,
+        offsets: Sequence[PendingOffset],
+    ) -> None:
+        if self._broker.leadership.group_coordinator(group_id) != self._broker.node_id:
+            raise TxnError(ErrorCode.not_coordinator, f"this broker does not coordinate group {group_id}")
+        refused = await asyncio.to_thread(
+            self.store.add_pending_offsets, transactional_id, producer_id, epoch, group_id, list(offsets)
+        )
+        if refused is not None:
+            raise TxnError(ErrorCode[refused], f"offsets of group {group_id} refused: {refused}")
+
+    async def apply_pending_offsets(
+        self, producer_id: int, accept: Callable[[str], bool], commit: bool
+    ) -> None:
+        """Group side (cluster): a transaction of ``producer_id`` ended; commit (or drop) the
+        offsets it gave for the groups ``accept`` selects (those this broker coordinates). Repeatable:
+        the rows go only once the offsets are committed."""
+        by_group = await asyncio.to_thread(self.store.pending_offsets, producer_id, accept)
+        if commit:
+            for group_id, offsets in by_group.items():
+                if self._offset_committer is None:
+                    self._unapplied.append((group_id, dict(offsets)))
+                else:
+                    await self._offset_committer(group_id, offsets)
+        await asyncio.to_thread(self.store.drop_pending_offsets, producer_id, list(by_group))
 
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
         self._check_owner(transactional_id)
@@ -494,13 +532,22 @@ class TransactionCoordinator:
         a marker goes through the partition's leader, and markers that could not be written yet
         (a leader failing over) are retried until they are or this broker loses the slot."""
         commit = txn.state == PREPARE_COMMIT
-        pending = list(txn.partitions.values())
+        pending: list[TxnPartition | str] = [*txn.partitions.values()]
+        if self._broker.clustered:
+            if commit:
+                pending += list(txn.offsets)  # each group's coordinator commits its offsets
+            else:
+                await asyncio.to_thread(self.store.drop_pending_offsets, txn.producer_id, list(txn.offsets))
         delay = 0.1
         while True:
-            failed = []
+            failed: list[TxnPartition | str] = []
             for part in pending:
-                self._open.pop((part.stream_id, txn.producer_id), None)
-                if not await self._write_marker(txn, part, commit):
+                if isinstance(part, str):
+                    done = await self._commit_group_offsets(txn, part)
+                else:
+                    self._open.pop((part.stream_id, txn.producer_id), None)
+                    done = await self._write_marker(txn, part, commit)
+                if not done:
                     failed.append(part)
             if not failed or not self._broker.clustered:
                 break
@@ -509,7 +556,7 @@ class TransactionCoordinator:
             pending = failed
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
-        if commit:
+        if commit and not self._broker.clustered:
             for group_id, offsets in txn.offsets.items():
                 if not offsets:
                     continue
@@ -522,6 +569,32 @@ class TransactionCoordinator:
         txn.offsets.clear()
         txn.updated_ms = _now_ms()
         await self._save(txn)
+
+    async def _commit_group_offsets(self, txn: TxnMetadata, group_id: str) -> bool:
+        """Cluster: have the group's coordinator commit the transaction's offsets of the group
+        (here, or through WriteTxnMarkers naming the group's slot); False: try again."""
+        broker, cluster = self._broker, self._cluster
+        node = broker.leadership.group_coordinator(group_id)
+        if node == broker.node_id or cluster is None:
+            await self.apply_pending_offsets(txn.producer_id, lambda g: g == group_id, True)
+            return True
+        slot = cluster.slot(txn.transactional_id)
+        code = await cluster.send_marker(
+            GROUP_SLOTS_TOPIC,
+            cluster.group_slot(group_id),
+            txn.producer_id,
+            txn.producer_epoch,
+            True,
+            self._slots.get(slot, 0),
+        )
+        if code is not ErrorCode.none:
+            log.info(
+                "transaction %s: offsets of group %s not committed yet: %s",
+                txn.transactional_id,
+                group_id,
+                code.name,
+            )
+        return code is ErrorCode.none
 
     async def _write_marker(self, txn: TxnMetadata, part: TxnPartition, commit: bool) -> bool:
         """One partition's marker, here or (cluster) through its leader; False: try again."""

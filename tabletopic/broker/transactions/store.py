@@ -5,7 +5,9 @@ partitions of the open transaction (each with the stream offset it could start a
 group offsets. A state change is committed before anything acts on it, so after a crash the row says
 what to finish: PrepareCommit / PrepareAbort are completed (markers written again where needed),
 Ongoing is aborted. ``aborted_transactions`` is the partition-side index Fetch answers
-read_committed consumers from (Kafka's .txnindex).
+read_committed consumers from (Kafka's .txnindex). ``txn_pending_offsets`` holds, in cluster mode,
+the offsets TxnOffsetCommit gave a group's coordinator until the transaction's coordinator tells it
+the outcome (the group and the transactional id are usually coordinated by different brokers).
 """
 
 from __future__ import annotations
@@ -41,13 +43,29 @@ aborted_table = sa.Table(
     sa.Column("first_offset", sa.BigInteger, primary_key=True),
     sa.Column("last_offset", sa.BigInteger, nullable=False),
 )
+pending_offsets_table = sa.Table(
+    "txn_pending_offsets",
+    _meta,
+    sa.Column("producer_id", sa.BigInteger, primary_key=True),
+    sa.Column("group_id", sa.String(512), primary_key=True),
+    sa.Column("topic", sa.String(512), primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True),
+    sa.Column("committed_offset", sa.BigInteger, nullable=False),
+    sa.Column("leader_epoch", sa.Integer, nullable=False),
+    sa.Column("metadata", sa.Text, nullable=True),
+)
 
 
 def _create(conn: Connection) -> None:
     _meta.create_all(conn)
 
 
-MIGRATIONS = [_create]
+def _add_pending_offsets(conn: Connection) -> None:
+    """Version 2: pending transactional offsets (fresh databases have them from version 1)."""
+    pending_offsets_table.create(conn, checkfirst=True)
+
+
+MIGRATIONS = [_create, _add_pending_offsets]
 
 # Kafka's transaction states (DescribeTransactions / ListTransactions names).
 EMPTY, ONGOING = "Empty", "Ongoing"
@@ -219,6 +237,68 @@ class TxnStore:
             )
             if not delete:
                 conn.execute(sa.insert(transactions_table), [_row(txn)])
+
+    def add_pending_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str, offsets: list[PendingOffset]
+    ) -> str | None:
+        """Keep a transaction's offsets for ``group_id`` until its outcome, if the transaction is
+        open with this producer and epoch and added the group (checked under the transaction row's
+        lock, so its coordinator cannot end it meanwhile); otherwise the refusal's reason."""
+        t, o = transactions_table, pending_offsets_table
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(t).where(t.c.transactional_id == transactional_id).with_for_update()
+            ).first()
+            txn = None if row is None else _from_row(row)
+            if txn is None or txn.producer_id != producer_id:
+                return "invalid_producer_id_mapping"
+            if txn.producer_epoch != epoch:
+                return "producer_fenced"
+            if txn.state != "Ongoing" or group_id not in txn.offsets:
+                return "invalid_txn_state"
+            for offset in offsets:
+                key = (o.c.producer_id == producer_id) & (o.c.group_id == group_id)
+                conn.execute(
+                    sa.delete(o).where(
+                        key & (o.c.topic == offset.topic) & (o.c.partition == offset.partition)
+                    )
+                )
+                conn.execute(
+                    sa.insert(o).values(
+                        producer_id=producer_id,
+                        group_id=group_id,
+                        topic=offset.topic,
+                        partition=offset.partition,
+                        committed_offset=offset.offset,
+                        leader_epoch=offset.leader_epoch,
+                        metadata=offset.metadata,
+                    )
+                )
+        return None
+
+    def pending_offsets(
+        self, producer_id: int, accept: Callable[[str], bool]
+    ) -> dict[str, dict[tuple[str, int], PendingOffset]]:
+        """The producer's pending offsets of the groups ``accept`` selects, by group."""
+        o = pending_offsets_table
+        result: dict[str, dict[tuple[str, int], PendingOffset]] = {}
+        with self.engine.begin() as conn:
+            for r in conn.execute(sa.select(o).where(o.c.producer_id == producer_id)):
+                if accept(str(r.group_id)):
+                    result.setdefault(str(r.group_id), {})[(str(r.topic), int(r.partition))] = PendingOffset(
+                        str(r.topic),
+                        int(r.partition),
+                        int(r.committed_offset),
+                        int(r.leader_epoch),
+                        r.metadata,
+                    )
+        return result
+
+    def drop_pending_offsets(self, producer_id: int, groups: list[str]) -> None:
+        o = pending_offsets_table
+        if groups:
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(o).where((o.c.producer_id == producer_id) & o.c.group_id.in_(groups)))
 
     def add_aborted(self, entries: list[tuple[int, int, int, int]]) -> None:
         """Record aborted transactions; an entry written before a crash may come again (ignored)."""
