@@ -313,6 +313,14 @@ class S3StreamStore:
                 followed.set_ranges(await state.db(state.meta.load_ranges, [sid]))
                 self._followed[sid] = followed
 
+    async def recorded_end(self, stream_id: int) -> int:
+        """The end offset of a stream as the metadata database records it (cluster mode: of a
+        stream another node may hold; what it acknowledged since may be missing). Raises
+        StreamNotFound."""
+        state = self.state
+        _, end = await state.db(state.meta.load_stream, stream_id)
+        return end
+
     def stream_ids(self) -> list[int]:
         return list(self.state.streams)
 

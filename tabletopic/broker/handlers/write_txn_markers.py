@@ -4,6 +4,7 @@ own). The marker closes the transaction in the partition: last stable offset, ab
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -20,17 +21,32 @@ log = logging.getLogger(__name__)
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    markers = []
-    for marker in request.markers:
-        topics = []
-        for topic in marker.topics:
-            partitions = []
-            for index in topic.partition_indexes:
-                code = await _write(broker, marker, topic.name, int(index))
-                partitions.append({"partition_index": int(index), "error_code": code})
-            topics.append({"name": topic.name, "partitions": partitions})
-        markers.append({"producer_id": marker.producer_id, "topics": topics})
-    return {"markers": markers}
+    # Every marker at once: appended together, they share the next WAL write.
+    jobs = [
+        _write(broker, marker, topic.name, int(index))
+        for marker in request.markers
+        for topic in marker.topics
+        for index in topic.partition_indexes
+    ]
+    codes = iter(await asyncio.gather(*jobs))
+    return {
+        "markers": [
+            {
+                "producer_id": marker.producer_id,
+                "topics": [
+                    {
+                        "name": topic.name,
+                        "partitions": [
+                            {"partition_index": int(index), "error_code": next(codes)}
+                            for index in topic.partition_indexes
+                        ],
+                    }
+                    for topic in marker.topics
+                ],
+            }
+            for marker in request.markers
+        ]
+    }
 
 
 async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> ErrorCode:

@@ -54,22 +54,49 @@ class TxnCluster:
         node = self._role.node
         return check_leadership(conn, (TXN_SLOTS_TOPIC, slot), node.node_id, node.node_epoch, leader_epoch)
 
-    async def send_marker(
-        self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool, epoch: int
-    ) -> ErrorCode:
-        """Ask the partition's leader to write the marker; the partition's error code (a
-        retriable one when the leader could not be reached)."""
-        leader, _ = self._role.leader(topic, partition)
-        endpoint = next((b for b in self._role.brokers(INTER_BROKER_LISTENER) if b.node_id == leader), None)
+    async def send_markers(
+        self,
+        partitions: list[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        epoch: int,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Ask each partition's leader to write the marker, one request per leader, all at once;
+        each partition's error code (a retriable one when its leader could not be reached)."""
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for topic, partition in partitions:
+            by_leader.setdefault(self._role.leader(topic, partition)[0], []).append((topic, partition))
+        answers = await asyncio.gather(
+            *(
+                self._send(node, items, producer_id, producer_epoch, commit, epoch)
+                for node, items in by_leader.items()
+            )
+        )
+        return {key: code for answer in answers for key, code in answer.items()}
+
+    async def _send(
+        self,
+        node: int,
+        items: list[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        epoch: int,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        endpoint = next((b for b in self._role.brokers(INTER_BROKER_LISTENER) if b.node_id == node), None)
         if endpoint is None:
-            return ErrorCode.coordinator_not_available
+            return dict.fromkeys(items, ErrorCode.coordinator_not_available)
+        topics: dict[str, list[int]] = {}
+        for topic, partition in items:
+            topics.setdefault(topic, []).append(partition)
         fields: dict[str, Any] = {
             "markers": [
                 {
                     "producer_id": producer_id,
                     "producer_epoch": producer_epoch,
                     "transaction_result": commit,
-                    "topics": [{"name": topic, "partition_indexes": [partition]}],
+                    "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()],
                     "coordinator_epoch": epoch,
                 }
             ]
@@ -84,10 +111,12 @@ class TxnCluster:
                 **fields,
             )
         except (wire_client.WireError, OSError, ValueError) as exc:
-            log.info("marker for %s-%d: broker %d unreachable: %s", topic, partition, leader, exc)
-            return ErrorCode.network_exception
-        for marker in answer.markers:
-            for result in marker.topics:
-                for part in result.partitions:
-                    return ErrorCode(part.error_code)
-        return ErrorCode.unknown_server_error
+            log.info("markers for %s: broker %d unreachable: %s", items, node, exc)
+            return dict.fromkeys(items, ErrorCode.network_exception)
+        result = {
+            (str(topic.name), int(part.partition_index)): ErrorCode(part.error_code)
+            for marker in answer.markers
+            for topic in marker.topics
+            for part in topic.partitions
+        }
+        return {key: result.get(key, ErrorCode.unknown_server_error) for key in items}

@@ -52,6 +52,7 @@ from tabletopic.broker.transactions.store import (
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.encoder import build_control_batch
 from tabletopic.records.transactions import ControlType
+from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StreamError
 from tabletopic.tasks import cancel_and_wait
 
@@ -247,13 +248,17 @@ class TransactionCoordinator:
                 f"this broker does not coordinate transactional id {transactional_id}",
             )
 
-    async def _stream_end(self, stream_id: int) -> int:
+    async def _stream_end(self, stream_id: int) -> int | None:
         """A lower bound of any offset the transaction writes next in the stream: its end here,
-        or (cluster, another broker leads it) its end as the metadata database last recorded it."""
+        or (cluster, another broker leads it) its end as the metadata database last recorded it;
+        None for a stream that does not exist."""
         store = self._broker.store
-        if self._broker.clustered:
-            await store.refresh([stream_id])  # a no-op for a stream held here
-        return store.stream_info(stream_id).end_offset
+        try:
+            if isinstance(store, S3StreamStore) and store.owned_only and not store.is_open(stream_id):
+                return await store.recorded_end(stream_id)
+            return store.stream_info(stream_id).end_offset
+        except StreamError:
+            return None
 
     def _lock(self, transactional_id: str) -> asyncio.Lock:
         return self._locks.setdefault(transactional_id, asyncio.Lock())
@@ -303,20 +308,21 @@ class TransactionCoordinator:
             txn = self._current(transactional_id, producer_id, epoch)
             result: dict[tuple[str, int], ErrorCode] = {}
             added: list[TxnPartition] = []
+            joining: list[tuple[str, int, int]] = []
             for topic_name, index in wanted:
                 topic = self._broker.topics.get(topic_name)
                 if topic is None or not 0 <= index < topic.partition_count:
                     result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
                     continue
                 if (topic_name, index) not in txn.partitions:
-                    stream_id = topic.streams[index]
-                    try:
-                        start = await self._stream_end(stream_id)
-                    except StreamError:
-                        result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
-                        continue
-                    added.append(TxnPartition(topic_name, index, stream_id, start))
+                    joining.append((topic_name, index, topic.streams[index]))
                 result[(topic_name, index)] = ErrorCode.none
+            ends = await asyncio.gather(*(self._stream_end(sid) for _, _, sid in joining))
+            for (topic_name, index, stream_id), start in zip(joining, ends, strict=True):
+                if start is None:
+                    result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
+                else:
+                    added.append(TxnPartition(topic_name, index, stream_id, start))
             if any(code is not ErrorCode.none for code in result.values()):
                 # Kafka's rule: all or nothing; the others are answered OPERATION_NOT_ATTEMPTED.
                 return {
@@ -540,15 +546,7 @@ class TransactionCoordinator:
                 await asyncio.to_thread(self.store.drop_pending_offsets, txn.producer_id, list(txn.offsets))
         delay = 0.1
         while True:
-            failed: list[TxnPartition | str] = []
-            for part in pending:
-                if isinstance(part, str):
-                    done = await self._commit_group_offsets(txn, part)
-                else:
-                    self._open.pop((part.stream_id, txn.producer_id), None)
-                    done = await self._write_marker(txn, part, commit)
-                if not done:
-                    failed.append(part)
+            failed = await self._deliver(txn, pending, commit)
             if not failed or not self._broker.clustered:
                 break
             if not self.owns(txn.transactional_id) or self._txns.get(txn.transactional_id) is not txn:
@@ -570,6 +568,48 @@ class TransactionCoordinator:
         txn.updated_ms = _now_ms()
         await self._save(txn)
 
+    async def _deliver(
+        self, txn: TxnMetadata, pending: list[TxnPartition | str], commit: bool
+    ) -> list[TxnPartition | str]:
+        """Write every pending marker (and have every pending group's offsets committed) at once:
+        the markers of partitions led here together (they share the next WAL write), one
+        WriteTxnMarkers per other leader. Returns what must be tried again."""
+        cluster, leadership = self._cluster, self._broker.leadership
+        remote: list[TxnPartition] = []
+        here: list[TxnPartition | str] = []
+        for part in pending:
+            if isinstance(part, TxnPartition):
+                self._open.pop((part.stream_id, txn.producer_id), None)
+                if cluster is not None and not leadership.leads(part.topic, part.partition):
+                    remote.append(part)
+                    continue
+            here.append(part)
+        jobs = [
+            self._commit_group_offsets(txn, part)
+            if isinstance(part, str)
+            else self._write_local_marker(txn, part, commit)
+            for part in here
+        ]
+        done = await asyncio.gather(*jobs)
+        failed = [part for part, ok in zip(here, done, strict=True) if not ok]
+        if remote and cluster is not None:
+            epoch = self._slots.get(cluster.slot(txn.transactional_id), 0)
+            codes = await cluster.send_markers(
+                [(p.topic, p.partition) for p in remote], txn.producer_id, txn.producer_epoch, commit, epoch
+            )
+            for part in remote:
+                code = codes.get((part.topic, part.partition), ErrorCode.unknown_server_error)
+                if code not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):  # deleted: no marker
+                    log.info(
+                        "transaction %s: marker for %s-%d not written yet: %s",
+                        txn.transactional_id,
+                        part.topic,
+                        part.partition,
+                        code.name,
+                    )
+                    failed.append(part)
+        return failed
+
     async def _commit_group_offsets(self, txn: TxnMetadata, group_id: str) -> bool:
         """Cluster: have the group's coordinator commit the transaction's offsets of the group
         (here, or through WriteTxnMarkers naming the group's slot); False: try again."""
@@ -578,15 +618,10 @@ class TransactionCoordinator:
         if node == broker.node_id or cluster is None:
             await self.apply_pending_offsets(txn.producer_id, lambda g: g == group_id, True)
             return True
-        slot = cluster.slot(txn.transactional_id)
-        code = await cluster.send_marker(
-            GROUP_SLOTS_TOPIC,
-            cluster.group_slot(group_id),
-            txn.producer_id,
-            txn.producer_epoch,
-            True,
-            self._slots.get(slot, 0),
-        )
+        key = (GROUP_SLOTS_TOPIC, cluster.group_slot(group_id))
+        epoch = self._slots.get(cluster.slot(txn.transactional_id), 0)
+        codes = await cluster.send_markers([key], txn.producer_id, txn.producer_epoch, True, epoch)
+        code = codes.get(key, ErrorCode.unknown_server_error)
         if code is not ErrorCode.none:
             log.info(
                 "transaction %s: offsets of group %s not committed yet: %s",
@@ -596,33 +631,8 @@ class TransactionCoordinator:
             )
         return code is ErrorCode.none
 
-    async def _write_marker(self, txn: TxnMetadata, part: TxnPartition, commit: bool) -> bool:
-        """One partition's marker, here or (cluster) through its leader; False: try again."""
-        cluster = self._cluster
-        if (
-            self._broker.clustered
-            and cluster is not None
-            and not self._broker.leadership.leads(part.topic, part.partition)
-        ):
-            slot = cluster.slot(txn.transactional_id)
-            code = await cluster.send_marker(
-                part.topic,
-                part.partition,
-                txn.producer_id,
-                txn.producer_epoch,
-                commit,
-                self._slots.get(slot, 0),
-            )
-            if code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):
-                return True  # a deleted topic needs no marker
-            log.info(
-                "transaction %s: marker for %s-%d not written yet: %s",
-                txn.transactional_id,
-                part.topic,
-                part.partition,
-                code.name,
-            )
-            return False
+    async def _write_local_marker(self, txn: TxnMetadata, part: TxnPartition, commit: bool) -> bool:
+        """One marker of a partition led here; False: try again."""
         try:
             await self.write_marker(part.stream_id, txn.producer_id, txn.producer_epoch, commit, part.start)
         except StreamError as exc:

@@ -230,13 +230,15 @@ class TxnStore:
         with self.engine.begin() as conn:
             if fence is not None and not fence(conn):
                 raise TxnFenced(f"not written: transaction {txn.transactional_id} is coordinated elsewhere")
-            conn.execute(
-                sa.delete(transactions_table).where(
-                    transactions_table.c.transactional_id == txn.transactional_id
-                )
-            )
-            if not delete:
-                conn.execute(sa.insert(transactions_table), [_row(txn)])
+            t = transactions_table
+            key = t.c.transactional_id == txn.transactional_id
+            if delete:
+                conn.execute(sa.delete(t).where(key))
+                return
+            # An update, not a delete and insert: a reader locking the row (TxnOffsetCommit on the
+            # group's coordinator) then sees the new version instead of no row at all.
+            if conn.execute(sa.update(t).where(key).values(**_row(txn))).rowcount == 0:
+                conn.execute(sa.insert(t), [_row(txn)])
 
     def add_pending_offsets(
         self, transactional_id: str, producer_id: int, epoch: int, group_id: str, offsets: list[PendingOffset]
