@@ -82,6 +82,9 @@ class ClusterRole:
         self.service.topics.on_change.append(self._topics_changed)
         endpoints = {str(proto): (ep.host, ep.port) for proto, ep in self.service.advertised.items()}
         await node.start(endpoints)
+        # Stream-set object compaction reads every stream's start from the database: one compactor
+        # for the cluster, its controller.
+        self.store.compactor.active = lambda: self.node.controller_epoch is not None
         self._task = asyncio.create_task(self._reconcile_loop(), name="broker-leadership")
 
     async def stop(self, drain: bool = True) -> None:

@@ -22,7 +22,10 @@ under the same ``commit_lock`` as the metadata transaction.
 In cluster mode (``copy_unheld``) a node holds only its own streams: a rewrite for log compaction
 copies the data of streams other nodes hold as it is (their readers find the new object by
 reloading their ranges once the old one is gone), and commits only while the stream it rewrites is
-still held with this node's epoch, checked in the swap's own transaction.
+still held with this node's epoch, checked in the swap's own transaction. Passes (merges, marking,
+GC) run on one node only (``active``: the cluster's controller), which reads every stream's start
+offset from the metadata database instead of its memory to tell live data from garbage; two nodes
+briefly both active are safe, as the swap refuses objects that changed meanwhile.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tabletopic import crashpoints
@@ -96,11 +99,15 @@ class Compactor:
         self._lock = asyncio.Lock()
         # Cluster mode: data of streams this node does not hold is copied, never dropped.
         self.copy_unheld = False
+        # Whether this node runs the background passes (cluster mode: while it is the controller).
+        self.active: Callable[[], bool] = lambda: True
 
     async def run_forever(self) -> None:
         interval = self.settings.compaction_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
+            if not self.active():
+                continue
             try:
                 await self.run_once()
             except asyncio.CancelledError:
@@ -116,7 +123,14 @@ class Compactor:
             async with state.commit_lock:
                 objects = await db(self.meta.committed_objects)
                 ranges = await db(self.meta.ranges_of, [o.object_id for o in objects])
-            dead = [o.object_id for o in objects if not any(self._live(r) for r in ranges[o.object_id])]
+            # Cluster mode: every stream's start as recorded (read after the ranges, so a stream
+            # with ranges read is listed unless it was deleted since).
+            starts = None
+            if self.copy_unheld:
+                starts = {sid: start for sid, (start, _) in (await db(self.meta.load_streams)).items()}
+            dead = [
+                o.object_id for o in objects if not any(self._live(r, starts) for r in ranges[o.object_id])
+            ]
             if dead:
                 async with state.commit_lock:
                     report.unreferenced = await db(self.meta.mark_unreferenced, dead)
@@ -131,21 +145,24 @@ class Compactor:
             backlog = sum(len(g) for g in groups + stream_groups)
             state.metrics.compaction_backlog.set(backlog)
             for group in groups:
-                if await self._compact(group, ranges):
+                if await self._compact(group, ranges, starts=starts):
                     report.merged_stream_set += len(group)
                 backlog -= len(group)
                 state.metrics.compaction_backlog.set(backlog)
             for group in stream_groups:
-                if await self._compact(group, ranges):
+                if await self._compact(group, ranges, starts=starts):
                     report.merged_stream_objects += len(group)
                 backlog -= len(group)
                 state.metrics.compaction_backlog.set(backlog)
             report.deleted = await self._collect_garbage()
             return report
 
-    def _live(self, rng: StreamRange) -> bool:
+    def _live(self, rng: StreamRange, starts: Mapping[int, int] | None = None) -> bool:
         stream = self.state.streams.get(rng.stream_id)
-        return stream is not None and rng.end_offset > stream.start
+        if stream is not None:
+            return rng.end_offset > stream.start
+        start = None if starts is None else starts.get(rng.stream_id)
+        return start is not None and rng.end_offset > start
 
     def _size_groups(self, candidates: list[ObjectRow]) -> list[list[ObjectRow]]:
         groups: list[list[ObjectRow]] = []
@@ -231,6 +248,7 @@ class Compactor:
         ranges: dict[int, list[StreamRange]],
         transforms: Mapping[int, BatchTransform] | None = None,
         fences: dict[int, Fence] | None = None,
+        starts: Mapping[int, int] | None = None,
     ) -> bool:
         # Streams' batches from every object, then ordered by offset and cut where offsets jump.
         per_stream: dict[int, list[StoredBatch]] = {}
@@ -242,9 +260,16 @@ class Compactor:
             view = memoryview(data)
             for rng in ranges[obj.object_id]:
                 stream = self.state.streams.get(rng.stream_id)
-                if stream is None and not self.copy_unheld:
+                if stream is not None:
+                    start = stream.start
+                elif not self.copy_unheld:
                     continue  # a deleted stream
-                start = -1 if stream is None else stream.start
+                elif starts is None:
+                    start = -1  # another node's stream: copied whole
+                elif rng.stream_id in starts:
+                    start = starts[rng.stream_id]
+                else:
+                    continue  # deleted
                 batches = split_batches(view[rng.position : rng.position + rng.size])
                 per_stream.setdefault(rng.stream_id, []).extend(b for b in batches if b.next_offset > start)
         runs: list[tuple[int, list[StoredBatch]]] = []

@@ -89,6 +89,8 @@ class S3StreamStore:
         self.uploader = Uploader(state)
         self.compactor = Compactor(state)
         self.compactor.copy_unheld = owned_only
+        if owned_only:  # until the cluster says this node runs compaction (its controller)
+            self.compactor.active = lambda: False
         self._tasks: list[asyncio.Task[None]] = []
         # Read-only views of streams other nodes hold (cluster mode), refreshed by refresh().
         self._followed: dict[int, StreamState] = {}
@@ -124,9 +126,8 @@ class S3StreamStore:
             await wal.close()
             wal.remove_segments()
             state.wal = None
-        # Compaction decides liveness from the streams it holds; with only owned streams in memory it
-        # would take other nodes' data for garbage, so a cluster node does not compact (yet).
-        if state.settings.compaction_interval_ms > 0 and not self.owned_only:
+        # A cluster node compacts only while ``compactor.active`` says so (see compaction.py).
+        if state.settings.compaction_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self.compactor.run_forever(), name="s3stream-compactor"))
         self._started = True
         log.info(
