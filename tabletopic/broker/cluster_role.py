@@ -14,8 +14,8 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
@@ -37,6 +37,13 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
+
+RANGES = "ranges"  # NOTIFY kind: "ranges:<stream ids>" moved to new objects by compaction
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("%s failed: %s", task.get_name(), task.exception())
 
 
 class ClusterRole:
@@ -72,6 +79,7 @@ class ClusterRole:
         self._task: asyncio.Task[None] | None = None
         self._topics_task: asyncio.Task[None] | None = None
         self._topics_again = False
+        self._background: set[asyncio.Task[None]] = set()
 
     # Life cycle ------------------------------------------------------------------------------
 
@@ -85,6 +93,7 @@ class ClusterRole:
         # Stream-set object compaction reads every stream's start from the database: one compactor
         # for the cluster, its controller.
         self.store.compactor.active = lambda: self.node.controller_epoch is not None
+        self.store.compactor.on_swapped = self._objects_swapped
         self._task = asyncio.create_task(self._reconcile_loop(), name="broker-leadership")
 
     async def stop(self, drain: bool = True) -> None:
@@ -95,7 +104,7 @@ class ClusterRole:
                 "controlled shutdown: %s", "partitions moved" if moved else "timed out moving partitions"
             )
         tasks = [t for t in (self._task, self._topics_task) if t is not None]
-        await cancel_and_wait(tasks)
+        await cancel_and_wait([*tasks, *self._background])
         for key in list(self.opened):
             await self._release(key)
         await self.node.stop()
@@ -178,7 +187,29 @@ class ClusterRole:
                 report[f"{key[0]}/{key[1]}"] = [round(bytes_in), round(bytes_out)]
         return report
 
+    def _objects_swapped(self, stream_ids: set[int]) -> None:
+        """The controller's compaction moved these streams' data: tell the brokers holding them."""
+        listed = ",".join(str(s) for s in sorted(stream_ids))
+        kind = f"{RANGES}:{listed}" if len(listed) < 7000 else RANGES  # NOTIFY payloads are < 8000 B
+        self._spawn(self.node.notify(kind), "cluster-ranges-notify")
+
+    def _ranges_moved(self, kind: str) -> None:
+        held = self.store.known_streams()
+        _, _, listed = kind.partition(":")
+        wanted = {int(s) for s in listed.split(",") if s} & held if listed else held
+        if wanted:
+            self._spawn(self.store.reload_ranges(sorted(wanted)), "cluster-ranges-reload")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_log_failure)
+
     def _notified(self, kind: str) -> None:
+        if kind.startswith(RANGES):
+            self._ranges_moved(kind)
+            return
         if kind not in ("topics", "reconnected"):
             return
         # A change notified while a reload runs may not be in it (topics created together each

@@ -101,6 +101,9 @@ class Compactor:
         self.copy_unheld = False
         # Whether this node runs the background passes (cluster mode: while it is the controller).
         self.active: Callable[[], bool] = lambda: True
+        # Called with the streams whose data moved to new objects (cluster mode: the nodes holding
+        # them reload their ranges, which still name the replaced objects).
+        self.on_swapped: Callable[[set[int]], None] | None = None
 
     async def run_forever(self) -> None:
         interval = self.settings.compaction_interval_ms / 1000
@@ -335,6 +338,8 @@ class Compactor:
                 return False
             crashpoints.crash_point("compaction.after_commit")
             state.replace_ranges(set(replaced), new_rows)
+        if self.on_swapped is not None:
+            self.on_swapped({r.stream_id for r in new_rows})
         state.metrics.compacted_bytes.inc(sum(o.size for o in group))
         log.info(
             "compacted %d objects (%d bytes) into %d",

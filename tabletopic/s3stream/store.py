@@ -314,6 +314,20 @@ class S3StreamStore:
                 followed.set_ranges(await state.db(state.meta.load_ranges, [sid]))
                 self._followed[sid] = followed
 
+    def known_streams(self) -> set[int]:
+        """Streams held here and streams followed (read-only views of other nodes' streams)."""
+        return set(self.state.streams) | set(self._followed)
+
+    async def reload_ranges(self, stream_ids: Iterable[int]) -> None:
+        """Reload from the metadata database the object ranges of the streams held or followed
+        here (cluster mode: another node's compaction moved their data to new objects, which
+        changes no offset, so nothing else would make this node look again)."""
+        state = self.state
+        for sid in stream_ids:
+            stream = state.streams.get(sid) or self._followed.get(sid)
+            if stream is not None:
+                await self._reload_ranges(sid, stream)
+
     async def recorded_end(self, stream_id: int) -> int:
         """The end offset of a stream as the metadata database records it (cluster mode: of a
         stream another node may hold; what it acknowledged since may be missing). Raises
