@@ -4,6 +4,7 @@ it forgets the slot (the full cluster behaviour is tests/cluster/test_transactio
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -65,3 +66,43 @@ async def test_only_gained_slots_are_coordinated_and_a_fenced_write_gives_the_sl
     assert fenced.value.code is ErrorCode.not_coordinator
     assert not coordinator.owns("a-1")
     assert coordinator.store.load_one("a-1").producer_epoch == epoch  # the fenced bump was not written
+
+
+def _markers(topic: str, commit: bool) -> Any:
+    from tests.support.kafka_requests import request
+
+    marker = {
+        "producer_id": 7,
+        "producer_epoch": 0,
+        "transaction_result": commit,
+        "topics": [{"name": topic, "partition_indexes": [0, 5]}],
+        "coordinator_epoch": 3,
+    }
+    return request(27, 1, markers=[marker])
+
+
+async def test_write_txn_markers_is_refused_on_a_single_node(broker_service) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.broker_calls import call
+
+    await broker_service.topics.create("wm", 1, {})
+    answer = await call(broker_service, _markers("wm", True))
+    codes = [p.error_code for p in answer.markers[0].topics[0].partitions]
+    assert codes == [ErrorCode.invalid_request, ErrorCode.invalid_request]
+    assert broker_service.high_watermark("wm", 0) == 0  # nothing written
+
+
+async def test_write_txn_markers_writes_on_the_leader_and_refuses_a_deposed_coordinator(clustered) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.broker_calls import call
+
+    await clustered.topics.create("wm", 1, {})
+    answer = await call(clustered, _markers("wm", False))
+    codes = [p.error_code for p in answer.markers[0].topics[0].partitions]
+    assert codes == [ErrorCode.none, ErrorCode.unknown_topic_or_partition]
+    stream = clustered.stream_id("wm", 0)
+    assert clustered.high_watermark("wm", 0) == 1  # the ABORT marker
+    assert clustered.transactions.partitions.aborted_between(stream, 0, 1) == [(7, 0)]
+    stale = _markers("wm", True)
+    stale = dataclasses.replace(stale, markers=(dataclasses.replace(stale.markers[0], coordinator_epoch=2),))
+    answer = await call(clustered, stale)
+    assert answer.markers[0].topics[0].partitions[0].error_code is ErrorCode.transaction_coordinator_fenced
+    assert clustered.high_watermark("wm", 0) == 1
