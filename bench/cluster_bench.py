@@ -8,6 +8,9 @@ cores): what a cluster of stateless brokers costs and how fast ownership moves.
   from the request to the first write acknowledged by the new leader (p50/max);
 - produce throughput with 1, 2 and 3 brokers (one confluent-kafka producer, acks=all, 1 KiB), and
   the ratio to one broker;
+- transactional produce with 3 brokers (``--txn-size`` messages per transaction, committed through
+  the transaction coordinator's markers on every partition's leader) against an idempotent producer
+  of the same run (ratio; the issue's target is >= 0.8), with the p50 commit time;
 - auto-balancer convergence (``--balancer-repeats``, 0 skips; on the test cluster's fast balancer
   settings): a topic's 6 partitions piled on one of 3 brokers under a steady 3 MB/s; the time from
   the start of the load until every broker's bytes in are within ±20 % of the mean with no move
@@ -19,7 +22,7 @@ by its broker session timeout (9 s by default) plus the reassignment; its AutoBa
 load every 10 s and detects every 60 s.
 
 Usage: python bench/cluster_bench.py [--kills 5] [--moves 5] [--seconds 5] [--rate 2000]
-       [--balancer-repeats 3] [--only-balancer]
+       [--balancer-repeats 3] [--only-balancer] [--txn-size 1000] [--only-transactions]
 """
 
 from __future__ import annotations
@@ -147,10 +150,16 @@ def create_topic(bootstrap: str, topic: str) -> None:
     time.sleep(1)
 
 
-def throughput(bootstrap: str, topic: str, seconds: float) -> float:
+def throughput(bootstrap: str, topic: str, seconds: float, idempotent: bool = False) -> float:
     """Messages per second acknowledged by one producer writing as fast as it can (1 KiB)."""
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1 << 20}
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 20,
+            "batch.size": 1 << 20,
+            "enable.idempotence": idempotent,
+        }
     )
     acked = [0]
 
@@ -172,6 +181,50 @@ def throughput(bootstrap: str, topic: str, seconds: float) -> float:
     return acked[0] / (time.monotonic() - started)
 
 
+def transactional_throughput(bootstrap: str, topic: str, seconds: float, size: int) -> tuple[float, float]:
+    """Messages per second committed by one transactional producer (``size`` messages of 1 KiB
+    per transaction, spread over every partition), and the p50 time of commit_transaction."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "acks": "all",
+            "linger.ms": 20,
+            "batch.size": 1 << 20,
+        }
+    )
+    producer.init_transactions(60)
+    payload = b"t" * 1024
+    committed, commits = 0, []
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        producer.begin_transaction()
+        for i in range(size):
+            while True:
+                try:
+                    producer.produce(topic, value=payload, partition=i % PARTITIONS)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+            producer.poll(0)
+        asked = time.monotonic()
+        producer.commit_transaction(60)
+        commits.append(time.monotonic() - asked)
+        committed += size
+    return committed / (time.monotonic() - started), p50(commits)
+
+
+def run_transactions(bootstrap: str, seconds: float, size: int) -> None:
+    topic = f"txn-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic)
+    idempotent = throughput(bootstrap, topic, seconds, idempotent=True)
+    rate, commit = transactional_throughput(bootstrap, topic, seconds, size)
+    print(f"transactional produce, 3 brokers, {size} x 1 KiB per transaction: {rate:,.0f} msg/s "
+          f"({rate / 1024:.1f} MiB/s), p50 commit {commit * 1000:.0f} ms")  # fmt: skip
+    print(f"  idempotent producer, same run: {idempotent:,.0f} msg/s; ratio {rate / idempotent:.2f} "
+          "(target >= 0.8)")  # fmt: skip
+
+
 def p50(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -187,7 +240,22 @@ def main() -> None:
     parser.add_argument("--balancer-repeats", type=int, default=3)
     parser.add_argument("--balancer-rate", type=int, default=3_000_000, help="bytes/s of the skewed load")
     parser.add_argument("--only-balancer", action="store_true")
+    parser.add_argument("--txn-size", type=int, default=1000, help="messages per transaction")
+    parser.add_argument("--only-transactions", action="store_true")
     args = parser.parse_args()
+    if args.only_transactions:
+        root = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-bench-"))
+        cluster = LocalCluster(root, nodes=1, base_port=0, settings=SETTINGS)
+        print("(a 2-core machine shared with other jobs: figures are noisy)")
+        try:
+            cluster.start()
+            for n in (2, 3):
+                cluster.add_broker(n)
+            time.sleep(3)
+            run_transactions(cluster.bootstrap, args.seconds, args.txn_size)
+        finally:
+            cluster.stop()
+        return
     if args.balancer_repeats > 0:
         with test_cluster() as balancing:
             run_balancer(balancing, args.balancer_repeats, args.balancer_rate)
@@ -208,6 +276,7 @@ def main() -> None:
             topic = f"tput-{n}-{uuid.uuid4().hex[:6]}"
             create_topic(cluster.bootstrap, topic)
             rates[n] = throughput(cluster.bootstrap, topic, args.seconds)
+        run_transactions(cluster.bootstrap, args.seconds, args.txn_size)
         failovers: list[list[float]] = []
         topic = f"failover-{uuid.uuid4().hex[:6]}"
         create_topic(cluster.bootstrap, topic)

@@ -14,12 +14,18 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
-from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, BrokerEndpoint, group_slot
+from tabletopic.broker.leadership import (
+    GROUP_SLOTS_TOPIC,
+    SLOT_TOPICS,
+    TXN_SLOTS_TOPIC,
+    BrokerEndpoint,
+    group_slot,
+)
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
@@ -32,6 +38,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RANGES = "ranges"  # NOTIFY kind: "ranges:<stream ids>" moved to new objects by compaction
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("%s failed: %s", task.get_name(), task.exception())
+
 
 class ClusterRole:
     """Implements :class:`~tabletopic.broker.leadership.Leadership` for a broker in a cluster."""
@@ -43,10 +56,12 @@ class ClusterRole:
         engine: Engine,
         settings: ClusterSettings,
         group_slots: int,
+        txn_slots: int = 50,
     ) -> None:
         self.service = service
         self.store = store
         self.group_slots = group_slots
+        self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
         self.node = ClusterNode(engine, settings, self._wanted, self._load)
         self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
@@ -57,9 +72,14 @@ class ClusterRole:
         # (it forgets them).
         self.on_groups_gained: list[Callable[[set[int]], None]] = []
         self.on_groups_lost: list[Callable[[set[int]], None]] = []
+        # The same for transaction coordinator slots, gained with their leader epochs.
+        self.on_txn_slots_gained: list[Callable[[dict[int, int]], None]] = []
+        self.on_txn_slots_lost: list[Callable[[set[int]], None]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._topics_task: asyncio.Task[None] | None = None
+        self._topics_again = False
+        self._background: set[asyncio.Task[None]] = set()
 
     # Life cycle ------------------------------------------------------------------------------
 
@@ -70,6 +90,10 @@ class ClusterRole:
         self.service.topics.on_change.append(self._topics_changed)
         endpoints = {str(proto): (ep.host, ep.port) for proto, ep in self.service.advertised.items()}
         await node.start(endpoints)
+        # Stream-set object compaction reads every stream's start from the database: one compactor
+        # for the cluster, its controller.
+        self.store.compactor.active = lambda: self.node.controller_epoch is not None
+        self.store.compactor.on_swapped = self._objects_swapped
         self._task = asyncio.create_task(self._reconcile_loop(), name="broker-leadership")
 
     async def stop(self, drain: bool = True) -> None:
@@ -80,13 +104,13 @@ class ClusterRole:
                 "controlled shutdown: %s", "partitions moved" if moved else "timed out moving partitions"
             )
         tasks = [t for t in (self._task, self._topics_task) if t is not None]
-        await cancel_and_wait(tasks)
+        await cancel_and_wait([*tasks, *self._background])
         for key in list(self.opened):
             await self._release(key)
         await self.node.stop()
 
     def _serving_partitions(self) -> bool:
-        return any(topic != GROUP_SLOTS_TOPIC for topic, _ in self.opened)
+        return any(topic not in SLOT_TOPICS for topic, _ in self.opened)
 
     # Leadership (what handlers ask) ------------------------------------------------------------
 
@@ -119,10 +143,13 @@ class ClusterRole:
     def coordinates(self, group_id: str) -> bool:
         return self.leads(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))
 
+    def transaction_coordinator(self, transactional_id: str) -> int:
+        return self.leader(TXN_SLOTS_TOPIC, group_slot(transactional_id, self.txn_slots))[0]
+
     def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
         result = {}
         for key, row in self.node.snapshot.partitions.items():
-            if row.target is not None and row.target != row.leader and key[0] != GROUP_SLOTS_TOPIC:
+            if row.target is not None and row.target != row.leader and key[0] not in SLOT_TOPICS:
                 result[key] = (-1 if row.leader is None else row.leader, row.target)
         return result
 
@@ -141,7 +168,11 @@ class ClusterRole:
     def _wanted(self) -> list[PartitionKey]:
         """Blocking (controller thread): every partition and group slot there is."""
         keys = self.service.topics.read_partition_keys()
-        return keys + [(GROUP_SLOTS_TOPIC, i) for i in range(self.group_slots)]
+        return (
+            keys
+            + [(GROUP_SLOTS_TOPIC, i) for i in range(self.group_slots)]
+            + [(TXN_SLOTS_TOPIC, i) for i in range(self.txn_slots)]
+        )
 
     def _load(self) -> dict[str, list[int]]:
         """Bytes in/out per second of every partition this broker leads, over the balancer's
@@ -151,21 +182,50 @@ class ClusterRole:
         rates = self._meter.rates(totals, time.monotonic())
         report = {}
         for key in self.opened:
-            if key[0] != GROUP_SLOTS_TOPIC:
+            if key[0] not in SLOT_TOPICS:
                 bytes_in, bytes_out = rates.get(key, (0.0, 0.0))
                 report[f"{key[0]}/{key[1]}"] = [round(bytes_in), round(bytes_out)]
         return report
 
+    def _objects_swapped(self, stream_ids: set[int]) -> None:
+        """The controller's compaction moved these streams' data: tell the brokers holding them."""
+        listed = ",".join(str(s) for s in sorted(stream_ids))
+        kind = f"{RANGES}:{listed}" if len(listed) < 7000 else RANGES  # NOTIFY payloads are < 8000 B
+        self._spawn(self.node.notify(kind), "cluster-ranges-notify")
+
+    def _ranges_moved(self, kind: str) -> None:
+        held = self.store.known_streams()
+        _, _, listed = kind.partition(":")
+        wanted = {int(s) for s in listed.split(",") if s} & held if listed else held
+        if wanted:
+            self._spawn(self.store.reload_ranges(sorted(wanted)), "cluster-ranges-reload")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_log_failure)
+
     def _notified(self, kind: str) -> None:
-        if kind in ("topics", "reconnected") and (self._topics_task is None or self._topics_task.done()):
+        if kind.startswith(RANGES):
+            self._ranges_moved(kind)
+            return
+        if kind not in ("topics", "reconnected"):
+            return
+        # A change notified while a reload runs may not be in it (topics created together each
+        # notify): reload once more after it.
+        self._topics_again = True
+        if self._topics_task is None or self._topics_task.done():
             self._topics_task = asyncio.create_task(self._reload_topics(), name="broker-topics-reload")
 
     async def _reload_topics(self) -> None:
-        try:
-            await self.service.topics.reload()
-        except Exception:
-            log.exception("reloading topics failed")
-        self._wake.set()
+        while self._topics_again:
+            self._topics_again = False
+            try:
+                await self.service.topics.reload()
+            except Exception:
+                log.exception("reloading topics failed")
+            self._wake.set()
 
     async def _topics_changed(self, name: str) -> None:
         await self.node.notify("topics")
@@ -191,13 +251,16 @@ class ClusterRole:
         if not gained:
             return
         slots = {p for (t, p) in gained if t == GROUP_SLOTS_TOPIC}
-        partitions = {k: e for k, e in gained.items() if k[0] != GROUP_SLOTS_TOPIC}
+        txn_slots = {p: e for (t, p), e in gained.items() if t == TXN_SLOTS_TOPIC}
+        partitions = {k: e for k, e in gained.items() if k[0] not in SLOT_TOPICS}
         if any(self.service.topics.get(t) is None for t, _ in partitions):
             await self.service.topics.reload()
         opened = await asyncio.gather(*(self._open(k, e) for k, e in partitions.items()))
         streams = [sid for sid in opened if sid is not None]
         if streams:
             await self.service.producers.recover(streams)
+            # Open and aborted transactions of these partitions, before they are served.
+            await self.service.transactions.partitions_gained(streams)
         for (key, epoch), sid in zip(partitions.items(), opened, strict=True):
             if sid is not None:
                 self.opened[key] = epoch
@@ -208,6 +271,11 @@ class ClusterRole:
                 callback(slots)
             for slot in slots:
                 self.opened[(GROUP_SLOTS_TOPIC, slot)] = gained[(GROUP_SLOTS_TOPIC, slot)]
+        if txn_slots:
+            for slot, epoch in txn_slots.items():
+                self.opened[(TXN_SLOTS_TOPIC, slot)] = epoch
+            for gain in self.on_txn_slots_gained:
+                gain(txn_slots)
 
     async def _open(self, key: PartitionKey, epoch: int) -> int | None:
         topic = self.service.topics.get(key[0])
@@ -231,6 +299,10 @@ class ClusterRole:
         self.opened.pop(key, None)
         if key[0] == GROUP_SLOTS_TOPIC:
             for callback in self.on_groups_lost:
+                callback({key[1]})
+            return
+        if key[0] == TXN_SLOTS_TOPIC:
+            for callback in self.on_txn_slots_lost:
                 callback({key[1]})
             return
         topic = self.service.topics.get(key[0])

@@ -33,6 +33,7 @@ from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
+from tabletopic.broker.transactions.cluster import TxnCluster
 from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.node import ClusterSettings
@@ -140,8 +141,11 @@ class BrokerComponent:
             self._engine,
             ClusterSettings.from_config(self._config, service.node_id),
             self._config.get(cluster_settings.GROUP_PARTITIONS),
+            self._config.get(cluster_settings.TXN_PARTITIONS),
         )
         groups.owns = role.coordinates
+        transactions = service.transactions
+        transactions.attach_cluster(TxnCluster(role, role.txn_slots))
 
         def gained(slots: set[int]) -> None:
             def accept(group_id: str) -> bool:
@@ -154,8 +158,15 @@ class BrokerComponent:
         def lost(slots: set[int]) -> None:
             groups.unload(lambda group_id: group_slot(group_id, role.group_slots) in slots)
 
+        def txn_gained(slots: dict[int, int]) -> None:
+            task = asyncio.ensure_future(transactions.slots_gained(slots))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
         role.on_groups_gained.append(gained)
         role.on_groups_lost.append(lost)
+        role.on_txn_slots_gained.append(txn_gained)
+        role.on_txn_slots_lost.append(transactions.slots_lost)
         await role.start()
         service.leadership = role
         service.byte_counter = role.record_bytes
@@ -246,10 +257,16 @@ def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: A
         leadership = service.leadership
         brokers = {b.node_id: b for b in leadership.brokers(ctx.listener)}
         entries = fields.get("coordinators") or [{**fields, "key": getattr(request, "key", "")}]
+        transactional = int(getattr(request, "key_type", 0)) == 1
         for entry in entries:
             if entry.get("error_code") != ErrorCode.none:
                 continue
-            node = leadership.group_coordinator(str(entry.get("key") or ""))
+            key = str(entry.get("key") or "")
+            node = (
+                leadership.transaction_coordinator(key)
+                if transactional
+                else leadership.group_coordinator(key)
+            )
             found = brokers.get(node)
             if found is None:
                 entry.update(error_code=ErrorCode.coordinator_not_available, node_id=-1, host="", port=-1)

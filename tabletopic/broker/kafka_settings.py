@@ -42,13 +42,6 @@ _kafka("default.replication.factor", int, 1, _REPLICATION, in_range(1))
 _kafka("offsets.topic.replication.factor", int, 3, _REPLICATION, in_range(1))
 _kafka("transaction.state.log.replication.factor", int, 3, _REPLICATION, in_range(1))
 _kafka("transaction.state.log.min.isr", int, 2, _REPLICATION, in_range(1))
-_kafka(
-    "transaction.state.log.num.partitions",
-    int,
-    50,
-    "transaction state lives in the metadata database",
-    in_range(1),
-)
 _kafka("unclean.leader.election.enable", bool, False, _REPLICATION)
 _kafka("replica.lag.time.max.ms", int, 30_000, _REPLICATION, in_range(0))
 _kafka("num.replica.fetchers", int, 1, _REPLICATION, in_range(1))

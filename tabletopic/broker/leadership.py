@@ -13,9 +13,21 @@ from typing import Protocol
 
 from tabletopic.cluster.controller import group_slot
 
-__all__ = ["GROUP_SLOTS_TOPIC", "BrokerEndpoint", "Leadership", "SingleNode", "group_slot"]
+__all__ = [
+    "GROUP_SLOTS_TOPIC",
+    "SLOT_TOPICS",
+    "TXN_SLOTS_TOPIC",
+    "BrokerEndpoint",
+    "Leadership",
+    "SingleNode",
+    "group_slot",
+]
 
 GROUP_SLOTS_TOPIC = "__consumer_offsets"  # the coordinator slots of groups, placed like partitions
+# The coordinator slots of transactional ids (``transaction.state.log.num.partitions``), hashed from
+# the transactional id as groups are: Kafka's __transaction_state partitions, without the log.
+TXN_SLOTS_TOPIC = "__transaction_state"
+SLOT_TOPICS = frozenset((GROUP_SLOTS_TOPIC, TXN_SLOTS_TOPIC))  # placed like partitions, hold no data
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +53,9 @@ class Leadership(Protocol):
 
     def group_coordinator(self, group_id: str) -> int:
         """The broker coordinating ``group_id``."""
+
+    def transaction_coordinator(self, transactional_id: str) -> int:
+        """The broker coordinating ``transactional_id``."""
 
     def reassignments(self) -> dict[tuple[str, int], tuple[int, int]]:
         """Moves under way: ``{(topic, partition): (current leader, target)}``."""
@@ -70,6 +85,9 @@ class SingleNode:
         return self._node_id
 
     def group_coordinator(self, group_id: str) -> int:
+        return self._node_id
+
+    def transaction_coordinator(self, transactional_id: str) -> int:
         return self._node_id
 
     def reassignments(self) -> dict[tuple[str, int], tuple[int, int]]:

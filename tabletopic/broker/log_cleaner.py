@@ -6,7 +6,8 @@ the last cleaning is older than ``max.compaction.lag.ms``. Cleaning rewrites the
 object storage through :meth:`~tabletopic.s3stream.streams.StreamStore.rewrite`, which swaps old
 objects for new ones in one metadata transaction (a kill -9 leaves all old or all new data) and is
 rate-limited by ``s3stream.compaction.rate.bytes.per.second``. Data still in the WAL is the dirty
-head and is left alone.
+head and is left alone. In a cluster each partition is cleaned by its leader, whose rewrite commits
+only while it still holds the partition's stream with its epoch.
 
 What one cleaning keeps, as Kafka's cleaner:
 
@@ -155,7 +156,9 @@ class LogCleaner:
                 continue
             ratio = float(self._broker.topic_config(topic, "min.cleanable.dirty.ratio"))
             max_lag_s = int(self._broker.topic_config(topic, "max.compaction.lag.ms")) / 1000
-            for stream_id in topic.streams:
+            for index, stream_id in enumerate(topic.streams):
+                if not self._broker.leadership.leads(topic.name, index):
+                    continue  # a cluster's partition is cleaned by its leader
                 try:
                     info = self._broker.store.stream_info(stream_id)
                 except StreamError:

@@ -417,9 +417,7 @@ class ClusterMetadata:
         with self.engine.begin() as conn:
             _notify(conn, kind)
 
-    def holds_leadership(
-        self, key: PartitionKey, node_id: int, node_epoch: int, leader_epoch: int
-    ) -> bool:
+    def holds_leadership(self, key: PartitionKey, node_id: int, node_epoch: int, leader_epoch: int) -> bool:
         """Whether this incarnation still leads ``key`` at ``leader_epoch`` and its lease is valid,
         on the database's clock: what a table coordinator (the leader of partition 0) checks right
         before it commits, so one on a dead, paused or deposed broker cannot."""
@@ -440,6 +438,32 @@ class ClusterMetadata:
         )
         with self.engine.connect() as conn:
             return bool(conn.execute(query).scalar_one())
+
+
+def check_leadership(
+    conn: Connection, key: PartitionKey, node_id: int, node_epoch: int, leader_epoch: int
+) -> bool:
+    """Inside the caller's transaction: lock ``key``'s row of ``cluster_partitions`` (the
+    controller changes leaders under the same lock, so no change slips in before the caller
+    commits) and tell whether this incarnation leads it at ``leader_epoch`` with a valid lease, on
+    the database's clock. Coordinator state (transactions) is written only when it does."""
+    n, p = nodes_table, partitions_table
+    row = conn.execute(
+        sa.select(p.c.leader_node, p.c.leader_node_epoch, p.c.leader_epoch)
+        .where(p.c.topic == key[0], p.c.partition == key[1])
+        .with_for_update()
+    ).first()
+    if row is None or (row[0], row[1], row[2]) != (node_id, node_epoch, leader_epoch):
+        return False
+    alive = conn.execute(
+        sa.select(sa.func.count()).where(
+            n.c.node_id == node_id,
+            n.c.node_epoch == node_epoch,
+            n.c.lease_expires > sa.func.now(),
+            n.c.state != "stopped",
+        )
+    ).scalar_one()
+    return bool(alive)
 
 
 def run_listener(

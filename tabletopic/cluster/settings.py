@@ -56,6 +56,16 @@ GROUP_PARTITIONS = define(
     "cluster",
     in_range(1),
 )
+TXN_PARTITIONS = define(
+    "transaction.state.log.num.partitions",
+    int,
+    50,
+    "Transactional ids are spread over brokers by hashing the id onto this many transaction "
+    "coordinator slots, each led by a live broker like a partition (the state itself is in the "
+    "metadata database).",
+    "cluster",
+    in_range(1),
+)
 
 # Auto-balancing (AutoMQ's AutoBalancer): leaders move so network load evens out ------------------
 AUTO_BALANCER_ENABLE = define(

@@ -18,6 +18,14 @@ it, the new ones are authoritative and the old ones are garbage. No offset is lo
 The :class:`Compactor` works on the :class:`~tabletopic.s3stream.state.StoreState` the store hands
 it: the streams' start offsets say what is still live, and the in-memory range index is swapped
 under the same ``commit_lock`` as the metadata transaction.
+
+In cluster mode (``copy_unheld``) a node holds only its own streams: a rewrite for log compaction
+copies the data of streams other nodes hold as it is (their readers find the new object by
+reloading their ranges once the old one is gone), and commits only while the stream it rewrites is
+still held with this node's epoch, checked in the swap's own transaction. Passes (merges, marking,
+GC) run on one node only (``active``: the cluster's controller), which reads every stream's start
+offset from the metadata database instead of its memory to tell live data from garbage; two nodes
+briefly both active are safe, as the swap refuses objects that changed meanwhile.
 """
 
 from __future__ import annotations
@@ -25,11 +33,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tabletopic import crashpoints
-from tabletopic.s3stream.db import CommitConflict, Layouts, NewObject, ObjectKind, ObjectRow, RangeRow
+from tabletopic.s3stream.db import (
+    CommitConflict,
+    Fence,
+    Layouts,
+    NewObject,
+    ObjectKind,
+    ObjectRow,
+    RangeRow,
+)
 from tabletopic.s3stream.objects import (
     BlockEntry,
     StreamRange,
@@ -41,7 +57,7 @@ from tabletopic.s3stream.objects import (
 )
 from tabletopic.s3stream.semantics import check_rewrite
 from tabletopic.s3stream.state import StoreState
-from tabletopic.s3stream.streams import BatchTransform, StoredBatch, StreamError
+from tabletopic.s3stream.streams import BatchTransform, StoredBatch, StreamError, StreamFenced
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +97,20 @@ class Compactor:
         self.meta = state.meta
         self.limiter = RateLimiter(self.settings.compaction_rate)
         self._lock = asyncio.Lock()
+        # Cluster mode: data of streams this node does not hold is copied, never dropped.
+        self.copy_unheld = False
+        # Whether this node runs the background passes (cluster mode: while it is the controller).
+        self.active: Callable[[], bool] = lambda: True
+        # Called with the streams whose data moved to new objects (cluster mode: the nodes holding
+        # them reload their ranges, which still name the replaced objects).
+        self.on_swapped: Callable[[set[int]], None] | None = None
 
     async def run_forever(self) -> None:
         interval = self.settings.compaction_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
+            if not self.active():
+                continue
             try:
                 await self.run_once()
             except asyncio.CancelledError:
@@ -101,7 +126,14 @@ class Compactor:
             async with state.commit_lock:
                 objects = await db(self.meta.committed_objects)
                 ranges = await db(self.meta.ranges_of, [o.object_id for o in objects])
-            dead = [o.object_id for o in objects if not any(self._live(r) for r in ranges[o.object_id])]
+            # Cluster mode: every stream's start as recorded (read after the ranges, so a stream
+            # with ranges read is listed unless it was deleted since).
+            starts = None
+            if self.copy_unheld:
+                starts = {sid: start for sid, (start, _) in (await db(self.meta.load_streams)).items()}
+            dead = [
+                o.object_id for o in objects if not any(self._live(r, starts) for r in ranges[o.object_id])
+            ]
             if dead:
                 async with state.commit_lock:
                     report.unreferenced = await db(self.meta.mark_unreferenced, dead)
@@ -116,21 +148,24 @@ class Compactor:
             backlog = sum(len(g) for g in groups + stream_groups)
             state.metrics.compaction_backlog.set(backlog)
             for group in groups:
-                if await self._compact(group, ranges):
+                if await self._compact(group, ranges, starts=starts):
                     report.merged_stream_set += len(group)
                 backlog -= len(group)
                 state.metrics.compaction_backlog.set(backlog)
             for group in stream_groups:
-                if await self._compact(group, ranges):
+                if await self._compact(group, ranges, starts=starts):
                     report.merged_stream_objects += len(group)
                 backlog -= len(group)
                 state.metrics.compaction_backlog.set(backlog)
             report.deleted = await self._collect_garbage()
             return report
 
-    def _live(self, rng: StreamRange) -> bool:
+    def _live(self, rng: StreamRange, starts: Mapping[int, int] | None = None) -> bool:
         stream = self.state.streams.get(rng.stream_id)
-        return stream is not None and rng.end_offset > stream.start
+        if stream is not None:
+            return rng.end_offset > stream.start
+        start = None if starts is None else starts.get(rng.stream_id)
+        return start is not None and rng.end_offset > start
 
     def _size_groups(self, candidates: list[ObjectRow]) -> list[list[ObjectRow]]:
         groups: list[list[ObjectRow]] = []
@@ -196,13 +231,15 @@ class Compactor:
             group = [o for o in objects if any(r.stream_id == stream_id for r in ranges[o.object_id])]
             if not group:
                 return 0
+            held = state.streams.get(stream_id)
+            fences = {stream_id: held.fence} if held is not None and held.fence is not None else None
             rewritten: list[StoredBatch] = []
 
             def capture(batches: list[StoredBatch]) -> list[StoredBatch]:
                 rewritten.extend(transform(batches))
                 return rewritten
 
-            if not await self._compact(group, ranges, {stream_id: capture}):
+            if not await self._compact(group, ranges, {stream_id: capture}, fences):
                 return 0
             # Recent batches are also served from the log cache: it must not keep the old ones.
             state.log_cache.replace_batches(stream_id, rewritten)
@@ -213,6 +250,8 @@ class Compactor:
         group: list[ObjectRow],
         ranges: dict[int, list[StreamRange]],
         transforms: Mapping[int, BatchTransform] | None = None,
+        fences: dict[int, Fence] | None = None,
+        starts: Mapping[int, int] | None = None,
     ) -> bool:
         # Streams' batches from every object, then ordered by offset and cut where offsets jump.
         per_stream: dict[int, list[StoredBatch]] = {}
@@ -224,12 +263,18 @@ class Compactor:
             view = memoryview(data)
             for rng in ranges[obj.object_id]:
                 stream = self.state.streams.get(rng.stream_id)
-                if stream is None:
-                    continue
+                if stream is not None:
+                    start = stream.start
+                elif not self.copy_unheld:
+                    continue  # a deleted stream
+                elif starts is None:
+                    start = -1  # another node's stream: copied whole
+                elif rng.stream_id in starts:
+                    start = starts[rng.stream_id]
+                else:
+                    continue  # deleted
                 batches = split_batches(view[rng.position : rng.position + rng.size])
-                per_stream.setdefault(rng.stream_id, []).extend(
-                    b for b in batches if b.next_offset > stream.start
-                )
+                per_stream.setdefault(rng.stream_id, []).extend(b for b in batches if b.next_offset > start)
         runs: list[tuple[int, list[StoredBatch]]] = []
         big: list[list[tuple[int, list[StoredBatch]]]] = []
         for stream_id in sorted(per_stream):
@@ -257,7 +302,7 @@ class Compactor:
         reserved = await state.db(self.meta.prepare_objects, [kind for kind, _ in layouts]) if layouts else []
         state.inflight_objects.update(oid for oid, _ in reserved)
         try:
-            return await self._write_and_swap(group, layouts, reserved)
+            return await self._write_and_swap(group, layouts, reserved, fences)
         finally:
             state.inflight_objects.difference_update(oid for oid, _ in reserved)
 
@@ -266,6 +311,7 @@ class Compactor:
         group: list[ObjectRow],
         layouts: Layouts,
         reserved: list[tuple[int, str]],
+        fences: dict[int, Fence] | None = None,
     ) -> bool:
         state = self.state
         db = state.db
@@ -285,13 +331,15 @@ class Compactor:
         ]
         async with state.commit_lock:
             try:
-                await db(self.meta.commit_compaction, new_objects, replaced)
-            except CommitConflict as exc:
+                await db(self.meta.commit_compaction, new_objects, replaced, fences)
+            except (CommitConflict, StreamFenced) as exc:
                 log.info("compaction of %s abandoned: %s", replaced, exc)
                 await db(self.meta.abandon_prepared, [oid for oid, _ in reserved])
                 return False
             crashpoints.crash_point("compaction.after_commit")
             state.replace_ranges(set(replaced), new_rows)
+        if self.on_swapped is not None:
+            self.on_swapped({r.stream_id for r in new_rows})
         state.metrics.compacted_bytes.inc(sum(o.size for o in group))
         log.info(
             "compacted %d objects (%d bytes) into %d",

@@ -68,7 +68,6 @@ ranges_table = sa.Table(
 )
 
 
-
 def _add_ownership_columns(conn: Connection) -> None:
     """Version 2: the stream epoch and owner (fresh databases already have them from version 1)."""
     present = {c["name"] for c in sa.inspect(conn).get_columns("s3stream_streams")}
@@ -353,11 +352,19 @@ class StreamMetadata:
                     [{"sid": sid, "new_end": end} for sid, end in stream_ends.items()],
                 )
 
-    def commit_compaction(self, new_objects: Sequence[NewObject], replaced: Sequence[int]) -> None:
+    def commit_compaction(
+        self,
+        new_objects: Sequence[NewObject],
+        replaced: Sequence[int],
+        fences: dict[int, Fence] | None = None,
+    ) -> None:
         """Swap ``replaced`` objects for ``new_objects`` in one transaction; refuse (CommitConflict)
-        if any of the replaced objects is not committed any more."""
+        if any of the replaced objects is not committed any more, and (StreamFenced) if one of
+        ``fences`` (cluster mode: the stream a rewrite is for) is held by a newer owner."""
         now = time.time()
         with self.engine.begin() as conn:
+            if fences:
+                check_fences(conn, fences)
             if replaced:
                 result = conn.execute(
                     sa.update(objects_table)

@@ -88,6 +88,9 @@ class S3StreamStore:
         )
         self.uploader = Uploader(state)
         self.compactor = Compactor(state)
+        self.compactor.copy_unheld = owned_only
+        if owned_only:  # until the cluster says this node runs compaction (its controller)
+            self.compactor.active = lambda: False
         self._tasks: list[asyncio.Task[None]] = []
         # Read-only views of streams other nodes hold (cluster mode), refreshed by refresh().
         self._followed: dict[int, StreamState] = {}
@@ -123,9 +126,8 @@ class S3StreamStore:
             await wal.close()
             wal.remove_segments()
             state.wal = None
-        # Compaction decides liveness from the streams it holds; with only owned streams in memory it
-        # would take other nodes' data for garbage, so a cluster node does not compact (yet).
-        if state.settings.compaction_interval_ms > 0 and not self.owned_only:
+        # A cluster node compacts only while ``compactor.active`` says so (see compaction.py).
+        if state.settings.compaction_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self.compactor.run_forever(), name="s3stream-compactor"))
         self._started = True
         log.info(
@@ -311,6 +313,28 @@ class S3StreamStore:
                 followed = StreamState(start, end)
                 followed.set_ranges(await state.db(state.meta.load_ranges, [sid]))
                 self._followed[sid] = followed
+
+    def known_streams(self) -> set[int]:
+        """Streams held here and streams followed (read-only views of other nodes' streams)."""
+        return set(self.state.streams) | set(self._followed)
+
+    async def reload_ranges(self, stream_ids: Iterable[int]) -> None:
+        """Reload from the metadata database the object ranges of the streams held or followed
+        here (cluster mode: another node's compaction moved their data to new objects, which
+        changes no offset, so nothing else would make this node look again)."""
+        state = self.state
+        for sid in stream_ids:
+            stream = state.streams.get(sid) or self._followed.get(sid)
+            if stream is not None:
+                await self._reload_ranges(sid, stream)
+
+    async def recorded_end(self, stream_id: int) -> int:
+        """The end offset of a stream as the metadata database records it (cluster mode: of a
+        stream another node may hold; what it acknowledged since may be missing). Raises
+        StreamNotFound."""
+        state = self.state
+        _, end = await state.db(state.meta.load_stream, stream_id)
+        return end
 
     def stream_ids(self) -> list[int]:
         return list(self.state.streams)

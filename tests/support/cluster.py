@@ -27,6 +27,12 @@ FAST_CLUSTER = {
     "table.job.runner": "inprocess",
     "table.coordinator.poll.interval.ms": "200",
     "offsets.topic.num.partitions": "6",
+    "transaction.state.log.num.partitions": "3",
+    "log.cleaner.backoff.ms": "1000",
+    # The controller merges the brokers' small objects often; replaced objects stay readable for
+    # the grace, longer than a table job between locating its slices and reading them here.
+    "s3stream.compaction.interval.ms": "3000",
+    "s3stream.object.delete.grace.ms": "60000",
     "controlled.shutdown.timeout.ms": "5000",
     # A fast auto-balancer that only wakes up for real load (the balancer test's, about 1 MB/s per
     # broker), so the other tests' trickles never move anything.

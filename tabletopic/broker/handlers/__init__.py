@@ -50,6 +50,7 @@ from tabletopic.broker.handlers import (
     produce,
     sync_group,
     transactions,
+    write_txn_markers,
 )
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
@@ -68,6 +69,7 @@ HANDLERS: dict[int, Handler] = {
     24: transactions.add_partitions,
     25: transactions.add_offsets,
     26: transactions.end_txn,
+    27: write_txn_markers.handle,
     28: transactions.txn_offset_commit,
     32: describe_configs.handle,
     33: alter_configs.handle,

@@ -100,8 +100,8 @@ async def produce_partition(
         if header.is_transactional:
             # Only the producer owning the open transaction this partition joined may write it.
             code = (
-                broker.transactions.check_produce(
-                    transactional_id, header.producer_id, header.producer_epoch, stream_id
+                await broker.transactions.verify_produce(
+                    transactional_id, header.producer_id, header.producer_epoch, stream_id, topic_name, index
                 )
                 if transactional_id
                 else ErrorCode.invalid_txn_state

@@ -27,6 +27,7 @@ MAX_VERSIONS: dict[int, int] = {
     24: 3,  # AddPartitionsToTxn (v4+ is the brokers' batched form)
     25: 4,  # AddOffsetsToTxn
     26: 4,  # EndTxn
+    27: 1,  # WriteTxnMarkers (coordinator to partition leader, cluster mode)
     28: 4,  # TxnOffsetCommit
     32: 4,  # DescribeConfigs
     33: 2,  # AlterConfigs

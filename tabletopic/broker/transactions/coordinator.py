@@ -12,6 +12,14 @@ transaction: the old producer (a zombie) is fenced from then on, at the coordina
 
 Which broker coordinates a transactional id is answered by FindCoordinator (key type 1) exactly
 like a group: :func:`coordinator_key` is the one place that decides which key maps where.
+
+In cluster mode (:class:`~tabletopic.broker.transactions.cluster.TxnCluster` attached) a broker
+coordinates only the transactional ids of the coordinator slots it leads: it loads their state when
+it gains a slot (finishing Prepare states, keeping Ongoing ones, which time out as usual), writes
+every state change only while the database says it still leads the slot at the epoch it loaded it
+with, and writes the markers of partitions other brokers lead through those leaders
+(WriteTxnMarkers). The partition side (last stable offset, aborted index, which producer may
+write) is kept by each partition's leader.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.broker.transactions import settings
 from tabletopic.broker.transactions.partitions import PartitionTransactions
 from tabletopic.broker.transactions.store import (
@@ -35,6 +44,7 @@ from tabletopic.broker.transactions.store import (
     PREPARE_ABORT,
     PREPARE_COMMIT,
     PendingOffset,
+    TxnFenced,
     TxnMetadata,
     TxnPartition,
     TxnStore,
@@ -42,11 +52,13 @@ from tabletopic.broker.transactions.store import (
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.encoder import build_control_batch
 from tabletopic.records.transactions import ControlType
+from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StreamError
 from tabletopic.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
+    from tabletopic.broker.transactions.cluster import TxnCluster
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +98,28 @@ class TransactionCoordinator:
         self._open: dict[tuple[int, int], str] = {}
         self._task: asyncio.Task[None] | None = None
         self._ready = False
+        # Cluster mode: the slots this broker coordinates, with the leader epoch it loaded them at.
+        self._cluster: TxnCluster | None = None
+        self._slots: dict[int, int] = {}
+        self._loading: set[int] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        # Cluster mode, partition side: (stream id, producer id) -> (transactional id, epoch) a
+        # transactional produce was verified for against the database, until its marker.
+        self._verified: dict[tuple[int, int], tuple[str, int]] = {}
+        # Partition side: the newest coordinator epoch that wrote a marker for a producer id; a
+        # marker from an older (deposed) coordinator is refused, as Kafka does.
+        self._marker_epochs: dict[int, int] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         await asyncio.to_thread(self.store.migrate)
+        interval = self._broker.config.get(settings.ABORT_CHECK_INTERVAL.name) / 1000
+        if self._broker.clustered:
+            # Nothing is recovered here: each slot's state is loaded by the broker that gains it,
+            # and each partition's open and aborted transactions by its leader.
+            self._ready = True
+            self._task = asyncio.create_task(self._expire_loop(interval), name="transaction-timeouts")
+            return
         txns, aborted = await asyncio.to_thread(self.store.load)
         for stream_id, pid, first, last in aborted:
             self.partitions.add_aborted(stream_id, pid, first, last)
@@ -103,13 +133,13 @@ class TransactionCoordinator:
                 log.info("aborting transaction %s left open by a restart", txn.transactional_id)
                 await self._abort(txn, bump_epoch=True)
         self._ready = True
-        interval = self._broker.config.get(settings.ABORT_CHECK_INTERVAL.name) / 1000
         self._task = asyncio.create_task(self._expire_loop(interval), name="transaction-timeouts")
 
     async def stop(self) -> None:
         if self._task is not None:
             await cancel_and_wait([self._task])
             self._task = None
+        await cancel_and_wait(list(self._background))
 
     async def set_offset_committer(self, committer: OffsetCommitter) -> None:
         """Wire the group coordinator (started after this one); commits the offsets of
@@ -118,6 +148,117 @@ class TransactionCoordinator:
         unapplied, self._unapplied = self._unapplied, []
         for group_id, offsets in unapplied:
             await committer(group_id, offsets)
+
+    # --- cluster mode -----------------------------------------------------------------------------
+    def attach_cluster(self, cluster: TxnCluster) -> None:
+        """Coordinate only the slots ``cluster`` says this broker leads (from now on)."""
+        self._cluster = cluster
+
+    def owns(self, transactional_id: str) -> bool:
+        """Whether this broker coordinates ``transactional_id`` (always, on a single node)."""
+        if not self._broker.clustered:
+            return True
+        return self._cluster is not None and self._cluster.slot(transactional_id) in self._slots
+
+    async def slots_gained(self, slots: dict[int, int]) -> None:
+        """Take over coordinator slots (``{slot: leader epoch}``): load their transactions, finish
+        those a previous coordinator left in a Prepare state, keep Ongoing ones (they go on with
+        this coordinator or time out)."""
+        cluster = self._cluster
+        assert cluster is not None
+        self._loading.update(slots)
+        self._slots.update(slots)
+        try:
+            txns = await asyncio.to_thread(
+                self.store.load_transactions, lambda tid: cluster.slot(tid) in slots
+            )
+        except Exception:
+            for slot in slots:
+                self._slots.pop(slot, None)
+            raise
+        finally:
+            self._loading.difference_update(slots)
+        unfinished = []
+        for txn in txns:
+            if cluster.slot(txn.transactional_id) in self._slots:
+                self._txns[txn.transactional_id] = txn
+                if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                    unfinished.append(txn)
+        log.info("coordinating transaction slots %s: %d transactional ids", sorted(slots), len(txns))
+        for txn in unfinished:
+            log.info("finishing %s of transaction %s taken over", txn.state, txn.transactional_id)
+            self._spawn(self._finish(txn), f"transaction-finish-{txn.transactional_id}")
+
+    def slots_lost(self, slots: set[int]) -> None:
+        """Another broker coordinates these slots now: forget their transactions."""
+        cluster = self._cluster
+        if cluster is None:
+            return
+        for slot in slots:
+            self._slots.pop(slot, None)
+        for tid in [t for t in self._txns if cluster.slot(t) in slots]:
+            del self._txns[tid]
+            self._locks.pop(tid, None)
+
+    async def partitions_gained(self, stream_ids: Sequence[int]) -> None:
+        """Cluster mode, partition side: this broker now leads these streams; rebuild their open
+        transactions (from every unfinished transaction that added them: the stream offset it
+        joined at bounds the last stable offset until its marker) and their aborted index."""
+        open_txns, aborted = await asyncio.to_thread(self.store.load_for_streams, list(stream_ids))
+        for stream_id in stream_ids:
+            self.partitions.forget_stream(stream_id)
+        for key in [k for k in self._verified if k[0] in set(stream_ids)]:
+            del self._verified[key]
+        for stream_id, pid, first, last in aborted:
+            self.partitions.add_aborted(stream_id, pid, first, last)
+        for stream_id, pid, start in open_txns:
+            self.partitions.appended(stream_id, pid, start)
+
+    def _spawn(self, work: Awaitable[None], name: str) -> None:
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run(), name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _finish(self, txn: TxnMetadata) -> None:
+        try:
+            async with self._lock(txn.transactional_id):
+                if self._txns.get(txn.transactional_id) is txn and txn.state in (
+                    PREPARE_COMMIT,
+                    PREPARE_ABORT,
+                ):
+                    await self._complete(txn)
+        except TxnError as exc:
+            log.info("transaction %s not finished here: %s", txn.transactional_id, exc)
+        except Exception:
+            log.exception("finishing transaction %s failed", txn.transactional_id)
+
+    def _check_owner(self, transactional_id: str) -> None:
+        if not self._broker.clustered:
+            return
+        cluster = self._cluster
+        slot = None if cluster is None else cluster.slot(transactional_id)
+        if slot is not None and slot in self._loading:
+            raise TxnError(ErrorCode.coordinator_load_in_progress, f"transaction slot {slot} is being loaded")
+        if slot is None or slot not in self._slots:
+            raise TxnError(
+                ErrorCode.not_coordinator,
+                f"this broker does not coordinate transactional id {transactional_id}",
+            )
+
+    async def _stream_end(self, stream_id: int) -> int | None:
+        """A lower bound of any offset the transaction writes next in the stream: its end here,
+        or (cluster, another broker leads it) its end as the metadata database last recorded it;
+        None for a stream that does not exist."""
+        store = self._broker.store
+        try:
+            if isinstance(store, S3StreamStore) and store.owned_only and not store.is_open(stream_id):
+                return await store.recorded_end(stream_id)
+            return store.stream_info(stream_id).end_offset
+        except StreamError:
+            return None
 
     def _lock(self, transactional_id: str) -> asyncio.Lock:
         return self._locks.setdefault(transactional_id, asyncio.Lock())
@@ -134,7 +275,9 @@ class TransactionCoordinator:
                 f"transaction timeout {timeout_ms} ms is outside (0, {max_timeout}] "
                 "(transaction.max.timeout.ms)",
             )
+        self._check_owner(transactional_id)
         async with self._lock(transactional_id):
+            self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
             if txn is None:
                 pid = await self._broker.allocate_producer_id()
@@ -165,20 +308,21 @@ class TransactionCoordinator:
             txn = self._current(transactional_id, producer_id, epoch)
             result: dict[tuple[str, int], ErrorCode] = {}
             added: list[TxnPartition] = []
+            joining: list[tuple[str, int, int]] = []
             for topic_name, index in wanted:
                 topic = self._broker.topics.get(topic_name)
                 if topic is None or not 0 <= index < topic.partition_count:
                     result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
                     continue
                 if (topic_name, index) not in txn.partitions:
-                    stream_id = topic.streams[index]
-                    try:
-                        start = self._broker.store.stream_info(stream_id).end_offset
-                    except StreamError:
-                        result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
-                        continue
-                    added.append(TxnPartition(topic_name, index, stream_id, start))
+                    joining.append((topic_name, index, topic.streams[index]))
                 result[(topic_name, index)] = ErrorCode.none
+            ends = await asyncio.gather(*(self._stream_end(sid) for _, _, sid in joining))
+            for (topic_name, index, stream_id), start in zip(joining, ends, strict=True):
+                if start is None:
+                    result[(topic_name, index)] = ErrorCode.unknown_topic_or_partition
+                else:
+                    added.append(TxnPartition(topic_name, index, stream_id, start))
             if any(code is not ErrorCode.none for code in result.values()):
                 # Kafka's rule: all or nothing; the others are answered OPERATION_NOT_ATTEMPTED.
                 return {
@@ -211,7 +355,13 @@ class TransactionCoordinator:
         group_id: str,
         offsets: Sequence[PendingOffset],
     ) -> None:
-        """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts)."""
+        """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts).
+        In a cluster it is sent to the group's coordinator, which keeps them in the database
+        until the transaction's coordinator tells it the outcome (WriteTxnMarkers for the group's
+        slot, as Kafka's coordinator writes a marker to the group's __consumer_offsets partition)."""
+        if self._broker.clustered:
+            await self._keep_pending_offsets(transactional_id, producer_id, epoch, group_id, offsets)
+            return
         async with self._lock(transactional_id):
             txn = self._current(transactional_id, producer_id, epoch)
             if group_id not in txn.offsets:
@@ -223,8 +373,41 @@ class TransactionCoordinator:
                 pending[(offset.topic, offset.partition)] = offset
             await self._save(txn)
 
+    async def _keep_pending_offsets(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group_id: str,
+        offsets: Sequence[PendingOffset],
+    ) -> None:
+        if self._broker.leadership.group_coordinator(group_id) != self._broker.node_id:
+            raise TxnError(ErrorCode.not_coordinator, f"this broker does not coordinate group {group_id}")
+        refused = await asyncio.to_thread(
+            self.store.add_pending_offsets, transactional_id, producer_id, epoch, group_id, list(offsets)
+        )
+        if refused is not None:
+            raise TxnError(ErrorCode[refused], f"offsets of group {group_id} refused: {refused}")
+
+    async def apply_pending_offsets(
+        self, producer_id: int, accept: Callable[[str], bool], commit: bool
+    ) -> None:
+        """Group side (cluster): a transaction of ``producer_id`` ended; commit (or drop) the
+        offsets it gave for the groups ``accept`` selects (those this broker coordinates). Repeatable:
+        the rows go only once the offsets are committed."""
+        by_group = await asyncio.to_thread(self.store.pending_offsets, producer_id, accept)
+        if commit:
+            for group_id, offsets in by_group.items():
+                if self._offset_committer is None:
+                    self._unapplied.append((group_id, dict(offsets)))
+                else:
+                    await self._offset_committer(group_id, offsets)
+        await asyncio.to_thread(self.store.drop_pending_offsets, producer_id, list(by_group))
+
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        self._check_owner(transactional_id)
         async with self._lock(transactional_id):
+            self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
             done = COMPLETE_COMMIT if commit else COMPLETE_ABORT
             if txn is not None and (txn.producer_id, txn.producer_epoch, txn.state) == (
@@ -250,6 +433,27 @@ class TransactionCoordinator:
             return ErrorCode.invalid_txn_state
         return ErrorCode.none
 
+    async def verify_produce(
+        self, transactional_id: str, producer_id: int, epoch: int, stream_id: int, topic: str, partition: int
+    ) -> ErrorCode:
+        """:meth:`check_produce` on a node; in a cluster the leader of the partition is usually not
+        the transaction's coordinator, so it checks the transaction's row in the database (written
+        by AddPartitionsToTxn before it answered) once per transaction and partition, as KIP-890's
+        verification asks the coordinator; the marker ends what was verified."""
+        if not self._broker.clustered:
+            return self.check_produce(transactional_id, producer_id, epoch, stream_id)
+        if self._verified.get((stream_id, producer_id)) == (transactional_id, epoch):
+            return ErrorCode.none
+        txn = await asyncio.to_thread(self.store.load_one, transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if epoch < txn.producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        if txn.state != ONGOING or (topic, partition) not in txn.partitions:
+            return ErrorCode.invalid_txn_state
+        self._verified[(stream_id, producer_id)] = (transactional_id, epoch)
+        return ErrorCode.none
+
     def describe(self, transactional_id: str) -> TxnMetadata | None:
         return self._txns.get(transactional_id)
 
@@ -262,6 +466,7 @@ class TransactionCoordinator:
     ) -> TxnMetadata:
         if not self._ready:
             raise TxnError(ErrorCode.coordinator_load_in_progress, "transactions are being recovered")
+        self._check_owner(transactional_id)
         txn = self._txns.get(transactional_id)
         if txn is None or txn.producer_id != producer_id:
             raise TxnError(
@@ -287,8 +492,27 @@ class TransactionCoordinator:
             txn.offsets.clear()
         txn.updated_ms = _now_ms()
 
-    async def _save(self, txn: TxnMetadata) -> None:
-        await asyncio.to_thread(self.store.save, txn)
+    async def _save(self, txn: TxnMetadata, delete: bool = False) -> None:
+        """Write ``txn``'s row (or delete it); in a cluster only while the database says this
+        incarnation still leads the id's slot at the epoch it loaded it with."""
+        cluster = self._cluster
+        if not self._broker.clustered:
+            await asyncio.to_thread(self.store.save, txn, None, delete)
+            return
+        slot = None if cluster is None else cluster.slot(txn.transactional_id)
+        epoch = None if slot is None else self._slots.get(slot)
+        if cluster is None or slot is None or epoch is None:
+            raise TxnError(
+                ErrorCode.not_coordinator, f"transaction slot of {txn.transactional_id} moved away"
+            )
+        try:
+            await asyncio.to_thread(
+                self.store.save, txn, lambda conn: cluster.holds_slot(conn, slot, epoch), delete
+            )
+        except TxnFenced as exc:
+            log.warning("transaction slot %d moved away (epoch %d): %s", slot, epoch, exc)
+            self.slots_lost({slot})
+            raise TxnError(ErrorCode.not_coordinator, str(exc)) from exc
 
     async def _bump_epoch(self, txn: TxnMetadata) -> None:
         if txn.producer_epoch + 1 >= MAX_EPOCH:
@@ -310,36 +534,27 @@ class TransactionCoordinator:
         await self._complete(txn)
 
     async def _complete(self, txn: TxnMetadata) -> None:
-        """Write the markers of a Prepare state, then record it Complete (repeatable)."""
+        """Write the markers of a Prepare state, then record it Complete (repeatable). In a cluster
+        a marker goes through the partition's leader, and markers that could not be written yet
+        (a leader failing over) are retried until they are or this broker loses the slot."""
         commit = txn.state == PREPARE_COMMIT
-        control = ControlType.COMMIT if commit else ControlType.ABORT
-        aborted: list[tuple[int, int, int, int]] = []
-        for part in txn.partitions.values():
-            self._open.pop((part.stream_id, txn.producer_id), None)
-            marker = build_control_batch(control, txn.producer_id, txn.producer_epoch, timestamp=_now_ms())
-            try:
-                offset = await self._broker.store.append(part.stream_id, marker, 1)
-            except StreamError as exc:
-                # A deleted topic needs no marker; anything else is retried by the next attempt.
-                log.warning(
-                    "transaction %s: no marker in %s-%d: %s",
-                    txn.transactional_id,
-                    part.topic,
-                    part.partition,
-                    exc,
-                )
-                continue
-            self._broker.producers.note_append(part.stream_id, offset + 1)
-            crash_point("transaction.marker")
-            first = self.partitions.first_offset(part.stream_id, txn.producer_id)
-            self.partitions.end(part.stream_id, txn.producer_id)
-            if not commit:
-                entry = (part.stream_id, txn.producer_id, part.start if first is None else first, offset)
-                aborted.append(entry)
-                self.partitions.add_aborted(*entry)
-        if aborted:
-            await asyncio.to_thread(self.store.add_aborted, aborted)
-        if commit:
+        pending: list[TxnPartition | str] = [*txn.partitions.values()]
+        if self._broker.clustered:
+            if commit:
+                pending += list(txn.offsets)  # each group's coordinator commits its offsets
+            else:
+                await asyncio.to_thread(self.store.drop_pending_offsets, txn.producer_id, list(txn.offsets))
+        delay = 0.1
+        while True:
+            failed = await self._deliver(txn, pending, commit)
+            if not failed or not self._broker.clustered:
+                break
+            if not self.owns(txn.transactional_id) or self._txns.get(txn.transactional_id) is not txn:
+                raise TxnError(ErrorCode.not_coordinator, f"transaction {txn.transactional_id} moved away")
+            pending = failed
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        if commit and not self._broker.clustered:
             for group_id, offsets in txn.offsets.items():
                 if not offsets:
                     continue
@@ -352,6 +567,124 @@ class TransactionCoordinator:
         txn.offsets.clear()
         txn.updated_ms = _now_ms()
         await self._save(txn)
+
+    async def _deliver(
+        self, txn: TxnMetadata, pending: list[TxnPartition | str], commit: bool
+    ) -> list[TxnPartition | str]:
+        """Write every pending marker (and have every pending group's offsets committed) at once:
+        the markers of partitions led here together (they share the next WAL write), one
+        WriteTxnMarkers per other leader. Returns what must be tried again."""
+        cluster, leadership = self._cluster, self._broker.leadership
+        remote: list[TxnPartition] = []
+        here: list[TxnPartition | str] = []
+        for part in pending:
+            if isinstance(part, TxnPartition):
+                self._open.pop((part.stream_id, txn.producer_id), None)
+                if cluster is not None and not leadership.leads(part.topic, part.partition):
+                    remote.append(part)
+                    continue
+            here.append(part)
+        jobs = [
+            self._commit_group_offsets(txn, part)
+            if isinstance(part, str)
+            else self._write_local_marker(txn, part, commit)
+            for part in here
+        ]
+        done = await asyncio.gather(*jobs)
+        failed = [part for part, ok in zip(here, done, strict=True) if not ok]
+        if remote and cluster is not None:
+            epoch = self._slots.get(cluster.slot(txn.transactional_id), 0)
+            codes = await cluster.send_markers(
+                [(p.topic, p.partition) for p in remote], txn.producer_id, txn.producer_epoch, commit, epoch
+            )
+            for part in remote:
+                code = codes.get((part.topic, part.partition), ErrorCode.unknown_server_error)
+                if code not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):  # deleted: no marker
+                    log.info(
+                        "transaction %s: marker for %s-%d not written yet: %s",
+                        txn.transactional_id,
+                        part.topic,
+                        part.partition,
+                        code.name,
+                    )
+                    failed.append(part)
+        return failed
+
+    async def _commit_group_offsets(self, txn: TxnMetadata, group_id: str) -> bool:
+        """Cluster: have the group's coordinator commit the transaction's offsets of the group
+        (here, or through WriteTxnMarkers naming the group's slot); False: try again."""
+        broker, cluster = self._broker, self._cluster
+        node = broker.leadership.group_coordinator(group_id)
+        if node == broker.node_id or cluster is None:
+            await self.apply_pending_offsets(txn.producer_id, lambda g: g == group_id, True)
+            return True
+        key = (GROUP_SLOTS_TOPIC, cluster.group_slot(group_id))
+        epoch = self._slots.get(cluster.slot(txn.transactional_id), 0)
+        codes = await cluster.send_markers([key], txn.producer_id, txn.producer_epoch, True, epoch)
+        code = codes.get(key, ErrorCode.unknown_server_error)
+        if code is not ErrorCode.none:
+            log.info(
+                "transaction %s: offsets of group %s not committed yet: %s",
+                txn.transactional_id,
+                group_id,
+                code.name,
+            )
+        return code is ErrorCode.none
+
+    async def _write_local_marker(self, txn: TxnMetadata, part: TxnPartition, commit: bool) -> bool:
+        """One marker of a partition led here; False: try again."""
+        try:
+            await self.write_marker(part.stream_id, txn.producer_id, txn.producer_epoch, commit, part.start)
+        except StreamError as exc:
+            # A deleted topic needs no marker; anything else is retried by the next attempt (in a
+            # cluster: the retry goes to the partition's new leader).
+            log.warning(
+                "transaction %s: no marker in %s-%d: %s",
+                txn.transactional_id,
+                part.topic,
+                part.partition,
+                exc,
+            )
+            return not self._broker.clustered
+        return True
+
+    async def write_marker(
+        self,
+        stream_id: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        start: int | None = None,
+        coordinator_epoch: int = 0,
+    ) -> int:
+        """Partition side: append a transaction's COMMIT or ABORT marker to a stream this broker
+        leads and close the transaction there (an abort enters the aborted index, from its first
+        batch, else ``start``, else the marker). Returns the marker's offset. Raises StreamError."""
+        control = ControlType.COMMIT if commit else ControlType.ABORT
+        marker = build_control_batch(
+            control, producer_id, producer_epoch, coordinator_epoch=coordinator_epoch, timestamp=_now_ms()
+        )
+        offset = await self._broker.store.append(stream_id, marker, 1)
+        self._broker.producers.note_append(stream_id, offset + 1)
+        crash_point("transaction.marker")
+        first = self.partitions.first_offset(stream_id, producer_id)
+        self.partitions.end(stream_id, producer_id)
+        self._verified.pop((stream_id, producer_id), None)
+        if not commit:
+            if first is None:
+                first = offset if start is None else start
+            entry = (stream_id, producer_id, first, offset)
+            self.partitions.add_aborted(*entry)
+            await asyncio.to_thread(self.store.add_aborted, [entry])
+        return offset
+
+    def accept_marker(self, producer_id: int, coordinator_epoch: int) -> bool:
+        """Partition side: refuse a marker from a coordinator older than one already seen for the
+        producer (a deposed coordinator finishing late)."""
+        if coordinator_epoch < self._marker_epochs.get(producer_id, -1):
+            return False
+        self._marker_epochs[producer_id] = coordinator_epoch
+        return True
 
     async def _expire_loop(self, interval: float) -> None:
         while True:
@@ -383,6 +716,6 @@ class TransactionCoordinator:
             if txn.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) and now - txn.updated_ms > idle_ms:
                 async with self._lock(txn.transactional_id):
                     if self._txns.get(txn.transactional_id) is txn and now - txn.updated_ms > idle_ms:
-                        await asyncio.to_thread(self.store.delete, txn.transactional_id)
+                        await self._save(txn, delete=True)
                         del self._txns[txn.transactional_id]
                         self._locks.pop(txn.transactional_id, None)

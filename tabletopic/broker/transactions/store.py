@@ -5,12 +5,15 @@ partitions of the open transaction (each with the stream offset it could start a
 group offsets. A state change is committed before anything acts on it, so after a crash the row says
 what to finish: PrepareCommit / PrepareAbort are completed (markers written again where needed),
 Ongoing is aborted. ``aborted_transactions`` is the partition-side index Fetch answers
-read_committed consumers from (Kafka's .txnindex).
+read_committed consumers from (Kafka's .txnindex). ``txn_pending_offsets`` holds, in cluster mode,
+the offsets TxnOffsetCommit gave a group's coordinator until the transaction's coordinator tells it
+the outcome (the group and the transactional id are usually coordinated by different brokers).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -40,13 +43,29 @@ aborted_table = sa.Table(
     sa.Column("first_offset", sa.BigInteger, primary_key=True),
     sa.Column("last_offset", sa.BigInteger, nullable=False),
 )
+pending_offsets_table = sa.Table(
+    "txn_pending_offsets",
+    _meta,
+    sa.Column("producer_id", sa.BigInteger, primary_key=True),
+    sa.Column("group_id", sa.String(512), primary_key=True),
+    sa.Column("topic", sa.String(512), primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True),
+    sa.Column("committed_offset", sa.BigInteger, nullable=False),
+    sa.Column("leader_epoch", sa.Integer, nullable=False),
+    sa.Column("metadata", sa.Text, nullable=True),
+)
 
 
 def _create(conn: Connection) -> None:
     _meta.create_all(conn)
 
 
-MIGRATIONS = [_create]
+def _add_pending_offsets(conn: Connection) -> None:
+    """Version 2: pending transactional offsets (fresh databases have them from version 1)."""
+    pending_offsets_table.create(conn, checkfirst=True)
+
+
+MIGRATIONS = [_create, _add_pending_offsets]
 
 # Kafka's transaction states (DescribeTransactions / ListTransactions names).
 EMPTY, ONGOING = "Empty", "Ongoing"
@@ -138,6 +157,15 @@ def _from_row(row: sa.Row[tuple[object, ...]]) -> TxnMetadata:
     return txn
 
 
+class TxnFenced(Exception):
+    """A cluster broker no longer leads the transaction's coordinator slot: nothing was written."""
+
+
+# Given the open database transaction, whether the writer still coordinates (see TxnStore.save).
+Fence = Callable[[Connection], bool]
+UNFINISHED = ("Ongoing", "PrepareCommit", "PrepareAbort")
+
+
 class TxnStore:
     """Blocking accessors (callers run them in a thread)."""
 
@@ -157,20 +185,122 @@ class TxnStore:
             ]
         return txns, aborted
 
-    def save(self, txn: TxnMetadata) -> None:
+    def load_transactions(self, accept: Callable[[str], bool]) -> list[TxnMetadata]:
+        """The transactional ids ``accept`` selects (a cluster broker's coordinator slots)."""
         with self.engine.begin() as conn:
-            conn.execute(
-                sa.delete(transactions_table).where(
-                    transactions_table.c.transactional_id == txn.transactional_id
-                )
-            )
-            conn.execute(sa.insert(transactions_table), [_row(txn)])
+            return [
+                _from_row(row)
+                for row in conn.execute(sa.select(transactions_table))
+                if accept(str(row.transactional_id))
+            ]
 
-    def delete(self, transactional_id: str) -> None:
+    def load_one(self, transactional_id: str) -> TxnMetadata | None:
         with self.engine.begin() as conn:
-            conn.execute(
-                sa.delete(transactions_table).where(transactions_table.c.transactional_id == transactional_id)
-            )
+            row = conn.execute(
+                sa.select(transactions_table).where(transactions_table.c.transactional_id == transactional_id)
+            ).first()
+        return None if row is None else _from_row(row)
+
+    def load_for_streams(
+        self, stream_ids: list[int]
+    ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int, int]]]:
+        """For a partition's new leader: ``(stream, pid, start)`` of every unfinished transaction
+        that added one of ``stream_ids``, and their aborted transactions ``(stream, pid, first,
+        last)``."""
+        wanted = set(stream_ids)
+        t, a = transactions_table, aborted_table
+        with self.engine.begin() as conn:
+            open_txns = [
+                (int(stream_id), int(row.producer_id), int(start))
+                for row in conn.execute(sa.select(t).where(t.c.state.in_(UNFINISHED)))
+                for _, _, stream_id, start in json.loads(row.partitions)
+                if stream_id in wanted
+            ]
+            aborted = [
+                (int(r.stream_id), int(r.producer_id), int(r.first_offset), int(r.last_offset))
+                for r in conn.execute(
+                    sa.select(a).where(a.c.stream_id.in_(wanted)).order_by(a.c.first_offset)
+                )
+            ]
+        return open_txns, aborted
+
+    def save(self, txn: TxnMetadata, fence: Fence | None = None, delete: bool = False) -> None:
+        """Write (or ``delete``) the transactional id's row; with ``fence``, in the same database
+        transaction as the fence's check, which locks what the check reads. Raises TxnFenced."""
+        with self.engine.begin() as conn:
+            if fence is not None and not fence(conn):
+                raise TxnFenced(f"not written: transaction {txn.transactional_id} is coordinated elsewhere")
+            t = transactions_table
+            key = t.c.transactional_id == txn.transactional_id
+            if delete:
+                conn.execute(sa.delete(t).where(key))
+                return
+            # An update, not a delete and insert: a reader locking the row (TxnOffsetCommit on the
+            # group's coordinator) then sees the new version instead of no row at all.
+            if conn.execute(sa.update(t).where(key).values(**_row(txn))).rowcount == 0:
+                conn.execute(sa.insert(t), [_row(txn)])
+
+    def add_pending_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str, offsets: list[PendingOffset]
+    ) -> str | None:
+        """Keep a transaction's offsets for ``group_id`` until its outcome, if the transaction is
+        open with this producer and epoch and added the group (checked under the transaction row's
+        lock, so its coordinator cannot end it meanwhile); otherwise the refusal's reason."""
+        t, o = transactions_table, pending_offsets_table
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(t).where(t.c.transactional_id == transactional_id).with_for_update()
+            ).first()
+            txn = None if row is None else _from_row(row)
+            if txn is None or txn.producer_id != producer_id:
+                return "invalid_producer_id_mapping"
+            if txn.producer_epoch != epoch:
+                return "producer_fenced"
+            if txn.state != "Ongoing" or group_id not in txn.offsets:
+                return "invalid_txn_state"
+            for offset in offsets:
+                key = (o.c.producer_id == producer_id) & (o.c.group_id == group_id)
+                conn.execute(
+                    sa.delete(o).where(
+                        key & (o.c.topic == offset.topic) & (o.c.partition == offset.partition)
+                    )
+                )
+                conn.execute(
+                    sa.insert(o).values(
+                        producer_id=producer_id,
+                        group_id=group_id,
+                        topic=offset.topic,
+                        partition=offset.partition,
+                        committed_offset=offset.offset,
+                        leader_epoch=offset.leader_epoch,
+                        metadata=offset.metadata,
+                    )
+                )
+        return None
+
+    def pending_offsets(
+        self, producer_id: int, accept: Callable[[str], bool]
+    ) -> dict[str, dict[tuple[str, int], PendingOffset]]:
+        """The producer's pending offsets of the groups ``accept`` selects, by group."""
+        o = pending_offsets_table
+        result: dict[str, dict[tuple[str, int], PendingOffset]] = {}
+        with self.engine.begin() as conn:
+            for r in conn.execute(sa.select(o).where(o.c.producer_id == producer_id)):
+                if accept(str(r.group_id)):
+                    result.setdefault(str(r.group_id), {})[(str(r.topic), int(r.partition))] = PendingOffset(
+                        str(r.topic),
+                        int(r.partition),
+                        int(r.committed_offset),
+                        int(r.leader_epoch),
+                        r.metadata,
+                    )
+        return result
+
+    def drop_pending_offsets(self, producer_id: int, groups: list[str]) -> None:
+        o = pending_offsets_table
+        if groups:
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(o).where((o.c.producer_id == producer_id) & o.c.group_id.in_(groups)))
 
     def add_aborted(self, entries: list[tuple[int, int, int, int]]) -> None:
         """Record aborted transactions; an entry written before a crash may come again (ignored)."""

@@ -1,0 +1,122 @@
+"""What the transaction coordinator needs from the cluster (see ``docs/cluster.md``): which slot a
+transactional id hashes to, the database check that this incarnation still leads a slot (run in the
+same database transaction as every write of transaction state), and the way to a partition's
+leader for markers: WriteTxnMarkers, as Kafka's coordinator sends them, over the broker's wire
+client on the leader's PLAINTEXT listener."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Connection
+
+from tabletopic.broker import wire_client
+from tabletopic.broker.leadership import TXN_SLOTS_TOPIC, group_slot
+from tabletopic.cluster.db import check_leadership
+
+if TYPE_CHECKING:
+    from tabletopic.broker.cluster_role import ClusterRole
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS = 27
+MARKER_TIMEOUT_S = 10.0
+# The listener markers are sent to: inter-broker requests carry no credentials (see docs/cluster.md).
+INTER_BROKER_LISTENER = "PLAINTEXT"
+
+
+class TxnCluster:
+    """Transaction coordinator slots of one cluster broker.
+
+    Args:
+        role: this broker's part in the cluster (leaders, endpoints, node epoch).
+        slots: ``transaction.state.log.num.partitions``.
+    """
+
+    def __init__(self, role: ClusterRole, slots: int) -> None:
+        self._role = role
+        self.slots = slots
+
+    def group_slot(self, group_id: str) -> int:
+        """The coordinator slot of a consumer group (``offsets.topic.num.partitions``)."""
+        return group_slot(group_id, self._role.group_slots)
+
+    def slot(self, transactional_id: str) -> int:
+        """The coordinator slot of ``transactional_id`` (Kafka's hash, as groups use)."""
+        return group_slot(transactional_id, self.slots)
+
+    def holds_slot(self, conn: Connection, slot: int, leader_epoch: int) -> bool:
+        """Blocking, inside the writer's database transaction: whether this incarnation still
+        leads ``slot`` at ``leader_epoch`` (locks the slot's row against a concurrent change)."""
+        node = self._role.node
+        return check_leadership(conn, (TXN_SLOTS_TOPIC, slot), node.node_id, node.node_epoch, leader_epoch)
+
+    async def send_markers(
+        self,
+        partitions: list[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        epoch: int,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Ask each partition's leader to write the marker, one request per leader, all at once;
+        each partition's error code (a retriable one when its leader could not be reached)."""
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for topic, partition in partitions:
+            by_leader.setdefault(self._role.leader(topic, partition)[0], []).append((topic, partition))
+        answers = await asyncio.gather(
+            *(
+                self._send(node, items, producer_id, producer_epoch, commit, epoch)
+                for node, items in by_leader.items()
+            )
+        )
+        return {key: code for answer in answers for key, code in answer.items()}
+
+    async def _send(
+        self,
+        node: int,
+        items: list[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        epoch: int,
+    ) -> dict[tuple[str, int], ErrorCode]:
+        endpoint = next((b for b in self._role.brokers(INTER_BROKER_LISTENER) if b.node_id == node), None)
+        if endpoint is None:
+            return dict.fromkeys(items, ErrorCode.coordinator_not_available)
+        topics: dict[str, list[int]] = {}
+        for topic, partition in items:
+            topics.setdefault(topic, []).append(partition)
+        fields: dict[str, Any] = {
+            "markers": [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": producer_epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()],
+                    "coordinator_epoch": epoch,
+                }
+            ]
+        }
+        try:
+            answer = await asyncio.to_thread(
+                wire_client.call,
+                f"{endpoint.host}:{endpoint.port}",
+                WRITE_TXN_MARKERS,
+                1,
+                MARKER_TIMEOUT_S,
+                **fields,
+            )
+        except (wire_client.WireError, OSError, ValueError) as exc:
+            log.info("markers for %s: broker %d unreachable: %s", items, node, exc)
+            return dict.fromkeys(items, ErrorCode.network_exception)
+        result = {
+            (str(topic.name), int(part.partition_index)): ErrorCode(part.error_code)
+            for marker in answer.markers
+            for topic in marker.topics
+            for part in topic.partitions
+        }
+        return {key: result.get(key, ErrorCode.unknown_server_error) for key in items}

@@ -1,0 +1,162 @@
+"""Transactions in a cluster: the coordinator of a transactional id is the leader of its slot
+(FindCoordinator key type 1), markers reach partitions other brokers lead, and when the
+coordinator's broker is killed mid-transaction the slot's new leader takes the transaction over:
+it ends committed or aborted, never half visible, and the producer's id can be initialised again."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.kafka_clients import create_topic
+from tests.support.kafka_requests import request
+from tests.support.raw_kafka_client import connect, roundtrip
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+PARTITIONS = 3
+
+
+def _coordinator(cluster: LocalCluster, node: int, key: str, key_type: int = 1) -> int:
+    sock = connect(cluster.brokers[node].bootstrap)
+    try:
+        answer = roundtrip(sock, request(10, 4, key_type=key_type, coordinator_keys=[key]))
+    finally:
+        sock.close()
+    entry = answer.coordinators[0]
+    assert entry.error_code.value == 0, entry
+    return int(entry.node_id)
+
+
+def _producer(cluster: LocalCluster, transactional_id: str) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 60_000,
+            "linger.ms": 5,
+            "retry.backoff.ms": 50,
+            "retry.backoff.max.ms": 200,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+
+
+def _read(cluster: LocalCluster, topic: str, isolation: str) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values: list[bytes] = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + 60
+    try:
+        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
+            for msg in consumer.consume(100, 1.0):
+                if msg.error() is None:
+                    values.append(msg.value())
+                    at_end.discard(msg.partition())
+                elif msg.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                else:
+                    raise AssertionError(msg.error())
+    finally:
+        consumer.close()
+    return sorted(values)
+
+
+def test_transactions_commit_and_abort_across_partitions_led_by_different_brokers(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
+    leaders = placed(cluster, topic, PARTITIONS)
+    transactional_id = f"tx-{uuid.uuid4().hex[:8]}"
+    coordinator = _coordinator(cluster, 1, transactional_id)
+    assert {_coordinator(cluster, n, transactional_id) for n in (2, 3)} == {coordinator}
+    assert any(node != coordinator for node, _ in leaders.values())  # markers go to other brokers
+    producer = _producer(cluster, transactional_id)
+    producer.init_transactions(30)
+    for tag, commit in (("a", True), ("b", False), ("c", True)):
+        producer.begin_transaction()
+        for p in range(PARTITIONS):
+            producer.produce(topic, f"{tag}-{p}".encode(), partition=p)
+        assert producer.flush(30) == 0  # written to each leader (an abort purges unsent ones)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    expected = sorted(f"{t}-{p}".encode() for t in "ac" for p in range(PARTITIONS))
+    assert _read(cluster, topic, "read_committed") == expected
+    everything = _read(cluster, topic, "read_uncommitted")
+    assert everything == sorted([*expected, *(f"b-{p}".encode() for p in range(PARTITIONS))])
+
+    # Consume-transform-produce: the group's offsets go to its coordinator, another broker.
+    group = next(
+        g
+        for g in (f"g{i}-{transactional_id}" for i in range(64))
+        if _coordinator(cluster, 1, g, 0) != coordinator
+    )
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        for offset, commit in ((2, True), (5, False)):
+            producer.begin_transaction()
+            producer.produce(topic, f"o-{offset}".encode(), partition=0)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), 30
+            )
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        committed = consumer.committed([TopicPartition(topic, 0)], 30)
+        assert committed[0].offset == 2  # the aborted transaction's offsets were dropped
+    finally:
+        consumer.close()
+
+
+def test_killing_the_coordinator_mid_transaction_never_leaves_it_half_visible(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    topic = f"txnkill-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
+    placed(cluster, topic, PARTITIONS)
+    transactional_id = f"txk-{uuid.uuid4().hex[:8]}"
+    victim = _coordinator(cluster, 1, transactional_id)
+    producer = _producer(cluster, transactional_id)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for p in range(PARTITIONS):
+        producer.produce(topic, f"x-{p}".encode(), partition=p)
+    assert producer.flush(30) == 0  # acknowledged by every leader, not yet committed
+    cluster.brokers[victim].kill()
+    others = [n for n in (1, 2, 3) if n != victim]
+    try:
+        producer.commit_transaction(60)  # goes on with the slot's new leader, or fails
+    except KafkaException as exc:
+        print(f"commit after the coordinator's death failed: {exc}")
+    wait_until(lambda: _coordinator(cluster, others[0], transactional_id) in others, timeout=30)
+    again = _producer(cluster, transactional_id)
+    again.init_transactions(60)  # finishes or aborts what is left open, fences the first producer
+    again.begin_transaction()
+    for p in range(PARTITIONS):
+        again.produce(topic, f"y-{p}".encode(), partition=p)
+    again.commit_transaction(60)
+    values = _read(cluster, topic, "read_committed")
+    firsts = [v for v in values if v.startswith(b"x-")]
+    assert len(firsts) in (0, PARTITIONS), values  # all of the transaction or nothing
+    assert [v for v in values if v.startswith(b"y-")] == [f"y-{p}".encode() for p in range(PARTITIONS)]
