@@ -1,8 +1,9 @@
 """Kafka connections on asyncio: framing into preallocated buffers, ordered pipelined dispatch,
 backpressure, TLS and SASL gating. Everything protocol-shaped lives in ``broker/protocol``.
 
-Each connection reads frames into one reusable 256 KiB buffer; a frame larger than that gets a
-buffer of exactly its size that the socket reads straight into (no copy for big Produce requests).
+Each connection reads frames into one reusable 256 KiB buffer and parses them in place (the only
+copy of a Produce payload is the one the codec hands to the handler); a frame larger than that gets
+a buffer of exactly its size that the socket reads straight into.
 Requests are dispatched as tasks in arrival order and answered strictly in that order; when
 ``queued.max.requests`` are in flight, or the socket's write buffer is full, the connection stops
 reading until it drains.
@@ -225,9 +226,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             if available - 4 >= length:
                 begin = self._start + 4
-                frame = bytes(self._view[begin : begin + length])
                 self._start = begin + length
-                self._on_frame(frame)
+                # Parsed straight from the shared buffer: the codec copies out what it keeps (kio
+                # returns bytes), and nothing reads the frame after _on_frame returns.
+                self._on_frame(self._view[begin : begin + length])
                 continue
             if length + 4 > len(self._buffer):
                 # Too big for the shared buffer: read the rest straight into its own buffer.
