@@ -35,6 +35,7 @@ from pathlib import Path
 import crc32c
 
 from tabletopic import crashpoints
+from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
 log = logging.getLogger(__name__)
@@ -43,9 +44,6 @@ FRAME = struct.Struct(">II")
 RECORD = struct.Struct(">qqII")
 SUFFIX = ".wal"
 IOV_MAX = 1024
-# Frame parts (a record header and a payload each) averaging at least this many bytes are checksummed
-# and written in place; smaller ones are joined first (one copy is cheaper than many CRC calls).
-IN_PLACE_AVERAGE_BYTES = 8 * 1024
 
 
 class WalCorruption(StreamError):

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
 from tabletopic.s3stream.streams import StorageUnavailable
-from tabletopic.s3stream.wal import IN_PLACE_AVERAGE_BYTES, SUFFIX, Group, LocalWal, scan_frames
+from tabletopic.s3stream.wal import SUFFIX, Group, LocalWal, scan_frames
 
 
 def only_segment(directory: Path) -> bytes:
