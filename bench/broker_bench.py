@@ -11,11 +11,11 @@
 Per target: produce MB/s and msgs/s at 100 B and 1 KiB, uncompressed and lz4; p50/p99 delivery
 latency at a fixed rate below saturation (once the target has settled after the throughput run);
 consume MB/s while a producer writes (tail) and of the whole topic afterwards (catch-up);
-transactional vs idempotent produce at 1 KiB; the log-compaction
-rate of a compacted partition in a local store; the server process's CPU seconds per GB produced
-(user + system, all threads), which a shared machine distorts less than throughput. The machine's
-load is printed before each target and at the end. Ratios against Tansu and the sink close the
-report.
+transactional vs idempotent produce at 1 KiB; the log-compaction rate of a compacted partition in a
+local store; the server process's CPU seconds per GB produced (user + system, all threads), which a
+shared machine distorts less than throughput. The disk's bare fdatasync latency (the floor under the
+local WAL's acks=all latency) and the machine's load are printed at the start, before each target and
+at the end. Ratios against Tansu and the sink close the report.
 
 Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000]
                                    [--targets local,object,tansu,sink,tls,sasl_ssl]
@@ -308,6 +308,26 @@ def settle(bootstrap: str, timeout: float = 15.0) -> None:
         busy = (server_cpu_seconds(bootstrap) - before) / 0.5
         if not busy >= 0.05 and dirty_bytes() < 32 << 20:  # NaN (unknown process): don't wait
             return
+
+
+def fsync_floor(seconds: float = 2.0, size: int = 5 * 1024) -> tuple[float, float]:
+    """p50/p99 ms of a bare ``write`` + ``fdatasync`` of ``size`` bytes in the directory the local-WAL
+    targets use (the system temp dir): the floor under their acks=all latency, since an append is
+    acknowledged only after its group's fsync, measured in the same run."""
+    with tempfile.TemporaryDirectory(prefix="broker-bench-fsync-") as tmp:
+        fd = os.open(Path(tmp) / "probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        block, times = b"x" * size, []
+        try:
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline:
+                os.write(fd, block)
+                started = time.perf_counter()
+                os.fdatasync(fd)
+                times.append(time.perf_counter() - started)
+        finally:
+            os.close(fd)
+    times.sort()
+    return times[len(times) // 2] * 1e3, times[int(len(times) * 0.99)] * 1e3
 
 
 def machine_load() -> str:
@@ -636,6 +656,8 @@ def main() -> None:
         f"broker bench: confluent-kafka acks=all, {args.seconds:.0f} s per produce run, "
         f"latency at {args.rate} msg/s, {os.cpu_count()} cores"
     )
+    p50, p99 = fsync_floor()
+    print(f"  disk: write + fdatasync of 5 KiB in {tempfile.gettempdir()}: p50 {p50:.2f} ms p99 {p99:.2f} ms")
     results: list[Result] = []
     for key in args.targets.split(","):
         name, factory, consume = targets[key]
@@ -648,7 +670,8 @@ def main() -> None:
     if args.compaction_mb:
         results.append(bench_compaction(args.compaction_mb))
     print_ratios(results)
-    print(f"\nat the end: {machine_load()}")
+    p50, p99 = fsync_floor()
+    print(f"\nat the end: {machine_load()}; disk fdatasync p50 {p50:.2f} ms p99 {p99:.2f} ms")
 
 
 def print_ratios(results: list[Result]) -> None:
