@@ -9,10 +9,13 @@
   the plaintext listener of the same kind of node (certificates from a throwaway CA).
 
 Per target: produce MB/s and msgs/s at 100 B and 1 KiB, uncompressed and lz4; p50/p99 delivery
-latency at a fixed rate below saturation; consume MB/s while a producer writes (tail) and of the
-whole topic afterwards (catch-up); transactional vs idempotent produce at 1 KiB; the log-compaction
-rate of a compacted partition in a local store. Ratios against
-Tansu and the sink close the report.
+latency at a fixed rate below saturation (once the target has settled after the throughput run);
+consume MB/s while a producer writes (tail) and of the whole topic afterwards (catch-up);
+transactional vs idempotent produce at 1 KiB; the log-compaction rate of a compacted partition in a
+local store; the server process's CPU seconds per GB produced (user + system, all threads), which a
+shared machine distorts less than throughput. The disk's bare fdatasync latency (the floor under the
+local WAL's acks=all latency) and the machine's load are printed at the start, before each target and
+at the end. Ratios against Tansu and the sink close the report.
 
 Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000]
                                    [--targets local,object,tansu,sink,tls,sasl_ssl]
@@ -46,6 +49,8 @@ from tests.support.tls_certs import TestCA  # noqa: E402
 SCENARIOS = [(100, "none"), (100, "lz4"), (1024, "none"), (1024, "lz4")]
 # Client security settings of the secure targets, by bootstrap address.
 CLIENT_SECURITY: dict[str, dict[str, str]] = {}
+# The server process of each target, by bootstrap address (its CPU time is reported per GB).
+SERVER_PIDS: dict[str, int] = {}
 TANSU_CACHE = Path(os.environ.get("TABLETOPIC_BENCH_CACHE", Path.home() / ".cache/tabletopic")) / "tansu"
 
 
@@ -57,6 +62,7 @@ class Result:
     msgs_per_s: float = 0.0
     p50_ms: float = float("nan")
     p99_ms: float = float("nan")
+    cpu_s_per_gb: float = float("nan")
 
 
 def payload(size: int) -> bytes:
@@ -71,6 +77,8 @@ def payload(size: int) -> bytes:
 def tabletopic_target(wal_mode: str) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="broker-bench-") as tmp:
         broker = BrokerProcess(Path(tmp), {"admin.listener": "", "s3stream.wal.mode": wal_mode}).start()
+        assert broker.process is not None
+        SERVER_PIDS[broker.bootstrap] = broker.process.pid
         try:
             yield broker.bootstrap
         finally:
@@ -123,6 +131,7 @@ def tansu_target() -> Iterator[str]:
     )
     try:
         wait_for_port(port, 30)
+        SERVER_PIDS[f"127.0.0.1:{port}"] = process.pid
         yield f"127.0.0.1:{port}"
     finally:
         process.terminate()
@@ -135,6 +144,7 @@ def sink_target() -> Iterator[str]:
     process = subprocess.Popen([sys.executable, __file__, "--serve-sink", str(port)])
     try:
         wait_for_port(port, 30)
+        SERVER_PIDS[f"127.0.0.1:{port}"] = process.pid
         yield f"127.0.0.1:{port}"
     finally:
         process.terminate()
@@ -225,6 +235,8 @@ def secure_target(protocol: str) -> Iterator[str]:
         broker.kafka_port, broker.admin_port, broker.sasl_port = plain, free_port(), free_port()
         broker.start()
         bootstrap = f"127.0.0.1:{secure}"
+        assert broker.process is not None
+        SERVER_PIDS[bootstrap] = broker.process.pid
         security = {"security.protocol": protocol, "ssl.ca.location": str(ca.cert)}
         if protocol == "SASL_SSL":
             create_scram_user(broker.bootstrap, "bench", "bench-secret")
@@ -260,6 +272,78 @@ def client_config(bootstrap: str) -> dict[str, object]:
 
 
 # --- measurements -------------------------------------------------------------------------------
+def server_cpu_seconds(bootstrap: str) -> float:
+    """User + system CPU time the target's server process has used so far (all its threads), or
+    NaN if unknown. Less sensitive to a shared machine than throughput: it is what the broker spends,
+    not what it got."""
+    pid = SERVER_PIDS.get(bootstrap)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def dirty_bytes() -> int:
+    """Bytes of page cache waiting to be written to disk, machine-wide."""
+    total = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(("Dirty:", "Writeback:")):
+                total += int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
+def settle(bootstrap: str, timeout: float = 15.0) -> None:
+    """Wait until the target has digested the previous run: its server idle (under 5 % of a core
+    over 0.5 s: uploads and compaction of the throughput run's data done) and the disk's write-back
+    drained, so a latency run measures the latency of its own load and not the tail of the last
+    run's (an object upload's fsync right behind the WAL's fsync was the p99 outlier)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = server_cpu_seconds(bootstrap)
+        time.sleep(0.5)
+        busy = (server_cpu_seconds(bootstrap) - before) / 0.5
+        if not busy >= 0.05 and dirty_bytes() < 32 << 20:  # NaN (unknown process): don't wait
+            return
+
+
+def fsync_floor(seconds: float = 2.0, size: int = 5 * 1024) -> tuple[float, float]:
+    """p50/p99 ms of a bare ``write`` + ``fdatasync`` of ``size`` bytes in the directory the local-WAL
+    targets use (the system temp dir): the floor under their acks=all latency, since an append is
+    acknowledged only after its group's fsync, measured in the same run."""
+    with tempfile.TemporaryDirectory(prefix="broker-bench-fsync-") as tmp:
+        fd = os.open(Path(tmp) / "probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        block, times = b"x" * size, []
+        try:
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline:
+                os.write(fd, block)
+                started = time.perf_counter()
+                os.fdatasync(fd)
+                times.append(time.perf_counter() - started)
+        finally:
+            os.close(fd)
+    times.sort()
+    return times[len(times) // 2] * 1e3, times[int(len(times) * 0.99)] * 1e3
+
+
+def machine_load() -> str:
+    """Load averages and CPU pressure: figures from a shared machine need them beside them."""
+    try:
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        load = "?"
+    try:
+        some = Path("/proc/pressure/cpu").read_text().split()[1]  # "avg10=NN.NN"
+        pressure = f", CPU pressure {some}"
+    except (OSError, IndexError):
+        pressure = ""
+    return f"load {load}{pressure}"
+
+
 def producer_config(bootstrap: str, codec: str, linger_ms: int = 5) -> dict[str, object]:
     return {
         **client_config(bootstrap),
@@ -340,16 +424,30 @@ def produce_exactly_once(
 
 
 def bench_transactions(name: str, bootstrap: str, seconds: float) -> list[Result]:
-    """Transactional vs idempotent produce at 1 KiB, uncompressed (target: >= 0.8x)."""
-    figures = {}
-    for mode in ("idempotent", "transactional"):
-        topic = f"eos-{mode}-{uuid.uuid4().hex[:6]}"
-        create_topic(bootstrap, topic)
-        figures[mode] = produce_exactly_once(bootstrap, topic, 1024, seconds, mode == "transactional")
+    """Transactional vs idempotent produce at 1 KiB, uncompressed (target: >= 0.8x).
+
+    Both run the same way: each mode gets its own topic and a warm-up run that is not counted (the
+    first producer of a target pays for connections, metadata and the topic's first appends), then
+    the measured runs alternate idempotent, transactional, transactional, idempotent, so a drift in
+    the machine's load over the runs weighs on both modes alike. Figures are the means of the runs.
+    """
+    modes = ("idempotent", "transactional")
+    topics = {}
+    for mode in modes:
+        topics[mode] = f"eos-{mode}-{uuid.uuid4().hex[:6]}"
+        create_topic(bootstrap, topics[mode])
+        produce_exactly_once(bootstrap, topics[mode], 1024, min(seconds, 1.0), mode == "transactional")
+    runs: dict[str, list[float]] = {mode: [] for mode in modes}
+    for mode in (*modes, *reversed(modes)):
+        runs[mode].append(
+            produce_exactly_once(bootstrap, topics[mode], 1024, seconds / 2, mode == "transactional")
+        )
+    figures = {mode: statistics.mean(values) for mode, values in runs.items()}
     ratio = figures["transactional"] / figures["idempotent"] if figures["idempotent"] else float("nan")
     print(
         f"  {name:<18} 1KiB idempotent {figures['idempotent']:8.1f} MB/s   "
-        f"transactional (5000 msgs/txn) {figures['transactional']:8.1f} MB/s   ratio {ratio:.2f}x",
+        f"transactional (5000 msgs/txn) {figures['transactional']:8.1f} MB/s   ratio {ratio:.2f}x "
+        f"(warm-up, then runs alternating I T T I)",
         flush=True,
     )
     return [Result(name, f"eos-{mode}", mb) for mode, mb in figures.items()]
@@ -449,14 +547,18 @@ def bench_target(name: str, bootstrap: str, seconds: float, rate: int, consume: 
         scenario = f"{size}B/{codec}"
         topic = f"tp-{size}-{codec}-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, topic)
+        cpu_before, started = server_cpu_seconds(bootstrap), time.perf_counter()
         mb, msgs = produce_throughput(bootstrap, topic, size, codec, seconds)
+        produced_gb = mb * (time.perf_counter() - started) / 1000
+        cpu = (server_cpu_seconds(bootstrap) - cpu_before) / produced_gb if produced_gb else float("nan")
         lat_topic = f"lat-{size}-{codec}-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, lat_topic)
+        settle(bootstrap)
         p50, p99 = produce_latency(bootstrap, lat_topic, size, codec, rate, min(seconds, 2.0))
-        result = Result(name, scenario, mb, msgs, p50, p99)
+        result = Result(name, scenario, mb, msgs, p50, p99, cpu)
         print(
             f"  {name:<18} {scenario:<10} produce {mb:8.1f} MB/s {msgs:10.0f} msg/s   "
-            f"latency@{rate}/s p50 {p50:6.2f} ms p99 {p99:6.2f} ms",
+            f"latency@{rate}/s p50 {p50:6.2f} ms p99 {p99:6.2f} ms   server CPU {cpu:5.2f} s/GB",
             flush=True,
         )
         results.append(result)
@@ -554,9 +656,12 @@ def main() -> None:
         f"broker bench: confluent-kafka acks=all, {args.seconds:.0f} s per produce run, "
         f"latency at {args.rate} msg/s, {os.cpu_count()} cores"
     )
+    p50, p99 = fsync_floor()
+    print(f"  disk: write + fdatasync of 5 KiB in {tempfile.gettempdir()}: p50 {p50:.2f} ms p99 {p99:.2f} ms")
     results: list[Result] = []
     for key in args.targets.split(","):
         name, factory, consume = targets[key]
+        print(f"  {name}: {machine_load()}", flush=True)
         try:
             with factory() as bootstrap:
                 results += bench_target(name, bootstrap, args.seconds, args.rate, consume)
@@ -565,6 +670,8 @@ def main() -> None:
     if args.compaction_mb:
         results.append(bench_compaction(args.compaction_mb))
     print_ratios(results)
+    p50, p99 = fsync_floor()
+    print(f"\nat the end: {machine_load()}; disk fdatasync p50 {p50:.2f} ms p99 {p99:.2f} ms")
 
 
 def print_ratios(results: list[Result]) -> None:
@@ -579,6 +686,15 @@ def print_ratios(results: list[Result]) -> None:
                     ratios.append(f"{scenario} {a.mb_per_s / b.mb_per_s:.2f}x")
             if ratios:
                 print(f"  {ours} vs {peer}: " + ", ".join(ratios))
+    print("server CPU per GB produced (tabletopic / null sink; lower is cheaper):")
+    for ours in ("tabletopic-wal-local", "tabletopic-wal-object", "tabletopic-ssl", "tabletopic-sasl-ssl"):
+        ratios = []
+        for scenario in [f"{s}B/{c}" for s, c in SCENARIOS]:
+            a, b = by_key.get((ours, scenario)), by_key.get(("null-sink", scenario))
+            if a and b and b.cpu_s_per_gb > 0:
+                ratios.append(f"{scenario} {a.cpu_s_per_gb / b.cpu_s_per_gb:.2f}x")
+        if ratios:
+            print(f"  {ours}: " + ", ".join(ratios))
     for secure in ("tabletopic-ssl", "tabletopic-sasl-ssl"):
         ratios = []
         for scenario in [f"{s}B/{c}" for s, c in SCENARIOS] + ["consume-catch-up", "consume-tail"]:

@@ -1,8 +1,9 @@
 """Kafka connections on asyncio: framing into preallocated buffers, ordered pipelined dispatch,
 backpressure, TLS and SASL gating. Everything protocol-shaped lives in ``broker/protocol``.
 
-Each connection reads frames into one reusable 256 KiB buffer; a frame larger than that gets a
-buffer of exactly its size that the socket reads straight into (no copy for big Produce requests).
+Each connection reads frames into one reusable 256 KiB buffer and parses them in place (the only
+copy of a Produce payload is the one the codec hands to the handler); a frame larger than that gets
+a buffer of exactly its size that the socket reads straight into.
 Requests are dispatched as tasks in arrival order and answered strictly in that order; when
 ``queued.max.requests`` are in flight, or the socket's write buffer is full, the connection stops
 reading until it drains.
@@ -55,6 +56,8 @@ CLOSE_LOG = RateLimitedLog(log, interval_s=10.0)
 
 READ_BUFFER_BYTES = 256 * 1024
 MIN_FREE_BYTES = 16 * 1024
+# TLS writes: pieces of a response are merged up to this size before encryption (see coalesce).
+TLS_WRITE_CHUNK_BYTES = 256 * 1024
 _LENGTH = struct.Struct(">i")
 _connection_ids = itertools.count(1)
 
@@ -81,6 +84,36 @@ def first_error(fields: Any, depth: int = 4) -> str:
             if found != "none":
                 return found
     return "none"
+
+
+def coalesce(buffers: list[Any], chunk: int = TLS_WRITE_CHUNK_BYTES) -> list[Any]:
+    """The same bytes as fewer, larger buffers: runs of pieces are joined up to ``chunk`` bytes, and
+    a piece of ``chunk`` bytes or more is passed on as it is.
+
+    Over TLS each buffer handed to the transport is encrypted on its own, so the 8-byte base-offset
+    piece in front of every stored batch of a Fetch response would become a TLS record of its own
+    (a record header, a tag and a decryption call on the client for 8 bytes). A plaintext socket
+    takes the pieces with one ``writev`` and never needs this.
+    """
+    out: list[Any] = []
+    run: list[Any] = []
+    size = 0
+    for piece in buffers:
+        length = len(piece)
+        if length >= chunk:
+            if run:
+                out.append(b"".join(run) if len(run) > 1 else run[0])
+                run, size = [], 0
+            out.append(piece)
+            continue
+        if size + length > chunk and run:
+            out.append(b"".join(run) if len(run) > 1 else run[0])
+            run, size = [], 0
+        run.append(piece)
+        size += length
+    if run:
+        out.append(b"".join(run) if len(run) > 1 else run[0])
+    return out
 
 
 class RequestBudget:
@@ -152,6 +185,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._failed_auth_delay_s = failed_auth_delay_s
         # The principal of a verified TLS client certificate (SSL listeners), else ANONYMOUS.
         self._tls_principal: str | None = None
+        self._tls = False  # an SSL or SASL_SSL connection: responses are coalesced before writing
         self._max_frame = max_frame
         self._max_inflight = max_inflight
         self._buffer = bytearray(READ_BUFFER_BYTES)
@@ -176,7 +210,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self._tls_principal = peer_principal(transport.get_extra_info("ssl_object"))
+        ssl_object = transport.get_extra_info("ssl_object")
+        self._tls = ssl_object is not None
+        self._tls_principal = peer_principal(ssl_object)
         if self._metrics is not None:
             self._metrics.connections.inc()
 
@@ -231,9 +267,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             if available - 4 >= length:
                 begin = self._start + 4
-                frame = bytes(self._view[begin : begin + length])
                 self._start = begin + length
-                self._on_frame(frame)
+                # Parsed straight from the shared buffer: the codec copies out what it keeps (kio
+                # returns bytes), and nothing reads the frame after _on_frame returns.
+                self._on_frame(self._view[begin : begin + length])
                 continue
             if length + 4 > len(self._buffer):
                 # Too big for the shared buffer: read the rest straight into its own buffer.
@@ -327,7 +364,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if data is None or self._closed or self._transport is None:
                 continue
             if isinstance(data, list):
-                self._transport.writelines(data)
+                self._transport.writelines(coalesce(data) if self._tls else data)
                 size = sum(len(piece) for piece in data)
             else:
                 self._transport.write(data)

@@ -35,6 +35,10 @@ FOOTER = struct.Struct(">QII8s")
 # How much of an object's tail to fetch when its index size is not known yet: one request for
 # the footer and (nearly always) the whole index.
 TAIL_GUESS = 64 * 1024
+# Pieces (a batch header and a payload each, in objects and in the WAL) averaging at least this many
+# bytes are checksummed and written where they lie; smaller ones are joined first, since one copy
+# costs less than a CRC call per small piece.
+IN_PLACE_AVERAGE_BYTES = 8 * 1024
 
 
 class CorruptObject(StreamError):
@@ -73,9 +77,11 @@ class BuiltObject:
 def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes: int) -> BuiltObject:
     """Lay out ``(stream_id, batches in offset order)`` runs as one object.
 
-    Each block is joined into one buffer and checksummed with one CRC32C call: one memory copy
-    per byte is far cheaper than two checksum calls per (often 1 KiB) batch, and the result is a
-    short list of large parts for ``writev`` or an S3 body.
+    A block of small batches is joined into one buffer and checksummed with one CRC32C call: one
+    memory copy per byte is far cheaper than two checksum calls per (often 1 KiB) batch, and the
+    result is a short list of large parts for ``writev`` or an S3 body. A block of large batches
+    (``IN_PLACE_AVERAGE_BYTES`` per header-and-payload piece on average) is checksummed piece by
+    piece and its batches become parts themselves, uncopied.
     """
     parts: list[bytes | memoryview] = []
     blocks: list[BlockEntry] = []
@@ -86,10 +92,20 @@ def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes:
 
     def close_block(stream_id: int, first: int, end: int, pieces: list[bytes | memoryview]) -> None:
         nonlocal position
-        data = b"".join(pieces)
-        blocks.append(BlockEntry(stream_id, first, end, position, len(data), crc32c.crc32c(data)))
-        parts.append(data)
-        position += len(data)
+        size = sum(len(piece) for piece in pieces)
+        if size >= IN_PLACE_AVERAGE_BYTES * len(pieces):
+            # Large batches: checksum them where they lie and pass them on uncopied (a copy into
+            # fresh memory costs more per byte than a CRC call per batch).
+            crc = 0
+            for piece in pieces:
+                crc = crc32c.crc32c(piece, crc)
+            parts.extend(pieces)
+        else:
+            data = b"".join(pieces)
+            crc = crc32c.crc32c(data)
+            parts.append(data)
+        blocks.append(BlockEntry(stream_id, first, end, position, size, crc))
+        position += size
 
     for stream_id, batches in runs:
         if not batches:

@@ -1,18 +1,21 @@
 """The local write-ahead log: segment files on local disk written with group commit.
 
-Every append joins the *current group*; one writer task hands the whole group to a dedicated thread
-that writes it with ``writev`` and covers it with one ``fdatasync``, then resolves the group's single
-future. Appends arriving meanwhile form the next group, so the fsync rate adapts to the load and no
+Every append joins the *current group*; at the end of the event-loop iteration the group goes to
+the WAL's own writer thread, which writes it with ``writev``, covers it with one ``fdatasync`` and
+calls back into the loop to resolve the group's single future (no task or executor future per
+group). Appends arriving meanwhile form the next group, so the fsync rate adapts to the load and no
 append gets its own thread, task or syscall.
 
 Framing: each group commit is written as ONE frame, ``>II`` (body length, CRC32C of the body),
 whose body is the group's records, each ``>qqII`` (stream id, base offset, record count, payload
 length) + payload. A group is acknowledged as a whole after its fsync, so a frame is exactly the
-unit that is either fully acknowledged or not at all; one CRC over the group (one C call over one
-joined buffer) costs far less than a CRC per record on the WAL thread, which competes with the event
-loop for the GIL. Replay stops at the first frame that is short or fails its CRC: in the newest
-segment that is the torn tail of writes never acknowledged (truncated away with a log line); in an
-older segment it means acknowledged data is damaged, and the WAL refuses to open.
+unit that is either fully acknowledged or not at all. Small records are joined into one buffer and
+checksummed with one C call (far cheaper than a CRC call per record on the WAL thread, which competes
+with the event loop for the GIL); large ones are checksummed and written where they lie, since a copy
+of every byte into fresh memory costs more than a few CRC calls. Replay stops at the first frame
+that is short or fails its CRC: in the newest segment that is the torn tail of writes never
+acknowledged (truncated away with a log line); in an older segment it means acknowledged data is
+damaged, and the WAL refuses to open.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import queue
 import struct
 import threading
 import time
@@ -31,14 +35,15 @@ from pathlib import Path
 import crc32c
 
 from tabletopic import crashpoints
+from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
-from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
 FRAME = struct.Struct(">II")
 RECORD = struct.Struct(">qqII")
 SUFFIX = ".wal"
+IOV_MAX = 1024
 
 
 class WalCorruption(StreamError):
@@ -80,6 +85,18 @@ class RollMarker:
     """Everything queued before it goes to the old segment, everything after to a new one."""
 
     done: asyncio.Future[int]
+
+
+def write_all(fd: int, buffers: list[bytes | memoryview]) -> None:
+    """``writev`` every buffer (at most IOV_MAX at a time), finishing short writes."""
+    for start in range(0, len(buffers), IOV_MAX):
+        chunk = buffers[start : start + IOV_MAX]
+        total = sum(len(piece) for piece in chunk)
+        written = os.writev(fd, chunk)
+        if written != total:  # a short write: finish the rest with plain writes
+            rest = b"".join(chunk)[written:]
+            while rest:
+                rest = rest[os.write(fd, rest) :]
 
 
 def segment_name(index: int) -> str:
@@ -136,6 +153,7 @@ class LocalWal:
         self.segment_bytes = segment_bytes
         self._on_commit = on_commit
         self._on_fsync = on_fsync
+        # Segment deletions (release) run here, off the loop and off the writer thread.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3stream-wal")
         self._segments: dict[int, int] = {}  # index -> size on disk; shared with the WAL thread
         self._segments_lock = threading.Lock()
@@ -143,10 +161,12 @@ class LocalWal:
         self._fd = -1
         self._index = 0
         self._group: Group | None = None
-        self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()  # set while nothing is queued or being written
         self._idle.set()
-        self._task: asyncio.Task[None] | None = None
+        self._writing = False  # a group is with the writer thread (or about to be handed over)
+        self._queue: queue.SimpleQueue[Group | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.failure: BaseException | None = None
         self.pending_bytes = 0
 
@@ -197,8 +217,10 @@ class LocalWal:
     # Writing -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._open_segment(self._index + 1)
-        self._task = asyncio.create_task(self._flush_loop(), name="s3stream-wal-writer")
+        self._writer = threading.Thread(target=self._writer_loop, name="s3stream-wal-writer", daemon=True)
+        self._writer.start()
 
     def _open_segment(self, index: int) -> None:
         path = self.directory / segment_name(index)
@@ -223,14 +245,23 @@ class LocalWal:
     def bytes_used(self) -> int:
         return self._disk_bytes + self.pending_bytes
 
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            raise StorageUnavailable(f"the WAL in {self.directory} is not started")
+        return self._loop
+
     def _current_group(self) -> Group:
         if self.failure is not None:
             raise StorageUnavailable(f"the WAL in {self.directory} failed earlier: {self.failure}")
         group = self._group
         if group is None:
-            group = self._group = Group(SharedFuture(loop=asyncio.get_running_loop()))
+            group = self._group = Group(SharedFuture(loop=self._running_loop()))
             self._idle.clear()
-            self._wakeup.set()
+            if not self._writing:
+                # Hand the group over once this moment's appends have joined it (end of the loop
+                # iteration), so appends of the same moment share one fsync.
+                self._writing = True
+                self._running_loop().call_soon(self._hand_over)
         return group
 
     def append(
@@ -248,50 +279,73 @@ class LocalWal:
 
     def roll(self) -> RollMarker:
         """Start a new segment after everything queued so far; ``done`` gets its index."""
-        marker = RollMarker(asyncio.get_running_loop().create_future())
+        marker = RollMarker(self._running_loop().create_future())
         self._current_group().records.append(marker)
         return marker
 
-    async def _flush_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            group, self._group = self._group, None
-            if group is None:
-                continue
+    # The writer: the event loop hands one group at a time to a dedicated thread, which writes and
+    # fsyncs it and calls back into the loop. No task, executor future or chained future per group:
+    # each thread hop costs a wake-up, and on a busy machine a wake-up can cost a scheduler slice.
+
+    def _hand_over(self) -> None:
+        """On the loop: give the current group to the writer thread (which is idle)."""
+        group, self._group = self._group, None
+        if group is None:
+            self._writing = False
+            self._idle.set()
+            return
+        self._queue.put(group)
+
+    def _writer_loop(self) -> None:
+        """On the writer thread: write each group handed over; ``None`` stops it."""
+        loop = self._running_loop()
+        while (group := self._queue.get()) is not None:
             try:
-                rolled = await loop.run_in_executor(self._executor, self._write_group, group.records)
+                rolled = self._write_group(group.records)
             except Exception as exc:
-                # Fail-stop: after a failed write the file's tail is unknown, so no later append may
-                # be acknowledged on top of it. A restart replays what is valid.
-                log.error(
-                    "WAL write to %s failed; the store stops accepting appends: %s", self.directory, exc
-                )
-                self.failure = exc
-                error = StorageUnavailable(f"WAL write failed: {exc}")
-                group.future.set_exception(error)
-                group.future.exception()  # retrieved here; awaiting appends re-raise it
-                for item in group.records:
-                    if isinstance(item, RollMarker) and not item.done.done():
-                        item.done.set_exception(error)
-                        item.done.exception()
-                pending = self._group
-                if pending is not None:
-                    self._group = None
-                    pending.future.set_exception(error)
-                    pending.future.exception()
-                self._idle.set()
+                outcome: list[tuple[RollMarker, int]] | BaseException = exc
+            else:
+                outcome = rolled
+            try:
+                loop.call_soon_threadsafe(self._written, group, outcome)
+            except RuntimeError:  # the loop closed under us (shutdown without close())
                 return
-            finally:
-                self.pending_bytes -= group.nbytes
-            for marker, index in rolled:
-                if not marker.done.done():
-                    marker.done.set_result(index)
-            group.future.set_result(None)
-            self._on_commit(group)
-            if self._group is None:
-                self._idle.set()
+
+    def _written(self, group: Group, outcome: list[tuple[RollMarker, int]] | BaseException) -> None:
+        """On the loop: a group reached the disk (or failed); start the next one, then acknowledge."""
+        self.pending_bytes -= group.nbytes
+        if isinstance(outcome, BaseException):
+            self._fail(group, outcome)
+            return
+        # Start the next group's write before waking anyone: the disk never waits for the loop.
+        self._hand_over()
+        for marker, index in outcome:
+            if not marker.done.done():
+                marker.done.set_result(index)
+        group.future.set_result(None)
+        self._on_commit(group)
+
+    def _fail(self, group: Group, exc: BaseException) -> None:
+        # Fail-stop: after a failed write the file's tail is unknown, so no later append may be
+        # acknowledged on top of it. A restart replays what is valid.
+        log.error("WAL write to %s failed; the store stops accepting appends: %s", self.directory, exc)
+        self.failure = exc
+        error = StorageUnavailable(f"WAL write failed: {exc}")
+        pending = self._group
+        self._group = None
+        for failed in (group, pending):
+            if failed is None:
+                continue
+            if failed is pending:
+                self.pending_bytes -= failed.nbytes
+            failed.future.set_exception(error)
+            failed.future.exception()  # retrieved here; awaiting appends re-raise it
+            for item in failed.records:
+                if isinstance(item, RollMarker) and not item.done.done():
+                    item.done.set_exception(error)
+                    item.done.exception()
+        self._writing = False
+        self._idle.set()
 
     def _write_group(
         self, items: list[tuple[int, int, int, bytes | memoryview] | RollMarker]
@@ -321,14 +375,19 @@ class LocalWal:
     def _write_frame(self, parts: list[bytes | memoryview]) -> None:
         if not parts:
             return
-        body = b"".join(parts)
-        data = [FRAME.pack(len(body), crc32c.crc32c(body)), body]
-        nbytes = FRAME.size + len(body)
-        written = os.writev(self._fd, data)
-        if written != nbytes:  # a short write: finish the rest with plain writes
-            rest = b"".join(data)[written:]
-            while rest:
-                rest = rest[os.write(self._fd, rest) :]
+        length = sum(len(part) for part in parts)
+        if length >= IN_PLACE_AVERAGE_BYTES * len(parts):
+            # Large payloads: checksum them where they lie and hand them to writev as they are; a
+            # copy of every byte (into fresh memory) costs more than one CRC call per part.
+            crc = 0
+            for part in parts:
+                crc = crc32c.crc32c(part, crc)
+            buffers = [FRAME.pack(length, crc), *parts]
+        else:
+            body = b"".join(parts)
+            buffers = [FRAME.pack(length, crc32c.crc32c(body)), body]
+        write_all(self._fd, buffers)
+        nbytes = FRAME.size + length
         with self._segments_lock:
             self._segments[self._index] += nbytes
             self._disk_bytes += nbytes
@@ -363,12 +422,13 @@ class LocalWal:
                 self._disk_bytes -= self._segments.pop(index, 0)
 
     async def close(self) -> None:
-        if self._task is not None:
+        if self._writer is not None:
             # Let a queued group reach the disk before stopping the writer.
-            if self.failure is None and not self._task.done():
+            if self.failure is None:
                 await self._idle.wait()
-            await cancel_and_wait([self._task])
-            self._task = None
+            self._queue.put(None)
+            writer, self._writer = self._writer, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, writer.join)
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

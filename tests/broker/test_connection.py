@@ -12,7 +12,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from tabletopic.broker.handlers import HANDLERS
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.security.sasl import SaslServer, check_plain_password
-from tabletopic.broker.server import READ_BUFFER_BYTES, Dispatcher, KafkaConnection
+from tabletopic.broker.server import READ_BUFFER_BYTES, Dispatcher, KafkaConnection, coalesce
 from tests.support.kafka_requests import make_batch, produce_request
 from tests.support.raw_kafka_client import decode_response, encode_request
 from tests.support.waiting import wait_until
@@ -209,3 +209,19 @@ async def test_requests_before_sasl_authentication_close_the_connection(broker_s
 
 def _plain(users: dict[str, str]) -> SaslServer:
     return SaslServer(["PLAIN"], check_plain_password(users), lambda user, mechanism: None)
+
+
+def test_coalesce_merges_small_pieces_keeps_large_ones_and_the_bytes() -> None:
+    # A Fetch response over TLS: 8-byte base-offset pieces in front of each stored batch.
+    pieces: list[bytes | memoryview] = [b"head"]
+    for i in range(50):
+        pieces += [bytes([i]) * 8, memoryview(bytes([i]) * 1000)]
+    pieces += [b"L" * 300, b"tail"]
+    merged = coalesce(pieces, chunk=4096)
+    assert b"".join(merged) == b"".join(pieces)
+    assert len(merged) <= len(pieces) // 5
+    assert all(len(m) <= 4096 for m in merged)
+    # A piece of chunk size or more goes through as the same object (no copy).
+    big = memoryview(b"x" * 4096)
+    assert any(m is big for m in coalesce([b"a", big, b"b"], chunk=1024))
+    assert coalesce([], chunk=16) == []

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 
+import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabletopic.s3stream.objects import (
     FOOTER,
+    IN_PLACE_AVERAGE_BYTES,
     CorruptObject,
     build_object,
     parse_footer,
@@ -115,3 +117,17 @@ def test_every_run_reads_back_identically_whatever_the_block_size(
         assert [(b.base_offset, b.record_count, bytes(b.payload)) for b in decoded] == [
             (b.base_offset, b.record_count, b.payload) for b in stream_batches
         ]
+
+
+@pytest.mark.parametrize("size", [100, IN_PLACE_AVERAGE_BYTES * 2 + 7])
+def test_block_checksums_cover_exactly_the_block_bytes_small_or_large_batches(size: int) -> None:
+    # Large batches are checksummed in place and become parts themselves, small ones are joined:
+    # either way every block's CRC is that of its bytes in the object.
+    obj = build_object([(1, batches(1, 6, size)), (2, batches(2, 2, 50))], block_bytes=3 * size)
+    data = b"".join(obj.parts)
+    assert len(data) == obj.size
+    for block in obj.blocks:
+        assert crc32c.crc32c(data[block.position : block.position + block.size]) == block.crc
+    rng = next(r for r in obj.ranges if r.stream_id == 1)
+    decoded = read_slice(data[rng.position : rng.position + rng.size])
+    assert [bytes(b.payload) for b in decoded] == [b"\x01" * size] * 6

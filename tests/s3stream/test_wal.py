@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
+from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
+from tabletopic.s3stream.streams import StorageUnavailable
 from tabletopic.s3stream.wal import SUFFIX, Group, LocalWal, scan_frames
 
 
@@ -71,3 +75,24 @@ async def test_replay_after_restart_continues_in_a_new_segment(tmp_path: Path) -
     await wal.close()
     wal = LocalWal(tmp_path, 1 << 30, committed.append)
     assert [bytes(r.payload) for r in wal.replay()] == [b"a", b"b", b"c", b"d"]
+
+
+async def test_large_payloads_written_in_place_replay_byte_for_byte(tmp_path: Path) -> None:
+    # Payloads above the in-place size are checksummed where they lie instead of joined: the frame
+    # must be the same bytes, and a cut inside it must still drop the whole group.
+    big = [bytes([i]) * (IN_PLACE_AVERAGE_BYTES * 3 + i) for i in range(3)]
+    groups = [[b"small"], big, [big[0], b"mixed"]]
+    await write_groups(tmp_path, groups)
+    data = only_segment(tmp_path)
+    records, valid = scan_frames(data)
+    assert valid == len(data)
+    assert [bytes(r.payload) for r in records] == [p for g in groups for p in g]
+    records, _ = scan_frames(data[: len(data) - 1])
+    assert [bytes(r.payload) for r in records] == [p for g in groups[:2] for p in g]
+
+
+async def test_appends_before_start_are_refused(tmp_path: Path) -> None:
+    wal = LocalWal(tmp_path, 1 << 30, lambda group: None)
+    list(wal.replay())
+    with pytest.raises(StorageUnavailable):
+        wal.append(1, 0, 1, b"x")
