@@ -168,7 +168,15 @@ def main() -> None:
 
         return run
 
-    measure("decode record batches", total, lambda: len(decode_records(data["avro"], 0, total)))
+    c_parse = measure(
+        "decode record batches (C reader)", total, lambda: len(decode_records(data["avro"], 0, total))
+    )
+    py_parse = measure(
+        "decode record batches (Python loop)",
+        total,
+        lambda: len(decode_records(data["avro"], 0, total, native=False)),
+    )
+    print(f"{'  ratio C / Python':<42} {c_parse / py_parse:>10.2f}")
     measure("decode + convert raw", total, convert("avro", {}))
     measure(
         "decode + convert avro (struct value)",
