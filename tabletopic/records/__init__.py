@@ -21,5 +21,6 @@ Modules:
 - :mod:`~tabletopic.records.encoder` -- building batches (producers in tests and benchmarks).
 
 It sits at the bottom of the layering: it imports only the standard library, ``crc32c``,
-``cramjam`` and (lazily, optionally) aiokafka's C record reader, so storage, broker and table code can all depend on it.
+``cramjam`` and (lazily, optionally) aiokafka's C record reader, so storage, broker and table code
+can all depend on it.
 """

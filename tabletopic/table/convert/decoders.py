@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaLookup, SchemaNotFound
 from tabletopic.table.convert.unify import SchemaConflict, conform_array, unify_types
@@ -62,7 +63,7 @@ def build_decoder(
     if kind == "PROTOBUF":
         from tabletopic.table.convert.protobuf import ProtobufDecoder, message_descriptor
 
-        return ProtobufDecoder(message_descriptor(schema, indexes, full_name))
+        return ProtobufDecoder(message_descriptor(schema, indexes, full_name), native=native)
     raise ValueError(f"unsupported schema type {schema.schema_type!r} (schema id {schema.schema_id})")
 
 
@@ -161,9 +162,48 @@ def _strings(payloads: Sequence[bytes | None], failures: dict[int, Failure]) -> 
         return pa.array(values, type=pa.string())
 
 
+def _one_prefix(
+    payloads: Sequence[bytes | None], cache: DecoderCache
+) -> tuple[ValueDecoder | Failure, int] | None:
+    """The decoder and prefix length when every payload starts with the same wire prefix (magic,
+    schema id and, for Protobuf, message indexes) — the usual case, checked in one vectorised
+    comparison instead of a dictionary lookup per record; None otherwise."""
+    first = next((p for p in payloads if p is not None), None)
+    if first is None or len(first) < 5 or first[0] != 0:
+        return None
+    (schema_id,) = _SCHEMA_ID.unpack_from(first, 1)
+    decoder = cache.for_schema_id(schema_id)
+    size = 5
+    if _is_protobuf(decoder):
+        from tabletopic.table.convert.protobuf import read_message_indexes
+
+        try:
+            indexes, size = read_message_indexes(first, 5)
+        except ValueError:
+            return None
+        decoder = cache.for_schema_id(schema_id, indexes)
+    binary = pa.array(payloads, type=pa.binary())
+    same = pc.equal(pc.binary_slice(binary, 0, size), pa.scalar(bytes(first[:size]), pa.binary()))
+    if not pc.all(same).as_py():
+        return None
+    return decoder, size
+
+
 def _by_schema_id(
     payloads: Sequence[bytes | None], cache: DecoderCache, failures: dict[int, Failure]
 ) -> tuple[pa.Array, bool]:
+    single = _one_prefix(payloads, cache)
+    if single is not None:
+        decoder, size = single
+        if isinstance(decoder, Failure):
+            for i, p in enumerate(payloads):
+                if p is not None:
+                    failures[i] = decoder
+            return pa.nulls(len(payloads)), False
+        array, bad = decoder.decode(payloads, size)
+        for i, reason in bad.items():
+            failures[i] = Failure(reason)
+        return array, decoder.is_record
     # Records are grouped by their 5-byte wire prefix (magic + schema id): one dict lookup per record
     # instead of parsing the header; Avro and JSON decoders then skip the prefix themselves.
     groups: dict[tuple[int, tuple[int, ...]], tuple[list[int], list[bytes], int]] = {}
