@@ -59,7 +59,7 @@ def build_decoder(
     if kind == "JSON":
         from tabletopic.table.convert.jsonvalue import JsonDecoder
 
-        return JsonDecoder(schema.schema, schema.references)
+        return JsonDecoder(schema.schema, schema.references, native=native)
     if kind == "PROTOBUF":
         from tabletopic.table.convert.protobuf import ProtobufDecoder, message_descriptor
 
