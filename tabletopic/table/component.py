@@ -114,6 +114,7 @@ class TableComponent:
             maintenance=self._maintenance(),
             spark_catalog=config.get(CATALOG_NAME),
             native_decode=config.get(settings.NATIVE_DECODE),
+            max_task_bytes=config.get(settings.MAX_TASK_BYTES),
         )
         coordinator = TableCoordinator(
             ctx,

@@ -192,6 +192,7 @@ class CoordinatorContext:
     spark_catalog: str = "tabletopic"
     maintenance: Maintenance | None = None
     native_decode: bool = True
+    max_task_bytes: int = 64 * 1024 * 1024
 
 
 class TopicPipeline:
@@ -436,6 +437,7 @@ class TopicPipeline:
                 object_store_settings=self._ctx.object_store_settings,
                 schema_registry_url=self._ctx.schema_registry_url,
                 native_decode=self._ctx.native_decode,
+                max_task_bytes=self._ctx.max_task_bytes,
             )
             started = time.monotonic()
             job = await asyncio.to_thread(self._ctx.runner.run, spec)
@@ -525,6 +527,7 @@ class TopicPipeline:
             object_store_settings=self._ctx.object_store_settings,
             schema_registry_url=self._ctx.schema_registry_url,
             native_decode=self._ctx.native_decode,
+            max_task_bytes=self._ctx.max_task_bytes,
         )
         probe = await asyncio.to_thread(self._ctx.runner.run, spec)
         if probe.fatal_error is not None:

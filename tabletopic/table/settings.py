@@ -52,8 +52,11 @@ MAX_TASK_BYTES = define(
     "table.job.max.task.bytes",
     int,
     64 * 1024 * 1024,
-    "Most stored bytes one Spark task ingests; bigger ranges are cut into several tasks. Bounds the "
-    "memory of a task (decoded rows are held until its data files are written).",
+    "Bounds the memory of an ingest task: ranges are cut into work items of at most this many stored "
+    "bytes, a task decodes them a quarter of this at a time (at least 256 KiB), and once the decoded "
+    "rows it holds pass this many bytes it writes them out as a data file and drops them. A task "
+    "holds at most one object slice of raw bytes, one chunk being decoded and this many bytes of "
+    "rows (rows whose schema the table cannot hold yet are the exception: the job reports it).",
     "table topics",
     in_range(1024, 1 << 34),
 )
