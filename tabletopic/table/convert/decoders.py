@@ -29,9 +29,12 @@ class ValueDecoder(Protocol):
     arrow_type: pa.DataType
     is_record: bool
 
-    def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> tuple[pa.Array, dict[int, str]]:
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> tuple[pa.Array, dict[int, str]]:
         """One array entry per payload, each read from byte ``skip`` on; failures as
-        ``{index: reason}`` (null in the array)."""
+        ``{index: reason}`` (null in the array). ``column``: the same payloads as an Arrow array,
+        when the caller built one (native decoders then skip building it again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,10 +167,11 @@ def _strings(payloads: Sequence[bytes | None], failures: dict[int, Failure]) -> 
 
 def _one_prefix(
     payloads: Sequence[bytes | None], cache: DecoderCache
-) -> tuple[ValueDecoder | Failure, int] | None:
-    """The decoder and prefix length when every payload starts with the same wire prefix (magic,
-    schema id and, for Protobuf, message indexes) — the usual case, checked in one vectorised
-    comparison instead of a dictionary lookup per record; None otherwise."""
+) -> tuple[ValueDecoder | Failure, int, pa.BinaryArray] | None:
+    """The decoder, the prefix length and the payloads as an Arrow array when every payload starts
+    with the same wire prefix (magic, schema id and, for Protobuf, message indexes) — the usual
+    case, checked in one vectorised comparison instead of a dictionary lookup per record; None
+    otherwise."""
     first = next((p for p in payloads if p is not None), None)
     if first is None or len(first) < 5 or first[0] != 0:
         return None
@@ -186,7 +190,7 @@ def _one_prefix(
     same = pc.equal(pc.binary_slice(binary, 0, size), pa.scalar(bytes(first[:size]), pa.binary()))
     if not pc.all(same).as_py():
         return None
-    return decoder, size
+    return decoder, size, binary
 
 
 def _by_schema_id(
@@ -194,13 +198,13 @@ def _by_schema_id(
 ) -> tuple[pa.Array, bool]:
     single = _one_prefix(payloads, cache)
     if single is not None:
-        decoder, size = single
+        decoder, size, binary = single
         if isinstance(decoder, Failure):
             for i, p in enumerate(payloads):
                 if p is not None:
                     failures[i] = decoder
             return pa.nulls(len(payloads)), False
-        array, bad = decoder.decode(payloads, size)
+        array, bad = decoder.decode(payloads, size, binary)
         for i, reason in bad.items():
             failures[i] = Failure(reason)
         return array, decoder.is_record

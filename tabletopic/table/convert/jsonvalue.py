@@ -84,9 +84,11 @@ class JsonDecoder:
             # Whole columns through Arrow's JSON reader; a chunk it refuses comes back per record.
             self._native = compile_native(self.arrow_type, self.is_record)
 
-    def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> tuple[pa.Array, dict[int, str]]:
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> tuple[pa.Array, dict[int, str]]:
         if self._native is not None:
-            array = self._native.decode(payloads, skip)
+            array = self._native.decode(payloads, skip, column)
             if array is not None:
                 return array, {}
         return self.decode_per_record(payloads, skip)

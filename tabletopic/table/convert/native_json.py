@@ -78,15 +78,21 @@ class NativeJsonColumn:
         self._read = pj.read_json
         self._read_options = pj.ReadOptions(use_threads=False, block_size=4 << 20)
 
-    def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> pa.Array | None:
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record."""
-        present = [i for i, p in enumerate(payloads) if p is not None]
+        if column is not None and not column.null_count:
+            present: Sequence[int] = range(len(payloads))  # every payload: no index list to build
+            binary = column
+        else:
+            present = [i for i, p in enumerate(payloads) if p is not None]
+            binary = pa.array(
+                payloads if len(present) == len(payloads) else [payloads[i] for i in present], pa.binary()
+            )
         if len(present) < MIN_NATIVE_VALUES:
             return None
-        binary = pa.array(
-            payloads if len(present) == len(payloads) else [payloads[i] for i in present], pa.binary()
-        )
         try:
             array = self.decode_binary(binary, skip)
         except Exception as exc:  # anything Arrow refuses: the per-record path decides per value
