@@ -113,9 +113,9 @@ class NativeJsonColumn:
         # Whitespace only: the per-record path refuses an empty value, NDJSON would skip the line.
         if not pc.all(pc.match_substring_regex(binary, r"^\s*[{]")).as_py():
             raise ValueError("a value that is not a JSON object")
-        lines = pc.binary_join_element_wise(
-            pc.replace_substring(binary, "\n", " "), pa.scalar(b"\n", pa.binary()), b""
-        )
+        if pc.any(pc.match_substring(binary, "\n")).as_py():  # finding is ~2x cheaper than replacing
+            binary = pc.replace_substring(binary, "\n", " ")
+        lines = pc.binary_join_element_wise(binary, pa.scalar(b"\n", pa.binary()), b"")
         offsets, data = lines.buffers()[1:3]
         bounds = pa.Array.from_buffers(pa.int32(), len(lines) + 1, [None, offsets], offset=lines.offset)
         start, end = bounds[0].as_py(), bounds[-1].as_py()
