@@ -42,10 +42,11 @@ NATIVE_DECODE = define(
     "table.job.native.decode",
     bool,
     True,
-    "Decode Avro values of a batch in native code (DataFusion's Avro reader over the batch's datums) "
-    "instead of one record at a time; a block that fails or misaligns is decoded per record. Turn off "
-    "to decode per record only (stricter: an Avro union branch index out of range in a datum of the "
-    "right length fails that record instead of reading as a branch).",
+    "Decode Avro, Protobuf and JSON Schema values a whole column at a time in native code "
+    "(DataFusion's Avro reader, ptars, Arrow's JSON reader) instead of one record at a time; a chunk "
+    "that fails or misaligns is decoded per record. Turn off to decode per record only (stricter: an "
+    "Avro union branch index out of range in a datum of the right length fails that record instead "
+    "of reading as a branch).",
     "table topics",
 )
 MAX_TASK_BYTES = define(
