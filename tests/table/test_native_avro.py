@@ -52,12 +52,7 @@ def avro_types(draw: Any, depth: int = 0, names: list[int] | None = None) -> Any
     if kind == "fixed":
         return {"type": "fixed", "name": name, "size": draw(st.integers(1, 6))}
     if kind == "nullable":
-        inner = draw(avro_types(depth + 1, names))
-        if isinstance(inner, list):
-            # A union may not hold a union (Avro spec): ["null", ["null", "int"]] is no schema, and
-            # fastavro accepting it while DataFusion refuses it proved nothing.
-            return inner if "null" in inner else ["null", *inner]
-        return ["null", inner]
+        return ["null", draw(avro_types(depth + 1, names))]
     if kind == "record":
         return record_type(draw, depth + 1, names, name)
     if kind == "map":
