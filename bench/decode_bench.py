@@ -168,7 +168,15 @@ def main() -> None:
 
         return run
 
-    measure("decode record batches", total, lambda: len(decode_records(data["avro"], 0, total)))
+    c_parse = measure(
+        "decode record batches (C reader)", total, lambda: len(decode_records(data["avro"], 0, total))
+    )
+    py_parse = measure(
+        "decode record batches (Python loop)",
+        total,
+        lambda: len(decode_records(data["avro"], 0, total, native=False)),
+    )
+    print(f"{'  ratio C / Python':<42} {c_parse / py_parse:>10.2f}")
     measure("decode + convert raw", total, convert("avro", {}))
     measure(
         "decode + convert avro (struct value)",
@@ -189,8 +197,10 @@ def main() -> None:
     avro_module.AvroDecoder.__init__ = fastavro_only  # type: ignore[method-assign]
     measure("decode + convert avro flatten (fastavro)", total, convert("avro", flatten))
     avro_module.AvroDecoder.__init__ = original  # type: ignore[method-assign]
-    measure("decode + convert json flatten", total, convert("json", flatten))
-    measure("decode + convert protobuf flatten", total, convert("protobuf", flatten))
+    for fmt in ("json", "protobuf"):
+        fast = measure(f"decode + convert {fmt} flatten (native)", total, convert(fmt, flatten))
+        slow = measure(f"decode + convert {fmt} flatten (per record)", total, convert(fmt, flatten, False))
+        print(f"{'  ratio native / per record':<42} {fast / slow:>10.2f}")
 
 
 if __name__ == "__main__":

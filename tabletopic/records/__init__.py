@@ -14,10 +14,13 @@ Modules:
 - :mod:`~tabletopic.records.compression` -- the record block codecs (gzip, snappy incl. xerial
   framing, lz4, zstd);
 - :mod:`~tabletopic.records.columns` -- the per-record decoding loop into parallel columns;
+- :mod:`~tabletopic.records.native` -- the same loop in C (aiokafka's compiled reader), with the
+  Python loop as fallback;
 - :mod:`~tabletopic.records.transactions` -- control batches and read-committed filtering;
 - :mod:`~tabletopic.records.decoder` -- stored batches -> columns for an offset range;
 - :mod:`~tabletopic.records.encoder` -- building batches (producers in tests and benchmarks).
 
-It sits at the bottom of the layering: it imports only the standard library, ``crc32c`` and
-``cramjam``, so storage, broker and table code can all depend on it.
+It sits at the bottom of the layering: it imports only the standard library, ``crc32c``,
+``cramjam`` and (lazily, optionally) aiokafka's C record reader, so storage, broker and table code
+can all depend on it.
 """

@@ -602,6 +602,18 @@ class S3StreamStore:
                 stream.start,
                 stream.committed_end,
             )
+        try:
+            return await self._slices(stream_id, stream, start_offset, end_offset)
+        except ObjectNotFound:
+            # Compaction (here, or on another node sharing the metadata DB) replaced an object and
+            # deleted it between reading the ranges and reading that object's index: the ranges
+            # are stale. Reload them from the DB and look again, once.
+            await self._reload_ranges(stream_id, stream)
+            return await self._slices(stream_id, stream, start_offset, end_offset)
+
+    async def _slices(
+        self, stream_id: int, stream: StreamState, start_offset: int, end_offset: int
+    ) -> list[ObjectSlice]:
         slices = []
         index = max(bisect.bisect_right(stream.range_starts, start_offset) - 1, 0)
         for rng in stream.ranges[index:]:

@@ -116,6 +116,7 @@ class TableComponent:
             spark_catalog=config.get(CATALOG_NAME),
             native_decode=config.get(settings.NATIVE_DECODE),
             key_cache=KeyCache(config.get(settings.UPSERT_KEY_CACHE_BYTES)),
+            max_task_bytes=config.get(settings.MAX_TASK_BYTES),
         )
         coordinator = TableCoordinator(
             ctx,

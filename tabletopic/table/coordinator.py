@@ -193,6 +193,7 @@ class CoordinatorContext:
     native_decode: bool = True
     # Upsert/CDC tables' keys by data file, kept between commits (``table.upsert.key.cache.bytes``).
     key_cache: KeyCache | None = None
+    max_task_bytes: int = 64 * 1024 * 1024
 
 
 class TopicPipeline:
@@ -428,6 +429,7 @@ class TopicPipeline:
                 object_store_settings=self._ctx.object_store_settings,
                 schema_registry_url=self._ctx.schema_registry_url,
                 native_decode=self._ctx.native_decode,
+                max_task_bytes=self._ctx.max_task_bytes,
             )
             started = time.monotonic()
             job = await asyncio.to_thread(self._ctx.runner.run, spec)
@@ -517,6 +519,7 @@ class TopicPipeline:
             object_store_settings=self._ctx.object_store_settings,
             schema_registry_url=self._ctx.schema_registry_url,
             native_decode=self._ctx.native_decode,
+            max_task_bytes=self._ctx.max_task_bytes,
         )
         probe = await asyncio.to_thread(self._ctx.runner.run, spec)
         if probe.fatal_error is not None:

@@ -80,29 +80,102 @@ class IngestTask:
         self.timings = {"read": 0.0, "decode": 0.0, "write": 0.0}
         self.bytes_read = 0
         self.tombstones = 0
+        self.rows = 0  # rows converted, held or written
+        self.held = 0  # bytes of the rows held in ``batches``
+        self.newest: int | None = None  # newest record timestamp converted
+        self.files: list[Any] = []  # data files written before finish
+        self.staged: list[str] = []  # staged files written before finish
+        self.written_rows = 0
+        self.schema_only = False  # the table must evolve first: rows are not held, only schemas
 
     def add(self, item: WorkItem) -> pa.RecordBatch | None:
-        """Convert one item; returns a ``fatal`` output row when the tolerance forbids skipping."""
-        started = time.perf_counter()
-        stored = []
-        for piece in item.slices:
-            stored.extend(fetch_slice(self.store, piece))
-            self.bytes_read += piece.size
-        read_done = time.perf_counter()
+        """Convert one item; returns a ``fatal`` output row when the tolerance forbids skipping.
+
+        The item's stored batches are converted a chunk at a time (:meth:`_chunk_bytes` of them),
+        and the rows held are written out as a file whenever they pass ``max_task_bytes``: a task
+        holds at most one object slice of raw bytes, one chunk being decoded and that bound of
+        decoded rows, whatever the size of its items."""
         aborted = [AbortedTransaction(pid, first, last) for pid, first, last in item.aborted]
+        pending: list[Any] = []
+        size = 0
+        chunk = self._chunk_bytes()
+        for piece in item.slices:
+            started = time.perf_counter()
+            stored = fetch_slice(self.store, piece)
+            self.bytes_read += piece.size
+            self.timings["read"] += time.perf_counter() - started
+            for batch in stored:
+                pending.append(batch)
+                size += len(batch.payload)
+                if size >= chunk:
+                    fatal = self._convert(item, pending, aborted)
+                    if fatal is not None:
+                        return fatal
+                    pending, size = [], 0
+        if pending:
+            return self._convert(item, pending, aborted)
+        return None
+
+    def _chunk_bytes(self) -> int:
+        """Stored bytes converted in one go: large enough that native decoders run on big columns,
+        a quarter of the task's bound so raw and decoded data of a chunk fit beside the held rows."""
+        return max(256 << 10, self.spec.max_task_bytes // 4)
+
+    def _convert(
+        self, item: WorkItem, stored: list[Any], aborted: list[AbortedTransaction]
+    ) -> pa.RecordBatch | None:
+        started = time.perf_counter()
         result = convert_slice(
             stored, item.start_offset, item.end_offset, item.partition, self.converter, aborted
         )
-        self.timings["read"] += read_done - started
-        self.timings["decode"] += time.perf_counter() - read_done
+        self.timings["decode"] += time.perf_counter() - started
         try:
             self.skipped.extend(result.enforce(self.config.errors_tolerance))
         except RecordConversionError as exc:
             return _output("fatal", message=f"topic {item.topic}: {exc}")
         self.tombstones += result.tombstones
-        if result.batch is not None and result.batch.num_rows:
-            self.batches.append(result.batch)
+        batch = result.batch
+        if batch is None or not batch.num_rows:
+            return None
+        self.rows += batch.num_rows
+        top = pc.max(pc.struct_field(batch.column("_kafka_metadata"), "timestamp")).as_py()
+        if top is not None and (self.newest is None or top > self.newest):
+            self.newest = top
+        if self.spec.table_metadata_json is None or self.schema_only:
+            batch = batch.slice(0, 0)  # only the schema is reported: the rows need not be held
+        self.batches.append(batch)
+        self.held += batch.nbytes
+        if self.held > self.spec.max_task_bytes:
+            self._write_held()
         return None
+
+    def _write_held(self) -> None:
+        """Write the rows held so far as a file (data file, or staged file for a MERGE) and drop
+        them — unless the table cannot hold them yet (the job then reports the schema instead)."""
+        if self.spec.table_metadata_json is None:
+            return
+        self._fit_deletes()
+        try:
+            schema = unify_schemas(self._row_schemas())
+        except SchemaConflict:
+            return  # reported by finish
+        if self._needs_evolution(schema):
+            # The job will report the schema and run again once the table holds it: from here on
+            # this task keeps only the rows' schemas.
+            self.schema_only = True
+            self.batches = [b.slice(0, 0) for b in self.batches]
+            self.held = 0
+            return
+        started = time.perf_counter()
+        if self.spec.stage_dir is not None:
+            self.staged.append(self._stage())
+        else:
+            crash_point("table.task_write")  # kills the Spark Python worker, not the broker
+            self.files.extend(self._write())
+        self.timings["write"] += time.perf_counter() - started
+        self.written_rows += sum(b.num_rows for b in self.batches)
+        self.batches = []
+        self.held = 0
 
     def _row_schemas(self) -> list[pa.Schema]:
         """The batches' schemas as table columns (the staging-only delete marker left out)."""
@@ -138,7 +211,6 @@ class IngestTask:
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         self._fit_deletes()
-        rows = sum(b.num_rows for b in self.batches)
         if self.skipped:
             yield _output("skipped", pickle.dumps(self.skipped), len(self.skipped))
         if self.batches:
@@ -148,31 +220,22 @@ class IngestTask:
                 yield _output("fatal", message=f"topic {self.spec.topic}: {exc}")
                 return
             if self.spec.table_metadata_json is None or self._needs_evolution(schema):
-                yield _output("schema", schema.serialize().to_pybytes(), rows)
-            elif self.spec.stage_dir is not None:
-                started = time.perf_counter()
-                path = self._stage()
-                self.timings["write"] += time.perf_counter() - started
-                yield _output("staged", path.encode(), rows)
+                yield _output("schema", schema.serialize().to_pybytes(), self.rows)
             else:
-                started = time.perf_counter()
-                crash_point("table.task_write")  # kills the Spark Python worker, not the broker
-                files = self._write()
-                self.timings["write"] += time.perf_counter() - started
-                yield _output("files", pickle.dumps(files), rows)
-        newest = None
-        for batch in self.batches:
-            stamps = pc.struct_field(batch.column("_kafka_metadata"), "timestamp")
-            top = pc.max(stamps).as_py()
-            if top is not None and (newest is None or top > newest):
-                newest = top
+                self._write_held()
+        if self.staged and not self.batches:
+            for index, path in enumerate(self.staged):
+                # The row count goes with the first file: the job adds them up.
+                yield _output("staged", path.encode(), self.written_rows if index == 0 else 0)
+        elif self.files and not self.batches:
+            yield _output("files", pickle.dumps(self.files), self.written_rows)
         stats = {
             **self.timings,
             "bytes": self.bytes_read,
-            "max_timestamp_ms": newest,
+            "max_timestamp_ms": self.newest,
             "tombstones": self.tombstones,
         }
-        yield _output("stats", json.dumps(stats).encode(), rows)
+        yield _output("stats", json.dumps(stats).encode(), self.rows)
 
     @cached_property
     def table_metadata(self) -> Any:

@@ -33,6 +33,8 @@ class JobSpec:
     stage_dir: str | None = None
     # Decode with the native (columnar) decoders where they apply (``table.job.native.decode``).
     native_decode: bool = True
+    # ``table.job.max.task.bytes``: decoded rows a task holds before it writes them out as a file.
+    max_task_bytes: int = 64 * 1024 * 1024
 
 
 @dataclass

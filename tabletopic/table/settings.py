@@ -42,18 +42,22 @@ NATIVE_DECODE = define(
     "table.job.native.decode",
     bool,
     True,
-    "Decode Avro values of a batch in native code (DataFusion's Avro reader over the batch's datums) "
-    "instead of one record at a time; a block that fails or misaligns is decoded per record. Turn off "
-    "to decode per record only (stricter: an Avro union branch index out of range in a datum of the "
-    "right length fails that record instead of reading as a branch).",
+    "Decode Avro, Protobuf and JSON Schema values a whole column at a time in native code "
+    "(DataFusion's Avro reader, ptars, Arrow's JSON reader) instead of one record at a time; a chunk "
+    "that fails or misaligns is decoded per record. Turn off to decode per record only (stricter: an "
+    "Avro union branch index out of range in a datum of the right length fails that record instead "
+    "of reading as a branch).",
     "table topics",
 )
 MAX_TASK_BYTES = define(
     "table.job.max.task.bytes",
     int,
     64 * 1024 * 1024,
-    "Most stored bytes one Spark task ingests; bigger ranges are cut into several tasks. Bounds the "
-    "memory of a task (decoded rows are held until its data files are written).",
+    "Bounds the memory of an ingest task: ranges are cut into work items of at most this many stored "
+    "bytes, a task decodes them a quarter of this at a time (at least 256 KiB), and once the decoded "
+    "rows it holds pass this many bytes it writes them out as a data file and drops them. A task "
+    "holds at most one object slice of raw bytes, one chunk being decoded and this many bytes of "
+    "rows (rows whose schema the table cannot hold yet are the exception: the job reports it).",
     "table topics",
     in_range(1024, 1 << 34),
 )

@@ -400,3 +400,20 @@ async def test_upsert_without_spark_keeps_the_latest_row_per_key_and_deletes_on_
     assert committed_state(table).offsets == {0: 8, 1: 2}
     assert len(table.snapshots()) == 3
     assert pipeline.status.rows_committed == 4
+
+
+async def test_a_task_writes_its_rows_out_in_files_once_they_pass_max_task_bytes(node: Node) -> None:
+    # table.job.max.task.bytes bounds the decoded rows a task holds: past it they go to a data file,
+    # so one item bigger than the bound ends up in several files, every record exactly once.
+    node.ctx = CoordinatorContext(**{**node.ctx.__dict__, "max_task_bytes": 128 << 10})
+    view = await node.add_topic("wide", 1, **{"automq.table.topic.convert.value.type": "string"})
+    pipeline = TopicPipeline(node.ctx, "wide")
+    await node.produce(view, 0, [b"first"])
+    assert await pipeline.run_cycle()  # creates the table
+    for _ in range(6):  # 60 values of 10 KB that LZ4 cannot shrink much: ~600 KB stored
+        await node.produce(view, 0, [os.urandom(5000).hex().encode() for _ in range(10)])
+    assert await pipeline.run_cycle()
+    assert offsets_in_table(node, "wide") == [(0, o) for o in range(61)]
+    table = node.catalog.load_table(("kafka", "wide"))
+    files = [task.file for task in table.scan().plan_files()]
+    assert len(files) >= 3  # the first cycle's file, then at least two for the second

@@ -101,11 +101,13 @@ class AvroDecoder:
         # Whole columns in native code (~15x); the decoders above take what it hands back.
         self._native = compile_native(expanded, self.arrow_type) if native else None
 
-    def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> tuple[pa.Array, dict[int, str]]:
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> tuple[pa.Array, dict[int, str]]:
         """Decode each payload from byte ``skip`` on (None stays null). Returns the array and
         ``{index: reason}`` for payloads that are not valid Avro for this schema (null rows)."""
         if self._native is not None:
-            array = self._native.decode(payloads, skip)
+            array = self._native.decode(payloads, skip, column)
             if array is not None:
                 return array, {}
         if self._columnar is not None:

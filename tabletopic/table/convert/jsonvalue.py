@@ -72,11 +72,31 @@ def _fallback_type(node: Any, root: dict[str, Any]) -> pa.DataType:
 class JsonDecoder:
     """Decodes UTF-8 JSON payloads against a JSON Schema's Arrow type."""
 
-    def __init__(self, schema_text: str, references: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(
+        self, schema_text: str, references: Sequence[tuple[str, str]] = (), native: bool = True
+    ) -> None:
         self.arrow_type, self.is_record = json_schema_arrow_type(schema_text, references)
         self._fix = _fixers(self.arrow_type)
+        self._native = None
+        if native:
+            from tabletopic.table.convert.native_json import compile_native
 
-    def decode(self, payloads: Sequence[bytes | None], skip: int = 0) -> tuple[pa.Array, dict[int, str]]:
+            # Whole columns through Arrow's JSON reader; a chunk it refuses comes back per record.
+            self._native = compile_native(self.arrow_type, self.is_record)
+
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> tuple[pa.Array, dict[int, str]]:
+        if self._native is not None:
+            array = self._native.decode(payloads, skip, column)
+            if array is not None:
+                return array, {}
+        return self.decode_per_record(payloads, skip)
+
+    def decode_per_record(
+        self, payloads: Sequence[bytes | None], skip: int = 0
+    ) -> tuple[pa.Array, dict[int, str]]:
+        """``json.loads`` per payload: slow, but it isolates each bad record."""
         loads = json.loads
         values: list[Any] = []
         failures: dict[int, str] = {}

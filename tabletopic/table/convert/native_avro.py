@@ -115,15 +115,21 @@ class NativeAvroColumn:
         self._header = _header(json.dumps(guarded))
         self._target = target
 
-    def decode(self, payloads: Sequence[bytes | None], skip: int) -> pa.Array | None:
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record (any decode error, or a shape that does not reshape exactly)."""
-        present = [i for i, p in enumerate(payloads) if p is not None]
+        if column is not None and not column.null_count:
+            present: Sequence[int] = range(len(payloads))  # every payload: no index list to build
+            binary = column
+        else:
+            present = [i for i, p in enumerate(payloads) if p is not None]
+            binary = pa.array(
+                payloads if len(present) == len(payloads) else [payloads[i] for i in present], pa.binary()
+            )
         if len(present) < MIN_NATIVE_DATUMS:
             return None
-        binary = pa.array(
-            payloads if len(present) == len(payloads) else [payloads[i] for i in present], pa.binary()
-        )
         if skip:
             binary = pc.binary_slice(binary, skip, (1 << 31) - 1)
         binary = pc.binary_join_element_wise(binary, pa.scalar(_GUARD, pa.binary()), b"")
