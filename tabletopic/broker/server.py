@@ -436,10 +436,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._log_auth_failure(result.detail)
             # Kafka answers with the error, held back by connection.failed.authentication.delay.ms
             # so a wrong password cannot be retried in a tight loop, then closes: _flush closes
-            # once this answer is written.
-            self._close_after_flush = "SASL authentication failed"
+            # once this answer is written (marked only after the delay, so no flush during it can
+            # close the connection before the answer is queued).
             if self._failed_auth_delay_s > 0:
                 await asyncio.sleep(self._failed_auth_delay_s)
+            self._close_after_flush = "SASL authentication failed"
         return {
             "error_code": result.error_code,
             "error_message": result.message,

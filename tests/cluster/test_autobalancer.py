@@ -35,8 +35,9 @@ def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluste
         wait_until(lambda: all(n == 1 for n, _ in cluster.leaders(topic).values()), timeout=60)
         with steady_load(cluster.bootstrap, topic, PARTITIONS, 3_000_000):
             started = time.monotonic()
-            # Skewed first: broker 1 reports all of it.
-            wait_until(lambda: broker_loads(meta.snapshot(), topic)[1] > 2_000_000, timeout=30)
+            # Skewed first: broker 1 reports all of it (a loaded CI machine may produce well under
+            # the 3 MB/s asked for, so only a third of it is required).
+            wait_until(lambda: broker_loads(meta.snapshot(), topic)[1] > 1_000_000, timeout=60)
             assert not balanced(broker_loads(meta.snapshot(), topic))
 
             def converged() -> bool:
