@@ -36,6 +36,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tabletopic.table.convert.native_column import present_values, spread
+
 log = logging.getLogger(__name__)
 
 # Below this many datums the per-record decoder is as fast (DataFusion costs ~1 ms per call).
@@ -120,14 +122,7 @@ class NativeAvroColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record (any decode error, or a shape that does not reshape exactly)."""
-        if column is not None and not column.null_count:
-            present: Sequence[int] = range(len(payloads))  # every payload: no index list to build
-            binary = column
-        else:
-            present = [i for i, p in enumerate(payloads) if p is not None]
-            binary = pa.array(
-                payloads if len(present) == len(payloads) else [payloads[i] for i in present], pa.binary()
-            )
+        present, binary = present_values(payloads, column)
         if len(present) < MIN_NATIVE_DATUMS:
             return None
         if skip:
@@ -156,12 +151,7 @@ class NativeAvroColumn:
         except Exception as exc:  # a corrupt datum: decode per record to find it
             log.debug("native Avro decode of %d datums failed (%s); decoding per record", len(binary), exc)
             return None
-        if len(present) == len(payloads):
-            return array
-        where: list[int | None] = [None] * len(payloads)
-        for j, i in enumerate(present):
-            where[i] = j
-        return array.take(pa.array(where, pa.int64()))
+        return spread(array, present, len(payloads))
 
     def _read(self, block: bytes) -> pa.Table:
         with tempfile.NamedTemporaryFile(suffix=".avro", dir=_scratch_dir()) as scratch:

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tabletopic.table.convert.native_column import present_values, spread
+
 log = logging.getLogger(__name__)
 
 MIN_NATIVE_VALUES = 64
@@ -83,14 +85,7 @@ class NativeJsonColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record."""
-        if column is not None and not column.null_count:
-            present: Sequence[int] = range(len(payloads))  # every payload: no index list to build
-            binary = column
-        else:
-            present = [i for i, p in enumerate(payloads) if p is not None]
-            binary = pa.array(
-                payloads if len(present) == len(payloads) else [payloads[i] for i in present], pa.binary()
-            )
+        present, binary = present_values(payloads, column)
         if len(present) < MIN_NATIVE_VALUES:
             return None
         try:
@@ -98,12 +93,7 @@ class NativeJsonColumn:
         except Exception as exc:  # anything Arrow refuses: the per-record path decides per value
             log.debug("native JSON decode of %d values failed (%s); per record", len(binary), exc)
             return None
-        if len(present) == len(payloads):
-            return array
-        where: list[int | None] = [None] * len(payloads)
-        for j, i in enumerate(present):
-            where[i] = j
-        return array.take(pa.array(where, pa.int64()))
+        return spread(array, present, len(payloads))
 
     def decode_binary(self, binary: pa.BinaryArray, skip: int = 0) -> pa.Array:
         """Every value of ``binary`` (no nulls) from byte ``skip`` on as ``target``; raises when the

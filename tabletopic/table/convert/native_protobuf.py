@@ -29,6 +29,8 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor as FD
 
+from tabletopic.table.convert.native_column import present_values, spread
+
 log = logging.getLogger(__name__)
 
 # Below this many messages the per-record decoder is as fast.
@@ -87,14 +89,7 @@ class NativeProtobufColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record (any decode error, or a shape that does not reshape exactly)."""
-        if column is not None and not column.null_count:
-            present: Sequence[int] = range(len(payloads))  # every payload: no index list to build
-            binary = column
-        else:
-            present = [i for i, p in enumerate(payloads) if p is not None]
-            binary = pa.array(
-                payloads if len(present) == len(payloads) else [payloads[i] for i in present], pa.binary()
-            )
+        present, binary = present_values(payloads, column)
         if len(present) < MIN_NATIVE_MESSAGES:
             return None
         if skip:
@@ -107,12 +102,7 @@ class NativeProtobufColumn:
         except Exception as exc:  # a corrupt message: decode per record to find it
             log.debug("native Protobuf decode of %d messages failed (%s); per record", len(binary), exc)
             return None
-        if len(present) == len(payloads):
-            return array
-        where: list[int | None] = [None] * len(payloads)
-        for j, i in enumerate(present):
-            where[i] = j
-        return array.take(pa.array(where, pa.int64()))
+        return spread(array, present, len(payloads))
 
     def decode_binary(self, binary: pa.BinaryArray) -> pa.Array:
         """Every message of ``binary`` (no nulls) as ``target``; raises on any error."""
