@@ -68,7 +68,7 @@ def append_records(
     add_key = keys.append
     add_value = values.append
     add_headers = headers.append
-    varint = _varint
+    varint = read_uvarint
     no_headers: tuple[tuple[str, bytes | None], ...] = ()
     # When the whole batch lies inside the range the per-record range test is skipped.
     last_delta = header.last_offset_delta
@@ -173,7 +173,7 @@ def append_records(
     out.headers += headers
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     """Unsigned LEB128 (the caller undoes zig-zag). At most 10 bytes."""
     result = 0
     shift = 0
@@ -189,7 +189,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _zigzag(buf: bytes, pos: int) -> tuple[int, int]:
-    raw, pos = _varint(buf, pos)
+    raw, pos = read_uvarint(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from tabletopic.records.columns import read_uvarint
 from tabletopic.records.errors import RecordBatchError
 
 Ints = npt.NDArray[np.int64]
@@ -74,7 +75,7 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
                 if c < 0x80:
                     pos += two[(b & 0x7F) | (c << 7)]
                 else:
-                    length, after = _varint(buf, pos)
+                    length, after = read_uvarint(buf, pos)
                     pos = after + ((length >> 1) ^ -(length & 1))
     except IndexError:
         raise RecordBatchError("truncated record") from None
@@ -101,19 +102,6 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
         bad = int(np.argmax((value_end > end) | (key_length < -1) | (value_length < -1)))
         raise RecordBatchError(f"record {bad}: key or value runs past the record")
     return RecordSpans(data, buf, key_start, key_length, value_start, value_length)
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise RecordBatchError("varint longer than 10 bytes")
 
 
 def _skip_varint(data: npt.NDArray[np.uint8], at: Ints) -> Ints:
