@@ -8,7 +8,7 @@ import socket
 from tabletopic.http_service import bind_socket
 
 
-def test_accepted_connections_have_nagle_off() -> None:
+async def test_accepted_connections_have_nagle_off() -> None:
     """With Nagle's algorithm on, a response written as headers then body waits for the client's
     delayed ACK: every keep-alive request took 40 ms. asyncio turns it off on accepted connections
     only for sockets created with proto IPPROTO_TCP."""
@@ -32,4 +32,4 @@ def test_accepted_connections_have_nagle_off() -> None:
             finally:
                 writer.close()
 
-    assert asyncio.run(run()) != 0
+    assert await run() != 0
