@@ -202,6 +202,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._closed = False
         self._close_after_flush: str | None = None
+        self._close_scheduled = False  # a failed authentication: closing after the delay
         self.connection_id = next(_connection_ids)
         self._peer = "?"
 
@@ -287,6 +288,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return None
 
     # --- dispatch -------------------------------------------------------------------------------
+    def _close_after_delay(self, reason: str) -> None:
+        """Close once the failed-authentication delay has passed, reading nothing meanwhile."""
+        self._close_after_flush = None
+        if self._failed_auth_delay_s <= 0 or self._transport is None or self._closed:
+            self._close(reason)
+            return
+        self._close_scheduled = True
+        if not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        asyncio.get_running_loop().call_later(self._failed_auth_delay_s, self._close, reason)
+
     def _close(self, reason: str) -> None:
         if not self._closed:
             CLOSE_LOG.warning(
@@ -336,7 +349,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._flush(future)
 
     def _update_reading(self) -> None:
-        if self._transport is None or self._closed:
+        if self._transport is None or self._closed or self._close_scheduled:
             return
         over_budget = self._budget.exhausted and bool(self._pending)
         if over_budget:
@@ -372,7 +385,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._metrics is not None:
                 self._metrics.bytes_out.inc(size)
         if self._close_after_flush is not None and not self._pending:
-            self._close(self._close_after_flush)
+            self._close_after_delay(self._close_after_flush)
             return
         self._update_reading()
 
@@ -434,12 +447,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         result = self._sasl.authenticate(request.body.auth_bytes)
         if result.error_code is not ErrorCode.none:
             self._log_auth_failure(result.detail)
-            # Kafka answers with the error, held back by connection.failed.authentication.delay.ms
-            # so a wrong password cannot be retried in a tight loop, then closes: _flush closes
-            # once this answer is written (marked only after the delay, so no flush during it can
-            # close the connection before the answer is queued).
-            if self._failed_auth_delay_s > 0:
-                await asyncio.sleep(self._failed_auth_delay_s)
+            # As Kafka: the error is answered at once and the close is held back by
+            # connection.failed.authentication.delay.ms (so a wrong password cannot be retried in
+            # a tight loop). _flush writes this answer, stops reading and closes after the delay;
+            # closing right behind the answer let some clients (kafka-python) see the close first
+            # and report a dropped connection instead of the error.
             self._close_after_flush = "SASL authentication failed"
         return {
             "error_code": result.error_code,
