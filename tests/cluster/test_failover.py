@@ -121,7 +121,8 @@ def test_a_paused_broker_whose_lease_was_taken_cannot_acknowledge(healthy_cluste
         others = [n for n in (1, 2, 3) if n != victim]
         wait_until(lambda: cluster.leaders(topic, via=others[0])[0][0] != victim, timeout=20)
         new_leader = cluster.leaders(topic, via=others[0])[0][0]
-        wait_until(lambda: produce_raw(cluster, new_leader, topic, 0, b"after") == 0, timeout=10)
+        # The new leader first opens the stream (fencing the paused owner): allow a slow machine.
+        wait_until(lambda: produce_raw(cluster, new_leader, topic, 0, b"after") == 0, timeout=30)
     finally:
         os.kill(process.pid, signal.SIGCONT)
     # Woken up, the deposed broker still believes it leads for a moment: it must not acknowledge.
