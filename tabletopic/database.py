@@ -39,12 +39,14 @@ def default_url(data_dir: Path) -> str:
     return f"sqlite:///{(data_dir / 'metadata.db').resolve()}"
 
 
-def create_engine(url: str) -> Engine:
+def create_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
     """Create the engine with the settings each backend needs to be safe under concurrent use.
 
     SQLite: WAL journal so readers never block the writer, a busy timeout instead of immediate
     "database is locked" errors, and ``synchronous=FULL`` because an object-WAL index commit is an
     acknowledgement to a producer and must survive a power cut, not only a process kill.
+    ``sqlite_synchronous="NORMAL"`` is for a writer that accepts losing its last commits to a power
+    cut (never to a process kill) in exchange for no fsync per commit.
     """
     if url.startswith("sqlite"):
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
@@ -59,7 +61,7 @@ def create_engine(url: str) -> Engine:
         def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.execute(f"PRAGMA synchronous={'NORMAL' if sqlite_synchronous == 'NORMAL' else 'FULL'}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()

@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from tabletopic import database
 from tabletopic.database import Migration
 from tabletopic.schema_registry.contexts import DEFAULT_CONTEXT, context_of, key_range
 from tabletopic.schema_registry.formats.base import SchemaReference
@@ -131,22 +132,8 @@ def sqlite_write_engine(engine: Engine, synchronous: str) -> Engine | None:
     """
     if engine.dialect.name != "sqlite":
         return None
-    writer = sa.create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
-
-    @sa.event.listens_for(writer, "connect")
-    def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
-        cursor = dbapi_conn.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
-        dbapi_conn.isolation_level = None
-
-    @sa.event.listens_for(writer, "begin")
-    def _begin(conn):  # type: ignore[no-untyped-def]
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return writer
+    url = engine.url.render_as_string(hide_password=False)
+    return database.create_engine(url, sqlite_synchronous=synchronous)
 
 
 def _create_v1(conn: Connection) -> None:
