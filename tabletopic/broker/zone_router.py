@@ -30,6 +30,7 @@ from prometheus_client import CollectorRegistry, Counter
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.produce import partition_error
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.handoff import Handoffs, listen
 from tabletopic.cluster.zones import ZoneMap, client_zone, pick_broker_in_zone
@@ -173,14 +174,14 @@ class ZoneRouter:
                 answer = await asyncio.wait_for(asyncio.shield(future), HANDOFF_TIMEOUT_S)
             except TimeoutError:
                 await self._db(self.handoffs.abandon, handoff_id)
-                return _answer(
+                return partition_error(
                     partition, ErrorCode.request_timed_out, "the leader did not take the data in time"
                 )
             finally:
                 self._waiting.pop(handoff_id, None)
         except Exception as exc:
             log.warning("hand-over of %s-%d failed: %s", topic, partition, exc)
-            return _answer(partition, ErrorCode.kafka_storage_error, f"hand-over failed: {exc}")
+            return partition_error(partition, ErrorCode.kafka_storage_error, f"hand-over failed: {exc}")
         finally:
             try:
                 await self.store.state.objects.delete([key])
@@ -234,20 +235,9 @@ class ZoneRouter:
                     log.warning(
                         "hand-over %d to %s-%d failed: %s", item.handoff_id, item.topic, item.partition, exc
                     )
-                    answer = _answer(item.partition, ErrorCode.kafka_storage_error, str(exc))
+                    answer = partition_error(item.partition, ErrorCode.kafka_storage_error, str(exc))
                 answer = {**answer, "error_code": int(answer["error_code"])}
                 try:
                     await self._db(self.handoffs.complete, item.handoff_id, answer)
                 except Exception as exc:
                     log.warning("recording hand-over %d failed: %s", item.handoff_id, exc)
-
-
-def _answer(index: int, code: ErrorCode, message: str) -> dict[str, Any]:
-    return {
-        "index": index,
-        "error_code": code,
-        "error_message": message,
-        "base_offset": -1,
-        "log_append_time": -1,
-        "log_start_offset": -1,
-    }

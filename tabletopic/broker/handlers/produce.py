@@ -43,7 +43,8 @@ FAULT_ERROR_CODES = {
 }
 
 
-def _result(index: int, code: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:
+def partition_error(index: int, code: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A partition's Produce answer that appended nothing (also the zone hand-off's failures)."""
     return {
         "index": index,
         "error_code": code,
@@ -65,20 +66,22 @@ async def produce_partition(
     """Append one partition's batches; returns the partition's response entry."""
     topic = broker.topics.get(topic_name)
     if topic is None or not 0 <= index < topic.partition_count:
-        return _result(index, ErrorCode.unknown_topic_or_partition, f"{topic_name}-{index} does not exist")
+        return partition_error(
+            index, ErrorCode.unknown_topic_or_partition, f"{topic_name}-{index} does not exist"
+        )
     if not broker.leadership.leads(topic_name, index):
         return _not_leader(broker, topic_name, index)
     if not records:
-        return _result(index, ErrorCode.invalid_record, "empty record set")
+        return partition_error(index, ErrorCode.invalid_record, "empty record set")
     try:
         headers = validate_batches(records)
     except RecordBatchError as exc:
         log.warning("rejected produce to %s-%d: %s", topic_name, index, exc)
-        return _result(index, FAULT_ERROR_CODES[exc.fault], str(exc))
+        return partition_error(index, FAULT_ERROR_CODES[exc.fault], str(exc))
     max_bytes = int(broker.topic_config(topic, "max.message.bytes"))
     for header in headers:
         if header.size > max_bytes:
-            return _result(
+            return partition_error(
                 index,
                 ErrorCode.message_too_large,
                 f"batch of {header.size} bytes exceeds max.message.bytes {max_bytes}",
@@ -87,7 +90,9 @@ async def produce_partition(
         refused = _keyless(records, headers)
         if refused is not None:
             log.info("produce to compacted %s-%d refused: %s", topic_name, index, refused)
-            return _result(index, ErrorCode.invalid_record, f"compacted topic {topic_name}: {refused}")
+            return partition_error(
+                index, ErrorCode.invalid_record, f"compacted topic {topic_name}: {refused}"
+            )
     validator = broker.record_validator
     if validator is not None and validator.enabled(topic.configs):
         # Schema validation (off unless a topic asks): nothing of a refused partition is appended.
@@ -108,7 +113,7 @@ async def produce_partition(
             )
             if code is not ErrorCode.none:
                 log.info("transactional produce to %s-%d refused: %s", topic_name, index, code.name)
-                return _result(index, code, f"transactional batch refused: {code.name}")
+                return partition_error(index, code, f"transactional batch refused: {code.name}")
             transactional = True
     producers = broker.producers
     checks: list[SequenceCheck] = []
@@ -121,7 +126,7 @@ async def produce_partition(
                         stream_id, earlier.producer_id, done.reservation, RuntimeError(check.message)
                     )
             log.info("produce to %s-%d refused: %s", topic_name, index, check.message)
-            return _result(index, check.error_code, check.message)
+            return partition_error(index, check.error_code, check.message)
         checks.append(check)
     log_append_time = -1
     if broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime":
@@ -164,7 +169,7 @@ async def produce_partition(
                 else ErrorCode.request_timed_out
             )
             log.warning("append to %s-%d failed: %s", topic_name, index, exc)
-            return _result(index, code, str(exc))
+            return partition_error(index, code, str(exc))
         next_offset = base + header.record_count
         if transactional and header.is_transactional:
             broker.transactions.partitions.appended(stream_id, header.producer_id, base)
@@ -180,7 +185,7 @@ async def produce_partition(
         log_start = broker.store.stream_info(stream_id).start_offset
     except StreamError:
         log_start = -1
-    return _result(
+    return partition_error(
         index,
         ErrorCode.none,
         None,
@@ -236,7 +241,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
 
 def _not_leader(broker: BrokerService, topic: str, index: int) -> dict[str, Any]:
     leader, epoch = broker.leadership.leader(topic, index)
-    return _result(
+    return partition_error(
         index,
         ErrorCode.not_leader_or_follower,
         f"broker {broker.node_id} does not lead {topic}-{index} (broker {leader} does, epoch {epoch})",
@@ -245,12 +250,12 @@ def _not_leader(broker: BrokerService, topic: str, index: int) -> dict[str, Any]
 
 def _rejected(index: int, rejection: Rejection) -> dict[str, Any]:
     if rejection.retriable:
-        return _result(index, ErrorCode.request_timed_out, rejection.message)
+        return partition_error(index, ErrorCode.request_timed_out, rejection.message)
     errors = [
         {"batch_index": error.batch_index, "batch_index_error_message": error.message}
         for error in rejection.record_errors
     ]
-    return _result(index, ErrorCode.invalid_record, rejection.message, record_errors=errors)
+    return partition_error(index, ErrorCode.invalid_record, rejection.message, record_errors=errors)
 
 
 def _keyless(records: bytes, headers: list[Any]) -> str | None:
@@ -276,7 +281,9 @@ def _all_failed(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:
         "responses": [
             {
                 "name": topic_data.name,
-                "partition_responses": [_result(p.index, code, message) for p in topic_data.partition_data],
+                "partition_responses": [
+                    partition_error(p.index, code, message) for p in topic_data.partition_data
+                ],
             }
             for topic_data in request.topic_data
         ],
