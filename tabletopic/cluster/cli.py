@@ -81,12 +81,15 @@ def up(
         cluster.stop()
 
 
+MetadataUrlOption = Annotated[
+    str | None,
+    typer.Option("--metadata-url", envvar="TABLETOPIC_METADATA_URL", help="The brokers' metadata.url."),
+]
+
+
 @cluster_app.command("status")
 def status(
-    metadata_url: Annotated[
-        str | None,
-        typer.Option("--metadata-url", envvar="TABLETOPIC_METADATA_URL", help="The brokers' metadata.url."),
-    ] = None,
+    metadata_url: MetadataUrlOption = None,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
@@ -172,10 +175,7 @@ def _deviation(value: float, mean: float) -> str:
 @cluster_app.command("balance")
 def balance(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; move nothing.")] = False,
-    metadata_url: Annotated[
-        str | None,
-        typer.Option("--metadata-url", envvar="TABLETOPIC_METADATA_URL", help="The brokers' metadata.url."),
-    ] = None,
+    metadata_url: MetadataUrlOption = None,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
