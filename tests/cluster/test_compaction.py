@@ -14,7 +14,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tabletopic.broker import wire_client
-from tabletopic.s3stream.db import ObjectState, objects_table
+from tabletopic.broker.topics import partitions_table
+from tabletopic.s3stream.db import ObjectState, objects_table, ranges_table
 from tests.support.cluster import LocalCluster, placed, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -113,12 +114,24 @@ def test_a_compacted_partition_is_cleaned_by_its_leader_without_losing_others_da
     assert sorted(v for _, v in _read(cluster, plain)) == sorted(f"p{r}".encode() for r in range(ROUNDS))
 
 
-def _committed_objects(cluster: LocalCluster) -> int:
+def _objects_holding(cluster: LocalCluster, topic: str) -> tuple[int, int]:
+    """How many committed objects hold ``topic``'s data, and the most of its partitions one object
+    holds. Only this test's objects count: other tests' writes to the shared cluster (and merges of
+    them) do not move the figures."""
     engine = sa.create_engine(cluster.metadata_url)
     try:
         with engine.connect() as conn:
-            query = sa.select(sa.func.count()).where(objects_table.c.state == ObjectState.COMMITTED)
-            return int(conn.execute(query).scalar_one())
+            streams = sa.select(partitions_table.c.stream_id).where(partitions_table.c.topic == topic)
+            per_object = (
+                sa.select(sa.func.count(sa.distinct(ranges_table.c.stream_id)).label("streams"))
+                .select_from(ranges_table.join(objects_table))
+                .where(ranges_table.c.stream_id.in_(streams), objects_table.c.state == ObjectState.COMMITTED)
+                .group_by(ranges_table.c.object_id)
+                .subquery()
+            )
+            query = sa.select(sa.func.count(), sa.func.coalesce(sa.func.max(per_object.c.streams), 0))
+            objects, widest = conn.execute(query).one()
+            return int(objects), int(widest)
     finally:
         engine.dispose()
 
@@ -133,12 +146,18 @@ def test_the_controller_merges_every_brokers_small_objects_losing_nothing(
     leaders = placed(cluster, topic, 3)
     assert len({node for node, _ in leaders.values()}) > 1
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5, "acks": "all"})
-    for round_ in range(ROUNDS):  # an object per flush and broker
+    for round_ in range(ROUNDS):  # small objects: uploads of a flush or a few
         for p in range(3):
             producer.produce(topic, f"m{round_}-{p}".encode(), partition=p)
         assert producer.flush(30) == 0
-    written = _committed_objects(cluster)
-    wait_until(lambda: _committed_objects(cluster) < written - ROUNDS, timeout=60, interval=1.0)
+
+    # Each leader uploads objects holding only its own partitions; an object holding all three
+    # partitions (led by more than one broker) can only be the controller's merge.
+    def merged() -> bool:
+        objects, widest = _objects_holding(cluster, topic)
+        return objects <= ROUNDS // 4 and widest == 3
+
+    wait_until(merged, timeout=90, interval=1.0)
     _move(cluster, topic, next(n for n in (1, 2, 3) if n != leaders[0][0]), 3)  # ranges read afresh
     for p in range(3):
         values = sorted(v for _, v in _read(cluster, topic, p))
