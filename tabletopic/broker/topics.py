@@ -342,18 +342,23 @@ class TopicRegistry:
 
     # --- broker-wide state kept next to the topics --------------------------------------------
     async def state_value(self, key: str, create: str | None = None) -> str | None:
-        """A value of the ``broker_state`` table, inserting ``create`` when absent."""
+        """A value of the ``broker_state`` table, inserting ``create`` when absent. Brokers of a
+        cluster starting together race to insert the first value (the cluster id): the loser reads
+        the winner's."""
 
         def run() -> str | None:
+            select = sa.select(broker_state_table.c.value).where(broker_state_table.c.key == key)
             with self._engine.begin() as conn:
-                row = conn.execute(
-                    sa.select(broker_state_table.c.value).where(broker_state_table.c.key == key)
-                ).first()
+                row = conn.execute(select).first()
                 if row is not None:
                     return str(row[0])
                 if create is None:
                     return None
-                conn.execute(sa.insert(broker_state_table).values(key=key, value=create))
+                try:
+                    with conn.begin_nested():
+                        conn.execute(sa.insert(broker_state_table).values(key=key, value=create))
+                except sa.exc.IntegrityError:
+                    return str(conn.execute(select).scalar_one())
                 return create
 
         return await asyncio.to_thread(run)
