@@ -264,6 +264,7 @@ def test_kafka_python_sees_sasl_authentication_failed(
             sasl_plain_username="carol",
             sasl_plain_password="wrong",
             request_timeout_ms=10000,  # a loaded machine can hold the answer back for seconds
+            bootstrap_timeout_ms=8000,  # it retries a failed login until then (default 30 s)
         )
     assert scram_failed("SCRAM-SHA-512") in caplog.text + str(raised.value), (caplog.text, raised.value)
     # Every attempt sees the error, none a dropped connection: the close waits behind the answer.
