@@ -313,9 +313,7 @@ class ClusterNode:
             return
         for move in plan.moves:
             log.info("auto-balancer: %s", move.reason)
-        await self._db(
-            self.meta.request_moves, [(m.topic, m.partition, m.target) for m in plan.moves], False
-        )
+        await self._db(self.meta.request_moves, [(m.topic, m.partition, m.target) for m in plan.moves], False)
         self._wake.set()
 
     async def _refresh(self) -> None:

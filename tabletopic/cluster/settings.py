@@ -131,6 +131,7 @@ AUTO_BALANCER_MIN_BYTES_PER_SECOND = define(
     in_range(0),
 )
 
+
 def _check_zone_map(value: str) -> None:
     ZoneMap.parse(value)  # raises ZoneMapError (a ValueError) naming the bad entry
 

@@ -35,7 +35,14 @@ class StreamState:
     metadata DB). ``ranges`` index the stream's committed objects by start offset."""
 
     __slots__ = (
-        "committed_end", "confirmed_end", "fence", "next_end", "range_starts", "ranges", "start", "waiters",
+        "committed_end",
+        "confirmed_end",
+        "fence",
+        "next_end",
+        "range_starts",
+        "ranges",
+        "start",
+        "waiters",
     )
 
     def __init__(self, start: int, end: int, fence: Fence | None = None) -> None:

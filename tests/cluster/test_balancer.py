@@ -23,10 +23,7 @@ def loads(spec: dict[int, list[float]], out_ratio: float = 1.0) -> list[Partitio
 
 def apply(parts: list[PartitionLoad], plan: Plan) -> list[PartitionLoad]:
     moved = {(m.topic, m.partition): m.target for m in plan.moves}
-    return [
-        replace(p, leader=moved.get((p.topic, p.partition), p.leader))
-        for p in parts
-    ]
+    return [replace(p, leader=moved.get((p.topic, p.partition), p.leader)) for p in parts]
 
 
 def within(plan: Plan, tolerance: float) -> bool:

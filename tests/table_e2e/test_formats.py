@@ -329,8 +329,6 @@ def test_by_latest_schema_decodes_plain_avro_with_the_subjects_latest_version(
     assert decoded == {(r["user"], r["n"]) for r in records}
 
 
-
-
 def debezium_events() -> list[dict[str, Any]]:
     source = {"db": "inventory", "table": "customers"}
     events = []
