@@ -62,9 +62,11 @@ class BrokerTopics:
     def node_id(self) -> int:
         return self._broker.service.node_id
 
-    def bootstrap_servers(self) -> str:
-        endpoint = self._broker.service.advertised_for(None)
-        return f"{endpoint.host}:{endpoint.port}"
+    def client_config(self) -> dict[str, str]:
+        service = self._broker.service
+        endpoint = service.advertised_for(None)
+        address = f"{endpoint.host}:{endpoint.port}"
+        return {"bootstrap.servers": address, **service.inter_broker_client.librdkafka()}
 
     def table_topics(self) -> list[TopicView]:
         """Table topics whose coordinator runs here: on the leader of partition 0 (every topic on a

@@ -145,7 +145,7 @@ class BrokerComponent:
         )
         groups.owns = role.coordinates
         transactions = service.transactions
-        transactions.attach_cluster(TxnCluster(role, role.txn_slots))
+        transactions.attach_cluster(TxnCluster(role, role.txn_slots, service.inter_broker_client))
 
         def gained(slots: set[int]) -> None:
             def accept(group_id: str) -> bool:

@@ -43,11 +43,12 @@ from tabletopic.broker.protocol import (
     encode_response,
     parse_request,
 )
+from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.sasl import SASL_API_KEYS, SaslServer
 from tabletopic.broker.security.tls import peer_principal
 from tabletopic.broker.service import BrokerService
-from tabletopic.config import ConfigError, StartupError
+from tabletopic.config import Config, ConfigError, StartupError
 
 log = logging.getLogger(__name__)
 # Connections closed for protocol violations (garbage, oversized frames, failed SASL): one warning per
@@ -524,7 +525,10 @@ class KafkaServer:
             self.bound.append(endpoint.at(endpoint.host, port))
             log.info("Kafka listener %s (%s) on %s:%d", endpoint.name, endpoint.protocol, endpoint.host, port)
         advertised = advertised_endpoints(config, self.bound)
-        self._broker.inter_broker_listener = inter_broker_listener(config, advertised)
+        listener = inter_broker_listener(config, advertised)
+        self._broker.inter_broker_listener = listener
+        protocol = advertised[listener].protocol
+        self._broker.inter_broker_client = _inter_broker_client(config, listener, protocol)
         self._broker.advertised = advertised
 
     def _connection_factory(
@@ -557,3 +561,14 @@ class KafkaServer:
             except TimeoutError:
                 pass
         self._servers = []
+
+
+def _inter_broker_client(config: Config, listener: str, protocol: str) -> InterBrokerClient:
+    """The broker's own client for ``listener``. Without the credentials a SASL listener asks for,
+    the node still serves (on one node only its dead-letter producer needs them), saying which key
+    to set; a cluster's transaction markers then fail with that reason in the log."""
+    try:
+        return InterBrokerClient.from_config(config, listener, protocol)
+    except ConfigError as exc:
+        log.warning("the broker's own connections to %s cannot log in: %s", listener, exc)
+        return InterBrokerClient(listener, protocol)

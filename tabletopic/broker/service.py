@@ -25,6 +25,7 @@ from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.record_validation import RecordValidator
 from tabletopic.broker.retention import RetentionTask
+from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigExtension
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
 from tabletopic.broker.transactions import TransactionCoordinator
@@ -64,6 +65,8 @@ class BrokerService:
         self.advertised: dict[str, Endpoint] = {}
         # The listener the node's own clients use (``inter.broker.listener.name``); set with it.
         self.inter_broker_listener = str(SecurityProtocol.PLAINTEXT)
+        # How the broker itself connects and logs in there (TLS, SASL credentials); set with it.
+        self.inter_broker_client = InterBrokerClient(self.inter_broker_listener, self.inter_broker_listener)
         # (api_key, min, max) served, for ApiVersions; set by the server.
         self.api_ranges: list[tuple[int, int, int]] = []
         self.dynamic_configs: dict[str, str] = {}

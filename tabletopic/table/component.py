@@ -179,17 +179,16 @@ class TableComponent:
         return TableMaintenance(schedule, self._spark, config.get(CATALOG_NAME))
 
     async def _dead_letters(self, dlq_topic: str, source_topic: str, records: list[FailedRecord]) -> None:
-        """Write skipped records to the dead-letter topic through this broker's own listener, with
-        headers saying why; waits until every record is acknowledged."""
-        bootstrap = self._broker.bootstrap_servers()
+        """Write skipped records to the dead-letter topic through this broker's own listener (logged
+        in as the broker itself), with headers saying why; waits until every record is
+        acknowledged."""
+        client_config = self._broker.client_config()
 
         def send() -> None:
             from confluent_kafka import Producer
 
             if self._producer is None:
-                self._producer = Producer(
-                    {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
-                )
+                self._producer = Producer({**client_config, "enable.idempotence": True, "linger.ms": 5})
             failures: list[str] = []
 
             def delivered(err: Any, _msg: Any) -> None:

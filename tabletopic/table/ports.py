@@ -58,8 +58,9 @@ class LocalBroker(TopicDirectory, Protocol):
     @property
     def node_id(self) -> int: ...
 
-    def bootstrap_servers(self) -> str:
-        """Where this node's Kafka listener is reached (the dead-letter producer connects there)."""
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings of the node's own clients (the dead-letter producer): its
+        inter-broker listener's address, security protocol and credentials."""
 
 
 # A Spark session for jobs and maintenance, started on first call (the runner's session).

@@ -515,6 +515,31 @@ async def list_transactions(check: Check, ctx: RequestContext, request: Any, cal
 # --- everything on the cluster -------------------------------------------------------------------
 
 
+async def write_txn_markers(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    """WriteTxnMarkers is for brokers (CLUSTER_ACTION, as in Kafka); refused, every partition of
+    every marker says CLUSTER_AUTHORIZATION_FAILED (the response has no top-level error)."""
+    if check.cluster(Operation.CLUSTER_ACTION):
+        return await call(request)
+    return {
+        "markers": [
+            {
+                "producer_id": marker.producer_id,
+                "topics": [
+                    {
+                        "name": topic.name,
+                        "partitions": [
+                            {"partition_index": index, "error_code": CLUSTER_DENIED}
+                            for index in topic.partition_indexes
+                        ],
+                    }
+                    for topic in marker.topics
+                ],
+            }
+            for marker in request.markers
+        ]
+    }
+
+
 def _per_entry(key: str, source: str, code: ErrorCode = CLUSTER_DENIED, **extra: Any) -> Any:
     def errors(request: Any) -> dict[str, Any]:
         return {
@@ -555,6 +580,7 @@ RULES: dict[int, Rule] = {
     24: add_partitions_to_txn,
     25: transaction_rule(),
     26: transaction_rule(),
+    27: write_txn_markers,
     28: txn_offset_commit,
     29: cluster_rule(Operation.DESCRIBE),
     30: cluster_rule(Operation.ALTER, _per_entry("results", "creations")),

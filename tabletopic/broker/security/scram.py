@@ -194,3 +194,47 @@ class ScramServerExchange:
             raise ScramFailure(f"wrong password for user {self.user!r}")
         server_signature = self._mechanism.hmac(credential.server_key, auth_message)
         return f"v={base64.b64encode(server_signature).decode()}".encode()
+
+
+class ScramClientExchange:
+    """The client side of one exchange, for the broker's own requests to other brokers:
+    ``first() -> client-first``, ``final(server-first) -> client-final``, then
+    ``verify(server-final)``; a server that cannot prove it knows the credential raises
+    :class:`ScramFailure`."""
+
+    def __init__(self, mechanism: ScramMechanism, user: str, password: str) -> None:
+        self._mechanism = mechanism
+        self._password = password
+        name = user.replace("=", "=3D").replace(",", "=2C")
+        self._nonce = secrets.token_urlsafe(24)
+        self._client_first_bare = f"n={name},r={self._nonce}"
+        self._expected_signature = b""
+
+    def first(self) -> bytes:
+        return f"n,,{self._client_first_bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        text = server_first.decode()
+        attributes = _attributes(text)
+        nonce, salt, iterations = attributes.get("r", ""), attributes.get("s"), attributes.get("i", "")
+        if not nonce.startswith(self._nonce) or salt is None or not iterations.isdigit():
+            raise ScramFailure("server-first message lacks our nonce, a salt or an iteration count")
+        if not MIN_ITERATIONS <= int(iterations) <= MAX_ITERATIONS:
+            raise ScramFailure(f"server asks for {iterations} iterations")
+        salted = self._mechanism.salted_password(self._password, base64.b64decode(salt), int(iterations))
+        without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
+        auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
+        client_key = self._mechanism.hmac(salted, b"Client Key")
+        signature = self._mechanism.hmac(self._mechanism.digest(client_key), auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        server_key = self._mechanism.hmac(salted, b"Server Key")
+        self._expected_signature = self._mechanism.hmac(server_key, auth_message)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        attributes = _attributes(server_final.decode())
+        if "e" in attributes:
+            raise ScramFailure(f"server refused the proof: {attributes['e']}")
+        signature = base64.b64decode(attributes.get("v", ""))
+        if not hmac.compare_digest(signature, self._expected_signature):
+            raise ScramFailure("server signature does not match: it does not hold our credential")

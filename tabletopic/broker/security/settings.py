@@ -236,3 +236,32 @@ HTTP_TOKEN_LIFETIME_MS = define(
     "security",
     in_range(1000),
 )
+SASL_MECHANISM_INTER_BROKER_PROTOCOL = define(
+    "sasl.mechanism.inter.broker.protocol",
+    str,
+    "PLAIN",
+    "SASL mechanism of the broker's own connections when `inter.broker.listener.name` is a SASL "
+    "listener (transaction markers to other brokers, the dead-letter producer). Its credentials are "
+    "`listener.name.<listener>.<mechanism>.sasl.jaas.config`. Kafka's default GSSAPI is not offered.",
+    "security",
+    one_of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+)
+LISTENER_NAME_PREFIX = define(
+    "listener.name.*",
+    str,
+    None,
+    "Per-listener settings, as in Kafka. Read: `listener.name.<listener>.<mechanism>.sasl.jaas.config` "
+    "(listener and mechanism in lower case), the credentials the broker itself logs in with on that "
+    "listener, in JAAS form: `org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="broker" password="...";` (the login module name is not checked).',
+    "security",
+)
+SSL_ENDPOINT_IDENTIFICATION_ALGORITHM = define(
+    "ssl.endpoint.identification.algorithm",
+    str,
+    "https",
+    "Whether the broker's own TLS connections to other brokers check that the certificate names the "
+    "host connected to: `https` checks (Kafka's default), empty does not.",
+    "security",
+    one_of("https", ""),
+)

@@ -124,3 +124,31 @@ def peer_principal(ssl_object: Any) -> str | None:
             escaped = "".join("\\" + ch if ch in ',+"\\<>;=' else ch for ch in value)
             parts.append(f"{_SHORT_NAMES.get(name, name)}={escaped}")
     return "User:" + ",".join(parts) if parts else None
+
+
+def client_context(config: Config) -> tuple[ssl.SSLContext, dict[str, str]]:
+    """The broker's own TLS client side, for its connections to its cluster's SSL listeners: it
+    trusts the truststore (else the system's CAs) and shows its own certificate when it has one.
+    Also the same settings spelled for librdkafka (the node's own confluent-kafka clients)."""
+    context = ssl.create_default_context()
+    rdkafka: dict[str, str] = {}
+    if _load_truststore(context, config):
+        location = config.get(settings.SSL_TRUSTSTORE_LOCATION)
+        if location:
+            rdkafka["ssl.ca.location"] = location
+        else:
+            rdkafka["ssl.ca.pem"] = config.get(settings.SSL_TRUSTSTORE_CERTIFICATES)
+    keystore = config.get(settings.SSL_KEYSTORE_LOCATION)
+    chain, key = config.get(settings.SSL_KEYSTORE_CERTIFICATE_CHAIN), config.get(settings.SSL_KEYSTORE_KEY)
+    cert_file, key_file = config.get(settings.SSL_CERTIFICATE_LOCATION), config.get(settings.SSL_KEY_LOCATION)
+    if keystore or (chain and key) or (cert_file and key_file):
+        _load_keys(context, config)
+        if keystore:
+            rdkafka["ssl.certificate.location"] = rdkafka["ssl.key.location"] = keystore
+        elif chain:
+            rdkafka["ssl.certificate.pem"], rdkafka["ssl.key.pem"] = chain, key
+        else:
+            rdkafka["ssl.certificate.location"], rdkafka["ssl.key.location"] = cert_file, key_file
+        if config.get(settings.SSL_KEY_PASSWORD):
+            rdkafka["ssl.key.password"] = config.get(settings.SSL_KEY_PASSWORD)
+    return context, rdkafka

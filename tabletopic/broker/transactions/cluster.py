@@ -2,7 +2,8 @@
 transactional id hashes to, the database check that this incarnation still leads a slot (run in the
 same database transaction as every write of transaction state), and the way to a partition's
 leader for markers: WriteTxnMarkers, as Kafka's coordinator sends them, over the broker's wire
-client on the leader's PLAINTEXT listener."""
+client on the leader's inter-broker listener (``inter.broker.listener.name``, with the broker's own
+TLS and SASL settings)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ from tabletopic.cluster.db import check_leadership
 
 if TYPE_CHECKING:
     from tabletopic.broker.cluster_role import ClusterRole
+    from tabletopic.broker.security.inter_broker import InterBrokerClient
 
 log = logging.getLogger(__name__)
 
 WRITE_TXN_MARKERS = 27
 MARKER_TIMEOUT_S = 10.0
-# The listener markers are sent to: inter-broker requests carry no credentials (see docs/cluster.md).
-INTER_BROKER_LISTENER = "PLAINTEXT"
 
 
 class TxnCluster:
@@ -34,11 +34,13 @@ class TxnCluster:
     Args:
         role: this broker's part in the cluster (leaders, endpoints, node epoch).
         slots: ``transaction.state.log.num.partitions``.
+        client: how this broker connects to the others' inter-broker listener.
     """
 
-    def __init__(self, role: ClusterRole, slots: int) -> None:
+    def __init__(self, role: ClusterRole, slots: int, client: InterBrokerClient) -> None:
         self._role = role
         self.slots = slots
+        self._client = client
 
     def group_slot(self, group_id: str) -> int:
         """The coordinator slot of a consumer group (``offsets.topic.num.partitions``)."""
@@ -84,7 +86,8 @@ class TxnCluster:
         commit: bool,
         epoch: int,
     ) -> dict[tuple[str, int], ErrorCode]:
-        endpoint = next((b for b in self._role.brokers(INTER_BROKER_LISTENER) if b.node_id == node), None)
+        brokers = self._role.brokers(self._client.listener)
+        endpoint = next((b for b in brokers if b.node_id == node), None)
         if endpoint is None:
             return dict.fromkeys(items, ErrorCode.coordinator_not_available)
         topics: dict[str, list[int]] = {}
@@ -108,6 +111,7 @@ class TxnCluster:
                 WRITE_TXN_MARKERS,
                 1,
                 MARKER_TIMEOUT_S,
+                self._client.connect,
                 **fields,
             )
         except (wire_client.WireError, OSError, ValueError) as exc:

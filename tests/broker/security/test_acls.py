@@ -157,8 +157,17 @@ def test_cluster_operations_are_denied_with_cluster_authorization_failed(acl_bro
         request(29, 3, resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
                 principal_filter=None, host_filter=None, operation=1, permission_type=1),
     )  # fmt: skip
-    sock.close()
     assert answer.error_code is ErrorCode.cluster_authorization_failed and answer.resources == ()
+    # WriteTxnMarkers is for brokers (CLUSTER_ACTION, as in Kafka): refused per partition.
+    markers = roundtrip(
+        sock,
+        request(27, 1, markers=[{"producer_id": 7, "producer_epoch": 0, "transaction_result": True,
+                                 "topics": [{"name": "any", "partition_indexes": [0, 1]}],
+                                 "coordinator_epoch": 0}]),
+    )  # fmt: skip
+    sock.close()
+    codes = [p.error_code for m in markers.markers for t in m.topics for p in t.partitions]
+    assert codes == [ErrorCode.cluster_authorization_failed] * 2
 
 
 @pytest.mark.integration

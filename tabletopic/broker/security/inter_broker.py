@@ -1,0 +1,122 @@
+"""How the broker itself connects to a listener of its cluster (``inter.broker.listener.name``):
+transaction markers to other brokers go over the broker's wire client, the dead-letter producer
+over confluent-kafka. On an SSL or SASL_SSL listener the broker trusts its own truststore and shows
+its own certificate; on a SASL listener it logs in with ``sasl.mechanism.inter.broker.protocol`` and
+the credentials of ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, as a Kafka broker does.
+Its principal then needs Kafka's CLUSTER_ACTION on the cluster when ACLs are on (or a place in
+``super.users``)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import ssl
+from dataclasses import dataclass
+
+from tabletopic.broker import wire_client
+from tabletopic.broker.security import settings
+from tabletopic.broker.security.scram import SCRAM_MECHANISMS, ScramClientExchange, ScramFailure
+from tabletopic.broker.security.tls import client_context
+from tabletopic.config import Config, ConfigError
+
+log = logging.getLogger(__name__)
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def jaas_credentials(text: str) -> tuple[str, str] | None:
+    """``username`` and ``password`` of a JAAS login module line; None when either is missing."""
+    options = {name: value.replace('\\"', '"') for name, value in _JAAS_OPTION.findall(text)}
+    if "username" in options and "password" in options:
+        return options["username"], options["password"]
+    return None
+
+
+def jaas_key(listener: str, mechanism: str) -> str:
+    return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+
+
+@dataclass(frozen=True)
+class InterBrokerClient:
+    """The broker's own client settings for its inter-broker listener."""
+
+    listener: str
+    protocol: str
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+    tls: ssl.SSLContext | None = None
+    tls_rdkafka: tuple[tuple[str, str], ...] = ()  # the same TLS settings spelled for librdkafka
+
+    @classmethod
+    def from_config(cls, config: Config, listener: str, protocol: str) -> InterBrokerClient:
+        """The client for ``listener`` (its security ``protocol``). Raises ConfigError naming the key
+        to set when the listener asks for credentials the configuration does not hold."""
+        mechanism = username = password = None
+        if protocol.startswith("SASL_"):
+            mechanism = config.get(settings.SASL_MECHANISM_INTER_BROKER_PROTOCOL)
+            key = jaas_key(listener, mechanism)
+            credentials = jaas_credentials(config.prefixed("").get(key, ""))
+            if credentials is None:
+                raise ConfigError(
+                    f"inter.broker.listener.name {listener} is {protocol}: set {key} to the broker's own "
+                    f'credentials (username="..." password="...")',
+                    key,
+                )
+            username, password = credentials
+        if not protocol.endswith("SSL"):
+            return cls(listener, protocol, mechanism, username, password)
+        tls, rdkafka = client_context(config)
+        tls.check_hostname = config.get(settings.SSL_ENDPOINT_IDENTIFICATION_ALGORITHM) == "https"
+        rdkafka["ssl.endpoint.identification.algorithm"] = "https" if tls.check_hostname else "none"
+        return cls(listener, protocol, mechanism, username, password, tls, tuple(rdkafka.items()))
+
+    def connect(self, host: str, port: int, timeout: float) -> socket.socket:
+        """A connection to ``host:port`` ready for requests: TLS handshake and SASL login done."""
+        sock = socket.create_connection((host, port), timeout=timeout)
+        try:
+            if self.tls is not None:
+                sock = self.tls.wrap_socket(sock, server_hostname=host)
+            if self.mechanism is not None:
+                self._login(sock)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _login(self, sock: socket.socket) -> None:
+        assert self.mechanism is not None and self.username is not None and self.password is not None
+        answer = wire_client.exchange(sock, SASL_HANDSHAKE, 1, mechanism=self.mechanism)
+        if answer.error_code.value != 0:
+            raise ConnectionRefusedError(
+                f"SASL mechanism {self.mechanism} refused (offered: {', '.join(answer.mechanisms)}): "
+                f"change {settings.SASL_MECHANISM_INTER_BROKER_PROTOCOL.name}"
+            )
+        if self.mechanism == "PLAIN":
+            self._authenticate(sock, f"\0{self.username}\0{self.password}".encode())
+            return
+        scram = ScramClientExchange(SCRAM_MECHANISMS[self.mechanism], self.username, self.password)
+        server_first = self._authenticate(sock, scram.first())
+        try:
+            scram.verify(self._authenticate(sock, scram.final(server_first)))
+        except (ScramFailure, ValueError) as exc:
+            raise ConnectionRefusedError(f"SCRAM login as {self.username}: {exc}") from exc
+
+    def _authenticate(self, sock: socket.socket, token: bytes) -> bytes:
+        answer = wire_client.exchange(sock, SASL_AUTHENTICATE, 2, auth_bytes=token)
+        if answer.error_code.value != 0:
+            raise ConnectionRefusedError(
+                f"SASL login as {self.username} refused: {answer.error_message} "
+                f"(check {jaas_key(self.listener, self.mechanism or '')})"
+            )
+        return bytes(answer.auth_bytes)
+
+    def librdkafka(self) -> dict[str, str]:
+        """The same settings for the node's own confluent-kafka clients."""
+        result = {"security.protocol": self.protocol.lower()}
+        if self.mechanism is not None:
+            result |= {"sasl.mechanism": self.mechanism, "sasl.username": self.username or ""}
+            result["sasl.password"] = self.password or ""
+        return result | dict(self.tls_rdkafka)
