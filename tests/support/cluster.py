@@ -40,6 +40,14 @@ FAST_CLUSTER = {
     "auto.balancer.metrics.window.ms": "2000",
     "auto.balancer.cooldown.ms": "15000",
     "auto.balancer.min.bytes.per.second": "400000",
+    # Brokers reach each other (transaction markers) and themselves (the dead-letter producer) on
+    # their SASL listener, logged in as the broker user: the secured inter-broker path in every test.
+    "inter.broker.listener.name": "SASL_PLAINTEXT",
+    "sasl.plain.users": "alice:alice-secret,bob:bob-secret,broker:broker-secret",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+        'password="broker-secret";'
+    ),
 }
 
 
