@@ -32,9 +32,10 @@ class _Unsupported(Exception):
     pass
 
 
-def compile_all_valid(schema: Any) -> Callable[[list[bytes]], bool] | None:
-    """A function telling whether every document of a list certainly satisfies ``schema``
-    (False: some may not, check them one by one); None when the schema is not of the kind."""
+def compile_all_valid(schema: Any) -> Callable[[bytes, int], bool] | None:
+    """A function telling whether every one of ``count`` newline-delimited documents of a body
+    certainly satisfies ``schema`` (False: some may not, check them one by one); None when the
+    schema is not of the kind. Whitespace around a document (a blanked gap) is allowed."""
     try:
         shape = _Shape()
         arrow_type = _type(schema, shape, top=True)
@@ -49,12 +50,11 @@ def compile_all_valid(schema: Any) -> Callable[[list[bytes]], bool] | None:
         unexpected_field_behavior="error" if shape.closed else "ignore",
     )
 
-    def all_valid(documents: list[bytes]) -> bool:
-        if not documents:
+    def all_valid(body: bytes, count: int) -> bool:
+        if not count:
             return True
-        body = b"\n".join(documents)
         # One document per line, and no explicit null Arrow would take for "absent".
-        if body.count(b"\n") != len(documents) - 1 or (shape.non_null and b"null" in body):
+        if body.count(b"\n") != count - 1 or (shape.non_null and b"null" in body):
             return False
         if not body.isascii():  # Arrow lets bad UTF-8 through in names it ignores; JSON may not
             try:
@@ -69,7 +69,7 @@ def compile_all_valid(schema: Any) -> Callable[[list[bytes]], bool] | None:
             )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return False
-        if table.num_rows != len(documents):
+        if table.num_rows != count:
             return False
         return _required_present(table.to_struct_array().combine_chunks(), schema)
 
