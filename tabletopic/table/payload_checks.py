@@ -7,8 +7,8 @@ per-record decoder, which says why (and has the last word: a datum it reads is a
 Schema documents are read as one newline-delimited block by Arrow when the schema is a plain record
 shape (:mod:`tabletopic.table.json_columns`), else (and to find the culprits) per record with
 ``jsonschema``. Protobuf payloads are parsed as the items of one wrapper message in a single upb
-call, and per record only when that does not come out clean. Both group reads take the payloads in
-place in the records block (:mod:`tabletopic.table.payload_streams`), never one ``bytes`` each.
+call, and per record only when that does not come out clean. That read takes the payloads in place in
+the records block (:mod:`tabletopic.table.payload_streams`), never one ``bytes`` each.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tabletopic.schema_registry.lookup import RegisteredSchema
-from tabletopic.table.payload_streams import ndjson, protobuf_items
+from tabletopic.table.payload_streams import protobuf_items
 
 Ints = npt.NDArray[np.int64]
 
@@ -123,12 +123,13 @@ def _json_check(schema: RegisteredSchema) -> Check:
     all_valid = None if schema.references else compile_all_valid(root)
 
     def check_json(payloads: Payloads) -> dict[int, str]:
-        if all_valid is not None:
-            body = ndjson(payloads.data, payloads.starts, payloads.ends)
-            if body is not None and all_valid(body, len(payloads)):
-                return {}
+        documents = payloads.as_bytes()
+        # Joined, not blanked in place (payload_streams.ndjson): Arrow reads the padding whitespace
+        # slower than a join costs.
+        if all_valid is not None and all_valid(b"\n".join(documents), len(documents)):
+            return {}
         failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads.as_bytes()):
+        for i, payload in enumerate(documents):
             try:
                 document = loads(payload)
             except (ValueError, UnicodeDecodeError) as exc:

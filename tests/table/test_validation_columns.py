@@ -166,6 +166,8 @@ def test_json_group_check_never_accepts_what_jsonschema_refuses() -> None:
         b'{"age": 3}',
         b'{"name": "a", "home": {}}',
         b'{"name": null}',
+        b'{"name": "a", "home": null}',
+        b'{"name": "a", "tags": ["x", null]}',
         b'{"name": "a", "tags": [1]}',
         b"[1, 2]",
         b'{"name": "a"}{"name": "b"}',
