@@ -1,20 +1,18 @@
-"""A group of payloads turned into one stream a C reader parses in a single call, without copying
-each payload out of the records block.
+"""A group of Protobuf payloads turned into one message upb parses in a single call, without
+copying each payload out of the records block.
 
 Broker-side validation checks a group of payloads (one schema id) that lie in the records block
 with a few bytes of record framing between them: the record length, attributes, deltas, the key,
 the value length and the wire-format prefix (at least 11 bytes). Slicing every payload into its
 own ``bytes`` and joining them again costs about as much as the check itself, so instead the block
-is copied once and only those gaps are rewritten:
+is copied once and only those gaps are rewritten: the payloads become the items of a ``repeated``
+message field (field 1) of a wrapper message, each gap holding the item's tag and length, preceded
+by a ``bytes`` field (field 2, declared, so it is not an unknown field) that pads whatever the gap
+has left. None when a group cannot be laid out so (a gap too small, a filler length no varint can
+spell); the caller then takes the per-record path.
 
-- newline-delimited JSON: each gap becomes spaces ended by one newline (whitespace around a JSON
-  document is insignificant), so Arrow's NDJSON reader sees one document per line;
-- Protobuf: the payloads become the items of a ``repeated`` message field (field 1) of a wrapper
-  message, each gap holding the item's tag and length, preceded by a ``bytes`` field (field 2,
-  declared, so it is not an unknown field) that pads whatever the gap has left.
-
-Either function returns None when a group cannot be laid out so (payloads out of order, a gap too
-small, a filler length no varint can spell); the caller then takes the per-record path.
+(JSON is not laid out this way: Arrow reads lines padded with blanks slower than joining the
+payloads costs.)
 """
 
 from __future__ import annotations
@@ -27,23 +25,6 @@ Bytes = npt.NDArray[np.uint8]
 
 ITEM_TAG = 0x0A  # field 1, length-delimited: the payload, as a message
 FILLER_TAG = 0x12  # field 2, length-delimited: bytes that pad a gap
-
-
-def ndjson(data: Bytes, starts: Ints, ends: Ints) -> bytes | None:
-    """The payloads ``data[starts[i]:ends[i]]`` as newline-delimited JSON, gaps blanked."""
-    if not len(starts):
-        return b""
-    gaps = starts[1:] - ends[:-1]
-    if bool((gaps < 1).any()):
-        return None
-    first = int(starts[0])
-    body = data[first : int(ends[-1])].copy()
-    if len(gaps):
-        total = int(gaps.sum())
-        offsets = np.cumsum(gaps) - gaps
-        body[np.repeat(ends[:-1] - first - offsets, gaps) + np.arange(total, dtype=np.int64)] = 0x20
-        body[starts[1:] - first - 1] = 0x0A
-    return body.tobytes()
 
 
 def _varint_sizes(values: Ints) -> Ints:
