@@ -1,14 +1,14 @@
 """Payload checks of broker-side schema validation, one per format, each over a whole group of
 payloads written with one schema (and, for Protobuf, one message path).
 
-Avro is checked for the whole group at once by :mod:`tabletopic.table.avro_columns` (positions
-only, no values); the datums it refuses are decoded again one by one with the table pipeline's
-per-record decoder, which says why (and has the last word: a datum it reads is accepted). JSON
-Schema documents are read as one newline-delimited block by Arrow when the schema is a plain record
-shape (:mod:`tabletopic.table.json_columns`), else (and to find the culprits) per record with
+Avro is checked for the whole group at once by :mod:`tabletopic.table.avro_columns` (positions only,
+no values); the datums it refuses are decoded again one by one with the table pipeline's per-record
+decoder, which says why (and has the last word: a datum it reads is accepted). JSON Schema documents
+are decoded as one newline-delimited block by msgspec when the schema is a plain record shape
+(:mod:`tabletopic.table.json_columns`), else (and to find the culprits) per record with
 ``jsonschema``. Protobuf payloads are parsed as the items of one wrapper message in a single upb
-call, and per record only when that does not come out clean. That read takes the payloads in place in
-the records block (:mod:`tabletopic.table.payload_streams`), never one ``bytes`` each.
+call, and per record only when that does not come out clean. That read takes the payloads in place
+in the records block (:mod:`tabletopic.table.payload_streams`), never one ``bytes`` each.
 """
 
 from __future__ import annotations
@@ -119,13 +119,12 @@ def _json_check(schema: RegisteredSchema) -> Check:
 
     from tabletopic.table.json_columns import compile_all_valid
 
-    # Whole-group answer "all valid" in one Arrow read where the schema allows it.
+    # Whole-group answer "all valid" in one msgspec decode where the schema allows it.
     all_valid = None if schema.references else compile_all_valid(root)
 
     def check_json(payloads: Payloads) -> dict[int, str]:
         documents = payloads.as_bytes()
-        # Joined, not blanked in place (payload_streams.ndjson): Arrow reads the padding whitespace
-        # slower than a join costs.
+        # Joined: blanking the framing between them in place measured no cheaper than a join.
         if all_valid is not None and all_valid(b"\n".join(documents), len(documents)):
             return {}
         failures: dict[int, str] = {}

@@ -164,6 +164,11 @@ def test_json_group_check_never_accepts_what_jsonschema_refuses() -> None:
         b'{"name": null}',
         b'{"name": "a", "home": null}',
         b'{"name": "a", "tags": ["x", null]}',
+        b'{"name": "a", "name": 5}',
+        b'{"name": "a", "age": 1.5}',
+        b'{"name": "a", "age": true}',
+        b'{"name": "a", "home": {"city": "x", "city": null}}',
+        b'{"name": "a", "t\xffgs": 1}',
         b'{"name": "a", "tags": [1]}',
         b"[1, 2]",
         b'{"name": "a"}{"name": "b"}',
@@ -183,6 +188,24 @@ def test_json_group_check_never_accepts_what_jsonschema_refuses() -> None:
 
         if all_valid(group):
             assert all(ok(d) for d in group), group
+
+
+def test_json_group_check_keeps_a_closed_model_closed_and_an_open_one_open() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer"},
+            "inner": {
+                "type": "object",
+                "properties": {"b": {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+    }
+    all_valid = compile_all_valid(schema)
+    assert all_valid is not None
+    assert all_valid(b'{"a": 1, "other": [1, {"x": null}]}\n{"inner": {"b": "x"}}', 2)
+    assert not all_valid(b'{"a": 1}\n{"inner": {"b": "x", "c": 1}}', 2)
 
 
 @pytest.mark.parametrize(
