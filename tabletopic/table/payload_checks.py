@@ -144,6 +144,9 @@ def _json_check(schema: RegisteredSchema) -> Check:
     return check_json
 
 
+_FEW = 16
+
+
 def _protobuf_check(schema: RegisteredSchema, indexes: Sequence[int]) -> Check:
     from google.protobuf import message_factory
     from google.protobuf.unknown_fields import UnknownFieldSet
@@ -181,7 +184,8 @@ def _protobuf_check(schema: RegisteredSchema, indexes: Sequence[int]) -> Check:
             wrapper.Clear()
 
     def check_protobuf(payloads: Payloads) -> dict[int, str]:
-        if all_valid(payloads):
+        # A few messages are parsed one by one sooner than the wrapper is laid out and parsed.
+        if len(payloads) > _FEW and all_valid(payloads):
             return {}
         failures: dict[int, str] = {}
         for i, payload in enumerate(payloads.as_bytes()):

@@ -291,7 +291,9 @@ def test_protobuf_group_check_refuses_exactly_what_a_per_record_parse_refuses() 
     data, starts, ends = _in_block(rng, good)
     assert check(Payloads(data.tobytes(), data, starts, ends)) == {}
     for _ in range(300):
-        group = [_mutate(rng, d) if rng.random() < 0.3 else d for d in rng.sample(good, 4)]
+        # Groups of a few (parsed one by one) and of many (parsed as one wrapper message).
+        size = rng.choice([4, 20, 40])
+        group = [_mutate(rng, d) if rng.random() < 0.05 else d for d in rng.choices(good, k=size)]
         data, starts, ends = _in_block(rng, group)
         failures = check(Payloads(data.tobytes(), data, starts, ends))
         assert set(failures) == {i for i, d in enumerate(group) if refused(d)}, group
@@ -303,7 +305,8 @@ def test_protobuf_unknown_fields_nested_in_a_message_are_refused() -> None:
     inner = cls.Inner(city="x").SerializeToString() + b"\xb8\x06\x01"  # field 103 = 1: unknown
     nested = b"\x12" + bytes([len(inner)]) + inner  # Outer.inner
     in_list = b"\x1a" + bytes([len(inner)]) + inner  # Outer.items[0]
-    data, starts, ends = _in_block(rng, [good[0], nested, good[1], in_list])
-    failures = check(Payloads(data.tobytes(), data, starts, ends))
-    assert set(failures) == {1, 3}
-    assert "in inner" in failures[1] and "in items[0]" in failures[3]
+    for filler in (0, 30):  # few messages, and enough for the wrapper
+        data, starts, ends = _in_block(rng, [good[0], nested, good[1], in_list, *good[:filler]])
+        failures = check(Payloads(data.tobytes(), data, starts, ends))
+        assert set(failures) == {1, 3}
+        assert "in inner" in failures[1] and "in items[0]" in failures[3]
