@@ -13,6 +13,7 @@ import jsonschema
 import numpy as np
 import pytest
 
+from tabletopic.records import spans
 from tabletopic.records.columns import DecodedRecords, append_records
 from tabletopic.records.encoder import Record, build_batch
 from tabletopic.records.errors import RecordBatchError
@@ -238,6 +239,36 @@ def test_record_spans_find_the_same_keys_and_values_as_the_record_decoder() -> N
         record_spans(batch[HEADER_SIZE:-1], header.record_count)
     with pytest.raises(RecordBatchError):
         record_spans(batch[HEADER_SIZE:] + b"\x00", header.record_count)
+
+
+def test_a_few_records_are_framed_one_by_one_with_the_same_answers() -> None:
+    """Up to ``spans.FEW`` records are read without NumPy: same spans, and garbage refused alike."""
+    rng = random.Random(2)
+    for _ in range(300):
+        count = rng.randrange(1, spans.FEW + 1)
+        records = [
+            Record(
+                rng.choice([None, rng.randbytes(rng.randrange(0, 40))]), rng.randbytes(rng.randrange(0, 200))
+            )
+            for _ in range(count)
+        ]
+        block = build_batch(records)[HEADER_SIZE:]
+        if rng.random() < 0.5:
+            block = _mutate(rng, block)
+        answers = []
+        for read in (spans._few_spans, spans._many_spans):
+            try:
+                found = read(block, count)
+            except RecordBatchError:
+                answers.append(None)
+                continue
+            answers.append(
+                [
+                    c.tolist()
+                    for c in (found.key_start, found.key_length, found.value_start, found.value_length)
+                ]
+            )
+        assert answers[0] == answers[1], block
 
 
 PROTO = """syntax = "proto3";
