@@ -43,9 +43,11 @@ def compile_all_valid(schema: Any) -> Callable[[bytes, int], bool] | None:
     names = itertools.count()
     try:
         kind = _type(schema, names, top=True)
+        decode_lines = msgspec.json.Decoder(kind).decode_lines
     except _Unsupported:
         return None
-    decode_lines = msgspec.json.Decoder(kind).decode_lines
+    except Exception:  # msgspec refusing a shape (or a schema nested too deep): per record, then
+        return None
 
     def all_valid(body: bytes, count: int) -> bool:
         if not count:
