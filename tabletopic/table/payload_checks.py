@@ -144,7 +144,7 @@ def _json_check(schema: RegisteredSchema) -> Check:
     return check_json
 
 
-_FEW = 16
+_FEW = 256
 
 
 def _protobuf_check(schema: RegisteredSchema, indexes: Sequence[int]) -> Check:
@@ -184,7 +184,8 @@ def _protobuf_check(schema: RegisteredSchema, indexes: Sequence[int]) -> Check:
             wrapper.Clear()
 
     def check_protobuf(payloads: Payloads) -> dict[int, str]:
-        # A few messages are parsed one by one sooner than the wrapper is laid out and parsed.
+        # Up to a few hundred messages, one by one costs less than laying out and parsing the
+        # wrapper (~0.35 µs a flat message against ~0.25 µs + 40 µs).
         if len(payloads) > _FEW and all_valid(payloads):
             return {}
         failures: dict[int, str] = {}

@@ -20,6 +20,7 @@ from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, validate_batches
 from tabletopic.records.spans import record_spans
 from tabletopic.schema_registry.lookup import RegisteredSchema
+from tabletopic.table import payload_checks
 from tabletopic.table.avro_columns import compile_validator
 from tabletopic.table.convert.avro import parse_avro_schema
 from tabletopic.table.json_columns import compile_all_valid
@@ -302,6 +303,15 @@ def _protobuf_group() -> tuple[Check, type, list[bytes]]:
     return build_check(schema, (0,)), cls, good
 
 
+@pytest.fixture(params=["one by one", "wrapper"])
+def protobuf_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways a Protobuf group is checked: small groups one message at a time, bigger ones as
+    one wrapper message (forced here for any size)."""
+    if request.param == "wrapper":
+        monkeypatch.setattr(payload_checks, "_FEW", 0)
+
+
+@pytest.mark.usefixtures("protobuf_path")
 def test_protobuf_group_check_refuses_exactly_what_a_per_record_parse_refuses() -> None:
     from google.protobuf.unknown_fields import UnknownFieldSet
 
@@ -322,7 +332,6 @@ def test_protobuf_group_check_refuses_exactly_what_a_per_record_parse_refuses() 
     data, starts, ends = _in_block(rng, good)
     assert check(Payloads(data.tobytes(), data, starts, ends)) == {}
     for _ in range(300):
-        # Groups of a few (parsed one by one) and of many (parsed as one wrapper message).
         size = rng.choice([4, 20, 40])
         group = [_mutate(rng, d) if rng.random() < 0.05 else d for d in rng.choices(good, k=size)]
         data, starts, ends = _in_block(rng, group)
@@ -330,14 +339,14 @@ def test_protobuf_group_check_refuses_exactly_what_a_per_record_parse_refuses() 
         assert set(failures) == {i for i, d in enumerate(group) if refused(d)}, group
 
 
+@pytest.mark.usefixtures("protobuf_path")
 def test_protobuf_unknown_fields_nested_in_a_message_are_refused() -> None:
     rng = random.Random(6)
     check, cls, good = _protobuf_group()
     inner = cls.Inner(city="x").SerializeToString() + b"\xb8\x06\x01"  # field 103 = 1: unknown
     nested = b"\x12" + bytes([len(inner)]) + inner  # Outer.inner
     in_list = b"\x1a" + bytes([len(inner)]) + inner  # Outer.items[0]
-    for filler in (0, 30):  # few messages, and enough for the wrapper
-        data, starts, ends = _in_block(rng, [good[0], nested, good[1], in_list, *good[:filler]])
-        failures = check(Payloads(data.tobytes(), data, starts, ends))
-        assert set(failures) == {1, 3}
-        assert "in inner" in failures[1] and "in items[0]" in failures[3]
+    data, starts, ends = _in_block(rng, [good[0], nested, good[1], in_list])
+    failures = check(Payloads(data.tobytes(), data, starts, ends))
+    assert set(failures) == {1, 3}
+    assert "in inner" in failures[1] and "in items[0]" in failures[3]
