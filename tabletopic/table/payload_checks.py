@@ -6,9 +6,10 @@ no values); the datums it refuses are decoded again one by one with the table pi
 decoder, which says why (and has the last word: a datum it reads is accepted). JSON Schema documents
 are decoded as one newline-delimited block by msgspec when the schema is a plain record shape
 (:mod:`tabletopic.table.json_columns`), else (and to find the culprits) per record with
-``jsonschema``. Protobuf payloads are parsed as the items of one wrapper message in a single upb
-call, and per record only when that does not come out clean. That read takes the payloads in place
-in the records block (:mod:`tabletopic.table.payload_streams`), never one ``bytes`` each.
+``jsonschema``. Protobuf payloads of a group of more than a few hundred are parsed as the items of
+one wrapper message in a single upb call, and per record when fewer or when that does not come out
+clean. That read takes the payloads in place in the records block
+(:mod:`tabletopic.table.payload_streams`), never one ``bytes`` each.
 """
 
 from __future__ import annotations
