@@ -3,9 +3,13 @@
 Clients: plain keep-alive HTTP (``http.client``, one connection per client process) and
 confluent-kafka's ``SchemaRegistryClient``. Each figure is measured with one client and with
 several client processes at once (the server's capacity), and printed with the issue's target, the
-ratio to it, and the server's CPU time per request (read from /proc: less sensitive than a rate to
-other load on a shared machine). The same-run baseline is the cheapest request there is
-(``GET /``): no registry endpoint can be faster over the same HTTP stack.
+ratio to it, the server's CPU time per request (read from /proc: less sensitive than a rate to
+other load on a shared machine), the clients' CPU time per request, and the "CPU ceiling": the
+rate the machine's cores could reach if client and server only needed CPU (cores / both CPU
+times). A figure near its ceiling is bound by CPU, and the client's share says whose. The
+same-run baseline is the cheapest request there is (``GET /``): no registry endpoint can be faster
+over the same HTTP stack. Last, the client CPU of confluent-kafka's uncached ``get_schema`` split
+into its HTTP request and the building of its result.
 
 Figures:
   lookup by id (``GET /schemas/ids/{id}``): uncached = the client keeps no cache (every lookup is
@@ -155,9 +159,12 @@ def _confluent(port: int, kind: str, worker: int, seconds: float, shared: dict[s
     return done
 
 
-def _run_worker(args: tuple[Callable[..., int], int, str, int, float, dict[str, Any]]) -> int:
+def _run_worker(args: tuple[Callable[..., int], int, str, int, float, dict[str, Any]]) -> tuple[int, float]:
+    """Requests done and the client's own CPU seconds (user + system, its threads included)."""
     fn, port, kind, worker, seconds, shared = args
-    return fn(port, kind, worker, seconds, shared)
+    start = time.process_time()
+    done = fn(port, kind, worker, seconds, shared)
+    return done, time.process_time() - start
 
 
 def measure(
@@ -175,20 +182,26 @@ def measure(
     start = time.perf_counter()
     jobs = [(fn, port, kind, w, seconds, shared) for w in range(clients)]
     if clients == 1:
-        counts = [_run_worker(jobs[0])]
+        results = [_run_worker(jobs[0])]
     else:
         with multiprocessing.get_context("fork").Pool(clients) as pool:
-            counts = pool.map(_run_worker, jobs)
+            results = pool.map(_run_worker, jobs)
     elapsed = time.perf_counter() - start
     cpu = cpu_seconds(server_pid) - cpu_before
-    done = sum(counts)
+    done = max(sum(count for count, _ in results), 1)
     per_second = done / max(elapsed, seconds)
+    server_us = 1e6 * cpu / done
+    client_us = 1e6 * sum(used for _, used in results) / done
+    # What this machine's cores could serve if client and server were each only CPU: when the
+    # figure sits near it, the clients' own CPU, not the server, is what limits the rate.
+    ceiling = (os.cpu_count() or 1) * 1e6 / max(server_us + client_us, 1e-9)
     against = ""
     if target is not None:
         goal = TARGETS[target]
         against = f"  target {goal:>6.0f}/s  ratio {per_second / goal:5.2f}"
     print(
-        f"{label:<56} {per_second:>8.0f}/s  server {1e6 * cpu / max(done, 1):>6.0f} µs CPU/req{against}",
+        f"{label:<56} {per_second:>8.0f}/s  server {server_us:>6.0f} µs CPU/req  client {client_us:>6.0f}"
+        f" µs CPU/req  CPU ceiling {ceiling:>7.0f}/s{against}",
         flush=True,
     )
     return per_second
@@ -213,6 +226,34 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
+
+
+def client_costs(port: int, schema_id: int, seconds: float) -> None:
+    """Where confluent-kafka's uncached ``get_schema`` spends the client's CPU: the whole call, its
+    HTTP request alone (the client's own httpx session, same headers) and building the result from
+    the parsed body. Client CPU per call (process time), one client."""
+    from confluent_kafka.schema_registry import RegisteredSchema, SchemaRegistryClient
+
+    client = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+    session = client._rest_client.session  # the client's own connection pool
+    url = f"http://127.0.0.1:{port}/schemas/ids/{schema_id}"
+    accept = {"Accept": "application/vnd.schemaregistry.v1+json, application/json"}
+    body = session.get(url, headers=accept).json()
+
+    def uncached() -> None:
+        client.clear_caches()
+        client.get_schema(schema_id)
+
+    for label, step in (
+        ("confluent-kafka get_schema uncached, whole call", uncached),
+        ("  of which its httpx GET + JSON parse", lambda: session.get(url, headers=accept).json()),
+        ("  of which RegisteredSchema.from_dict", lambda: RegisteredSchema.from_dict(body)),
+    ):
+        done, start, cpu = 0, time.perf_counter(), time.process_time()
+        while time.perf_counter() - start < seconds / 3:
+            step()
+            done += 1
+        print(f"{label:<56} {1e6 * (time.process_time() - cpu) / done:>8.0f} µs client CPU per call")
 
 
 def run(metadata_url: str | None, seconds: float, fields: int, clients: int) -> None:
@@ -293,6 +334,7 @@ def run(metadata_url: str | None, seconds: float, fields: int, clients: int) -> 
                     shared,
                     "compat",
                 )
+            client_costs(port, ids[0], seconds)
         finally:
             process.terminate()
             process.wait(15)

@@ -5,9 +5,10 @@ made once by confluent-kafka's own serializers, registered in the node's registr
 validated topic's subject; then confluent-kafka (acks=all, linger 5 ms) produces the same payloads
 for ``--seconds`` to a plain topic and to a topic with ``confluent.value.schema.validation=true``,
 ``--rounds`` times, alternating which goes first. Printed: msgs/s and MB/s of each and their ratio
-validated/plain (target >= 0.70); and the broker's CPU time per message (from /proc) in each run:
-on a shared box the wall-clock ratio mostly measures who else is running, while the broker's CPU
-per message says what validation itself costs.
+validated/plain (target >= 0.70); and the broker's CPU time per message (from /proc) and the
+client's (this process: the Python produce loop and librdkafka's threads) in each run: on a shared
+box the wall-clock ratio mostly measures who else is running, while the CPU per message says what
+validation itself costs, and what share of the whole (client + broker) it is.
 
 Where the time goes, in process: the broker's per-batch work without validation (header + CRC32C)
 against the validator's (record framing, grouping, decoding), in CPU microseconds per record for
@@ -133,11 +134,17 @@ def process_cpu_s(pid: int) -> float:
 
 def measured(
     bootstrap: str, topic: str, values: list[bytes], seconds: float, broker_pid: int
-) -> tuple[float, float, float]:
-    """msgs/s, MB/s and the broker's CPU microseconds per message."""
-    before = process_cpu_s(broker_pid)
+) -> tuple[float, float, float, float]:
+    """msgs/s, MB/s, the broker's and the client's CPU microseconds per message."""
+    before, client = process_cpu_s(broker_pid), time.process_time()
     msgs, mb = produce(bootstrap, topic, values, seconds)
-    return msgs, mb, (process_cpu_s(broker_pid) - before) / (msgs * seconds) * 1e6
+    count = msgs * seconds
+    return (
+        msgs,
+        mb,
+        (process_cpu_s(broker_pid) - before) / count * 1e6,
+        (time.process_time() - client) / count * 1e6,
+    )
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], seconds: float) -> tuple[float, float]:
@@ -231,7 +238,7 @@ def main() -> None:
             print(
                 f"{'format':<9} {'bytes':>5} {'plain msg/s':>12} {'valid. msg/s':>13} {'ratio':>6}"
                 f" {'plain MB/s':>10} {'valid. MB/s':>11} {'broker cpu µs/msg':>17} {'valid.':>7}"
-                f" {'hdr µs/rec':>10} {'val. µs/rec':>11}"
+                f" {'client cpu µs/msg':>17} {'valid.':>7} {'hdr µs/rec':>10} {'val. µs/rec':>11}"
             )
             for fmt in args.formats.split(","):
                 tag = uuid.uuid4().hex[:6]
@@ -240,7 +247,7 @@ def main() -> None:
                 create_topic(node.bootstrap, checked, VALIDATE)
                 values = payloads(fmt, node.registry_url, checked)
                 produce(node.bootstrap, checked, values, 0.5)  # warm: schema cached, decoder built
-                runs: dict[str, list[tuple[float, float, float]]] = {plain: [], checked: []}
+                runs: dict[str, list[tuple[float, float, float, float]]] = {plain: [], checked: []}
                 for number in range(args.rounds):
                     # Alternate which goes first: the second run of a round shares the node with the
                     # first one's background work (WAL upload, compaction).
@@ -252,12 +259,14 @@ def main() -> None:
                 v_mb = sum(r[1] for r in runs[checked]) / args.rounds
                 p_cpu = sum(r[2] for r in runs[plain]) / args.rounds
                 v_cpu = sum(r[2] for r in runs[checked]) / args.rounds
+                p_client = sum(r[3] for r in runs[plain]) / args.rounds
+                v_client = sum(r[3] for r in runs[checked]) / args.rounds
                 header_us, check_us = in_process_costs(values, checked, node.registry_url)
                 size = sum(len(v) for v in values) // len(values)
                 print(
                     f"{fmt:<9} {size:>5} {p_msgs:>12,.0f} {v_msgs:>13,.0f} {v_msgs / p_msgs:>6.2f}"
                     f" {p_mb:>10.1f} {v_mb:>11.1f} {p_cpu:>17.2f} {v_cpu:>7.2f}"
-                    f" {header_us:>10.3f} {check_us:>11.3f}"
+                    f" {p_client:>17.2f} {v_client:>7.2f} {header_us:>10.3f} {check_us:>11.3f}"
                 )
             print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         finally:

@@ -22,6 +22,7 @@ from tabletopic.records.errors import RecordBatchError
 
 Ints = npt.NDArray[np.int64]
 _PAD = 16  # zero bytes after the block: a varint read past a record's end stays in bounds
+FEW = 16  # up to this many records, they are read one by one (no NumPy)
 # "Size of the length varint + the length" for every one- and two-byte zig-zag length.
 _ONE_BYTE = tuple(1 + ((v >> 1) ^ -(v & 1)) for v in range(1 << 7))
 _TWO_BYTES = tuple(2 + ((v >> 1) ^ -(v & 1)) for v in range(1 << 14))
@@ -56,6 +57,12 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
         RecordBatchError: the block does not hold exactly ``count`` well-formed records.
     """
     buf = bytes(block)
+    if count <= FEW:
+        return _few_spans(buf, count)
+    return _many_spans(buf, count)
+
+
+def _many_spans(buf: bytes, count: int) -> RecordSpans:
     n = len(buf)
     # The chain of record lengths, in Python: only where each record begins is kept (its length is
     # read again below for all records at once). Lengths of one and two bytes (records up to 8 KiB)
@@ -102,6 +109,49 @@ def record_spans(block: bytes | memoryview, count: int) -> RecordSpans:
         bad = int(np.argmax((value_end > end) | (key_length < -1) | (value_length < -1)))
         raise RecordBatchError(f"record {bad}: key or value runs past the record")
     return RecordSpans(data, buf, key_start, key_length, value_start, value_length)
+
+
+def _few_spans(buf: bytes, count: int) -> RecordSpans:
+    """The same spans read record by record: for a handful of records the fixed cost of a NumPy
+    call, some thirty of them above, is most of the work."""
+    n = len(buf)
+    key_starts: list[int] = []
+    key_lengths: list[int] = []
+    value_starts: list[int] = []
+    value_lengths: list[int] = []
+    pos = 0
+    try:
+        for index in range(count):
+            length, at = _zigzag(buf, pos)
+            end = at + length
+            if length < 6:
+                raise RecordBatchError(f"record {index} is shorter than a record can be")
+            if end > n:
+                raise RecordBatchError("truncated record")
+            _, at = read_uvarint(buf, at + 1)  # attributes, timestampDelta
+            _, at = read_uvarint(buf, at)  # offsetDelta
+            key_length, at = _zigzag(buf, at)
+            key_start = at
+            value_length, value_start = _zigzag(buf, at + max(key_length, 0))
+            if key_length < -1 or value_length < -1 or value_start + max(value_length, 0) > end:
+                raise RecordBatchError(f"record {index}: key or value runs past the record")
+            key_starts.append(key_start)
+            key_lengths.append(key_length)
+            value_starts.append(value_start)
+            value_lengths.append(value_length)
+            pos = end
+    except IndexError:
+        raise RecordBatchError("truncated record") from None
+    if pos != n:
+        raise RecordBatchError(f"{n - pos} bytes after the last of {count} records")
+    data = np.frombuffer(buf + bytes(_PAD), dtype=np.uint8)
+    columns = (key_starts, key_lengths, value_starts, value_lengths)
+    return RecordSpans(data, buf, *(np.array(c, dtype=np.int64) for c in columns))
+
+
+def _zigzag(buf: bytes, pos: int) -> tuple[int, int]:
+    value, after = read_uvarint(buf, pos)
+    return (value >> 1) ^ -(value & 1), after
 
 
 def _skip_varint(data: npt.NDArray[np.uint8], at: Ints) -> Ints:

@@ -1,99 +1,73 @@
-"""Do all of a column of JSON documents satisfy one JSON Schema? Answered in one Arrow call when the
-schema only says what Arrow's JSON reader enforces itself.
+"""Do all of a group of JSON documents satisfy one JSON Schema? Answered in one msgspec call when
+the schema only says what a msgspec type enforces itself.
 
 Most schemas behind Kafka topics describe records: objects with typed properties, some required,
-maybe nested objects and arrays. For those, the documents joined as newline-delimited JSON and read
-by ``pyarrow.json`` with the schema's Arrow type as the explicit schema are checked in C: malformed
-JSON, trailing garbage, a value of the wrong type, a document that is not an object all make the
-read fail or the row count differ; required properties are then columns without nulls.
+maybe nested objects and arrays. Such a schema maps onto msgspec types (a ``Struct`` per object,
+``str``/``int``/``float``/``bool``, ``list``, ``| None`` where ``null`` is allowed, a missing
+optional property left ``UNSET``, ``additionalProperties: false`` as ``forbid_unknown_fields``), and
+the documents joined as newline-delimited JSON are decoded and checked against it in C: malformed
+JSON, bad UTF-8, trailing garbage, a value of the wrong type, an explicit ``null`` where none is
+allowed, a missing required property or a document that is not an object all fail the decode. It
+costs about 0.2 µs for a 100-byte document, with nothing fixed per call to speak of (Arrow's JSON
+reader, used before, took 0.45 µs a document and 100 µs a call).
 
-The answer is only ever "all valid" or "do not know": when the read fails, or the schema uses a
-keyword Arrow does not enforce (``enum``, ``minimum``, ``pattern``, ``oneOf``, references…), or a
-document could hide an explicit ``null`` or a newline from this check, the caller validates per
-record with ``jsonschema``, which has the last word. So this never refuses anything by itself.
+The answer is only ever "all valid" or "do not know": when the decode fails, or the schema uses a
+keyword this does not enforce (``enum``, ``minimum``, ``pattern``, ``oneOf``, references…), or a
+document could hide a newline from this check, the caller validates per record with
+``jsonschema``, which has the last word (it also takes what msgspec is stricter about, such as
+``1.0`` for an integer). So this never refuses anything by itself.
 """
 
 from __future__ import annotations
 
-import io
+import itertools
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
+import msgspec
 
-# Keywords that describe or annotate and constrain nothing Arrow would miss.
+# Keywords that describe or annotate and constrain nothing the decode would miss.
 _NEUTRAL = {"title", "description", "$schema", "$id", "$comment", "default", "examples", "format"}
-_SCALARS = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
+_SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
+_ERRORS = (msgspec.ValidationError, msgspec.DecodeError)
 
 
 class _Unsupported(Exception):
     pass
 
 
-def compile_all_valid(schema: Any) -> Callable[[list[bytes]], bool] | None:
-    """A function telling whether every document of a list certainly satisfies ``schema``
-    (False: some may not, check them one by one); None when the schema is not of the kind."""
+def compile_all_valid(schema: Any) -> Callable[[bytes, int], bool] | None:
+    """A function telling whether every one of ``count`` newline-delimited documents of a body
+    certainly satisfies ``schema`` (False: some may not, check them one by one); None when the
+    schema is not of the kind."""
+    names = itertools.count()
     try:
-        shape = _Shape()
-        arrow_type = _type(schema, shape, top=True)
+        kind = _type(schema, names, top=True)
+        decode_lines = msgspec.json.Decoder(kind).decode_lines
     except _Unsupported:
         return None
-    if not isinstance(arrow_type, pa.StructType) or shape.mixed_closed:
+    except Exception:  # msgspec refusing a shape (or a schema nested too deep): per record, then
         return None
-    arrow_schema = pa.schema(list(arrow_type))
-    options = pa_json.ParseOptions(
-        explicit_schema=arrow_schema,
-        newlines_in_values=False,
-        unexpected_field_behavior="error" if shape.closed else "ignore",
-    )
 
-    def all_valid(documents: list[bytes]) -> bool:
-        if not documents:
+    def all_valid(body: bytes, count: int) -> bool:
+        if not count:
             return True
-        body = b"\n".join(documents)
-        # One document per line, and no explicit null Arrow would take for "absent".
-        if body.count(b"\n") != len(documents) - 1 or (shape.non_null and b"null" in body):
+        if body.count(b"\n") != count - 1:  # one document per line (JSON has no raw newline)
             return False
-        if not body.isascii():  # Arrow lets bad UTF-8 through in names it ignores; JSON may not
+        if not body.isascii():  # msgspec skips the names it ignores without reading them as UTF-8
             try:
                 body.decode("utf-8")
             except UnicodeDecodeError:
                 return False
         try:
-            table = pa_json.read_json(
-                io.BytesIO(body),
-                read_options=pa_json.ReadOptions(use_threads=False, block_size=max(len(body) + 1, 1 << 20)),
-                parse_options=options,
-            )
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return len(decode_lines(body)) == count  # a blank line is skipped: count it
+        except _ERRORS:
             return False
-        if table.num_rows != len(documents):
-            return False
-        return _required_present(table.to_struct_array().combine_chunks(), schema)
 
     return all_valid
 
 
-class _Shape:
-    """What the compiled schema needs at run time."""
-
-    def __init__(self) -> None:
-        self.non_null = False  # some property may not be null (so an explicit null matters)
-        self.closed = False  # some object has additionalProperties: false
-        self.open = False  # some object allows other properties
-        self.mixed_closed = False
-
-    def object_seen(self, closed: bool) -> None:
-        if closed:
-            self.closed = True
-        else:
-            self.open = True
-        self.mixed_closed = self.closed and self.open
-
-
-def _type(node: Any, shape: _Shape, top: bool = False) -> pa.DataType:
+def _type(node: Any, names: itertools.count[int], top: bool = False) -> Any:
     if not isinstance(node, dict):
         raise _Unsupported(f"schema node {node!r}")
     unknown = set(node) - _NEUTRAL - {"type", "properties", "required", "additionalProperties", "items"}
@@ -107,45 +81,46 @@ def _type(node: Any, shape: _Shape, top: bool = False) -> pa.DataType:
         if len(kinds) != 1:
             raise _Unsupported(f"type {kind}")
         kind = kinds[0]
-    if not nullable and not top:
-        shape.non_null = True
+    if top and (nullable or kind != "object"):
+        raise _Unsupported("a top level that is not an object")
+    found: Any
     if kind in _SCALARS:
         if {"properties", "required", "additionalProperties", "items"} & set(node):
             raise _Unsupported("object or array keywords on a scalar")
-        return _SCALARS[kind]
-    if kind == "array":
+        found = _SCALARS[kind]
+    elif kind == "array":
         if {"properties", "required", "additionalProperties"} & set(node) or "items" not in node:
             raise _Unsupported("array without one items schema")
-        return pa.list_(_type(node["items"], shape))
-    if kind == "object":
-        if "items" in node:
-            raise _Unsupported("items on an object")
-        additional = node.get("additionalProperties", True)
-        if not isinstance(additional, bool):
-            raise _Unsupported("additionalProperties schema")
-        properties = node.get("properties") or {}
-        required = node.get("required") or []
-        if not isinstance(properties, dict) or not properties or not isinstance(required, list):
-            raise _Unsupported("object without properties")
-        if any(name not in properties for name in required):
-            raise _Unsupported("required property without a schema")
-        shape.object_seen(closed=not additional)
-        return pa.struct([pa.field(name, _type(sub, shape)) for name, sub in properties.items()])
-    raise _Unsupported(f"type {kind!r}")
+        found = list[_type(node["items"], names)]  # type: ignore[misc]  # a type built at run time
+    elif kind == "object":
+        found = _struct(node, names)
+    else:
+        raise _Unsupported(f"type {kind!r}")
+    return found | None if nullable else found
 
 
-def _required_present(array: pa.Array, node: dict[str, Any]) -> bool:
-    """No required property is missing where its object is present, at any depth."""
-    kind = node.get("type")
-    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
-    if kind == "array":
-        return _required_present(array.flatten(), node["items"])
-    if kind != "object":
-        return True
-    present = array.is_valid()
-    for name in node.get("required") or []:
-        if pc.any(pc.and_(present, array.field(name).is_null())).as_py():
-            return False
-    return all(
-        _required_present(array.field(name), sub) for name, sub in (node.get("properties") or {}).items()
+def _struct(node: dict[str, Any], names: itertools.count[int]) -> Any:
+    if "items" in node:
+        raise _Unsupported("items on an object")
+    additional = node.get("additionalProperties", True)
+    if not isinstance(additional, bool):
+        raise _Unsupported("additionalProperties schema")
+    properties = node.get("properties") or {}
+    required = node.get("required") or []
+    if not isinstance(properties, dict) or not properties or not isinstance(required, list):
+        raise _Unsupported("object without properties")
+    if any(name not in properties for name in required):
+        raise _Unsupported("required property without a schema")
+    # Property names need not be identifiers: fields are f0, f1… renamed to them on the wire.
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    rename: dict[str, str] = {}
+    for number, (name, sub) in enumerate(properties.items()):
+        kind = _type(sub, names)
+        field = f"f{number}"
+        rename[field] = name
+        # Required fields first: msgspec wants those without a default before the others.
+        fields.append((field, kind) if name in required else (field, kind | msgspec.UnsetType, msgspec.UNSET))
+    fields.sort(key=len)
+    return msgspec.defstruct(
+        f"Object{next(names)}", fields, rename=rename, forbid_unknown_fields=not additional
     )

@@ -231,7 +231,9 @@ def test_a_client_on_a_base_context_path_round_trips_in_its_context(registry_ser
     context = f".c{uuid.uuid4().hex[:8]}"
     scoped = SchemaRegistryClient({"url": f"{registry_server.url}/contexts/{context}"})
     name = topic()
-    payload = AvroSerializer(scoped, json.dumps(USER_V1))({"name": "cy", "age": 7}, ctx(name))
+    # A schema of its own, so the default context's id 1 (any other schema) cannot stand in for it.
+    user = {**USER_V1, "namespace": f"acme.{context[1:]}"}
+    payload = AvroSerializer(scoped, json.dumps(user))({"name": "cy", "age": 7}, ctx(name))
     assert int.from_bytes(payload[1:5], "big") == 1  # the context's first id
     fresh = SchemaRegistryClient({"url": f"{registry_server.url}/contexts/{context}"})
     assert AvroDeserializer(fresh)(payload, ctx(name)) == {"name": "cy", "age": 7}

@@ -13,14 +13,18 @@ import jsonschema
 import numpy as np
 import pytest
 
+from tabletopic.records import spans
 from tabletopic.records.columns import DecodedRecords, append_records
 from tabletopic.records.encoder import Record, build_batch
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, validate_batches
 from tabletopic.records.spans import record_spans
+from tabletopic.schema_registry.lookup import RegisteredSchema
+from tabletopic.table import payload_checks
 from tabletopic.table.avro_columns import compile_validator
 from tabletopic.table.convert.avro import parse_avro_schema
 from tabletopic.table.json_columns import compile_all_valid
+from tabletopic.table.payload_checks import Check, Payloads, build_check
 
 AVRO = {
     "type": "record",
@@ -123,10 +127,31 @@ def test_avro_recursive_schemas_are_left_to_the_per_record_decoder() -> None:
     assert compile_validator(parse_avro_schema(json.dumps(tree))) is None
 
 
+def _in_block(rng: random.Random, payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``payloads`` laid out as in a records block: 11 to 40 bytes of framing before each (here
+    random bytes, newlines, quotes and ``null`` included), 16 bytes of padding after the last."""
+    noise = [b"\n", b"null", b'"', b"{", b"\x00", b"\xff", b"\x0a\x05"]
+    out, starts, ends = bytearray(), [], []
+    for payload in payloads:
+        gap = b"".join(
+            rng.choice(noise) if rng.random() < 0.3 else bytes([rng.randrange(256)]) for _ in range(40)
+        )
+        out += gap[: rng.randrange(11, 41)]
+        starts.append(len(out))
+        out += payload
+        ends.append(len(out))
+    data = np.frombuffer(bytes(out) + bytes(16), dtype=np.uint8)
+    return data, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
 def test_json_group_check_never_accepts_what_jsonschema_refuses() -> None:
     rng = random.Random(3)
-    all_valid = compile_all_valid(JSON_USER)
-    assert all_valid is not None
+    compiled = compile_all_valid(JSON_USER)
+    assert compiled is not None
+
+    def all_valid(documents: list[bytes]) -> bool:
+        return compiled(b"\n".join(documents), len(documents))
+
     validator = jsonschema.Draft7Validator(JSON_USER)
     good = [
         json.dumps({"name": f"n{i}", "age": i, "tags": ["a"] * (i % 3), "home": {"city": "x"}}).encode()
@@ -139,6 +164,13 @@ def test_json_group_check_never_accepts_what_jsonschema_refuses() -> None:
         b'{"age": 3}',
         b'{"name": "a", "home": {}}',
         b'{"name": null}',
+        b'{"name": "a", "home": null}',
+        b'{"name": "a", "tags": ["x", null]}',
+        b'{"name": "a", "name": 5}',
+        b'{"name": "a", "age": 1.5}',
+        b'{"name": "a", "age": true}',
+        b'{"name": "a", "home": {"city": "x", "city": null}}',
+        b'{"name": "a", "t\xffgs": 1}',
         b'{"name": "a", "tags": [1]}',
         b"[1, 2]",
         b'{"name": "a"}{"name": "b"}',
@@ -158,6 +190,24 @@ def test_json_group_check_never_accepts_what_jsonschema_refuses() -> None:
 
         if all_valid(group):
             assert all(ok(d) for d in group), group
+
+
+def test_json_group_check_keeps_a_closed_model_closed_and_an_open_one_open() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer"},
+            "inner": {
+                "type": "object",
+                "properties": {"b": {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+    }
+    all_valid = compile_all_valid(schema)
+    assert all_valid is not None
+    assert all_valid(b'{"a": 1, "other": [1, {"x": null}]}\n{"inner": {"b": "x"}}', 2)
+    assert not all_valid(b'{"a": 1}\n{"inner": {"b": "x", "c": 1}}', 2)
 
 
 @pytest.mark.parametrize(
@@ -190,3 +240,113 @@ def test_record_spans_find_the_same_keys_and_values_as_the_record_decoder() -> N
         record_spans(batch[HEADER_SIZE:-1], header.record_count)
     with pytest.raises(RecordBatchError):
         record_spans(batch[HEADER_SIZE:] + b"\x00", header.record_count)
+
+
+def test_a_few_records_are_framed_one_by_one_with_the_same_answers() -> None:
+    """Up to ``spans.FEW`` records are read without NumPy: same spans, and garbage refused alike."""
+    rng = random.Random(2)
+    for _ in range(300):
+        count = rng.randrange(1, spans.FEW + 1)
+        records = [
+            Record(
+                rng.choice([None, rng.randbytes(rng.randrange(0, 40))]), rng.randbytes(rng.randrange(0, 200))
+            )
+            for _ in range(count)
+        ]
+        block = build_batch(records)[HEADER_SIZE:]
+        if rng.random() < 0.5:
+            block = _mutate(rng, block)
+        answers = []
+        for read in (spans._few_spans, spans._many_spans):
+            try:
+                found = read(block, count)
+            except RecordBatchError:
+                answers.append(None)
+                continue
+            answers.append(
+                [
+                    c.tolist()
+                    for c in (found.key_start, found.key_length, found.value_start, found.value_length)
+                ]
+            )
+        assert answers[0] == answers[1], block
+
+
+PROTO = """syntax = "proto3";
+package t;
+message Outer {
+  message Inner { string city = 1; int32 zip = 2; }
+  string name = 1;
+  Inner inner = 2;
+  repeated Inner items = 3;
+  map<string, Inner> by_name = 4;
+  int64 n = 5;
+}
+"""
+
+
+def _protobuf_group() -> tuple[Check, type, list[bytes]]:
+    from google.protobuf import message_factory
+
+    from tabletopic.schema_registry.formats.protobuf import message_descriptor_for
+
+    schema = RegisteredSchema(1, "PROTOBUF", PROTO)
+    cls = message_factory.GetMessageClass(message_descriptor_for(schema, [0]))
+    good = []
+    for i in range(50):
+        message = cls(name=f"n{i}" * (i % 4), n=i * 1_000_003 - 7)
+        if i % 2:
+            message.inner.city = "x" * i
+        message.items.add(city="c", zip=i)
+        message.by_name[f"k{i}"].zip = i
+        good.append(message.SerializeToString())
+    return build_check(schema, (0,)), cls, good
+
+
+@pytest.fixture(params=["one by one", "wrapper"])
+def protobuf_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways a Protobuf group is checked: small groups one message at a time, bigger ones as
+    one wrapper message (forced here for any size)."""
+    if request.param == "wrapper":
+        monkeypatch.setattr(payload_checks, "_FEW", 0)
+
+
+@pytest.mark.usefixtures("protobuf_path")
+def test_protobuf_group_check_refuses_exactly_what_a_per_record_parse_refuses() -> None:
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    rng = random.Random(5)
+    check, cls, good = _protobuf_group()
+
+    def refused(payload: bytes) -> bool:
+        message = cls()
+        try:
+            message.ParseFromString(payload)
+        except Exception:
+            return True
+        parts = [message, *message.items, *message.by_name.values()]
+        parts += [message.inner] if message.HasField("inner") else []
+        return any(len(UnknownFieldSet(part)) for part in parts)  # unknown fields at any depth
+        return False
+
+    data, starts, ends = _in_block(rng, good)
+    assert check(Payloads(data.tobytes(), data, starts, ends)) == {}
+    for _ in range(300):
+        size = rng.choice([4, 20, 40])
+        group = [_mutate(rng, d) if rng.random() < 0.05 else d for d in rng.choices(good, k=size)]
+        data, starts, ends = _in_block(rng, group)
+        failures = check(Payloads(data.tobytes(), data, starts, ends))
+        assert set(failures) == {i for i, d in enumerate(group) if refused(d)}, group
+
+
+@pytest.mark.usefixtures("protobuf_path")
+def test_protobuf_unknown_fields_nested_in_a_message_are_refused() -> None:
+    rng = random.Random(6)
+    check, cls, good = _protobuf_group()
+    inner = cls.Inner(city="x").SerializeToString() + b"\xb8\x06\x01"  # field 103 = 1: unknown
+    nested = b"\x12" + bytes([len(inner)]) + inner  # Outer.inner
+    in_list = b"\x1a" + bytes([len(inner)]) + inner  # Outer.items[0]
+    data, starts, ends = _in_block(rng, [good[0], nested, good[1], in_list])
+    failures = check(Payloads(data.tobytes(), data, starts, ends))
+    assert set(failures) == {1, 3}
+    assert "in inner" in failures[1] and "in items[0]" in failures[3]

@@ -50,7 +50,11 @@ def _rewrite(scope: Scope, raw_path: str) -> Scope:
     elif head == ("subjects",) or rest[:1] == ["schemas"]:
         # Listings and id lookups are scoped by a subject (prefix) naming the context.
         key = "subject" if rest[:2] == ["schemas", "ids"] else "subjectPrefix"
-        if prefix and not any(k == key for k, _ in query):
+        if prefix and any(k == key for k, _ in query):
+            # A subject the client names (confluent-kafka's deserializer sends its topic's) is in
+            # the context too: unqualified, it would find the default context's id.
+            query = [(k, qualify(context, v) if k == key else v) for k, v in query]
+        elif prefix:
             query.append((key, prefix))
     new_raw = "/" + "/".join(rest)
     return dict(

@@ -36,9 +36,15 @@ def get_schema(
     subject: str | None = None,
     format: str | None = None,
     fetchMaxId: bool = False,
+    includeSubjects: bool = False,
 ) -> dict[str, Any]:
-    row = registry.schema(_id(schema_id), subject)
+    number = _id(schema_id)
+    row = registry.schema(number, subject)
     body = schema_fields(row.schema_type, registry.formatted(row, format), row.references, row.contract)
+    if includeSubjects:
+        # Karapace's parameter: its REST proxy asks for the subjects with the schema and checks
+        # the topic's subject is among them before producing with an id.
+        body["subjects"] = registry.subjects_of(number, False, subject)
     if fetchMaxId:
         body["maxId"] = registry.max_id()
     return body
