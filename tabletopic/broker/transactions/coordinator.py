@@ -1,11 +1,17 @@
 """The transaction coordinator: one state machine per transactional id, made durable in the
 metadata database before it acts (see :mod:`tabletopic.broker.transactions.store`).
 
-Ending a transaction: the PrepareCommit / PrepareAbort state is committed first, then a marker is
-appended to every partition of the transaction, aborted ranges are recorded in the aborted index,
-pending group offsets are committed (commit only), and the Complete state is committed. Each step
-may be repeated after a crash: the recovery at start finishes every Prepare state and aborts every
-Ongoing transaction, before the broker serves, so no transaction is ever half visible.
+Ending a transaction: the PrepareCommit / PrepareAbort state is committed first and EndTxn is
+answered then, as Kafka answers once the prepare record is in the transaction log; in the
+background a marker is appended to every partition of the transaction, aborted ranges are recorded
+in the aborted index, pending group offsets are committed (commit only), and the Complete state is
+committed. Until then the transactional id is busy: a call on it (the producer's next
+AddPartitionsToTxn, a new InitProducerId) first waits a moment for the markers, since they usually
+take a WAL write or two, and is answered CONCURRENT_TRANSACTIONS (which clients retry) if they are
+not done by then; read_committed consumers stay behind the last stable offset until each marker
+lands. Each step may be repeated after a crash: the recovery at start finishes every Prepare state
+and aborts every Ongoing transaction, before the broker serves, so no transaction is ever half
+visible.
 
 A newer InitProducerId for the same transactional id bumps the epoch and aborts the open
 transaction: the old producer (a zombie) is fenced from then on, at the coordinator and in Produce.
@@ -63,6 +69,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EPOCH = 32767
+# How long a call on a transactional id whose markers are being written waits for them before it is
+# answered CONCURRENT_TRANSACTIONS: long enough for a WAL write (the usual case, answered without a
+# client retry and its back-off), short enough that a marker held up by a leader failing over does
+# not hold the client's request.
+COMPLETION_WAIT_S = 0.5
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
 OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
 
@@ -103,6 +114,8 @@ class TransactionCoordinator:
         self._slots: dict[int, int] = {}
         self._loading: set[int] = set()
         self._background: set[asyncio.Task[None]] = set()
+        # Transactional id -> the task writing the markers of its Prepare state (EndTxn answered).
+        self._completing: dict[str, asyncio.Task[None]] = {}
         # Cluster mode, partition side: (stream id, producer id) -> (transactional id, epoch) a
         # transactional produce was verified for against the database, until its marker.
         self._verified: dict[tuple[int, int], tuple[str, int]] = {}
@@ -139,6 +152,10 @@ class TransactionCoordinator:
         if self._task is not None:
             await cancel_and_wait([self._task])
             self._task = None
+        if self._completing:
+            # Let answered transactions finish their markers; what is cut short is finished by the
+            # next start (the Prepare state is durable).
+            await asyncio.wait(list(self._completing.values()), timeout=COMPLETION_WAIT_S * 4)
         await cancel_and_wait(list(self._background))
 
     async def set_offset_committer(self, committer: OffsetCommitter) -> None:
@@ -187,7 +204,7 @@ class TransactionCoordinator:
         log.info("coordinating transaction slots %s: %d transactional ids", sorted(slots), len(txns))
         for txn in unfinished:
             log.info("finishing %s of transaction %s taken over", txn.state, txn.transactional_id)
-            self._spawn(self._finish(txn), f"transaction-finish-{txn.transactional_id}")
+            self._complete_later(txn)
 
     def slots_lost(self, slots: set[int]) -> None:
         """Another broker coordinates these slots now: forget their transactions."""
@@ -214,26 +231,43 @@ class TransactionCoordinator:
         for stream_id, pid, start in open_txns:
             self.partitions.appended(stream_id, pid, start)
 
-    def _spawn(self, work: Awaitable[None], name: str) -> None:
-        async def run() -> None:
-            await work
-
-        task = asyncio.create_task(run(), name=name)
+    def _complete_later(self, txn: TxnMetadata) -> None:
+        """Finish ``txn``'s Prepare state in the background (after EndTxn was answered, or for a
+        slot taken over); calls on its transactional id meanwhile wait for it (:meth:`settled`)."""
+        tid = txn.transactional_id
+        task = asyncio.create_task(self._finish(txn), name=f"transaction-finish-{tid}")
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._completing[tid] = task
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._background.discard(finished)
+            if self._completing.get(tid) is finished:
+                del self._completing[tid]
+
+        task.add_done_callback(done)
 
     async def _finish(self, txn: TxnMetadata) -> None:
+        """The markers first, without the transactional id's lock (they are what a waiting call
+        waits for, and calls that do not wait see the Prepare state and are refused), then the
+        Complete state under the lock, so no other change of the row is written meanwhile."""
+        tid = txn.transactional_id
         try:
-            async with self._lock(txn.transactional_id):
-                if self._txns.get(txn.transactional_id) is txn and txn.state in (
-                    PREPARE_COMMIT,
-                    PREPARE_ABORT,
-                ):
-                    await self._complete(txn)
+            await self._write_markers(txn)
+            async with self._lock(tid):
+                if self._txns.get(tid) is txn and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                    await self._record_complete(txn)
         except TxnError as exc:
-            log.info("transaction %s not finished here: %s", txn.transactional_id, exc)
+            log.info("transaction %s not finished here: %s", tid, exc)
         except Exception:
-            log.exception("finishing transaction %s failed", txn.transactional_id)
+            log.exception("finishing transaction %s failed", tid)
+
+    async def settled(self, transactional_id: str, wait_s: float | None = COMPLETION_WAIT_S) -> None:
+        """Wait (at most ``wait_s`` seconds; None: for as long as it takes) until the markers of an
+        ended transaction of ``transactional_id`` are written. Returns either way: a call still
+        finding the Prepare state answers CONCURRENT_TRANSACTIONS."""
+        task = self._completing.get(transactional_id)
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=wait_s)
 
     def _check_owner(self, transactional_id: str) -> None:
         if not self._broker.clustered:
@@ -263,6 +297,29 @@ class TransactionCoordinator:
     def _lock(self, transactional_id: str) -> asyncio.Lock:
         return self._locks.setdefault(transactional_id, asyncio.Lock())
 
+    async def offsets_settled(self, group_ids: Sequence[str], require_stable: bool) -> None:
+        """For OffsetFetch: wait (a moment at most) until no ended transaction still has offsets of
+        these groups to commit, so a client that just committed a consume-transform-produce
+        transaction reads its own offsets (Kafka's consumers ask with require_stable and retry on
+        UNSTABLE_OFFSET_COMMIT; waiting here spares them the retry). In a cluster the group's
+        offsets wait in ``txn_pending_offsets`` for the transaction's coordinator, usually another
+        broker: with ``require_stable`` the rows are polled for the same moment."""
+        wanted = set(group_ids)
+        deadline = asyncio.get_running_loop().time() + COMPLETION_WAIT_S
+        busy = [
+            task
+            for tid, task in self._completing.items()
+            if not task.done() and (txn := self._txns.get(tid)) is not None and wanted & txn.offsets.keys()
+        ]
+        if busy:
+            await asyncio.wait(busy, timeout=COMPLETION_WAIT_S)
+        if not self._broker.clustered or not require_stable:
+            return
+        while await asyncio.to_thread(self.store.has_pending_offsets, list(wanted)):
+            if asyncio.get_running_loop().time() >= deadline:
+                return
+            await asyncio.sleep(0.02)
+
     # --- the APIs -------------------------------------------------------------------------------
     async def init_producer_id(
         self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
@@ -276,6 +333,7 @@ class TransactionCoordinator:
                 "(transaction.max.timeout.ms)",
             )
         self._check_owner(transactional_id)
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
@@ -291,7 +349,9 @@ class TransactionCoordinator:
                     ErrorCode.producer_fenced, f"producer {producer_id} epoch {producer_epoch} is not current"
                 )
             if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
-                await self._complete(txn)
+                raise TxnError(
+                    ErrorCode.concurrent_transactions, f"transaction {transactional_id} is still ending"
+                )
             if txn.state == ONGOING:
                 await self._abort(txn, bump_epoch=True)  # fences the previous producer
             await self._bump_epoch(txn)
@@ -304,6 +364,7 @@ class TransactionCoordinator:
         self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ErrorCode]:
         wanted = list(partitions)
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             txn = self._current(transactional_id, producer_id, epoch)
             result: dict[tuple[str, int], ErrorCode] = {}
@@ -340,6 +401,7 @@ class TransactionCoordinator:
 
     async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
         """AddOffsetsToTxn: the group's offsets will be committed with the transaction."""
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             txn = self._current(transactional_id, producer_id, epoch)
             if group_id not in txn.offsets:
@@ -405,7 +467,10 @@ class TransactionCoordinator:
         await asyncio.to_thread(self.store.drop_pending_offsets, producer_id, list(by_group))
 
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        """EndTxn: answered once the Prepare state is durable; the markers follow in the
+        background (a retried EndTxn waits for them like any call on the id)."""
         self._check_owner(transactional_id)
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
@@ -420,7 +485,8 @@ class TransactionCoordinator:
             txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
             txn.updated_ms = _now_ms()
             await self._save(txn)
-            await self._complete(txn)
+            crash_point("transaction.prepared")
+            self._complete_later(txn)
 
     def check_produce(self, transactional_id: str, producer_id: int, epoch: int, stream_id: int) -> ErrorCode:
         """May this producer write a transactional batch to this stream now?"""
@@ -534,9 +600,15 @@ class TransactionCoordinator:
         await self._complete(txn)
 
     async def _complete(self, txn: TxnMetadata) -> None:
-        """Write the markers of a Prepare state, then record it Complete (repeatable). In a cluster
-        a marker goes through the partition's leader, and markers that could not be written yet
-        (a leader failing over) are retried until they are or this broker loses the slot."""
+        """Write the markers of a Prepare state, then record it Complete (repeatable); the caller
+        holds the transactional id's lock."""
+        await self._write_markers(txn)
+        await self._record_complete(txn)
+
+    async def _write_markers(self, txn: TxnMetadata) -> None:
+        """The markers of a Prepare state (and, in a cluster, the commit of its group offsets). In a
+        cluster a marker goes through the partition's leader, and markers that could not be written
+        yet (a leader failing over) are retried until they are or this broker loses the slot."""
         commit = txn.state == PREPARE_COMMIT
         pending: list[TxnPartition | str] = [*txn.partitions.values()]
         if self._broker.clustered:
@@ -554,6 +626,10 @@ class TransactionCoordinator:
             pending = failed
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+    async def _record_complete(self, txn: TxnMetadata) -> None:
+        """After the markers: commit the group offsets (single node) and the Complete state."""
+        commit = txn.state == PREPARE_COMMIT
         if commit and not self._broker.clustered:
             for group_id, offsets in txn.offsets.items():
                 if not offsets:
