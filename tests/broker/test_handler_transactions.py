@@ -146,3 +146,26 @@ async def test_end_txn_answers_before_the_markers_and_the_id_is_busy_until_they_
     assert broker_service.high_watermark("tx", 0) == 2  # data + COMMIT marker
     assert coordinator.partitions.last_stable_offset(stream, 2) == 2
     assert coordinator.describe("t1").state == "Ongoing"  # type: ignore[union-attr]
+
+
+async def test_a_transaction_costs_two_state_writes_when_the_next_one_follows(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    saved: list[str] = []
+    save = coordinator.store.save
+
+    def counting_save(txn, fence=None, delete=False):  # type: ignore[no-untyped-def]
+        saved.append(txn.state)
+        save(txn, fence, delete)
+
+    coordinator.store.save = counting_save
+    for _ in range(3):
+        await coordinator.end_txn("t1", pid, epoch, commit=True)
+        await coordinator.add_partitions("t1", pid, epoch, [("tx", 0)])
+    # PrepareCommit, then the next transaction's Ongoing row (the Complete state in between is
+    # carried by it instead of a database commit of its own).
+    assert saved == ["PrepareCommit", "Ongoing"] * 3
+    assert broker_service.high_watermark("tx", 0) == 4  # the data and three COMMIT markers
+    await coordinator.end_txn("t1", pid, epoch, commit=False)
+    await coordinator.settled("t1", None)
+    await coordinator.stop()  # a clean stop writes what was left unwritten
+    assert coordinator.store.load_one("t1").state == "CompleteAbort"  # type: ignore[union-attr]

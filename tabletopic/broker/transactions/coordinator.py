@@ -74,6 +74,10 @@ MAX_EPOCH = 32767
 # client retry and its back-off), short enough that a marker held up by a leader failing over does
 # not hold the client's request.
 COMPLETION_WAIT_S = 0.5
+# How long a single node leaves a Complete state unwritten when its markers are in: the producer's
+# next AddPartitionsToTxn usually comes first and its Ongoing row replaces it (one database commit
+# per transaction fewer). Losing it to a crash only makes the restart write the markers once more.
+COMPLETE_SAVE_DELAY_S = 1.0
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
 OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
 
@@ -116,6 +120,8 @@ class TransactionCoordinator:
         self._background: set[asyncio.Task[None]] = set()
         # Transactional id -> the task writing the markers of its Prepare state (EndTxn answered).
         self._completing: dict[str, asyncio.Task[None]] = {}
+        # Single node: transactions recorded Complete in memory whose row still says Prepare.
+        self._unsaved: dict[str, TxnMetadata] = {}
         # Cluster mode, partition side: (stream id, producer id) -> (transactional id, epoch) a
         # transactional produce was verified for against the database, until its marker.
         self._verified: dict[tuple[int, int], tuple[str, int]] = {}
@@ -156,6 +162,10 @@ class TransactionCoordinator:
             # Let answered transactions finish their markers; what is cut short is finished by the
             # next start (the Prepare state is durable).
             await asyncio.wait(list(self._completing.values()), timeout=COMPLETION_WAIT_S * 4)
+        for txn in list(self._unsaved.values()):
+            async with self._lock(txn.transactional_id):
+                if self._unsaved.get(txn.transactional_id) is txn:
+                    await self._save(txn)
         await cancel_and_wait(list(self._background))
 
     async def set_offset_committer(self, committer: OffsetCommitter) -> None:
@@ -255,11 +265,29 @@ class TransactionCoordinator:
             await self._write_markers(txn)
             async with self._lock(tid):
                 if self._txns.get(tid) is txn and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
-                    await self._record_complete(txn)
+                    await self._record_complete(txn, durable=False)
         except TxnError as exc:
             log.info("transaction %s not finished here: %s", tid, exc)
         except Exception:
             log.exception("finishing transaction %s failed", tid)
+
+    def _save_later(self, txn: TxnMetadata) -> None:
+        """Single node: write ``txn``'s Complete row unless another write of the row comes first."""
+        tid = txn.transactional_id
+        self._unsaved[tid] = txn
+
+        async def save() -> None:
+            await asyncio.sleep(COMPLETE_SAVE_DELAY_S)
+            try:
+                async with self._lock(tid):
+                    if self._unsaved.get(tid) is txn:
+                        await self._save(txn)
+            except Exception:
+                log.exception("recording transaction %s complete failed", tid)
+
+        task = asyncio.create_task(save(), name=f"transaction-complete-{tid}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def settled(self, transactional_id: str, wait_s: float | None = COMPLETION_WAIT_S) -> None:
         """Wait (at most ``wait_s`` seconds; None: for as long as it takes) until the markers of an
@@ -561,6 +589,7 @@ class TransactionCoordinator:
     async def _save(self, txn: TxnMetadata, delete: bool = False) -> None:
         """Write ``txn``'s row (or delete it); in a cluster only while the database says this
         incarnation still leads the id's slot at the epoch it loaded it with."""
+        self._unsaved.pop(txn.transactional_id, None)  # this write carries its state too
         cluster = self._cluster
         if not self._broker.clustered:
             await asyncio.to_thread(self.store.save, txn, None, delete)
@@ -627,9 +656,17 @@ class TransactionCoordinator:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
 
-    async def _record_complete(self, txn: TxnMetadata) -> None:
-        """After the markers: commit the group offsets (single node) and the Complete state."""
+    async def _record_complete(self, txn: TxnMetadata, durable: bool = True) -> None:
+        """After the markers: commit the group offsets (single node) and the Complete state, on a
+        single node not ``durable`` at once (:meth:`_save_later`): a Prepare row whose markers are
+        in is finished again by a restart, which writes its markers twice (consumers skip a second
+        marker of a transaction already ended; an abort's second aborted-index entry covers only
+        the same records). Not in a cluster: there a partition's
+        new leader reads an unfinished row as a transaction still open in the partition."""
         commit = txn.state == PREPARE_COMMIT
+        # Group offsets are written at once too: finished again after a restart they could undo a
+        # later plain OffsetCommit of the group.
+        durable = durable or self._broker.clustered or any(txn.offsets.values())
         if commit and not self._broker.clustered:
             for group_id, offsets in txn.offsets.items():
                 if not offsets:
@@ -642,7 +679,10 @@ class TransactionCoordinator:
         txn.partitions.clear()
         txn.offsets.clear()
         txn.updated_ms = _now_ms()
-        await self._save(txn)
+        if durable:
+            await self._save(txn)
+        else:
+            self._save_later(txn)
 
     async def _deliver(
         self, txn: TxnMetadata, pending: list[TxnPartition | str], commit: bool
@@ -749,6 +789,10 @@ class TransactionCoordinator:
         if not commit:
             if first is None:
                 first = offset if start is None else start
+                earlier = self.partitions.aborted_transactions(stream_id, first, offset)
+                if any(pid == producer_id for pid, _, _ in earlier):
+                    # Written again after a restart: the first marker's entry covers the records.
+                    return offset
             entry = (stream_id, producer_id, first, offset)
             self.partitions.add_aborted(*entry)
             await asyncio.to_thread(self.store.add_aborted, [entry])
