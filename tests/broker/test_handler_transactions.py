@@ -169,3 +169,23 @@ async def test_a_transaction_costs_two_state_writes_when_the_next_one_follows(br
     await coordinator.settled("t1", None)
     await coordinator.stop()  # a clean stop writes what was left unwritten
     assert coordinator.store.load_one("t1").state == "CompleteAbort"  # type: ignore[union-attr]
+
+
+async def test_markers_that_fail_after_end_txn_was_answered_are_retried(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    add_aborted = coordinator.store.add_aborted
+    failures = []
+
+    def flaky(entries):  # type: ignore[no-untyped-def]
+        if not failures:
+            failures.append(entries)
+            raise OSError("database unavailable")
+        add_aborted(entries)
+
+    coordinator.store.add_aborted = flaky
+    await coordinator.end_txn("t1", pid, epoch, commit=False)
+    await asyncio.wait_for(coordinator.settled("t1", None), 5)
+    assert failures and coordinator.describe("t1").state == "CompleteAbort"  # type: ignore[union-attr]
+    stream = broker_service.stream_id("tx", 0)
+    assert coordinator.partitions.aborted_between(stream, 0, 3) == [(pid, 0)]  # one entry, not two
+    assert coordinator.store.load()[1] == [(stream, pid, 0, 1)]  # and stored despite the failure

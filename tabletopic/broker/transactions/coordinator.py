@@ -261,15 +261,23 @@ class TransactionCoordinator:
         waits for, and calls that do not wait see the Prepare state and are refused), then the
         Complete state under the lock, so no other change of the row is written meanwhile."""
         tid = txn.transactional_id
-        try:
-            await self._write_markers(txn)
-            async with self._lock(tid):
-                if self._txns.get(tid) is txn and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
-                    await self._record_complete(txn, durable=False)
-        except TxnError as exc:
-            log.info("transaction %s not finished here: %s", tid, exc)
-        except Exception:
-            log.exception("finishing transaction %s failed", tid)
+        delay = 0.1
+        while self._txns.get(tid) is txn and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            try:
+                await self._write_markers(txn)
+                async with self._lock(tid):
+                    if self._txns.get(tid) is txn and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                        await self._record_complete(txn, durable=False)
+                return
+            except TxnError as exc:
+                log.info("transaction %s not finished here: %s", tid, exc)
+                return
+            except Exception:
+                # EndTxn was answered: the outcome stands and is retried (the id stays busy, its
+                # calls answered CONCURRENT_TRANSACTIONS) until written, or finished by a restart.
+                log.exception("finishing transaction %s failed; retrying in %.1f s", tid, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     def _save_later(self, txn: TxnMetadata) -> None:
         """Single node: write ``txn``'s Complete row unless another write of the row comes first."""
@@ -787,13 +795,19 @@ class TransactionCoordinator:
         self.partitions.end(stream_id, producer_id)
         self._verified.pop((stream_id, producer_id), None)
         if not commit:
-            if first is None:
+            if first is not None:
+                entry = (stream_id, producer_id, first, offset)
+            else:
                 first = offset if start is None else start
-                earlier = self.partitions.aborted_transactions(stream_id, first, offset)
-                if any(pid == producer_id for pid, _, _ in earlier):
-                    # Written again after a restart: the first marker's entry covers the records.
-                    return offset
-            entry = (stream_id, producer_id, first, offset)
+                entry = (stream_id, producer_id, first, offset)
+                # Written again (a restart, a retry): the first marker's entry already covers the
+                # records; it is stored again in case that is what failed.
+                for pid, earlier_first, earlier_last in self.partitions.aborted_transactions(
+                    stream_id, first, offset
+                ):
+                    if pid == producer_id:
+                        entry = (stream_id, producer_id, earlier_first, earlier_last)
+                        break
             self.partitions.add_aborted(*entry)
             await asyncio.to_thread(self.store.add_aborted, [entry])
         return offset
