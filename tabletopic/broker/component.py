@@ -226,6 +226,8 @@ class BrokerComponent:
         handlers = dict(GROUP_HANDLERS)
         if 10 in handlers:
             handlers[10] = _coordinator_on_callers_listener(service, handlers[10])
+        if 9 in handlers:
+            handlers[9] = _offsets_after_transactions(service, handlers[9])
         dispatcher.add(handlers, groups, GROUP_MAX_VERSIONS)
 
     async def stop(self) -> None:
@@ -243,6 +245,20 @@ class BrokerComponent:
             await self._quotas.stop()
         if self._service is not None:
             await self._service.stop()
+
+
+def _offsets_after_transactions(service: BrokerService, offset_fetch: Any) -> Any:
+    """OffsetFetch reads a group's offsets once the transactions that ended with offsets of the
+    group have committed them (EndTxn is answered before that: a producer reading its group's
+    offsets right after committing must still see them)."""
+
+    async def handle(coordinator: Any, ctx: Any, request: Any) -> Any:
+        groups = getattr(request, "groups", None)
+        ids = [g.group_id for g in groups] if groups else [getattr(request, "group_id", "")]
+        await service.transactions.offsets_settled(ids, bool(getattr(request, "require_stable", False)))
+        return await offset_fetch(coordinator, ctx, request)
+
+    return handle
 
 
 def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: Any) -> Any:

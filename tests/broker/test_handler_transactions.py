@@ -1,9 +1,10 @@
 """The transaction coordinator through its APIs, in process: epochs and fencing, timeouts abort,
 Describe/ListTransactions and DescribeProducers, the last stable offset and aborted list in Fetch,
-durable state across a coordinator restart."""
+durable state across a coordinator restart, EndTxn answered before its markers are written."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 from kio.schema.errors import ErrorCode
@@ -41,6 +42,7 @@ async def test_open_transaction_holds_the_last_stable_offset_and_abort_lists_it(
     stream = broker_service.stream_id("tx", 0)
     assert coordinator.partitions.last_stable_offset(stream, 1) == 0
     await coordinator.end_txn("t1", pid, epoch, commit=False)
+    await coordinator.settled("t1", None)
     assert broker_service.high_watermark("tx", 0) == 2  # data + ABORT marker
     assert coordinator.partitions.last_stable_offset(stream, 2) == 2
     assert coordinator.partitions.aborted_between(stream, 0, 2) == [(pid, 0)]
@@ -91,6 +93,7 @@ async def test_describe_and_list_transactions_and_describe_producers(broker_serv
 async def test_transaction_state_survives_a_coordinator_restart(broker_service) -> None:  # type: ignore[no-untyped-def]
     coordinator, pid, epoch = await _open_txn(broker_service)
     await coordinator.end_txn("t1", pid, epoch, commit=False)
+    await coordinator.settled("t1", None)
     restarted = TransactionCoordinator(broker_service, coordinator.store.engine)
     await restarted.start()
     try:
@@ -100,3 +103,89 @@ async def test_transaction_state_survives_a_coordinator_restart(broker_service) 
         assert restarted.partitions.aborted_between(stream, 0, 2) == [(pid, 0)]
     finally:
         await restarted.stop()
+
+
+async def test_end_txn_answers_before_the_markers_and_the_id_is_busy_until_they_land(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    stream = broker_service.stream_id("tx", 0)
+    store = broker_service.store
+    release = asyncio.Event()
+    append = store.append
+
+    async def held_marker(stream_id: int, payload: object, record_count: int) -> int:
+        await release.wait()  # a marker's WAL write that takes its time
+        return await append(stream_id, payload, record_count)
+
+    store.append = held_marker
+    try:
+        await asyncio.wait_for(coordinator.end_txn("t1", pid, epoch, commit=True), 5)
+        assert coordinator.describe("t1").state == "PrepareCommit"  # type: ignore[union-attr]
+        # read_committed readers stay behind the open transaction until its marker lands.
+        assert coordinator.partitions.last_stable_offset(stream, 1) == 0
+        # The producer's next transaction waits a moment, then is told to retry.
+        started = asyncio.get_running_loop().time()
+        for busy in (
+            coordinator.add_partitions("t1", pid, epoch, [("tx", 0)]),
+            coordinator.init_producer_id("t1", 60_000, pid, epoch),
+        ):
+            try:
+                await busy
+            except TxnError as exc:
+                assert exc.code is ErrorCode.concurrent_transactions
+            else:
+                raise AssertionError("a call was served while the markers were being written")
+        assert asyncio.get_running_loop().time() - started >= 0.8  # each waited a moment first
+        # Markers written: the call that was waiting goes through without a retry.
+        waiting = asyncio.create_task(coordinator.add_partitions("t1", pid, epoch, [("tx", 0)]))
+        await asyncio.sleep(0.05)
+        release.set()
+        assert await asyncio.wait_for(waiting, 5) == {("tx", 0): ErrorCode.none}
+    finally:
+        release.set()
+        store.append = append
+    assert broker_service.high_watermark("tx", 0) == 2  # data + COMMIT marker
+    assert coordinator.partitions.last_stable_offset(stream, 2) == 2
+    assert coordinator.describe("t1").state == "Ongoing"  # type: ignore[union-attr]
+
+
+async def test_a_transaction_costs_two_state_writes_when_the_next_one_follows(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    saved: list[str] = []
+    save = coordinator.store.save
+
+    def counting_save(txn, fence=None, delete=False):  # type: ignore[no-untyped-def]
+        saved.append(txn.state)
+        save(txn, fence, delete)
+
+    coordinator.store.save = counting_save
+    for _ in range(3):
+        await coordinator.end_txn("t1", pid, epoch, commit=True)
+        await coordinator.add_partitions("t1", pid, epoch, [("tx", 0)])
+    # PrepareCommit, then the next transaction's Ongoing row (the Complete state in between is
+    # carried by it instead of a database commit of its own).
+    assert saved == ["PrepareCommit", "Ongoing"] * 3
+    assert broker_service.high_watermark("tx", 0) == 4  # the data and three COMMIT markers
+    await coordinator.end_txn("t1", pid, epoch, commit=False)
+    await coordinator.settled("t1", None)
+    await coordinator.stop()  # a clean stop writes what was left unwritten
+    assert coordinator.store.load_one("t1").state == "CompleteAbort"  # type: ignore[union-attr]
+
+
+async def test_markers_that_fail_after_end_txn_was_answered_are_retried(broker_service) -> None:  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    add_aborted = coordinator.store.add_aborted
+    failures = []
+
+    def flaky(entries):  # type: ignore[no-untyped-def]
+        if not failures:
+            failures.append(entries)
+            raise OSError("database unavailable")
+        add_aborted(entries)
+
+    coordinator.store.add_aborted = flaky
+    await coordinator.end_txn("t1", pid, epoch, commit=False)
+    await asyncio.wait_for(coordinator.settled("t1", None), 5)
+    assert failures and coordinator.describe("t1").state == "CompleteAbort"  # type: ignore[union-attr]
+    stream = broker_service.stream_id("tx", 0)
+    assert coordinator.partitions.aborted_between(stream, 0, 3) == [(pid, 0)]  # one entry, not two
+    assert coordinator.store.load()[1] == [(stream, pid, 0, 1)]  # and stored despite the failure

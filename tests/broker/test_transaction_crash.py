@@ -3,6 +3,7 @@ aborted (left open) or completed (its markers were being written), never half vi
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,31 +45,43 @@ def test_open_transaction_is_aborted_after_sigkill(crash_broker: BrokerProcess) 
     assert len(_read(crash_broker.bootstrap, topic, 2, "read_uncommitted", 7)) == 7
 
 
-def test_commit_interrupted_while_writing_markers_completes_after_restart(
-    crash_broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+def test_transaction_ended_but_interrupted_while_writing_markers_is_finished_after_restart(
+    crash_broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch, commit: bool
 ) -> None:
-    monkeypatch.setenv(ENV, "transaction.marker")  # dies right after the first marker
+    # EndTxn is answered once the Prepare state is durable and the markers follow: the broker dies
+    # right after the first marker, before or after the client got its answer.
+    monkeypatch.setenv(ENV, "transaction.marker")
     crash_broker.start()
     topic = f"txmark-{uuid.uuid4().hex[:8]}"
     create_topic(crash_broker.bootstrap, topic, 2)
     producer = Producer(
         {
             "bootstrap.servers": crash_broker.bootstrap,
-            "transactional.id": "crash-commit",
+            "transactional.id": f"crash-{'commit' if commit else 'abort'}",
             "transaction.timeout.ms": 60_000,
         }
     )
     producer.init_transactions(30)
     producer.begin_transaction()
     for i in range(6):
-        producer.produce(topic, f"committed-{i}".encode(), partition=i % 2)
+        producer.produce(topic, f"ended-{i}".encode(), partition=i % 2)
     producer.flush(30)
-    with pytest.raises(KafkaException):
-        producer.commit_transaction(5)
+    with contextlib.suppress(KafkaException):
+        if commit:
+            producer.commit_transaction(5)
+        else:
+            producer.abort_transaction(5)
     assert crash_broker.process is not None
     assert crash_broker.process.wait(30) != 0
     crash_broker.process = None
     monkeypatch.delenv(ENV)
     crash_broker.start()
-    values = _read(crash_broker.bootstrap, topic, 2, "read_committed", 6)
-    assert sorted(values) == sorted(f"committed-{i}".encode() for i in range(6))
+    if commit:
+        values = _read(crash_broker.bootstrap, topic, 2, "read_committed", 6)
+        assert sorted(values) == sorted(f"ended-{i}".encode() for i in range(6))
+    else:
+        plain = Producer({"bootstrap.servers": crash_broker.bootstrap})
+        plain.produce(topic, b"after-restart", partition=1)
+        plain.flush(30)
+        assert _read(crash_broker.bootstrap, topic, 2, "read_committed", 1) == [b"after-restart"]

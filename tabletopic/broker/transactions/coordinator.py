@@ -1,11 +1,17 @@
 """The transaction coordinator: one state machine per transactional id, made durable in the
 metadata database before it acts (see :mod:`tabletopic.broker.transactions.store`).
 
-Ending a transaction: the PrepareCommit / PrepareAbort state is committed first, then a marker is
-appended to every partition of the transaction, aborted ranges are recorded in the aborted index,
-pending group offsets are committed (commit only), and the Complete state is committed. Each step
-may be repeated after a crash: the recovery at start finishes every Prepare state and aborts every
-Ongoing transaction, before the broker serves, so no transaction is ever half visible.
+Ending a transaction: the PrepareCommit / PrepareAbort state is committed first and EndTxn is
+answered then, as Kafka answers once the prepare record is in the transaction log; in the
+background a marker is appended to every partition of the transaction, aborted ranges are recorded
+in the aborted index, pending group offsets are committed (commit only), and the Complete state is
+committed. Until then the transactional id is busy: a call on it (the producer's next
+AddPartitionsToTxn, a new InitProducerId) first waits a moment for the markers, since they usually
+take a WAL write or two, and is answered CONCURRENT_TRANSACTIONS (which clients retry) if they are
+not done by then; read_committed consumers stay behind the last stable offset until each marker
+lands. Each step may be repeated after a crash: the recovery at start finishes every Prepare state
+and aborts every Ongoing transaction, before the broker serves, so no transaction is ever half
+visible.
 
 A newer InitProducerId for the same transactional id bumps the epoch and aborts the open
 transaction: the old producer (a zombie) is fenced from then on, at the coordinator and in Produce.
@@ -63,6 +69,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EPOCH = 32767
+# How long a call on a transactional id whose markers are being written waits for them before it is
+# answered CONCURRENT_TRANSACTIONS: long enough for a WAL write (the usual case, answered without a
+# client retry and its back-off), short enough that a marker held up by a leader failing over does
+# not hold the client's request.
+COMPLETION_WAIT_S = 0.5
+# How long a single node leaves a Complete state unwritten when its markers are in: the producer's
+# next AddPartitionsToTxn usually comes first and its Ongoing row replaces it (one database commit
+# per transaction fewer). Losing it to a crash only makes the restart write the markers once more.
+COMPLETE_SAVE_DELAY_S = 1.0
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
 OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
 
@@ -103,6 +118,10 @@ class TransactionCoordinator:
         self._slots: dict[int, int] = {}
         self._loading: set[int] = set()
         self._background: set[asyncio.Task[None]] = set()
+        # Transactional id -> the task writing the markers of its Prepare state (EndTxn answered).
+        self._completing: dict[str, asyncio.Task[None]] = {}
+        # Single node: transactions recorded Complete in memory whose row still says Prepare.
+        self._unsaved: dict[str, TxnMetadata] = {}
         # Cluster mode, partition side: (stream id, producer id) -> (transactional id, epoch) a
         # transactional produce was verified for against the database, until its marker.
         self._verified: dict[tuple[int, int], tuple[str, int]] = {}
@@ -139,6 +158,14 @@ class TransactionCoordinator:
         if self._task is not None:
             await cancel_and_wait([self._task])
             self._task = None
+        if self._completing:
+            # Let answered transactions finish their markers; what is cut short is finished by the
+            # next start (the Prepare state is durable).
+            await asyncio.wait(list(self._completing.values()), timeout=COMPLETION_WAIT_S * 4)
+        for txn in list(self._unsaved.values()):
+            async with self._lock(txn.transactional_id):
+                if self._unsaved.get(txn.transactional_id) is txn:
+                    await self._save(txn)
         await cancel_and_wait(list(self._background))
 
     async def set_offset_committer(self, committer: OffsetCommitter) -> None:
@@ -187,7 +214,7 @@ class TransactionCoordinator:
         log.info("coordinating transaction slots %s: %d transactional ids", sorted(slots), len(txns))
         for txn in unfinished:
             log.info("finishing %s of transaction %s taken over", txn.state, txn.transactional_id)
-            self._spawn(self._finish(txn), f"transaction-finish-{txn.transactional_id}")
+            self._complete_later(txn)
 
     def slots_lost(self, slots: set[int]) -> None:
         """Another broker coordinates these slots now: forget their transactions."""
@@ -214,26 +241,69 @@ class TransactionCoordinator:
         for stream_id, pid, start in open_txns:
             self.partitions.appended(stream_id, pid, start)
 
-    def _spawn(self, work: Awaitable[None], name: str) -> None:
-        async def run() -> None:
-            await work
+    def _complete_later(self, txn: TxnMetadata) -> None:
+        """Finish ``txn``'s Prepare state in the background (after EndTxn was answered, or for a
+        slot taken over); calls on its transactional id meanwhile wait for it (:meth:`settled`)."""
+        tid = txn.transactional_id
+        task = asyncio.create_task(self._finish(txn), name=f"transaction-finish-{tid}")
+        self._background.add(task)
+        self._completing[tid] = task
 
-        task = asyncio.create_task(run(), name=name)
+        def done(finished: asyncio.Task[None]) -> None:
+            self._background.discard(finished)
+            if self._completing.get(tid) is finished:
+                del self._completing[tid]
+
+        task.add_done_callback(done)
+
+    async def _finish(self, txn: TxnMetadata) -> None:
+        """The markers first, without the transactional id's lock (they are what a waiting call
+        waits for, and calls that do not wait see the Prepare state and are refused), then the
+        Complete state under the lock, so no other change of the row is written meanwhile."""
+        tid = txn.transactional_id
+        delay = 0.1
+        while self._txns.get(tid) is txn and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            try:
+                await self._write_markers(txn)
+                async with self._lock(tid):
+                    if self._txns.get(tid) is txn and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                        await self._record_complete(txn, durable=False)
+                return
+            except TxnError as exc:
+                log.info("transaction %s not finished here: %s", tid, exc)
+                return
+            except Exception:
+                # EndTxn was answered: the outcome stands and is retried (the id stays busy, its
+                # calls answered CONCURRENT_TRANSACTIONS) until written, or finished by a restart.
+                log.exception("finishing transaction %s failed; retrying in %.1f s", tid, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _save_later(self, txn: TxnMetadata) -> None:
+        """Single node: write ``txn``'s Complete row unless another write of the row comes first."""
+        tid = txn.transactional_id
+        self._unsaved[tid] = txn
+
+        async def save() -> None:
+            await asyncio.sleep(COMPLETE_SAVE_DELAY_S)
+            try:
+                async with self._lock(tid):
+                    if self._unsaved.get(tid) is txn:
+                        await self._save(txn)
+            except Exception:
+                log.exception("recording transaction %s complete failed", tid)
+
+        task = asyncio.create_task(save(), name=f"transaction-complete-{tid}")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _finish(self, txn: TxnMetadata) -> None:
-        try:
-            async with self._lock(txn.transactional_id):
-                if self._txns.get(txn.transactional_id) is txn and txn.state in (
-                    PREPARE_COMMIT,
-                    PREPARE_ABORT,
-                ):
-                    await self._complete(txn)
-        except TxnError as exc:
-            log.info("transaction %s not finished here: %s", txn.transactional_id, exc)
-        except Exception:
-            log.exception("finishing transaction %s failed", txn.transactional_id)
+    async def settled(self, transactional_id: str, wait_s: float | None = COMPLETION_WAIT_S) -> None:
+        """Wait (at most ``wait_s`` seconds; None: for as long as it takes) until the markers of an
+        ended transaction of ``transactional_id`` are written. Returns either way: a call still
+        finding the Prepare state answers CONCURRENT_TRANSACTIONS."""
+        task = self._completing.get(transactional_id)
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=wait_s)
 
     def _check_owner(self, transactional_id: str) -> None:
         if not self._broker.clustered:
@@ -263,6 +333,29 @@ class TransactionCoordinator:
     def _lock(self, transactional_id: str) -> asyncio.Lock:
         return self._locks.setdefault(transactional_id, asyncio.Lock())
 
+    async def offsets_settled(self, group_ids: Sequence[str], require_stable: bool) -> None:
+        """For OffsetFetch: wait (a moment at most) until no ended transaction still has offsets of
+        these groups to commit, so a client that just committed a consume-transform-produce
+        transaction reads its own offsets (Kafka's consumers ask with require_stable and retry on
+        UNSTABLE_OFFSET_COMMIT; waiting here spares them the retry). In a cluster the group's
+        offsets wait in ``txn_pending_offsets`` for the transaction's coordinator, usually another
+        broker: with ``require_stable`` the rows are polled for the same moment."""
+        wanted = set(group_ids)
+        deadline = asyncio.get_running_loop().time() + COMPLETION_WAIT_S
+        busy = [
+            task
+            for tid, task in self._completing.items()
+            if not task.done() and (txn := self._txns.get(tid)) is not None and wanted & txn.offsets.keys()
+        ]
+        if busy:
+            await asyncio.wait(busy, timeout=COMPLETION_WAIT_S)
+        if not self._broker.clustered or not require_stable:
+            return
+        while await asyncio.to_thread(self.store.has_pending_offsets, list(wanted)):
+            if asyncio.get_running_loop().time() >= deadline:
+                return
+            await asyncio.sleep(0.02)
+
     # --- the APIs -------------------------------------------------------------------------------
     async def init_producer_id(
         self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
@@ -276,6 +369,7 @@ class TransactionCoordinator:
                 "(transaction.max.timeout.ms)",
             )
         self._check_owner(transactional_id)
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
@@ -291,7 +385,9 @@ class TransactionCoordinator:
                     ErrorCode.producer_fenced, f"producer {producer_id} epoch {producer_epoch} is not current"
                 )
             if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
-                await self._complete(txn)
+                raise TxnError(
+                    ErrorCode.concurrent_transactions, f"transaction {transactional_id} is still ending"
+                )
             if txn.state == ONGOING:
                 await self._abort(txn, bump_epoch=True)  # fences the previous producer
             await self._bump_epoch(txn)
@@ -304,6 +400,7 @@ class TransactionCoordinator:
         self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ErrorCode]:
         wanted = list(partitions)
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             txn = self._current(transactional_id, producer_id, epoch)
             result: dict[tuple[str, int], ErrorCode] = {}
@@ -340,6 +437,7 @@ class TransactionCoordinator:
 
     async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
         """AddOffsetsToTxn: the group's offsets will be committed with the transaction."""
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             txn = self._current(transactional_id, producer_id, epoch)
             if group_id not in txn.offsets:
@@ -405,7 +503,10 @@ class TransactionCoordinator:
         await asyncio.to_thread(self.store.drop_pending_offsets, producer_id, list(by_group))
 
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
+        """EndTxn: answered once the Prepare state is durable; the markers follow in the
+        background (a retried EndTxn waits for them like any call on the id)."""
         self._check_owner(transactional_id)
+        await self.settled(transactional_id)
         async with self._lock(transactional_id):
             self._check_owner(transactional_id)
             txn = self._txns.get(transactional_id)
@@ -420,7 +521,8 @@ class TransactionCoordinator:
             txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
             txn.updated_ms = _now_ms()
             await self._save(txn)
-            await self._complete(txn)
+            crash_point("transaction.prepared")
+            self._complete_later(txn)
 
     def check_produce(self, transactional_id: str, producer_id: int, epoch: int, stream_id: int) -> ErrorCode:
         """May this producer write a transactional batch to this stream now?"""
@@ -495,6 +597,7 @@ class TransactionCoordinator:
     async def _save(self, txn: TxnMetadata, delete: bool = False) -> None:
         """Write ``txn``'s row (or delete it); in a cluster only while the database says this
         incarnation still leads the id's slot at the epoch it loaded it with."""
+        self._unsaved.pop(txn.transactional_id, None)  # this write carries its state too
         cluster = self._cluster
         if not self._broker.clustered:
             await asyncio.to_thread(self.store.save, txn, None, delete)
@@ -534,9 +637,15 @@ class TransactionCoordinator:
         await self._complete(txn)
 
     async def _complete(self, txn: TxnMetadata) -> None:
-        """Write the markers of a Prepare state, then record it Complete (repeatable). In a cluster
-        a marker goes through the partition's leader, and markers that could not be written yet
-        (a leader failing over) are retried until they are or this broker loses the slot."""
+        """Write the markers of a Prepare state, then record it Complete (repeatable); the caller
+        holds the transactional id's lock."""
+        await self._write_markers(txn)
+        await self._record_complete(txn)
+
+    async def _write_markers(self, txn: TxnMetadata) -> None:
+        """The markers of a Prepare state (and, in a cluster, the commit of its group offsets). In a
+        cluster a marker goes through the partition's leader, and markers that could not be written
+        yet (a leader failing over) are retried until they are or this broker loses the slot."""
         commit = txn.state == PREPARE_COMMIT
         pending: list[TxnPartition | str] = [*txn.partitions.values()]
         if self._broker.clustered:
@@ -554,6 +663,18 @@ class TransactionCoordinator:
             pending = failed
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+    async def _record_complete(self, txn: TxnMetadata, durable: bool = True) -> None:
+        """After the markers: commit the group offsets (single node) and the Complete state, on a
+        single node not ``durable`` at once (:meth:`_save_later`): a Prepare row whose markers are
+        in is finished again by a restart, which writes its markers twice (consumers skip a second
+        marker of a transaction already ended; an abort's second aborted-index entry covers only
+        the same records). Not in a cluster: there a partition's
+        new leader reads an unfinished row as a transaction still open in the partition."""
+        commit = txn.state == PREPARE_COMMIT
+        # Group offsets are written at once too: finished again after a restart they could undo a
+        # later plain OffsetCommit of the group.
+        durable = durable or self._broker.clustered or any(txn.offsets.values())
         if commit and not self._broker.clustered:
             for group_id, offsets in txn.offsets.items():
                 if not offsets:
@@ -566,7 +687,10 @@ class TransactionCoordinator:
         txn.partitions.clear()
         txn.offsets.clear()
         txn.updated_ms = _now_ms()
-        await self._save(txn)
+        if durable:
+            await self._save(txn)
+        else:
+            self._save_later(txn)
 
     async def _deliver(
         self, txn: TxnMetadata, pending: list[TxnPartition | str], commit: bool
@@ -671,9 +795,19 @@ class TransactionCoordinator:
         self.partitions.end(stream_id, producer_id)
         self._verified.pop((stream_id, producer_id), None)
         if not commit:
-            if first is None:
+            if first is not None:
+                entry = (stream_id, producer_id, first, offset)
+            else:
                 first = offset if start is None else start
-            entry = (stream_id, producer_id, first, offset)
+                entry = (stream_id, producer_id, first, offset)
+                # Written again (a restart, a retry): the first marker's entry already covers the
+                # records; it is stored again in case that is what failed.
+                for pid, earlier_first, earlier_last in self.partitions.aborted_transactions(
+                    stream_id, first, offset
+                ):
+                    if pid == producer_id:
+                        entry = (stream_id, producer_id, earlier_first, earlier_last)
+                        break
             self.partitions.add_aborted(*entry)
             await asyncio.to_thread(self.store.add_aborted, [entry])
         return offset

@@ -296,6 +296,13 @@ class TxnStore:
                     )
         return result
 
+    def has_pending_offsets(self, groups: list[str]) -> bool:
+        """Whether a transaction still holds offsets of one of ``groups`` (cluster mode)."""
+        o = pending_offsets_table
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(o.c.producer_id).where(o.c.group_id.in_(groups)).limit(1)).first()
+        return row is not None
+
     def drop_pending_offsets(self, producer_id: int, groups: list[str]) -> None:
         o = pending_offsets_table
         if groups:
