@@ -253,11 +253,12 @@ class IngestTask:
         except IncompatibleSchemaChange:
             return True  # the coordinator reports the incompatibility with its full message
 
-    def _conformed(self) -> pa.Table:
-        """The accumulated rows reshaped to the table's current schema."""
+    def _conformed(self, field_ids: bool = False) -> pa.Table:
+        """The accumulated rows reshaped to the table's current schema (with the Parquet field ids
+        when ``field_ids``)."""
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-        target = schema_to_pyarrow(self.table_metadata.schema(), include_field_ids=False)
+        target = schema_to_pyarrow(self.table_metadata.schema(), include_field_ids=field_ids)
         return pa.Table.from_batches([conform_batch(b, target) for b in self.batches], schema=target)
 
     def _io(self) -> Any:
@@ -288,6 +289,11 @@ class IngestTask:
 
     def _write(self) -> list[Any]:
         from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        from tabletopic.table import parquet_files
+
+        if parquet_files.direct_write_supported(self.table_metadata):
+            return parquet_files.write_data_files(self.table_metadata, self._io(), self._conformed(True))
 
         # pyiceberg names files ``00000-<n>-<write_uuid>.parquet`` with ``n`` counting from 0 in
         # every call, so tasks of one job sharing the job's uuid would all write (and overwrite) the
