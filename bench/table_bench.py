@@ -240,6 +240,9 @@ def catch_up(
     for timings in jobs:
         for key, value in timings.items():
             totals[key] = totals.get(key, 0.0) + value
+    # Wall time outside the cycles' phases: the switch seen, waits between cycles, status polls.
+    phases = ("plan", "probe", "schema", "job", "commit")
+    totals["outside"] = seconds - sum(totals.get(k, 0.0) for k in phases)
     return {
         "format": fmt,
         "records": len(values),

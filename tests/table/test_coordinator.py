@@ -342,19 +342,29 @@ class Recording:
         return self.inner.run(spec)
 
 
-async def test_a_first_backlog_is_decoded_once_after_a_probe_of_its_first_records(node: Node) -> None:
+async def test_a_first_backlog_is_decoded_once_after_a_probe_of_its_first_records(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tabletopic.table import coordinator
     from tabletopic.table.coordinator import PROBE_RECORDS
 
     view = await node.add_topic("backlog", 1, **{"automq.table.topic.convert.value.type": "string"})
-    total = PROBE_RECORDS + 500
+    total = PROBE_RECORDS + 2000
     for start in range(0, total, 500):
         await node.produce(view, 0, [b"v%d" % i for i in range(start, start + 500)])
+    probes = Recording()
+    monkeypatch.setattr(coordinator, "InProcessRunner", lambda: probes)
     runner = Recording()
     pipeline = TopicPipeline(CoordinatorContext(**{**node.ctx.__dict__, "runner": runner}), "backlog")
     assert await pipeline.run_cycle()
-    probe, full = runner.specs  # no third job re-decoding the backlog after the table was created
-    assert probe.table_metadata_json is None
+    # The probe ran in this process, not as a job; one job decoded the backlog once.
+    [probe] = probes.specs
+    [full] = runner.specs
+    assert probe.table_metadata_json is None and not probe.native_decode
     assert [(i.start_offset, i.end_offset) for i in probe.items] == [(0, PROBE_RECORDS)]
+    # Only the slices holding the first records are read.
+    assert probe.items[0].slices[-1].end_offset >= PROBE_RECORDS
+    assert probe.items[0].size <= full.items[0].size
     assert full.table_metadata_json is not None and full.items[-1].end_offset == total
     assert pipeline.status.rows_committed == total
     assert len(offsets_in_table(node, "backlog")) == total
