@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from tabletopic.table.ingest_task import OUTPUT_DDL, collect_outputs, run_task
 from tabletopic.table.job import JobResult, JobSpec
+from tabletopic.table.worker import balance_items
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,19 @@ class SparkIngestRunner:
 
     def run(self, spec: JobSpec) -> JobResult:
         spark = self._session_factory()
-        items = [(item.to_json(),) for item in spec.items]
-        if not items:
+        if not spec.items:
             return JobResult()
+        # Pieces of similar size, a multiple of the cores, one per task: a job lasts as long as
+        # its slowest round of tasks.
+        items = [
+            (item.to_json(),) for item in balance_items(spec.items, spark.sparkContext.defaultParallelism)
+        ]
         tasks = len(items)
         if self._max_tasks:
             tasks = min(tasks, self._max_tasks)
-        frame = spark.createDataFrame(items, "item string").repartition(tasks)
+        # parallelize cuts the list into contiguous runs of equal length: exactly one item per
+        # task (a round-robin repartition can put two items in one task and none in another).
+        frame = spark.createDataFrame(spark.sparkContext.parallelize(items, tasks), "item string")
         # Items travel as rows; the rest of the spec (table metadata, settings) once per task.
         blob = pickle.dumps(JobSpec(**{**_fields(spec), "items": ()}))
         spark.sparkContext.setJobDescription(f"tabletopic ingest {spec.topic} ({len(items)} items)")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from tabletopic.records.header import parse_stored_header
@@ -193,3 +194,48 @@ class TableWorker:
                 items.append(WorkItem(topic, r.partition, cursor, end, tuple(group), aborted))
             cursor = end
         return items
+
+
+def balance_items(items: Sequence[WorkItem], slots: int) -> list[WorkItem]:
+    """Cut ``items`` (at slice boundaries) into about a multiple of ``slots`` pieces of similar size,
+    largest first, so a job's tasks keep every core busy to the end.
+
+    A job lasts as long as its slowest round of tasks: three equal items on two cores take two
+    rounds with one core idle in the second (75 % use), their six halves take three full rounds.
+    Pieces are never larger than the items they come from, so the task memory bound holds; an
+    item of one slice cannot be cut.
+    """
+    if slots <= 1 or not items:
+        return list(items)
+    total = sum(item.size for item in items)
+    rounds = -(-len(items) // slots)
+    share = max(total / (rounds * slots), 1.0)
+    pieces: list[WorkItem] = []
+    for item in items:
+        # Up to the next whole share (10 % slack): three equal items on two cores become six.
+        pieces += split_item(item, max(1, math.ceil(item.size / share - 0.1)))
+    return sorted(pieces, key=lambda piece: piece.size, reverse=True)
+
+
+def split_item(item: WorkItem, parts: int) -> list[WorkItem]:
+    """``item`` as at most ``parts`` consecutive items of about equal stored bytes that tile its
+    offsets exactly (boundaries on slice ends)."""
+    if parts <= 1 or len(item.slices) <= 1:
+        return [item]
+    share = item.size / parts
+    groups: list[list[ObjectSlice]] = [[]]
+    size = 0
+    for piece in item.slices:
+        if groups[-1] and size + piece.size / 2 > share * len(groups) and len(groups) < parts:
+            groups.append([])
+        groups[-1].append(piece)
+        size += piece.size
+    out: list[WorkItem] = []
+    cursor = item.start_offset
+    for index, group in enumerate(groups):
+        last = index == len(groups) - 1
+        end = item.end_offset if last else max(cursor, min(group[-1].end_offset, item.end_offset))
+        if end > cursor:  # a group past the item's end (none in practice) holds nothing to read
+            out.append(WorkItem(item.topic, item.partition, cursor, end, tuple(group), item.aborted))
+        cursor = end
+    return out
