@@ -44,7 +44,7 @@ from tabletopic.table.ops.status import TableFacts, table_facts
 from tabletopic.table.ports import TopicDirectory, TopicView
 from tabletopic.table.schema_evolution import IncompatibleTableSchema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tabletopic.table.worker import TableWorker, WorkItem
+from tabletopic.table.worker import TableWorker, WorkItem, cap_items
 from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -195,6 +195,8 @@ class CoordinatorContext:
     # Upsert/CDC tables' keys by data file, kept between commits (``table.upsert.key.cache.bytes``).
     key_cache: KeyCache | None = None
     max_task_bytes: int = 64 * 1024 * 1024
+    # ``table.upsert.max.cycle.bytes``: stored bytes one upsert/CDC commit takes at most.
+    upsert_max_cycle_bytes: int = 128 * 1024 * 1024
 
 
 class TopicPipeline:
@@ -208,11 +210,15 @@ class TopicPipeline:
         # Seconds of this cycle's phases before the commit (planning, the schema probe, creating or
         # evolving the table): reported with the job's own split in ``last_job_timings``.
         self._phases: dict[str, float] = {}
+        # The last cycle left ready records behind on purpose (an upsert cycle's cap): the next
+        # one runs at once instead of a commit interval later.
+        self.more_ready = False
 
     async def run_cycle(self) -> bool:
         """One plan → job → commit round. Returns True when it committed something."""
         started = time.monotonic()
         self._phases = {}
+        self.more_ready = False
         view = self._ctx.directory.topic(self.topic)
         if view is None:
             self.status.state = PipelineState.STOPPED
@@ -262,7 +268,11 @@ class TopicPipeline:
             self.status.state = PipelineState.IDLE
             return False
         lost = sum(r.lost for r in ranges)
-        items = tuple(await self._ctx.worker.prepare(view, ranges))
+        prepared = await self._ctx.worker.prepare(view, ranges)
+        if config.writes_deletes:
+            # The commit reads the whole batch's rows into this process: bound it.
+            ranges, prepared, self.more_ready = cap_items(ranges, prepared, self._ctx.upsert_max_cycle_bytes)
+        items = tuple(prepared)
         self._phases["plan"] = time.monotonic() - started
         crash_point("table.planned")
         new_offsets = {r.partition: r.end_offset for r in ranges}
@@ -769,8 +779,9 @@ class TableCoordinator:
             except Exception as exc:
                 log.exception("topic %s: table pipeline cycle failed; retrying next interval", pipeline.topic)
                 pipeline.status.last_error = f"{type(exc).__name__}: {exc}"
-        if self._triggers.get(pipeline.topic, 0) != triggers:
-            self._next_run[pipeline.topic] = 0.0  # triggered while running: run again now
+        if self._triggers.get(pipeline.topic, 0) != triggers or pipeline.more_ready:
+            # Triggered while running, or a capped cycle left ready records: run again now.
+            self._next_run[pipeline.topic] = 0.0
         else:
             self._next_run[pipeline.topic] = time.monotonic() + config.commit_interval_ms / 1000.0
         if self._ctx.observer is not None:

@@ -239,3 +239,32 @@ def split_item(item: WorkItem, parts: int) -> list[WorkItem]:
             out.append(WorkItem(item.topic, item.partition, cursor, end, tuple(group), item.aborted))
         cursor = end
     return out
+
+
+def cap_items(
+    ranges: Sequence[PartitionRange], items: Sequence[WorkItem], max_bytes: int
+) -> tuple[list[PartitionRange], list[WorkItem], bool]:
+    """Keep a prefix of each partition's items, taking the partitions in turn, while their stored
+    bytes stay within ``max_bytes`` (the first item always); the ranges end where the kept items
+    end. Returns ``(ranges, items, capped)``; a range with nothing kept stays, empty, for the
+    records it lost to retention."""
+    queues: dict[int, list[WorkItem]] = {}
+    for item in items:
+        queues.setdefault(item.partition, []).append(item)
+    kept: list[WorkItem] = []
+    size = 0
+    while any(queues.values()):
+        for queue in queues.values():
+            if queue and (not kept or size + queue[0].size <= max_bytes):
+                size += queue[0].size
+                kept.append(queue.pop(0))
+        if all(not queue or size + queue[0].size > max_bytes for queue in queues.values()):
+            break
+    if len(kept) == len(items):
+        return list(ranges), list(items), False
+    ends = {item.partition: item.end_offset for item in kept}
+    capped = [
+        PartitionRange(r.partition, r.start_offset, ends.get(r.partition, r.start_offset), r.lost)
+        for r in ranges
+    ]
+    return capped, kept, True
