@@ -87,7 +87,9 @@ MAX_TASKS = define(
     "table.job.max.tasks",
     int,
     0,
-    "Upper bound on the Spark tasks of one ingest job (0: one per work item).",
+    "Upper bound on the Spark tasks of one ingest job (0: one per core of the Spark session, "
+    "`defaultParallelism`). Each task gets a share of the job's work items of about equal stored "
+    "bytes (large items cut at object-slice boundaries) and converts them one after the other.",
     "table topics",
     in_range(0, 100_000),
 )

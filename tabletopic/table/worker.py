@@ -268,3 +268,18 @@ def cap_items(
         for r in ranges
     ]
     return capped, kept, True
+
+
+def assign_items(items: Sequence[WorkItem], tasks: int) -> list[list[WorkItem]]:
+    """The items of one job as at most ``tasks`` groups of about equal stored bytes, one group per
+    task: :func:`balance_items` pieces, each given to the lightest group so far, largest first. A
+    task runs its group's items one after the other (its memory bound holds per item), so a job
+    with as many tasks as cores has no second round for a core to idle in."""
+    pieces = balance_items(items, tasks)
+    groups: list[list[WorkItem]] = [[] for _ in range(min(tasks, len(pieces)))]
+    loads = [0] * len(groups)
+    for piece in pieces:
+        lightest = loads.index(min(loads))
+        groups[lightest].append(piece)
+        loads[lightest] += piece.size
+    return [group for group in groups if group]

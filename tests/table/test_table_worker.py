@@ -116,3 +116,17 @@ def test_balanced_items_tile_each_item_and_fill_every_core_to_the_end() -> None:
     assert max(p.size for p in uneven) <= 1100
     assert balance_items(items, 1) == items
     assert balance_items([_item(0, 0, 1)], 4) == [_item(0, 0, 1)]  # one slice cannot be cut
+
+
+def test_a_job_s_items_are_grouped_into_one_equal_share_per_task() -> None:
+    from tabletopic.table.worker import assign_items
+
+    items = [_item(p, 1000 * p, 12) for p in range(3)]  # three equal items, two cores
+    groups = assign_items(items, 2)
+    assert len(groups) == 2
+    assert [sum(i.size for i in group) for group in groups] == [1800, 1800]
+    assert sorted(s.object_key for group in groups for i in group for s in i.slices) == sorted(
+        s.object_key for item in items for s in item.slices
+    )
+    # One big item on eight cores: eight pieces, one per task.
+    assert [len(group) for group in assign_items(items[:1], 8)] == [1] * 8
