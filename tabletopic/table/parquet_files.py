@@ -83,7 +83,10 @@ def dictionary_columns(table: pa.Table) -> list[str]:
         present = len(column) - column.null_count
         if present == 0:
             continue
-        distinct = pc.count_distinct(column).as_py()
+        try:
+            distinct = pc.count_distinct(column).as_py()
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            distinct = 0  # a type Arrow cannot count: leave it to Arrow's default (a dictionary)
         if distinct <= present * DICTIONARY_MAX_DISTINCT_SHARE:
             chosen.append(field.name)
     return chosen
