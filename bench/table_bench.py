@@ -7,8 +7,11 @@ confluent-kafka, every figure beside a same-run baseline.
 2. Catch-up per format: ``--records`` records already in a ``--partitions``-partition topic, then
    the table topic is switched on (AlterConfigs ``enable=true``, Spark warm); rows/s from the
    switch to every row committed. Avro (20 fields, flatten), Protobuf (flatten), JSON Schema
-   (flatten) and plain JSON strings (``convert.value.type=string``). Each job's time split (tasks'
-   read/decode/write seconds summed over tasks, job wall time, commit) comes from ``/v1/tables``.
+   (flatten) and plain JSON strings (``convert.value.type=string``). Each job's time split comes from
+   ``/v1/tables``: the tasks' read/decode/write wall seconds and decode_cpu/write_cpu CPU seconds
+   (summed over tasks; on a shared machine the CPU figures are the steadier), the cycle's plan,
+   schema probe and schema change, the job's wall time and the commit's; ``outside`` is the rest
+   of the wall time (the switch seen, status polls).
 3. Steady state: ``--steady-rate`` records/s for ``--steady-seconds`` with a 1 s commit interval;
    per record, produce time -> the status poll that saw its offset committed. p50/p99, and the lag
    at the end (growing lag shows as a p99 close to the run's length).
@@ -240,6 +243,9 @@ def catch_up(
     for timings in jobs:
         for key, value in timings.items():
             totals[key] = totals.get(key, 0.0) + value
+    # Wall time outside the cycles' phases: the switch seen, waits between cycles, status polls.
+    phases = ("plan", "probe", "schema", "job", "commit")
+    totals["outside"] = seconds - sum(totals.get(k, 0.0) for k in phases)
     return {
         "format": fmt,
         "records": len(values),

@@ -8,6 +8,7 @@ object-store access (and the schema registry URL for schema-typed topics), never
 
 from __future__ import annotations
 
+import json
 import logging
 import pickle
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ import pyarrow as pa
 
 from tabletopic.table.ingest_task import OUTPUT_DDL, collect_outputs, run_task
 from tabletopic.table.job import JobResult, JobSpec
+from tabletopic.table.worker import assign_items
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +26,12 @@ log = logging.getLogger(__name__)
 def _task_function(spec_blob: bytes) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         spec: JobSpec = pickle.loads(spec_blob)
-        items = (text for batch in batches for text in batch.column("item").to_pylist())
+        items = (
+            text
+            for batch in batches
+            for group in batch.column("item").to_pylist()
+            for text in json.loads(group)
+        )
         yield from run_task(spec, items)
 
     return run
@@ -39,16 +46,23 @@ class SparkIngestRunner:
 
     def run(self, spec: JobSpec) -> JobResult:
         spark = self._session_factory()
-        items = [(item.to_json(),) for item in spec.items]
-        if not items:
+        if not spec.items:
             return JobResult()
-        tasks = len(items)
+        # One task per core (or table.job.max.tasks), each with a group of items of about equal
+        # stored bytes: a job lasts as long as its slowest task. createDataFrame spreads a local
+        # list over defaultParallelism partitions, so with no more rows than that each group is a
+        # task of its own; the rows are deserialised in the JVM (an RDD built in Python would add
+        # a Python map in front of the task, with Python workers of its own to start).
+        tasks = spark.sparkContext.defaultParallelism
         if self._max_tasks:
             tasks = min(tasks, self._max_tasks)
-        frame = spark.createDataFrame(items, "item string").repartition(tasks)
+        groups = assign_items(spec.items, tasks)
+        frame = spark.createDataFrame(
+            [(json.dumps([item.to_json() for item in group]),) for group in groups], "item string"
+        )
         # Items travel as rows; the rest of the spec (table metadata, settings) once per task.
         blob = pickle.dumps(JobSpec(**{**_fields(spec), "items": ()}))
-        spark.sparkContext.setJobDescription(f"tabletopic ingest {spec.topic} ({len(items)} items)")
+        spark.sparkContext.setJobDescription(f"tabletopic ingest {spec.topic} ({len(spec.items)} items)")
         rows = frame.mapInArrow(_task_function(blob), OUTPUT_DDL).collect()
         return collect_outputs(row.asDict() for row in rows)
 

@@ -117,6 +117,7 @@ class TableComponent:
             native_decode=config.get(settings.NATIVE_DECODE),
             key_cache=KeyCache(config.get(settings.UPSERT_KEY_CACHE_BYTES)),
             max_task_bytes=config.get(settings.MAX_TASK_BYTES),
+            upsert_max_cycle_bytes=config.get(settings.UPSERT_MAX_CYCLE_BYTES),
         )
         coordinator = TableCoordinator(
             ctx,

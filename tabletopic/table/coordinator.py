@@ -35,6 +35,7 @@ from tabletopic.table.commit import (
     offset_properties,
 )
 from tabletopic.table.convert.rows import FailedRecord
+from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.job import JobResult, JobRunner, JobSpec
 from tabletopic.table.key_index import KeyCache
 from tabletopic.table.lease import CoordinatorLeases, Fenced, Lease
@@ -43,7 +44,7 @@ from tabletopic.table.ops.status import TableFacts, table_facts
 from tabletopic.table.ports import TopicDirectory, TopicView
 from tabletopic.table.schema_evolution import IncompatibleTableSchema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tabletopic.table.worker import TableWorker
+from tabletopic.table.worker import TableWorker, WorkItem, cap_items
 from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,8 @@ class CoordinatorContext:
     # Upsert/CDC tables' keys by data file, kept between commits (``table.upsert.key.cache.bytes``).
     key_cache: KeyCache | None = None
     max_task_bytes: int = 64 * 1024 * 1024
+    # ``table.upsert.max.cycle.bytes``: stored bytes one upsert/CDC commit takes at most.
+    upsert_max_cycle_bytes: int = 128 * 1024 * 1024
 
 
 class TopicPipeline:
@@ -204,10 +207,18 @@ class TopicPipeline:
         self._failed_config: dict[str, str] | None = None
         self._last_maintenance = time.monotonic()
         self.lease: Lease | None = None  # the last lease taken, released when the pipeline stops
+        # Seconds of this cycle's phases before the commit (planning, the schema probe, creating or
+        # evolving the table): reported with the job's own split in ``last_job_timings``.
+        self._phases: dict[str, float] = {}
+        # The last cycle left ready records behind on purpose (an upsert cycle's cap): the next
+        # one runs at once instead of a commit interval later.
+        self.more_ready = False
 
     async def run_cycle(self) -> bool:
         """One plan → job → commit round. Returns True when it committed something."""
         started = time.monotonic()
+        self._phases = {}
+        self.more_ready = False
         view = self._ctx.directory.topic(self.topic)
         if view is None:
             self.status.state = PipelineState.STOPPED
@@ -257,7 +268,12 @@ class TopicPipeline:
             self.status.state = PipelineState.IDLE
             return False
         lost = sum(r.lost for r in ranges)
-        items = tuple(await self._ctx.worker.prepare(view, ranges))
+        prepared = await self._ctx.worker.prepare(view, ranges)
+        if config.writes_deletes:
+            # The commit reads the whole batch's rows into this process: bound it.
+            ranges, prepared, self.more_ready = cap_items(ranges, prepared, self._ctx.upsert_max_cycle_bytes)
+        items = tuple(prepared)
+        self._phases["plan"] = time.monotonic() - started
         crash_point("table.planned")
         new_offsets = {r.partition: r.end_offset for r in ranges}
         result = await self._run_job(view, config, table, identifier, items)
@@ -323,6 +339,7 @@ class TopicPipeline:
         self.status.last_error = None
         self.status.last_job_timings = {
             **job.timings,
+            **self._phases,
             "job": self.status.last_job_seconds or 0.0,
             "commit": time.monotonic() - commit_started,
         }
@@ -410,7 +427,9 @@ class TopicPipeline:
             # A job without a table only reports the rows' schema and throws the rows away, so a
             # backlog would be decoded twice: learn the schema from the first records of each item
             # first. Versions seen only later evolve the table in the loop below, as usual.
+            began = time.monotonic()
             probe = await self._probe(view, config, identifier, items)
+            self._phases["probe"] = time.monotonic() - began
             if probe is not None:
                 if probe[1].fatal_error is not None:
                     return probe
@@ -453,6 +472,7 @@ class TopicPipeline:
                 if missing:
                     self._fail(view, tables.partition_error(view.name, job.needs_schema, missing))
                     return None
+            began = time.monotonic()
             try:
                 table = await asyncio.to_thread(
                     tables.ensure_schema, self._ctx.catalog, identifier, table, job.needs_schema, config
@@ -460,6 +480,7 @@ class TopicPipeline:
             except IncompatibleTableSchema as exc:
                 self._fail(view, str(exc))
                 return None
+            self._phases["schema"] = self._phases.get("schema", 0.0) + time.monotonic() - began
         self._fail(view, f"the schema kept changing over {MAX_SCHEMA_ROUNDS} attempts")
         return None
 
@@ -502,11 +523,14 @@ class TopicPipeline:
     ) -> tuple[Table | None, JobResult] | None:
         """Create the table from the schema of the first :data:`PROBE_RECORDS` records of every
         item. Returns ``(table, probe result)``, or None when the probe learnt nothing (every
-        record skipped: the full job creates the table as before)."""
+        record skipped: the full job creates the table as before).
+
+        The probe runs here, in this process, not as a job: a job's fixed cost (scheduling, a
+        Python worker per task) is most of a small probe's time. It reads only the slices holding
+        those first records and decodes them per record (the native decoders give the same schema,
+        a property test holds them to it), so the broker never loads DataFusion or ptars."""
         sample = tuple(
-            dataclasses.replace(item, end_offset=min(item.end_offset, item.start_offset + PROBE_RECORDS))
-            for item in items
-            if item.end_offset - item.start_offset > PROBE_RECORDS
+            _probe_item(item) for item in items if item.end_offset - item.start_offset > PROBE_RECORDS
         )
         if not sample or len(sample) < len(items):
             return None  # small ranges: the full job is as cheap as the probe
@@ -518,10 +542,10 @@ class TopicPipeline:
             io_properties={},
             object_store_settings=self._ctx.object_store_settings,
             schema_registry_url=self._ctx.schema_registry_url,
-            native_decode=self._ctx.native_decode,
+            native_decode=False,
             max_task_bytes=self._ctx.max_task_bytes,
         )
-        probe = await asyncio.to_thread(self._ctx.runner.run, spec)
+        probe = await asyncio.to_thread(InProcessRunner().run, spec)
         if probe.fatal_error is not None:
             return None, probe
         if probe.needs_schema is None:
@@ -561,6 +585,17 @@ class TopicPipeline:
                 record.offset,
                 record.reason,
             )
+
+
+def _probe_item(item: WorkItem) -> WorkItem:
+    """``item`` cut to its first :data:`PROBE_RECORDS` records and the slices that hold them."""
+    end = min(item.end_offset, item.start_offset + PROBE_RECORDS)
+    slices = []
+    for piece in item.slices:
+        slices.append(piece)
+        if piece.end_offset >= end:
+            break
+    return dataclasses.replace(item, end_offset=end, slices=tuple(slices))
 
 
 class TableCoordinator:
@@ -744,8 +779,9 @@ class TableCoordinator:
             except Exception as exc:
                 log.exception("topic %s: table pipeline cycle failed; retrying next interval", pipeline.topic)
                 pipeline.status.last_error = f"{type(exc).__name__}: {exc}"
-        if self._triggers.get(pipeline.topic, 0) != triggers:
-            self._next_run[pipeline.topic] = 0.0  # triggered while running: run again now
+        if self._triggers.get(pipeline.topic, 0) != triggers or pipeline.more_ready:
+            # Triggered while running, or a capped cycle left ready records: run again now.
+            self._next_run[pipeline.topic] = 0.0
         else:
             self._next_run[pipeline.topic] = time.monotonic() + config.commit_interval_ms / 1000.0
         if self._ctx.observer is not None:

@@ -72,11 +72,24 @@ UPSERT_KEY_CACHE_BYTES = define(
     "table topics",
     in_range(0, 1 << 40),
 )
+UPSERT_MAX_CYCLE_BYTES = define(
+    "table.upsert.max.cycle.bytes",
+    int,
+    128 * 1024 * 1024,
+    "Stored bytes of records one commit of an upsert/CDC table takes at most (at least one work item, "
+    "so at most `table.job.max.task.bytes` more): the coordinator reads the whole batch's rows to keep "
+    "each key's latest, so this bounds its memory. A longer backlog (a first catch-up) is committed "
+    "over several cycles, each starting as soon as the previous one committed.",
+    "table topics",
+    in_range(1, 1 << 40),
+)
 MAX_TASKS = define(
     "table.job.max.tasks",
     int,
     0,
-    "Upper bound on the Spark tasks of one ingest job (0: one per work item).",
+    "Upper bound on the Spark tasks of one ingest job (0: one per core of the Spark session, "
+    "`defaultParallelism`). Each task gets a share of the job's work items of about equal stored "
+    "bytes (large items cut at object-slice boundaries) and converts them one after the other.",
     "table topics",
     in_range(0, 100_000),
 )

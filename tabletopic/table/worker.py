@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from tabletopic.records.header import parse_stored_header
@@ -193,3 +194,92 @@ class TableWorker:
                 items.append(WorkItem(topic, r.partition, cursor, end, tuple(group), aborted))
             cursor = end
         return items
+
+
+def balance_items(items: Sequence[WorkItem], slots: int) -> list[WorkItem]:
+    """Cut ``items`` (at slice boundaries) into about a multiple of ``slots`` pieces of similar size,
+    largest first, so a job's tasks keep every core busy to the end.
+
+    A job lasts as long as its slowest round of tasks: three equal items on two cores take two
+    rounds with one core idle in the second (75 % use), their six halves take three full rounds.
+    Pieces are never larger than the items they come from, so the task memory bound holds; an
+    item of one slice cannot be cut.
+    """
+    if slots <= 1 or not items:
+        return list(items)
+    total = sum(item.size for item in items)
+    rounds = -(-len(items) // slots)
+    share = max(total / (rounds * slots), 1.0)
+    pieces: list[WorkItem] = []
+    for item in items:
+        # Up to the next whole share (10 % slack): three equal items on two cores become six.
+        pieces += split_item(item, max(1, math.ceil(item.size / share - 0.1)))
+    return sorted(pieces, key=lambda piece: piece.size, reverse=True)
+
+
+def split_item(item: WorkItem, parts: int) -> list[WorkItem]:
+    """``item`` as at most ``parts`` consecutive items of about equal stored bytes that tile its
+    offsets exactly (boundaries on slice ends)."""
+    if parts <= 1 or len(item.slices) <= 1:
+        return [item]
+    share = item.size / parts
+    groups: list[list[ObjectSlice]] = [[]]
+    size = 0
+    for piece in item.slices:
+        if groups[-1] and size + piece.size / 2 > share * len(groups) and len(groups) < parts:
+            groups.append([])
+        groups[-1].append(piece)
+        size += piece.size
+    out: list[WorkItem] = []
+    cursor = item.start_offset
+    for index, group in enumerate(groups):
+        last = index == len(groups) - 1
+        end = item.end_offset if last else max(cursor, min(group[-1].end_offset, item.end_offset))
+        if end > cursor:  # a group past the item's end (none in practice) holds nothing to read
+            out.append(WorkItem(item.topic, item.partition, cursor, end, tuple(group), item.aborted))
+        cursor = end
+    return out
+
+
+def cap_items(
+    ranges: Sequence[PartitionRange], items: Sequence[WorkItem], max_bytes: int
+) -> tuple[list[PartitionRange], list[WorkItem], bool]:
+    """Keep a prefix of each partition's items, taking the partitions in turn, while their stored
+    bytes stay within ``max_bytes`` (the first item always); the ranges end where the kept items
+    end. Returns ``(ranges, items, capped)``; a range with nothing kept stays, empty, for the
+    records it lost to retention."""
+    queues: dict[int, list[WorkItem]] = {}
+    for item in items:
+        queues.setdefault(item.partition, []).append(item)
+    kept: list[WorkItem] = []
+    size = 0
+    while any(queues.values()):
+        for queue in queues.values():
+            if queue and (not kept or size + queue[0].size <= max_bytes):
+                size += queue[0].size
+                kept.append(queue.pop(0))
+        if all(not queue or size + queue[0].size > max_bytes for queue in queues.values()):
+            break
+    if len(kept) == len(items):
+        return list(ranges), list(items), False
+    ends = {item.partition: item.end_offset for item in kept}
+    capped = [
+        PartitionRange(r.partition, r.start_offset, ends.get(r.partition, r.start_offset), r.lost)
+        for r in ranges
+    ]
+    return capped, kept, True
+
+
+def assign_items(items: Sequence[WorkItem], tasks: int) -> list[list[WorkItem]]:
+    """The items of one job as at most ``tasks`` groups of about equal stored bytes, one group per
+    task: :func:`balance_items` pieces, each given to the lightest group so far, largest first. A
+    task runs its group's items one after the other (its memory bound holds per item), so a job
+    with as many tasks as cores has no second round for a core to idle in."""
+    pieces = balance_items(items, tasks)
+    groups: list[list[WorkItem]] = [[] for _ in range(min(tasks, len(pieces)))]
+    loads = [0] * len(groups)
+    for piece in pieces:
+        lightest = loads.index(min(loads))
+        groups[lightest].append(piece)
+        loads[lightest] += piece.size
+    return [group for group in groups if group]

@@ -342,19 +342,29 @@ class Recording:
         return self.inner.run(spec)
 
 
-async def test_a_first_backlog_is_decoded_once_after_a_probe_of_its_first_records(node: Node) -> None:
+async def test_a_first_backlog_is_decoded_once_after_a_probe_of_its_first_records(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tabletopic.table import coordinator
     from tabletopic.table.coordinator import PROBE_RECORDS
 
     view = await node.add_topic("backlog", 1, **{"automq.table.topic.convert.value.type": "string"})
-    total = PROBE_RECORDS + 500
+    total = PROBE_RECORDS + 2000
     for start in range(0, total, 500):
         await node.produce(view, 0, [b"v%d" % i for i in range(start, start + 500)])
+    probes = Recording()
+    monkeypatch.setattr(coordinator, "InProcessRunner", lambda: probes)
     runner = Recording()
     pipeline = TopicPipeline(CoordinatorContext(**{**node.ctx.__dict__, "runner": runner}), "backlog")
     assert await pipeline.run_cycle()
-    probe, full = runner.specs  # no third job re-decoding the backlog after the table was created
-    assert probe.table_metadata_json is None
+    # The probe ran in this process, not as a job; one job decoded the backlog once.
+    [probe] = probes.specs
+    [full] = runner.specs
+    assert probe.table_metadata_json is None and not probe.native_decode
     assert [(i.start_offset, i.end_offset) for i in probe.items] == [(0, PROBE_RECORDS)]
+    # Only the slices holding the first records are read.
+    assert probe.items[0].slices[-1].end_offset >= PROBE_RECORDS
+    assert probe.items[0].size <= full.items[0].size
     assert full.table_metadata_json is not None and full.items[-1].end_offset == total
     assert pipeline.status.rows_committed == total
     assert len(offsets_in_table(node, "backlog")) == total
@@ -417,3 +427,62 @@ async def test_a_task_writes_its_rows_out_in_files_once_they_pass_max_task_bytes
     table = node.catalog.load_table(("kafka", "wide"))
     files = [task.file for task in table.scan().plan_files()]
     assert len(files) >= 3  # the first cycle's file, then at least two for the second
+
+
+async def test_an_upsert_backlog_is_committed_over_cycles_capped_by_max_cycle_bytes(node: Node) -> None:
+    view = await node.add_topic(
+        "capped",
+        2,
+        **{
+            "automq.table.topic.convert.value.type": "string",
+            "automq.table.topic.upsert.enable": "true",
+            "automq.table.topic.id.columns": "[_kafka_key]",
+        },
+    )
+    for round_ in range(3):  # three flushed objects per partition: three slices, three items each
+        for partition in range(2):
+            batch = build_batch([Record(b"k%d-%d" % (partition, i), b"v%d" % round_) for i in range(50)])
+            await node.store.append(view.partitions[partition].stream_id, batch, 50)
+        await node.store.flush([p.stream_id for p in view.partitions])
+    ctx = CoordinatorContext(
+        **{
+            **node.ctx.__dict__,
+            "worker": TableWorker(node.store, max_item_bytes=1),
+            "upsert_max_cycle_bytes": 1,
+        }
+    )
+    pipeline = TopicPipeline(ctx, "capped")
+    assert await pipeline.run_cycle(), pipeline.status.last_error
+    # One item (the cap) was taken: one partition moved by one object, the other not at all.
+    first = committed_state(node.catalog.load_table(("kafka", "capped"))).offsets
+    assert sorted(first.values()) == [0, 50] and pipeline.more_ready
+    cycles = 1
+    while pipeline.more_ready:
+        assert await pipeline.run_cycle(), pipeline.status.last_error
+        cycles += 1
+    assert cycles == 6
+    table = node.catalog.load_table(("kafka", "capped"))
+    assert committed_state(table).offsets == {0: 150, 1: 150}
+    data = table.scan().to_arrow()
+    assert sorted(data.column("_kafka_key").to_pylist()) == sorted(
+        f"k{p}-{i}" for p in range(2) for i in range(50)
+    )
+    assert set(data.column("_kafka_value").to_pylist()) == {"v2"}
+
+
+def test_capping_takes_partitions_in_turn_and_ends_ranges_where_the_kept_items_end() -> None:
+    from tabletopic.s3stream.streams import ObjectSlice
+    from tabletopic.table.worker import PartitionRange, WorkItem, cap_items
+
+    def item(partition: int, start: int) -> WorkItem:
+        return WorkItem(
+            "t", partition, start, start + 10, (ObjectSlice("o", 0, 100, partition, start, start + 10),)
+        )
+
+    ranges = [PartitionRange(0, 0, 30), PartitionRange(1, 0, 20), PartitionRange(2, 5, 5, lost=5)]
+    items = [item(0, 0), item(0, 10), item(0, 20), item(1, 0), item(1, 10)]
+    capped, kept, more = cap_items(ranges, items, 300)
+    assert more and kept == [item(0, 0), item(1, 0), item(0, 10)]
+    assert capped == [PartitionRange(0, 0, 20), PartitionRange(1, 0, 10), PartitionRange(2, 5, 5, lost=5)]
+    assert cap_items(ranges, items, 1)[1] == [item(0, 0)]  # at least one item
+    assert cap_items(ranges, items, 10_000) == (ranges, items, False)

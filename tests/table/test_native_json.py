@@ -114,3 +114,15 @@ def test_date_times_and_maps_keep_the_per_record_decoder() -> None:
 def _types(schema: dict[str, Any]) -> tuple[Any, bool]:
     decoder = JsonDecoder(json.dumps(schema), native=False)
     return decoder.arrow_type, decoder.is_record
+
+
+def test_the_line_feed_check_sees_only_the_values_of_a_sliced_column() -> None:
+    import pyarrow as pa
+
+    from tabletopic.table.convert.native_json import _has_newline
+
+    column = pa.array([b'{"a":\n1}', b'{"a":2}', b'{"a":3}', b'{"a":\n4}'], pa.binary())
+    assert _has_newline(column)
+    assert not _has_newline(column.slice(1, 2))  # the line feeds lie outside the slice
+    assert _has_newline(column.slice(2, 2)) and _has_newline(column.slice(0, 1))
+    assert not _has_newline(column.slice(0, 0))

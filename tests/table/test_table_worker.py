@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from tabletopic.s3stream.memory import MemoryStreamStore
 from tabletopic.s3stream.streams import ObjectSlice
 from tabletopic.table.ports import PartitionView, TopicView
@@ -86,3 +88,45 @@ def test_aborted_records_are_dropped_when_the_marker_is_in_a_later_slice() -> No
     decoded = decode_records(stored, 0, 2, 0, [AbortedTransaction(p, f, m) for p, f, m in item.aborted])
     assert decoded.values == [b"kept"]
     assert decoded.skipped_aborted == 1
+
+
+def _item(partition: int, start: int, slices: int, size: int = 100) -> WorkItem:
+    pieces = tuple(
+        ObjectSlice(f"p{partition}-{i}", 0, size, partition, start + i * 10, start + i * 10 + 10)
+        for i in range(slices)
+    )
+    return WorkItem("t", partition, start + 3, start + slices * 10 - 4, pieces, ((7, 0, 9),))
+
+
+def test_balanced_items_tile_each_item_and_fill_every_core_to_the_end() -> None:
+    from tabletopic.table.worker import balance_items
+
+    items = [_item(p, 1000 * p, 12) for p in range(3)]  # three equal items, two cores
+    pieces = balance_items(items, 2)
+    assert len(pieces) == 6 and {p.size for p in pieces} == {600}
+    for item in items:
+        mine = sorted((p for p in pieces if p.partition == item.partition), key=lambda p: p.start_offset)
+        assert mine[0].start_offset == item.start_offset and mine[-1].end_offset == item.end_offset
+        assert all(a.end_offset == b.start_offset for a, b in itertools.pairwise(mine))
+        assert all(p.aborted == item.aborted for p in mine)
+        assert [s for p in mine for s in p.slices] == list(item.slices)
+    # Unequal items: largest pieces first, none larger than the largest share; one core: unchanged.
+    uneven = balance_items([_item(0, 0, 20), _item(1, 0, 2)], 2)
+    assert [p.size for p in uneven] == sorted((p.size for p in uneven), reverse=True)
+    assert max(p.size for p in uneven) <= 1100
+    assert balance_items(items, 1) == items
+    assert balance_items([_item(0, 0, 1)], 4) == [_item(0, 0, 1)]  # one slice cannot be cut
+
+
+def test_a_job_s_items_are_grouped_into_one_equal_share_per_task() -> None:
+    from tabletopic.table.worker import assign_items
+
+    items = [_item(p, 1000 * p, 12) for p in range(3)]  # three equal items, two cores
+    groups = assign_items(items, 2)
+    assert len(groups) == 2
+    assert [sum(i.size for i in group) for group in groups] == [1800, 1800]
+    assert sorted(s.object_key for group in groups for i in group for s in i.slices) == sorted(
+        s.object_key for item in items for s in item.slices
+    )
+    # One big item on eight cores: eight pieces, one per task.
+    assert [len(group) for group in assign_items(items[:1], 8)] == [1] * 8
