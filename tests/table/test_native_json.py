@@ -126,3 +126,15 @@ def test_the_line_feed_check_sees_only_the_values_of_a_sliced_column() -> None:
     assert not _has_newline(column.slice(1, 2))  # the line feeds lie outside the slice
     assert _has_newline(column.slice(2, 2)) and _has_newline(column.slice(0, 1))
     assert not _has_newline(column.slice(0, 0))
+
+
+def test_a_number_written_as_an_integer_beyond_int64_is_a_float_on_both_paths() -> None:
+    schema = {"type": "object", "properties": {"f": {"type": "number"}}, "required": ["f"]}
+    big = 1_180_591_620_717_411_303_424
+    payloads: list[bytes | None] = [json.dumps({"f": big if i % 2 else i}).encode() for i in range(70)]
+    decoder = JsonDecoder(json.dumps(schema))
+    per_record, failures = decoder.decode_per_record(payloads)
+    assert failures == {}
+    assert per_record.field("f").to_pylist()[:2] == [0.0, float(big)]
+    native = decoder.decode(payloads)[0]
+    assert native.equals(per_record)

@@ -117,8 +117,9 @@ class JsonDecoder:
 
 def _fixers(type_: pa.DataType) -> Any:
     """Per-value adjustments JSON needs before Arrow takes it: fields typed string but holding
-    objects or numbers are kept as JSON text (not rejected); dates and times arrive as ISO 8601 text
-    and are parsed here, so a bad one fails its own record only."""
+    objects or numbers are kept as JSON text (not rejected); numbers written as integers become
+    floats; dates and times arrive as ISO 8601 text and are parsed here, so a bad one fails its own
+    record only."""
     if pa.types.is_struct(type_):
         subs = {type_.field(i).name: _fixers(type_.field(i).type) for i in range(type_.num_fields)}
         subs = {k: v for k, v in subs.items() if v is not None}
@@ -133,6 +134,10 @@ def _fixers(type_: pa.DataType) -> Any:
         return fix_struct if subs else None
     if pa.types.is_string(type_):
         return lambda v: v if isinstance(v, str) else json.dumps(v)
+    if pa.types.is_float64(type_):
+        # A JSON Schema number may be written as an integer of any size (1180591620717411303424):
+        # Arrow takes Python ints into float64 only within int64.
+        return lambda v: float(v) if type(v) is int else v
     if pa.types.is_timestamp(type_):
         return _parse_timestamp
     if pa.types.is_date(type_):
