@@ -13,6 +13,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from tests.schema_registry.schemas import ADDRESS, ORDER
 from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.integration
@@ -82,18 +83,7 @@ def test_incompatible_evolution_is_rejected_with_409(client: SchemaRegistryClien
 
 def test_schema_references_round_trip(client: SchemaRegistryClient) -> None:
     name = topic()
-    address = {
-        "type": "record",
-        "name": "Address",
-        "namespace": "acme",
-        "fields": [{"name": "city", "type": "string"}],
-    }
-    order = {
-        "type": "record",
-        "name": "Order",
-        "namespace": "acme",
-        "fields": [{"name": "id", "type": "long"}, {"name": "ship_to", "type": "acme.Address"}],
-    }
+    address, order = ADDRESS, ORDER
     address_subject = f"{name}-address"
     client.register_schema(address_subject, Schema(json.dumps(address), "AVRO"))
     ref = SchemaReference("acme.Address", address_subject, 1)

@@ -33,6 +33,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from tests.schema_registry.schemas import ADDRESS, ORDER
 from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.integration
@@ -135,18 +136,7 @@ def test_karapace_requests_round_trip_avro_with_references(karapace: KarapaceReq
     import avro.schema
 
     name = topic()
-    address = {
-        "type": "record",
-        "name": "Address",
-        "namespace": "acme",
-        "fields": [{"name": "city", "type": "string"}],
-    }
-    order = {
-        "type": "record",
-        "name": "Order",
-        "namespace": "acme",
-        "fields": [{"name": "id", "type": "long"}, {"name": "ship_to", "type": "acme.Address"}],
-    }
+    address, order = ADDRESS, ORDER
     karapace.post_new_schema(f"{name}-address", "AVRO", address)
     references = [{"name": "acme.Address", "subject": f"{name}-address", "version": 1}]
     order_id = karapace.post_new_schema(f"{name}-value", "AVRO", order, references)

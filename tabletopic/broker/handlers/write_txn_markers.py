@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -28,7 +29,11 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
         for topic in marker.topics
         for index in topic.partition_indexes
     ]
-    codes = iter(await asyncio.gather(*jobs))
+    return answer(request, iter(await asyncio.gather(*jobs)))
+
+
+def answer(request: Any, codes: Iterator[ErrorCode]) -> dict[str, Any]:
+    """The response: each partition of each marker with the next of ``codes``, in request order."""
     return {
         "markers": [
             {

@@ -5,12 +5,14 @@ that part's answer goes, with Kafka's error code."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.write_txn_markers import answer as write_txn_markers_answer
 from tabletopic.broker.security.acl import CLUSTER_NAME, Operation, ResourceType
 from tabletopic.broker.security.guard import (
     NOT_REQUESTED,
@@ -520,24 +522,7 @@ async def write_txn_markers(check: Check, ctx: RequestContext, request: Any, cal
     every marker says CLUSTER_AUTHORIZATION_FAILED (the response has no top-level error)."""
     if check.cluster(Operation.CLUSTER_ACTION):
         return await call(request)
-    return {
-        "markers": [
-            {
-                "producer_id": marker.producer_id,
-                "topics": [
-                    {
-                        "name": topic.name,
-                        "partitions": [
-                            {"partition_index": index, "error_code": CLUSTER_DENIED}
-                            for index in topic.partition_indexes
-                        ],
-                    }
-                    for topic in marker.topics
-                ],
-            }
-            for marker in request.markers
-        ]
-    }
+    return write_txn_markers_answer(request, itertools.repeat(CLUSTER_DENIED))
 
 
 def _per_entry(key: str, source: str, code: ErrorCode = CLUSTER_DENIED, **extra: Any) -> Any:
