@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import io
+import itertools
 import json
 import random
 import statistics
@@ -306,11 +307,17 @@ def steady(
     thread.start()
     latencies: list[float] = []
     seen: set[tuple[int, int]] = set()
+    jobs: dict[int, dict[str, float]] = {}
+    seen_at: list[float] = []  # when each new commit was first seen: the gaps are the cycle period
     deadline = time.monotonic() + args.steady_seconds + args.timeout
     while time.monotonic() < deadline:
         status = node.table_status(topic)
         now = time.monotonic()
         if status:
+            if status["last_commit_snapshot"] is not None:
+                if status["last_commit_snapshot"] not in jobs:
+                    seen_at.append(now)
+                jobs[status["last_commit_snapshot"]] = dict(status["last_job_timings"])
             committed = {int(k): v for k, v in status["committed_offsets"].items()}
             with lock:
                 fresh = [pos for pos in positions if pos not in seen and pos[1] < committed.get(pos[0], 0)]
@@ -325,6 +332,8 @@ def steady(
     produced_s = max(sent_at) - min(sent_at) if count else 0.0
     return {
         "latencies": latencies,
+        "jobs": list(jobs.values()),
+        "periods": [b - a for a, b in itertools.pairwise(seen_at)],
         "records": count,
         "achieved_rate": count / produced_s if produced_s else 0.0,
     }
@@ -524,6 +533,16 @@ def main() -> None:
                 f"produce->visible p50 {pct(lat, 0.5):.2f}s  p99 {pct(lat, 0.99):.2f}s  "
                 f"max {pct(lat, 1.0):.2f}s "
                 f"({len(lat):,} records)"
+            )
+            keys = sorted({k for j in st["jobs"] for k in j})
+            medians = "  ".join(
+                f"{k} {statistics.median([j.get(k, 0.0) for j in st['jobs']]):.2f}s" for k in keys
+            )
+            periods = st["periods"] or [float("nan")]
+            say(
+                f"steady cycles: {len(st['jobs'])} commits seen, period median "
+                f"{statistics.median(periods):.2f}s max {max(periods):.2f}s; "
+                f"median split per cycle: {medians}"
             )
         spark = spark_session(node, work)
         empty = empty_job(spark)

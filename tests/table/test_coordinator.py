@@ -4,7 +4,9 @@ from a real client library, the ingest task run in-process. (The Spark path has 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +213,52 @@ async def test_a_topic_commits_before_its_interval_once_enough_bytes_wait(node: 
     await node.produce(view, 0, [os.urandom(20_000) for _ in range(60)])
     await coordinator.run_due()  # over commit.max.bytes: commits now
     assert coordinator.pipelines["bursty"].status.rows_committed == 66
+
+
+class SlowRunner:
+    """An in-process job that takes ``seconds`` longer, like a Spark job's fixed cost."""
+
+    def __init__(self, seconds: float) -> None:
+        self.inner = InProcessRunner()
+        self.seconds = seconds
+
+    def run(self, spec: JobSpec) -> JobResult:
+        time.sleep(self.seconds)
+        return self.inner.run(spec)
+
+
+async def test_the_next_cycle_is_due_one_interval_after_the_last_one_began(node: Node) -> None:
+    """Commits come every commit interval: a cycle's own length is not added to the wait."""
+    view = await node.add_topic("ticks", 1, **{"automq.table.topic.commit.interval.ms": "1000"})
+    coordinator = TableCoordinator(dataclasses.replace(node.ctx, runner=SlowRunner(0.4)))
+    await node.produce(view, 0, [b"x"])
+    began = time.monotonic()
+    await coordinator.run_due()
+    assert coordinator.pipelines["ticks"].status.rows_committed == 1
+    assert time.monotonic() - began >= 0.4
+    assert coordinator._next_run["ticks"] <= began + 1.0 + 0.1
+
+
+async def test_the_coordinator_wakes_when_a_cycle_is_due_not_only_every_poll(node: Node) -> None:
+    """A commit interval shorter than the poll interval still commits every interval."""
+    view = await node.add_topic("beats", 1, **{"automq.table.topic.commit.interval.ms": "200"})
+    coordinator = TableCoordinator(node.ctx, poll_interval=30.0)
+    await node.produce(view, 0, [b"1"])
+    coordinator.start()
+    try:
+        status = coordinator.pipelines
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if "beats" in status and status["beats"].status.rows_committed == 1:
+                break
+        await node.produce(view, 0, [b"2"])
+        for _ in range(200):  # 10 s at most: well under the 30 s poll
+            await asyncio.sleep(0.05)
+            if status["beats"].status.rows_committed == 2:
+                break
+        assert status["beats"].status.rows_committed == 2
+    finally:
+        await coordinator.stop()
 
 
 async def test_a_commit_racing_a_schema_evolution_is_not_applied_twice(node: Node) -> None:
