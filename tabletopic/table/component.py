@@ -163,6 +163,9 @@ class TableComponent:
             # worker a job will reuse is started and has paid its imports.
             slots = max(int(spark.sparkContext.defaultParallelism), 1)
             spark.range(0, slots, 1, slots).mapInArrow(warm_worker, "id long").collect()
+            warm_helper = getattr(self._runner, "warm", None)
+            if warm_helper is not None:  # the helper process for small jobs (job_process)
+                warm_helper()
             log.info("Spark warmed up for the table pipeline in %.1fs", time.monotonic() - started)
         except Exception:
             log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")
@@ -222,3 +225,6 @@ class TableComponent:
             await self._coordinator.stop()
         if self._producer is not None:
             await asyncio.to_thread(self._producer.flush, 5)
+        close_runner = getattr(self._runner, "close", None)
+        if close_runner is not None:
+            await asyncio.to_thread(close_runner)

@@ -534,3 +534,46 @@ def test_capping_takes_partitions_in_turn_and_ends_ranges_where_the_kept_items_e
     assert capped == [PartitionRange(0, 0, 20), PartitionRange(1, 0, 10), PartitionRange(2, 5, 5, lost=5)]
     assert cap_items(ranges, items, 1)[1] == [item(0, 0)]  # at least one item
     assert cap_items(ranges, items, 10_000) == (ranges, items, False)
+
+
+class CountingRunner:
+    """The large-job runner (Spark in a node): counts the jobs it was given."""
+
+    def __init__(self) -> None:
+        self.inner = InProcessRunner()
+        self.jobs = 0
+
+    def run(self, spec: JobSpec) -> JobResult:
+        self.jobs += 1
+        return self.inner.run(spec)
+
+
+async def test_small_jobs_run_in_the_warm_helper_process_and_large_ones_on_the_large_runner(
+    node: Node,
+) -> None:
+    from tabletopic.table.job_process import SmallJobRunner
+
+    large = CountingRunner()
+    runner = SmallJobRunner(large, max_bytes=4096)
+    pipeline = TopicPipeline(dataclasses.replace(node.ctx, runner=runner), "mixed")
+    view = await node.add_topic("mixed", 1, **{"automq.table.topic.convert.value.type": "string"})
+    try:
+        await asyncio.to_thread(runner.warm)
+        first = runner.helper.pid()
+        assert first is not None and first != os.getpid()
+        await node.produce(view, 0, [b"a", b"b"])
+        assert await pipeline.run_cycle()  # small: in the helper
+        assert large.jobs == 0
+        await node.produce(view, 0, [os.urandom(3000).hex().encode()])
+        assert await pipeline.run_cycle()  # over max_bytes: the large runner
+        assert large.jobs == 1
+        os.kill(first, 9)  # a helper that died is started again for the next small job
+        await asyncio.to_thread(os.waitpid, first, 0)
+        await node.produce(view, 0, [b"c"])
+        assert await pipeline.run_cycle()
+        assert large.jobs == 1 and runner.helper.pid() not in (None, first)
+        assert offsets_in_table(node, "mixed") == [(0, 0), (0, 1), (0, 2), (0, 3)]
+        assert pipeline.status.rows_committed == 4
+    finally:
+        await asyncio.to_thread(runner.close)
+    assert runner.helper.pid() is None
