@@ -158,14 +158,16 @@ class TableComponent:
         assert self._spark is not None
         try:
             started = time.monotonic()
+            warm_helper = getattr(self._runner, "warm", None)
+            if warm_helper is not None:
+                # First the helper process for small jobs (tabletopic.table.job_process), ready in
+                # a second or two: a new topic's first commits are small and run there.
+                warm_helper()
             spark = self._spark()
             # One task per core, each importing what an ingest task imports, so every Python
             # worker a job will reuse is started and has paid its imports.
             slots = max(int(spark.sparkContext.defaultParallelism), 1)
             spark.range(0, slots, 1, slots).mapInArrow(warm_worker, "id long").collect()
-            warm_helper = getattr(self._runner, "warm", None)
-            if warm_helper is not None:  # the helper process for small jobs (job_process)
-                warm_helper()
             log.info("Spark warmed up for the table pipeline in %.1fs", time.monotonic() - started)
         except Exception:
             log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")

@@ -62,15 +62,24 @@ class JobProcess:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
+        # Set while the warm-up holds the helper: a job then waits for it (a second or two) rather
+        # than going to a Spark that may not have started yet either.
+        self._warming = False
 
     def try_run(self, spec: JobSpec | None) -> JobResult | None:
         """Run ``spec`` (None: just start the process and its imports) unless another job is
         running there now; returns None then, so the caller uses Spark instead of queueing."""
-        if not self._lock.acquire(blocking=False):
+        warm_up = spec is None
+        if warm_up:
+            self._warming = True  # before taking the lock: no job may slip to Spark meanwhile
+        if not self._lock.acquire(blocking=self._warming and not warm_up):
+            self._warming = self._warming and not warm_up
             return None
         try:
             return self._run(spec) or JobResult()
         finally:
+            if warm_up:
+                self._warming = False
             self._lock.release()
 
     def _run(self, spec: JobSpec | None) -> JobResult | None:
