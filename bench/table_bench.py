@@ -2,8 +2,9 @@
 confluent-kafka, every figure beside a same-run baseline.
 
 1. Cold start: the node starts with no table topics; a first table topic's first commit is timed
-   from its first record acknowledged to the record committed (Spark session and Python workers
-   start then, unless a table topic already existed when the node started).
+   from its first record acknowledged to the record committed (the small-job helper process and
+   Spark start in the background then, unless a table topic already existed when the node started;
+   a first commit this small runs in the helper, ``table.job.local.max.bytes``).
 2. Catch-up per format: ``--records`` records already in a ``--partitions``-partition topic, then
    the table topic is switched on (AlterConfigs ``enable=true``, Spark warm); rows/s from the
    switch to every row committed. Avro (20 fields, flatten), Protobuf (flatten), JSON Schema
@@ -14,7 +15,9 @@ confluent-kafka, every figure beside a same-run baseline.
    of the wall time (the switch seen, status polls).
 3. Steady state: ``--steady-rate`` records/s for ``--steady-seconds`` with a 1 s commit interval;
    per record, produce time -> the status poll that saw its offset committed. p50/p99, and the lag
-   at the end (growing lag shows as a p99 close to the run's length).
+   at the end (growing lag shows as a p99 close to the run's length); then the cycles' period
+   (time between commits seen) and the median split of a cycle (cycles this small run in the
+   helper process, not Spark).
 4. Spark's fixed cost: an empty ``mapInArrow`` job (3 tasks, no rows) in a Spark session like the
    node's; the commit's time is the ``commit`` figure of the catch-up jobs.
 5. Baselines, on the same Avro rows pre-built as Arrow: pyarrow alone (pyiceberg append: Parquet
