@@ -258,6 +258,13 @@ async def test_the_coordinator_wakes_when_a_cycle_is_due_not_only_every_poll(nod
                 break
         assert status["beats"].status.rows_committed == 2
     finally:
+        # Stopped between cycles, not inside one (a cycle cancelled mid-step leaves its thread
+        # running against the store the fixture then closes).
+        coordinator.pause("beats")
+        for _ in range(200):
+            if not coordinator._running_now():
+                break
+            await asyncio.sleep(0.05)
         await coordinator.stop()
 
 
