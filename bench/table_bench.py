@@ -2,8 +2,9 @@
 confluent-kafka, every figure beside a same-run baseline.
 
 1. Cold start: the node starts with no table topics; a first table topic's first commit is timed
-   from its first record acknowledged to the record committed (Spark session and Python workers
-   start then, unless a table topic already existed when the node started).
+   from its first record acknowledged to the record committed (the small-job helper process and
+   Spark start in the background then, unless a table topic already existed when the node started;
+   a first commit this small runs in the helper, ``table.job.local.max.bytes``).
 2. Catch-up per format: ``--records`` records already in a ``--partitions``-partition topic, then
    the table topic is switched on (AlterConfigs ``enable=true``, Spark warm); rows/s from the
    switch to every row committed. Avro (20 fields, flatten), Protobuf (flatten), JSON Schema
@@ -14,7 +15,9 @@ confluent-kafka, every figure beside a same-run baseline.
    of the wall time (the switch seen, status polls).
 3. Steady state: ``--steady-rate`` records/s for ``--steady-seconds`` with a 1 s commit interval;
    per record, produce time -> the status poll that saw its offset committed. p50/p99, and the lag
-   at the end (growing lag shows as a p99 close to the run's length).
+   at the end (growing lag shows as a p99 close to the run's length); then the cycles' period
+   (time between commits seen) and the median split of a cycle (cycles this small run in the
+   helper process, not Spark).
 4. Spark's fixed cost: an empty ``mapInArrow`` job (3 tasks, no rows) in a Spark session like the
    node's; the commit's time is the ``commit`` figure of the catch-up jobs.
 5. Baselines, on the same Avro rows pre-built as Arrow: pyarrow alone (pyiceberg append: Parquet
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import io
+import itertools
 import json
 import random
 import statistics
@@ -306,11 +310,17 @@ def steady(
     thread.start()
     latencies: list[float] = []
     seen: set[tuple[int, int]] = set()
+    jobs: dict[int, dict[str, float]] = {}
+    seen_at: list[float] = []  # when each new commit was first seen: the gaps are the cycle period
     deadline = time.monotonic() + args.steady_seconds + args.timeout
     while time.monotonic() < deadline:
         status = node.table_status(topic)
         now = time.monotonic()
         if status:
+            if status["last_commit_snapshot"] is not None:
+                if status["last_commit_snapshot"] not in jobs:
+                    seen_at.append(now)
+                jobs[status["last_commit_snapshot"]] = dict(status["last_job_timings"])
             committed = {int(k): v for k, v in status["committed_offsets"].items()}
             with lock:
                 fresh = [pos for pos in positions if pos not in seen and pos[1] < committed.get(pos[0], 0)]
@@ -325,6 +335,8 @@ def steady(
     produced_s = max(sent_at) - min(sent_at) if count else 0.0
     return {
         "latencies": latencies,
+        "jobs": list(jobs.values()),
+        "periods": [b - a for a, b in itertools.pairwise(seen_at)],
         "records": count,
         "achieved_rate": count / produced_s if produced_s else 0.0,
     }
@@ -524,6 +536,16 @@ def main() -> None:
                 f"produce->visible p50 {pct(lat, 0.5):.2f}s  p99 {pct(lat, 0.99):.2f}s  "
                 f"max {pct(lat, 1.0):.2f}s "
                 f"({len(lat):,} records)"
+            )
+            keys = sorted({k for j in st["jobs"] for k in j})
+            medians = "  ".join(
+                f"{k} {statistics.median([j.get(k, 0.0) for j in st['jobs']]):.2f}s" for k in keys
+            )
+            periods = st["periods"] or [float("nan")]
+            say(
+                f"steady cycles: {len(st['jobs'])} commits seen, period median "
+                f"{statistics.median(periods):.2f}s max {max(periods):.2f}s; "
+                f"median split per cycle: {medians}"
             )
         spark = spark_session(node, work)
         empty = empty_job(spark)

@@ -337,7 +337,12 @@ def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, S
     def spark() -> object:
         return node_spark(config, catalog)
 
-    return SparkIngestRunner(spark, config.get(table_settings.MAX_TASKS) or None), spark
+    runner: JobRunner = SparkIngestRunner(spark, config.get(table_settings.MAX_TASKS) or None)
+    if config.get(table_settings.LOCAL_MAX_BYTES) > 0:
+        from tabletopic.table.job_process import SmallJobRunner
+
+        runner = SmallJobRunner(runner, config.get(table_settings.LOCAL_MAX_BYTES))
+    return runner, spark
 
 
 async def serve(config: Config, started: asyncio.Event | None = None) -> None:

@@ -158,6 +158,11 @@ class TableComponent:
         assert self._spark is not None
         try:
             started = time.monotonic()
+            warm_helper = getattr(self._runner, "warm", None)
+            if warm_helper is not None:
+                # First the helper process for small jobs (tabletopic.table.job_process), ready in
+                # a second or two: a new topic's first commits are small and run there.
+                warm_helper()
             spark = self._spark()
             # One task per core, each importing what an ingest task imports, so every Python
             # worker a job will reuse is started and has paid its imports.
@@ -222,3 +227,6 @@ class TableComponent:
             await self._coordinator.stop()
         if self._producer is not None:
             await asyncio.to_thread(self._producer.flush, 5)
+        close_runner = getattr(self._runner, "close", None)
+        if close_runner is not None:
+            await asyncio.to_thread(close_runner)

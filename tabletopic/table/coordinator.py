@@ -661,9 +661,22 @@ class TableCoordinator:
             await self.refresh_lag()
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
+                await asyncio.wait_for(self._wake.wait(), timeout=self._until_next_due())
             except TimeoutError:
                 pass
+
+    def _until_next_due(self) -> float:
+        """Seconds to sleep before the next look: the poll interval, or less when a topic's next
+        cycle falls due sooner (a 1 s commit interval must not wait for a 1 s poll on top)."""
+        running, now = self._running_now(), time.monotonic()
+        # A due time already past belongs to a topic run_due just declined (invalid configs): the
+        # poll interval retries it, not a busy loop.
+        dues = [
+            due
+            for name, due in self._next_run.items()
+            if due > now and name not in running and name not in self.paused
+        ]
+        return min([self._poll, *(due - now for due in dues)])
 
     def refresh_watermarks(self, pipeline: TopicPipeline) -> None:
         """Read ``pipeline``'s high watermarks from the store now (cheap: in-memory offsets)."""
@@ -772,6 +785,10 @@ class TableCoordinator:
     async def _cycle(self, pipeline: TopicPipeline, config: TableTopicConfig) -> None:
         async with self._slots:
             triggers = self._triggers.get(pipeline.topic, 0)
+            # The interval runs from this cycle's start, not its end: commits come every interval
+            # (back to back when a cycle takes longer), so a record waits at most one interval for
+            # the cycle that picks it up instead of an interval plus the previous cycle's length.
+            began = time.monotonic()
             try:
                 await pipeline.run_cycle()
             except asyncio.CancelledError:
@@ -783,7 +800,7 @@ class TableCoordinator:
             # Triggered while running, or a capped cycle left ready records: run again now.
             self._next_run[pipeline.topic] = 0.0
         else:
-            self._next_run[pipeline.topic] = time.monotonic() + config.commit_interval_ms / 1000.0
+            self._next_run[pipeline.topic] = began + config.commit_interval_ms / 1000.0
         if self._ctx.observer is not None:
             self._ctx.observer.observe(pipeline.status)
         self._wake.set()

@@ -83,6 +83,17 @@ UPSERT_MAX_CYCLE_BYTES = define(
     "table topics",
     in_range(1, 1 << 40),
 )
+LOCAL_MAX_BYTES = define(
+    "table.job.local.max.bytes",
+    int,
+    32 * 1024 * 1024,
+    "With the `spark` runner, ingest jobs whose work items hold at most this many stored bytes run "
+    "in a warm helper Python process of the node instead of as a Spark job (whose fixed cost, about "
+    "0.5 s, is most of a short commit interval's cycle); larger jobs run on Spark. 0 sends every job "
+    "to Spark. The helper costs about 200 MB of memory once a table topic exists.",
+    "table topics",
+    in_range(0, 1 << 40),
+)
 MAX_TASKS = define(
     "table.job.max.tasks",
     int,

@@ -4,7 +4,9 @@ from a real client library, the ingest task run in-process. (The Spark path has 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,6 +213,59 @@ async def test_a_topic_commits_before_its_interval_once_enough_bytes_wait(node: 
     await node.produce(view, 0, [os.urandom(20_000) for _ in range(60)])
     await coordinator.run_due()  # over commit.max.bytes: commits now
     assert coordinator.pipelines["bursty"].status.rows_committed == 66
+
+
+class SlowRunner:
+    """An in-process job that takes ``seconds`` longer, like a Spark job's fixed cost."""
+
+    def __init__(self, seconds: float) -> None:
+        self.inner = InProcessRunner()
+        self.seconds = seconds
+
+    def run(self, spec: JobSpec) -> JobResult:
+        time.sleep(self.seconds)
+        return self.inner.run(spec)
+
+
+async def test_the_next_cycle_is_due_one_interval_after_the_last_one_began(node: Node) -> None:
+    """Commits come every commit interval: a cycle's own length is not added to the wait."""
+    view = await node.add_topic("ticks", 1, **{"automq.table.topic.commit.interval.ms": "1000"})
+    coordinator = TableCoordinator(dataclasses.replace(node.ctx, runner=SlowRunner(0.4)))
+    await node.produce(view, 0, [b"x"])
+    began = time.monotonic()
+    await coordinator.run_due()
+    assert coordinator.pipelines["ticks"].status.rows_committed == 1
+    assert time.monotonic() - began >= 0.4
+    assert coordinator._next_run["ticks"] <= began + 1.0 + 0.1
+
+
+async def test_the_coordinator_wakes_when_a_cycle_is_due_not_only_every_poll(node: Node) -> None:
+    """A commit interval shorter than the poll interval still commits every interval."""
+    view = await node.add_topic("beats", 1, **{"automq.table.topic.commit.interval.ms": "200"})
+    coordinator = TableCoordinator(node.ctx, poll_interval=30.0)
+    await node.produce(view, 0, [b"1"])
+    coordinator.start()
+    try:
+        status = coordinator.pipelines
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if "beats" in status and status["beats"].status.rows_committed == 1:
+                break
+        await node.produce(view, 0, [b"2"])
+        for _ in range(200):  # 10 s at most: well under the 30 s poll
+            await asyncio.sleep(0.05)
+            if status["beats"].status.rows_committed == 2:
+                break
+        assert status["beats"].status.rows_committed == 2
+    finally:
+        # Stopped between cycles, not inside one (a cycle cancelled mid-step leaves its thread
+        # running against the store the fixture then closes).
+        coordinator.pause("beats")
+        for _ in range(200):
+            if not coordinator._running_now():
+                break
+            await asyncio.sleep(0.05)
+        await coordinator.stop()
 
 
 async def test_a_commit_racing_a_schema_evolution_is_not_applied_twice(node: Node) -> None:
@@ -486,3 +541,46 @@ def test_capping_takes_partitions_in_turn_and_ends_ranges_where_the_kept_items_e
     assert capped == [PartitionRange(0, 0, 20), PartitionRange(1, 0, 10), PartitionRange(2, 5, 5, lost=5)]
     assert cap_items(ranges, items, 1)[1] == [item(0, 0)]  # at least one item
     assert cap_items(ranges, items, 10_000) == (ranges, items, False)
+
+
+class CountingRunner:
+    """The large-job runner (Spark in a node): counts the jobs it was given."""
+
+    def __init__(self) -> None:
+        self.inner = InProcessRunner()
+        self.jobs = 0
+
+    def run(self, spec: JobSpec) -> JobResult:
+        self.jobs += 1
+        return self.inner.run(spec)
+
+
+async def test_small_jobs_run_in_the_warm_helper_process_and_large_ones_on_the_large_runner(
+    node: Node,
+) -> None:
+    from tabletopic.table.job_process import SmallJobRunner
+
+    large = CountingRunner()
+    runner = SmallJobRunner(large, max_bytes=4096)
+    pipeline = TopicPipeline(dataclasses.replace(node.ctx, runner=runner), "mixed")
+    view = await node.add_topic("mixed", 1, **{"automq.table.topic.convert.value.type": "string"})
+    try:
+        await asyncio.to_thread(runner.warm)
+        first = runner.helper.pid()
+        assert first is not None and first != os.getpid()
+        await node.produce(view, 0, [b"a", b"b"])
+        assert await pipeline.run_cycle()  # small: in the helper
+        assert large.jobs == 0
+        await node.produce(view, 0, [os.urandom(3000).hex().encode()])
+        assert await pipeline.run_cycle()  # over max_bytes: the large runner
+        assert large.jobs == 1
+        os.kill(first, 9)  # a helper that died is started again for the next small job
+        await asyncio.to_thread(os.waitpid, first, 0)
+        await node.produce(view, 0, [b"c"])
+        assert await pipeline.run_cycle()
+        assert large.jobs == 1 and runner.helper.pid() not in (None, first)
+        assert offsets_in_table(node, "mixed") == [(0, 0), (0, 1), (0, 2), (0, 3)]
+        assert pipeline.status.rows_committed == 4
+    finally:
+        await asyncio.to_thread(runner.close)
+    assert runner.helper.pid() is None

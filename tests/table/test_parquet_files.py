@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -77,10 +78,34 @@ def test_only_columns_whose_values_repeat_are_dictionary_encoded(catalog: SqlCat
     assert not encoded["flag"]
 
 
-def test_partitioned_tables_stay_on_pyiceberg_s_writer(catalog: SqlCatalog) -> None:
+def test_partitioned_tables_get_pyiceberg_s_partition_values_and_paths(catalog: SqlCatalog) -> None:
+    """Identity and transform partitions: the same partitions, values and directories as
+    pyiceberg's writer, and the rows read back the same."""
+    from pyiceberg.transforms import BucketTransform, DayTransform
+
     table = catalog.create_table(("ns", "parted"), schema=ROWS.schema)
     with table.update_spec() as update:
         update.add_identity("country")
-    assert not parquet_files.direct_write_supported(table.metadata)
-    with pytest.raises(ValueError, match="unpartitioned"):
-        parquet_files.write_data_files(table.metadata, table.io, ROWS)
+        update.add_field("when", DayTransform(), "when_day")
+        update.add_field("id", BucketTransform(3), "id_bucket")
+    assert parquet_files.direct_write_supported(table.metadata)
+    shaped = ROWS.cast(parquet_files.arrow_schema(table.metadata))
+    ours = parquet_files.write_data_files(table.metadata, table.io, shaped)
+    theirs = list(
+        _dataframe_to_data_files(table_metadata=table.metadata, write_uuid=uuid.uuid4(), df=ROWS, io=table.io)
+    )
+
+    def by_partition(files: list[Any]) -> dict[tuple[Any, ...], tuple[int, str]]:
+        return {
+            tuple(f.partition): (f.record_count, f.file_path.rsplit("/", 1)[0].split("/data/", 1)[1])
+            for f in files
+        }
+
+    assert len(ours) == len(theirs) > 3
+    assert by_partition(ours) == by_partition(theirs)
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        for file in ours:
+            append.append_data_file(file)
+    read = table.refresh().scan().to_arrow()
+    assert read.sort_by("id").cast(ROWS.schema).equals(ROWS)
+    assert table.scan(row_filter="country == 'fr'").to_arrow().num_rows == 5000

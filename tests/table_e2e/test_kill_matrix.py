@@ -202,7 +202,8 @@ def test_random_sigkills_during_steady_produce_and_ingest(crash_node: TableNode)
 def test_kill_inside_a_spark_task_write_then_restart_commits_everything_once(tmp_path: Path) -> None:
     """``table.task_write`` SIGKILLs the Spark Python worker while it writes data files: the job
     fails, nothing is committed for it, and after a restart (without the variable) the table is exact."""
-    node = TableNode(tmp_path / "spark-crash", dict(SPARK_NODE_SETTINGS))
+    # Every job on Spark (none in the small-job helper process), so the kill lands in a Spark worker.
+    node = TableNode(tmp_path / "spark-crash", {**SPARK_NODE_SETTINGS, "table.job.local.max.bytes": "0"})
     topic = "crash_task_write"
     try:
         node.start(env={"TABLETOPIC_CRASH_AT": "table.task_write"}, timeout=180)

@@ -100,6 +100,7 @@ def test_node_with_a_standalone_spark_master_ingests_a_topic(spark_cluster: str,
         "spark.master": spark_cluster,
         "spark.executor.memory": "512m",
         "spark.cores.max": "1",
+        "table.job.local.max.bytes": "0",  # every job on the cluster, none in the node's helper
     }
     node = TableNode(tmp_path / "cluster-node", settings)
     try:
