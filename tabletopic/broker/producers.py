@@ -87,6 +87,17 @@ class ProducerStates:
         self._streams: dict[int, dict[int, ProducerEntry]] = {}
         self._covered: dict[int, int] = {}  # stream -> offset the in-memory state covers up to
         self._dirty: set[int] = set()
+        self._turns: dict[int, asyncio.Lock] = {}
+
+    def ordering(self, stream_id: int) -> asyncio.Lock:
+        """The lock a produce holds from its first await until its batches have offsets, so the
+        batches of a stream are checked and appended in the order the requests arrived (Kafka
+        handles a connection's requests one at a time). The acknowledgement is awaited outside
+        it: appends stay pipelined."""
+        lock = self._turns.get(stream_id)
+        if lock is None:
+            lock = self._turns[stream_id] = asyncio.Lock()
+        return lock
 
     # --- the produce path --------------------------------------------------------------------
     def check(self, stream_id: int, batch: BatchHeader) -> SequenceCheck:
@@ -137,8 +148,13 @@ class ProducerStates:
         self, stream_id: int, producer_id: int, reservation: CachedBatch, base_offset: int, next_offset: int
     ) -> None:
         entry = self._streams.get(stream_id, {}).get(producer_id)
-        if entry is not None:
-            entry.committed_sequence = reservation.last_sequence
+        last = reservation.last_sequence
+        if entry is not None and (
+            entry.committed_sequence < 0 or _sequence_before(entry.committed_sequence, last)
+        ):
+            # Never backwards: acknowledgements that come out of order must not make a snapshot
+            # claim an older sequence at a coverage offset past a newer batch.
+            entry.committed_sequence = last
         future = reservation.base_offset
         reservation.base_offset = base_offset
         if isinstance(future, asyncio.Future) and not future.done():
@@ -191,6 +207,9 @@ class ProducerStates:
         self._streams.pop(stream_id, None)
         self._covered.pop(stream_id, None)
         self._dirty.discard(stream_id)
+        lock = self._turns.get(stream_id)
+        if lock is not None and not lock.locked():
+            del self._turns[stream_id]
 
     # --- durability ----------------------------------------------------------------------------
     def _apply_replayed(self, stream_id: int, header: BatchHeader, base_offset: int) -> None:

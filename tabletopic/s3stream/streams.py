@@ -17,7 +17,7 @@ Every engine implements :class:`StreamStore`. The semantics every engine must ke
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -120,6 +120,17 @@ class StreamStore(Protocol):
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         """Durably append one batch; return its base offset. Raises StreamNotFound,
         StorageUnavailable."""
+
+    async def wait_for_room(self) -> None:
+        """Wait (bounded) until the store takes appends again (a full WAL); raises
+        StorageUnavailable. Call right before :meth:`start_append`."""
+
+    def start_append(
+        self, stream_id: int, payload: bytes | memoryview, record_count: int
+    ) -> tuple[int, Awaitable[None]]:
+        """Assign a batch its offsets at once (no suspension, so appends keep the order of the
+        caller's checks) and return the base offset and what to await for the acknowledgement,
+        which raises as :meth:`append` does. Does not wait for room: see :meth:`wait_for_room`."""
 
     async def fetch(
         self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
