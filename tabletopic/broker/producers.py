@@ -127,12 +127,9 @@ class ProducerStates:
                     return SequenceCheck(duplicate=cached)
             expected = next_sequence(entry.last_sequence)
             if entry.last_sequence >= 0 and first != expected:
-                if _sequence_before(first, expected):
-                    # Older than every cached batch: written long ago and not to be written again.
-                    return SequenceCheck(
-                        ErrorCode.duplicate_sequence_number,
-                        f"producer {producer_id} sequence {first} was already written",
-                    )
+                # Also for a sequence older than every cached batch, as Kafka answers: never
+                # DUPLICATE_SEQUENCE_NUMBER, which librdkafka takes for "delivered" (were this state
+                # ever behind the log, the batch would be reported written and be lost).
                 return SequenceCheck(
                     ErrorCode.out_of_order_sequence_number,
                     f"producer {producer_id} sent sequence {first}, expected {expected}",
@@ -171,10 +168,14 @@ class ProducerStates:
         entry = self._streams.get(stream_id, {}).get(producer_id)
         if entry is None:
             return
-        if reservation in entry.batches:
-            entry.batches.remove(reservation)
-        if entry.last_sequence == reservation.last_sequence:
-            entry.last_sequence = (reservation.first_sequence - 1) if reservation.first_sequence > 0 else -1
+        if reservation not in entry.batches:
+            return
+        entry.batches.remove(reservation)
+        # The next expected sequence follows the newest batch still written or being written, in
+        # whatever order the failures of several in-flight batches are reported: undoing only
+        # the newest reservation left the sequence of failed batches as "written", so their
+        # retries were refused while nothing of them was in the log.
+        entry.last_sequence = entry.batches[-1].last_sequence if entry.batches else entry.committed_sequence
 
     def note_append(self, stream_id: int, next_offset: int) -> None:
         """A batch without producer id was appended: the snapshot coverage moves on (and is
@@ -242,10 +243,16 @@ class ProducerStates:
             while offset < info.end_offset:
                 try:
                     batches = await self._store.fetch(stream_id, offset, REPLAY_CHUNK_BYTES)
-                except OffsetOutOfRange:
-                    break
+                except OffsetOutOfRange as exc:
+                    offset = self._trimmed_past(stream_id, offset, exc)
+                    continue
                 if not batches:
-                    break
+                    # Serving with a state that misses acknowledged batches would refuse the
+                    # producer's next one (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for librdkafka).
+                    raise StreamError(
+                        f"stream {stream_id}: replay of producer state stopped at offset {offset} "
+                        f"of {info.end_offset}"
+                    )
                 for stored in batches:
                     if stored.next_offset <= offset:
                         continue
@@ -259,6 +266,14 @@ class ProducerStates:
             self._covered[stream_id] = info.end_offset
         if replayed:
             log.info("replayed %d batches to rebuild idempotent producer state", replayed)
+
+    def _trimmed_past(self, stream_id: int, offset: int, exc: OffsetOutOfRange) -> int:
+        """Where replay goes on when ``offset`` left the stream: its new start if retention
+        trimmed it meanwhile (that data's producers are as gone as in Kafka), else it fails."""
+        start = self._store.stream_info(stream_id).start_offset
+        if start > offset:
+            return start
+        raise StreamError(f"stream {stream_id}: replay of producer state failed at offset {offset}") from exc
 
     def _read_snapshots(self) -> dict[int, tuple[int, str]]:
         with self._engine.begin() as conn:

@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.records.header import validate_batches
+from tabletopic.s3stream.streams import StreamError
 from tests.support.broker_calls import call
 from tests.support.kafka_requests import make_batch, produce_request
 
@@ -126,3 +127,41 @@ async def test_acknowledgements_out_of_order_never_move_the_snapshot_back(broker
     restarted = await _restarted_states(broker_service)
     following = validate_batches(make_batch([b"x"], producer_id=4, producer_epoch=0, base_sequence=2))[0]
     assert restarted.check(sid, following).error_code is ErrorCode.none
+
+
+async def test_batches_failed_in_flight_leave_their_sequences_free(broker_service) -> None:
+    """An upload failure fails every batch in flight, reported oldest first: the producer's
+    retries of them must be appended, not refused as already written (which librdkafka would
+    take for delivered: lost data)."""
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    states = broker_service.producers
+
+    def header(seq: int):  # type: ignore[no-untyped-def]
+        return validate_batches(make_batch([b"x"], producer_id=6, producer_epoch=0, base_sequence=seq))[0]
+
+    written = states.check(sid, header(0)).reservation
+    assert written is not None
+    states.committed(sid, 6, written, 0, 1)
+    in_flight = [states.check(sid, header(seq)).reservation for seq in (1, 2, 3)]
+    for reservation in in_flight:
+        assert reservation is not None
+        states.failed(sid, 6, reservation, RuntimeError("the batch object upload failed"))
+    retry = states.check(sid, header(1))
+    assert (retry.error_code, retry.reservation is not None) == (ErrorCode.none, True)
+
+
+async def test_a_replay_that_cannot_read_the_tail_refuses_to_guess(
+    broker_service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new leader must not serve with a producer state that misses acknowledged batches."""
+    await broker_service.topics.create("t", 1)
+    batch = make_batch([b"x"], producer_id=2, producer_epoch=0, base_sequence=0)
+    await call(broker_service, produce_request("t", 0, batch))
+
+    async def nothing(*args: object, **kwargs: object) -> list[object]:
+        return []
+
+    monkeypatch.setattr(broker_service.store, "fetch", nothing)
+    with pytest.raises(StreamError, match="replay of producer state stopped at offset 0 of 1"):
+        await _restarted_states(broker_service)

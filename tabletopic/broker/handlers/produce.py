@@ -166,6 +166,10 @@ async def _admit(
     except StreamError as exc:
         log.warning("append to %s-%d failed: %s", topic_name, index, exc)
         return partition_error(index, ErrorCode.kafka_storage_error, str(exc))
+    if not broker.leadership.leads(topic_name, index):
+        # Deposed (or not yet done rebuilding the producer state after gaining it again) while
+        # this request waited: its state is not the one to check against.
+        return _not_leader(broker, topic_name, index)
     producers = broker.producers
     checks: list[SequenceCheck] = []
     for header in headers:
