@@ -297,13 +297,24 @@ class ProducerStates:
         ]
 
         def write() -> None:
+            table = producer_snapshots_table
             with self._engine.begin() as conn:
-                conn.execute(
-                    sa.delete(producer_snapshots_table).where(
-                        producer_snapshots_table.c.stream_id.in_([r["stream_id"] for r in rows])
-                    )
+                stored = dict(
+                    conn.execute(
+                        sa.select(table.c.stream_id, table.c.end_offset).where(
+                            table.c.stream_id.in_([r["stream_id"] for r in rows])
+                        )
+                    ).all()
                 )
-                conn.execute(sa.insert(producer_snapshots_table), rows)
+                # Never replace a snapshot with one covering less: a deposed leader's last write
+                # (at release, or a periodic one) may land after its successor's. Older yet
+                # consistent, it would only lengthen replays, but once retention trims past its
+                # coverage the producers of the trimmed part would come back with old sequences.
+                fresh = [r for r in rows if stored.get(r["stream_id"], -1) <= r["end_offset"]]
+                if not fresh:
+                    return
+                conn.execute(sa.delete(table).where(table.c.stream_id.in_([r["stream_id"] for r in fresh])))
+                conn.execute(sa.insert(table), fresh)
 
         try:
             await asyncio.to_thread(write)

@@ -165,3 +165,18 @@ async def test_a_replay_that_cannot_read_the_tail_refuses_to_guess(
     monkeypatch.setattr(broker_service.store, "fetch", nothing)
     with pytest.raises(StreamError, match="replay of producer state stopped at offset 0 of 1"):
         await _restarted_states(broker_service)
+
+
+async def test_a_deposed_leaders_late_snapshot_does_not_replace_a_newer_one(broker_service) -> None:
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    for seq in range(2):
+        batch = make_batch([b"x"], producer_id=8, producer_epoch=0, base_sequence=seq)
+        await call(broker_service, produce_request("t", 0, batch))
+    deposed = await _restarted_states(broker_service)  # its view: offsets up to 2
+    deposed.note_append(sid, 2)
+    later = make_batch([b"x"], producer_id=8, producer_epoch=0, base_sequence=2)
+    await call(broker_service, produce_request("t", 0, later))
+    await broker_service.producers.snapshot()  # the successor's, covering 3
+    await deposed.snapshot()
+    assert broker_service.producers._read_snapshots()[sid][0] == 3
