@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import itertools
-from collections.abc import Awaitable, Generator, Iterable
+from collections.abc import Awaitable, Iterable
 
 from tabletopic.s3stream.semantics import DataWaiters, check_rewrite, take_batches
 from tabletopic.s3stream.streams import (
+    ACKNOWLEDGED,
     BatchTransform,
     ObjectSlice,
     OffsetOutOfRange,
@@ -93,7 +94,7 @@ class MemoryStreamStore:
         stream.bases.append(base)
         stream.end = base + record_count
         stream.waiters.advance(stream.end)
-        return base, _ACKNOWLEDGED
+        return base, ACKNOWLEDGED
 
     async def append_many(self, items: list[tuple[int, bytes | memoryview, int]]) -> list[int]:
         """Same as :meth:`S3StreamStore.append_many`: all items validated first, one call."""
@@ -137,16 +138,3 @@ class MemoryStreamStore:
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         stream = self._get(stream_id)
         raise OffsetOutOfRange(stream_id, start_offset, stream.end, stream.end)
-
-
-class _Acknowledged:
-    """An awaitable that is already done (what the memory store's appends wait for)."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[None, None, None]:
-        return
-        yield
-
-
-_ACKNOWLEDGED = _Acknowledged()

@@ -17,7 +17,7 @@ Every engine implements :class:`StreamStore`. The semantics every engine must ke
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -96,6 +96,20 @@ class StreamInfo:
 
 # A stream rewrite (see :meth:`StreamStore.rewrite`): batches in, same-offset batches out.
 BatchTransform = Callable[[list[StoredBatch]], list[StoredBatch]]
+
+
+class _Acknowledged:
+    """An awaitable already done: what :meth:`StreamStore.start_append` returns from a store
+    whose appends are acknowledged at once."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield
+
+
+ACKNOWLEDGED: Awaitable[None] = _Acknowledged()
 
 
 @runtime_checkable
