@@ -179,6 +179,15 @@ class NullStreamStore:
         self._ends[stream_id] = base + record_count
         return base
 
+    async def wait_for_room(self) -> None: ...
+
+    def start_append(self, stream_id: int, payload: object, record_count: int):  # type: ignore[no-untyped-def]
+        from tabletopic.s3stream.streams import ACKNOWLEDGED
+
+        base = self._ends[stream_id]
+        self._ends[stream_id] = base + record_count
+        return base, ACKNOWLEDGED
+
     async def fetch(
         self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
     ) -> list:

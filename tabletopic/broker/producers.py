@@ -87,6 +87,17 @@ class ProducerStates:
         self._streams: dict[int, dict[int, ProducerEntry]] = {}
         self._covered: dict[int, int] = {}  # stream -> offset the in-memory state covers up to
         self._dirty: set[int] = set()
+        self._turns: dict[int, asyncio.Lock] = {}
+
+    def ordering(self, stream_id: int) -> asyncio.Lock:
+        """The lock a produce holds from its first await until its batches have offsets, so the
+        batches of a stream are checked and appended in the order the requests arrived (Kafka
+        handles a connection's requests one at a time). The acknowledgement is awaited outside
+        it: appends stay pipelined."""
+        lock = self._turns.get(stream_id)
+        if lock is None:
+            lock = self._turns[stream_id] = asyncio.Lock()
+        return lock
 
     # --- the produce path --------------------------------------------------------------------
     def check(self, stream_id: int, batch: BatchHeader) -> SequenceCheck:
@@ -116,12 +127,9 @@ class ProducerStates:
                     return SequenceCheck(duplicate=cached)
             expected = next_sequence(entry.last_sequence)
             if entry.last_sequence >= 0 and first != expected:
-                if _sequence_before(first, expected):
-                    # Older than every cached batch: written long ago and not to be written again.
-                    return SequenceCheck(
-                        ErrorCode.duplicate_sequence_number,
-                        f"producer {producer_id} sequence {first} was already written",
-                    )
+                # Also for a sequence older than every cached batch, as Kafka answers: never
+                # DUPLICATE_SEQUENCE_NUMBER, which librdkafka takes for "delivered" (were this state
+                # ever behind the log, the batch would be reported written and be lost).
                 return SequenceCheck(
                     ErrorCode.out_of_order_sequence_number,
                     f"producer {producer_id} sent sequence {first}, expected {expected}",
@@ -137,8 +145,13 @@ class ProducerStates:
         self, stream_id: int, producer_id: int, reservation: CachedBatch, base_offset: int, next_offset: int
     ) -> None:
         entry = self._streams.get(stream_id, {}).get(producer_id)
-        if entry is not None:
-            entry.committed_sequence = reservation.last_sequence
+        last = reservation.last_sequence
+        if entry is not None and (
+            entry.committed_sequence < 0 or _sequence_before(entry.committed_sequence, last)
+        ):
+            # Never backwards: acknowledgements that come out of order must not make a snapshot
+            # claim an older sequence at a coverage offset past a newer batch.
+            entry.committed_sequence = last
         future = reservation.base_offset
         reservation.base_offset = base_offset
         if isinstance(future, asyncio.Future) and not future.done():
@@ -155,10 +168,14 @@ class ProducerStates:
         entry = self._streams.get(stream_id, {}).get(producer_id)
         if entry is None:
             return
-        if reservation in entry.batches:
-            entry.batches.remove(reservation)
-        if entry.last_sequence == reservation.last_sequence:
-            entry.last_sequence = (reservation.first_sequence - 1) if reservation.first_sequence > 0 else -1
+        if reservation not in entry.batches:
+            return
+        entry.batches.remove(reservation)
+        # The next expected sequence follows the newest batch still written or being written, in
+        # whatever order the failures of several in-flight batches are reported: undoing only
+        # the newest reservation left the sequence of failed batches as "written", so their
+        # retries were refused while nothing of them was in the log.
+        entry.last_sequence = entry.batches[-1].last_sequence if entry.batches else entry.committed_sequence
 
     def note_append(self, stream_id: int, next_offset: int) -> None:
         """A batch without producer id was appended: the snapshot coverage moves on (and is
@@ -191,6 +208,9 @@ class ProducerStates:
         self._streams.pop(stream_id, None)
         self._covered.pop(stream_id, None)
         self._dirty.discard(stream_id)
+        lock = self._turns.get(stream_id)
+        if lock is not None and not lock.locked():
+            del self._turns[stream_id]
 
     # --- durability ----------------------------------------------------------------------------
     def _apply_replayed(self, stream_id: int, header: BatchHeader, base_offset: int) -> None:
@@ -223,10 +243,16 @@ class ProducerStates:
             while offset < info.end_offset:
                 try:
                     batches = await self._store.fetch(stream_id, offset, REPLAY_CHUNK_BYTES)
-                except OffsetOutOfRange:
-                    break
+                except OffsetOutOfRange as exc:
+                    offset = self._trimmed_past(stream_id, offset, exc)
+                    continue
                 if not batches:
-                    break
+                    # Serving with a state that misses acknowledged batches would refuse the
+                    # producer's next one (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for librdkafka).
+                    raise StreamError(
+                        f"stream {stream_id}: replay of producer state stopped at offset {offset} "
+                        f"of {info.end_offset}"
+                    )
                 for stored in batches:
                     if stored.next_offset <= offset:
                         continue
@@ -240,6 +266,14 @@ class ProducerStates:
             self._covered[stream_id] = info.end_offset
         if replayed:
             log.info("replayed %d batches to rebuild idempotent producer state", replayed)
+
+    def _trimmed_past(self, stream_id: int, offset: int, exc: OffsetOutOfRange) -> int:
+        """Where replay goes on when ``offset`` left the stream: its new start if retention
+        trimmed it meanwhile (that data's producers are as gone as in Kafka), else it fails."""
+        start = self._store.stream_info(stream_id).start_offset
+        if start > offset:
+            return start
+        raise StreamError(f"stream {stream_id}: replay of producer state failed at offset {offset}") from exc
 
     def _read_snapshots(self) -> dict[int, tuple[int, str]]:
         with self._engine.begin() as conn:
@@ -263,13 +297,24 @@ class ProducerStates:
         ]
 
         def write() -> None:
+            table = producer_snapshots_table
             with self._engine.begin() as conn:
-                conn.execute(
-                    sa.delete(producer_snapshots_table).where(
-                        producer_snapshots_table.c.stream_id.in_([r["stream_id"] for r in rows])
-                    )
+                stored = dict(
+                    conn.execute(
+                        sa.select(table.c.stream_id, table.c.end_offset).where(
+                            table.c.stream_id.in_([r["stream_id"] for r in rows])
+                        )
+                    ).all()
                 )
-                conn.execute(sa.insert(producer_snapshots_table), rows)
+                # Never replace a snapshot with one covering less: a deposed leader's last write
+                # (at release, or a periodic one) may land after its successor's. Older yet
+                # consistent, it would only lengthen replays, but once retention trims past its
+                # coverage the producers of the trimmed part would come back with old sequences.
+                fresh = [r for r in rows if stored.get(r["stream_id"], -1) <= r["end_offset"]]
+                if not fresh:
+                    return
+                conn.execute(sa.delete(table).where(table.c.stream_id.in_([r["stream_id"] for r in fresh])))
+                conn.execute(sa.insert(table), fresh)
 
         try:
             await asyncio.to_thread(write)

@@ -20,10 +20,13 @@ from tabletopic.s3stream.streams import StoredBatch
 class Run:
     """One stream's consecutive batches inside one block."""
 
-    __slots__ = ("bases", "batches", "end", "nbytes", "stream_id")
+    __slots__ = ("bases", "batches", "end", "nbytes", "stale", "stream_id")
 
     def __init__(self, stream_id: int) -> None:
         self.stream_id = stream_id
+        # Appended under an ownership of the stream this store gave up (closed, fenced, deleted):
+        # never uploaded, even if the stream is opened here again before the block's upload.
+        self.stale = False
         self.bases: list[int] = []
         self.batches: list[StoredBatch] = []
         self.end = 0
@@ -79,7 +82,7 @@ class LogCache:
     def add(self, stream_id: int, batch: StoredBatch) -> Block:
         block = self.current
         run = block.runs.get(stream_id)
-        if run is None:
+        if run is None or run.stale:
             run = block.runs[stream_id] = Run(stream_id)
             self._runs.setdefault(stream_id, []).append(run)
         run.add(batch)
@@ -156,7 +159,8 @@ class LogCache:
                     run.batches[index] = new
 
     def forget_stream(self, stream_id: int) -> None:
-        self._runs.pop(stream_id, None)
+        for run in self._runs.pop(stream_id, []):
+            run.stale = True
 
 
 class BlockCache:

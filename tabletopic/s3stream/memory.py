@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import itertools
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 
 from tabletopic.s3stream.semantics import DataWaiters, check_rewrite, take_batches
 from tabletopic.s3stream.streams import (
+    ACKNOWLEDGED,
     BatchTransform,
     ObjectSlice,
     OffsetOutOfRange,
@@ -75,6 +76,16 @@ class MemoryStreamStore:
         return StreamInfo(stream_id, stream.start, stream.end)
 
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
+        base, _ = self.start_append(stream_id, payload, record_count)
+        return base
+
+    async def wait_for_room(self) -> None:
+        """Same as :meth:`S3StreamStore.wait_for_room`: memory is never full."""
+
+    def start_append(
+        self, stream_id: int, payload: bytes | memoryview, record_count: int
+    ) -> tuple[int, Awaitable[None]]:
+        """Same as :meth:`S3StreamStore.start_append`; acknowledged at once."""
         if record_count <= 0:
             raise ValueError("record_count must be positive")
         stream = self._get(stream_id)
@@ -83,7 +94,7 @@ class MemoryStreamStore:
         stream.bases.append(base)
         stream.end = base + record_count
         stream.waiters.advance(stream.end)
-        return base
+        return base, ACKNOWLEDGED
 
     async def append_many(self, items: list[tuple[int, bytes | memoryview, int]]) -> list[int]:
         """Same as :meth:`S3StreamStore.append_many`: all items validated first, one call."""

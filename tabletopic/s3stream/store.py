@@ -22,7 +22,7 @@ import asyncio
 import bisect
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
@@ -360,10 +360,33 @@ class S3StreamStore:
             await self._wait_for_space()
         holder = self.state.stream(stream_id)
         base, durable = self._append_nowait(stream_id, payload, record_count)
+        await self._acknowledged(stream_id, holder, durable)
+        return base
+
+    async def wait_for_room(self) -> None:
+        """Backpressure before :meth:`start_append`: returns at once unless the WAL is full, then
+        waits (bounded by ``s3stream.append.timeout.ms``; raises StorageUnavailable)."""
+        if self.state.backlog_bytes() > self.state.settings.wal_capacity_bytes:
+            await self._wait_for_space()
+
+    def start_append(
+        self, stream_id: int, payload: bytes | memoryview, record_count: int
+    ) -> tuple[int, Awaitable[None]]:
+        """Assign the batch its offsets now, without suspending, and return them with what to
+        await for the acknowledgement (durable, stream still held; raises as :meth:`append`).
+
+        For callers whose order of appends must follow their own order of checks (idempotent
+        sequences): nothing can come between the check and the offsets. Await the second item.
+        """
+        payload = self._check_append(stream_id, payload, record_count)
+        holder = self.state.stream(stream_id)
+        base, durable = self._append_nowait(stream_id, payload, record_count)
+        return base, self._acknowledged(stream_id, holder, durable)
+
+    async def _acknowledged(self, stream_id: int, holder: StreamState, durable: asyncio.Future[None]) -> None:
         # A SharedFuture: a cancelled caller cannot cancel the acknowledgement of the others.
         await durable
         self._check_still_held(stream_id, holder)
-        return base
 
     def _check_still_held(self, stream_id: int, holder: StreamState) -> None:
         """Re-check ownership before acknowledging: a batch object may commit for the other streams

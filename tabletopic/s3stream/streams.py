@@ -17,7 +17,7 @@ Every engine implements :class:`StreamStore`. The semantics every engine must ke
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -98,6 +98,20 @@ class StreamInfo:
 BatchTransform = Callable[[list[StoredBatch]], list[StoredBatch]]
 
 
+class _Acknowledged:
+    """An awaitable already done: what :meth:`StreamStore.start_append` returns from a store
+    whose appends are acknowledged at once."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield
+
+
+ACKNOWLEDGED: Awaitable[None] = _Acknowledged()
+
+
 @runtime_checkable
 class StreamStore(Protocol):
     """A node's stream storage. All methods are coroutines except the cheap in-memory offset reads."""
@@ -120,6 +134,17 @@ class StreamStore(Protocol):
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         """Durably append one batch; return its base offset. Raises StreamNotFound,
         StorageUnavailable."""
+
+    async def wait_for_room(self) -> None:
+        """Wait (bounded) until the store takes appends again (a full WAL); raises
+        StorageUnavailable. Call right before :meth:`start_append`."""
+
+    def start_append(
+        self, stream_id: int, payload: bytes | memoryview, record_count: int
+    ) -> tuple[int, Awaitable[None]]:
+        """Assign a batch its offsets at once (no suspension, so appends keep the order of the
+        caller's checks) and return the base offset and what to await for the acknowledgement,
+        which raises as :meth:`append` does. Does not wait for room: see :meth:`wait_for_room`."""
 
     async def fetch(
         self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None

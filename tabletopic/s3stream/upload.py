@@ -21,7 +21,7 @@ from tabletopic import crashpoints
 from tabletopic.s3stream.cache import Block
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind
 from tabletopic.s3stream.objects import BuiltObject, build_object
-from tabletopic.s3stream.state import StoreState
+from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch, StreamFenced
 from tabletopic.s3stream.wal import RollMarker
 
@@ -162,9 +162,14 @@ class Uploader:
         started = time.perf_counter()
         runs: dict[int, list[StoredBatch]] = {}
         sizes: dict[int, int] = {}
+        # The ownership each stream's data was appended under: the commit checks that one (a
+        # stream dropped or reopened meanwhile is left out, as a fenced one).
+        holders: dict[int, StreamState] = {}
         for block in blocks:
             for stream_id, run in block.runs.items():
-                if stream_id in state.streams:
+                holder = state.streams.get(stream_id)
+                if holder is not None and not run.stale:
+                    holders[stream_id] = holder
                     runs.setdefault(stream_id, []).extend(run.batches)
                     sizes[stream_id] = sizes.get(stream_id, 0) + run.nbytes
         big = [(sid, b) for sid, b in runs.items() if sizes[sid] >= state.settings.split_bytes]
@@ -196,7 +201,7 @@ class Uploader:
                     await turn()
                 raise
             if layouts:
-                await self._commit(reserved, built, runs)
+                await self._commit(reserved, built, runs, holders)
         finally:
             state.inflight_objects.difference_update(oid for oid, _ in reserved)
         for block in blocks:
@@ -225,15 +230,22 @@ class Uploader:
         return built
 
     async def _commit(
-        self, reserved: list[tuple[int, str]], built: list[BuiltObject], runs: dict[int, list[StoredBatch]]
+        self,
+        reserved: list[tuple[int, str]],
+        built: list[BuiltObject],
+        runs: dict[int, list[StoredBatch]],
+        holders: dict[int, StreamState],
     ) -> None:
         """One transaction: the objects become committed and the streams' ends advance.
 
         Streams found fenced (cluster mode: a newer owner opened them) are left out and the commit
         is retried for the others: their bytes stay in the object unreferenced, and their appends
-        are not acknowledged (the store re-checks ownership after the commit)."""
+        are not acknowledged (the store re-checks ownership after the commit). So are streams no
+        longer held here as when the upload began: an earlier upload found them fenced and dropped
+        them, and without their fence this commit would move the new owner's end offset over
+        batches nobody acknowledged."""
         state = self.state
-        fenced: set[int] = set()
+        fenced: set[int] = {sid for sid, holder in holders.items() if state.streams.get(sid) is not holder}
         while True:
             new_objects = [
                 NewObject(oid, obj.size, [r for r in obj.ranges if r.stream_id not in fenced])
@@ -242,7 +254,8 @@ class Uploader:
             ends = {sid: batches[-1].next_offset for sid, batches in runs.items() if sid not in fenced}
             async with state.commit_lock:
                 try:
-                    await state.db(state.meta.commit_upload, new_objects, ends, state.fences(ends))
+                    fences = {sid: f for sid in ends if (f := holders[sid].fence) is not None}
+                    await state.db(state.meta.commit_upload, new_objects, ends, fences)
                 except StreamFenced as exc:
                     if not exc.stream_ids or fenced.issuperset(exc.stream_ids):
                         raise

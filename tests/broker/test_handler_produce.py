@@ -96,7 +96,8 @@ async def test_sequence_gap_is_out_of_order(broker_service) -> None:
     assert result.error_code is ErrorCode.out_of_order_sequence_number
 
 
-async def test_old_sequence_outside_the_cache_is_a_duplicate(broker_service) -> None:
+async def test_old_sequence_outside_the_cache_is_out_of_order(broker_service) -> None:
+    """As Kafka answers; DUPLICATE_SEQUENCE_NUMBER would make librdkafka report the batch written."""
     await _topic(broker_service)
     for seq in range(8):
         batch = make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=seq)
@@ -106,7 +107,7 @@ async def test_old_sequence_outside_the_cache_is_a_duplicate(broker_service) -> 
         )
     old = make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=1)
     result = _partition(await call(broker_service, produce_request("t", 0, old)))
-    assert result.error_code is ErrorCode.duplicate_sequence_number
+    assert result.error_code is ErrorCode.out_of_order_sequence_number
 
 
 async def test_stale_producer_epoch_is_fenced(broker_service) -> None:

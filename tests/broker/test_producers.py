@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.producers import ProducerStates
+from tabletopic.records.header import validate_batches
+from tabletopic.s3stream.streams import StreamError
 from tests.support.broker_calls import call
 from tests.support.kafka_requests import make_batch, produce_request
 
@@ -65,3 +70,113 @@ async def test_streams_without_idempotent_producers_are_snapshotted_too(broker_s
     await broker_service.producers.snapshot()
     snapshots = broker_service.producers._read_snapshots()
     assert snapshots[broker_service.stream_id("t", 0)][0] == 1
+
+
+async def test_a_produce_held_up_before_its_offsets_keeps_its_place(
+    broker_service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two requests of one idempotent producer in flight, the first held up (a full WAL) before its
+    batch has offsets: the second must not overtake it, or the stream holds sequence 1 before 0 and
+    a new leader rebuilding the state from the stream expects the wrong sequence
+    (OUT_OF_ORDER_SEQUENCE_NUMBER for the producer's next batch, fatal for librdkafka)."""
+    await broker_service.topics.create("t", 1)
+    store = broker_service.store
+    held = [True]
+
+    async def wait_for_room() -> None:
+        if held[0]:
+            held[0] = False
+            for _ in range(5):
+                await asyncio.sleep(0)
+
+    original_append = store.append
+
+    async def append(stream_id: int, payload: bytes, record_count: int) -> int:
+        await wait_for_room()
+        return await original_append(stream_id, payload, record_count)
+
+    monkeypatch.setattr(store, "wait_for_room", wait_for_room, raising=False)
+    monkeypatch.setattr(store, "append", append)
+    batches = [make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=seq) for seq in (0, 1)]
+    first, second = await asyncio.gather(*(call(broker_service, produce_request("t", 0, b)) for b in batches))
+    assert (_partition(first).base_offset, _partition(second).base_offset) == (0, 1)
+    stored = await store.fetch(broker_service.stream_id("t", 0), 0, 1 << 20)
+    assert [validate_batches(b.payload)[0].base_sequence for b in stored] == [0, 1]
+    broker_service.producers = await _restarted_states(broker_service)  # as a new leader does
+    following = make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=2)
+    result = _partition(await call(broker_service, produce_request("t", 0, following)))
+    assert (result.error_code, result.base_offset) == (ErrorCode.none, 2)
+
+
+async def test_acknowledgements_out_of_order_never_move_the_snapshot_back(broker_service) -> None:
+    """A snapshot records the newest acknowledged sequence with the offset it covers, even when
+    an older batch's acknowledgement is recorded after a newer one's."""
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    states = broker_service.producers
+    older, newer = (
+        validate_batches(make_batch([b"x"], producer_id=4, producer_epoch=0, base_sequence=seq))[0]
+        for seq in (0, 1)
+    )
+    first, second = states.check(sid, older).reservation, states.check(sid, newer).reservation
+    assert first is not None and second is not None
+    states.committed(sid, 4, second, 1, 2)
+    states.committed(sid, 4, first, 0, 1)
+    await states.snapshot()
+    assert states._read_snapshots()[sid][0] == 2
+    restarted = await _restarted_states(broker_service)
+    following = validate_batches(make_batch([b"x"], producer_id=4, producer_epoch=0, base_sequence=2))[0]
+    assert restarted.check(sid, following).error_code is ErrorCode.none
+
+
+async def test_batches_failed_in_flight_leave_their_sequences_free(broker_service) -> None:
+    """An upload failure fails every batch in flight, reported oldest first: the producer's
+    retries of them must be appended, not refused as already written (which librdkafka would
+    take for delivered: lost data)."""
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    states = broker_service.producers
+
+    def header(seq: int):  # type: ignore[no-untyped-def]
+        return validate_batches(make_batch([b"x"], producer_id=6, producer_epoch=0, base_sequence=seq))[0]
+
+    written = states.check(sid, header(0)).reservation
+    assert written is not None
+    states.committed(sid, 6, written, 0, 1)
+    in_flight = [states.check(sid, header(seq)).reservation for seq in (1, 2, 3)]
+    for reservation in in_flight:
+        assert reservation is not None
+        states.failed(sid, 6, reservation, RuntimeError("the batch object upload failed"))
+    retry = states.check(sid, header(1))
+    assert (retry.error_code, retry.reservation is not None) == (ErrorCode.none, True)
+
+
+async def test_a_replay_that_cannot_read_the_tail_refuses_to_guess(
+    broker_service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new leader must not serve with a producer state that misses acknowledged batches."""
+    await broker_service.topics.create("t", 1)
+    batch = make_batch([b"x"], producer_id=2, producer_epoch=0, base_sequence=0)
+    await call(broker_service, produce_request("t", 0, batch))
+
+    async def nothing(*args: object, **kwargs: object) -> list[object]:
+        return []
+
+    monkeypatch.setattr(broker_service.store, "fetch", nothing)
+    with pytest.raises(StreamError, match="replay of producer state stopped at offset 0 of 1"):
+        await _restarted_states(broker_service)
+
+
+async def test_a_deposed_leaders_late_snapshot_does_not_replace_a_newer_one(broker_service) -> None:
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    for seq in range(2):
+        batch = make_batch([b"x"], producer_id=8, producer_epoch=0, base_sequence=seq)
+        await call(broker_service, produce_request("t", 0, batch))
+    deposed = await _restarted_states(broker_service)  # its view: offsets up to 2
+    deposed.note_append(sid, 2)
+    later = make_batch([b"x"], producer_id=8, producer_epoch=0, base_sequence=2)
+    await call(broker_service, produce_request("t", 0, later))
+    await broker_service.producers.snapshot()  # the successor's, covering 3
+    await deposed.snapshot()
+    assert broker_service.producers._read_snapshots()[sid][0] == 3

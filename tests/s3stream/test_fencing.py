@@ -111,3 +111,34 @@ async def test_fencing_one_stream_does_not_fail_the_others_in_the_same_batch_obj
     assert (await b.open_stream(moved, 2, owner=2)).end_offset == 0
     c = await shared.open(owned_only=True)
     assert (await c.open_stream(kept, 3, owner=3)).end_offset == 1
+
+
+async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(shared: StoreHarness) -> None:
+    """Two batch objects in flight when the stream is taken over: the first commit finds the
+    stream fenced and drops it here; the second, prepared before, must not commit its data
+    for the stream unchecked (it moved the new owner's end offset over unacknowledged batches)."""
+    a = await shared.open(owned_only=True, object_batch_bytes=100)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    gate = asyncio.Event()
+    put = a.state.objects.put
+
+    async def held_put(*args: object, **kwargs: object) -> object:
+        await gate.wait()
+        return await put(*args, **kwargs)  # type: ignore[arg-type]
+
+    a.state.objects.put = held_put  # type: ignore[method-assign]
+    first = asyncio.create_task(a.append(sid, payload_for(sid, 0, 300), 1))
+    await asyncio.sleep(0.05)  # sealed, its upload waiting in PUT
+    second = asyncio.create_task(a.append(sid, payload_for(sid, 1, 300), 1))
+    await asyncio.sleep(0.05)
+    await b.open_stream(sid, 2, owner=2)
+    gate.set()
+    for append in (first, second):
+        with pytest.raises(StreamFenced):
+            await append
+    assert await b.recorded_end(sid) == 0
+    assert await b.append(sid, b"z" * 100, 1) == 0
+    c = await shared.open(owned_only=True)
+    assert (await c.open_stream(sid, 3, owner=3)).end_offset == 1

@@ -35,10 +35,14 @@ class GatedStore(MemoryStreamStore):
         self.entered = asyncio.Event()
         self.gate = asyncio.Event()
 
-    async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
+    async def wait_for_room(self) -> None:
+        # The produce path's last wait before its batches get offsets.
         if self.hold:
             self.entered.set()
             await self.gate.wait()
+
+    async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
+        await self.wait_for_room()
         return await super().append(stream_id, payload, record_count)
 
 

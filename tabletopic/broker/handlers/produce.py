@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -26,12 +27,13 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.producers import SequenceCheck
 from tabletopic.broker.record_validation import Rejection
 from tabletopic.records.errors import BatchFault, RecordBatchError
-from tabletopic.records.header import validate_batches, with_log_append_time
+from tabletopic.records.header import BatchHeader, validate_batches, with_log_append_time
 from tabletopic.records.keys import has_keyless_record
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
+    from tabletopic.broker.topics import Topic
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +95,55 @@ async def produce_partition(
             return partition_error(
                 index, ErrorCode.invalid_record, f"compacted topic {topic_name}: {refused}"
             )
+    stream_id = topic.streams[index]
+    # From here until its batches have offsets, a request waits its turn on the partition: the
+    # requests of a connection reach this line in order (nothing above awaits), and appends must
+    # keep that order, or an idempotent producer's batches land out of sequence in the stream.
+    async with broker.producers.ordering(stream_id):
+        admitted = await _admit(
+            broker, topic, topic_name, index, stream_id, records, headers, transactional_id
+        )
+    if isinstance(admitted, dict):
+        return admitted
+    return await _acknowledge(broker, topic_name, index, stream_id, admitted)
+
+
+@dataclass(slots=True)
+class _Started:
+    """A batch admitted to the partition: appended with offsets from ``base``, or a retry of a
+    batch appended before (``acknowledged`` None, the offset is the check's duplicate's)."""
+
+    header: BatchHeader
+    check: SequenceCheck
+    base: int = -1
+    acknowledged: Awaitable[None] | None = None
+
+
+@dataclass(slots=True)
+class _Admitted:
+    started: list[_Started]
+    failure: BaseException | None  # why the batches after ``started`` were not appended
+    log_append_time: int
+    transactional: bool
+
+
+async def _admit(
+    broker: BrokerService,
+    topic: Topic,
+    topic_name: str,
+    index: int,
+    stream_id: int,
+    records: bytes,
+    headers: list[BatchHeader],
+    transactional_id: str | None,
+) -> _Admitted | dict[str, Any]:
+    """Validate, check sequences and give the batches their offsets (the partition's turn)."""
     validator = broker.record_validator
     if validator is not None and validator.enabled(topic.configs):
         # Schema validation (off unless a topic asks): nothing of a refused partition is appended.
         rejection = await validator.check(topic_name, topic.configs, records, headers)
         if rejection is not None:
             return _rejected(index, rejection)
-    stream_id = topic.streams[index]
     transactional = False
     for header in headers:
         if header.is_transactional:
@@ -115,6 +159,17 @@ async def produce_partition(
                 log.info("transactional produce to %s-%d refused: %s", topic_name, index, code.name)
                 return partition_error(index, code, f"transactional batch refused: {code.name}")
             transactional = True
+    try:
+        # The last wait before the offsets: between a sequence check and its offsets nothing may
+        # run that appends to this stream.
+        await broker.store.wait_for_room()
+    except StreamError as exc:
+        log.warning("append to %s-%d failed: %s", topic_name, index, exc)
+        return partition_error(index, ErrorCode.kafka_storage_error, str(exc))
+    if not broker.leadership.leads(topic_name, index):
+        # Deposed (or not yet done rebuilding the producer state after gaining it again) while
+        # this request waited: its state is not the one to check against.
+        return _not_leader(broker, topic_name, index)
     producers = broker.producers
     checks: list[SequenceCheck] = []
     for header in headers:
@@ -132,13 +187,11 @@ async def produce_partition(
     if broker.topic_config(topic, "message.timestamp.type") == "LogAppendTime":
         log_append_time = int(time.time() * 1000)
     view = memoryview(records)
-    first_offset = -1
-    for header, check in zip(headers, checks, strict=True):
+    started: list[_Started] = []
+    failure: BaseException | None = None
+    for position, (header, check) in enumerate(zip(headers, checks, strict=True)):
         if check.duplicate is not None:
-            # A retry of a batch already appended: answer with its original offset (Kafka semantics).
-            offset = check.duplicate.base_offset
-            base = offset if isinstance(offset, int) else await offset
-            first_offset = base if first_offset < 0 else first_offset
+            started.append(_Started(header, check))
             continue
         # The common case is one batch per partition: hand over the bytes object itself, since a
         # store must copy a memoryview (the caller could reuse its buffer) but can keep bytes.
@@ -147,31 +200,54 @@ async def produce_partition(
         if log_append_time >= 0:
             payload = with_log_append_time(payload, log_append_time)
         try:
-            base = await broker.store.append(stream_id, payload, header.record_count)
+            base, acknowledged = broker.store.start_append(stream_id, payload, header.record_count)
+        except StreamError as exc:
+            # Neither this batch nor the following ones are appended: free their sequences.
+            for later, unsent in zip(headers[position:], checks[position:], strict=True):
+                if unsent.reservation is not None:
+                    producers.failed(stream_id, later.producer_id, unsent.reservation, exc)
+            failure = exc
+            break
+        started.append(_Started(header, check, base, acknowledged))
+    return _Admitted(started, failure, log_append_time, transactional)
+
+
+async def _acknowledge(
+    broker: BrokerService, topic_name: str, index: int, stream_id: int, admitted: _Admitted
+) -> dict[str, Any]:
+    """Wait for the appends of a partition (in offset order) and record them."""
+    producers = broker.producers
+    failure = admitted.failure
+    first_offset = -1
+    for position, item in enumerate(admitted.started):
+        header, check = item.header, item.check
+        if item.acknowledged is None:
+            # A retry of a batch already appended: answer with its original offset (Kafka semantics).
+            assert check.duplicate is not None
+            offset = check.duplicate.base_offset
+            try:
+                base = offset if isinstance(offset, int) else await offset
+            except (StreamError, TimeoutError, OSError, RuntimeError) as exc:
+                failure = failure or exc  # the original failed: the producer retries it
+                continue
+            first_offset = base if first_offset < 0 else first_offset
+            continue
+        try:
+            await item.acknowledged
         except asyncio.CancelledError as exc:
-            # Only at shutdown (see the module docstring): free the sequence, then stop.
-            if check.reservation is not None:
-                producers.failed(stream_id, header.producer_id, check.reservation, exc)
+            # Only at shutdown (see the module docstring): free the sequences, then stop.
+            for unsent in admitted.started[position:]:
+                if unsent.check.reservation is not None:
+                    producers.failed(stream_id, unsent.header.producer_id, unsent.check.reservation, exc)
             raise
         except (StreamError, TimeoutError, OSError) as exc:
             if check.reservation is not None:
                 producers.failed(stream_id, header.producer_id, check.reservation, exc)
-            if isinstance(exc, StreamFenced) or not broker.leadership.leads(topic_name, index):
-                # Deposed while appending: nothing of this batch was acknowledged; the client
-                # retries on the new leader, whose producer state has every acknowledged batch.
-                log.info("append to %s-%d refused, no longer the leader: %s", topic_name, index, exc)
-                return _not_leader(broker, topic_name, index)
-            code = (
-                ErrorCode.unknown_topic_or_partition
-                if isinstance(exc, StreamNotFound)
-                else ErrorCode.kafka_storage_error
-                if isinstance(exc, StorageUnavailable | OSError)
-                else ErrorCode.request_timed_out
-            )
-            log.warning("append to %s-%d failed: %s", topic_name, index, exc)
-            return partition_error(index, code, str(exc))
+            failure = failure or exc
+            continue
+        base = item.base
         next_offset = base + header.record_count
-        if transactional and header.is_transactional:
+        if admitted.transactional and header.is_transactional:
             broker.transactions.partitions.appended(stream_id, header.producer_id, base)
         if check.reservation is not None:
             producers.committed(stream_id, header.producer_id, check.reservation, base, next_offset)
@@ -181,6 +257,8 @@ async def produce_partition(
             broker.metrics.records_bytes_in.inc(header.size)
         broker.record_bytes(topic_name, index, bytes_in=header.size)
         first_offset = base if first_offset < 0 else first_offset
+    if failure is not None:
+        return _append_failed(broker, topic_name, index, failure)
     try:
         log_start = broker.store.stream_info(stream_id).start_offset
     except StreamError:
@@ -190,9 +268,26 @@ async def produce_partition(
         ErrorCode.none,
         None,
         base_offset=first_offset,
-        log_append_time=log_append_time,
+        log_append_time=admitted.log_append_time,
         log_start_offset=log_start,
     )
+
+
+def _append_failed(broker: BrokerService, topic_name: str, index: int, exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, StreamFenced) or not broker.leadership.leads(topic_name, index):
+        # Deposed while appending: nothing of this batch was acknowledged; the client
+        # retries on the new leader, whose producer state has every acknowledged batch.
+        log.info("append to %s-%d refused, no longer the leader: %s", topic_name, index, exc)
+        return _not_leader(broker, topic_name, index)
+    code = (
+        ErrorCode.unknown_topic_or_partition
+        if isinstance(exc, StreamNotFound)
+        else ErrorCode.kafka_storage_error
+        if isinstance(exc, StorageUnavailable | OSError)
+        else ErrorCode.request_timed_out
+    )
+    log.warning("append to %s-%d failed: %s", topic_name, index, exc)
+    return partition_error(index, code, str(exc))
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any] | None:
