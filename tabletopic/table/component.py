@@ -165,9 +165,12 @@ class TableComponent:
                 warm_helper()
             spark = self._spark()
             # One task per core, each importing what an ingest task imports, so every Python
-            # worker a job will reuse is started and has paid its imports.
+            # worker a job will reuse is started and has paid its imports; shaped as an ingest job
+            # (a local DataFrame of item rows through mapInArrow), so the JVM's side of that path is
+            # warm too.
             slots = max(int(spark.sparkContext.defaultParallelism), 1)
-            spark.range(0, slots, 1, slots).mapInArrow(warm_worker, "id long").collect()
+            frame = spark.createDataFrame([("[]",)] * slots, "item string")
+            frame.mapInArrow(warm_worker, "item string").collect()
             log.info("Spark warmed up for the table pipeline in %.1fs", time.monotonic() - started)
         except Exception:
             log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")

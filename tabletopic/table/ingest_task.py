@@ -376,9 +376,9 @@ class InProcessRunner:
 
 
 def warm_worker(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A Spark task run once per core at warm-up: this module and the native decoder are imported
-    by then, in a Python worker the ingest jobs reuse."""
+    """A Spark task run once per core at warm-up: this module is imported and the native Avro
+    decoder has run once by then, in a Python worker the ingest jobs reuse."""
     from tabletopic.table.convert import native_avro
 
-    native_avro.available()
+    native_avro.warm()
     yield from batches

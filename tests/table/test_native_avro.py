@@ -178,3 +178,9 @@ def test_a_datum_of_the_wrong_length_falls_back_per_record_and_fails_only_itself
     column, failures = decoder.decode(datums, 5)
     assert list(failures) == [17]
     assert column.to_pylist()[16] == {"id": 16, "name": "n16", "t": 16} and column.to_pylist()[17] is None
+
+
+def test_warm_runs_the_native_reader_once_so_a_worker_has_set_it_up() -> None:
+    native_avro._context.cache_clear()
+    native_avro.warm()
+    assert native_avro._context.cache_info().currsize == 1  # the DataFusion context now exists
