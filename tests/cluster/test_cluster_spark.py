@@ -49,6 +49,7 @@ def test_table_pipeline_runs_on_a_spark_standalone_cluster_against_the_brokers(
         "spark.driver.memory": "768m",
         "spark.executor.memory": "512m",
         "spark.cores.max": "2",
+        "table.job.local.max.bytes": "0",  # every job on the cluster, none in the node's helper
     }
     cluster.start(SPARK_NODE, **spark_settings)
     try:
