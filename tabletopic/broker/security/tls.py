@@ -40,25 +40,25 @@ def _pem_file(text: str) -> Iterator[str]:
         os.unlink(path)
 
 
-def _load_keys(context: ssl.SSLContext, config: Config) -> None:
+def _load_keys(context: ssl.SSLContext, config: Config, required: bool = True) -> dict[str, str]:
+    """Load the broker's key and certificate into ``context``; returns the same keys spelled for
+    librdkafka (empty when none is configured and ``required`` is false)."""
     password = config.get(settings.SSL_KEY_PASSWORD)
     keystore = config.get(settings.SSL_KEYSTORE_LOCATION)
     chain, key = config.get(settings.SSL_KEYSTORE_CERTIFICATE_CHAIN), config.get(settings.SSL_KEYSTORE_KEY)
     cert_file, key_file = config.get(settings.SSL_CERTIFICATE_LOCATION), config.get(settings.SSL_KEY_LOCATION)
+    rdkafka = {"ssl.key.password": password} if password else {}
     try:
         if keystore:
             context.load_cert_chain(keystore, password=password)
-        elif chain and key:
+            return rdkafka | {"ssl.certificate.location": keystore, "ssl.key.location": keystore}
+        if chain and key:
             with _pem_file(chain) as chain_path, _pem_file(key) as key_path:
                 context.load_cert_chain(chain_path, key_path, password=password)
-        elif cert_file and key_file:
+            return rdkafka | {"ssl.certificate.pem": chain, "ssl.key.pem": key}
+        if cert_file and key_file:
             context.load_cert_chain(cert_file, key_file, password=password)
-        else:
-            raise ConfigError(
-                "an SSL or SASL_SSL listener needs the broker's key and certificate: set "
-                "ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key, or "
-                "ssl.certificate.location and ssl.key.location"
-            )
+            return rdkafka | {"ssl.certificate.location": cert_file, "ssl.key.location": key_file}
     except (OSError, ssl.SSLError) as exc:
         which = (
             "ssl.keystore.location"
@@ -68,22 +68,31 @@ def _load_keys(context: ssl.SSLContext, config: Config) -> None:
             else "ssl.certificate.location"
         )
         raise ConfigError(f"{which}: cannot load the broker's key and certificate: {exc}") from exc
+    if required:
+        raise ConfigError(
+            "an SSL or SASL_SSL listener needs the broker's key and certificate: set "
+            "ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key, or "
+            "ssl.certificate.location and ssl.key.location"
+        )
+    return {}
 
 
-def _load_truststore(context: ssl.SSLContext, config: Config) -> bool:
+def _load_truststore(context: ssl.SSLContext, config: Config) -> dict[str, str]:
+    """Load the trusted certificates into ``context``; returns them spelled for librdkafka (empty
+    when none is configured)."""
     location = config.get(settings.SSL_TRUSTSTORE_LOCATION)
     inline = config.get(settings.SSL_TRUSTSTORE_CERTIFICATES)
     try:
         if location:
             context.load_verify_locations(cafile=location)
-        elif inline:
+            return {"ssl.ca.location": location}
+        if inline:
             context.load_verify_locations(cadata=inline)
-        else:
-            return False
+            return {"ssl.ca.pem": inline}
     except (OSError, ssl.SSLError) as exc:
         key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
         raise ConfigError(f"{key}: cannot load the trusted certificates: {exc}") from exc
-    return True
+    return {}
 
 
 def server_context(config: Config) -> ssl.SSLContext:
@@ -99,7 +108,7 @@ def server_context(config: Config) -> ssl.SSLContext:
     context.minimum_version, context.maximum_version = min(versions), max(versions)
     _load_keys(context, config)
     client_auth = config.get(settings.SSL_CLIENT_AUTH)
-    has_truststore = _load_truststore(context, config)
+    has_truststore = bool(_load_truststore(context, config))
     if client_auth != "none":
         if not has_truststore:
             raise ConfigError(
@@ -131,24 +140,5 @@ def client_context(config: Config) -> tuple[ssl.SSLContext, dict[str, str]]:
     trusts the truststore (else the system's CAs) and shows its own certificate when it has one.
     Also the same settings spelled for librdkafka (the node's own confluent-kafka clients)."""
     context = ssl.create_default_context()
-    rdkafka: dict[str, str] = {}
-    if _load_truststore(context, config):
-        location = config.get(settings.SSL_TRUSTSTORE_LOCATION)
-        if location:
-            rdkafka["ssl.ca.location"] = location
-        else:
-            rdkafka["ssl.ca.pem"] = config.get(settings.SSL_TRUSTSTORE_CERTIFICATES)
-    keystore = config.get(settings.SSL_KEYSTORE_LOCATION)
-    chain, key = config.get(settings.SSL_KEYSTORE_CERTIFICATE_CHAIN), config.get(settings.SSL_KEYSTORE_KEY)
-    cert_file, key_file = config.get(settings.SSL_CERTIFICATE_LOCATION), config.get(settings.SSL_KEY_LOCATION)
-    if keystore or (chain and key) or (cert_file and key_file):
-        _load_keys(context, config)
-        if keystore:
-            rdkafka["ssl.certificate.location"] = rdkafka["ssl.key.location"] = keystore
-        elif chain:
-            rdkafka["ssl.certificate.pem"], rdkafka["ssl.key.pem"] = chain, key
-        else:
-            rdkafka["ssl.certificate.location"], rdkafka["ssl.key.location"] = cert_file, key_file
-        if config.get(settings.SSL_KEY_PASSWORD):
-            rdkafka["ssl.key.password"] = config.get(settings.SSL_KEY_PASSWORD)
-    return context, rdkafka
+    rdkafka = _load_truststore(context, config)
+    return context, rdkafka | _load_keys(context, config, required=False)
