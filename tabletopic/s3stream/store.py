@@ -356,8 +356,7 @@ class S3StreamStore:
 
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         payload = self._check_append(stream_id, payload, record_count)
-        if self.state.backlog_bytes() > self.state.settings.wal_capacity_bytes:
-            await self._wait_for_space()
+        await self.wait_for_room()
         holder = self.state.stream(stream_id)
         base, durable = self._append_nowait(stream_id, payload, record_count)
         await self._acknowledged(stream_id, holder, durable)
