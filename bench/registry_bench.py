@@ -31,7 +31,6 @@ import http.client
 import json
 import multiprocessing
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tabletopic.cluster.local import free_port  # noqa: E402
 from tabletopic.schema_registry.formats.avro import FORMAT  # noqa: E402
 
 TYPES = ("int", "long", "string", "double", "boolean")
@@ -59,12 +59,6 @@ def record(fields: int, version: int = 0, prefix: str = "x") -> str:
     ]
     body.append({"name": f"{prefix}{version}", "type": ["null", "string"], "default": None})
     return json.dumps({"type": "record", "name": "Wide", "namespace": "bench", "fields": body})
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_server(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import shutil
 import signal
 import socket
@@ -22,10 +23,41 @@ ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
 
 
+_LOWEST_PORT = 10000
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, from below the kernel's ephemeral range.
+
+    Why not below: a port the kernel handed out (``bind(0)``) is one it may give next to any
+    outgoing connection as its source port, and a server that starts later — or a broker restarted
+    on its old port after kill -9 — then fails with "address in use". Ports below the ephemeral
+    range are never taken that way; the ones this process handed out are not handed out again.
+    """
+    low, high = _ephemeral_range()
+    ceiling = low if low - _LOWEST_PORT >= 1000 else 65536
+    floor = _LOWEST_PORT if ceiling == low else high + 1
+    for _ in range(1000):
+        port = random.randrange(floor, ceiling)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port between {floor} and {ceiling}")
 
 
 def wait_for_port(port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> None:
