@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -584,3 +585,33 @@ async def test_small_jobs_run_in_the_warm_helper_process_and_large_ones_on_the_l
     finally:
         await asyncio.to_thread(runner.close)
     assert runner.helper.pid() is None
+
+
+async def test_a_helper_killed_during_a_job_has_that_job_rerun_on_the_large_runner_exactly_once(
+    node: Node,
+) -> None:
+    from tabletopic.table.job_process import SmallJobRunner
+
+    large = CountingRunner()
+    runner = SmallJobRunner(large, max_bytes=1 << 20)
+    pipeline = TopicPipeline(dataclasses.replace(node.ctx, runner=runner), "killed")
+    view = await node.add_topic("killed", 1, **{"automq.table.topic.convert.value.type": "string"})
+    try:
+        await asyncio.to_thread(runner.warm)
+        helper = runner.helper.pid()
+        assert helper is not None
+        await node.produce(view, 0, [b"a", b"b", b"c"])
+        os.kill(helper, signal.SIGSTOP)  # the job is handed over and stays in flight ...
+        cycle = asyncio.create_task(pipeline.run_cycle())
+        await asyncio.sleep(0.5)
+        assert not cycle.done() and large.jobs == 0
+        os.kill(helper, signal.SIGKILL)  # ... until the helper dies under it
+        assert await asyncio.wait_for(cycle, 30)
+        assert large.jobs == 1  # rerun on the large runner, in the same cycle
+        await node.produce(view, 0, [b"d"])
+        assert await pipeline.run_cycle()  # and a new helper for the next small job
+        assert large.jobs == 1 and runner.helper.pid() not in (None, helper)
+        assert offsets_in_table(node, "killed") == [(0, 0), (0, 1), (0, 2), (0, 3)]
+        assert pipeline.status.rows_committed == 4
+    finally:
+        await asyncio.to_thread(runner.close)
