@@ -26,6 +26,7 @@ from tabletopic.broker.leadership import (
     BrokerEndpoint,
     group_slot,
 )
+from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
+RECONCILE_LOG = RateLimitedLog(log, interval_s=30.0)
 
 RANGES = "ranges"  # NOTIFY kind: "ranges:<stream ids>" moved to new objects by compaction
 
@@ -231,6 +233,10 @@ class ClusterRole:
         await self.node.notify("topics")
 
     async def _reconcile_loop(self) -> None:
+        """Apply leadership changes whenever woken; a failure is retried with back-off (0.2 s
+        doubling to 5 s) and logged with its traceback once, then at most every 30 s while it
+        keeps failing (a partition whose replay cannot read its stream must not flood the log)."""
+        failures = 0
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -238,10 +244,19 @@ class ClusterRole:
                 await self._reconcile()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("applying leadership changes failed; retrying")
-                await asyncio.sleep(0.2)
+            except Exception as exc:
+                failures += 1
+                if failures == 1:
+                    log.exception("applying leadership changes failed; retrying")
+                else:
+                    message = "applying leadership changes still fails (%d attempts): %s"
+                    RECONCILE_LOG.warning("reconcile", message, failures, exc)
+                await asyncio.sleep(min(0.2 * 2 ** (failures - 1), 5.0))
                 self._wake.set()
+            else:
+                if failures > 1:
+                    log.info("leadership changes applied after %d failed attempts", failures)
+                failures = 0
 
     async def _reconcile(self) -> None:
         desired = self.node.my_assignments()
