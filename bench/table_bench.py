@@ -41,6 +41,7 @@ import io
 import itertools
 import json
 import random
+import shutil
 import statistics
 import struct
 import sys
@@ -507,6 +508,7 @@ def main() -> None:
     parser.add_argument("--upsert-rows", type=int, default=100_000)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--skip", default="", help="comma list of: steady,baselines,upsert")
+    parser.add_argument("--keep", action="store_true", help="keep the node's data directory (GBs)")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
 
@@ -601,6 +603,8 @@ def main() -> None:
         stop_spark()
     finally:
         node.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     print("\n== summary (machine shared with other work) ==")
     for text in lines:
         print(text)
