@@ -332,6 +332,19 @@ class TxnStore:
                     ],
                 )
 
+    def aborted_between(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
+        """``(producer id, first offset, marker offset)`` of the stream's aborted transactions
+        overlapping ``[start, end)``: what a reader on another broker than the partition's leader
+        needs (the table coordinator), from the index every broker reads."""
+        a = aborted_table
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(a)
+                .where((a.c.stream_id == stream_id) & (a.c.first_offset < end) & (a.c.last_offset >= start))
+                .order_by(a.c.first_offset)
+            )
+            return [(int(r.producer_id), int(r.first_offset), int(r.last_offset)) for r in rows]
+
     def forget_stream(self, stream_id: int) -> None:
         with self.engine.begin() as conn:
             conn.execute(sa.delete(aborted_table).where(aborted_table.c.stream_id == stream_id))
