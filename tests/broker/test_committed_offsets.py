@@ -6,6 +6,7 @@ leader cannot be reached."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 from kio.schema.errors import ErrorCode
@@ -19,13 +20,18 @@ from tests.support.kafka_requests import produce_request, request
 from tests.support.ports import free_port
 
 
-async def _open_txn(broker, tid: str = "t1"):  # type: ignore[no-untyped-def]
+async def _begin(broker, tid: str = "t1"):  # type: ignore[no-untyped-def]
+    """A transaction on partition 0 of topic ``tx`` and its first batch's Produce request."""
     await broker.topics.create("tx", 2, {})
     coordinator: TransactionCoordinator = broker.transactions
     pid, epoch = await coordinator.init_producer_id(tid, 60_000, -1, -1)
     assert (await coordinator.add_partitions(tid, pid, epoch, [("tx", 0)])) == {("tx", 0): ErrorCode.none}
     batch = build_batch([Record(None, b"a")], transactional=True, producer_id=pid, producer_epoch=epoch)
-    produce = dataclasses.replace(produce_request("tx", 0, batch), transactional_id=tid)
+    return coordinator, pid, epoch, dataclasses.replace(produce_request("tx", 0, batch), transactional_id=tid)
+
+
+async def _open_txn(broker, tid: str = "t1"):  # type: ignore[no-untyped-def]
+    coordinator, pid, epoch, produce = await _begin(broker, tid)
     response = await call(broker, produce)
     assert response.responses[0].partition_responses[0].error_code is ErrorCode.none
     return coordinator, pid, epoch
@@ -91,3 +97,29 @@ async def test_partitions_led_here_are_answered_locally_and_an_unreachable_leade
     await coordinator.settled("t1", None)
     assert await view.aborted_transactions("tx", 0, streams[0], 0, 1) == [(pid, 0, 1)]  # memory
     assert await view.aborted_transactions("tx", 1, streams[0], 0, 1) == [(pid, 0, 1)]  # database
+
+
+async def test_a_transactional_batch_holds_the_last_stable_offset_before_it_is_acknowledged(
+    broker_service,  # type: ignore[no-untyped-def]
+) -> None:
+    *_, produce = await _begin(broker_service)
+    store = broker_service.store
+    start_append = store.start_append
+    pending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    appended = asyncio.Event()
+
+    def held_append(stream_id, payload, count):  # type: ignore[no-untyped-def]
+        base, _ = start_append(stream_id, payload, count)  # in the stream: the end moved
+        appended.set()
+        return base, pending  # not acknowledged yet
+
+    store.start_append = held_append
+    producing = asyncio.create_task(call(broker_service, produce))
+    await asyncio.wait_for(appended.wait(), 5)
+    assert broker_service.high_watermark("tx", 0) == 1
+    # The batch is in the stream while its append is not yet acknowledged: not committed data.
+    assert await _latest(broker_service, 1) == 0
+    pending.set_result(None)
+    response = await producing
+    assert response.responses[0].partition_responses[0].error_code is ErrorCode.none
+    assert await _latest(broker_service, 1) == 0
