@@ -98,10 +98,11 @@ class BrokerTopics:
         return await self._committed().last_stable_offsets(topic.name, wanted)
 
     async def aborted_transactions(
-        self, topic: TopicView, partition: int, start: int, end: int
-    ) -> list[tuple[int, int, int]]:
-        stream_id = next(p.stream_id for p in topic.partitions if p.partition == partition)
-        return await self._committed().aborted_transactions(topic.name, partition, stream_id, start, end)
+        self, topic: TopicView, ranges: Mapping[int, tuple[int, int]]
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        streams = {p.partition: p.stream_id for p in topic.partitions}
+        wanted = [(p, streams[p], start, end) for p, (start, end) in ranges.items() if p in streams]
+        return await self._committed().aborted_transactions(topic.name, wanted)
 
     def _committed(self) -> CommittedOffsets:
         if self._committed_offsets is None:

@@ -55,10 +55,11 @@ class TransactionView(Protocol):
         """
 
     async def aborted_transactions(
-        self, topic: TopicView, partition: int, start: int, end: int
-    ) -> list[tuple[int, int, int]]:
-        """``(producer id, first offset, marker offset)`` of the aborted transactions overlapping
-        ``[start, end)``; the marker may lie past ``end`` (in a later slice)."""
+        self, topic: TopicView, ranges: Mapping[int, tuple[int, int]]
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        """For each partition's ``[start, end)``: ``(producer id, first offset, marker offset)`` of
+        the aborted transactions overlapping it; the marker may lie past ``end`` (in a later
+        slice)."""
 
 
 class LocalBroker(TopicDirectory, Protocol):

@@ -167,18 +167,16 @@ class TableWorker:
         if not wanted:
             return []
         await self._streams.flush([by_partition[r.partition] for r in wanted])
+        aborted: dict[int, list[tuple[int, int, int]]] = {}
+        if self._transactions is not None:
+            aborted = await self._transactions.aborted_transactions(
+                topic, {r.partition: (r.start_offset, r.end_offset) for r in wanted}
+            )
         items: list[WorkItem] = []
         for r in wanted:
             stream_id = by_partition[r.partition]
             slices = await self._streams.locate(stream_id, r.start_offset, r.end_offset)
-            aborted: tuple[tuple[int, int, int], ...] = ()
-            if self._transactions is not None:
-                aborted = tuple(
-                    await self._transactions.aborted_transactions(
-                        topic, r.partition, r.start_offset, r.end_offset
-                    )
-                )
-            items.extend(self._cut(topic.name, r, slices, aborted))
+            items.extend(self._cut(topic.name, r, slices, tuple(aborted.get(r.partition, ()))))
         return items
 
     def _cut(

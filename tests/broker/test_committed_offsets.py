@@ -62,8 +62,8 @@ async def test_list_offsets_latest_read_committed_is_the_last_stable_offset(brok
     assert await _latest(broker_service, 1) == 2  # data + ABORT marker
     stream = broker_service.stream_id("tx", 0)
     # What a broker that does not lead the partition reads: the durable index.
-    assert coordinator.store.aborted_between(stream, 0, 1) == [(pid, 0, 1)]
-    assert coordinator.store.aborted_between(stream, 2, 5) == []
+    assert coordinator.store.aborted_between([(stream, 0, 1)]) == {stream: [(pid, 0, 1)]}
+    assert coordinator.store.aborted_between([(stream, 2, 5)]) == {stream: []}
 
 
 class _ElsewhereLeadership:
@@ -95,8 +95,10 @@ async def test_partitions_led_here_are_answered_locally_and_an_unreachable_leade
     assert await view.last_stable_offsets("tx", [(0, streams[0], 1), (1, streams[1], 0)]) == {0: 0}
     await coordinator.end_txn("t1", pid, epoch, commit=False)
     await coordinator.settled("t1", None)
-    assert await view.aborted_transactions("tx", 0, streams[0], 0, 1) == [(pid, 0, 1)]  # memory
-    assert await view.aborted_transactions("tx", 1, streams[0], 0, 1) == [(pid, 0, 1)]  # database
+    # Partition 0 from memory; partition 1 (given partition 0's stream here) from the database.
+    answer = await view.aborted_transactions("tx", [(0, streams[0], 0, 1), (1, streams[0], 0, 1)])
+    assert answer == {0: [(pid, 0, 1)], 1: [(pid, 0, 1)]}
+    assert await view.aborted_transactions("tx", [(1, streams[1], 0, 5)]) == {1: []}
 
 
 async def test_a_transactional_batch_holds_the_last_stable_offset_before_it_is_acknowledged(

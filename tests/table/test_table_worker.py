@@ -69,9 +69,10 @@ class _Transactions:
         return known
 
     async def aborted_transactions(
-        self, topic: TopicView, partition: int, start: int, end: int
-    ) -> list[tuple[int, int, int]]:
-        return [(7, 0, 9)] if partition == 0 else []
+        self, topic: TopicView, ranges: Mapping[int, tuple[int, int]]
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        assert ranges == {0: (0, 3), 2: (0, 2)}
+        return {0: [(7, 0, 9)], 2: []}
 
 
 async def test_ranges_stop_at_the_last_stable_offset_and_skip_partitions_where_it_is_unknown() -> None:

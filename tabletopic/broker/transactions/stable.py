@@ -83,15 +83,26 @@ class CommittedOffsets:
         return known
 
     async def aborted_transactions(
-        self, topic: str, partition: int, stream_id: int, start: int, end: int
-    ) -> list[tuple[int, int, int]]:
-        """``(producer id, first offset, marker offset)`` of the aborted transactions overlapping
-        ``[start, end)`` of the partition: from memory where this broker leads it, else from the
-        metadata database."""
+        self, topic: str, ranges: Sequence[tuple[int, int, int, int]]
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        """For each ``(partition, stream id, start, end)``: ``(producer id, first offset, marker
+        offset)`` of the aborted transactions overlapping ``[start, end)``; from memory for the
+        partitions this broker leads, for the others from the metadata database (one query)."""
         transactions = self._service.transactions
-        if self._service.leadership.leads(topic, partition):
-            return transactions.partitions.aborted_transactions(stream_id, start, end)
-        return await asyncio.to_thread(transactions.store.aborted_between, stream_id, start, end)
+        leadership = self._service.leadership
+        result: dict[int, list[tuple[int, int, int]]] = {}
+        elsewhere: dict[int, int] = {}  # stream id -> partition
+        for partition, stream_id, start, end in ranges:
+            if leadership.leads(topic, partition):
+                result[partition] = transactions.partitions.aborted_transactions(stream_id, start, end)
+            else:
+                elsewhere[stream_id] = partition
+        if elsewhere:
+            wanted = [(sid, start, end) for _, sid, start, end in ranges if sid in elsewhere]
+            stored = await asyncio.to_thread(transactions.store.aborted_between, wanted)
+            for stream_id, entries in stored.items():
+                result[elsewhere[stream_id]] = entries
+        return result
 
     async def _ask(self, node: int, topic: str, items: list[tuple[int, int]]) -> dict[int, int]:
         """The last stable offsets ``node`` answers for ``items`` (partition, leader epoch); the
