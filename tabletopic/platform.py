@@ -13,6 +13,7 @@ import asyncio
 import logging
 import signal
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.leadership import Leadership
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
+from tabletopic.broker.transactions.stable import CommittedOffsets
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.db import ClusterMetadata
@@ -57,6 +59,7 @@ class BrokerTopics:
 
     def __init__(self, broker: BrokerComponent) -> None:
         self._broker = broker
+        self._committed_offsets: CommittedOffsets | None = None  # built once the broker has started
 
     @property
     def node_id(self) -> int:
@@ -83,11 +86,28 @@ class BrokerTopics:
         topic = self._broker.service.topics.get(name)
         return None if topic is None else _topic_view(topic, self._broker.service.leadership)
 
-    def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
-        return self._broker.service.transactions.partitions.last_stable_offset(stream_id, high_watermark)
+    # The pipeline's TransactionView: every partition's committed end, wherever it is led.
+    async def last_stable_offsets(
+        self, topic: TopicView, high_watermarks: Mapping[int, int]
+    ) -> dict[int, int]:
+        wanted = [
+            (p.partition, p.stream_id, high_watermarks[p.partition])
+            for p in topic.partitions
+            if p.partition in high_watermarks
+        ]
+        return await self._committed().last_stable_offsets(topic.name, wanted)
 
-    def aborted_transactions(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
-        return self._broker.service.transactions.partitions.aborted_transactions(stream_id, start, end)
+    async def aborted_transactions(
+        self, topic: TopicView, ranges: Mapping[int, tuple[int, int]]
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        streams = {p.partition: p.stream_id for p in topic.partitions}
+        wanted = [(p, streams[p], start, end) for p, (start, end) in ranges.items() if p in streams]
+        return await self._committed().aborted_transactions(topic.name, wanted)
+
+    def _committed(self) -> CommittedOffsets:
+        if self._committed_offsets is None:
+            self._committed_offsets = CommittedOffsets(self._broker.service)
+        return self._committed_offsets
 
 
 class PartitionZeroLeases:

@@ -262,7 +262,7 @@ class TopicPipeline:
         planned = CommittedState(state.snapshot_id, offsets, view.topic_id, state.epoch)
         self.status.committed_offsets = offsets
         await self._ctx.worker.refresh(view)
-        ranges = self._ctx.worker.ranges(view, offsets)
+        ranges = await self._ctx.worker.ranges(view, offsets)
         self._record_high_watermarks(view)
         if not ranges:
             self.status.state = PipelineState.IDLE

@@ -42,14 +42,24 @@ class TopicDirectory(Protocol):
 
 @runtime_checkable
 class TransactionView(Protocol):
-    """The broker's transactions as the pipeline needs them: ingest only committed data."""
+    """The broker's transactions as the pipeline needs them: ingest only committed data, for every
+    partition of a topic wherever it is led (in a cluster the coordinator runs on the leader of
+    partition 0 and the other partitions' open transactions are known only to their leaders)."""
 
-    def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
-        """The first offset of the oldest open transaction in the stream, or ``high_watermark``."""
+    async def last_stable_offsets(
+        self, topic: TopicView, high_watermarks: Mapping[int, int]
+    ) -> dict[int, int]:
+        """Each partition's last stable offset (the first offset of its oldest open transaction,
+        else its high watermark), at most ``high_watermarks[partition]``. A partition left out has
+        no known last stable offset this time (its leader could not be asked): it is not ingested.
+        """
 
-    def aborted_transactions(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
-        """``(producer id, first offset, marker offset)`` of the aborted transactions overlapping
-        ``[start, end)``; the marker may lie past ``end`` (in a later slice)."""
+    async def aborted_transactions(
+        self, topic: TopicView, ranges: Mapping[int, tuple[int, int]]
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        """For each partition's ``[start, end)``: ``(producer id, first offset, marker offset)`` of
+        the aborted transactions overlapping it; the marker may lie past ``end`` (in a later
+        slice)."""
 
 
 class LocalBroker(TopicDirectory, Protocol):

@@ -11,8 +11,11 @@ there instead of asking those brokers; nothing a leader acknowledged is missed, 
 that is moving between brokers does not hold the table up.
 
 With transactions, ranges stop at the last stable offset and carry the aborted transactions they
-overlap, so only committed records reach the table. Large ranges are cut into several items so a
-topic with one busy partition still spreads over the cluster's cores.
+overlap, so only committed records reach the table. Both come from the
+:class:`~tabletopic.table.ports.TransactionView`, which knows them for every partition wherever it
+is led (another broker's partitions: from their leader); a partition whose last stable offset is
+unknown this cycle (its leader moving or down) is not ingested until it is known. Large ranges are
+cut into several items so a topic with one busy partition still spreads over the cluster's cores.
 """
 
 from __future__ import annotations
@@ -113,17 +116,27 @@ class TableWorker:
         header = parse_stored_header(batches[0].payload)
         return header.max_timestamp if header.log_append_time else header.base_timestamp
 
-    def ranges(
+    async def ranges(
         self,
         topic: TopicView,
         next_offsets: Mapping[int, int],
         max_records_per_partition: int | None = None,
     ) -> list[PartitionRange]:
         """The offset range ready for each partition: from the committed next offset up to the high
-        watermark (the stream's end offset: only acknowledged data)."""
+        watermark (the stream's end offset: only acknowledged data), with transactions up to the
+        last stable offset (only committed data); none for a partition whose last stable offset is
+        unknown this time."""
+        infos = {view.partition: self._streams.stream_info(view.stream_id) for view in topic.partitions}
+        stable: dict[int, int] | None = None
+        if self._transactions is not None:
+            stable = await self._transactions.last_stable_offsets(
+                topic, {partition: info.end_offset for partition, info in infos.items()}
+            )
         result: list[PartitionRange] = []
         for view in topic.partitions:
-            info = self._streams.stream_info(view.stream_id)
+            info = infos[view.partition]
+            if stable is not None and view.partition not in stable:
+                continue  # never past an unknown last stable offset: next cycle
             start = next_offsets.get(view.partition, info.start_offset)
             lost = 0
             if start < info.start_offset:
@@ -138,9 +151,9 @@ class TableWorker:
                 )
                 start = info.start_offset
             end = info.end_offset
-            if self._transactions is not None:
+            if stable is not None:
                 # Only committed data: never past the oldest open transaction.
-                end = self._transactions.last_stable_offset(view.stream_id, end)
+                end = max(start, min(end, stable[view.partition]))
             if max_records_per_partition is not None:
                 end = min(end, start + max_records_per_partition)
             if end > start or lost:
@@ -154,16 +167,16 @@ class TableWorker:
         if not wanted:
             return []
         await self._streams.flush([by_partition[r.partition] for r in wanted])
+        aborted: dict[int, list[tuple[int, int, int]]] = {}
+        if self._transactions is not None:
+            aborted = await self._transactions.aborted_transactions(
+                topic, {r.partition: (r.start_offset, r.end_offset) for r in wanted}
+            )
         items: list[WorkItem] = []
         for r in wanted:
             stream_id = by_partition[r.partition]
             slices = await self._streams.locate(stream_id, r.start_offset, r.end_offset)
-            aborted: tuple[tuple[int, int, int], ...] = ()
-            if self._transactions is not None:
-                aborted = tuple(
-                    self._transactions.aborted_transactions(stream_id, r.start_offset, r.end_offset)
-                )
-            items.extend(self._cut(topic.name, r, slices, aborted))
+            items.extend(self._cut(topic.name, r, slices, tuple(aborted.get(r.partition, ()))))
         return items
 
     def _cut(

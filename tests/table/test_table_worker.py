@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
 from tabletopic.s3stream.memory import MemoryStreamStore
 from tabletopic.s3stream.streams import ObjectSlice
@@ -23,7 +24,7 @@ async def make_topic(store: MemoryStreamStore, sizes: list[int]) -> TopicView:
 async def test_ranges_run_from_committed_offsets_to_the_high_watermark() -> None:
     store = MemoryStreamStore()
     topic = await make_topic(store, [5, 0, 3])
-    ranges = TableWorker(store).ranges(topic, {0: 2})
+    ranges = await TableWorker(store).ranges(topic, {0: 2})
     assert ranges == [PartitionRange(0, 2, 5), PartitionRange(2, 0, 3)]
 
 
@@ -31,13 +32,15 @@ async def test_ranges_report_records_lost_to_retention() -> None:
     store = MemoryStreamStore()
     topic = await make_topic(store, [10])
     await store.trim(topic.partitions[0].stream_id, 6)
-    assert TableWorker(store).ranges(topic, {0: 4}) == [PartitionRange(0, 6, 10, lost=2)]
+    assert await TableWorker(store).ranges(topic, {0: 4}) == [PartitionRange(0, 6, 10, lost=2)]
 
 
 async def test_ranges_can_be_capped_per_partition() -> None:
     store = MemoryStreamStore()
     topic = await make_topic(store, [10])
-    assert TableWorker(store).ranges(topic, {}, max_records_per_partition=4) == [PartitionRange(0, 0, 4)]
+    assert await TableWorker(store).ranges(topic, {}, max_records_per_partition=4) == [
+        PartitionRange(0, 0, 4)
+    ]
 
 
 def test_work_items_tile_the_range_exactly_and_respect_the_size_cap() -> None:
@@ -53,19 +56,38 @@ def test_work_items_tile_the_range_exactly_and_respect_the_size_cap() -> None:
 
 
 class _Transactions:
-    """The broker's transaction view, with one open and one aborted transaction on stream 1."""
+    """The broker's transaction view: on partition 0 a transaction opened at offset 3 is still open
+    and one (marker at offset 9, past every range) was aborted; partition 1's leader cannot be
+    asked; partition 2 has no transactions."""
 
-    def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
-        return min(high_watermark, 3)  # a transaction opened at offset 3 is still open
+    async def last_stable_offsets(
+        self, topic: TopicView, high_watermarks: Mapping[int, int]
+    ) -> dict[int, int]:
+        known = {0: min(high_watermarks[0], 3)}
+        if 2 in high_watermarks:
+            known[2] = high_watermarks[2]
+        return known
 
-    def aborted_transactions(self, stream_id: int, start: int, end: int) -> list[tuple[int, int, int]]:
-        return [(7, 0, 9)]  # its ABORT marker (offset 9) lies past every range
+    async def aborted_transactions(
+        self, topic: TopicView, ranges: Mapping[int, tuple[int, int]]
+    ) -> dict[int, list[tuple[int, int, int]]]:
+        assert ranges == {0: (0, 3), 2: (0, 2)}
+        return {0: [(7, 0, 9)], 2: []}
 
 
-async def test_ranges_stop_at_the_last_stable_offset() -> None:
+async def test_ranges_stop_at_the_last_stable_offset_and_skip_partitions_where_it_is_unknown() -> None:
     store = MemoryStreamStore()
-    topic = await make_topic(store, [6])
-    assert TableWorker(store, transactions=_Transactions()).ranges(topic, {}) == [PartitionRange(0, 0, 3)]
+    topic = await make_topic(store, [6, 4, 2])
+    worker = TableWorker(store, transactions=_Transactions())
+    ranges = await worker.ranges(topic, {})
+    assert ranges == [PartitionRange(0, 0, 3), PartitionRange(2, 0, 2)]
+
+    async def locate(stream_id: int, start: int, end: int) -> list[ObjectSlice]:
+        return [ObjectSlice(f"o{stream_id}", 0, 100, stream_id, start, end)]
+
+    store.locate = locate  # type: ignore[method-assign]  # the memory store keeps no objects
+    items = await worker.prepare(topic, ranges)
+    assert [(i.partition, i.aborted) for i in items] == [(0, ((7, 0, 9),)), (2, ())]
 
 
 def test_aborted_records_are_dropped_when_the_marker_is_in_a_later_slice() -> None:

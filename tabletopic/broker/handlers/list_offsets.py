@@ -1,6 +1,10 @@
 """ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3), earliest local (-4) and offset
 by timestamp.
 
+Latest with isolation_level READ_COMMITTED (v2+) is the last stable offset, as Kafka answers it: the
+end a read_committed consumer sees, and how the table coordinator learns a partition's committed end
+from a leader on another broker.
+
 By timestamp the answer is the first *record* whose timestamp reaches the target, as Kafka answers:
 the first batch whose max timestamp reaches it is found by binary search over the stream (batches
 are assumed time-ordered, as Kafka's time index assumes), then that batch's records are read.
@@ -15,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import partitions_response
+from tabletopic.broker.handlers.common import field, partitions_response
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import max_timestamp_of
 from tabletopic.records.timestamps import first_at_or_after
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
 
 
 async def offset_for_timestamp(store: StreamStore, stream_id: int, target: int) -> tuple[int, int]:
@@ -75,7 +80,7 @@ async def max_timestamp_offset(store: StreamStore, stream_id: int) -> tuple[int,
     return _record_at_or_after(best[2], best[0], best[1], best[1])
 
 
-async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
+async def _partition(broker: BrokerService, name: str, p: Any, committed: bool = False) -> dict[str, Any]:
     result = {
         "partition_index": p.partition_index,
         "error_code": ErrorCode.none,
@@ -93,6 +98,9 @@ async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]
     try:
         info = store.stream_info(stream_id)
         if p.timestamp == LATEST:
+            if committed:
+                stable = broker.transactions.partitions.last_stable_offset(stream_id, info.end_offset)
+                return {**result, "offset": stable}
             return {**result, "offset": info.end_offset}
         if p.timestamp in (EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
             return {**result, "offset": info.start_offset}
@@ -108,4 +116,9 @@ async def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    return await partitions_response(broker, request, _partition)
+    committed = field(request, "isolation_level", 0) == READ_COMMITTED
+
+    async def answer(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
+        return await _partition(broker, name, p, committed)
+
+    return await partitions_response(broker, request, answer)

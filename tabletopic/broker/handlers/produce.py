@@ -208,6 +208,11 @@ async def _admit(
                     producers.failed(stream_id, later.producer_id, unsent.reservation, exc)
             failure = exc
             break
+        if transactional and header.is_transactional:
+            # Open from here on, before the append can be acknowledged: the last stable offset
+            # (Fetch, ListOffsets READ_COMMITTED, the table coordinator) never passes the batch
+            # while its transaction is undecided. A failed append keeps it open until the marker.
+            broker.transactions.partitions.appended(stream_id, header.producer_id, base)
         started.append(_Started(header, check, base, acknowledged))
     return _Admitted(started, failure, log_append_time, transactional)
 
@@ -247,8 +252,6 @@ async def _acknowledge(
             continue
         base = item.base
         next_offset = base + header.record_count
-        if admitted.transactional and header.is_transactional:
-            broker.transactions.partitions.appended(stream_id, header.producer_id, base)
         if check.reservation is not None:
             producers.committed(stream_id, header.producer_id, check.reservation, base, next_offset)
         else:

@@ -792,8 +792,6 @@ class TransactionCoordinator:
         self._broker.producers.note_append(stream_id, offset + 1)
         crash_point("transaction.marker")
         first = self.partitions.first_offset(stream_id, producer_id)
-        self.partitions.end(stream_id, producer_id)
-        self._verified.pop((stream_id, producer_id), None)
         if not commit:
             if first is not None:
                 entry = (stream_id, producer_id, first, offset)
@@ -808,8 +806,13 @@ class TransactionCoordinator:
                     if pid == producer_id:
                         entry = (stream_id, producer_id, earlier_first, earlier_last)
                         break
-            self.partitions.add_aborted(*entry)
+            # Durable before the last stable offset moves past the records: a reader on another
+            # broker (the table coordinator) asks this leader for that offset and then reads the
+            # aborted index from the database, so the entry must be there by then.
             await asyncio.to_thread(self.store.add_aborted, [entry])
+            self.partitions.add_aborted(*entry)
+        self.partitions.end(stream_id, producer_id)
+        self._verified.pop((stream_id, producer_id), None)
         return offset
 
     def accept_marker(self, producer_id: int, coordinator_epoch: int) -> bool:

@@ -39,10 +39,11 @@ class PartitionTransactions:
             stream.open.pop(producer_id, None)
 
     def add_aborted(self, stream_id: int, producer_id: int, first: int, last: int) -> None:
+        """Record an aborted transaction; one of the producer's from the same first offset is
+        replaced (a marker written again after a failure ends it later), as in the stored index."""
         stream = self._streams.setdefault(stream_id, _Stream())
-        entry = (first, last, producer_id)
-        if entry not in stream.aborted:
-            bisect.insort(stream.aborted, entry)
+        stream.aborted = [e for e in stream.aborted if (e[0], e[2]) != (first, producer_id)]
+        bisect.insort(stream.aborted, (first, last, producer_id))
 
     def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
         """The first offset of the oldest open transaction, or the high watermark."""

@@ -332,6 +332,26 @@ class TxnStore:
                     ],
                 )
 
+    def aborted_between(self, ranges: list[tuple[int, int, int]]) -> dict[int, list[tuple[int, int, int]]]:
+        """For each ``(stream id, start, end)``: ``(producer id, first offset, marker offset)`` of the
+        stream's aborted transactions overlapping ``[start, end)``, in one query. What a reader on
+        another broker than the streams' leaders needs (the table coordinator), from the index
+        every broker reads."""
+        a = aborted_table
+        result: dict[int, list[tuple[int, int, int]]] = {stream_id: [] for stream_id, _, _ in ranges}
+        if not ranges:
+            return result
+        overlapping = sa.or_(
+            *(
+                (a.c.stream_id == stream_id) & (a.c.first_offset < end) & (a.c.last_offset >= start)
+                for stream_id, start, end in ranges
+            )
+        )
+        with self.engine.begin() as conn:
+            for r in conn.execute(sa.select(a).where(overlapping).order_by(a.c.first_offset)):
+                result[int(r.stream_id)].append((int(r.producer_id), int(r.first_offset), int(r.last_offset)))
+        return result
+
     def forget_stream(self, stream_id: int) -> None:
         with self.engine.begin() as conn:
             conn.execute(sa.delete(aborted_table).where(aborted_table.c.stream_id == stream_id))
