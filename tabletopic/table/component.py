@@ -29,6 +29,7 @@ from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableCoordinator
 from tabletopic.table.ingest_task import warm_worker
 from tabletopic.table.job import JobRunner
+from tabletopic.table.keep_warm import WorkerKeeper
 from tabletopic.table.key_index import KeyCache
 from tabletopic.table.lease import CoordinatorLeases, LeaseManager
 from tabletopic.table.metrics import TableMetrics
@@ -83,6 +84,7 @@ class TableComponent:
         self._warmup: asyncio.Task[None] | None = None
         self._warm_lock = threading.Lock()
         self._warm_started = False
+        self._keeper = WorkerKeeper(spark) if spark is not None else None
         self._producer: Any = None
         self._lag_collector: LiveLagCollector | None = None
 
@@ -146,8 +148,9 @@ class TableComponent:
 
     def _warm_in_background(self) -> None:
         """Start Spark and its Python workers the first time a table topic is created or switched
-        on, so its first commit does not wait for them (they stay up: about 1 GB for the driver
-        JVM and two Python workers with the pipeline's imports, on local[2])."""
+        on, so its first commit does not wait for them (they stay up, kept warm by
+        :class:`~tabletopic.table.keep_warm.WorkerKeeper`: about 1 GB for the driver JVM and two
+        Python workers with the pipeline's imports, on local[2])."""
         with self._warm_lock:
             if self._spark is None or self._warm_started:
                 return
@@ -172,6 +175,8 @@ class TableComponent:
             frame = spark.createDataFrame([("[]",)] * slots, "item string")
             frame.mapInArrow(warm_worker, "item string").collect()
             log.info("Spark warmed up for the table pipeline in %.1fs", time.monotonic() - started)
+            if self._keeper is not None:
+                self._keeper.start()  # Spark stops Python workers idle for a minute
         except Exception:
             log.exception("Spark warm-up failed (the first ingest job will start Spark itself)")
 
@@ -223,6 +228,8 @@ class TableComponent:
     async def stop(self) -> None:
         if self._warmup is not None and not self._warmup.done():
             self._warmup.cancel()
+        if self._keeper is not None:
+            self._keeper.stop()
         if self._lag_collector is not None:
             self._metrics.unregister(self._lag_collector)
             self._lag_collector = None

@@ -160,10 +160,11 @@ class SmallJobRunner:
 
 
 def _warm() -> None:
-    from tabletopic.table import ingest_task  # noqa: F401
+    from tabletopic.table import ingest_task
     from tabletopic.table.convert import native_avro
 
-    native_avro.available()
+    ingest_task.preload()
+    native_avro.warm()
 
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:

@@ -184,3 +184,12 @@ def test_warm_runs_the_native_reader_once_so_a_worker_has_set_it_up() -> None:
     native_avro._context.cache_clear()
     native_avro.warm()
     assert native_avro._context.cache_info().currsize == 1  # the DataFusion context now exists
+
+
+def test_the_warm_up_decodes_its_whole_column_natively_and_every_task_module_imports() -> None:
+    from tabletopic.table import ingest_task
+
+    # A warm-up that fell back to the per-record decoder would warm nothing (and take seconds).
+    assert native_avro.warm(rows=4096) == 4096
+    assert native_avro.warm() >= native_avro.MIN_NATIVE_DATUMS
+    ingest_task.preload()

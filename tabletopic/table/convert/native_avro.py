@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import struct
 import tempfile
 from collections.abc import Sequence
 from functools import cache
@@ -89,14 +90,41 @@ def available() -> bool:
     return True
 
 
-def warm() -> None:
-    """Decode a tiny column once: the DataFusion context and its Avro reader are set up (about a
-    second the first time in a process) before a real chunk needs them."""
+def warm(rows: int = MIN_NATIVE_DATUMS) -> int:
+    """Decode a column of ``rows`` datums of a 20-field record once, so the DataFusion context and
+    its Avro reader are set up (about a second the first time in a process) before a real chunk
+    needs them; with ``rows`` near a chunk's (an ingest task's workers), the reader's first large
+    read is paid here too: the first 500 k-row decode of a process costs about twice the later
+    ones. Returns how many datums were decoded natively (0: DataFusion missing or it failed)."""
     if not available():
-        return
-    column = NativeAvroColumn({"type": "record", "name": "Warm", "fields": [{"name": "n", "type": "long"}]},
-                              pa.struct([pa.field("n", pa.int64())]))  # fmt: skip
-    column.decode([b"\x02"] * MIN_NATIVE_DATUMS)
+        return 0
+    kinds = ("long", "int", "double", "string", "boolean")
+    fields = [{"name": f"f{i}", "type": kinds[i % len(kinds)]} for i in range(20)]
+    target = pa.struct(
+        [pa.field(f["name"], {"long": pa.int64(), "int": pa.int32(), "double": pa.float64(),
+                              "string": pa.string(), "boolean": pa.bool_()}[f["type"]], nullable=False)
+         for f in fields]
+    )  # fmt: skip
+    variants = []
+    for v in range(64):
+        datum = bytearray()
+        for i, f in enumerate(fields):
+            kind = f["type"]
+            if kind in ("long", "int"):
+                datum += _zigzag((v * 7919 + i) << (24 if kind == "long" else 8))
+            elif kind == "double":
+                datum += struct.pack("<d", v / 7 + i)
+            elif kind == "string":
+                text = b"w" * (4 + (v * 5 + i) % 28)
+                datum += _zigzag(len(text)) + text
+            else:
+                datum.append((v + i) & 1)
+        variants.append(bytes(datum))
+    column = pa.array(variants * max(rows // len(variants), 4), pa.binary())
+    decoded = NativeAvroColumn({"type": "record", "name": "Warm", "fields": fields}, target).decode(
+        [None] * len(column), 0, column
+    )
+    return 0 if decoded is None else len(decoded)
 
 
 def _scratch_dir() -> str | None:
