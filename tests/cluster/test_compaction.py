@@ -17,6 +17,7 @@ from tabletopic.broker import wire_client
 from tabletopic.broker.topics import partitions_table
 from tabletopic.s3stream.db import ObjectState, objects_table, ranges_table
 from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.kafka_clients import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -141,8 +142,7 @@ def test_the_controller_merges_every_brokers_small_objects_losing_nothing(
 ) -> None:
     cluster = healthy_cluster
     topic = f"merged-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    create_topic(cluster.bootstrap, topic, 3)
     leaders = placed(cluster, topic, 3)
     assert len({node for node, _ in leaders.values()}) > 1
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5, "acks": "all"})

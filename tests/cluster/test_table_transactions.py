@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.kafka_clients import create_topic
 from tests.support.table_node import table_configs
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -69,9 +69,7 @@ def test_table_of_transactional_topic_holds_only_committed_records_on_every_lead
 ) -> None:
     cluster = healthy_cluster
     topic = f"tbltx_{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    new = NewTopic(topic, num_partitions=TXN_PARTITIONS + 1, replication_factor=1, config=table_configs())
-    admin.create_topics([new])[topic].result(30)
+    create_topic(cluster.bootstrap, topic, TXN_PARTITIONS + 1, table_configs())
     leaders = placed(cluster, topic, TXN_PARTITIONS + 1)
     coordinator = leaders[0][0]  # the leader of partition 0 runs the table's coordinator
     assert any(leaders[p][0] != coordinator for p in range(1, TXN_PARTITIONS)), leaders

@@ -25,12 +25,12 @@ def make_messages(count: int, partitions: int, tag: str, headers: bool = True) -
     return result
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
-    futures[name].result(30)
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=configs or {})
+    admin.create_topics([topic])[name].result(30)
 
 
 def confluent_produce(
