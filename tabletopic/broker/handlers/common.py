@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("tabletopic.broker.handlers")
 
 ZERO_UUID = uuid.UUID(int=0)
+READ_COMMITTED = 1  # Fetch and ListOffsets isolation_level: only what committed transactions wrote
 
 
 def field(request: Any, name: str, default: Any = None) -> Any:

@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.fetch_sessions import PartitionKey, SessionPartition
-from tabletopic.broker.handlers.common import ZERO_UUID
+from tabletopic.broker.handlers.common import READ_COMMITTED, ZERO_UUID
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
 from tabletopic.broker.topics import Topic
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 _INT64 = struct.Struct(">q")
-READ_COMMITTED = 1
 
 
 @dataclass(slots=True, kw_only=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import field, partitions_response
+from tabletopic.broker.handlers.common import READ_COMMITTED, field, partitions_response
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import max_timestamp_of
 from tabletopic.records.timestamps import first_at_or_after
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-READ_COMMITTED = 1
 
 
 async def offset_for_timestamp(store: StreamStore, stream_id: int, target: int) -> tuple[int, int]:

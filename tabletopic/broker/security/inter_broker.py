@@ -1,24 +1,31 @@
 """How the broker itself connects to a listener of its cluster (``inter.broker.listener.name``):
-transaction markers to other brokers go over the broker's wire client, the dead-letter producer
-over confluent-kafka. On an SSL or SASL_SSL listener the broker trusts its own truststore and shows
-its own certificate; on a SASL listener it logs in with ``sasl.mechanism.inter.broker.protocol`` and
-the credentials of ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, as a Kafka broker does.
-Its principal then needs Kafka's CLUSTER_ACTION on the cluster when ACLs are on (or a place in
+transaction markers and last-stable-offset queries to other brokers go over the broker's wire
+client (:meth:`InterBrokerClient.call`), the dead-letter producer over confluent-kafka. On an SSL
+or SASL_SSL listener the broker trusts its own truststore and shows its own certificate; on a SASL
+listener it logs in with ``sasl.mechanism.inter.broker.protocol`` and the credentials of
+``listener.name.<listener>.<mechanism>.sasl.jaas.config``, as a Kafka broker does. Its principal
+then needs Kafka's CLUSTER_ACTION on the cluster when ACLs are on (or a place in
 ``super.users``)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import socket
 import ssl
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tabletopic.broker import wire_client
 from tabletopic.broker.security import settings
 from tabletopic.broker.security.scram import SCRAM_MECHANISMS, ScramClientExchange, ScramFailure
 from tabletopic.broker.security.tls import client_context
 from tabletopic.config import Config, ConfigError
+
+if TYPE_CHECKING:
+    from tabletopic.broker.leadership import BrokerEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +43,10 @@ def jaas_credentials(text: str) -> tuple[str, str] | None:
 
 def jaas_key(listener: str, mechanism: str) -> str:
     return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+
+
+class BrokerUnreachable(Exception):
+    """A request to another broker got no answer (connection, login or exchange failed)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,30 @@ class InterBrokerClient:
         tls.check_hostname = config.get(settings.SSL_ENDPOINT_IDENTIFICATION_ALGORITHM) == "https"
         rdkafka["ssl.endpoint.identification.algorithm"] = "https" if tls.check_hostname else "none"
         return cls(listener, protocol, mechanism, username, password, tls, tuple(rdkafka.items()))
+
+    async def call(
+        self,
+        brokers: Iterable[BrokerEndpoint],
+        node: int,
+        api_key: int,
+        version: int,
+        socket_timeout: float,
+        **fields: Any,
+    ) -> Any:
+        """One request to broker ``node`` (its endpoint among ``brokers``, this client's listener),
+        logged in as the broker, in a thread (``socket_timeout`` per socket operation); the decoded
+        answer. Raises LookupError when ``node`` has no endpoint there (not alive),
+        BrokerUnreachable when the exchange fails."""
+        endpoint = next((b for b in brokers if b.node_id == node), None)
+        if endpoint is None:
+            raise LookupError(f"broker {node} has no live endpoint on {self.listener}")
+        try:
+            address = f"{endpoint.host}:{endpoint.port}"
+            return await asyncio.to_thread(
+                wire_client.call, address, api_key, version, socket_timeout, self.connect, **fields
+            )
+        except (wire_client.WireError, OSError, ValueError) as exc:
+            raise BrokerUnreachable(str(exc)) from exc
 
     def connect(self, host: str, port: int, timeout: float) -> socket.socket:
         """A connection to ``host:port`` ready for requests: TLS handshake and SASL login done."""

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Connection
 
-from tabletopic.broker import wire_client
 from tabletopic.broker.leadership import TXN_SLOTS_TOPIC, group_slot
+from tabletopic.broker.security.inter_broker import BrokerUnreachable
 from tabletopic.cluster.db import check_leadership
 
 if TYPE_CHECKING:
@@ -86,10 +86,6 @@ class TxnCluster:
         commit: bool,
         epoch: int,
     ) -> dict[tuple[str, int], ErrorCode]:
-        brokers = self._role.brokers(self._client.listener)
-        endpoint = next((b for b in brokers if b.node_id == node), None)
-        if endpoint is None:
-            return dict.fromkeys(items, ErrorCode.coordinator_not_available)
         topics: dict[str, list[int]] = {}
         for topic, partition in items:
             topics.setdefault(topic, []).append(partition)
@@ -104,17 +100,12 @@ class TxnCluster:
                 }
             ]
         }
+        brokers = self._role.brokers(self._client.listener)
         try:
-            answer = await asyncio.to_thread(
-                wire_client.call,
-                f"{endpoint.host}:{endpoint.port}",
-                WRITE_TXN_MARKERS,
-                1,
-                MARKER_TIMEOUT_S,
-                self._client.connect,
-                **fields,
-            )
-        except (wire_client.WireError, OSError, ValueError) as exc:
+            answer = await self._client.call(brokers, node, WRITE_TXN_MARKERS, 1, MARKER_TIMEOUT_S, **fields)
+        except LookupError:
+            return dict.fromkeys(items, ErrorCode.coordinator_not_available)
+        except BrokerUnreachable as exc:
             log.info("markers for %s: broker %d unreachable: %s", items, node, exc)
             return dict.fromkeys(items, ErrorCode.network_exception)
         result = {

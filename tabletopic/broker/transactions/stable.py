@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker import wire_client
+from tabletopic.broker.handlers.common import READ_COMMITTED
+from tabletopic.broker.handlers.list_offsets import LATEST
+from tabletopic.broker.security.inter_broker import BrokerUnreachable
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LIST_OFFSETS, LIST_OFFSETS_VERSION = 2, 4
-READ_COMMITTED, LATEST = 1, -1
 QUERY_TIMEOUT_S = 5.0
 
 
@@ -108,11 +109,7 @@ class CommittedOffsets:
         """The last stable offsets ``node`` answers for ``items`` (partition, leader epoch); the
         partitions it could not answer are left out."""
         client = self._service.inter_broker_client
-        endpoint = next(
-            (b for b in self._service.leadership.brokers(client.listener) if b.node_id == node), None
-        )
-        if endpoint is None:
-            return {}
+        brokers = self._service.leadership.brokers(client.listener)
         fields: dict[str, Any] = {
             "replica_id": -1,
             "isolation_level": READ_COMMITTED,
@@ -127,16 +124,10 @@ class CommittedOffsets:
             ],
         }
         try:
-            answer = await asyncio.to_thread(
-                wire_client.call,
-                f"{endpoint.host}:{endpoint.port}",
-                LIST_OFFSETS,
-                LIST_OFFSETS_VERSION,
-                QUERY_TIMEOUT_S,
-                client.connect,
-                **fields,
+            answer = await client.call(
+                brokers, node, LIST_OFFSETS, LIST_OFFSETS_VERSION, QUERY_TIMEOUT_S, **fields
             )
-        except (wire_client.WireError, OSError, ValueError) as exc:
+        except (LookupError, BrokerUnreachable) as exc:
             log.info("last stable offsets of %s %s: broker %d unreachable: %s", topic, items, node, exc)
             return {}
         result: dict[int, int] = {}
