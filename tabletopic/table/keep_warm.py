@@ -39,7 +39,6 @@ class WorkerKeeper:
         self._interval = interval
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
-        self.runs = 0
 
     def start(self) -> None:
         if self._thread is None:
@@ -59,7 +58,6 @@ class WorkerKeeper:
                     continue  # a job keeps the workers busy, hence alive
                 context.setJobDescription("tabletopic: keep Python workers warm")
                 spark.createDataFrame([("",)], "item string").mapInArrow(idle_task, "item string").collect()
-                self.runs += 1
                 failed = False
             except Exception as exc:  # Spark stopping or restarting: try again next interval
                 if not failed:

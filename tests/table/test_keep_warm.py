@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tabletopic.table.keep_warm import WorkerKeeper, idle_task
+from tests.support.cluster import wait_until
 
 
 class FakeSpark:
@@ -42,13 +43,6 @@ class FakeSpark:
         return []
 
 
-def wait_for(condition: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-
-
 def test_a_no_op_job_runs_every_interval_only_while_no_job_is_running(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -56,7 +50,7 @@ def test_a_no_op_job_runs_every_interval_only_while_no_job_is_running(
     keeper = WorkerKeeper(lambda: spark, interval=0.02)
     keeper.start()
     try:
-        wait_for(lambda: spark.jobs >= 3)
+        wait_until(lambda: spark.jobs >= 3, timeout=5, interval=0.01)
         spark.active = [7]  # an ingest job keeps the workers busy: nothing to add
         time.sleep(0.1)
         before = spark.jobs
@@ -67,7 +61,7 @@ def test_a_no_op_job_runs_every_interval_only_while_no_job_is_running(
         time.sleep(0.2)
         assert len([r for r in caplog.records if "keep" in r.getMessage()]) == 1  # logged once
         spark.fail = False
-        wait_for(lambda: spark.jobs > before)
+        wait_until(lambda: spark.jobs > before, timeout=5, interval=0.01)
     finally:
         keeper.stop()
     time.sleep(0.1)

@@ -124,7 +124,6 @@ class _Admitted:
     started: list[_Started]
     failure: BaseException | None  # why the batches after ``started`` were not appended
     log_append_time: int
-    transactional: bool
 
 
 async def _admit(
@@ -144,7 +143,6 @@ async def _admit(
         rejection = await validator.check(topic_name, topic.configs, records, headers)
         if rejection is not None:
             return _rejected(index, rejection)
-    transactional = False
     for header in headers:
         if header.is_transactional:
             # Only the producer owning the open transaction this partition joined may write it.
@@ -158,7 +156,6 @@ async def _admit(
             if code is not ErrorCode.none:
                 log.info("transactional produce to %s-%d refused: %s", topic_name, index, code.name)
                 return partition_error(index, code, f"transactional batch refused: {code.name}")
-            transactional = True
     try:
         # The last wait before the offsets: between a sequence check and its offsets nothing may
         # run that appends to this stream.
@@ -208,13 +205,13 @@ async def _admit(
                     producers.failed(stream_id, later.producer_id, unsent.reservation, exc)
             failure = exc
             break
-        if transactional and header.is_transactional:
+        if header.is_transactional:  # verified above
             # Open from here on, before the append can be acknowledged: the last stable offset
             # (Fetch, ListOffsets READ_COMMITTED, the table coordinator) never passes the batch
             # while its transaction is undecided. A failed append keeps it open until the marker.
             broker.transactions.partitions.appended(stream_id, header.producer_id, base)
         started.append(_Started(header, check, base, acknowledged))
-    return _Admitted(started, failure, log_append_time, transactional)
+    return _Admitted(started, failure, log_append_time)
 
 
 async def _acknowledge(

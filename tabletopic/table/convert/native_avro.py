@@ -98,13 +98,11 @@ def warm(rows: int = MIN_NATIVE_DATUMS) -> int:
     ones. Returns how many datums were decoded natively (0: DataFusion missing or it failed)."""
     if not available():
         return 0
+    from tabletopic.table.convert.avro import avro_to_arrow_type
+
     kinds = ("long", "int", "double", "string", "boolean")
     fields = [{"name": f"f{i}", "type": kinds[i % len(kinds)]} for i in range(20)]
-    target = pa.struct(
-        [pa.field(f["name"], {"long": pa.int64(), "int": pa.int32(), "double": pa.float64(),
-                              "string": pa.string(), "boolean": pa.bool_()}[f["type"]], nullable=False)
-         for f in fields]
-    )  # fmt: skip
+    schema = {"type": "record", "name": "Warm", "fields": fields}
     variants = []
     for v in range(64):
         datum = bytearray()
@@ -121,9 +119,8 @@ def warm(rows: int = MIN_NATIVE_DATUMS) -> int:
                 datum.append((v + i) & 1)
         variants.append(bytes(datum))
     column = pa.array(variants * max(rows // len(variants), 4), pa.binary())
-    decoded = NativeAvroColumn({"type": "record", "name": "Warm", "fields": fields}, target).decode(
-        [None] * len(column), 0, column
-    )
+    # The same target type the per-record decoder gives (AvroDecoder.arrow_type), as in a real job.
+    decoded = NativeAvroColumn(schema, avro_to_arrow_type(schema)).decode([None] * len(column), 0, column)
     return 0 if decoded is None else len(decoded)
 
 
