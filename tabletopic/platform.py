@@ -10,6 +10,7 @@ speaks to another in that part's own terms (the table pipeline sees the broker t
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import socket
@@ -379,6 +380,10 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
         except OSError as exc:
             log.warning("could not record this node's addresses in %s: %s", platform.data_dir, exc)
         log.info("tabletopic is up (data dir %s)", platform.data_dir)
+        # What start-up built (modules, configs, caches) lives as long as the node: keep it out of
+        # the cyclic collector, whose full passes over it took 20-80 ms, a latency spike each time.
+        gc.collect()
+        gc.freeze()
         if started is not None:
             started.set()
         await stop.wait()

@@ -45,6 +45,7 @@ def status(
 ) -> None:
     """Streams, committed objects by kind, and the local WAL's size."""
     from tabletopic.s3stream.config import StoreSettings
+    from tabletopic.s3stream.wal import segment_files
 
     cfg, meta, store = _open(data_dir, config, override)
     streams = meta.load_streams()
@@ -55,7 +56,7 @@ def status(
         chosen = [o for o in objects if o.kind == kind]
         console.print(f"{kind} objects: {len(chosen)}, {sum(o.size for o in chosen)} bytes")
     wal_dir = StoreSettings.from_config(cfg).wal_dir
-    segments = sorted(wal_dir.glob("*.wal")) if wal_dir.exists() else []
+    segments = segment_files(wal_dir) if wal_dir.exists() else []
     console.print(f"WAL {wal_dir}: {len(segments)} segments, {sum(p.stat().st_size for p in segments)} bytes")
 
 

@@ -22,12 +22,15 @@ from typing import Any, Protocol, TypeVar
 
 from tabletopic.config import Config, StartupError
 from tabletopic.s3stream import settings as keys
+from tabletopic.s3stream.direct_io import BlockWriter, open_direct, thread_buffer
 from tabletopic.s3stream.settings import ObjectStoreKind
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# The aligned buffer of local puts: one per thread that puts (the store's I/O threads).
+PUT_BUFFER_BYTES = 1 << 20
 
 
 class ObjectStoreError(StreamError):
@@ -82,17 +85,16 @@ class LocalObjectStore:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        # Written around the page cache (see direct_io): an object is read back rarely and late,
+        # and a buffered write of fresh data costs the kernel more than the broker's protocol path.
+        fd = open_direct(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            parts = _as_parts(data)
-            for start in range(0, len(parts), 512):
-                chunk = parts[start : start + 512]
-                total = sum(len(p) for p in chunk)
-                written = os.writev(fd, chunk)
-                if written != total:  # short write: fall back to plain writes for the rest
-                    rest = b"".join(bytes(p) for p in chunk)[written:]
-                    while rest:
-                        rest = rest[os.write(fd, rest) :]
+            out = BlockWriter(fd, 0, thread_buffer(PUT_BUFFER_BYTES))
+            for part in _as_parts(data):
+                out.write(part)
+            out.flush()
+            size = out.position
+            os.ftruncate(fd, size)  # the last block was padded
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -113,7 +113,9 @@ WAL_SEGMENT_BYTES = define(
     "s3stream.wal.segment.bytes",
     int,
     64 * MiB,
-    "A local WAL segment file is closed and a new one started at this size.",
+    "Size a local WAL segment file is preallocated to; a segment is closed at this size (and at each "
+    "upload) and reused once its data is in object storage. Disk use: the WAL's data rounded up to "
+    "segments, plus one segment opened ahead and up to four spares.",
     GROUP,
     in_range(1 * MiB),
 )

@@ -9,13 +9,25 @@ from pathlib import Path
 
 import pytest
 
+from tabletopic.s3stream.direct_io import BLOCK
 from tabletopic.s3stream.objects import CorruptObject, fetch_slice
-from tabletopic.s3stream.wal import SUFFIX, WalCorruption
+from tabletopic.s3stream.wal import WalCorruption, segment_files
+from tabletopic.s3stream.wal_format import FRAME, RECORD, frame_header, header, scan_segment
 from tests.support.store_harness import StoreHarness, payload_for
 
 
 def wal_segments(harness: StoreHarness) -> list[Path]:
-    return sorted((harness.root / "wal").glob(f"*{SUFFIX}"))
+    return sorted(segment_files(harness.root / "wal"))
+
+
+def newest_with_records(harness: StoreHarness) -> tuple[Path, int, int]:
+    """The newest segment holding records: path, index and where its frames end."""
+    for path in reversed(wal_segments(harness)):
+        index = int(path.name.split(".")[0])
+        scan = scan_segment(path.read_bytes(), index)
+        if scan.records:
+            return path, index, scan.end
+    raise AssertionError("no WAL segment holds records")
 
 
 async def crash_with_data_only_in_wal(harness: StoreHarness, count: int) -> int:
@@ -34,29 +46,32 @@ async def crash_with_data_only_in_wal(harness: StoreHarness, count: int) -> int:
     return sid
 
 
-async def test_torn_wal_tail_is_truncated_with_a_log_line_and_valid_records_survive(
+async def test_a_half_written_group_after_the_last_one_is_discarded_with_a_log_line(
     local_harness: StoreHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
     sid = await crash_with_data_only_in_wal(local_harness, 10)
-    segment = [s for s in wal_segments(local_harness) if s.stat().st_size][-1]
-    segment.write_bytes(segment.read_bytes() + b"\x00\x00\x02\x00garbage that a half-written frame leaves")
+    segment, _, end = newest_with_records(local_harness)
+    data = bytearray(segment.read_bytes())
+    garbage = b"\x00\x00\x02\x00garbage that a half-written frame leaves"
+    data[end : end + len(garbage)] = garbage
+    segment.write_bytes(bytes(data))
     caplog.set_level(logging.WARNING, logger="tabletopic.s3stream.wal")
     store = await local_harness.open()
     assert store.stream_info(sid).end_offset == 10
     assert [bytes(b.payload) for b in await store.fetch(sid, 0, 1 << 20)] == [
         payload_for(sid, i, 500) for i in range(10)
     ]
-    assert any("torn tail" in r.getMessage() for r in caplog.records)
+    assert any("was not closed" in r.getMessage() for r in caplog.records)
 
 
 async def test_corrupted_bytes_in_the_newest_segment_stop_recovery_at_the_last_valid_record(
     local_harness: StoreHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
     sid = await crash_with_data_only_in_wal(local_harness, 10)
-    segment = [s for s in wal_segments(local_harness) if s.stat().st_size][-1]
+    segment, _, end = newest_with_records(local_harness)
     data = bytearray(segment.read_bytes())
-    frame = len(data) // 10
-    data[frame * 7 + 30] ^= 0xFF  # flip a payload byte of the 8th record
+    frame = (end - BLOCK) // 10  # ten groups of one record each, all the same size
+    data[BLOCK + frame * 7 + 30] ^= 0xFF  # flip a payload byte of the 8th record
     segment.write_bytes(bytes(data))
     caplog.set_level(logging.WARNING, logger="tabletopic.s3stream.wal")
     store = await local_harness.open()
@@ -66,13 +81,17 @@ async def test_corrupted_bytes_in_the_newest_segment_stop_recovery_at_the_last_v
 
 async def test_damage_in_an_older_segment_refuses_to_start(local_harness: StoreHarness) -> None:
     sid = await crash_with_data_only_in_wal(local_harness, 4)
-    segments = [s for s in wal_segments(local_harness) if s.stat().st_size]
-    data = bytearray(segments[-1].read_bytes())
-    data[-3] ^= 0xFF
-    segments[-1].write_bytes(bytes(data))
-    # A newer (empty) segment makes the damaged one an older segment holding acknowledged data.
-    newer = segments[-1].with_name(f"{int(segments[-1].name[: -len(SUFFIX)]) + 5:020d}{SUFFIX}")
-    newer.write_bytes(b"")
+    segment, index, end = newest_with_records(local_harness)
+    data = bytearray(segment.read_bytes())
+    data[end - 3] ^= 0xFF
+    data[end : end + FRAME.size] = bytes(FRAME.size)  # and as if it had been closed: no end frame
+    segment.write_bytes(bytes(data))
+    # A newer segment holding a frame makes the damaged one an older segment: its tail held
+    # acknowledged data, not a write cut by the crash.
+    newer = index + 5
+    body = RECORD.pack(sid, 1_000, 1, 1) + b"x"
+    frame = frame_header(newer, BLOCK, len(body), [body]) + body
+    segment.with_name(f"{newer:020d}.seg").write_bytes(header(newer) + frame)
     with pytest.raises(WalCorruption, match="refusing to start"):
         await local_harness.open()
     assert sid

@@ -1,26 +1,39 @@
-"""The local WAL on its own: group commit, framing and replay of a cut file."""
+"""The local WAL on its own: group commit, framing, replay of a cut file, reuse of segment files."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 
+from tabletopic.s3stream.direct_io import BLOCK
 from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
 from tabletopic.s3stream.streams import StorageUnavailable
-from tabletopic.s3stream.wal import SUFFIX, Group, LocalWal, scan_frames
+from tabletopic.s3stream.wal import Group, LocalWal, WalCorruption, segment_files
+from tabletopic.s3stream.wal_format import FRAME, SEGMENT_SUFFIX, SPARE_SUFFIX, scan_segment
+
+SEGMENT = 1 << 20
 
 
-def only_segment(directory: Path) -> bytes:
-    [segment] = [p for p in directory.glob(f"*{SUFFIX}") if p.stat().st_size]
-    return segment.read_bytes()
+def written_segment(directory: Path) -> tuple[bytes, int]:
+    """The one segment holding frames: its bytes up to the end frame, and its index."""
+    for path in sorted(directory.glob(f"*{SEGMENT_SUFFIX}")):
+        index = int(path.name.split(".")[0])
+        data = path.read_bytes()
+        scan = scan_segment(data, index)
+        if scan.records:
+            assert scan.sealed
+            return data[: scan.end + FRAME.size], index
+    raise AssertionError("no segment holds records")
 
 
-async def write_groups(directory: Path, groups: list[list[bytes]]) -> tuple[LocalWal, list[float]]:
-    fsyncs: list[float] = []
+async def write_groups(
+    directory: Path, groups: list[list[bytes]], segment_bytes: int = SEGMENT
+) -> tuple[LocalWal, list[Group]]:
     committed: list[Group] = []
-    wal = LocalWal(directory, 1 << 30, committed.append, fsyncs.append)
+    wal = LocalWal(directory, segment_bytes, committed.append)
     list(wal.replay())
     await wal.start()
     offset = 0
@@ -32,67 +45,163 @@ async def write_groups(directory: Path, groups: list[list[bytes]]) -> tuple[Loca
         assert group is not None
         await group.future
     await wal.close()
-    return wal, fsyncs
+    return wal, committed
+
+
+def files(directory: Path, suffix: str) -> list[Path]:
+    return sorted(directory.glob(f"*{suffix}"))
+
+
+def replayed(directory: Path, segment_bytes: int = SEGMENT) -> list[bytes]:
+    return [bytes(r.payload) for r in LocalWal(directory, segment_bytes, lambda group: None).replay()]
 
 
 async def test_concurrent_appends_share_one_fsync(tmp_path: Path) -> None:
     committed: list[Group] = []
-    fsyncs: list[float] = []
-    wal = LocalWal(tmp_path, 1 << 30, committed.append, fsyncs.append)
+    wal = LocalWal(tmp_path, SEGMENT, committed.append)
     list(wal.replay())
     await wal.start()
     groups = [wal.append(1, i, 1, b"x" * 100) for i in range(500)]
     await asyncio.gather(*(g.future for g in groups))
     await wal.close()
-    assert len(fsyncs) <= 2
+    assert len(committed) <= 2
     assert sum(g.appends for g in committed) == 500
 
 
 async def test_a_file_cut_anywhere_replays_exactly_the_whole_groups_before_the_cut(tmp_path: Path) -> None:
     groups = [[bytes([g]) * (10 + i) for i in range(g % 4 + 1)] for g in range(12)]
     await write_groups(tmp_path, groups)
-    data = only_segment(tmp_path)
-    whole, valid = scan_frames(data)
-    assert valid == len(data) and len(whole) == sum(len(g) for g in groups)
-    boundaries = {0}
-    for cut in range(len(data) + 1):
-        records, valid = scan_frames(data[:cut])
-        assert valid <= cut
-        assert [bytes(r.payload) for r in records] == [bytes(r.payload) for r in whole[: len(records)]]
-        boundaries.add(valid)
+    data, index = written_segment(tmp_path)
+    whole = scan_segment(data, index).records
+    assert len(whole) == sum(len(g) for g in groups)
+    boundaries = set()
+    for cut in range(BLOCK, len(data) + 1):
+        scan = scan_segment(data[:cut], index)
+        assert scan.end <= cut and scan.sealed == (cut == len(data))
+        expected = whole[: len(scan.records)]
+        assert [bytes(r.payload) for r in scan.records] == [bytes(r.payload) for r in expected]
+        boundaries.add(scan.end)
     # Replay never stops inside a group: the valid lengths are exactly the group boundaries.
     assert len(boundaries) == len(groups) + 1
+
+
+async def test_frames_replay_only_at_their_own_place(tmp_path: Path) -> None:
+    # A reused file holds old frames past its written end; a frame copied to another offset or
+    # read as part of another segment must not replay.
+    await write_groups(tmp_path, [[b"first"], [b"second"]])
+    data, index = written_segment(tmp_path)
+    first_end = scan_segment(data, index).end
+    moved = data[:BLOCK] + data[BLOCK + 1 :]
+    assert scan_segment(moved, index).records == []
+    assert scan_segment(data, index + 1).records == []
+    assert len(scan_segment(data[:first_end], index).records) == 2
 
 
 async def test_replay_after_restart_continues_in_a_new_segment(tmp_path: Path) -> None:
     await write_groups(tmp_path, [[b"a", b"b"], [b"c"]])
     committed: list[Group] = []
-    wal = LocalWal(tmp_path, 1 << 30, committed.append)
-    replayed = [bytes(r.payload) for r in wal.replay()]
-    assert replayed == [b"a", b"b", b"c"]
+    wal = LocalWal(tmp_path, SEGMENT, committed.append)
+    assert [bytes(r.payload) for r in wal.replay()] == [b"a", b"b", b"c"]
     await wal.start()
     await wal.append(1, 3, 1, b"d").future
     await wal.close()
-    wal = LocalWal(tmp_path, 1 << 30, committed.append)
-    assert [bytes(r.payload) for r in wal.replay()] == [b"a", b"b", b"c", b"d"]
+    assert replayed(tmp_path) == [b"a", b"b", b"c", b"d"]
 
 
 async def test_large_payloads_written_in_place_replay_byte_for_byte(tmp_path: Path) -> None:
-    # Payloads above the in-place size are checksummed where they lie instead of joined: the frame
-    # must be the same bytes, and a cut inside it must still drop the whole group.
+    # Payloads above the in-place size are checksummed where they lie instead of joined, and a group
+    # larger than the writer's buffer is written in pieces: the frame must be the same bytes.
     big = [bytes([i]) * (IN_PLACE_AVERAGE_BYTES * 3 + i) for i in range(3)]
-    groups = [[b"small"], big, [big[0], b"mixed"]]
-    await write_groups(tmp_path, groups)
-    data = only_segment(tmp_path)
-    records, valid = scan_frames(data)
-    assert valid == len(data)
-    assert [bytes(r.payload) for r in records] == [p for g in groups for p in g]
-    records, _ = scan_frames(data[: len(data) - 1])
-    assert [bytes(r.payload) for r in records] == [p for g in groups[:2] for p in g]
+    huge = bytes(range(256)) * (5 << 12)  # 5 MiB, above the 4 MiB write buffer
+    groups = [[b"small"], big, [big[0], b"mixed"], [huge]]
+    await write_groups(tmp_path, groups, segment_bytes=16 << 20)
+    assert replayed(tmp_path, 16 << 20) == [p for g in groups for p in g]
+
+
+async def test_segments_roll_before_overflowing_and_released_ones_are_reused(tmp_path: Path) -> None:
+    committed: list[Group] = []
+    wal = LocalWal(tmp_path, SEGMENT, committed.append)
+    list(wal.replay())
+    await wal.start()
+    payload = b"p" * 200_000
+    for offset in range(12):  # 2.4 MB: three segments of 1 MiB at least
+        await wal.append(1, offset, 1, payload).future
+    assert wal.current_segment >= 3
+    assert all(p.stat().st_size == SEGMENT for p in segment_files(tmp_path))
+    await wal.release(wal.current_segment)
+    spares = files(tmp_path, SPARE_SUFFIX)
+    assert spares and len(segment_files(tmp_path)) == 2  # the current one and the next, opened ahead
+    for offset in range(12, 24):
+        await wal.append(1, offset, 1, payload).future
+    assert len(files(tmp_path, SPARE_SUFFIX)) < len(spares)  # taken back as segments
+    await wal.close()
+    # The reused files still hold the old frames past their new ones: replay must not see them.
+    offsets = [r.base_offset for r in LocalWal(tmp_path, SEGMENT, lambda group: None).replay()]
+    assert offsets == list(range(offsets[0], 24)) and offsets[0] <= 12
+
+
+async def test_damage_before_the_last_segment_with_frames_refuses_to_start(tmp_path: Path) -> None:
+    wal = LocalWal(tmp_path, SEGMENT, lambda group: None)
+    list(wal.replay())
+    await wal.start()
+    await wal.append(1, 0, 1, b"first segment").future
+    await wal.roll().done
+    await wal.append(1, 1, 1, b"second segment").future
+    await wal.close()
+    data, index = written_segment(tmp_path)  # the first one holding records
+    path = tmp_path / f"{index:020d}{SEGMENT_SUFFIX}"
+    damaged = bytearray(path.read_bytes())
+    damaged[len(data) - FRAME.size - 3] ^= 0xFF  # inside its only group's payload
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(WalCorruption, match="refusing to start"):
+        replayed(tmp_path)
+
+
+async def test_segments_opened_ahead_and_never_used_replay_as_empty(tmp_path: Path) -> None:
+    await write_groups(tmp_path, [[b"a"], [b"b"]])
+    _, index = written_segment(tmp_path)
+    (tmp_path / f"{index + 5:020d}{SEGMENT_SUFFIX}").write_bytes(b"")  # a crash before its header
+    assert replayed(tmp_path) == [b"a", b"b"]
+
+
+async def test_segments_of_the_previous_format_are_replayed_then_deleted(tmp_path: Path) -> None:
+    import struct
+
+    import crc32c
+
+    body = struct.pack(">qqII", 7, 0, 1, 3) + b"old"
+    (tmp_path / f"{1:020d}.wal").write_bytes(struct.pack(">II", len(body), crc32c.crc32c(body)) + body)
+    wal = LocalWal(tmp_path, SEGMENT, lambda group: None)
+    assert [(r.stream_id, bytes(r.payload)) for r in wal.replay()] == [(7, b"old")]
+    await wal.start()
+    await wal.release(wal.current_segment)
+    await wal.close()
+    assert not files(tmp_path, ".wal")
+    assert not (tmp_path / f"{1:020d}{SPARE_SUFFIX}").exists()  # never reused: its old frames lack seeds
 
 
 async def test_appends_before_start_are_refused(tmp_path: Path) -> None:
-    wal = LocalWal(tmp_path, 1 << 30, lambda group: None)
+    wal = LocalWal(tmp_path, SEGMENT, lambda group: None)
     list(wal.replay())
     with pytest.raises(StorageUnavailable):
         wal.append(1, 0, 1, b"x")
+
+
+async def test_a_segment_prepared_late_never_replaces_the_current_one(tmp_path: Path) -> None:
+    # The next segment is prepared on the WAL's executor; when rolls come faster, the writer
+    # prepares it itself, and the executor's late preparation of the same index must not rename
+    # a spare over the segment being written (its acknowledged frames would be lost).
+    wal = LocalWal(tmp_path, SEGMENT, lambda group: None)
+    list(wal.replay())
+    await wal.start()
+    gate = threading.Event()
+    wal._executor.submit(gate.wait)  # preparations queue up behind this
+    offset = 0
+    for _ in range(3):
+        await wal.roll().done
+        await wal.append(1, offset, 1, b"r%d" % offset).future
+        offset += 1
+    gate.set()
+    await wal.append(1, offset, 1, b"last").future
+    await wal.close()
+    assert replayed(tmp_path) == [b"r0", b"r1", b"r2", b"last"]

@@ -30,6 +30,7 @@ FAST = {
     "small_object_bytes": 1024 * 1024,
     "max_object_bytes": 4 * 1024 * 1024,
     "compaction_rate": 256 * 1024 * 1024,
+    "wal_segment_bytes": 4 * 1024 * 1024,  # each store zero-fills one spare segment ahead
 }
 
 
