@@ -104,7 +104,6 @@ class ConnectionPool:
         self._lock = threading.Lock()
         self._closed = False
         self._correlation = itertools.count(1)
-        self.opened = 0  # connections opened so far (for tests and debugging)
 
     def call(self, address: str, api_key: int, version: int, timeout: float, **fields: Any) -> Any:
         """One request to ``address`` (``host:port``); ``timeout`` bounds each socket operation.
@@ -122,8 +121,6 @@ class ConnectionPool:
                 pass  # stale: the peer closed it; once more on a new connection
         host, _, port = address.rpartition(":")
         sock = self._connect(host, int(port), timeout)
-        with self._lock:
-            self.opened += 1
         return self._exchange(address, sock, api_key, version, timeout, fields)
 
     def _exchange(
@@ -137,7 +134,7 @@ class ConnectionPool:
     ) -> Any:
         try:
             sock.settimeout(timeout)
-            answer = exchange(sock, api_key, version, next(self._correlation), **fields)
+            answer = exchange(sock, api_key, version, next(self._correlation) & 0x7FFFFFFF, **fields)
         except BaseException:
             sock.close()
             raise
