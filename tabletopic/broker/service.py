@@ -116,6 +116,7 @@ class BrokerService:
             await self.producers.snapshot()
         except Exception:
             log.exception("final producer state snapshot failed")
+        self.inter_broker_client.close()
 
     async def _snapshot_loop(self) -> None:
         interval = self.config.get(settings.PRODUCER_STATE_SNAPSHOT_INTERVAL_MS) / 1000

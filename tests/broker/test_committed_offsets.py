@@ -2,12 +2,13 @@
 stable offset to a READ_COMMITTED request (as Kafka does), the aborted index in the metadata
 database is written before that offset moves past an aborted transaction, and
 :class:`CommittedOffsets` asks nobody for partitions led here and leaves out a partition whose
-leader cannot be reached."""
+leader cannot be reached; its queries to other brokers keep one connection per broker."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import uuid
 
 from kio.schema.errors import ErrorCode
 
@@ -16,6 +17,7 @@ from tabletopic.broker.transactions import TransactionCoordinator
 from tabletopic.broker.transactions.stable import CommittedOffsets
 from tabletopic.records.encoder import Record, build_batch
 from tests.support.broker_calls import call
+from tests.support.kafka_clients import create_topic
 from tests.support.kafka_requests import produce_request, request
 from tests.support.ports import free_port
 
@@ -125,3 +127,92 @@ async def test_a_transactional_batch_holds_the_last_stable_offset_before_it_is_a
     response = await producing
     assert response.responses[0].partition_responses[0].error_code is ErrorCode.none
     assert await _latest(broker_service, 1) == 0
+
+
+class _CountingRelay:
+    """A TCP relay to a real broker that counts the connections it accepts and can drop them all,
+    as a restarting broker (or one closing idle connections) does."""
+
+    def __init__(self, target: str) -> None:
+        host, _, port = target.rpartition(":")
+        self._target = (host, int(port))
+        self.accepted = 0
+        self.open = 0
+        self._clients: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        self.open += 1
+        self._clients.append(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True)
+        finally:
+            self.open -= 1
+
+    def drop(self) -> None:
+        for writer in self._clients:
+            writer.close()
+        self._clients = []
+
+    async def stop(self) -> None:
+        self.drop()
+        self._server.close()
+        await self._server.wait_closed()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    finally:
+        writer.close()
+
+
+class _RemoteLeadership:
+    """Every partition led by broker 7, reached through ``port``."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+
+    def leads(self, topic: str, partition: int) -> bool:
+        return False
+
+    def leader(self, topic: str, partition: int) -> tuple[int, int]:
+        return 7, -1
+
+    def brokers(self, listener: str) -> list[BrokerEndpoint]:
+        return [BrokerEndpoint(7, "127.0.0.1", self._port, None)]
+
+
+async def test_last_stable_offset_queries_reuse_one_connection_per_broker_and_reconnect_after_a_drop(
+    broker_service,  # type: ignore[no-untyped-def]
+    bootstrap: str,
+) -> None:
+    topic = f"pooled-{uuid.uuid4().hex[:8]}"
+    await asyncio.to_thread(create_topic, bootstrap, topic, 2)
+    relay = _CountingRelay(bootstrap)  # broker 7: the session's real broker, behind a counter
+    broker_service.leadership = _RemoteLeadership(await relay.start())
+    view = CommittedOffsets(broker_service)
+    wanted = [(0, 0, 0), (1, 0, 0)]
+    try:
+        for _ in range(4):  # the table coordinator's cycles
+            assert await view.last_stable_offsets(topic, wanted) == {0: 0, 1: 0}
+        assert relay.accepted == 1
+        relay.drop()  # the peer closed it: the next cycle replaces it, no partition left out
+        assert await view.last_stable_offsets(topic, wanted) == {0: 0, 1: 0}
+        assert await view.last_stable_offsets(topic, wanted) == {0: 0, 1: 0}
+        assert relay.accepted == 2
+        broker_service.inter_broker_client.close()  # the broker stops: nothing is left open
+        for _ in range(100):
+            if relay.open == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert relay.open == 0
+    finally:
+        await relay.stop()

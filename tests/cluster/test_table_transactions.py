@@ -1,6 +1,8 @@
 """A table topic fed by transactional producers in a cluster holds exactly the committed records,
 also for the partitions that brokers other than the table's coordinator lead: their last stable
-offset comes from their leader and their aborted transactions from the durable aborted index."""
+offset comes from their leader and their aborted transactions from the durable aborted index. A
+leader killed while the table coordinator asks it leaves its partition out of the cycles (which go
+on) until the partition's new leader answers; then the partition is ingested exactly once."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster import LocalCluster, find_coordinator, placed, wait_until
 from tests.support.kafka_clients import create_topic
 from tests.support.table_node import table_configs
 
@@ -41,11 +43,16 @@ def _values(cluster: LocalCluster, topic: str) -> list[bytes]:
     return sorted(r["_kafka_value"] for r in rows)
 
 
-def _transactional(cluster: LocalCluster, name: str) -> Producer:
+def _transactional(cluster: LocalCluster, name: str, avoid: int | None = None) -> Producer:
+    """A transactional producer, initialised; with ``avoid``, one whose transaction coordinator is
+    not that node."""
+    transactional_id = f"{name}-{uuid.uuid4().hex[:8]}"
+    while avoid is not None and find_coordinator(cluster, 1 if avoid != 1 else 2, transactional_id) == avoid:
+        transactional_id = f"{name}-{uuid.uuid4().hex[:8]}"
     producer = Producer(
         {
             "bootstrap.servers": cluster.bootstrap,
-            "transactional.id": f"{name}-{uuid.uuid4().hex[:8]}",
+            "transactional.id": transactional_id,
             "transaction.timeout.ms": 60_000,
             "linger.ms": 5,
             "retry.backoff.ms": 50,
@@ -107,3 +114,63 @@ def test_table_of_transactional_topic_holds_only_committed_records_on_every_lead
     expected = sorted([*committed, *held, *later, b"s-1", b"s-2"])
     wait_until(lambda: _values(cluster, topic) == expected, timeout=30, interval=0.3)
     assert not set(aborted) & set(_values(cluster, topic))
+
+
+def test_a_leader_killed_while_the_table_asks_it_is_ingested_once_its_successor_answers(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    topic = f"tbltxkill_{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.bootstrap, topic, 4, table_configs())
+    leaders = placed(cluster, topic, 4)
+    coordinator = leaders[0][0]  # runs the table's coordinator, and stays up
+    moving = next((p for p in (1, 2, 3) if leaders[p][0] != coordinator), None)
+    assert moving is not None, leaders
+    victim = leaders[moving][0]
+    # Partition 0 takes plain sentinels (a table cycle ran after what came before); only the victim's
+    # partition takes transactions, from producers whose coordinator is not the victim.
+    plain = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+
+    def sentinel(value: bytes) -> None:
+        plain.produce(topic, value, partition=0)
+        assert plain.flush(30) == 0
+        wait_until(lambda: value in _values(cluster, topic), timeout=60, interval=0.3)
+
+    def transaction(producer: Producer, values: list[bytes], commit: bool) -> None:
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value, partition=moving)
+        assert producer.flush(30) == 0
+        if commit:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+
+    writer = _transactional(cluster, "writer", avoid=victim)
+    holder = _transactional(cluster, "holder", avoid=victim)
+    committed = [b"c-1", b"c-2"]
+    transaction(writer, committed, commit=True)
+    holder.begin_transaction()
+    held = [b"open-1", b"open-2"]
+    for value in held:
+        holder.produce(topic, value, partition=moving)
+    assert holder.flush(30) == 0  # acknowledged by the victim, open
+    transaction(writer, [b"aborted-1"], commit=False)
+    sentinel(b"s-1")
+    assert _values(cluster, topic) == sorted([*committed, b"s-1"])
+
+    cluster.brokers[victim].kill()  # while the table's cycles ask it every 200 ms
+    sentinel(b"s-2")  # the cycles go on without the victim's partition
+
+    def moved() -> bool:
+        return all(node != victim for node, _ in placed(cluster, topic, 4).values())
+
+    wait_until(moved, timeout=60, interval=0.5)
+    sentinel(b"s-3")  # after the new leader rebuilt the open transaction: still not past it
+    assert _values(cluster, topic) == sorted([*committed, b"s-1", b"s-2", b"s-3"])
+
+    holder.abort_transaction(60)  # its marker goes to the new leader
+    later = [b"later-1", b"later-2"]
+    transaction(writer, later, commit=True)
+    expected = sorted([*committed, *later, b"s-1", b"s-2", b"s-3"])
+    wait_until(lambda: _values(cluster, topic) == expected, timeout=60, interval=0.3)

@@ -11,25 +11,12 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster import LocalCluster, find_coordinator, placed, wait_until
 from tests.support.kafka_clients import create_topic
-from tests.support.kafka_requests import request
-from tests.support.raw_kafka_client import connect, roundtrip
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 PARTITIONS = 3
-
-
-def _coordinator(cluster: LocalCluster, node: int, key: str, key_type: int = 1) -> int:
-    sock = connect(cluster.brokers[node].bootstrap)
-    try:
-        answer = roundtrip(sock, request(10, 4, key_type=key_type, coordinator_keys=[key]))
-    finally:
-        sock.close()
-    entry = answer.coordinators[0]
-    assert entry.error_code.value == 0, entry
-    return int(entry.node_id)
 
 
 def _producer(cluster: LocalCluster, transactional_id: str) -> Producer:
@@ -83,8 +70,8 @@ def test_transactions_commit_and_abort_across_partitions_led_by_different_broker
     create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
     leaders = placed(cluster, topic, PARTITIONS)
     transactional_id = f"tx-{uuid.uuid4().hex[:8]}"
-    coordinator = _coordinator(cluster, 1, transactional_id)
-    assert {_coordinator(cluster, n, transactional_id) for n in (2, 3)} == {coordinator}
+    coordinator = find_coordinator(cluster, 1, transactional_id)
+    assert {find_coordinator(cluster, n, transactional_id) for n in (2, 3)} == {coordinator}
     assert any(node != coordinator for node, _ in leaders.values())  # markers go to other brokers
     producer = _producer(cluster, transactional_id)
     producer.init_transactions(30)
@@ -106,7 +93,7 @@ def test_transactions_commit_and_abort_across_partitions_led_by_different_broker
     group = next(
         g
         for g in (f"g{i}-{transactional_id}" for i in range(64))
-        if _coordinator(cluster, 1, g, 0) != coordinator
+        if find_coordinator(cluster, 1, g, 0) != coordinator
     )
     consumer = Consumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False}
@@ -136,7 +123,7 @@ def test_killing_the_coordinator_mid_transaction_never_leaves_it_half_visible(
     create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
     placed(cluster, topic, PARTITIONS)
     transactional_id = f"txk-{uuid.uuid4().hex[:8]}"
-    victim = _coordinator(cluster, 1, transactional_id)
+    victim = find_coordinator(cluster, 1, transactional_id)
     producer = _producer(cluster, transactional_id)
     producer.init_transactions(30)
     producer.begin_transaction()
@@ -149,7 +136,7 @@ def test_killing_the_coordinator_mid_transaction_never_leaves_it_half_visible(
         producer.commit_transaction(60)  # goes on with the slot's new leader, or fails
     except KafkaException as exc:
         print(f"commit after the coordinator's death failed: {exc}")
-    wait_until(lambda: _coordinator(cluster, others[0], transactional_id) in others, timeout=30)
+    wait_until(lambda: find_coordinator(cluster, others[0], transactional_id) in others, timeout=30)
     again = _producer(cluster, transactional_id)
     again.init_transactions(60)  # finishes or aborts what is left open, fences the first producer
     again.begin_transaction()

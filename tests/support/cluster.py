@@ -182,3 +182,16 @@ def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, va
         return int(answer.responses[0].partition_responses[0].error_code.value)
     finally:
         sock.close()
+
+
+def find_coordinator(cluster: LocalCluster, node: int, key: str, key_type: int = 1) -> int:
+    """The node ``node`` names as coordinator of ``key`` (FindCoordinator; 1: a transactional id,
+    0: a group)."""
+    sock = connect(cluster.brokers[node].bootstrap)
+    try:
+        answer = roundtrip(sock, request(10, 4, key_type=key_type, coordinator_keys=[key]))
+    finally:
+        sock.close()
+    entry = answer.coordinators[0]
+    assert entry.error_code.value == 0, entry
+    return int(entry.node_id)

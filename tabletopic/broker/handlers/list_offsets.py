@@ -10,6 +10,12 @@ the first batch whose max timestamp reaches it is found by binary search over th
 are assumed time-ordered, as Kafka's time index assumes), then that batch's records are read.
 MAX_TIMESTAMP is the first record carrying the largest timestamp. A batch whose records cannot be
 read falls back to its header (its first offset and max timestamp).
+
+Under READ_COMMITTED both lookups search the whole partition, then answer offset -1, timestamp -1
+when the record found sits at or above the last stable offset, as Kafka does (ReplicaManager drops
+an answer at or past the last fetchable offset): an open transaction's records are not revealed,
+and MAX_TIMESTAMP does not fall back to the largest committed timestamp (KIP-734 keeps Kafka's
+rule). Once the transaction ends, the same lookup names them.
 """
 
 from __future__ import annotations
@@ -96,19 +102,23 @@ async def _partition(broker: BrokerService, name: str, p: Any, committed: bool =
     store = broker.store
     try:
         info = store.stream_info(stream_id)
+        # What this isolation level may see. Taken before any search, so a transaction committing
+        # meanwhile only hides its records this once, never shows an open one.
+        fetchable = info.end_offset
+        if committed:
+            fetchable = broker.transactions.partitions.last_stable_offset(stream_id, info.end_offset)
         if p.timestamp == LATEST:
-            if committed:
-                stable = broker.transactions.partitions.last_stable_offset(stream_id, info.end_offset)
-                return {**result, "offset": stable}
-            return {**result, "offset": info.end_offset}
+            return {**result, "offset": fetchable}
         if p.timestamp in (EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
             return {**result, "offset": info.start_offset}
+        if p.timestamp != MAX_TIMESTAMP and p.timestamp < 0:
+            return {**result, "error_code": ErrorCode.invalid_request}
         if p.timestamp == MAX_TIMESTAMP:
             offset, ts = await max_timestamp_offset(store, stream_id)
-            return {**result, "offset": offset, "timestamp": ts}
-        if p.timestamp < 0:
-            return {**result, "error_code": ErrorCode.invalid_request}
-        offset, ts = await offset_for_timestamp(store, stream_id, p.timestamp)
+        else:
+            offset, ts = await offset_for_timestamp(store, stream_id, p.timestamp)
+        if committed and offset >= fetchable:
+            return result
         return {**result, "offset": offset, "timestamp": ts}
     except StreamError:
         return {**result, "error_code": ErrorCode.kafka_storage_error}

@@ -1,6 +1,7 @@
 """How the broker itself connects to a listener of its cluster (``inter.broker.listener.name``):
 transaction markers and last-stable-offset queries to other brokers go over the broker's wire
-client (:meth:`InterBrokerClient.call`), the dead-letter producer over confluent-kafka. On an SSL
+client (:meth:`InterBrokerClient.call`, one kept logged-in connection per broker), the dead-letter
+producer over confluent-kafka. On an SSL
 or SASL_SSL listener the broker trusts its own truststore and shows its own certificate; on a SASL
 listener it logs in with ``sasl.mechanism.inter.broker.protocol`` and the credentials of
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, as a Kafka broker does. Its principal
@@ -15,7 +16,7 @@ import re
 import socket
 import ssl
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tabletopic.broker import wire_client
@@ -60,6 +61,12 @@ class InterBrokerClient:
     password: str | None = None
     tls: ssl.SSLContext | None = None
     tls_rdkafka: tuple[tuple[str, str], ...] = ()  # the same TLS settings spelled for librdkafka
+    pool: wire_client.ConnectionPool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Markers and last-stable-offset queries go to the same few brokers every few seconds:
+        # the TLS handshake and SASL login are done once per broker, not once per request.
+        object.__setattr__(self, "pool", wire_client.ConnectionPool(self.connect))
 
     @classmethod
     def from_config(cls, config: Config, listener: str, protocol: str) -> InterBrokerClient:
@@ -94,19 +101,24 @@ class InterBrokerClient:
         **fields: Any,
     ) -> Any:
         """One request to broker ``node`` (its endpoint among ``brokers``, this client's listener),
-        logged in as the broker, in a thread (``socket_timeout`` per socket operation); the decoded
-        answer. Raises LookupError when ``node`` has no endpoint there (not alive),
-        BrokerUnreachable when the exchange fails."""
+        logged in as the broker, in a thread (``socket_timeout`` per socket operation), on the
+        connection kept for that endpoint when there is one; the decoded answer. Raises LookupError
+        when ``node`` has no endpoint there (not alive), BrokerUnreachable when the exchange fails
+        (on a new connection: a kept one the peer dropped is replaced first)."""
         endpoint = next((b for b in brokers if b.node_id == node), None)
         if endpoint is None:
             raise LookupError(f"broker {node} has no live endpoint on {self.listener}")
+        address = f"{endpoint.host}:{endpoint.port}"
         try:
-            address = f"{endpoint.host}:{endpoint.port}"
             return await asyncio.to_thread(
-                wire_client.call, address, api_key, version, socket_timeout, self.connect, **fields
+                self.pool.call, address, api_key, version, socket_timeout, **fields
             )
-        except (wire_client.WireError, OSError, ValueError) as exc:
-            raise BrokerUnreachable(str(exc)) from exc
+        except (OSError, ValueError) as exc:
+            raise BrokerUnreachable(f"{address}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the kept connections (the broker is stopping)."""
+        self.pool.close()
 
     def connect(self, host: str, port: int, timeout: float) -> socket.socket:
         """A connection to ``host:port`` ready for requests: TLS handshake and SASL login done."""
