@@ -115,7 +115,7 @@ WAL_SEGMENT_BYTES = define(
     64 * MiB,
     "Size a local WAL segment file is preallocated to; a segment is closed at this size (and at each "
     "upload) and reused once its data is in object storage. Disk use: the WAL's data rounded up to "
-    "segments, plus one segment opened ahead and up to four spares.",
+    "segments, plus one segment opened ahead and up to two spares.",
     GROUP,
     in_range(1 * MiB),
 )

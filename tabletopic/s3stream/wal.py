@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 
 # Reused segment files kept for later segments (more are deleted): the WAL's disk use is its
 # ``bytes_used`` rounded up to whole segments plus at most this many spare segments.
-MAX_SPARES = 4
+MAX_SPARES = 2
 # The writer's aligned buffer: groups larger than this are written in several pieces.
 WRITE_BUFFER_BYTES = 4 << 20
 # Groups up to this size are written by the event loop itself (see _hand_over).
