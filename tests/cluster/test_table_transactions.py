@@ -43,12 +43,9 @@ def _values(cluster: LocalCluster, topic: str) -> list[bytes]:
     return sorted(r["_kafka_value"] for r in rows)
 
 
-def _transactional(cluster: LocalCluster, name: str, avoid: int | None = None) -> Producer:
-    """A transactional producer, initialised; with ``avoid``, one whose transaction coordinator is
-    not that node."""
-    transactional_id = f"{name}-{uuid.uuid4().hex[:8]}"
-    while avoid is not None and find_coordinator(cluster, 1 if avoid != 1 else 2, transactional_id) == avoid:
-        transactional_id = f"{name}-{uuid.uuid4().hex[:8]}"
+def _transactional(cluster: LocalCluster, name: str, transactional_id: str | None = None) -> Producer:
+    """A transactional producer, initialised (its id ``transactional_id``, or a new one)."""
+    transactional_id = transactional_id or f"{name}-{uuid.uuid4().hex[:8]}"
     producer = Producer(
         {
             "bootstrap.servers": cluster.bootstrap,
@@ -124,8 +121,17 @@ def test_a_leader_killed_while_the_table_asks_it_is_ingested_once_its_successor_
     create_topic(cluster.bootstrap, topic, 4, table_configs())
     leaders = placed(cluster, topic, 4)
     coordinator = leaders[0][0]  # runs the table's coordinator, and stays up
-    moving = next((p for p in (1, 2, 3) if leaders[p][0] != coordinator), None)
-    assert moving is not None, leaders
+    # The victim leads a partition and coordinates neither the table nor the two transactional
+    # ids (the transaction coordinators' slots can all sit on one broker after earlier restarts, so
+    # the ids are drawn until some partition's leader is free of both roles).
+    moving = None
+    for _attempt in range(50):
+        ids = {name: f"{name}-{uuid.uuid4().hex[:8]}" for name in ("writer", "holder")}
+        busy = {coordinator, *(find_coordinator(cluster, coordinator, tid) for tid in ids.values())}
+        moving = next((p for p in (1, 2, 3) if leaders[p][0] not in busy), None)
+        if moving is not None:
+            break
+    assert moving is not None, f"no partition led by a broker free of coordinator roles: {leaders}"
     victim = leaders[moving][0]
     # Partition 0 takes plain sentinels (a table cycle ran after what came before); only the victim's
     # partition takes transactions, from producers whose coordinator is not the victim.
@@ -146,8 +152,8 @@ def test_a_leader_killed_while_the_table_asks_it_is_ingested_once_its_successor_
         else:
             producer.abort_transaction(60)
 
-    writer = _transactional(cluster, "writer", avoid=victim)
-    holder = _transactional(cluster, "holder", avoid=victim)
+    writer = _transactional(cluster, "writer", ids["writer"])
+    holder = _transactional(cluster, "holder", ids["holder"])
     committed = [b"c-1", b"c-2"]
     transaction(writer, committed, commit=True)
     holder.begin_transaction()
