@@ -37,6 +37,15 @@ def open_direct(path: os.PathLike[str] | str, flags: int, mode: int = 0o644) -> 
     return os.open(path, flags, mode)
 
 
+def fsync_directory(directory: os.PathLike[str] | str) -> None:
+    """Make the names in ``directory`` (a file created, renamed or deleted) durable."""
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def round_up(size: int) -> int:
     return -(-size // BLOCK) * BLOCK
 

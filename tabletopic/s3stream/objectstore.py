@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from tabletopic.config import Config, StartupError
 from tabletopic.s3stream import settings as keys
-from tabletopic.s3stream.direct_io import BlockWriter, open_direct, thread_buffer
+from tabletopic.s3stream.direct_io import BlockWriter, fsync_directory, open_direct, thread_buffer
 from tabletopic.s3stream.settings import ObjectStoreKind
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
@@ -99,11 +99,7 @@ class LocalObjectStore:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_directory(path.parent)
 
     def get(self, key: str) -> bytes:
         try:

@@ -39,7 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabletopic import crashpoints
-from tabletopic.s3stream.direct_io import BLOCK, AlignedBuffer, BlockWriter, open_direct, write_zeros
+from tabletopic.s3stream.direct_io import (
+    BLOCK,
+    AlignedBuffer,
+    BlockWriter,
+    fsync_directory,
+    open_direct,
+    write_zeros,
+)
 from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 from tabletopic.s3stream.wal_format import (
@@ -121,21 +128,19 @@ def read_segment(path: Path, index: int) -> SegmentScan:
             for record in scan.records:
                 if isinstance(record.payload, memoryview):
                     record.payload.release()
-            result = SegmentScan(copied, scan.end, scan.sealed)
-            del scan
-    return result
+    return SegmentScan(copied, scan.end, scan.sealed)
 
 
 def _index_of(path: Path) -> int:
     return int(path.name.split(".", 1)[0])
 
 
-def _fsync_directory(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _write_at(fd: int, position: int, data: bytes, buffer: AlignedBuffer) -> None:
+    """Write ``data`` at ``position`` (a header or an end frame), keeping the bytes before it in
+    its block; not synced."""
+    out = BlockWriter(fd, position, buffer)
+    out.write(data)
+    out.flush()
 
 
 class LocalWal:
@@ -238,12 +243,8 @@ class LocalWal:
             buffer = AlignedBuffer(BLOCK)
             try:
                 if scan.end == BLOCK:  # no header yet, or a stale one: write it first
-                    out = BlockWriter(fd, 0, buffer)
-                    out.write(header(index))
-                    out.flush()
-                out = BlockWriter(fd, scan.end, buffer)
-                out.write(end_frame(index, scan.end))
-                out.flush()
+                    _write_at(fd, 0, header(index), buffer)
+                _write_at(fd, scan.end, end_frame(index, scan.end), buffer)
             finally:
                 buffer.close()
             os.fdatasync(fd)
@@ -289,7 +290,7 @@ class LocalWal:
         journal commit at the next fsync; written zeros make each fsync a data-only one. Later
         segments reuse earlier ones, whose blocks have been written."""
         if not self._spares:
-            spare = self.directory / f"{self._index + 1:020d}{SPARE_SUFFIX}"
+            spare = self.directory / segment_name(self._index + 1, SPARE_SUFFIX)
             fd = open_direct(spare, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             try:
                 write_zeros(fd, self.segment_bytes)
@@ -321,11 +322,9 @@ class LocalWal:
                     except OSError:  # a filesystem without preallocation: the file grows as written
                         pass
                 try:
-                    out = BlockWriter(fd, 0, self._header_buffer)
-                    out.write(header(index))
-                    out.flush()
+                    _write_at(fd, 0, header(index), self._header_buffer)
                     os.fdatasync(fd)
-                    _fsync_directory(self.directory)
+                    fsync_directory(self.directory)
                 except BaseException:
                     os.close(fd)
                     raise
@@ -414,24 +413,22 @@ class LocalWal:
         if group.nbytes <= INLINE_BYTES:
             # Small group: write it here. The loop waits about one device write (0.1-0.2 ms),
             # less than the two thread wake-ups a hand-over costs.
-            try:
-                outcome: list[tuple[RollMarker, int]] | BaseException = self._write_group(group.records)
-            except Exception as exc:
-                outcome = exc
-            self._written(group, outcome)
+            self._written(group, self._write_or_error(group))
             return
         self._queue.put(group)
+
+    def _write_or_error(self, group: Group) -> list[tuple[RollMarker, int]] | BaseException:
+        """Write ``group``: the roll markers it passed with their new segments, or what failed."""
+        try:
+            return self._write_group(group.records)
+        except Exception as exc:
+            return exc
 
     def _writer_loop(self) -> None:
         """On the writer thread: write each group handed over; ``None`` stops it."""
         loop = self._running_loop()
         while (group := self._queue.get()) is not None:
-            try:
-                rolled = self._write_group(group.records)
-            except Exception as exc:
-                outcome: list[tuple[RollMarker, int]] | BaseException = exc
-            else:
-                outcome = rolled
+            outcome = self._write_or_error(group)
             try:
                 loop.call_soon_threadsafe(self._written, group, outcome)
             except RuntimeError:  # the loop closed under us (shutdown without close())
@@ -508,8 +505,8 @@ class LocalWal:
             out = self._out
             assert out is not None
         if length < IN_PLACE_AVERAGE_BYTES * len(parts):
-            # Small records: one join and one CRC call, instead of a call per record on the WAL
-            # thread (which competes with the event loop for the GIL).
+            # Small records: one join, then one CRC call and one copy into the buffer, instead of
+            # a Python call of each per record (on the loop, or on a thread holding the GIL).
             parts = [b"".join(parts)]
         position = out.position
         out.write(frame_header(self._index, position, length, parts))
@@ -550,7 +547,7 @@ class LocalWal:
         def free() -> None:
             for index in doomed:
                 legacy = index in self._legacy
-                path = self.directory / (f"{index:020d}{LEGACY_SUFFIX}" if legacy else segment_name(index))
+                path = self.directory / segment_name(index, LEGACY_SUFFIX if legacy else SEGMENT_SUFFIX)
                 with self._segments_lock:
                     keep = not legacy and len(self._spares) < MAX_SPARES
                 try:

@@ -55,8 +55,9 @@ class SegmentScan:
     sealed: bool
 
 
-def segment_name(index: int) -> str:
-    return f"{index:020d}{SEGMENT_SUFFIX}"
+def segment_name(index: int, suffix: str = SEGMENT_SUFFIX) -> str:
+    """The file name of segment ``index`` (or of its spare, or of a previous-format segment)."""
+    return f"{index:020d}{suffix}"
 
 
 def header(index: int) -> bytes:
@@ -69,10 +70,10 @@ def seed(index: int, position: int, length: int) -> int:
     return crc32c.crc32c(SEED.pack(index, position, length))
 
 
-def frame_header(index: int, position: int, length: int, body_crc_of: list[bytes | memoryview]) -> bytes:
-    """``>II`` of a frame at ``position`` whose body is ``body_crc_of`` (checksummed in place)."""
+def frame_header(index: int, position: int, length: int, body: list[bytes | memoryview]) -> bytes:
+    """``>II`` of a frame at ``position`` whose body is the parts ``body`` (checksummed in place)."""
     crc = seed(index, position, length)
-    for part in body_crc_of:
+    for part in body:
         crc = crc32c.crc32c(part, crc)
     return FRAME.pack(length, crc)
 
