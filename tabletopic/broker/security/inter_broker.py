@@ -1,12 +1,11 @@
 """How the broker itself connects to a listener of its cluster (``inter.broker.listener.name``):
 transaction markers and last-stable-offset queries to other brokers go over the broker's wire
 client (:meth:`InterBrokerClient.call`, one kept logged-in connection per broker), the dead-letter
-producer over confluent-kafka. On an SSL
-or SASL_SSL listener the broker trusts its own truststore and shows its own certificate; on a SASL
-listener it logs in with ``sasl.mechanism.inter.broker.protocol`` and the credentials of
+producer over confluent-kafka. On an SSL or SASL_SSL listener the broker trusts its own truststore
+and shows its own certificate; on a SASL listener it logs in with
+``sasl.mechanism.inter.broker.protocol`` and the credentials of
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config``, as a Kafka broker does. Its principal
-then needs Kafka's CLUSTER_ACTION on the cluster when ACLs are on (or a place in
-``super.users``)."""
+then needs Kafka's CLUSTER_ACTION on the cluster when ACLs are on (or a place in ``super.users``)."""
 
 from __future__ import annotations
 
