@@ -23,7 +23,7 @@ from fastapi import APIRouter
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic import database, settings
+from tabletopic import allocator, database, settings
 from tabletopic.admin.app import AdminApiComponent
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.broker import settings as broker_settings
@@ -368,6 +368,7 @@ def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, S
 
 async def serve(config: Config, started: asyncio.Event | None = None) -> None:
     """Run a node until SIGINT/SIGTERM."""
+    allocator.tune_for_large_buffers()
     platform = Platform.create(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -254,7 +254,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._big_filled < len(self._big):
                 return
             big, self._big = self._big, None
-            self._on_frame(memoryview(big).toreadonly())
+            # This buffer is the frame's alone and never written again: its records can be lent.
+            self._on_frame(memoryview(big).toreadonly(), lend=True)
             return
         self._end += nbytes
         while not self._closed:
@@ -270,8 +271,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if available - 4 >= length:
                 begin = self._start + 4
                 self._start = begin + length
-                # Parsed straight from the shared buffer: the codec copies out what it keeps (kio
-                # returns bytes), and nothing reads the frame after _on_frame returns.
+                # Parsed straight from the shared buffer: the codec copies out what it keeps, and
+                # nothing reads the frame after _on_frame returns.
                 self._on_frame(self._view[begin : begin + length])
                 continue
             if length + 4 > len(self._buffer):
@@ -310,12 +311,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._transport is not None:
                 self._transport.close()
 
-    def _on_frame(self, frame: bytes | memoryview) -> None:
+    def _on_frame(self, frame: bytes | memoryview, lend: bool = False) -> None:
         if self._sasl is not None and self._sasl.expects_raw_token:
             self._raw_sasl_token(bytes(frame))
             return
         try:
-            request = parse_request(frame, self._dispatcher.max_versions)
+            request = parse_request(frame, self._dispatcher.max_versions, lend)
         except UnsupportedRequest as exc:
             if exc.api_key == 18:
                 # KIP-511: answer in v0 so the client can pick a version from our list.

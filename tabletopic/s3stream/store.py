@@ -416,11 +416,16 @@ class S3StreamStore:
             self._check_still_held(sid, holder)
         return bases
 
-    def _check_append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> bytes:
-        if type(payload) is not bytes:
+    def _check_append(
+        self, stream_id: int, payload: bytes | memoryview, record_count: int
+    ) -> bytes | memoryview:
+        """The batch as kept: bytes and read-only memoryviews as they are (a caller hands a
+        read-only view only over memory nobody writes again, such as a produce request's records
+        lent by its frame), anything writable copied, since its owner may reuse it."""
+        if type(payload) is not bytes and not (type(payload) is memoryview and payload.readonly):
             if not isinstance(payload, bytes | bytearray | memoryview):
                 raise TypeError(f"payload must be bytes-like, not {type(payload).__name__}")
-            payload = bytes(payload)  # the caller may reuse its buffer; we keep the batch
+            payload = bytes(payload)
         if not isinstance(record_count, int) or record_count <= 0:
             raise ValueError(f"record_count must be a positive integer, not {record_count!r}")
         if not self._started or self._closed:
@@ -429,7 +434,7 @@ class S3StreamStore:
         return payload
 
     def _append_nowait(
-        self, stream_id: int, payload: bytes, record_count: int
+        self, stream_id: int, payload: bytes | memoryview, record_count: int
     ) -> tuple[int, asyncio.Future[None]]:
         """Assign offsets and queue the batch; returns its base and the future of its durability."""
         state = self.state

@@ -189,7 +189,7 @@ async def test_a_cancelled_append_does_not_fail_the_others(harness: StoreHarness
     assert sorted(r for i, r in enumerate(results) if i != 3) == [i for i in range(20) if i != 3]
 
 
-async def test_memoryview_payloads_are_copied_so_callers_may_reuse_buffers(harness: StoreHarness) -> None:
+async def test_writable_payloads_are_copied_so_callers_may_reuse_buffers(harness: StoreHarness) -> None:
     store = await harness.open()
     sid = await store.create_stream()
     buffer = bytearray(b"first")
@@ -197,6 +197,22 @@ async def test_memoryview_payloads_are_copied_so_callers_may_reuse_buffers(harne
     buffer[:] = b"XXXXX"
     [batch] = await store.fetch(sid, 0, 100)
     assert bytes(batch.payload) == b"first"
+
+
+async def test_read_only_views_are_kept_without_a_copy(local_harness: StoreHarness) -> None:
+    """A produce request's records lent by their frame (read-only views) are what the log cache
+    keeps and the WAL writes: no copy on the way in."""
+    store = await local_harness.open()
+    sid = await store.create_stream()
+    frame = bytearray(b"....lent-records....")
+    lent = memoryview(frame).toreadonly()[4:16]
+    await store.append(sid, lent, 1)
+    [batch] = await store.fetch(sid, 0, 100)
+    assert isinstance(batch.payload, memoryview) and batch.payload.obj is frame
+    await store.close()
+    reopened = await local_harness.open()
+    [replayed] = await reopened.fetch(sid, 0, 100)
+    assert bytes(replayed.payload) == b"lent-records"
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ async def produce_partition(
     broker: BrokerService,
     topic_name: str,
     index: int,
-    records: bytes | None,
+    records: bytes | memoryview | None,
     transactional_id: str | None = None,
 ) -> dict[str, Any]:
     """Append one partition's batches; returns the partition's response entry."""
@@ -132,7 +132,7 @@ async def _admit(
     topic_name: str,
     index: int,
     stream_id: int,
-    records: bytes,
+    records: bytes | memoryview,
     headers: list[BatchHeader],
     transactional_id: str | None,
 ) -> _Admitted | dict[str, Any]:
@@ -190,8 +190,8 @@ async def _admit(
         if check.duplicate is not None:
             started.append(_Started(header, check))
             continue
-        # The common case is one batch per partition: hand over the bytes object itself, since a
-        # store must copy a memoryview (the caller could reuse its buffer) but can keep bytes.
+        # The records are bytes or a read-only view lent by the request's frame: the store keeps
+        # them, and the slices of several batches, as they are (no copy).
         whole = header.position == 0 and header.size == len(records)
         payload: Any = records if whole else view[header.position : header.position + header.size]
         if log_append_time >= 0:
@@ -353,7 +353,7 @@ def _rejected(index: int, rejection: Rejection) -> dict[str, Any]:
     return partition_error(index, ErrorCode.invalid_record, rejection.message, record_errors=errors)
 
 
-def _keyless(records: bytes, headers: list[Any]) -> str | None:
+def _keyless(records: bytes | memoryview, headers: list[Any]) -> str | None:
     """Why a compacted topic refuses these batches (a record without a key), or None."""
     view = memoryview(records)
     for header in headers:

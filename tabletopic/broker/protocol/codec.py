@@ -20,6 +20,8 @@ from kio.serial import entity_reader, entity_writer
 
 from tabletopic.broker.protocol.errors import MalformedFrame, UnsupportedRequest
 from tabletopic.broker.protocol.guard import check_lengths
+from tabletopic.broker.protocol.produce_reader import PRODUCE, read_produce_body
+from tabletopic.broker.protocol.produce_reader import VERSIONS as PRODUCE_VERSIONS
 
 _HEADER_PREFIX = struct.Struct(">hhi")
 _INT32 = struct.Struct(">i")
@@ -59,12 +61,16 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     return _HEADER_PREFIX.unpack_from(frame, 0)
 
 
-def parse_request(frame: bytes | memoryview, supported: dict[int, int] | None = None) -> Request:
+def parse_request(
+    frame: bytes | memoryview, supported: dict[int, int] | None = None, lend: bool = False
+) -> Request:
     """Parse a request frame.
 
     Args:
         frame: the message without its length prefix.
         supported: ``api_key -> max version`` served; None accepts whatever kio knows.
+        lend: the frame's buffer is never written again, so a Produce request's records may be
+            views into it instead of copies (see produce_reader).
 
     Raises:
         UnsupportedRequest: unknown API key or a version outside what we serve.
@@ -89,9 +95,12 @@ def parse_request(frame: bytes | memoryview, supported: dict[int, int] | None = 
     view = frame.toreadonly() if isinstance(frame, memoryview) else memoryview(frame)
     try:
         header, header_size = read_header(view, 0)
-        # kio's native reader reserves array memory from the declared count: check counts first.
-        check_lengths(request_type, view, header_size)
-        body, _body_size = read_body(view, header_size)
+        if api_key == PRODUCE and api_version in PRODUCE_VERSIONS:
+            body = read_produce_body(view, header_size, api_version, lend)
+        else:
+            # kio's native reader reserves array memory from the declared count: check counts first.
+            check_lengths(request_type, view, header_size)
+            body, _body_size = read_body(view, header_size)
     except MalformedFrame:
         raise
     except Exception as exc:  # kio raises a zoo of errors (ValueError, UnicodeError, OverflowError...)

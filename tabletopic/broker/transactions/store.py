@@ -157,6 +157,17 @@ def _from_row(row: sa.Row[tuple[object, ...]]) -> TxnMetadata:
     return txn
 
 
+# The row's writes, built once: every EndTxn and AddPartitionsToTxn waits for one, and building the
+# statement each time cost more than SQLite's commit.
+_KEY = transactions_table.c.transactional_id == sa.bindparam("key")
+_UPDATE_ROW = (
+    sa.update(transactions_table)
+    .where(_KEY)
+    .values({c.name: sa.bindparam(c.name) for c in transactions_table.c if c.name != "transactional_id"})
+)
+_DELETE_ROW = sa.delete(transactions_table).where(_KEY)
+
+
 class TxnFenced(Exception):
     """A cluster broker no longer leads the transaction's coordinator slot: nothing was written."""
 
@@ -230,15 +241,14 @@ class TxnStore:
         with self.engine.begin() as conn:
             if fence is not None and not fence(conn):
                 raise TxnFenced(f"not written: transaction {txn.transactional_id} is coordinated elsewhere")
-            t = transactions_table
-            key = t.c.transactional_id == txn.transactional_id
             if delete:
-                conn.execute(sa.delete(t).where(key))
+                conn.execute(_DELETE_ROW, {"key": txn.transactional_id})
                 return
             # An update, not a delete and insert: a reader locking the row (TxnOffsetCommit on the
             # group's coordinator) then sees the new version instead of no row at all.
-            if conn.execute(sa.update(t).where(key).values(**_row(txn))).rowcount == 0:
-                conn.execute(sa.insert(t), [_row(txn)])
+            row = _row(txn)
+            if conn.execute(_UPDATE_ROW, {"key": txn.transactional_id, **row}).rowcount == 0:
+                conn.execute(sa.insert(transactions_table), [row])
 
     def add_pending_offsets(
         self, transactional_id: str, producer_id: int, epoch: int, group_id: str, offsets: list[PendingOffset]
