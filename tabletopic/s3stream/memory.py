@@ -22,6 +22,7 @@ from tabletopic.s3stream.streams import (
     StoredBatch,
     StreamInfo,
     StreamNotFound,
+    kept_payload,
 )
 
 
@@ -90,7 +91,7 @@ class MemoryStreamStore:
             raise ValueError("record_count must be positive")
         stream = self._get(stream_id)
         base = stream.end
-        stream.batches.append(StoredBatch(base, record_count, bytes(payload)))
+        stream.batches.append(StoredBatch(base, record_count, kept_payload(payload)))
         stream.bases.append(base)
         stream.end = base + record_count
         stream.waiters.advance(stream.end)

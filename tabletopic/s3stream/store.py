@@ -46,6 +46,7 @@ from tabletopic.s3stream.streams import (
     StreamFenced,
     StreamInfo,
     StreamNotFound,
+    kept_payload,
 )
 from tabletopic.s3stream.upload import Uploader
 from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
@@ -419,13 +420,9 @@ class S3StreamStore:
     def _check_append(
         self, stream_id: int, payload: bytes | memoryview, record_count: int
     ) -> bytes | memoryview:
-        """The batch as kept: bytes and read-only memoryviews as they are (a caller hands a
-        read-only view only over memory nobody writes again, such as a produce request's records
-        lent by its frame), anything writable copied, since its owner may reuse it."""
-        if type(payload) is not bytes and not (type(payload) is memoryview and payload.readonly):
-            if not isinstance(payload, bytes | bytearray | memoryview):
-                raise TypeError(f"payload must be bytes-like, not {type(payload).__name__}")
-            payload = bytes(payload)
+        if not isinstance(payload, bytes | bytearray | memoryview):
+            raise TypeError(f"payload must be bytes-like, not {type(payload).__name__}")
+        payload = kept_payload(payload)
         if not isinstance(record_count, int) or record_count <= 0:
             raise ValueError(f"record_count must be a positive integer, not {record_count!r}")
         if not self._started or self._closed:

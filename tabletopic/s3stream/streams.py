@@ -69,6 +69,15 @@ class StoredBatch:
         return self.base_offset + self.record_count
 
 
+def kept_payload(payload: bytes | bytearray | memoryview) -> bytes | memoryview:
+    """What a store keeps of an appended batch: bytes and read-only memoryviews as they are (a
+    caller hands a read-only view only over memory nobody writes again, such as a produce request's
+    records lent by its frame), anything writable copied, since its owner may reuse it."""
+    if type(payload) is bytes or (type(payload) is memoryview and payload.readonly):
+        return payload
+    return bytes(payload)
+
+
 @dataclass(frozen=True, slots=True)
 class ObjectSlice:
     """Where a run of a stream's batches lives in object storage, so a reader (a Spark task) can

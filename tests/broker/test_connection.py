@@ -105,6 +105,10 @@ async def test_frame_larger_than_the_shared_buffer_is_read_whole(broker_service)
     frames = transport.frames()
     assert decode_response(frames[0], 0, 9)[1].responses[0].partition_responses[0].base_offset == 0
     assert decode_response(frames[1], 18, 3)[0] == 0
+    # Kept as a read-only view into the frame's own buffer, not a copy (produce_reader lends it).
+    [stored] = await broker_service.store.fetch(broker_service.topics.get("big").streams[0], 0, 10)
+    assert isinstance(stored.payload, memoryview) and stored.payload.readonly
+    assert bytes(stored.payload) == batch
 
 
 async def test_reading_pauses_while_too_many_requests_are_in_flight(broker_service) -> None:
