@@ -192,6 +192,11 @@ class LogCleaner:
         except StreamError as exc:
             log.warning("cleaning %s (stream %d) failed: %s", topic_name, stream_id, exc)
             return 0
+        if not rewritten:
+            # The rewrite's swap lost a race with another compaction or upload (the store logs it):
+            # nothing was cleaned, so the partition stays dirty and the next pass tries again.
+            # Recorded as cleaned, it would wait for new data that may never come.
+            return 0
         self._cleaned[stream_id] = (info.end_offset, time.monotonic())
         if stats.records_before != stats.records_after:
             log.info(

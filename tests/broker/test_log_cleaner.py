@@ -179,3 +179,25 @@ async def test_cleaner_rewrites_a_compacted_partition_of_the_memory_store(broker
     batches = await broker_service.store.fetch(stream, 0, 1 << 20)
     assert [b.base_offset for b in batches] == [0, 1, 2]  # offsets kept; no batch emptied
     assert decoded(batches)[-1] == (2, b"k", b"v2")
+
+
+async def test_a_pass_whose_rewrite_lost_a_race_is_retried(broker_service, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A store rewrite that returns 0 (its swap lost a race with an upload or another compaction)
+    cleaned nothing: the partition stays due, and the next pass rewrites it, with no new data."""
+    topic = await broker_service.topics.create("raced", 1, {"cleanup.policy": "compact"})
+    stream = topic.streams[0]
+    for round_ in range(3):
+        payload = build_batch([Record(b"k", f"v{round_}".encode(), (), NOW - 60_000)])
+        await broker_service.store.append(stream, payload, 1)
+    store = broker_service.store
+    real_rewrite = store.rewrite
+
+    async def lost_race(stream_id, transform):  # type: ignore[no-untyped-def]
+        transform(await store.fetch(stream_id, 0, 1 << 20))  # the transform ran; the swap did not
+        return 0
+
+    monkeypatch.setattr(store, "rewrite", lost_race)
+    assert await broker_service.log_cleaner.clean_due() == 0
+    monkeypatch.setattr(store, "rewrite", real_rewrite)
+    assert await broker_service.log_cleaner.clean_due() > 0
+    assert decoded(await store.fetch(stream, 0, 1 << 20))[-1] == (2, b"k", b"v2")
