@@ -149,6 +149,7 @@ class _Checker:
         if not isinstance(r, dict):
             return []
         w = {} if not isinstance(w, dict) else w
+        unflattened = w
         if "allOf" in w:
             flat = self._flatten_all_of(w, wres)
             if flat is False:
@@ -165,8 +166,12 @@ class _Checker:
             w = self._close_unevaluated(w, wres, self.writer.dialect)
         out: list[Incompatibility] = []
         if isinstance(r.get("allOf"), list):
+            # Each reader branch against the writer as written: where the merged writer lost a
+            # constraint (a property one branch lists and another bounds only through its
+            # additionalProperties), a single writer branch the reader's branch reads still proves
+            # it (see compare), so a schema always reads itself.
             for index, branch in enumerate(r["allOf"]):
-                out += self.compare(branch, rres, w, wres, f"{loc}/allOf/{index}")
+                out += self.compare(branch, rres, unflattened, wres, f"{loc}/allOf/{index}")
             r = without(r, "allOf")
 
         wsum = next((k for k in SUM_KEYWORDS if isinstance(w.get(k), list)), None)
