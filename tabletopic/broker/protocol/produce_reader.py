@@ -99,8 +99,8 @@ def _read(view: memoryview, position: int, version: int, lend: bool) -> Any:
         for _ in range(fields):
             _tag, size = read_unsigned_varint(view, position)
             position += size
-            length, size = read_unsigned_varint(view, position)
-            position += size + length
+            field_bytes, size = read_unsigned_varint(view, position)
+            position += size + field_bytes
             if position > end:
                 raise MalformedFrame(f"a tagged field runs past the end of the request at byte {position}")
 
