@@ -65,7 +65,7 @@ class ClusterRole:
         self.group_slots = group_slots
         self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
-        self.node = ClusterNode(engine, settings, self._wanted, self._load)
+        self.node = ClusterNode(engine, settings, self._wanted, self._load, SLOT_TOPICS)
         self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)

@@ -6,13 +6,15 @@ Rules, in order: a reassignment asked for (``target``) wins when its broker is a
 whose leader is dead, draining, or a former incarnation (older node epoch) goes to its predicted
 broker when that one is alive and not draining, else to the least loaded one; then, at most
 ``max_moves`` partitions move from the most to the least loaded broker while their counts differ
-by more than one (pinned partitions, placed by an operator, stay).
+by more than one (pinned partitions, placed by an operator, stay). Coordinator slots are evened
+out per kind, apart from partitions, so every broker coordinates its share of groups and
+transactions.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 PartitionKey = tuple[str, int]
@@ -45,6 +47,7 @@ def plan(
     live: Mapping[int, int],
     draining: Iterable[int] = (),
     max_moves: int = 8,
+    apart: Collection[str] = (),
 ) -> dict[PartitionKey, int]:
     """New leaders: ``{partition: node}`` for every partition whose leader must change.
 
@@ -55,15 +58,37 @@ def plan(
         draining: brokers shutting down: they keep nothing.
         max_moves: bound on balancing moves this round (moves forced by a dead leader are not
             bounded: those partitions are unavailable until moved).
+        apart: topics whose partitions are counted and evened out among themselves, not with the
+            rest (coordinator slots: they hold no data, so counted with partitions they could all
+            end on one broker after restarts, which would then coordinate every group or
+            transaction of the cluster).
     """
     leaving = set(draining)
     eligible = sorted(n for n in live if n not in leaving)
     if not eligible:
         return {}
-    counts = dict.fromkeys(eligible, 0)
+    classes: dict[str | None, list[PartitionKey]] = {}
+    for key in wanted:
+        classes.setdefault(key[0] if key[0] in apart else None, []).append(key)
     decided: dict[PartitionKey, int] = {}
+    budget = max_moves
+    for _, keys in sorted(classes.items(), key=lambda item: item[0] or ""):
+        budget -= _plan_class(keys, current, live, eligible, budget, decided)
+    return decided
+
+
+def _plan_class(
+    wanted: list[PartitionKey],
+    current: Mapping[PartitionKey, Assignment],
+    live: Mapping[int, int],
+    eligible: list[int],
+    max_moves: int,
+    decided: dict[PartitionKey, int],
+) -> int:
+    """:func:`plan` for partitions counted together; adds to ``decided``, returns the balancing
+    moves made."""
+    counts = dict.fromkeys(eligible, 0)
     keep: dict[PartitionKey, int] = {}
-    wanted = list(wanted)
     for key in wanted:
         row = current.get(key)
         if row is not None and row.leader in counts and live.get(row.leader) == row.leader_node_epoch:
@@ -101,7 +126,7 @@ def plan(
         counts[most] -= 1
         counts[least] += 1
         moves += 1
-    return decided
+    return moves
 
 
 _UNPINNED = Assignment(None, 0, 0)

@@ -19,7 +19,7 @@ the kind of change as payload, so waiters wake at once instead of polling.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -303,10 +303,12 @@ class ClusterMetadata:
         controller_epoch: int,
         wanted: Sequence[PartitionKey],
         max_moves: int,
+        apart: Collection[str] = (),
     ) -> dict[PartitionKey, int]:
         """One controller round in one transaction conditional on ``controller_epoch``: forget
-        deleted partitions, place new ones, move those of dead or draining brokers, balance.
-        Returns the moves made. Raises NotController."""
+        deleted partitions, place new ones, move those of dead or draining brokers, balance (the
+        partitions of ``apart`` topics among themselves). Returns the moves made. Raises
+        NotController."""
         p = partitions_table
         with self.engine.begin() as conn:
             self._check_controller(conn, node_id, controller_epoch)
@@ -318,7 +320,7 @@ class ClusterMetadata:
             gone = [k for k in current if k not in wanted_set]
             for topic, partition in gone:
                 conn.execute(sa.delete(p).where(p.c.topic == topic, p.c.partition == partition))
-            moves = plan(wanted, current, live, draining, max_moves)
+            moves = plan(wanted, current, live, draining, max_moves, apart)
             for key, leader in moves.items():
                 self._set_leader(conn, key, leader, live[leader], current.get(key))
             # Targets reached (or impossible because the target is gone) are cleared.

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -83,7 +83,8 @@ class Leader:
 class ClusterNode:
     """This broker in the cluster. ``wanted`` lists every partition (the broker's topics, read from
     the database; the controller places them); ``load`` reports per-partition bytes in/out with
-    each lease renewal, for balancing."""
+    each lease renewal, for balancing; the partitions of ``apart`` topics (coordinator slots) are
+    evened out among themselves."""
 
     def __init__(
         self,
@@ -91,6 +92,7 @@ class ClusterNode:
         settings: ClusterSettings,
         wanted: Callable[[], list[PartitionKey]],
         load: Callable[[], dict[str, list[int]]] = dict,
+        apart: Collection[str] = (),
     ) -> None:
         self.meta = ClusterMetadata(engine)
         self.settings = settings
@@ -106,6 +108,7 @@ class ClusterNode:
         self.on_notify: list[Callable[[str], None]] = []
         self._wanted = wanted
         self._load = load
+        self._apart = apart
         # The controller's load balancing (runs only while this broker is the controller).
         self.balancer = AutoBalancer(settings.auto_balancer)
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
@@ -296,6 +299,7 @@ class ClusterNode:
                     self.controller_epoch,
                     wanted,
                     0 if busy else self.settings.balance_max_moves,
+                    self._apart,
                 )
                 if moves:
                     log.info("controller moved %d partitions: %s", len(moves), _describe(moves))

@@ -45,9 +45,10 @@ def load_table(cluster: LocalCluster, node: int, topic: str) -> Any:
 def move_partition(cluster: LocalCluster, topic: str, partition: int, node: int) -> None:
     engine = database.create_engine(cluster.metadata_url)
     try:
-        ClusterMetadata(engine).request_moves([(topic, partition, node)])
+        unknown = ClusterMetadata(engine).request_moves([(topic, partition, node)])
     finally:
         engine.dispose()
+    assert not unknown, f"{unknown} not placed by the controller yet"
     wait_until(lambda: cluster.leaders(topic)[partition][0] == node, timeout=20)
 
 

@@ -76,3 +76,19 @@ def test_predicted_leader_is_stable_and_group_slots_follow_kafka() -> None:
     assert predicted_leader(("t", 5), []) is None
     assert group_slot("abc", 50) == 96354 % 50  # "abc".hashCode() in Java
     assert 0 <= group_slot("\u00ff" * 40, 50) < 50
+
+
+def test_coordinator_slots_are_evened_out_apart_from_partitions() -> None:
+    """After restarts the slots can all sit on one broker while the counts of everything together
+    are even; balanced apart, every broker gets its share of them back (and the partitions, counted
+    without them, even out too)."""
+    slots = [("__transaction_state", s) for s in range(3)]
+    live = {1: 1, 2: 1, 3: 1}
+    current = {key: Assignment(1, 1, 1) for key in slots}
+    current.update({key: Assignment(2 + p % 2, 1, 1) for p, key in enumerate(KEYS[:8])})
+    assert plan(KEYS[:8] + slots, current, live) == {}  # 3/4/4 in all: even, as one class
+    moves = plan(KEYS[:8] + slots, current, live, apart={"__transaction_state"})
+    placed = {key: moves.get(key, row.leader) for key, row in current.items()}
+    assert sorted(placed[key] for key in slots) == [1, 2, 3]
+    spread = Counter(placed[key] for key in KEYS[:8])
+    assert max(spread.values()) - min(spread[n] for n in live) <= 1  # and so are the partitions

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabletopic import database
+from tabletopic.cluster.db import ClusterMetadata
 from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.ports import free_port
@@ -163,15 +165,26 @@ def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: fl
 
 
 def placed(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
-    """Wait until every running broker reports the same placed leaders for every partition."""
+    """Wait until the controller has placed every partition (its row in the database names a
+    leader) and every running broker reports that leader. Metadata alone is not enough: for a
+    partition not placed yet a broker reports the leader it predicts, at epoch 1 like a first
+    placement, and a reassignment asked for then finds no row to change."""
+    engine = database.create_engine(cluster.metadata_url)
+    meta = ClusterMetadata(engine)
 
     def same() -> dict[int, tuple[int, int]] | None:
+        rows = meta.snapshot().partitions
+        stored = {p: rows[(topic, p)].leader if (topic, p) in rows else None for p in range(partitions)}
         views = [cluster.leaders(topic, via=n) for n in cluster.running()]
         first = views[0]
         complete = len(first) == partitions and all(e > 0 for _, e in first.values())
-        return first if complete and all(v == first for v in views) else None
+        agreed = complete and all(first[p][0] == node for p, node in stored.items())
+        return first if agreed and all(v == first for v in views) else None
 
-    return wait_until(same, timeout=30)
+    try:
+        return wait_until(same, timeout=30)
+    finally:
+        engine.dispose()
 
 
 def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes) -> int:
