@@ -151,13 +151,13 @@ async def test_end_txn_answers_before_the_markers_and_the_id_is_busy_until_they_
 async def test_a_transaction_costs_two_state_writes_when_the_next_one_follows(broker_service) -> None:  # type: ignore[no-untyped-def]
     coordinator, pid, epoch = await _open_txn(broker_service)
     saved: list[str] = []
-    save = coordinator.store.save
+    write_row = coordinator.store.write_row
 
-    def counting_save(txn, fence=None, delete=False):  # type: ignore[no-untyped-def]
-        saved.append(txn.state)
-        save(txn, fence, delete)
+    def counting_write(conn, transactional_id, row, fence):  # type: ignore[no-untyped-def]
+        saved.append(row["state"])
+        write_row(conn, transactional_id, row, fence)
 
-    coordinator.store.save = counting_save
+    coordinator.store.write_row = counting_write
     for _ in range(3):
         await coordinator.end_txn("t1", pid, epoch, commit=True)
         await coordinator.add_partitions("t1", pid, epoch, [("tx", 0)])

@@ -37,11 +37,12 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.broker.transactions import settings
 from tabletopic.broker.transactions.partitions import PartitionTransactions
+from tabletopic.broker.transactions.row_writer import RowWriter
 from tabletopic.broker.transactions.store import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -54,6 +55,7 @@ from tabletopic.broker.transactions.store import (
     TxnMetadata,
     TxnPartition,
     TxnStore,
+    row_of,
 )
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.encoder import build_control_batch
@@ -103,6 +105,7 @@ class TransactionCoordinator:
     def __init__(self, broker: BrokerService, engine: Engine) -> None:
         self._broker = broker
         self.store = TxnStore(engine)
+        self._writer = RowWriter(engine, "transaction-rows")
         self.partitions = PartitionTransactions()
         self._offset_committer: OffsetCommitter | None = None
         # Offsets of transactions committed during recovery, before the groups were wired.
@@ -167,6 +170,7 @@ class TransactionCoordinator:
                 if self._unsaved.get(txn.transactional_id) is txn:
                     await self._save(txn)
         await cancel_and_wait(list(self._background))
+        await self._writer.close()
 
     async def set_offset_committer(self, committer: OffsetCommitter) -> None:
         """Wire the group coordinator (started after this one); commits the offsets of
@@ -595,23 +599,25 @@ class TransactionCoordinator:
         txn.updated_ms = _now_ms()
 
     async def _save(self, txn: TxnMetadata, delete: bool = False) -> None:
-        """Write ``txn``'s row (or delete it); in a cluster only while the database says this
-        incarnation still leads the id's slot at the epoch it loaded it with."""
+        """Write ``txn``'s row as it is now (or delete it); in a cluster only while the database
+        says this incarnation still leads the id's slot at the epoch it loaded it with."""
         self._unsaved.pop(txn.transactional_id, None)  # this write carries its state too
+        tid = txn.transactional_id
+        row = None if delete else row_of(txn)
         cluster = self._cluster
         if not self._broker.clustered:
-            await asyncio.to_thread(self.store.save, txn, None, delete)
+            await self._writer.run(lambda conn: self.store.write_row(conn, tid, row, None))
             return
-        slot = None if cluster is None else cluster.slot(txn.transactional_id)
+        slot = None if cluster is None else cluster.slot(tid)
         epoch = None if slot is None else self._slots.get(slot)
         if cluster is None or slot is None or epoch is None:
-            raise TxnError(
-                ErrorCode.not_coordinator, f"transaction slot of {txn.transactional_id} moved away"
-            )
+            raise TxnError(ErrorCode.not_coordinator, f"transaction slot of {tid} moved away")
+
+        def fence(conn: Connection) -> bool:
+            return cluster.holds_slot(conn, slot, epoch)
+
         try:
-            await asyncio.to_thread(
-                self.store.save, txn, lambda conn: cluster.holds_slot(conn, slot, epoch), delete
-            )
+            await self._writer.run(lambda conn: self.store.write_row(conn, tid, row, fence))
         except TxnFenced as exc:
             log.warning("transaction slot %d moved away (epoch %d): %s", slot, epoch, exc)
             self.slots_lost({slot})

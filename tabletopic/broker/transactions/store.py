@@ -115,7 +115,8 @@ class TxnMetadata:
     offsets: dict[str, dict[tuple[str, int], PendingOffset]] = field(default_factory=dict)
 
 
-def _row(txn: TxnMetadata) -> dict[str, object]:
+def row_of(txn: TxnMetadata) -> dict[str, object]:
+    """The row of ``txn`` as it is now (taken on the event loop, written on a database thread)."""
     return {
         "transactional_id": txn.transactional_id,
         "producer_id": txn.producer_id,
@@ -236,19 +237,27 @@ class TxnStore:
         return open_txns, aborted
 
     def save(self, txn: TxnMetadata, fence: Fence | None = None, delete: bool = False) -> None:
-        """Write (or ``delete``) the transactional id's row; with ``fence``, in the same database
-        transaction as the fence's check, which locks what the check reads. Raises TxnFenced."""
+        """Write (or ``delete``) the transactional id's row in a database transaction of its own
+        (see :meth:`write_row`)."""
         with self.engine.begin() as conn:
-            if fence is not None and not fence(conn):
-                raise TxnFenced(f"not written: transaction {txn.transactional_id} is coordinated elsewhere")
-            if delete:
-                conn.execute(_DELETE_ROW, {"key": txn.transactional_id})
-                return
-            # An update, not a delete and insert: a reader locking the row (TxnOffsetCommit on the
-            # group's coordinator) then sees the new version instead of no row at all.
-            row = _row(txn)
-            if conn.execute(_UPDATE_ROW, {"key": txn.transactional_id, **row}).rowcount == 0:
-                conn.execute(sa.insert(transactions_table), [row])
+            self.write_row(conn, txn.transactional_id, None if delete else row_of(txn), fence)
+
+    @staticmethod
+    def write_row(
+        conn: Connection, transactional_id: str, row: dict[str, object] | None, fence: Fence | None
+    ) -> None:
+        """Write the transactional id's row (:func:`row_of`), or delete it if ``row`` is None; with
+        ``fence``, in the same database transaction as the fence's check, which locks what the
+        check reads. Raises TxnFenced."""
+        if fence is not None and not fence(conn):
+            raise TxnFenced(f"not written: transaction {transactional_id} is coordinated elsewhere")
+        if row is None:
+            conn.execute(_DELETE_ROW, {"key": transactional_id})
+            return
+        # An update, not a delete and insert: a reader locking the row (TxnOffsetCommit on the
+        # group's coordinator) then sees the new version instead of no row at all.
+        if conn.execute(_UPDATE_ROW, {"key": transactional_id, **row}).rowcount == 0:
+            conn.execute(sa.insert(transactions_table), [row])
 
     def add_pending_offsets(
         self, transactional_id: str, producer_id: int, epoch: int, group_id: str, offsets: list[PendingOffset]
