@@ -183,7 +183,7 @@ class NullStreamStore:
 
     async def wait_for_room(self) -> None: ...
 
-    def start_append(self, stream_id: int, payload: object, record_count: int):  # type: ignore[no-untyped-def]
+    def start_append(self, stream_id: int, payload: object, record_count: int, crc: int | None = None):  # type: ignore[no-untyped-def]
         from tabletopic.s3stream.streams import ACKNOWLEDGED
 
         base = self._ends[stream_id]

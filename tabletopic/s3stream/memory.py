@@ -84,14 +84,14 @@ class MemoryStreamStore:
         """Same as :meth:`S3StreamStore.wait_for_room`: memory is never full."""
 
     def start_append(
-        self, stream_id: int, payload: bytes | memoryview, record_count: int
+        self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
     ) -> tuple[int, Awaitable[None]]:
         """Same as :meth:`S3StreamStore.start_append`; acknowledged at once."""
         if record_count <= 0:
             raise ValueError("record_count must be positive")
         stream = self._get(stream_id)
         base = stream.end
-        stream.batches.append(StoredBatch(base, record_count, kept_payload(payload)))
+        stream.batches.append(StoredBatch(base, record_count, kept_payload(payload), crc))
         stream.bases.append(base)
         stream.end = base + record_count
         stream.waiters.advance(stream.end)

@@ -26,6 +26,7 @@ from typing import Any
 
 import crc32c
 
+from tabletopic.s3stream.checksum import extend
 from tabletopic.s3stream.streams import ObjectSlice, StoredBatch, StreamError
 
 MAGIC = b"TTS3OBJ1"
@@ -90,15 +91,18 @@ def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes:
     header_size = BATCH_HEADER.size
     position = 0
 
-    def close_block(stream_id: int, first: int, end: int, pieces: list[bytes | memoryview]) -> None:
+    def close_block(
+        stream_id: int, first: int, end: int, pieces: list[bytes | memoryview], crcs: list[int | None]
+    ) -> None:
         nonlocal position
         size = sum(len(piece) for piece in pieces)
         if size >= IN_PLACE_AVERAGE_BYTES * len(pieces):
-            # Large batches: checksum them where they lie and pass them on uncopied (a copy into
-            # fresh memory costs more per byte than a CRC call per batch).
+            # Large batches: checksum them where they lie (or combine the CRC the appender gave)
+            # and pass them on uncopied (a copy into fresh memory costs more per byte than a CRC
+            # call per batch).
             crc = 0
-            for piece in pieces:
-                crc = crc32c.crc32c(piece, crc)
+            for piece, known in zip(pieces, crcs, strict=True):
+                crc = extend(crc, piece, known)
             parts.extend(pieces)
         else:
             data = b"".join(pieces)
@@ -112,17 +116,20 @@ def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes:
             continue
         range_start = position
         pieces: list[bytes | memoryview] = []
+        crcs: list[int | None] = []
         pending = 0
         block_first = batches[0].base_offset
         for batch in batches:
             pieces.append(pack(batch.base_offset, batch.record_count, len(batch.payload)))
             pieces.append(batch.payload)
+            crcs.append(None)
+            crcs.append(batch.crc)
             pending += header_size + len(batch.payload)
             if pending >= block_bytes:
-                close_block(stream_id, block_first, batch.next_offset, pieces)
-                pieces, pending, block_first = [], 0, batch.next_offset
+                close_block(stream_id, block_first, batch.next_offset, pieces, crcs)
+                pieces, crcs, pending, block_first = [], [], 0, batch.next_offset
         if pieces:
-            close_block(stream_id, block_first, batches[-1].next_offset, pieces)
+            close_block(stream_id, block_first, batches[-1].next_offset, pieces, crcs)
         ranges.append(
             StreamRange(
                 stream_id,

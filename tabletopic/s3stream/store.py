@@ -370,7 +370,7 @@ class S3StreamStore:
             await self._wait_for_space()
 
     def start_append(
-        self, stream_id: int, payload: bytes | memoryview, record_count: int
+        self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
     ) -> tuple[int, Awaitable[None]]:
         """Assign the batch its offsets now, without suspending, and return them with what to
         await for the acknowledgement (durable, stream still held; raises as :meth:`append`).
@@ -380,7 +380,7 @@ class S3StreamStore:
         """
         payload = self._check_append(stream_id, payload, record_count)
         holder = self.state.stream(stream_id)
-        base, durable = self._append_nowait(stream_id, payload, record_count)
+        base, durable = self._append_nowait(stream_id, payload, record_count, crc)
         return base, self._acknowledged(stream_id, holder, durable)
 
     async def _acknowledged(self, stream_id: int, holder: StreamState, durable: asyncio.Future[None]) -> None:
@@ -431,20 +431,21 @@ class S3StreamStore:
         return payload
 
     def _append_nowait(
-        self, stream_id: int, payload: bytes | memoryview, record_count: int
+        self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
     ) -> tuple[int, asyncio.Future[None]]:
-        """Assign offsets and queue the batch; returns its base and the future of its durability."""
+        """Assign offsets and queue the batch (``crc``: its CRC32C, if known); returns its base and
+        the future of its durability."""
         state = self.state
         stream = state.stream(stream_id)
         base = stream.next_end
         stream.next_end = base + record_count
-        block = state.log_cache.add(stream_id, StoredBatch(base, record_count, payload))
+        block = state.log_cache.add(stream_id, StoredBatch(base, record_count, payload, crc))
         if block.uploaded is None:
             self._open_block(block)
         block.appends += 1
         wal = state.wal
         if wal is not None:
-            group = wal.append(stream_id, base, record_count, payload)
+            group = wal.append(stream_id, base, record_count, payload, crc)
             group.ends[stream_id] = stream.next_end
             if block.nbytes >= state.settings.upload_bytes:
                 self._seal()

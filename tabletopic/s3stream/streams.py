@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 
@@ -63,6 +63,9 @@ class StoredBatch:
     base_offset: int
     record_count: int
     payload: bytes | memoryview
+    # The payload's CRC32C when the appender knew it (see :mod:`checksum`), else None; not part
+    # of the batch's identity (the same batch read back from an object has none).
+    crc: int | None = field(default=None, compare=False)
 
     @property
     def next_offset(self) -> int:
@@ -149,11 +152,13 @@ class StreamStore(Protocol):
         StorageUnavailable. Call right before :meth:`start_append`."""
 
     def start_append(
-        self, stream_id: int, payload: bytes | memoryview, record_count: int
+        self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
     ) -> tuple[int, Awaitable[None]]:
         """Assign a batch its offsets at once (no suspension, so appends keep the order of the
         caller's checks) and return the base offset and what to await for the acknowledgement,
-        which raises as :meth:`append` does. Does not wait for room: see :meth:`wait_for_room`."""
+        which raises as :meth:`append` does. Does not wait for room: see :meth:`wait_for_room`.
+        ``crc``: the payload's CRC32C if the caller has it (it must be right: the store's own
+        checksums are derived from it instead of reading the payload again)."""
 
     async def fetch(
         self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None

@@ -94,8 +94,11 @@ class Group:
     """Appends covered by one fsync. ``ends`` maps stream id -> end offset after the group."""
 
     future: asyncio.Future[None]
-    # (stream id, base offset, record count, payload) tuples: cheaper than objects on the hot path.
-    records: list[tuple[int, int, int, bytes | memoryview] | RollMarker] = field(default_factory=list)
+    # (stream id, base offset, record count, payload, payload CRC32C or None) tuples: cheaper than
+    # objects on the hot path.
+    records: list[tuple[int, int, int, bytes | memoryview, int | None] | RollMarker] = field(
+        default_factory=list
+    )
     ends: dict[int, int] = field(default_factory=dict)
     nbytes: int = 0
     payload_bytes: int = 0
@@ -381,11 +384,17 @@ class LocalWal:
         return group
 
     def append(
-        self, stream_id: int, base_offset: int, record_count: int, payload: bytes | memoryview
+        self,
+        stream_id: int,
+        base_offset: int,
+        record_count: int,
+        payload: bytes | memoryview,
+        crc: int | None = None,
     ) -> Group:
-        """Queue a record; the returned group's future resolves once it is fsynced."""
+        """Queue a record (``crc``: the payload's CRC32C, if known); the returned group's future
+        resolves once it is fsynced."""
         group = self._group or self._current_group()
-        group.records.append((stream_id, base_offset, record_count, payload))
+        group.records.append((stream_id, base_offset, record_count, payload, crc))
         size = RECORD.size + len(payload)
         group.nbytes += size
         group.payload_bytes += len(payload)
@@ -471,30 +480,33 @@ class LocalWal:
         self._idle.set()
 
     def _write_group(
-        self, items: list[tuple[int, int, int, bytes | memoryview] | RollMarker]
+        self, items: list[tuple[int, int, int, bytes | memoryview, int | None] | RollMarker]
     ) -> list[tuple[RollMarker, int]]:
         """Runs on the WAL thread: frame, write and fsync one group; roll segments as asked."""
         rolled: list[tuple[RollMarker, int]] = []
         parts: list[bytes | memoryview] = []
+        crcs: list[int | None] = []  # each part's CRC32C where known
         pack = RECORD.pack
         for item in items:
             if isinstance(item, RollMarker):
-                self._write_frame(parts)
-                parts = []
+                self._write_frame(parts, crcs)
+                parts, crcs = [], []
                 self._roll_segment()
                 rolled.append((item, self._index))
                 continue
-            stream_id, base_offset, record_count, payload = item
+            stream_id, base_offset, record_count, payload, crc = item
             parts.append(pack(stream_id, base_offset, record_count, len(payload)))
             parts.append(payload)
-        self._write_frame(parts)
+            crcs.append(None)
+            crcs.append(crc)
+        self._write_frame(parts, crcs)
         crashpoints.crash_point("wal.before_fsync")
         self._sync()
         if self._segments[self._index] >= self.segment_bytes:
             self._roll_segment()
         return rolled
 
-    def _write_frame(self, parts: list[bytes | memoryview]) -> None:
+    def _write_frame(self, parts: list[bytes | memoryview], crcs: list[int | None]) -> None:
         if not parts:
             return
         out = self._out
@@ -508,8 +520,9 @@ class LocalWal:
             # Small records: one join, then one CRC call and one copy into the buffer, instead of
             # a Python call of each per record (on the loop, or on a thread holding the GIL).
             parts = [b"".join(parts)]
+            crcs = [None]
         position = out.position
-        out.write(frame_header(self._index, position, length, parts))
+        out.write(frame_header(self._index, position, length, parts, crcs))
         for part in parts:
             out.write(part)
         self._account(out.position)

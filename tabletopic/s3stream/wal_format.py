@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import crc32c
 
+from tabletopic.s3stream.checksum import extend
 from tabletopic.s3stream.direct_io import BLOCK
 
 MAGIC = b"TTWALSG1"
@@ -70,11 +71,22 @@ def seed(index: int, position: int, length: int) -> int:
     return crc32c.crc32c(SEED.pack(index, position, length))
 
 
-def frame_header(index: int, position: int, length: int, body: list[bytes | memoryview]) -> bytes:
-    """``>II`` of a frame at ``position`` whose body is the parts ``body`` (checksummed in place)."""
+def frame_header(
+    index: int,
+    position: int,
+    length: int,
+    body: list[bytes | memoryview],
+    crcs: list[int | None] | None = None,
+) -> bytes:
+    """``>II`` of a frame at ``position`` whose body is the parts ``body``, checksummed in place
+    except where ``crcs`` gives a part's CRC32C (combined instead, see :mod:`checksum`)."""
     crc = seed(index, position, length)
-    for part in body:
-        crc = crc32c.crc32c(part, crc)
+    if crcs is None:
+        for part in body:
+            crc = crc32c.crc32c(part, crc)
+    else:
+        for part, known in zip(body, crcs, strict=True):
+            crc = extend(crc, part, known)
     return FRAME.pack(length, crc)
 
 

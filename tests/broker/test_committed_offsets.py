@@ -112,8 +112,8 @@ async def test_a_transactional_batch_holds_the_last_stable_offset_before_it_is_a
     pending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     appended = asyncio.Event()
 
-    def held_append(stream_id, payload, count):  # type: ignore[no-untyped-def]
-        base, _ = start_append(stream_id, payload, count)  # in the stream: the end moved
+    def held_append(stream_id, payload, count, crc=None):  # type: ignore[no-untyped-def]
+        base, _ = start_append(stream_id, payload, count, crc)  # in the stream: the end moved
         appended.set()
         return base, pending  # not acknowledged yet
 

@@ -7,10 +7,11 @@ import struct
 from collections.abc import Callable
 from functools import partial
 
+import crc32c
 import pytest
 
 from tabletopic.records.compression import Compression
-from tabletopic.records.crc import batch_crc, write_crc
+from tabletopic.records.crc import batch_crc, whole_batch_crc, write_crc
 from tabletopic.records.decoder import decode_records
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import (
@@ -160,3 +161,10 @@ def test_log_append_time_stamp_sets_the_type_and_max_timestamp_and_keeps_the_crc
 def test_single_field_reads() -> None:
     data = batch(RECORDS[:3])
     assert (base_timestamp_of(data), max_timestamp_of(data), record_count_of(data)) == (T0, T0 + 2, 3)
+
+
+def test_the_whole_batch_crc_follows_from_the_verified_one() -> None:
+    data = batch(RECORDS, base_offset=7)
+    (header,) = validate_batches(data)
+    assert whole_batch_crc(data, header.crc) == crc32c.crc32c(data)
+    assert whole_batch_crc(memoryview(data), batch_crc(data)) == crc32c.crc32c(data)

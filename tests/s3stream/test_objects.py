@@ -131,3 +131,32 @@ def test_block_checksums_cover_exactly_the_block_bytes_small_or_large_batches(si
     rng = next(r for r in obj.ranges if r.stream_id == 1)
     decoded = read_slice(data[rng.position : rng.position + rng.size])
     assert [bytes(b.payload) for b in decoded] == [b"\x01" * size] * 6
+
+
+@pytest.mark.parametrize("size", [100, IN_PLACE_AVERAGE_BYTES * 2 + 7])
+def test_an_object_of_batches_with_known_crcs_is_the_same_bytes(size: int) -> None:
+    # The appender's CRCs replace reading the large batches again; the object must not change.
+    def runs(known: bool) -> list[tuple[int, list[StoredBatch]]]:
+        def crc(payload: bytes | memoryview) -> int | None:
+            return crc32c.crc32c(payload) if known else None
+
+        return [
+            (
+                s,
+                [
+                    StoredBatch(b.base_offset, b.record_count, b.payload, crc(b.payload))
+                    for b in batches(s, 5, size + s)
+                ],
+            )
+            for s in (1, 2)
+        ]
+
+    plain, combined = build_object(runs(False), 3 * size), build_object(runs(True), 3 * size)
+    assert b"".join(combined.parts) == b"".join(plain.parts)
+    assert combined.blocks == plain.blocks
+    if size > IN_PLACE_AVERAGE_BYTES:  # large batches are not read again: the given CRC is used
+        wrong = [
+            (s, [StoredBatch(b.base_offset, b.record_count, b.payload, 0) for b in run])
+            for s, run in runs(False)
+        ]
+        assert build_object(wrong, 3 * size).blocks != plain.blocks

@@ -6,6 +6,7 @@ import asyncio
 import threading
 from pathlib import Path
 
+import crc32c
 import pytest
 
 from tabletopic.s3stream.direct_io import BLOCK
@@ -205,3 +206,24 @@ async def test_a_segment_prepared_late_never_replaces_the_current_one(tmp_path: 
     await wal.append(1, offset, 1, b"last").future
     await wal.close()
     assert replayed(tmp_path) == [b"r0", b"r1", b"r2", b"last"]
+
+
+async def test_frames_of_payloads_with_known_crcs_are_the_same_bytes(tmp_path: Path) -> None:
+    # The WAL combines a payload's CRC given by the appender instead of reading the payload again:
+    # the segment written must be byte for byte the one written without it.
+    payloads = [bytes([i]) * (IN_PLACE_AVERAGE_BYTES * 3 + i) for i in range(3)] + [b"small"]
+    segments = []
+    for known in (False, True):
+        directory = tmp_path / str(known)
+        wal = LocalWal(directory, SEGMENT, lambda group: None)
+        list(wal.replay())
+        await wal.start()
+        group = None
+        for offset, payload in enumerate(payloads):
+            group = wal.append(1, offset, 1, payload, crc32c.crc32c(payload) if known else None)
+        assert group is not None
+        await group.future
+        await wal.close()
+        segments.append(written_segment(directory))
+    assert segments[0] == segments[1]
+    assert replayed(tmp_path / "True") == payloads

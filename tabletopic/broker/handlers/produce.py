@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.producers import SequenceCheck
 from tabletopic.broker.record_validation import Rejection
+from tabletopic.records.crc import whole_batch_crc
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import BatchHeader, validate_batches, with_log_append_time
 from tabletopic.records.keys import has_keyless_record
@@ -194,10 +195,13 @@ async def _admit(
         # them, and the slices of several batches, as they are (no copy).
         whole = header.position == 0 and header.size == len(records)
         payload: Any = records if whole else view[header.position : header.position + header.size]
+        crc: int | None = None
         if log_append_time >= 0:
             payload = with_log_append_time(payload, log_append_time)
+        else:  # stored as received: its CRC was just verified, so the store need not read it again
+            crc = whole_batch_crc(payload, header.crc)
         try:
-            base, acknowledged = broker.store.start_append(stream_id, payload, header.record_count)
+            base, acknowledged = broker.store.start_append(stream_id, payload, header.record_count, crc)
         except StreamError as exc:
             # Neither this batch nor the following ones are appended: free their sequences.
             for later, unsent in zip(headers[position:], checks[position:], strict=True):
