@@ -39,7 +39,9 @@ def default_url(data_dir: Path) -> str:
     return f"sqlite:///{(data_dir / 'metadata.db').resolve()}"
 
 
-def create_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
+def create_engine(
+    url: str, *, sqlite_synchronous: str = "FULL", idle_transaction_timeout_ms: int | None = None
+) -> Engine:
     """Create the engine with the settings each backend needs to be safe under concurrent use.
 
     SQLite: WAL journal so readers never block the writer, a busy timeout instead of immediate
@@ -47,6 +49,12 @@ def create_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
     acknowledgement to a producer and must survive a power cut, not only a process kill.
     ``sqlite_synchronous="NORMAL"`` is for a writer that accepts losing its last commits to a power
     cut (never to a process kill) in exchange for no fsync per commit.
+
+    PostgreSQL: ``idle_transaction_timeout_ms`` makes the server end a session that sits inside a
+    transaction that long without a statement (``idle_in_transaction_session_timeout``). A broker
+    paused or cut off mid-transaction otherwise keeps its row locks for as long as its TCP
+    connection lives, and a lock on the controller row stops every other broker from taking the
+    controller over (no partition of a dead broker would move).
     """
     if url.startswith("sqlite"):
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
@@ -77,7 +85,10 @@ def create_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
     if url.startswith("postgresql://"):
         # Default to psycopg 3, the driver we install.
         url = "postgresql+psycopg://" + url[len("postgresql://") :]
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    connect_args = {}
+    if idle_transaction_timeout_ms:
+        connect_args["options"] = f"-c idle_in_transaction_session_timeout={int(idle_transaction_timeout_ms)}"
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args=connect_args)
 
 
 def migrate(engine: Engine, component: str, migrations: Sequence[Migration]) -> int:

@@ -209,7 +209,10 @@ class Platform:
         """Build (not start) every part of a node from its configuration."""
         config.data_dir.mkdir(parents=True, exist_ok=True)
         url = config.get(settings.METADATA_URL) or database.default_url(config.data_dir)
-        engine = database.create_engine(url)
+        # A transaction idle for two leases can only be a broker's the cluster counts as dead (its
+        # writes are fenced): the database ends it and frees its locks.
+        idle_ms = 2 * config.get(cluster_settings.SESSION_TIMEOUT_MS)
+        engine = database.create_engine(url, idle_transaction_timeout_ms=idle_ms)
         clustered = _check_cluster_mode(config, engine)
         metrics = CollectorRegistry()
         started: list[Component] = []

@@ -25,7 +25,8 @@ SESSION_TIMEOUT_MS = define(
     int,
     3000,
     "A broker whose lease was not renewed for this long (on the database's clock) is dead: the "
-    "controller gives its partitions to live brokers. Also the controller lease's length.",
+    "controller gives its partitions to live brokers. Also the controller lease's length; PostgreSQL "
+    "ends a session left idle inside a transaction for twice this long (a paused broker's locks).",
     "cluster",
     in_range(200),
 )
