@@ -20,7 +20,7 @@ Modules:
 - :mod:`~tabletopic.records.decoder` -- stored batches -> columns for an offset range;
 - :mod:`~tabletopic.records.encoder` -- building batches (producers in tests and benchmarks).
 
-It sits at the bottom of the layering: it imports only the standard library, ``crc32c``, ``anycrc``,
-``cramjam`` and (lazily, optionally) aiokafka's C record reader, so storage, broker and table code
-can all depend on it.
+It sits at the bottom of the layering: it imports only the standard library, ``crc32c``,
+:mod:`tabletopic.checksum`, ``cramjam`` and (lazily, optionally) aiokafka's C record reader, so
+storage, broker and table code can all depend on it.
 """

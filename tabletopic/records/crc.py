@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import struct
 
-import anycrc
 import crc32c
+
+from tabletopic.checksum import extend
 
 CRC_OFFSET = 17
 CRC_START = 21  # the first covered byte: attributes
 
 _UINT32 = struct.Struct(">I")
-_CRC32C = anycrc.Model("CRC32-ISCSI")  # the same CRC-32C, for its combine
 
 
 def batch_crc(batch: bytes | bytearray | memoryview) -> int:
@@ -32,5 +32,5 @@ def whole_batch_crc(batch: bytes | memoryview, covered_crc: int) -> int:
     """The CRC32C of the whole batch, from the CRC of its covered bytes (verified by the caller):
     the 21 bytes before them are checksummed and the two combined, so the batch is not read again.
     What the store needs for its own checksums of the same bytes."""
-    head = crc32c.crc32c(memoryview(batch)[:CRC_START])
-    return int(_CRC32C.combine(head, covered_crc, len(batch) - CRC_START))
+    view = memoryview(batch)
+    return extend(int(crc32c.crc32c(view[:CRC_START])), view[CRC_START:], covered_crc)

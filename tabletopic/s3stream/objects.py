@@ -26,7 +26,7 @@ from typing import Any
 
 import crc32c
 
-from tabletopic.s3stream.checksum import extend
+from tabletopic.checksum import extend
 from tabletopic.s3stream.streams import ObjectSlice, StoredBatch, StreamError
 
 MAGIC = b"TTS3OBJ1"

@@ -63,8 +63,8 @@ class StoredBatch:
     base_offset: int
     record_count: int
     payload: bytes | memoryview
-    # The payload's CRC32C when the appender knew it (see :mod:`checksum`), else None; not part
-    # of the batch's identity (the same batch read back from an object has none).
+    # The payload's CRC32C when the appender knew it (see :mod:`tabletopic.checksum`), else None;
+    # not part of the batch's identity (the same batch read back from an object has none).
     crc: int | None = field(default=None, compare=False)
 
     @property

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import crc32c
 
-from tabletopic.s3stream.checksum import extend
+from tabletopic.checksum import extend
 from tabletopic.s3stream.direct_io import BLOCK
 
 MAGIC = b"TTWALSG1"
@@ -79,14 +79,10 @@ def frame_header(
     crcs: list[int | None] | None = None,
 ) -> bytes:
     """``>II`` of a frame at ``position`` whose body is the parts ``body``, checksummed in place
-    except where ``crcs`` gives a part's CRC32C (combined instead, see :mod:`checksum`)."""
+    except where ``crcs`` gives a part's CRC32C (combined instead, see :mod:`tabletopic.checksum`)."""
     crc = seed(index, position, length)
-    if crcs is None:
-        for part in body:
-            crc = crc32c.crc32c(part, crc)
-    else:
-        for part, known in zip(body, crcs, strict=True):
-            crc = extend(crc, part, known)
+    for part, known in zip(body, crcs or [None] * len(body), strict=True):
+        crc = extend(crc, part, known)
     return FRAME.pack(length, crc)
 
 

@@ -1,9 +1,10 @@
 """CRC32C over pieces of which some already carry a known CRC.
 
 A produced batch reaches the store with its CRC already computed: the broker verified it on the way
-in. The WAL frame and the object block that hold the batch checksum the same bytes again, with
-their own headers around them; rather than reading every byte twice more, their CRC is extended
-over a piece whose CRC is known by combining the two values (the CRC of a concatenation follows
+in (``records.crc.whole_batch_crc`` extends the batch's own CRC over its first bytes). The WAL
+frame and the object block that hold the batch checksum the same bytes again, with their own
+headers around them; rather than reading every byte twice more, their CRC is extended over a piece
+whose CRC is known by combining the two values (the CRC of a concatenation follows
 from the CRCs of its parts and the second part's length: a multiplication by a power of x modulo
 the polynomial, constant time in the length). The on-disk formats are unchanged: the result is the
 CRC32C of the same bytes, so readers and recovery check it as before.

@@ -6,7 +6,7 @@ import crc32c
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tabletopic.s3stream.checksum import extend
+from tabletopic.checksum import extend
 
 
 @given(st.lists(st.tuples(st.binary(max_size=300), st.booleans()), max_size=6), st.binary(max_size=20))
