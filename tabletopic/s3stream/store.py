@@ -464,10 +464,14 @@ class S3StreamStore:
         block.generation = state.generation
         settings = state.settings
         delay = (settings.upload_interval_ms if state.local_wal else settings.object_batch_ms) / 1000
-        loop.call_later(delay, self._seal_if_current, block)
+        # By id, not the block: the timer outlives the block whenever size seals it first, and a
+        # block it held could not be freed (nor its lent request buffers) until the timer fired —
+        # at the 10 s default interval that kept gigabytes alive past the log cache's bound.
+        loop.call_later(delay, self._seal_if_current, block.block_id)
 
-    def _seal_if_current(self, block: Block) -> None:
-        if block is self.state.log_cache.current and block.nbytes and not self._closed:
+    def _seal_if_current(self, block_id: int) -> None:
+        current = self.state.log_cache.current
+        if current.block_id == block_id and current.nbytes and not self._closed:
             self._seal()
 
     def _seal(self) -> Block:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 
 import pytest
 
@@ -213,6 +215,34 @@ async def test_read_only_views_are_kept_without_a_copy(local_harness: StoreHarne
     reopened = await local_harness.open()
     [replayed] = await reopened.fetch(sid, 0, 100)
     assert bytes(replayed.payload) == b"lent-records"
+
+
+class _Frame(bytearray):
+    """A request buffer the test can watch (weakly) to see when the store lets it go."""
+
+
+async def test_lent_buffers_are_freed_once_evicted_not_held_until_the_upload_interval(
+    local_harness: StoreHarness,
+) -> None:
+    """Blocks sealed by size (long before the upload interval's timer fires) are freed once
+    uploaded and evicted: memory stays within the log cache's bound at any interval."""
+    store = await local_harness.open(
+        upload_interval_ms=600_000, upload_bytes=64 * 1024, log_cache_bytes=128 * 1024
+    )
+    sid = await store.create_stream()
+    frames: list[weakref.ref[_Frame]] = []
+    for i in range(200):
+        frame = _Frame(payload_for(sid, i, 16 * 1024))
+        frames.append(weakref.ref(frame))
+        await store.append(sid, memoryview(frame).toreadonly(), 1)
+        del frame
+    cache = store.state.log_cache
+    await wait_until(lambda: all(b.committed for b in cache.blocks if b is not cache.current))
+    cache.evict()
+    gc.collect()
+    alive = sum(ref() is not None for ref in frames)
+    assert alive * 16 * 1024 <= 128 * 1024 + 2 * 64 * 1024, f"{alive} of 200 request buffers still held"
+    assert_stream(await read_all(store, sid), sid, 200, size=16 * 1024, records=1)
 
 
 @pytest.mark.parametrize(
