@@ -13,10 +13,12 @@ latency at a fixed rate below saturation (once the target has settled after the 
 consume MB/s while a producer writes (tail) and of the whole topic afterwards (catch-up);
 transactional vs idempotent produce at 1 KiB; the log-compaction rate of a compacted partition in a
 local store; the server process's CPU seconds per GB produced (user + system, all threads), which a
-shared machine distorts less than throughput. The disk's bare fdatasync latency (the floor under the
-local WAL's acks=all latency), its fsynced write rate (the ceiling over the local WAL's throughput)
-and the machine's load are printed at the start, before each target and at the end. Ratios against
-Tansu and the sink close the report.
+shared machine distorts less than throughput, and the client's own CPU (cores) in each produce run:
+client and server share the machine's cores, so what a server spends is taken from the client's
+rate. The disk's bare fdatasync latency (with the sink's p50, the floor under the local WAL's
+acks=all latency), its fsynced write rate (the ceiling over the local WAL's throughput) and the
+machine's load are printed at the start, before each target and at the end. Ratios against Tansu
+and the sink close the report.
 
 Usage: python bench/broker_bench.py [--seconds 3] [--rate 5000]
                                    [--targets local,object,tansu,sink,tls,sasl_ssl]
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,6 +68,7 @@ class Result:
     p50_ms: float = float("nan")
     p99_ms: float = float("nan")
     cpu_s_per_gb: float = float("nan")
+    client_cores: float = float("nan")
 
 
 def payload(size: int) -> bytes:
@@ -307,6 +311,14 @@ def dirty_bytes() -> int:
     return total
 
 
+def client_cpu_seconds() -> float:
+    """CPU seconds of this process (the client: librdkafka's threads and the Python loop feeding
+    it). On a small machine the client and the server share the cores, so a server's CPU per GB
+    also takes from the client's rate: the client's cores per run show how much was left."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def settle(bootstrap: str, timeout: float = 15.0) -> None:
     """Wait until the target has digested the previous run: its server idle (under 5 % of a core
     over 0.5 s: uploads and compaction of the throughput run's data done) and the disk's write-back
@@ -321,24 +333,49 @@ def settle(bootstrap: str, timeout: float = 15.0) -> None:
             return
 
 
-def fsync_floor(seconds: float = 2.0, size: int = 5 * 1024) -> tuple[float, float]:
-    """p50/p99 ms of a bare ``write`` + ``fdatasync`` of ``size`` bytes in the directory the local-WAL
-    targets use (the system temp dir): the floor under their acks=all latency, since an append is
-    acknowledged only after its group's fsync, measured in the same run."""
+@dataclass
+class DiskLatency:
+    """A bare ``write`` + ``fdatasync`` in the directory the local-WAL targets use."""
+
+    p50_ms: float
+    p99_ms: float
+    worst_ms: float
+    stalls_per_s: float  # calls over STALL_MS, per second: each delays every message in flight
+
+    def describe(self) -> str:
+        return (
+            f"p50 {self.p50_ms:.2f} ms p99 {self.p99_ms:.2f} ms, slowest {self.worst_ms:.1f} ms, "
+            f"{self.stalls_per_s:.1f}/s over {STALL_MS:.0f} ms"
+        )
+
+
+STALL_MS = 2.0
+
+
+def fsync_floor(seconds: float = 3.0, size: int = 5 * 1024) -> DiskLatency:
+    """Latency of a bare ``write`` + ``fdatasync`` of ``size`` bytes, one per millisecond, in the
+    directory the local-WAL targets use (the system temp dir): its p50 is the floor under their
+    acks=all latency, since an append is acknowledged only after its group's fsync; its stalls (a
+    single call taking several ms, with nothing else writing) set their p99, since every message
+    in flight waits for the one stalled fsync. Measured in the same run."""
     with tempfile.TemporaryDirectory(prefix="broker-bench-fsync-") as tmp:
         fd = os.open(Path(tmp) / "probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         block, times = b"x" * size, []
         try:
             deadline = time.perf_counter() + seconds
-            while time.perf_counter() < deadline:
+            while (started := time.perf_counter()) < deadline:
                 os.write(fd, block)
-                started = time.perf_counter()
                 os.fdatasync(fd)
-                times.append(time.perf_counter() - started)
+                took = time.perf_counter() - started
+                times.append(took)
+                time.sleep(max(0.0, 0.001 - took))
         finally:
             os.close(fd)
     times.sort()
-    return times[len(times) // 2] * 1e3, times[int(len(times) * 0.99)] * 1e3
+    stalls = sum(t * 1e3 > STALL_MS for t in times)
+    return DiskLatency(
+        times[len(times) // 2] * 1e3, times[int(len(times) * 0.99)] * 1e3, times[-1] * 1e3, stalls / seconds
+    )
 
 
 def disk_ceiling(megabytes: int = 256, group: int = 4 << 20) -> float:
@@ -596,17 +633,21 @@ def bench_target(name: str, bootstrap: str, seconds: float, rate: int, consume: 
         topic = f"tp-{size}-{codec}-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, topic)
         cpu_before, started = server_cpu_seconds(bootstrap), time.perf_counter()
+        client_before = client_cpu_seconds()
         mb, msgs = produce_throughput(bootstrap, topic, size, codec, seconds)
-        produced_gb = mb * (time.perf_counter() - started) / 1000
+        elapsed = time.perf_counter() - started
+        produced_gb = mb * elapsed / 1000
         cpu = (server_cpu_seconds(bootstrap) - cpu_before) / produced_gb if produced_gb else float("nan")
+        client = (client_cpu_seconds() - client_before) / elapsed
         lat_topic = f"lat-{size}-{codec}-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, lat_topic)
         settle(bootstrap)
         p50, p99 = produce_latency(bootstrap, lat_topic, size, codec, rate, min(seconds, 2.0))
-        result = Result(name, scenario, mb, msgs, p50, p99, cpu)
+        result = Result(name, scenario, mb, msgs, p50, p99, cpu, client)
         print(
             f"  {name:<18} {scenario:<10} produce {mb:8.1f} MB/s {msgs:10.0f} msg/s   "
-            f"latency@{rate}/s p50 {p50:6.2f} ms p99 {p99:6.2f} ms   server CPU {cpu:5.2f} s/GB",
+            f"latency@{rate}/s p50 {p50:6.2f} ms p99 {p99:6.2f} ms   server CPU {cpu:5.2f} s/GB   "
+            f"client {client:4.2f} cores",
             flush=True,
         )
         results.append(result)
@@ -705,8 +746,8 @@ def main() -> None:
         f"broker bench: confluent-kafka acks=all, {args.seconds:.0f} s per produce run, "
         f"latency at {args.rate} msg/s, {os.cpu_count()} cores"
     )
-    p50, p99 = fsync_floor()
-    print(f"  disk: write + fdatasync of 5 KiB in {tempfile.gettempdir()}: p50 {p50:.2f} ms p99 {p99:.2f} ms")
+    disk = fsync_floor()
+    print(f"  disk: write + fdatasync of 5 KiB in {tempfile.gettempdir()}: {disk.describe()}")
     ceiling = disk_ceiling()
     print(f"  disk: fresh data written with an fdatasync every 4 MiB: {ceiling:.0f} MB/s")
     results: list[Result] = []
@@ -728,12 +769,18 @@ def main() -> None:
                 f"  {scenario}: 0.95x the null sink ({0.95 * rate:.0f} MB/s) is more than this disk takes "
                 f"fsynced ({ceiling:.0f} MB/s): out of reach of any fsynced WAL here"
             )
-    p50, p99 = fsync_floor()
+    sink_p50 = [r.p50_ms for r in results if r.target == "null-sink" and r.p50_ms == r.p50_ms]
+    if sink_p50:
+        sink_median = statistics.median(sink_p50)
+        print(
+            f"  p50 floor of an fsynced WAL here: the null sink's median p50 {sink_median:.2f} ms "
+            f"+ the disk's bare write + fdatasync p50 {disk.p50_ms:.2f} ms "
+            f"= {sink_median + disk.p50_ms:.2f} ms"
+        )
+    disk = fsync_floor()
     ceiling = disk_ceiling()
-    print(
-        f"\nat the end: {machine_load()}; disk fdatasync p50 {p50:.2f} ms p99 {p99:.2f} ms; "
-        f"fsynced write {ceiling:.0f} MB/s"
-    )
+    print(f"\nat the end: {machine_load()}; disk write + fdatasync {disk.describe()}")
+    print(f"  fsynced write {ceiling:.0f} MB/s")
 
 
 def print_ratios(results: list[Result]) -> None:
