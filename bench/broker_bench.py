@@ -336,23 +336,21 @@ def split_cores(bootstrap: str) -> Iterator[bool]:
         yield False
         return
     first, second = sorted(everything)[:2]
-    server_threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
 
-    def pin(cores: set[int]) -> None:
-        for tid in server_threads:
+    def pin_server(cores: set[int]) -> None:
+        for tid in os.listdir(f"/proc/{pid}/task"):  # its threads as of now; new ones inherit
             try:
-                os.sched_setaffinity(tid, cores)
+                os.sched_setaffinity(int(tid), cores)
             except OSError:  # a thread that ended meanwhile
                 pass
 
     os.sched_setaffinity(0, {first})
-    pin({second})
+    pin_server({second})
     try:
         yield True
     finally:
         os.sched_setaffinity(0, everything)
-        server_threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
-        pin(everything)
+        pin_server(everything)
 
 
 def settle(bootstrap: str, timeout: float = 15.0) -> None:
@@ -700,13 +698,12 @@ def bench_target(name: str, bootstrap: str, seconds: float, rate: int, consume: 
             with split_cores(bootstrap) as split:
                 if split:
                     split_mb, split_msgs = produce_throughput(bootstrap, topic, size, codec, seconds)
-            if split:
-                print(
-                    f"  {name:<18} {scenario:<10} client and server on separate cores: "
-                    f"produce {split_mb:8.1f} MB/s",
-                    flush=True,
-                )
-                results.append(Result(name, SPLIT, split_mb, split_msgs))
+                    print(
+                        f"  {name:<18} {scenario:<10} client and server on separate cores: "
+                        f"produce {split_mb:8.1f} MB/s",
+                        flush=True,
+                    )
+                    results.append(Result(name, SPLIT, split_mb, split_msgs))
         if consume and (size, codec) == (1024, "none"):
             catch_up = consume_all(bootstrap, topic, int(mb * 1e6 * seconds * 0.95))
             tail_topic = f"tail-{uuid.uuid4().hex[:6]}"
