@@ -189,10 +189,19 @@ def placed(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, tupl
 
 def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes) -> int:
     """Send one Produce straight to ``node``; returns the partition's error code."""
+    return produce_raw_answer(cluster, node, topic, partition, value)[0]
+
+
+def produce_raw_answer(
+    cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes
+) -> tuple[int, str | None]:
+    """Send one Produce straight to ``node``; returns the partition's error code and message (what
+    a failing wait should report)."""
     sock = connect(cluster.brokers[node].bootstrap)
     try:
         answer = roundtrip(sock, produce_request(topic, partition, make_batch([value])))
-        return int(answer.responses[0].partition_responses[0].error_code.value)
+        entry = answer.responses[0].partition_responses[0]
+        return int(entry.error_code.value), entry.error_message
     finally:
         sock.close()
 
