@@ -43,6 +43,11 @@ RECONCILE_LOG = RateLimitedLog(log, interval_s=30.0)
 RANGES = "ranges"  # NOTIFY kind: "ranges:<stream ids>" moved to new objects by compaction
 
 
+def _first(items: list[str], shown: int = 5) -> str:
+    """A few of many, for one log line instead of one per partition."""
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
 def _log_failure(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.warning("%s failed: %s", task.get_name(), task.exception())
@@ -118,6 +123,9 @@ class ClusterRole:
 
     def leads(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self.opened
+
+    def serving_epoch(self, topic: str, partition: int) -> int | None:
+        return self.opened.get((topic, partition))
 
     def leader(self, topic: str, partition: int) -> tuple[int, int]:
         found = self.node.leader((topic, partition))
@@ -270,7 +278,7 @@ class ClusterRole:
         partitions = {k: e for k, e in gained.items() if k[0] not in SLOT_TOPICS}
         if any(self.service.topics.get(t) is None for t, _ in partitions):
             await self.service.topics.reload()
-        opened = await asyncio.gather(*(self._open(k, e) for k, e in partitions.items()))
+        opened = await self._open(partitions)
         streams = [sid for sid in opened if sid is not None]
         if streams:
             await self.service.producers.recover(streams)
@@ -292,23 +300,45 @@ class ClusterRole:
             for gain in self.on_txn_slots_gained:
                 gain(txn_slots)
 
-    async def _open(self, key: PartitionKey, epoch: int) -> int | None:
-        topic = self.service.topics.get(key[0])
-        if topic is None or key[1] >= topic.partition_count:
+    async def _open(self, partitions: dict[PartitionKey, int]) -> list[int | None]:
+        """Open the streams of the partitions gained, with their leader epochs, all in one metadata
+        transaction (a broker taking over a dead one's thousands of partitions must not pay a round
+        trip each). Returns each partition's stream id, in order, or None where it cannot be led
+        now: a topic not loaded yet or a store error is retried soon; a stream already held at a
+        higher epoch means a newer decision exists, which the next snapshot brings."""
+        wanted: dict[PartitionKey, int] = {}
+        for key in partitions:
+            topic = self.service.topics.get(key[0])
+            if topic is not None and key[1] < topic.partition_count:
+                wanted[key] = topic.streams[key[1]]
+        if len(wanted) < len(partitions):
             self._retry_soon()
-            return None
-        sid = topic.streams[key[1]]
+        node_id = self.node.node_id
         try:
-            await self.store.open_stream(sid, epoch, self.node.node_id)
-        except StreamFenced as exc:
-            log.warning("cannot lead %s-%d with epoch %d: %s", key[0], key[1], epoch, exc)
-            return None
+            results = await self.store.open_streams(
+                [(sid, partitions[k], node_id) for k, sid in wanted.items()]
+            )
         except StreamError as exc:
-            log.warning("opening %s-%d failed: %s", key[0], key[1], exc)
+            log.warning("opening %d partitions failed: %s", len(wanted), exc)
             self._retry_soon()
-            return None
-        self.service.producers.forget_stream(sid)
-        return sid
+            return [None] * len(partitions)
+        fenced: list[str] = []
+        failed: list[str] = []
+        for key, sid in wanted.items():
+            result = results.get(sid)
+            if isinstance(result, StreamFenced):
+                fenced.append(f"{key[0]}-{key[1]} ({result})")
+            elif isinstance(result, StreamError) or result is None:
+                failed.append(f"{key[0]}-{key[1]} ({result})")
+            else:
+                self.service.producers.forget_stream(sid)
+        if fenced:
+            log.warning("cannot lead %d partitions at the epochs given: %s", len(fenced), _first(fenced))
+        if failed:
+            log.warning("opening %d partitions failed, retrying: %s", len(failed), _first(failed))
+            self._retry_soon()
+        ok = {sid for sid, result in results.items() if not isinstance(result, StreamError)}
+        return [wanted[key] if wanted.get(key) in ok else None for key in partitions]
 
     async def _release(self, key: PartitionKey) -> None:
         self.opened.pop(key, None)

@@ -40,6 +40,7 @@ class SessionPartition:
 
     fetch_offset: int
     max_bytes: int
+    current_leader_epoch: int = -1  # the leader epoch the client knows (v9+, KIP-320); -1: none
     high_watermark: int = -2  # what the client was last told; -2: never
     last_stable_offset: int = -2
     log_start_offset: int = -2
@@ -81,7 +82,11 @@ def requested(request: Any, version: int) -> list[tuple[PartitionKey, SessionPar
             result.append(
                 (
                     (key, int(p.partition)),
-                    SessionPartition(int(p.fetch_offset), max(int(p.partition_max_bytes), 0)),
+                    SessionPartition(
+                        int(p.fetch_offset),
+                        max(int(p.partition_max_bytes), 0),
+                        int(getattr(p, "current_leader_epoch", -1)),
+                    ),
                 )
             )
     return result
@@ -136,6 +141,7 @@ class FetchSessionCache:
                 session.partitions[key] = update
             else:
                 cached.fetch_offset, cached.max_bytes = update.fetch_offset, update.max_bytes
+                cached.current_leader_epoch = update.current_leader_epoch
         return SessionResolution(ErrorCode.none, session, True, list(session.partitions.items()))
 
     def _new_id(self) -> int:

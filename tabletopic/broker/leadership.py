@@ -42,6 +42,10 @@ class Leadership(Protocol):
     def leads(self, topic: str, partition: int) -> bool:
         """Whether this broker serves the partition now (its streams are open with its epoch)."""
 
+    def serving_epoch(self, topic: str, partition: int) -> int | None:
+        """The leader epoch this broker serves the partition with; None when it does not lead it.
+        Clients name the epoch they know (KIP-320) and are told when it is stale or newer."""
+
     def leader(self, topic: str, partition: int) -> tuple[int, int]:
         """``(node id, leader epoch)`` to report; a predicted leader while a partition moves."""
 
@@ -74,6 +78,9 @@ class SingleNode:
 
     def leads(self, topic: str, partition: int) -> bool:
         return True
+
+    def serving_epoch(self, topic: str, partition: int) -> int | None:
+        return 0
 
     def leader(self, topic: str, partition: int) -> tuple[int, int]:
         return self._node_id, 0

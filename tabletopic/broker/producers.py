@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 MAX_CACHED_BATCHES = 5
 INT32_MAX = 2**31 - 1
 REPLAY_CHUNK_BYTES = 4 << 20
+REPLAY_CONCURRENCY = 16  # stream tails replayed at once when leadership is gained (x 4 MiB chunks)
 
 
 @dataclass(slots=True)
@@ -226,46 +227,57 @@ class ProducerStates:
         entry.batches.append(CachedBatch(header.base_sequence, last, base_offset))
 
     async def recover(self, stream_ids: list[int]) -> None:
-        """Load snapshots, then replay the stream tails written after them."""
+        """Load snapshots, then replay the stream tails written after them: several streams at
+        once (a new leader gaining thousands of partitions must not read their tails one after
+        another), at most :data:`REPLAY_CONCURRENCY` at a time so memory stays bounded."""
         snapshots = await asyncio.to_thread(self._read_snapshots)
-        replayed = 0
-        for stream_id in stream_ids:
-            snapshot = snapshots.get(stream_id)
-            start = 0
-            if snapshot is not None:
-                start, state = snapshot
-                self._streams[stream_id] = _decode_state(state)
-            try:
-                info = self._store.stream_info(stream_id)
-            except StreamError:
-                continue
-            offset = max(start, info.start_offset)
-            while offset < info.end_offset:
-                try:
-                    batches = await self._store.fetch(stream_id, offset, REPLAY_CHUNK_BYTES)
-                except OffsetOutOfRange as exc:
-                    offset = self._trimmed_past(stream_id, offset, exc)
-                    continue
-                if not batches:
-                    # Serving with a state that misses acknowledged batches would refuse the
-                    # producer's next one (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for librdkafka).
-                    raise StreamError(
-                        f"stream {stream_id}: replay of producer state stopped at offset {offset} "
-                        f"of {info.end_offset}"
-                    )
-                for stored in batches:
-                    if stored.next_offset <= offset:
-                        continue
-                    try:
-                        (header,) = validate_batches(stored.payload, verify_crc=False)
-                    except ValueError:  # a RecordBatchError, or not exactly one batch
-                        continue
-                    self._apply_replayed(stream_id, header, stored.base_offset)
-                    replayed += 1
-                offset = batches[-1].next_offset
-            self._covered[stream_id] = info.end_offset
+        gate = asyncio.Semaphore(REPLAY_CONCURRENCY)
+
+        async def replay(stream_id: int) -> int:
+            async with gate:
+                return await self._replay(stream_id, snapshots.get(stream_id))
+
+        replayed = sum(await asyncio.gather(*(replay(sid) for sid in stream_ids)))
         if replayed:
             log.info("replayed %d batches to rebuild idempotent producer state", replayed)
+
+    async def _replay(self, stream_id: int, snapshot: tuple[int, str] | None) -> int:
+        """Rebuild one stream's producer state; returns the batches replayed."""
+        start = 0
+        if snapshot is not None:
+            start, state = snapshot
+            self._streams[stream_id] = _decode_state(state)
+        try:
+            info = self._store.stream_info(stream_id)
+        except StreamError:
+            return 0
+        replayed = 0
+        offset = max(start, info.start_offset)
+        while offset < info.end_offset:
+            try:
+                batches = await self._store.fetch(stream_id, offset, REPLAY_CHUNK_BYTES)
+            except OffsetOutOfRange as exc:
+                offset = self._trimmed_past(stream_id, offset, exc)
+                continue
+            if not batches:
+                # Serving with a state that misses acknowledged batches would refuse the
+                # producer's next one (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for librdkafka).
+                raise StreamError(
+                    f"stream {stream_id}: replay of producer state stopped at offset {offset} "
+                    f"of {info.end_offset}"
+                )
+            for stored in batches:
+                if stored.next_offset <= offset:
+                    continue
+                try:
+                    (header,) = validate_batches(stored.payload, verify_crc=False)
+                except ValueError:  # a RecordBatchError, or not exactly one batch
+                    continue
+                self._apply_replayed(stream_id, header, stored.base_offset)
+                replayed += 1
+            offset = batches[-1].next_offset
+        self._covered[stream_id] = info.end_offset
+        return replayed
 
     def _trimmed_past(self, stream_id: int, offset: int, exc: OffsetOutOfRange) -> int:
         """Where replay goes on when ``offset`` left the stream: its new start if retention

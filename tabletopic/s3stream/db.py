@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, CursorResult, Engine
 
 from tabletopic import database
+from tabletopic.s3stream.epochs import EpochHistory
 from tabletopic.s3stream.objects import StreamRange
 from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamFenced, StreamNotFound
 
@@ -66,6 +67,16 @@ ranges_table = sa.Table(
     sa.PrimaryKeyConstraint("object_id", "stream_id", "start_offset"),
     sa.Index("s3stream_ranges_stream", "stream_id", "start_offset"),
 )
+# Every epoch a stream was opened with and its end offset at that moment (see ``epochs.py``): what a
+# new leader answers leader-epoch questions from, whichever broker wrote the earlier epochs.
+epochs_table = sa.Table(
+    "s3stream_stream_epochs",
+    _md,
+    sa.Column("stream_id", sa.BigInteger, nullable=False),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("start_offset", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("stream_id", "epoch"),
+)
 
 
 def _add_ownership_columns(conn: Connection) -> None:
@@ -77,7 +88,13 @@ def _add_ownership_columns(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE s3stream_streams ADD COLUMN owner BIGINT")
 
 
-MIGRATIONS = [database.create_tables(streams_table, objects_table, ranges_table), _add_ownership_columns]
+MIGRATIONS = [
+    database.create_tables(streams_table, objects_table, ranges_table),
+    _add_ownership_columns,
+    database.create_tables(epochs_table),
+]
+
+_IN_LIST = 1000  # ids per IN (...) list: PostgreSQL takes more, but plans and logs stay readable
 
 # (epoch, owner) a store holds a stream with; None for a stream used without ownership (one node).
 Fence = tuple[int, int]
@@ -123,6 +140,15 @@ class RangeRow:
     object_size: int
     position: int
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedStream:
+    """What :meth:`StreamMetadata.open_stream` found under the row lock."""
+
+    start_offset: int
+    end_offset: int
+    epochs: EpochHistory
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,33 +212,92 @@ class StreamMetadata:
                 .values(start_offset=start_offset)
             )
 
-    def open_stream(self, stream_id: int, epoch: int, owner: int) -> tuple[int, int]:
+    def open_stream(self, stream_id: int, epoch: int, owner: int) -> OpenedStream:
         """Take ownership of a stream with ``epoch``: from now on only ``(epoch, owner)`` may commit
-        to it. Returns ``(start_offset, end_offset)`` as committed, read under the row lock, so every
-        commit of an earlier owner is either included or will be refused.
+        to it. Returns its offsets as committed, read under the row lock (so every commit of an
+        earlier owner is either included or will be refused), and its epoch history, which a new
+        epoch joins starting at that end offset.
 
         Raises:
             StreamNotFound: the stream does not exist or was deleted.
             StreamFenced: the stream is already held with a higher epoch, or with the same epoch by
                 another owner.
         """
-        s = streams_table
+        result = self.open_streams([(stream_id, epoch, owner)])[stream_id]
+        if isinstance(result, StreamError):
+            raise result
+        return result
+
+    def open_streams(self, requests: Sequence[tuple[int, int, int]]) -> dict[int, OpenedStream | StreamError]:
+        """:meth:`open_stream` for many ``(stream_id, epoch, owner)`` at once, in one transaction
+        and a fixed number of round trips whatever their count (a broker taking over a dead one's
+        thousands of partitions must not pay one transaction each). Each stream succeeds or fails
+        on its own: the result maps every stream id to what it opened as, or the error
+        (StreamNotFound, StreamFenced) that :meth:`open_stream` would raise."""
+        s, h = streams_table, epochs_table
+        wanted = {sid: (epoch, owner) for sid, epoch, owner in requests}
+        results: dict[int, OpenedStream | StreamError] = {
+            sid: StreamNotFound(f"stream {sid} does not exist") for sid in wanted
+        }
+        if not wanted:
+            return results
+        ids = sorted(wanted)  # one lock order for every opener: no deadlock between two of them
         with self.engine.begin() as conn:
-            row = conn.execute(
-                sa.select(s.c.start_offset, s.c.end_offset, s.c.state, s.c.epoch, s.c.owner)
-                .where(s.c.stream_id == stream_id)
+            rows = conn.execute(
+                sa.select(s.c.stream_id, s.c.start_offset, s.c.end_offset, s.c.state, s.c.epoch, s.c.owner)
+                .where(s.c.stream_id.in_(ids))
+                .order_by(s.c.stream_id)
                 .with_for_update()
-            ).first()
-            if row is None or row.state != StreamStatus.OPEN:
-                raise StreamNotFound(f"stream {stream_id} does not exist")
-            if row.epoch > epoch or (row.epoch == epoch and row.owner not in (None, owner)):
-                raise StreamFenced(
-                    f"stream {stream_id} is held with epoch {row.epoch} by node {row.owner}; "
-                    f"cannot open it with epoch {epoch} as node {owner}",
-                    (stream_id,),
+            ).all()
+            taken: list[dict[str, int]] = []
+            new_epochs: list[dict[str, int]] = []
+            offsets: dict[int, tuple[int, int]] = {}
+            for row in rows:
+                sid = int(row.stream_id)
+                epoch, owner = wanted[sid]
+                if row.state != StreamStatus.OPEN:
+                    continue
+                if row.epoch > epoch or (row.epoch == epoch and row.owner not in (None, owner)):
+                    results[sid] = StreamFenced(
+                        f"stream {sid} is held with epoch {row.epoch} by node {row.owner}; "
+                        f"cannot open it with epoch {epoch} as node {owner}",
+                        (sid,),
+                    )
+                    continue
+                offsets[sid] = (int(row.start_offset), int(row.end_offset))
+                taken.append({"sid": sid, "new_epoch": epoch, "new_owner": owner})
+                if epoch > row.epoch:
+                    new_epochs.append({"stream_id": sid, "epoch": epoch, "start_offset": int(row.end_offset)})
+            if taken:
+                conn.execute(
+                    sa.update(s)
+                    .where(s.c.stream_id == sa.bindparam("sid"))
+                    .values(epoch=sa.bindparam("new_epoch"), owner=sa.bindparam("new_owner")),
+                    taken,
                 )
-            conn.execute(sa.update(s).where(s.c.stream_id == stream_id).values(epoch=epoch, owner=owner))
-            return int(row.start_offset), int(row.end_offset)
+            if new_epochs:
+                conn.execute(sa.insert(h), new_epochs)
+            histories = self._epoch_rows(conn, list(offsets))
+        for sid, (start, end) in offsets.items():
+            results[sid] = OpenedStream(start, end, EpochHistory.of(histories.get(sid, [])))
+        return results
+
+    @staticmethod
+    def _epoch_rows(conn: Connection, stream_ids: list[int]) -> dict[int, list[tuple[int, int]]]:
+        h = epochs_table
+        found: dict[int, list[tuple[int, int]]] = {}
+        for start in range(0, len(stream_ids), _IN_LIST):
+            chunk = stream_ids[start : start + _IN_LIST]
+            for sid, epoch, offset in conn.execute(
+                sa.select(h.c.stream_id, h.c.epoch, h.c.start_offset).where(h.c.stream_id.in_(chunk))
+            ):
+                found.setdefault(int(sid), []).append((int(epoch), int(offset)))
+        return found
+
+    def epoch_history(self, stream_id: int) -> EpochHistory:
+        """The stream's epoch history as recorded (a reader that does not hold the stream)."""
+        with self.engine.connect() as conn:
+            return EpochHistory.of(self._epoch_rows(conn, [stream_id]).get(stream_id, []))
 
     def close_stream(self, stream_id: int, fence: Fence) -> None:
         """Give a stream up after its last commit; raises StreamFenced if it was taken meanwhile

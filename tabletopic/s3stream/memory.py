@@ -13,6 +13,7 @@ import bisect
 import itertools
 from collections.abc import Awaitable, Iterable
 
+from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
 from tabletopic.s3stream.semantics import DataWaiters, check_rewrite, take_batches
 from tabletopic.s3stream.streams import (
     ACKNOWLEDGED,
@@ -75,6 +76,11 @@ class MemoryStreamStore:
     def stream_info(self, stream_id: int) -> StreamInfo:
         stream = self._get(stream_id)
         return StreamInfo(stream_id, stream.start, stream.end)
+
+    def epochs(self, stream_id: int) -> EpochHistory:
+        """Same as :meth:`S3StreamStore.epochs`: streams here are never opened with an epoch."""
+        self._get(stream_id)
+        return NO_EPOCHS
 
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         base, _ = self.start_append(stream_id, payload, record_count)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from tabletopic.s3stream.cache import BlockCache, LogCache
 from tabletopic.s3stream.config import StoreSettings, WalMode
 from tabletopic.s3stream.db import Fence, RangeRow, StreamMetadata
+from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objects import StreamRange
 from tabletopic.s3stream.objectstore import AsyncObjectStore
@@ -37,6 +38,7 @@ class StreamState:
     __slots__ = (
         "committed_end",
         "confirmed_end",
+        "epochs",
         "fence",
         "next_end",
         "range_starts",
@@ -45,9 +47,12 @@ class StreamState:
         "waiters",
     )
 
-    def __init__(self, start: int, end: int, fence: Fence | None = None) -> None:
+    def __init__(
+        self, start: int, end: int, fence: Fence | None = None, epochs: EpochHistory = NO_EPOCHS
+    ) -> None:
         # (epoch, owner) this store opened the stream with (cluster mode); None on one node.
         self.fence = fence
+        self.epochs = epochs  # every epoch the stream was opened with, and where each began
         self.start = start
         self.committed_end = end
         self.confirmed_end = end

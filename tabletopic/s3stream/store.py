@@ -31,6 +31,7 @@ from tabletopic.s3stream.cache import Block, BlockCache, LogCache
 from tabletopic.s3stream.compaction import Compactor
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.db import RangeRow, StreamMetadata
+from tabletopic.s3stream.epochs import EpochHistory
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
 from tabletopic.s3stream.reader import ObjectReader
@@ -236,21 +237,58 @@ class S3StreamStore:
             StreamNotFound: no such stream.
             StreamFenced: someone holds it with a higher epoch.
         """
+        result = (await self.open_streams([(stream_id, epoch, owner)]))[stream_id]
+        if isinstance(result, StreamError):
+            raise result
+        return result
+
+    async def open_streams(
+        self, requests: Sequence[tuple[int, int, int]]
+    ) -> dict[int, StreamInfo | StreamError]:
+        """:meth:`open_stream` for many ``(stream_id, epoch, owner)``: one metadata transaction and
+        one ranges query for all of them, so taking over thousands of partitions costs a few round
+        trips, not thousands. Each stream opens or fails on its own (the error it would raise)."""
         state = self.state
-        current = state.streams.get(stream_id)
-        if current is not None and current.fence == (epoch, owner):
-            return StreamInfo(stream_id, current.start, current.confirmed_end)
+        results: dict[int, StreamInfo | StreamError] = {}
+        wanted = []
+        for stream_id, epoch, owner in requests:
+            current = state.streams.get(stream_id)
+            if current is not None and current.fence == (epoch, owner):
+                results[stream_id] = StreamInfo(stream_id, current.start, current.confirmed_end)
+            else:
+                wanted.append((stream_id, epoch, owner))
+        if not wanted:
+            return results
         async with state.commit_lock:
-            start, end = await state.db(state.meta.open_stream, stream_id, epoch, owner)
-            ranges = await state.db(state.meta.load_ranges, [stream_id])
-        if current is not None:  # an older ownership of ours: whatever it had pending is not ours
-            reopened = StreamFenced(f"stream {stream_id} reopened with epoch {epoch}", (stream_id,))
-            current.waiters.fail(reopened)
-            state.log_cache.forget_stream(stream_id)
-        stream = StreamState(start, end, (epoch, owner))
-        stream.set_ranges(ranges)
-        state.streams[stream_id] = stream
-        return StreamInfo(stream_id, start, end)
+            opened = await state.db(state.meta.open_streams, wanted)
+            ok = [sid for sid, found in opened.items() if not isinstance(found, StreamError)]
+            ranges = await state.db(state.meta.load_ranges, ok) if ok else []
+        by_stream: dict[int, list[RangeRow]] = {}
+        for row in ranges:
+            by_stream.setdefault(row.stream_id, []).append(row)
+        for stream_id, epoch, owner in wanted:
+            found = opened[stream_id]
+            if isinstance(found, StreamError):
+                results[stream_id] = found
+                continue
+            current = state.streams.get(stream_id)
+            if current is not None:  # an older ownership of ours: whatever it had pending is not ours
+                reopened = StreamFenced(f"stream {stream_id} reopened with epoch {epoch}", (stream_id,))
+                current.waiters.fail(reopened)
+                state.log_cache.forget_stream(stream_id)
+            stream = StreamState(found.start_offset, found.end_offset, (epoch, owner), found.epochs)
+            stream.set_ranges(by_stream.get(stream_id, []))
+            state.streams[stream_id] = stream
+            results[stream_id] = StreamInfo(stream_id, found.start_offset, found.end_offset)
+        return results
+
+    def epochs(self, stream_id: int) -> EpochHistory:
+        """The stream's epoch history, as loaded when it was opened here, or with the view
+        :meth:`read_snapshot` last read of a stream another broker holds."""
+        view = self._views.get(stream_id)
+        if stream_id not in self.state.streams and view is not None:
+            return view[0].epochs
+        return self._readable(stream_id).epochs
 
     async def close_stream(self, stream_id: int) -> None:
         """Give up a stream opened with :meth:`open_stream`: upload what it has pending, check the
@@ -614,7 +652,7 @@ class S3StreamStore:
         at least up to it). Not registered: the store never writes through it."""
         state = self.state
         start, end = await state.db(state.meta.load_stream, stream_id)
-        view = StreamState(start, end)
+        view = StreamState(start, end, epochs=await state.db(state.meta.epoch_history, stream_id))
         view.set_ranges(await state.db(state.meta.load_ranges, [stream_id]))
         return view
 

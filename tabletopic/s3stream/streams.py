@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from tabletopic.s3stream.epochs import EpochHistory
+
 
 class StreamError(Exception):
     """Root of every error s3stream raises."""
@@ -142,6 +144,10 @@ class StreamStore(Protocol):
 
     def stream_info(self, stream_id: int) -> StreamInfo:
         """Current start and end offsets. Raises StreamNotFound."""
+
+    def epochs(self, stream_id: int) -> EpochHistory:
+        """Which epoch wrote which offsets (see :mod:`tabletopic.s3stream.epochs`); a stream never
+        opened with an epoch is epoch 0 throughout. Raises StreamNotFound."""
 
     async def append(self, stream_id: int, payload: bytes | memoryview, record_count: int) -> int:
         """Durably append one batch; return its base offset. Raises StreamNotFound,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tabletopic import database
-from tabletopic.s3stream.streams import StreamFenced
+from tabletopic.s3stream.streams import StreamFenced, StreamNotFound
 from tests.support.store_harness import StoreHarness, local_object_settings, payload_for
 
 
@@ -142,3 +142,35 @@ async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(sha
     assert await b.append(sid, b"z" * 100, 1) == 0
     c = await shared.open(owned_only=True)
     assert (await c.open_stream(sid, 3, owner=3)).end_offset == 1
+
+
+async def test_every_owner_sees_the_epoch_history_of_the_owners_before_it(shared: StoreHarness) -> None:
+    # What a new leader answers OffsetForLeaderEpoch from: each epoch begins where the stream's
+    # committed end stood when its owner fenced the one before.
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    await a.append(sid, payload_for(sid, 0, 100), 3)
+    await b.open_stream(sid, 2, owner=2)
+    await b.append(sid, payload_for(sid, 1, 100), 2)
+    await a.open_stream(sid, 4, owner=1)
+    history = a.epochs(sid)
+    assert history.entries == ((1, 0), (2, 3), (4, 5))
+    assert [history.epoch_at(offset) for offset in (0, 2, 3, 4, 5)] == [1, 1, 2, 2, 4]
+    assert history.end_offset_for(1, log_end=5) == (1, 3)
+    assert history.end_offset_for(3, log_end=5) == (2, 5)  # epoch 3 never wrote: 2 ended at 5
+    assert history.end_offset_for(4, log_end=5) == (4, 5)
+
+
+async def test_many_streams_open_in_one_call_and_each_fails_on_its_own(shared: StoreHarness) -> None:
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sids = [await a.create_stream() for _ in range(5)]
+    await b.open_stream(sids[0], 9, owner=2)
+    results = await a.open_streams([(sid, 3, 1) for sid in sids] + [(10_000, 3, 1)])
+    assert isinstance(results[sids[0]], StreamFenced)
+    assert isinstance(results[10_000], StreamNotFound)
+    assert all(a.is_open(sid) for sid in sids[1:])
+    assert not a.is_open(sids[0])
+    assert [a.epochs(sid).entries for sid in sids[1:]] == [((3, 0),)] * 4

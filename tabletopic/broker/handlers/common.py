@@ -35,6 +35,19 @@ def topic_with_partition(broker: BrokerService, name: str, index: int) -> Topic 
     return topic if topic is not None and 0 <= index < topic.partition_count else None
 
 
+NO_LEADER_EPOCH = -1  # a request's current_leader_epoch when the client does not name one
+
+
+def leader_epoch_error(requested: int, serving: int) -> ErrorCode | None:
+    """Kafka's check of the leader epoch a client names (KIP-320) against the one this broker
+    serves with: an older one means the client's metadata is stale (FENCED_LEADER_EPOCH: it
+    refreshes and retries); a newer one means this broker has not caught up with the leader change
+    yet (UNKNOWN_LEADER_EPOCH: the client retries). None when the request may proceed."""
+    if requested in (NO_LEADER_EPOCH, serving):
+        return None
+    return ErrorCode.fenced_leader_epoch if requested < serving else ErrorCode.unknown_leader_epoch
+
+
 def unknown_partition(name: str, index: int) -> dict[str, Any]:
     """The error fields of a partition entry whose topic or partition does not exist."""
     return error_fields(ErrorCode.unknown_topic_or_partition, f"{name}-{index} does not exist")

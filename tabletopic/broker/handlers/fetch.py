@@ -6,7 +6,8 @@ the first batch of the response is returned whole even when it exceeds either (s
 progresses), and no other batch ever makes the response exceed them.
 
 The response is written by the zero-copy encoder (``protocol/fetch_encoder.py``): stored batches go
-to the socket as they are, behind 8-byte base-offset pieces.
+to the socket as they are, behind 16-byte pieces holding the base offset, the batch length and the
+partition leader epoch of the leader that appended the batch (from the stream's epoch history).
 
 Transactions: every answer carries the partition's last stable offset; at read_committed
 isolation only data below it is returned, with the aborted transactions of the range read so the
@@ -29,17 +30,30 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.fetch_sessions import PartitionKey, SessionPartition
-from tabletopic.broker.handlers.common import READ_COMMITTED, ZERO_UUID
+from tabletopic.broker.handlers.common import READ_COMMITTED, ZERO_UUID, leader_epoch_error
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
 from tabletopic.broker.topics import Topic
+from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
-_INT64 = struct.Struct(">q")
+# What the broker writes in front of each stored batch: its base offset (assigned at append, so
+# not in the stored bytes), then batchLength as stored and the partitionLeaderEpoch of the leader
+# that appended it, as Kafka stamps it (KIP-101). Both sit outside the batch CRC.
+_BATCH_PREFIX = struct.Struct(">qii")
+_BATCH_LENGTH = struct.Struct(">i")
+_PREFIX_SIZE = 16
+
+
+def _add_batch(pieces: list[Any], base_offset: int, payload: memoryview, epochs: EpochHistory) -> None:
+    """Append one stored batch to a response: the prefix written here, the rest as stored."""
+    length = _BATCH_LENGTH.unpack_from(payload, 8)[0]
+    pieces.append(_BATCH_PREFIX.pack(base_offset, length, epochs.epoch_at(base_offset)))
+    pieces.append(payload[_PREFIX_SIZE:])
 
 
 @dataclass(slots=True, kw_only=True)
@@ -91,11 +105,17 @@ def _resolve(
             partition.error_code = (
                 ErrorCode.unknown_topic_id if version >= 13 else ErrorCode.unknown_topic_or_partition
             )
-        elif not broker.leadership.leads(topic.name, index):
+        elif (serving := broker.leadership.serving_epoch(topic.name, index)) is None:
             if router is not None and router.serves_here(zone):
                 partition.stream_id, partition.snapshot = topic.streams[index], True
+                known = broker.leadership.leader(topic.name, index)[1]
+                partition.error_code = (
+                    leader_epoch_error(cached.current_leader_epoch, known) or ErrorCode.none
+                )
             else:
                 partition.error_code = ErrorCode.not_leader_or_follower
+        elif (stale := leader_epoch_error(cached.current_leader_epoch, serving)) is not None:
+            partition.error_code = stale
         else:
             partition.stream_id = topic.streams[index]
             if router is not None and version >= 11 and zone is not None:
@@ -126,6 +146,7 @@ async def _read(
                 continue
             try:
                 info = store.stream_info(read.stream_id)
+                epochs = store.epochs(read.stream_id)
             except StreamNotFound:
                 # In a cluster the stream closes when leadership moves away mid-request.
                 moved = broker.clustered
@@ -159,8 +180,7 @@ async def _read(
                 # consumer always progresses); any other batch must fit both limits.
                 if read.size + len(payload) > budget and (total > 0 or read.size > 0):
                     break
-                read.pieces.append(_INT64.pack(batch.base_offset))
-                read.pieces.append(payload[8:])
+                _add_batch(read.pieces, batch.base_offset, payload, epochs)
                 read.size += len(payload)
                 read.next_offset = batch.next_offset
             if committed and read.size:
@@ -198,10 +218,10 @@ async def _read_snapshot(
     read.high_watermark, read.log_start_offset = info.end_offset, info.start_offset
     if budget <= 0 and total > 0:
         return 0
+    epochs = store.epochs(read.stream_id) if batches else NO_EPOCHS
     for batch in batches:
         payload = memoryview(batch.payload)
-        read.pieces.append(_INT64.pack(batch.base_offset))
-        read.pieces.append(payload[8:])
+        _add_batch(read.pieces, batch.base_offset, payload, epochs)
         read.size += len(payload)
     if broker.zone_router is not None:
         broker.zone_router.routed_bytes.labels("read").inc(read.size)

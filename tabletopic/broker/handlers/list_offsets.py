@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import READ_COMMITTED, field, partitions_response
+from tabletopic.broker.handlers.common import (
+    NO_LEADER_EPOCH,
+    READ_COMMITTED,
+    field,
+    leader_epoch_error,
+    partitions_response,
+)
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import max_timestamp_of
 from tabletopic.records.timestamps import first_at_or_after
@@ -91,37 +97,58 @@ async def _partition(broker: BrokerService, name: str, p: Any, committed: bool =
         "error_code": ErrorCode.none,
         "timestamp": -1,
         "offset": -1,
-        "leader_epoch": 0,
+        "leader_epoch": -1,
     }
     topic = broker.topics.get(name)
     if topic is None or not 0 <= p.partition_index < topic.partition_count:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
-    if not broker.leadership.leads(name, p.partition_index):
+    serving = broker.leadership.serving_epoch(name, p.partition_index)
+    if serving is None:
         return {**result, "error_code": ErrorCode.not_leader_or_follower}
+    stale = leader_epoch_error(field(p, "current_leader_epoch", NO_LEADER_EPOCH), serving)
+    if stale is not None:
+        return {**result, "error_code": stale}
     stream_id = topic.streams[p.partition_index]
     store = broker.store
     try:
-        info = store.stream_info(stream_id)
-        # What this isolation level may see. Taken before any search, so a transaction committing
-        # meanwhile only hides its records this once, never shows an open one.
-        fetchable = info.end_offset
-        if committed:
-            fetchable = broker.transactions.partitions.last_stable_offset(stream_id, info.end_offset)
-        if p.timestamp == LATEST:
-            return {**result, "offset": fetchable}
-        if p.timestamp in (EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
-            return {**result, "offset": info.start_offset}
-        if p.timestamp != MAX_TIMESTAMP and p.timestamp < 0:
-            return {**result, "error_code": ErrorCode.invalid_request}
-        if p.timestamp == MAX_TIMESTAMP:
-            offset, ts = await max_timestamp_offset(store, stream_id)
-        else:
-            offset, ts = await offset_for_timestamp(store, stream_id, p.timestamp)
-        if committed and offset >= fetchable:
-            return result
-        return {**result, "offset": offset, "timestamp": ts}
+        found = await _offset(broker, stream_id, p.timestamp, committed)
+        # The epoch of the leader that wrote the batch answered, as Kafka reports it (KIP-320).
+        epochs = store.epochs(stream_id)
     except StreamError:
         return {**result, "error_code": ErrorCode.kafka_storage_error}
+    if found is None:
+        return {**result, "error_code": ErrorCode.invalid_request}
+    offset, ts = found
+    if offset < 0:
+        return result
+    return {**result, "offset": offset, "timestamp": ts, "leader_epoch": epochs.epoch_at(offset)}
+
+
+async def _offset(
+    broker: BrokerService, stream_id: int, timestamp: int, committed: bool
+) -> tuple[int, int] | None:
+    """``(offset, timestamp)`` answering a ListOffsets ``timestamp`` (-1, -1 when none is
+    visible); None for a negative timestamp that names no lookup."""
+    store = broker.store
+    info = store.stream_info(stream_id)
+    # What this isolation level may see. Taken before any search, so a transaction committing
+    # meanwhile only hides its records this once, never shows an open one.
+    fetchable = info.end_offset
+    if committed:
+        fetchable = broker.transactions.partitions.last_stable_offset(stream_id, info.end_offset)
+    if timestamp == LATEST:
+        return fetchable, -1
+    if timestamp in (EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
+        return info.start_offset, -1
+    if timestamp != MAX_TIMESTAMP and timestamp < 0:
+        return None
+    if timestamp == MAX_TIMESTAMP:
+        offset, ts = await max_timestamp_offset(store, stream_id)
+    else:
+        offset, ts = await offset_for_timestamp(store, stream_id, timestamp)
+    if committed and offset >= fetchable:
+        return -1, -1
+    return offset, ts
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:

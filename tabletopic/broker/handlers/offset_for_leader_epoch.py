@@ -1,7 +1,14 @@
 """OffsetForLeaderEpoch (23): consumers validate their position after a leader change (KIP-320).
 
-A partition here has had one leader epoch (0) forever and is never truncated, so the end offset of
-any epoch a client can know is the high watermark: validation always passes, as it should.
+A consumer that read up to offset P under leader epoch E asks, when it learns of a newer leader,
+where epoch E ended; if that is below P its position was truncated away. The answer comes from the
+partition's stream epoch history (``s3stream/epochs.py``), recorded in the metadata database each
+time a leader opens the stream, so whichever broker leads now answers for every earlier leader. A
+stream is never truncated here, so an honest answer never reports truncation for data a client
+was given.
+
+The request's ``current_leader_epoch`` is checked first, as Kafka does: a client with stale
+metadata is told FENCED_LEADER_EPOCH, one ahead of this broker UNKNOWN_LEADER_EPOCH; both retry.
 """
 
 from __future__ import annotations
@@ -11,27 +18,40 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import topic_with_partition
-from tabletopic.s3stream.streams import StreamError
+from tabletopic.broker.handlers.common import NO_LEADER_EPOCH, leader_epoch_error, topic_with_partition
+from tabletopic.s3stream.epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET
+from tabletopic.s3stream.streams import StreamError, StreamNotFound
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
-LEADER_EPOCH = 0
-
 
 def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
-    result = {"partition": p.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
+    result = {
+        "partition": p.partition,
+        "error_code": ErrorCode.none,
+        "leader_epoch": UNDEFINED_EPOCH,
+        "end_offset": UNDEFINED_OFFSET,
+    }
     topic = topic_with_partition(broker, name, p.partition)
     if topic is None:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
-    if getattr(p, "current_leader_epoch", -1) > LEADER_EPOCH:
-        return {**result, "error_code": ErrorCode.unknown_leader_epoch}
+    serving = broker.leadership.serving_epoch(name, p.partition)
+    if serving is None:
+        return {**result, "error_code": ErrorCode.not_leader_or_follower}
+    stale = leader_epoch_error(getattr(p, "current_leader_epoch", NO_LEADER_EPOCH), serving)
+    if stale is not None:
+        return {**result, "error_code": stale}
+    sid = topic.streams[p.partition]
     try:
-        end = broker.store.stream_info(topic.streams[p.partition]).end_offset
+        end = broker.store.stream_info(sid).end_offset
+        epochs = broker.store.epochs(sid)
+    except StreamNotFound:  # leadership moved away while the request waited
+        return {**result, "error_code": ErrorCode.not_leader_or_follower}
     except StreamError:
         return {**result, "error_code": ErrorCode.kafka_storage_error}
-    return {**result, "leader_epoch": LEADER_EPOCH, "end_offset": end}
+    epoch, end_offset = epochs.end_offset_for(p.leader_epoch, end)
+    return {**result, "leader_epoch": epoch, "end_offset": end_offset}
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:

@@ -278,8 +278,10 @@ async def _acknowledge(
 
 
 def _append_failed(broker: BrokerService, topic_name: str, index: int, exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, StreamFenced) or not broker.leadership.leads(topic_name, index):
-        # Deposed while appending: nothing of this batch was acknowledged; the client
+    moved = isinstance(exc, StreamNotFound) and broker.clustered and broker.topics.get(topic_name) is not None
+    if isinstance(exc, StreamFenced) or moved or not broker.leadership.leads(topic_name, index):
+        # Deposed while appending (in a cluster, a stream of an existing topic is only ever closed
+        # because its leadership moved): nothing of this batch was acknowledged; the client
         # retries on the new leader, whose producer state has every acknowledged batch.
         log.info("append to %s-%d refused, no longer the leader: %s", topic_name, index, exc)
         return _not_leader(broker, topic_name, index)
