@@ -1,0 +1,353 @@
+"""A user's workload through random faults on a 3-broker cluster, judged as the user would judge it.
+
+PostgreSQL + SeaweedFS + 3 brokers (racks a, b, c) on loopback; a 12-partition topic and a 3-partition
+table topic, each written by an idempotent acks=all producer at ``--rate`` records a second; a
+consumer group of two confluent-kafka members on the topic. Every ``--every`` seconds (drawn from a
+range) one fault, chosen at random: SIGKILL of a broker or of the controller (restarted 3 s later),
+SIGSTOP of a broker for 8 s, SIGTERM of a broker (restarted), SeaweedFS paused for 5 s, PostgreSQL
+restarted. Then the writing stops and the run reports:
+
+- acknowledged records lost or duplicated (the whole topic read back by offset),
+- whether the table holds every acknowledged record of the table topic exactly once,
+- seconds from the end of the last fault until the consumer group had every acknowledged record and
+  committed the end of every partition (the target: within 30 s),
+- per fault, the worst unavailability: the longest a partition went without an acknowledgement in a
+  window around the fault (the target: <= 10 s),
+- brokers that hung (did not answer Metadata within 10 s at the end).
+
+Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--every 20-40] [--seed N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+
+from tabletopic.cluster.local import terminate  # noqa: E402
+from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
+from tests.support.kafka_clients import create_topic  # noqa: E402
+from tests.support.postgres import PostgresServer  # noqa: E402
+from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
+from tests.support.table_node import DeliveryLog, table_configs, table_positions  # noqa: E402
+
+PARTITIONS, TABLE_PARTITIONS = 12, 3
+RACKS = {1: "a", 2: "b", 3: "c"}
+FAULTS = (
+    "kill -9 broker",
+    "kill -9 controller",
+    "SIGSTOP 8 s",
+    "SIGTERM",
+    "S3 paused 5 s",
+    "PostgreSQL restart",
+)
+
+
+class Writer:
+    """An idempotent acks=all producer at ``rate`` records a second, keeping each partition's
+    acknowledgement times (unavailability) and every acknowledged (partition, offset)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: int) -> None:
+        self.topic, self.partitions, self.rate = topic, partitions, rate
+        self.log = DeliveryLog()
+        self.acked_at: dict[int, list[float]] = {p: [] for p in range(partitions)}
+        self._stop = threading.Event()
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 300_000,
+                "topic.metadata.refresh.interval.ms": 1000,
+                "retry.backoff.ms": 50,
+                "retry.backoff.max.ms": 500,
+                "log_level": 2,  # brokers killed on purpose: their refused connections are no news
+            }
+        )
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        self.log.callback(msg.value())(err, msg)
+        if err is None:
+            self.acked_at[msg.partition()].append(time.monotonic())
+
+    def _run(self) -> None:
+        sent, started = 0, time.monotonic()
+        while not self._stop.is_set():
+            while sent < int((time.monotonic() - started) * self.rate):
+                value = f"{self.topic}-{sent}".encode()
+                key = str(sent).encode()
+                self._producer.produce(
+                    self.topic, value, key, partition=sent % self.partitions, on_delivery=self._delivered
+                )
+                sent += 1
+            self._producer.poll(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        left = self._producer.flush(300)
+        if left:
+            self.log.errors.append(f"{left} records never acknowledged")
+
+
+@dataclass
+class Group:
+    """Two confluent-kafka members of one group, consuming from threads."""
+
+    bootstrap: str
+    topic: str
+    group_id: str = field(default_factory=lambda: f"fault-run-{uuid.uuid4().hex[:6]}")
+    seen: Counter[bytes] = field(default_factory=Counter)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> Group:
+        for i in range(2):
+            thread = threading.Thread(target=self._member, daemon=True, name=f"member-{i}")
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _member(self) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group_id,
+                "auto.offset.reset": "earliest",
+                "auto.commit.interval.ms": 500,
+                "topic.metadata.refresh.interval.ms": 1000,
+                "log_level": 2,
+            }
+        )
+        consumer.subscribe([self.topic])
+        try:
+            while not self._stop.is_set():
+                for msg in consumer.consume(500, 0.5):
+                    if msg.error() is None:
+                        self.seen[msg.value()] += 1
+        finally:
+            consumer.close()
+
+    def committed_at_end(self) -> bool:
+        probe = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id})
+        try:
+            tps = [TopicPartition(self.topic, p) for p in range(PARTITIONS)]
+            committed = probe.committed(tps, timeout=10)
+            ends = [probe.get_watermark_offsets(tp, timeout=10)[1] for tp in tps]
+            return [tp.offset for tp in committed] == ends
+        finally:
+            probe.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(30)
+
+
+def read_back(bootstrap: str, topic: str, ends: dict[int, int]) -> Counter[tuple[int, int]]:
+    """Every (partition, offset) holding a record, reading each partition up to ``ends``."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    found: Counter[tuple[int, int]] = Counter()
+    reached = dict.fromkeys(ends, 0)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and any(reached[p] < end for p, end in ends.items()):
+            for msg in consumer.consume(1000, 1.0):
+                if msg.error() is None:
+                    found[(msg.partition(), msg.offset())] += 1
+                    reached[msg.partition()] = max(reached[msg.partition()], msg.offset() + 1)
+    finally:
+        consumer.close()
+    return found
+
+
+def apply_fault(
+    kind: str, cluster: LocalCluster, postgres: PostgresServer, s3: SeaweedFS, rng: random.Random
+) -> None:
+    """Apply one fault and undo it (restart, resume) before returning."""
+    running = sorted(cluster.running())
+    if kind == "kill -9 controller":
+        node = cluster.metadata(running[0]).controller_id
+        node = node if node in running else rng.choice(running)
+    else:
+        node = rng.choice(running)
+    if kind in ("kill -9 broker", "kill -9 controller"):
+        cluster.brokers[node].kill()
+        time.sleep(3)
+        cluster.start(node, RACKS[node])
+    elif kind == "SIGSTOP 8 s":
+        process = cluster.brokers[node].process
+        assert process is not None
+        os.kill(process.pid, signal.SIGSTOP)
+        time.sleep(8)
+        os.kill(process.pid, signal.SIGCONT)
+    elif kind == "SIGTERM":
+        cluster.brokers[node].stop()
+        cluster.start(node, RACKS[node])
+    elif kind == "S3 paused 5 s":
+        assert s3.process is not None
+        os.kill(s3.process.pid, signal.SIGSTOP)
+        time.sleep(5)
+        os.kill(s3.process.pid, signal.SIGCONT)
+    elif kind == "PostgreSQL restart":
+        terminate(postgres.process)
+        postgres.start(postgres.port)
+
+
+def worst_gap(writer: Writer, start: float, end: float) -> float:
+    """The longest any partition went without an acknowledgement, among gaps overlapping
+    ``[start, end]``."""
+    worst = 0.0
+    for times in writer.acked_at.values():
+        for before, after in itertools.pairwise(times):
+            if after >= start and before <= end:
+                worst = max(worst, after - before)
+    return worst
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--rate", type=int, default=300)
+    parser.add_argument("--every", default="20-40", help="seconds between faults, a range")
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    low, high = (float(x) for x in args.every.split("-"))
+    root = Path(tempfile.mkdtemp(prefix="fault-run-"))
+    postgres = PostgresServer(keep=True).start()  # its own directory, which the postgres user can reach
+    s3 = SeaweedFS(root / "s3").start()
+    s3_settings = {
+        "s3.endpoint": s3.endpoint, "s3.bucket": s3.bucket, "s3.region": "us-east-1",
+        "s3.access.key": ACCESS_KEY, "s3.secret.key": SECRET_KEY, "s3.path.style": "true",
+    }  # fmt: skip
+    cluster = LocalCluster(root / "cluster", postgres.create_database("faults"), s3_settings)
+    print(f"seed {seed}; data under {root}")
+    try:
+        cluster.start_many([1, 2, 3], RACKS)
+        wait_until(lambda: len(cluster.metadata(1).brokers) == 3, timeout=60)
+        topic, table_topic = "orders", "orders-table"
+        create_topic(cluster.bootstrap, topic, PARTITIONS)
+        create_topic(
+            cluster.bootstrap, table_topic, TABLE_PARTITIONS, table_configs(commit_interval_ms="2000")
+        )
+        writers = [
+            Writer(cluster.bootstrap, t, n, args.rate) for t, n in ((topic, PARTITIONS), (table_topic, 3))
+        ]
+        group = Group(cluster.bootstrap, topic).start()
+        faults: list[tuple[str, float, float]] = []
+        began = time.monotonic()
+        time.sleep(rng.uniform(low, high) / 2)
+        while time.monotonic() - began < args.seconds:
+            kind = rng.choice(FAULTS)
+            start = time.monotonic()
+            print(f"{start - began:6.1f} s  {kind}", flush=True)
+            apply_fault(kind, cluster, postgres, s3, rng)
+            faults.append((kind, start, time.monotonic()))
+            time.sleep(rng.uniform(low, high))
+        last_fault_end = faults[-1][2] if faults else time.monotonic()
+        for writer in writers:
+            writer.stop()
+        report(cluster, writers, group, faults, last_fault_end)
+    finally:
+        cluster.stop_all()
+        s3.stop()
+        postgres.keep = False
+        postgres.stop()
+
+
+def report(
+    cluster: LocalCluster,
+    writers: list[Writer],
+    group: Group,
+    faults: list[tuple[str, float, float]],
+    last: float,
+) -> None:
+    main_writer, table_writer = writers
+    values = {main_writer.log.values[pos] for pos in main_writer.log.acked}
+    try:
+        wait_until(lambda: values <= set(group.seen), timeout=120, interval=0.5)
+        wait_until(group.committed_at_end, timeout=60, interval=1)
+        caught_up = f"{time.monotonic() - last:.1f} s"
+    except TimeoutError:
+        caught_up = f"never (missing {len(values - set(group.seen))} of {len(values)})"
+    group.stop()
+    found = read_back(cluster.bootstrap, main_writer.topic, main_writer.log.end_offsets())
+    lost = main_writer.log.acked - set(found)
+    duplicated = sum(1 for n in found.values() if n > 1)
+    table = table_verdict(cluster, table_writer)
+    hung = [n for n in cluster.running() if not _answers(cluster, n)]
+    print()
+    print(f"acknowledged {len(main_writer.log.acked) + len(table_writer.log.acked)} records, "
+          f"producer errors {len(main_writer.log.errors) + len(table_writer.log.errors)}")  # fmt: skip
+    print(f"lost {len(lost)}, duplicated {duplicated}; table: {table}")
+    print(f"consumer group caught up and committed {caught_up} after the last fault (target <= 30 s)")
+    print(f"brokers hung: {hung or 'none'}")
+    print(f"\n{'fault':<20} {'at s':>7} {'worst partition gap s':>22}")
+    first = faults[0][1] if faults else 0.0
+    for kind, start, end in faults:
+        print(f"{kind:<20} {start - first:7.1f} {worst_gap(main_writer, start, end + 10):22.2f}")
+    gaps = [worst_gap(main_writer, s, e + 10) for _, s, e in faults]
+    if gaps:
+        print(f"worst unavailability per fault: max {max(gaps):.2f} s (target <= 10 s)")
+
+
+def table_verdict(cluster: LocalCluster, writer: Writer) -> str:
+    from pyiceberg.catalog import load_catalog
+
+    from tabletopic.table.commit import committed_state
+    from tabletopic.table.table_config import sanitize_table_name
+
+    node = next(iter(cluster.running()))
+    catalog = load_catalog("fault-run", type="rest", uri=cluster.catalog_url(node))
+    table = catalog.load_table(f"default.{sanitize_table_name(writer.topic)}")
+    ends = writer.log.end_offsets()
+    try:
+        wait_until(
+            lambda: all(
+                dict(committed_state(table.refresh()).offsets).get(p, 0) >= e for p, e in ends.items()
+            ),
+            timeout=120,
+            interval=1,
+        )
+    except TimeoutError:
+        return "commits did not reach the acknowledged end within 120 s"
+    positions = Counter(table_positions(table.refresh().scan().to_arrow().to_pylist()))
+    missing = writer.log.acked - set(positions)
+    duplicated = sum(1 for n in positions.values() if n > 1)
+    return "exact" if not missing and not duplicated else f"missing {len(missing)}, duplicated {duplicated}"
+
+
+def _answers(cluster: LocalCluster, node: int) -> bool:
+    try:
+        cluster.metadata(node)
+        return True
+    except Exception:
+        return False
+
+
+if __name__ == "__main__":
+    main()
