@@ -112,8 +112,8 @@ class ClusterRole:
             )
         tasks = [t for t in (self._task, self._topics_task) if t is not None]
         await cancel_and_wait([*tasks, *self._background])
-        for key in list(self.opened):
-            await self._release(key)
+        if self.opened:
+            await self._release(list(self.opened))
         await self.node.stop()
 
     def _serving_partitions(self) -> bool:
@@ -268,8 +268,9 @@ class ClusterRole:
 
     async def _reconcile(self) -> None:
         desired = self.node.my_assignments()
-        for key in [k for k, epoch in self.opened.items() if desired.get(k) != epoch]:
-            await self._release(key)
+        lost = [k for k, epoch in self.opened.items() if desired.get(k) != epoch]
+        if lost:
+            await self._release(lost)
         gained = {k: e for k, e in desired.items() if k not in self.opened}
         if not gained:
             return
@@ -340,28 +341,38 @@ class ClusterRole:
         ok = {sid for sid, result in results.items() if not isinstance(result, StreamError)}
         return [wanted[key] if wanted.get(key) in ok else None for key in partitions]
 
-    async def _release(self, key: PartitionKey) -> None:
-        self.opened.pop(key, None)
-        if key[0] == GROUP_SLOTS_TOPIC:
+    async def _release(self, keys: list[PartitionKey]) -> None:
+        """Stop serving these partitions and slots: the coordinators forget the slots' groups and
+        transactions; the partitions' streams upload what they hold and close, all together (one
+        upload wait and one fence check, however many a drain hands over)."""
+        streams: dict[int, PartitionKey] = {}
+        for key in keys:
+            self.opened.pop(key, None)
+            topic = self.service.topics.get(key[0])
+            if key[0] not in SLOT_TOPICS and topic is not None and key[1] < topic.partition_count:
+                streams[topic.streams[key[1]]] = key
+        group_slots = {p for t, p in keys if t == GROUP_SLOTS_TOPIC}
+        txn_slots = {p for t, p in keys if t == TXN_SLOTS_TOPIC}
+        if group_slots:
             for callback in self.on_groups_lost:
-                callback({key[1]})
-            return
-        if key[0] == TXN_SLOTS_TOPIC:
+                callback(group_slots)
+        if txn_slots:
             for callback in self.on_txn_slots_lost:
-                callback({key[1]})
+                callback(txn_slots)
+        if not streams:
             return
-        topic = self.service.topics.get(key[0])
-        if topic is None or key[1] >= topic.partition_count:
-            return
-        sid = topic.streams[key[1]]
         try:
-            await self.store.close_stream(sid)
+            failed = await self.store.close_streams(list(streams))
             await self.service.producers.snapshot()
-        except StreamError as exc:
-            log.info("gave up %s-%d: %s", key[0], key[1], exc)
         except Exception:
-            log.exception("closing %s-%d failed", key[0], key[1])
-        self.service.producers.forget_stream(sid)
+            log.exception("closing %d partitions failed", len(streams))
+            failed = {}
+        if failed:
+            given_up = [f"{streams[sid][0]}-{streams[sid][1]}" for sid in failed]
+            log.info("gave up %d partitions already taken over: %s (%s)", len(failed), _first(given_up),
+                     next(iter(failed.values())))  # fmt: skip
+        for sid in streams:
+            self.service.producers.forget_stream(sid)
 
     def _retry_soon(self) -> None:
         asyncio.get_running_loop().call_later(0.2, self._wake.set)

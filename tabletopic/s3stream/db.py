@@ -302,8 +302,13 @@ class StreamMetadata:
     def close_stream(self, stream_id: int, fence: Fence) -> None:
         """Give a stream up after its last commit; raises StreamFenced if it was taken meanwhile
         (whatever was appended since is then not this store's to acknowledge)."""
+        self.close_streams({stream_id: fence})
+
+    def close_streams(self, fences: dict[int, Fence]) -> None:
+        """:meth:`close_stream` for many streams in one transaction; the StreamFenced raised lists
+        every stream taken meanwhile."""
         with self.engine.begin() as conn:
-            check_fences(conn, {stream_id: fence})
+            check_fences(conn, fences)
 
     def stream_fence(self, stream_id: int) -> tuple[int, int | None]:
         """``(epoch, owner)`` the stream is held with in the database."""

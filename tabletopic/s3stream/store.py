@@ -293,19 +293,44 @@ class S3StreamStore:
     async def close_stream(self, stream_id: int) -> None:
         """Give up a stream opened with :meth:`open_stream`: upload what it has pending, check the
         fence once more and forget it. Raises StreamFenced if it was taken meanwhile."""
+        failed = await self.close_streams([stream_id])
+        if stream_id in failed:
+            raise failed[stream_id]
+
+    async def close_streams(self, stream_ids: Sequence[int]) -> dict[int, StreamError]:
+        """:meth:`close_stream` for many streams: one upload of what they have pending and one
+        fence check for all (a broker handing thousands of partitions over at shutdown must not
+        pay a transaction each). Every stream is forgotten here either way; returns the errors of
+        those that failed (StreamFenced: taken meanwhile, so what was appended since is not this
+        store's to acknowledge)."""
         state = self.state
-        stream = state.streams.get(stream_id)
-        if stream is None:
-            return
+        held = {sid: stream for sid in stream_ids if (stream := state.streams.get(sid)) is not None}
+        failed: dict[int, StreamError] = {}
         try:
-            await self.flush([stream_id])
-            if stream.fence is not None and state.streams.get(stream_id) is stream:
-                await state.db(state.meta.close_stream, stream_id, stream.fence)
+            try:
+                await self.flush(list(held))
+            except StreamError as exc:
+                failed.update(dict.fromkeys(held, exc))
+                return failed
+            fences = {
+                sid: stream.fence
+                for sid, stream in held.items()
+                if stream.fence is not None and state.streams.get(sid) is stream
+            }
+            if fences:
+                try:
+                    await state.db(state.meta.close_streams, fences)
+                except StreamFenced as exc:
+                    failed.update(
+                        {sid: exc for sid in exc.stream_ids if sid in fences} or dict.fromkeys(fences, exc)
+                    )
         finally:
-            if state.streams.get(stream_id) is stream:
-                del state.streams[stream_id]
-                state.log_cache.forget_stream(stream_id)
-                stream.waiters.fail(StreamNotFound(f"stream {stream_id} was closed here"))
+            for sid, stream in held.items():
+                if state.streams.get(sid) is stream:
+                    del state.streams[sid]
+                    state.log_cache.forget_stream(sid)
+                    stream.waiters.fail(StreamNotFound(f"stream {sid} was closed here"))
+        return failed
 
     def is_open(self, stream_id: int) -> bool:
         return stream_id in self.state.streams

@@ -174,3 +174,19 @@ async def test_many_streams_open_in_one_call_and_each_fails_on_its_own(shared: S
     assert all(a.is_open(sid) for sid in sids[1:])
     assert not a.is_open(sids[0])
     assert [a.epochs(sid).entries for sid in sids[1:]] == [((3, 0),)] * 4
+
+
+async def test_many_streams_close_in_one_call_and_a_taken_one_is_reported_alone(shared: StoreHarness) -> None:
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sids = [await a.create_stream() for _ in range(4)]
+    await a.open_streams([(sid, 1, 1) for sid in sids])
+    for sid in sids:
+        await a.append(sid, payload_for(sid, 0, 100), 1)
+    await b.open_stream(sids[0], 2, owner=2)  # taken over meanwhile
+    failed = await a.close_streams(sids)
+    assert list(failed) == [sids[0]] and isinstance(failed[sids[0]], StreamFenced)
+    assert not any(a.is_open(sid) for sid in sids)
+    for sid in sids[1:]:  # what the others held was uploaded for their next owner
+        info = await b.open_stream(sid, 3, owner=2)
+        assert info.end_offset == 1
