@@ -70,9 +70,9 @@ class ClusterRole:
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
         self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
-        # Called with the group slots gained (the group coordinator reloads those groups) and lost
-        # (it forgets them).
-        self.on_groups_gained: list[Callable[[set[int]], None]] = []
+        # Called with the group slots gained, with their leader epochs (the group coordinator
+        # reloads those groups and fences its writes with the epoch) and lost (it forgets them).
+        self.on_groups_gained: list[Callable[[dict[int, int]], None]] = []
         self.on_groups_lost: list[Callable[[set[int]], None]] = []
         # The same for transaction coordinator slots, gained with their leader epochs.
         self.on_txn_slots_gained: list[Callable[[dict[int, int]], None]] = []
@@ -147,6 +147,14 @@ class ClusterRole:
 
     def transaction_coordinator(self, transactional_id: str) -> int:
         return self.leader(TXN_SLOTS_TOPIC, group_slot(transactional_id, self.txn_slots))[0]
+
+    def give_up(self, key: PartitionKey) -> None:
+        """A coordinator slot's write was refused by the database (another broker leads it, or this
+        broker's lease ran out): stop leading it now. The next reconcile takes it again, and its
+        coordinator loads it again, if the controller's placement still names this incarnation."""
+        if key[0] in SLOT_TOPICS and key in self.opened:
+            self._release_slot(key)
+            self._retry_soon()
 
     def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
         result = {}
@@ -265,7 +273,7 @@ class ClusterRole:
         gained = {k: e for k, e in desired.items() if k not in self.opened}
         if not gained:
             return
-        slots = {p for (t, p) in gained if t == GROUP_SLOTS_TOPIC}
+        slots = {p: e for (t, p), e in gained.items() if t == GROUP_SLOTS_TOPIC}
         txn_slots = {p: e for (t, p), e in gained.items() if t == TXN_SLOTS_TOPIC}
         partitions = {k: e for k, e in gained.items() if k[0] not in SLOT_TOPICS}
         if any(self.service.topics.get(t) is None for t, _ in partitions):
@@ -284,8 +292,8 @@ class ClusterRole:
         if slots:
             for callback in self.on_groups_gained:
                 callback(slots)
-            for slot in slots:
-                self.opened[(GROUP_SLOTS_TOPIC, slot)] = gained[(GROUP_SLOTS_TOPIC, slot)]
+            for slot, epoch in slots.items():
+                self.opened[(GROUP_SLOTS_TOPIC, slot)] = epoch
         if txn_slots:
             for slot, epoch in txn_slots.items():
                 self.opened[(TXN_SLOTS_TOPIC, slot)] = epoch
@@ -310,16 +318,18 @@ class ClusterRole:
         self.service.producers.forget_stream(sid)
         return sid
 
-    async def _release(self, key: PartitionKey) -> None:
+    def _release_slot(self, key: PartitionKey) -> None:
+        """Stop coordinating a group or transaction slot (nothing to close: its state is rows)."""
         self.opened.pop(key, None)
-        if key[0] == GROUP_SLOTS_TOPIC:
-            for callback in self.on_groups_lost:
-                callback({key[1]})
+        lost = self.on_groups_lost if key[0] == GROUP_SLOTS_TOPIC else self.on_txn_slots_lost
+        for callback in lost:
+            callback({key[1]})
+
+    async def _release(self, key: PartitionKey) -> None:
+        if key[0] in SLOT_TOPICS:
+            self._release_slot(key)
             return
-        if key[0] == TXN_SLOTS_TOPIC:
-            for callback in self.on_txn_slots_lost:
-                callback({key[1]})
-            return
+        self.opened.pop(key, None)
         topic = self.service.topics.get(key[0])
         if topic is None or key[1] >= topic.partition_count:
             return
