@@ -441,8 +441,11 @@ class GroupCoordinator:
 
         Raises:
             GroupFenced: this broker does not coordinate the group (any more); the transaction's
-                coordinator asks the group's current coordinator again.
+                coordinator asks the group's current coordinator again (also while the group's
+                slot is still being loaded: what the load reads must include these offsets).
         """
+        if (refused := self._refusal(group_id)) is not None:
+            raise GroupFenced(f"offsets of group {group_id} not committed here: {refused.name}")
         now = self._now_ms()
         valid = {
             (o.topic, o.partition): CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
