@@ -525,7 +525,10 @@ class GroupCoordinator:
                 try:
                     await asyncio.shield(self._delete_offsets_later(group_id, doomed, fence))
                 except GroupFenced:
-                    self._fenced(group_id, fence)  # the group's new coordinator forgets them
+                    # The slot moved meanwhile: the offsets stay in the database. The group's new
+                    # coordinator drops them if it learns of the deletion after loading the group;
+                    # otherwise they stay until offset retention expires them.
+                    self._fenced(group_id, fence)
 
     async def expire_offsets(self) -> int:
         """Forget offsets past ``offsets.retention.minutes`` (see :mod:`.retention`) and drop Empty
