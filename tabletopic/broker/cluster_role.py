@@ -142,9 +142,6 @@ class ClusterRole:
     def group_coordinator(self, group_id: str) -> int:
         return self.leader(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))[0]
 
-    def coordinates(self, group_id: str) -> bool:
-        return self.leads(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))
-
     def transaction_coordinator(self, transactional_id: str) -> int:
         return self.leader(TXN_SLOTS_TOPIC, group_slot(transactional_id, self.txn_slots))[0]
 
