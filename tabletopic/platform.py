@@ -114,11 +114,13 @@ class BrokerTopics:
 class PartitionZeroLeases:
     """Table coordinator leases in a cluster. The leader of a topic's partition 0 coordinates its
     table: it takes the topic's :class:`~tabletopic.table.lease.LeaseManager` lease with that
-    partition's leader epoch as its claim (a newer leader takes over at once), and right before
-    every commit it checks in the metadata database, on the database's clock, that this incarnation
-    still leads partition 0 at that epoch with a valid node lease: a coordinator on a dead, paused
-    or deposed broker cannot commit. The commit itself is conditional on the snapshot it planned
-    against, which closes the window between that check and the commit."""
+    partition's leader epoch as its claim (a newer leader takes over at once), and inside every
+    commit, right before the catalog's commit request, it checks in the metadata database, on the
+    database's clock, that this incarnation still leads partition 0 at that epoch with a valid node
+    lease: a coordinator already deposed there does not commit. The catalog cannot join that
+    database transaction, so one paused between the check and the request can still send it; the
+    commit is conditional on the snapshot it planned against, which keeps the table exact then
+    (``docs/cluster.md``, "The table commit's fence")."""
 
     def __init__(self, broker: BrokerComponent, meta: ClusterMetadata, owner: str, ttl_s: float) -> None:
         self._broker = broker

@@ -75,9 +75,9 @@ class ClusterRole:
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
         self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
-        # Called with the group slots gained (the group coordinator reloads those groups) and lost
-        # (it forgets them).
-        self.on_groups_gained: list[Callable[[set[int]], None]] = []
+        # Called with the group slots gained, with their leader epochs (the group coordinator
+        # reloads those groups and fences its writes with the epoch) and lost (it forgets them).
+        self.on_groups_gained: list[Callable[[dict[int, int]], None]] = []
         self.on_groups_lost: list[Callable[[set[int]], None]] = []
         # The same for transaction coordinator slots, gained with their leader epochs.
         self.on_txn_slots_gained: list[Callable[[dict[int, int]], None]] = []
@@ -150,11 +150,16 @@ class ClusterRole:
     def group_coordinator(self, group_id: str) -> int:
         return self.leader(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))[0]
 
-    def coordinates(self, group_id: str) -> bool:
-        return self.leads(GROUP_SLOTS_TOPIC, group_slot(group_id, self.group_slots))
-
     def transaction_coordinator(self, transactional_id: str) -> int:
         return self.leader(TXN_SLOTS_TOPIC, group_slot(transactional_id, self.txn_slots))[0]
+
+    def give_up(self, key: PartitionKey) -> None:
+        """A coordinator slot's write was refused by the database (another broker leads it, or this
+        broker's lease ran out): stop leading it now. The next reconcile takes it again, and its
+        coordinator loads it again, if the controller's placement still names this incarnation."""
+        if key[0] in SLOT_TOPICS and key in self.opened:
+            self._release_slot(key)
+            self._retry_soon()
 
     def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
         result = {}
@@ -274,7 +279,7 @@ class ClusterRole:
         gained = {k: e for k, e in desired.items() if k not in self.opened}
         if not gained:
             return
-        slots = {p for (t, p) in gained if t == GROUP_SLOTS_TOPIC}
+        slots = {p: e for (t, p), e in gained.items() if t == GROUP_SLOTS_TOPIC}
         txn_slots = {p: e for (t, p), e in gained.items() if t == TXN_SLOTS_TOPIC}
         partitions = {k: e for k, e in gained.items() if k[0] not in SLOT_TOPICS}
         if any(self.service.topics.get(t) is None for t, _ in partitions):
@@ -293,8 +298,8 @@ class ClusterRole:
         if slots:
             for callback in self.on_groups_gained:
                 callback(slots)
-            for slot in slots:
-                self.opened[(GROUP_SLOTS_TOPIC, slot)] = gained[(GROUP_SLOTS_TOPIC, slot)]
+            for slot, epoch in slots.items():
+                self.opened[(GROUP_SLOTS_TOPIC, slot)] = epoch
         if txn_slots:
             for slot, epoch in txn_slots.items():
                 self.opened[(TXN_SLOTS_TOPIC, slot)] = epoch
@@ -341,6 +346,22 @@ class ClusterRole:
         ok = {sid for sid, result in results.items() if not isinstance(result, StreamError)}
         return [wanted[key] if wanted.get(key) in ok else None for key in partitions]
 
+    def _release_slot(self, key: PartitionKey) -> None:
+        """Stop coordinating a group or transaction slot (nothing to close: its state is rows)."""
+        self.opened.pop(key, None)
+        self._slots_lost([key])
+
+    def _slots_lost(self, keys: list[PartitionKey]) -> None:
+        """Tell the coordinators which of their slots among ``keys`` this broker no longer leads."""
+        group_slots = {p for t, p in keys if t == GROUP_SLOTS_TOPIC}
+        txn_slots = {p for t, p in keys if t == TXN_SLOTS_TOPIC}
+        if group_slots:
+            for callback in self.on_groups_lost:
+                callback(group_slots)
+        if txn_slots:
+            for callback in self.on_txn_slots_lost:
+                callback(txn_slots)
+
     async def _release(self, keys: list[PartitionKey]) -> None:
         """Stop serving these partitions and slots: the coordinators forget the slots' groups and
         transactions; the partitions' streams upload what they hold and close, all together (one
@@ -351,14 +372,7 @@ class ClusterRole:
             topic = self.service.topics.get(key[0])
             if key[0] not in SLOT_TOPICS and topic is not None and key[1] < topic.partition_count:
                 streams[topic.streams[key[1]]] = key
-        group_slots = {p for t, p in keys if t == GROUP_SLOTS_TOPIC}
-        txn_slots = {p for t, p in keys if t == TXN_SLOTS_TOPIC}
-        if group_slots:
-            for callback in self.on_groups_lost:
-                callback(group_slots)
-        if txn_slots:
-            for callback in self.on_txn_slots_lost:
-                callback(txn_slots)
+        self._slots_lost(keys)
         if not streams:
             return
         try:

@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.cluster_role import ClusterRole
+from tabletopic.broker.groups.cluster import GroupCluster
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import group_config
 from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
-from tabletopic.broker.leadership import group_slot
 from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
@@ -143,20 +143,15 @@ class BrokerComponent:
             self._config.get(cluster_settings.GROUP_PARTITIONS),
             self._config.get(cluster_settings.TXN_PARTITIONS),
         )
-        groups.owns = role.coordinates
+        groups.attach_cluster(GroupCluster(role))
         transactions = service.transactions
         transactions.attach_cluster(TxnCluster(role, role.txn_slots, service.inter_broker_client))
 
-        def gained(slots: set[int]) -> None:
-            def accept(group_id: str) -> bool:
-                return group_slot(group_id, role.group_slots) in slots
-
-            task = asyncio.ensure_future(groups.reload(accept))
+        def gained(slots: dict[int, int]) -> None:
+            task = asyncio.ensure_future(groups.slots_gained(slots))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
-
-        def lost(slots: set[int]) -> None:
-            groups.unload(lambda group_id: group_slot(group_id, role.group_slots) in slots)
+            task.add_done_callback(_log_failure)
 
         def txn_gained(slots: dict[int, int]) -> None:
             task = asyncio.ensure_future(transactions.slots_gained(slots))
@@ -164,7 +159,7 @@ class BrokerComponent:
             task.add_done_callback(self._background.discard)
 
         role.on_groups_gained.append(gained)
-        role.on_groups_lost.append(lost)
+        role.on_groups_lost.append(groups.slots_lost)
         role.on_txn_slots_gained.append(txn_gained)
         role.on_txn_slots_lost.append(transactions.slots_lost)
         await role.start()
@@ -208,6 +203,7 @@ class BrokerComponent:
             endpoint.port,
             topic_partitions,
             config=group_config(self._config),
+            clustered=self._clustered,
         )
         await groups.start()
         self._groups = groups
@@ -245,6 +241,11 @@ class BrokerComponent:
             await self._quotas.stop()
         if self._service is not None:
             await self._service.stop()
+
+
+def _log_failure(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("loading group slots failed (taken again shortly): %s", task.exception())
 
 
 def _offsets_after_transactions(service: BrokerService, offset_fetch: Any) -> Any:

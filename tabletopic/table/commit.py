@@ -11,18 +11,27 @@ whatever landed meanwhile — harmless for independent writers, but a duplicate 
 was a stale coordinator (or our own earlier attempt whose response was lost) covering the same
 offsets. So retries are turned off for our commit, and a conflict raises :class:`StalePlan`: the
 caller re-reads the offsets from the table and plans again.
+
+The coordinator's lease (in a cluster: its leadership of partition 0) is checked by a *fence* run
+inside the commit, after every file is written and right before the catalog's commit request, so
+the only step between that check and the commit is that one request. The check is not part of the
+catalog's commit (the catalog may be any Iceberg catalog): a coordinator paused exactly there can
+still commit after it was replaced, and then the conditional commit is what keeps the table exact
+(see ``docs/cluster.md``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.manifest import DataFile
-from pyiceberg.table import Table, TableProperties
+from pyiceberg.table import Table, TableProperties, Transaction
+
+from tabletopic.crashpoints import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +46,27 @@ MAX_SNAPSHOT_WALK = 1000
 
 class StalePlan(Exception):
     """The table moved since the batch was planned; nothing was committed. Re-plan from the table."""
+
+
+Fence = Callable[[], object]
+"""Run right before the catalog's commit request; raises (``lease.Fenced``) to refuse the commit."""
+
+
+def conditional_commit(transaction: Transaction, name: str, fence: Fence | None) -> Table:
+    """Check ``fence``, then send the transaction's commit to the catalog (its requirements make it
+    conditional on the planned snapshot).
+
+    Raises:
+        StalePlan: the catalog refused the commit (the table moved); nothing was committed.
+        Whatever ``fence`` raises: nothing was sent.
+    """
+    if fence is not None:
+        fence()
+        crash_point("table.fence_checked")
+    try:
+        return transaction.commit_transaction()
+    except CommitFailedException as exc:
+        raise StalePlan(f"conditional commit to {name} rejected: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +167,11 @@ def commit_data_files(
     epoch: int,
     topic_id: str | None,
     extra_properties: Mapping[str, str] | None = None,
+    fence: Fence | None = None,
 ) -> int:
     """Append ``data_files`` and advance the committed offsets to ``offsets``, atomically, only if
-    the table still is at ``planned.snapshot_id``.
+    the table still is at ``planned.snapshot_id``; ``fence`` is checked right before the catalog's
+    commit request (after the manifests are written).
 
     ``offsets`` must hold the next offset of every partition ever committed (the full map, not a
     delta), so that any single snapshot describes the whole ingest position.
@@ -150,6 +182,7 @@ def commit_data_files(
     Raises:
         StalePlan: the table moved since planning (another writer, a stale coordinator, or an
             earlier attempt of ours that did land); nothing was committed.
+        Whatever ``fence`` raises: nothing was committed.
     """
     table = _without_commit_retries(table)
     check_planned(table, planned)
@@ -158,10 +191,7 @@ def commit_data_files(
     with transaction.update_snapshot(snapshot_properties=properties).fast_append() as append:
         for data_file in data_files:
             append.append_data_file(data_file)
-    try:
-        committed = transaction.commit_transaction()
-    except CommitFailedException as exc:
-        raise StalePlan(f"conditional commit to {table.name()} rejected: {exc}") from exc
+    committed = conditional_commit(transaction, str(table.name()), fence)
     snapshot = committed.metadata.current_snapshot()
     assert snapshot is not None
     return snapshot.snapshot_id

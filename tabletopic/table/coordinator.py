@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -29,6 +30,7 @@ from tabletopic.table import row_delta, tables
 from tabletopic.table.commit import (
     COORDINATOR_PROPERTY,
     CommittedState,
+    Fence,
     StalePlan,
     commit_data_files,
     committed_state,
@@ -287,9 +289,10 @@ class TopicPipeline:
             await self._dead_letter(config, job.skipped)
         crash_point("table.before_commit")
         commit_started = time.monotonic()
+        # The lease (in a cluster, the leadership of partition 0) is checked inside the commit, right
+        # before the catalog's commit request: see tabletopic.table.commit for what guards the rest.
+        fence = functools.partial(self._ctx.leases.confirm, lease)
         try:
-            await asyncio.to_thread(self._ctx.leases.confirm, lease)
-            crash_point("table.fence_checked")
             assert table is not None
             extra = {
                 "tabletopic.rows": str(job.rows),
@@ -300,7 +303,7 @@ class TopicPipeline:
             }
             if config.writes_deletes:
                 snapshot_id = await self._commit_upsert(
-                    view, config, table, job, planned, new_offsets, lease.epoch, extra
+                    view, config, table, job, planned, new_offsets, lease.epoch, extra, fence
                 )
             else:
                 snapshot_id = await asyncio.to_thread(
@@ -312,6 +315,7 @@ class TopicPipeline:
                     lease.epoch,
                     view.topic_id,
                     extra,
+                    fence,
                 )
         except (StalePlan, Fenced) as exc:
             log.warning("topic %s: commit not applied, re-planning from the table (%s)", view.name, exc)
@@ -367,6 +371,7 @@ class TopicPipeline:
         offsets: dict[int, int],
         epoch: int,
         extra: dict[str, str],
+        fence: Fence,
     ) -> int:
         """Upsert/CDC: the staged rows replace their keys' rows (position deletes located by key,
         plus the batch's latest rows) in one commit carrying the offsets, conditional on the planned
@@ -374,7 +379,7 @@ class TopicPipeline:
         try:
             if not job.staged_paths:
                 return await asyncio.to_thread(
-                    commit_data_files, table, [], offsets, planned, epoch, view.topic_id, extra
+                    commit_data_files, table, [], offsets, planned, epoch, view.topic_id, extra, fence
                 )
             rows = await asyncio.to_thread(row_delta.read_staged, table.io, job.staged_paths)
             snapshot_id, stats = await asyncio.to_thread(
@@ -386,6 +391,7 @@ class TopicPipeline:
                 planned,
                 offset_properties(planned, offsets, epoch, view.topic_id, extra),
                 self._ctx.key_cache,
+                fence,
             )
             log.debug("topic %s: upsert commit %s", view.name, stats)
             return snapshot_id

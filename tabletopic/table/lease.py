@@ -2,9 +2,10 @@
 
 A node holds a topic's lease while it renews it within ``ttl``; another node takes over only after
 the lease expired, and taking over increments the epoch. The epoch is written into every ingest
-snapshot, and a coordinator checks its lease right before committing, so a coordinator that was
-paused (GC, network partition) past its lease sees it has been fenced instead of committing. The
-conditional commit in :mod:`tabletopic.table.commit` closes the remaining window.
+snapshot, and a coordinator checks its lease inside the commit, right before the catalog's commit
+request, so one that was paused (GC, network partition) past its lease and taken over sees it has
+been fenced instead of committing. A pause between that check and the request is not caught here:
+there the conditional commit in :mod:`tabletopic.table.commit` is what keeps the table exact.
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     DataFile,
@@ -45,7 +44,13 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 
 from tabletopic.crashpoints import crash_point
-from tabletopic.table.commit import CommittedState, StalePlan, _without_commit_retries, check_planned
+from tabletopic.table.commit import (
+    CommittedState,
+    Fence,
+    _without_commit_retries,
+    check_planned,
+    conditional_commit,
+)
 from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN, METADATA_COLUMN
 from tabletopic.table.key_index import THREADS, KeyCache, KeyLocator, Match, composite, key_arrays
 
@@ -257,17 +262,20 @@ def commit_upsert(
     planned: CommittedState,
     properties: Mapping[str, str],
     cache: KeyCache | None = None,
+    fence: Fence | None = None,
 ) -> tuple[int, RowDeltaStats]:
     """Apply ``rows`` (staged batch, table columns plus the delete marker) to ``table`` keyed by
     ``id_columns``, with ``properties`` (the offsets) in the same snapshot, only if the table is
     still at ``planned``. ``cache`` keeps the files' keys between commits (see
-    :mod:`tabletopic.table.key_index`).
+    :mod:`tabletopic.table.key_index`). ``fence`` is checked right before the catalog's commit
+    request, after every file is written.
 
     Returns:
         The new snapshot id and what was done.
 
     Raises:
         StalePlan: the table moved since planning; nothing was committed.
+        Whatever ``fence`` raises: nothing was committed.
     """
     import time
 
@@ -307,10 +315,7 @@ def commit_upsert(
             producer.append_data_file(data_file)
         for delete_file in delete_files:
             producer.add_delete_file(delete_file)
-    try:
-        committed = transaction.commit_transaction()
-    except CommitFailedException as exc:
-        raise StalePlan(f"conditional upsert commit to {table.name()} rejected: {exc}") from exc
+    committed = conditional_commit(transaction, str(table.name()), fence)
     stats.timings["commit"] = time.perf_counter() - clock
     snapshot = committed.metadata.current_snapshot()
     assert snapshot is not None

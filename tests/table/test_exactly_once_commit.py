@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from pathlib import Path
 
@@ -10,10 +11,11 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.table import Table
+from sqlalchemy.engine import Engine
 
 from tabletopic import database
 from tabletopic.table.commit import StalePlan, commit_data_files, committed_state
-from tabletopic.table.lease import Fenced, LeaseManager
+from tabletopic.table.lease import Fenced, Lease, LeaseManager
 
 
 @pytest.fixture
@@ -116,3 +118,84 @@ def test_an_expired_lease_nobody_took_is_still_confirmed(tmp_path: Path) -> None
     assert lease is not None
     renewed = node_a.confirm(lease, now=500)  # a long job outlived the lease; no one took over
     assert renewed.epoch == lease.epoch and renewed.expires_at == 510
+
+
+def _take_over(engine: Engine, claim: int = 2) -> Lease:
+    """Coordinator B, on a newer leader of partition 0, takes the lease of "events" over."""
+    lease = LeaseManager(engine, "b", ttl_seconds=30).acquire("events", claim=claim)
+    assert lease is not None
+    return lease
+
+
+def _coordinator_a(tmp_path: Path) -> tuple[Engine, LeaseManager, Lease]:
+    engine = database.create_engine(database.default_url(tmp_path / "leases"))
+    node_a = LeaseManager(engine, "a", ttl_seconds=30)
+    lease_a = node_a.acquire("events", claim=1)
+    assert lease_a is not None
+    return engine, node_a, lease_a
+
+
+def test_a_deposed_coordinators_commit_is_refused_by_its_fence_even_when_the_table_did_not_move(
+    table: Table, tmp_path: Path
+) -> None:
+    planned = committed_state(table)
+    engine, node_a, lease_a = _coordinator_a(tmp_path)
+    _take_over(engine)
+    fence = functools.partial(node_a.confirm, lease_a)
+    with pytest.raises(Fenced):
+        commit_data_files(table, files_for(table, [1]), {0: 1}, planned, lease_a.epoch, None, fence=fence)
+    table.refresh()
+    assert table.metadata.current_snapshot_id is None  # nothing committed
+
+
+def test_a_coordinator_paused_after_its_fence_is_refused_once_its_successor_committed(
+    table: Table, tmp_path: Path
+) -> None:
+    """The window the fence leaves (the catalog request after it): the conditional commit on the
+    planned snapshot is what refuses the deposed coordinator."""
+    planned = committed_state(table)
+    stale_copy = table.catalog.load_table(table.name())
+    engine, node_a, lease_a = _coordinator_a(tmp_path)
+
+    def fence_then_pause() -> None:
+        node_a.confirm(lease_a)  # still A's; A is paused right after, B takes over and commits
+        lease_b = _take_over(engine)
+        commit_data_files(table, files_for(table, [1]), {0: 1}, planned, lease_b.epoch, None)
+
+    with pytest.raises(StalePlan):
+        commit_data_files(
+            stale_copy,
+            files_for(stale_copy, [1]),
+            {0: 1},
+            planned,
+            lease_a.epoch,
+            None,
+            fence=fence_then_pause,
+        )
+    table.refresh()
+    assert table.scan().to_arrow().num_rows == 1 and committed_state(table).epoch == lease_a.epoch + 1
+
+
+def test_a_coordinator_paused_after_its_fence_commits_exactly_when_its_successor_has_not_yet(
+    table: Table, tmp_path: Path
+) -> None:
+    """What the fence does not stop, stated as a test: a deposed coordinator paused between its
+    fence and the catalog request still commits if nothing was committed since its plan. The table
+    stays exact: that commit covers exactly the offsets after the planned snapshot, and the
+    successor's commit planned at the same snapshot is refused, so it re-plans from the table."""
+    planned = committed_state(table)
+    stale_copy = table.catalog.load_table(table.name())
+    engine, node_a, lease_a = _coordinator_a(tmp_path)
+    taken: list[Lease] = []
+
+    def fence_then_pause() -> None:
+        node_a.confirm(lease_a)
+        taken.append(_take_over(engine))  # B takes over while A is paused, and plans at `planned`
+
+    commit_data_files(
+        stale_copy, files_for(stale_copy, [1]), {0: 1}, planned, lease_a.epoch, None, fence=fence_then_pause
+    )
+    with pytest.raises(StalePlan):
+        commit_data_files(table, files_for(table, [1]), {0: 1}, planned, taken[0].epoch, None)
+    table.refresh()
+    assert committed_state(table).offsets == {0: 1} and table.scan().to_arrow().num_rows == 1

@@ -12,6 +12,12 @@ Ordering guarantees:
 * Database writes of one group (membership snapshots, offset commits, deletion) run one at a time
   in submission order (one ``asyncio.Lock`` per group); a response that follows a ``Persist`` in
   the same batch is released only after that write finished.
+
+Cluster mode (:meth:`GroupCoordinator.attach_cluster`): the broker coordinates only the groups of
+the coordinator slots the controller gave it, loads them when it gains a slot (never at start) and
+forgets them when it loses one. Every write is fenced by the slot's leader epoch it loaded the slot
+with, checked in the write's own database transaction (as transaction state is): a broker deposed
+meanwhile, or whose lease ran out, writes nothing, answers NOT_COORDINATOR and drops the slot.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.groups.cluster import GroupSlots, SlotFence
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
@@ -48,9 +55,12 @@ from tabletopic.broker.groups.model import (
     TimerKey,
 )
 from tabletopic.broker.groups.retention import expired_offsets
-from tabletopic.broker.groups.store import CommittedOffset, GroupStore, TopicPartition
+from tabletopic.broker.groups.store import CommittedOffset, Fence, GroupFenced, GroupStore, TopicPartition
+from tabletopic.broker.log_limit import RateLimitedLog
 
 log = logging.getLogger(__name__)
+# A deposed coordinator may see many refused writes (every member's timer, every commit) at once.
+FENCED_LOG = RateLimitedLog(log, interval_s=10.0)
 
 # Safety net on top of the group's own rebalance/session timers: a held-back JoinGroup/SyncGroup is
 # answered at the latest this long after the member's own timeouts, whatever happens.
@@ -84,6 +94,8 @@ class GroupCoordinator:
         new_member_id: member id factory (tests pass a deterministic one).
         clock: the wall clock in epoch seconds, for commit times and offset retention (tests pass
             one they move forward instead of sleeping).
+        clustered: one broker of a cluster: nothing is loaded at start and no group is coordinated
+            until :meth:`attach_cluster` and :meth:`slots_gained` say so.
     """
 
     def __init__(
@@ -97,6 +109,7 @@ class GroupCoordinator:
         config: GroupConfig | None = None,
         new_member_id: MemberIdFactory = random_member_id,
         clock: Callable[[], float] = time.time,
+        clustered: bool = False,
     ) -> None:
         self.engine = engine
         self.node_id = node_id
@@ -111,6 +124,7 @@ class GroupCoordinator:
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._timers: dict[tuple[str, TimerKey], asyncio.TimerHandle] = {}
         self._tickets: dict[int, asyncio.Future[JoinResult | SyncResult | None]] = {}
+        self._ticket_groups: dict[int, str] = {}  # whose request each ticket holds back
         self._ticket_ids = itertools.count(1)
         # The last queued database write of each group; the next one starts after it.
         self._tails: dict[str, asyncio.Task[Any]] = {}
@@ -121,17 +135,27 @@ class GroupCoordinator:
         self._expiry: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = False
-        # Whether this broker coordinates a group (cluster mode spreads groups over brokers).
-        self.owns: Callable[[str], bool] = lambda _group_id: True
+        # Cluster mode: the slots this broker coordinates, with the leader epoch it loaded them at.
+        self._clustered = clustered
+        self._cluster: GroupSlots | None = None
+        self._slots: dict[int, int] = {}
+        self._loading: set[int] = set()
 
     # ---------------------------------------------------------------------------------------------
     # Lifecycle
 
     async def start(self) -> None:
         """Create the tables if needed, load persisted groups and offsets and start the session
-        timers of restored members (they must heartbeat again within their session timeout)."""
+        timers of restored members (they must heartbeat again within their session timeout). In a
+        cluster nothing is loaded here: each slot's groups are loaded by the broker that gains the
+        slot (a broker arming timers for every group would expire members that heartbeat to their
+        real coordinator and write that over its state)."""
         self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self._store.migrate)
+        if self._clustered:
+            self._ready = True
+            self._expiry = asyncio.ensure_future(self._expire_periodically())
+            return
         snapshots, offsets = await asyncio.to_thread(self._store.load)
         self._offsets = offsets
         for snapshot in snapshots:
@@ -144,6 +168,89 @@ class GroupCoordinator:
         self._ready = True
         self._expiry = asyncio.ensure_future(self._expire_periodically())
         log.info("group coordinator loaded %d groups", len(self._groups))
+
+    # ---------------------------------------------------------------------------------------------
+    # Cluster mode
+
+    def attach_cluster(self, cluster: GroupSlots) -> None:
+        """Coordinate only the slots gained from now on, each write fenced through ``cluster``."""
+        self._cluster = cluster
+
+    def owns(self, group_id: str) -> bool:
+        """Whether this broker coordinates ``group_id`` (always, on a single node)."""
+        if not self._clustered:
+            return True
+        cluster = self._cluster
+        return cluster is not None and cluster.slot(group_id) in self._slots
+
+    def _refusal(self, group_id: str) -> ErrorCode | None:
+        """The error a request about ``group_id`` gets before anything else, or None to serve it."""
+        if not self._ready:
+            return ErrorCode.coordinator_load_in_progress
+        cluster = self._cluster
+        if cluster is not None and cluster.slot(group_id) in self._loading:
+            return ErrorCode.coordinator_load_in_progress
+        if not self.owns(group_id):
+            return ErrorCode.not_coordinator
+        return None
+
+    async def slots_gained(self, slots: dict[int, int]) -> None:
+        """Take over coordinator slots (``{slot: leader epoch}``): load their groups and offsets as
+        the previous coordinator wrote them; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
+        A slot lost (or gained again at another epoch) while loading keeps what that change made."""
+        cluster = self._cluster
+        assert cluster is not None, "attach_cluster first"
+        self._slots.update(slots)
+        self._loading.update(slots)
+
+        def current(group_id: str) -> bool:
+            slot = cluster.slot(group_id)
+            return slot in slots and self._slots.get(slot) == slots[slot]
+
+        try:
+            await self.reload(current)
+        except Exception:
+            for slot, epoch in slots.items():
+                if self._slots.get(slot) == epoch:
+                    del self._slots[slot]
+                    cluster.give_up(slot)  # taken again (and loaded again) by the next reconcile
+            raise
+        finally:
+            self._loading.difference_update(slots)
+
+    def slots_lost(self, slots: set[int]) -> None:
+        """Another broker coordinates these slots now: forget their groups (their timers must not
+        fire here)."""
+        cluster = self._cluster
+        if cluster is None:
+            return
+        for slot in slots:
+            self._slots.pop(slot, None)
+            self._loading.discard(slot)
+        self.unload(lambda group_id: cluster.slot(group_id) in slots)
+
+    def _fence(self, group_id: str) -> Fence | None:
+        """The fence of a write of ``group_id`` decided now (None on a single node)."""
+        cluster = self._cluster
+        if not self._clustered:
+            return None
+        if cluster is None:
+            return lambda _conn: False
+        slot = cluster.slot(group_id)
+        return SlotFence(cluster, slot, self._slots.get(slot))
+
+    def _fenced(self, group_id: str, fence: Fence | None) -> None:
+        """A write of ``group_id`` was refused: drop the slot's groups, unless the slot was already
+        taken again at a newer epoch than the refused write's (that load is current)."""
+        if not isinstance(fence, SlotFence) or fence.epoch is None:
+            return  # nothing was held: the write was simply refused
+        held = self._slots.get(fence.slot)
+        if held is not None and held != fence.epoch:
+            return
+        message = "group %s: write refused, slot %d is no longer led here at epoch %s; dropping it"
+        FENCED_LOG.warning(f"slot-{fence.slot}", message, group_id, fence.slot, fence.epoch)
+        self.slots_lost({fence.slot})
+        fence.cluster.give_up(fence.slot)
 
     async def reload(self, accept: Callable[[str], bool]) -> None:
         """Take over the groups ``accept`` selects from the database (this broker became their
@@ -169,6 +276,10 @@ class GroupCoordinator:
         """Forget the groups ``accept`` selects (another broker coordinates them now): their timers
         must not fire here and write a stale state over the new coordinator's. Returns how many."""
         dropped = [group_id for group_id in self._groups if accept(group_id)]
+        # Requests held back for these groups are answered NOT_COORDINATOR at once.
+        for ticket, group_id in list(self._ticket_groups.items()):
+            if accept(group_id):
+                self._resolve(ticket, None)
         for group_id in dropped:
             self._cancel_timers(group_id)
             del self._groups[group_id]
@@ -205,10 +316,8 @@ class GroupCoordinator:
     # Membership
 
     async def join_group(self, request: JoinRequest) -> JoinResult:
-        if not self._ready:
-            return JoinResult(ErrorCode.coordinator_load_in_progress, request.member_id)
-        if not self.owns(request.group_id):
-            return JoinResult(ErrorCode.not_coordinator, request.member_id)
+        if (refused := self._refusal(request.group_id)) is not None:
+            return JoinResult(refused, request.member_id)
         error = check_join(request, self.config)
         if error is not None:
             return JoinResult(error, request.member_id)
@@ -229,10 +338,8 @@ class GroupCoordinator:
         return result
 
     async def sync_group(self, request: SyncRequest) -> SyncResult:
-        if not self._ready:
-            return SyncResult(ErrorCode.coordinator_load_in_progress)
-        if not self.owns(request.group_id):
-            return SyncResult(ErrorCode.not_coordinator)
+        if (refused := self._refusal(request.group_id)) is not None:
+            return SyncResult(refused)
         group = self._groups.get(request.group_id)
         if group is None:
             return SyncResult(ErrorCode.unknown_member_id)
@@ -252,10 +359,8 @@ class GroupCoordinator:
     async def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> ErrorCode:
-        if not self._ready:
-            return ErrorCode.coordinator_load_in_progress
-        if not self.owns(group_id):
-            return ErrorCode.not_coordinator
+        if (refused := self._refusal(group_id)) is not None:
+            return refused
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
@@ -264,10 +369,8 @@ class GroupCoordinator:
         return error
 
     async def leave_group(self, group_id: str, identities: Sequence[MemberIdentity]) -> list[ErrorCode]:
-        if not self._ready:
-            return [ErrorCode.coordinator_load_in_progress for _ in identities]
-        if not self.owns(group_id):
-            return [ErrorCode.not_coordinator for _ in identities]
+        if (refused := self._refusal(group_id)) is not None:
+            return [refused for _ in identities]
         group = self._groups.get(group_id)
         if group is None:
             return [ErrorCode.unknown_member_id for _ in identities]
@@ -288,10 +391,8 @@ class GroupCoordinator:
     ) -> dict[TopicPartition, ErrorCode]:
         """Validate and durably store offsets; the answer comes after the transaction committed."""
         keys = [(o.topic, o.partition) for o in offsets]
-        if not self._ready:
-            return dict.fromkeys(keys, ErrorCode.coordinator_load_in_progress)
-        if not self.owns(group_id):
-            return dict.fromkeys(keys, ErrorCode.not_coordinator)
+        if (refused := self._refusal(group_id)) is not None:
+            return dict.fromkeys(keys, refused)
         if not group_id:
             return dict.fromkeys(keys, ErrorCode.invalid_group_id)
         group = self._groups.get(group_id)
@@ -315,13 +416,17 @@ class GroupCoordinator:
             else:
                 valid[(o.topic, o.partition)] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
         if valid:
+            fence = self._fence(group_id)
 
             async def write() -> None:
-                await asyncio.to_thread(self._store.commit_offsets, group_id, valid)
+                await asyncio.to_thread(self._store.commit_offsets, group_id, valid, fence)
                 self._offsets.setdefault(group_id, {}).update(valid)
 
             try:
                 await asyncio.shield(self._enqueue(group_id, write))
+            except GroupFenced:
+                self._fenced(group_id, fence)
+                error = ErrorCode.not_coordinator  # the client looks the coordinator up again
             except Exception:
                 log.exception("committing offsets of group %s failed", group_id)
                 error = ErrorCode.coordinator_not_available  # retriable: the client tries again
@@ -332,28 +437,39 @@ class GroupCoordinator:
     async def commit_transactional_offsets(self, group_id: str, offsets: Sequence[OffsetToCommit]) -> None:
         """Store offsets a transaction committed (TxnOffsetCommit, then EndTxn COMMIT). The member
         and generation are not checked here: Kafka checks them when the offsets are sent, and a
-        committed transaction's offsets must not be lost to a rebalance that happened since."""
+        committed transaction's offsets must not be lost to a rebalance that happened since.
+
+        Raises:
+            GroupFenced: this broker does not coordinate the group (any more); the transaction's
+                coordinator asks the group's current coordinator again (also while the group's
+                slot is still being loaded: what the load reads must include these offsets).
+        """
+        if (refused := self._refusal(group_id)) is not None:
+            raise GroupFenced(f"offsets of group {group_id} not committed here: {refused.name}")
         now = self._now_ms()
         valid = {
             (o.topic, o.partition): CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
             for o in offsets
         }
+        fence = self._fence(group_id)
 
         async def write() -> None:
-            await asyncio.to_thread(self._store.commit_offsets, group_id, valid)
+            await asyncio.to_thread(self._store.commit_offsets, group_id, valid, fence)
             self._offsets.setdefault(group_id, {}).update(valid)
 
-        await asyncio.shield(self._enqueue(group_id, write))
+        try:
+            await asyncio.shield(self._enqueue(group_id, write))
+        except GroupFenced:
+            self._fenced(group_id, fence)
+            raise
 
     def fetch_offsets(
         self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
     ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
         """Committed offsets of the requested partitions (``None`` for never committed), or of every
         partition the group committed when ``topics`` is ``None``."""
-        if not self._ready:
-            return ErrorCode.coordinator_load_in_progress, []
-        if not self.owns(group_id):
-            return ErrorCode.not_coordinator, []
+        if (refused := self._refusal(group_id)) is not None:
+            return refused, []
         committed = self._offsets.get(group_id, {})
         if topics is None:
             by_topic: dict[str, list[tuple[int, CommittedOffset | None]]] = {}
@@ -369,10 +485,8 @@ class GroupCoordinator:
     ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]]:
         """OffsetDelete: allowed for an Empty group, and for an active ``consumer`` group only on
         topics no member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC otherwise)."""
-        if not self._ready:
-            return ErrorCode.coordinator_load_in_progress, []
-        if not self.owns(group_id):
-            return ErrorCode.not_coordinator, []
+        if (refused := self._refusal(group_id)) is not None:
+            return refused, []
         group = self._groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, []
@@ -390,8 +504,12 @@ class GroupCoordinator:
                 doomed.extend((topic, p) for p in partitions)
             results.append((topic, [(p, error) for p in partitions]))
         if doomed:
+            fence = self._fence(group_id)
             try:
-                await asyncio.shield(self._delete_offsets_later(group_id, doomed))
+                await asyncio.shield(self._delete_offsets_later(group_id, doomed, fence))
+            except GroupFenced:
+                self._fenced(group_id, fence)
+                return ErrorCode.not_coordinator, []
             except Exception:
                 log.exception("deleting offsets of group %s failed", group_id)
                 return ErrorCode.coordinator_not_available, []
@@ -403,7 +521,14 @@ class GroupCoordinator:
         for group_id, committed in list(self._offsets.items()):
             doomed = [key for key in committed if key[0] == topic]
             if doomed:
-                await asyncio.shield(self._delete_offsets_later(group_id, doomed))
+                fence = self._fence(group_id)
+                try:
+                    await asyncio.shield(self._delete_offsets_later(group_id, doomed, fence))
+                except GroupFenced:
+                    # The slot moved meanwhile: the offsets stay in the database. The group's new
+                    # coordinator drops them if it learns of the deletion after loading the group;
+                    # otherwise they stay until offset retention expires them.
+                    self._fenced(group_id, fence)
 
     async def expire_offsets(self) -> int:
         """Forget offsets past ``offsets.retention.minutes`` (see :mod:`.retention`) and drop Empty
@@ -417,7 +542,12 @@ class GroupCoordinator:
             since = self._state_since.setdefault(group_id, now)
             doomed = expired_offsets(group, committed, since, now, self.config.offsets_retention_ms)
             if doomed:
-                await asyncio.shield(self._delete_offsets_later(group_id, doomed))
+                fence = self._fence(group_id)
+                try:
+                    await asyncio.shield(self._delete_offsets_later(group_id, doomed, fence))
+                except GroupFenced:
+                    self._fenced(group_id, fence)
+                    continue
                 removed += len(doomed)
                 log.info("group %s: %d offset(s) expired", group_id, len(doomed))
             if (
@@ -456,11 +586,8 @@ class GroupCoordinator:
         with the group."""
         results: dict[str, ErrorCode] = {}
         for group_id in group_ids:
-            if not self._ready:
-                results[group_id] = ErrorCode.coordinator_load_in_progress
-                continue
-            if not self.owns(group_id):
-                results[group_id] = ErrorCode.not_coordinator
+            if (refused := self._refusal(group_id)) is not None:
+                results[group_id] = refused
                 continue
             group = self._groups.get(group_id)
             if group is None:
@@ -472,12 +599,17 @@ class GroupCoordinator:
                 continue
             snapshot = group.snapshot()
             self._apply(group, group.mark_dead())
+            fence = self._fence(group_id)
 
-            async def write(group_id: str = group_id) -> None:
-                await asyncio.to_thread(self._store.delete_group, group_id)
+            async def write(group_id: str = group_id, fence: Fence | None = fence) -> None:
+                await asyncio.to_thread(self._store.delete_group, group_id, fence)
 
             try:
                 await asyncio.shield(self._enqueue(group_id, write))
+            except GroupFenced:
+                self._fenced(group_id, fence)
+                results[group_id] = ErrorCode.not_coordinator
+                continue
             except Exception:
                 log.exception("deleting group %s failed", group_id)
                 restored, actions = Group.restore(snapshot, self.config, self._new_member_id)
@@ -515,6 +647,7 @@ class GroupCoordinator:
         ticket = next(self._ticket_ids)
         future: asyncio.Future[JoinResult | SyncResult | None] = self._loop.create_future()
         self._tickets[ticket] = future
+        self._ticket_groups[ticket] = group.group_id
         try:
             self._apply(group, call(ticket))
             result = await asyncio.wait_for(future, bound_s)
@@ -524,6 +657,7 @@ class GroupCoordinator:
             return timed_out
         finally:
             self._tickets.pop(ticket, None)
+            self._ticket_groups.pop(ticket, None)
 
     def _apply(self, group: Group, actions: list[Action]) -> None:
         self._log_progress(group)
@@ -536,13 +670,14 @@ class GroupCoordinator:
                 if handle is not None:
                     handle.cancel()
             elif isinstance(action, Persist):
-                barrier = self._enqueue(action.group_id, functools.partial(self._persist, action))
+                fence = self._fence(action.group_id)
+                barrier = self._enqueue(action.group_id, functools.partial(self._persist, action, fence))
             elif isinstance(action, Respond):
                 if barrier is None:
                     self._resolve(action.ticket, action.result)
                 else:
                     barrier.add_done_callback(
-                        functools.partial(self._resolve_after, action.ticket, action.result)
+                        functools.partial(self._resolve_after, group, action.ticket, action.result)
                     )
 
     def _log_progress(self, group: Group) -> None:
@@ -563,13 +698,15 @@ class GroupCoordinator:
             group.leader_id,
         )
 
-    def _resolve(self, ticket: int, result: JoinResult | SyncResult) -> None:
+    def _resolve(self, ticket: int, result: JoinResult | SyncResult | None) -> None:
         future = self._tickets.get(ticket)
         if future is not None and not future.done():
             future.set_result(result)
 
-    def _resolve_after(self, ticket: int, result: JoinResult | SyncResult, _: object) -> None:
-        self._resolve(ticket, result)
+    def _resolve_after(self, group: Group, ticket: int, result: JoinResult | SyncResult, _: object) -> None:
+        """Answer once the write before the answer finished; a group dropped meanwhile (its write
+        was fenced) answers NOT_COORDINATOR instead."""
+        self._resolve(ticket, result if self._groups.get(group.group_id) is group else None)
 
     def _set_timer(self, group_id: str, key: TimerKey, delay_ms: int) -> None:
         assert self._loop is not None
@@ -583,7 +720,7 @@ class GroupCoordinator:
     def _on_timer(self, group_id: str, key: TimerKey) -> None:
         self._timers.pop((group_id, key), None)
         group = self._groups.get(group_id)
-        if group is None or not self._ready:
+        if group is None or not self._ready or not self.owns(group_id):
             return
         self._apply(group, group.on_timer(key))
 
@@ -591,12 +728,14 @@ class GroupCoordinator:
         for key in [k for k in self._timers if k[0] == group_id]:
             self._timers.pop(key).cancel()
 
-    async def _persist(self, action: Persist) -> None:
+    async def _persist(self, action: Persist, fence: Fence | None) -> None:
         try:
             if action.snapshot is None:
-                await asyncio.to_thread(self._store.delete_group, action.group_id)
+                await asyncio.to_thread(self._store.delete_group, action.group_id, fence)
             else:
-                await asyncio.to_thread(self._store.save_group, action.snapshot)
+                await asyncio.to_thread(self._store.save_group, action.snapshot, fence)
+        except GroupFenced:
+            self._fenced(action.group_id, fence)
         except Exception:
             # Membership is re-established by the clients anyway; offsets are what must not be
             # lost, and those are written (and their errors reported) by commit_offsets.
@@ -605,11 +744,13 @@ class GroupCoordinator:
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    def _delete_offsets_later(self, group_id: str, doomed: list[TopicPartition]) -> asyncio.Task[None]:
+    def _delete_offsets_later(
+        self, group_id: str, doomed: list[TopicPartition], fence: Fence | None
+    ) -> asyncio.Task[None]:
         """Queue the deletion of some of a group's offsets: from the database, then from the cache."""
 
         async def write() -> None:
-            await asyncio.to_thread(self._store.delete_offsets, group_id, doomed)
+            await asyncio.to_thread(self._store.delete_offsets, group_id, doomed, fence)
             cache = self._offsets.get(group_id, {})
             for key in doomed:
                 cache.pop(key, None)

@@ -4,6 +4,10 @@ Three tables: the group row (generation, protocol, leader), its members (with th
 joined with and their current assignment) and committed offsets. Methods are blocking and meant to
 run in a worker thread (``asyncio.to_thread``); each write is one transaction, so an OffsetCommit is
 acknowledged only after its transaction committed (SQLite runs with ``synchronous=FULL``).
+
+In a cluster every write takes a *fence*: a check run first in the write's own transaction (it locks
+the group's coordinator slot row, which the controller changes leaders under), so a broker that no
+longer leads the slot at the epoch it loaded it with writes nothing (:class:`GroupFenced`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
 from tabletopic.broker.groups.model import GroupSnapshot, MemberSnapshot, Protocols
@@ -63,6 +67,14 @@ offsets_table = sa.Table(
 )
 
 MIGRATIONS = [database.create_tables(groups_table, members_table, offsets_table)]
+
+Fence = Callable[[Connection], bool]
+"""Run first inside a write's transaction; False refuses the write (this broker was deposed)."""
+
+
+class GroupFenced(Exception):
+    """A write of group state or offsets was refused: another broker coordinates the group's slot
+    now (or this broker's lease ran out). The client gets NOT_COORDINATOR."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +173,11 @@ class GroupStore:
             )
         return groups, offsets
 
-    def save_group(self, snapshot: GroupSnapshot) -> None:
-        """Replace the group's row and members with ``snapshot``."""
+    def save_group(self, snapshot: GroupSnapshot, fence: Fence | None = None) -> None:
+        """Replace the group's row and members with ``snapshot``. Raises GroupFenced."""
         now = int(self._clock() * 1000)
         with self.engine.begin() as conn:
+            _check(conn, snapshot.group_id, fence)
             conn.execute(sa.delete(members_table).where(members_table.c.group_id == snapshot.group_id))
             conn.execute(sa.delete(groups_table).where(groups_table.c.group_id == snapshot.group_id))
             conn.execute(
@@ -183,18 +196,23 @@ class GroupStore:
                     [_member_row(snapshot.group_id, i, m) for i, m in enumerate(snapshot.members)],
                 )
 
-    def delete_group(self, group_id: str) -> None:
-        """Forget the group, its members and its offsets (DeleteGroups)."""
+    def delete_group(self, group_id: str, fence: Fence | None = None) -> None:
+        """Forget the group, its members and its offsets (DeleteGroups). Raises GroupFenced."""
         with self.engine.begin() as conn:
+            _check(conn, group_id, fence)
             for table in (offsets_table, members_table, groups_table):
                 conn.execute(sa.delete(table).where(table.c.group_id == group_id))
 
-    def commit_offsets(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
-        """Upsert offsets in one transaction (delete + insert keeps it portable across engines)."""
+    def commit_offsets(
+        self, group_id: str, offsets: dict[TopicPartition, CommittedOffset], fence: Fence | None = None
+    ) -> None:
+        """Upsert offsets in one transaction (delete + insert keeps it portable across engines).
+        Raises GroupFenced."""
         if not offsets:
             return
         keys = [{"g": group_id, "t": topic, "p": partition} for topic, partition in offsets]
         with self.engine.begin() as conn:
+            _check(conn, group_id, fence)
             conn.execute(
                 sa.delete(offsets_table).where(
                     offsets_table.c.group_id == sa.bindparam("g"),
@@ -219,11 +237,16 @@ class GroupStore:
                 ],
             )
 
-    def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+    def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], fence: Fence | None = None
+    ) -> None:
+        """Forget some of a group's offsets (OffsetDelete, retention, a deleted topic). Raises
+        GroupFenced."""
         keys = [{"g": group_id, "t": topic, "p": partition} for topic, partition in partitions]
         if not keys:
             return
         with self.engine.begin() as conn:
+            _check(conn, group_id, fence)
             conn.execute(
                 sa.delete(offsets_table).where(
                     offsets_table.c.group_id == sa.bindparam("g"),
@@ -232,3 +255,8 @@ class GroupStore:
                 ),
                 keys,
             )
+
+
+def _check(conn: Connection, group_id: str, fence: Fence | None) -> None:
+    if fence is not None and not fence(conn):
+        raise GroupFenced(f"not written: group {group_id} is coordinated elsewhere")

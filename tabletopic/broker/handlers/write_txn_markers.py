@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.store import GroupFenced
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.s3stream.streams import StreamError, StreamFenced, StreamNotFound
 
@@ -95,9 +96,12 @@ async def _group_offsets(broker: BrokerService, marker: Any, slot: int) -> Error
     if not leadership.leads(GROUP_SLOTS_TOPIC, slot):
         return ErrorCode.not_coordinator
     node_id = broker.node_id
-    await broker.transactions.apply_pending_offsets(
-        int(marker.producer_id),
-        lambda group_id: leadership.group_coordinator(group_id) == node_id,
-        bool(marker.transaction_result),
-    )
+    try:
+        await broker.transactions.apply_pending_offsets(
+            int(marker.producer_id),
+            lambda group_id: leadership.group_coordinator(group_id) == node_id,
+            bool(marker.transaction_result),
+        )
+    except GroupFenced:  # the slot moved meanwhile: the transaction's coordinator asks its new leader
+        return ErrorCode.not_coordinator
     return ErrorCode.none

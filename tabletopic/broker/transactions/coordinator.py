@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Connection, Engine
 
+from tabletopic.broker.groups.store import GroupFenced
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.broker.transactions import settings
 from tabletopic.broker.transactions.partitions import PartitionTransactions
@@ -746,7 +747,16 @@ class TransactionCoordinator:
         broker, cluster = self._broker, self._cluster
         node = broker.leadership.group_coordinator(group_id)
         if node == broker.node_id or cluster is None:
-            await self.apply_pending_offsets(txn.producer_id, lambda g: g == group_id, True)
+            try:
+                await self.apply_pending_offsets(txn.producer_id, lambda g: g == group_id, True)
+            except GroupFenced as exc:  # the group's slot moved: its new coordinator is asked next
+                log.info(
+                    "transaction %s: offsets of group %s not committed here: %s",
+                    txn.transactional_id,
+                    group_id,
+                    exc,
+                )
+                return False
             return True
         key = (GROUP_SLOTS_TOPIC, cluster.group_slot(group_id))
         epoch = self._slots.get(cluster.slot(txn.transactional_id), 0)
