@@ -312,6 +312,8 @@ class ClusterRole:
         trip each). Returns each partition's stream id, in order, or None where it cannot be led
         now: a topic not loaded yet or a store error is retried soon; a stream already held at a
         higher epoch means a newer decision exists, which the next snapshot brings."""
+        if not partitions:
+            return []
         wanted: dict[PartitionKey, int] = {}
         for key in partitions:
             topic = self.service.topics.get(key[0])
