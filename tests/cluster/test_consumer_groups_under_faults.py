@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -238,6 +239,10 @@ def _wait_for_every_record(acked: set[bytes], members: list[GroupMember], group:
     try:
         wait_until(lambda: not missing(), timeout=60, interval=0.5)
     except TimeoutError as exc:
+        gone = sorted(int(v.split(b"-")[1]) for v in missing())
+        by_partition = Counter(n % PARTITIONS for n in gone)
+        first = {p: next(n for n in gone if n % PARTITIONS == p) for p in sorted(by_partition)}
         raise AssertionError(
-            f"group {group} never received {len(missing())} of {len(acked)} records"
+            f"group {group} never received {len(gone)} of {len(acked)} records: per partition "
+            f"{sorted(by_partition.items())}, the first missing record number of each {first}"
         ) from exc
