@@ -55,6 +55,7 @@ from tests.support.cluster import LocalCluster as TestCluster  # noqa: E402
 from tests.support.cluster import placed as wait_placed  # noqa: E402
 from tests.support.cluster_load import balanced, broker_loads, steady_load  # noqa: E402
 from tests.support.kafka_clients import create_topic as create_test_topic  # noqa: E402
+from tests.support.kafka_clients import failover_producer  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
 
@@ -77,18 +78,16 @@ class Load:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "topic.metadata.refresh.interval.ms": 1000,
-                "retry.backoff.ms": 20,
-                "retry.backoff.max.ms": 100,
-                "reconnect.backoff.ms": 20,
-                "reconnect.backoff.max.ms": 200,
-                "message.timeout.ms": 60_000,
-            }
+            failover_producer(
+                bootstrap,
+                {
+                    "retry.backoff.ms": 20,
+                    "retry.backoff.max.ms": 100,
+                    "reconnect.backoff.ms": 20,
+                    "reconnect.backoff.max.ms": 200,
+                    "message.timeout.ms": 60_000,
+                },
+            )
         )
         self._thread = threading.Thread(target=self._run, daemon=True)
 

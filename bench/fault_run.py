@@ -42,7 +42,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # no
 
 from tabletopic.cluster.local import terminate  # noqa: E402
 from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
-from tests.support.kafka_clients import create_topic  # noqa: E402
+from tests.support.kafka_clients import create_topic, failover_producer  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
 from tests.support.table_node import DeliveryLog, table_configs, table_positions  # noqa: E402
@@ -68,18 +68,11 @@ class Writer:
         self.log = DeliveryLog()
         self.acked_at: dict[int, list[float]] = {p: [] for p in range(partitions)}
         self._stop = threading.Event()
+        # Brokers killed on purpose: their refused connections are no news (log_level 2).
         self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "message.timeout.ms": 300_000,
-                "topic.metadata.refresh.interval.ms": 1000,
-                "retry.backoff.ms": 50,
-                "retry.backoff.max.ms": 500,
-                "log_level": 2,  # brokers killed on purpose: their refused connections are no news
-            }
+            failover_producer(
+                bootstrap, {"message.timeout.ms": 300_000, "retry.backoff.max.ms": 500, "log_level": 2}
+            )
         )
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()

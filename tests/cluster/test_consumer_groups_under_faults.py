@@ -26,7 +26,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tests.support.cluster import LocalCluster, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.kafka_clients import create_topic, failover_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -43,18 +43,7 @@ class SteadyWriter:
         self.failed: list[str] = []
         self._topic = topic
         self._stop = threading.Event()
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "message.timeout.ms": 120_000,
-                "topic.metadata.refresh.interval.ms": 1000,
-                "retry.backoff.ms": 50,
-                "retry.backoff.max.ms": 200,
-            }
-        )
+        self._producer = Producer(failover_producer(bootstrap))
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:

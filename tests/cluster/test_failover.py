@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tests.support.cluster import LocalCluster, placed, produce_raw, produce_raw_answer, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.kafka_clients import create_topic, failover_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -67,18 +67,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
             acked.append(msg.value())  # type: ignore[attr-defined]
             acked_at.setdefault(msg.partition(), []).append(time.monotonic())  # type: ignore[attr-defined]
 
-    producer = Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "message.timeout.ms": 60_000,
-            "topic.metadata.refresh.interval.ms": 1000,
-            "retry.backoff.ms": 50,
-            "retry.backoff.max.ms": 200,
-        }
-    )
+    producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 60_000}))
     total = 3000
     killed_at = 0.0
     for i in range(total):

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.kafka_clients import create_topic, failover_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -28,17 +28,7 @@ class SteadyProducer:
         self.failed: list[str] = []
         self.sent = 0
         self._stop = threading.Event()
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "topic.metadata.refresh.interval.ms": 1000,
-                "retry.backoff.ms": 50,
-                "retry.backoff.max.ms": 200,
-            }
-        )
+        self._producer = Producer(failover_producer(bootstrap))
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _delivered(self, err: KafkaError | None, msg: object) -> None:

@@ -11,9 +11,26 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 Message = tuple[int, bytes, bytes, tuple[tuple[str, bytes], ...]]
+
+
+def failover_producer(bootstrap: str, overrides: Mapping[str, object] | None = None) -> dict[str, object]:
+    """confluent-kafka settings of an idempotent acks=all producer that follows leader changes
+    quickly (metadata refreshed every second, short retry back-off): what the cluster tests and
+    benches use to write through kills and moves, with ``overrides`` on top."""
+    config: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+        "message.timeout.ms": 120_000,
+        "topic.metadata.refresh.interval.ms": 1000,
+        "retry.backoff.ms": 50,
+        "retry.backoff.max.ms": 200,
+    }
+    return {**config, **(overrides or {})}
 
 
 def make_messages(count: int, partitions: int, tag: str, headers: bool = True) -> list[Message]:

@@ -48,6 +48,16 @@ def leader_epoch_error(requested: int, serving: int) -> ErrorCode | None:
     return ErrorCode.fenced_leader_epoch if requested < serving else ErrorCode.unknown_leader_epoch
 
 
+def not_served(broker: BrokerService, name: str, index: int, request_partition: Any) -> ErrorCode | None:
+    """Why this broker cannot answer a partition-level request that names the leader epoch the
+    client knows (ListOffsets, OffsetForLeaderEpoch): it does not lead the partition, or the
+    epoch is stale or ahead (:func:`leader_epoch_error`). None when it can."""
+    serving = broker.leadership.serving_epoch(name, index)
+    if serving is None:
+        return ErrorCode.not_leader_or_follower
+    return leader_epoch_error(field(request_partition, "current_leader_epoch", NO_LEADER_EPOCH), serving)
+
+
 def unknown_partition(name: str, index: int) -> dict[str, Any]:
     """The error fields of a partition entry whose topic or partition does not exist."""
     return error_fields(ErrorCode.unknown_topic_or_partition, f"{name}-{index} does not exist")

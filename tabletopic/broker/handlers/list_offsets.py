@@ -26,10 +26,9 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import (
-    NO_LEADER_EPOCH,
     READ_COMMITTED,
     field,
-    leader_epoch_error,
+    not_served,
     partitions_response,
 )
 from tabletopic.records.errors import RecordBatchError
@@ -102,12 +101,9 @@ async def _partition(broker: BrokerService, name: str, p: Any, committed: bool =
     topic = broker.topics.get(name)
     if topic is None or not 0 <= p.partition_index < topic.partition_count:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
-    serving = broker.leadership.serving_epoch(name, p.partition_index)
-    if serving is None:
-        return {**result, "error_code": ErrorCode.not_leader_or_follower}
-    stale = leader_epoch_error(field(p, "current_leader_epoch", NO_LEADER_EPOCH), serving)
-    if stale is not None:
-        return {**result, "error_code": stale}
+    refused = not_served(broker, name, p.partition_index, p)
+    if refused is not None:
+        return {**result, "error_code": refused}
     stream_id = topic.streams[p.partition_index]
     store = broker.store
     try:

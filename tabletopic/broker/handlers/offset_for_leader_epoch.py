@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import NO_LEADER_EPOCH, leader_epoch_error, topic_with_partition
+from tabletopic.broker.handlers.common import not_served, topic_with_partition
 from tabletopic.s3stream.epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from tabletopic.s3stream.streams import StreamError, StreamNotFound
 
@@ -36,12 +36,9 @@ def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
     topic = topic_with_partition(broker, name, p.partition)
     if topic is None:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
-    serving = broker.leadership.serving_epoch(name, p.partition)
-    if serving is None:
-        return {**result, "error_code": ErrorCode.not_leader_or_follower}
-    stale = leader_epoch_error(getattr(p, "current_leader_epoch", NO_LEADER_EPOCH), serving)
-    if stale is not None:
-        return {**result, "error_code": stale}
+    refused = not_served(broker, name, p.partition, p)
+    if refused is not None:
+        return {**result, "error_code": refused}
     sid = topic.streams[p.partition]
     try:
         end = broker.store.stream_info(sid).end_offset
