@@ -64,9 +64,22 @@ def _registry_writes(method: str, path: str) -> bool:
     return not (method == "POST" and lookup)
 
 
+# The one POST route of the Iceberg REST catalog that changes nothing: a scan or commit report
+# (``POST /v1/namespaces/{namespace}/tables/{table}/metrics``). Matched on the whole route, segment by
+# segment as the router matches it: a table may itself be named ``metrics``, and
+# ``POST /v1/namespaces/{namespace}/tables/metrics`` is then that table's updateTable, a write.
+_CATALOG_REPORT_ROUTE = ("v1", "namespaces", None, "tables", None, "metrics")
+
+
 def _catalog_writes(method: str, path: str) -> bool:
-    # A metrics report changes nothing.
-    return not (method in _SAFE_METHODS or path.endswith("/metrics"))
+    if method in _SAFE_METHODS:
+        return False
+    parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
+    is_report = len(parts) == len(_CATALOG_REPORT_ROUTE) and all(
+        bool(part) if expected is None else part == expected
+        for part, expected in zip(parts, _CATALOG_REPORT_ROUTE, strict=True)
+    )
+    return not (method == "POST" and is_report)
 
 
 SCHEMA_REGISTRY = HttpProtocol(

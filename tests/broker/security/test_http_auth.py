@@ -55,6 +55,10 @@ def test_which_requests_write() -> None:
     assert SCHEMA_REGISTRY.is_write("POST", "/subjects/orders-value/versions")
     assert ICEBERG_REST.is_write("POST", "/v1/namespaces")
     assert not ICEBERG_REST.is_write("GET", "/v1/namespaces")
+    assert not ICEBERG_REST.is_write("POST", "/v1/namespaces/ns/tables/t/metrics")  # a scan report
+    assert ICEBERG_REST.is_write("POST", "/v1/namespaces/ns/tables/metrics")  # updateTable of `metrics`
+    assert ICEBERG_REST.is_write("POST", "/v1/namespaces/ns/tables//metrics")
+    assert ICEBERG_REST.is_write("POST", "/v1/x/namespaces/ns/tables/t/metrics")
     assert ADMIN_API.is_write("DELETE", "/v1/topics/x")
 
 
