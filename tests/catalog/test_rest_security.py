@@ -80,3 +80,84 @@ def test_read_only_user_cannot_commit_to_a_table_named_metrics(
         assert report.status_code == 204
     assert "owner" not in writer.get("/namespaces/probe/tables/metrics").json()["metadata"]["properties"]
     assert writer.post("/namespaces/probe/tables/metrics", json=update).status_code == 200
+
+
+def files_outside(data_dir: Path) -> list[Path]:
+    """Files under the test's directory but outside the node's data directory."""
+    return [p for p in data_dir.parent.rglob("*") if p.is_file() and data_dir not in p.parents]
+
+
+@pytest.mark.parametrize(
+    "name", ["../../../escape-table", "probe/../../x", "..", ".", "a\\b", "a\x00b", "t" * 300]
+)
+def test_table_names_that_are_not_one_path_component_are_refused(
+    secured: SecuredCatalog, writer: httpx.Client, name: str
+) -> None:
+    assert_bad_request(writer.post("/namespaces/probe/tables", json={"name": name, "schema": SCHEMA}))
+    assert files_outside(secured.data_dir) == []
+
+
+def test_create_transaction_and_rename_refuse_escaping_names(
+    secured: SecuredCatalog, writer: httpx.Client
+) -> None:
+    staged = {"requirements": [{"type": "assert-create"}], "updates": []}
+    assert_bad_request(writer.post("/namespaces/probe/tables/%2E%2E", json=staged))
+    assert writer.post("/namespaces/probe/tables", json={"name": "t", "schema": SCHEMA}).status_code == 200
+    rename = {
+        "source": {"namespace": ["probe"], "name": "t"},
+        "destination": {"namespace": ["probe"], "name": "../../moved"},
+    }
+    assert_bad_request(writer.post("/tables/rename", json=rename))
+    assert files_outside(secured.data_dir) == []
+
+
+def test_locations_outside_the_warehouse_are_refused(secured: SecuredCatalog, writer: httpx.Client) -> None:
+    elsewhere = (secured.data_dir.parent / "elsewhere").as_uri()
+    warehouse = (secured.data_dir / "warehouse").as_uri()
+    for body in (
+        {"location": elsewhere},
+        {"location": warehouse + "/../../elsewhere"},
+        {"location": warehouse + "-sibling/t"},
+        {"properties": {"write.metadata.path": elsewhere}},
+    ):
+        assert_bad_request(
+            writer.post("/namespaces/probe/tables", json={"name": "t", "schema": SCHEMA, **body})
+        )
+    namespace = {"namespace": ["elsewhere"], "properties": {"location": elsewhere}}
+    assert_bad_request(writer.post("/namespaces", json=namespace))
+    assert_bad_request(writer.post("/namespaces/probe/properties", json={"updates": {"location": elsewhere}}))
+    inside = writer.post(
+        "/namespaces/probe/tables", json={"name": "t", "schema": SCHEMA, "location": warehouse + "/custom/t"}
+    )
+    assert inside.status_code == 200, inside.text
+    for update in (
+        {"action": "set-location", "location": elsewhere},
+        {"action": "set-properties", "updates": {"write.metadata.path": elsewhere}},
+    ):
+        assert_bad_request(writer.post("/namespaces/probe/tables/t", json={"updates": [update]}))
+    metadata = secured.data_dir / "metadata.db"
+    register = {"name": "r", "metadata-location": metadata.as_uri()}
+    refused = assert_bad_request(writer.post("/namespaces/probe/register", json=register))
+    assert "not inside the warehouse" in refused["message"]
+    assert files_outside(secured.data_dir) == []
+
+
+def test_purge_deletes_nothing_outside_the_warehouse(secured: SecuredCatalog, writer: httpx.Client) -> None:
+    victim = secured.data_dir / "victim.txt"
+    victim.write_text("keep me")
+    assert writer.post("/namespaces/probe/tables", json={"name": "t", "schema": SCHEMA}).status_code == 200
+    snapshot = {
+        "snapshot-id": 1,
+        "sequence-number": 1,
+        "timestamp-ms": 1,
+        "manifest-list": victim.as_uri(),
+        "summary": {"operation": "append"},
+        "schema-id": 0,
+    }
+    assert_bad_request(
+        writer.post(
+            "/namespaces/probe/tables/t", json={"updates": [{"action": "add-snapshot", "snapshot": snapshot}]}
+        )
+    )
+    assert writer.delete("/namespaces/probe/tables/t", params={"purgeRequested": "true"}).status_code == 204
+    assert victim.read_text() == "keep me"

@@ -27,7 +27,13 @@ from tabletopic.catalog.rest.models import (
     RenameTableBody,
     UpdateNamespacePropertiesBody,
 )
-from tabletopic.catalog.rest.service import CatalogService, LoadedTable, Page, parse_namespace
+from tabletopic.catalog.rest.service import (
+    CatalogService,
+    LoadedTable,
+    Page,
+    parse_namespace,
+    validate_table_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +108,7 @@ def page_response(key: str, page: Page, render: Callable[[tuple[str, ...]], Any]
 
 
 def table_identifier(namespace: str, table: str) -> tuple[str, ...]:
-    if not table:
-        raise BadRequest("empty table name")
+    validate_table_name(table)
     return (*parse_namespace(namespace), table)
 
 
