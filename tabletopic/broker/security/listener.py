@@ -59,6 +59,7 @@ class ListenerSecurity:
         self.mechanisms = mechanisms
         self._oauth = TokenValidator(config) if "OAUTHBEARER" in mechanisms else None
         self.reauth_ms: int = config.get(settings.CONNECTIONS_MAX_REAUTH_MS)
+        self.max_receive_before_auth: int = config.get(settings.SASL_SERVER_MAX_RECEIVE_SIZE)
         self.failed_auth_delay_s: float = (
             config.get(settings.CONNECTION_FAILED_AUTHENTICATION_DELAY_MS) / 1000
         )
