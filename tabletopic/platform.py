@@ -38,7 +38,7 @@ from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.cluster.single import SingleNodeLease
 from tabletopic.component import Component
-from tabletopic.config import Config, ConfigError, StartupError, write_endpoints
+from tabletopic.config import Config, ConfigError, StartupError, make_private_dir, write_endpoints
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
@@ -214,7 +214,7 @@ class Platform:
     @classmethod
     def create(cls, config: Config) -> Platform:
         """Build (not start) every part of a node from its configuration."""
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(config.data_dir)
         url = config.get(settings.METADATA_URL) or database.default_url(config.data_dir)
         # A transaction idle for two leases can only be a broker's the cluster counts as dead (its
         # writes are fenced): the database ends it and frees its locks.
