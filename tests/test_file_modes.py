@@ -24,7 +24,9 @@ def umask_022() -> Iterator[None]:
     os.umask(previous)
 
 
-def test_the_data_directory_and_its_files_are_private_under_umask_022(umask_022: None, tmp_path: Path) -> None:
+def test_the_data_directory_and_its_files_are_private_under_umask_022(
+    umask_022: None, tmp_path: Path
+) -> None:
     from confluent_kafka import Producer
 
     data_dir = tmp_path / "data"
