@@ -26,7 +26,9 @@ from tabletopic.broker.security import settings
 from tabletopic.broker.security.acls import parse_super_users
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.store import SecurityStore
+from tabletopic.broker.security.tls import enabled_versions
 from tabletopic.config import Config, ConfigError
+from tabletopic.http_service import TLS_VERSIONS
 
 log = logging.getLogger(__name__)
 
@@ -322,6 +324,8 @@ def https_options(config: Config, listener: str) -> dict[str, Any]:
         )
     if config.get(s.SSL_KEY_PASSWORD):
         options["ssl_keyfile_password"] = config.get(s.SSL_KEY_PASSWORD)
+    # Not a uvicorn option: HttpService applies it to the context uvicorn builds.
+    options[TLS_VERSIONS] = enabled_versions(config)
     client_auth = config.get(s.SSL_CLIENT_AUTH)
     if client_auth != "none":
         options["ssl_ca_certs"] = config.get(s.SSL_TRUSTSTORE_LOCATION)
