@@ -161,3 +161,31 @@ def test_purge_deletes_nothing_outside_the_warehouse(secured: SecuredCatalog, wr
     )
     assert writer.delete("/namespaces/probe/tables/t", params={"purgeRequested": "true"}).status_code == 204
     assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_deeply_nested_json_is_a_bad_request_without_paths(
+    secured: SecuredCatalog, writer: httpx.Client, depth: int
+) -> None:
+    nested = '{"name": "t", "schema": ' + "[" * depth + "]" * depth + "}"
+    for path in ("/namespaces/probe/tables", "/namespaces", "/namespaces/probe/tables/t"):
+        answer = writer.post(path, content=nested, headers={"content-type": "application/json"})
+        if path.endswith("/t"):
+            assert answer.status_code in (400, 404), answer.text
+            continue
+        error = assert_bad_request(answer)
+        assert str(secured.data_dir) not in error["message"]
+
+
+def test_ten_kilobyte_names_are_bad_requests_without_paths(
+    secured: SecuredCatalog, writer: httpx.Client
+) -> None:
+    long = "n" * 10_000
+    answers = [
+        writer.post("/namespaces/probe/tables", json={"name": long, "schema": SCHEMA}),
+        writer.post("/namespaces", json={"namespace": [long]}),
+        writer.get(f"/namespaces/probe/tables/{long}"),
+        writer.get(f"/namespaces/{long}"),
+    ]
+    for answer in answers:
+        assert str(secured.data_dir) not in assert_bad_request(answer)["message"]

@@ -77,7 +77,12 @@ async def read_body(request: Request, model: type[ModelT]) -> ModelT:
         json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadRequest(f"request body is not JSON: {exc}") from exc
-    return model.model_validate_json(raw)
+    except RecursionError as exc:
+        raise BadRequest("request body nests too deeply") from exc
+    try:
+        return model.model_validate_json(raw)
+    except RecursionError as exc:
+        raise BadRequest("request body nests too deeply") from exc
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
