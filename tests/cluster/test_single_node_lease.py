@@ -77,3 +77,33 @@ def test_a_lease_taken_over_after_it_expired_fails_its_next_renewal(postgres_url
         assert stalled.acquire().single == "other"
     finally:
         engine.dispose()
+
+
+@pytest.mark.integration
+def test_a_running_single_node_whose_lease_is_taken_stops_with_one_line(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    import sqlalchemy as sa
+
+    from tabletopic.cluster.single import lease_table
+    from tests.support.broker_process import BrokerProcess
+
+    node = BrokerProcess(tmp_path / "node", overrides={"metadata.url": postgres_url})
+    node.start()
+    try:
+        engine = database.create_engine(postgres_url)
+        try:
+            with engine.begin() as conn:  # what another node does once the lease has lapsed
+                conn.execute(
+                    sa.update(lease_table).values(
+                        holder="intruder", lease_expires=sa.func.now() + sa.text("interval '60 seconds'")
+                    )
+                )
+        finally:
+            engine.dispose()
+        assert node.process is not None
+        assert node.process.wait(30) == 2
+    finally:
+        node.stop()
+    log = (tmp_path / "node" / "broker.log").read_text(errors="replace")
+    assert "another node took this single node's metadata database" in log
