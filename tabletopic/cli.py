@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,9 +64,10 @@ def serve(
     admin API. Stops cleanly on Ctrl-C / SIGTERM."""
     cfg = load_config(data_dir, config, override, endpoints=False)
     setup_logging(cfg.get("log.level"))
-    from tabletopic.config import ConfigError, StartupError
+    from tabletopic.config import NODE_UMASK, ConfigError, StartupError
     from tabletopic.platform import serve as serve_platform
 
+    os.umask(NODE_UMASK)  # the node's files are its own (see tabletopic.config.make_private_dir)
     try:
         import uvloop
 

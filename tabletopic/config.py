@@ -331,6 +331,23 @@ ENDPOINT_KEYS = (
 )
 
 
+# Everything a node keeps in its data directory (the metadata database with its SCRAM credentials,
+# the WAL, table data) is its own: the directory is 0700, and ``tabletopic serve`` runs with umask
+# 077 so files it creates there are 0600 whatever the user's umask.
+NODE_UMASK = 0o077
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) as 0700, or narrow it to 0700 if it exists open to others."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        try:
+            path.chmod(0o700)
+        except OSError as exc:  # not ours to change: say so, the node still runs
+            log.warning("data directory %s is mode %o and could not be made 0700: %s", path, mode, exc)
+
+
 def write_endpoints(config: Config) -> Path:
     """Write :data:`ENDPOINTS_FILE` (addresses only, no secrets) into the node's data directory."""
     lines = [

@@ -6,6 +6,7 @@ import asyncio
 import errno
 import logging
 import socket
+import ssl
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
@@ -15,6 +16,10 @@ import uvicorn
 from tabletopic.config import StartupError
 
 log = logging.getLogger(__name__)
+
+# In the ``tls`` options of an HttpService: (lowest, highest) TLS version (``ssl.enabled.protocols``).
+# uvicorn has no option for them, so they are set on the context it builds, before it serves.
+TLS_VERSIONS = "tls_versions"
 
 
 def parse_listener(url: str) -> tuple[str, int]:
@@ -69,6 +74,8 @@ class HttpService:
         self.name = name
         self.key = key
         self.scheme = "https" if tls else "http"
+        options = dict(tls or {})
+        self._tls_versions: tuple[ssl.TLSVersion, ssl.TLSVersion] | None = options.pop(TLS_VERSIONS, None)
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app,  # type: ignore[arg-type]
@@ -78,7 +85,7 @@ class HttpService:
                 access_log=False,
                 lifespan="on",
                 use_colors=False,
-                **dict(tls or {}),
+                **options,
             )
         )
         # Signals stay the node's: it stops its services on SIGINT/SIGTERM through the loop's own
@@ -98,6 +105,10 @@ class HttpService:
 
     async def start(self) -> None:
         config = self._server.config
+        if self._tls_versions is not None:
+            config.load()  # builds the TLS context (serve() does not load a loaded config again)
+            assert config.ssl is not None
+            config.ssl.minimum_version, config.ssl.maximum_version = self._tls_versions
         sock = bind_socket(self.name, config.host, config.port, self.key)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name=f"http-{self.name}")
         while not self._server.started:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import socket
 from collections.abc import Mapping
@@ -35,8 +36,9 @@ from tabletopic.broker.transactions.stable import CommittedOffsets
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.db import ClusterMetadata
+from tabletopic.cluster.single import SingleNodeLease
 from tabletopic.component import Component
-from tabletopic.config import Config, ConfigError, StartupError, write_endpoints
+from tabletopic.config import Config, ConfigError, StartupError, make_private_dir, write_endpoints
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
@@ -201,6 +203,11 @@ class Platform:
     metrics: CollectorRegistry
     node: Node
     started: list[Component] = field(default_factory=list)
+    # A single node on PostgreSQL: the lease that keeps a second node off its database.
+    single_lease: SingleNodeLease | None = None
+    # Set when that lease was lost (another node took the database while this one stalled).
+    lease_lost: asyncio.Event = field(default_factory=asyncio.Event)
+    _renewal: asyncio.Task[None] | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -209,13 +216,13 @@ class Platform:
     @classmethod
     def create(cls, config: Config) -> Platform:
         """Build (not start) every part of a node from its configuration."""
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(config.data_dir)
         url = config.get(settings.METADATA_URL) or database.default_url(config.data_dir)
         # A transaction idle for two leases can only be a broker's the cluster counts as dead (its
         # writes are fenced): the database ends it and frees its locks.
         idle_ms = 2 * config.get(cluster_settings.SESSION_TIMEOUT_MS)
         engine = database.create_engine(url, idle_transaction_timeout_ms=idle_ms)
-        clustered = _check_cluster_mode(config, engine)
+        clustered, single_lease = _check_cluster_mode(config, engine)
         metrics = CollectorRegistry()
         started: list[Component] = []
         storage = StorageComponent(config, engine, metrics, owned_only=clustered)
@@ -283,11 +290,22 @@ class Platform:
             sources=sources,
         )
         node = Node(storage, broker, registry, catalog, tables, admin)
-        return cls(config=config, engine=engine, metrics=metrics, node=node, started=started)
+        return cls(
+            config=config,
+            engine=engine,
+            metrics=metrics,
+            node=node,
+            started=started,
+            single_lease=single_lease,
+        )
 
     async def start(self) -> None:
         from sqlalchemy.exc import OperationalError
 
+        if self.single_lease is not None:
+            self._renewal = asyncio.create_task(
+                self._renew_single_lease(self.single_lease), name="single-lease"
+            )
         for part in self.node.in_start_order():
             log.info("starting %s", part.name)
             try:
@@ -304,7 +322,30 @@ class Platform:
                 await part.stop()
             except Exception:
                 log.exception("error while stopping %s", part.name)
+        if self._renewal is not None:
+            self._renewal.cancel()
+            self._renewal = None
+        if self.single_lease is not None and not self.lease_lost.is_set():
+            try:
+                await asyncio.to_thread(self.single_lease.release)
+            except Exception:
+                log.exception("could not give back the single-node lease")
         self.engine.dispose()
+
+    async def _renew_single_lease(self, lease: SingleNodeLease) -> None:
+        """Renew the lease every heartbeat; if it was lost, say so and end the node (``serve``)."""
+        interval = self.config.get(cluster_settings.HEARTBEAT_INTERVAL_MS) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                renewed = await asyncio.to_thread(lease.renew)
+            except Exception as exc:  # a database outage: keep trying while the lease lasts
+                log.warning("could not renew the single-node lease: %s", exc)
+                continue
+            if not renewed:
+                log.error("another node took this node's metadata database; stopping")
+                self.lease_lost.set()
+                return
 
 
 def _database_unusable(engine: Engine, who: str, exc: Exception) -> StartupError:
@@ -317,9 +358,11 @@ def _database_unusable(engine: Engine, who: str, exc: Exception) -> StartupError
     )
 
 
-def _check_cluster_mode(config: Config, engine: Engine) -> bool:
-    """Whether this node runs as a cluster broker; refuses (ConfigError naming the key to change)
-    a configuration that cannot be one, or a single node about to share a cluster's database."""
+def _check_cluster_mode(config: Config, engine: Engine) -> tuple[bool, SingleNodeLease | None]:
+    """Whether this node runs as a cluster broker, and the single-node lease it took if it runs alone
+    on PostgreSQL. Refuses (ConfigError naming the key to change) a configuration that cannot be a
+    cluster broker, a single node about to share a database another live node (a cluster's broker
+    or another single node) holds, and a cluster broker about to share a single node's."""
     enabled = bool(config.get(cluster_settings.ENABLE))
     postgres = engine.dialect.name == "postgresql"
     object_wal = config.get(s3stream_settings.WAL_MODE) == s3stream_settings.WalMode.OBJECT
@@ -333,20 +376,34 @@ def _check_cluster_mode(config: Config, engine: Engine) -> bool:
             "cluster.enable=true needs s3stream.wal.mode=object (a local WAL would hold acknowledged "
             "data no other broker can take over)"
         )
-    if not enabled and postgres:
-        from sqlalchemy.exc import OperationalError
+    if not postgres:
+        return enabled, None
+    from sqlalchemy.exc import OperationalError
 
-        try:
-            others = ClusterMetadata(engine).live_nodes_other_than(config.get(broker_settings.BROKER_ID))
-        except OperationalError as exc:
-            raise _database_unusable(engine, "the node", exc) from exc
-        if others:
-            key = "cluster.enable=true" if object_wal else "s3stream.wal.mode=object and cluster.enable=true"
-            raise ConfigError(
-                f"brokers {others} of a cluster are registered in this metadata database: set {key} "
-                "to join them, or use another metadata.url"
-            )
-    return enabled
+    holder = f"{socket.gethostname()} pid {os.getpid()} ({config.data_dir})"
+    lease = SingleNodeLease(engine, holder, config.get(cluster_settings.SESSION_TIMEOUT_MS) / 1000)
+    try:
+        # A single node takes the lease before anything opens a stream; a cluster broker only looks.
+        others = lease.others() if enabled else lease.acquire()
+    except OperationalError as exc:
+        raise _database_unusable(engine, "the node", exc) from exc
+    if enabled and others.single:
+        raise ConfigError(
+            f"the single node {others.single} (cluster.enable=false) holds this metadata database: "
+            "stop it before starting cluster brokers on it, or use another metadata.url"
+        )
+    if not enabled and others.brokers:
+        key = "cluster.enable=true" if object_wal else "s3stream.wal.mode=object and cluster.enable=true"
+        raise ConfigError(
+            f"brokers {others.brokers} of a cluster are live in this metadata database: set {key} to "
+            "join them, or use another metadata.url"
+        )
+    if not enabled and others.single:
+        raise ConfigError(
+            f"the single node {others.single} holds this metadata database: stop it, or set "
+            "cluster.enable=true on every node to run them as one cluster, or use another metadata.url"
+        )
+    return enabled, None if enabled else lease
 
 
 def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, SparkProvider | None]:
@@ -392,7 +449,18 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
         gc.freeze()
         if started is not None:
             started.set()
-        await stop.wait()
+        stopped = asyncio.create_task(stop.wait())
+        lost = asyncio.create_task(platform.lease_lost.wait())
+        await asyncio.wait({stopped, lost}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        lost.cancel()
+        if platform.lease_lost.is_set():
+            raise StartupError(
+                "another node took this single node's metadata database while it stalled; stopped so "
+                "that two nodes never write the same streams (cluster.enable=false on a shared "
+                f"{settings.METADATA_URL.name})",
+                cluster_settings.ENABLE.name,
+            )
         log.info("shutting down")
     finally:
         await platform.stop()

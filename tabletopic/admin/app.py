@@ -23,6 +23,7 @@ from tabletopic import settings
 from tabletopic.admin import settings as admin_settings
 from tabletopic.admin.console import STATIC_DIR, Console
 from tabletopic.admin.nodes import nodes
+from tabletopic.admin.origin import SAFE_METHODS, same_origin
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router
 from tabletopic.broker.component import BrokerComponent
@@ -115,6 +116,15 @@ def create_app(
         return JSONResponse(
             status_code=exc.status, content={"error_code": exc.error_code, "message": exc.message}
         )
+
+    @app.middleware("http")
+    async def refuse_cross_site(request: Request, call_next: Any) -> Any:
+        # A state-changing request sent by another site's page (see tabletopic.admin.origin).
+        if request.method not in SAFE_METHODS and not same_origin(
+            {k.lower(): v for k, v in request.headers.items()}, required=False
+        ):
+            return JSONResponse(status_code=403, content={"detail": "cross-site request refused"})
+        return await call_next(request)
 
     app.include_router(core_router(metrics_registry, broker, parts))
     app.include_router(topics_router(broker))

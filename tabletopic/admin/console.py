@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from tabletopic.admin import views
+from tabletopic.admin.origin import same_origin
 from tabletopic.admin.sampler import Sampler
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.timeseries import SeriesRing
@@ -142,6 +143,8 @@ class Console:
 
         @router.post("/tables/{topic}/{action}", response_class=HTMLResponse)
         async def table_action(request: Request, topic: str, action: str) -> Response:
+            if not same_origin({k.lower(): v for k, v in request.headers.items()}, required=True):
+                return HTMLResponse("refused: not sent by this console's own page", status_code=403)
             pipelines = src.pipelines()
             if topic not in pipelines or src.tables is None:
                 return HTMLResponse(f"{topic} is not a table topic on this node", status_code=404)

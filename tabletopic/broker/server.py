@@ -186,6 +186,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         max_frame: int,
         max_inflight: int,
         failed_auth_delay_s: float = 0.0,
+        max_frame_before_auth: int | None = None,
     ) -> None:
         self._dispatcher = dispatcher
         self._broker = dispatcher.broker
@@ -197,6 +198,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._tls_principal: str | None = None
         self._tls = False  # an SSL or SASL_SSL connection: responses are coalesced before writing
         self._max_frame = max_frame
+        # Until a SASL client has authenticated, an anonymous peer may not make the broker buffer
+        # up to socket.request.max.bytes (CVE-2022-34917): sasl.server.max.receive.size applies.
+        self._max_frame_before_auth = min(max_frame, max_frame_before_auth or max_frame)
         self._max_inflight = max_inflight
         self._buffer = bytearray(READ_BUFFER_BYTES)
         self._view = memoryview(self._buffer)
@@ -275,6 +279,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if length < 8 or length > self._max_frame:
                 self._close(
                     f"frame length {length} outside [8, {self._max_frame}] (socket.request.max.bytes)"
+                )
+                return
+            if (
+                length > self._max_frame_before_auth
+                and self._sasl is not None
+                and self._sasl.principal is None
+            ):
+                self._close(
+                    f"frame length {length} before SASL authentication is over "
+                    f"{self._max_frame_before_auth} (sasl.server.max.receive.size)"
                 )
                 return
             if available - 4 >= length:
@@ -554,7 +568,10 @@ class KafkaServer:
         def factory() -> KafkaConnection:
             sasl = security.sasl_server(protocol) if security is not None else None
             delay = security.failed_auth_delay_s if security is not None else 0.0
-            return KafkaConnection(self._dispatcher, endpoint.name, sasl, max_frame, max_inflight, delay)
+            before_auth = security.max_receive_before_auth if security is not None else None
+            return KafkaConnection(
+                self._dispatcher, endpoint.name, sasl, max_frame, max_inflight, delay, before_auth
+            )
 
         return factory
 

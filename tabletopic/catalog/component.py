@@ -49,7 +49,7 @@ def rest_app_for(catalog: Catalog, spec: CatalogSpec, max_page_size: int = 1000)
     """The REST app fronting ``catalog``; loaded tables carry the catalog's ``s3.*`` FileIO settings so
     pyiceberg clients of the REST catalog can read the data files with no configuration of their own."""
     table_config = {k: v for k, v in spec.properties.items() if k.startswith("s3.")}
-    return create_app(CatalogService(catalog, table_config, max_page_size))
+    return create_app(CatalogService(catalog, table_config, max_page_size, spec.warehouse))
 
 
 def advertised_uri(listener: str, bound_port: int) -> str:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from tabletopic.config import make_private_dir
+
 ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
 
@@ -291,12 +293,13 @@ class ServeProcess:
         raise NotImplementedError
 
     def start(self, timeout: float = 90.0) -> Self:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.data_dir)
         args = [sys.executable, "-m", "tabletopic", "serve", "--data-dir", str(self.data_dir)]
         for key, value in self.serve_settings().items():
             args += ["--override", f"{key}={value}"]
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        # The node's log is as private as the rest of its data directory.
+        log = os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
         self.process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
         )

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic import database
 from tabletopic import settings as platform_settings
-from tabletopic.config import Config
+from tabletopic.config import Config, make_private_dir
 from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.compatibility import CompatibilityLevel
 from tabletopic.schema_registry.db import MIGRATIONS, sqlite_read_engine, sqlite_write_engine
@@ -50,7 +50,7 @@ def build_registry(
 
 def open_registry(config: Config) -> tuple[Engine, SchemaRegistry]:
     """A registry with its own engine over ``metadata.url`` (standalone server, benches)."""
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(config.data_dir)
     url = config.get(platform_settings.METADATA_URL) or database.default_url(config.data_dir)
     engine = database.create_engine(url)
     return engine, build_registry(engine, config)

@@ -3,6 +3,7 @@ defaults) and broker configs."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -33,7 +34,11 @@ SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_DYNAMIC_BROKER = 2
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
-SENSITIVE_HINTS = ("password", "secret", "users", "key")
+SENSITIVE_HINTS = ("password", "secret", "users", "key", "jaas")
+# The metadata database's URL names the database and, on PostgreSQL, usually its password.
+SENSITIVE_KEYS = frozenset({"metadata.url"})
+# A URL carrying credentials (``scheme://user:password@host``, ``scheme://token@host``).
+_URL_WITH_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+@")
 # Broker keys that need a restart to change; Kafka 4 reports listeners as static and read-only.
 READ_ONLY_BROKER_KEYS = {
     "listeners",
@@ -78,7 +83,6 @@ def broker_config_entries(broker: BrokerService) -> list[dict[str, Any]]:
         key = REGISTRY.get(name)
         if key is None:
             continue
-        sensitive = any(hint in name for hint in SENSITIVE_HINTS)
         if name == "advertised.listeners" and not value:
             # Effective value: what Metadata hands out (the bound listeners by default).
             value = [f"{e.name}://{e.host}:{e.port}" for e in broker.advertised.values()]
@@ -88,6 +92,7 @@ def broker_config_entries(broker: BrokerService) -> list[dict[str, Any]]:
             source = SOURCE_STATIC_BROKER
         else:
             source = SOURCE_DEFAULT
+        sensitive = is_sensitive(name, value)
         entries.append(
             {
                 "name": name,
@@ -100,6 +105,15 @@ def broker_config_entries(broker: BrokerService) -> list[dict[str, Any]]:
             }
         )
     return entries
+
+
+def is_sensitive(name: str, value: Any) -> bool:
+    """Whether a broker config's value is withheld (answered as null with ``is_sensitive``): keys
+    named for secrets, the metadata database URL, and any value holding a URL with credentials."""
+    if name in SENSITIVE_KEYS or any(hint in name for hint in SENSITIVE_HINTS):
+        return True
+    values = value if isinstance(value, list) else [value]
+    return any(isinstance(v, str) and _URL_WITH_CREDENTIALS.search(v) for v in values)
 
 
 def _text(value: Any) -> str | None:

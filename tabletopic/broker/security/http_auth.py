@@ -26,7 +26,9 @@ from tabletopic.broker.security import settings
 from tabletopic.broker.security.acls import parse_super_users
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.store import SecurityStore
+from tabletopic.broker.security.tls import enabled_versions
 from tabletopic.config import Config, ConfigError
+from tabletopic.http_service import TLS_VERSIONS
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +66,22 @@ def _registry_writes(method: str, path: str) -> bool:
     return not (method == "POST" and lookup)
 
 
+# The one POST route of the Iceberg REST catalog that changes nothing: a scan or commit report
+# (``POST /v1/namespaces/{namespace}/tables/{table}/metrics``). Matched on the whole route, segment by
+# segment as the router matches it: a table may itself be named ``metrics``, and
+# ``POST /v1/namespaces/{namespace}/tables/metrics`` is then that table's updateTable, a write.
+_CATALOG_REPORT_ROUTE = ("v1", "namespaces", None, "tables", None, "metrics")
+
+
 def _catalog_writes(method: str, path: str) -> bool:
-    # A metrics report changes nothing.
-    return not (method in _SAFE_METHODS or path.endswith("/metrics"))
+    if method in _SAFE_METHODS:
+        return False
+    parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
+    is_report = len(parts) == len(_CATALOG_REPORT_ROUTE) and all(
+        bool(part) if expected is None else part == expected
+        for part, expected in zip(parts, _CATALOG_REPORT_ROUTE, strict=True)
+    )
+    return not (method == "POST" and is_report)
 
 
 SCHEMA_REGISTRY = HttpProtocol(
@@ -101,21 +116,43 @@ class Tokens:
         self.lifetime_s = lifetime_s
         self._clock = clock
 
-    def issue(self, user: str, role: str) -> str:
-        payload = base64.urlsafe_b64encode(json.dumps([user, role, self._clock() + self.lifetime_s]).encode())
+    def issue(self, user: str, role: str, version: str = "") -> str:
+        """A token for ``user`` in ``role``; ``version`` is the digest of the user's credentials
+        (:meth:`HttpAuthenticator.identify` refuses the token once they change)."""
+        claims = [user, role, self._clock() + self.lifetime_s, version]
+        payload = base64.urlsafe_b64encode(json.dumps(claims).encode())
         signature = base64.urlsafe_b64encode(hmac.new(self._secret, payload, hashlib.sha256).digest())
         return f"{payload.decode()}.{signature.decode()}"
 
-    def verify(self, token: str) -> tuple[str, str] | None:
+    def claims(self, token: str) -> tuple[str, str, str] | None:
+        """``(user, role, credential version)`` of a valid, unexpired token, else None."""
         payload, _, signature = token.partition(".")
         expected = base64.urlsafe_b64encode(hmac.new(self._secret, payload.encode(), hashlib.sha256).digest())
         if not hmac.compare_digest(expected, signature.encode()):
             return None
         try:
-            user, role, expiry = json.loads(base64.urlsafe_b64decode(payload))
-        except ValueError:
+            user, role, expiry, version = json.loads(base64.urlsafe_b64decode(payload))
+        except (ValueError, TypeError):
             return None
-        return (str(user), str(role)) if float(expiry) > self._clock() else None
+        return (str(user), str(role), str(version)) if float(expiry) > self._clock() else None
+
+    def verify(self, token: str) -> tuple[str, str] | None:
+        """``(user, role)`` of a valid, unexpired token, else None."""
+        claims = self.claims(token)
+        return None if claims is None else claims[:2]
+
+
+# Wrong HTTP Basic passwords: after FREE_FAILURES from one client for one user, that client's next
+# attempts for that user are refused unchecked (the same 401) for 1, 2, 4 ... up to 60 s, so a
+# password cannot be guessed at request rate (nor PBKDF2 be made to burn the node's CPU).
+FREE_FAILURES = 3
+MAX_BACKOFF_S = 60.0
+# How long a user's credential version is trusted before it is read again (a changed password or a
+# deleted user ends that user's tokens and remembered logins within this time).
+VERSION_TTL_S = 2.0
+# Without http.oauth.token.secret: one key for the whole node, so a token from the catalog's
+# endpoint is accepted by the registry and the admin API of the same node, as documented.
+_PROCESS_TOKEN_SECRET = secrets.token_bytes(32)
 
 
 class HttpAuthenticator:
@@ -127,47 +164,95 @@ class HttpAuthenticator:
             ``super.users``); every other authenticated user reads only.
         realm: ``authentication.realm``, in WWW-Authenticate.
         tokens: the bearer-token signer.
+        credential_version: a digest of a user's current credentials, None for no such user; a
+            bearer token or remembered login of an older version is refused. None: not checked.
+        clock: monotonic seconds.
     """
 
     def __init__(
-        self, check_password: Callable[[str, str], bool], writers: set[str], realm: str, tokens: Tokens
+        self,
+        check_password: Callable[[str, str], bool],
+        writers: set[str],
+        realm: str,
+        tokens: Tokens,
+        credential_version: Callable[[str], str | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._check_password = check_password
         self._writers = writers
         self.realm = realm
         self.tokens = tokens
-        self._verified: dict[tuple[str, bytes], float] = {}
+        self._credential_version = credential_version
+        self._clock = clock
+        self._verified: dict[tuple[str, bytes], tuple[float, str]] = {}
+        self._versions: dict[str, tuple[float, str | None]] = {}
+        self._failures: dict[tuple[str, str], tuple[int, float]] = {}
 
     def role_of(self, user: str) -> str:
         return WRITE if "*" in self._writers or user in self._writers else READ
 
-    def login(self, user: str, password: str) -> bool:
-        """Check a password, remembering a success for a minute (PBKDF2 per request would dominate)."""
+    def version_of(self, user: str) -> str | None:
+        """The user's credential version ("" when versions are not checked), read at most every
+        ``VERSION_TTL_S``."""
+        if self._credential_version is None:
+            return ""
+        now = self._clock()
+        cached = self._versions.get(user)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        version = self._credential_version(user)
+        if len(self._versions) > 10_000:
+            self._versions.clear()
+        self._versions[user] = (now + VERSION_TTL_S, version)
+        return version
+
+    def login(self, user: str, password: str, client: str = "") -> bool:
+        """Check a password, remembering a success for a minute (PBKDF2 per request would dominate)
+        while the user's credentials stay the same; wrong passwords back off (``FREE_FAILURES``)."""
+        now = self._clock()
+        failures, refused_until = self._failures.get((client, user), (0, 0.0))
+        if refused_until > now:
+            return False
         key = (user, hashlib.sha256(password.encode()).digest())
-        now = time.monotonic()
-        if self._verified.get(key, 0.0) > now:
+        remembered = self._verified.get(key)
+        if remembered is not None and remembered[0] > now and remembered[1] == self.version_of(user):
+            self._failures.pop((client, user), None)
             return True
         if not self._check_password(user, password):
+            failures += 1
+            backoff = (
+                0.0
+                if failures <= FREE_FAILURES
+                else min(2.0 ** (failures - FREE_FAILURES - 1), MAX_BACKOFF_S)
+            )
+            if len(self._failures) > 10_000:
+                self._failures.clear()
+            self._failures[(client, user)] = (failures, now + backoff)
+            log.info("HTTP login of %s from %s failed (%d in a row)", user, client or "?", failures)
             return False
+        self._failures.pop((client, user), None)
         if len(self._verified) > 10_000:
             self._verified.clear()
-        self._verified[key] = now + 60
+        self._verified[key] = (now + 60, self.version_of(user) or "")
         return True
 
-    def identify(self, authorization: str | None) -> tuple[str, str] | None:
+    def identify(self, authorization: str | None, client: str = "") -> tuple[str, str] | None:
         """``(user, role)`` from an Authorization header, or None."""
         if not authorization:
             return None
         scheme, _, value = authorization.partition(" ")
         if scheme.lower() == "bearer":
-            return self.tokens.verify(value.strip())
+            claims = self.tokens.claims(value.strip())
+            if claims is None or claims[2] != self.version_of(claims[0]):
+                return None  # forged, expired, or issued before a password change or deletion
+            return claims[0], claims[1]
         if scheme.lower() != "basic":
             return None
         try:
             user, sep, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
         except ValueError:
             return None
-        if not sep or not self.login(user, password):
+        if not sep or not self.login(user, password, client):
             return None
         return user, self.role_of(user)
 
@@ -187,7 +272,7 @@ class HttpAuthenticator:
                 await app(scope, receive, send)
                 return
             headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            who = authenticator.identify(headers.get("authorization"))
+            who = authenticator.identify(headers.get("authorization"), _client_host(scope))
             if who is None:
                 await _json(send, 401, protocol.error(401, "Unauthorized"), authenticator._challenge())
                 return
@@ -230,11 +315,11 @@ class HttpAuthenticator:
             except ValueError:
                 decoded = ""
             user, _, password = decoded.partition(":")
-        if not user or password is None or not self.login(user, password):
+        if not user or password is None or not self.login(user, password, _client_host(scope)):
             error = {"error": "invalid_client", "error_description": "Invalid client credentials"}
             await _json(send, 401, error, self._challenge())
             return
-        token = self.tokens.issue(user, self.role_of(user))
+        token = self.tokens.issue(user, self.role_of(user), self.version_of(user) or "")
         await _json(
             send,
             200,
@@ -245,6 +330,11 @@ class HttpAuthenticator:
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
             },
         )
+
+
+def _client_host(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else ""
 
 
 async def _json(
@@ -280,10 +370,14 @@ def http_authenticator(config: Config, engine: Engine) -> HttpAuthenticator | No
     writers = set(config.get(settings.HTTP_READWRITE_USERS))
     writers |= {p.partition(":")[2] for p in parse_super_users(config.get(settings.SUPER_USERS) or "")}
     secret_text = config.get(settings.HTTP_TOKEN_SECRET)
-    secret = secret_text.encode() if secret_text else secrets.token_bytes(32)
+    secret = secret_text.encode() if secret_text else _PROCESS_TOKEN_SECRET
     tokens = Tokens(secret, config.get(settings.HTTP_TOKEN_LIFETIME_MS) / 1000)
     return HttpAuthenticator(
-        security.check_password, writers, config.get(settings.AUTHENTICATION_REALM), tokens
+        security.check_password,
+        writers,
+        config.get(settings.AUTHENTICATION_REALM),
+        tokens,
+        credential_version=security.credential_version,
     )
 
 
@@ -309,6 +403,8 @@ def https_options(config: Config, listener: str) -> dict[str, Any]:
         )
     if config.get(s.SSL_KEY_PASSWORD):
         options["ssl_keyfile_password"] = config.get(s.SSL_KEY_PASSWORD)
+    # Not a uvicorn option: HttpService applies it to the context uvicorn builds.
+    options[TLS_VERSIONS] = enabled_versions(config)
     client_auth = config.get(s.SSL_CLIENT_AUTH)
     if client_auth != "none":
         options["ssl_ca_certs"] = config.get(s.SSL_TRUSTSTORE_LOCATION)

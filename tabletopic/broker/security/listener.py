@@ -3,6 +3,7 @@ TLS context of SSL/SASL_SSL listeners and a fresh SASL server per SASL connectio
 
 from __future__ import annotations
 
+import hashlib
 import ssl
 
 from tabletopic.broker import settings as broker_settings
@@ -59,6 +60,7 @@ class ListenerSecurity:
         self.mechanisms = mechanisms
         self._oauth = TokenValidator(config) if "OAUTHBEARER" in mechanisms else None
         self.reauth_ms: int = config.get(settings.CONNECTIONS_MAX_REAUTH_MS)
+        self.max_receive_before_auth: int = config.get(settings.SASL_SERVER_MAX_RECEIVE_SIZE)
         self.failed_auth_delay_s: float = (
             config.get(settings.CONNECTION_FAILED_AUTHENTICATION_DELAY_MS) / 1000
         )
@@ -87,6 +89,18 @@ class ListenerSecurity:
             SCRAM_SHA_256.salted_password(password, b"\0" * 32, MIN_ITERATIONS)
             return False
         return credentials[0].verifies(password)
+
+    def credential_version(self, user: str) -> str | None:
+        """A short digest of the user's current credentials (None: no such user). It changes when
+        the password changes, so bearer tokens issued before can be refused."""
+        if user in self._plain_users:
+            material = b"plain\0" + self._plain_users[user].encode()
+        else:
+            credentials = self.store.credentials_of(user)
+            if not credentials:
+                return None
+            material = b"".join(c.mechanism.encode() + c.salt + c.stored_key for c in credentials)
+        return hashlib.sha256(material).hexdigest()[:16]
 
 
 def server_context_if_needed(config: Config, protocols: set[SecurityProtocol]) -> ssl.SSLContext | None:

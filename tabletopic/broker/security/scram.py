@@ -17,6 +17,7 @@ from typing import Protocol
 
 MIN_ITERATIONS = 4096  # Kafka refuses fewer (ScramMechanism.minIterations)
 MAX_ITERATIONS = 16384  # and more (UNACCEPTABLE_CREDENTIAL)
+SALT_BYTES = 64  # librdkafka's AlterUserScramCredentials salt, and the made-up salt of an unknown user
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ class ScramCredential:
         iterations: int = MIN_ITERATIONS,
         salt: bytes | None = None,
     ) -> ScramCredential:
-        salt = salt if salt is not None else secrets.token_bytes(32)
+        salt = salt if salt is not None else secrets.token_bytes(SALT_BYTES)
         salted = mechanism.salted_password(password, salt, iterations)
         return cls.from_salted_password(mechanism, salt, iterations, salted)
 
@@ -116,10 +117,12 @@ class ScramServerExchange:
     ``final(client-final) -> server-final``; either raises :class:`ScramFailure`.
 
     An unknown user gets a made-up salt derived from a per-process secret, so the exchange fails
-    only at the proof and user names cannot be probed.
+    only at the proof and user names cannot be probed: as long as a real one (``SALT_BYTES``, what
+    librdkafka and ``tabletopic users add`` generate), the same for the same name on every attempt,
+    different per mechanism as a real user's are, with the default iteration count.
     """
 
-    _fake_salt_key = secrets.token_bytes(32)
+    _fake_salt_key = secrets.token_bytes(64)
 
     def __init__(self, mechanism: ScramMechanism, lookup: CredentialLookup) -> None:
         self._mechanism = mechanism
@@ -157,7 +160,8 @@ class ScramServerExchange:
         if self._credential is not None:
             salt, iterations = self._credential.salt, self._credential.iterations
         else:
-            salt = hmac.new(self._fake_salt_key, user.encode(), "sha256").digest()
+            probe = f"{self._mechanism.name}\x00{user}".encode()
+            salt = hmac.new(self._fake_salt_key, probe, "sha512").digest()[:SALT_BYTES]
             iterations = MIN_ITERATIONS
         self._nonce = attributes["r"] + secrets.token_urlsafe(24)
         self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"

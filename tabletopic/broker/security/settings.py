@@ -59,6 +59,16 @@ CONNECTIONS_MAX_REAUTH_MS = define(
     "security",
     in_range(0),
 )
+SASL_SERVER_MAX_RECEIVE_SIZE = define(
+    "sasl.server.max.receive.size",
+    int,
+    524288,
+    "The largest request frame a connection on a SASL listener may send before it has authenticated; "
+    "a longer length prefix closes the connection before anything is buffered (Kafka's key, against "
+    "CVE-2022-34917). After authentication `socket.request.max.bytes` applies.",
+    "security",
+    in_range(8),
+)
 CONNECTION_FAILED_AUTHENTICATION_DELAY_MS = define(
     "connection.failed.authentication.delay.ms",
     int,

@@ -95,9 +95,9 @@ def _load_truststore(context: ssl.SSLContext, config: Config) -> dict[str, str]:
     return {}
 
 
-def server_context(config: Config) -> ssl.SSLContext:
-    """The TLS context of every SSL/SASL_SSL listener. Raises ConfigError naming the key to fix."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+def enabled_versions(config: Config) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """The lowest and highest TLS version ``ssl.enabled.protocols`` allows (Kafka listeners and the
+    HTTPS services alike). Raises ConfigError naming the key."""
     versions = []
     for name in config.get(settings.SSL_ENABLED_PROTOCOLS):
         if name not in _VERSIONS:
@@ -105,7 +105,13 @@ def server_context(config: Config) -> ssl.SSLContext:
         versions.append(_VERSIONS[name])
     if not versions:
         raise ConfigError("ssl.enabled.protocols must name at least one TLS version")
-    context.minimum_version, context.maximum_version = min(versions), max(versions)
+    return min(versions), max(versions)
+
+
+def server_context(config: Config) -> ssl.SSLContext:
+    """The TLS context of every SSL/SASL_SSL listener. Raises ConfigError naming the key to fix."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version, context.maximum_version = enabled_versions(config)
     _load_keys(context, config)
     client_auth = config.get(settings.SSL_CLIENT_AUTH)
     has_truststore = bool(_load_truststore(context, config))

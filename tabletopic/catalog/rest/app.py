@@ -27,7 +27,13 @@ from tabletopic.catalog.rest.models import (
     RenameTableBody,
     UpdateNamespacePropertiesBody,
 )
-from tabletopic.catalog.rest.service import CatalogService, LoadedTable, Page, parse_namespace
+from tabletopic.catalog.rest.service import (
+    CatalogService,
+    LoadedTable,
+    Page,
+    parse_namespace,
+    validate_table_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +77,12 @@ async def read_body(request: Request, model: type[ModelT]) -> ModelT:
         json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadRequest(f"request body is not JSON: {exc}") from exc
-    return model.model_validate_json(raw)
+    except RecursionError as exc:
+        raise BadRequest("request body nests too deeply") from exc
+    try:
+        return model.model_validate_json(raw)
+    except RecursionError as exc:
+        raise BadRequest("request body nests too deeply") from exc
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -102,8 +113,7 @@ def page_response(key: str, page: Page, render: Callable[[tuple[str, ...]], Any]
 
 
 def table_identifier(namespace: str, table: str) -> tuple[str, ...]:
-    if not table:
-        raise BadRequest("empty table name")
+    validate_table_name(table)
     return (*parse_namespace(namespace), table)
 
 

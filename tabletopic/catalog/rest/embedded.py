@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
 
 
 class EmbeddedRestCatalog:
-    """Serve ``app`` on ``host:port`` (port 0 picks a free one) until :meth:`stop`.
+    """Serve ``app`` (the catalog's FastAPI app, or that app behind the HTTP authentication
+    middleware) on ``host:port`` (port 0 picks a free one) until :meth:`stop`.
 
     Use as a context manager or call :meth:`start`/:meth:`stop`; :attr:`uri` is set once listening.
     """
 
-    def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
         self._server = uvicorn.Server(
             uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")

@@ -9,6 +9,7 @@ metadata table), so the mapping below is part of the protocol. Bad input is alwa
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from typing import Any
@@ -84,10 +85,15 @@ def classify(exc: BaseException) -> tuple[int, str, str]:
     """Status, error type and message for any exception raised while serving a request."""
     if isinstance(exc, RestCatalogError):
         return exc.status, exc.error_type, exc.message
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        return 400, "BadRequestException", "a name or location is too long for the file system"
+    if isinstance(exc, RecursionError):
+        return 400, "BadRequestException", "request nests too deeply"
     for classes, status, error_type in ERROR_TABLE:
         if isinstance(exc, classes):
             return status, error_type, _message(exc)
-    return 500, "ServiceFailureException", f"{type(exc).__name__}: {exc}"
+    # The log has the details; the client is not told the node's paths or internals.
+    return 500, "ServiceFailureException", f"internal error ({type(exc).__name__}); see the catalog's log"
 
 
 def _message(exc: BaseException) -> str:
@@ -106,7 +112,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_error(_request: Request, exc: Exception) -> Response:
         status, error_type, message = classify(exc)
         if status >= 500:
-            log.error("REST catalog request failed: %s", message, exc_info=exc)
+            log.error("REST catalog request failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
         return error_response(status, error_type, message)
 
     async def on_http_error(_request: Request, exc: Exception) -> Response:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from pyiceberg.catalog import Catalog, MetastoreCatalog
+from pyiceberg.catalog import Catalog, MetastoreCatalog, delete_data_files, delete_files
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.io import load_file_io
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
@@ -21,10 +21,17 @@ from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import CommitTableResponse, StagedTable, Table
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
-from pyiceberg.table.update import AssertCreate
+from pyiceberg.table.update import (
+    AddSnapshotUpdate,
+    AssertCreate,
+    SetLocationUpdate,
+    SetPropertiesUpdate,
+    TableUpdate,
+)
 from pyiceberg.typedef import Identifier, Properties
 
 from tabletopic.catalog.adapters import normalize_location
+from tabletopic.catalog.rest.confine import ConfinedFileIO, Warehouse, validate_name
 from tabletopic.catalog.rest.errors import BadRequest
 from tabletopic.catalog.rest.models import (
     CommitTableBody,
@@ -69,8 +76,17 @@ def parse_namespace(raw: str) -> Identifier:
 def validate_namespace(levels: tuple[str, ...] | list[str]) -> None:
     if not levels or any(not level for level in levels):
         raise BadRequest(f"invalid namespace {list(levels)!r}: empty level")
+    for level in levels:
+        # A level becomes the directory ``<level>.db`` under the warehouse.
+        validate_name(level, "namespace level", max_bytes=252)
     if any("." in level for level in levels):
         raise BadRequest(f"invalid namespace {list(levels)!r}: '.' is not allowed in a level")
+
+
+def validate_table_name(name: str) -> None:
+    """Raises: BadRequest for a table name that is not one safe path component (it becomes the
+    table's directory under its namespace's)."""
+    validate_name(name, "table name")
 
 
 def paginate(items: list[Identifier], page_token: str | None, page_size: int | None, limit: int) -> Page:
@@ -103,12 +119,22 @@ class CatalogService:
         table_config: properties returned with every loaded table (e.g. the ``s3.*`` FileIO settings
             so pyiceberg clients can read the data files without their own configuration).
         max_page_size: cap on listing pages.
+        warehouse: the catalog's warehouse; every location a client names (a table's, its
+            ``write.*.path`` properties, registered metadata, snapshot manifest lists) must lie
+            under it, and a purge deletes nothing outside it.
     """
 
-    def __init__(self, catalog: Catalog, table_config: Properties | None = None, max_page_size: int = 1000):
+    def __init__(
+        self,
+        catalog: Catalog,
+        table_config: Properties | None = None,
+        max_page_size: int = 1000,
+        warehouse: str | None = None,
+    ):
         self.catalog = catalog
         self.table_config = dict(table_config or {})
         self.max_page_size = max_page_size
+        self.warehouse = Warehouse(warehouse)
 
     # ---------------------------------------------------------------------------------- namespaces
 
@@ -119,6 +145,9 @@ class CatalogService:
 
     def create_namespace(self, body: CreateNamespaceBody) -> tuple[Identifier, Properties]:
         validate_namespace(body.namespace)
+        # A namespace's location is where its tables go by default.
+        if "location" in body.properties:
+            self.warehouse.check(body.properties["location"], "location")
         namespace = tuple(body.namespace)
         self.catalog.create_namespace(namespace, body.properties)
         return namespace, self.catalog.load_namespace_properties(namespace)
@@ -135,6 +164,8 @@ class CatalogService:
     def update_namespace_properties(
         self, namespace: Identifier, body: UpdateNamespacePropertiesBody
     ) -> dict[str, list[str]]:
+        if "location" in body.updates:
+            self.warehouse.check(body.updates["location"], "location")
         summary = self.catalog.update_namespace_properties(namespace, set(body.removals), body.updates)
         return {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing}
 
@@ -153,8 +184,13 @@ class CatalogService:
         """
         if not self.catalog.namespace_exists(namespace):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(namespace)}")
+        validate_table_name(body.name)
         identifier = (*namespace, body.name)
         location = normalize_location(body.location) if body.location else None
+        allowed = self._allowed(identifier)
+        if location is not None:
+            allowed.check(location, "location")
+        allowed.check_properties(body.properties)
         spec = body.partition_spec or UNPARTITIONED_PARTITION_SPEC
         order = body.write_order or UNSORTED_SORT_ORDER
         if body.stage_create:
@@ -174,6 +210,8 @@ class CatalogService:
     def register_table(self, namespace: Identifier, body: RegisterTableBody) -> LoadedTable:
         if body.overwrite:
             raise NotImplementedError("register with overwrite is not supported")
+        validate_table_name(body.name)
+        self._allowed((*namespace, body.name)).check(body.metadata_location, "metadata-location")
         # Read the metadata first: some backends record the table before loading it and would keep a
         # row pointing at a file that does not exist.
         try:
@@ -192,13 +230,30 @@ class CatalogService:
 
     def drop_table(self, identifier: Identifier, purge: bool) -> None:
         if purge:
-            self.catalog.purge_table(identifier)
+            self._purge(identifier)
         else:
             self.catalog.drop_table(identifier)
+
+    def _purge(self, identifier: Identifier) -> None:
+        """pyiceberg's ``purge_table``, with deletes confined to the warehouse: the paths come from
+        metadata and manifests a client wrote."""
+        table = self.catalog.load_table(identifier)
+        self.catalog.drop_table(identifier)
+        allowed = self.warehouse.with_roots(table.metadata.location)
+        io = ConfinedFileIO(load_file_io(self.catalog.properties, table.metadata_location), allowed)
+        metadata = table.metadata
+        manifests = [manifest for snapshot in metadata.snapshots for manifest in snapshot.manifests(io)]
+        delete_data_files(io, manifests)
+        delete_files(io, {manifest.manifest_path for manifest in manifests}, "manifest")
+        delete_files(io, {snapshot.manifest_list for snapshot in metadata.snapshots}, "manifest list")
+        delete_files(io, {entry.metadata_file for entry in metadata.metadata_log}, "previous metadata")
+        if table.metadata_location:
+            delete_files(io, {table.metadata_location}, "metadata")
 
     def rename_table(self, source: Identifier, destination: Identifier) -> None:
         validate_namespace(source[:-1])
         validate_namespace(destination[:-1])
+        validate_table_name(destination[-1])
         self.catalog.rename_table(source, destination)
 
     def commit_table(self, identifier: Identifier, body: CommitTableBody) -> CommitTableResponse:
@@ -221,6 +276,8 @@ class CatalogService:
         except NoSuchTableError:
             if not any(isinstance(r, AssertCreate) for r in requirements):
                 raise
+            validate_table_name(identifier[-1])
+            self._check_locations(self._allowed(identifier), updates)
             if not self.catalog.namespace_exists(identifier[:-1]):
                 raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(identifier[:-1])}") from None
             # A create transaction: the backing catalog builds the metadata from nothing.
@@ -231,7 +288,34 @@ class CatalogService:
                 io=self.catalog._load_file_io(),
                 catalog=self.catalog,
             )
+        else:
+            self._check_locations(self._allowed(identifier, current.metadata.location), updates)
         return self.catalog.commit_table(current, requirements, updates)
+
+    def _allowed(self, identifier: Identifier, current_location: str | None = None) -> Warehouse:
+        """Where files of ``identifier`` may go: the warehouse, where the backing catalog puts the
+        table by default (a Hive or Glue database may have a location of its own), and the table's
+        current location."""
+        default = None
+        if isinstance(self.catalog, MetastoreCatalog):
+            try:
+                default = self.catalog._resolve_table_location(
+                    None, ".".join(identifier[:-1]), identifier[-1]
+                )
+            except (ValueError, NoSuchNamespaceError):
+                default = None
+        return self.warehouse.with_roots(default, current_location)
+
+    @staticmethod
+    def _check_locations(allowed: Warehouse, updates: tuple[TableUpdate, ...]) -> None:
+        """Raises: BadRequest when an update would place or list files outside ``allowed``."""
+        for update in updates:
+            if isinstance(update, SetLocationUpdate):
+                allowed.check(update.location, "location")
+            elif isinstance(update, SetPropertiesUpdate):
+                allowed.check_properties(update.updates)
+            elif isinstance(update, AddSnapshotUpdate):
+                allowed.check(update.snapshot.manifest_list, "manifest-list")
 
     def _loaded(self, table: Table) -> LoadedTable:
         return LoadedTable(table.metadata, table.metadata_location, dict(self.table_config))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -55,7 +56,63 @@ def test_which_requests_write() -> None:
     assert SCHEMA_REGISTRY.is_write("POST", "/subjects/orders-value/versions")
     assert ICEBERG_REST.is_write("POST", "/v1/namespaces")
     assert not ICEBERG_REST.is_write("GET", "/v1/namespaces")
+    assert not ICEBERG_REST.is_write("POST", "/v1/namespaces/ns/tables/t/metrics")  # a scan report
+    assert ICEBERG_REST.is_write("POST", "/v1/namespaces/ns/tables/metrics")  # updateTable of `metrics`
+    assert ICEBERG_REST.is_write("POST", "/v1/namespaces/ns/tables//metrics")
+    assert ICEBERG_REST.is_write("POST", "/v1/x/namespaces/ns/tables/t/metrics")
     assert ADMIN_API.is_write("DELETE", "/v1/topics/x")
+
+
+def test_wrong_basic_passwords_back_off_per_client_and_user() -> None:
+    now = [1000.0]
+    checked: list[str] = []
+
+    def check(user: str, password: str) -> bool:
+        checked.append(password)
+        return password == "right"
+
+    auth = HttpAuthenticator(check, set(), "test", Tokens(b"k" * 32, 60), clock=lambda: now[0])
+    for _ in range(4):  # three free failures, the fourth starts a 1 s back-off
+        assert not auth.login("alice", "wrong", "10.0.0.9")
+    assert len(checked) == 4
+    assert not auth.login("alice", "right", "10.0.0.9")  # refused unchecked while backing off
+    assert len(checked) == 4
+    assert auth.login("alice", "right", "10.0.0.1")  # another client is not held back
+    now[0] += 1.01
+    assert not auth.login("alice", "wrong", "10.0.0.9")  # fifth failure: 2 s
+    now[0] += 1.5
+    assert not auth.login("alice", "right", "10.0.0.9")
+    now[0] += 0.6
+    assert auth.login("alice", "right", "10.0.0.9")  # a success clears the count
+    assert not auth.login("alice", "wrong", "10.0.0.9")
+    assert auth.login("alice", "right", "10.0.0.9")
+
+
+def test_tokens_and_remembered_logins_end_when_the_password_changes_or_the_user_goes() -> None:
+    now = [1000.0]
+    passwords = {"alice": "one"}
+    versions = {"alice": "v1"}
+    auth = HttpAuthenticator(
+        lambda u, p: passwords.get(u) == p,
+        {"alice"},
+        "test",
+        Tokens(b"k" * 32, 3600),
+        credential_version=versions.get,
+        clock=lambda: now[0],
+    )
+    token = auth.tokens.issue("alice", "write", "v1")
+    basic = "Basic " + base64.b64encode(b"alice:one").decode()
+    assert auth.identify(f"Bearer {token}") == ("alice", "write")
+    assert auth.identify(basic) == ("alice", "write")
+    passwords["alice"], versions["alice"] = "two", "v2"
+    now[0] += 2.5  # past the credential version's cache
+    assert auth.identify(f"Bearer {token}") is None
+    assert auth.identify(basic) is None  # the remembered success of the old password is gone
+    fresh = auth.tokens.issue("alice", "write", "v2")
+    assert auth.identify(f"Bearer {fresh}") == ("alice", "write")
+    del versions["alice"], passwords["alice"]
+    now[0] += 2.5
+    assert auth.identify(f"Bearer {fresh}") is None
 
 
 @dataclass
@@ -149,3 +206,22 @@ def test_admin_api_roles_and_open_health(http_node: SecureHttpNode) -> None:
     )
     denied = httpx.delete(f"{http_node.admin}/v1/topics/none", verify=verify, auth=("reader", "r-pw"))
     assert denied.status_code == 403 and "read-only" in denied.json()["detail"]
+
+
+@pytest.mark.integration
+def test_a_bearer_token_ends_when_its_users_password_changes(http_node: SecureHttpNode) -> None:
+    from tests.broker.security.conftest import create_scram_users
+
+    verify = str(http_node.ca.cert)
+    create_scram_users(http_node.process.bootstrap, {"erin": "first"}, ("SCRAM-SHA-256",))
+    form = {"grant_type": "client_credentials", "client_id": "erin", "client_secret": "first"}
+    answer = httpx.post(f"{http_node.catalog}/v1/oauth/tokens", data=form, verify=verify)
+    assert answer.status_code == 200, answer.text
+    bearer = {"Authorization": f"Bearer {answer.json()['access_token']}"}
+    assert httpx.get(f"{http_node.admin}/v1/topics", headers=bearer, verify=verify).status_code == 200
+    create_scram_users(http_node.process.bootstrap, {"erin": "second"}, ("SCRAM-SHA-256",))
+    deadline = time.monotonic() + 10
+    while httpx.get(f"{http_node.admin}/v1/topics", headers=bearer, verify=verify).status_code != 401:
+        assert time.monotonic() < deadline, "the token outlived the password change"
+        time.sleep(0.2)
+    assert httpx.get(f"{http_node.catalog}/v1/namespaces", headers=bearer, verify=verify).status_code == 401
