@@ -1,6 +1,7 @@
 """A user's workload through random faults on a 3-broker cluster, judged as the user would judge it.
 
-PostgreSQL + SeaweedFS + 3 brokers (racks a, b, c) on loopback; a 12-partition topic and a 3-partition
+PostgreSQL + SeaweedFS + 3 brokers (racks a, b, c) on loopback, on the test cluster's settings
+(object WAL at 20 ms, heartbeat 0.5 s, broker session timeout 3 s); a 12-partition topic and a 3-partition
 table topic, each written by an idempotent acks=all producer at ``--rate`` records a second; a
 consumer group of two confluent-kafka members on the topic. Every ``--every`` seconds (drawn from a
 range) one fault, chosen at random: SIGKILL of a broker or of the controller (restarted 3 s later),
