@@ -217,7 +217,7 @@ class TopicRegistry:
                 raise TopicError(ErrorCode.topic_already_exists, f"topic {name} already exists")
             if validate_only:
                 return Topic(name, uuid.uuid4(), [0] * partitions, checked)
-            streams = [await self._store.create_stream() for _ in range(partitions)]
+            streams = await self._store.create_streams(partitions)
             topic = Topic(name, uuid.uuid4(), streams, checked)
             await asyncio.to_thread(self._insert, topic)
             self._by_name[name] = topic
@@ -302,7 +302,7 @@ class TopicRegistry:
                 raise TopicError(ErrorCode.invalid_partitions, f"partition count {total} is too large")
             if validate_only:
                 return topic
-            streams = [await self._store.create_stream() for _ in range(total - topic.partition_count)]
+            streams = await self._store.create_streams(total - topic.partition_count)
             first = topic.partition_count
 
             def write() -> None:

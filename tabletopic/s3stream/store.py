@@ -227,6 +227,14 @@ class S3StreamStore:
             state.streams[stream_id] = StreamState(0, 0)
         return stream_id
 
+    async def create_streams(self, count: int) -> list[int]:
+        state = self.state
+        stream_ids = await state.db(state.meta.create_streams, count)
+        if not self.owned_only:
+            for stream_id in stream_ids:
+                state.streams[stream_id] = StreamState(0, 0)
+        return stream_ids
+
     async def open_stream(self, stream_id: int, epoch: int, owner: int) -> StreamInfo:
         """Take ownership of a stream with ``epoch`` (cluster mode) and load it from the metadata
         database; a previous owner is fenced from then on. Opening again with the fence already
