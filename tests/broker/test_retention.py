@@ -113,7 +113,9 @@ async def test_partitions_led_elsewhere_or_never_written_are_skipped_without_a_w
     assert reads == []  # "empty"-0 and "many"-0 were never written: nothing read
 
 
-async def test_a_stream_this_broker_does_not_hold_is_mentioned_once_per_interval(broker_service, caplog) -> None:
+async def test_a_stream_this_broker_does_not_hold_is_mentioned_once_per_interval(
+    broker_service, caplog
+) -> None:
     await broker_service.topics.create("t", 4, {"retention.ms": "60000"})
     store = broker_service.store
     for stream_id in broker_service.topics.get("t").streams[1:]:
