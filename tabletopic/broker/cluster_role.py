@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 RECONCILE_LOG = RateLimitedLog(log, interval_s=30.0)
 
 RANGES = "ranges"  # NOTIFY kind: "ranges:<stream ids>" moved to new objects by compaction
+TOPICS = "topics"  # NOTIFY kind: "topics:<name>" changed (created, deleted, altered); "topics": any
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -81,6 +82,8 @@ class ClusterRole:
         self._task: asyncio.Task[None] | None = None
         self._topics_task: asyncio.Task[None] | None = None
         self._topics_again = False
+        # What the next reload reads: the topics named since the last one, or all (None).
+        self._topics_named: set[str] | None = set()
         self._background: set[asyncio.Task[None]] = set()
 
     # Life cycle ------------------------------------------------------------------------------
@@ -215,7 +218,12 @@ class ClusterRole:
         if kind.startswith(RANGES):
             self._ranges_moved(kind)
             return
-        if kind not in ("topics", "reconnected"):
+        if kind in (TOPICS, "reconnected"):
+            self._topics_named = None  # any topic may have changed (or a NOTIFY was missed)
+        elif kind.startswith(f"{TOPICS}:"):
+            if self._topics_named is not None:
+                self._topics_named.add(kind.partition(":")[2])
+        else:
             return
         # A change notified while a reload runs may not be in it (topics created together each
         # notify): reload once more after it.
@@ -226,14 +234,16 @@ class ClusterRole:
     async def _reload_topics(self) -> None:
         while self._topics_again:
             self._topics_again = False
+            names, self._topics_named = self._topics_named, set()
             try:
-                await self.service.topics.reload()
+                await self.service.topics.reload(names)
             except Exception:
                 log.exception("reloading topics failed")
+                self._topics_named = None  # the next change reloads everything
             self._wake.set()
 
     async def _topics_changed(self, name: str) -> None:
-        await self.node.notify("topics")
+        await self.node.notify(f"{TOPICS}:{name}")
 
     async def _reconcile_loop(self) -> None:
         """Apply leadership changes whenever woken; a failure is retried with back-off (0.2 s

@@ -49,8 +49,9 @@ T = TypeVar("T")
 # its change tests cannot see (load balancing going quiet, which lets count balancing resume) waits
 # at most this long.
 FULL_ROUND_S = 15.0
-# NOTIFY kinds after which the controller plans again: topics changed (their partitions are what it
-# places), or the listener reconnected (notifications may have been missed).
+# NOTIFY kinds after which the controller plans again: topics changed ("topics", or "topics:<name>":
+# their partitions are what it places), or the listener reconnected (notifications may have been
+# missed).
 REPLAN_KINDS = frozenset({"topics", "reconnected"})
 
 
@@ -239,7 +240,7 @@ class ClusterNode:
     # Loops -----------------------------------------------------------------------------------
 
     def _notified(self, kind: str) -> None:
-        if kind in REPLAN_KINDS:
+        if kind in REPLAN_KINDS or kind.startswith("topics:"):
             self._replan = True
         self._wake.set()
         for callback in self.on_notify:

@@ -102,6 +102,9 @@ async def test_a_new_cluster_version_a_dead_or_draining_broker_or_a_topic_change
     await node._round()
     await node._round()
     assert fake.rounds == 5
+    node._notified("topics:orders")  # one topic named
+    await node._round()
+    assert fake.rounds == 6
 
 
 async def test_a_round_that_moved_something_is_followed_by_another() -> None:
