@@ -261,9 +261,12 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=0, help="run the scale bench with N partitions")
     parser.add_argument("--topic-partitions", type=int, default=100, help="partitions per topic (scale)")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle CPU window (scale)")
+    parser.add_argument(
+        "--compaction-interval-ms", type=int, default=60_000, help="object compaction interval (scale)"
+    )
     args = parser.parse_args()
     if args.partitions:
-        run_scale(args.partitions, args.topic_partitions, args.idle_seconds)
+        run_scale(args.partitions, args.topic_partitions, args.idle_seconds, args.compaction_interval_ms)
         return
     if args.only_transactions:
         root = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-bench-"))
@@ -513,15 +516,15 @@ def idle(figures: list[tuple[str, str]], groups: dict[str, int], seconds: float,
         print(figures[-1])
 
 
-def run_scale(partitions: int, per_topic: int, idle_seconds: float) -> None:
+def run_scale(partitions: int, per_topic: int, idle_seconds: float, compaction_ms: int = 60_000) -> None:
     """See the module docstring (scale)."""
     topics = [f"scale-{i:05d}" for i in range((partitions + per_topic - 1) // per_topic)]
     counts = {t: min(per_topic, partitions - i * per_topic) for i, t in enumerate(topics)}
     figures: list[tuple[str, str]] = []
     postgres = PostgresServer()
-    # The test cluster's settings, but object compaction at its default interval (the tests' 3 s
-    # would merge the first writes' 10,000 small objects all through the idle windows).
-    with test_cluster(3, postgres, {"s3stream.compaction.interval.ms": "60000"}) as cluster:
+    # The test cluster's settings, but object compaction at its default interval by default (the
+    # tests' 3 s would merge the first writes' 10,000 small objects all through the idle windows).
+    with test_cluster(3, postgres, {"s3stream.compaction.interval.ms": str(compaction_ms)}) as cluster:
         engine = database.create_engine(cluster.metadata_url)
         meta = ClusterMetadata(engine)
         bootstrap = cluster.bootstrap
@@ -628,7 +631,7 @@ def run_scale(partitions: int, per_topic: int, idle_seconds: float) -> None:
         engine.dispose()
     print()
     print(f"scale bench, {partitions:,} partitions on 3 brokers (shared 2-core machine: indicative);")
-    print("  lease renewal 500 ms (a poll every 125 ms), session 3 s, object compaction every 60 s")
+    print(f"  lease renewal 500 ms (a poll every 125 ms), session 3 s, compaction every {compaction_ms} ms")
     width = max(len(name) for name, _ in figures)
     for name, value in figures:
         print(f"  {name:<{width}}  {value}")
