@@ -17,12 +17,24 @@ cores): what a cluster of stateless brokers costs and how fast ownership moves.
   pending (p50/max, moves per run). The same-run baseline is the floor of any load-driven balancer,
   one metrics window plus one detection interval; the ratio says how many floors it took.
 
+- scale (``--partitions N``, run alone): PostgreSQL, SeaweedFS and 3 brokers; N partitions created
+  in topics of ``--topic-partitions`` (seconds until CreateTopics answered and until the controller
+  placed them all), one write to every partition (seconds until every one is acknowledged),
+  Metadata for all topics (p50 per broker over several calls, timed to the last byte of the answer,
+  not decoded), idle CPU of every broker and of PostgreSQL over ``--idle-seconds`` (from /proc)
+  before the writes and after them,
+  then kill -9 of one broker that is not the controller: seconds until the controller placed all
+  its partitions elsewhere, and per partition it led until a produce to it is acknowledged (p50
+  and the last). Targets at 10,000 partitions: Metadata <= 100 ms, idle CPU <= 10 % of a core per
+  broker and <= 5 % for PostgreSQL, creation <= 20 s.
+
 AutoMQ's published figures for comparison: partition reassignment about 1.5 s; failover is bounded
 by its broker session timeout (9 s by default) plus the reassignment; its AutoBalancer reports
 load every 10 s and detects every 60 s.
 
 Usage: python bench/cluster_bench.py [--kills 5] [--moves 5] [--seconds 5] [--rate 2000]
        [--balancer-repeats 3] [--only-balancer] [--txn-size 1000] [--only-transactions]
+       python bench/cluster_bench.py --partitions 10000 [--topic-partitions 100] [--idle-seconds 20]
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import statistics
 import sys
 import tempfile
@@ -39,6 +52,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,7 +70,9 @@ from tests.support.cluster import placed as wait_placed  # noqa: E402
 from tests.support.cluster_load import balanced, broker_loads, steady_load  # noqa: E402
 from tests.support.kafka_clients import create_topic as create_test_topic  # noqa: E402
 from tests.support.kafka_clients import failover_producer  # noqa: E402
+from tests.support.kafka_requests import request as kafka_request  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
+from tests.support.raw_kafka_client import connect, encode_request, read_frame  # noqa: E402
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
 
 PARTITIONS = 12
@@ -241,7 +257,16 @@ def main() -> None:
     parser.add_argument("--only-balancer", action="store_true")
     parser.add_argument("--txn-size", type=int, default=1000, help="messages per transaction")
     parser.add_argument("--only-transactions", action="store_true")
+    parser.add_argument("--partitions", type=int, default=0, help="run the scale bench with N partitions")
+    parser.add_argument("--topic-partitions", type=int, default=100, help="partitions per topic (scale)")
+    parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle CPU window (scale)")
+    parser.add_argument(
+        "--compaction-interval-ms", type=int, default=60_000, help="object compaction interval (scale)"
+    )
     args = parser.parse_args()
+    if args.partitions:
+        run_scale(args.partitions, args.topic_partitions, args.idle_seconds, args.compaction_interval_ms)
+        return
     if args.only_transactions:
         root = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-bench-"))
         cluster = LocalCluster(root, nodes=1, base_port=0, settings=SETTINGS)
@@ -331,10 +356,13 @@ def main() -> None:
 
 
 @contextmanager
-def test_cluster(nodes: int = 3) -> Iterator[TestCluster]:
-    """PostgreSQL, SeaweedFS and ``nodes`` brokers, all stopped on exit."""
+def test_cluster(
+    nodes: int = 3, postgres: PostgresServer | None = None, extra: dict[str, str] | None = None
+) -> Iterator[TestCluster]:
+    """PostgreSQL (``postgres`` when given, started here), SeaweedFS and ``nodes`` brokers, all
+    stopped on exit."""
     root = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-bench-"))
-    postgres = PostgresServer().start()
+    postgres = (postgres or PostgresServer()).start()
     seaweed = SeaweedFS(root / "s3").start()
     s3 = {
         "s3.endpoint": seaweed.endpoint,
@@ -344,7 +372,7 @@ def test_cluster(nodes: int = 3) -> Iterator[TestCluster]:
         "s3.secret.key": SECRET_KEY,
         "s3.path.style": "true",
     }
-    cluster = TestCluster(root, postgres.create_database("bench"), s3)
+    cluster = TestCluster(root, postgres.create_database("bench"), s3, extra or {})
     try:
         for node in range(1, nodes + 1):
             cluster.start(node)
@@ -400,6 +428,212 @@ def run_balancer(cluster: TestCluster, repeats: int, rate: int) -> None:
     print(f"  baseline (metrics window {window:.1f} s + detect interval {detect:.1f} s) {floor:.1f} s;")
     print(f"  ratio p50/baseline {p50 / floor:.2f}, max/baseline {max(times) / floor:.2f}")
     print("  (AutoMQ defaults: 10 s reports, 60 s detection, so at least ~70 s; shared machine)")
+
+
+# Scale ---------------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each process (from /proc; gone processes are left out)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    result = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        result[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return result
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and every process descending from it (PostgreSQL: the postmaster and its backends)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+    tree, frontier = [root], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        tree.extend(children)
+        frontier = children
+    return tree
+
+
+def idle_cpu(groups: dict[str, int], seconds: float) -> dict[str, float]:
+    """Share of one core each process tree used over ``seconds`` (a backend that started meanwhile
+    counts from zero)."""
+    before = {name: cpu_seconds(process_tree(root)) for name, root in groups.items()}
+    started = time.monotonic()
+    time.sleep(seconds)
+    after = {name: cpu_seconds(process_tree(root)) for name, root in groups.items()}
+    took = time.monotonic() - started
+    return {
+        name: sum(t - before[name].get(pid, 0.0) for pid, t in after[name].items()) / took for name in groups
+    }
+
+
+def metadata_seconds(bootstrap: str) -> float:
+    """One Metadata (v12) for all topics, timed from the request to the answer's last byte."""
+    sock = connect(bootstrap, timeout=60)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        frame = encode_request(
+            kafka_request(
+                3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            ),
+            1,
+        )
+        started = time.perf_counter()
+        sock.sendall(frame)
+        read_frame(sock)
+        return time.perf_counter() - started
+    finally:
+        sock.close()
+
+
+def opened_count(engine: Any) -> int:
+    """Streams a leader holds (opened with an epoch): the partitions served."""
+    with engine.connect() as conn:
+        query = "SELECT count(*) FROM s3stream_streams WHERE owner IS NOT NULL AND state = 'open'"
+        return int(conn.exec_driver_sql(query).scalar_one())
+
+
+def placed_count(meta: ClusterMetadata, prefix: str) -> int:
+    return sum(
+        1 for (topic, _), row in meta.snapshot().partitions.items() if topic.startswith(prefix) and row.leader
+    )
+
+
+def idle(figures: list[tuple[str, str]], groups: dict[str, int], seconds: float, when: str) -> None:
+    for name, share in idle_cpu(groups, seconds).items():
+        target = "5" if name == "PostgreSQL" else "10"
+        figures.append((f"idle CPU {name}, {when}", f"{share * 100:.1f} % of a core (target <= {target} %)"))
+        print(figures[-1])
+
+
+def run_scale(partitions: int, per_topic: int, idle_seconds: float, compaction_ms: int = 60_000) -> None:
+    """See the module docstring (scale)."""
+    topics = [f"scale-{i:05d}" for i in range((partitions + per_topic - 1) // per_topic)]
+    counts = {t: min(per_topic, partitions - i * per_topic) for i, t in enumerate(topics)}
+    figures: list[tuple[str, str]] = []
+    postgres = PostgresServer()
+    # The test cluster's settings, but object compaction at its default interval by default (the
+    # tests' 3 s would merge the first writes' 10,000 small objects all through the idle windows).
+    with test_cluster(3, postgres, {"s3stream.compaction.interval.ms": str(compaction_ms)}) as cluster:
+        engine = database.create_engine(cluster.metadata_url)
+        meta = ClusterMetadata(engine)
+        bootstrap = cluster.bootstrap
+        print(f"3 brokers up; creating {partitions:,} partitions in {len(topics)} topics")
+        admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 120_000})
+        started = time.monotonic()
+        for i in range(0, len(topics), 20):
+            batch = [NewTopic(t, num_partitions=counts[t], replication_factor=1) for t in topics[i : i + 20]]
+            for future in admin.create_topics(batch, request_timeout=300).values():
+                future.result(300)
+        created = time.monotonic() - started
+        wait_until(lambda: placed_count(meta, "scale-") >= partitions, timeout=600, interval=0.2)
+        placed = time.monotonic() - started
+        figures.append(("create: CreateTopics answered", f"{created:.1f} s ({partitions / created:,.0f}/s)"))
+        figures.append(("create: all placed by the controller", f"{placed:.1f} s (target <= 20 s)"))
+        print(f"created in {created:.1f} s, placed in {placed:.1f} s")
+
+        postmaster = int((postgres.directory / "data" / "postmaster.pid").read_text().split()[0])
+        groups = {f"broker {n}": b.process.pid for n, b in sorted(cluster.running().items()) if b.process}
+        groups["PostgreSQL"] = postmaster
+        # Served: every partition's leader opened its stream (an owner recorded on each stream).
+        wait_until(lambda: opened_count(engine) >= partitions, timeout=900, interval=0.5)
+        served = time.monotonic() - started
+        figures.append(("create: all served (streams opened by leaders)", f"{served:.1f} s"))
+        print(figures[-1])
+        time.sleep(3)
+        idle(figures, groups, idle_seconds, "never written")
+
+        acked: dict[tuple[str, int], float] = {}
+        errors: list[str] = []
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                acked[(msg.topic(), msg.partition())] = time.monotonic()
+            else:
+                errors.append(str(err))
+
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 300_000,
+                "retry.backoff.ms": 50,
+                "retry.backoff.max.ms": 500,
+                "queue.buffering.max.messages": max(100_000, 2 * partitions),
+            }
+        )
+        started = time.monotonic()
+        for topic, count in counts.items():
+            for p in range(count):
+                producer.produce(topic, value=b"w" * 100, partition=p, on_delivery=delivered)
+            producer.poll(0)
+        producer.flush(600)
+        wrote = time.monotonic() - started
+        rate = len(acked) / wrote
+        summary = (
+            f"{wrote:.1f} s ({rate:,.0f} partitions/s, {len(acked):,} acknowledged, {len(errors)} errors)"
+        )
+        figures.append(("first write to every partition", summary))
+        print(figures[-1])
+
+        time.sleep(5)  # let the writes' uploads and the brokers settle
+        idle(figures, groups, idle_seconds, "written once")
+        for node in sorted(cluster.running()):
+            times = [metadata_seconds(cluster.brokers[node].bootstrap) for _ in range(7)]
+            low, high = min(times) * 1000, max(times) * 1000
+            summary = f"{p50(times) * 1000:.0f} ms (min {low:.0f}, max {high:.0f}; target <= 100 ms)"
+            figures.append((f"Metadata all topics via broker {node} (p50 of 7)", summary))
+            print(figures[-1])
+
+        snapshot = meta.snapshot()
+        victim = next(n for n in sorted(cluster.running()) if n != snapshot.controller_id)
+        led = [
+            k for k, row in snapshot.partitions.items() if row.leader == victim and k[0].startswith("scale-")
+        ]
+        acked.clear()
+        errors.clear()
+        process = cluster.brokers[victim].process
+        assert process is not None
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+        cluster.brokers[victim].process = None
+        killed = time.monotonic()
+        for topic, p in led:
+            producer.produce(topic, value=b"f" * 100, partition=p, on_delivery=delivered)
+        producer.poll(0)
+
+        def moved() -> bool:
+            rows = meta.snapshot().partitions
+            return not any(rows[k].leader == victim for k in led if k in rows)
+
+        wait_until(moved, timeout=300, interval=0.1)
+        replaced = time.monotonic() - killed
+        producer.flush(300)
+        waits = sorted(acked[k] - killed for k in led if k in acked)
+        figures.append(
+            (f"kill -9 of broker {victim}: its {len(led):,} partitions re-placed", f"{replaced:.1f} s")
+        )
+        figures.append(("  produce to each acknowledged again", f"p50 {p50(waits):.1f} s, last "
+                        f"{max(waits, default=float('nan')):.1f} s ({len(waits):,} of {len(led):,}, "
+                        f"{len(errors)} errors)"))  # fmt: skip
+        print(figures[-2], figures[-1])
+        engine.dispose()
+    print()
+    print(f"scale bench, {partitions:,} partitions on 3 brokers (shared 2-core machine: indicative);")
+    print(f"  lease renewal 500 ms (a poll every 125 ms), session 3 s, compaction every {compaction_ms} ms")
+    width = max(len(name) for name, _ in figures)
+    for name, value in figures:
+        print(f"  {name:<{width}}  {value}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 RECONCILE_LOG = RateLimitedLog(log, interval_s=30.0)
 
 RANGES = "ranges"  # NOTIFY kind: "ranges:<stream ids>" moved to new objects by compaction
+TOPICS = "topics"  # NOTIFY kind: "topics:<name>" changed (created, deleted, altered); "topics": any
 
 
 def _first(items: list[str], shown: int = 5) -> str:
@@ -86,6 +87,8 @@ class ClusterRole:
         self._task: asyncio.Task[None] | None = None
         self._topics_task: asyncio.Task[None] | None = None
         self._topics_again = False
+        # What the next reload reads: the topics named since the last one, or all (None).
+        self._topics_named: set[str] | None = set()
         self._background: set[asyncio.Task[None]] = set()
 
     # Life cycle ------------------------------------------------------------------------------
@@ -190,8 +193,10 @@ class ClusterRole:
         )
 
     def _load(self) -> dict[str, list[int]]:
-        """Bytes in/out per second of every partition this broker leads, over the balancer's
-        metrics window (reported with each lease renewal)."""
+        """Bytes in/out per second of every partition this broker leads that had any, over the
+        balancer's metrics window (reported with each lease renewal). Idle partitions are left
+        out (the balancer reads a missing one as idle): with 10,000 of them the report would
+        otherwise be a 100 kB JSON document written with every renewal."""
         keys = set(self.bytes_in) | set(self.bytes_out)
         totals = {k: (self.bytes_in.get(k, 0), self.bytes_out.get(k, 0)) for k in keys}
         rates = self._meter.rates(totals, time.monotonic())
@@ -199,7 +204,8 @@ class ClusterRole:
         for key in self.opened:
             if key[0] not in SLOT_TOPICS:
                 bytes_in, bytes_out = rates.get(key, (0.0, 0.0))
-                report[f"{key[0]}/{key[1]}"] = [round(bytes_in), round(bytes_out)]
+                if round(bytes_in) or round(bytes_out):
+                    report[f"{key[0]}/{key[1]}"] = [round(bytes_in), round(bytes_out)]
         return report
 
     def _objects_swapped(self, stream_ids: set[int]) -> None:
@@ -225,7 +231,12 @@ class ClusterRole:
         if kind.startswith(RANGES):
             self._ranges_moved(kind)
             return
-        if kind not in ("topics", "reconnected"):
+        if kind in (TOPICS, "reconnected"):
+            self._topics_named = None  # any topic may have changed (or a NOTIFY was missed)
+        elif kind.startswith(f"{TOPICS}:"):
+            if self._topics_named is not None:
+                self._topics_named.add(kind.partition(":")[2])
+        else:
             return
         # A change notified while a reload runs may not be in it (topics created together each
         # notify): reload once more after it.
@@ -236,14 +247,16 @@ class ClusterRole:
     async def _reload_topics(self) -> None:
         while self._topics_again:
             self._topics_again = False
+            names, self._topics_named = self._topics_named, set()
             try:
-                await self.service.topics.reload()
+                await self.service.topics.reload(names)
             except Exception:
                 log.exception("reloading topics failed")
+                self._topics_named = None  # the next change reloads everything
             self._wake.set()
 
     async def _topics_changed(self, name: str) -> None:
-        await self.node.notify("topics")
+        await self.node.notify(f"{TOPICS}:{name}")
 
     async def _reconcile_loop(self) -> None:
         """Apply leadership changes whenever woken; a failure is retried with back-off (0.2 s

@@ -30,6 +30,15 @@ class RateLimitedLog:
     def warning(self, key: str, message: str, *args: object) -> bool:
         """Log ``message % args`` at WARNING unless ``key`` logged within the interval (then count
         it). Returns whether it was logged."""
+        return self.log(logging.WARNING, key, message, *args)
+
+    def info(self, key: str, message: str, *args: object) -> bool:
+        """:meth:`warning` at INFO: for what is expected but worth a line now and then."""
+        return self.log(logging.INFO, key, message, *args)
+
+    def log(self, level: int, key: str, message: str, *args: object) -> bool:
+        """Log ``message % args`` at ``level`` unless ``key`` logged within the interval (then
+        count it). Returns whether it was logged."""
         now = self._clock()
         last = self._last.get(key)
         if last is not None and now - last < self._interval:
@@ -40,5 +49,5 @@ class RateLimitedLog:
         if held:
             message += " (%d more like it in the last %.0f s not logged)"
             args = (*args, held, now - (last or now))
-        self._logger.warning(message, *args)
+        self._logger.log(level, message, *args)
         return True

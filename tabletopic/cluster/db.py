@@ -10,7 +10,13 @@ Tables:
   which grows at every change of holder. Every controller decision is written in a transaction that
   first locks this row and checks holder and epoch.
 - ``cluster_partitions``: who leads each partition, with the leader epoch (KIP-320) the leader
-  opens the partition's streams with, and a reassignment target.
+  opens the partition's streams with, and a reassignment target; ``version`` is the cluster
+  version of the transaction that last changed the row.
+- ``cluster_version``: one row, the *cluster version*, bumped by every transaction that changes
+  ``cluster_partitions`` (and ``purges``, bumped when rows are deleted). A transaction bumps it
+  first, so it holds the row's lock until it commits and versions commit in order: a reader that
+  sees version V sees every change up to V, and the rows changed since its last read are those
+  with a larger ``version``. An idle poll so reads one row instead of every partition.
 
 Every change sends ``NOTIFY tabletopic_cluster`` (delivered when the transaction commits) with
 the kind of change as payload, so waiters wake at once instead of polling.
@@ -21,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -66,9 +72,31 @@ partitions_table = sa.Table(
     sa.Column("target_node", sa.Integer, nullable=True),
     sa.Column("pinned", sa.Boolean, nullable=False),
     sa.Column("updated_at", _ts, nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False, server_default="0", index=True),
+)
+version_table = sa.Table(
+    "cluster_version",
+    _md,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("purges", sa.BigInteger, nullable=False),
 )
 
-MIGRATIONS = [database.create_tables(nodes_table, controller_table, partitions_table)]
+
+def _add_versions(conn: Connection) -> None:
+    """Migration 2: the cluster version (incremental snapshots). Databases created by migration 1
+    before the ``version`` column existed get it here; fresh ones already have it (migration 1
+    creates the tables as defined now)."""
+    columns = {c["name"] for c in sa.inspect(conn).get_columns("cluster_partitions")}
+    if "version" not in columns:
+        conn.execute(sa.text("ALTER TABLE cluster_partitions ADD COLUMN version BIGINT NOT NULL DEFAULT 0"))
+        conn.execute(sa.text("CREATE INDEX ix_cluster_partitions_version ON cluster_partitions (version)"))
+    version_table.create(conn, checkfirst=True)
+    if conn.execute(sa.select(version_table.c.id)).first() is None:
+        conn.execute(sa.insert(version_table).values(id=1, version=0, purges=0))
+
+
+MIGRATIONS = [database.create_tables(nodes_table, controller_table, partitions_table), _add_versions]
 
 
 class ClusterError(Exception):
@@ -91,22 +119,81 @@ class NodeInfo:
     endpoints: dict[str, tuple[str, int]]
     state: str
     alive: bool
-    load: dict[str, list[int]] = field(default_factory=dict)
+    # Not compared: a new report with every renewal is not a change brokers act on (only the
+    # controller's balancer reads it, from the current snapshot).
+    load: dict[str, list[int]] = field(default_factory=dict, compare=False)
+
+
+class Version(NamedTuple):
+    """Where a snapshot's partitions stand: the cluster version, and how many purges (deletions
+    of rows) it includes; a reader that missed a purge reads every row again."""
+
+    version: int
+    purges: int
+
+
+NO_VERSION = Version(0, 0)
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    """What the database said at one moment: nodes, controller, leaders."""
+    """What the database said at one moment: nodes, controller, leaders (at ``version``).
+
+    ``live`` and ``eligible`` are computed once per snapshot, not once per partition a Metadata
+    answer describes (10,000 of them at a time)."""
 
     nodes: dict[int, NodeInfo]
     controller_id: int | None
     controller_epoch: int
     partitions: dict[PartitionKey, Assignment]
+    version: Version = field(default_factory=lambda: NO_VERSION)
+    # {node_id: node_epoch} of brokers with a valid lease.
+    live: dict[int, int] = field(init=False, repr=False, compare=False)
+    # Sorted ids of the brokers that may lead (alive and not draining), as predicted_leader wants.
+    eligible: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def live(self) -> dict[int, int]:
-        """``{node_id: node_epoch}`` of brokers with a valid lease."""
-        return {n.node_id: n.node_epoch for n in self.nodes.values() if n.alive}
+    def __post_init__(self) -> None:
+        nodes = self.nodes.values()
+        object.__setattr__(self, "live", {n.node_id: n.node_epoch for n in nodes if n.alive})
+        eligible = tuple(sorted(n.node_id for n in nodes if n.alive and n.state == "alive"))
+        object.__setattr__(self, "eligible", eligible)
+
+    def same_as(self, other: ClusterSnapshot) -> bool:
+        """Whether nothing a broker acts on differs, without comparing every partition: equal
+        versions mean equal partitions."""
+        return (
+            self.version == other.version
+            and self.controller_id == other.controller_id
+            and self.controller_epoch == other.controller_epoch
+            and self.nodes == other.nodes
+        )
+
+
+def _bump(conn: Connection, purge: bool = False) -> Version:
+    """Take the next cluster version for this transaction's changes to ``cluster_partitions`` (and
+    count a purge when it deletes rows). Call it before writing partition rows: the row lock it
+    takes is held until commit, so versions commit in the order they were taken."""
+    v = version_table
+    values: dict[str, Any] = {"version": v.c.version + 1}
+    if purge:
+        values["purges"] = v.c.purges + 1
+    row = conn.execute(
+        sa.update(v).where(v.c.id == 1).values(**values).returning(v.c.version, v.c.purges)
+    ).one()
+    return Version(int(row[0]), int(row[1]))
+
+
+def _assignments(rows: Iterable[Any]) -> dict[PartitionKey, Assignment]:
+    return {
+        (str(r.topic), int(r.partition)): Assignment(
+            None if r.leader_node is None else int(r.leader_node),
+            int(r.leader_node_epoch),
+            int(r.leader_epoch),
+            None if r.target_node is None else int(r.target_node),
+            bool(r.pinned),
+        )
+        for r in rows
+    }
 
 
 def _notify(conn: Connection, kind: str) -> None:
@@ -261,39 +348,63 @@ class ClusterMetadata:
 
     # Reads ---------------------------------------------------------------------------------------
 
-    def snapshot(self) -> ClusterSnapshot:
-        n, c, p = nodes_table, controller_table, partitions_table
+    def snapshot(self, since: ClusterSnapshot | None = None) -> ClusterSnapshot:
+        """What the database says now.
+
+        Args:
+            since: a snapshot this method returned before. Then only what changed after it is
+                read: the nodes and the controller (a few rows, read every time because a lease
+                expires without any write) and the partitions whose ``version`` is past
+                ``since.version`` (none when the cluster version did not move: an idle poll reads
+                one row of ``cluster_version``, whatever the partition count). A purge since then
+                (deleted partitions leave no row to find) reads every partition again, as does
+                no ``since``.
+
+        One REPEATABLE READ transaction, so the version and the rows read agree.
+        """
+        n, c, v = nodes_table, controller_table, version_table
         with self.engine.connect() as conn:
-            nodes = {}
-            alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
-            for row in conn.execute(sa.select(n, alive_expr.label("alive"))):
-                endpoints = {k: (str(v[0]), int(v[1])) for k, v in json.loads(row.endpoints).items()}
-                nodes[int(row.node_id)] = NodeInfo(
-                    int(row.node_id),
-                    int(row.node_epoch),
-                    row.rack,
-                    endpoints,
-                    row.state,
-                    bool(row.alive),
-                    json.loads(row.load or "{}"),
-                )
-            ctrl = conn.execute(
-                sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now()).where(
-                    c.c.id == 1
-                )
-            ).first()
-            partitions = {
-                (str(r.topic), int(r.partition)): Assignment(
-                    None if r.leader_node is None else int(r.leader_node),
-                    int(r.leader_node_epoch),
-                    int(r.leader_epoch),
-                    None if r.target_node is None else int(r.target_node),
-                    bool(r.pinned),
-                )
-                for r in conn.execute(sa.select(p))
-            }
+            if conn.dialect.name == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                nodes = {}
+                alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
+                for row in conn.execute(sa.select(n, alive_expr.label("alive"))):
+                    endpoints = {k: (str(e[0]), int(e[1])) for k, e in json.loads(row.endpoints).items()}
+                    nodes[int(row.node_id)] = NodeInfo(
+                        int(row.node_id),
+                        int(row.node_epoch),
+                        row.rack,
+                        endpoints,
+                        row.state,
+                        bool(row.alive),
+                        json.loads(row.load or "{}"),
+                    )
+                ctrl = conn.execute(
+                    sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now()).where(
+                        c.c.id == 1
+                    )
+                ).first()
+                stamp = conn.execute(sa.select(v.c.version, v.c.purges).where(v.c.id == 1)).first()
+                version = NO_VERSION if stamp is None else Version(int(stamp[0]), int(stamp[1]))
+                partitions = self._partitions_since(conn, since, version)
         controller = int(ctrl[0]) if ctrl is not None and ctrl[0] is not None and ctrl[2] else None
-        return ClusterSnapshot(nodes, controller, int(ctrl[1]) if ctrl is not None else 0, partitions)
+        epoch = int(ctrl[1]) if ctrl is not None else 0
+        return ClusterSnapshot(nodes, controller, epoch, partitions, version)
+
+    @staticmethod
+    def _partitions_since(
+        conn: Connection, since: ClusterSnapshot | None, version: Version
+    ) -> dict[PartitionKey, Assignment]:
+        """The partitions at ``version``, read from ``since`` plus the rows changed after it when
+        that is possible (same purges, not newer than now), else read whole."""
+        p = partitions_table
+        if since is not None and since.version == version:
+            return since.partitions  # the same object: nothing to compare, nothing to copy
+        if since is not None and since.version.purges == version.purges and since.version < version:
+            changed = _assignments(conn.execute(sa.select(p).where(p.c.version > since.version.version)))
+            return {**since.partitions, **changed}
+        return _assignments(conn.execute(sa.select(p)))
 
     # Controller decisions ------------------------------------------------------------------------
 
@@ -304,40 +415,58 @@ class ClusterMetadata:
         wanted: Sequence[PartitionKey],
         max_moves: int,
         apart: Collection[str] = (),
-    ) -> dict[PartitionKey, int]:
+    ) -> tuple[dict[PartitionKey, int], Version]:
         """One controller round in one transaction conditional on ``controller_epoch``: forget
         deleted partitions, place new ones, move those of dead or draining brokers, balance (the
-        partitions of ``apart`` topics among themselves). Returns the moves made. Raises
-        NotController."""
-        p = partitions_table
+        partitions of ``apart`` topics among themselves). Returns the moves made and the cluster
+        version the round leaves (a later version means someone else changed partitions since).
+
+        The round locks the ``cluster_version`` row before reading the partitions, which orders it
+        with every other writer of ``cluster_partitions`` (they bump the version first): what
+        they wrote is read here, or waits until this round committed. So no partition row is
+        locked for reading (10,000 row locks a round would each be a write), and the changes are
+        written in one statement per kind. Raises NotController."""
+        p, v = partitions_table, version_table
         with self.engine.begin() as conn:
             self._check_controller(conn, node_id, controller_epoch)
-            snap = self._read_for_plan(conn)
-            nodes, current = snap
+            stamp = conn.execute(
+                sa.select(v.c.version, v.c.purges).where(v.c.id == 1).with_for_update()
+            ).one()
+            nodes, current = self._read_for_plan(conn)
             live = {nid: epoch for nid, (epoch, state, alive) in nodes.items() if alive}
             draining = [nid for nid, (_, state, alive) in nodes.items() if alive and state == "draining"]
             wanted_set = set(wanted)
             gone = [k for k in current if k not in wanted_set]
-            for topic, partition in gone:
-                conn.execute(sa.delete(p).where(p.c.topic == topic, p.c.partition == partition))
             moves = plan(wanted, current, live, draining, max_moves, apart)
-            for key, leader in moves.items():
-                self._set_leader(conn, key, leader, live[leader], current.get(key))
             # Targets reached (or impossible because the target is gone) are cleared.
-            for key, row in current.items():
-                if (
-                    row.target is not None
-                    and key not in moves
-                    and (row.leader == row.target or row.target not in live)
-                ):
-                    conn.execute(
-                        sa.update(p)
-                        .where(p.c.topic == key[0], p.c.partition == key[1])
-                        .values(target_node=None)
-                    )
-            if moves or gone:
-                _notify(conn, "leaders")
-            return moves
+            reached = [
+                key
+                for key, row in current.items()
+                if row.target is not None
+                and key not in moves
+                and key in wanted_set
+                and (row.leader == row.target or row.target not in live)
+            ]
+            if not (gone or moves or reached):
+                return moves, Version(int(stamp[0]), int(stamp[1]))
+            version = _bump(conn, purge=bool(gone))
+            if gone:
+                conn.execute(
+                    sa.delete(p).where(
+                        p.c.topic == sa.bindparam("k_topic"), p.c.partition == sa.bindparam("k_p")
+                    ),
+                    [{"k_topic": t, "k_p": i} for t, i in gone],
+                )
+            self._set_leaders(conn, moves, live, current, version.version)
+            if reached:
+                conn.execute(
+                    sa.update(p)
+                    .where(p.c.topic == sa.bindparam("k_topic"), p.c.partition == sa.bindparam("k_p"))
+                    .values(target_node=None, version=version.version),
+                    [{"k_topic": t, "k_p": i} for t, i in reached],
+                )
+            _notify(conn, "leaders")
+            return moves, version
 
     @staticmethod
     def _read_for_plan(
@@ -349,49 +478,63 @@ class ClusterMetadata:
             int(r[0]): (int(r[1]), str(r[2]), bool(r[3]))
             for r in conn.execute(sa.select(n.c.node_id, n.c.node_epoch, n.c.state, alive_expr))
         }
-        current = {
-            (str(r.topic), int(r.partition)): Assignment(
-                None if r.leader_node is None else int(r.leader_node),
-                int(r.leader_node_epoch),
-                int(r.leader_epoch),
-                None if r.target_node is None else int(r.target_node),
-                bool(r.pinned),
-            )
-            for r in conn.execute(sa.select(p).with_for_update())
-        }
-        return nodes, current
+        return nodes, _assignments(conn.execute(sa.select(p)))
 
     @staticmethod
-    def _set_leader(
-        conn: Connection, key: PartitionKey, leader: int, node_epoch: int, row: Assignment | None
+    def _set_leaders(
+        conn: Connection,
+        moves: dict[PartitionKey, int],
+        live: dict[int, int],
+        current: dict[PartitionKey, Assignment],
+        version: int,
     ) -> None:
+        """Write the round's new leaders: one INSERT for the partitions placed the first time, one
+        UPDATE (executed for many rows) for the others, whose leader epoch grows by one."""
         p = partitions_table
-        topic, partition = key
-        if row is None:
-            conn.execute(
-                sa.insert(p).values(
-                    topic=topic,
-                    partition=partition,
-                    leader_node=leader,
-                    leader_node_epoch=node_epoch,
-                    leader_epoch=1,
-                    target_node=None,
-                    pinned=False,
-                    updated_at=sa.func.now(),
+        placed = [
+            {
+                "topic": topic,
+                "partition": partition,
+                "leader_node": leader,
+                "leader_node_epoch": live[leader],
+                "leader_epoch": 1,
+                "target_node": None,
+                "pinned": False,
+                "version": version,
+            }
+            for (topic, partition), leader in moves.items()
+            if (topic, partition) not in current
+        ]
+        if placed:
+            conn.execute(sa.insert(p).values(updated_at=sa.func.now()), placed)
+        moved = []
+        for key, leader in moves.items():
+            row = current.get(key)
+            if row is not None:
+                target = None if row.target == leader else row.target
+                moved.append(
+                    {
+                        "k_topic": key[0],
+                        "k_p": key[1],
+                        "k_leader": leader,
+                        "k_node_epoch": live[leader],
+                        "k_target": target,
+                    }
                 )
+        if moved:
+            conn.execute(
+                sa.update(p)
+                .where(p.c.topic == sa.bindparam("k_topic"), p.c.partition == sa.bindparam("k_p"))
+                .values(
+                    leader_node=sa.bindparam("k_leader"),
+                    leader_node_epoch=sa.bindparam("k_node_epoch"),
+                    leader_epoch=p.c.leader_epoch + 1,
+                    target_node=sa.bindparam("k_target"),
+                    updated_at=sa.func.now(),
+                    version=version,
+                ),
+                moved,
             )
-            return
-        conn.execute(
-            sa.update(p)
-            .where(p.c.topic == topic, p.c.partition == partition)
-            .values(
-                leader_node=leader,
-                leader_node_epoch=node_epoch,
-                leader_epoch=p.c.leader_epoch + 1,
-                target_node=None if row.target == leader else row.target,
-                updated_at=sa.func.now(),
-            )
-        )
 
     def request_moves(
         self, moves: Iterable[tuple[str, int, int | None]], pin: bool = True
@@ -403,8 +546,9 @@ class ClusterMetadata:
         p = partitions_table
         unknown = []
         with self.engine.begin() as conn:
+            version = _bump(conn).version  # first: orders this with a controller round
             for topic, partition, node in moves:
-                values: dict[str, Any] = {"target_node": node}
+                values: dict[str, Any] = {"target_node": node, "version": version}
                 if node is not None and pin:
                     values["pinned"] = True
                 result = conn.execute(

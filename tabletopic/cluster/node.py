@@ -5,6 +5,13 @@ broker reads (leaders, live brokers) and is told about when it changes.
 Waiting: a LISTEN thread wakes the loop on every NOTIFY (a node joined or left, leaders or topics
 changed), so a decision reaches every broker within a round trip; the loop also polls every
 ``heartbeat / 4`` so that an expired lease, which sends no NOTIFY, is noticed quickly.
+
+Cost of an idle round, whatever the partition count: a poll reads the nodes, the controller row
+and the cluster version, and no partition row unless the version moved (then only the rows changed
+since). The controller plans a full round (every partition and every topic's partitions read) only
+when something it plans from changed: the brokers alive or draining, the cluster version (moves
+asked for), topics (NOTIFY), its own previous round (balancing goes on while it moves), a new
+controller epoch, or ``FULL_ROUND_S`` passed since the last.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from tabletopic.cluster.db import (
     ClusterSnapshot,
     NodeFenced,
     NotController,
+    Version,
     run_listener,
 )
 from tabletopic.config import Config
@@ -36,6 +44,15 @@ from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# A controller plans a full round at least this often even when nothing seems to have changed: what
+# its change tests cannot see (load balancing going quiet, which lets count balancing resume) waits
+# at most this long.
+FULL_ROUND_S = 15.0
+# NOTIFY kinds after which the controller plans again: topics changed ("topics", or "topics:<name>":
+# their partitions are what it places), or the listener reconnected (notifications may have been
+# missed).
+REPLAN_KINDS = frozenset({"topics", "reconnected"})
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,12 @@ class ClusterNode:
         self._tasks: list[asyncio.Task[None]] = []
         self._listener: threading.Thread | None = None
         self._last_renewal = 0.0
+        self._read_once = False  # the snapshot came from the database (incremental reads may start)
+        # The controller's view when it last planned a full round (see ``_plan_due``).
+        self._replan = True
+        self._planned: tuple[Version, frozenset[tuple[int, int]], frozenset[int]] | None = None
+        self._planned_at = 0.0
+        self.full_round_s = FULL_ROUND_S
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
@@ -191,14 +214,14 @@ class ClusterNode:
     # Reads -----------------------------------------------------------------------------------
 
     def leader(self, key: PartitionKey) -> Leader | None:
-        """The leader to report for a partition."""
+        """The leader to report for a partition (a few dict lookups: Metadata asks this for every
+        partition, so what depends only on the snapshot is computed once per snapshot)."""
         snap = self.snapshot
         row = snap.partitions.get(key)
-        live = snap.live
-        if row is not None and row.leader is not None and live.get(row.leader) == row.leader_node_epoch:
+        if row is not None and row.leader is not None and snap.live.get(row.leader) == row.leader_node_epoch:
             return Leader(row.leader, row.leader_epoch)
         epoch = row.leader_epoch if row is not None else 0
-        candidates = sorted(n for n, info in snap.nodes.items() if info.alive and info.state == "alive")
+        candidates = snap.eligible
         if row is not None and row.target is not None and row.target in candidates:
             return Leader(row.target, epoch + 1)
         node = predicted_leader(key, candidates)
@@ -217,6 +240,8 @@ class ClusterNode:
     # Loops -----------------------------------------------------------------------------------
 
     def _notified(self, kind: str) -> None:
+        if kind in REPLAN_KINDS or kind.startswith("topics:"):
+            self._replan = True
         self._wake.set()
         for callback in self.on_notify:
             try:
@@ -283,31 +308,65 @@ class ClusterNode:
         if self.fenced:
             self._publish(self.snapshot)
             return
+        await self._refresh()
         if self.controller_epoch is None and self.snapshot.controller_id is None and not self.draining:
             epoch = await self._db(self.meta.acquire_controller, self.node_id, self.node_epoch, self._lease_s)
             if epoch is not None:
                 self.controller_epoch = epoch
+                self._replan = True
                 log.info("broker %d is the controller (controller epoch %d)", self.node_id, epoch)
         if self.controller_epoch is not None:
             try:
-                wanted = await self._db(self._wanted)
-                # Partition counts are evened out only while load balancing is not in charge.
-                busy = self.balancer.busy(self.snapshot)
-                moves = await self._db(
-                    self.meta.reconcile,
-                    self.node_id,
-                    self.controller_epoch,
-                    wanted,
-                    0 if busy else self.settings.balance_max_moves,
-                    self._apart,
-                )
-                if moves:
-                    log.info("controller moved %d partitions: %s", len(moves), _describe(moves))
+                if self._plan_due(time.monotonic()):
+                    await self._plan()
                 await self._auto_balance()
             except NotController as exc:
                 log.warning("%s", exc)
                 self.controller_epoch = None
-        await self._refresh()
+
+    def _membership(self) -> tuple[frozenset[tuple[int, int]], frozenset[int]]:
+        """What the controller plans from besides partitions and topics: live brokers with their
+        node epochs, and the draining ones."""
+        snap = self.snapshot
+        draining = frozenset(n.node_id for n in snap.nodes.values() if n.alive and n.state == "draining")
+        return frozenset(snap.live.items()), draining
+
+    def _plan_due(self, now: float) -> bool:
+        """Whether the controller must plan a full round now (see the module docstring)."""
+        if self._replan or self._planned is None or now - self._planned_at >= self.full_round_s:
+            return True
+        version, live, draining = self._planned
+        return (self.snapshot.version, live, draining) != (version, *self._membership())
+
+    async def _plan(self) -> None:
+        """A full controller round: read every partition there is and place, move and balance."""
+        assert self.controller_epoch is not None
+        # Cleared before reading: a topic NOTIFY arriving meanwhile asks for one more round.
+        self._replan = False
+        membership = self._membership()
+        started = time.monotonic()
+        try:
+            wanted = await self._db(self._wanted)
+            # Partition counts are evened out only while load balancing is not in charge.
+            busy = self.balancer.busy(self.snapshot)
+            moves, version = await self._db(
+                self.meta.reconcile,
+                self.node_id,
+                self.controller_epoch,
+                wanted,
+                0 if busy else self.settings.balance_max_moves,
+                self._apart,
+            )
+        except BaseException:
+            self._replan = True
+            raise
+        self._planned = (version, *membership)
+        self._planned_at = started
+        if moves:
+            log.info("controller moved %d partitions: %s", len(moves), _describe(moves))
+            # Balancing moves at most max_moves a round: plan again until a round moves nothing.
+            self._replan = True
+            await self._refresh()
 
     async def _auto_balance(self) -> None:
         """A balancing round when one is due: its moves go the way reassignments go (a target the
@@ -321,9 +380,13 @@ class ClusterNode:
         self._wake.set()
 
     async def _refresh(self) -> None:
-        snap = await self._db(self.meta.snapshot)
-        if snap != self.snapshot:
-            self.snapshot = snap
+        """Read what changed since the current snapshot (everything the first time) and tell the
+        broker when anything did."""
+        snap = await self._db(self.meta.snapshot, self.snapshot if self._read_once else None)
+        self._read_once = True
+        changed = not snap.same_as(self.snapshot)
+        self.snapshot = snap  # also when unchanged: the loads the brokers reported are new
+        if changed:
             self._publish(snap)
 
     def _publish(self, snap: ClusterSnapshot) -> None:

@@ -69,6 +69,9 @@ class MemoryStreamStore:
         self._streams[stream_id] = _MemoryStream()
         return stream_id
 
+    async def create_streams(self, count: int) -> list[int]:
+        return [await self.create_stream() for _ in range(count)]
+
     async def delete_stream(self, stream_id: int) -> None:
         self._get(stream_id)
         del self._streams[stream_id]

@@ -54,6 +54,8 @@ from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
 
 log = logging.getLogger(__name__)
 
+RELOAD_CHUNK = 1000  # streams whose ranges one query reloads
+
 
 class S3StreamStore:
     """A node's streams on object storage; see the module docstring for the design.
@@ -228,6 +230,14 @@ class S3StreamStore:
             state.streams[stream_id] = StreamState(0, 0)
         return stream_id
 
+    async def create_streams(self, count: int) -> list[int]:
+        state = self.state
+        stream_ids = await state.db(state.meta.create_streams, count)
+        if not self.owned_only:
+            for stream_id in stream_ids:
+                state.streams[stream_id] = StreamState(0, 0)
+        return stream_ids
+
     async def open_stream(self, stream_id: int, epoch: int, owner: int) -> StreamInfo:
         """Take ownership of a stream with ``epoch`` (cluster mode) and load it from the metadata
         database; a previous owner is fenced from then on. Opening again with the fence already
@@ -387,10 +397,20 @@ class S3StreamStore:
         here (cluster mode: another node's compaction moved their data to new objects, which
         changes no offset, so nothing else would make this node look again)."""
         state = self.state
-        for sid in stream_ids:
-            stream = state.streams.get(sid) or self._followed.get(sid)
-            if stream is not None:
-                await self._reload_ranges(sid, stream)
+        wanted = [sid for sid in stream_ids if sid in state.streams or sid in self._followed]
+        # One query per chunk, not per stream: after the first writes to 10,000 partitions each
+        # compaction swap named thousands of streams, and each broker reloaded them one by one.
+        for first in range(0, len(wanted), RELOAD_CHUNK):
+            chunk = wanted[first : first + RELOAD_CHUNK]
+            async with state.commit_lock:  # as open_stream: no stream is re-opened meanwhile
+                rows = await state.db(state.meta.load_ranges, chunk)
+                by_stream: dict[int, list[RangeRow]] = {sid: [] for sid in chunk}
+                for row in rows:
+                    by_stream[row.stream_id].append(row)
+                for sid, ranges in by_stream.items():
+                    stream = state.streams.get(sid) or self._followed.get(sid)
+                    if stream is not None:
+                        stream.set_ranges(ranges)
 
     async def recorded_end(self, stream_id: int) -> int:
         """The end offset of a stream as the metadata database records it (cluster mode: of a

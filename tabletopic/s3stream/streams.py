@@ -139,6 +139,9 @@ class StreamStore(Protocol):
     async def create_stream(self) -> int:
         """Create an empty stream and return its id (never reused)."""
 
+    async def create_streams(self, count: int) -> list[int]:
+        """Create ``count`` empty streams at once (a topic's partitions) and return their ids."""
+
     async def delete_stream(self, stream_id: int) -> None:
         """Delete a stream; its data becomes garbage for compaction. Raises StreamNotFound."""
 

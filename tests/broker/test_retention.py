@@ -72,3 +72,59 @@ async def test_trims_happen_at_run_boundaries_and_passes_read_only_new_data(brok
     store.fetch = counting_fetch
     await broker_service.retention.enforce_all()
     assert fetches == []  # nothing new since the last pass: nothing read
+
+
+class _LeadsPartitionZero:
+    """A broker of a cluster leading only partition 0 of every topic (the others' leaders trim them)."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self._inner = inner
+
+    def leads(self, topic: str, partition: int) -> bool:
+        return partition == 0
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._inner, name)
+
+
+async def test_partitions_led_elsewhere_or_never_written_are_skipped_without_a_warning_each(
+    broker_service, caplog
+) -> None:
+    # 10,000 partitions on 3 brokers logged a WARNING per partition the broker did not hold at
+    # every pass; the leader trims each, and an empty stream has nothing to trim.
+    await broker_service.topics.create("many", 40, {"retention.ms": "60000"})
+    await broker_service.topics.create("empty", 3, {"retention.ms": "60000"})
+    broker_service.leadership = _LeadsPartitionZero(broker_service.leadership)
+    store = broker_service.store
+    for stream_id in broker_service.topics.get("many").streams[20:]:
+        del store._streams[stream_id]  # as a cluster broker's store: only what it opened
+    reads = []
+    original = store.fetch
+
+    async def counting_fetch(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(args[0])
+        return await original(*args, **kwargs)
+
+    store.fetch = counting_fetch
+    caplog.set_level("INFO", logger="tabletopic.broker.retention")
+    for _ in range(3):
+        assert await broker_service.retention.enforce_all() == 0
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []
+    assert reads == []  # "empty"-0 and "many"-0 were never written: nothing read
+
+
+async def test_a_stream_this_broker_does_not_hold_is_mentioned_once_per_interval(
+    broker_service, caplog
+) -> None:
+    await broker_service.topics.create("t", 4, {"retention.ms": "60000"})
+    store = broker_service.store
+    for stream_id in broker_service.topics.get("t").streams[1:]:
+        del store._streams[stream_id]  # leadership says it leads them, but they are not open yet
+    caplog.set_level("INFO", logger="tabletopic.broker.retention")
+    for _ in range(3):
+        await broker_service.retention.enforce_all()
+    lines = [r.getMessage() for r in caplog.records if r.name == "tabletopic.broker.retention"]
+    assert lines == [
+        "retention left out 3 partitions whose streams this broker does not hold (yet); "
+        "0 more are led by other brokers, which trim them"
+    ]

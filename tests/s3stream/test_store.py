@@ -44,6 +44,16 @@ async def test_store_satisfies_the_stream_store_protocol(harness: StoreHarness) 
     assert isinstance(store, StreamStore)
 
 
+async def test_streams_created_at_once_are_new_empty_and_usable(harness: StoreHarness) -> None:
+    store = await harness.open()
+    before = await store.create_stream()
+    created = await store.create_streams(300)
+    assert len(set(created)) == 300 and before not in created
+    assert all(store.stream_info(sid).end_offset == 0 for sid in created)
+    assert await store.append(created[-1], payload_for(created[-1], 0, 100), 2) == 0
+    assert await store.create_streams(0) == []
+
+
 async def test_appends_get_consecutive_offsets_in_call_order(harness: StoreHarness) -> None:
     store = await harness.open()
     sid = await store.create_stream()

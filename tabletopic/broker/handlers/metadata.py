@@ -1,6 +1,7 @@
 """Metadata (3): brokers, and topics with their partitions; creates missing topics when the
 client allows it and ``auto.create.topics.enable`` is on (clients rely on that as much as on
-CreateTopics)."""
+CreateTopics). The answer is encoded here (:mod:`~tabletopic.broker.protocol.metadata_encoder`):
+kio took 250-300 ms for one listing 10,000 partitions."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID, field
+from tabletopic.broker.protocol import WireResponse
+from tabletopic.broker.protocol.metadata_encoder import encode_metadata_response
 from tabletopic.broker.topics import Topic, TopicError, check_topic_name
 
 if TYPE_CHECKING:
@@ -36,12 +39,32 @@ def partition_entry(broker: BrokerService, topic: str, index: int) -> dict[str, 
 
 
 def topic_entry(broker: BrokerService, topic: Topic) -> dict[str, Any]:
+    """One topic with every partition (:func:`partition_entry`, inlined: an answer for all topics
+    describes 10,000 partitions at a time)."""
+    leader = broker.leadership.leader
+    name = topic.name
+    partitions = []
+    none = ErrorCode.none
+    for index in range(topic.partition_count):
+        node, epoch = leader(name, index)
+        replicas = [node]  # one list for both: nothing changes it in place (the zone router replaces)
+        partitions.append(
+            {
+                "error_code": none,
+                "partition_index": index,
+                "leader_id": node,
+                "leader_epoch": epoch,
+                "replica_nodes": replicas,
+                "isr_nodes": replicas,
+                "offline_replicas": [],
+            }
+        )
     return {
         "error_code": ErrorCode.none,
-        "name": topic.name,
+        "name": name,
         "topic_id": topic.topic_id,
         "is_internal": False,
-        "partitions": [partition_entry(broker, topic.name, index) for index in range(topic.partition_count)],
+        "partitions": partitions,
         "topic_authorized_operations": -2147483648,
     }
 
@@ -50,7 +73,13 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) -
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
+    fields = await answer(broker, ctx, request)
+    return WireResponse(encode_metadata_response(ctx.correlation_id, ctx.api_version, fields))
+
+
+async def answer(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """The response's fields (newest shape)."""
     version = ctx.api_version
     requested = request.topics
     # v0 used an empty array for "all topics"; v1+ uses null.

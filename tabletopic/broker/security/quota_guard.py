@@ -21,7 +21,9 @@ from tabletopic.broker.security.guard import Handler, Response
 from tabletopic.broker.security.quota_handlers import QuotaService
 from tabletopic.broker.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
-PRODUCE, FETCH = 0, 1
+PRODUCE, FETCH, METADATA = 0, 1, 3
+# Self-encoded responses: {api key: (first version with throttle_time_ms, first flexible version)}.
+_SELF_ENCODED = {FETCH: (1, 12), METADATA: (3, 9)}
 _I32 = struct.Struct(">i")
 
 
@@ -44,13 +46,16 @@ def response_bytes(response: Response) -> int:
 
 
 def with_throttle(response: Response, throttle: int, ctx: RequestContext) -> Response:
-    """The response with ``throttle_time_ms`` set; a self-encoded Fetch gets it patched in place
-    (the field right after the response header)."""
+    """The response with ``throttle_time_ms`` set; a self-encoded Fetch or Metadata gets it patched
+    in place (the field right after the response header), when its version has the field."""
     if response is None or throttle <= 0:
         return response
     if isinstance(response, dict):
         return {**response, "throttle_time": throttle} if "throttle_time" in response else response
-    offset = 8 + (1 if ctx.api_key == FETCH and ctx.api_version >= 12 else 0)
+    throttled_from, flexible_from = _SELF_ENCODED.get(ctx.api_key, (0, 1 << 15))
+    if ctx.api_version < throttled_from:
+        return response
+    offset = 8 + (1 if ctx.api_version >= flexible_from else 0)
     buffers = list(response.buffers)
     position = 0
     for i, piece in enumerate(buffers):
