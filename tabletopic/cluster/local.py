@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +107,18 @@ class PostgresServer:
     def _as_postgres(self, args: list[str]) -> list[str]:
         return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
 
+    def _check_reachable(self) -> None:
+        """As root the server runs as ``postgres``, who must be able to walk down to the directory;
+        raise naming the first ancestor that stops it (a home directory of mode 0700, typically)."""
+        for ancestor in reversed(self.directory.resolve().parents):
+            probe = subprocess.run(self._as_postgres(["test", "-x", str(ancestor)]), check=False)
+            if probe.returncode != 0:
+                raise RuntimeError(
+                    f"the postgres user (PostgreSQL runs as it under root) cannot reach {self.directory}: "
+                    f"{ancestor} is not searchable by it; run `chmod o+x {ancestor}` or choose a "
+                    f"--data-dir it can reach (under /srv or /var/tmp, say)"
+                )
+
     def start(self, port: int = 0) -> PostgresServer:
         bindir = postgres_bin_dir()
         if bindir is None:
@@ -117,8 +128,10 @@ class PostgresServer:
         fresh = not (data / "PG_VERSION").exists()
         data.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
+            self._check_reachable()
             shutil.chown(self.directory, "postgres")
             shutil.chown(data, "postgres")
+            data.chmod(0o700)  # PostgreSQL refuses a data directory others can read
         if fresh:
             subprocess.run(
                 self._as_postgres([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
@@ -371,13 +384,9 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         self.root.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            # PostgreSQL runs as the postgres user, who may not reach a directory of root's: a
-            # throwaway directory of its own instead (removed on stop).
-            pg_dir = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-pg-"))
-            self.postgres = PostgresServer(pg_dir).start()
-        else:
-            self.postgres = PostgresServer(self.root / "postgres", keep=True).start()
+        # The metadata lives with the objects: a second `cluster up` on the same directory finds its
+        # topics again (as root the directory is handed to the postgres user PostgreSQL runs as).
+        self.postgres = PostgresServer(self.root / "postgres", keep=True).start()
         self.metadata_url = self.postgres.create_database("tabletopic")
         self.seaweedfs = SeaweedFS(self.root / "seaweedfs").start()
         for node_id in range(1, self.nodes + 1):

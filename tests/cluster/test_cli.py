@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,25 +23,71 @@ from tests.support.kafka_clients import create_topic
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 
-def test_cluster_up_prints_endpoints_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tabletopic", "cluster", "up", "--nodes", "2", "--racks", "a,b",
-         "--base-port", "0", "--data-dir", str(tmp_path / "c"),
-         "--override", "table.job.runner=inprocess"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=dict(os.environ, COLUMNS="400", PYTHONUNBUFFERED="1"),
+@pytest.fixture
+def cluster_dir() -> Iterator[Path]:
+    """A data directory the postgres user can reach when the tests run as root (pytest's own
+    temporary directories are mode 0700)."""
+    parent = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-cli-", dir="/var/tmp"))
+    parent.chmod(0o755)
+    yield parent / "cluster-data"
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+class ClusterUp:
+    """A ``tabletopic cluster up`` process whose output is collected as it comes."""
+
+    def __init__(self, data_dir: Path, *args: str, cwd: Path | None = None) -> None:
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tabletopic", "cluster", "up", "--data-dir", str(data_dir),
+             "--override", "table.job.runner=inprocess", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+            env=dict(os.environ, COLUMNS="400", PYTHONUNBUFFERED="1"),
+        )  # fmt: skip
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, needle: str, timeout: float = 180) -> str:
+        deadline = time.monotonic() + timeout
+        while needle not in self.text:
+            assert self.process.poll() is None or needle in self.text, "cluster up exited:\n" + self.text
+            assert time.monotonic() < deadline, f"no {needle!r} in:\n{self.text}"
+            time.sleep(0.2)
+        return self.text
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(90)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+        self.reader.join(10)
+        return self.process.returncode
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tabletopic", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=cwd, env=dict(os.environ, COLUMNS="400"),
     )  # fmt: skip
-    assert process.stdout is not None
-    output = []
+
+
+def test_cluster_up_prints_endpoints_serves_and_stops_on_ctrl_c(cluster_dir: Path) -> None:
+    up = ClusterUp(cluster_dir, "--nodes", "2", "--racks", "a,b", "--base-port", "0")
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            assert line, "cluster up exited:\n" + "".join(output)
-            output.append(line)
-            if "cluster is up" in line:
-                break
-        text = "".join(output)
+        text = up.wait_for("cluster is up")
         bootstrap = re.search(r"bootstrap servers: (\S+)", text)
         url = re.search(r"metadata.url:\s+(\S+)", text)
         assert bootstrap and url, text
@@ -45,10 +95,7 @@ def test_cluster_up_prints_endpoints_serves_and_stops_on_ctrl_c(tmp_path: Path) 
         create_topic(bootstrap.group(1), "orders", 4)
 
         def status() -> str:
-            result = subprocess.run(
-                [sys.executable, "-m", "tabletopic", "cluster", "status", "--metadata-url", url.group(1)],
-                capture_output=True, text=True, timeout=60, env=dict(os.environ, COLUMNS="400"),
-            )  # fmt: skip
+            result = cli("cluster", "status", "--metadata-url", url.group(1))
             assert result.returncode == 0, result.stderr
             return result.stdout
 
@@ -59,10 +106,39 @@ def test_cluster_up_prints_endpoints_serves_and_stops_on_ctrl_c(tmp_path: Path) 
         assert re.search(r"^\s+2\s+b\s+1\s+yes", report, re.M), report
         assert "controller: broker" in report
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(90)
-        finally:
-            if process.poll() is None:
-                process.kill()
-    assert process.returncode == 0
+        assert up.stop() == 0, up.text
+
+
+def test_a_second_cluster_up_on_the_same_directory_keeps_the_topics(cluster_dir: Path) -> None:
+    """The metadata (PostgreSQL) stays under the data directory with the objects, as root too."""
+    first = ClusterUp(cluster_dir, "--nodes", "1", "--base-port", "0")
+    try:
+        text = first.wait_for("cluster is up")
+        bootstrap = re.search(r"bootstrap servers: (\S+)", text)
+        assert bootstrap, text
+        create_topic(bootstrap.group(1), "kept", 2)
+    finally:
+        assert first.stop() == 0, first.text
+    assert (cluster_dir / "postgres" / "data" / "PG_VERSION").exists()
+    second = ClusterUp(cluster_dir, "--nodes", "1", "--base-port", "0")
+    try:
+        text = second.wait_for("cluster is up")
+        url = re.search(r"metadata.url:\s+(\S+)", text)
+        assert url, text
+        result = cli("cluster", "status", "--metadata-url", url.group(1))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.count("kept ") == 2, result.stdout
+    finally:
+        assert second.stop() == 0, second.text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the directory to the postgres user")
+def test_as_root_a_data_directory_postgres_cannot_reach_is_named(tmp_path: Path) -> None:
+    from tabletopic.cluster.local import PostgresServer, postgres_bin_dir
+
+    if postgres_bin_dir() is None:
+        pytest.skip("PostgreSQL server not installed")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    with pytest.raises(RuntimeError, match=r"cannot reach .*locked.* is not searchable.*chmod o\+x"):
+        PostgresServer(locked / "postgres", keep=True).start()
