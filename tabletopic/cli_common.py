@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from tabletopic.config import (
+    DEFAULT_CLUSTER_DIR,
     ENDPOINT_KEYS,
     ENDPOINTS_FILE,
     Config,
@@ -82,10 +83,13 @@ def load_config(
 ) -> Config:
     """The configuration as ``tabletopic serve`` reads it. With ``endpoints`` (client commands), the
     addresses a node last served on from this data directory fill in the listener keys that the file,
-    the environment and the overrides leave unset."""
+    the environment and the overrides leave unset; without a data directory of a node that served,
+    the first broker of a ``tabletopic cluster up`` run from here (``./cluster-data``)."""
     try:
         cfg = Config.load(config_file=config_file, overrides=overrides or [], data_dir=data_dir)
         served = cfg.data_dir / ENDPOINTS_FILE
+        if not served.exists() and data_dir is None:
+            served = DEFAULT_CLUSTER_DIR / ENDPOINTS_FILE
         if not endpoints or not served.exists():
             return cfg
         explicit = set(parse_overrides(overrides or []))

@@ -321,6 +321,9 @@ def render_docs() -> str:
 # the same data directory (``tabletopic topics -d DIR``, or run from the same place) reach a node whose
 # ports were moved without repeating every listener setting.
 ENDPOINTS_FILE = "endpoints.properties"
+# Where `tabletopic cluster up` keeps everything by default; it writes the first broker's endpoints
+# there too, so client commands run beside it find the cluster when no node data directory has any.
+DEFAULT_CLUSTER_DIR = Path("cluster-data")
 ENDPOINT_KEYS = (
     "listeners",
     "advertised.listeners",

@@ -6,6 +6,7 @@ asked for the way the controller's own rounds ask: reassignment targets, not pin
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from pathlib import Path
@@ -19,6 +20,7 @@ from tabletopic.cli_common import ConfigFileOption, OverrideOption, console, err
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
 from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot
+from tabletopic.config import DEFAULT_CLUSTER_DIR
 
 cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
 
@@ -33,14 +35,20 @@ def up(
     ] = "",
     data_dir: Annotated[
         Path, typer.Option("--data-dir", help="Where PostgreSQL, SeaweedFS, brokers keep data.")
-    ] = (Path("cluster-data")),
+    ] = DEFAULT_CLUSTER_DIR,
     base_port: Annotated[
-        int, typer.Option("--base-port", help="Kafka port of broker 1, +1 per broker (0: free).")
+        int,
+        typer.Option(
+            "--base-port",
+            help="Kafka port of broker 1; broker N adds 10 x (N-1) to it and to the console (8080), "
+            "registry (8081) and catalog (8181) ports. A taken port is replaced by a free one (said "
+            "so). 0: free ports for everything.",
+        ),
     ] = (9092),
     override: OverrideOption = None,
 ) -> None:
     """Start PostgreSQL, SeaweedFS and N brokers on loopback; Ctrl-C stops everything."""
-    from tabletopic.cluster.local import LocalCluster
+    from tabletopic.cluster.local import CLUSTER_FILE, LocalCluster
 
     extra = dict(item.split("=", 1) for item in override or [] if "=" in item)
     cluster = LocalCluster(
@@ -57,6 +65,8 @@ def up(
         console.print(f"starting PostgreSQL, SeaweedFS and {nodes} brokers under {cluster.root} …")
         cluster.start()
         assert cluster.seaweedfs is not None
+        for note in cluster.notes:
+            console.print(f"note: {note}", highlight=False)
         console.print(f"bootstrap servers: {cluster.bootstrap}", highlight=False)
         console.print(f"metadata.url:      {cluster.metadata_url}", highlight=False)
         console.print(f"S3 endpoint:       {cluster.seaweedfs.endpoint} (bucket {cluster.seaweedfs.bucket})")
@@ -68,9 +78,9 @@ def up(
                 f"catalog http://127.0.0.1:{node.catalog_port}  log {node.log_path}",
                 highlight=False,
             )
-        console.print(
-            f"status: tabletopic cluster status --metadata-url '{cluster.metadata_url}'", highlight=False
-        )
+        here = "" if data_dir == DEFAULT_CLUSTER_DIR else f" --data-dir {data_dir}"
+        console.print(f"endpoints written to {cluster.root / CLUSTER_FILE}", highlight=False)
+        console.print(f"status: tabletopic cluster status{here}", highlight=False)
         console.print("cluster is up; Ctrl-C stops it")
         stop.wait()
     except RuntimeError as exc:
@@ -83,23 +93,57 @@ def up(
 
 MetadataUrlOption = Annotated[
     str | None,
-    typer.Option("--metadata-url", envvar="TABLETOPIC_METADATA_URL", help="The brokers' metadata.url."),
+    typer.Option(
+        "--metadata-url",
+        envvar="TABLETOPIC_METADATA_URL",
+        help="The brokers' metadata.url (default: the one `cluster up` wrote into --data-dir).",
+    ),
 ]
+ClusterDirOption = Annotated[
+    Path,
+    typer.Option("--data-dir", help="The data directory of `tabletopic cluster up` (its cluster.json)."),
+]
+
+
+def cluster_metadata_url(explicit: str | None, configured: str | None, data_dir: Path) -> str | None:
+    """Which metadata database to read: ``--metadata-url`` (or its environment variable), else the
+    configuration's ``metadata.url``, else the one ``cluster up`` recorded in ``data_dir``."""
+    if explicit or configured:
+        return explicit or configured
+    from tabletopic.cluster.local import CLUSTER_FILE
+
+    try:
+        recorded = json.loads((data_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    url = recorded.get("metadata_url") if isinstance(recorded, dict) else None
+    return url if isinstance(url, str) and url else None
+
+
+def _no_metadata_url(data_dir: Path) -> typer.Exit:
+    err_console.print(
+        f"[red]error:[/red] no cluster found: {data_dir / 'cluster.json'} does not exist (start one "
+        "with `tabletopic cluster up`, or give --data-dir DIR of one, or --metadata-url, the brokers' "
+        "metadata.url)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return typer.Exit(2)
 
 
 @cluster_app.command("status")
 def status(
     metadata_url: MetadataUrlOption = None,
+    data_dir: ClusterDirOption = DEFAULT_CLUSTER_DIR,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
     """Brokers (id, rack, epoch, alive, load), the controller, leaders per partition, group and
     table coordinators."""
     cfg = load_config(None, config, override)
-    url = metadata_url or cfg.get("metadata.url")
+    url = cluster_metadata_url(metadata_url, cfg.get("metadata.url"), data_dir)
     if not url:
-        err_console.print("[red]error:[/red] give --metadata-url (the brokers' metadata.url)")
-        raise typer.Exit(2)
+        raise _no_metadata_url(data_dir)
     engine = database.create_engine(url)
     try:
         if not sa.inspect(engine).has_table("cluster_nodes"):
@@ -176,6 +220,7 @@ def _deviation(value: float, mean: float) -> str:
 def balance(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; move nothing.")] = False,
     metadata_url: MetadataUrlOption = None,
+    data_dir: ClusterDirOption = DEFAULT_CLUSTER_DIR,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
@@ -187,8 +232,10 @@ def balance(
     from tabletopic.cluster.node import ClusterSettings
 
     loaded = load_config(None, config, override)
-    url = metadata_url or loaded.get("metadata.url")
-    if not url or not url.startswith("postgresql"):
+    url = cluster_metadata_url(metadata_url, loaded.get("metadata.url"), data_dir)
+    if not url:
+        raise _no_metadata_url(data_dir)
+    if not url.startswith("postgresql"):
         err_console.print("[red]error:[/red] give --metadata-url (the brokers' PostgreSQL metadata.url)")
         raise typer.Exit(2)
     engine = database.create_engine(url)

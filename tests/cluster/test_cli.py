@@ -3,6 +3,7 @@ Ctrl-C; ``tabletopic cluster status`` shows brokers, leaders and coordinators.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -84,29 +85,55 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.
     )  # fmt: skip
 
 
-def test_cluster_up_prints_endpoints_serves_and_stops_on_ctrl_c(cluster_dir: Path) -> None:
-    up = ClusterUp(cluster_dir, "--nodes", "2", "--racks", "a,b", "--base-port", "0")
+def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flags(cluster_dir: Path) -> None:
+    """Broker N on 9092/8080/8081/8181 + 10 x (N-1) (a taken port replaced, said so), every endpoint
+    and the metadata URL in cluster-data/cluster.json; run beside it, `cluster status` and the client
+    commands need no flag."""
+    here = cluster_dir.parent
+    up = ClusterUp(Path("cluster-data"), "--nodes", "2", "--racks", "a,b", cwd=here)
     try:
         text = up.wait_for("cluster is up")
-        bootstrap = re.search(r"bootstrap servers: (\S+)", text)
-        url = re.search(r"metadata.url:\s+(\S+)", text)
-        assert bootstrap and url, text
+        recorded = json.loads((cluster_dir / "cluster.json").read_text())
+        brokers = {b["node_id"]: b for b in recorded["brokers"]}
+        for node_id, broker in brokers.items():
+            offset = 10 * (node_id - 1)
+            for name, default, value in (
+                ("kafka", 9092, broker["kafka"].rpartition(":")[2]),
+                ("admin", 8080, broker["admin"].rpartition(":")[2]),
+                ("registry", 8081, broker["registry"].rpartition(":")[2]),
+                ("catalog", 8181, broker["catalog"].rpartition(":")[2]),
+            ):
+                port = default + offset
+                assert int(value) == port or f"port {port} ({name} of broker {node_id}) is taken" in text, (
+                    text
+                )
         assert "broker 1 (rack a)" in text and "broker 2 (rack b)" in text
-        create_topic(bootstrap.group(1), "orders", 4)
+        assert "tabletopic cluster status\n" in text  # no flag to copy
+        assert recorded["metadata_url"] in text
+        create_topic(recorded["bootstrap_servers"], "orders", 4)
 
         def status() -> str:
-            result = cli("cluster", "status", "--metadata-url", url.group(1))
+            result = cli("cluster", "status", cwd=here)
             assert result.returncode == 0, result.stderr
             return result.stdout
 
         report = wait_until(
-            lambda: (s := status()) and s.count("orders ") == 4 and s, timeout=30, interval=0.5
+            lambda: (s := status()) and s.count("orders") == 4 and s, timeout=30, interval=0.5
         )
-        assert re.search(r"^\s+1\s+a\s+1\s+yes", report, re.M), report
-        assert re.search(r"^\s+2\s+b\s+1\s+yes", report, re.M), report
+        assert re.search(r"^\s+1\s+a\s+1\s", report, re.M), report
+        assert re.search(r"^\s+2\s+b\s+1\s", report, re.M), report
         assert "controller: broker" in report
+        listed = cli("topics", "list", cwd=here)  # the first broker's endpoints, written beside
+        assert listed.returncode == 0 and "orders" in listed.stdout, listed.stdout + listed.stderr
     finally:
         assert up.stop() == 0, up.text
+
+
+def test_cluster_status_without_a_cluster_says_how_to_find_one(tmp_path: Path) -> None:
+    result = cli("cluster", "status", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "cluster-data/cluster.json does not exist" in result.stderr, result.stderr
+    assert "tabletopic cluster up" in result.stderr and "--metadata-url" in result.stderr
 
 
 def test_a_second_cluster_up_on_the_same_directory_keeps_the_topics(cluster_dir: Path) -> None:
