@@ -10,7 +10,7 @@ import json
 import signal
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import sqlalchemy as sa
 import typer
@@ -20,6 +20,9 @@ from tabletopic.cli_common import ConfigFileOption, OverrideOption, console, err
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
 from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot
+
+if TYPE_CHECKING:
+    from tabletopic.cluster.local import LocalCluster
 from tabletopic.config import DEFAULT_CLUSTER_DIR
 
 cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
@@ -82,13 +85,40 @@ def up(
         console.print(f"endpoints written to {cluster.root / CLUSTER_FILE}", highlight=False)
         console.print(f"status: tabletopic cluster status{here}", highlight=False)
         console.print("cluster is up; Ctrl-C stops it")
-        stop.wait()
+        while not stop.wait(1.0):
+            for message in cluster.check_brokers():
+                err_console.print(f"[red]broker down:[/red] {message}", highlight=False, soft_wrap=True)
+            _serve_restart_requests(cluster)
     except RuntimeError as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from exc
     finally:
         console.print("stopping the cluster …")
         cluster.stop()
+
+
+# `cluster restart N` asks the `cluster up` process (which owns the brokers' processes) through files
+# in the data directory: it writes the request, `cluster up` restarts the broker and writes the result.
+RESTART_REQUEST = "restart-{node_id}.request"
+RESTART_RESULT = "restart-{node_id}.result"
+
+
+def _serve_restart_requests(cluster: LocalCluster) -> None:
+    for request in sorted(cluster.root.glob(RESTART_REQUEST.format(node_id="*"))):
+        node_id = int(request.name.split("-")[1].split(".")[0])
+        result = cluster.root / RESTART_RESULT.format(node_id=node_id)
+        console.print(f"restarting broker {node_id} (asked by `tabletopic cluster restart`) …")
+        try:
+            node = cluster.restart_broker(node_id)
+        except KeyError:
+            outcome = f"error: there is no broker {node_id} (brokers: {', '.join(map(str, cluster.brokers))})"
+        except RuntimeError as exc:
+            outcome = f"error: broker {node_id} did not start: {exc}"
+        else:
+            outcome = f"ok: broker {node_id} is up again (kafka {node.bootstrap}, pid {node.process_id})"
+        console.print(outcome.partition(": ")[2], highlight=False)
+        result.write_text(outcome, encoding="utf-8")
+        request.unlink(missing_ok=True)
 
 
 MetadataUrlOption = Annotated[
@@ -129,6 +159,52 @@ def _no_metadata_url(data_dir: Path) -> typer.Exit:
         soft_wrap=True,
     )
     return typer.Exit(2)
+
+
+@cluster_app.command("restart")
+def restart(
+    node_id: Annotated[int, typer.Argument(help="The broker to restart (its broker.id).", min=1)],
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="The data directory of the running `tabletopic cluster up`.")
+    ] = DEFAULT_CLUSTER_DIR,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for it.")] = 150.0,
+) -> None:
+    """Restart one broker of the `tabletopic cluster up` running on --data-dir (stopped gracefully
+    first if it still runs), on the same ports."""
+    import os
+    import time
+
+    from tabletopic.cluster.local import CLUSTER_FILE
+
+    try:
+        recorded = json.loads((data_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
+        owner = int(recorded["pid"])
+        os.kill(owner, 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        err_console.print(
+            f"[red]error:[/red] no `tabletopic cluster up` is running on {data_dir} (its {CLUSTER_FILE} "
+            "names none alive); start the cluster again with `tabletopic cluster up`",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
+    result = data_dir / RESTART_RESULT.format(node_id=node_id)
+    result.unlink(missing_ok=True)
+    (data_dir / RESTART_REQUEST.format(node_id=node_id)).write_text("", encoding="utf-8")
+    console.print(f"asked `cluster up` (pid {owner}) to restart broker {node_id} …")
+    deadline = time.monotonic() + timeout
+    while not result.exists():
+        if time.monotonic() > deadline:
+            err_console.print(f"[red]error:[/red] broker {node_id} was not restarted within {timeout:.0f} s")
+            raise typer.Exit(1)
+        time.sleep(0.3)
+    outcome = result.read_text(encoding="utf-8")
+    result.unlink(missing_ok=True)
+    status, _, message = outcome.partition(": ")
+    if status != "ok":
+        err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    console.print(message, highlight=False)
 
 
 @cluster_app.command("status")

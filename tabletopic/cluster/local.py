@@ -324,6 +324,10 @@ class ServeProcess:
     def log_path(self) -> Path:
         return self.data_dir / "broker.log"
 
+    @property
+    def process_id(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
     def serve_settings(self) -> dict[str, str]:
         raise NotImplementedError
 
@@ -449,6 +453,7 @@ class LocalCluster:
     def describe(self) -> dict[str, Any]:
         """Every endpoint and the metadata URL, as :data:`CLUSTER_FILE` holds them."""
         return {
+            "pid": os.getpid(),  # the `cluster up` process, which restarts brokers when asked
             "metadata_url": self.metadata_url,
             "bootstrap_servers": ",".join(b.bootstrap for b in self.brokers.values()),
             "s3_endpoint": self.seaweedfs.endpoint if self.seaweedfs is not None else None,
@@ -462,6 +467,7 @@ class LocalCluster:
                     "registry": f"http://127.0.0.1:{node.registry_port}",
                     "catalog": f"http://127.0.0.1:{node.catalog_port}",
                     "log": str(node.log_path),
+                    "pid": node.process_id,
                 }
                 for node in self.brokers.values()
             ],
@@ -514,6 +520,46 @@ class LocalCluster:
         )
         self.brokers[node_id] = node
         return node.start()
+
+    def check_brokers(self) -> list[str]:
+        """One sentence per broker that exited since the last call (its process is then forgotten,
+        so a restart starts it afresh): how it ended, its last log line and how to restart it."""
+        messages = []
+        for node in self.brokers.values():
+            code = node.process.poll() if node.process is not None else None
+            if code is None:
+                continue
+            node.process = None
+            if code < 0:
+                try:
+                    how = f"was killed by {signal.Signals(-code).name}"
+                except ValueError:
+                    how = f"was killed by signal {-code}"
+            else:
+                how = f"exited with code {code}"
+            last = next((line for line in reversed(node.log_tail().splitlines()) if line.strip()), "")
+            messages.append(
+                f"broker {node.node_id} {how}; the other brokers take over its partitions once its "
+                f"session expires. Last log line: {last.strip() or '(none)'} (log: {node.log_path}). "
+                f"Restart it with: tabletopic cluster restart {node.node_id}"
+            )
+        if messages:
+            self.write_cluster_file()
+        return messages
+
+    def restart_broker(self, node_id: int) -> NodeProcess:
+        """Stop broker ``node_id`` if it runs (gracefully), then start it again on its ports.
+
+        Raises:
+            KeyError: no such broker in this cluster.
+            RuntimeError: it did not start (the message holds its log's tail).
+        """
+        node = self.brokers[node_id]
+        node.stop()
+        try:
+            return node.start()
+        finally:
+            self.write_cluster_file()
 
     def stop(self) -> None:
         running = [n for n in self.brokers.values() if n.process is not None and n.process.poll() is None]

@@ -169,3 +169,25 @@ def test_as_root_a_data_directory_postgres_cannot_reach_is_named(tmp_path: Path)
     locked.mkdir(mode=0o700)
     with pytest.raises(RuntimeError, match=r"cannot reach .*locked.* is not searchable.*chmod o\+x"):
         PostgresServer(locked / "postgres", keep=True).start()
+
+
+def test_cluster_up_reports_a_dead_broker_and_cluster_restart_brings_it_back(cluster_dir: Path) -> None:
+    up = ClusterUp(cluster_dir, "--nodes", "2", "--base-port", "0")
+    try:
+        up.wait_for("cluster is up")
+        recorded = json.loads((cluster_dir / "cluster.json").read_text())
+        victim = next(b for b in recorded["brokers"] if b["node_id"] == 2)
+        os.kill(victim["pid"], signal.SIGKILL)
+        text = up.wait_for("Restart it with: tabletopic cluster restart 2", timeout=30)
+        assert "broker 2 was killed by SIGKILL" in text, text
+        restarted = cli("cluster", "restart", "2", "--data-dir", str(cluster_dir), timeout=200)
+        assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+        assert "broker 2 is up again" in restarted.stdout
+        again = {b["node_id"]: b for b in json.loads((cluster_dir / "cluster.json").read_text())["brokers"]}
+        assert again[2]["pid"] not in (None, victim["pid"]) and again[2]["kafka"] == victim["kafka"]
+        missing = cli("cluster", "restart", "7", "--data-dir", str(cluster_dir), timeout=60)
+        assert missing.returncode == 1 and "there is no broker 7" in missing.stderr, missing.stderr
+    finally:
+        assert up.stop() == 0, up.text
+    after = cli("cluster", "restart", "1", "--data-dir", str(cluster_dir))
+    assert after.returncode == 1 and "no `tabletopic cluster up` is running" in after.stderr, after.stderr
