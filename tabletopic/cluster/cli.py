@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,7 +20,7 @@ from tabletopic import database
 from tabletopic.cli_common import ConfigFileOption, OverrideOption, console, err_console, load_config
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
-from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot
+from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
 
 if TYPE_CHECKING:
     from tabletopic.cluster.local import LocalCluster
@@ -211,11 +212,14 @@ def restart(
 def status(
     metadata_url: MetadataUrlOption = None,
     data_dir: ClusterDirOption = DEFAULT_CLUSTER_DIR,
+    internal: Annotated[
+        bool, typer.Option("--internal", help="Also list Kafka's internal topics (__consumer_offsets, ...).")
+    ] = False,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
-    """Brokers (id, rack, epoch, alive, load), the controller, leaders per partition, group and
-    table coordinators."""
+    """Brokers (id, rack, epoch, state alive/draining/dead/stopped, load), the controller, leaders per
+    partition (user topics; --internal adds Kafka's own), group and table coordinators."""
     cfg = load_config(None, config, override)
     url = cluster_metadata_url(metadata_url, cfg.get("metadata.url"), data_dir)
     if not url:
@@ -234,7 +238,15 @@ def status(
         )
     finally:
         engine.dispose()
-    console.print(render(snapshot, [str(g[0]) for g in groups], tables, cfg.get(keys.GROUP_PARTITIONS)))
+    report = render(
+        snapshot,
+        [str(g[0]) for g in groups],
+        tables,
+        cfg.get(keys.GROUP_PARTITIONS),
+        internal=internal,
+        plain=not console.is_terminal,
+    )
+    sys.stdout.write(report + "\n")  # never wrapped or cut to a terminal width
 
 
 def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
@@ -244,32 +256,77 @@ def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
         return list(conn.execute(sa.text(query)))
 
 
-def render(snapshot: ClusterSnapshot, groups: list[str], tables: list[Any], slots: int) -> str:
-    """The status report as plain text (kept apart from I/O so it can be tested)."""
+def broker_state(node: NodeInfo) -> str:
+    """One word per broker: ``stopped`` (left cleanly), ``dead`` (its lease ran out without it
+    leaving: killed, paused, cut off), else what it registered (``alive`` or ``draining``)."""
+    if node.state == "stopped":
+        return "stopped"
+    return node.state if node.alive else "dead"
+
+
+def is_internal(topic: str) -> bool:
+    """Kafka's own topics (``__consumer_offsets`` slots, ``__transaction_state``, ...)."""
+    return topic.startswith("__")
+
+
+def _columns(rows: list[list[str]], right: set[int], plain: bool) -> list[str]:
+    """Rows as aligned columns (the first row is the header), or tab-separated when ``plain``."""
+    if plain:
+        return ["\t".join(row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def render(
+    snapshot: ClusterSnapshot,
+    groups: list[str],
+    tables: list[Any],
+    slots: int,
+    internal: bool = False,
+    plain: bool = False,
+) -> str:
+    """The status report as text (kept apart from I/O so it can be tested): aligned columns, or
+    tab-separated ones when ``plain`` (piped). Kafka's internal topics only with ``internal``."""
     leaders: dict[int, int] = {}
     for (topic, _), row in snapshot.partitions.items():
-        if topic != GROUP_SLOTS_TOPIC and row.leader is not None:
+        if not is_internal(topic) and row.leader is not None:
             leaders[row.leader] = leaders.get(row.leader, 0) + 1
     controller = "none" if snapshot.controller_id is None else f"broker {snapshot.controller_id}"
     lines = [f"controller: {controller} (controller epoch {snapshot.controller_epoch})", ""]
-    lines.append(f"{'NODE':>4}  {'RACK':<8} {'EPOCH':>5}  {'ALIVE':<5}  {'STATE':<8} {'LEADS':>5}  "
-                 f"{'BYTES IN':>12} {'BYTES OUT':>12}  ENDPOINTS")  # fmt: skip
+    nodes = [["NODE", "RACK", "EPOCH", "STATE", "LEADS", "BYTES IN", "BYTES OUT", "ENDPOINTS"]]
     for node in sorted(snapshot.nodes.values(), key=lambda n: n.node_id):
-        bytes_in = sum(v[0] for v in node.load.values())
-        bytes_out = sum(v[1] for v in node.load.values())
+        state = broker_state(node)
+        # A dead or stopped broker's last report is stale: it carries nothing now.
+        live = state in ("alive", "draining")
+        bytes_in = sum(v[0] for v in node.load.values()) if live else 0
+        bytes_out = sum(v[1] for v in node.load.values()) if live else 0
         endpoints = " ".join(f"{k}://{h}:{p}" for k, (h, p) in node.endpoints.items())
-        alive = "yes" if node.alive else "no"
-        lines.append(
-            f"{node.node_id:>4}  {node.rack or '-':<8} {node.node_epoch:>5}  {alive:<5}  "
-            f"{node.state:<8} {leaders.get(node.node_id, 0):>5}  {bytes_in:>12} {bytes_out:>12}  {endpoints}"
-        )
-    lines += ["", f"{'TOPIC':<40} {'PART':>4}  {'LEADER':>6}  {'EPOCH':>5}  MOVING TO"]
-    for (topic, partition), row in sorted(snapshot.partitions.items()):
-        if topic == GROUP_SLOTS_TOPIC:
+        nodes.append(
+            [str(node.node_id), node.rack or "-", str(node.node_epoch), state,
+             str(leaders.get(node.node_id, 0)), _rate(bytes_in), _rate(bytes_out), endpoints]
+        )  # fmt: skip
+    lines += _columns(nodes, {0, 2, 4, 5, 6}, plain)
+    partitions = [["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"]]
+    # User topics first, then (with --internal) Kafka's own.
+    for (topic, partition), row in sorted(
+        snapshot.partitions.items(), key=lambda kv: (is_internal(kv[0][0]), kv[0])
+    ):
+        if is_internal(topic) and not internal:
             continue
         moving = "-" if row.target is None or row.target == row.leader else str(row.target)
-        lines.append(f"{topic:<40} {partition:>4}  {row.leader if row.leader is not None else -1:>6}  "
-                     f"{row.leader_epoch:>5}  {moving}")  # fmt: skip
+        leader = str(row.leader) if row.leader is not None else "-1"
+        partitions.append([topic, str(partition), leader, str(row.leader_epoch), moving])
+    lines += ["", *_columns(partitions, {1, 2, 3}, plain)]
+    hidden = sorted({t for t, _ in snapshot.partitions if is_internal(t)})
+    if hidden and not internal:
+        lines.append(
+            f"({len(hidden)} internal topics not listed: {', '.join(hidden)}; --internal lists them)"
+        )
     lines += ["", "group coordinators:"]
     for group in sorted(groups):
         slot = snapshot.partitions.get((GROUP_SLOTS_TOPIC, group_slot(group, slots)))
@@ -285,6 +342,8 @@ def render(snapshot: ClusterSnapshot, groups: list[str], tables: list[Any], slot
 
 
 def _rate(value: float) -> str:
+    if value == 0:
+        return "0 B/s"
     return f"{value / 1e6:.2f} MB/s" if value >= 1e5 else f"{value / 1e3:.1f} kB/s"
 
 

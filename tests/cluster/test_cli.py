@@ -120,8 +120,8 @@ def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flag
         report = wait_until(
             lambda: (s := status()) and s.count("orders") == 4 and s, timeout=30, interval=0.5
         )
-        assert re.search(r"^\s+1\s+a\s+1\s", report, re.M), report
-        assert re.search(r"^\s+2\s+b\s+1\s", report, re.M), report
+        assert re.search(r"^1\ta\t1\talive\t", report, re.M), report
+        assert re.search(r"^2\tb\t1\talive\t", report, re.M), report
         assert "controller: broker" in report
         listed = cli("topics", "list", cwd=here)  # the first broker's endpoints, written beside
         assert listed.returncode == 0 and "orders" in listed.stdout, listed.stdout + listed.stderr
