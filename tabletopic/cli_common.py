@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 console = Console()
 err_console = Console(stderr=True)
+# Piped or redirected output is never wrapped or cut to a made-up width (rich assumes 80 columns).
+console.soft_wrap = not console.is_terminal
+err_console.soft_wrap = not err_console.is_terminal
 
 
 def print_table(table: Table) -> None:
@@ -176,6 +179,21 @@ def node_bootstrap(ctx: typer.Context, bootstrap: str | None) -> str:
         "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or --override listeners=...",
     )
     return bootstrap
+
+
+def client_error(exc: BaseException) -> str:
+    """A Kafka client's error in words: the broker's message and the error's name
+    (``Topic 'x' already exists. (TOPIC_ALREADY_EXISTS)``), not confluent-kafka's
+    ``KafkaError{code=...,val=36,str="..."}``."""
+    error = exc.args[0] if exc.args else None
+    describe = getattr(error, "str", None)
+    name = getattr(error, "name", None)
+    if callable(describe) and callable(name):
+        text, code = str(describe()).strip(), str(name())
+        if not text or text.upper() == code or text.lower() == code.replace("_", " ").lower():
+            return code.replace("_", " ").lower()
+        return f"{text} ({code})"
+    return str(exc)
 
 
 def require_listening(host_port: str, what: str, hint: str, timeout: float = 2.0) -> None:

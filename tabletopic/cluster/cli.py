@@ -17,7 +17,14 @@ import sqlalchemy as sa
 import typer
 
 from tabletopic import database
-from tabletopic.cli_common import ConfigFileOption, OverrideOption, console, err_console, load_config
+from tabletopic.cli_common import (
+    ConfigFileOption,
+    OverrideOption,
+    console,
+    err_console,
+    load_config,
+    print_table,
+)
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
 from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
@@ -389,7 +396,7 @@ def balance(
                 f"{_rate(after_in)} ({_deviation(after_in, plan.mean_in)})",
                 f"{_rate(after_out)} ({_deviation(after_out, plan.mean_out)})",
             )
-        console.print(table)
+        print_table(table)
         if not plan.moves:
             console.print(f"no moves: {plan.note}")
             return
