@@ -93,16 +93,99 @@ def up(
         console.print(f"endpoints written to {cluster.root / CLUSTER_FILE}", highlight=False)
         console.print(f"status: tabletopic cluster status{here}", highlight=False)
         console.print("cluster is up; Ctrl-C stops it")
-        while not stop.wait(1.0):
-            for message in cluster.check_brokers():
-                err_console.print(f"[red]broker down:[/red] {message}", highlight=False, soft_wrap=True)
-            _serve_restart_requests(cluster)
+        takeovers = TakeoverWatch(cluster.metadata_url)
+        try:
+            while not stop.wait(1.0):
+                for node_id, message in cluster.check_brokers():
+                    err_console.print(f"[red]broker down:[/red] {message}", highlight=False, soft_wrap=True)
+                    takeovers.watch(node_id)
+                _serve_restart_requests(cluster)
+                running = {n for n, node in cluster.brokers.items() if node.process is not None}
+                for line in takeovers.poll(running):
+                    console.print(line, highlight=False)
+        finally:
+            takeovers.close()
     except RuntimeError as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from exc
     finally:
         console.print("stopping the cluster …")
         cluster.stop()
+
+
+def takeover_report(node_id: int, partitions: set[tuple[str, int]], snapshot: ClusterSnapshot) -> str | None:
+    """Who leads the partitions dead broker ``node_id`` led, once every one of them has a new
+    leader (None until then): the survivors' own log says only "now leading N more partitions"."""
+    gained: dict[int, int] = {}
+    for key in partitions:
+        row = snapshot.partitions.get(key)
+        if row is None:  # deleted meanwhile
+            continue
+        if row.leader is None or row.leader == node_id:
+            return None
+        gained[row.leader] = gained.get(row.leader, 0) + 1
+    if not gained:
+        return None
+    by = ", ".join(f"broker {leader} ({count})" for leader, count in sorted(gained.items()))
+    return f"broker {node_id} is dead: the {sum(gained.values())} partitions it led are now led by {by}"
+
+
+class TakeoverWatch:
+    """After a broker dies, say once who took over its partitions (read from the metadata
+    database, as ``cluster status`` reads it), or that they are still without a leader."""
+
+    def __init__(self, metadata_url: str, give_up_s: float = 120.0) -> None:
+        self.metadata_url = metadata_url
+        self.give_up_s = give_up_s
+        self.engine: sa.Engine | None = None
+        self.pending: dict[int, tuple[set[tuple[str, int]], float]] = {}
+
+    def _snapshot(self) -> ClusterSnapshot | None:
+        try:
+            if self.engine is None:
+                self.engine = database.create_engine(self.metadata_url)
+            return ClusterMetadata(self.engine).snapshot()
+        except Exception:  # the database may be restarting: try again next round
+            return None
+
+    def watch(self, node_id: int) -> None:
+        import time
+
+        snapshot = self._snapshot()
+        if snapshot is None:
+            return
+        led = {key for key, row in snapshot.partitions.items() if row.leader == node_id}
+        if led:
+            self.pending[node_id] = (led, time.monotonic() + self.give_up_s)
+
+    def poll(self, running: set[int]) -> list[str]:
+        """Lines for the dead brokers whose partitions all have a new leader now; a broker that
+        runs again (restarted before its session expired keeps its partitions) is dropped."""
+        import time
+
+        for node_id in [n for n in self.pending if n in running]:
+            del self.pending[node_id]
+        if not self.pending:
+            return []
+        snapshot = self._snapshot()
+        if snapshot is None:
+            return []
+        lines = []
+        for node_id, (partitions, give_up_at) in list(self.pending.items()):
+            report = takeover_report(node_id, partitions, snapshot)
+            if report is None and time.monotonic() > give_up_at:
+                report = (
+                    f"broker {node_id} is dead and some of its {len(partitions)} partitions still have "
+                    "no other leader; see tabletopic cluster status"
+                )
+            if report is not None:
+                lines.append(report)
+                del self.pending[node_id]
+        return lines
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.dispose()
 
 
 # `cluster restart N` asks the `cluster up` process (which owns the brokers' processes) through files

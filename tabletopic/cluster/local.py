@@ -521,10 +521,10 @@ class LocalCluster:
         self.brokers[node_id] = node
         return node.start()
 
-    def check_brokers(self) -> list[str]:
-        """One sentence per broker that exited since the last call (its process is then forgotten,
-        so a restart starts it afresh): how it ended, its last log line and how to restart it."""
-        messages = []
+    def check_brokers(self) -> list[tuple[int, str]]:
+        """Each broker that exited since the last call (its process is then forgotten, so a restart
+        starts it afresh), with one sentence: how it ended, its last log line and how to restart it."""
+        messages: list[tuple[int, str]] = []
         for node in self.brokers.values():
             code = node.process.poll() if node.process is not None else None
             if code is None:
@@ -539,9 +539,12 @@ class LocalCluster:
                 how = f"exited with code {code}"
             last = next((line for line in reversed(node.log_tail().splitlines()) if line.strip()), "")
             messages.append(
-                f"broker {node.node_id} {how}; the other brokers take over its partitions once its "
-                f"session expires. Last log line: {last.strip() or '(none)'} (log: {node.log_path}). "
-                f"Restart it with: tabletopic cluster restart {node.node_id}"
+                (
+                    node.node_id,
+                    f"broker {node.node_id} {how}; the other brokers take over its partitions once its "
+                    f"session expires. Last log line: {last.strip() or '(none)'} (log: {node.log_path}). "
+                    f"Restart it with: tabletopic cluster restart {node.node_id}",
+                )
             )
         if messages:
             self.write_cluster_file()

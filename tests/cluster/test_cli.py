@@ -154,7 +154,7 @@ def test_a_second_cluster_up_on_the_same_directory_keeps_the_topics(cluster_dir:
         assert url, text
         result = cli("cluster", "status", "--metadata-url", url.group(1))
         assert result.returncode == 0, result.stderr
-        assert result.stdout.count("kept ") == 2, result.stdout
+        assert result.stdout.count("kept\t") == 2, result.stdout
     finally:
         assert second.stop() == 0, second.text
 
@@ -176,10 +176,19 @@ def test_cluster_up_reports_a_dead_broker_and_cluster_restart_brings_it_back(clu
     try:
         up.wait_for("cluster is up")
         recorded = json.loads((cluster_dir / "cluster.json").read_text())
+        create_topic(recorded["bootstrap_servers"], "orders", 4)
         victim = next(b for b in recorded["brokers"] if b["node_id"] == 2)
+        wait_until(
+            lambda: "orders\t" in cli("cluster", "status", "--data-dir", str(cluster_dir)).stdout, timeout=30
+        )
         os.kill(victim["pid"], signal.SIGKILL)
         text = up.wait_for("Restart it with: tabletopic cluster restart 2", timeout=30)
         assert "broker 2 was killed by SIGKILL" in text, text
+        # Who took its partitions over, which the survivor's own log does not say.
+        text = up.wait_for("broker 2 is dead: the ", timeout=90)
+        assert re.search(
+            r"broker 2 is dead: the \d+ partitions it led are now led by broker 1 \(\d+\)", text
+        ), text
         restarted = cli("cluster", "restart", "2", "--data-dir", str(cluster_dir), timeout=200)
         assert restarted.returncode == 0, restarted.stdout + restarted.stderr
         assert "broker 2 is up again" in restarted.stdout

@@ -69,3 +69,26 @@ def test_piped_columns_are_tab_separated_and_aligned_on_a_terminal() -> None:
     assert "\t" not in aligned
     rows = [line for line in aligned.splitlines() if line.startswith(("TOPIC", "orders", "clicks"))]
     assert len({row.index(row.split()[1]) for row in rows[1:]}) == 1  # PART lines up
+
+
+def test_the_takeover_of_a_dead_brokers_partitions_names_who_leads_them_now() -> None:
+    from tabletopic.cluster.cli import takeover_report
+
+    led_by_2 = {("orders", 0), ("orders", 1), ("clicks", 0)}
+    before = ClusterSnapshot({}, 1, 7, {key: Assignment(2, 1, 3) for key in led_by_2})
+    assert takeover_report(2, led_by_2, before) is None  # its session has not expired yet
+    halfway = ClusterSnapshot({}, 1, 7, {**before.partitions, ("orders", 0): Assignment(1, 3, 4)})
+    assert takeover_report(2, led_by_2, halfway) is None
+    after = ClusterSnapshot(
+        {},
+        1,
+        8,
+        {
+            ("orders", 0): Assignment(1, 3, 4),
+            ("orders", 1): Assignment(3, 2, 4),
+            ("clicks", 0): Assignment(1, 3, 4),
+        },
+    )
+    assert takeover_report(2, led_by_2, after) == (
+        "broker 2 is dead: the 3 partitions it led are now led by broker 1 (2), broker 3 (1)"
+    )
