@@ -1,4 +1,5 @@
-# Two commands on a fresh machine: `make serve` and `make test`. Both create and reuse .venv.
+# Two commands on a fresh machine: `make serve` and `make test`. Both create and reuse .venv:
+# `make serve` installs only what a node needs, `make test` adds the test extras (pytest, mypy, ...).
 # Python 3.11 is required: scripts/ensure-venv.sh finds one (or says how to get one), rebuilds a .venv
 # made by another Python, and reinstalls only when pyproject.toml changed. PYTHON=... picks one.
 PYTHON ?=
@@ -7,16 +8,19 @@ BIN    := $(VENV)/bin
 DATA   ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: serve test test-fast lint format docs bench clean venv
+.PHONY: serve test test-fast lint format docs bench clean venv venv-test
 
 venv:
-	@scripts/ensure-venv.sh $(PYTHON)
+	@scripts/ensure-venv.sh serve $(PYTHON)
+
+venv-test:
+	@scripts/ensure-venv.sh test $(PYTHON)
 
 serve: venv
 	scripts/install-system-deps.sh serve
 	$(BIN)/tabletopic serve --data-dir $(DATA)
 
-test: venv
+test: venv-test
 	scripts/install-system-deps.sh test
 	$(BIN)/python -m tabletopic.spark.jars >/dev/null
 	$(BIN)/ruff check tabletopic tests bench
@@ -25,15 +29,15 @@ test: venv
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # The quick inner loop: no Spark, no servers.
-test-fast: venv
+test-fast: venv-test
 	$(BIN)/pytest -m "not slow and not spark and not s3 and not postgres and not integration" $(PYTEST_ARGS)
 
-lint: venv
+lint: venv-test
 	$(BIN)/ruff check tabletopic tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-format: venv
+format: venv-test
 	$(BIN)/ruff format tabletopic tests bench
 	$(BIN)/ruff check --fix tabletopic tests bench
 

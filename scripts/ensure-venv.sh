@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # Create (or repair) .venv with Python 3.11 and install tabletopic into it, showing what it does.
-# Usage: scripts/ensure-venv.sh [PYTHON]   (PYTHON: an interpreter to use; default: look for one)
+# Usage: scripts/ensure-venv.sh serve|test [PYTHON]   (PYTHON: an interpreter to use; default: look for one)
 #
+# - serve installs what running a node needs (`-e .`); test adds the test extras (`-e '.[test]'`:
+#   pytest, mypy, playwright, moto, ... more than a gigabyte that serving never uses).
 # - A .venv made by another Python (a python3 that was 3.12, say) is rebuilt, never reused.
-# - The install runs again only when pyproject.toml changed (a stamp named after its hash).
+# - The install runs again only when pyproject.toml changed or the extras are missing: a stamp named
+#   after the mode and pyproject.toml's hash. A test install also serves, so `serve` after `test`
+#   installs nothing, while `test` after `serve` adds the extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv
 wanted="3.11"
+mode="${1:-}"
+case "$mode" in
+  serve) spec='.'; what="tabletopic and its dependencies (pyspark, pyiceberg, ...)" ;;
+  test) spec='.[test]'; what="tabletopic with its test extras (pytest, mypy, playwright, ...)" ;;
+  *) echo "usage: $0 serve|test [PYTHON]" >&2; exit 2 ;;
+esac
+shift
 
 is_311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' >/dev/null 2>&1; }
 
@@ -33,8 +44,10 @@ if [ -x "$venv/bin/python" ] && ! is_311 "$venv/bin/python"; then
   rm -rf "$venv"
 fi
 
-stamp="$venv/.installed-$(md5sum pyproject.toml | cut -c1-12)"
+hash=$(md5sum pyproject.toml | cut -c1-12)
+stamp="$venv/.installed-$mode-$hash"
 [ -e "$stamp" ] && exit 0
+[ "$mode" = serve ] && [ -e "$venv/.installed-test-$hash" ] && exit 0
 
 if [ ! -x "$venv/bin/python" ]; then
   if ! python=$(pick_python "${1:-}"); then
@@ -44,7 +57,7 @@ was found (tried python3.11, python3, python). Install it, then run make again:
   Debian/Ubuntu:  sudo apt-get install python3.11 python3.11-venv   (Ubuntu without it: the deadsnakes PPA)
   macOS:          brew install python@3.11
   any system:     uv python install 3.11   or   pyenv install 3.11
-or name one:      make serve PYTHON=/path/to/python3.11
+or name one:      make $mode PYTHON=/path/to/python3.11
 MSG
     exit 1
   fi
@@ -55,11 +68,14 @@ MSG
   fi
 fi
 
-echo "installing tabletopic and its dependencies into $venv (pyspark, pyiceberg, ...; a few minutes the first time)"
+echo "installing $what into $venv (a few minutes the first time)"
 "$venv/bin/pip" install --disable-pip-version-check --upgrade pip wheel 2>&1 | grep -v '^Requirement already satisfied' || true
-"$venv/bin/pip" install --disable-pip-version-check --progress-bar on -e '.[test]' 2>&1 \
-  | grep -v '^Requirement already satisfied'
-test "${PIPESTATUS[0]}" -eq 0
-rm -f "$venv"/.installed-*
+"$venv/bin/pip" install --disable-pip-version-check --progress-bar on -e "$spec" 2>&1 \
+  | { grep -v '^Requirement already satisfied' || true; }  # pipefail: a failing pip stops here
+# A stamp of an older pyproject.toml says nothing about this one; the serve stamp of this one stays
+# (a test install serves too).
+for old in "$venv"/.installed-*; do
+  case "$old" in *"-$hash") ;; *) rm -f "$old" ;; esac
+done
 touch "$stamp"
 echo "$venv is ready"

@@ -95,8 +95,10 @@ def config_show(
 ) -> None:
     """Print the effective configuration (defaults, file, environment and overrides resolved)."""
     cfg = load_config(data_dir, config, override, endpoints=False)
-    for key, value in sorted(cfg.as_dict().items()):
-        console.print(f"{key}={'' if value is None else value}", markup=False, highlight=False)
+    from tabletopic.config import format_value
+
+    # Plain lines as a properties file holds them (never wrapped to a terminal's width).
+    typer.echo("\n".join(f"{key}={format_value(value)}" for key, value in sorted(cfg.as_dict().items())))
 
 
 BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"

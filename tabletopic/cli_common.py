@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from tabletopic.config import (
+    DEFAULT_CLUSTER_DIR,
     ENDPOINT_KEYS,
     ENDPOINTS_FILE,
     Config,
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 
 console = Console()
 err_console = Console(stderr=True)
+# Piped or redirected output is never wrapped or cut to a made-up width (rich assumes 80 columns).
+console.soft_wrap = not console.is_terminal
+err_console.soft_wrap = not err_console.is_terminal
 
 
 def print_table(table: Table) -> None:
@@ -82,10 +86,13 @@ def load_config(
 ) -> Config:
     """The configuration as ``tabletopic serve`` reads it. With ``endpoints`` (client commands), the
     addresses a node last served on from this data directory fill in the listener keys that the file,
-    the environment and the overrides leave unset."""
+    the environment and the overrides leave unset; without a data directory of a node that served,
+    the first broker of a ``tabletopic cluster up`` run from here (``./cluster-data``)."""
     try:
         cfg = Config.load(config_file=config_file, overrides=overrides or [], data_dir=data_dir)
         served = cfg.data_dir / ENDPOINTS_FILE
+        if not served.exists() and data_dir is None:
+            served = DEFAULT_CLUSTER_DIR / ENDPOINTS_FILE
         if not endpoints or not served.exists():
             return cfg
         explicit = set(parse_overrides(overrides or []))
@@ -172,6 +179,21 @@ def node_bootstrap(ctx: typer.Context, bootstrap: str | None) -> str:
         "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or --override listeners=...",
     )
     return bootstrap
+
+
+def client_error(exc: BaseException) -> str:
+    """A Kafka client's error in words: the broker's message and the error's name
+    (``Topic 'x' already exists. (TOPIC_ALREADY_EXISTS)``), not confluent-kafka's
+    ``KafkaError{code=...,val=36,str="..."}``."""
+    error = exc.args[0] if exc.args else None
+    describe = getattr(error, "str", None)
+    name = getattr(error, "name", None)
+    if callable(describe) and callable(name):
+        text, code = str(describe()).strip(), str(name())
+        if not text or text.upper() == code or text.lower() == code.replace("_", " ").lower():
+            return code.replace("_", " ").lower()
+        return f"{text} ({code})"
+    return str(exc)
 
 
 def require_listening(host_port: str, what: str, hint: str, timeout: float = 2.0) -> None:

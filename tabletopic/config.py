@@ -176,6 +176,32 @@ def load_all_settings() -> None:
                 raise
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Letters inserted, deleted, replaced or swapped with a neighbour to turn ``a`` into ``b``
+    (optimal string alignment distance)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def nearest_name(name: str, known: Iterable[str], max_distance: int = 2) -> str | None:
+    """The known name a misspelt ``name`` most likely meant (``log.levle`` -> ``log.level``): the
+    closest within ``max_distance`` edits, else None (a different name, not a typo)."""
+    best: tuple[int, str] | None = None
+    for candidate in known:
+        distance = edit_distance(name, candidate)
+        if distance <= max_distance and (best is None or (distance, candidate) < best):
+            best = (distance, candidate)
+    return None if best is None else best[1]
+
+
 def read_properties(path: Path) -> dict[str, str]:
     """Parse a Java-style properties file: ``key=value`` or ``key: value``, ``#``/``!`` comments,
     trailing-backslash line continuations."""
@@ -211,7 +237,12 @@ def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
 
 class Config:
     """Resolved, typed configuration. Unknown keys are kept (and warned about once) so a user can
-    move a Kafka ``server.properties`` over without editing it first."""
+    move a Kafka ``server.properties`` over without editing it first; an unknown key within two
+    typing slips of a known one (``log.levle``) is a typo and refused, naming the key meant.
+
+    Raises:
+        ConfigError: a value that does not parse, or a misspelt key (the message names both).
+    """
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         load_all_settings()
@@ -220,6 +251,9 @@ class Config:
         for name, raw in self._raw.items():
             key = self.lookup(name)
             if key is None:
+                meant = nearest_name(name, (k.name for k in REGISTRY.values() if not k.is_prefix))
+                if meant is not None:
+                    raise ConfigError(f"unknown configuration key {name}: did you mean {meant}?")
                 log.warning("ignoring unknown configuration key %s", name)
                 continue
             self._values[name] = raw if key.is_prefix else key.parse(raw)
@@ -289,6 +323,17 @@ class Config:
         return Path(self.get("data.dir")).expanduser().resolve()
 
 
+def format_value(value: Any) -> str:
+    """A value as a properties file spells it: ``true``/``false``, lists comma-separated, unset empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(format_value(v) for v in value)
+    return str(value)
+
+
 def render_docs() -> str:
     """Markdown documentation of every key, grouped by subsystem."""
     load_all_settings()
@@ -321,6 +366,9 @@ def render_docs() -> str:
 # the same data directory (``tabletopic topics -d DIR``, or run from the same place) reach a node whose
 # ports were moved without repeating every listener setting.
 ENDPOINTS_FILE = "endpoints.properties"
+# Where `tabletopic cluster up` keeps everything by default; it writes the first broker's endpoints
+# there too, so client commands run beside it find the cluster when no node data directory has any.
+DEFAULT_CLUSTER_DIR = Path("cluster-data")
 ENDPOINT_KEYS = (
     "listeners",
     "advertised.listeners",

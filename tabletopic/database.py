@@ -120,7 +120,8 @@ def migrate(engine: Engine, component: str, migrations: Sequence[Migration]) -> 
                         .where(_migrations_table.c.component == component)
                         .values(version=version)
                     )
-            log.info("metadata schema of %s migrated to version %d", component, version)
+            # DEBUG: a fresh database runs a dozen of these, which would bury a one-line start-up error.
+            log.debug("metadata schema of %s migrated to version %d", component, version)
         return len(migrations)
 
 

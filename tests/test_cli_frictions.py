@@ -217,3 +217,128 @@ def test_client_commands_find_a_node_with_moved_ports_from_its_data_directory(tm
         assert elsewhere.returncode == 1
     finally:
         node.stop()
+
+
+# ------------------------------------------------------------------------------ issue 31: frictions
+
+
+def test_a_misspelt_server_key_is_refused_naming_the_key_meant() -> None:
+    from tabletopic.config import ConfigError, nearest_name
+
+    with pytest.raises(ConfigError, match=r"unknown configuration key log\.levle: did you mean log\.level\?"):
+        Config({"log.levle": "DEBUG"})
+    # A Kafka key tabletopic has no use for is still accepted (a server.properties moves over as is).
+    assert Config({"num.network.threads": "3", "log.retention.hours": "1"}).get("log.level")
+    assert nearest_name("automq.table.topic.enabled", ["automq.table.topic.enable", "retention.ms"]) == (
+        "automq.table.topic.enable"
+    )
+    assert nearest_name("segment.jitter", ["retention.ms"]) is None
+
+
+def test_serve_with_a_misspelt_key_fails_in_one_line_naming_the_nearest_key(tmp_path: Path) -> None:
+    result = cli("serve", "-d", str(tmp_path), "-o", "log.levle=DEBUG", timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert "log.levle" in lines[0] and "did you mean log.level?" in lines[0]
+
+
+@pytest.mark.integration
+def test_a_start_up_error_is_not_buried_under_migration_lines(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = cli(*serve_args(tmp_path, admin_listener=f"http://127.0.0.1:{port}"), timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "migrated to version" not in result.stderr, result.stderr[-3000:]
+
+
+def test_misspelt_topic_configs_say_which_key_was_meant() -> None:
+    from tabletopic.broker.topic_config_keys import InvalidTopicConfig
+    from tabletopic.broker.topic_config_keys import validate_topic_configs as validate_kafka_keys
+    from tabletopic.table.schema_validation import validate_topic_configs as validate_schema_keys
+    from tabletopic.table.table_config import validate_table_topic_configs
+
+    with pytest.raises(ValueError, match=r"did you mean automq\.table\.topic\.enable\?"):
+        validate_table_topic_configs({"automq.table.topic.enabled": "true"})
+    with pytest.raises(
+        InvalidTopicConfig, match=r"unknown topic config retention\.msx; did you mean retention\.ms\?"
+    ):
+        validate_kafka_keys({"retention.msx": "1"})
+    with pytest.raises(ValueError, match=r"did you mean confluent\.value\.schema\.validation\?"):
+        validate_schema_keys({"confluent.value.schema.validaton": "true"})
+
+
+def test_client_errors_are_printed_in_words() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from tabletopic.cli_common import client_error
+
+    exc = KafkaException(KafkaError(40, "unknown topic config x; did you mean y?"))
+    assert client_error(exc) == "unknown topic config x; did you mean y? (INVALID_CONFIG)"
+    assert "KafkaError{" not in client_error(KafkaException(KafkaError(36)))
+    assert client_error(RuntimeError("plain")) == "plain"
+
+
+def test_config_show_prints_values_as_a_properties_file_does(tmp_path: Path) -> None:
+    result = cli("config", "show", "-d", str(tmp_path), "-o", "listeners=PLAINTEXT://h:1,SSL://h:2")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "admin.console.enable=true" in lines and "listeners=PLAINTEXT://h:1,SSL://h:2" in lines
+    assert not [line for line in lines if line.endswith(("=True", "=False", "']"))], result.stdout
+
+
+def test_piped_console_output_is_never_wrapped() -> None:
+    code = "from tabletopic.cli_common import console; console.print('word ' * 60 + 'end')"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "40"},
+    )
+    assert result.stdout.count("\n") == 1 and result.stdout.rstrip().endswith("end"), result.stdout
+
+
+def test_tables_describe_never_prints_snapshot_none() -> None:
+    from tabletopic.table.cli import last_commit
+
+    assert last_commit(None, None) == "no commit yet"
+    assert "snapshot 7" in last_commit(time.time() - 5, 7)
+    assert "None" not in last_commit(time.time() - 5, None)
+
+
+@pytest.mark.integration
+def test_topic_config_typos_and_alter_config_with_config_against_a_node(tmp_path: Path) -> None:
+    from tests.support.broker_process import BrokerProcess
+
+    node = BrokerProcess(tmp_path, {"table.job.runner": "inprocess"}).start()
+    try:
+        typo = cli(
+            "topics", "create", "t1", "-d", str(tmp_path), "--config", "automq.table.topic.enabled=true"
+        )
+        assert typo.returncode == 1
+        lines = typo.stderr.strip().splitlines()
+        assert len(lines) == 1, typo.stderr
+        assert "did you mean automq.table.topic.enable?" in lines[0] and "INVALID_CONFIG" in lines[0]
+        assert "KafkaError{" not in typo.stderr
+        created = cli("topics", "create", "t1", "-d", str(tmp_path))
+        assert created.returncode == 0, created.stderr
+        altered = cli("topics", "alter-config", "t1", "-d", str(tmp_path), "--config", "retention.ms=60000")
+        assert altered.returncode == 0, altered.stderr
+        aliased = cli("topics", "alter-config", "t1", "-d", str(tmp_path), "--set", "retention.bytes=1000000")
+        assert aliased.returncode == 0, aliased.stderr
+        described = cli("topics", "describe", "t1", "-d", str(tmp_path))
+        assert (
+            "retention.ms=60000  (set)" in described.stdout
+            and "retention.bytes=1000000  (set)" in described.stdout
+        )
+        again = cli("topics", "create", "t1", "-d", str(tmp_path))
+        assert (
+            again.returncode == 1
+            and "KafkaError{" not in again.stderr
+            and "TOPIC_ALREADY_EXISTS" in again.stderr
+        )
+    finally:
+        node.stop()

@@ -12,11 +12,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from tabletopic.cli_common import (
     BootstrapOption,
     DataDirOption,
     OverrideOption,
+    client_error,
     err_console,
     node_bootstrap,
     remember_node,
@@ -58,7 +60,7 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
 
 
 def _fail(exc: BaseException) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+    err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
     return typer.Exit(1)
 
 
@@ -150,7 +152,12 @@ def alter_config(
     ctx: typer.Context,
     name: str,
     bootstrap: BootstrapOption = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value to set, repeatable.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config", "-c", "--set", help="key=value to set, repeatable (as topics create --config)."
+        ),
+    ] = None,
     delete_: Annotated[list[str] | None, typer.Option("--delete", help="key to remove, repeatable.")] = None,
 ) -> None:
     """Set or remove topic configs (IncrementalAlterConfigs)."""
@@ -164,10 +171,10 @@ def alter_config(
 
     entries = [
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-        for k, v in _pairs(set_, "--set").items()
+        for k, v in _pairs(set_, "--config").items()
     ] + [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete_ or []]
     if not entries:
-        raise typer.BadParameter("give --set and/or --delete")
+        raise typer.BadParameter("give --config key=value and/or --delete key")
     resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
     try:
         admin = _admin(bootstrap)

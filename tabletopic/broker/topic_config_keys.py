@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tabletopic.config import nearest_name
+
 
 @dataclass(frozen=True, slots=True)
 class TopicConfigExtension:
@@ -220,7 +222,10 @@ def validate_topic_configs(
             continue
         key = TOPIC_CONFIG_KEYS.get(name)
         if key is None:
-            raise InvalidTopicConfig(f"unknown topic config {name}")
+            meant = nearest_name(name, TOPIC_CONFIG_KEYS)
+            raise InvalidTopicConfig(
+                f"unknown topic config {name}" + (f"; did you mean {meant}?" if meant else "")
+            )
         try:
             key.validate(text)
         except InvalidTopicConfig as exc:

@@ -6,19 +6,32 @@ asked for the way the controller's own rounds ask: reassignment targets, not pin
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import sqlalchemy as sa
 import typer
 
 from tabletopic import database
-from tabletopic.cli_common import ConfigFileOption, OverrideOption, console, err_console, load_config
+from tabletopic.cli_common import (
+    ConfigFileOption,
+    OverrideOption,
+    console,
+    err_console,
+    load_config,
+    print_table,
+)
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
-from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot
+from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
+
+if TYPE_CHECKING:
+    from tabletopic.cluster.local import LocalCluster
+from tabletopic.config import DEFAULT_CLUSTER_DIR
 
 cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
 
@@ -33,14 +46,20 @@ def up(
     ] = "",
     data_dir: Annotated[
         Path, typer.Option("--data-dir", help="Where PostgreSQL, SeaweedFS, brokers keep data.")
-    ] = (Path("cluster-data")),
+    ] = DEFAULT_CLUSTER_DIR,
     base_port: Annotated[
-        int, typer.Option("--base-port", help="Kafka port of broker 1, +1 per broker (0: free).")
+        int,
+        typer.Option(
+            "--base-port",
+            help="Kafka port of broker 1; broker N adds 10 x (N-1) to it and to the console (8080), "
+            "registry (8081) and catalog (8181) ports. A taken port is replaced by a free one (said "
+            "so). 0: free ports for everything.",
+        ),
     ] = (9092),
     override: OverrideOption = None,
 ) -> None:
     """Start PostgreSQL, SeaweedFS and N brokers on loopback; Ctrl-C stops everything."""
-    from tabletopic.cluster.local import LocalCluster
+    from tabletopic.cluster.local import CLUSTER_FILE, LocalCluster
 
     extra = dict(item.split("=", 1) for item in override or [] if "=" in item)
     cluster = LocalCluster(
@@ -57,6 +76,8 @@ def up(
         console.print(f"starting PostgreSQL, SeaweedFS and {nodes} brokers under {cluster.root} …")
         cluster.start()
         assert cluster.seaweedfs is not None
+        for note in cluster.notes:
+            console.print(f"note: {note}", highlight=False)
         console.print(f"bootstrap servers: {cluster.bootstrap}", highlight=False)
         console.print(f"metadata.url:      {cluster.metadata_url}", highlight=False)
         console.print(f"S3 endpoint:       {cluster.seaweedfs.endpoint} (bucket {cluster.seaweedfs.bucket})")
@@ -68,11 +89,22 @@ def up(
                 f"catalog http://127.0.0.1:{node.catalog_port}  log {node.log_path}",
                 highlight=False,
             )
-        console.print(
-            f"status: tabletopic cluster status --metadata-url '{cluster.metadata_url}'", highlight=False
-        )
+        here = "" if data_dir == DEFAULT_CLUSTER_DIR else f" --data-dir {data_dir}"
+        console.print(f"endpoints written to {cluster.root / CLUSTER_FILE}", highlight=False)
+        console.print(f"status: tabletopic cluster status{here}", highlight=False)
         console.print("cluster is up; Ctrl-C stops it")
-        stop.wait()
+        takeovers = TakeoverWatch(cluster.metadata_url)
+        try:
+            while not stop.wait(1.0):
+                for node_id, message in cluster.check_brokers():
+                    err_console.print(f"[red]broker down:[/red] {message}", highlight=False, soft_wrap=True)
+                    takeovers.watch(node_id)
+                _serve_restart_requests(cluster)
+                running = {n for n, node in cluster.brokers.items() if node.process is not None}
+                for line in takeovers.poll(running):
+                    console.print(line, highlight=False)
+        finally:
+            takeovers.close()
     except RuntimeError as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from exc
@@ -81,25 +113,207 @@ def up(
         cluster.stop()
 
 
+def takeover_report(node_id: int, partitions: set[tuple[str, int]], snapshot: ClusterSnapshot) -> str | None:
+    """Who leads the partitions dead broker ``node_id`` led, once every one of them has a new
+    leader (None until then): the survivors' own log says only "now leading N more partitions"."""
+    gained: dict[int, int] = {}
+    for key in partitions:
+        row = snapshot.partitions.get(key)
+        if row is None:  # deleted meanwhile
+            continue
+        if row.leader is None or row.leader == node_id:
+            return None
+        gained[row.leader] = gained.get(row.leader, 0) + 1
+    if not gained:
+        return None
+    by = ", ".join(f"broker {leader} ({count})" for leader, count in sorted(gained.items()))
+    return f"broker {node_id} is dead: the {sum(gained.values())} partitions it led are now led by {by}"
+
+
+class TakeoverWatch:
+    """After a broker dies, say once who took over its partitions (read from the metadata
+    database, as ``cluster status`` reads it), or that they are still without a leader."""
+
+    def __init__(self, metadata_url: str, give_up_s: float = 120.0) -> None:
+        self.metadata_url = metadata_url
+        self.give_up_s = give_up_s
+        self.engine: sa.Engine | None = None
+        self.pending: dict[int, tuple[set[tuple[str, int]], float]] = {}
+
+    def _snapshot(self) -> ClusterSnapshot | None:
+        try:
+            if self.engine is None:
+                self.engine = database.create_engine(self.metadata_url)
+            return ClusterMetadata(self.engine).snapshot()
+        except Exception:  # the database may be restarting: try again next round
+            return None
+
+    def watch(self, node_id: int) -> None:
+        import time
+
+        snapshot = self._snapshot()
+        if snapshot is None:
+            return
+        led = {key for key, row in snapshot.partitions.items() if row.leader == node_id}
+        if led:
+            self.pending[node_id] = (led, time.monotonic() + self.give_up_s)
+
+    def poll(self, running: set[int]) -> list[str]:
+        """Lines for the dead brokers whose partitions all have a new leader now; a broker that
+        runs again (restarted before its session expired keeps its partitions) is dropped."""
+        import time
+
+        for node_id in [n for n in self.pending if n in running]:
+            del self.pending[node_id]
+        if not self.pending:
+            return []
+        snapshot = self._snapshot()
+        if snapshot is None:
+            return []
+        lines = []
+        for node_id, (partitions, give_up_at) in list(self.pending.items()):
+            report = takeover_report(node_id, partitions, snapshot)
+            if report is None and time.monotonic() > give_up_at:
+                report = (
+                    f"broker {node_id} is dead and some of its {len(partitions)} partitions still have "
+                    "no other leader; see tabletopic cluster status"
+                )
+            if report is not None:
+                lines.append(report)
+                del self.pending[node_id]
+        return lines
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.dispose()
+
+
+# `cluster restart N` asks the `cluster up` process (which owns the brokers' processes) through files
+# in the data directory: it writes the request, `cluster up` restarts the broker and writes the result.
+RESTART_REQUEST = "restart-{node_id}.request"
+RESTART_RESULT = "restart-{node_id}.result"
+
+
+def _serve_restart_requests(cluster: LocalCluster) -> None:
+    for request in sorted(cluster.root.glob(RESTART_REQUEST.format(node_id="*"))):
+        node_id = int(request.name.split("-")[1].split(".")[0])
+        result = cluster.root / RESTART_RESULT.format(node_id=node_id)
+        console.print(f"restarting broker {node_id} (asked by `tabletopic cluster restart`) …")
+        try:
+            node = cluster.restart_broker(node_id)
+        except KeyError:
+            outcome = f"error: there is no broker {node_id} (brokers: {', '.join(map(str, cluster.brokers))})"
+        except RuntimeError as exc:
+            outcome = f"error: broker {node_id} did not start: {exc}"
+        else:
+            outcome = f"ok: broker {node_id} is up again (kafka {node.bootstrap}, pid {node.process_id})"
+        console.print(outcome.partition(": ")[2], highlight=False)
+        result.write_text(outcome, encoding="utf-8")
+        request.unlink(missing_ok=True)
+
+
 MetadataUrlOption = Annotated[
     str | None,
-    typer.Option("--metadata-url", envvar="TABLETOPIC_METADATA_URL", help="The brokers' metadata.url."),
+    typer.Option(
+        "--metadata-url",
+        envvar="TABLETOPIC_METADATA_URL",
+        help="The brokers' metadata.url (default: the one `cluster up` wrote into --data-dir).",
+    ),
 ]
+ClusterDirOption = Annotated[
+    Path,
+    typer.Option("--data-dir", help="The data directory of `tabletopic cluster up` (its cluster.json)."),
+]
+
+
+def cluster_metadata_url(explicit: str | None, configured: str | None, data_dir: Path) -> str | None:
+    """Which metadata database to read: ``--metadata-url`` (or its environment variable), else the
+    configuration's ``metadata.url``, else the one ``cluster up`` recorded in ``data_dir``."""
+    if explicit or configured:
+        return explicit or configured
+    from tabletopic.cluster.local import CLUSTER_FILE
+
+    try:
+        recorded = json.loads((data_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    url = recorded.get("metadata_url") if isinstance(recorded, dict) else None
+    return url if isinstance(url, str) and url else None
+
+
+def _no_metadata_url(data_dir: Path) -> typer.Exit:
+    err_console.print(
+        f"[red]error:[/red] no cluster found: {data_dir / 'cluster.json'} does not exist (start one "
+        "with `tabletopic cluster up`, or give --data-dir DIR of one, or --metadata-url, the brokers' "
+        "metadata.url)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return typer.Exit(2)
+
+
+@cluster_app.command("restart")
+def restart(
+    node_id: Annotated[int, typer.Argument(help="The broker to restart (its broker.id).", min=1)],
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="The data directory of the running `tabletopic cluster up`.")
+    ] = DEFAULT_CLUSTER_DIR,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for it.")] = 150.0,
+) -> None:
+    """Restart one broker of the `tabletopic cluster up` running on --data-dir (stopped gracefully
+    first if it still runs), on the same ports."""
+    import os
+    import time
+
+    from tabletopic.cluster.local import CLUSTER_FILE
+
+    try:
+        recorded = json.loads((data_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
+        owner = int(recorded["pid"])
+        os.kill(owner, 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        err_console.print(
+            f"[red]error:[/red] no `tabletopic cluster up` is running on {data_dir} (its {CLUSTER_FILE} "
+            "names none alive); start the cluster again with `tabletopic cluster up`",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
+    result = data_dir / RESTART_RESULT.format(node_id=node_id)
+    result.unlink(missing_ok=True)
+    (data_dir / RESTART_REQUEST.format(node_id=node_id)).write_text("", encoding="utf-8")
+    console.print(f"asked `cluster up` (pid {owner}) to restart broker {node_id} …")
+    deadline = time.monotonic() + timeout
+    while not result.exists():
+        if time.monotonic() > deadline:
+            err_console.print(f"[red]error:[/red] broker {node_id} was not restarted within {timeout:.0f} s")
+            raise typer.Exit(1)
+        time.sleep(0.3)
+    outcome = result.read_text(encoding="utf-8")
+    result.unlink(missing_ok=True)
+    status, _, message = outcome.partition(": ")
+    if status != "ok":
+        err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    console.print(message, highlight=False)
 
 
 @cluster_app.command("status")
 def status(
     metadata_url: MetadataUrlOption = None,
+    data_dir: ClusterDirOption = DEFAULT_CLUSTER_DIR,
+    internal: Annotated[
+        bool, typer.Option("--internal", help="Also list Kafka's internal topics (__consumer_offsets, ...).")
+    ] = False,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
-    """Brokers (id, rack, epoch, alive, load), the controller, leaders per partition, group and
-    table coordinators."""
+    """Brokers (id, rack, epoch, state alive/draining/dead/stopped, load), the controller, leaders per
+    partition (user topics; --internal adds Kafka's own), group and table coordinators."""
     cfg = load_config(None, config, override)
-    url = metadata_url or cfg.get("metadata.url")
+    url = cluster_metadata_url(metadata_url, cfg.get("metadata.url"), data_dir)
     if not url:
-        err_console.print("[red]error:[/red] give --metadata-url (the brokers' metadata.url)")
-        raise typer.Exit(2)
+        raise _no_metadata_url(data_dir)
     engine = database.create_engine(url)
     try:
         if not sa.inspect(engine).has_table("cluster_nodes"):
@@ -114,7 +328,15 @@ def status(
         )
     finally:
         engine.dispose()
-    console.print(render(snapshot, [str(g[0]) for g in groups], tables, cfg.get(keys.GROUP_PARTITIONS)))
+    report = render(
+        snapshot,
+        [str(g[0]) for g in groups],
+        tables,
+        cfg.get(keys.GROUP_PARTITIONS),
+        internal=internal,
+        plain=not console.is_terminal,
+    )
+    sys.stdout.write(report + "\n")  # never wrapped or cut to a terminal width
 
 
 def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
@@ -124,32 +346,77 @@ def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
         return list(conn.execute(sa.text(query)))
 
 
-def render(snapshot: ClusterSnapshot, groups: list[str], tables: list[Any], slots: int) -> str:
-    """The status report as plain text (kept apart from I/O so it can be tested)."""
+def broker_state(node: NodeInfo) -> str:
+    """One word per broker: ``stopped`` (left cleanly), ``dead`` (its lease ran out without it
+    leaving: killed, paused, cut off), else what it registered (``alive`` or ``draining``)."""
+    if node.state == "stopped":
+        return "stopped"
+    return node.state if node.alive else "dead"
+
+
+def is_internal(topic: str) -> bool:
+    """Kafka's own topics (``__consumer_offsets`` slots, ``__transaction_state``, ...)."""
+    return topic.startswith("__")
+
+
+def _columns(rows: list[list[str]], right: set[int], plain: bool) -> list[str]:
+    """Rows as aligned columns (the first row is the header), or tab-separated when ``plain``."""
+    if plain:
+        return ["\t".join(row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def render(
+    snapshot: ClusterSnapshot,
+    groups: list[str],
+    tables: list[Any],
+    slots: int,
+    internal: bool = False,
+    plain: bool = False,
+) -> str:
+    """The status report as text (kept apart from I/O so it can be tested): aligned columns, or
+    tab-separated ones when ``plain`` (piped). Kafka's internal topics only with ``internal``."""
     leaders: dict[int, int] = {}
     for (topic, _), row in snapshot.partitions.items():
-        if topic != GROUP_SLOTS_TOPIC and row.leader is not None:
+        if not is_internal(topic) and row.leader is not None:
             leaders[row.leader] = leaders.get(row.leader, 0) + 1
     controller = "none" if snapshot.controller_id is None else f"broker {snapshot.controller_id}"
     lines = [f"controller: {controller} (controller epoch {snapshot.controller_epoch})", ""]
-    lines.append(f"{'NODE':>4}  {'RACK':<8} {'EPOCH':>5}  {'ALIVE':<5}  {'STATE':<8} {'LEADS':>5}  "
-                 f"{'BYTES IN':>12} {'BYTES OUT':>12}  ENDPOINTS")  # fmt: skip
+    nodes = [["NODE", "RACK", "EPOCH", "STATE", "LEADS", "BYTES IN", "BYTES OUT", "ENDPOINTS"]]
     for node in sorted(snapshot.nodes.values(), key=lambda n: n.node_id):
-        bytes_in = sum(v[0] for v in node.load.values())
-        bytes_out = sum(v[1] for v in node.load.values())
+        state = broker_state(node)
+        # A dead or stopped broker's last report is stale: it carries nothing now.
+        live = state in ("alive", "draining")
+        bytes_in = sum(v[0] for v in node.load.values()) if live else 0
+        bytes_out = sum(v[1] for v in node.load.values()) if live else 0
         endpoints = " ".join(f"{k}://{h}:{p}" for k, (h, p) in node.endpoints.items())
-        alive = "yes" if node.alive else "no"
-        lines.append(
-            f"{node.node_id:>4}  {node.rack or '-':<8} {node.node_epoch:>5}  {alive:<5}  "
-            f"{node.state:<8} {leaders.get(node.node_id, 0):>5}  {bytes_in:>12} {bytes_out:>12}  {endpoints}"
-        )
-    lines += ["", f"{'TOPIC':<40} {'PART':>4}  {'LEADER':>6}  {'EPOCH':>5}  MOVING TO"]
-    for (topic, partition), row in sorted(snapshot.partitions.items()):
-        if topic == GROUP_SLOTS_TOPIC:
+        nodes.append(
+            [str(node.node_id), node.rack or "-", str(node.node_epoch), state,
+             str(leaders.get(node.node_id, 0)), _rate(bytes_in), _rate(bytes_out), endpoints]
+        )  # fmt: skip
+    lines += _columns(nodes, {0, 2, 4, 5, 6}, plain)
+    partitions = [["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"]]
+    # User topics first, then (with --internal) Kafka's own.
+    for (topic, partition), row in sorted(
+        snapshot.partitions.items(), key=lambda kv: (is_internal(kv[0][0]), kv[0])
+    ):
+        if is_internal(topic) and not internal:
             continue
         moving = "-" if row.target is None or row.target == row.leader else str(row.target)
-        lines.append(f"{topic:<40} {partition:>4}  {row.leader if row.leader is not None else -1:>6}  "
-                     f"{row.leader_epoch:>5}  {moving}")  # fmt: skip
+        leader = str(row.leader) if row.leader is not None else "-1"
+        partitions.append([topic, str(partition), leader, str(row.leader_epoch), moving])
+    lines += ["", *_columns(partitions, {1, 2, 3}, plain)]
+    hidden = sorted({t for t, _ in snapshot.partitions if is_internal(t)})
+    if hidden and not internal:
+        lines.append(
+            f"({len(hidden)} internal topics not listed: {', '.join(hidden)}; --internal lists them)"
+        )
     lines += ["", "group coordinators:"]
     for group in sorted(groups):
         slot = snapshot.partitions.get((GROUP_SLOTS_TOPIC, group_slot(group, slots)))
@@ -165,6 +432,8 @@ def render(snapshot: ClusterSnapshot, groups: list[str], tables: list[Any], slot
 
 
 def _rate(value: float) -> str:
+    if value == 0:
+        return "0 B/s"
     return f"{value / 1e6:.2f} MB/s" if value >= 1e5 else f"{value / 1e3:.1f} kB/s"
 
 
@@ -176,6 +445,7 @@ def _deviation(value: float, mean: float) -> str:
 def balance(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; move nothing.")] = False,
     metadata_url: MetadataUrlOption = None,
+    data_dir: ClusterDirOption = DEFAULT_CLUSTER_DIR,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
@@ -187,8 +457,10 @@ def balance(
     from tabletopic.cluster.node import ClusterSettings
 
     loaded = load_config(None, config, override)
-    url = metadata_url or loaded.get("metadata.url")
-    if not url or not url.startswith("postgresql"):
+    url = cluster_metadata_url(metadata_url, loaded.get("metadata.url"), data_dir)
+    if not url:
+        raise _no_metadata_url(data_dir)
+    if not url.startswith("postgresql"):
         err_console.print("[red]error:[/red] give --metadata-url (the brokers' PostgreSQL metadata.url)")
         raise typer.Exit(2)
     engine = database.create_engine(url)
@@ -207,7 +479,7 @@ def balance(
                 f"{_rate(after_in)} ({_deviation(after_in, plan.mean_in)})",
                 f"{_rate(after_out)} ({_deviation(after_out, plan.mean_out)})",
             )
-        console.print(table)
+        print_table(table)
         if not plan.moves:
             console.print(f"no moves: {plan.note}")
             return

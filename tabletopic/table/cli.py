@@ -62,6 +62,13 @@ def _ago(seconds: float | None) -> str:
     return "-" if seconds is None else f"{time.time() - seconds:.0f}s ago"
 
 
+def last_commit(when: float | None, snapshot: int | None) -> str:
+    """``last commit 12s ago (snapshot 123)``, or ``no commit yet`` (never ``snapshot None``)."""
+    if snapshot is None:
+        return "no commit yet" if when is None else f"last commit {_ago(when)}"
+    return f"last commit {_ago(when)} (snapshot {snapshot})"
+
+
 @app.command("list")
 def list_tables(
     ctx: typer.Context,
@@ -93,9 +100,10 @@ def describe_table(ctx: typer.Context, topic: str) -> None:
     r = _get(ctx.obj, f"/v1/tables/{topic}")
     console.print(f"[bold]{r['topic']}[/bold] -> {r['table']}  state {r['state']}")
     console.print(
-        f"last commit {_ago(r['last_commit_time'])} (snapshot {r['last_commit_snapshot']}), "
+        f"{last_commit(r['last_commit_time'], r['last_commit_snapshot'])}, "
         f"{r['commits']} commits, {r['rows_committed']} rows, {r['records_skipped']} skipped, "
-        f"lag {r['lag_records']} records" + f" / {r['lag_seconds']:.0f}s"
+        f"lag {r['lag_records']} records" + f" / {r['lag_seconds']:.0f}s",
+        highlight=False,
     )
     if r["last_error"]:
         console.print(f"[red]last error:[/red] {r['last_error']}")

@@ -33,6 +33,7 @@ import numpy as np
 
 from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.record_validation import RecordError, Rejection
+from tabletopic.config import nearest_name
 from tabletopic.records.compression import decompress
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, BatchHeader
@@ -95,7 +96,9 @@ def validate_topic_configs(configs: Mapping[str, str]) -> None:
         if not name.startswith(PREFIX):
             continue
         if name not in TOPIC_KEYS:
-            raise ValueError(f"unknown topic config {name} (known: {', '.join(sorted(TOPIC_KEYS))})")
+            meant = nearest_name(name, TOPIC_KEYS)
+            hint = f"did you mean {meant}?" if meant else f"known: {', '.join(sorted(TOPIC_KEYS))}"
+            raise ValueError(f"unknown topic config {name} ({hint})")
         if name in (VALUE_VALIDATION, KEY_VALIDATION):
             if str(value).strip().lower() not in ("true", "false"):
                 raise ValueError(f"invalid value for {name}: {value!r} is not true or false")

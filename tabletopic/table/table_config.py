@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
+from tabletopic.config import nearest_name
+
 PREFIX = "automq.table.topic."
 
 ENABLE = PREFIX + "enable"
@@ -188,7 +190,9 @@ class TableTopicConfig:
             if key.startswith(BROKER_LEVEL_PREFIXES):
                 raise ValueError(f"{key} is a broker-level setting, not a topic config")
             if key not in _KNOWN_KEYS:
-                raise ValueError(f"{key} is not a known table topic config")
+                meant = nearest_name(key, _KNOWN_KEYS)
+                hint = f"; did you mean {meant}?" if meant else f" (known: {', '.join(sorted(_KNOWN_KEYS))})"
+                raise ValueError(f"{key} is not a known table topic config{hint}")
 
         value_type, transform = _legacy_schema_type(raw)
         value_type = _enum(raw, CONVERT_VALUE_TYPE, ConvertType, value_type)

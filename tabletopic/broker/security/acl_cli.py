@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from tabletopic.broker.security.cli import ClientOption, CommandConfigOption, admin_client
-from tabletopic.cli_common import BootstrapOption, DataDirOption, err_console, remember_node
+from tabletopic.cli_common import BootstrapOption, DataDirOption, client_error, err_console, remember_node
 
 acls_app = typer.Typer(help="Manage ACLs (needs authorizer.class.name on the broker).", no_args_is_help=True)
 TIMEOUT_S = 30
@@ -56,7 +57,7 @@ def _enum(kind: Any, value: str, what: str) -> Any:
 
 
 def _fail(exc: BaseException) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+    err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
     return typer.Exit(1)
 
 

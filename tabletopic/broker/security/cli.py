@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from tabletopic.broker.security.scram import MIN_ITERATIONS, SCRAM_MECHANISMS
 from tabletopic.cli_common import (
     BootstrapOption,
     DataDirOption,
     OverrideOption,
+    client_error,
     err_console,
     node_bootstrap,
     remember_node,
@@ -80,7 +82,7 @@ def _wait(futures: dict[str, Any]) -> None:
         for future in futures.values():
             future.result(TIMEOUT_S)
     except Exception as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from exc
 
 
@@ -130,7 +132,9 @@ def delete(
         try:
             chosen = [i.mechanism for i in described[name].result(TIMEOUT_S).scram_credential_infos]
         except Exception as exc:
-            err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+            err_console.print(
+                f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True
+            )
             raise typer.Exit(1) from exc
     deletions = [UserScramCredentialDeletion(name, m) for m in chosen]
     _wait(admin.alter_user_scram_credentials(deletions, request_timeout=TIMEOUT_S))
@@ -155,7 +159,7 @@ def list_users(
             else result.result(TIMEOUT_S)
         )
     except Exception as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from exc
     for user in sorted(described):
         infos = ", ".join(

@@ -1,0 +1,94 @@
+"""``tabletopic cluster status`` as a reader meets it: one state per broker, rates with units (none
+for a broker that is gone), user topics first and Kafka's internal ones only on request, and plain
+tab-separated columns when piped."""
+
+from __future__ import annotations
+
+from tabletopic.cluster.cli import render
+from tabletopic.cluster.controller import Assignment
+from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
+
+
+def snapshot() -> ClusterSnapshot:
+    load = {"orders/0": [2_500_000, 1_000]}
+    nodes = {
+        1: NodeInfo(1, 3, "a", {"PLAINTEXT": ("127.0.0.1", 9092)}, "alive", True, load),
+        2: NodeInfo(2, 1, "b", {"PLAINTEXT": ("127.0.0.1", 9102)}, "alive", False, load),  # lease ran out
+        3: NodeInfo(3, 2, None, {}, "stopped", False, {}),
+        4: NodeInfo(4, 5, "a", {}, "draining", True, {}),
+    }
+    partitions = {
+        ("orders", 0): Assignment(1, 3, 4),
+        ("orders", 1): Assignment(1, 3, 2, target=4),
+        ("__transaction_state", 0): Assignment(1, 3, 1),
+        ("__consumer_offsets", 0): Assignment(1, 3, 1),
+        ("clicks", 0): Assignment(None, 0, 0),
+    }
+    return ClusterSnapshot(nodes, 1, 7, partitions)
+
+
+def node_lines(report: str) -> dict[str, list[str]]:
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("NODE"))
+    rows = {}
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        cells = line.split("\t")
+        rows[cells[0]] = cells
+    return rows
+
+
+def test_each_broker_shows_one_state_and_a_dead_one_carries_no_bytes() -> None:
+    report = render(snapshot(), [], [], 6, plain=True)
+    header = report.splitlines()[2].split("\t")
+    assert "ALIVE" not in header and "STATE" in header
+    rows = node_lines(report)
+    state = header.index("STATE")
+    assert {n: rows[n][state] for n in rows} == {"1": "alive", "2": "dead", "3": "stopped", "4": "draining"}
+    bytes_in, bytes_out = header.index("BYTES IN"), header.index("BYTES OUT")
+    assert rows["1"][bytes_in] == "2.50 MB/s" and rows["1"][bytes_out] == "1.0 kB/s"
+    assert rows["2"][bytes_in] == "0 B/s" and rows["2"][bytes_out] == "0 B/s"
+
+
+def test_internal_topics_are_listed_only_on_request_after_the_user_topics() -> None:
+    plain = render(snapshot(), [], [], 6, plain=True)
+    assert "__transaction_state" not in plain.split("internal topics not listed")[0]
+    assert "2 internal topics not listed: __consumer_offsets, __transaction_state; --internal" in plain
+    listed = [
+        line.split("\t")[0] for line in render(snapshot(), [], [], 6, internal=True, plain=True).splitlines()
+    ]
+    topics = [t for t in listed if t in ("orders", "clicks", "__transaction_state", "__consumer_offsets")]
+    assert topics == ["clicks", "orders", "orders", "__consumer_offsets", "__transaction_state"]
+
+
+def test_piped_columns_are_tab_separated_and_aligned_on_a_terminal() -> None:
+    plain = render(snapshot(), [], [], 6, plain=True)
+    assert "orders\t1\t1\t2\t4" in plain
+    aligned = render(snapshot(), [], [], 6)
+    assert "\t" not in aligned
+    rows = [line for line in aligned.splitlines() if line.startswith(("TOPIC", "orders", "clicks"))]
+    assert len({row.index(row.split()[1]) for row in rows[1:]}) == 1  # PART lines up
+
+
+def test_the_takeover_of_a_dead_brokers_partitions_names_who_leads_them_now() -> None:
+    from tabletopic.cluster.cli import takeover_report
+
+    led_by_2 = {("orders", 0), ("orders", 1), ("clicks", 0)}
+    before = ClusterSnapshot({}, 1, 7, {key: Assignment(2, 1, 3) for key in led_by_2})
+    assert takeover_report(2, led_by_2, before) is None  # its session has not expired yet
+    halfway = ClusterSnapshot({}, 1, 7, {**before.partitions, ("orders", 0): Assignment(1, 3, 4)})
+    assert takeover_report(2, led_by_2, halfway) is None
+    after = ClusterSnapshot(
+        {},
+        1,
+        8,
+        {
+            ("orders", 0): Assignment(1, 3, 4),
+            ("orders", 1): Assignment(3, 2, 4),
+            ("clicks", 0): Assignment(1, 3, 4),
+        },
+    )
+    assert takeover_report(2, led_by_2, after) == (
+        "broker 2 is dead: the 3 partitions it led are now led by broker 1 (2), broker 3 (1)"
+    )
