@@ -147,13 +147,15 @@ async def test_an_update_and_a_tombstone_in_one_cycle_commit_on_an_upsert_table(
         )
     pipeline = TopicPipeline(node.ctx, view.name)
     assert await pipeline.run_cycle(), pipeline.status.last_error
+    # Updates in both partitions, the tombstone beside one of them (the 100 updates and 2
+    # tombstones): a partition's rows with a delete were cast, the other's were not.
     await node.produce(view, 1, [(7, {"id": 7, "name": "seven", "op": "U"})])
-    await node.produce(view, 0, [(8, None)])
+    await node.produce(view, 0, [(6, {"id": 6, "name": "six", "op": "U"}), (8, None)])
     assert await pipeline.run_cycle(), pipeline.status.last_error
     assert pipeline.status.state is PipelineState.RUNNING
-    expected = {i: f"n{i}" for i in range(1000) if i != 8} | {7: "seven"}
+    expected = {i: f"n{i}" for i in range(1000) if i != 8} | {6: "six", 7: "seven"}
     assert node.rows(view) == expected
-    assert committed_state(node.catalog.load_table(("kafka", view.name))).offsets == {0: 501, 1: 501}
+    assert committed_state(node.catalog.load_table(("kafka", view.name))).offsets == {0: 502, 1: 501}
 
 
 async def test_a_first_cycle_with_only_a_tombstone_in_one_partition_creates_the_table_from_the_values(
