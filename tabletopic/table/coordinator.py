@@ -213,7 +213,7 @@ class TopicPipeline:
         self.status = PipelineStatus(topic=topic, table="")
         self._failed_config: dict[str, str] | None = None
         self._retry_at = 0.0  # monotonic time a FAILED pipeline tries again with the same configs
-        self._retry_delay = FAILED_RETRY_S
+        self._retry_delay = FAILED_RETRY_S  # the backoff of the next failure
         self._last_maintenance = time.monotonic()
         self.lease: Lease | None = None  # the last lease taken, released when the pipeline stops
         # Seconds of this cycle's phases before the commit (planning, the schema probe, creating or
@@ -277,6 +277,7 @@ class TopicPipeline:
         self._record_high_watermarks(view)
         if not ranges:
             self.status.state = PipelineState.IDLE
+            self._retry_delay = FAILED_RETRY_S  # whatever failed before is behind it
             return False
         lost = sum(r.lost for r in ranges)
         prepared = await self._ctx.worker.prepare(view, ranges)
@@ -348,6 +349,7 @@ class TopicPipeline:
         self.status.commits = facts.commits + 1
         self.status.tombstones_skipped += job.tombstones
         self.status.last_error = None
+        self._retry_delay = FAILED_RETRY_S
         self.status.last_job_timings = {
             **job.timings,
             **self._phases,
@@ -582,15 +584,15 @@ class TopicPipeline:
         self._retry_delay = FAILED_RETRY_S
 
     def _fail(self, view: TopicView, message: str) -> None:
-        again = self._failed_config is not None or self.status.state is PipelineState.FAILED
-        self._retry_delay = min(self._retry_delay * 2, FAILED_RETRY_MAX_S) if again else FAILED_RETRY_S
-        self._retry_at = time.monotonic() + self._retry_delay
+        delay = self._retry_delay
+        self._retry_at = time.monotonic() + delay
+        self._retry_delay = min(delay * 2, FAILED_RETRY_MAX_S)
         log.error(
             "topic %s: table pipeline stopped: %s (retrying in %.0fs, or at once on a config change or "
             "`tables resume`)",
             view.name,
             message,
-            self._retry_delay,
+            delay,
         )
         self.status.state = PipelineState.FAILED
         self.status.last_error = message

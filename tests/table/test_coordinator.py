@@ -704,3 +704,7 @@ async def test_a_failed_table_topic_that_fails_again_backs_off_longer_each_time(
         clock[0] = pipeline._retry_at
     assert delays[0] == FAILED_RETRY_S and delays[1] == 2 * FAILED_RETRY_S
     assert delays[-1] == FAILED_RETRY_MAX_S
+    pipeline.resume()  # an operator's resume retries now and starts the backoff over
+    started = clock[0]
+    assert not await pipeline.run_cycle()
+    assert pipeline._retry_at - started == FAILED_RETRY_S
