@@ -136,3 +136,35 @@ def test_debezium_deletes_remove_rows_from_an_upsert_table(node: TableNode, topi
     assert set(rows) == set(range(10)) - {5, 8}
     assert rows[2]["email"] == "2@b"
     assert rows[2]["_cdc"]["op"] == "U"
+
+
+def test_updates_and_tombstones_in_one_go_keep_the_upsert_table_running(
+    node: TableNode, topic_name: str
+) -> None:
+    # Issue 30's scenario end to end: 1,000 rows committed, then 100 updates and 2 tombstones in one
+    # go. It failed where one task took both partitions (the node's helper process for small jobs);
+    # this node's Spark runner gives each partition a task, so the failing-before-the-fix repros are
+    # test_upsert_model (in-process) and test_upsert_spark (one Spark task).
+    node.create_topic(
+        topic_name,
+        table_configs(
+            convert_value_type="by_schema_id",
+            transform_value_type="flatten",
+            upsert_enable="true",
+            id_columns="[id]",
+        ),
+        partitions=2,
+    )
+    log = DeliveryLog()
+    ser = serializer(node, ACCOUNT)
+    rows = [{"id": i, "owner": f"o{i}", "balance": i, "op": "I"} for i in range(1000)]
+    produce(node, topic_name, rows, ser, key=lambda _i, v: str(v["id"]), log=log)
+    node.wait_committed(topic_name, log.end_offsets(), timeout=180)
+    changes: list[Any] = [{"id": i, "owner": f"o{i}", "balance": -i, "op": "U"} for i in range(100, 200)]
+    keys = [str(i) for i in range(100, 200)] + ["7", "8"]
+    produce(node, topic_name, [*changes, None, None], ser, key=lambda i, _v: keys[i], log=log)
+    status = node.wait_committed(topic_name, log.end_offsets(), timeout=180)
+    assert status["state"] != "FAILED", status
+    found = by_key(node.rows(topic_name))
+    assert set(found) == set(range(1000)) - {7, 8}
+    assert all(found[i]["balance"] == (-i if 100 <= i < 200 else i) for i in found)
