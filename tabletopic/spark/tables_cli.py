@@ -136,8 +136,9 @@ def verify_command(
                 table = catalog.load_table(target.identifier)
                 if live_rows(table.metadata.current_snapshot()) > SPARK_ROWS_THRESHOLD:
                     chosen = _spark_engine(cfg, stack)
+            converter = _converter(cfg, target.config) if target.writes_deletes else None
             with progress_bar(quiet or as_json) as bar:
-                report = verify(servers, catalog, target, chosen, BarProgress(bar))
+                report = verify(servers, catalog, target, chosen, BarProgress(bar), converter)
         except (LookupError, ValueError) as exc:
             err_console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from exc

@@ -45,7 +45,7 @@ def tables_router(coordinator: TableCoordinator) -> APIRouter:
         coordinator.pause(topic)
         return {"paused": topic}
 
-    @router.post("/{topic}/resume", summary="Resume a paused topic and run its next cycle now")
+    @router.post("/{topic}/resume", summary="Resume a paused topic, or retry a FAILED one, now")
     async def resume(topic: str) -> dict[str, Any]:
         pipeline(topic)
         coordinator.resume(topic)

@@ -1,4 +1,5 @@
-"""``tabletopic tables list|describe|commit``: the table pipeline's status from a running node."""
+"""``tabletopic tables list|describe|commit|pause|resume``: the table pipeline's status from a running
+node, and its controls."""
 
 from __future__ import annotations
 
@@ -119,3 +120,18 @@ def commit_now(ctx: typer.Context, topic: str) -> None:
     """Run the topic's next ingest cycle now instead of at the end of its commit interval."""
     _get(ctx.obj, f"/v1/tables/{topic}/commit", method="POST")
     console.print(f"commit of {topic} triggered")
+
+
+@app.command("pause")
+def pause(ctx: typer.Context, topic: str) -> None:
+    """Start no more ingest cycles for the topic (records keep arriving and wait) until resumed."""
+    _get(ctx.obj, f"/v1/tables/{topic}/pause", method="POST")
+    console.print(f"{topic} paused")
+
+
+@app.command("resume")
+def resume(ctx: typer.Context, topic: str) -> None:
+    """Resume a paused topic, or let a FAILED one try again now instead of after its backoff: it
+    starts from the offsets its table holds, so every record is committed once."""
+    _get(ctx.obj, f"/v1/tables/{topic}/resume", method="POST")
+    console.print(f"{topic} resumed (see `tabletopic tables describe {topic}`)")

@@ -58,6 +58,11 @@ DeadLetterSink = Callable[[str, str, list[FailedRecord]], Awaitable[None]]
 MAX_SCHEMA_ROUNDS = 5
 # Records per work item a first job decodes to learn the schema before the table exists.
 PROBE_RECORDS = 2000
+# A FAILED pipeline whose configs did not change tries again after this long, doubling up to the
+# maximum while it keeps failing: causes outside the configs go away too (a schema registered, a
+# catalog or registry back), and a retry costs one job at most.
+FAILED_RETRY_S = 30.0
+FAILED_RETRY_MAX_S = 600.0
 
 
 class PipelineState(StrEnum):
@@ -66,7 +71,9 @@ class PipelineState(StrEnum):
     STARTING = "STARTING"
     RUNNING = "RUNNING"  # a cycle is planning, running a job or committing
     IDLE = "IDLE"  # the last cycle found nothing new to ingest
-    FAILED = "FAILED"  # stopped on an error that needs the topic's configs changed
+    # Stopped on an error; tries again at once when the topic's configs change or an operator
+    # resumes it, and by itself after a backoff (FAILED_RETRY_S).
+    FAILED = "FAILED"
     FENCED = "FENCED"  # another node's coordinator holds the topic's lease
     STOPPED = "STOPPED"  # no longer a table topic, or the node is stopping
     PAUSED = "PAUSED"  # an operator paused it (console or admin API); resumes where it stopped
@@ -207,6 +214,8 @@ class TopicPipeline:
         self.topic = topic
         self.status = PipelineStatus(topic=topic, table="")
         self._failed_config: dict[str, str] | None = None
+        self._retry_at = 0.0  # monotonic time a FAILED pipeline tries again with the same configs
+        self._retry_delay = FAILED_RETRY_S  # the backoff of the next failure
         self._last_maintenance = time.monotonic()
         self.lease: Lease | None = None  # the last lease taken, released when the pipeline stops
         # Seconds of this cycle's phases before the commit (planning, the schema probe, creating or
@@ -230,8 +239,10 @@ class TopicPipeline:
             self.status.state = PipelineState.STOPPED
             return False
         if self._failed_config is not None:
-            if self._failed_config == dict(view.configs):
-                return False  # stopped by a fatal error until the user changes the topic's configs
+            if self._failed_config == dict(view.configs) and time.monotonic() < self._retry_at:
+                return False  # stopped by a fatal error: until the configs change, resume or backoff
+            # The cycle starts from the offsets the table holds, like any other: nothing the failed
+            # cycles read was committed, so resuming reads it again exactly once.
             self._failed_config = None
         identifier = tables.identifier(config, view.name)
         self.status.table = ".".join(identifier)
@@ -268,6 +279,7 @@ class TopicPipeline:
         self._record_high_watermarks(view)
         if not ranges:
             self.status.state = PipelineState.IDLE
+            self._retry_delay = FAILED_RETRY_S  # whatever failed before is behind it
             return False
         lost = sum(r.lost for r in ranges)
         prepared = await self._ctx.worker.prepare(view, ranges)
@@ -341,6 +353,7 @@ class TopicPipeline:
         self.status.commits = facts.commits + 1
         self.status.tombstones_skipped += job.tombstones
         self.status.last_error = None
+        self._retry_delay = FAILED_RETRY_S
         self.status.last_job_timings = {
             **job.timings,
             **self._phases,
@@ -570,8 +583,23 @@ class TopicPipeline:
     def _record_high_watermarks(self, view: TopicView) -> None:
         record_high_watermarks(self._ctx.worker, view, self.status)
 
+    def resume(self) -> None:
+        """Let a FAILED pipeline run its next cycle now (``tables resume``) instead of waiting for a
+        config change or its backoff; the backoff starts over."""
+        self._retry_at = 0.0
+        self._retry_delay = FAILED_RETRY_S
+
     def _fail(self, view: TopicView, message: str) -> None:
-        log.error("topic %s: table pipeline stopped: %s", view.name, message)
+        delay = self._retry_delay
+        self._retry_at = time.monotonic() + delay
+        self._retry_delay = min(delay * 2, FAILED_RETRY_MAX_S)
+        log.error(
+            "topic %s: table pipeline stopped: %s (retrying in %.0fs, or at once on a config change or "
+            "`tables resume`)",
+            view.name,
+            message,
+            delay,
+        )
         self.status.state = PipelineState.FAILED
         self.status.last_error = message
         self._failed_config = dict(view.configs)
@@ -654,8 +682,11 @@ class TableCoordinator:
             pipeline.status.state = PipelineState.PAUSED
 
     def resume(self, topic: str) -> None:
-        """Undo :meth:`pause` and run the topic's next cycle now."""
+        """Undo :meth:`pause`, or let a FAILED topic try again, and run its next cycle now."""
         self.paused.discard(topic)
+        pipeline = self.pipelines.get(topic)
+        if pipeline is not None:
+            pipeline.resume()
         self.trigger(topic)
 
     def _running_now(self) -> set[str]:

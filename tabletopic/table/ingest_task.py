@@ -55,6 +55,15 @@ def _object_store(settings_json: str) -> Any:
     return open_object_store(json.loads(settings_json))
 
 
+# Schema metadata of a converted batch whose every row is a delete (a tombstone's), and the message
+# of a task's ``schema`` output learnt from such batches alone.
+DELETES_ONLY = b"tabletopic.deletes_only"
+
+
+def _deletes_only(batch: pa.RecordBatch) -> bool:
+    return bool(batch.schema.metadata and DELETES_ONLY in batch.schema.metadata)
+
+
 def _output(kind: str, payload: bytes = b"", rows: int = 0, message: str = "") -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(
         [{"kind": kind, "payload": payload, "rows": rows, "message": message}], schema=OUTPUT_SCHEMA
@@ -142,6 +151,9 @@ class IngestTask:
         batch = result.batch
         if batch is None or not batch.num_rows:
             return None
+        marker = batch.schema.get_field_index(DELETE_MARKER_COLUMN)
+        if marker >= 0 and pc.all(batch.column(marker)).as_py():
+            batch = batch.replace_schema_metadata({DELETES_ONLY: b"1"})
         self.rows += batch.num_rows
         top = pc.max(pc.struct_field(batch.column("_kafka_metadata"), "timestamp")).as_py()
         if top is not None and (self.newest is None or top > self.newest):
@@ -184,12 +196,20 @@ class IngestTask:
         self.held = 0
 
     def _row_schemas(self) -> list[pa.Schema]:
-        """The batches' schemas as table columns (the staging-only delete marker left out)."""
-        schemas = []
+        """The batches' schemas as table columns (the staging-only delete marker left out).
+
+        Batches of only deletes count only when no other batch has rows: their id columns are
+        typed as the record key was, because no value told their type (``"7"`` for an integer
+        ``id``), and unified with the values' types they made a conflict of a first cycle whose
+        partitions had an insert in one and only a tombstone in another. Once the table exists
+        :meth:`_fit_deletes` casts them to its types."""
+        with_values: list[pa.Schema] = []
+        deletes: list[pa.Schema] = []
         for batch in self.batches:
             index = batch.schema.get_field_index(DELETE_MARKER_COLUMN)
-            schemas.append(batch.schema if index < 0 else batch.schema.remove(index))
-        return schemas
+            schema = (batch.schema if index < 0 else batch.schema.remove(index)).remove_metadata()
+            (deletes if _deletes_only(batch) else with_values).append(schema)
+        return with_values or deletes
 
     def _fit_deletes(self) -> None:
         """Cast the id columns of tombstone-only batches (typed as the record key was, since no
@@ -213,7 +233,9 @@ class IngestTask:
                         pass  # reported by the schema check as the incompatible change it is
                 columns.append(column)
                 names.append(field.name)
-            self.batches[index] = pa.RecordBatch.from_arrays(columns, names=names)
+            self.batches[index] = pa.RecordBatch.from_arrays(columns, names=names).replace_schema_metadata(
+                batch.schema.metadata
+            )
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         self._fit_deletes()
@@ -226,7 +248,14 @@ class IngestTask:
                 yield _output("fatal", message=f"topic {self.spec.topic}: {exc}")
                 return
             if self.spec.table_metadata_json is None or self._needs_evolution(schema):
-                yield _output("schema", schema.serialize().to_pybytes(), self.rows)
+                # Another task's rows with values type the id columns better (see _row_schemas).
+                deletes = all(_deletes_only(b) for b in self.batches)
+                yield _output(
+                    "schema",
+                    schema.serialize().to_pybytes(),
+                    self.rows,
+                    DELETES_ONLY.decode() if deletes else "",
+                )
             else:
                 self._write_held()
         if self.staged and not self.batches:
@@ -329,6 +358,7 @@ def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobRe
     """Fold the tasks' output rows into one :class:`JobResult` (on the driver)."""
     result = JobResult()
     schemas: list[pa.Schema] = []
+    delete_schemas: list[pa.Schema] = []  # from tasks that saw only deletes (see _row_schemas)
     for output in outputs:
         rows = output.to_pylist() if isinstance(output, pa.RecordBatch) else [output]
         for row in rows:
@@ -340,7 +370,8 @@ def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobRe
                 result.data_files.extend(pickle.loads(row["payload"]))
                 result.rows += row["rows"]
             elif kind == "schema":
-                schemas.append(pa.ipc.read_schema(pa.py_buffer(row["payload"])))
+                schema = pa.ipc.read_schema(pa.py_buffer(row["payload"]))
+                (delete_schemas if row["message"] == DELETES_ONLY.decode() else schemas).append(schema)
             elif kind == "skipped":
                 result.skipped.extend(pickle.loads(row["payload"]))
             elif kind == "fatal":
@@ -356,6 +387,7 @@ def collect_outputs(outputs: Iterable[pa.RecordBatch | dict[str, Any]]) -> JobRe
                             result.max_timestamp_ms = max(result.max_timestamp_ms or value, value)
                     else:
                         result.timings[name] = result.timings.get(name, 0.0) + float(value)
+    schemas = schemas or delete_schemas
     if schemas:
         try:
             result.needs_schema = unify_schemas(schemas)

@@ -492,6 +492,15 @@ def test_tombstones_with_a_record_key_take_the_id_columns_from_its_fields() -> N
     assert result.batch is not None and result.batch.column("id").to_pylist() == [9]
 
 
+def test_a_batch_of_only_tombstones_on_a_cdc_table_deletes_by_key_without_an_operation() -> None:
+    # No value, so no cdc.field column: the deletes need none (they failed as "not in the record").
+    config = cfg(**{"schema.type": "schema", "id.columns": "[id]", "cdc.field": "op"})
+    result = convert_records(records([None, None], keys=[b"3", b"4"]), config, MemoryLookup())
+    assert result.failures == [] and result.batch is not None
+    assert result.batch.column(DELETE_MARKER_COLUMN).to_pylist() == [True, True]
+    assert result.batch.column("id").to_pylist() == ["3", "4"]
+
+
 def test_a_tombstone_key_that_cannot_be_an_id_fails_that_record_only() -> None:
     lookup = MemoryLookup()
     sid = lookup.register("users-value", "AVRO", USER_V1)

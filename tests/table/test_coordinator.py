@@ -615,3 +615,96 @@ async def test_a_helper_killed_during_a_job_has_that_job_rerun_on_the_large_runn
         assert pipeline.status.rows_committed == 4
     finally:
         await asyncio.to_thread(runner.close)
+
+
+@pytest.mark.parametrize("how", ["resume", "backoff", "config"])
+async def test_a_failed_table_topic_resumes_from_its_committed_offsets_once_its_cause_is_gone(
+    node: Node, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    import json
+
+    from tabletopic.schema_registry import client
+    from tabletopic.table import coordinator
+    from tabletopic.table.coordinator import PipelineState
+    from tests.support.schemas import MemoryLookup, wire
+
+    lookup = MemoryLookup()
+    monkeypatch.setattr(client, "HttpSchemaLookup", lambda _url: lookup)
+    if how == "backoff":
+        monkeypatch.setattr(coordinator, "FAILED_RETRY_S", 0.0)
+    v1 = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+    first = lookup.register("events-value", "JSON", v1)
+    ctx = CoordinatorContext(**{**node.ctx.__dict__, "schema_registry_url": "http://registry.invalid"})
+    view = await node.add_topic(
+        "events",
+        1,
+        **{
+            "automq.table.topic.convert.value.type": "by_schema_id",
+            "automq.table.topic.transform.value.type": "flatten",
+            "automq.table.topic.errors.tolerance": "none",
+        },
+    )
+    pipeline = TopicPipeline(ctx, "events")
+    await node.produce(view, 0, [wire(first, json.dumps({"id": 0}).encode())])
+    assert await pipeline.run_cycle(), pipeline.status.last_error
+    # A record written with a schema version the registry does not have (yet): under
+    # errors.tolerance=none the pipeline stops, committing nothing of the cycle.
+    second = first + 1
+    await node.produce(
+        view,
+        0,
+        [wire(first, b'{"id": 1}'), wire(second, b'{"id": 2, "note": "n"}'), wire(first, b'{"id": 3}')],
+    )
+    assert not await pipeline.run_cycle()
+    assert pipeline.status.state is PipelineState.FAILED and "schema id 2" in (
+        pipeline.status.last_error or ""
+    )
+    table = node.catalog.load_table(("kafka", "events"))
+    assert committed_state(table).offsets == {0: 1}
+    v2 = {**v1, "properties": {**v1["properties"], "note": {"type": "string"}}}
+    assert lookup.register("events-value", "JSON", v2) == second  # the new version arrives
+    if how == "resume":
+        assert not await pipeline.run_cycle()  # unchanged configs: waits for its backoff...
+        pipeline.resume()  # ...or an operator
+    elif how == "config":
+        view = dataclasses.replace(
+            view, configs={**view.configs, "automq.table.topic.commit.interval.ms": "500"}
+        )
+        node.directory.topics["events"] = view
+    assert await pipeline.run_cycle(), pipeline.status.last_error
+    assert pipeline.status.state is PipelineState.RUNNING and pipeline.status.last_error is None
+    rows = node.catalog.load_table(("kafka", "events")).scan().to_arrow()
+    assert sorted(rows.column("id").to_pylist()) == [0, 1, 2, 3]  # each record once
+    assert offsets_in_table(node, "events") == [(0, 0), (0, 1), (0, 2), (0, 3)]
+    assert committed_state(node.catalog.load_table(("kafka", "events"))).offsets == {0: 4}
+
+
+async def test_a_failed_table_topic_that_fails_again_backs_off_longer_each_time(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tabletopic.table import coordinator
+    from tabletopic.table.coordinator import FAILED_RETRY_MAX_S, FAILED_RETRY_S, PipelineState
+
+    clock = [1000.0]
+    monkeypatch.setattr(coordinator.time, "monotonic", lambda: clock[0])
+    view = await node.add_topic(
+        "bad",
+        1,
+        **{"automq.table.topic.convert.value.type": "string", "automq.table.topic.errors.tolerance": "none"},
+    )
+    await node.produce(view, 0, [b"\xff"])  # not UTF-8: fails under errors.tolerance=none
+    pipeline = TopicPipeline(node.ctx, "bad")
+    delays = []
+    for _ in range(7):
+        started = clock[0]
+        assert not await pipeline.run_cycle()
+        assert pipeline.status.state is PipelineState.FAILED
+        assert not await pipeline.run_cycle()  # no job before the backoff is over
+        delays.append(pipeline._retry_at - started)
+        clock[0] = pipeline._retry_at
+    assert delays[0] == FAILED_RETRY_S and delays[1] == 2 * FAILED_RETRY_S
+    assert delays[-1] == FAILED_RETRY_MAX_S
+    pipeline.resume()  # an operator's resume retries now and starts the backoff over
+    started = clock[0]
+    assert not await pipeline.run_cycle()
+    assert pipeline._retry_at - started == FAILED_RETRY_S

@@ -108,3 +108,75 @@ async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_in_the_sa
     finally:
         await store.close()
         engine.dispose()
+
+
+async def test_an_update_and_a_tombstone_in_one_spark_task_commit_on_an_upsert_table(
+    tmp_path: Path, spark: Any, make_catalog: Any
+) -> None:
+    # Issue 30: 1,000 rows, then key 7 updated and key 8 deleted in one cycle put the topic in
+    # FAILED ("column _kafka_key is string in one schema version and large_string in another"):
+    # the task cast the tombstone's rows to the table's Arrow types and not the update's. One task
+    # (table.job.max.tasks=1) takes both partitions' items, as the node's helper process does.
+    from tabletopic.catalog.adapters import spark_catalog_conf
+    from tabletopic.spark.ingest import SparkIngestRunner
+    from tabletopic.spark.session import register_catalogs
+
+    handle = make_catalog()
+    catalog_name = f"upsert_{uuid.uuid4().hex[:6]}"
+    register_catalogs(spark, spark_catalog_conf(catalog_name, handle.spark_properties()))
+    engine = database.create_engine(database.default_url(tmp_path))
+    objects = {"type": "local", "root": str(tmp_path / "objects")}
+    store = S3StreamStore(
+        StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal"), engine, open_object_store(objects)
+    )
+    await store.start()
+    try:
+        streams = [await store.create_stream() for _ in range(2)]
+        namespace = f"ns_{uuid.uuid4().hex[:6]}"
+        view = TopicView(
+            "users",
+            "tid",
+            {
+                "automq.table.topic.enable": "true",
+                "automq.table.topic.namespace": namespace,
+                "automq.table.topic.convert.value.type": "string",
+                "automq.table.topic.upsert.enable": "true",
+                "automq.table.topic.id.columns": "[_kafka_key]",
+            },
+            tuple(PartitionView(p, s) for p, s in enumerate(streams)),
+        )
+        ctx = CoordinatorContext(
+            directory=OneTopic(view),
+            worker=TableWorker(store),
+            catalog=handle.backing,
+            runner=SparkIngestRunner(lambda: spark, max_tasks=1),
+            leases=LeaseManager(engine, "node"),
+            object_store_settings=objects,
+            schema_registry_url=None,
+            spark_catalog=catalog_name,
+        )
+
+        async def produce(partition: int, pairs: list[tuple[bytes, bytes | None]]) -> None:
+            await store.append(streams[partition], build_batch([Record(k, v) for k, v in pairs]), len(pairs))
+
+        pipeline = TopicPipeline(ctx, "users")
+        for partition in range(2):
+            await produce(partition, [(b"%d" % i, b"v%d" % i) for i in range(partition, 1000, 2)])
+        assert await pipeline.run_cycle(), pipeline.status.last_error
+        # Updates in both partitions, the tombstone beside one of them (the issue's 100 updates and
+        # 2 tombstones): a partition's rows with a delete were cast, the other's were not.
+        await produce(1, [(b"7", b"seven")])
+        await produce(0, [(b"6", b"six"), (b"8", None)])
+        assert await pipeline.run_cycle(), pipeline.status.last_error
+        expected = {str(i): f"v{i}" for i in range(1000) if i != 8} | {"6": "six", "7": "seven"}
+        table = handle.backing.load_table((namespace, "users"))
+        data = table.scan().to_arrow()
+        keys = data.column("_kafka_key").to_pylist()
+        assert len(keys) == len(set(keys))
+        assert dict(zip(keys, data.column("_kafka_value").to_pylist(), strict=True)) == expected
+        assert committed_state(table).offsets == {0: 502, 1: 501}
+        spark_rows = spark.sql(f"SELECT _kafka_key, _kafka_value FROM {catalog_name}.{namespace}.users")
+        assert {r[0]: r[1] for r in spark_rows.collect()} == expected
+    finally:
+        await store.close()
+        engine.dispose()

@@ -56,3 +56,33 @@ def test_rows_of_records_removed_by_retention_are_not_reported_missing_or_unexpe
     report = compare("t", "d.t", 1, {0: 10}, {0: 6}, {0: [(6, 10)]}, {}, coverage)
     (p,) = report.partitions
     assert p.ok and p.below_log_start == 6 and p.expected == 4
+
+
+def test_an_upsert_table_is_expected_to_hold_the_latest_change_of_every_key_that_is_not_a_delete() -> None:
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+    from tabletopic.table.ops.verify import latest_row_offsets
+
+    # (partition, offset, key, op, tombstone) in log order
+    changes = [
+        (0, 0, 1, "I", False),
+        (0, 1, 2, "I", False),
+        (1, 0, 3, "I", False),
+        (0, 2, 1, "U", False),  # key 1's latest: offset 2
+        (1, 1, 3, "D", False),  # key 3 deleted by its CDC operation
+        (0, 3, 2, None, True),  # key 2 deleted by a tombstone
+        (1, 2, 4, "I", False),
+        (1, 3, 4, "U", False),  # key 4's latest: offset 3
+    ]
+    rows = pa.table(
+        {
+            "id": [c[2] for c in changes],
+            "op": [c[3] for c in changes],
+            "_kafka_metadata": [
+                {"partition": c[0], "offset": c[1], "timestamp": i} for i, c in enumerate(changes)
+            ],
+            DELETE_MARKER_COLUMN: [c[4] for c in changes],
+        }
+    )
+    assert latest_row_offsets(rows, ("id",), "op") == {0: [(2, 3)], 1: [(3, 4)]}
+    # Without cdc.field the D is only data: key 3's latest row stays.
+    assert latest_row_offsets(rows, ("id",), None) == {0: [(2, 3)], 1: [(1, 2), (3, 4)]}

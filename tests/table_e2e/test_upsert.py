@@ -136,3 +136,55 @@ def test_debezium_deletes_remove_rows_from_an_upsert_table(node: TableNode, topi
     assert set(rows) == set(range(10)) - {5, 8}
     assert rows[2]["email"] == "2@b"
     assert rows[2]["_cdc"]["op"] == "U"
+
+
+def test_updates_and_tombstones_in_one_go_keep_the_upsert_table_running(
+    node: TableNode, topic_name: str
+) -> None:
+    # Issue 30's scenario end to end on a node: 1,000 rows committed, then 100 updates and 2
+    # tombstones in one cycle. (With these Avro values the node did not fail before the fix either;
+    # the repros that do are in tests/table/test_upsert_model.py and test_upsert_spark.py.)
+    node.create_topic(
+        topic_name,
+        table_configs(
+            convert_value_type="by_schema_id",
+            transform_value_type="flatten",
+            upsert_enable="true",
+            id_columns="[id]",
+        ),
+        partitions=2,
+    )
+    log = DeliveryLog()
+    ser = serializer(node, ACCOUNT)
+    rows = [{"id": i, "owner": f"o{i}", "balance": i, "op": "I"} for i in range(1000)]
+    produce(node, topic_name, rows, ser, key=lambda _i, v: str(v["id"]), log=log)
+    node.wait_committed(topic_name, log.end_offsets(), timeout=180)
+    changes: list[Any] = [{"id": i, "owner": f"o{i}", "balance": -i, "op": "U"} for i in range(100, 200)]
+    keys = [str(i) for i in range(100, 200)] + ["7", "8"]
+    # One linger for all of them: both partitions' records reach the node together, so one cycle
+    # takes the updates and the tombstones.
+    from confluent_kafka import SerializingProducer
+    from confluent_kafka.serialization import StringSerializer
+
+    producer = SerializingProducer(
+        {
+            "bootstrap.servers": node.bootstrap,
+            "linger.ms": 2000,
+            "key.serializer": StringSerializer(),
+            "value.serializer": ser,
+        }
+    )
+    for i, value in enumerate([*changes, None, None]):
+        producer.produce(topic_name, key=keys[i], value=value, on_delivery=log.callback(value))
+    assert producer.flush(60) == 0 and not log.errors
+    ends = log.end_offsets()
+
+    def settled(status: dict[str, Any]) -> bool:
+        committed = status["committed_offsets"]
+        return status["state"] == "FAILED" or all(committed.get(str(p), 0) >= e for p, e in ends.items())
+
+    status = node.wait_status(topic_name, settled, 180, f"committed offsets {ends} or FAILED")
+    assert status["state"] != "FAILED", status
+    found = by_key(node.rows(topic_name))
+    assert set(found) == set(range(1000)) - {7, 8}
+    assert all(found[i]["balance"] == (-i if 100 <= i < 200 else i) for i in found)

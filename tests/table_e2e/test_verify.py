@@ -63,3 +63,38 @@ def test_verify_names_a_topic_that_is_not_a_table_topic(node: TableNode, topic_n
     node.create_topic(topic_name, {})
     done = verify_cli(node, topic_name, "--quiet")
     assert done.returncode == 2 and "not a table topic" in done.stderr, done.stderr
+
+
+def test_verify_proves_an_upsert_table_holds_the_latest_row_of_every_key(
+    node: TableNode, topic_name: str
+) -> None:
+    node.create_topic(
+        topic_name,
+        table_configs(convert_value_type="string", upsert_enable="true", id_columns="[_kafka_key]"),
+        partitions=2,
+    )
+    producer = Producer({"bootstrap.servers": node.bootstrap, "linger.ms": 5})
+    # 40 keys, each written three times; every fifth key then deleted by a tombstone.
+    for round_ in range(3):
+        for i in range(40):
+            producer.produce(topic_name, key=str(i), value=f"v{i}-{round_}", partition=i % 2)
+    for i in range(0, 40, 5):
+        producer.produce(topic_name, key=str(i), value=None, partition=i % 2)
+    assert producer.flush(30) == 0
+    node.wait_committed(topic_name, {0: 64, 1: 64})
+
+    healthy = verify_cli(node, topic_name, "--json")
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    report = report_of(healthy)
+    assert [(p["partition"], p["expected"], p["rows"]) for p in report["partitions"]] == [  # type: ignore[attr-defined]
+        (0, 16, 16),
+        (1, 16, 16),
+    ]
+    # Partition 0's key "2" latest change is at offset 41 (round 2, the 21st record of the partition);
+    # duplicate it and remove key "4"'s (offset 42).
+    corrupt(node, topic_name, duplicate=(0, 41), remove=(0, 42))
+    broken = verify_cli(node, topic_name, "--json", "--engine", "pyiceberg")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    parts = {p["partition"]: p for p in report_of(broken)["partitions"]}  # type: ignore[attr-defined]
+    assert parts[0]["missing"] == [[42, 43]] and parts[0]["duplicates"] == [[41, 42, 2]]
+    assert parts[1]["missing"] == [] and parts[1]["duplicates"] == [] and parts[0]["unexpected"] == []

@@ -306,7 +306,11 @@ def _int64(values: list[int]) -> pa.Array:
 def _check_cdc_ops(
     columns: dict[str, pa.Array], path: str, failures: dict[int, Failure], drop: list[bool] | None
 ) -> None:
-    """Every row written must carry an I, U or D in the ``cdc.field`` column (possibly nested)."""
+    """Every row written must carry an I, U or D in the ``cdc.field`` column (possibly nested).
+
+    Rows in ``drop`` (tombstones: their delete needs no operation) are exempt, also when the column
+    is missing altogether: a batch of only tombstones has no value columns at all, and failing it
+    stopped a CDC table on its first cycle without a change record."""
     head, *rest = path.split(".")
     array = columns.get(head)
     for name in rest:
@@ -316,6 +320,8 @@ def _check_cdc_ops(
         array = pc.struct_field(array, name)
     if array is None:
         for i in range(len(next(iter(columns.values())))):
+            if drop is not None and drop[i]:
+                continue
             failures.setdefault(
                 i, Failure(f"cdc.field column {path!r} is not in the record", invalid_data=False)
             )

@@ -5,6 +5,14 @@ Iceberg write, so their Arrow schemas are merged: the union of fields (by name, 
 first-seen order), every field nullable, and types widened only the ways Iceberg can evolve a column
 (int -> long, float -> double, decimal precision up at the same scale). Anything else raises
 :class:`SchemaConflict` — the caller treats the minority rows as failures or fails the commit.
+
+Types are compared as the Iceberg column they become, not as Arrow spells them: ``string``,
+``large_string`` and ``string_view`` are all an Iceberg ``string`` (likewise the binaries and the
+lists), and nullability is not part of a type. Rows of one batch reach here in different spellings
+as a matter of course — the decoders give ``string``, pyiceberg's Arrow view of a table gives
+``large_string``, and tombstone deletes are cast to the table's view — so calling two spellings a
+conflict failed a whole commit over rows that fit one column (an upsert cycle holding an update
+and a tombstone went FAILED). Mixed spellings unify to the large one, which holds both.
 """
 
 from __future__ import annotations
@@ -46,8 +54,9 @@ def unify_types(a: pa.DataType, b: pa.DataType, path: str = "") -> pa.DataType:
                 child = unify_types(existing.type, f.type, f"{path}.{f.name}" if path else f.name)
                 fields[f.name] = pa.field(f.name, child, nullable=True)
         return pa.struct(list(fields.values()))
-    if pa.types.is_list(a) and pa.types.is_list(b):
-        return pa.list_(unify_types(a.value_type, b.value_type, f"{path}.element"))
+    if _is_list(a) and _is_list(b):
+        element = unify_types(a.value_type, b.value_type, f"{path}.element")
+        return pa.list_(element) if pa.types.is_list(a) and pa.types.is_list(b) else pa.large_list(element)
     if pa.types.is_map(a) and pa.types.is_map(b):
         return pa.map_(
             unify_types(a.key_type, b.key_type, f"{path}.key"),
@@ -59,7 +68,24 @@ def unify_types(a: pa.DataType, b: pa.DataType, path: str = "") -> pa.DataType:
         return pa.float64()
     if pa.types.is_decimal(a) and pa.types.is_decimal(b) and a.scale == b.scale:
         return pa.decimal128(max(a.precision, b.precision), a.scale)
+    if _is_string(a) and _is_string(b):
+        return pa.large_string()
+    if _is_binary(a) and _is_binary(b):
+        return pa.large_binary()
     raise SchemaConflict(f"column {path or '<value>'} is {a} in one schema version and {b} in another")
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t))
+
+
+def _is_list(t: pa.DataType) -> bool:
+    """A variable-size list in any offset width (views are cast like scalars, see conform_array)."""
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
 
 
 def conform_array(array: pa.Array, target: pa.DataType) -> pa.Array:
@@ -80,12 +106,17 @@ def conform_array(array: pa.Array, target: pa.DataType) -> pa.Array:
                 children.append(pa.nulls(len(array), type=f.type))
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
-    if pa.types.is_list(target) and pa.types.is_list(array.type):
+    if _is_list(target) and _is_list(array.type):
         values = conform_array(array.flatten(), target.value_type)
         offsets = array.offsets
         if array.null_count:
             offsets = _null_offsets(array)
-        return pa.ListArray.from_arrays(offsets, values, type=target)
+        # Rebuilt in the array's own offset width, then cast if the target's differs (list <->
+        # large_list is a cast of the offsets only).
+        large = pa.types.is_large_list(array.type)
+        kind = (pa.large_list if large else pa.list_)(target.value_field)
+        rebuilt = (pa.LargeListArray if large else pa.ListArray).from_arrays(offsets, values, type=kind)
+        return rebuilt if rebuilt.type == target else rebuilt.cast(target)
     if pa.types.is_map(target) and pa.types.is_map(array.type):
         keys = conform_array(array.keys, target.key_type)
         items = conform_array(array.items, target.item_type)
@@ -100,7 +131,9 @@ def _null_offsets(array: pa.Array) -> pa.Array:
     """List offsets with nulls where the list is null (``from_arrays`` reads validity from them)."""
     offsets = array.offsets.to_pylist()
     valid = array.is_valid().to_pylist()
-    return pa.array([*(offsets[i] if valid[i] else None for i in range(len(array))), offsets[-1]], pa.int32())
+    return pa.array(
+        [*(offsets[i] if valid[i] else None for i in range(len(array))), offsets[-1]], array.offsets.type
+    )
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

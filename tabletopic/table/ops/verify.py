@@ -10,6 +10,12 @@ Three inputs, each reduced to offset ranges so the comparison costs nothing howe
 - the table (:class:`TableCoverage`) at the snapshot whose offsets are checked: the offset ranges
   its rows cover and the ranges present more than once. pyiceberg computes it for small tables,
   Spark for big ones (:mod:`tabletopic.spark.verify`).
+
+An upsert or CDC table holds one row per key, the key's latest change, so there the records
+expected as rows are not all of them: the topic's records are converted as the pipeline converts
+them and reduced to the latest change of every key (:func:`latest_row_offsets`, the upsert commit's
+own rule), deletes dropped. The table must then hold exactly the rows of those offsets: a row of an
+older change of its key shows as unexpected, a key's latest row that is absent as missing.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from pyiceberg.table import Table
 
 from tabletopic.table.ops import ranges as R
 from tabletopic.table.ops.ranges import Range
+from tabletopic.table.table_config import TableTopicConfig
 
 
 @dataclass
@@ -184,6 +191,66 @@ def compare(
     return VerifyReport(topic, table, snapshot_id, reports)
 
 
+def latest_row_offsets(
+    rows: pa.Table, id_columns: tuple[str, ...], delete_column: str | None
+) -> dict[int, list[Range]]:
+    """The offsets, by partition, of the rows an upsert/CDC table must hold after ``rows`` (the
+    topic's records converted, with the delete marker): the latest change of every key that is not
+    a delete, ranked as :func:`tabletopic.table.row_delta.latest_per_key` ranks them."""
+    from tabletopic.table.row_delta import delete_mask, latest_per_key
+
+    latest = latest_per_key(rows, id_columns)
+    kept = latest.filter(pc.invert(delete_mask(latest, delete_column)))
+    coverage = coverage_from_batches([kept.select(["_kafka_metadata"])])
+    return {partition: cov.present for partition, cov in coverage.items()}
+
+
+def _expected_upsert_rows(
+    bootstrap: str,
+    table: Table,
+    target: VerifyTarget,
+    converter: Any,
+    committed: Mapping[int, int],
+    skipped: Mapping[int, list[Range]],
+) -> dict[int, list[Range]]:
+    """Read ``target``'s records below ``committed``, convert them and keep each key's latest
+    (records sent to the dead-letter topic never changed the table, so they are left out). Holds the
+    converted records in memory: one row per record of the topic's retained log."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    from tabletopic.table import tables
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+    from tabletopic.table.convert.unify import conform_batch
+    from tabletopic.table.ops.rebuild import RebuildError, _read_round, _to_rows
+
+    assert target.config is not None
+    try:
+        messages = list(_read_round(bootstrap, target.topic, {}, dict(committed), 1 << 62))
+        batches, _ = _to_rows(messages, converter)
+    except RebuildError as exc:
+        raise ValueError(str(exc)) from exc
+    # The table's own types: a tombstone's id typed as its key ("7") is cast as the commit casts it.
+    schema = schema_to_pyarrow(table.schema(), include_field_ids=False)
+    marked = schema.append(pa.field(DELETE_MARKER_COLUMN, pa.bool_()))
+    conformed = []
+    for batch in batches:
+        if batch.schema.get_field_index(DELETE_MARKER_COLUMN) < 0:
+            batch = batch.append_column(DELETE_MARKER_COLUMN, pa.array([False] * batch.num_rows))
+        conformed.append(conform_batch(batch, marked))
+    rows = pa.Table.from_batches(conformed, schema=marked)
+    if rows.num_rows:
+        meta = rows.column("_kafka_metadata")
+        partitions = pc.struct_field(meta, "partition").to_numpy(zero_copy_only=False)
+        offsets = pc.struct_field(meta, "offset").to_numpy(zero_copy_only=False)
+        dead = np.zeros(rows.num_rows, dtype=bool)
+        for partition, ranges in skipped.items():
+            for start, end in ranges:
+                dead |= (partitions == partition) & (offsets >= start) & (offsets < end)
+        rows = rows.filter(pa.array(~dead))
+    keys = tables.merge_keys(target.config, table)
+    return latest_row_offsets(rows, keys, tables.delete_column(target.config))
+
+
 # ------------------------------------------------------------------------------------ the run
 
 
@@ -216,17 +283,19 @@ class VerifyTarget:
     identifier: tuple[str, str]
     dlq_topic: str | None
     writes_deletes: bool
+    config: TableTopicConfig | None = None  # what an upsert/CDC table's keys and deletes are
 
 
 def target_of(bootstrap: str, topic: str) -> VerifyTarget:
     from tabletopic.table import tables
     from tabletopic.table.ops.topic_read import topic_configs
-    from tabletopic.table.table_config import TableTopicConfig
 
     config = TableTopicConfig.from_topic_configs(topic_configs(bootstrap, topic), topic=topic)
     if not config.enabled:
         raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
-    return VerifyTarget(topic, tables.identifier(config, topic), config.dlq_topic, config.writes_deletes)
+    return VerifyTarget(
+        topic, tables.identifier(config, topic), config.dlq_topic, config.writes_deletes, config
+    )
 
 
 def verify(
@@ -235,12 +304,15 @@ def verify(
     target: VerifyTarget,
     coverage_engine: CoverageEngine,
     progress: VerifyProgress | None = None,
+    converter: Any = None,
 ) -> VerifyReport:
-    """Check ``target``'s table against its topic at the table's current snapshot.
+    """Check ``target``'s table against its topic at the table's current snapshot. An upsert/CDC
+    table is checked against the latest change of every key, which needs ``converter`` (a
+    :class:`~tabletopic.table.convert.rows.RecordConverter` for the topic's configs).
 
     Raises:
         LookupError: the table does not exist.
-        ValueError: an upsert/CDC table (one row per key by design: there is nothing to count).
+        ValueError: an upsert/CDC table without a converter, or whose records cannot be converted.
     """
     from pyiceberg.exceptions import NoSuchTableError
 
@@ -248,10 +320,10 @@ def verify(
     from tabletopic.table.ops.status import live_rows
     from tabletopic.table.ops.topic_read import dead_lettered, partitions_of, read_offsets
 
-    if target.writes_deletes:
+    if target.writes_deletes and (converter is None or target.config is None):
         raise ValueError(
-            f"{target.topic} is an upsert/CDC table topic: its table keeps one row per key, so rows cannot "
-            "be matched to records one by one"
+            f"{target.topic} is an upsert/CDC table topic: its rows are checked against each key's latest "
+            "record, which needs the topic's records converted (a converter)"
         )
     try:
         table = catalog.load_table(target.identifier)
@@ -275,6 +347,11 @@ def verify(
             bootstrap, target.dlq_topic, target.topic, start=replayed
         ).items():
             skipped[partition] = R.from_offsets(found)
+    records = offsets.records
+    if target.writes_deletes:
+        # One row per key: the expected rows are the offsets of each key's latest change.
+        records = _expected_upsert_rows(bootstrap, table, target, converter, committed, skipped)
+        skipped = {}
     progress.start_table(live_rows(table.metadata.current_snapshot()))
     coverage = coverage_engine(table, state.snapshot_id, progress.table)
     report = compare(
@@ -283,7 +360,7 @@ def verify(
         state.snapshot_id,
         committed,
         offsets.log_starts,
-        offsets.records,
+        records,
         skipped,
         coverage,
         offsets.incomplete,
