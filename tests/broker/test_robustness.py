@@ -135,6 +135,54 @@ def test_api_versions_above_our_range_get_a_v0_answer_listing_our_keys(bootstrap
     assert answer.error_code is ErrorCode.none
 
 
+def test_find_coordinator_v6_is_served(bootstrap: str) -> None:
+    """Kafka 4 serves FindCoordinator v6 (KIP-932 share keys); a v6 request closed the socket."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    answer = rawclient.roundtrip(sock, request(10, 6, key_type=0, coordinator_keys=["g6"]))
+    assert [(c.key, c.error_code) for c in answer.coordinators] == [("g6", ErrorCode.none)]
+    assert answer.coordinators[0].node_id >= 0
+    share = rawclient.roundtrip(sock, request(10, 6, key_type=2, coordinator_keys=["g6:x:0"]), 2)
+    assert share.coordinators[0].error_code is ErrorCode.invalid_request
+    sock.close()
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "fields", "top_level"),
+    [
+        (1, 18, {"max_wait": 0, "min_bytes": 1, "max_bytes": 1, "isolation_level": 0, "session_id": 0,
+                 "session_epoch": -1, "topics": [], "forgotten_topics_data": [], "rack_id": ""}, True),
+        (0, 13, {"transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": []}, False),
+        (8, 10, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                 "group_instance_id": None, "topics": []}, False),
+    ],
+    ids=["fetch-v18", "produce-v13", "offset-commit-v10"],
+)  # fmt: skip
+def test_a_version_above_ours_is_answered_unsupported_version_not_closed(
+    bootstrap: str, api_key: int, version: int, fields: dict[str, object], top_level: bool
+) -> None:
+    """A version kio knows but we do not serve gets that version's response (UNSUPPORTED_VERSION
+    where it has a top-level error code), and the connection keeps serving."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    answer = rawclient.roundtrip(sock, request(api_key, version, **fields), 9)
+    if top_level:
+        assert answer.error_code is ErrorCode.unsupported_version
+    hello = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
+    ok = rawclient.roundtrip(sock, hello, 10)
+    assert ok.error_code is ErrorCode.none
+    sock.close()
+
+
+def test_a_version_no_schema_describes_still_closes_the_connection(bootstrap: str) -> None:
+    sock = rawclient.connect(bootstrap)
+    frame = struct.pack(">hhih", 10, 99, 7, -1) + b"\x00\x00"
+    sock.sendall(struct.pack(">i", len(frame)) + frame)
+    assert rawclient.is_closed_by_peer(sock)
+
+
 def test_metadata_for_a_missing_topic_without_auto_creation_is_unknown_topic(bootstrap: str) -> None:
     sock = rawclient.connect(bootstrap)
     request = MetadataRequest(
