@@ -55,6 +55,33 @@ def test_kafka_broker_keys_are_accepted_and_reported(bootstrap: str) -> None:
     assert _describe(admin, ResourceType.BROKER, "1")["min.insync.replicas"] == "1"  # Kafka's default
 
 
+def test_less_common_kafka_broker_keys_are_accepted_stored_and_reported(bootstrap: str) -> None:
+    """Keys a Kafka broker accepts though they do nothing here (Kerberos, KRaft quorum, metrics),
+    through IncrementalAlterConfigs and the legacy AlterConfigs; they were refused as "unknown
+    broker config"."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    keys = {
+        "sasl.kerberos.min.time.before.relogin": "120000",
+        "controller.quorum.fetch.timeout.ms": "3000",
+        "metrics.num.samples": "3",
+        "group.consumer.heartbeat.interval.ms": "4000",
+    }
+    try:
+        _alter(admin, ResourceType.BROKER, "1", *((k, v, SET) for k, v in keys.items()))
+        described = _describe(admin, ResourceType.BROKER, "1")
+        assert {k: described[k] for k in keys} == keys
+        legacy = ConfigResource(ResourceType.BROKER, "1", set_config={"replica.fetch.wait.max.ms": "400"})
+        admin.alter_configs([legacy])[legacy].result(30)
+        assert _describe(admin, ResourceType.BROKER, "1")["replica.fetch.wait.max.ms"] == "400"
+        with pytest.raises(KafkaException, match=r"sasl\.kerberos\.min\.time\.before\.relogin"):
+            _alter(admin, ResourceType.BROKER, "1", ("sasl.kerberos.min.time.before.relogin", "soon", SET))
+    finally:
+        reset = ConfigResource(ResourceType.BROKER, "1", set_config={})
+        admin.alter_configs([reset])[reset].result(30)
+    described = _describe(admin, ResourceType.BROKER, "1")
+    assert described["sasl.kerberos.min.time.before.relogin"] == "60000"  # Kafka's default
+
+
 def test_invalid_kafka_broker_value_is_refused_naming_the_key(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     with pytest.raises(KafkaException, match=r"min\.insync\.replicas"):
