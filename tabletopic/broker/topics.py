@@ -161,7 +161,15 @@ class TopicRegistry:
                 log.exception("topic change hook failed for %s", name)
 
     def _read_all(self) -> list[Topic]:
-        with self._engine.begin() as conn:
+        """Every topic with its partitions and configs, read from one snapshot. In PostgreSQL's
+        default READ COMMITTED each statement sees the commits made before it, so a topic created
+        between the first query and the next had partitions of a topic the first never saw (the
+        cluster's "reloading topics failed" with a KeyError); REPEATABLE READ reads all three tables
+        as of the transaction's first query. SQLite's transactions are snapshots already."""
+        connection = self._engine.connect()
+        if self._engine.dialect.name == "postgresql":
+            connection = connection.execution_options(isolation_level="REPEATABLE READ")
+        with connection as conn, conn.begin():
             topics = {
                 row.name: Topic(row.name, uuid.UUID(row.topic_id), [])
                 for row in conn.execute(sa.select(topics_table))
