@@ -137,3 +137,32 @@ async def test_describe_configs_documents_keys_without_effect(broker_service) ->
     assert "no effect here" in docs["min.insync.replicas"]
     assert "no effect here" in docs["consumer.session.timeout.ms"]
     assert "no effect" not in docs["retention.ms"]
+
+
+def test_create_partitions_refuses_an_assignment_it_cannot_honour(bootstrap: str) -> None:
+    """A partition's only replica is its leader (Metadata says so): an explicit assignment of more
+    replicas, of an unknown broker or of the wrong number of partitions is INVALID_REPLICA_ASSIGNMENT
+    (it succeeded and Metadata then showed one replica, so a client waiting for the assigned ones
+    timed out); one broker per new partition is honoured, and Metadata shows the new count at once."""
+    from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"assign-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    node = admin.list_topics(topic, timeout=30).topics[topic].partitions[0].leader
+
+    def grow(count: int, assignment: list[list[int]] | None) -> str | None:
+        future = admin.create_partitions([NewPartitions(topic, count, assignment)])[topic]
+        try:
+            future.result(30)
+        except KafkaException as exc:
+            return str(exc.args[0].name())
+        return None
+
+    assert grow(2, [[node, node + 1]]) == "INVALID_REPLICA_ASSIGNMENT"
+    assert grow(2, [[node + 7]]) == "INVALID_REPLICA_ASSIGNMENT"
+    assert grow(3, [[node]]) == "INVALID_REPLICA_ASSIGNMENT"
+    assert grow(3, [[node], [node]]) is None
+    partitions = admin.list_topics(topic, timeout=30).topics[topic].partitions
+    assert sorted(partitions) == [0, 1, 2]
+    assert all(p.replicas == [node] and p.isrs == [node] for p in partitions.values())
