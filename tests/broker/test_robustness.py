@@ -126,13 +126,27 @@ def test_api_versions_above_our_range_get_a_v0_answer_listing_our_keys(bootstrap
     assert correlation_id == 42
     assert response.error_code is ErrorCode.unsupported_version
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert keys[18] == (0, 3)
+    assert keys[18] == (0, 4)
     assert keys[0][0] == 3 and keys[1][0] == 4
     # The connection stays usable: the client retries with a version we listed.
     answer = rawclient.roundtrip(
         sock, ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 43
     )
     assert answer.error_code is ErrorCode.none
+
+
+def test_api_versions_v4_is_served(bootstrap: str) -> None:
+    """Kafka 4 serves ApiVersions v4 (KAFKA-17011); kafka-python sends it first and got the KIP-511
+    v0 fallback, then retried v3."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    answer = rawclient.roundtrip(
+        sock, request(18, 4, client_software_name="raw", client_software_version="1")
+    )
+    sock.close()
+    assert answer.error_code is ErrorCode.none
+    assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}[18] == (0, 4)
 
 
 def test_find_coordinator_v6_is_served(bootstrap: str) -> None:

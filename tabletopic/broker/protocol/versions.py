@@ -6,10 +6,10 @@ versions (Kafka 4.1+: Produce v13 and OffsetCommit/OffsetFetch v10 by topic id, 
 a client asking for one of those gets UNSUPPORTED_VERSION in that version's own response
 (``codec.encode_unsupported_version``), never a closed socket.
 
-Kafka 4.0 versions still below Kafka's here, and why: ApiVersions v4 (kafka-python sends it first
-and retries v3 on the KIP-511 answer); InitProducerId v5 is served but EndTxn v5, TxnOffsetCommit
-v5 and AddPartitionsToTxn v4-v5 belong to transaction protocol v2 (KIP-890 part 2: an epoch bump
-per transaction, partitions added by the partition leader), which we do not implement.
+Kafka 4.0 versions still below Kafka's here, and why: EndTxn v5, TxnOffsetCommit v5 and
+AddPartitionsToTxn v4-v5 belong to transaction protocol v2 (KIP-890 part 2: an epoch bump per
+transaction, partitions added by the partition leader), which we do not implement; clients use
+them only when a broker finalizes the transaction.version feature, which we do not advertise.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ MAX_VERSIONS: dict[int, int] = {
     2: 10,  # ListOffsets (v10 only adds a timeout; clients infer "Kafka 4.0" from it)
     3: 13,  # Metadata (v13: a top-level error code, REBOOTSTRAP_REQUIRED)
     17: 1,  # SaslHandshake
-    18: 3,  # ApiVersions (v4 gets the KIP-511 v0 fallback answer)
+    18: 4,  # ApiVersions (a newer one gets the KIP-511 v0 fallback answer)
     19: 7,  # CreateTopics
     20: 6,  # DeleteTopics
     21: 2,  # DeleteRecords
