@@ -149,6 +149,19 @@ def test_api_versions_v4_is_served(bootstrap: str) -> None:
     assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}[18] == (0, 4)
 
 
+def test_describe_groups_v6_answers_an_unknown_group_group_id_not_found(bootstrap: str) -> None:
+    """Kafka 4.0 serves DescribeGroups v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND with
+    a message instead of a Dead group."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    wanted = request(15, 6, groups=[f"nobody-{uuid.uuid4().hex[:6]}"], include_authorized_operations=False)
+    answer = rawclient.roundtrip(sock, wanted)
+    sock.close()
+    assert answer.groups[0].error_code is ErrorCode.group_id_not_found
+    assert answer.groups[0].error_message
+
+
 def test_find_coordinator_v6_is_served(bootstrap: str) -> None:
     """Kafka 4 serves FindCoordinator v6 (KIP-932 share keys); a v6 request closed the socket."""
     from tests.support.kafka_requests import request

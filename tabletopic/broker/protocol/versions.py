@@ -63,7 +63,7 @@ GROUP_MAX_VERSIONS: dict[int, int] = {
     12: 4,  # Heartbeat
     13: 5,  # LeaveGroup
     14: 5,  # SyncGroup
-    15: 5,  # DescribeGroups
+    15: 6,  # DescribeGroups (v6: an unknown group is GROUP_ID_NOT_FOUND, KIP-1043)
     16: 5,  # ListGroups
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete
