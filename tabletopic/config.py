@@ -36,6 +36,8 @@ SETTINGS_MODULES = (
     "tabletopic.spark.settings",
     "tabletopic.table.settings",
     "tabletopic.admin.settings",
+    # Last: declares the Kafka broker keys no module above declared (see the module).
+    "tabletopic.broker.kafka_broker_keys",
 )
 
 

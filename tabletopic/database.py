@@ -143,6 +143,47 @@ def _database_lock(engine: Engine) -> Iterator[None]:
             conn.commit()
 
 
+class Utf8Bytes(sa.types.TypeDecorator[str]):
+    """A string stored as its UTF-8 bytes (BLOB on SQLite, bytea on PostgreSQL), so it comes back
+    byte-exact whatever it holds: PostgreSQL's text types refuse a NUL character, and Kafka strings
+    such as an offset's commit metadata may carry one. Lone surrogates pass through as well."""
+
+    impl = sa.LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: sa.Dialect) -> bytes | None:
+        return None if value is None else value.encode("utf-8", "surrogatepass")
+
+    def process_result_value(self, value: bytes | None, dialect: sa.Dialect) -> str | None:
+        return None if value is None else bytes(value).decode("utf-8", "surrogatepass")
+
+
+def text_to_utf8_bytes(table: str, keys: Sequence[str], old: str, new: str) -> Migration:
+    """A migration that adds the :class:`Utf8Bytes` column ``new`` to ``table`` (unless the table was
+    created with it) and fills it from the text column ``old``, row by row on ``keys`` (the
+    primary key). ``old`` stays in place, unused: SQLite before 3.35 cannot drop a column."""
+
+    def run(conn: Connection) -> None:
+        columns = {c["name"] for c in sa.inspect(conn).get_columns(table)}
+        if new not in columns:
+            kind = sa.LargeBinary().compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {new} {kind}")
+        if old not in columns:
+            return
+        quoted = [conn.dialect.identifier_preparer.quote(k) for k in keys]
+        rows = conn.execute(
+            sa.text(f"SELECT {', '.join(quoted)}, {old} FROM {table} WHERE {old} IS NOT NULL")
+        ).all()
+        where = " AND ".join(f"{q} = :k{i}" for i, q in enumerate(quoted))
+        update = sa.text(f"UPDATE {table} SET {new} = :value WHERE {where}").bindparams(
+            sa.bindparam("value", type_=Utf8Bytes())
+        )
+        for row in rows:
+            conn.execute(update, {"value": row[-1], **{f"k{i}": v for i, v in enumerate(row[:-1])}})
+
+    return run
+
+
 def create_tables(*tables: sa.Table) -> Migration:
     """A migration that creates the given tables (and their indexes)."""
 

@@ -42,6 +42,7 @@ from tabletopic.broker.protocol import (
     build_response,
     encode_api_versions_fallback,
     encode_response,
+    encode_unsupported_version,
     parse_request,
 )
 from tabletopic.broker.security.inter_broker import InterBrokerClient
@@ -349,7 +350,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._enqueue_ready(data)
                 self._count(exc.api_key, "unsupported_version")
                 return
-            self._close(str(exc))
+            self._refuse_version(frame, exc)
             return
         except MalformedFrame as exc:
             self._close(str(exc))
@@ -365,6 +366,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._budget.acquire(len(frame))
         task.add_done_callback(self._flush)
         self._update_reading()
+
+    def _refuse_version(self, frame: bytes | memoryview, exc: UnsupportedRequest) -> None:
+        """A version above ours of an API we serve: answer UNSUPPORTED_VERSION in that version's
+        response (a client that ignored ApiVersions learns why); an unknown API key, a version
+        kio has no schema for or a frame that does not parse closes the connection."""
+        maximum = self._dispatcher.max_versions.get(exc.api_key)
+        if maximum is None or (self._sasl is not None and not self._sasl.allows(exc.api_key)):
+            self._close(str(exc))
+            return
+        try:
+            data = encode_unsupported_version(frame, maximum)
+        except (UnsupportedRequest, MalformedFrame) as refused:
+            self._close(str(refused))
+            return
+        self._count(exc.api_key, "unsupported_version")
+        if data is not None:
+            self._enqueue_ready(data)
 
     def _enqueue_ready(self, data: bytes) -> None:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

@@ -175,14 +175,22 @@ class TopicRegistry:
                 log.exception("topic change hook failed for %s", name)
 
     def _read_all(self, names: Sequence[str] | None = None) -> list[Topic]:
-        """Every topic, or those of ``names`` (in one transaction: partitions and configs agree)."""
+        """Every topic, or those of ``names``, with partitions and configs read from one snapshot.
+        In PostgreSQL's default READ COMMITTED each statement sees the commits made before it, so a
+        topic created between the first query and the next had partitions of a topic the first
+        never saw (the cluster's "reloading topics failed" with a KeyError); REPEATABLE READ reads
+        all three tables as of the transaction's first query. SQLite's transactions are snapshots
+        already."""
         t, p, c = topics_table, partitions_table, topic_configs_table
         topics_q, partitions_q, configs_q = sa.select(t), sa.select(p), sa.select(c)
         if names is not None:
             topics_q = topics_q.where(t.c.name.in_(names))
             partitions_q = partitions_q.where(p.c.topic.in_(names))
             configs_q = configs_q.where(c.c.topic.in_(names))
-        with self._engine.begin() as conn:
+        connection = self._engine.connect()
+        if self._engine.dialect.name == "postgresql":
+            connection = connection.execution_options(isolation_level="REPEATABLE READ")
+        with connection as conn, conn.begin():
             topics = {
                 row.name: Topic(row.name, uuid.UUID(row.topic_id), []) for row in conn.execute(topics_q)
             }

@@ -26,3 +26,33 @@ def test_compacted_topic_refuses_keyless_records(bootstrap: str) -> None:
     assert refused is not None and refused.code() == KafkaError.INVALID_RECORD
     assert _produce(bootstrap, topic, b"k", b"v") is None
     assert _produce(bootstrap, topic, b"k", None) is None  # a tombstone
+
+
+def test_keyless_records_are_named_in_record_errors_and_the_rest_of_the_batch_fails_with_them(
+    bootstrap: str,
+) -> None:
+    """One batch of keyed and keyless records: Kafka lists the keyless ones in ``record_errors``
+    (KIP-467), so librdkafka fails exactly those with INVALID_RECORD and the others with
+    _INVALID_DIFFERENT_RECORD ("an invalid record in the same batch caused the failure of this
+    message too"), which an application may send again. Without record_errors every record failed
+    with INVALID_RECORD."""
+    topic = f"compact-mixed-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})
+    admin.create_topics([new])[topic].result(30)
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "retries": 0, "linger.ms": 200, "enable.idempotence": False}
+    )
+    outcome: dict[bytes, int | None] = {}
+    for value, key in ((b"0", b"k0"), (b"1", None), (b"2", b"k2"), (b"3", None)):
+        producer.produce(
+            topic, value, key, partition=0,
+            on_delivery=lambda err, msg: outcome.__setitem__(msg.value(), err.code() if err else None),
+        )  # fmt: skip
+    producer.flush(30)
+    assert outcome == {
+        b"0": KafkaError._INVALID_DIFFERENT_RECORD,
+        b"1": KafkaError.INVALID_RECORD,
+        b"2": KafkaError._INVALID_DIFFERENT_RECORD,
+        b"3": KafkaError.INVALID_RECORD,
+    }

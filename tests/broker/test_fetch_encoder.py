@@ -59,7 +59,7 @@ def _kio_bytes(version: int, topics: list[FetchedTopic]) -> bytes:
     return encode_response(99, build_response(1, version, fields))
 
 
-@pytest.mark.parametrize("version", range(4, 17))
+@pytest.mark.parametrize("version", range(4, 18))
 def test_encoder_matches_kio_byte_for_byte(version: int) -> None:
     topics = _topics()
     ours = b"".join(bytes(piece) for piece in encode_fetch_response(99, version, 0, topics))

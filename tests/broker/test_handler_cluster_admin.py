@@ -77,12 +77,12 @@ async def test_describe_topic_partitions_pages_with_a_cursor(broker_service) -> 
 
 async def test_api_versions_lists_what_the_broker_serves(broker_service) -> None:
     broker_service.api_ranges = advertised_ranges(MAX_VERSIONS)
-    for version in range(0, 4):
+    for version in range(0, 5):
         response = await call(
             broker_service, request(18, version, client_software_name="t", client_software_version="1")
         )
         served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        assert served[0] == (3, 12) and served[1] == (4, 16) and served[18] == (0, 3)
+        assert served[0] == (3, 12) and served[1] == (4, 17) and served[18] == (0, 4)
 
 
 async def test_offset_for_leader_epoch_answers_the_high_watermark(broker_service) -> None:

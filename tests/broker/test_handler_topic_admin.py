@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from kio.schema.errors import ErrorCode
 
@@ -125,6 +127,26 @@ async def test_create_partitions_only_grows(broker_service) -> None:
     assert (await call(broker_service, grow)).results[0].error_code is ErrorCode.none
     assert broker_service.topics.get("x").partition_count == 5
     assert (await call(broker_service, shrink)).results[0].error_code is ErrorCode.invalid_partitions
+
+
+async def test_create_partitions_among_several_brokers_refuses_an_assignment(
+    broker_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With several brokers the controller places new partitions: an assignment, even of one live
+    broker, cannot be promised and is INVALID_REPLICA_ASSIGNMENT (nothing is created)."""
+    from tabletopic.broker.leadership import BrokerEndpoint
+
+    three = [BrokerEndpoint(n, "127.0.0.1", 9000 + n) for n in (1, 2, 3)]
+    monkeypatch.setattr(broker_service.leadership, "brokers", lambda _listener: three)
+    await broker_service.topics.create("c", 1)
+    assigned = request(
+        37, 3, timeout=5000, validate_only=False,
+        topics=[{"name": "c", "count": 2, "assignments": [{"broker_ids": [2]}]}],
+    )  # fmt: skip
+    answer = (await call(broker_service, assigned)).results[0]
+    assert answer.error_code is ErrorCode.invalid_replica_assignment
+    assert "AlterPartitionReassignments" in answer.error_message
+    assert broker_service.topics.get("c").partition_count == 1
 
 
 async def test_delete_records_moves_the_log_start(broker_service) -> None:

@@ -191,3 +191,44 @@ async def test_markers_that_fail_after_end_txn_was_answered_are_retried(broker_s
     # Stored despite the failure, ending at the marker written again: the last stable offset did
     # not move past the records before the index held them.
     assert coordinator.store.load()[1] == [(stream, pid, 0, 2)]
+
+
+async def test_a_fenced_producer_on_a_pre_kip_588_version_gets_invalid_producer_epoch(broker_service) -> None:  # type: ignore[no-untyped-def]
+    """PRODUCER_FENCED (90) exists for the transaction APIs only from KIP-588's versions on
+    (InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn v2; TxnOffsetCommit never);
+    older clients get INVALID_PRODUCER_EPOCH (47), as Kafka answers them."""
+    _coordinator, pid, epoch = await _open_txn(broker_service)
+    await broker_service.transactions.init_producer_id("t1", 60_000, -1, -1)  # fences (pid, epoch)
+    common = {"transactional_id": "t1", "producer_id": pid, "producer_epoch": epoch}
+    offsets = [{"name": "tx", "partitions": [{"partition_index": 0, "committed_offset": 1,
+                "committed_leader_epoch": -1, "committed_metadata": None}]}]  # fmt: skip
+    add = {"v3_and_below_transactional_id": "t1", "v3_and_below_producer_id": pid,
+           "v3_and_below_producer_epoch": epoch, "transactions": [],
+           "v3_and_below_topics": [{"name": "tx", "partitions": [0]}]}  # fmt: skip
+    txn_commit = {**common, "group_id": "g", "generation_id": -1, "member_id": "", "group_instance_id": None}
+    calls = {
+        26: lambda v: request(26, v, **common, committed=True),
+        25: lambda v: request(25, v, **common, group_id="g"),
+        24: lambda v: request(24, v, **add),
+        28: lambda v: request(28, v, **txn_commit, topics=offsets),
+    }
+
+    def code_of(api_key: int, response) -> ErrorCode:  # type: ignore[no-untyped-def]
+        if api_key == 24:
+            return response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+        if api_key == 28:
+            return response.topics[0].partitions[0].error_code
+        return response.error_code  # type: ignore[no-any-return]
+
+    for api_key, build in calls.items():
+        for version in range(4):
+            # TxnOffsetCommit never gained PRODUCER_FENCED: 47 at every version.
+            old = version < 2 or api_key == 28
+            expected = ErrorCode.invalid_producer_epoch if old else ErrorCode.producer_fenced
+            response = await call(broker_service, build(version))
+            assert code_of(api_key, response) is expected, (api_key, version)
+    # InitProducerId asking to bump a fenced (pid, epoch) (KIP-360, v3+): v3 predates KIP-588.
+    for version, expected in ((3, ErrorCode.invalid_producer_epoch), (4, ErrorCode.producer_fenced)):
+        init = request(22, version, transactional_id="t1", transaction_timeout=60_000, producer_id=pid,
+                       producer_epoch=epoch)  # fmt: skip
+        assert (await call(broker_service, init)).error_code is expected, version

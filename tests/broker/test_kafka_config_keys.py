@@ -55,6 +55,33 @@ def test_kafka_broker_keys_are_accepted_and_reported(bootstrap: str) -> None:
     assert _describe(admin, ResourceType.BROKER, "1")["min.insync.replicas"] == "1"  # Kafka's default
 
 
+def test_less_common_kafka_broker_keys_are_accepted_stored_and_reported(bootstrap: str) -> None:
+    """Keys a Kafka broker accepts though they do nothing here (Kerberos, KRaft quorum, metrics),
+    through IncrementalAlterConfigs and the legacy AlterConfigs; they were refused as "unknown
+    broker config"."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    keys = {
+        "sasl.kerberos.min.time.before.relogin": "120000",
+        "controller.quorum.fetch.timeout.ms": "3000",
+        "metrics.num.samples": "3",
+        "group.consumer.heartbeat.interval.ms": "4000",
+    }
+    try:
+        _alter(admin, ResourceType.BROKER, "1", *((k, v, SET) for k, v in keys.items()))
+        described = _describe(admin, ResourceType.BROKER, "1")
+        assert {k: described[k] for k in keys} == keys
+        legacy = ConfigResource(ResourceType.BROKER, "1", set_config={"replica.fetch.wait.max.ms": "400"})
+        admin.alter_configs([legacy])[legacy].result(30)
+        assert _describe(admin, ResourceType.BROKER, "1")["replica.fetch.wait.max.ms"] == "400"
+        with pytest.raises(KafkaException, match=r"sasl\.kerberos\.min\.time\.before\.relogin"):
+            _alter(admin, ResourceType.BROKER, "1", ("sasl.kerberos.min.time.before.relogin", "soon", SET))
+    finally:
+        reset = ConfigResource(ResourceType.BROKER, "1", set_config={})
+        admin.alter_configs([reset])[reset].result(30)
+    described = _describe(admin, ResourceType.BROKER, "1")
+    assert described["sasl.kerberos.min.time.before.relogin"] == "60000"  # Kafka's default
+
+
 def test_invalid_kafka_broker_value_is_refused_naming_the_key(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     with pytest.raises(KafkaException, match=r"min\.insync\.replicas"):
@@ -110,3 +137,32 @@ async def test_describe_configs_documents_keys_without_effect(broker_service) ->
     assert "no effect here" in docs["min.insync.replicas"]
     assert "no effect here" in docs["consumer.session.timeout.ms"]
     assert "no effect" not in docs["retention.ms"]
+
+
+def test_create_partitions_refuses_an_assignment_it_cannot_honour(bootstrap: str) -> None:
+    """A partition's only replica is its leader (Metadata says so): an explicit assignment of more
+    replicas, of an unknown broker or of the wrong number of partitions is INVALID_REPLICA_ASSIGNMENT
+    (it succeeded and Metadata then showed one replica, so a client waiting for the assigned ones
+    timed out); one broker per new partition is honoured, and Metadata shows the new count at once."""
+    from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = f"assign-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    node = admin.list_topics(topic, timeout=30).topics[topic].partitions[0].leader
+
+    def grow(count: int, assignment: list[list[int]] | None) -> str | None:
+        future = admin.create_partitions([NewPartitions(topic, count, assignment)])[topic]
+        try:
+            future.result(30)
+        except KafkaException as exc:
+            return str(exc.args[0].name())
+        return None
+
+    assert grow(2, [[node, node + 1]]) == "INVALID_REPLICA_ASSIGNMENT"
+    assert grow(2, [[node + 7]]) == "INVALID_REPLICA_ASSIGNMENT"
+    assert grow(3, [[node]]) == "INVALID_REPLICA_ASSIGNMENT"
+    assert grow(3, [[node], [node]]) is None
+    partitions = admin.list_topics(topic, timeout=30).topics[topic].partitions
+    assert sorted(partitions) == [0, 1, 2]
+    assert all(p.replicas == [node] and p.isrs == [node] for p in partitions.values())

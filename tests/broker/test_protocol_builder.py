@@ -62,3 +62,11 @@ def test_a_field_of_a_newer_version_is_still_dropped_for_an_older_one() -> None:
     response = build_response(10, 0, {"error_message": "x", "coordinators": [{"key": "g"}], "node_id": 1})
     assert response.node_id == 1
     assert not hasattr(response, "coordinators")
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 16])
+def test_fetch_records_left_out_are_empty_never_null(version: int) -> None:
+    """A null record set breaks librdkafka's parse of the whole Fetch response; Kafka sends empty."""
+    partition = {"partition_index": 0, "error_code": 29}
+    response = build_response(1, version, {"responses": [{"topic": "t", "partitions": [partition]}]})
+    assert response.responses[0].partitions[0].records == b""

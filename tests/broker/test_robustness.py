@@ -126,13 +126,88 @@ def test_api_versions_above_our_range_get_a_v0_answer_listing_our_keys(bootstrap
     assert correlation_id == 42
     assert response.error_code is ErrorCode.unsupported_version
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert keys[18] == (0, 3)
+    assert keys[18] == (0, 4)
     assert keys[0][0] == 3 and keys[1][0] == 4
     # The connection stays usable: the client retries with a version we listed.
     answer = rawclient.roundtrip(
         sock, ApiVersionsRequest(client_software_name="raw", client_software_version="1"), 43
     )
     assert answer.error_code is ErrorCode.none
+
+
+def test_api_versions_v4_is_served(bootstrap: str) -> None:
+    """Kafka 4 serves ApiVersions v4 (KAFKA-17011); kafka-python sends it first and got the KIP-511
+    v0 fallback, then retried v3."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    answer = rawclient.roundtrip(
+        sock, request(18, 4, client_software_name="raw", client_software_version="1")
+    )
+    sock.close()
+    assert answer.error_code is ErrorCode.none
+    assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}[18] == (0, 4)
+
+
+def test_describe_groups_v6_answers_an_unknown_group_group_id_not_found(bootstrap: str) -> None:
+    """Kafka 4.0 serves DescribeGroups v6 (KIP-1043): an unknown group is GROUP_ID_NOT_FOUND with
+    a message instead of a Dead group."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    wanted = request(15, 6, groups=[f"nobody-{uuid.uuid4().hex[:6]}"], include_authorized_operations=False)
+    answer = rawclient.roundtrip(sock, wanted)
+    sock.close()
+    assert answer.groups[0].error_code is ErrorCode.group_id_not_found
+    assert answer.groups[0].error_message
+
+
+def test_find_coordinator_v6_is_served(bootstrap: str) -> None:
+    """Kafka 4 serves FindCoordinator v6 (KIP-932 share keys); a v6 request closed the socket."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    answer = rawclient.roundtrip(sock, request(10, 6, key_type=0, coordinator_keys=["g6"]))
+    assert [(c.key, c.error_code) for c in answer.coordinators] == [("g6", ErrorCode.none)]
+    assert answer.coordinators[0].node_id >= 0
+    share = rawclient.roundtrip(sock, request(10, 6, key_type=2, coordinator_keys=["g6:x:0"]), 2)
+    assert share.coordinators[0].error_code is ErrorCode.invalid_request
+    sock.close()
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "fields", "top_level"),
+    [
+        (1, 18, {"max_wait": 0, "min_bytes": 1, "max_bytes": 1, "isolation_level": 0, "session_id": 0,
+                 "session_epoch": -1, "topics": [], "forgotten_topics_data": [], "rack_id": ""}, True),
+        (0, 13, {"transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": []}, False),
+        (8, 10, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                 "group_instance_id": None, "topics": []}, False),
+    ],
+    ids=["fetch-v18", "produce-v13", "offset-commit-v10"],
+)  # fmt: skip
+def test_a_version_above_ours_is_answered_unsupported_version_not_closed(
+    bootstrap: str, api_key: int, version: int, fields: dict[str, object], top_level: bool
+) -> None:
+    """A version kio knows but we do not serve gets that version's response (UNSUPPORTED_VERSION
+    where it has a top-level error code), and the connection keeps serving."""
+    from tests.support.kafka_requests import request
+
+    sock = rawclient.connect(bootstrap)
+    answer = rawclient.roundtrip(sock, request(api_key, version, **fields), 9)
+    if top_level:
+        assert answer.error_code is ErrorCode.unsupported_version
+    hello = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
+    ok = rawclient.roundtrip(sock, hello, 10)
+    assert ok.error_code is ErrorCode.none
+    sock.close()
+
+
+def test_a_version_no_schema_describes_still_closes_the_connection(bootstrap: str) -> None:
+    sock = rawclient.connect(bootstrap)
+    frame = struct.pack(">hhih", 10, 99, 7, -1) + b"\x00\x00"
+    sock.sendall(struct.pack(">i", len(frame)) + frame)
+    assert rawclient.is_closed_by_peer(sock)
 
 
 def test_metadata_for_a_missing_topic_without_auto_creation_is_unknown_topic(bootstrap: str) -> None:

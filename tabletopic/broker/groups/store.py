@@ -62,11 +62,18 @@ offsets_table = sa.Table(
     sa.Column("partition", sa.Integer, primary_key=True),
     sa.Column("committed_offset", sa.BigInteger, nullable=False),
     sa.Column("leader_epoch", sa.Integer, nullable=False),
-    sa.Column("metadata", sa.Text, nullable=True),
+    # The commit metadata as UTF-8 bytes: byte-exact with a NUL, which a PostgreSQL text column
+    # refuses (the first schema had a text column ``metadata``, left unused).
+    sa.Column("metadata_utf8", database.Utf8Bytes, nullable=True),
     sa.Column("commit_ms", sa.BigInteger, nullable=False),
 )
 
-MIGRATIONS = [database.create_tables(groups_table, members_table, offsets_table)]
+MIGRATIONS = [
+    database.create_tables(groups_table, members_table, offsets_table),
+    database.text_to_utf8_bytes(
+        "group_offsets", ("group_id", "topic", "partition"), "metadata", "metadata_utf8"
+    ),
+]
 
 Fence = Callable[[Connection], bool]
 """Run first inside a write's transaction; False refuses the write (this broker was deposed)."""
@@ -168,7 +175,7 @@ class GroupStore:
             offsets.setdefault(row["group_id"], {})[(row["topic"], row["partition"])] = CommittedOffset(
                 offset=row["committed_offset"],
                 leader_epoch=row["leader_epoch"],
-                metadata=row["metadata"],
+                metadata=row["metadata_utf8"],
                 commit_ms=row["commit_ms"],
             )
         return groups, offsets
@@ -230,7 +237,7 @@ class GroupStore:
                         "partition": partition,
                         "committed_offset": value.offset,
                         "leader_epoch": value.leader_epoch,
-                        "metadata": value.metadata,
+                        "metadata_utf8": value.metadata,
                         "commit_ms": value.commit_ms,
                     }
                     for (topic, partition), value in offsets.items()

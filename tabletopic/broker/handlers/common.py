@@ -25,6 +25,28 @@ def field(request: Any, name: str, default: Any = None) -> Any:
     return getattr(request, name, default)
 
 
+# KIP-588 brought PRODUCER_FENCED (90) to the transaction APIs at these versions; a client on an
+# older version does not know the code, and Kafka answers it INVALID_PRODUCER_EPOCH (47) instead,
+# which such clients already treat as fenced (KafkaApis does the same per API). TxnOffsetCommit
+# never gained the code in any version (its schema lists no such bump): 47 at every version.
+_PRODUCER_FENCED_SINCE: dict[int, int | None] = {
+    22: 4,  # InitProducerId
+    24: 2,  # AddPartitionsToTxn
+    25: 2,  # AddOffsetsToTxn
+    26: 2,  # EndTxn
+    28: None,  # TxnOffsetCommit
+}
+
+
+def txn_error(code: ErrorCode, api_key: int, api_version: int) -> ErrorCode:
+    """A transaction API's error code as the client's version can read it."""
+    if code is ErrorCode.producer_fenced and api_key in _PRODUCER_FENCED_SINCE:
+        since = _PRODUCER_FENCED_SINCE[api_key]
+        if since is None or api_version < since:
+            return ErrorCode.invalid_producer_epoch
+    return code
+
+
 def error_fields(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
 

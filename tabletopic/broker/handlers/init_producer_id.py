@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import field
+from tabletopic.broker.handlers.common import field, txn_error
 from tabletopic.broker.transactions import TxnError
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
             )
         except TxnError as exc:
             log.info("InitProducerId %s refused: %s", request.transactional_id, exc)
-            return _answer(exc.code)
+            return _answer(txn_error(exc.code, ctx.api_key, ctx.api_version))
         return _answer(ErrorCode.none, pid, new_epoch)
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         # KIP-360: an existing producer asks for a bumped epoch to reset its sequences.

@@ -29,7 +29,7 @@ from tabletopic.broker.record_validation import Rejection
 from tabletopic.records.crc import whole_batch_crc
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import BatchHeader, validate_batches, with_log_append_time
-from tabletopic.records.keys import has_keyless_record
+from tabletopic.records.keys import keyless_records
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
@@ -90,12 +90,10 @@ async def produce_partition(
                 f"batch of {header.size} bytes exceeds max.message.bytes {max_bytes}",
             )
     if "compact" in broker.topic_config(topic, "cleanup.policy"):
-        refused = _keyless(records, headers)
+        refused = _keyless(records, headers, f"{topic_name}-{index}")
         if refused is not None:
-            log.info("produce to compacted %s-%d refused: %s", topic_name, index, refused)
-            return partition_error(
-                index, ErrorCode.invalid_record, f"compacted topic {topic_name}: {refused}"
-            )
+            log.info("produce to compacted %s-%d refused: %s", topic_name, index, refused["error_message"])
+            return partition_error(index, ErrorCode.invalid_record, **refused)
     stream_id = topic.streams[index]
     # From here until its batches have offsets, a request waits its turn on the partition: the
     # requests of a connection reach this line in order (nothing above awaits), and appends must
@@ -359,15 +357,30 @@ def _rejected(index: int, rejection: Rejection) -> dict[str, Any]:
     return partition_error(index, ErrorCode.invalid_record, rejection.message, record_errors=errors)
 
 
-def _keyless(records: bytes | memoryview, headers: list[Any]) -> str | None:
-    """Why a compacted topic refuses these batches (a record without a key), or None."""
+def _keyless(records: bytes | memoryview, headers: list[Any], partition: str) -> dict[str, Any] | None:
+    """Why a compacted topic refuses these batches, as Kafka's LogValidator says it: the first
+    batch holding records without a key is refused with each of them in ``record_errors`` (its
+    index within the batch and a message), so a client fails those records by name; or None.
+
+    Kafka refuses the whole request's records for the partition along with them (one append), and
+    so do we: the other records get the partition's INVALID_RECORD without a record error, which
+    a client reports as "the batch was refused because of another record" and may retry alone.
+    """
     view = memoryview(records)
     for header in headers:
         try:
-            if has_keyless_record(view[header.position : header.position + header.size], header):
-                return "a compacted topic cannot accept a record without a key"
+            indexes = keyless_records(view[header.position : header.position + header.size], header)
         except RecordBatchError as exc:
-            return str(exc)
+            return {"error_message": str(exc)}
+        if indexes:
+            message = f"Compacted topic cannot accept message without key in topic partition {partition}."
+            errors = [{"batch_index": i, "batch_index_error_message": message} for i in indexes]
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{message}')" for i in indexes[:3])
+            return {
+                "error_message": f"One or more records have been rejected due to {len(indexes)} record "
+                f"errors in total, and only showing the first three errors at most: [{shown}]",
+                "record_errors": errors,
+            }
     return None
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import txn_error
 from tabletopic.broker.transactions import TxnError
 from tabletopic.broker.transactions.store import STATES, PendingOffset
 
@@ -35,6 +36,7 @@ async def add_partitions(broker: BrokerService, ctx: RequestContext, request: An
         results = dict.fromkeys(wanted, exc.code)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), code in results.items():
+        code = txn_error(code, ctx.api_key, ctx.api_version)
         by_topic.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": code})
     return {
         "throttle_time": 0,
@@ -53,7 +55,7 @@ async def add_offsets(broker: BrokerService, ctx: RequestContext, request: Any) 
         )
     except TxnError as exc:
         log.info("AddOffsetsToTxn %s refused: %s", request.transactional_id, exc)
-        return {"throttle_time": 0, "error_code": exc.code}
+        return {"throttle_time": 0, "error_code": txn_error(exc.code, ctx.api_key, ctx.api_version)}
     return {"throttle_time": 0, "error_code": ErrorCode.none}
 
 
@@ -65,7 +67,7 @@ async def end_txn(broker: BrokerService, ctx: RequestContext, request: Any) -> d
         )
     except TxnError as exc:
         log.info("EndTxn %s refused: %s", request.transactional_id, exc)
-        return {**answer, "error_code": exc.code}
+        return {**answer, "error_code": txn_error(exc.code, ctx.api_key, ctx.api_version)}
     return {**answer, "error_code": ErrorCode.none}
 
 
@@ -93,7 +95,7 @@ async def txn_offset_commit(broker: BrokerService, ctx: RequestContext, request:
         )
     except TxnError as exc:
         log.info("TxnOffsetCommit %s refused: %s", request.transactional_id, exc)
-        code = exc.code
+        code = txn_error(exc.code, ctx.api_key, ctx.api_version)
     return {
         "throttle_time": 0,
         "topics": [

@@ -9,6 +9,7 @@ from tabletopic.broker.protocol.codec import (
     WireResponse,
     encode_api_versions_fallback,
     encode_response,
+    encode_unsupported_version,
     parse_request,
     peek_header,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "build_response",
     "encode_api_versions_fallback",
     "encode_response",
+    "encode_unsupported_version",
     "parse_request",
     "peek_header",
 ]

@@ -95,6 +95,10 @@ class UnknownFieldError(TypeError):
 def _neutral_value(field: dataclasses.Field[Any]) -> Any:
     """The value Kafka's generated code would use for a field the handler did not mention."""
     shape = field_shape(field)
+    if field.metadata.get("kafka_type") == "records":
+        # Never null on the wire, as Kafka's own answers: librdkafka takes a null record set for a
+        # parse failure of the whole response and retries it forever.
+        return b""
     if shape.nullable and not shape.is_array and field.metadata.get("kafka_type") != "error_code":
         return None
     if shape.is_array:

@@ -7,6 +7,7 @@ into a :class:`Request` (header fields plus the kio request object of the versio
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from tabletopic.broker.protocol.builder import build_response, response_class
 from tabletopic.broker.protocol.errors import MalformedFrame, UnsupportedRequest
 from tabletopic.broker.protocol.guard import check_lengths
 from tabletopic.broker.protocol.produce_reader import PRODUCE, read_produce_body
@@ -144,3 +146,33 @@ def encode_api_versions_fallback(
     for key, low, high in api_ranges:
         body += struct.pack(">hhh", key, low, high)
     return _RESPONSE_HEADER.pack(len(body) + 4, correlation_id) + bytes(body)
+
+
+def encode_unsupported_version(frame: bytes | memoryview, maximum: int) -> bytes | None:
+    """The answer to a request of an API we serve at a version above ``maximum``, in that version's
+    own response: UNSUPPORTED_VERSION as its top-level error (with a message where the version has
+    one; a response without a top-level error code goes back with its lists empty). The client
+    gets a well-formed refusal instead of a closed socket.
+
+    Returns None when nothing may be sent: a Produce with acks=0 is never answered.
+
+    Raises:
+        UnsupportedRequest: kio has no schema for that version, so no response can be encoded
+            (the caller closes the connection, as Kafka does for every unsupported version).
+        MalformedFrame: the bytes do not parse as that version's request.
+    """
+    request = parse_request(frame)
+    key, version = request.api_key, request.api_version
+    try:
+        fields = {field.name for field in dataclasses.fields(response_class(key, version))}
+    except (UnknownAPIKey, UnknownEntity) as exc:
+        raise UnsupportedRequest(str(exc), key, version, request.correlation_id) from exc
+    if key == PRODUCE and getattr(request.body, "acks", -1) == 0:
+        return None
+    answer: dict[str, Any] = {}
+    if "error_code" in fields:
+        answer["error_code"] = ErrorCode.unsupported_version
+    if "error_message" in fields:
+        answer["error_message"] = f"version {version} is not supported (at most {maximum})"
+    response = build_response(key, version, answer)
+    return encode_response(request.correlation_id, response)

@@ -23,8 +23,10 @@ class FrameTooLarge(MalformedFrame):
 class UnsupportedRequest(ProtocolError):
     """A well-framed request for an API key or version we do not serve.
 
-    ``correlation_id`` lets the server answer ApiVersions in the v0 format (KIP-511); for any other
-    API Kafka closes the connection, and so do we.
+    ``correlation_id`` lets the server answer ApiVersions in the v0 format (KIP-511). A version
+    above ours of an API we serve is answered UNSUPPORTED_VERSION in that version's response when
+    kio knows its schema (``codec.encode_unsupported_version``); an unknown API key, or a version
+    no schema describes, closes the connection.
     """
 
     def __init__(self, message: str, api_key: int, api_version: int, correlation_id: int) -> None:

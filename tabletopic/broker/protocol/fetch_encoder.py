@@ -6,8 +6,8 @@ that copy and the per-field Python dispatch dominate the broker's CPU on the con
 itself and returns a list of buffers — framing bytes interleaved with the stored batches (with
 their base offsets patched in as separate 8-byte pieces) — for ``transport.writelines``.
 
-Covers Fetch v4-v16. It writes only what the broker fills; tagged fields stay empty. The unit tests
-check its output decodes with kio's reader for every version.
+Covers Fetch v4-v17 (v17 changes only the request). It writes only what the broker fills; tagged
+fields stay empty. The unit tests check its output decodes with kio's reader for every version.
 """
 
 from __future__ import annotations

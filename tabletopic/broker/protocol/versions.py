@@ -1,8 +1,15 @@
 """The API versions this broker advertises.
 
-The minimum is kio's (Kafka 4's baseline: Produce >= 3, Fetch >= 4); the maximum is the newest
-version our handlers fill correctly. Produce v13 and Fetch v17+ are left out on purpose: Produce
-v13 addresses topics by id only, and no client we serve needs Fetch past v16.
+The minimum is kio's (Kafka 4's baseline: Produce >= 3, Fetch >= 4); the maximum is what a
+Kafka 4.0 broker serves, where our handlers fill that version correctly. kio also holds later
+versions (Kafka 4.1+: Produce v13 and OffsetCommit/OffsetFetch v10 by topic id, Fetch v18, ...);
+a client asking for one of those gets UNSUPPORTED_VERSION in that version's own response
+(``codec.encode_unsupported_version``), never a closed socket.
+
+Kafka 4.0 versions still below Kafka's here, and why: EndTxn v5, TxnOffsetCommit v5 and
+AddPartitionsToTxn v4-v5 belong to transaction protocol v2 (KIP-890 part 2: an epoch bump per
+transaction, partitions added by the partition leader), which we do not implement; clients use
+them only when a broker finalizes the transaction.version feature, which we do not advertise.
 """
 
 from __future__ import annotations
@@ -14,11 +21,11 @@ from kio.schema.index import api_key_map, schema_name_map
 # api_key -> highest version we serve (the lowest is kio's).
 MAX_VERSIONS: dict[int, int] = {
     0: 12,  # Produce
-    1: 16,  # Fetch
+    1: 17,  # Fetch (v17 only adds the replica's directory id, a follower's field)
     2: 10,  # ListOffsets (v10 only adds a timeout; clients infer "Kafka 4.0" from it)
-    3: 12,  # Metadata
+    3: 13,  # Metadata (v13: a top-level error code, REBOOTSTRAP_REQUIRED)
     17: 1,  # SaslHandshake
-    18: 3,  # ApiVersions (v4 gets the KIP-511 v0 fallback answer)
+    18: 4,  # ApiVersions (a newer one gets the KIP-511 v0 fallback answer)
     19: 7,  # CreateTopics
     20: 6,  # DeleteTopics
     21: 2,  # DeleteRecords
@@ -40,7 +47,7 @@ MAX_VERSIONS: dict[int, int] = {
     45: 0,  # AlterPartitionReassignments
     46: 0,  # ListPartitionReassignments
     55: 2,  # DescribeQuorum
-    60: 1,  # DescribeCluster
+    60: 2,  # DescribeCluster (v2: include_fenced_brokers; we list live brokers only)
     61: 0,  # DescribeProducers
     65: 0,  # DescribeTransactions
     66: 1,  # ListTransactions
@@ -51,12 +58,12 @@ MAX_VERSIONS: dict[int, int] = {
 GROUP_MAX_VERSIONS: dict[int, int] = {
     8: 9,  # OffsetCommit
     9: 9,  # OffsetFetch
-    10: 5,  # FindCoordinator
+    10: 6,  # FindCoordinator (v6: share-group keys, refused as INVALID_REQUEST)
     11: 9,  # JoinGroup
     12: 4,  # Heartbeat
     13: 5,  # LeaveGroup
     14: 5,  # SyncGroup
-    15: 5,  # DescribeGroups
+    15: 6,  # DescribeGroups (v6: an unknown group is GROUP_ID_NOT_FOUND, KIP-1043)
     16: 5,  # ListGroups
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete

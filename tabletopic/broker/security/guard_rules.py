@@ -35,9 +35,12 @@ PRODUCE = TopicShape(
     "topic_data", "name", "partition_data", "index", "responses", "name", "partition_responses", "index",
     (("base_offset", -1), ("log_append_time", -1), ("log_start_offset", -1)),
 )  # fmt: skip
+# A refused partition carries empty records, as Kafka's (``MemoryRecords.EMPTY``): records are
+# nullable in the schema, but librdkafka reads a null as "invalid MessageSetSize -1", fails the
+# whole response and retries it forever, so the application never sees the authorization error.
 FETCH_BY_NAME = TopicShape(
     "topics", "topic", "partitions", "partition", "responses", "topic", "partitions", "partition_index",
-    (("high_watermark", -1), ("last_stable_offset", -1), ("log_start_offset", -1)),
+    (("high_watermark", -1), ("last_stable_offset", -1), ("log_start_offset", -1), ("records", b"")),
     (("error_code", ErrorCode.none), ("session_id", 0)),
 )  # fmt: skip
 FETCH_BY_ID = TopicShape(

@@ -52,7 +52,8 @@ pending_offsets_table = sa.Table(
     sa.Column("partition", sa.Integer, primary_key=True),
     sa.Column("committed_offset", sa.BigInteger, nullable=False),
     sa.Column("leader_epoch", sa.Integer, nullable=False),
-    sa.Column("metadata", sa.Text, nullable=True),
+    # UTF-8 bytes, byte-exact with a NUL (version 3; version 2's text column ``metadata`` is unused).
+    sa.Column("metadata_utf8", database.Utf8Bytes, nullable=True),
 )
 
 
@@ -65,7 +66,13 @@ def _add_pending_offsets(conn: Connection) -> None:
     pending_offsets_table.create(conn, checkfirst=True)
 
 
-MIGRATIONS = [_create, _add_pending_offsets]
+MIGRATIONS = [
+    _create,
+    _add_pending_offsets,
+    database.text_to_utf8_bytes(
+        "txn_pending_offsets", ("producer_id", "group_id", "topic", "partition"), "metadata", "metadata_utf8"
+    ),
+]
 
 # Kafka's transaction states (DescribeTransactions / ListTransactions names).
 EMPTY, ONGOING = "Empty", "Ongoing"
@@ -292,7 +299,7 @@ class TxnStore:
                         partition=offset.partition,
                         committed_offset=offset.offset,
                         leader_epoch=offset.leader_epoch,
-                        metadata=offset.metadata,
+                        metadata_utf8=offset.metadata,
                     )
                 )
         return None
@@ -311,7 +318,7 @@ class TxnStore:
                         int(r.partition),
                         int(r.committed_offset),
                         int(r.leader_epoch),
-                        r.metadata,
+                        r.metadata_utf8,
                     )
         return result
 

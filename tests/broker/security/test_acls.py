@@ -327,7 +327,63 @@ def test_fetch_of_allowed_and_denied_topics_together(acl_broker: BrokerProcess, 
     by_topic = {t.topic: t.partitions[0] for t in answer.responses}
     assert by_topic[allowed].error_code is ErrorCode.none and by_topic[allowed].records
     assert by_topic[denied].error_code is ErrorCode.topic_authorization_failed
-    assert not by_topic[denied].records
+    assert by_topic[denied].records == b""  # empty, never null (as Kafka)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("version", [11, 12])
+def test_fetch_of_only_denied_topics_answers_empty_records(acl_broker: BrokerProcess, version: int) -> None:
+    """Every partition refused: the guard answers alone, still with empty (not null) records."""
+    from tests.support.kafka_requests import fetch_request
+
+    denied = new_topic(acl_broker, "only-no-")
+    assert produce(acl_broker, "admin", denied) is None
+    sock = connect(acl_broker.bootstrap)
+    answer = roundtrip(sock, fetch_request(denied, 0, 0, version=version))
+    sock.close()
+    partition = answer.responses[0].partitions[0]
+    assert partition.error_code is ErrorCode.topic_authorization_failed
+    assert partition.records == b""
+
+
+@pytest.mark.integration
+def test_consumer_denied_read_sees_topic_authorization_failed(acl_broker: BrokerProcess) -> None:
+    """librdkafka (Fetch v16 by topic id) with DESCRIBE but no READ on the topic: the application
+    gets TOPIC_AUTHORIZATION_FAILED. With null records for the refused partition librdkafka logged
+    "invalid MessageSetSize -1" / "Protocol parse failure for Fetch v16" and retried forever."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    topic = new_topic(acl_broker, "noread-")
+    assert produce(acl_broker, "admin", topic) is None
+    group = f"g-{topic}"
+    grant(
+        acl_broker,
+        ("TOPIC", topic, "LITERAL", "User:bob", "DESCRIBE"),
+        ("GROUP", group, "LITERAL", "User:bob", "READ"),
+    )
+    logs: list[str] = []
+
+    class Logs:
+        def log(self, _level: int, msg: str, *args: Any, **_kw: Any) -> None:
+            logs.append(msg % args if args else msg)
+
+    consumer = Consumer(
+        client(acl_broker, "bob", **{"group.id": group, "debug": "fetch,protocol"}),
+        logger=Logs(),
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    codes: list[int] = []
+    try:
+        for _ in range(15):
+            message = consumer.poll(1.0)
+            if message is not None and message.error():
+                codes.append(message.error().code())
+                break
+    finally:
+        consumer.close()
+    assert codes == [KafkaError.TOPIC_AUTHORIZATION_FAILED], "\n".join(
+        line for line in logs if "MessageSetSize" in line or "parse" in line.lower()
+    )[-2000:]
 
 
 @pytest.mark.integration
