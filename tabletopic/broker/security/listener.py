@@ -118,10 +118,11 @@ class ListenerSecurity:
 def warn_unused_listener_keys(config: Config, listeners: Iterable[Endpoint]) -> None:
     """Log each ``listener.name.<x>.ssl.*`` key no listener reads, once at start: a typo in one
     would otherwise silently leave that listener on the broker-wide setting."""
-    for key in unused_listener_keys(config, (endpoint.name for endpoint in listeners)):
+    tls_listeners = (endpoint.name for endpoint in listeners if endpoint.protocol in TLS_PROTOCOLS)
+    for key in unused_listener_keys(config, tls_listeners):
         log.warning(
-            "%s is not read: it names no listener of listeners, or no key a listener may set "
-            "(write the listener name in lower case)",
+            "%s is not read: it names no SSL or SASL_SSL listener of listeners, or no key a listener "
+            "may set (write the listener name in lower case)",
             key,
         )
 

@@ -102,8 +102,9 @@ def _settings(config: Config | TlsSettings) -> TlsSettings:
 
 
 def unused_listener_keys(config: Config, listeners: Iterable[str]) -> list[str]:
-    """``listener.name.<x>.ssl.*`` keys that no listener reads: ``<x>`` names no listener, or the
-    key is not one a listener may set (a typo would otherwise silently leave a setting off)."""
+    """``listener.name.<x>.ssl.*`` keys that no listener reads: ``<x>`` is none of ``listeners``
+    (the names of the SSL and SASL_SSL listeners), or the key is not one a listener may set (a typo
+    would otherwise silently leave a setting off)."""
     prefixes = {listener_prefix(name) for name in listeners}
     unused = []
     for name in config.prefixed("listener.name."):

@@ -4,6 +4,7 @@ broker-wide ``ssl.*``, ``ssl.client.auth`` on SASL_SSL listeners only from the l
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from tabletopic.broker.context import SecurityProtocol
 from tabletopic.broker.listeners import Endpoint
 from tabletopic.broker.security.http_auth import https_options
 from tabletopic.broker.security.inter_broker import InterBrokerClient
-from tabletopic.broker.security.listener import ListenerSecurity
+from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.security.tls import unused_listener_keys
 from tabletopic.config import Config, ConfigError
@@ -156,6 +157,14 @@ def test_listener_keys_no_listener_reads_are_reported() -> None:
         "listener.name.external.ssl.client.auht",
         "listener.name.gone.ssl.client.auth",
     ]
+
+
+def test_ssl_keys_of_a_listener_without_tls_are_logged_as_unread(caplog: pytest.LogCaptureFixture) -> None:
+    config = Config({"listener.name.internal.ssl.client.auth": "required"})
+    internal = Endpoint(SecurityProtocol.PLAINTEXT, "127.0.0.1", 9092, "INTERNAL")
+    with caplog.at_level(logging.WARNING):
+        warn_unused_listener_keys(config, [internal])
+    assert "listener.name.internal.ssl.client.auth is not read" in caplog.text
 
 
 def test_https_services_take_their_own_keys_first(ca: TestCA, server_cert: CertFiles) -> None:
