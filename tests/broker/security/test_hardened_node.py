@@ -286,8 +286,12 @@ def test_a_table_topic_is_committed_and_read_through_the_https_catalog(
     assert ("default", EVENTS) in catalog.list_tables("default")
     rows = catalog.load_table(f"default.{EVENTS}").scan().to_arrow().to_pylist()
     assert sorted(row["_kafka_metadata"]["offset"] for row in rows) == list(range(len(values)))
-    with pytest.raises(ForbiddenError):
-        catalog.create_namespace(f"not_allowed_{uuid.uuid4().hex[:6]}")
+    try:
+        with pytest.raises(ForbiddenError):
+            catalog.create_namespace(f"not_allowed_{uuid.uuid4().hex[:6]}")
+    finally:
+        # An idle kept-alive TLS connection holds the HTTPS service's shutdown for 10 s.
+        catalog._session.close()
     anonymous = httpx.get(f"{hardened_node.catalog}/v1/namespaces", verify=hardened_node.trust)
     assert anonymous.status_code == 401
 
@@ -303,9 +307,10 @@ def test_schema_registry_round_trip_over_https_with_read_write_and_read_only_use
     writer = SchemaRegistryClient({**common, "basic.auth.user.info": f"writer:{USERS['writer']}"})
     reader = SchemaRegistryClient({**common, "basic.auth.user.info": f"reader:{USERS['reader']}"})
     schema = Schema('{"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}', "AVRO")
-    schema_id = writer.register_schema(f"{ORDERS}-value", schema)
-    assert reader.get_schema(schema_id).schema_str == writer.get_schema(schema_id).schema_str
-    assert reader.get_latest_version(f"{ORDERS}-value").schema_id == schema_id
-    with pytest.raises(SchemaRegistryError) as refused:
-        reader.register_schema(f"{SENSORS}-value", schema)
+    with writer, reader:  # closed after: an idle kept-alive TLS connection holds the shutdown 10 s
+        schema_id = writer.register_schema(f"{ORDERS}-value", schema)
+        assert reader.get_schema(schema_id).schema_str == writer.get_schema(schema_id).schema_str
+        assert reader.get_latest_version(f"{ORDERS}-value").schema_id == schema_id
+        with pytest.raises(SchemaRegistryError) as refused:
+            reader.register_schema(f"{SENSORS}-value", schema)
     assert refused.value.http_status_code == 403 and refused.value.error_code == 40301
