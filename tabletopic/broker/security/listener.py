@@ -77,6 +77,18 @@ class ListenerSecurity:
             for endpoint in listeners
             if endpoint.protocol in TLS_PROTOCOLS
         }
+        broker_wide = config.get(settings.SSL_CLIENT_AUTH)
+        for endpoint in listeners:
+            own = listener_tls(config, endpoint)
+            if own.own_client_auth and broker_wide != "none" and not own.sets(settings.SSL_CLIENT_AUTH):
+                # Said at start: before per-listener keys, SASL_SSL listeners followed ssl.client.auth.
+                log.info(
+                    "SASL_SSL listener %s asks for no client certificate: ssl.client.auth=%s is for SSL "
+                    "listeners (KIP-684); set %s to ask here too",
+                    endpoint.name,
+                    broker_wide,
+                    own.name(settings.SSL_CLIENT_AUTH),
+                )
 
     def tls_context(self, endpoint: Endpoint) -> ssl.SSLContext | None:
         """The TLS context of ``endpoint``'s listener; None for PLAINTEXT and SASL_PLAINTEXT."""

@@ -83,6 +83,10 @@ class TlsSettings:
         own = self.config.prefixed(self.prefix) if self.prefix else {}
         object.__setattr__(self, "_own", {k: v for k, v in own.items() if k in _LISTENER_KEY_NAMES})
 
+    def sets(self, key: ConfigKey) -> bool:
+        """Whether the listener has its own value of ``key``."""
+        return key.name in self._own
+
     def name(self, key: ConfigKey) -> str:
         """The key the value of ``key`` comes from, to name in errors."""
         if key.name in self._own or (self.own_client_auth and key is settings.SSL_CLIENT_AUTH):

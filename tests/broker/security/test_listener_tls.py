@@ -74,7 +74,7 @@ def test_a_listener_key_overrides_the_broker_wide_key_for_that_listener_only(
 
 
 def test_sasl_ssl_listeners_take_client_auth_only_from_their_own_key(
-    ca: TestCA, server_cert: CertFiles, tmp_path: Path
+    ca: TestCA, server_cert: CertFiles, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """KIP-684: the broker-wide ssl.client.auth is for SSL listeners; SASL clients log in with SASL."""
     ssl_listener = Endpoint(SSL, "0.0.0.0", 9094)
@@ -85,12 +85,17 @@ def test_sasl_ssl_listeners_take_client_auth_only_from_their_own_key(
         server_cert,
         **{"ssl.client.auth": "required", "listener.name.strict.ssl.client.auth": "requested"},
     )
-    security = _security(config, tmp_path, ssl_listener, sasl_ssl, strict)
+    with caplog.at_level(logging.INFO):
+        security = _security(config, tmp_path, ssl_listener, sasl_ssl, strict)
     assert _modes(security, ssl_listener, sasl_ssl, strict) == [
         ssl.CERT_REQUIRED,
         ssl.CERT_NONE,
         ssl.CERT_OPTIONAL,
     ]
+    # Said at start, naming the key, for a node that relied on the old behaviour.
+    assert "listener SASL_SSL asks for no client certificate" in caplog.text
+    assert "listener.name.sasl_ssl.ssl.client.auth" in caplog.text
+    assert "STRICT" not in caplog.text
 
 
 def test_listener_keys_are_checked_and_errors_name_them(
