@@ -26,7 +26,7 @@ from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers
 from tabletopic.broker.security.acls import AclService
 from tabletopic.broker.security.guard import Guard
 from tabletopic.broker.security.http_auth import HttpAuthenticator, http_authenticator
-from tabletopic.broker.security.listener import ListenerSecurity
+from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.quota_guard import QuotaGuard
 from tabletopic.broker.security.quota_handlers import QuotaService
 from tabletopic.broker.security.store import SecurityStore
@@ -185,8 +185,9 @@ class BrokerComponent:
         """The SCRAM credential store and what each listener needs (TLS context, SASL)."""
         store = SecurityStore(self._engine)
         await asyncio.to_thread(store.migrate)
-        protocols = {endpoint.protocol for endpoint in configured_listeners(self._config)}
-        return ListenerSecurity(self._config, store, protocols)
+        listeners = configured_listeners(self._config)
+        warn_unused_listener_keys(self._config, listeners)
+        return ListenerSecurity(self._config, store, listeners)
 
     async def _start_groups(self, service: BrokerService, dispatcher: Dispatcher) -> None:
         """Serve the consumer-group APIs; a deleted topic's committed offsets go with it."""

@@ -553,7 +553,7 @@ class KafkaServer:
                     reuse_address=True,
                     backlog=1024,
                     start_serving=False,
-                    ssl=self._security.tls_context(endpoint.protocol) if self._security else None,
+                    ssl=self._security.tls_context(endpoint) if self._security else None,
                 )
             except OSError as exc:
                 reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)

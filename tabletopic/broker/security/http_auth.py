@@ -26,7 +26,7 @@ from tabletopic.broker.security import settings
 from tabletopic.broker.security.acls import parse_super_users
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.store import SecurityStore
-from tabletopic.broker.security.tls import enabled_versions
+from tabletopic.broker.security.tls import TlsSettings, client_auth, enabled_versions
 from tabletopic.config import Config, ConfigError
 from tabletopic.http_service import TLS_VERSIONS
 
@@ -38,6 +38,8 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 READ, WRITE = "read", "write"
+# The HTTPS services' own ssl.* keys: http.ssl.client.auth before ssl.client.auth, and so on.
+HTTP_PREFIX = "http."
 TOKEN_PATH = "/v1/oauth/tokens"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -366,7 +368,7 @@ def http_authenticator(config: Config, engine: Engine) -> HttpAuthenticator | No
         return None
     if method != "BASIC":
         raise ConfigError(f"authentication.method={method} is not supported (NONE or BASIC)")
-    security = ListenerSecurity(config, SecurityStore(engine), set())
+    security = ListenerSecurity(config, SecurityStore(engine), [])
     writers = set(config.get(settings.HTTP_READWRITE_USERS))
     writers |= {p.partition(":")[2] for p in parse_super_users(config.get(settings.SUPER_USERS) or "")}
     secret_text = config.get(settings.HTTP_TOKEN_SECRET)
@@ -382,33 +384,42 @@ def http_authenticator(config: Config, engine: Engine) -> HttpAuthenticator | No
 
 
 def https_options(config: Config, listener: str) -> dict[str, Any]:
-    """uvicorn's TLS options for an ``https://`` listener (the node's ``ssl.*`` PEM files), else {}.
+    """uvicorn's TLS options for an ``https://`` listener, else {}: the ``http.ssl.*`` keys, each
+    falling back to the broker-wide ``ssl.*`` key (PEM files).
 
     Raises:
-        ConfigError: an https listener without a key and certificate file.
+        ConfigError: an https listener without a key and certificate file, or client certificates
+            asked for without a truststore; the message names the keys.
     """
     if not listener.lower().startswith("https://"):
         return {}
     s = settings
-    keystore = config.get(s.SSL_KEYSTORE_LOCATION)
-    cert, key = config.get(s.SSL_CERTIFICATE_LOCATION), config.get(s.SSL_KEY_LOCATION)
+    tls = TlsSettings(config, HTTP_PREFIX)
+    keystore = tls.get(s.SSL_KEYSTORE_LOCATION)
+    cert, key = tls.get(s.SSL_CERTIFICATE_LOCATION), tls.get(s.SSL_KEY_LOCATION)
     if keystore:
         options: dict[str, Any] = {"ssl_certfile": keystore}
     elif cert and key:
         options = {"ssl_certfile": cert, "ssl_keyfile": key}
     else:
         raise ConfigError(
-            f"{listener} is https: set ssl.keystore.location "
-            "(or ssl.certificate.location and ssl.key.location)"
+            f"{listener} is https: set ssl.keystore.location (or ssl.certificate.location and "
+            "ssl.key.location), or the same keys with the http. prefix for the HTTPS services alone"
         )
-    if config.get(s.SSL_KEY_PASSWORD):
-        options["ssl_keyfile_password"] = config.get(s.SSL_KEY_PASSWORD)
+    if tls.get(s.SSL_KEY_PASSWORD):
+        options["ssl_keyfile_password"] = tls.get(s.SSL_KEY_PASSWORD)
     # Not a uvicorn option: HttpService applies it to the context uvicorn builds.
-    options[TLS_VERSIONS] = enabled_versions(config)
-    client_auth = config.get(s.SSL_CLIENT_AUTH)
-    if client_auth != "none":
-        options["ssl_ca_certs"] = config.get(s.SSL_TRUSTSTORE_LOCATION)
-        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
+    options[TLS_VERSIONS] = enabled_versions(tls)
+    verify_mode = client_auth(tls)
+    if verify_mode != ssl.CERT_NONE:
+        location = tls.get(s.SSL_TRUSTSTORE_LOCATION)
+        if not location:  # uvicorn loads CAs from a file only
+            raise ConfigError(
+                f"{tls.name(s.SSL_CLIENT_AUTH)} on the HTTPS services needs a truststore file: set "
+                "http.ssl.truststore.location (or ssl.truststore.location)"
+            )
+        options["ssl_ca_certs"] = location
+        options["ssl_cert_reqs"] = verify_mode
     return options
 
 

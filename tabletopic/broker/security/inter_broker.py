@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tabletopic.broker import wire_client
 from tabletopic.broker.security import settings
 from tabletopic.broker.security.scram import SCRAM_MECHANISMS, ScramClientExchange, ScramFailure
-from tabletopic.broker.security.tls import client_context
+from tabletopic.broker.security.tls import TlsSettings, client_context, listener_prefix
 from tabletopic.config import Config, ConfigError
 
 if TYPE_CHECKING:
@@ -85,8 +85,9 @@ class InterBrokerClient:
             username, password = credentials
         if not protocol.endswith("SSL"):
             return cls(listener, protocol, mechanism, username, password)
-        tls, rdkafka = client_context(config)
-        tls.check_hostname = config.get(settings.SSL_ENDPOINT_IDENTIFICATION_ALGORITHM) == "https"
+        own = TlsSettings(config, listener_prefix(listener))  # the listener's own ssl.* keys first
+        tls, rdkafka = client_context(own)
+        tls.check_hostname = own.get(settings.SSL_ENDPOINT_IDENTIFICATION_ALGORITHM) == "https"
         rdkafka["ssl.endpoint.identification.algorithm"] = "https" if tls.check_hostname else "none"
         return cls(listener, protocol, mechanism, username, password, tls, tuple(rdkafka.items()))
 

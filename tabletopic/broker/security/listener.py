@@ -1,20 +1,26 @@
 """What the connections of each listener need for security, built once from the configuration: the
-TLS context of SSL/SASL_SSL listeners and a fresh SASL server per SASL connection."""
+TLS context of each SSL/SASL_SSL listener (its own ``listener.name.<listener>.ssl.*`` keys before the
+broker-wide ``ssl.*``) and a fresh SASL server per SASL connection."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import ssl
+from collections.abc import Iterable
 
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.context import SecurityProtocol
+from tabletopic.broker.listeners import Endpoint
 from tabletopic.broker.security import settings
 from tabletopic.broker.security.oauthbearer import TokenValidator
 from tabletopic.broker.security.sasl import SUPPORTED_MECHANISMS, SaslServer, check_plain_password
 from tabletopic.broker.security.scram import MIN_ITERATIONS, SCRAM_SHA_256, ScramCredential
 from tabletopic.broker.security.store import SecurityStore
-from tabletopic.broker.security.tls import server_context
+from tabletopic.broker.security.tls import TlsSettings, listener_prefix, server_context, unused_listener_keys
 from tabletopic.config import Config, ConfigError
+
+log = logging.getLogger(__name__)
 
 TLS_PROTOCOLS = frozenset({SecurityProtocol.SSL, SecurityProtocol.SASL_SSL})
 SASL_PROTOCOLS = frozenset({SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL})
@@ -37,15 +43,17 @@ class ListenerSecurity:
     Args:
         config: the node configuration (``ssl.*``, ``sasl.*``).
         store: the SCRAM credentials.
-        protocols: the security protocols of the configured listeners (TLS keys are only loaded,
-            and so only required, when an SSL or SASL_SSL listener exists).
+        listeners: the configured listeners (TLS keys are only loaded, and so only required, for
+            SSL and SASL_SSL listeners, each with its own ``listener.name.<listener>.ssl.*``).
 
     Raises:
         ConfigError: a key is missing or malformed; the message names it.
     """
 
-    def __init__(self, config: Config, store: SecurityStore, protocols: set[SecurityProtocol]) -> None:
+    def __init__(self, config: Config, store: SecurityStore, listeners: Iterable[Endpoint]) -> None:
         self.store = store
+        listeners = list(listeners)
+        protocols = {endpoint.protocol for endpoint in listeners}
         self._plain_users = parse_users(config.get(broker_settings.SASL_PLAIN_USERS))
         self._check_plain = check_plain_password(self._plain_users)
         mechanisms = [m.strip().upper() for m in config.get(settings.SASL_ENABLED_MECHANISMS) if m.strip()]
@@ -64,11 +72,27 @@ class ListenerSecurity:
         self.failed_auth_delay_s: float = (
             config.get(settings.CONNECTION_FAILED_AUTHENTICATION_DELAY_MS) / 1000
         )
-        self._tls = ssl_context = server_context_if_needed(config, protocols)
-        self.client_auth_required = ssl_context is not None and ssl_context.verify_mode == ssl.CERT_REQUIRED
+        self._tls = {
+            endpoint.name: server_context(listener_tls(config, endpoint))
+            for endpoint in listeners
+            if endpoint.protocol in TLS_PROTOCOLS
+        }
+        broker_wide = config.get(settings.SSL_CLIENT_AUTH)
+        for endpoint in listeners:
+            own = listener_tls(config, endpoint)
+            if own.own_client_auth and broker_wide != "none" and not own.sets(settings.SSL_CLIENT_AUTH):
+                # Said at start: before per-listener keys, SASL_SSL listeners followed ssl.client.auth.
+                log.info(
+                    "SASL_SSL listener %s asks for no client certificate: ssl.client.auth=%s is for SSL "
+                    "listeners (KIP-684); set %s to ask here too",
+                    endpoint.name,
+                    broker_wide,
+                    own.name(settings.SSL_CLIENT_AUTH),
+                )
 
-    def tls_context(self, protocol: SecurityProtocol) -> ssl.SSLContext | None:
-        return self._tls if protocol in TLS_PROTOCOLS else None
+    def tls_context(self, endpoint: Endpoint) -> ssl.SSLContext | None:
+        """The TLS context of ``endpoint``'s listener; None for PLAINTEXT and SASL_PLAINTEXT."""
+        return self._tls.get(endpoint.name)
 
     def sasl_server(self, protocol: SecurityProtocol) -> SaslServer | None:
         """A new SASL state machine for a connection of this listener; None if it uses no SASL."""
@@ -103,5 +127,21 @@ class ListenerSecurity:
         return hashlib.sha256(material).hexdigest()[:16]
 
 
-def server_context_if_needed(config: Config, protocols: set[SecurityProtocol]) -> ssl.SSLContext | None:
-    return server_context(config) if protocols & TLS_PROTOCOLS else None
+def warn_unused_listener_keys(config: Config, listeners: Iterable[Endpoint]) -> None:
+    """Log each ``listener.name.<x>.ssl.*`` key no listener reads, once at start: a typo in one
+    would otherwise silently leave that listener on the broker-wide setting."""
+    tls_listeners = (endpoint.name for endpoint in listeners if endpoint.protocol in TLS_PROTOCOLS)
+    for key in unused_listener_keys(config, tls_listeners):
+        log.warning(
+            "%s is not read: it names no SSL or SASL_SSL listener of listeners, or no key a listener "
+            "may set (write the listener name in lower case)",
+            key,
+        )
+
+
+def listener_tls(config: Config, endpoint: Endpoint) -> TlsSettings:
+    """The ``ssl.*`` keys as ``endpoint``'s listener sees them. On SASL_SSL, ``ssl.client.auth``
+    is the listener's own key or none (KIP-684): its clients log in with SASL."""
+    return TlsSettings(
+        config, listener_prefix(endpoint.name), own_client_auth=endpoint.protocol is SecurityProtocol.SASL_SSL
+    )

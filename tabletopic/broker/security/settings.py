@@ -2,7 +2,7 @@
 ``connections.max.reauth.ms``); ``ssl.certificate.location`` / ``ssl.key.location`` are the
 librdkafka spellings, accepted as the simpler alternative to a PEM keystore."""
 
-from tabletopic.config import define, in_range, one_of
+from tabletopic.config import ConfigKey, define, in_range, one_of
 
 SASL_ENABLED_MECHANISMS = define(
     "sasl.enabled.mechanisms",
@@ -157,7 +157,9 @@ SSL_CLIENT_AUTH = define(
     "none",
     "Mutual TLS: `required` refuses clients without a certificate signed by the truststore, "
     "`requested` asks for one, `none` does not. A client certificate's subject (RFC 2253, "
-    "`User:CN=...`) is the principal on SSL listeners.",
+    "`User:CN=...`) is the principal on SSL listeners. SASL_SSL listeners ignore it and take only "
+    "`listener.name.<listener>.ssl.client.auth` (KIP-684); the HTTPS services take "
+    "`http.ssl.client.auth` first.",
     "security",
     one_of("none", "requested", "required"),
 )
@@ -168,6 +170,40 @@ SSL_ENABLED_PROTOCOLS = define(
     "TLS versions accepted (TLSv1.2, TLSv1.3).",
     "security",
 )
+
+
+def _http_ssl(key: ConfigKey, doc: str) -> ConfigKey:
+    """``http.`` + a broker-wide ``ssl.*`` key: the HTTPS services' own value, else the broker's."""
+    return define(
+        "http." + key.name,
+        key.type,
+        None,
+        f"HTTPS services (schema registry, Iceberg REST catalog, admin API): {doc} Empty: `{key.name}`.",
+        "security",
+        key.validator,
+    )
+
+
+HTTP_SSL_KEYSTORE_LOCATION = _http_ssl(
+    SSL_KEYSTORE_LOCATION, "PEM file of their private key and certificate chain."
+)
+HTTP_SSL_CERTIFICATE_LOCATION = _http_ssl(
+    SSL_CERTIFICATE_LOCATION, "PEM file of their certificate chain (with `http.ssl.key.location`)."
+)
+HTTP_SSL_KEY_LOCATION = _http_ssl(SSL_KEY_LOCATION, "PEM file of their private key.")
+HTTP_SSL_KEY_PASSWORD = _http_ssl(SSL_KEY_PASSWORD, "password of an encrypted private key.")
+HTTP_SSL_TRUSTSTORE_LOCATION = _http_ssl(
+    SSL_TRUSTSTORE_LOCATION, "PEM file of the certificate authorities that sign client certificates."
+)
+HTTP_SSL_CLIENT_AUTH = _http_ssl(
+    SSL_CLIENT_AUTH,
+    "client certificates (`none`, `requested`, `required`), apart from the Kafka listeners'. With "
+    "`authentication.method=BASIC`, `none` lets clients in with a password alone while "
+    "`ssl.client.auth=required` holds for the SSL listeners.",
+)
+HTTP_SSL_ENABLED_PROTOCOLS = _http_ssl(SSL_ENABLED_PROTOCOLS, "TLS versions accepted.")
+
+
 AUTHORIZER_CLASS_NAME = define(
     "authorizer.class.name",
     str,
@@ -260,10 +296,13 @@ LISTENER_NAME_PREFIX = define(
     "listener.name.*",
     str,
     None,
-    "Per-listener settings, as in Kafka. Read: `listener.name.<listener>.<mechanism>.sasl.jaas.config` "
-    "(listener and mechanism in lower case), the credentials the broker itself logs in with on that "
-    "listener, in JAAS form: `org.apache.kafka.common.security.scram.ScramLoginModule required "
-    'username="broker" password="...";` (the login module name is not checked).',
+    "Per-listener settings, as in Kafka (listener and mechanism in lower case in the key). "
+    "`listener.name.<listener>.ssl.*`: that listener's own value of an `ssl.*` key (keystore, "
+    "truststore, `ssl.client.auth`, `ssl.enabled.protocols`, ...), else the broker-wide one; on a "
+    "SASL_SSL listener `ssl.client.auth` is only its own key, default `none` (KIP-684). "
+    "`listener.name.<listener>.<mechanism>.sasl.jaas.config`: the credentials the broker itself logs "
+    "in with on that listener, in JAAS form: `org.apache.kafka.common.security.scram.ScramLoginModule "
+    'required username="broker" password="...";` (the login module name is not checked).',
     "security",
 )
 SSL_ENDPOINT_IDENTIFICATION_ALGORITHM = define(

@@ -1,17 +1,26 @@
-"""TLS for the SSL and SASL_SSL listeners: one server ``ssl.SSLContext`` built from Kafka's PEM keys,
-and the principal a client certificate stands for."""
+"""TLS for the SSL and SASL_SSL listeners and the HTTPS services: a server ``ssl.SSLContext`` per
+listener built from Kafka's PEM keys, and the principal a client certificate stands for.
+
+Each listener reads Kafka's ``ssl.*`` keys through its own prefix, as Kafka does: a Kafka listener
+named EXTERNAL takes ``listener.name.external.ssl.X`` before ``ssl.X``; the HTTPS services take
+``http.ssl.X`` before ``ssl.X``. On SASL_SSL listeners ``ssl.client.auth`` comes from the listener's
+own key only (KIP-684): their clients authenticate with SASL, and the broker-wide key is meant for
+SSL listeners.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import ssl
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from tabletopic.broker.security import settings
-from tabletopic.config import Config, ConfigError
+from tabletopic.config import Config, ConfigError, ConfigKey
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 # RFC 2253 short names, as Kafka's X500Principal.getName() prints them.
@@ -26,6 +35,89 @@ _SHORT_NAMES = {
     "domainComponent": "DC",
     "userId": "UID",
 }
+# The ssl.* keys a listener may set for itself (``listener.name.<listener>.`` + the key).
+LISTENER_KEYS = (
+    settings.SSL_KEYSTORE_TYPE,
+    settings.SSL_KEYSTORE_LOCATION,
+    settings.SSL_KEYSTORE_CERTIFICATE_CHAIN,
+    settings.SSL_KEYSTORE_KEY,
+    settings.SSL_CERTIFICATE_LOCATION,
+    settings.SSL_KEY_LOCATION,
+    settings.SSL_KEY_PASSWORD,
+    settings.SSL_TRUSTSTORE_TYPE,
+    settings.SSL_TRUSTSTORE_LOCATION,
+    settings.SSL_TRUSTSTORE_CERTIFICATES,
+    settings.SSL_CLIENT_AUTH,
+    settings.SSL_ENABLED_PROTOCOLS,
+    settings.SSL_ENDPOINT_IDENTIFICATION_ALGORITHM,
+)
+_LISTENER_KEY_NAMES = frozenset(key.name for key in LISTENER_KEYS)
+
+
+def listener_prefix(listener: str) -> str:
+    """``EXTERNAL`` -> ``listener.name.external.`` (Kafka lower-cases the name in the key)."""
+    return f"listener.name.{listener.lower()}."
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """Kafka's ``ssl.*`` keys as one listener sees them: ``<prefix>ssl.X`` when set, else ``ssl.X``.
+
+    Args:
+        config: the node configuration.
+        prefix: the listener's own prefix (``listener.name.external.``, ``http.``); empty: the
+            broker-wide keys alone.
+        own_client_auth: take ``ssl.client.auth`` from the prefixed key only, ``none`` without it
+            (Kafka's rule for SASL_SSL listeners, KIP-684).
+
+    Raises:
+        ConfigError: (on :meth:`get`) a prefixed value is malformed; the message names its key.
+    """
+
+    config: Config
+    prefix: str = ""
+    own_client_auth: bool = False
+    _own: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        own = self.config.prefixed(self.prefix) if self.prefix else {}
+        object.__setattr__(self, "_own", {k: v for k, v in own.items() if k in _LISTENER_KEY_NAMES})
+
+    def sets(self, key: ConfigKey) -> bool:
+        """Whether the listener has its own value of ``key``."""
+        return key.name in self._own
+
+    def name(self, key: ConfigKey) -> str:
+        """The key the value of ``key`` comes from, to name in errors."""
+        if key.name in self._own or (self.own_client_auth and key is settings.SSL_CLIENT_AUTH):
+            return self.prefix + key.name
+        return key.name
+
+    def get(self, key: ConfigKey) -> Any:
+        if key.name in self._own:
+            return dataclasses.replace(key, name=self.prefix + key.name).parse(self._own[key.name])
+        if self.own_client_auth and key is settings.SSL_CLIENT_AUTH:
+            return "none"
+        return self.config.get(key)
+
+
+def _settings(config: Config | TlsSettings) -> TlsSettings:
+    return config if isinstance(config, TlsSettings) else TlsSettings(config)
+
+
+def unused_listener_keys(config: Config, listeners: Iterable[str]) -> list[str]:
+    """``listener.name.<x>.ssl.*`` keys that no listener reads: ``<x>`` is none of ``listeners``
+    (the names of the SSL and SASL_SSL listeners), or the key is not one a listener may set (a typo
+    would otherwise silently leave a setting off)."""
+    prefixes = {listener_prefix(name) for name in listeners}
+    unused = []
+    for name in config.prefixed("listener.name."):
+        listener, _, rest = name.partition(".")
+        if rest.startswith("ssl.") and (
+            f"listener.name.{listener}." not in prefixes or rest not in _LISTENER_KEY_NAMES
+        ):
+            unused.append(f"listener.name.{name}")
+    return sorted(unused)
 
 
 @contextlib.contextmanager
@@ -40,13 +132,17 @@ def _pem_file(text: str) -> Iterator[str]:
         os.unlink(path)
 
 
-def _load_keys(context: ssl.SSLContext, config: Config, required: bool = True) -> dict[str, str]:
+def _load_keys(
+    context: ssl.SSLContext, config: Config | TlsSettings, required: bool = True
+) -> dict[str, str]:
     """Load the broker's key and certificate into ``context``; returns the same keys spelled for
     librdkafka (empty when none is configured and ``required`` is false)."""
-    password = config.get(settings.SSL_KEY_PASSWORD)
-    keystore = config.get(settings.SSL_KEYSTORE_LOCATION)
-    chain, key = config.get(settings.SSL_KEYSTORE_CERTIFICATE_CHAIN), config.get(settings.SSL_KEYSTORE_KEY)
-    cert_file, key_file = config.get(settings.SSL_CERTIFICATE_LOCATION), config.get(settings.SSL_KEY_LOCATION)
+    tls = _settings(config)
+    s = settings
+    password = tls.get(s.SSL_KEY_PASSWORD)
+    keystore = tls.get(s.SSL_KEYSTORE_LOCATION)
+    chain, key = tls.get(s.SSL_KEYSTORE_CERTIFICATE_CHAIN), tls.get(s.SSL_KEYSTORE_KEY)
+    cert_file, key_file = tls.get(s.SSL_CERTIFICATE_LOCATION), tls.get(s.SSL_KEY_LOCATION)
     rdkafka = {"ssl.key.password": password} if password else {}
     try:
         if keystore:
@@ -60,28 +156,31 @@ def _load_keys(context: ssl.SSLContext, config: Config, required: bool = True) -
             context.load_cert_chain(cert_file, key_file, password=password)
             return rdkafka | {"ssl.certificate.location": cert_file, "ssl.key.location": key_file}
     except (OSError, ssl.SSLError) as exc:
-        which = (
-            "ssl.keystore.location"
+        which = tls.name(
+            s.SSL_KEYSTORE_LOCATION
             if keystore
-            else "ssl.keystore.key"
+            else s.SSL_KEYSTORE_KEY
             if chain
-            else "ssl.certificate.location"
+            else s.SSL_CERTIFICATE_LOCATION
         )
         raise ConfigError(f"{which}: cannot load the broker's key and certificate: {exc}") from exc
     if required:
+        p = tls.prefix
         raise ConfigError(
             "an SSL or SASL_SSL listener needs the broker's key and certificate: set "
-            "ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key, or "
-            "ssl.certificate.location and ssl.key.location"
+            f"{p}ssl.keystore.location, or {p}ssl.keystore.certificate.chain and {p}ssl.keystore.key, or "
+            f"{p}ssl.certificate.location and {p}ssl.key.location"
+            + (" (or the same keys without the prefix, for every listener)" if p else "")
         )
     return {}
 
 
-def _load_truststore(context: ssl.SSLContext, config: Config) -> dict[str, str]:
+def _load_truststore(context: ssl.SSLContext, config: Config | TlsSettings) -> dict[str, str]:
     """Load the trusted certificates into ``context``; returns them spelled for librdkafka (empty
     when none is configured)."""
-    location = config.get(settings.SSL_TRUSTSTORE_LOCATION)
-    inline = config.get(settings.SSL_TRUSTSTORE_CERTIFICATES)
+    tls = _settings(config)
+    location = tls.get(settings.SSL_TRUSTSTORE_LOCATION)
+    inline = tls.get(settings.SSL_TRUSTSTORE_CERTIFICATES)
     try:
         if location:
             context.load_verify_locations(cafile=location)
@@ -90,38 +189,57 @@ def _load_truststore(context: ssl.SSLContext, config: Config) -> dict[str, str]:
             context.load_verify_locations(cadata=inline)
             return {"ssl.ca.pem": inline}
     except (OSError, ssl.SSLError) as exc:
-        key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
-        raise ConfigError(f"{key}: cannot load the trusted certificates: {exc}") from exc
+        key = settings.SSL_TRUSTSTORE_LOCATION if location else settings.SSL_TRUSTSTORE_CERTIFICATES
+        raise ConfigError(f"{tls.name(key)}: cannot load the trusted certificates: {exc}") from exc
     return {}
 
 
-def enabled_versions(config: Config) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+def enabled_versions(config: Config | TlsSettings) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
     """The lowest and highest TLS version ``ssl.enabled.protocols`` allows (Kafka listeners and the
     HTTPS services alike). Raises ConfigError naming the key."""
+    tls = _settings(config)
+    key = tls.name(settings.SSL_ENABLED_PROTOCOLS)
     versions = []
-    for name in config.get(settings.SSL_ENABLED_PROTOCOLS):
+    for name in tls.get(settings.SSL_ENABLED_PROTOCOLS):
         if name not in _VERSIONS:
-            raise ConfigError(f"ssl.enabled.protocols: {name} is not one of {', '.join(_VERSIONS)}")
+            raise ConfigError(f"{key}: {name} is not one of {', '.join(_VERSIONS)}")
         versions.append(_VERSIONS[name])
     if not versions:
-        raise ConfigError("ssl.enabled.protocols must name at least one TLS version")
+        raise ConfigError(f"{key} must name at least one TLS version")
     return min(versions), max(versions)
 
 
-def server_context(config: Config) -> ssl.SSLContext:
-    """The TLS context of every SSL/SASL_SSL listener. Raises ConfigError naming the key to fix."""
+def client_auth(config: Config | TlsSettings) -> ssl.VerifyMode:
+    """What ``ssl.client.auth`` asks of clients (CERT_NONE, CERT_OPTIONAL, CERT_REQUIRED).
+
+    Raises:
+        ConfigError: certificates are asked for but no truststore is set to check them against.
+    """
+    tls = _settings(config)
+    wanted = tls.get(settings.SSL_CLIENT_AUTH)
+    if wanted == "none":
+        return ssl.CERT_NONE
+    if not (tls.get(settings.SSL_TRUSTSTORE_LOCATION) or tls.get(settings.SSL_TRUSTSTORE_CERTIFICATES)):
+        p = tls.prefix
+        raise ConfigError(
+            f"{tls.name(settings.SSL_CLIENT_AUTH)}={wanted} needs {p}ssl.truststore.location (or "
+            f"{p}ssl.truststore.certificates{', or either without the prefix' if p else ''}) to check "
+            "client certificates against"
+        )
+    return ssl.CERT_REQUIRED if wanted == "required" else ssl.CERT_OPTIONAL
+
+
+def server_context(config: Config | TlsSettings) -> ssl.SSLContext:
+    """The TLS context of an SSL/SASL_SSL listener (``config`` as that listener sees it: a
+    :class:`TlsSettings`; a bare Config means the broker-wide keys). Raises ConfigError naming the
+    key to fix."""
+    tls = _settings(config)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version, context.maximum_version = enabled_versions(config)
-    _load_keys(context, config)
-    client_auth = config.get(settings.SSL_CLIENT_AUTH)
-    has_truststore = bool(_load_truststore(context, config))
-    if client_auth != "none":
-        if not has_truststore:
-            raise ConfigError(
-                f"ssl.client.auth={client_auth} needs ssl.truststore.location (or "
-                "ssl.truststore.certificates) to check client certificates against"
-            )
-        context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
+    context.minimum_version, context.maximum_version = enabled_versions(tls)
+    _load_keys(context, tls)
+    verify_mode = client_auth(tls)
+    _load_truststore(context, tls)
+    context.verify_mode = verify_mode
     return context
 
 
@@ -141,10 +259,12 @@ def peer_principal(ssl_object: Any) -> str | None:
     return "User:" + ",".join(parts) if parts else None
 
 
-def client_context(config: Config) -> tuple[ssl.SSLContext, dict[str, str]]:
-    """The broker's own TLS client side, for its connections to its cluster's SSL listeners: it
-    trusts the truststore (else the system's CAs) and shows its own certificate when it has one.
-    Also the same settings spelled for librdkafka (the node's own confluent-kafka clients)."""
+def client_context(config: Config | TlsSettings) -> tuple[ssl.SSLContext, dict[str, str]]:
+    """The broker's own TLS client side, for its connections to its cluster's SSL listeners (the
+    keys as its inter-broker listener sees them): it trusts the truststore (else the system's CAs)
+    and shows its own certificate when it has one. Also the same settings spelled for librdkafka
+    (the node's own confluent-kafka clients)."""
+    tls = _settings(config)
     context = ssl.create_default_context()
-    rdkafka = _load_truststore(context, config)
-    return context, rdkafka | _load_keys(context, config, required=False)
+    rdkafka = _load_truststore(context, tls)
+    return context, rdkafka | _load_keys(context, tls, required=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tabletopic.broker.context import SecurityProtocol
+from tabletopic.broker.listeners import Endpoint
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.security.tls import peer_principal, server_context
@@ -70,8 +71,9 @@ def test_plaintext_only_broker_needs_no_tls_keys(tmp_path: Path) -> None:
     from tabletopic import database
 
     engine = database.create_engine(database.default_url(tmp_path))
-    security = ListenerSecurity(Config({}), SecurityStore(engine), {SecurityProtocol.PLAINTEXT})
-    assert security.tls_context(SecurityProtocol.PLAINTEXT) is None
+    plaintext = Endpoint(SecurityProtocol.PLAINTEXT, "127.0.0.1", 9092)
+    security = ListenerSecurity(Config({}), SecurityStore(engine), [plaintext])
+    assert security.tls_context(plaintext) is None
     assert security.sasl_server(SecurityProtocol.PLAINTEXT) is None
 
 
@@ -83,7 +85,7 @@ def test_unknown_sasl_mechanism_is_refused_by_name(tmp_path: Path) -> None:
         ListenerSecurity(
             Config({"sasl.enabled.mechanisms": "GSSAPI"}),
             SecurityStore(engine),
-            {SecurityProtocol.SASL_PLAINTEXT},
+            [Endpoint(SecurityProtocol.SASL_PLAINTEXT, "127.0.0.1", 9093)],
         )
 
 
