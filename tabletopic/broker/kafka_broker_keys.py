@@ -49,7 +49,6 @@ KAFKA_BROKER_KEYS: tuple[tuple[str, type, Any], ...] = (
     ("sasl.login.retry.backoff.max.ms", int, 10_000),
     ("sasl.client.callback.handler.class", str, None),
     ("sasl.server.callback.handler.class", str, None),
-    ("sasl.server.max.receive.size", int, 524_288),
     ("sasl.jaas.config", str, None),
     ("sasl.oauthbearer.scope.claim.name", str, "scope"),
     ("sasl.oauthbearer.token.endpoint.url", str, None),
