@@ -58,7 +58,7 @@ def _fields() -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("version", range(0, 13))
+@pytest.mark.parametrize("version", range(0, 14))
 def test_the_encoder_writes_what_kio_writes(version: int) -> None:
     fields = _fields()
     expected = encode_response(42, build_response(3, version, fields))
@@ -66,7 +66,7 @@ def test_the_encoder_writes_what_kio_writes(version: int) -> None:
     assert wire == bytes(expected)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 8, 9, 12])
+@pytest.mark.parametrize("version", [1, 2, 3, 8, 9, 12, 13])
 def test_a_quota_throttle_is_patched_into_the_encoded_answer_where_the_version_has_the_field(
     version: int,
 ) -> None:

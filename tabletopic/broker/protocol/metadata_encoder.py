@@ -4,7 +4,7 @@ A Metadata answer for every topic of a cluster with 10,000 partitions took kio 2
 and encode (a typed entity per partition, then a type check and a writer dispatch per field), 85 %
 of the answer's time; this encoder packs each partition with one struct call and takes a few
 milliseconds. It encodes the same newest-shaped dict the Metadata handler builds (and that the zone
-router rewrites), for Metadata v0-v12, byte for byte as kio would: the unit tests compare the two
+router rewrites), for Metadata v0-v13, byte for byte as kio would: the unit tests compare the two
 for every version.
 """
 
@@ -32,7 +32,7 @@ def _led_by_one(version: int) -> struct.Struct:
     return struct.Struct(fields)
 
 
-_LED_BY_ONE = {version: _led_by_one(version) for version in range(13)}
+_LED_BY_ONE = {version: _led_by_one(version) for version in range(14)}
 
 
 def _uvarint(value: int) -> bytes:
@@ -137,5 +137,7 @@ def encode_metadata_response(correlation_id: int, version: int, fields: dict[str
         w.tags()
     if 8 <= version <= 10:
         out += _I32.pack(fields.get("cluster_authorized_operations", -2147483648))
+    if version >= 13:  # a top-level error (KIP-1102: rebootstrap on REBOOTSTRAP_REQUIRED)
+        out += _I16.pack(int(fields.get("error_code", 0)))
     w.tags()
     return [_I32.pack(len(out)), out]
