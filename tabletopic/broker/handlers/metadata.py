@@ -12,8 +12,6 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID, field
-from tabletopic.broker.protocol import WireResponse
-from tabletopic.broker.protocol.metadata_encoder import encode_metadata_response
 from tabletopic.broker.topics import Topic, TopicError, check_topic_name
 
 if TYPE_CHECKING:
@@ -73,9 +71,11 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) -
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
-    fields = await answer(broker, ctx, request)
-    return WireResponse(encode_metadata_response(ctx.correlation_id, ctx.api_version, fields))
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """The answer's fields; the server encodes them with the hand-written Metadata encoder
+    (``protocol/metadata_encoder.py``). Fields, not bytes, so that the ACL guard can still hide
+    topics and add refused ones, and quotas set the throttle, as for every other API."""
+    return await answer(broker, ctx, request)
 
 
 async def answer(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
