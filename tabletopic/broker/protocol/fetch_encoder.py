@@ -63,7 +63,8 @@ class FetchedTopic:
     partitions: Sequence[FetchedPartition]
 
 
-def _uvarint(value: int) -> bytes:
+def uvarint(value: int) -> bytes:
+    """Kafka's unsigned varint (compact lengths of flexible versions), for the hand-written encoders."""
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -85,16 +86,16 @@ def encode_fetch_response(
     head += _I32.pack(0)  # throttle_time_ms
     if version >= 7:
         head += _I16.pack(error_code) + _I32.pack(session_id)
-    head += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    head += uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
     current = head
     for topic in topics:
         if version >= 13:
             current += topic.topic_id.bytes
         else:
             name = (topic.name or "").encode()
-            current += (_uvarint(len(name) + 1) if flexible else _I16.pack(len(name))) + name
+            current += (uvarint(len(name) + 1) if flexible else _I16.pack(len(name))) + name
         partitions = topic.partitions
-        current += _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        current += uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for partition in partitions:
             stable = partition.last_stable_offset
             current += _PARTITION_HEAD.pack(
@@ -106,7 +107,7 @@ def encode_fetch_response(
             if version >= 5:
                 current += _I64.pack(partition.log_start_offset)
             aborted = partition.aborted
-            current += _uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+            current += uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
             for producer_id, first_offset in aborted:
                 current += _ABORTED.pack(producer_id, first_offset)
                 if flexible:
@@ -114,7 +115,7 @@ def encode_fetch_response(
             if version >= 11:
                 current += _I32.pack(partition.preferred_read_replica)
             # records: never null, librdkafka loops forever on a null
-            current += _uvarint(partition.size + 1) if flexible else _I32.pack(partition.size)
+            current += uvarint(partition.size + 1) if flexible else _I32.pack(partition.size)
             if partition.size:
                 buffers.append(current)
                 buffers.extend(partition.pieces)

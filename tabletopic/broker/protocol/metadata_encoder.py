@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from tabletopic.broker.protocol.fetch_encoder import uvarint
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">hii")  # error_code, partition_index, leader_id
@@ -35,15 +37,6 @@ def _led_by_one(version: int) -> struct.Struct:
 _LED_BY_ONE = {version: _led_by_one(version) for version in range(14)}
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 class _Writer:
     """Kafka's primitive encodings for one version (flexible from v9: compact arrays and strings,
     tagged fields)."""
@@ -53,14 +46,14 @@ class _Writer:
         self.out = bytearray()
 
     def length(self, count: int) -> None:
-        self.out += _uvarint(count + 1) if self.flexible else _I32.pack(count)
+        self.out += uvarint(count + 1) if self.flexible else _I32.pack(count)
 
     def string(self, value: str | None) -> None:
         if value is None:
             self.out += b"\x00" if self.flexible else _I16.pack(-1)
             return
         data = value.encode()
-        self.out += (_uvarint(len(data) + 1) if self.flexible else _I16.pack(len(data))) + data
+        self.out += (uvarint(len(data) + 1) if self.flexible else _I16.pack(len(data))) + data
 
     def int32s(self, values: Sequence[int]) -> None:
         self.length(len(values))
