@@ -42,7 +42,6 @@ sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 
-from tabletopic.cluster.local import terminate  # noqa: E402
 from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
 from tests.support.kafka_clients import create_topic, failover_producer  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
@@ -207,8 +206,22 @@ def apply_fault(
         time.sleep(5)
         os.kill(s3.process.pid, signal.SIGCONT)
     elif kind == "PostgreSQL restart":
-        terminate(postgres.process)
-        postgres.start(postgres.port)
+        restart_postgres(postgres)
+
+
+def restart_postgres(postgres: PostgresServer) -> None:
+    """Stop PostgreSQL as an operator's restart does (a fast shutdown: SIGINT to the postmaster,
+    which disconnects every client; the SIGTERM of a plain terminate is a smart shutdown that waits
+    for the brokers' connections forever), wait until it is gone, and start it on the same port."""
+    pid_file = postgres.directory / "data" / "postmaster.pid"
+    postmaster = int(pid_file.read_text().split()[0])
+    os.kill(postmaster, signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if postgres.process is not None:
+        postgres.process.wait(30)
+    postgres.start(postgres.port)
 
 
 def worst_gap(writer: Writer, start: float, end: float) -> float:
