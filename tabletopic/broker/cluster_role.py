@@ -336,11 +336,7 @@ class ClusterRole:
         higher epoch means a newer decision exists, which the next snapshot brings."""
         if not partitions:
             return []
-        wanted: dict[PartitionKey, int] = {}
-        for key in partitions:
-            topic = self.service.topics.get(key[0])
-            if topic is not None and key[1] < topic.partition_count:
-                wanted[key] = topic.streams[key[1]]
+        wanted = {key: sid for key in partitions if (sid := self._stream_of(key)) is not None}
         if len(wanted) < len(partitions):
             self._retry_soon()
         node_id = self.node.node_id
@@ -370,6 +366,11 @@ class ClusterRole:
         ok = {sid for sid, result in results.items() if not isinstance(result, StreamError)}
         return [wanted[key] if wanted.get(key) in ok else None for key in partitions]
 
+    def _stream_of(self, key: PartitionKey) -> int | None:
+        """The stream of a partition as the loaded topics know it; None for one not loaded (yet)."""
+        topic = self.service.topics.get(key[0])
+        return topic.streams[key[1]] if topic is not None and key[1] < topic.partition_count else None
+
     def _release_slot(self, key: PartitionKey) -> None:
         """Stop coordinating a group or transaction slot (nothing to close: its state is rows)."""
         self.opened.pop(key, None)
@@ -393,9 +394,9 @@ class ClusterRole:
         streams: dict[int, PartitionKey] = {}
         for key in keys:
             self.opened.pop(key, None)
-            topic = self.service.topics.get(key[0])
-            if key[0] not in SLOT_TOPICS and topic is not None and key[1] < topic.partition_count:
-                streams[topic.streams[key[1]]] = key
+            sid = None if key[0] in SLOT_TOPICS else self._stream_of(key)
+            if sid is not None:
+                streams[sid] = key
         self._slots_lost(keys)
         if not streams:
             return
