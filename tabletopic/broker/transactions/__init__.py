@@ -1,5 +1,7 @@
-"""Kafka transactions: the transaction coordinator (durable per transactional id state, markers,
-timeouts) and the partition-side view (last stable offset, aborted transactions) Fetch reads."""
+"""Kafka transactions: the coordinator's sans-IO state machine (``machine``, its transition table in
+``transitions``) and the asyncio driver around it (``coordinator``), durable per transactional id
+state (``store``), markers through the partitions' leaders (``markers``), and the partition side
+(last stable offset, aborted transactions) Fetch reads (``participants``, ``partitions``)."""
 
 from tabletopic.broker.transactions.coordinator import TransactionCoordinator, TxnError
 from tabletopic.broker.transactions.partitions import PartitionTransactions

@@ -14,12 +14,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
+from tabletopic.broker.transactions.model import (
+    STATES,
+    UNFINISHED,
+    PendingOffset,
+    TxnMetadata,
+    TxnPartition,
+    TxnState,
+)
+
+__all__ = ["STATES", "PendingOffset", "TxnFenced", "TxnMetadata", "TxnPartition", "TxnStore", "row_of"]
 
 _meta = sa.MetaData()
 transactions_table = sa.Table(
@@ -74,61 +83,13 @@ MIGRATIONS = [
     ),
 ]
 
-# Kafka's transaction states (DescribeTransactions / ListTransactions names).
-EMPTY, ONGOING = "Empty", "Ongoing"
-PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
-COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
-STATES = (
-    EMPTY,
-    ONGOING,
-    PREPARE_COMMIT,
-    PREPARE_ABORT,
-    COMPLETE_COMMIT,
-    COMPLETE_ABORT,
-    "Dead",
-    "PrepareEpochFence",
-)
-
-
-@dataclass(slots=True)
-class TxnPartition:
-    topic: str
-    partition: int
-    stream_id: int
-    start: int  # the stream's end offset when the partition joined: no batch of the txn is earlier
-
-
-@dataclass(slots=True)
-class PendingOffset:
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-
-
-@dataclass(slots=True)
-class TxnMetadata:
-    """One transactional id's state (the row of ``transactions``)."""
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    state: str
-    timeout_ms: int
-    started_ms: int = -1
-    updated_ms: int = -1
-    partitions: dict[tuple[str, int], TxnPartition] = field(default_factory=dict)
-    offsets: dict[str, dict[tuple[str, int], PendingOffset]] = field(default_factory=dict)
-
-
 def row_of(txn: TxnMetadata) -> dict[str, object]:
     """The row of ``txn`` as it is now (taken on the event loop, written on a database thread)."""
     return {
         "transactional_id": txn.transactional_id,
         "producer_id": txn.producer_id,
         "producer_epoch": txn.producer_epoch,
-        "state": txn.state,
+        "state": str(txn.state),
         "timeout_ms": txn.timeout_ms,
         "started_ms": txn.started_ms,
         "updated_ms": txn.updated_ms,
@@ -151,7 +112,7 @@ def _from_row(row: sa.Row[tuple[object, ...]]) -> TxnMetadata:
         str(row.transactional_id),
         int(row.producer_id),
         int(row.producer_epoch),
-        str(row.state),
+        TxnState(str(row.state)),
         int(row.timeout_ms),
         int(row.started_ms),
         int(row.updated_ms),
@@ -182,7 +143,6 @@ class TxnFenced(Exception):
 
 # Given the open database transaction, whether the writer still coordinates (see TxnStore.save).
 Fence = Callable[[Connection], bool]
-UNFINISHED = ("Ongoing", "PrepareCommit", "PrepareAbort")
 
 
 class TxnStore:
@@ -282,7 +242,7 @@ class TxnStore:
                 return "invalid_producer_id_mapping"
             if txn.producer_epoch != epoch:
                 return "producer_fenced"
-            if txn.state != "Ongoing" or group_id not in txn.offsets:
+            if txn.state is not TxnState.ONGOING or group_id not in txn.offsets:
                 return "invalid_txn_state"
             for offset in offsets:
                 key = (o.c.producer_id == producer_id) & (o.c.group_id == group_id)
