@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tabletopic import database
+from tabletopic.broker.transactions.model import TxnState
 from tabletopic.broker.transactions.row_writer import RowWriter
 from tabletopic.broker.transactions.store import TxnMetadata, TxnPartition, TxnStore, row_of
 
@@ -40,7 +41,9 @@ async def measure(directory: Path, synchronous: str, writes: int) -> None:
         engine = database.create_engine(f"sqlite:///{tmp}/metadata.db", sqlite_synchronous=synchronous)
         store = TxnStore(engine)
         store.migrate()
-        txn = TxnMetadata("bench", 1, 0, "Ongoing", 60_000, 1, 1, {("t", 0): TxnPartition("t", 0, 1, 0)})
+        txn = TxnMetadata(
+            "bench", 1, 0, TxnState.ONGOING, 60_000, 1, 1, {("t", 0): TxnPartition("t", 0, 1, 0)}
+        )
         store.save(txn)
         writer = RowWriter(engine, "bench-rows")
         row = row_of(txn)

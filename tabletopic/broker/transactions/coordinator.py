@@ -62,7 +62,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _answer(respond: Respond) -> Respond:
+def _answer(respond: Respond | None) -> Respond:
+    """The request's answer; a refusal raised as TxnError, as the handlers expect."""
+    assert respond is not None, "a request's event ends with its answer"
     if respond.code is not ErrorCode.none:
         raise TxnError(respond.code, respond.reason)
     return respond
@@ -164,7 +166,9 @@ class TransactionCoordinator(Driver):
             joining += [key for key in wanted if key not in joining and not self._exists(*key)]
             starts = await asyncio.gather(*(self.participants.joining(t, p) for t, p in joining))
             found: dict[tuple[str, int], TxnPartition | None] = dict(zip(joining, starts, strict=True))
-            actions = self.machine.add_partitions(transactional_id, producer_id, epoch, wanted, found, _now_ms())
+            actions = self.machine.add_partitions(
+                transactional_id, producer_id, epoch, wanted, found, _now_ms()
+            )
             return dict(_answer(await self._respond(actions)).partitions)
 
     async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
@@ -172,7 +176,11 @@ class TransactionCoordinator(Driver):
         await self.settled(transactional_id)
         async with self._lock(transactional_id):
             self._serving(transactional_id)
-            _answer(await self._respond(self.machine.add_offsets(transactional_id, producer_id, epoch, group_id, _now_ms())))
+            _answer(
+                await self._respond(
+                    self.machine.add_offsets(transactional_id, producer_id, epoch, group_id, _now_ms())
+                )
+            )
 
     async def txn_offset_commit(
         self,
@@ -187,7 +195,9 @@ class TransactionCoordinator(Driver):
         until the transaction's coordinator tells it the outcome (WriteTxnMarkers for the group's
         slot, as Kafka's coordinator writes a marker to the group's __consumer_offsets partition)."""
         if self.clustered:
-            await self.participants.keep_pending_offsets(transactional_id, producer_id, epoch, group_id, offsets)
+            await self.participants.keep_pending_offsets(
+                transactional_id, producer_id, epoch, group_id, offsets
+            )
             return
         async with self._lock(transactional_id):
             self._serving(transactional_id)
@@ -221,7 +231,9 @@ class TransactionCoordinator(Driver):
         :meth:`Participants.verify_produce`)."""
         if not self.clustered:
             return self.check_produce(transactional_id, producer_id, epoch, stream_id)
-        return await self.participants.verify_produce(transactional_id, producer_id, epoch, stream_id, topic, partition)
+        return await self.participants.verify_produce(
+            transactional_id, producer_id, epoch, stream_id, topic, partition
+        )
 
     async def partitions_gained(self, stream_ids: Sequence[int]) -> None:
         await self.participants.partitions_gained(stream_ids)
@@ -282,9 +294,9 @@ class TransactionCoordinator(Driver):
         topic = self._broker.topics.get(topic_name)
         return topic is not None and 0 <= index < topic.partition_count
 
-    async def _respond(self, actions: list[Action]) -> Respond:
+    async def _respond(self, actions: list[Action]) -> Respond | None:
         outcome = await self.perform(actions)
-        assert isinstance(outcome, Respond), f"a request's event ended with {outcome}"
+        assert not isinstance(outcome, NeedProducerId | Again), f"a request's event ended with {outcome}"
         return outcome
 
     @staticmethod

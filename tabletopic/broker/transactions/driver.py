@@ -6,15 +6,23 @@ coordinator slots gained and lost. The request-facing part is
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-import functools
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.transactions.actions import Action, Again, Delete, NeedProducerId, Persist, Respond, WriteMarkers
+from tabletopic.broker.transactions.actions import (
+    Action,
+    Again,
+    Delete,
+    NeedProducerId,
+    Persist,
+    Respond,
+    WriteMarkers,
+)
 from tabletopic.broker.transactions.machine import TransactionMachine
 from tabletopic.broker.transactions.model import PREPARING, TxnMetadata, TxnPartition
 from tabletopic.broker.transactions.participants import GroupOffsets, TxnError
@@ -199,7 +207,9 @@ class Driver:
             if marked.commit:
                 pending += marked.groups  # each group's coordinator commits its offsets
             else:
-                await asyncio.to_thread(self.store.drop_pending_offsets, marked.producer_id, list(marked.groups))
+                await asyncio.to_thread(
+                    self.store.drop_pending_offsets, marked.producer_id, list(marked.groups)
+                )
         delay = 0.1
         while True:
             failed = await self._markers.write(marked, pending, self.slots.marker_epoch(tid))
@@ -250,7 +260,9 @@ class Driver:
         self.machine.load(txns)
         for txn in txns:
             tid = txn.transactional_id
-            await self._run(functools.partial(self.machine.recovered, tid, _now_ms()), tid, "left by a restart")
+            await self._run(
+                functools.partial(self.machine.recovered, tid, _now_ms()), tid, "left by a restart"
+            )
 
     async def slots_gained(self, slots: dict[int, int]) -> None:
         """Take over coordinator slots (``{slot: leader epoch}``): load their transactions, finish
@@ -261,7 +273,9 @@ class Driver:
         self.slots.loading.update(slots)
         self.slots.held.update(slots)
         try:
-            txns = await asyncio.to_thread(self.store.load_transactions, lambda tid: cluster.slot(tid) in slots)
+            txns = await asyncio.to_thread(
+                self.store.load_transactions, lambda tid: cluster.slot(tid) in slots
+            )
         except Exception:
             for slot in slots:
                 self.slots.held.pop(slot, None)

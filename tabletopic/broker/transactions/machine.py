@@ -86,7 +86,9 @@ class TransactionMachine:
         return self.txns.get(transactional_id)
 
     # --- queries ------------------------------------------------------------------------------------
-    def check(self, transactional_id: str, producer_id: int, epoch: int, ongoing: bool = False) -> Respond | None:
+    def check(
+        self, transactional_id: str, producer_id: int, epoch: int, ongoing: bool = False
+    ) -> Respond | None:
         """The refusal a request of this producer gets before it changes anything, or None."""
         txn = self.txns.get(transactional_id)
         if txn is None or txn.producer_id != producer_id:
@@ -100,9 +102,13 @@ class TransactionMachine:
                 reason=f"producer {producer_id} epoch {epoch} was fenced by epoch {txn.producer_epoch}",
             )
         if txn.state in PREPARING:
-            return Respond(ErrorCode.concurrent_transactions, reason=f"transaction {transactional_id} is ending")
+            return Respond(
+                ErrorCode.concurrent_transactions, reason=f"transaction {transactional_id} is ending"
+            )
         if ongoing and txn.state is not TxnState.ONGOING:
-            return Respond(ErrorCode.invalid_txn_state, reason=f"transaction {transactional_id} is {txn.state}")
+            return Respond(
+                ErrorCode.invalid_txn_state, reason=f"transaction {transactional_id} is {txn.state}"
+            )
         return None
 
     def check_produce(self, transactional_id: str, producer_id: int, epoch: int, stream_id: int) -> ErrorCode:
@@ -153,13 +159,19 @@ class TransactionMachine:
         if txn is None:
             if new_producer_id is None:
                 return [NeedProducerId()]
-            txn = TxnMetadata(transactional_id, new_producer_id, 0, TxnState.EMPTY, timeout_ms, updated_ms=now_ms)
+            txn = TxnMetadata(
+                transactional_id, new_producer_id, 0, TxnState.EMPTY, timeout_ms, updated_ms=now_ms
+            )
             self.txns[transactional_id] = txn
             return [Persist(txn.snapshot()), Respond(producer_id=txn.producer_id, producer_epoch=0)]
         if producer_id >= 0 and (producer_id, producer_epoch) != (txn.producer_id, txn.producer_epoch):
-            return refuse(ErrorCode.producer_fenced, f"producer {producer_id} epoch {producer_epoch} is not current")
+            return refuse(
+                ErrorCode.producer_fenced, f"producer {producer_id} epoch {producer_epoch} is not current"
+            )
         if txn.state in PREPARING:
-            return refuse(ErrorCode.concurrent_transactions, f"transaction {transactional_id} is still ending")
+            return refuse(
+                ErrorCode.concurrent_transactions, f"transaction {transactional_id} is still ending"
+            )
         if self._needs_producer_id(txn) and new_producer_id is None:
             return [NeedProducerId()]
         if txn.state is TxnState.ONGOING:
@@ -169,7 +181,10 @@ class TransactionMachine:
             check_transition(txn.state, TxnState.EMPTY)
         self._bump(txn, new_producer_id)
         txn.timeout_ms = timeout_ms
-        return [Persist(txn.snapshot()), Respond(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch)]
+        return [
+            Persist(txn.snapshot()),
+            Respond(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch),
+        ]
 
     def add_partitions(
         self,
@@ -284,7 +299,9 @@ class TransactionMachine:
         txn.updated_ms = now_ms
         return [Persist(txn.snapshot(), at_once=at_once)]
 
-    def time_out(self, transactional_id: str, now_ms: int, new_producer_id: int | None = None) -> list[Action]:
+    def time_out(
+        self, transactional_id: str, now_ms: int, new_producer_id: int | None = None
+    ) -> list[Action]:
         """An Ongoing transaction older than its timeout is aborted and its producer fenced."""
         txn = self.txns.get(transactional_id)
         if txn is None or not self._expired(txn, now_ms):
@@ -293,7 +310,9 @@ class TransactionMachine:
             return [NeedProducerId()]
         return self._abort(txn, now_ms, new_producer_id)
 
-    def recovered(self, transactional_id: str, now_ms: int, new_producer_id: int | None = None) -> list[Action]:
+    def recovered(
+        self, transactional_id: str, now_ms: int, new_producer_id: int | None = None
+    ) -> list[Action]:
         """A single node's restart, before it serves: finish a Prepare state (its markers written
         again), abort an Ongoing transaction (fencing its producer); nothing stays half visible."""
         txn = self.txns.get(transactional_id)

@@ -46,8 +46,10 @@ class LeaderMarkers:
         remote: list[TxnPartition] = []
         here: list[TxnPartition | str] = []
         for part in pending:
-            if isinstance(part, TxnPartition) and cluster is not None and not leadership.leads(
-                part.topic, part.partition
+            if (
+                isinstance(part, TxnPartition)
+                and cluster is not None
+                and not leadership.leads(part.topic, part.partition)
             ):
                 remote.append(part)
             else:
@@ -81,14 +83,18 @@ class LeaderMarkers:
                     failed.append(part)
         return failed
 
-    async def _commit_group_offsets(self, marked: WriteMarkers, group_id: str, coordinator_epoch: int) -> bool:
+    async def _commit_group_offsets(
+        self, marked: WriteMarkers, group_id: str, coordinator_epoch: int
+    ) -> bool:
         """Cluster: have the group's coordinator commit the transaction's offsets of the group;
         False: try again."""
         broker, cluster = self._broker, self._cluster
         node = broker.leadership.group_coordinator(group_id)
         if node == broker.node_id or cluster is None:
             try:
-                await self._participants.apply_pending_offsets(marked.producer_id, lambda g: g == group_id, True)
+                await self._participants.apply_pending_offsets(
+                    marked.producer_id, lambda g: g == group_id, True
+                )
             except GroupFenced as exc:  # the group's slot moved: its new coordinator is asked next
                 log.info(
                     "transaction %s: offsets of group %s not committed here: %s",
@@ -99,7 +105,9 @@ class LeaderMarkers:
                 return False
             return True
         key = (GROUP_SLOTS_TOPIC, cluster.group_slot(group_id))
-        codes = await cluster.send_markers([key], marked.producer_id, marked.producer_epoch, True, coordinator_epoch)
+        codes = await cluster.send_markers(
+            [key], marked.producer_id, marked.producer_epoch, True, coordinator_epoch
+        )
         code = codes.get(key, ErrorCode.unknown_server_error)
         if code is not ErrorCode.none:
             log.info(

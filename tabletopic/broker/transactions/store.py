@@ -83,6 +83,7 @@ MIGRATIONS = [
     ),
 ]
 
+
 def row_of(txn: TxnMetadata) -> dict[str, object]:
     """The row of ``txn`` as it is now (taken on the event loop, written on a database thread)."""
     return {
