@@ -15,9 +15,7 @@ old producer is fenced); a call while the markers of an ended transaction are be
 CONCURRENT_TRANSACTIONS; EndTxn retried after its transaction completed is answered as it was;
 an Ongoing transaction older than its timeout is aborted with a bumped epoch; after a restart a
 Prepare state is finished (its markers written again) and an Ongoing transaction aborted.
-
-Unlike Kafka, an epoch bump keeps a Complete state (DescribeTransactions goes on showing the last
-outcome until the next transaction begins) rather than moving to Empty.
+Unlike Kafka, an epoch bump keeps a Complete state (DescribeTransactions shows the last outcome).
 """
 
 from __future__ import annotations
