@@ -92,7 +92,7 @@ class Driver:
                     self._save_later(action)
             elif isinstance(action, WriteMarkers):
                 if action.in_background:
-                    crash_point("transaction.prepared")
+                    crash_point("transaction.prepared")  # EndTxn's Prepare state is durable
                     self._complete_later(action)
                 else:
                     await self._write_markers(action)
@@ -287,8 +287,9 @@ class Driver:
         log.info("coordinating transaction slots %s: %d transactional ids", sorted(slots), len(txns))
         for txn in kept:
             for action in self.machine.taken_over(txn.transactional_id):
-                log.info("finishing %s of transaction %s taken over", txn.state, txn.transactional_id)
-                await self.perform([action])
+                if isinstance(action, WriteMarkers):
+                    log.info("finishing %s of transaction %s taken over", txn.state, txn.transactional_id)
+                    self._complete_later(action)
 
     def slots_lost(self, slots: set[int]) -> None:
         """Another broker coordinates these slots now: forget their transactions."""
