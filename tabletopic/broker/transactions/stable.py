@@ -18,20 +18,35 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.handlers.common import READ_COMMITTED
-from tabletopic.broker.handlers.list_offsets import LATEST
 from tabletopic.broker.security.inter_broker import BrokerUnreachable
 
 if TYPE_CHECKING:
-    from tabletopic.broker.service import BrokerService
+    from tabletopic.broker.leadership import Leadership
+    from tabletopic.broker.security.inter_broker import InterBrokerClient
+    from tabletopic.broker.transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
 LIST_OFFSETS, LIST_OFFSETS_VERSION = 2, 4
+# ListOffsets' wire values: isolation_level READ_COMMITTED, and the timestamp asking for the end
+# (the last stable offset under READ_COMMITTED). Spelled here so no module below the handlers
+# imports them.
+READ_COMMITTED, LATEST = 1, -1
+
+
+class CommittedSource(Protocol):
+    """What :class:`CommittedOffsets` reads of its broker (``BrokerService`` is one)."""
+
+    node_id: int
+    leadership: Leadership
+    transactions: TransactionCoordinator
+    inter_broker_client: InterBrokerClient
+
+
 QUERY_TIMEOUT_S = 5.0
 
 
@@ -42,7 +57,7 @@ class CommittedOffsets:
         service: this broker (its leadership, transactions and inter-broker client).
     """
 
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: CommittedSource) -> None:
         self._service = service
 
     async def last_stable_offsets(
