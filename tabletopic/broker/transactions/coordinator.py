@@ -132,7 +132,7 @@ class TransactionCoordinator(Driver):
         max_timeout = int(self._broker.config.get(settings.MAX_TIMEOUT.name))
         refusal = timeout_refusal(timeout_ms, max_timeout)
         if refusal is not None:
-            _answer(self._last(refusal))
+            _answer(refusal)
         self.slots.check_owner(transactional_id)
         await self.settled(transactional_id)
         async with self._lock(transactional_id):
@@ -298,9 +298,3 @@ class TransactionCoordinator(Driver):
         outcome = await self.perform(actions)
         assert not isinstance(outcome, NeedProducerId | Again), f"a request's event ended with {outcome}"
         return outcome
-
-    @staticmethod
-    def _last(actions: list[Action]) -> Respond:
-        last = actions[-1]
-        assert isinstance(last, Respond)
-        return last

@@ -48,13 +48,14 @@ from tabletopic.broker.transactions.transitions import check_transition
 TopicPartition = tuple[str, int]
 
 
-def timeout_refusal(timeout_ms: int, max_timeout_ms: int) -> list[Action] | None:
+def timeout_refusal(timeout_ms: int, max_timeout_ms: int) -> Respond | None:
     """InitProducerId's check of the transaction timeout, before anything else."""
     if 0 < timeout_ms <= max_timeout_ms:
         return None
-    return refuse(
+    return Respond(
         ErrorCode.invalid_transaction_timeout,
-        f"transaction timeout {timeout_ms} ms is outside (0, {max_timeout_ms}] (transaction.max.timeout.ms)",
+        reason=f"transaction timeout {timeout_ms} ms is outside (0, {max_timeout_ms}] "
+        "(transaction.max.timeout.ms)",
     )
 
 
@@ -152,7 +153,7 @@ class TransactionMachine:
         ``producer_id`` >= 0 (KIP-360) must be the current producer and epoch."""
         refusal = timeout_refusal(timeout_ms, max_timeout_ms)
         if refusal is not None:
-            return refusal
+            return [refusal]
         txn = self.txns.get(transactional_id)
         if txn is None:
             if new_producer_id is None:
