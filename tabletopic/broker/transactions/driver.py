@@ -215,13 +215,17 @@ class Driver:
             failed = await self._markers.write(marked, pending, self.slots.marker_epoch(tid))
             if not failed or not self.clustered:
                 break
-            if not self.slots.owns(tid) or self.machine.get(tid) is not txn:
-                raise TxnError(ErrorCode.not_coordinator, f"transaction {tid} moved away")
             pending = failed
+            self._still_coordinating(tid, txn)
             await asyncio.sleep(delay)
+            self._still_coordinating(tid, txn)  # a broker deposed meanwhile sends no more markers
             delay = min(delay * 2, 1.0)
         for group_id, offsets in marked.offsets.items():
             await self._group_offsets.commit(group_id, offsets)
+
+    def _still_coordinating(self, tid: str, txn: TxnMetadata | None) -> None:
+        if not self.slots.owns(tid) or self.machine.get(tid) is not txn:
+            raise TxnError(ErrorCode.not_coordinator, f"transaction {tid} moved away")
 
     async def settled(self, transactional_id: str, wait_s: float | None = COMPLETION_WAIT_S) -> None:
         """Wait (at most ``wait_s`` seconds; None: for as long as it takes) until the markers of an

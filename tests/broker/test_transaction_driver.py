@@ -1,0 +1,103 @@
+"""The transaction driver against a fake marker writer (the narrow MarkerWriter Protocol): no broker,
+no partition, a real metadata database. Markers a leader could not write yet are retried until they
+are, the Complete state follows them, and a broker that lost the slot stops trying."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tabletopic import database
+from tabletopic.broker.transactions.actions import Respond, WriteMarkers
+from tabletopic.broker.transactions.driver import Driver
+from tabletopic.broker.transactions.machine import TransactionMachine
+from tabletopic.broker.transactions.model import TxnMetadata, TxnPartition, TxnState
+from tabletopic.broker.transactions.participants import GroupOffsets
+from tabletopic.broker.transactions.store import TxnStore
+from tests.support.waiting import wait_until
+
+PART = TxnPartition("tx", 0, 7, 0)
+
+
+class FlakyLeaders:
+    """Refuses each partition's first marker (its leader failing over), writes the next."""
+
+    def __init__(self) -> None:
+        self.attempts: list[tuple[str, int]] = []
+
+    async def write(
+        self, marked: WriteMarkers, pending: Sequence[TxnPartition | str], coordinator_epoch: int
+    ) -> list[TxnPartition | str]:
+        failed: list[TxnPartition | str] = []
+        for part in pending:
+            assert isinstance(part, TxnPartition)
+            key = (part.topic, part.partition)
+            if key not in self.attempts:
+                failed.append(part)
+            self.attempts.append(key)
+        return failed
+
+
+class OneSlot:
+    """Every transactional id in slot 0; ``held`` is what the database check says."""
+
+    def __init__(self) -> None:
+        self.held = True
+
+    def slot(self, transactional_id: str) -> int:
+        return 0
+
+    def group_slot(self, group_id: str) -> int:
+        return 0
+
+    def holds_slot(self, conn: Any, slot: int, leader_epoch: int) -> bool:
+        return self.held
+
+
+async def _no_producer_id() -> int:
+    raise AssertionError("no producer id is needed")
+
+
+@pytest.fixture
+async def driver(tmp_path: Path) -> AsyncIterator[tuple[Driver, FlakyLeaders, OneSlot]]:
+    engine = database.create_engine(database.default_url(tmp_path))
+    store = TxnStore(engine)
+    store.migrate()
+    leaders, cluster = FlakyLeaders(), OneSlot()
+    driver = Driver(TransactionMachine(clustered=True), store, leaders, _no_producer_id, GroupOffsets())
+    driver.slots.attach(cluster)  # type: ignore[arg-type]
+    driver.slots.held[0] = 3
+    driver.machine.load([TxnMetadata("t", 1, 0, TxnState.ONGOING, 60_000, 1, 1, {("tx", 0): PART})])
+    yield driver, leaders, cluster
+    await driver.drain()
+    engine.dispose()
+
+
+async def test_a_marker_refused_by_a_failing_over_leader_is_retried_then_the_transaction_completes(
+    driver: tuple[Driver, FlakyLeaders, OneSlot],
+) -> None:
+    coordinator, leaders, _ = driver
+    answer = await coordinator.perform(coordinator.machine.end_txn("t", 1, 0, True, 10))
+    assert answer == Respond()
+    await asyncio.wait_for(coordinator.settled("t", None), 10)
+    assert leaders.attempts == [("tx", 0), ("tx", 0)]
+    stored = coordinator.store.load_one("t")
+    assert stored is not None and stored.state is TxnState.COMPLETE_COMMIT  # a cluster writes it at once
+
+
+async def test_a_coordinator_that_lost_the_slot_stops_retrying_markers(
+    driver: tuple[Driver, FlakyLeaders, OneSlot],
+) -> None:
+    coordinator, leaders, cluster = driver
+    await coordinator.perform(coordinator.machine.end_txn("t", 1, 0, False, 10))
+    await wait_until(lambda: bool(leaders.attempts), message="the first attempt at the marker")
+    cluster.held = False  # nothing more may be written by this broker ...
+    coordinator.slots_lost({0})  # ... and the controller told it so
+    await asyncio.wait_for(coordinator.settled("t", None), 10)
+    assert leaders.attempts == [("tx", 0)]  # the new coordinator finishes it
+    stored = coordinator.store.load_one("t")
+    assert stored is not None and stored.state is TxnState.PREPARE_ABORT
