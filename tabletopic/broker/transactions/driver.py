@@ -111,7 +111,7 @@ class Driver:
         actions = event(None)
         if actions:
             txn = self.machine.get(tid)
-            log.info("transaction %s %s in state %s: %s", tid, why, txn and txn.state, "finishing it")
+            log.info("transaction %s %s in state %s: ending it", tid, why, txn and txn.state)
         if isinstance(await self.perform(actions), NeedProducerId):
             await self.perform(event(await self._allocate()))
 
