@@ -2,10 +2,10 @@
 :class:`~tabletopic.broker.transactions.machine.TransactionMachine`.
 
 Everything that decides *what* happens (states, fencing, error codes, when markers are due) is the
-machine's; this module decides *when*: one lock per transactional id, so each id's events and their
-writes run one at a time; the row written (through the store, fenced in a cluster) before anything
-acts on it; markers written through a :class:`~tabletopic.broker.transactions.ports.MarkerWriter`,
-retried until written.
+machine's; this module and :mod:`.driver` decide *when*: one lock per transactional id, so each
+id's events and their writes run one at a time; the row written (through the store, fenced in a
+cluster) before anything acts on it; markers written through a
+:class:`~tabletopic.broker.transactions.ports.MarkerWriter`, retried until written.
 
 Ending a transaction: the PrepareCommit / PrepareAbort state is committed first and EndTxn is
 answered then, as Kafka answers once the prepare record is in the transaction log; in the
