@@ -43,12 +43,13 @@ from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
-from tabletopic.table import schema_validation, table_config
 from tabletopic.table import settings as table_settings
+from tabletopic.table import table_config
 from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
 from tabletopic.table.lease import Fenced, Lease, LeaseManager
 from tabletopic.table.ports import PartitionView, SparkProvider, TopicView
+from tabletopic.validation import schema_validation
 
 if TYPE_CHECKING:
     from tabletopic.table.job import JobRunner
