@@ -30,6 +30,7 @@ from tabletopic.admin.sources import ConsoleSources
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.leadership import Leadership
+from tabletopic.broker.security.http_auth import BrokerHttpSecurity
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.broker.transactions.stable import CommittedOffsets
@@ -250,8 +251,15 @@ class Platform:
                 config.get(table_settings.SCHEMA_VALIDATION_REFRESH_MS) / 1000,
             ),
         )
-        registry = RegistryComponent(config, engine, metrics, cluster_id=lambda: broker.service.cluster_id)
-        catalog = CatalogComponent(config, engine)
+        http_security = BrokerHttpSecurity(config, engine)
+        registry = RegistryComponent(
+            config,
+            engine,
+            metrics,
+            cluster_id=lambda: broker.service.cluster_id,
+            http_security=http_security,
+        )
+        catalog = CatalogComponent(config, engine, http_security=http_security)
         runner, spark = _job_runner(config, catalog)
         registry_url = config.get(table_settings.SCHEMA_REGISTRY_URL) or config.get(
             registry_settings.LISTENER

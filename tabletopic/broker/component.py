@@ -25,7 +25,7 @@ from tabletopic.broker.record_validation import RecordValidator
 from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers, scram_handlers
 from tabletopic.broker.security.acls import AclService
 from tabletopic.broker.security.guard import Guard
-from tabletopic.broker.security.http_auth import HttpAuthenticator, http_authenticator
+from tabletopic.broker.security.http_auth import http_authenticator
 from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.quota_guard import QuotaGuard
 from tabletopic.broker.security.quota_handlers import QuotaService
@@ -40,6 +40,7 @@ from tabletopic.cluster.node import ClusterSettings
 from tabletopic.cluster.zones import ZoneMap
 from tabletopic.component import started
 from tabletopic.config import Config
+from tabletopic.http_auth import HttpAuthenticator
 from tabletopic.s3stream.component import StorageComponent
 
 log = logging.getLogger(__name__)

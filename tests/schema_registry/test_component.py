@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from tabletopic import database
 from tabletopic.config import Config
+from tabletopic.http_auth import PlainHttp
 from tabletopic.schema_registry.component import RegistryComponent
 from tests.support.ports import free_port
 
@@ -22,7 +23,9 @@ async def test_component_serves_http_and_offers_the_lookup(tmp_path: Path) -> No
     config = Config({"data.dir": str(tmp_path), "schema.registry.listener": f"http://127.0.0.1:{port}"})
     metrics = CollectorRegistry()
     engine = database.create_engine(database.default_url(tmp_path))
-    component = RegistryComponent(config, engine, metrics, cluster_id=lambda: "cluster-1")
+    component = RegistryComponent(
+        config, engine, metrics, cluster_id=lambda: "cluster-1", http_security=PlainHttp()
+    )
     await component.start()
     try:
         schema = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
