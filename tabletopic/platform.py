@@ -372,7 +372,7 @@ def _check_cluster_mode(config: Config, engine: Engine) -> tuple[bool, SingleNod
     on PostgreSQL. Refuses (ConfigError naming the key to change) a configuration that cannot be a
     cluster broker, a single node about to share a database another live node (a cluster's broker
     or another single node) holds, and a cluster broker about to share a single node's."""
-    enabled = bool(config.get(cluster_settings.ENABLE))
+    enabled = config.get(cluster_settings.ENABLE)
     postgres = engine.dialect.name == "postgresql"
     object_wal = config.get(s3stream_settings.WAL_MODE) == s3stream_settings.WalMode.OBJECT
     if enabled and not postgres:
