@@ -48,7 +48,7 @@ from tabletopic.table import settings as table_settings
 from tabletopic.table import table_config
 from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
-from tabletopic.table.lease import Fenced, Lease, LeaseManager
+from tabletopic.table.lease import Lease, LeaseFenced, LeaseManager
 from tabletopic.table.ports import PartitionView, SparkProvider, TopicView
 from tabletopic.validation import schema_validation
 
@@ -160,7 +160,7 @@ class PartitionZeroLeases:
             or node.fenced
             or not self._meta.holds_leadership((lease.topic, 0), node.node_id, node.node_epoch, claim)
         ):
-            raise Fenced(
+            raise LeaseFenced(
                 f"table coordinator of {lease.topic} (partition 0 at leader epoch {claim}) was deposed"
             )
         return lease

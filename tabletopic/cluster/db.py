@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
 from tabletopic.cluster.controller import Assignment, PartitionKey, plan
+from tabletopic.fencing import Fenced
 
 CHANNEL = "tabletopic_cluster"
 
@@ -103,7 +104,7 @@ class ClusterError(Exception):
     """Root of the cluster package's errors."""
 
 
-class NodeFenced(ClusterError):
+class NodeFenced(ClusterError, Fenced):
     """This broker's registration was taken over (a newer incarnation of the same broker id)."""
 
 

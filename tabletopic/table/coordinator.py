@@ -40,7 +40,7 @@ from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.job import JobResult, JobRunner, JobSpec
 from tabletopic.table.key_index import KeyCache
-from tabletopic.table.lease import CoordinatorLeases, Fenced, Lease
+from tabletopic.table.lease import CoordinatorLeases, Lease, LeaseFenced
 from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
 from tabletopic.table.ops.status import TableFacts, table_facts
 from tabletopic.table.ports import TopicDirectory, TopicView
@@ -329,9 +329,11 @@ class TopicPipeline:
                     extra,
                     fence,
                 )
-        except (StalePlan, Fenced) as exc:
+        except (StalePlan, LeaseFenced) as exc:
             log.warning("topic %s: commit not applied, re-planning from the table (%s)", view.name, exc)
-            self.status.state = PipelineState.FENCED if isinstance(exc, Fenced) else PipelineState.RUNNING
+            self.status.state = (
+                PipelineState.FENCED if isinstance(exc, LeaseFenced) else PipelineState.RUNNING
+            )
             return False
         crash_point("table.after_commit")
         merged = dict(offsets)
