@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tabletopic.broker.groups.store import GroupFenced
+from tabletopic.broker.transactions.store import TxnFenced
 from tabletopic.cluster.db import ClusterError, NodeFenced
 from tabletopic.fencing import Fenced
 from tabletopic.s3stream.streams import StorageUnavailable, StreamFenced
@@ -18,6 +19,7 @@ from tabletopic.table.lease import LeaseFenced
         StreamFenced("stream 7 reopened by a newer owner", (7,)),
         NodeFenced("broker 1 registered again"),
         GroupFenced("group slot moved"),
+        TxnFenced("transaction slot moved"),
         LeaseFenced("lease taken over"),
     ],
     ids=lambda e: type(e).__name__,

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
+from tabletopic.fencing import Fenced
 
 _meta = sa.MetaData()
 transactions_table = sa.Table(
@@ -176,7 +177,7 @@ _UPDATE_ROW = (
 _DELETE_ROW = sa.delete(transactions_table).where(_KEY)
 
 
-class TxnFenced(Exception):
+class TxnFenced(Fenced):
     """A cluster broker no longer leads the transaction's coordinator slot: nothing was written."""
 
 
