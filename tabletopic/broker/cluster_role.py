@@ -30,7 +30,7 @@ from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
-from tabletopic.s3stream.store import S3StreamStore
+from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
 from tabletopic.tasks import cancel_and_wait
 
@@ -60,7 +60,7 @@ class ClusterRole:
     def __init__(
         self,
         service: BrokerService,
-        store: S3StreamStore,
+        store: SharedStreamStore,
         engine: Engine,
         settings: ClusterSettings,
         group_slots: int,
