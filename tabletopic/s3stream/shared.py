@@ -49,6 +49,7 @@ class SnapshotReader(Protocol):
         """
 
 
+@runtime_checkable
 class SharedStreamStore(StreamStore, SnapshotReader, Protocol):
     """A :class:`StreamStore` whose streams other brokers hold too (cluster mode)."""
 
