@@ -40,6 +40,7 @@ from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.cluster.single import SingleNodeLease
 from tabletopic.component import Component
 from tabletopic.config import Config, ConfigError, StartupError, make_private_dir, write_endpoints
+from tabletopic.ids import LeaderEpoch
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
@@ -132,7 +133,7 @@ class PartitionZeroLeases:
         self._owner = owner
         self._ttl_s = ttl_s
         self._inner: LeaseManager | None = None  # built on first use (it migrates its table)
-        self._claims: dict[str, int] = {}
+        self._claims: dict[str, LeaderEpoch] = {}
 
     def _leases(self) -> LeaseManager:
         if self._inner is None:

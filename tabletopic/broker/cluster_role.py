@@ -30,6 +30,7 @@ from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
+from tabletopic.ids import LeaderEpoch
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
 from tabletopic.tasks import cancel_and_wait
@@ -72,16 +73,16 @@ class ClusterRole:
         self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
         self.node = ClusterNode(engine, settings, self._wanted, self._load, SLOT_TOPICS)
-        self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
+        self.opened: dict[PartitionKey, LeaderEpoch] = {}  # what this broker serves, with its leader epoch
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
         self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
         # Called with the group slots gained, with their leader epochs (the group coordinator
         # reloads those groups and fences its writes with the epoch) and lost (it forgets them).
-        self.on_groups_gained: list[Callable[[dict[int, int]], None]] = []
+        self.on_groups_gained: list[Callable[[dict[int, LeaderEpoch]], None]] = []
         self.on_groups_lost: list[Callable[[set[int]], None]] = []
         # The same for transaction coordinator slots, gained with their leader epochs.
-        self.on_txn_slots_gained: list[Callable[[dict[int, int]], None]] = []
+        self.on_txn_slots_gained: list[Callable[[dict[int, LeaderEpoch]], None]] = []
         self.on_txn_slots_lost: list[Callable[[set[int]], None]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -165,7 +166,7 @@ class ClusterRole:
             self._retry_soon()
 
     def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
-        result = {}
+        result: dict[PartitionKey, tuple[int, int]] = {}
         for key, row in self.node.snapshot.partitions.items():
             if row.target is not None and row.target != row.leader and key[0] not in SLOT_TOPICS:
                 result[key] = (-1 if row.leader is None else row.leader, row.target)
@@ -328,7 +329,7 @@ class ClusterRole:
             for gain in self.on_txn_slots_gained:
                 gain(txn_slots)
 
-    async def _open(self, partitions: dict[PartitionKey, int]) -> list[int | None]:
+    async def _open(self, partitions: dict[PartitionKey, LeaderEpoch]) -> list[int | None]:
         """Open the streams of the partitions gained, with their leader epochs, all in one metadata
         transaction (a broker taking over a dead one's thousands of partitions must not pay a round
         trip each). Returns each partition's stream id, in order, or None where it cannot be led

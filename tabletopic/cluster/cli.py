@@ -32,6 +32,7 @@ from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
 if TYPE_CHECKING:
     from tabletopic.cluster.local import LocalCluster
 from tabletopic.config import DEFAULT_CLUSTER_DIR
+from tabletopic.ids import NodeId
 from tabletopic.settings import METADATA_URL
 
 cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
@@ -467,7 +468,7 @@ def balance(
     engine = database.create_engine(url)
     try:
         meta = ClusterMetadata(engine)
-        plan = plan_for(meta.snapshot(), ClusterSettings.from_config(loaded, 0).auto_balancer.planner)
+        plan = plan_for(meta.snapshot(), ClusterSettings.from_config(loaded, NodeId(0)).auto_balancer.planner)
         table = RichTable(title="broker load (bytes per second)")
         for column in ("broker", "in", "out", "in after", "out after"):
             table.add_column(column)
