@@ -30,7 +30,7 @@ from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
-from tabletopic.ids import LeaderEpoch
+from tabletopic.ids import LeaderEpoch, StreamId
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
 from tabletopic.tasks import cancel_and_wait
@@ -367,10 +367,12 @@ class ClusterRole:
         ok = {sid for sid, result in results.items() if not isinstance(result, StreamError)}
         return [wanted[key] if wanted.get(key) in ok else None for key in partitions]
 
-    def _stream_of(self, key: PartitionKey) -> int | None:
+    def _stream_of(self, key: PartitionKey) -> StreamId | None:
         """The stream of a partition as the loaded topics know it; None for one not loaded (yet)."""
         topic = self.service.topics.get(key[0])
-        return topic.streams[key[1]] if topic is not None and key[1] < topic.partition_count else None
+        if topic is None or key[1] >= topic.partition_count:
+            return None
+        return StreamId(topic.streams[key[1]])  # topics keep plain ints; typed from here on
 
     def _release_slot(self, key: PartitionKey) -> None:
         """Stop coordinating a group or transaction slot (nothing to close: its state is rows)."""
@@ -395,9 +397,9 @@ class ClusterRole:
         streams: dict[int, PartitionKey] = {}
         for key in keys:
             self.opened.pop(key, None)
-            sid = None if key[0] in SLOT_TOPICS else self._stream_of(key)
-            if sid is not None:
-                streams[sid] = key
+            stream_id = None if key[0] in SLOT_TOPICS else self._stream_of(key)
+            if stream_id is not None:
+                streams[stream_id] = key
         self._slots_lost(keys)
         if not streams:
             return

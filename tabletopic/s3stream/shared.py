@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
+from tabletopic.ids import NodeId, StreamId
 from tabletopic.s3stream.objectstore import AsyncObjectStore
 from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamInfo, StreamStore
 
@@ -71,7 +72,7 @@ class SharedStreamStore(StreamStore, SnapshotReader, Protocol):
         """Streams held here and streams followed (read-only views of other brokers' streams)."""
 
     async def open_streams(
-        self, requests: Sequence[tuple[int, int, int]]
+        self, requests: Sequence[tuple[StreamId, int, NodeId]]
     ) -> dict[int, StreamInfo | StreamError]:
         """Open many ``(stream_id, epoch, owner)`` at once; each answer is the stream's info or
         why it did not open (``StreamFenced`` when a newer owner holds it)."""

@@ -1,5 +1,6 @@
-"""``Config.get`` is typed by the key: mypy sees what a key holds, so a key read as the wrong type
-fails type checking instead of failing at run time."""
+"""Mistakes strict mypy catches because of our types: ``Config.get`` is typed by the key (a key read
+as the wrong type fails type checking, not at run time), and node ids and the epochs are distinct
+types (a swapped pair in a fencing check fails type checking, not as a wrong fencing decision)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,25 @@ def test_a_sasl_ssl_listener_without_its_own_client_auth_reads_none() -> None:
     assert TlsSettings(config).get(security_settings.SSL_CLIENT_AUTH) == "required"
     own = TlsSettings(config, "listener.name.sasl_ssl.", own_client_auth=True)
     assert own.get(security_settings.SSL_CLIENT_AUTH) == "none"
+
+
+@pytest.mark.timeout(240)
+def test_mypy_refuses_an_epoch_passed_as_another(tmp_path: Path) -> None:
+    out = _mypy(
+        tmp_path,
+        """
+        from sqlalchemy.engine import Connection
+        from tabletopic.cluster.db import check_leadership
+        from tabletopic.ids import BrokerEpoch, LeaderEpoch, NodeId
+
+        def right(conn: Connection) -> bool:
+            return check_leadership(conn, ("t", 0), NodeId(1), BrokerEpoch(2), LeaderEpoch(3))
+
+        def swapped(conn: Connection) -> bool:
+            return check_leadership(conn, ("t", 0), NodeId(1), LeaderEpoch(3), BrokerEpoch(2))
+        """,
+    )
+    errors = [line for line in out.splitlines() if "error:" in line]
+    assert len(errors) == 2, out  # both swapped arguments, nothing in the right call
+    assert all(":10:" in line for line in errors), out
+    assert 'expected "BrokerEpoch"' in out and 'expected "LeaderEpoch"' in out
