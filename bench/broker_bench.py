@@ -735,7 +735,7 @@ def bench_compaction(megabytes: int = 64, keys: int = 1000, value_size: int = 10
     from tabletopic.broker.log_cleaner import CleaningRules, CleaningStats, compact_batches
     from tabletopic.records.encoder import Record, build_batch
     from tabletopic.s3stream.config import StoreSettings
-    from tabletopic.s3stream.objectstore import open_object_store
+    from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
     from tabletopic.s3stream.store import S3StreamStore
 
     async def run() -> tuple[float, float]:
@@ -748,7 +748,7 @@ def bench_compaction(megabytes: int = 64, keys: int = 1000, value_size: int = 10
             compaction_rate=1 << 40,
             max_object_bytes=1 << 40,
         )
-        objects = open_object_store({"type": "local", "root": str(directory / "objects")})
+        objects = open_object_store(LocalObjectStoreSpec(root=str(directory / "objects")))
         store = S3StreamStore(settings, engine, objects)
         await store.start()
         stream = await store.create_stream()

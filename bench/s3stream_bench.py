@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 import tempfile
@@ -20,13 +21,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.s3stream.objectstore import (
+    LocalObjectStoreSpec,
+    ObjectStoreSpec,
+    S3ObjectStoreSpec,
+    open_object_store,
+)
 from tabletopic.s3stream.store import S3StreamStore
 
 MiB = 1024 * 1024
@@ -54,13 +59,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def run_case(
-    backend: str, objects: dict[str, Any], mode: str, size: int, seconds: float, streams: int, root: Path
+    backend: str, objects: ObjectStoreSpec, mode: str, size: int, seconds: float, streams: int, root: Path
 ) -> Result:
     directory = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-", dir=root))
-    if objects["type"] == "local":
-        objects = dict(objects, root=str(directory / "objects"))
+    if isinstance(objects, LocalObjectStoreSpec):
+        objects = dataclasses.replace(objects, root=str(directory / "objects"))
     else:
-        objects = dict(objects, prefix=f"{directory.name}/")
+        objects = dataclasses.replace(objects, prefix=f"{directory.name}/")
     engine = database.create_engine(database.default_url(directory))
     settings = StoreSettings(
         wal_mode=mode,
@@ -162,12 +167,12 @@ def raw_fsync_baseline(root: Path, size: int, seconds: float) -> float:
     return written / (time.perf_counter() - started) / MiB
 
 
-def raw_store_baseline(objects: dict[str, Any], root: Path, seconds: float) -> tuple[float, float]:
+def raw_store_baseline(objects: ObjectStoreSpec, root: Path, seconds: float) -> tuple[float, float]:
     """PUT then GET of 8 MiB objects (the default batch-object size), 4 at a time."""
-    if objects["type"] == "local":
-        objects = dict(objects, root=str(root / "raw-objects"))
+    if isinstance(objects, LocalObjectStoreSpec):
+        objects = dataclasses.replace(objects, root=str(root / "raw-objects"))
     else:
-        objects = dict(objects, prefix="raw-baseline/")
+        objects = dataclasses.replace(objects, prefix="raw-baseline/")
     store = open_object_store(objects)
     blob = os.urandom(8 * MiB)
     keys: list[str] = []
@@ -198,24 +203,22 @@ async def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     root = Path(tempfile.mkdtemp(prefix="s3stream-bench-"))
-    backends: dict[str, dict[str, Any]] = {}
+    backends: dict[str, ObjectStoreSpec] = {}
     seaweed = None
     if "dir" in args.backends:
-        backends["dir"] = {"type": "local", "root": str(root / "objects")}
+        backends["dir"] = LocalObjectStoreSpec(root=str(root / "objects"))
     if "s3" in args.backends:
         from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS
 
         seaweed = SeaweedFS(root / "seaweedfs").start()
-        backends["s3"] = {
-            "type": "s3",
-            "bucket": seaweed.bucket,
-            "endpoint": seaweed.endpoint,
-            "region": "us-east-1",
-            "access_key": ACCESS_KEY,
-            "secret_key": SECRET_KEY,
-            "path_style": True,
-            "prefix": "",
-        }
+        backends["s3"] = S3ObjectStoreSpec(
+            bucket=seaweed.bucket,
+            endpoint=seaweed.endpoint,
+            region="us-east-1",
+            access_key=ACCESS_KEY,
+            secret_key=SECRET_KEY,
+            path_style=True,
+        )
     try:
         print(f"s3stream bench: {args.seconds}s per case, {args.streams} streams, data under {root}")
         fsync = {size: raw_fsync_baseline(root, size, 1.5) for size in sizes}

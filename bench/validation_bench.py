@@ -193,7 +193,7 @@ def in_process_costs(values: list[bytes], topic: str, registry_url: str) -> tupl
     from tabletopic.records.encoder import Record, build_batch
     from tabletopic.records.header import validate_batches
     from tabletopic.schema_registry.client import HttpSchemaLookup
-    from tabletopic.table.schema_validation import SchemaValidator
+    from tabletopic.validation.schema_validation import SchemaValidator
 
     lookup = HttpSchemaLookup(registry_url)
     ids = {int.from_bytes(v[1:5], "big") for v in values}

@@ -63,7 +63,9 @@ def serve(
     """Start a node: Kafka listener, storage, schema registry, Iceberg REST catalog, table pipeline,
     admin API. Stops cleanly on Ctrl-C / SIGTERM."""
     cfg = load_config(data_dir, config, override, endpoints=False)
-    setup_logging(cfg.get("log.level"))
+    from tabletopic import settings
+
+    setup_logging(cfg.get(settings.LOG_LEVEL))
     from tabletopic.config import NODE_UMASK, ConfigError, StartupError
     from tabletopic.platform import serve as serve_platform
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 log = logging.getLogger(__name__)
 
@@ -60,18 +60,24 @@ class StartupError(RuntimeError):
         self.key = key
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigKey:
-    """One documented configuration key.
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
-    ``type`` is one of ``str``, ``int``, ``float``, ``bool`` or ``list`` (comma separated). A key whose
-    name ends in ``.*`` is a prefix: every key under it is accepted and passed through as a string
-    (used for catalog properties handed to pyiceberg and Spark untouched).
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey(Generic[T_co]):
+    """One documented configuration key whose value is a ``T``.
+
+    ``type`` is one of ``str``, ``int``, ``float``, ``bool`` or ``list`` (comma separated); ``T`` is
+    that type, or that type or None when the key has no default, so ``config.get(KEY)`` is typed
+    for mypy as what the key holds. A key whose name ends in ``.*`` is a prefix: every key under it
+    is accepted and passed through as a string (used for catalog properties handed to pyiceberg and
+    Spark untouched).
     """
 
     name: str
-    type: type
-    default: Any
+    type: type[Any]
+    default: T_co
     doc: str
     group: str
     validator: Callable[[Any], None] | None = None
@@ -84,8 +90,8 @@ class ConfigKey:
     def env_name(self) -> str:
         return env_name(self.name)
 
-    def parse(self, raw: Any) -> Any:
-        value = parse_value(self.name, self.type, raw)
+    def parse(self, raw: Any) -> T_co:
+        value: T_co = parse_value(self.name, self.type, raw)
         if self.validator is not None and value is not None:
             try:
                 self.validator(value)
@@ -96,21 +102,66 @@ class ConfigKey:
         return value
 
 
-REGISTRY: dict[str, ConfigKey] = {}
+REGISTRY: dict[str, ConfigKey[Any]] = {}
+
+
+@overload
+def define(
+    name: str,
+    type_: type[list[Any]],
+    default: None,
+    doc: str,
+    group: str,
+    validator: Callable[[Any], None] | None = None,
+) -> ConfigKey[list[str] | None]: ...
+
+
+@overload
+def define(
+    name: str,
+    type_: type[list[Any]],
+    default: list[str],
+    doc: str,
+    group: str,
+    validator: Callable[[Any], None] | None = None,
+) -> ConfigKey[list[str]]: ...
+
+
+@overload
+def define(
+    name: str,
+    type_: type[T],
+    default: None,
+    doc: str,
+    group: str,
+    validator: Callable[[Any], None] | None = None,
+) -> ConfigKey[T | None]: ...
+
+
+@overload
+def define(
+    name: str,
+    type_: type[T],
+    default: T,
+    doc: str,
+    group: str,
+    validator: Callable[[Any], None] | None = None,
+) -> ConfigKey[T]: ...
 
 
 def define(
     name: str,
-    type_: type,
+    type_: type[Any],
     default: Any,
     doc: str,
     group: str,
     validator: Callable[[Any], None] | None = None,
-) -> ConfigKey:
-    """Declare a key. Declaring the same name twice is a programming error."""
+) -> ConfigKey[Any]:
+    """Declare a key; the key is typed by ``type_`` (or ``type_ | None`` without a default; a
+    ``list`` key holds strings). Declaring the same name twice is a programming error."""
     if name in REGISTRY:
         raise RuntimeError(f"config key {name} declared twice")
-    key = ConfigKey(name, type_, default, doc, group, validator)
+    key: ConfigKey[Any] = ConfigKey(name, type_, default, doc, group, validator)
     REGISTRY[name] = key
     return key
 
@@ -261,7 +312,7 @@ class Config:
             self._values[name] = raw if key.is_prefix else key.parse(raw)
 
     @staticmethod
-    def lookup(name: str) -> ConfigKey | None:
+    def lookup(name: str) -> ConfigKey[Any] | None:
         if name in REGISTRY:
             return REGISTRY[name]
         for key in REGISTRY.values():
@@ -292,7 +343,19 @@ class Config:
             values["data.dir"] = str(data_dir)
         return cls(values)
 
-    def get(self, key: str | ConfigKey) -> Any:
+    @overload
+    def get(self, key: ConfigKey[T]) -> T: ...
+
+    @overload
+    def get(self, key: str) -> Any: ...
+
+    def get(self, key: str | ConfigKey[Any]) -> Any:
+        """The key's value: set explicitly, else its default. A :class:`ConfigKey` gives the value
+        its declared type; a name (for keys only known at run time) gives ``Any``.
+
+        Raises:
+            KeyError: a name no settings module declares.
+        """
         name = key.name if isinstance(key, ConfigKey) else key
         if name in self._values:
             return self._values[name]
@@ -339,7 +402,7 @@ def format_value(value: Any) -> str:
 def render_docs() -> str:
     """Markdown documentation of every key, grouped by subsystem."""
     load_all_settings()
-    groups: dict[str, list[ConfigKey]] = {}
+    groups: dict[str, list[ConfigKey[Any]]] = {}
     for key in REGISTRY.values():
         groups.setdefault(key.group, []).append(key)
     lines = [

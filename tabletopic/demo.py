@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import typer
 
+from tabletopic import settings
 from tabletopic.cli_common import (
     ConfigFileOption,
     DataDirOption,
@@ -29,6 +30,8 @@ from tabletopic.cli_common import (
     kafka_bootstrap,
     load_config,
 )
+from tabletopic.schema_registry import settings as registry_settings
+from tabletopic.table import settings as table_settings
 
 if TYPE_CHECKING:
     from tabletopic.config import Config
@@ -66,8 +69,8 @@ def endpoints(cfg: Config, bootstrap: str | None) -> Endpoints:
     """The node's Kafka bootstrap, admin API and schema registry addresses from its configuration."""
     if bootstrap is None:
         bootstrap = kafka_bootstrap(cfg)
-    registry = cfg.get("automq.table.topic.schema.registry.url") or cfg.get("schema.registry.listener")
-    return Endpoints(bootstrap, str(cfg.get("admin.listener")).rstrip("/"), str(registry).rstrip("/"))
+    registry = cfg.get(table_settings.SCHEMA_REGISTRY_URL) or cfg.get(registry_settings.LISTENER)
+    return Endpoints(bootstrap, cfg.get(settings.ADMIN_LISTENER).rstrip("/"), registry.rstrip("/"))
 
 
 def sample_order(order_id: int, rng: random.Random) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from tabletopic.admin.sources import ConsoleSources
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.leadership import Leadership
+from tabletopic.broker.security.http_auth import BrokerHttpSecurity
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.broker.transactions.stable import CommittedOffsets
@@ -39,16 +40,18 @@ from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.cluster.single import SingleNodeLease
 from tabletopic.component import Component
 from tabletopic.config import Config, ConfigError, StartupError, make_private_dir, write_endpoints
+from tabletopic.ids import LeaderEpoch
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
-from tabletopic.table import schema_validation, table_config
 from tabletopic.table import settings as table_settings
+from tabletopic.table import table_config
 from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
-from tabletopic.table.lease import Fenced, Lease, LeaseManager
+from tabletopic.table.lease import Lease, LeaseFenced, LeaseManager
 from tabletopic.table.ports import PartitionView, SparkProvider, TopicView
+from tabletopic.validation import schema_validation
 
 if TYPE_CHECKING:
     from tabletopic.table.job import JobRunner
@@ -130,7 +133,7 @@ class PartitionZeroLeases:
         self._owner = owner
         self._ttl_s = ttl_s
         self._inner: LeaseManager | None = None  # built on first use (it migrates its table)
-        self._claims: dict[str, int] = {}
+        self._claims: dict[str, LeaderEpoch] = {}
 
     def _leases(self) -> LeaseManager:
         if self._inner is None:
@@ -158,7 +161,7 @@ class PartitionZeroLeases:
             or node.fenced
             or not self._meta.holds_leadership((lease.topic, 0), node.node_id, node.node_epoch, claim)
         ):
-            raise Fenced(
+            raise LeaseFenced(
                 f"table coordinator of {lease.topic} (partition 0 at leader epoch {claim}) was deposed"
             )
         return lease
@@ -249,8 +252,15 @@ class Platform:
                 config.get(table_settings.SCHEMA_VALIDATION_REFRESH_MS) / 1000,
             ),
         )
-        registry = RegistryComponent(config, engine, metrics, cluster_id=lambda: broker.service.cluster_id)
-        catalog = CatalogComponent(config, engine)
+        http_security = BrokerHttpSecurity(config, engine)
+        registry = RegistryComponent(
+            config,
+            engine,
+            metrics,
+            cluster_id=lambda: broker.service.cluster_id,
+            http_security=http_security,
+        )
+        catalog = CatalogComponent(config, engine, http_security=http_security)
         runner, spark = _job_runner(config, catalog)
         registry_url = config.get(table_settings.SCHEMA_REGISTRY_URL) or config.get(
             registry_settings.LISTENER
@@ -363,7 +373,7 @@ def _check_cluster_mode(config: Config, engine: Engine) -> tuple[bool, SingleNod
     on PostgreSQL. Refuses (ConfigError naming the key to change) a configuration that cannot be a
     cluster broker, a single node about to share a database another live node (a cluster's broker
     or another single node) holds, and a cluster broker about to share a single node's."""
-    enabled = bool(config.get(cluster_settings.ENABLE))
+    enabled = config.get(cluster_settings.ENABLE)
     postgres = engine.dialect.name == "postgresql"
     object_wal = config.get(s3stream_settings.WAL_MODE) == s3stream_settings.WalMode.OBJECT
     if enabled and not postgres:

@@ -257,8 +257,8 @@ def test_a_start_up_error_is_not_buried_under_migration_lines(tmp_path: Path) ->
 def test_misspelt_topic_configs_say_which_key_was_meant() -> None:
     from tabletopic.broker.topic_config_keys import InvalidTopicConfig
     from tabletopic.broker.topic_config_keys import validate_topic_configs as validate_kafka_keys
-    from tabletopic.table.schema_validation import validate_topic_configs as validate_schema_keys
     from tabletopic.table.table_config import validate_table_topic_configs
+    from tabletopic.validation.schema_validation import validate_topic_configs as validate_schema_keys
 
     with pytest.raises(ValueError, match=r"did you mean automq\.table\.topic\.enable\?"):
         validate_table_topic_configs({"automq.table.topic.enabled": "true"})

@@ -27,9 +27,10 @@ from tabletopic.admin.origin import SAFE_METHODS, same_origin
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router
 from tabletopic.broker.component import BrokerComponent
-from tabletopic.broker.security.http_auth import ADMIN_API, https_options
+from tabletopic.broker.security.http_auth import https_options
 from tabletopic.component import NotStarted
 from tabletopic.config import Config
+from tabletopic.http_auth import ADMIN_API
 from tabletopic.http_service import HttpService
 
 log = logging.getLogger(__name__)

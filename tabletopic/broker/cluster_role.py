@@ -30,7 +30,8 @@ from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
-from tabletopic.s3stream.store import S3StreamStore
+from tabletopic.ids import LeaderEpoch, StreamId
+from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
 from tabletopic.tasks import cancel_and_wait
 
@@ -60,7 +61,7 @@ class ClusterRole:
     def __init__(
         self,
         service: BrokerService,
-        store: S3StreamStore,
+        store: SharedStreamStore,
         engine: Engine,
         settings: ClusterSettings,
         group_slots: int,
@@ -72,16 +73,16 @@ class ClusterRole:
         self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
         self.node = ClusterNode(engine, settings, self._wanted, self._load, SLOT_TOPICS)
-        self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
+        self.opened: dict[PartitionKey, LeaderEpoch] = {}  # what this broker serves, with its leader epoch
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
         self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
         # Called with the group slots gained, with their leader epochs (the group coordinator
         # reloads those groups and fences its writes with the epoch) and lost (it forgets them).
-        self.on_groups_gained: list[Callable[[dict[int, int]], None]] = []
+        self.on_groups_gained: list[Callable[[dict[int, LeaderEpoch]], None]] = []
         self.on_groups_lost: list[Callable[[set[int]], None]] = []
         # The same for transaction coordinator slots, gained with their leader epochs.
-        self.on_txn_slots_gained: list[Callable[[dict[int, int]], None]] = []
+        self.on_txn_slots_gained: list[Callable[[dict[int, LeaderEpoch]], None]] = []
         self.on_txn_slots_lost: list[Callable[[set[int]], None]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -165,7 +166,7 @@ class ClusterRole:
             self._retry_soon()
 
     def reassignments(self) -> dict[PartitionKey, tuple[int, int]]:
-        result = {}
+        result: dict[PartitionKey, tuple[int, int]] = {}
         for key, row in self.node.snapshot.partitions.items():
             if row.target is not None and row.target != row.leader and key[0] not in SLOT_TOPICS:
                 result[key] = (-1 if row.leader is None else row.leader, row.target)
@@ -328,7 +329,7 @@ class ClusterRole:
             for gain in self.on_txn_slots_gained:
                 gain(txn_slots)
 
-    async def _open(self, partitions: dict[PartitionKey, int]) -> list[int | None]:
+    async def _open(self, partitions: dict[PartitionKey, LeaderEpoch]) -> list[int | None]:
         """Open the streams of the partitions gained, with their leader epochs, all in one metadata
         transaction (a broker taking over a dead one's thousands of partitions must not pay a round
         trip each). Returns each partition's stream id, in order, or None where it cannot be led
@@ -366,10 +367,12 @@ class ClusterRole:
         ok = {sid for sid, result in results.items() if not isinstance(result, StreamError)}
         return [wanted[key] if wanted.get(key) in ok else None for key in partitions]
 
-    def _stream_of(self, key: PartitionKey) -> int | None:
+    def _stream_of(self, key: PartitionKey) -> StreamId | None:
         """The stream of a partition as the loaded topics know it; None for one not loaded (yet)."""
         topic = self.service.topics.get(key[0])
-        return topic.streams[key[1]] if topic is not None and key[1] < topic.partition_count else None
+        if topic is None or key[1] >= topic.partition_count:
+            return None
+        return StreamId(topic.streams[key[1]])  # topics keep plain ints; typed from here on
 
     def _release_slot(self, key: PartitionKey) -> None:
         """Stop coordinating a group or transaction slot (nothing to close: its state is rows)."""
@@ -394,9 +397,9 @@ class ClusterRole:
         streams: dict[int, PartitionKey] = {}
         for key in keys:
             self.opened.pop(key, None)
-            sid = None if key[0] in SLOT_TOPICS else self._stream_of(key)
-            if sid is not None:
-                streams[sid] = key
+            stream_id = None if key[0] in SLOT_TOPICS else self._stream_of(key)
+            if stream_id is not None:
+                streams[stream_id] = key
         self._slots_lost(keys)
         if not streams:
             return

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -25,7 +25,7 @@ from tabletopic.broker.record_validation import RecordValidator
 from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers, scram_handlers
 from tabletopic.broker.security.acls import AclService
 from tabletopic.broker.security.guard import Guard
-from tabletopic.broker.security.http_auth import HttpAuthenticator, http_authenticator
+from tabletopic.broker.security.http_auth import http_authenticator
 from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.quota_guard import QuotaGuard
 from tabletopic.broker.security.quota_handlers import QuotaService
@@ -40,6 +40,8 @@ from tabletopic.cluster.node import ClusterSettings
 from tabletopic.cluster.zones import ZoneMap
 from tabletopic.component import started
 from tabletopic.config import Config
+from tabletopic.http_auth import HttpAuthenticator
+from tabletopic.ids import LeaderEpoch, NodeId
 from tabletopic.s3stream.component import StorageComponent
 
 log = logging.getLogger(__name__)
@@ -139,7 +141,7 @@ class BrokerComponent:
             service,
             self._storage.store,
             self._engine,
-            ClusterSettings.from_config(self._config, service.node_id),
+            ClusterSettings.from_config(self._config, NodeId(service.node_id)),
             self._config.get(cluster_settings.GROUP_PARTITIONS),
             self._config.get(cluster_settings.TXN_PARTITIONS),
         )
@@ -147,14 +149,15 @@ class BrokerComponent:
         transactions = service.transactions
         transactions.attach_cluster(TxnCluster(role, role.txn_slots, service.inter_broker_client))
 
-        def gained(slots: dict[int, int]) -> None:
+        def gained(slots: dict[int, LeaderEpoch]) -> None:
             task = asyncio.ensure_future(groups.slots_gained(slots))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
             task.add_done_callback(_log_failure)
 
-        def txn_gained(slots: dict[int, int]) -> None:
-            task = asyncio.ensure_future(transactions.slots_gained(slots))
+        def txn_gained(slots: Mapping[int, int]) -> None:
+            # dict(): the transaction coordinator still takes plain ints (issue 28, item 3 types it).
+            task = asyncio.ensure_future(transactions.slots_gained(dict(slots)))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 

@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.topics import producer_snapshots_table
+from tabletopic.ids import ProducerEpoch
 from tabletopic.records.header import NO_PRODUCER_ID, BatchHeader, validate_batches
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamStore
 
@@ -46,7 +47,7 @@ class CachedBatch:
 
 @dataclass(slots=True)
 class ProducerEntry:
-    epoch: int
+    epoch: ProducerEpoch
     last_sequence: int  # includes batches reserved but still being appended
     committed_sequence: int = -1  # only acknowledged batches: what a snapshot may record
     batches: collections.deque[CachedBatch] = field(
@@ -115,7 +116,7 @@ class ProducerStates:
                     ErrorCode.out_of_order_sequence_number,
                     f"producer {producer_id} epoch {batch.producer_epoch} must start at sequence 0",
                 )
-            entry = ProducerEntry(batch.producer_epoch, -1)
+            entry = ProducerEntry(ProducerEpoch(batch.producer_epoch), -1)
             producers[producer_id] = entry
         elif batch.producer_epoch < entry.epoch:
             return SequenceCheck(
@@ -198,7 +199,7 @@ class ProducerStates:
                 self._dirty.add(stream_id)
         return expired
 
-    def active(self, stream_id: int) -> list[tuple[int, int, int]]:
+    def active(self, stream_id: int) -> list[tuple[int, ProducerEpoch, int]]:
         """``(producer id, epoch, last acknowledged sequence)`` of the producers of a stream."""
         return [
             (pid, entry.epoch, entry.committed_sequence)
@@ -220,7 +221,7 @@ class ProducerStates:
         producers = self._streams.setdefault(stream_id, {})
         entry = producers.get(header.producer_id)
         if entry is None or header.producer_epoch > entry.epoch:
-            entry = ProducerEntry(header.producer_epoch, -1)
+            entry = ProducerEntry(ProducerEpoch(header.producer_epoch), -1)
             producers[header.producer_id] = entry
         last = next_sequence(header.base_sequence, header.record_count - 1)
         entry.last_sequence = entry.committed_sequence = last
@@ -361,7 +362,7 @@ def _encode_state(producers: dict[int, ProducerEntry]) -> str:
 def _decode_state(text: str) -> dict[int, ProducerEntry]:
     result: dict[int, ProducerEntry] = {}
     for pid, (epoch, last, batches) in json.loads(text).items():
-        entry = ProducerEntry(int(epoch), int(last), int(last))
+        entry = ProducerEntry(ProducerEpoch(int(epoch)), int(last), int(last))
         for first_seq, last_seq, offset in batches:
             entry.batches.append(CachedBatch(int(first_seq), int(last_seq), int(offset)))
         result[int(pid)] = entry

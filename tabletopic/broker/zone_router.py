@@ -6,7 +6,7 @@ byte crosses a zone between a client and a broker or between two brokers.
 - Metadata answers a client whose zone it knows (client.id, CIDR) with a broker of that zone as
   the leader of every partition, so its producer and consumer talk only to that broker.
 - Fetch: any broker serves any partition's committed data from object storage to clients of its
-  own zone (``S3StreamStore.read_snapshot``); the leader answers a KIP-392 consumer of another zone
+  own zone (``SharedStreamStore.read_snapshot``); the leader answers a KIP-392 consumer of another zone
   with ``preferred_read_replica`` naming a broker of the consumer's zone.
 - Produce to a broker that does not lead the partition, from a client of that broker's zone, is
   handed over to the leader through object storage (:mod:`tabletopic.cluster.handoff`).
@@ -34,7 +34,7 @@ from tabletopic.broker.handlers.produce import partition_error
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.handoff import Handoffs, listen
 from tabletopic.cluster.zones import ZoneMap, client_zone, pick_broker_in_zone
-from tabletopic.s3stream.store import S3StreamStore
+from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class ZoneRouter:
         self,
         service: BrokerService,
         role: ClusterRole,
-        store: S3StreamStore,
+        store: SharedStreamStore,
         engine: Engine,
         zone_map: ZoneMap,
         metrics: CollectorRegistry | None = None,

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
-from tabletopic.broker.security.http_auth import ICEBERG_REST, https_options, protect
 from tabletopic.catalog import settings as catalog_settings
 from tabletopic.catalog.adapters import (
     CatalogSpec,
@@ -36,6 +35,7 @@ from tabletopic.catalog.backends import SparkAccess
 from tabletopic.catalog.rest import CatalogService, create_app
 from tabletopic.component import started
 from tabletopic.config import Config
+from tabletopic.http_auth import ICEBERG_REST, HttpSecurity, protect
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -65,13 +65,19 @@ def advertised_uri(listener: str, bound_port: int) -> str:
 
 
 class CatalogComponent:
-    """Opens the catalog and runs the built-in REST catalog server (see module docstring)."""
+    """Opens the catalog and runs the built-in REST catalog server (see module docstring).
+
+    Args:
+        http_security: who may call the REST catalog and its TLS keys (the broker's users and keys,
+            handed down by the assembly).
+    """
 
     name = "catalog"
 
-    def __init__(self, config: Config, engine: Engine) -> None:
+    def __init__(self, config: Config, engine: Engine, *, http_security: HttpSecurity) -> None:
         self._config = config
         self._engine = engine
+        self._http_security = http_security
         self._http: HttpService | None = None
         self._catalog: Catalog | None = None
         self._spec: CatalogSpec | None = None
@@ -110,13 +116,13 @@ class CatalogComponent:
         listener = config.get(catalog_settings.CATALOG_LISTENER)
         if spec.fronted_by_rest and listener:
             app = rest_app_for(catalog, spec, config.get(catalog_settings.CATALOG_PAGE_SIZE))
-            served = protect(app, config, self._engine, ICEBERG_REST)
+            served = protect(app, self._http_security, ICEBERG_REST)
             self._http = HttpService(
                 "Iceberg REST catalog",
                 served,
                 listener,
                 key=catalog_settings.CATALOG_LISTENER.name,
-                tls=https_options(config, listener),
+                tls=self._http_security.https_options(listener),
             )
             await self._http.start()
             if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from tabletopic.cluster.balancer import BalancerSettings, PartitionLoad, Plan, plan_round
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.db import ClusterSnapshot
+from tabletopic.ids import NodeId
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def parse_load_key(key: str) -> PartitionKey | None:
     return topic, int(partition)
 
 
-def partition_loads(snapshot: ClusterSnapshot) -> tuple[list[int], list[PartitionLoad]]:
+def partition_loads(snapshot: ClusterSnapshot) -> tuple[list[NodeId], list[PartitionLoad]]:
     """The brokers that may lead (alive and not draining) and every reported partition's load,
     attributed to the leader the controller placed (a report from a broker that no longer leads the
     partition is ignored)."""

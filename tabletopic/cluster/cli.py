@@ -32,6 +32,8 @@ from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
 if TYPE_CHECKING:
     from tabletopic.cluster.local import LocalCluster
 from tabletopic.config import DEFAULT_CLUSTER_DIR
+from tabletopic.ids import NodeId
+from tabletopic.settings import METADATA_URL
 
 cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
 
@@ -311,7 +313,7 @@ def status(
     """Brokers (id, rack, epoch, state alive/draining/dead/stopped, load), the controller, leaders per
     partition (user topics; --internal adds Kafka's own), group and table coordinators."""
     cfg = load_config(None, config, override)
-    url = cluster_metadata_url(metadata_url, cfg.get("metadata.url"), data_dir)
+    url = cluster_metadata_url(metadata_url, cfg.get(METADATA_URL), data_dir)
     if not url:
         raise _no_metadata_url(data_dir)
     engine = database.create_engine(url)
@@ -457,7 +459,7 @@ def balance(
     from tabletopic.cluster.node import ClusterSettings
 
     loaded = load_config(None, config, override)
-    url = cluster_metadata_url(metadata_url, loaded.get("metadata.url"), data_dir)
+    url = cluster_metadata_url(metadata_url, loaded.get(METADATA_URL), data_dir)
     if not url:
         raise _no_metadata_url(data_dir)
     if not url.startswith("postgresql"):
@@ -466,7 +468,7 @@ def balance(
     engine = database.create_engine(url)
     try:
         meta = ClusterMetadata(engine)
-        plan = plan_for(meta.snapshot(), ClusterSettings.from_config(loaded, 0).auto_balancer.planner)
+        plan = plan_for(meta.snapshot(), ClusterSettings.from_config(loaded, NodeId(0)).auto_balancer.planner)
         table = RichTable(title="broker load (bytes per second)")
         for column in ("broker", "in", "out", "in after", "out after"):
             table.add_column(column)

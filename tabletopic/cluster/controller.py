@@ -17,6 +17,8 @@ import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tabletopic.ids import BrokerEpoch, LeaderEpoch, NodeId
+
 PartitionKey = tuple[str, int]
 
 
@@ -24,14 +26,14 @@ PartitionKey = tuple[str, int]
 class Assignment:
     """One row of ``cluster_partitions``."""
 
-    leader: int | None
-    leader_node_epoch: int
-    leader_epoch: int
-    target: int | None = None
+    leader: NodeId | None
+    leader_node_epoch: BrokerEpoch
+    leader_epoch: LeaderEpoch
+    target: NodeId | None = None
     pinned: bool = False
 
 
-def predicted_leader(key: PartitionKey, candidates: Sequence[int]) -> int | None:
+def predicted_leader(key: PartitionKey, candidates: Sequence[NodeId]) -> NodeId | None:
     """A stable choice among ``candidates`` (sorted node ids), the same on every broker: what
     Metadata reports for a partition the controller has not placed yet, and where the controller
     then places it."""
@@ -44,11 +46,11 @@ def predicted_leader(key: PartitionKey, candidates: Sequence[int]) -> int | None
 def plan(
     wanted: Iterable[PartitionKey],
     current: Mapping[PartitionKey, Assignment],
-    live: Mapping[int, int],
-    draining: Iterable[int] = (),
+    live: Mapping[NodeId, BrokerEpoch],
+    draining: Iterable[NodeId] = (),
     max_moves: int = 8,
     apart: Collection[str] = (),
-) -> dict[PartitionKey, int]:
+) -> dict[PartitionKey, NodeId]:
     """New leaders: ``{partition: node}`` for every partition whose leader must change.
 
     Args:
@@ -70,7 +72,7 @@ def plan(
     classes: dict[str | None, list[PartitionKey]] = {}
     for key in wanted:
         classes.setdefault(key[0] if key[0] in apart else None, []).append(key)
-    decided: dict[PartitionKey, int] = {}
+    decided: dict[PartitionKey, NodeId] = {}
     budget = max_moves
     for _, keys in sorted(classes.items(), key=lambda item: item[0] or ""):
         budget -= _plan_class(keys, current, live, eligible, budget, decided)
@@ -80,15 +82,15 @@ def plan(
 def _plan_class(
     wanted: list[PartitionKey],
     current: Mapping[PartitionKey, Assignment],
-    live: Mapping[int, int],
-    eligible: list[int],
+    live: Mapping[NodeId, BrokerEpoch],
+    eligible: list[NodeId],
     max_moves: int,
-    decided: dict[PartitionKey, int],
+    decided: dict[PartitionKey, NodeId],
 ) -> int:
     """:func:`plan` for partitions counted together; adds to ``decided``, returns the balancing
     moves made."""
     counts = dict.fromkeys(eligible, 0)
-    keep: dict[PartitionKey, int] = {}
+    keep: dict[PartitionKey, NodeId] = {}
     for key in wanted:
         row = current.get(key)
         if row is not None and row.leader in counts and live.get(row.leader) == row.leader_node_epoch:
@@ -129,7 +131,7 @@ def _plan_class(
     return moves
 
 
-_UNPINNED = Assignment(None, 0, 0)
+_UNPINNED = Assignment(None, BrokerEpoch(0), LeaderEpoch(0))
 
 
 def group_slot(group_id: str, slots: int) -> int:

@@ -34,6 +34,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
 from tabletopic.cluster.controller import Assignment, PartitionKey, plan
+from tabletopic.fencing import Fenced
+from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
 
 CHANNEL = "tabletopic_cluster"
 
@@ -103,7 +105,7 @@ class ClusterError(Exception):
     """Root of the cluster package's errors."""
 
 
-class NodeFenced(ClusterError):
+class NodeFenced(ClusterError, Fenced):
     """This broker's registration was taken over (a newer incarnation of the same broker id)."""
 
 
@@ -113,8 +115,8 @@ class NotController(ClusterError):
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
-    node_id: int
-    node_epoch: int
+    node_id: NodeId
+    node_epoch: BrokerEpoch
     rack: str | None
     endpoints: dict[str, tuple[str, int]]
     state: str
@@ -142,15 +144,15 @@ class ClusterSnapshot:
     ``live`` and ``eligible`` are computed once per snapshot, not once per partition a Metadata
     answer describes (10,000 of them at a time)."""
 
-    nodes: dict[int, NodeInfo]
+    nodes: dict[NodeId, NodeInfo]
     controller_id: int | None
     controller_epoch: int
     partitions: dict[PartitionKey, Assignment]
     version: Version = field(default_factory=lambda: NO_VERSION)
     # {node_id: node_epoch} of brokers with a valid lease.
-    live: dict[int, int] = field(init=False, repr=False, compare=False)
+    live: dict[NodeId, BrokerEpoch] = field(init=False, repr=False, compare=False)
     # Sorted ids of the brokers that may lead (alive and not draining), as predicted_leader wants.
-    eligible: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    eligible: tuple[NodeId, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         nodes = self.nodes.values()
@@ -186,10 +188,10 @@ def _bump(conn: Connection, purge: bool = False) -> Version:
 def _assignments(rows: Iterable[Any]) -> dict[PartitionKey, Assignment]:
     return {
         (str(r.topic), int(r.partition)): Assignment(
-            None if r.leader_node is None else int(r.leader_node),
-            int(r.leader_node_epoch),
-            int(r.leader_epoch),
-            None if r.target_node is None else int(r.target_node),
+            None if r.leader_node is None else NodeId(int(r.leader_node)),
+            BrokerEpoch(int(r.leader_node_epoch)),
+            LeaderEpoch(int(r.leader_epoch)),
+            None if r.target_node is None else NodeId(int(r.target_node)),
             bool(r.pinned),
         )
         for r in rows
@@ -216,15 +218,15 @@ class ClusterMetadata:
     # Membership ----------------------------------------------------------------------------------
 
     def register(
-        self, node_id: int, rack: str | None, endpoints: dict[str, tuple[str, int]], lease_s: float
-    ) -> int:
+        self, node_id: NodeId, rack: str | None, endpoints: dict[str, tuple[str, int]], lease_s: float
+    ) -> BrokerEpoch:
         """Register (or re-register) ``node_id`` as a new incarnation; returns its node epoch."""
         n = nodes_table
         with self.engine.begin() as conn:
             row = conn.execute(
                 sa.select(n.c.node_epoch).where(n.c.node_id == node_id).with_for_update()
             ).first()
-            epoch = 1 if row is None else int(row[0]) + 1
+            epoch = BrokerEpoch(1 if row is None else int(row[0]) + 1)
             values = {
                 "node_epoch": epoch,
                 "rack": rack,
@@ -241,7 +243,9 @@ class ClusterMetadata:
             _notify(conn, "nodes")
             return epoch
 
-    def renew(self, node_id: int, node_epoch: int, lease_s: float, load: dict[str, list[int]]) -> None:
+    def renew(
+        self, node_id: NodeId, node_epoch: BrokerEpoch, lease_s: float, load: dict[str, list[int]]
+    ) -> None:
         """Extend this incarnation's lease. Raises NodeFenced when a newer one registered."""
         n = nodes_table
         with self.engine.begin() as conn:
@@ -253,7 +257,7 @@ class ClusterMetadata:
             if result.rowcount != 1:
                 raise NodeFenced(f"broker {node_id} epoch {node_epoch} was replaced by a newer registration")
 
-    def set_state(self, node_id: int, node_epoch: int, state: str, expire: bool = False) -> None:
+    def set_state(self, node_id: NodeId, node_epoch: BrokerEpoch, state: str, expire: bool = False) -> None:
         n = nodes_table
         values: dict[str, Any] = {"state": state}
         if expire:
@@ -286,7 +290,9 @@ class ClusterMetadata:
 
     # Controller lease ----------------------------------------------------------------------------
 
-    def acquire_controller(self, node_id: int, node_epoch: int, lease_s: float) -> int | None:
+    def acquire_controller(
+        self, node_id: NodeId, node_epoch: BrokerEpoch, lease_s: float
+    ) -> ControllerEpoch | None:
         """Take the controller lease if it is free, expired, or held by an older incarnation of this
         broker; returns the new controller epoch, or None."""
         c = controller_table
@@ -319,9 +325,9 @@ class ClusterMetadata:
                 .returning(c.c.controller_epoch)
             ).scalar_one()
             _notify(conn, "controller")
-            return int(epoch)
+            return ControllerEpoch(int(epoch))
 
-    def renew_controller(self, node_id: int, controller_epoch: int, lease_s: float) -> bool:
+    def renew_controller(self, node_id: NodeId, controller_epoch: ControllerEpoch, lease_s: float) -> bool:
         c = controller_table
         with self.engine.begin() as conn:
             result = conn.execute(
@@ -336,7 +342,7 @@ class ClusterMetadata:
             )
             return result.rowcount == 1
 
-    def _check_controller(self, conn: Connection, node_id: int, controller_epoch: int) -> None:
+    def _check_controller(self, conn: Connection, node_id: NodeId, controller_epoch: ControllerEpoch) -> None:
         c = controller_table
         row = conn.execute(
             sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now())
@@ -371,9 +377,10 @@ class ClusterMetadata:
                 alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
                 for row in conn.execute(sa.select(n, alive_expr.label("alive"))):
                     endpoints = {k: (str(e[0]), int(e[1])) for k, e in json.loads(row.endpoints).items()}
-                    nodes[int(row.node_id)] = NodeInfo(
-                        int(row.node_id),
-                        int(row.node_epoch),
+                    node_id = NodeId(int(row.node_id))
+                    nodes[node_id] = NodeInfo(
+                        node_id,
+                        BrokerEpoch(int(row.node_epoch)),
                         row.rack,
                         endpoints,
                         row.state,
@@ -410,12 +417,12 @@ class ClusterMetadata:
 
     def reconcile(
         self,
-        node_id: int,
-        controller_epoch: int,
+        node_id: NodeId,
+        controller_epoch: ControllerEpoch,
         wanted: Sequence[PartitionKey],
         max_moves: int,
         apart: Collection[str] = (),
-    ) -> tuple[dict[PartitionKey, int], Version]:
+    ) -> tuple[dict[PartitionKey, NodeId], Version]:
         """One controller round in one transaction conditional on ``controller_epoch``: forget
         deleted partitions, place new ones, move those of dead or draining brokers, balance (the
         partitions of ``apart`` topics among themselves). Returns the moves made and the cluster
@@ -471,11 +478,11 @@ class ClusterMetadata:
     @staticmethod
     def _read_for_plan(
         conn: Connection,
-    ) -> tuple[dict[int, tuple[int, str, bool]], dict[PartitionKey, Assignment]]:
+    ) -> tuple[dict[NodeId, tuple[BrokerEpoch, str, bool]], dict[PartitionKey, Assignment]]:
         n, p = nodes_table, partitions_table
         alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
         nodes = {
-            int(r[0]): (int(r[1]), str(r[2]), bool(r[3]))
+            NodeId(int(r[0])): (BrokerEpoch(int(r[1])), str(r[2]), bool(r[3]))
             for r in conn.execute(sa.select(n.c.node_id, n.c.node_epoch, n.c.state, alive_expr))
         }
         return nodes, _assignments(conn.execute(sa.select(p)))
@@ -483,8 +490,8 @@ class ClusterMetadata:
     @staticmethod
     def _set_leaders(
         conn: Connection,
-        moves: dict[PartitionKey, int],
-        live: dict[int, int],
+        moves: dict[PartitionKey, NodeId],
+        live: dict[NodeId, BrokerEpoch],
         current: dict[PartitionKey, Assignment],
         version: int,
     ) -> None:
@@ -563,7 +570,9 @@ class ClusterMetadata:
         with self.engine.begin() as conn:
             _notify(conn, kind)
 
-    def holds_leadership(self, key: PartitionKey, node_id: int, node_epoch: int, leader_epoch: int) -> bool:
+    def holds_leadership(
+        self, key: PartitionKey, node_id: NodeId, node_epoch: BrokerEpoch, leader_epoch: LeaderEpoch
+    ) -> bool:
         """Whether this incarnation still leads ``key`` at ``leader_epoch`` and its lease is valid,
         on the database's clock: what a table coordinator (the leader of partition 0) checks right
         before it commits, so one on a dead, paused or deposed broker cannot."""
@@ -587,7 +596,7 @@ class ClusterMetadata:
 
 
 def check_leadership(
-    conn: Connection, key: PartitionKey, node_id: int, node_epoch: int, leader_epoch: int
+    conn: Connection, key: PartitionKey, node_id: NodeId, node_epoch: BrokerEpoch, leader_epoch: LeaderEpoch
 ) -> bool:
     """Inside the caller's transaction: lock ``key``'s row of ``cluster_partitions`` (the
     controller changes leaders under the same lock, so no change slips in before the caller

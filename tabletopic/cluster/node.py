@@ -20,7 +20,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -40,6 +40,7 @@ from tabletopic.cluster.db import (
     run_listener,
 )
 from tabletopic.config import Config
+from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
 from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ REPLAN_KINDS = frozenset({"topics", "reconnected"})
 
 @dataclass(frozen=True)
 class ClusterSettings:
-    node_id: int
+    node_id: NodeId
     rack: str | None = None
     heartbeat_ms: int = 1000
     session_timeout_ms: int = 3000
@@ -66,7 +67,7 @@ class ClusterSettings:
     auto_balancer: AutoBalancerSettings = field(default_factory=AutoBalancerSettings)
 
     @classmethod
-    def from_config(cls, config: Config, node_id: int) -> ClusterSettings:
+    def from_config(cls, config: Config, node_id: NodeId) -> ClusterSettings:
         return cls(
             auto_balancer=AutoBalancerSettings(
                 enabled=config.get(keys.AUTO_BALANCER_ENABLE),
@@ -93,8 +94,8 @@ class Leader:
     """Who leads a partition as clients are told: the placed leader, or the predicted one while the
     controller has not placed it yet (never none while a broker is alive)."""
 
-    node_id: int
-    leader_epoch: int
+    node_id: NodeId
+    leader_epoch: LeaderEpoch
 
 
 class ClusterNode:
@@ -114,8 +115,8 @@ class ClusterNode:
         self.meta = ClusterMetadata(engine)
         self.settings = settings
         self.node_id = settings.node_id
-        self.node_epoch = 0
-        self.controller_epoch: int | None = None  # set while this broker is the controller
+        self.node_epoch = BrokerEpoch(0)
+        self.controller_epoch: ControllerEpoch | None = None  # set while this broker is the controller
         self.snapshot = ClusterSnapshot({}, None, 0, {})
         self.fenced = False  # a newer incarnation registered: this one leads nothing, for good
         self.expired = False  # no renewal within the lease (database unreachable): lead nothing until one
@@ -223,11 +224,11 @@ class ClusterNode:
         epoch = row.leader_epoch if row is not None else 0
         candidates = snap.eligible
         if row is not None and row.target is not None and row.target in candidates:
-            return Leader(row.target, epoch + 1)
+            return Leader(row.target, LeaderEpoch(epoch + 1))
         node = predicted_leader(key, candidates)
-        return None if node is None else Leader(node, epoch + 1)
+        return None if node is None else Leader(node, LeaderEpoch(epoch + 1))
 
-    def my_assignments(self) -> dict[PartitionKey, int]:
+    def my_assignments(self) -> dict[PartitionKey, LeaderEpoch]:
         """``{partition: leader epoch}`` the controller gave this incarnation."""
         if self.fenced or self.expired:
             return {}
@@ -403,6 +404,6 @@ class ClusterNode:
         await self._db(self.meta.notify, kind)
 
 
-def _describe(moves: dict[PartitionKey, int]) -> str:
+def _describe(moves: Mapping[PartitionKey, int]) -> str:
     shown = [f"{t}-{p}->{n}" for (t, p), n in sorted(moves.items())[:10]]
     return ", ".join(shown) + (" …" if len(moves) > 10 else "")

@@ -30,13 +30,13 @@ def _open(
 ) -> tuple[Config, StreamMetadata, LocalObjectStore | S3ObjectStore]:
     from tabletopic import database, settings
     from tabletopic.s3stream.db import StreamMetadata
-    from tabletopic.s3stream.objectstore import object_store_settings, open_object_store
+    from tabletopic.s3stream.objectstore import object_store_spec, open_object_store
 
     cfg = load_config(data_dir, config, override)
     url = cfg.get(settings.METADATA_URL) or database.default_url(cfg.data_dir)
     meta = StreamMetadata(database.create_engine(url))
     meta.migrate()
-    return cfg, meta, open_object_store(object_store_settings(cfg))
+    return cfg, meta, open_object_store(object_store_spec(cfg))
 
 
 @storage_app.command("status")

@@ -1,20 +1,24 @@
 """``StorageComponent``: builds the S3Stream store from the node's configuration and starts it; the
-parts above it get the started store (:attr:`StorageComponent.store`) and the object-store settings
-Spark executors use to read object slices directly (:attr:`StorageComponent.object_store_settings`)."""
+parts above it get the started store (:attr:`StorageComponent.store`) and the object-store spec
+Spark executors use to read object slices directly (:attr:`StorageComponent.object_store_spec`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic.component import started
+from tabletopic.component import NotStarted, started
 from tabletopic.config import Config
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import S3ObjectStore, object_store_settings, open_object_store
+from tabletopic.s3stream.objectstore import (
+    ObjectStoreSpec,
+    S3ObjectStore,
+    object_store_spec,
+    open_object_store,
+)
 from tabletopic.s3stream.store import S3StreamStore
 
 log = logging.getLogger(__name__)
@@ -24,9 +28,12 @@ def build_store(
     config: Config, engine: Engine, registry: CollectorRegistry | None = None, owned_only: bool = False
 ) -> S3StreamStore:
     """The configured store, not yet started (``owned_only``: cluster mode, see S3StreamStore)."""
-    store_settings = object_store_settings(config)
     return S3StreamStore(
-        StoreSettings.from_config(config), engine, open_object_store(store_settings), registry, owned_only
+        StoreSettings.from_config(config),
+        engine,
+        open_object_store(object_store_spec(config)),
+        registry,
+        owned_only,
     )
 
 
@@ -45,7 +52,7 @@ class StorageComponent:
         self._engine = engine
         self._metrics = metrics
         self._store: S3StreamStore | None = None
-        self._object_store_settings: dict[str, Any] | None = None
+        self._object_store_spec: ObjectStoreSpec | None = None
 
     @property
     def store(self) -> S3StreamStore:
@@ -53,13 +60,16 @@ class StorageComponent:
         return started(self._store, self.name, "stream store")
 
     @property
-    def object_store_settings(self) -> dict[str, Any]:
-        """The serialisable description of the object store, for Spark executors."""
-        return dict(started(self._object_store_settings, self.name, "object store settings"))
+    def object_store_spec(self) -> ObjectStoreSpec:
+        """Where the objects live, for Spark executors (frozen, picklable)."""
+        spec = self._object_store_spec
+        if spec is None:  # not ``started()``: mypy does not solve its type variable for a union
+            raise NotStarted(f"the {self.name} component has not started, so it has no object store spec yet")
+        return spec
 
     async def start(self) -> None:
-        self._object_store_settings = object_store_settings(self._config)
-        objects = open_object_store(self._object_store_settings)
+        self._object_store_spec = object_store_spec(self._config)
+        objects = open_object_store(self._object_store_spec)
         if isinstance(objects, S3ObjectStore):
             await asyncio.to_thread(objects.check_bucket)  # a user-fixable failure reads as one line
         store = S3StreamStore(

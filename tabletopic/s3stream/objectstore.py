@@ -1,9 +1,9 @@
 """Object stores: a local directory (the embedded default) and S3, behind one small blocking
 interface, plus an asyncio wrapper that runs the blocking calls on a thread pool.
 
-The blocking interface is what a Spark executor uses: it rebuilds a store from the plain dict that
-:func:`object_store_settings` produces (picklable, no engine, no event loop) with
-:func:`open_object_store`.
+The blocking interface is what a Spark executor uses: it rebuilds a store from the
+:data:`ObjectStoreSpec` that :func:`object_store_spec` produces (frozen, picklable, no engine, no
+event loop) with :func:`open_object_store`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from tabletopic.config import Config, StartupError
 from tabletopic.s3stream import settings as keys
@@ -387,53 +388,104 @@ class S3ObjectStore:
         self._call("HEAD bucket", self.bucket, lambda: self._client.head_bucket(Bucket=self.bucket))
 
 
-def object_store_settings(config: Config) -> dict[str, Any]:
-    """The small, serialisable description of the configured store, for :func:`open_object_store`
-    (handed to Spark executors by the table pipeline, see ``StorageComponent.object_store_settings``)."""
+@dataclass(frozen=True, slots=True)
+class LocalObjectStoreSpec:
+    """A directory of the local file system holds the objects (the embedded default)."""
+
+    root: str
+    kind: Literal["local"] = "local"
+
+
+@dataclass(frozen=True, slots=True)
+class S3ObjectStoreSpec:
+    """An S3 bucket (or an S3-compatible server at ``endpoint``) holds the objects under ``prefix``."""
+
+    bucket: str
+    endpoint: str | None = None
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)  # never in a log line or a traceback
+    path_style: bool = False
+    prefix: str = ""
+    retries: int = 6
+    multipart_threshold: int = 32 * keys.MiB
+    part_size: int = 16 * keys.MiB
+    kind: Literal["s3"] = "s3"
+
+
+ObjectStoreSpec = LocalObjectStoreSpec | S3ObjectStoreSpec
+"""Where a node's objects live, told apart by ``kind``: what the storage engine, the table
+pipeline and its Spark executors (which get it pickled) open their object store from."""
+
+
+def object_store_spec(config: Config) -> ObjectStoreSpec:
+    """The configured store (``s3stream.object.store``, ``s3.*``), for :func:`open_object_store`
+    (handed to Spark executors by the table pipeline, see ``StorageComponent.object_store_spec``).
+
+    Raises:
+        StreamError: ``s3stream.object.store=s3`` without ``s3.bucket``; the message names both.
+    """
     kind = ObjectStoreKind(config.get(keys.OBJECT_STORE))
     if kind is ObjectStoreKind.AUTO:
         kind = ObjectStoreKind.S3 if config.get(keys.S3_BUCKET) else ObjectStoreKind.LOCAL
-    common = {"retries": config.get(keys.OBJECT_RETRIES)}
     if kind is ObjectStoreKind.LOCAL:
         directory = config.get(keys.OBJECT_DIR) or str(config.data_dir / "objects")
-        root = str(Path(directory).expanduser().resolve())
-        return {"type": ObjectStoreKind.LOCAL.value, "root": root, **common}
-    if not config.get(keys.S3_BUCKET):
+        return LocalObjectStoreSpec(root=str(Path(directory).expanduser().resolve()))
+    bucket = config.get(keys.S3_BUCKET)
+    if not bucket:
         raise StreamError("s3stream.object.store=s3 needs s3.bucket")
-    return {
-        "type": ObjectStoreKind.S3.value,
-        "bucket": config.get(keys.S3_BUCKET),
-        "endpoint": config.get(keys.S3_ENDPOINT),
-        "region": config.get(keys.S3_REGION),
-        "access_key": config.get(keys.S3_ACCESS_KEY),
-        "secret_key": config.get(keys.S3_SECRET_KEY),
-        "path_style": config.get(keys.S3_PATH_STYLE),
-        "prefix": config.get(keys.S3_PREFIX) or "",
-        "multipart_threshold": config.get(keys.MULTIPART_THRESHOLD),
-        "part_size": config.get(keys.MULTIPART_PART_SIZE),
-        **common,
-    }
+    return S3ObjectStoreSpec(
+        bucket=bucket,
+        endpoint=config.get(keys.S3_ENDPOINT),
+        region=config.get(keys.S3_REGION),
+        access_key=config.get(keys.S3_ACCESS_KEY),
+        secret_key=config.get(keys.S3_SECRET_KEY),
+        path_style=config.get(keys.S3_PATH_STYLE),
+        prefix=config.get(keys.S3_PREFIX) or "",
+        retries=config.get(keys.OBJECT_RETRIES),
+        multipart_threshold=config.get(keys.MULTIPART_THRESHOLD),
+        part_size=config.get(keys.MULTIPART_PART_SIZE),
+    )
 
 
-def open_object_store(settings: dict[str, Any]) -> LocalObjectStore | S3ObjectStore:
-    """Build a blocking store from :func:`object_store_settings`' dict (works without a Config)."""
-    kind = settings.get("type")
+def parse_object_store_spec(fields: Mapping[str, Any]) -> ObjectStoreSpec:
+    """An :data:`ObjectStoreSpec` from its fields (``dataclasses.asdict``), as a process that got
+    them as JSON rebuilds it.
+
+    Raises:
+        StreamError: an unknown ``kind``, or fields that kind does not have.
+    """
+    values = dict(fields)
+    kind = values.get("kind")
+    spec_type: type[LocalObjectStoreSpec] | type[S3ObjectStoreSpec]
     if kind == ObjectStoreKind.LOCAL:
-        return LocalObjectStore(settings["root"])
-    if kind == ObjectStoreKind.S3:
-        return S3ObjectStore(
-            bucket=settings["bucket"],
-            endpoint=settings.get("endpoint"),
-            region=settings.get("region") or "us-east-1",
-            access_key=settings.get("access_key"),
-            secret_key=settings.get("secret_key"),
-            path_style=bool(settings.get("path_style")),
-            prefix=settings.get("prefix") or "",
-            retries=int(settings.get("retries", 6)),
-            multipart_threshold=int(settings.get("multipart_threshold", 32 * keys.MiB)),
-            part_size=int(settings.get("part_size", 16 * keys.MiB)),
-        )
-    raise StreamError(f"unknown object store type {kind!r} (expected local or s3)")
+        spec_type = LocalObjectStoreSpec
+    elif kind == ObjectStoreKind.S3:
+        spec_type = S3ObjectStoreSpec
+    else:
+        raise StreamError(f"unknown object store kind {kind!r} (expected local or s3)")
+    try:
+        return spec_type(**values)
+    except TypeError as exc:
+        raise StreamError(f"malformed {kind} object store spec: {exc}") from exc
+
+
+def open_object_store(spec: ObjectStoreSpec) -> LocalObjectStore | S3ObjectStore:
+    """Build a blocking store from an :data:`ObjectStoreSpec` (works without a Config)."""
+    if isinstance(spec, LocalObjectStoreSpec):
+        return LocalObjectStore(spec.root)
+    return S3ObjectStore(
+        bucket=spec.bucket,
+        endpoint=spec.endpoint,
+        region=spec.region or "us-east-1",
+        access_key=spec.access_key,
+        secret_key=spec.secret_key,
+        path_style=spec.path_style,
+        prefix=spec.prefix,
+        retries=spec.retries,
+        multipart_threshold=spec.multipart_threshold,
+        part_size=spec.part_size,
+    )
 
 
 class AsyncObjectStore:

@@ -14,7 +14,7 @@ MiB = 1024 * 1024
 
 class ObjectStoreKind(StrEnum):
     """Values of ``s3stream.object.store`` (``auto`` resolves to one of the others) and of the
-    ``type`` of :func:`~tabletopic.s3stream.objectstore.object_store_settings`' dict."""
+    ``kind`` of an :data:`~tabletopic.s3stream.objectstore.ObjectStoreSpec`."""
 
     AUTO = "auto"
     LOCAL = "local"

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from tabletopic.fencing import Fenced
 from tabletopic.s3stream.epochs import EpochHistory
 
 
@@ -47,7 +48,7 @@ class StorageUnavailable(StreamError):
     """The object store or WAL cannot accept or serve data right now (retriable)."""
 
 
-class StreamFenced(StorageUnavailable):
+class StreamFenced(StorageUnavailable, Fenced):
     """A newer owner opened the stream (a higher epoch, or the same epoch by another owner): this
     store may no longer commit, trim or close it, and nothing it appended since is acknowledged.
 

@@ -16,6 +16,7 @@ from tabletopic.config import Config
 from tabletopic.http_service import HttpService
 from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.opening import standalone_app
+from tabletopic.settings import LOG_LEVEL
 
 
 async def run(config: Config) -> None:
@@ -39,7 +40,7 @@ def main() -> None:
     parser.add_argument("-o", "--override", action="append", default=[])
     args = parser.parse_args()
     config = Config.load(config_file=args.config, overrides=args.override, data_dir=args.data_dir)
-    setup_logging(config.get("log.level"))
+    setup_logging(config.get(LOG_LEVEL))
     asyncio.run(run(config))
 
 

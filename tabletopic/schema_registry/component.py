@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic.broker.security.http_auth import SCHEMA_REGISTRY, https_options, protect
 from tabletopic.component import started
 from tabletopic.config import Config
+from tabletopic.http_auth import SCHEMA_REGISTRY, HttpSecurity, protect
 from tabletopic.schema_registry import settings
 from tabletopic.schema_registry.client import CachedSchemaLookup
 from tabletopic.schema_registry.opening import build_registry
@@ -30,6 +30,8 @@ class RegistryComponent:
 
     Args:
         cluster_id: the Kafka cluster this registry serves (``/v1/metadata/id``), asked at start.
+        http_security: who may call the REST API and its TLS keys (the broker's users and keys,
+            handed down by the assembly).
     """
 
     name = "schema-registry"
@@ -40,11 +42,14 @@ class RegistryComponent:
         engine: Engine,
         metrics: CollectorRegistry,
         cluster_id: Callable[[], str] = lambda: "",
+        *,
+        http_security: HttpSecurity,
     ) -> None:
         self._config = config
         self._engine = engine
         self._metrics = metrics
         self._cluster_id = cluster_id
+        self._http_security = http_security
         self._http: HttpService | None = None
         self._registry: SchemaRegistry | None = None
         self._lookup: CachedSchemaLookup | None = None
@@ -76,13 +81,13 @@ class RegistryComponent:
         if listener:
             app = create_app(config, registry, metrics=self._metrics)
             app.state.cluster_id = self._cluster_id() or "tabletopic"
-            served = protect(app, config, self._engine, SCHEMA_REGISTRY)
+            served = protect(app, self._http_security, SCHEMA_REGISTRY)
             self._http = HttpService(
                 "schema registry",
                 served,
                 listener,
                 key=settings.LISTENER.name,
-                tls=https_options(config, listener),
+                tls=self._http_security.https_options(listener),
             )
             await self._http.start()
 

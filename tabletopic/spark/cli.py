@@ -96,7 +96,10 @@ def sql(
 ) -> None:
     """Run Spark SQL against the platform's Iceberg catalog (its default catalog)."""
     cfg = load_config(data_dir, config, override)
-    setup_logging("WARNING" if cfg.get("log.level") == "INFO" else cfg.get("log.level"))
+    from tabletopic.settings import LOG_LEVEL
+
+    level = cfg.get(LOG_LEVEL)
+    setup_logging("WARNING" if level == "INFO" else level)
     from tabletopic.catalog.adapters import catalog_spec
     from tabletopic.config import ConfigError
 

@@ -49,7 +49,7 @@ class StalePlan(Exception):
 
 
 Fence = Callable[[], object]
-"""Run right before the catalog's commit request; raises (``lease.Fenced``) to refuse the commit."""
+"""Run right before the catalog's commit request; raises (``lease.LeaseFenced``) to refuse the commit."""
 
 
 def conditional_commit(transaction: Transaction, name: str, fence: Fence | None) -> Table:

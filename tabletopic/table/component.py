@@ -110,7 +110,7 @@ class TableComponent:
                 f"{socket.gethostname()}/broker-{self._broker.node_id}",
                 config.get(settings.LEASE_TTL_MS) / 1000,
             ),
-            object_store_settings=self._storage.object_store_settings,
+            object_store_spec=self._storage.object_store_spec,
             schema_registry_url=self._registry_url,
             dead_letters=self._dead_letters,
             observer=TableMetrics(self._metrics),

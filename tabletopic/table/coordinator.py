@@ -26,6 +26,7 @@ from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.table import Table
 
 from tabletopic.crashpoints import crash_point
+from tabletopic.s3stream.objectstore import ObjectStoreSpec
 from tabletopic.table import row_delta, tables
 from tabletopic.table.commit import (
     COORDINATOR_PROPERTY,
@@ -40,7 +41,7 @@ from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.job import JobResult, JobRunner, JobSpec
 from tabletopic.table.key_index import KeyCache
-from tabletopic.table.lease import CoordinatorLeases, Fenced, Lease
+from tabletopic.table.lease import CoordinatorLeases, Lease, LeaseFenced
 from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
 from tabletopic.table.ops.status import TableFacts, table_facts
 from tabletopic.table.ports import TopicDirectory, TopicView
@@ -193,7 +194,7 @@ class CoordinatorContext:
     catalog: Catalog
     runner: JobRunner
     leases: CoordinatorLeases
-    object_store_settings: dict[str, Any]
+    object_store_spec: ObjectStoreSpec
     schema_registry_url: str | None
     dead_letters: DeadLetterSink | None = None
     observer: PipelineObserver | None = None
@@ -329,9 +330,11 @@ class TopicPipeline:
                     extra,
                     fence,
                 )
-        except (StalePlan, Fenced) as exc:
+        except (StalePlan, LeaseFenced) as exc:
             log.warning("topic %s: commit not applied, re-planning from the table (%s)", view.name, exc)
-            self.status.state = PipelineState.FENCED if isinstance(exc, Fenced) else PipelineState.RUNNING
+            self.status.state = (
+                PipelineState.FENCED if isinstance(exc, LeaseFenced) else PipelineState.RUNNING
+            )
             return False
         crash_point("table.after_commit")
         merged = dict(offsets)
@@ -464,7 +467,7 @@ class TopicPipeline:
                 if table is None or not config.writes_deletes
                 else f"{table.location().rstrip('/')}/staging/{uuid.uuid4()}",
                 io_properties={} if table is None else dict(table.io.properties),
-                object_store_settings=self._ctx.object_store_settings,
+                object_store_spec=self._ctx.object_store_spec,
                 schema_registry_url=self._ctx.schema_registry_url,
                 native_decode=self._ctx.native_decode,
                 max_task_bytes=self._ctx.max_task_bytes,
@@ -559,7 +562,7 @@ class TopicPipeline:
             items=sample,
             table_metadata_json=None,
             io_properties={},
-            object_store_settings=self._ctx.object_store_settings,
+            object_store_spec=self._ctx.object_store_spec,
             schema_registry_url=self._ctx.schema_registry_url,
             native_decode=False,
             max_task_bytes=self._ctx.max_task_bytes,

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.transactions import AbortedTransaction
 from tabletopic.s3stream.objects import fetch_slice
-from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.s3stream.objectstore import ObjectStoreSpec, open_object_store
 from tabletopic.table.convert.rows import (
     DELETE_MARKER_COLUMN,
     FailedRecord,
@@ -50,9 +50,9 @@ OUTPUT_DDL = "kind string, payload binary, rows long, message string"
 
 
 @lru_cache(maxsize=8)
-def _object_store(settings_json: str) -> Any:
-    # One client per Python worker process and settings: boto3 clients are expensive to build.
-    return open_object_store(json.loads(settings_json))
+def _object_store(spec: ObjectStoreSpec) -> Any:
+    # One client per Python worker process and spec: boto3 clients are expensive to build.
+    return open_object_store(spec)
 
 
 # Schema metadata of a converted batch whose every row is a delete (a tombstone's), and the message
@@ -84,7 +84,7 @@ class IngestTask:
 
             lookup = HttpSchemaLookup(spec.schema_registry_url)
         self.converter = RecordConverter(self.config, lookup, native=spec.native_decode)
-        self.store = _object_store(json.dumps(spec.object_store_settings, sort_keys=True))
+        self.store = _object_store(spec.object_store_spec)
         self.batches: list[pa.RecordBatch] = []
         self.skipped: list[FailedRecord] = []
         # Wall seconds per step, and the task's CPU seconds (this process's, native threads

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from tabletopic.s3stream.objectstore import ObjectStoreSpec
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.worker import WorkItem
 
@@ -26,7 +27,7 @@ class JobSpec:
     items: tuple[WorkItem, ...]
     table_metadata_json: str | None
     io_properties: dict[str, str]
-    object_store_settings: dict[str, Any]
+    object_store_spec: ObjectStoreSpec
     schema_registry_url: str | None
     # Upsert/CDC: write the converted rows as plain Parquet under this directory (the coordinator
     # keeps each key's latest row and commits it with position deletes) instead of Iceberg data files.

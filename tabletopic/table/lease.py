@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
+from tabletopic.fencing import Fenced
 
 _md = sa.MetaData()
 leases = sa.Table(
@@ -44,7 +45,7 @@ def _add_claim(conn: sa.Connection) -> None:
 MIGRATIONS = [database.create_tables(leases), _add_claim]
 
 
-class Fenced(Exception):
+class LeaseFenced(Fenced):
     """Another coordinator holds (or has taken over) the topic's lease."""
 
 
@@ -65,7 +66,7 @@ class CoordinatorLeases(Protocol):
         """Blocking: the lease to coordinate ``topic`` with now, or None when another node does."""
 
     def confirm(self, lease: Lease, now: float | None = None) -> Lease:
-        """Blocking, right before a commit: the lease still holds; raises :class:`Fenced`
+        """Blocking, right before a commit: the lease still holds; raises :class:`LeaseFenced`
         otherwise."""
 
     def release(self, lease: Lease) -> None:
@@ -111,7 +112,7 @@ class LeaseManager:
             return Lease(topic, self._owner, epoch, expires)
 
     def confirm(self, lease: Lease, now: float | None = None) -> Lease:
-        """Renew ``lease`` right before a commit, or raise :class:`Fenced` if another node took over.
+        """Renew ``lease`` right before a commit, or raise :class:`LeaseFenced` if another node took over.
 
         A lease that merely expired while a long job ran is still ours as long as nobody took it:
         a take-over always changes the owner and increments the epoch.
@@ -129,7 +130,7 @@ class LeaseManager:
                 .values(expires_at=expires)
             ).rowcount
         if updated != 1:
-            raise Fenced(
+            raise LeaseFenced(
                 f"coordinator lease of {lease.topic} (epoch {lease.epoch}) was taken over by another node"
             )
         return Lease(lease.topic, self._owner, lease.epoch, expires)

@@ -12,8 +12,8 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.records.compression import Compression
 from tabletopic.records.encoder import Record, build_batch
-from tabletopic.table import schema_validation
-from tabletopic.table.schema_validation import SchemaValidator
+from tabletopic.validation import schema_validation
+from tabletopic.validation.schema_validation import SchemaValidator
 from tests.support.broker_calls import call
 from tests.support.kafka_requests import make_batch, produce_request
 from tests.support.schemas import MemoryLookup, avro_bytes, wire

@@ -12,12 +12,14 @@ import pytest
 from tabletopic import database
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.config import Config
+from tabletopic.http_auth import PlainHttp
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def _component(config: Config) -> CatalogComponent:
-    return CatalogComponent(config, database.create_engine(database.default_url(config.data_dir)))
+    engine = database.create_engine(database.default_url(config.data_dir))
+    return CatalogComponent(config, engine, http_security=PlainHttp())
 
 
 async def test_node_serves_the_builtin_catalog_and_offers_it_to_spark(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tabletopic.broker.security.http_auth import ICEBERG_REST, HttpAuthenticator, Tokens
 from tabletopic.catalog.component import rest_app_for
 from tabletopic.catalog.rest.embedded import EmbeddedRestCatalog
+from tabletopic.http_auth import ICEBERG_REST, HttpAuthenticator, Tokens
 from tests.support.catalog_fixtures import CatalogFactory
 
 pytestmark = pytest.mark.timeout(120)

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from tabletopic.s3stream.objectstore import parse_object_store_spec
 from tests.support.store_harness import StoreHarness, payload_for
 
 # Compaction and uploads run constantly so that every crash point is reached within a second.
@@ -38,7 +39,11 @@ def record_count(sequence: int) -> int:
 
 async def write(spec: dict) -> None:
     harness = StoreHarness(
-        Path(spec["root"]), spec["wal_mode"], spec["objects"], spec["url"], WRITER_SETTINGS
+        Path(spec["root"]),
+        spec["wal_mode"],
+        parse_object_store_spec(spec["objects"]),
+        spec["url"],
+        WRITER_SETTINGS,
     )
     store = await harness.open()
     streams = spec.get("stream_ids") or []

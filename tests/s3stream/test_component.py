@@ -17,6 +17,7 @@ from tabletopic.component import NotStarted
 from tabletopic.config import Config
 from tabletopic.s3stream import fetch_slice, open_object_store
 from tabletopic.s3stream.component import StorageComponent
+from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, S3ObjectStoreSpec
 from tabletopic.s3stream.store import S3StreamStore
 
 
@@ -42,9 +43,9 @@ async def test_component_offers_the_store_and_executor_settings(tmp_path: Path, 
         assert await store.append(sid, b"payload", 4) == 0
         await store.flush()
         [piece] = await store.locate(sid, 0, 4)
-        settings = storage.object_store_settings
-        assert settings == {"type": "local", "root": str(tmp_path / "objects"), "retries": 6}
-        assert [bytes(b.payload) for b in fetch_slice(open_object_store(settings), piece)] == [b"payload"]
+        spec = storage.object_store_spec
+        assert spec == LocalObjectStoreSpec(root=str(tmp_path / "objects"))
+        assert [bytes(b.payload) for b in fetch_slice(open_object_store(spec), piece)] == [b"payload"]
         exposed = generate_latest(metrics).decode()
         assert "tabletopic_s3stream_appends_total 1.0" in exposed
         assert "tabletopic_s3stream_upload_seconds_count" in exposed
@@ -59,7 +60,7 @@ async def test_component_uses_s3_when_a_bucket_is_configured(
     storage = _storage(Config({"data.dir": str(tmp_path), **s3_settings}))
     await storage.start()
     try:
-        assert storage.object_store_settings["type"] == "s3"
+        assert isinstance(storage.object_store_spec, S3ObjectStoreSpec)
         store = storage.store
         sid = await store.create_stream()
         await store.append(sid, b"x", 1)

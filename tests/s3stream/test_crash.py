@@ -3,6 +3,7 @@ restart every acknowledged append must be present exactly once, in order, with i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -123,7 +124,7 @@ def writer_spec(harness: StoreHarness, **extra: Any) -> dict[str, Any]:
     return {
         "root": str(harness.root),
         "wal_mode": harness.wal_mode,
-        "objects": harness.object_settings,
+        "objects": dataclasses.asdict(harness.object_settings),
         "url": harness.url,
         "streams": 3,
         "seconds": 20,

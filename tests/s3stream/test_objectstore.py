@@ -3,33 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
+import pickle
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tabletopic.config import Config
 from tabletopic.s3stream.objectstore import (
     AsyncObjectStore,
+    LocalObjectStoreSpec,
     ObjectNotFound,
     ObjectStoreError,
-    object_store_settings,
+    ObjectStoreSpec,
+    S3ObjectStoreSpec,
+    object_store_spec,
     open_object_store,
+    parse_object_store_spec,
 )
-from tabletopic.s3stream.streams import StorageUnavailable
+from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 from tests.support.ports import free_port
 from tests.support.store_harness import local_object_settings, s3_object_settings
 
 
 @pytest.fixture(params=["dir", pytest.param("s3", marks=pytest.mark.s3)])
-def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+def store_settings(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStoreSpec:
     if request.param == "s3":
         return s3_object_settings(request.getfixturevalue("s3_settings"))
     return local_object_settings(tmp_path)
 
 
-def test_put_get_range_list_and_delete(store_settings: dict[str, Any]) -> None:
+def test_put_get_range_list_and_delete(store_settings: ObjectStoreSpec) -> None:
     store = open_object_store(store_settings)
     store.put("a/one", b"hello world")
     store.put("a/two", [b"part1-", memoryview(b"part2")])
@@ -43,8 +49,12 @@ def test_put_get_range_list_and_delete(store_settings: dict[str, Any]) -> None:
     assert [k for k, _ in store.list()] == ["a/two"]
 
 
-def test_large_objects_use_multipart_upload(store_settings: dict[str, Any]) -> None:
-    settings = dict(store_settings, multipart_threshold=5 * 1024 * 1024, part_size=5 * 1024 * 1024)
+def test_large_objects_use_multipart_upload(store_settings: ObjectStoreSpec) -> None:
+    settings = store_settings
+    if isinstance(settings, S3ObjectStoreSpec):  # a local directory has no parts
+        settings = dataclasses.replace(
+            settings, multipart_threshold=5 * 1024 * 1024, part_size=5 * 1024 * 1024
+        )
     store = open_object_store(settings)
     blob = bytes(range(256)) * (11 * 1024 * 1024 // 256)
     store.put("big", [blob[:1000], blob[1000:]])
@@ -55,7 +65,7 @@ def test_large_objects_use_multipart_upload(store_settings: dict[str, Any]) -> N
     assert store.list("big") == [("big", len(blob))]
 
 
-async def test_async_wrapper_runs_calls_off_the_event_loop(store_settings: dict[str, Any]) -> None:
+async def test_async_wrapper_runs_calls_off_the_event_loop(store_settings: ObjectStoreSpec) -> None:
     store = AsyncObjectStore(open_object_store(store_settings), threads=4)
     await asyncio.gather(*(store.put(f"k{i}", b"x" * i) for i in range(20)))
     assert len(await store.list("k")) == 20
@@ -65,7 +75,9 @@ async def test_async_wrapper_runs_calls_off_the_event_loop(store_settings: dict[
 
 @pytest.mark.s3
 def test_wrong_secret_key_fails_at_once_naming_bucket_and_endpoint(s3_settings: dict[str, str]) -> None:
-    store = open_object_store(dict(s3_object_settings(s3_settings), secret_key="wrong", retries=5))
+    store = open_object_store(
+        dataclasses.replace(s3_object_settings(s3_settings), secret_key="wrong", retries=5)
+    )
     started = time.monotonic()
     with pytest.raises(ObjectStoreError) as info:
         store.put("x", b"y")
@@ -75,7 +87,9 @@ def test_wrong_secret_key_fails_at_once_naming_bucket_and_endpoint(s3_settings: 
 
 @pytest.mark.s3
 def test_missing_bucket_fails_with_a_clear_error(s3_settings: dict[str, str]) -> None:
-    store = open_object_store(dict(s3_object_settings(s3_settings), bucket="no-such-bucket-here"))
+    store = open_object_store(
+        dataclasses.replace(s3_object_settings(s3_settings), bucket="no-such-bucket-here")
+    )
     with pytest.raises(ObjectStoreError, match="no-such-bucket-here"):
         store.check()
 
@@ -83,27 +97,35 @@ def test_missing_bucket_fails_with_a_clear_error(s3_settings: dict[str, str]) ->
 def test_unreachable_endpoint_is_retried_then_reported_unavailable() -> None:
     port = free_port()
     store = open_object_store(
-        {
-            "type": "s3",
-            "bucket": "b",
-            "endpoint": f"http://127.0.0.1:{port}",
-            "access_key": "a",
-            "secret_key": "s",
-            "path_style": True,
-            "retries": 3,
-        }
+        S3ObjectStoreSpec(
+            bucket="b",
+            endpoint=f"http://127.0.0.1:{port}",
+            access_key="a",
+            secret_key="s",
+            path_style=True,
+            retries=3,
+        )
     )
     with pytest.raises(StorageUnavailable, match="after 3 attempts"):
         store.put("x", b"y")
 
 
 def test_config_selects_the_backend(tmp_path: Path) -> None:
-    local = object_store_settings(Config({"data.dir": str(tmp_path)}))
-    assert local["type"] == "local" and local["root"] == str(tmp_path / "objects")
-    s3 = object_store_settings(
-        Config({"data.dir": str(tmp_path), "s3.bucket": "b", "s3.endpoint": "http://h:1"})
-    )
-    assert s3["type"] == "s3" and s3["bucket"] == "b"
+    local = object_store_spec(Config({"data.dir": str(tmp_path)}))
+    assert local == LocalObjectStoreSpec(root=str(tmp_path / "objects"))
+    s3 = object_store_spec(Config({"data.dir": str(tmp_path), "s3.bucket": "b", "s3.endpoint": "http://h:1"}))
+    assert isinstance(s3, S3ObjectStoreSpec) and s3.bucket == "b" and s3.endpoint == "http://h:1"
+
+
+def test_an_object_store_spec_survives_json_and_pickle_and_hides_the_secret(tmp_path: Path) -> None:
+    spec = S3ObjectStoreSpec(bucket="b", access_key="a", secret_key="hush", prefix="p/")
+    assert parse_object_store_spec(json.loads(json.dumps(dataclasses.asdict(spec)))) == spec
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    assert "hush" not in repr(spec)
+    local = local_object_settings(tmp_path)
+    assert parse_object_store_spec(dataclasses.asdict(local)) == local
+    with pytest.raises(StreamError, match="unknown object store kind"):
+        parse_object_store_spec({"kind": "ftp", "root": "/"})
 
 
 def test_local_keys_cannot_escape_the_root(tmp_path: Path) -> None:

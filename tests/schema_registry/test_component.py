@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from tabletopic import database
 from tabletopic.config import Config
+from tabletopic.http_auth import HttpAuthenticator, PlainHttp, Tokens
 from tabletopic.schema_registry.component import RegistryComponent
 from tests.support.ports import free_port
 
@@ -22,7 +24,9 @@ async def test_component_serves_http_and_offers_the_lookup(tmp_path: Path) -> No
     config = Config({"data.dir": str(tmp_path), "schema.registry.listener": f"http://127.0.0.1:{port}"})
     metrics = CollectorRegistry()
     engine = database.create_engine(database.default_url(tmp_path))
-    component = RegistryComponent(config, engine, metrics, cluster_id=lambda: "cluster-1")
+    component = RegistryComponent(
+        config, engine, metrics, cluster_id=lambda: "cluster-1", http_security=PlainHttp()
+    )
     await component.start()
     try:
         schema = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
@@ -39,6 +43,40 @@ async def test_component_serves_http_and_offers_the_lookup(tmp_path: Path) -> No
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             scope = (await http.get("/v1/metadata/id")).json()["scope"]
         assert scope["clusters"]["kafka-cluster"] == "cluster-1"
+    finally:
+        await component.stop()
+        engine.dispose()
+
+
+class _ReadersOnly:
+    """An :class:`~tabletopic.http_auth.HttpSecurity` of the registry's own: what the assembly
+    hands it decides who gets in (the registry knows no broker to ask)."""
+
+    def authenticator(self) -> HttpAuthenticator | None:
+        users = {"reader": "r-pw"}
+        return HttpAuthenticator(lambda u, p: users.get(u) == p, set(), "test", Tokens(b"k" * 32, 60))
+
+    def https_options(self, listener: str) -> dict[str, Any]:
+        return {}
+
+
+async def test_component_guards_its_api_with_the_security_it_is_handed(tmp_path: Path) -> None:
+    port = free_port()
+    config = Config({"data.dir": str(tmp_path), "schema.registry.listener": f"http://127.0.0.1:{port}"})
+    engine = database.create_engine(database.default_url(tmp_path))
+    component = RegistryComponent(config, engine, CollectorRegistry(), http_security=_ReadersOnly())
+    await component.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            anonymous = await http.get("/subjects")
+            assert anonymous.status_code == 401
+            assert anonymous.json()["error_code"] == 40101  # the registry's own error shape
+            assert (await http.get("/subjects", auth=("reader", "r-pw"))).json() == []
+            schema = json.dumps({"type": "string"})
+            refused = await http.post(
+                "/subjects/s/versions", json={"schema": schema}, auth=("reader", "r-pw")
+            )
+            assert refused.status_code == 403
     finally:
         await component.stop()
         engine.dispose()

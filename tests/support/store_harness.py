@@ -13,7 +13,12 @@ from sqlalchemy.engine import Engine
 
 from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.s3stream.objectstore import (
+    LocalObjectStoreSpec,
+    ObjectStoreSpec,
+    S3ObjectStoreSpec,
+    open_object_store,
+)
 from tabletopic.s3stream.store import S3StreamStore
 
 # Small thresholds so that uploads, splits and compaction all happen within a test's few MiB.
@@ -34,22 +39,21 @@ FAST = {
 }
 
 
-def local_object_settings(tmp_path: Path) -> dict[str, Any]:
-    return {"type": "local", "root": str(tmp_path / "objects")}
+def local_object_settings(tmp_path: Path) -> LocalObjectStoreSpec:
+    return LocalObjectStoreSpec(root=str(tmp_path / "objects"))
 
 
-def s3_object_settings(s3: dict[str, str]) -> dict[str, Any]:
-    return {
-        "type": "s3",
-        "bucket": s3["s3.bucket"],
-        "endpoint": s3["s3.endpoint"],
-        "region": s3["s3.region"],
-        "access_key": s3["s3.access.key"],
-        "secret_key": s3["s3.secret.key"],
-        "path_style": True,
-        "prefix": s3["s3.prefix"],
-        "retries": 3,
-    }
+def s3_object_settings(s3: dict[str, str]) -> S3ObjectStoreSpec:
+    return S3ObjectStoreSpec(
+        bucket=s3["s3.bucket"],
+        endpoint=s3["s3.endpoint"],
+        region=s3["s3.region"],
+        access_key=s3["s3.access.key"],
+        secret_key=s3["s3.secret.key"],
+        path_style=True,
+        prefix=s3["s3.prefix"],
+        retries=3,
+    )
 
 
 @dataclass
@@ -59,7 +63,7 @@ class StoreHarness:
 
     root: Path
     wal_mode: str
-    object_settings: dict[str, Any]
+    object_settings: ObjectStoreSpec
     url: str
     overrides: dict[str, Any] = field(default_factory=dict)
     stores: list[S3StreamStore] = field(default_factory=list)

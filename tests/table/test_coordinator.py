@@ -19,7 +19,7 @@ from tabletopic import database
 from tabletopic.records.compression import Compression
 from tabletopic.records.encoder import Record, build_batch
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.commit import committed_state
 from tabletopic.table.coordinator import CoordinatorContext, TableCoordinator, TopicPipeline
@@ -65,7 +65,7 @@ class Node:
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
     engine = database.create_engine(database.default_url(tmp_path))
-    objects = {"type": "local", "root": str(tmp_path / "objects")}
+    objects = LocalObjectStoreSpec(root=str(tmp_path / "objects"))
     settings = StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal", upload_interval_ms=100)
     store = S3StreamStore(settings, engine, open_object_store(objects))
     await store.start()
@@ -77,7 +77,7 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
         catalog=catalog,
         runner=InProcessRunner(),
         leases=LeaseManager(engine, "node-1"),
-        object_store_settings=objects,
+        object_store_spec=objects,
         schema_registry_url=None,
     )
     yield Node(store, catalog, directory, ctx)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic import database
 from tabletopic.table.commit import StalePlan, commit_data_files, committed_state
-from tabletopic.table.lease import Fenced, Lease, LeaseManager
+from tabletopic.table.lease import Lease, LeaseFenced, LeaseManager
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_lease_is_exclusive_until_it_expires_and_takeover_bumps_the_epoch(tmp_pa
     assert node_a.acquire("orders", now=105).epoch == 1  # renewal keeps the epoch
     lease_b = node_b.acquire("orders", now=120)
     assert lease_b is not None and lease_b.epoch == 2
-    with pytest.raises(Fenced):
+    with pytest.raises(LeaseFenced):
         node_a.confirm(lease_a, now=121)
     node_b.confirm(lease_b, now=121)
 
@@ -106,7 +106,7 @@ def test_a_higher_claim_takes_the_lease_over_at_once_and_fences_the_holder(tmp_p
     assert node_b.acquire("orders", now=101, claim=3) is None
     lease_b = node_b.acquire("orders", now=101, claim=4)
     assert lease_b is not None and lease_b.epoch == lease_a.epoch + 1
-    with pytest.raises(Fenced):
+    with pytest.raises(LeaseFenced):
         node_a.confirm(lease_a, now=102)
     assert node_a.acquire("orders", now=102, claim=3) is None
 
@@ -142,7 +142,7 @@ def test_a_deposed_coordinators_commit_is_refused_by_its_fence_even_when_the_tab
     engine, node_a, lease_a = _coordinator_a(tmp_path)
     _take_over(engine)
     fence = functools.partial(node_a.confirm, lease_a)
-    with pytest.raises(Fenced):
+    with pytest.raises(LeaseFenced):
         commit_data_files(table, files_for(table, [1]), {0: 1}, planned, lease_a.epoch, None, fence=fence)
     table.refresh()
     assert table.metadata.current_snapshot_id is None  # nothing committed

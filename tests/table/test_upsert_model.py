@@ -25,7 +25,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from tabletopic import database
 from tabletopic.records.encoder import Record, build_batch
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.commit import committed_state
 from tabletopic.table.coordinator import CoordinatorContext, PipelineState, TopicPipeline
@@ -112,7 +112,7 @@ async def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
     schema_id = lookup.register("values", "JSON", VALUE_SCHEMA)
     monkeypatch.setattr(client, "HttpSchemaLookup", lambda _url: lookup)
     engine = database.create_engine(database.default_url(tmp_path))
-    objects = {"type": "local", "root": str(tmp_path / "objects")}
+    objects = LocalObjectStoreSpec(root=str(tmp_path / "objects"))
     settings_ = StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal", upload_interval_ms=100)
     store = S3StreamStore(settings_, engine, open_object_store(objects))
     await store.start()
@@ -124,7 +124,7 @@ async def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
         catalog=catalog,
         runner=InProcessRunner(),
         leases=LeaseManager(engine, "node-1"),
-        object_store_settings=objects,
+        object_store_spec=objects,
         schema_registry_url="http://registry.invalid",
     )
     yield Node(store, catalog, directory, ctx, schema_id)

@@ -13,7 +13,7 @@ import pytest
 from tabletopic import database
 from tabletopic.records.encoder import Record, build_batch
 from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import open_object_store
+from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.commit import committed_state
 from tabletopic.table.coordinator import CoordinatorContext, TopicPipeline
@@ -46,7 +46,7 @@ async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_in_the_sa
     catalog_name = f"upsert_{uuid.uuid4().hex[:6]}"
     register_catalogs(spark, spark_catalog_conf(catalog_name, handle.spark_properties()))
     engine = database.create_engine(database.default_url(tmp_path))
-    objects = {"type": "local", "root": str(tmp_path / "objects")}
+    objects = LocalObjectStoreSpec(root=str(tmp_path / "objects"))
     store = S3StreamStore(
         StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal"), engine, open_object_store(objects)
     )
@@ -72,7 +72,7 @@ async def test_upsert_keeps_the_latest_row_per_key_and_commits_offsets_in_the_sa
             catalog=handle.backing,
             runner=SparkIngestRunner(lambda: spark),
             leases=LeaseManager(engine, "node"),
-            object_store_settings=objects,
+            object_store_spec=objects,
             schema_registry_url=None,
             spark_catalog=catalog_name,
         )
@@ -125,7 +125,7 @@ async def test_an_update_and_a_tombstone_in_one_spark_task_commit_on_an_upsert_t
     catalog_name = f"upsert_{uuid.uuid4().hex[:6]}"
     register_catalogs(spark, spark_catalog_conf(catalog_name, handle.spark_properties()))
     engine = database.create_engine(database.default_url(tmp_path))
-    objects = {"type": "local", "root": str(tmp_path / "objects")}
+    objects = LocalObjectStoreSpec(root=str(tmp_path / "objects"))
     store = S3StreamStore(
         StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal"), engine, open_object_store(objects)
     )
@@ -151,7 +151,7 @@ async def test_an_update_and_a_tombstone_in_one_spark_task_commit_on_an_upsert_t
             catalog=handle.backing,
             runner=SparkIngestRunner(lambda: spark, max_tasks=1),
             leases=LeaseManager(engine, "node"),
-            object_store_settings=objects,
+            object_store_spec=objects,
             schema_registry_url=None,
             spark_catalog=catalog_name,
         )

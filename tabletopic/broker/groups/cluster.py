@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, group_slot
 from tabletopic.cluster.db import check_leadership
+from tabletopic.ids import LeaderEpoch
 
 if TYPE_CHECKING:
     from tabletopic.broker.cluster_role import ClusterRole
@@ -25,7 +26,7 @@ class GroupSlots(Protocol):
         """The coordinator slot ``group_id`` hashes to."""
         ...
 
-    def holds_slot(self, conn: Connection, slot: int, leader_epoch: int) -> bool:
+    def holds_slot(self, conn: Connection, slot: int, leader_epoch: LeaderEpoch) -> bool:
         """Blocking, inside a write's database transaction: whether this incarnation still leads
         ``slot`` at ``leader_epoch`` with a valid lease (locking the slot's row)."""
         ...
@@ -44,7 +45,7 @@ class SlotFence:
 
     cluster: GroupSlots
     slot: int
-    epoch: int | None
+    epoch: LeaderEpoch | None
 
     def __call__(self, conn: Connection) -> bool:
         return self.epoch is not None and self.cluster.holds_slot(conn, self.slot, self.epoch)
@@ -64,7 +65,7 @@ class GroupCluster:
     def slot(self, group_id: str) -> int:
         return group_slot(group_id, self._role.group_slots)
 
-    def holds_slot(self, conn: Connection, slot: int, leader_epoch: int) -> bool:
+    def holds_slot(self, conn: Connection, slot: int, leader_epoch: LeaderEpoch) -> bool:
         """Blocking, inside the writer's database transaction: whether this incarnation still
         leads ``slot`` at ``leader_epoch`` with a valid lease (locks the slot's row against a
         concurrent change of leader)."""

@@ -57,6 +57,7 @@ from tabletopic.broker.groups.model import (
 from tabletopic.broker.groups.retention import expired_offsets
 from tabletopic.broker.groups.store import CommittedOffset, Fence, GroupFenced, GroupStore, TopicPartition
 from tabletopic.broker.log_limit import RateLimitedLog
+from tabletopic.ids import LeaderEpoch
 
 log = logging.getLogger(__name__)
 # A deposed coordinator may see many refused writes (every member's timer, every commit) at once.
@@ -138,7 +139,7 @@ class GroupCoordinator:
         # Cluster mode: the slots this broker coordinates, with the leader epoch it loaded them at.
         self._clustered = clustered
         self._cluster: GroupSlots | None = None
-        self._slots: dict[int, int] = {}
+        self._slots: dict[int, LeaderEpoch] = {}
         self._loading: set[int] = set()
 
     # ---------------------------------------------------------------------------------------------
@@ -194,7 +195,7 @@ class GroupCoordinator:
             return ErrorCode.not_coordinator
         return None
 
-    async def slots_gained(self, slots: dict[int, int]) -> None:
+    async def slots_gained(self, slots: dict[int, LeaderEpoch]) -> None:
         """Take over coordinator slots (``{slot: leader epoch}``): load their groups and offsets as
         the previous coordinator wrote them; requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
         A slot lost (or gained again at another epoch) while loading keeps what that change made."""

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
 from tabletopic.broker.groups.model import GroupSnapshot, MemberSnapshot, Protocols
+from tabletopic.fencing import Fenced
 
 _md = sa.MetaData()
 
@@ -79,7 +80,7 @@ Fence = Callable[[Connection], bool]
 """Run first inside a write's transaction; False refuses the write (this broker was deposed)."""
 
 
-class GroupFenced(Exception):
+class GroupFenced(Fenced):
     """A write of group state or offsets was refused: another broker coordinates the group's slot
     now (or this broker's lease ran out). The client gets NOT_COORDINATOR."""
 

@@ -35,7 +35,7 @@ from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
 from tabletopic.broker.topics import Topic
 from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
-from tabletopic.s3stream.store import S3StreamStore
+from tabletopic.s3stream.shared import SnapshotReader
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ async def _read_snapshot(
 ) -> int:
     """Fill a partition another broker leads from object storage (a client of this zone)."""
     store = broker.store
-    if not isinstance(store, S3StreamStore):
+    if not isinstance(store, SnapshotReader):
         read.error_code = ErrorCode.not_leader_or_follower
         return 0
     budget = min(read.max_bytes, budget)

@@ -40,7 +40,7 @@ class QuotaService:
     def __init__(self, config: Config, store: SecurityStore) -> None:
         self.store = store
         self.tracker = QuotaTracker(
-            config.get(settings.QUOTA_WINDOW_NUM), float(config.get(settings.QUOTA_WINDOW_SIZE_SECONDS))
+            config.get(settings.QUOTA_WINDOW_NUM), config.get(settings.QUOTA_WINDOW_SIZE_SECONDS)
         )
         self._task: asyncio.Task[None] | None = None
 

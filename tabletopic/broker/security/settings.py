@@ -2,7 +2,7 @@
 ``connections.max.reauth.ms``); ``ssl.certificate.location`` / ``ssl.key.location`` are the
 librdkafka spellings, accepted as the simpler alternative to a PEM keystore."""
 
-from tabletopic.config import ConfigKey, define, in_range, one_of
+from tabletopic.config import ConfigKey, T, define, in_range, one_of
 
 SASL_ENABLED_MECHANISMS = define(
     "sasl.enabled.mechanisms",
@@ -172,7 +172,7 @@ SSL_ENABLED_PROTOCOLS = define(
 )
 
 
-def _http_ssl(key: ConfigKey, doc: str) -> ConfigKey:
+def _http_ssl(key: ConfigKey[T], doc: str) -> ConfigKey[T | None]:
     """``http.`` + a broker-wide ``ssl.*`` key: the HTTPS services' own value, else the broker's."""
     return define(
         "http." + key.name,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabletopic.broker.security import settings
-from tabletopic.config import Config, ConfigError, ConfigKey
+from tabletopic.config import Config, ConfigError, ConfigKey, T
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 # RFC 2253 short names, as Kafka's X500Principal.getName() prints them.
@@ -83,21 +83,21 @@ class TlsSettings:
         own = self.config.prefixed(self.prefix) if self.prefix else {}
         object.__setattr__(self, "_own", {k: v for k, v in own.items() if k in _LISTENER_KEY_NAMES})
 
-    def sets(self, key: ConfigKey) -> bool:
+    def sets(self, key: ConfigKey[Any]) -> bool:
         """Whether the listener has its own value of ``key``."""
         return key.name in self._own
 
-    def name(self, key: ConfigKey) -> str:
+    def name(self, key: ConfigKey[Any]) -> str:
         """The key the value of ``key`` comes from, to name in errors."""
         if key.name in self._own or (self.own_client_auth and key is settings.SSL_CLIENT_AUTH):
             return self.prefix + key.name
         return key.name
 
-    def get(self, key: ConfigKey) -> Any:
+    def get(self, key: ConfigKey[T]) -> T:
         if key.name in self._own:
             return dataclasses.replace(key, name=self.prefix + key.name).parse(self._own[key.name])
         if self.own_client_auth and key is settings.SSL_CLIENT_AUTH:
-            return "none"
+            return key.parse("none")  # the key's own default, typed as the key
         return self.config.get(key)
 
 

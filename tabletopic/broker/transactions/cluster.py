@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from tabletopic.broker.leadership import TXN_SLOTS_TOPIC, group_slot
 from tabletopic.broker.security.inter_broker import BrokerUnreachable
 from tabletopic.cluster.db import check_leadership
+from tabletopic.ids import LeaderEpoch
 
 if TYPE_CHECKING:
     from tabletopic.broker.cluster_role import ClusterRole
@@ -54,7 +55,9 @@ class TxnCluster:
         """Blocking, inside the writer's database transaction: whether this incarnation still
         leads ``slot`` at ``leader_epoch`` (locks the slot's row against a concurrent change)."""
         node = self._role.node
-        return check_leadership(conn, (TXN_SLOTS_TOPIC, slot), node.node_id, node.node_epoch, leader_epoch)
+        # LeaderEpoch(): the coordinator keeps its slots' epochs as plain ints until it is typed.
+        epoch = LeaderEpoch(leader_epoch)
+        return check_leadership(conn, (TXN_SLOTS_TOPIC, slot), node.node_id, node.node_epoch, epoch)
 
     async def send_markers(
         self,

@@ -23,7 +23,7 @@ from tabletopic.broker.transactions.store import TxnStore
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.encoder import build_control_batch
 from tabletopic.records.transactions import ControlType
-from tabletopic.s3stream.store import S3StreamStore
+from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError
 
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
@@ -93,7 +93,7 @@ class Participants:
         None for a stream that does not exist."""
         store = self._broker.store
         try:
-            if isinstance(store, S3StreamStore) and store.owned_only and not store.is_open(stream_id):
+            if isinstance(store, SharedStreamStore) and store.owned_only and not store.is_open(stream_id):
                 return await store.recorded_end(stream_id)
             return store.stream_info(stream_id).end_offset
         except StreamError:

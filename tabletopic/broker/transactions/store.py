@@ -28,6 +28,8 @@ from tabletopic.broker.transactions.model import (
     TxnState,
 )
 
+from tabletopic.fencing import Fenced
+
 __all__ = ["STATES", "PendingOffset", "TxnFenced", "TxnMetadata", "TxnPartition", "TxnStore", "row_of"]
 
 _meta = sa.MetaData()
@@ -138,7 +140,7 @@ _UPDATE_ROW = (
 _DELETE_ROW = sa.delete(transactions_table).where(_KEY)
 
 
-class TxnFenced(Exception):
+class TxnFenced(Fenced):
     """A cluster broker no longer leads the transaction's coordinator slot: nothing was written."""
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tabletopic.broker.security.http_auth import (
+from tabletopic.http_auth import (
     ADMIN_API,
     ICEBERG_REST,
     SCHEMA_REGISTRY,

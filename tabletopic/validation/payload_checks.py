@@ -1,15 +1,15 @@
 """Payload checks of broker-side schema validation, one per format, each over a whole group of
 payloads written with one schema (and, for Protobuf, one message path).
 
-Avro is checked for the whole group at once by :mod:`tabletopic.table.avro_columns` (positions only,
+Avro is checked for the whole group at once by :mod:`tabletopic.validation.avro_columns` (positions only,
 no values); the datums it refuses are decoded again one by one with the table pipeline's per-record
 decoder, which says why (and has the last word: a datum it reads is accepted). JSON Schema documents
 are decoded as one newline-delimited block by msgspec when the schema is a plain record shape
-(:mod:`tabletopic.table.json_columns`), else (and to find the culprits) per record with
+(:mod:`tabletopic.validation.json_columns`), else (and to find the culprits) per record with
 ``jsonschema``. Protobuf payloads of a group of more than a few hundred are parsed as the items of
 one wrapper message in a single upb call, and per record when fewer or when that does not come out
 clean. That read takes the payloads in place in the records block
-(:mod:`tabletopic.table.payload_streams`), never one ``bytes`` each.
+(:mod:`tabletopic.validation.payload_streams`), never one ``bytes`` each.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tabletopic.schema_registry.lookup import RegisteredSchema
-from tabletopic.table.payload_streams import protobuf_items
+from tabletopic.validation.payload_streams import protobuf_items
 
 Ints = npt.NDArray[np.int64]
 
@@ -84,8 +84,8 @@ def build_check(schema: RegisteredSchema, indexes: Sequence[int] = (0,)) -> Chec
 
 
 def _avro_check(schema: RegisteredSchema) -> Check:
-    from tabletopic.table.avro_columns import compile_validator
     from tabletopic.table.convert.avro import AvroDecoder, parse_avro_schema
+    from tabletopic.validation.avro_columns import compile_validator
 
     per_record = AvroDecoder(schema.schema, schema.references, native=False)
     validate = compile_validator(parse_avro_schema(schema.schema, schema.references))
@@ -118,7 +118,7 @@ def _json_check(schema: RegisteredSchema) -> Check:
     loads = json.loads
     is_valid = validator.is_valid
 
-    from tabletopic.table.json_columns import compile_all_valid
+    from tabletopic.validation.json_columns import compile_all_valid
 
     # Whole-group answer "all valid" in one msgspec decode where the schema allows it.
     all_valid = None if schema.references else compile_all_valid(root)
@@ -163,7 +163,7 @@ def _protobuf_check(schema: RegisteredSchema, indexes: Sequence[int]) -> Check:
     nested = any(field.message_type is not None for field in descriptor.fields)
 
     def all_valid(payloads: Payloads) -> bool:
-        """The whole group in one upb parse (see :mod:`tabletopic.table.payload_streams`): all
+        """The whole group in one upb parse (see :mod:`tabletopic.validation.payload_streams`): all
         valid when it parses, every message is initialised and, with unknown fields (at any depth)
         dropped, re-encodes to exactly as many bytes as it was given. False: look per record (a
         non-canonical but valid encoding also lands there)."""

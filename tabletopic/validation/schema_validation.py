@@ -12,7 +12,7 @@ It lives with the table pipeline because it uses its decoders (to explain a refu
 the registry; the broker reaches it only through its
 :class:`~tabletopic.broker.record_validation.RecordValidator` port. Work is per batch, not per
 record: the framing is read with NumPy (:mod:`tabletopic.records.spans`), payloads are grouped by
-schema id, and each group is checked in one call (:mod:`tabletopic.table.payload_checks`).
+schema id, and each group is checked in one call (:mod:`tabletopic.validation.payload_checks`).
 
 Schemas are cached by id (an id's schema never changes); the subjects an id is registered under
 are re-read when a check fails on a cache entry older than ``refresh_s``, so a newly registered
@@ -39,7 +39,7 @@ from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, BatchHeader
 from tabletopic.records.spans import Ints, RecordSpans, record_spans
 from tabletopic.schema_registry.lookup import RegisteredSchema, SchemaLookup, SchemaNotFound
-from tabletopic.table.payload_checks import Check, Payloads, build_check, record_name
+from tabletopic.validation.payload_checks import Check, Payloads, build_check, record_name
 
 log = logging.getLogger(__name__)
 

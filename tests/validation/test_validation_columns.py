@@ -20,11 +20,11 @@ from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, validate_batches
 from tabletopic.records.spans import record_spans
 from tabletopic.schema_registry.lookup import RegisteredSchema
-from tabletopic.table import payload_checks
-from tabletopic.table.avro_columns import compile_validator
 from tabletopic.table.convert.avro import parse_avro_schema
-from tabletopic.table.json_columns import compile_all_valid
-from tabletopic.table.payload_checks import Check, Payloads, build_check
+from tabletopic.validation import payload_checks
+from tabletopic.validation.avro_columns import compile_validator
+from tabletopic.validation.json_columns import compile_all_valid
+from tabletopic.validation.payload_checks import Check, Payloads, build_check
 
 AVRO = {
     "type": "record",
