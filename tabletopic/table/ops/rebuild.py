@@ -12,6 +12,12 @@ read a moment before. The swap is correct whatever the live pipeline committed m
 head is a consistent pair of rows and offsets, and the pipeline's commits are conditional on the
 snapshot they planned at, so an in-flight one re-plans from the branch's offsets; records it had
 committed past those offsets are ingested again, once.
+
+Upsert and CDC tables hold one row per key, so a round's rows cannot simply be appended: every round
+is reduced, together with the rows kept so far, to the latest change of each key (the upsert
+commit's own rule, :func:`~tabletopic.table.row_delta.latest_per_key`), and the branch gets one
+commit at the end with the keys whose latest change is not a delete. The rows kept in between are
+one per key, held in the command's memory; a rebuild killed before that commit starts over.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import BadRequestError, CommitFailedException
 from pyiceberg.table import Table
@@ -236,8 +243,6 @@ def rebuild(
     from the same start that was interrupted)."""
     from confluent_kafka import TopicPartition
 
-    if config.writes_deletes:
-        raise RebuildError(f"{topic} is an upsert/CDC table topic: rebuild supports append tables")
     ident = tables.identifier(config, topic)
     table = catalog.load_table(ident)
     main = committed_state(table)
@@ -262,6 +267,27 @@ def rebuild(
         ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in offsets}
     finally:
         probe.close()
+    if config.writes_deletes:
+        if head is None:
+            rows = _latest_rows(
+                bootstrap,
+                catalog,
+                ident,
+                topic,
+                config,
+                converter,
+                offsets,
+                ends,
+                round_records,
+                progress,
+                result,
+            )
+            table = catalog.load_table(ident)
+            _commit_round(table, rows, offsets, properties)
+            result.rows = sum(b.num_rows for b in rows)
+        result.offsets = offsets
+        result.snapshot_id = swap(catalog, ident)
+        return result
     while True:
         messages = list(_read_round(bootstrap, topic, offsets, ends, round_records))
         if not messages and head is not None:
@@ -285,6 +311,83 @@ def rebuild(
     result.offsets = offsets
     result.snapshot_id = swap(catalog, ident)
     return result
+
+
+def _latest_rows(
+    bootstrap: str,
+    catalog: Catalog,
+    ident: tuple[str, str],
+    topic: str,
+    config: TableTopicConfig,
+    converter: RecordConverter,
+    offsets: dict[int, int],
+    ends: dict[int, int],
+    round_records: int,
+    progress: Callable[[int], None],
+    result: RebuildResult,
+) -> list[pa.RecordBatch]:
+    """The rows an upsert/CDC table holds after the records from ``offsets`` to ``ends``: each key's
+    latest change that is not a delete, in the table's types. Advances ``offsets`` as it reads."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+    from tabletopic.table.row_delta import delete_mask, latest_per_key
+
+    marker = pa.field(DELETE_MARKER_COLUMN, pa.bool_())
+    table = catalog.load_table(ident)
+    kept: pa.Table | None = None
+    while True:
+        messages = list(_read_round(bootstrap, topic, offsets, ends, round_records))
+        if not messages:
+            break
+        batches, reached = _to_rows(messages, converter)
+        offsets.update(reached)
+        result.rounds += 1
+        progress(len(messages))
+        if not batches:
+            continue
+        # Batches of only deletes carry their id typed as the record key was ("7" for an integer
+        # id): they take the table's types below and evolve nothing, as in the upsert commit.
+        with_values = [_without_marker(b.schema) for b in batches if not _deletes_only(b)]
+        if with_values:
+            try:
+                schema = unify_schemas(with_values)
+            except SchemaConflict as exc:
+                raise RebuildError(str(exc)) from exc
+            tables.ensure_schema(catalog, ident, table, schema, config)
+            table = catalog.load_table(ident)
+        target = schema_to_pyarrow(table.schema(), include_field_ids=False).append(marker)
+        held = [] if kept is None else kept.to_batches()
+        fresh = [_with_marker(b) for b in batches]
+        rows = pa.Table.from_batches([conform_batch(b, target) for b in [*held, *fresh]], schema=target)
+        kept = latest_per_key(rows, tables.merge_keys(config, table))
+    if kept is None or not kept.num_rows:
+        return []
+    live = kept.filter(pc.invert(delete_mask(kept, tables.delete_column(config))))
+    batches: list[pa.RecordBatch] = live.drop_columns([DELETE_MARKER_COLUMN]).combine_chunks().to_batches()
+    return batches
+
+
+def _without_marker(schema: pa.Schema) -> pa.Schema:
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+
+    index = schema.get_field_index(DELETE_MARKER_COLUMN)
+    return (schema if index < 0 else schema.remove(index)).remove_metadata()
+
+
+def _deletes_only(batch: pa.RecordBatch) -> bool:
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+
+    index = batch.schema.get_field_index(DELETE_MARKER_COLUMN)
+    return index >= 0 and bool(pc.all(batch.column(index)).as_py())
+
+
+def _with_marker(batch: pa.RecordBatch) -> pa.RecordBatch:
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+
+    if batch.schema.get_field_index(DELETE_MARKER_COLUMN) >= 0:
+        return batch
+    return batch.append_column(DELETE_MARKER_COLUMN, pa.array([False] * batch.num_rows, pa.bool_()))
 
 
 def swap(catalog: Catalog, ident: tuple[str, str]) -> int:
