@@ -364,8 +364,8 @@ def _latest_rows(
     if kept is None or not kept.num_rows:
         return []
     live = kept.filter(pc.invert(delete_mask(kept, tables.delete_column(config))))
-    batches: list[pa.RecordBatch] = live.drop_columns([DELETE_MARKER_COLUMN]).combine_chunks().to_batches()
-    return batches
+    out: list[pa.RecordBatch] = live.drop_columns([DELETE_MARKER_COLUMN]).combine_chunks().to_batches()
+    return out
 
 
 def _without_marker(schema: pa.Schema) -> pa.Schema:
