@@ -276,7 +276,13 @@ class Platform:
         )
 
         def routers() -> list[APIRouter]:
-            return [tables_router(tables.coordinator)]
+            served = [tables_router(tables.coordinator)]
+            if spark is not None:
+                # `tabletopic sql` runs its statements in this warm session rather than its own.
+                from tabletopic.spark.sql_service import sql_router
+
+                served.append(sql_router(spark))
+            return served
 
         sources = ConsoleSources(
             metrics, broker, engine=engine, tables=tables, registry=registry, catalog=catalog
