@@ -97,6 +97,14 @@ def sql(
             "spark-sql / PySpark to the platform's catalog, and exit.",
         ),
     ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Read table topics' tables with the records not yet committed (the committed snapshot "
+            "plus the log above its offsets, converted as the commit converts them); runs on DuckDB.",
+        ),
+    ] = False,
     admin_url: Annotated[
         str | None,
         typer.Option(
@@ -123,8 +131,15 @@ def sql(
     if print_config:
         _print_config(cfg, spec)
         return
-    if engine is SqlEngine.duckdb or (engine is SqlEngine.auto and statement is None and sys.stdin.isatty()):
-        _run_duckdb(cfg, statement, output, max_rows)
+    if fresh and engine is SqlEngine.spark:
+        err_console.print("[red]--fresh runs on the embedded engine:[/red] use --engine duckdb or auto")
+        raise typer.Exit(2)
+    if (
+        fresh
+        or engine is SqlEngine.duckdb
+        or (engine is SqlEngine.auto and statement is None and sys.stdin.isatty())
+    ):
+        _run_duckdb(cfg, statement, output, max_rows, fresh)
         return
     remote = node_sql(admin_url or cfg.get("admin.listener"))
     if remote is not None:
@@ -148,13 +163,16 @@ def sql(
             shell(spark, output, max_rows)
 
 
-def _run_duckdb(cfg: Config, statement: str | None, output: OutputFormat, max_rows: int) -> None:
-    """The embedded engine: DuckDB over pyiceberg scans of the catalog (no Spark, no network)."""
+def _run_duckdb(
+    cfg: Config, statement: str | None, output: OutputFormat, max_rows: int, fresh: bool = False
+) -> None:
+    """The embedded engine: DuckDB over pyiceberg scans of the catalog (no Spark, no network; a
+    fresh read also reads the log tail through the Kafka listener)."""
     from tabletopic.table.ops.access import open_catalog
     from tabletopic.table.ops.duck import DuckSession
 
     with ExitStack() as stack:
-        session = DuckSession(open_catalog(cfg, stack))
+        session = DuckSession(open_catalog(cfg, stack), fresh_rows(cfg) if fresh else None)
         stack.callback(session.close)
 
         def run(text: str) -> bool:
@@ -174,6 +192,28 @@ def _run_duckdb(cfg: Config, statement: str | None, output: OutputFormat, max_ro
                 raise typer.Exit(1)
         else:
             read_statements(run, "DuckDB over pyiceberg scans (read-only; --engine spark for Spark SQL)")
+
+
+def fresh_rows(cfg: Config) -> Callable[[Any, tuple[str, str]], Any]:
+    """A DuckDB row source giving table topics' tables with their uncommitted records (tables no
+    topic writes are scanned as they are)."""
+    from tabletopic.spark.tables_cli import _converter
+    from tabletopic.table.ops.access import bootstrap_servers
+    from tabletopic.table.ops.fresh import fresh_read, table_topics
+
+    servers = bootstrap_servers(cfg)
+    topics: dict[tuple[str, str], Any] = {}
+
+    def rows(catalog: Any, ident: tuple[str, str]) -> Any:
+        if not topics:
+            topics.update(table_topics(servers))
+        found = topics.get(ident)
+        if found is None:
+            return None
+        topic, config = found
+        return fresh_read(servers, catalog, topic, config, _converter(cfg, config)).rows
+
+    return rows
 
 
 class NodeSql:
