@@ -599,7 +599,8 @@ def main() -> None:
         return
 
     rng = random.Random(42)
-    values = [record(i, rng) for i in range(args.records)]
+    needs_values = bool({"catchup", "steady", "baselines"} - skip)
+    values = [record(i, rng) for i in range(args.records)] if needs_values else []
     work = Path(tempfile.mkdtemp(prefix="table-bench-"))
     node = TableNode(work / "node", dict(NODE_SETTINGS))
     print(f"starting a node in {work} (Spark runner, local[2]); machine shared with other work", flush=True)
