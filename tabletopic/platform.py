@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic import allocator, database, settings
+from tabletopic.admin import settings as admin_settings
 from tabletopic.admin.app import AdminApiComponent
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.broker import settings as broker_settings
@@ -277,7 +278,7 @@ class Platform:
 
         def routers() -> list[APIRouter]:
             served = [tables_router(tables.coordinator)]
-            if spark is not None:
+            if spark is not None and config.get(admin_settings.SQL_ENABLE):
                 # `tabletopic sql` runs its statements in this warm session rather than its own.
                 from tabletopic.spark.sql_service import sql_router
 

@@ -111,6 +111,14 @@ def sql(
             "--admin-url", help="Admin API of the node whose Spark runs the SQL (default: admin.listener)."
         ),
     ] = None,
+    no_node: Annotated[
+        bool,
+        typer.Option(
+            "--no-node",
+            help="Start Spark in this process even when a node serves SQL (a session whose SET, USE "
+            "and temporary views last for the whole command).",
+        ),
+    ] = False,
     data_dir: DataDirOption = None,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
@@ -141,7 +149,7 @@ def sql(
     ):
         _run_duckdb(cfg, statement, output, max_rows, fresh)
         return
-    remote = node_sql(admin_url or cfg.get("admin.listener"))
+    remote = None if no_node else node_sql(admin_url or cfg.get("admin.listener"))
     if remote is not None:
         _run_remote(remote, statement, output, max_rows)
         return

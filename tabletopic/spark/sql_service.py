@@ -11,6 +11,9 @@ as ``tabletopic sql`` prints them), through the admin listener with its authenti
 
 The session is the pipeline's: statements run beside ingest jobs on the same cores, and a long
 query slows commits down. Statements are Spark SQL with the node's catalog as the default catalog.
+Each runs in a new session of the same Spark (``newSession``: same cores, catalogs and caches, its
+own SQL settings, temporary views and current namespace), so a ``SET`` or ``USE`` never changes
+what the pipeline's jobs see, and nothing carries over from one statement to the next.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def sql_router(spark: Callable[[], Any]) -> APIRouter:
         from tabletopic.spark.cli import short_error
 
         try:
-            frame = await asyncio.to_thread(lambda: spark().sql(request.statement))
+            frame = await asyncio.to_thread(lambda: spark().newSession().sql(request.statement))
         except Exception as exc:  # a statement Spark refuses: the user's error, told in Spark's words
             return JSONResponse({"detail": short_error(exc)}, status_code=400)
         return StreamingResponse(_lines(frame, request.limit), media_type=MEDIA_TYPE)
