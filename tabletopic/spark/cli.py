@@ -437,11 +437,12 @@ def short_error(exc: BaseException) -> str:
 
 
 def plain(value: Any) -> Any:
-    """A JSON/CSV-friendly form of a Spark value."""
-    from pyspark.sql import Row
+    """A JSON/CSV-friendly form of a Spark (or DuckDB) value."""
+    if "pyspark" in sys.modules:  # only Spark gives Rows; DuckDB's results need no pyspark import
+        from pyspark.sql import Row
 
-    if isinstance(value, Row):
-        return {k: plain(v) for k, v in value.asDict().items()}
+        if isinstance(value, Row):
+            return {k: plain(v) for k, v in value.asDict().items()}
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, dict):
