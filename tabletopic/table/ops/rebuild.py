@@ -39,8 +39,6 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotRefUpdate, SetSnapshotRefUpdate
 
 from tabletopic.crashpoints import crash_point
-from tabletopic.records.encoder import Record, build_batch
-from tabletopic.s3stream.streams import StoredBatch
 from tabletopic.table import tables
 from tabletopic.table.commit import (
     EPOCH_PROPERTY,
@@ -52,7 +50,7 @@ from tabletopic.table.commit import (
     committed_state,
     encode_offsets,
 )
-from tabletopic.table.convert.rows import RecordConverter, convert_slice
+from tabletopic.table.convert.rows import RecordConverter
 from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
 from tabletopic.table.ops.topic_read import open_consumer
 from tabletopic.table.table_config import TableTopicConfig
@@ -160,37 +158,35 @@ def _read_round(
 def _to_rows(
     messages: list[tuple[int, int, Any]], converter: RecordConverter
 ) -> tuple[list[pa.RecordBatch], dict[int, int]]:
-    """Convert messages as the pipeline converts stored batches: consecutive offsets of a partition
-    form one batch (gaps are transaction markers or aborted records a read-committed consumer
-    skipped). Returns the rows and each partition's next offset."""
-    by_partition: dict[int, list[tuple[int, Any]]] = {}
-    for partition, offset, msg in messages:
-        by_partition.setdefault(partition, []).append((offset, msg))
-    batches: list[pa.RecordBatch] = []
+    """Convert messages with the pipeline's converter (:meth:`RecordConverter.convert`, what a task
+    runs on the records it decoded from stored batches). The consumer has already decoded the
+    batches (read committed: transaction markers and aborted records are no messages), so its
+    messages become the decoded columns directly; re-encoding them as batches to decode them again
+    cost five times the conversion. Returns the rows and each partition's next offset."""
+    from tabletopic.records.columns import DecodedRecords
+
+    by_partition: dict[int, DecodedRecords] = {}
     ends: dict[int, int] = {}
-    for partition, entries in by_partition.items():
-        runs: list[list[tuple[int, Any]]] = []
-        for offset, msg in entries:
-            if runs and runs[-1][-1][0] + 1 == offset:
-                runs[-1].append((offset, msg))
-            else:
-                runs.append([(offset, msg)])
-        stored = []
-        for run in runs:
-            records = []
-            for _, msg in run:
-                _, stamp = msg.timestamp()
-                records.append(Record(msg.key(), msg.value(), tuple(msg.headers() or ()), stamp))
-            stored.append(StoredBatch(run[0][0], len(run), build_batch(records, base_offset=run[0][0])))
-        first, last = entries[0][0], entries[-1][0]
-        result = convert_slice(stored, first, last + 1, partition, converter)
+    for partition, offset, msg in messages:
+        decoded = by_partition.get(partition)
+        if decoded is None:
+            decoded = by_partition[partition] = DecodedRecords(partition)
+        _, stamp = msg.timestamp()
+        decoded.offsets.append(offset)
+        decoded.timestamps.append(stamp)
+        decoded.keys.append(msg.key())
+        decoded.values.append(msg.value())
+        decoded.headers.append(tuple(msg.headers() or ()))
+        ends[partition] = offset + 1
+    batches: list[pa.RecordBatch] = []
+    for partition, decoded in by_partition.items():
+        result = converter.convert(decoded)
         if result.batch_errors or any(not f.invalid_data for f in result.failures):
             raise RebuildError(
                 f"partition {partition}: records that cannot be converted: {result.failures[:1]}"
             )
         if result.batch is not None and result.batch.num_rows:
             batches.append(result.batch)
-        ends[partition] = last + 1
     return batches, ends
 
 
