@@ -4,8 +4,8 @@ The committed snapshot holds the topic up to the offsets in its summary; the rec
 still in the log. A fresh read is the snapshot's rows plus those records, read with a
 read-committed Kafka consumer up to the high watermarks of the moment and converted by the
 commit's converter (:meth:`~tabletopic.table.convert.rows.RecordConverter.convert`, as ``tables
-rebuild`` and ``tables verify`` do), so each record is a row once: below the offsets it is in the snapshot, above
-them only in the tail. On an upsert or CDC table the tail is reduced to the latest change of every
+rebuild`` and ``tables verify`` do), so each record is a row once: below the offsets it is in the
+snapshot, above them only in the tail. On an upsert or CDC table the tail is reduced to the latest change of every
 key (the upsert commit's rule), the snapshot's rows of those keys are left out, and the tail's rows
 that are not deletes are added.
 
