@@ -5,9 +5,9 @@ still in the log. A fresh read is the snapshot's rows plus those records, read w
 read-committed Kafka consumer up to the high watermarks of the moment and converted by the
 commit's converter (:meth:`~tabletopic.table.convert.rows.RecordConverter.convert`, as ``tables
 rebuild`` and ``tables verify`` do), so each record is a row once: below the offsets it is in the
-snapshot, above them only in the tail. On an upsert or CDC table the tail is reduced to the latest change of every
-key (the upsert commit's rule), the snapshot's rows of those keys are left out, and the tail's rows
-that are not deletes are added.
+snapshot, above them only in the tail. On an upsert or CDC table the tail is reduced to the latest
+change of every key (the upsert commit's rule), the snapshot's rows of those keys are left out, and
+the tail's rows that are not deletes are added.
 
 The rows take the table's columns: a column the tail brings that the table does not have yet appears
 once the commit has evolved the schema. Records the commit would skip as invalid data
