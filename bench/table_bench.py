@@ -25,12 +25,21 @@ confluent-kafka, every figure beside a same-run baseline.
    ``writeTo(...).append()``), through the same REST catalog; ratios against the Avro catch-up.
 6. Upsert: a ``--upsert-rows`` batch (half existing keys) applied to a ``--upsert-keys``-row table
    (built by pyiceberg in seconds) the way the pipeline does (``tabletopic.table.row_delta``: position
-   deletes located by key), rows/s, and one row per key checked.
+   deletes located by key), rows/s, and one row per key checked; warm commits alternate batches
+   without and with 1 % tombstones (deletes of existing keys), medians of three each, which should
+   show the same rate.
+7. Queries (``bench/table_queries.py``): ``tabletopic sql`` over a small table in the node's warm
+   Spark, the CLI's start (``--help``, ``topics list``), ``sql --engine duckdb``, and ``sql --fresh``
+   over a table with ``--fresh-records`` uncommitted records, each a new process as a user runs it.
+
+Sections run alone with ``--only`` (e.g. ``--only sql,cli,duckdb,fresh`` or ``--only upsert``):
+cold, catchup, steady, baselines, upsert, sql, cli, duckdb, fresh.
 
 The machine is shared with other work: treat absolute figures as rough, the ratios as the signal.
 
 Usage: python bench/table_bench.py [--records 1000000] [--partitions 3] [--formats avro,protobuf,...]
        [--steady-rate 50000] [--steady-seconds 20] [--upsert-keys 10000000] [--upsert-rows 100000]
+       [--fresh-records 100000] [--repeats 5] [--only SECTION,...] [--skip SECTION,...]
 """
 
 from __future__ import annotations
@@ -98,6 +107,7 @@ NODE_SETTINGS = {
     "log.level": "INFO",
 }
 FORMATS = ("avro", "protobuf", "json_schema", "json_string")
+SECTIONS = ("cold", "catchup", "steady", "baselines", "upsert", "sql", "cli", "duckdb", "fresh")
 T0_MS = int(dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
 
 
@@ -438,10 +448,26 @@ def spark_baseline(spark: Any, table: Any, partitions: int) -> float:
     return min(append(), append())
 
 
+def with_tombstones(data: Any, keys: int, fraction: float) -> tuple[Any, Any]:
+    """``data`` with ``fraction`` of its rows turned into deletes of existing keys (the staged
+    delete marker, as a tombstone is staged); the batch and the keys deleted."""
+    import numpy as np
+    import pyarrow as pa
+
+    ids = data.column("id").to_numpy()
+    existing = np.flatnonzero(ids < keys)
+    chosen = existing[: int(len(ids) * fraction)]
+    marker = np.zeros(len(ids), dtype=bool)
+    marker[chosen] = True
+    index = data.schema.get_field_index("__tabletopic_delete")
+    return data.set_column(index, "__tabletopic_delete", pa.array(marker)), ids[chosen]
+
+
 def upsert(work: Path, keys: int, batch_rows: int) -> dict[str, float]:
     """A batch of ``batch_rows`` (half existing keys) applied to a ``keys``-row table the way the
-    pipeline does (position deletes located by key, :mod:`tabletopic.table.row_delta`);
-    ``bench/upsert_bench.py`` has the MERGE INTO baseline and the read cost as deletes accumulate."""
+    pipeline does (position deletes located by key, :mod:`tabletopic.table.row_delta`), then one with
+    1 % tombstones; ``bench/upsert_bench.py`` has the MERGE INTO baseline and the read cost as
+    deletes accumulate."""
     from bench.upsert_bench import batch, build_table, catalog, upsert_commit
 
     cat, _spec, rest = catalog(work / "upsert")
@@ -453,13 +479,36 @@ def upsert(work: Path, keys: int, batch_rows: int) -> dict[str, float]:
 
         cache = KeyCache(settings.UPSERT_KEY_CACHE_BYTES.default)
         cold, _stats = upsert_commit(cat, "bench_upsert", batch(keys, batch_rows, 0), cache)
-        warm, _stats = upsert_commit(cat, "bench_upsert", batch(keys, batch_rows, 1), cache)
+        # Warm commits alternate without and with 1 % tombstones (three of each): each commit adds
+        # files the next one's lookup reads, so alternating compares like with like; medians.
+        plain_s: list[float] = []
+        tombstone_s: list[float] = []
+        deleted: set[int] = set()
+        new_keys = batch_rows - batch_rows // 2  # the cold commit's
+        for round_ in range(1, 7):
+            data = batch(keys, batch_rows, round_)
+            ids = set(data.column("id").to_pylist())
+            deleted -= ids  # written again
+            new_keys += batch_rows - batch_rows // 2
+            if round_ % 2 == 0:
+                data, gone = with_tombstones(data, keys, 0.01)
+                deleted |= set(gone.tolist())
+            elapsed, _stats = upsert_commit(cat, "bench_upsert", data, cache)
+            (tombstone_s if round_ % 2 == 0 else plain_s).append(elapsed)
+        warm, tombstones = statistics.median(plain_s), statistics.median(tombstone_s)
         table = cat.load_table(("ns", "bench_upsert")).scan(selected_fields=("id",)).to_arrow()
-        expected = keys + 2 * (batch_rows - batch_rows // 2)
+        expected = keys + new_keys - len(deleted)
         assert table.num_rows == expected == len(table.column("id").unique()), (table.num_rows, expected)
     finally:
         rest.stop()
-    return {"load_s": load_s, "cold_s": cold, "warm_s": warm, "rate": batch_rows / warm}
+    return {
+        "load_s": load_s,
+        "cold_s": cold,
+        "warm_s": warm,
+        "rate": batch_rows / warm,
+        "tombstones_s": tombstones,
+        "tombstones_rate": batch_rows / tombstones,
+    }
 
 
 def cold_start(node: TableNode) -> float:
@@ -494,6 +543,49 @@ def pct(values: list[float], q: float) -> float:
     return values[min(int(q * len(values)), len(values) - 1)]
 
 
+def say_upsert(
+    args: argparse.Namespace, work: Path | None = None, say: Callable[[str], None] = print
+) -> None:
+    """The upsert figures, with and without 1 % tombstones (``--only upsert`` runs this alone)."""
+    scratch = work or Path(tempfile.mkdtemp(prefix="table-bench-upsert-"))
+    try:
+        up = upsert(scratch, args.upsert_keys, args.upsert_rows)
+    finally:
+        if work is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    say(
+        f"upsert {args.upsert_rows:,} rows (half existing keys) into {args.upsert_keys:,}: "
+        f"{up['rate']:,.0f} rows/s (commit {up['warm_s']:.2f}s with the node's key cache warm; "
+        f"first commit, cold: {args.upsert_rows / up['cold_s']:,.0f} rows/s; position deletes; "
+        f"table load {up['load_s']:.1f}s)"
+    )
+    say(
+        f"upsert with 1 % tombstones: {up['tombstones_rate']:,.0f} rows/s (commit {up['tombstones_s']:.2f}s; "
+        f"ratio to without: {up['tombstones_rate'] / up['rate']:.2f})"
+    )
+
+
+def queries(node: TableNode, args: argparse.Namespace, skip: set[str], say: Callable[[str], None]) -> None:
+    """Section 7: the query-side figures (``bench/table_queries.py``)."""
+    from bench import table_queries as q
+
+    if not {"sql", "duckdb", "cli", "fresh"} - skip:
+        return
+    p = producer(node)
+    query = q.small_table(node, p)
+    if "sql" not in skip:
+        times = q.sql_times(node, query, args.repeats)
+        say(f"sql (node's warm Spark) over a 1,000-row table: {q.summary(times)}")
+    if "duckdb" not in skip:
+        say(f"sql --engine duckdb, same query: {q.summary(q.duckdb_times(node, query, args.repeats))}")
+    if "cli" not in skip:
+        for command, times in q.cli_times(node, args.repeats).items():
+            say(f"CLI start, {command}: {q.summary(times)}")
+    if "fresh" not in skip:
+        times, records = q.fresh_times(node, p, args.fresh_records, args.repeats)
+        say(f"sql --fresh over {records:,} uncommitted records (+10 committed): {q.summary(times)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -507,13 +599,23 @@ def main() -> None:
     parser.add_argument("--upsert-keys", type=int, default=10_000_000)
     parser.add_argument("--upsert-rows", type=int, default=100_000)
     parser.add_argument("--timeout", type=float, default=600.0)
-    parser.add_argument("--skip", default="", help="comma list of: steady,baselines,upsert")
+    parser.add_argument("--fresh-records", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=5, help="calls per query/CLI figure")
+    parser.add_argument("--skip", default="", help=f"comma list of: {','.join(SECTIONS)}")
+    parser.add_argument("--only", default="", help=f"comma list of: {','.join(SECTIONS)} (default all)")
     parser.add_argument("--keep", action="store_true", help="keep the node's data directory (GBs)")
     args = parser.parse_args()
-    skip = set(filter(None, args.skip.split(",")))
+    wanted = set(filter(None, args.only.split(","))) or set(SECTIONS)
+    skip = set(SECTIONS) - wanted | set(filter(None, args.skip.split(",")))
+    if not wanted <= set(SECTIONS) or not skip <= set(SECTIONS):
+        raise SystemExit(f"sections are: {', '.join(SECTIONS)}")
+    if "upsert" not in skip and skip >= set(SECTIONS) - {"upsert"}:
+        say_upsert(args)  # needs no node
+        return
 
     rng = random.Random(42)
-    values = [record(i, rng) for i in range(args.records)]
+    needs_values = bool({"catchup", "steady", "baselines"} - skip)
+    values = [record(i, rng) for i in range(args.records)] if needs_values else []
     work = Path(tempfile.mkdtemp(prefix="table-bench-"))
     node = TableNode(work / "node", dict(NODE_SETTINGS))
     print(f"starting a node in {work} (Spark runner, local[2]); machine shared with other work", flush=True)
@@ -525,14 +627,17 @@ def main() -> None:
         lines.append(text)
 
     try:
-        cold = cold_start(node)
-        say(
-            f"cold start: first commit of a first table topic {cold:.1f}s after its record was acknowledged "
-            "(commit interval 1 s)"
-        )
+        if "cold" not in skip:
+            cold = cold_start(node)
+            say(
+                f"cold start: first commit of a first table topic {cold:.1f}s after its record was "
+                "acknowledged (commit interval 1 s)"
+            )
+        else:
+            cold_start(node)  # the first table topic starts Spark's warm-up
         say(f"Spark warm {wait_spark_warm(node):.1f}s later (started by the first table topic)")
         results = []
-        for fmt in args.formats.split(","):
+        for fmt in args.formats.split(",") if "catchup" not in skip else ():
             result = catch_up(node, args, fmt, values, work)
             results.append(result)
             totals = result["totals"]
@@ -564,6 +669,9 @@ def main() -> None:
                 f"{statistics.median(periods):.2f}s max {max(periods):.2f}s; "
                 f"median split per cycle: {medians}"
             )
+        queries(node, args, skip, say)
+        if skip >= {"catchup", "baselines"}:
+            return
         spark = spark_session(node, work)
         empty = empty_job(spark)
         say(
@@ -591,13 +699,7 @@ def main() -> None:
                 f"/ Spark writer: {avro['rate'] / (n / sp_s):.2f}"
             )
         if "upsert" not in skip:
-            up = upsert(work, args.upsert_keys, args.upsert_rows)
-            say(
-                f"upsert {args.upsert_rows:,} rows (half existing keys) into {args.upsert_keys:,}: "
-                f"{up['rate']:,.0f} rows/s (commit {up['warm_s']:.1f}s with the node's key cache warm; "
-                f"first commit, cold: {args.upsert_rows / up['cold_s']:,.0f} rows/s; position deletes; "
-                f"table load {up['load_s']:.1f}s)"
-            )
+            say_upsert(args, work, say)
         from tabletopic.spark.session import stop_spark
 
         stop_spark()

@@ -6,11 +6,14 @@ import importlib
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
+import typer.main
+from typer import _click as click  # typer 0.29 vendors click: its Command and Context types
+from typer.core import TyperCommand, TyperGroup
 
 from tabletopic.cli_common import (
     ConfigFileOption,
@@ -24,34 +27,104 @@ from tabletopic.cli_common import (
     setup_logging,
 )
 
+
+class LazyGroup(TyperGroup):
+    """The top-level command group, loading a subcommand's module only when that subcommand runs.
+
+    Importing every subsystem's CLI up front (pyiceberg, SQLAlchemy, numpy, the Kafka codec...) made
+    ``tabletopic --help`` and ``tabletopic topics list`` take one to five seconds. The listing of
+    ``--help`` shows each lazy subcommand from its entry in :data:`LAZY_COMMANDS` (name and help)
+    without importing it; the module is imported when the subcommand is resolved to run (or to
+    print its own help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        eager = super().list_commands(ctx)
+        return [*eager, *(name for name in LAZY_COMMANDS if name not in eager)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in LAZY_COMMANDS:
+            return _Placeholder(cmd_name, help=LAZY_COMMANDS[cmd_name].help)
+        return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if isinstance(command, _Placeholder) and name is not None:
+            command = load_command(name)
+        return name, command, rest
+
+
+class _Placeholder(TyperCommand):
+    """A lazy subcommand's line in the top-level help: its name and help, nothing imported."""
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a subcommand lives (``module:attribute``, a Typer app or a command function) and the
+    one-line help the top-level listing shows for it (kept beside the import path so listing needs
+    no import; a test holds it equal to the module's own help)."""
+
+    target: str
+    help: str
+
+
+# Subcommands owned by their subsystems, imported only when run.
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "sql": LazyCommand(
+        "tabletopic.spark.cli:sql",
+        "Run SQL against the platform's Iceberg catalog: in the node's warm Spark, or DuckDB in process.",
+    ),
+    "topics": LazyCommand("tabletopic.broker.cli:topics_app", "Manage Kafka topics."),
+    "partitions": LazyCommand(
+        "tabletopic.broker.cli:partitions_app", "Move partitions between brokers (cluster mode)."
+    ),
+    "users": LazyCommand(
+        "tabletopic.broker.security.cli:users_app", "Manage SCRAM users (SASL/SCRAM and PLAIN logins)."
+    ),
+    "acls": LazyCommand(
+        "tabletopic.broker.security.acl_cli:acls_app",
+        "Manage ACLs (needs authorizer.class.name on the broker).",
+    ),
+    # One mount for every ``tables`` command: the status and controls (table/cli.py) and the
+    # operations that may need Spark (spark/tables_cli.py, which adds them to the same group).
+    "tables": LazyCommand(
+        "tabletopic.spark.tables_cli:tables_app", "Table topics: their Iceberg tables, commits and lag."
+    ),
+    "storage": LazyCommand(
+        "tabletopic.s3stream.cli:storage_app", "Inspect and verify s3stream storage (streams, objects, WAL)."
+    ),
+    "cluster": LazyCommand("tabletopic.cluster.cli:cluster_app", "Run and inspect a cluster of brokers."),
+    "demo": LazyCommand(
+        "tabletopic.demo:demo",
+        "Produce sample Avro orders to a table topic on a running node and query its Iceberg table.",
+    ),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """Import subcommand ``name`` and turn it into the click command Typer would have built."""
+    module, _, attribute = LAZY_COMMANDS[name].target.partition(":")
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_command(target)
+    else:
+        single = typer.Typer()
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     help="tabletopic: Kafka-compatible streaming on object storage, materialised into Iceberg tables.",
     no_args_is_help=True,
     add_completion=False,
 )
 config_app = typer.Typer(help="Inspect configuration keys.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-
-# Subcommand groups owned by their subsystems: (name, "module:typer_app_attribute").
-SUBCOMMANDS: tuple[tuple[str, str], ...] = (
-    ("topics", "tabletopic.broker.cli:topics_app"),
-    ("partitions", "tabletopic.broker.cli:partitions_app"),
-    ("users", "tabletopic.broker.security.cli:users_app"),
-    ("acls", "tabletopic.broker.security.acl_cli:acls_app"),
-    ("tables", "tabletopic.table.cli:app"),
-    ("storage", "tabletopic.s3stream.cli:storage_app"),
-    ("cluster", "tabletopic.cluster.cli:cluster_app"),
-)
-
-for _name, _path in SUBCOMMANDS:
-    _module, _, _attr = _path.partition(":")
-    app.add_typer(getattr(importlib.import_module(_module), _attr), name=_name)
-
-from tabletopic.spark.cli import sql as _sql_command  # noqa: E402 - top-level command owned by spark/
-
-app.command("sql")(_sql_command)
-importlib.import_module("tabletopic.spark.tables_cli")  # adds verify/redrive/rebuild to `tables`
-app.command("demo")(importlib.import_module("tabletopic.demo").demo)  # first five minutes
 
 
 @app.command()
@@ -77,6 +150,8 @@ def serve(
     except (StartupError, ConfigError) as exc:
         # Something the user fixes (a busy port, a missing bucket, ...): the message names the key;
         # a traceback would only bury it.
+        from rich.markup import escape
+
         err_console.print(f"[red]cannot start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic import allocator, database, settings
+from tabletopic.admin import settings as admin_settings
 from tabletopic.admin.app import AdminApiComponent
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.broker import settings as broker_settings
@@ -286,7 +287,13 @@ class Platform:
         )
 
         def routers() -> list[APIRouter]:
-            return [tables_router(tables.coordinator)]
+            served = [tables_router(tables.coordinator)]
+            if spark is not None and config.get(admin_settings.SQL_ENABLE):
+                # `tabletopic sql` runs its statements in this warm session rather than its own.
+                from tabletopic.spark.sql_service import sql_router
+
+                served.append(sql_router(spark))
+            return served
 
         sources = ConsoleSources(
             metrics, broker, engine=engine, tables=tables, registry=registry, catalog=catalog

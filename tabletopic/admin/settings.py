@@ -35,3 +35,13 @@ CONSOLE_MAX_SERIES = define(
     "admin",
     in_range(1, 1_000_000),
 )
+SQL_ENABLE = define(
+    "admin.sql.enable",
+    bool,
+    True,
+    "Serve `POST /v1/sql` on the admin listener: Spark SQL in the node's warm Spark session, used by "
+    "`tabletopic sql` (read-write users only, like every POST). Spark SQL runs as the node's process "
+    "(it can read files the node can); turn it off where read-write admin users should not. Needs "
+    "the Spark runner (`table.job.runner=spark`).",
+    "admin",
+)

@@ -1,5 +1,10 @@
 """``tabletopic sql``: Spark SQL against the platform's Iceberg catalog, one statement or a shell.
 
+Spark statements run in the node's warm Spark session when a node serves ``/v1/sql`` on its admin
+listener (:mod:`tabletopic.spark.sql_service`): about a second instead of the 10-30 s of starting
+Spark here. Without one (no node running, or a node whose jobs run without Spark), this process
+starts Spark itself, as before.
+
 The platform's catalog is Spark's default catalog, so ``SELECT * FROM namespace.table`` works. When
 Spark reaches the catalog through the built-in REST catalog and no node is serving it, this process
 serves it itself (on a free loopback port) for as long as it runs, so the command also works on a
@@ -78,8 +83,10 @@ def sql(
         typer.Option(
             "--engine",
             "-e",
-            help="duckdb: embedded, instant, read-only (pyiceberg scans, works offline); spark: full "
-            "Spark SQL; auto: duckdb for the interactive shell, spark for statements and pipes.",
+            help="spark: full Spark SQL, in the node's warm Spark when a node serves it (about a "
+            "second), else in a Spark started here (10-30 s); duckdb: embedded, read-only, about a "
+            "second (pyiceberg scans, works offline); auto: duckdb for the interactive shell, spark "
+            "for statements and pipes.",
         ),
     ] = SqlEngine.auto,
     print_config: Annotated[
@@ -90,11 +97,35 @@ def sql(
             "spark-sql / PySpark to the platform's catalog, and exit.",
         ),
     ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Read table topics' tables with the records not yet committed (the committed snapshot "
+            "plus the log above its offsets, converted as the commit converts them); runs on DuckDB.",
+        ),
+    ] = False,
+    admin_url: Annotated[
+        str | None,
+        typer.Option(
+            "--admin-url", help="Admin API of the node whose Spark runs the SQL (default: admin.listener)."
+        ),
+    ] = None,
+    no_node: Annotated[
+        bool,
+        typer.Option(
+            "--no-node",
+            help="Start Spark in this process even when a node serves SQL (a session whose SET, USE "
+            "and temporary views last for the whole command).",
+        ),
+    ] = False,
     data_dir: DataDirOption = None,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
-    """Run Spark SQL against the platform's Iceberg catalog (its default catalog)."""
+    """Run SQL against the platform's Iceberg catalog: in the node's warm Spark, or DuckDB in process.
+
+    The platform's catalog is the default catalog (``SELECT * FROM default.clicks``)."""
     cfg = load_config(data_dir, config, override)
     from tabletopic.settings import LOG_LEVEL
 
@@ -111,9 +142,24 @@ def sql(
     if print_config:
         _print_config(cfg, spec)
         return
-    if engine is SqlEngine.duckdb or (engine is SqlEngine.auto and statement is None and sys.stdin.isatty()):
-        _run_duckdb(cfg, statement, output, max_rows)
+    if fresh and engine is SqlEngine.spark:
+        err_console.print("[red]--fresh runs on the embedded engine:[/red] use --engine duckdb or auto")
+        raise typer.Exit(2)
+    if (
+        fresh
+        or engine is SqlEngine.duckdb
+        or (engine is SqlEngine.auto and statement is None and sys.stdin.isatty())
+    ):
+        _run_duckdb(cfg, statement, output, max_rows, fresh)
         return
+    remote = None if no_node else node_sql(admin_url or cfg.get("admin.listener"))
+    if remote is not None:
+        _run_remote(remote, statement, output, max_rows)
+        return
+    if statement is not None:
+        err_console.print(
+            "[dim]no node serves SQL at admin.listener: starting Spark in this process (10-30 s)[/dim]"
+        )
     with ExitStack() as stack:
         spec = reachable_spec(cfg, spec, stack)
         spark = _session(cfg, spec)
@@ -128,13 +174,16 @@ def sql(
             shell(spark, output, max_rows)
 
 
-def _run_duckdb(cfg: Config, statement: str | None, output: OutputFormat, max_rows: int) -> None:
-    """The embedded engine: DuckDB over pyiceberg scans of the catalog (no Spark, no network)."""
+def _run_duckdb(
+    cfg: Config, statement: str | None, output: OutputFormat, max_rows: int, fresh: bool = False
+) -> None:
+    """The embedded engine: DuckDB over pyiceberg scans of the catalog (no Spark, no network; a
+    fresh read also reads the log tail through the Kafka listener)."""
     from tabletopic.table.ops.access import open_catalog
     from tabletopic.table.ops.duck import DuckSession
 
     with ExitStack() as stack:
-        session = DuckSession(open_catalog(cfg, stack))
+        session = DuckSession(open_catalog(cfg, stack), fresh_rows(cfg) if fresh else None)
         stack.callback(session.close)
 
         def run(text: str) -> bool:
@@ -154,6 +203,111 @@ def _run_duckdb(cfg: Config, statement: str | None, output: OutputFormat, max_ro
                 raise typer.Exit(1)
         else:
             read_statements(run, "DuckDB over pyiceberg scans (read-only; --engine spark for Spark SQL)")
+
+
+def fresh_rows(cfg: Config) -> Callable[[Any, tuple[str, str]], Any]:
+    """A DuckDB row source giving table topics' tables with their uncommitted records (tables no
+    topic writes are scanned as they are)."""
+    from tabletopic.spark.tables_cli import _converter
+    from tabletopic.table.ops.access import bootstrap_servers
+    from tabletopic.table.ops.fresh import fresh_read, table_topics
+
+    servers = bootstrap_servers(cfg)
+    topics: dict[tuple[str, str], Any] = {}
+
+    def rows(catalog: Any, ident: tuple[str, str]) -> Any:
+        if not topics:
+            topics.update(table_topics(servers))
+        found = topics.get(ident)
+        if found is None:
+            return None
+        topic, config = found
+        return fresh_read(servers, catalog, topic, config, _converter(cfg, config)).rows
+
+    return rows
+
+
+class NodeSql:
+    """A node's ``/v1/sql`` endpoint: Spark statements run in its warm session."""
+
+    def __init__(self, url: str) -> None:
+        import httpx
+
+        self.url = url.rstrip("/") + "/v1/sql"
+        self._client = httpx.Client(timeout=httpx.Timeout(10, read=None))
+
+    def execute(self, statement: str, limit: int | None) -> tuple[list[str], Iterator[list[Any]]]:
+        """Run one statement on the node; its column names and rows (streamed).
+
+        Raises:
+            RuntimeError: the node refused the statement (Spark's message) or failed mid-way.
+        """
+        request = self._client.build_request("POST", self.url, json={"statement": statement, "limit": limit})
+        response = self._client.send(request, stream=True)
+        if response.status_code != 200:
+            response.read()
+            try:
+                detail = response.json().get("detail")
+            except ValueError:
+                detail = response.text
+            raise RuntimeError(str(detail or f"HTTP {response.status_code}"))
+        lines = response.iter_lines()
+        head = json.loads(next(lines))
+
+        def rows() -> Iterator[list[Any]]:
+            try:
+                for line in lines:
+                    value = json.loads(line)
+                    if isinstance(value, dict):
+                        raise RuntimeError(str(value.get("error")))
+                    yield value
+            finally:
+                response.close()
+
+        return [str(c) for c in head["columns"]], rows()
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def node_sql(admin_url: str | None) -> NodeSql | None:
+    """The node's SQL endpoint at ``admin_url``, if a node answers there and runs Spark."""
+    import httpx
+
+    if not admin_url:
+        return None
+    remote = NodeSql(admin_url)
+    try:
+        answer = remote._client.get(remote.url, timeout=2)
+    except httpx.HTTPError:
+        answer = None
+    if answer is None or answer.status_code != 200:
+        remote.close()
+        return None
+    return remote
+
+
+def _run_remote(remote: NodeSql, statement: str | None, output: OutputFormat, max_rows: int) -> None:
+    def run(text: str) -> bool:
+        try:
+            columns, rows = remote.execute(text, max_rows + 1 if output is OutputFormat.table else None)
+            print_rows(columns, rows, output, max_rows)
+            return True
+        except Exception as exc:
+            err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+            return False
+
+    try:
+        if statement is not None:
+            failed = False
+            for text in split_statements(statement):
+                failed |= not run(text)
+            if failed:
+                raise typer.Exit(1)
+        else:
+            read_statements(run, f"Spark SQL in the node's session ({remote.url})")
+    finally:
+        remote.close()
 
 
 def _session(cfg: Config, spec: CatalogSpec) -> SparkSession:
@@ -286,11 +440,12 @@ def short_error(exc: BaseException) -> str:
 
 
 def plain(value: Any) -> Any:
-    """A JSON/CSV-friendly form of a Spark value."""
-    from pyspark.sql import Row
+    """A JSON/CSV-friendly form of a Spark (or DuckDB) value."""
+    if "pyspark" in sys.modules:  # only Spark gives Rows; DuckDB's results need no pyspark import
+        from pyspark.sql import Row
 
-    if isinstance(value, Row):
-        return {k: plain(v) for k, v in value.asDict().items()}
+        if isinstance(value, Row):
+            return {k: plain(v) for k, v in value.asDict().items()}
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, dict):

@@ -20,14 +20,13 @@ from rich.table import Table as RichTable
 
 from tabletopic.cli_common import console, err_console, print_table
 from tabletopic.table.cli import app as tables_app
-from tabletopic.table.ops import ranges as R
-from tabletopic.table.ops.verify import VerifyProgress, VerifyReport
+from tabletopic.table.ops.progress import VerifyProgress
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from tabletopic.config import Config
-    from tabletopic.table.ops.verify import TableCoverage
+    from tabletopic.table.ops.verify import TableCoverage, VerifyReport
 
 # Tables with more live rows than this are checked with Spark under --engine auto.
 SPARK_ROWS_THRESHOLD = 5_000_000
@@ -151,6 +150,8 @@ def verify_command(
 
 
 def print_report(report: VerifyReport) -> None:
+    from tabletopic.table.ops import ranges as R
+
     columns = ("partition", "log start", "committed", "records", "rows", "skipped", "missing", "duplicated")
     table = RichTable(*columns, "unexpected")
     for p in report.partitions:

@@ -48,6 +48,12 @@ EXPIRE_SNAPSHOT_ENABLED = PREFIX + "expire.snapshot.enabled"
 EXPIRE_SNAPSHOT_OLDER_THAN_HOURS = PREFIX + "expire.snapshot.older.than.hours"
 EXPIRE_SNAPSHOT_RETAIN_LAST = PREFIX + "expire.snapshot.retain.last"
 ICEBERG_AUTO_CREATE_PROPERTIES = PREFIX + "iceberg.auto-create.properties"
+FORMAT_VERSION = PREFIX + "format.version"
+
+# Iceberg table format versions the pipeline writes. Version 3 (deletion vectors) is refused: every
+# commit is written by pyiceberg, and pyiceberg 0.12 writes no v3 manifest or manifest list (see
+# docs/table-topics.md, "Iceberg format version 3").
+FORMAT_VERSIONS = ("2",)
 
 # Broker-level keys share the prefix; setting them on a topic is a mistake worth naming.
 BROKER_LEVEL_PREFIXES = (PREFIX + "catalog.", PREFIX + "schema.registry.")
@@ -230,6 +236,7 @@ class TableTopicConfig:
             expire_snapshot_retain_last=_int(raw, EXPIRE_SNAPSHOT_RETAIN_LAST, 1, 1, 1_000_000),
             iceberg_auto_create_properties=_properties(raw),
         )
+        _format_version(raw)
         config._check_cross_field()
         return config
 
@@ -365,6 +372,7 @@ _KNOWN_KEYS = frozenset(
         KEY_LATEST_SUBJECT, KEY_LATEST_MESSAGE, TRANSFORM_VALUE_TYPE, ID_COLUMNS, PARTITION_BY,
         UPSERT_ENABLE, CDC_FIELD, ERRORS_TOLERANCE, ERRORS_DLQ_TOPIC, EXPIRE_SNAPSHOT_ENABLED,
         EXPIRE_SNAPSHOT_OLDER_THAN_HOURS, EXPIRE_SNAPSHOT_RETAIN_LAST, ICEBERG_AUTO_CREATE_PROPERTIES,
+        FORMAT_VERSION,
     }
 )  # fmt: skip
 
@@ -509,6 +517,22 @@ def _id_columns(raw: Mapping[str, str]) -> tuple[str, ...]:
     if FROM_DEBEZIUM_KEY in columns and len(columns) != 1:
         raise ValueError(f"{ID_COLUMNS}: {FROM_DEBEZIUM_KEY} cannot be combined with other columns")
     return tuple(columns)
+
+
+def _format_version(raw: Mapping[str, str]) -> None:
+    """Refuse a table format version the pipeline cannot write, whether asked by ``format.version``
+    or by ``format-version`` among the auto-create properties."""
+    asked = raw.get(FORMAT_VERSION, "").strip() or "2"
+    from_properties = dict(_properties(raw)).get("format-version")
+    for key, value in ((FORMAT_VERSION, asked), (ICEBERG_AUTO_CREATE_PROPERTIES, from_properties)):
+        if value is None or value.strip() in FORMAT_VERSIONS:
+            continue
+        if value.strip() == "3":
+            raise ValueError(
+                f"{key}: format version 3 (deletion vectors) is not written yet: the commits are "
+                "written by pyiceberg, which writes no version 3 manifests; keep 2 (the default)"
+            )
+        raise ValueError(f"{key}: format version {value!r} is not one of {', '.join(FORMAT_VERSIONS)}")
 
 
 def _properties(raw: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

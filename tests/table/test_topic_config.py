@@ -109,6 +109,9 @@ BAD = [
     ("upsert.enable", "1", "must be true or false"),
     ("iceberg.auto-create.properties", "a=1,a=2", "duplicate key"),
     ("iceberg.auto-create.properties", "novalue", "key=value"),
+    ("format.version", "3", "deletion vectors"),
+    ("format.version", "1", "not one of 2"),
+    ("iceberg.auto-create.properties", "format-version=3", "version 3"),
     ("convert.value.by_latest_schema.message.full.name", "a..b", "fully-qualified"),
     ("catalog.uri", "http://x", "broker-level setting"),
     ("no.such.key", "1", "not a known table topic config"),
@@ -247,3 +250,8 @@ def test_partition_by_without_flatten_names_only_existing_kafka_columns() -> Non
     for bad in ("[_kafka_metadata.nosuch]", "[_kafka_nosuch]", "[_kafka_value.field]"):
         with pytest.raises(ValueError, match=r"partition\.by: column .* does not exist"):
             TableTopicConfig.from_topic_configs({**base, "automq.table.topic.partition.by": bad})
+
+
+def test_format_version_2_is_accepted_and_the_default() -> None:
+    validate_table_topic_configs({P + "enable": "true", P + "format.version": "2"}, "orders")
+    validate_table_topic_configs({P + "enable": "true"}, "orders")

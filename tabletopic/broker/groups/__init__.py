@@ -2,7 +2,26 @@
 asyncio driver with durable offsets (``coordinator.py``, ``store.py``). The Kafka APIs that reach it
 have their handlers in ``broker/handlers/`` like every other API."""
 
-from tabletopic.broker.groups.coordinator import GroupCoordinator
-from tabletopic.broker.groups.model import GroupConfig, GroupState
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tabletopic.broker.groups.coordinator import GroupCoordinator
+    from tabletopic.broker.groups.model import GroupConfig, GroupState
+
+# Re-exports loaded on first use: importing this package's settings module (every command loads
+# every key) must not pull in the coordinator, its database and Kafka codec.
+_EXPORTS = {
+    "GroupCoordinator": "tabletopic.broker.groups.coordinator",
+    "GroupConfig": "tabletopic.broker.groups.model",
+    "GroupState": "tabletopic.broker.groups.model",
+}
 
 __all__ = ["GroupConfig", "GroupCoordinator", "GroupState"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

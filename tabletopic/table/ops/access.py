@@ -30,7 +30,6 @@ def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
     (the built-in catalog from the metadata database), so the commands work on a stopped node too."""
     from pyiceberg.catalog import load_catalog
 
-    from tabletopic import database, settings
     from tabletopic.catalog.adapters import catalog_spec, create_catalog
     from tabletopic.catalog.backends import CatalogKind
 
@@ -39,6 +38,8 @@ def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
         return load_catalog(spec.name, type="rest", uri=spec.rest_uri)
     engine = None
     if spec.type is CatalogKind.BUILTIN:
+        from tabletopic import database, settings  # SQLAlchemy: only when no node serves the catalog
+
         engine = database.create_engine(cfg.get(settings.METADATA_URL) or database.default_url(cfg.data_dir))
         stack.callback(engine.dispose)
     return create_catalog(spec, engine)

@@ -11,19 +11,28 @@ is for small and medium tables; ``--engine spark`` runs the same SQL on Spark.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.catalog import Catalog
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+# A table's rows other than its current snapshot's, or None for a plain scan: fresh reads
+# (:mod:`tabletopic.table.ops.fresh`) give the snapshot plus the records not yet committed.
+RowSource = Callable[[Catalog, tuple[str, str]], "pa.Table | None"]
 
 
 class DuckSession:
     """One DuckDB connection over a pyiceberg catalog."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, rows: RowSource | None = None) -> None:
         import duckdb
 
         self._catalog = catalog
+        self._rows = rows
         self._con = duckdb.connect()
         self._known: list[tuple[str, str]] | None = None
 
@@ -59,7 +68,9 @@ class DuckSession:
         return "'".join(parts), named
 
     def _register(self, namespace: str, table: str) -> None:
-        arrow = self._catalog.load_table((*namespace.split("."), table)).scan().to_arrow()
+        arrow = self._rows(self._catalog, (namespace, table)) if self._rows is not None else None
+        if arrow is None:
+            arrow = self._catalog.load_table((*namespace.split("."), table)).scan().to_arrow()
         scratch = f"__tabletopic_{namespace}_{table}".replace(".", "_")
         self._con.register(scratch, arrow)
         self._con.execute(f'CREATE SCHEMA IF NOT EXISTS "{namespace}"')

@@ -12,6 +12,12 @@ read a moment before. The swap is correct whatever the live pipeline committed m
 head is a consistent pair of rows and offsets, and the pipeline's commits are conditional on the
 snapshot they planned at, so an in-flight one re-plans from the branch's offsets; records it had
 committed past those offsets are ingested again, once.
+
+Upsert and CDC tables hold one row per key, so a round's rows cannot simply be appended: every round
+is reduced, together with the rows kept so far, to the latest change of each key (the upsert
+commit's own rule, :func:`~tabletopic.table.row_delta.latest_per_key`), and the branch gets one
+commit at the end with the keys whose latest change is not a delete. The rows kept in between are
+one per key, held in the command's memory; a rebuild killed before that commit starts over.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import BadRequestError, CommitFailedException
 from pyiceberg.table import Table
@@ -32,8 +39,6 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotRefUpdate, SetSnapshotRefUpdate
 
 from tabletopic.crashpoints import crash_point
-from tabletopic.records.encoder import Record, build_batch
-from tabletopic.s3stream.streams import StoredBatch
 from tabletopic.table import tables
 from tabletopic.table.commit import (
     EPOCH_PROPERTY,
@@ -45,7 +50,7 @@ from tabletopic.table.commit import (
     committed_state,
     encode_offsets,
 )
-from tabletopic.table.convert.rows import RecordConverter, convert_slice
+from tabletopic.table.convert.rows import RecordConverter
 from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
 from tabletopic.table.ops.topic_read import open_consumer
 from tabletopic.table.table_config import TableTopicConfig
@@ -153,37 +158,35 @@ def _read_round(
 def _to_rows(
     messages: list[tuple[int, int, Any]], converter: RecordConverter
 ) -> tuple[list[pa.RecordBatch], dict[int, int]]:
-    """Convert messages as the pipeline converts stored batches: consecutive offsets of a partition
-    form one batch (gaps are transaction markers or aborted records a read-committed consumer
-    skipped). Returns the rows and each partition's next offset."""
-    by_partition: dict[int, list[tuple[int, Any]]] = {}
-    for partition, offset, msg in messages:
-        by_partition.setdefault(partition, []).append((offset, msg))
-    batches: list[pa.RecordBatch] = []
+    """Convert messages with the pipeline's converter (:meth:`RecordConverter.convert`, what a task
+    runs on the records it decoded from stored batches). The consumer has already decoded the
+    batches (read committed: transaction markers and aborted records are no messages), so its
+    messages become the decoded columns directly; re-encoding them as batches to decode them again
+    cost five times the conversion. Returns the rows and each partition's next offset."""
+    from tabletopic.records.columns import DecodedRecords
+
+    by_partition: dict[int, DecodedRecords] = {}
     ends: dict[int, int] = {}
-    for partition, entries in by_partition.items():
-        runs: list[list[tuple[int, Any]]] = []
-        for offset, msg in entries:
-            if runs and runs[-1][-1][0] + 1 == offset:
-                runs[-1].append((offset, msg))
-            else:
-                runs.append([(offset, msg)])
-        stored = []
-        for run in runs:
-            records = []
-            for _, msg in run:
-                _, stamp = msg.timestamp()
-                records.append(Record(msg.key(), msg.value(), tuple(msg.headers() or ()), stamp))
-            stored.append(StoredBatch(run[0][0], len(run), build_batch(records, base_offset=run[0][0])))
-        first, last = entries[0][0], entries[-1][0]
-        result = convert_slice(stored, first, last + 1, partition, converter)
+    for partition, offset, msg in messages:
+        decoded = by_partition.get(partition)
+        if decoded is None:
+            decoded = by_partition[partition] = DecodedRecords(partition)
+        _, stamp = msg.timestamp()
+        decoded.offsets.append(offset)
+        decoded.timestamps.append(stamp)
+        decoded.keys.append(msg.key())
+        decoded.values.append(msg.value())
+        decoded.headers.append(tuple(msg.headers() or ()))
+        ends[partition] = offset + 1
+    batches: list[pa.RecordBatch] = []
+    for partition, decoded in by_partition.items():
+        result = converter.convert(decoded)
         if result.batch_errors or any(not f.invalid_data for f in result.failures):
             raise RebuildError(
                 f"partition {partition}: records that cannot be converted: {result.failures[:1]}"
             )
         if result.batch is not None and result.batch.num_rows:
             batches.append(result.batch)
-        ends[partition] = last + 1
     return batches, ends
 
 
@@ -236,8 +239,6 @@ def rebuild(
     from the same start that was interrupted)."""
     from confluent_kafka import TopicPartition
 
-    if config.writes_deletes:
-        raise RebuildError(f"{topic} is an upsert/CDC table topic: rebuild supports append tables")
     ident = tables.identifier(config, topic)
     table = catalog.load_table(ident)
     main = committed_state(table)
@@ -262,6 +263,27 @@ def rebuild(
         ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in offsets}
     finally:
         probe.close()
+    if config.writes_deletes:
+        if head is None:
+            rows = _latest_rows(
+                bootstrap,
+                catalog,
+                ident,
+                topic,
+                config,
+                converter,
+                offsets,
+                ends,
+                round_records,
+                progress,
+                result,
+            )
+            table = catalog.load_table(ident)
+            _commit_round(table, rows, offsets, properties)
+            result.rows = sum(b.num_rows for b in rows)
+        result.offsets = offsets
+        result.snapshot_id = swap(catalog, ident)
+        return result
     while True:
         messages = list(_read_round(bootstrap, topic, offsets, ends, round_records))
         if not messages and head is not None:
@@ -285,6 +307,83 @@ def rebuild(
     result.offsets = offsets
     result.snapshot_id = swap(catalog, ident)
     return result
+
+
+def _latest_rows(
+    bootstrap: str,
+    catalog: Catalog,
+    ident: tuple[str, str],
+    topic: str,
+    config: TableTopicConfig,
+    converter: RecordConverter,
+    offsets: dict[int, int],
+    ends: dict[int, int],
+    round_records: int,
+    progress: Callable[[int], None],
+    result: RebuildResult,
+) -> list[pa.RecordBatch]:
+    """The rows an upsert/CDC table holds after the records from ``offsets`` to ``ends``: each key's
+    latest change that is not a delete, in the table's types. Advances ``offsets`` as it reads."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+    from tabletopic.table.row_delta import delete_mask, latest_per_key
+
+    marker = pa.field(DELETE_MARKER_COLUMN, pa.bool_())
+    table = catalog.load_table(ident)
+    kept: pa.Table | None = None
+    while True:
+        messages = list(_read_round(bootstrap, topic, offsets, ends, round_records))
+        if not messages:
+            break
+        batches, reached = _to_rows(messages, converter)
+        offsets.update(reached)
+        result.rounds += 1
+        progress(len(messages))
+        if not batches:
+            continue
+        # Batches of only deletes carry their id typed as the record key was ("7" for an integer
+        # id): they take the table's types below and evolve nothing, as in the upsert commit.
+        with_values = [_without_marker(b.schema) for b in batches if not _deletes_only(b)]
+        if with_values:
+            try:
+                schema = unify_schemas(with_values)
+            except SchemaConflict as exc:
+                raise RebuildError(str(exc)) from exc
+            tables.ensure_schema(catalog, ident, table, schema, config)
+            table = catalog.load_table(ident)
+        target = schema_to_pyarrow(table.schema(), include_field_ids=False).append(marker)
+        held = [] if kept is None else kept.to_batches()
+        fresh = [_with_marker(b) for b in batches]
+        rows = pa.Table.from_batches([conform_batch(b, target) for b in [*held, *fresh]], schema=target)
+        kept = latest_per_key(rows, tables.merge_keys(config, table))
+    if kept is None or not kept.num_rows:
+        return []
+    live = kept.filter(pc.invert(delete_mask(kept, tables.delete_column(config))))
+    out: list[pa.RecordBatch] = live.drop_columns([DELETE_MARKER_COLUMN]).combine_chunks().to_batches()
+    return out
+
+
+def _without_marker(schema: pa.Schema) -> pa.Schema:
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+
+    index = schema.get_field_index(DELETE_MARKER_COLUMN)
+    return (schema if index < 0 else schema.remove(index)).remove_metadata()
+
+
+def _deletes_only(batch: pa.RecordBatch) -> bool:
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+
+    index = batch.schema.get_field_index(DELETE_MARKER_COLUMN)
+    return index >= 0 and bool(pc.all(batch.column(index)).as_py())
+
+
+def _with_marker(batch: pa.RecordBatch) -> pa.RecordBatch:
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+
+    if batch.schema.get_field_index(DELETE_MARKER_COLUMN) >= 0:
+        return batch
+    return batch.append_column(DELETE_MARKER_COLUMN, pa.array([False] * batch.num_rows, pa.bool_()))
 
 
 def swap(catalog: Catalog, ident: tuple[str, str]) -> int:

@@ -31,6 +31,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 
 from tabletopic.table.ops import ranges as R
+from tabletopic.table.ops.progress import VerifyProgress
 from tabletopic.table.ops.ranges import Range
 from tabletopic.table.table_config import TableTopicConfig
 
@@ -369,15 +370,3 @@ def verify(
         notes.append(f"table fed by topic id {state.topic_id}")
     report.notes = notes
     return report
-
-
-class VerifyProgress:
-    """Progress callbacks of a verify run (no-ops; the CLI draws bars)."""
-
-    def start_topic(self, total: int) -> None: ...
-
-    def topic(self, records: int) -> None: ...
-
-    def start_table(self, total: int) -> None: ...
-
-    def table(self, rows: int) -> None: ...

@@ -1,0 +1,137 @@
+"""Fresh reads: a table topic's table as its next commit will leave it, read now.
+
+The committed snapshot holds the topic up to the offsets in its summary; the records above them are
+still in the log. A fresh read is the snapshot's rows plus those records, read with a
+read-committed Kafka consumer up to the high watermarks of the moment and converted by the
+commit's converter (:meth:`~tabletopic.table.convert.rows.RecordConverter.convert`, as ``tables
+rebuild`` and ``tables verify`` do), so each record is a row once: below the offsets it is in the
+snapshot, above them only in the tail. On an upsert or CDC table the tail is reduced to the latest
+change of every key (the upsert commit's rule), the snapshot's rows of those keys are left out, and
+the tail's rows that are not deletes are added.
+
+The rows take the table's columns: a column the tail brings that the table does not have yet appears
+once the commit has evolved the schema. Records the commit would skip as invalid data
+(``errors.tolerance``) are left out here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.catalog import Catalog
+
+from tabletopic.table.convert.rows import RecordConverter
+from tabletopic.table.table_config import TableTopicConfig
+
+
+@dataclass(frozen=True)
+class FreshRead:
+    """A fresh read's rows and where they came from."""
+
+    rows: pa.Table
+    snapshot_id: int | None  # the committed snapshot read
+    committed: dict[int, int]  # its offsets: the tail starts there
+    tail_ends: dict[int, int]  # the high watermarks the tail was read up to
+    tail_records: int  # records read above the committed offsets
+
+
+def fresh_read(
+    bootstrap: str,
+    catalog: Catalog,
+    topic: str,
+    config: TableTopicConfig,
+    converter: RecordConverter,
+) -> FreshRead:
+    """``topic``'s table with the records not yet committed.
+
+    Raises:
+        ValueError: records of the tail that cannot be converted (the commit would stop on them).
+    """
+    from confluent_kafka import TopicPartition
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    from tabletopic.table import tables
+    from tabletopic.table.commit import committed_state
+    from tabletopic.table.ops.rebuild import RebuildError, _read_round, _to_rows
+    from tabletopic.table.ops.topic_read import open_consumer, partitions_of
+
+    table = catalog.load_table(tables.identifier(config, topic))
+    state = committed_state(table)
+    committed = table.scan(snapshot_id=state.snapshot_id).to_arrow() if state.snapshot_id else None
+    target = schema_to_pyarrow(table.schema(), include_field_ids=False)
+    probe = open_consumer(bootstrap)
+    try:
+        ends = {
+            p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in partitions_of(bootstrap, topic)
+        }
+    finally:
+        probe.close()
+    start = {p: state.offsets.get(p, 0) for p in ends}
+    try:
+        messages = list(_read_round(bootstrap, topic, start, ends, 1 << 62))
+        batches, _ = _to_rows(messages, converter)
+    except RebuildError as exc:
+        raise ValueError(str(exc)) from exc
+    base = committed if committed is not None else target.empty_table()
+    base = pa.Table.from_batches([_conform(b, target) for b in base.to_batches()], schema=target)
+    if config.writes_deletes:
+        rows = _upsert(base, batches, target, tables.merge_keys(config, table), tables.delete_column(config))
+    else:
+        tail = pa.Table.from_batches([_conform(b, target) for b in batches], schema=target)
+        rows = pa.concat_tables([base, tail])
+    return FreshRead(rows, state.snapshot_id, dict(state.offsets), ends, len(messages))
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    from tabletopic.table.convert.unify import conform_batch
+
+    return conform_batch(batch, schema)
+
+
+def _upsert(
+    base: pa.Table,
+    batches: list[pa.RecordBatch],
+    target: pa.Schema,
+    keys: tuple[str, ...],
+    delete_column: str | None,
+) -> pa.Table:
+    """``base`` with the tail's latest change of every key applied (deletes remove the key)."""
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+    from tabletopic.table.key_index import composite, key_arrays
+    from tabletopic.table.row_delta import delete_mask, latest_per_key
+
+    if not batches:
+        return base
+    marked = target.append(pa.field(DELETE_MARKER_COLUMN, pa.bool_()))
+    fitted = []
+    for batch in batches:
+        if batch.schema.get_field_index(DELETE_MARKER_COLUMN) < 0:
+            batch = batch.append_column(DELETE_MARKER_COLUMN, pa.array([False] * batch.num_rows, pa.bool_()))
+        fitted.append(_conform(batch, marked))
+    tail = latest_per_key(pa.Table.from_batches(fitted, schema=marked), keys)
+    replaced = pc.is_in(composite(key_arrays(base, keys)), value_set=composite(key_arrays(tail, keys)))
+    kept = base.filter(pc.invert(pc.fill_null(replaced, False)))
+    live = tail.filter(pc.invert(delete_mask(tail, delete_column))).drop_columns([DELETE_MARKER_COLUMN])
+    return pa.concat_tables([kept, live.cast(target)])
+
+
+def table_topics(bootstrap: str) -> Mapping[tuple[str, str], tuple[str, TableTopicConfig]]:
+    """Every table topic of the cluster by the table it writes: ``(namespace, table) -> (topic,
+    config)`` (how a query's table names find the topic whose tail a fresh read adds)."""
+    from confluent_kafka.admin import AdminClient
+
+    from tabletopic.table import tables
+    from tabletopic.table.ops.topic_read import topic_configs
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    names = [t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")]
+    found: dict[tuple[str, str], tuple[str, TableTopicConfig]] = {}
+    for name in names:
+        config = TableTopicConfig.from_topic_configs(topic_configs(bootstrap, name), topic=name)
+        if config.enabled:
+            found[tables.identifier(config, name)] = (name, config)
+    return found

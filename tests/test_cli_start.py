@@ -1,0 +1,55 @@
+"""The CLI starts fast: a subcommand's module is imported only when that subcommand runs, so
+``tabletopic --help`` and ``tabletopic topics ...`` load neither pyiceberg, SQLAlchemy, numpy, Kafka's
+codec nor Spark; the top-level listing still shows every subcommand with its own help."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tabletopic.cli import LAZY_COMMANDS, app, load_command
+
+pytestmark = pytest.mark.timeout(120)
+
+HEAVY = ("pyiceberg", "sqlalchemy", "numpy", "kio", "pyspark", "pyarrow", "duckdb", "confluent_kafka")
+
+
+def modules_loaded_by(*argv: str) -> list[str]:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['tabletopic', *{list(argv)!r}]\n"
+        "from tabletopic.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return list(eval(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("topics", "--help"), ("tables", "list", "--help")])
+def test_help_of_light_commands_imports_no_heavy_library(argv: tuple[str, ...]) -> None:
+    assert modules_loaded_by(*argv) == []
+
+
+def test_top_level_help_lists_every_subcommand_with_the_help_of_its_own_module() -> None:
+    for name, lazy in LAZY_COMMANDS.items():
+        module, _, attribute = lazy.target.partition(":")
+        target = getattr(importlib.import_module(module), attribute)
+        own = target.info.help if isinstance(target, typer.Typer) else (target.__doc__ or "")
+        assert lazy.help == " ".join(str(own).split("\n\n")[0].split()), name
+    listing = CliRunner().invoke(app, ["--help"]).output
+    for name in LAZY_COMMANDS:
+        assert name in listing
+
+
+def test_tables_is_one_group_with_status_controls_and_operations() -> None:
+    group = load_command("tables")
+    assert isinstance(group, typer.core.TyperGroup)
+    assert {"list", "describe", "resume", "verify", "redrive", "rebuild"} <= set(group.commands)
