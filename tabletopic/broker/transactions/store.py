@@ -27,7 +27,6 @@ from tabletopic.broker.transactions.model import (
     TxnPartition,
     TxnState,
 )
-
 from tabletopic.fencing import Fenced
 
 __all__ = ["STATES", "PendingOffset", "TxnFenced", "TxnMetadata", "TxnPartition", "TxnStore", "row_of"]
