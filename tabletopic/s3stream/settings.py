@@ -130,18 +130,34 @@ WAL_CAPACITY_BYTES = define(
 WAL_OBJECT_BATCH_MS = define(
     "s3stream.wal.object.batch.ms",
     int,
-    250,
-    "Object WAL: longest an append waits for its batch object to be started.",
+    5,
+    "Object WAL: least time between the starts of two batch objects. A batch object starts as soon "
+    "as an upload slot is free (see `s3stream.wal.object.max.in.flight.uploads`) and this long after "
+    "the previous one started, holding every append that arrived meanwhile. The ceiling of an "
+    "append's wait for its batch to start while a slot is free, and the cost knob: at most "
+    "1000 / this many uploads (object PUTs) per second per broker.",
     GROUP,
-    in_range(1),
+    in_range(0),
 )
 WAL_OBJECT_BATCH_BYTES = define(
     "s3stream.wal.object.batch.bytes",
     int,
     8 * MiB,
-    "Object WAL: a batch object is written as soon as this many bytes are pending.",
+    "Object WAL: a batch object is closed at this many bytes; it is written as soon as an upload "
+    "slot is free.",
     GROUP,
     in_range(1024),
+)
+WAL_OBJECT_MAX_IN_FLIGHT = define(
+    "s3stream.wal.object.max.in.flight.uploads",
+    int,
+    4,
+    "Object WAL: most batch objects being PUT and committed at once; appends arriving while every "
+    "slot is busy wait and form the next batch object (group commit). Their commits, and so their "
+    "acknowledgements, happen in order. More slots lower latency under load; fewer make fewer, "
+    "larger objects (at most this many uploads per PUT-and-commit time).",
+    GROUP,
+    in_range(1, 64),
 )
 UPLOAD_INTERVAL_MS = define(
     "s3stream.upload.interval.ms",
