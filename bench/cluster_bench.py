@@ -66,6 +66,7 @@ sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import KafkaError, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from write_path import run_write_path  # noqa: E402
 
 from tabletopic import database  # noqa: E402
 from tabletopic.broker.wire_client import call  # noqa: E402
@@ -81,7 +82,6 @@ from tests.support.kafka_requests import request as kafka_request  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.raw_kafka_client import connect, encode_request, read_frame  # noqa: E402
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
-from write_path import run_write_path  # noqa: E402
 
 PARTITIONS = 12
 SETTINGS = {

@@ -43,6 +43,10 @@ S3_EXPRESS_ONE_ZONE_PUT_PER_1000 = 0.00113
 # Uploads of the object WAL and of the local WAL: one object each (a batch stays under
 # s3stream.stream.object.split.bytes, so no stream gets an object of its own).
 UPLOADS_METRIC = re.compile(r"^tabletopic_s3stream_upload_seconds_count\s+([0-9.e+]+)$", re.M)
+PHASE_METRIC = re.compile(
+    r'^tabletopic_s3stream_upload_phase_seconds_(sum|count)\{phase="(\w+)"\}\s+([0-9.e+-]+)$', re.M
+)
+PHASES = ("reserve", "build", "put", "turn", "commit")
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Figures:
     errors: int
     mb_per_s: float
     puts_per_s: list[float]
+    phases_ms: dict[str, float]  # mean time per upload in each phase at the fixed rate
 
 
 @dataclass
@@ -62,11 +67,32 @@ class Target:
     metrics_urls: list[str]
 
 
-def uploads(url: str) -> float:
+def scrape(url: str) -> tuple[float, dict[tuple[str, str], float]]:
+    """A broker's uploads so far, and its upload phase sums and counts by (sum|count, phase)."""
     with urllib.request.urlopen(url, timeout=10) as answer:
         text = answer.read().decode()
     match = UPLOADS_METRIC.search(text)
-    return float(match.group(1)) if match else 0.0
+    phases = {(kind, phase): float(value) for kind, phase, value in PHASE_METRIC.findall(text)}
+    return (float(match.group(1)) if match else 0.0), phases
+
+
+def phase_means(
+    before: list[dict[tuple[str, str], float]], after: list[dict[tuple[str, str], float]]
+) -> dict[str, float]:
+    """Mean milliseconds per upload of each phase over every broker, between two scrapes."""
+    means = {}
+    for phase in PHASES:
+        total = sum(
+            a.get(("sum", phase), 0.0) - b.get(("sum", phase), 0.0)
+            for a, b in zip(after, before, strict=True)
+        )
+        count = sum(
+            a.get(("count", phase), 0.0) - b.get(("count", phase), 0.0)
+            for a, b in zip(after, before, strict=True)
+        )
+        if count:
+            means[phase] = total / count * 1000
+    return means
 
 
 def create_topic(bootstrap: str) -> str:
@@ -141,16 +167,18 @@ def flat_out(bootstrap: str, topic: str, seconds: float) -> float:
 
 def measure(kind: str, target: Target, rate: int, seconds: float) -> Figures:
     topic = create_topic(target.bootstrap)
-    before = [uploads(url) for url in target.metrics_urls]
+    before = [scrape(url) for url in target.metrics_urls]
     began = time.monotonic()
     latencies, errors = fixed_rate(target.bootstrap, topic, rate, seconds)
     elapsed = time.monotonic() - began
-    puts = [(uploads(url) - b) / elapsed for url, b in zip(target.metrics_urls, before, strict=True)]
+    after = [scrape(url) for url in target.metrics_urls]
+    puts = [(a[0] - b[0]) / elapsed for a, b in zip(after, before, strict=True)]
+    phases = phase_means([b[1] for b in before], [a[1] for a in after])
     latencies.sort()
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
     mb_per_s = flat_out(target.bootstrap, create_topic(target.bootstrap), seconds)
-    return Figures(kind, len(target.metrics_urls), p50 * 1000, p99 * 1000, errors, mb_per_s, puts)
+    return Figures(kind, len(target.metrics_urls), p50 * 1000, p99 * 1000, errors, mb_per_s, puts, phases)
 
 
 @contextmanager
@@ -204,7 +232,7 @@ def run_write_path(kinds: list[str], rate: int, seconds: float) -> list[Figures]
             with targets[kind]() as target:
                 results.append(measure(kind, target, rate, seconds))
         except Exception as exc:  # a kind this build does not support: say so and go on
-            print(f"{kind}: skipped, it did not start or run: {str(exc).splitlines()[0][:300]}")
+            print(f"{kind}: skipped, it did not start or run: {' '.join(str(exc).split())[:400]}")
     report(results)
     return results
 
@@ -220,6 +248,10 @@ def report(results: list[Figures]) -> None:
         print(f"{r.kind:<8}{r.brokers:>8}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}{r.mb_per_s:>9.1f}{ratio:>7.2f}"
               f"{puts:>14.1f}{monthly_cost(puts, S3_STANDARD_PUT_PER_1000):>13,.0f}"
               f"{monthly_cost(puts, S3_EXPRESS_ONE_ZONE_PUT_PER_1000):>14,.0f}  {r.errors}")  # fmt: skip
+    for r in results:
+        if r.phases_ms:
+            spent = ", ".join(f"{phase} {ms:.1f}" for phase, ms in r.phases_ms.items())
+            print(f"{r.kind}: mean ms per upload at the fixed rate: {spent}")
     print(f"PUT prices per 1,000 requests (us-east-1): S3 Standard ${S3_STANDARD_PUT_PER_1000}, "
           f"S3 Express One Zone ${S3_EXPRESS_ONE_ZONE_PUT_PER_1000}; cost per broker per 30-day month "
           "of the PUTs at the fixed rate (requests only)")  # fmt: skip

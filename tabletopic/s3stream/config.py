@@ -21,7 +21,7 @@ class StoreSettings:
     wal_segment_bytes: int = 64 * keys.MiB
     wal_capacity_bytes: int = 1024 * keys.MiB
     object_batch_ms: int = 5
-    object_max_in_flight: int = 4
+    object_max_in_flight: int = 1
     object_batch_bytes: int = 8 * keys.MiB
     upload_interval_ms: int = 10_000
     upload_bytes: int = 64 * keys.MiB

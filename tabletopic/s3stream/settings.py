@@ -101,8 +101,9 @@ WAL_MODE = define(
     str,
     WalMode.LOCAL.value,
     "`local`: appends are acknowledged after an fsync of a WAL file on local disk and uploaded "
-    "later. `object`: appends of all streams are batched into one object per window and "
-    "acknowledged once it is stored and indexed (stateless node).",
+    "later. `object`: appends of all streams are batched into shared objects, each started as soon "
+    "as the upload before it ends, and acknowledged once theirs is stored and indexed (stateless "
+    "node).",
     GROUP,
     one_of(*WalMode),
 )
@@ -151,11 +152,13 @@ WAL_OBJECT_BATCH_BYTES = define(
 WAL_OBJECT_MAX_IN_FLIGHT = define(
     "s3stream.wal.object.max.in.flight.uploads",
     int,
-    4,
+    1,
     "Object WAL: most batch objects being PUT and committed at once; appends arriving while every "
-    "slot is busy wait and form the next batch object (group commit). Their commits, and so their "
-    "acknowledgements, happen in order. More slots lower latency under load; fewer make fewer, "
-    "larger objects (at most this many uploads per PUT-and-commit time).",
+    "slot is busy wait and form the next batch object (group commit). Commits, and so "
+    "acknowledgements, stay in offset order. 1 suits a store whose PUT is about as fast as the "
+    "metadata commit (SeaweedFS, MinIO, S3 Express One Zone); raise it (2-4) where the PUT's own "
+    "latency dominates (S3 Standard): the next PUTs then overlap it, at the cost of more, smaller "
+    "objects.",
     GROUP,
     in_range(1, 64),
 )

@@ -16,8 +16,8 @@ from tabletopic import database
 from tabletopic.s3stream.batching import BatchPacer
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StorageUnavailable
-from tests.support.waiting import wait_until
 from tests.support.store_harness import StoreHarness, local_object_settings
+from tests.support.waiting import wait_until
 
 # --- the pacer -----------------------------------------------------------------------------------
 
@@ -61,7 +61,6 @@ class HeldPuts:
     """Replaces a store's PUTs: each waits until the test releases it (or fails it)."""
 
     def __init__(self, store: S3StreamStore) -> None:
-        self.entered: list[asyncio.Event] = []
         self._release: list[asyncio.Future[bool]] = []
         self._put = store.state.objects.put
         store.state.objects.put = self._held  # type: ignore[method-assign]
@@ -77,6 +76,9 @@ class HeldPuts:
     @property
     def started(self) -> int:
         return len(self._release)
+
+    async def wait_started(self, count: int) -> None:
+        await wait_until(lambda: self.started == count, interval=0.001, message=f"{count} PUTs started")
 
     def release(self, index: int, ok: bool = True) -> None:
         self._release[index].set_result(ok)
@@ -165,7 +167,7 @@ async def test_a_failed_put_fails_its_batch_and_the_later_ones_but_not_the_earli
     appends = []
     for count in (1, 2, 3):
         appends.append(asyncio.ensure_future(store.append(sid, b"batch", 1)))
-        await wait_until(lambda n=count: held.started == n, interval=0.001, message="PUT started")
+        await held.wait_started(count)
     held.release(2)  # the last succeeds, the middle fails, the first succeeds last
     held.release(1, ok=False)
     held.release(0)
