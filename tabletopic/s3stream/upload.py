@@ -202,7 +202,7 @@ class Uploader:
             try:
                 if layouts:
                     reserved = await self.keys.take([kind for kind, _ in layouts])
-                    phase = self._timed("reserve", started)
+                    self._timed("reserve", started)
                     built = await self._store(layouts, reserved)
                 if turn is not None:
                     phase = time.perf_counter()

@@ -11,9 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from tabletopic import database
 from tabletopic.s3stream.batching import BatchPacer
+from tabletopic.s3stream.reserved_keys import RESERVE_AHEAD
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StorageUnavailable
 from tests.support.store_harness import StoreHarness, local_object_settings
@@ -180,3 +182,42 @@ async def test_a_failed_put_fails_its_batch_and_the_later_ones_but_not_the_earli
     await wait_until(lambda: held.started == 4, interval=0.001, message="a new upload")
     held.release(3)
     assert await again == 1  # no gap where the failed batches were
+
+
+# --- object keys reserved ahead -----------------------------------------------------------------
+
+
+def _objects_by_state(store: S3StreamStore) -> dict[str, list[int]]:
+    with store.state.meta.engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT object_id, state FROM s3stream_objects ORDER BY object_id")).all()
+    by_state: dict[str, list[int]] = {}
+    for object_id, state in rows:
+        by_state.setdefault(str(state), []).append(int(object_id))
+    return by_state
+
+
+async def test_batch_objects_use_keys_reserved_ahead_in_one_transaction(
+    objects_harness: StoreHarness,
+) -> None:
+    store = await objects_harness.open(delete_grace_ms=120_000)
+    sid = await store.create_stream()
+    for i in range(3):
+        assert await store.append(sid, b"a%d" % i, 1) == i
+    objects = _objects_by_state(store)
+    assert len(objects["committed"]) == 3
+    assert len(objects["prepared"]) == RESERVE_AHEAD - 3  # one reservation served all three
+    assert set(objects["prepared"]) <= store.state.inflight_objects  # so GC leaves them alone
+
+
+async def test_keys_reserved_ahead_are_dropped_before_garbage_collection_could_take_them(
+    objects_harness: StoreHarness,
+) -> None:
+    store = await objects_harness.open(delete_grace_ms=2_000)  # kept at most 1 s
+    sid = await store.create_stream()
+    assert await store.append(sid, b"first", 1) == 0
+    first_reservation = _objects_by_state(store)["prepared"]
+    await asyncio.sleep(1.2)
+    assert await store.append(sid, b"second", 1) == 1
+    committed = _objects_by_state(store)["committed"]
+    assert committed[-1] > max(first_reservation)  # from a fresh reservation
+    assert not set(first_reservation) & store.state.inflight_objects  # left to GC as orphans
