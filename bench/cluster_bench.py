@@ -32,8 +32,15 @@ AutoMQ's published figures for comparison: partition reassignment about 1.5 s; f
 by its broker session timeout (9 s by default) plus the reassignment; its AutoBalancer reports
 load every 10 s and detects every 60 s.
 
+- write path (``--only-write-path``, run alone; see bench/write_path.py): one node on its local WAL,
+  the 3-broker cluster on the object WAL and on the shared WAL (``--wal-kinds``): p50/p99 at
+  ``--rate`` msg/s, MB/s flat out, ratios to the single node, PUTs/s per broker and their monthly
+  cost at S3 Standard and S3 Express One Zone request prices.
+
 Usage: python bench/cluster_bench.py [--kills 5] [--moves 5] [--seconds 5] [--rate 2000]
        [--balancer-repeats 3] [--only-balancer] [--txn-size 1000] [--only-transactions]
+       python bench/cluster_bench.py --only-write-path [--wal-kinds local,object,shared] [--rate 2000]
+       [--seconds 10]
        python bench/cluster_bench.py --partitions 10000 [--topic-partitions 100] [--idle-seconds 20]
 """
 
@@ -59,6 +66,7 @@ sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import KafkaError, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from write_path import run_write_path  # noqa: E402
 
 from tabletopic import database  # noqa: E402
 from tabletopic.broker.wire_client import call  # noqa: E402
@@ -263,7 +271,15 @@ def main() -> None:
     parser.add_argument(
         "--compaction-interval-ms", type=int, default=60_000, help="object compaction interval (scale)"
     )
+    parser.add_argument("--only-write-path", action="store_true", help="the write path of each WAL kind")
+    parser.add_argument(
+        "--wal-kinds", default="local,object,shared", help="WAL kinds of the write path, comma-separated"
+    )
     args = parser.parse_args()
+    if args.only_write_path:
+        kinds = [k.strip() for k in args.wal_kinds.split(",") if k.strip()]
+        run_write_path(kinds, args.rate, args.seconds)
+        return
     if args.partitions:
         run_scale(args.partitions, args.topic_partitions, args.idle_seconds, args.compaction_interval_ms)
         return

@@ -20,7 +20,8 @@ class StoreSettings:
     wal_dir: Path = Path("./data/wal")
     wal_segment_bytes: int = 64 * keys.MiB
     wal_capacity_bytes: int = 1024 * keys.MiB
-    object_batch_ms: int = 250
+    object_batch_ms: int = 5
+    object_max_in_flight: int = 1
     object_batch_bytes: int = 8 * keys.MiB
     upload_interval_ms: int = 10_000
     upload_bytes: int = 64 * keys.MiB
@@ -47,6 +48,7 @@ class StoreSettings:
             wal_capacity_bytes=config.get(keys.WAL_CAPACITY_BYTES),
             object_batch_ms=config.get(keys.WAL_OBJECT_BATCH_MS),
             object_batch_bytes=config.get(keys.WAL_OBJECT_BATCH_BYTES),
+            object_max_in_flight=config.get(keys.WAL_OBJECT_MAX_IN_FLIGHT),
             upload_interval_ms=config.get(keys.UPLOAD_INTERVAL_MS),
             upload_bytes=config.get(keys.UPLOAD_BYTES),
             split_bytes=config.get(keys.STREAM_SPLIT_BYTES),

@@ -31,6 +31,14 @@ class StoreMetrics:
         self.upload_seconds = latency(
             "upload_seconds", "Duration of one upload (objects stored and committed)."
         )
+        self.upload_phase_seconds = Histogram(
+            PREFIX + "upload_phase_seconds",
+            "Time an upload spends in each phase: `reserve` (object keys in the metadata DB), "
+            "`build`, `put`, `turn` (waiting for earlier uploads to commit, object WAL) and `commit`.",
+            ["phase"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
         self.upload_bytes = counter("upload_bytes", "Bytes uploaded as objects.")
         self.cache_requests = counter("cache_requests", "Reads by cache and outcome.", "cache", "result")
         self.cache_hit_ratio = gauge(

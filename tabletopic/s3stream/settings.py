@@ -101,8 +101,9 @@ WAL_MODE = define(
     str,
     WalMode.LOCAL.value,
     "`local`: appends are acknowledged after an fsync of a WAL file on local disk and uploaded "
-    "later. `object`: appends of all streams are batched into one object per window and "
-    "acknowledged once it is stored and indexed (stateless node).",
+    "later. `object`: appends of all streams are batched into shared objects, each started as soon "
+    "as the upload before it ends, and acknowledged once theirs is stored and indexed (stateless "
+    "node).",
     GROUP,
     one_of(*WalMode),
 )
@@ -130,18 +131,36 @@ WAL_CAPACITY_BYTES = define(
 WAL_OBJECT_BATCH_MS = define(
     "s3stream.wal.object.batch.ms",
     int,
-    250,
-    "Object WAL: longest an append waits for its batch object to be started.",
+    5,
+    "Object WAL: least time between the starts of two batch objects. A batch object starts as soon "
+    "as an upload slot is free (see `s3stream.wal.object.max.in.flight.uploads`) and this long after "
+    "the previous one started, holding every append that arrived meanwhile. The ceiling of an "
+    "append's wait for its batch to start while a slot is free, and the cost knob: at most "
+    "1000 / this many uploads (object PUTs) per second per broker.",
     GROUP,
-    in_range(1),
+    in_range(0),
 )
 WAL_OBJECT_BATCH_BYTES = define(
     "s3stream.wal.object.batch.bytes",
     int,
     8 * MiB,
-    "Object WAL: a batch object is written as soon as this many bytes are pending.",
+    "Object WAL: a batch object is closed at this many bytes; it is written as soon as an upload "
+    "slot is free.",
     GROUP,
     in_range(1024),
+)
+WAL_OBJECT_MAX_IN_FLIGHT = define(
+    "s3stream.wal.object.max.in.flight.uploads",
+    int,
+    1,
+    "Object WAL: most batch objects being PUT and committed at once; appends arriving while every "
+    "slot is busy wait and form the next batch object (group commit). Commits, and so "
+    "acknowledgements, stay in offset order. 1 suits a store whose PUT is about as fast as the "
+    "metadata commit (SeaweedFS, MinIO, S3 Express One Zone); raise it (2-4) where the PUT's own "
+    "latency dominates (S3 Standard): the next PUTs then overlap it, at the cost of more, smaller "
+    "objects.",
+    GROUP,
+    in_range(1, 64),
 )
 UPLOAD_INTERVAL_MS = define(
     "s3stream.upload.interval.ms",

@@ -6,8 +6,10 @@ every append of the same moment:
 
 - ``local`` WAL mode: the batch joins the WAL's current group; one fsync acknowledges the group.
   The block is uploaded later (size or time threshold) and the WAL segments it covers are deleted.
-- ``object`` WAL mode: the block *is* the batch window; when it is sealed (time or size) it is
-  uploaded and committed, and that commit acknowledges every append in it.
+- ``object`` WAL mode: the block is the next batch object; it is sealed and uploaded as soon as an
+  upload slot is free (group commit over PUTs, paced by ``s3stream.wal.object.batch.ms``; see
+  batching.py) or at ``s3stream.wal.object.batch.bytes``, and its commit acknowledges every append
+  in it.
 
 Offsets a stream has: ``next_end`` (assigned), ``confirmed_end`` (acknowledged; readers see up to
 here), ``committed_end`` (in object storage, recorded in the metadata DB).
@@ -91,6 +93,10 @@ class S3StreamStore:
             reader=ObjectReader(objects, block_cache, metrics, settings.readahead_bytes),
         )
         self.uploader = Uploader(state)
+        # Object WAL: the pending start of the current batch object, and its trigger when an
+        # upload ends (group commit over PUTs, see batching.py).
+        self._batch_start: asyncio.TimerHandle | None = None
+        self.uploader.on_slot_free = self._schedule_batch_start
         self.compactor = Compactor(state)
         self.compactor.copy_unheld = owned_only
         if owned_only:  # until the cluster says this node runs compaction (its controller)
@@ -192,6 +198,8 @@ class S3StreamStore:
             except (TimeoutError, StreamError) as exc:
                 log.warning("could not upload everything before closing (the WAL keeps it): %s", exc)
         await state.reader.close()
+        if self._batch_start is not None:
+            self._batch_start.cancel()
         uploads = self.uploader.in_flight
         for task in [*self._tasks, *uploads]:
             task.cancel()
@@ -545,12 +553,36 @@ class S3StreamStore:
         loop = asyncio.get_running_loop()
         block.uploaded = SharedFuture(loop=loop)
         block.generation = state.generation
-        settings = state.settings
-        delay = (settings.upload_interval_ms if state.local_wal else settings.object_batch_ms) / 1000
+        if not state.local_wal:
+            self._schedule_batch_start()
+            return
         # By id, not the block: the timer outlives the block whenever size seals it first, and a
         # block it held could not be freed (nor its lent request buffers) until the timer fired —
         # at the 10 s default interval that kept gigabytes alive past the log cache's bound.
-        loop.call_later(delay, self._seal_if_current, block.block_id)
+        loop.call_later(state.settings.upload_interval_ms / 1000, self._seal_if_current, block.block_id)
+
+    def _schedule_batch_start(self) -> None:
+        """Object WAL: start the current batch object when the pacer allows (see batching.py). A
+        start due now still runs on the next loop iteration, so that the appends of this one (the
+        partitions of one produce request, requests read together) share the object."""
+        if self._batch_start is not None or self._closed:
+            return
+        wait = self.uploader.pacer.wait(time.monotonic())
+        if wait is None:
+            return  # every slot busy: the end of an upload calls again
+        self._batch_start = asyncio.get_running_loop().call_later(wait, self._start_batch)
+
+    def _start_batch(self) -> None:
+        self._batch_start = None
+        if self._closed or not self.state.log_cache.current.nbytes:
+            return
+        wait = self.uploader.pacer.wait(time.monotonic())
+        if wait is None:
+            return
+        if wait > 0:
+            self._schedule_batch_start()
+            return
+        self._seal()
 
     def _seal_if_current(self, block_id: int) -> None:
         current = self.state.log_cache.current

@@ -18,9 +18,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 from tabletopic import crashpoints
+from tabletopic.s3stream.batching import BatchPacer
 from tabletopic.s3stream.cache import Block
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind
 from tabletopic.s3stream.objects import BuiltObject, build_object
+from tabletopic.s3stream.reserved_keys import ReservedKeys
 from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch, StreamFenced
 from tabletopic.s3stream.wal import RollMarker
@@ -28,49 +30,68 @@ from tabletopic.s3stream.wal import RollMarker
 log = logging.getLogger(__name__)
 
 
+INLINE_BUILD_BYTES = 256 * 1024  # uploads up to this size are built on the event loop
+
+
 class StaleUpload(StorageUnavailable):
     """An earlier batch object failed, so this one (whose offsets follow it) must not commit."""
-
-
-MAX_UPLOADS_IN_FLIGHT = 4
 
 
 class Uploader:
     """Turns sealed blocks into committed objects, in the order they were sealed.
 
-    ``in_flight`` holds the object-WAL uploads under way (at most :data:`MAX_UPLOADS_IN_FLIGHT`);
-    the store cancels them when it closes.
+    Local WAL: one upload at a time from a queue (:meth:`run`). Object WAL: an upload starts at
+    :meth:`submit` when the :class:`~tabletopic.s3stream.batching.BatchPacer` has a free slot;
+    otherwise the block waits and joins the next upload (with every other block that waits) when a
+    slot frees. ``in_flight`` holds the object-WAL uploads under way; the store cancels them when it
+    closes. ``on_slot_free`` is called when an object-WAL upload ends (the store starts its next
+    batch object then).
     """
 
     def __init__(self, state: StoreState) -> None:
         self.state = state
+        settings = state.settings
+        self.keys = ReservedKeys(state)
+        self.pacer = BatchPacer(settings.object_max_in_flight, settings.object_batch_ms / 1000)
         self.in_flight: set[asyncio.Future[None]] = set()
+        self.on_slot_free: Callable[[], None] = lambda: None
         self._queue: asyncio.Queue[Block] = asyncio.Queue()
+        self._waiting: list[Block] = []
+        self._previous: asyncio.Future[None] | None = None  # settles when the last upload did
 
     def submit(self, block: Block) -> None:
         """Queue a sealed block for upload (its ``uploaded`` future resolves once committed)."""
-        self._queue.put_nowait(block)
+        if self.state.local_wal:
+            self._queue.put_nowait(block)
+            return
+        self._waiting.append(block)
+        self._start_waiting()
 
     async def run(self) -> None:
-        """The upload loop (the store runs it as a task until it closes)."""
-        loop = asyncio.get_running_loop()
-        slots = asyncio.Semaphore(MAX_UPLOADS_IN_FLIGHT)
-        previous: asyncio.Future[None] = loop.create_future()
-        previous.set_result(None)
+        """The local WAL's upload loop (the store runs it as a task until it closes)."""
         while True:
             blocks = [await self._queue.get()]
             while not self._queue.empty():  # uploads lagging: merge what waits into one upload
                 blocks.append(self._queue.get_nowait())
-            if self.state.local_wal:
-                await self._upload_until_done(blocks)
-                continue
-            # Object WAL: up to MAX_UPLOADS_IN_FLIGHT uploads PUT at once; commits stay in order.
-            await slots.acquire()
-            settled: asyncio.Future[None] = loop.create_future()
-            task = asyncio.ensure_future(self._upload_or_fail(blocks, self._turn_after(previous, blocks)))
-            self.in_flight.add(task)
-            task.add_done_callback(functools.partial(self._upload_settled, settled=settled, slots=slots))
-            previous = settled
+            await self._upload_until_done(blocks)
+
+    def _start_waiting(self) -> None:
+        """Object WAL: start one upload of every waiting block if a slot is free. The PUTs of
+        several uploads overlap; their commits (and failures) happen in order of start."""
+        if not self._waiting or not self.pacer.has_slot():
+            return
+        blocks, self._waiting = self._waiting, []
+        loop = asyncio.get_running_loop()
+        previous = self._previous
+        if previous is None:
+            previous = loop.create_future()
+            previous.set_result(None)
+        self.pacer.started(time.monotonic())
+        settled: asyncio.Future[None] = loop.create_future()
+        task = asyncio.ensure_future(self._upload_or_fail(blocks, self._turn_after(previous, blocks)))
+        self.in_flight.add(task)
+        task.add_done_callback(functools.partial(self._upload_settled, settled=settled))
+        self._previous = settled
 
     def _turn_after(
         self, previous: asyncio.Future[None], blocks: list[Block]
@@ -82,15 +103,16 @@ class Uploader:
 
         return turn
 
-    def _upload_settled(
-        self, task: asyncio.Future[None], settled: asyncio.Future[None], slots: asyncio.Semaphore
-    ) -> None:
+    def _upload_settled(self, task: asyncio.Future[None], settled: asyncio.Future[None]) -> None:
         self.in_flight.discard(task)
-        slots.release()
+        self.pacer.finished()
         if not settled.done():
             settled.set_result(None)
         if not task.cancelled() and task.exception() is not None:
             log.error("batch object upload task failed: %s", task.exception())
+        if not task.cancelled():
+            self._start_waiting()
+            self.on_slot_free()
 
     async def _upload_until_done(self, blocks: list[Block]) -> None:
         """Local WAL: the data is safe on disk, so retry (with backoff) until the upload succeeds."""
@@ -182,11 +204,13 @@ class Uploader:
             built: list[BuiltObject] = []
             try:
                 if layouts:
-                    reserved = await state.db(state.meta.prepare_objects, [kind for kind, _ in layouts])
-                    state.inflight_objects.update(oid for oid, _ in reserved)
+                    reserved = await self.keys.take([kind for kind, _ in layouts])
+                    self._timed("reserve", started)
                     built = await self._store(layouts, reserved)
                 if turn is not None:
+                    phase = time.perf_counter()
                     await turn()
+                    self._timed("turn", phase)
             except asyncio.CancelledError:
                 raise  # closing: reserved objects stay `prepared` and garbage collection takes them
             except StaleUpload:
@@ -201,7 +225,9 @@ class Uploader:
                     await turn()
                 raise
             if layouts:
+                phase = time.perf_counter()
                 await self._commit(reserved, built, runs, holders)
+                self._timed("commit", phase)
         finally:
             state.inflight_objects.difference_update(oid for oid, _ in reserved)
         for block in blocks:
@@ -218,14 +244,24 @@ class Uploader:
         state.metrics.upload_seconds.observe(time.perf_counter() - started)
 
     async def _store(self, layouts: Layouts, reserved: list[tuple[int, str]]) -> list[BuiltObject]:
-        """Build and PUT the reserved objects (concurrently)."""
-        built = await asyncio.to_thread(
-            lambda: [build_object(group, self.state.settings.block_bytes) for _, group in layouts]
-        )
+        """Build and PUT the reserved objects (concurrently). A small upload (the object WAL's
+        usual batch) is built on the loop: indexing a few hundred KiB takes less than handing it to
+        a thread and back, which on a busy machine costs milliseconds on every acknowledgement."""
+        phase = time.perf_counter()
+        block_bytes = self.state.settings.block_bytes
+        size = sum(len(b.payload) for _, group in layouts for _, batches in group for b in batches)
+        if size <= INLINE_BUILD_BYTES:
+            built = [build_object(group, block_bytes) for _, group in layouts]
+        else:
+            built = await asyncio.to_thread(
+                lambda: [build_object(group, block_bytes) for _, group in layouts]
+            )
+        phase = self._timed("build", phase)
         crashpoints.crash_point("upload.before_put")
         await asyncio.gather(
             *(self.state.objects.put(key, obj.parts) for (_, key), obj in zip(reserved, built, strict=True))
         )
+        self._timed("put", phase)
         crashpoints.crash_point("upload.after_put")
         return built
 
@@ -271,6 +307,12 @@ class Uploader:
             stream = state.streams.get(sid)
             if stream is not None:
                 stream.committed_end = max(stream.committed_end, end)
+
+    def _timed(self, phase: str, since: float) -> float:
+        """Record the time since ``since`` as ``phase`` of an upload; returns now."""
+        now = time.perf_counter()
+        self.state.metrics.upload_phase_seconds.labels(phase).observe(now - since)
+        return now
 
     def _drop_fenced(self, exc: StreamFenced) -> None:
         """Deposed: those streams belong to a newer owner, who read their end offsets without this

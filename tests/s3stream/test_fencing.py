@@ -86,7 +86,7 @@ async def test_close_uploads_pending_data_for_the_next_owner(shared: StoreHarnes
     await a.open_stream(sid, 1, owner=1)
     pending = asyncio.create_task(a.append(sid, b"x" * 100, 1))
     await asyncio.sleep(0)
-    await a.close_stream(sid)  # the batch window is long: closing uploads it now
+    await a.close_stream(sid)  # closing waits for the upload of what is pending
     assert await pending == 0
     assert not a.is_open(sid)
     info = await b.open_stream(sid, 2, owner=2)
@@ -96,15 +96,24 @@ async def test_close_uploads_pending_data_for_the_next_owner(shared: StoreHarnes
 async def test_fencing_one_stream_does_not_fail_the_others_in_the_same_batch_object(
     shared: StoreHarness,
 ) -> None:
-    a = await shared.open(owned_only=True, object_batch_ms=200)
+    a = await shared.open(owned_only=True)
     b = await shared.open(owned_only=True)
     moved, kept = await a.create_stream(), await a.create_stream()
     await a.open_stream(moved, 1, owner=1)
     await a.open_stream(kept, 1, owner=1)
+    gate = asyncio.Event()
+    put = a.state.objects.put
+
+    async def held_put(*args: object, **kwargs: object) -> object:
+        await gate.wait()
+        return await put(*args, **kwargs)  # type: ignore[arg-type]
+
+    a.state.objects.put = held_put  # type: ignore[method-assign]
     lost = asyncio.create_task(a.append(moved, b"m" * 100, 1))
     safe = asyncio.create_task(a.append(kept, b"k" * 100, 1))
     await asyncio.sleep(0.01)
-    await b.open_stream(moved, 2, owner=2)  # taken over while both wait in one batch window
+    await b.open_stream(moved, 2, owner=2)  # taken over while both wait in one batch object's PUT
+    gate.set()
     with pytest.raises(StreamFenced):
         await lost
     assert await safe == 0

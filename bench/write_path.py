@@ -1,0 +1,257 @@
+"""The write path of each WAL kind, for ``bench/cluster_bench.py --only-write-path`` (one process,
+one run, so the figures share the machine's state):
+
+- ``local``: one node on its local WAL (fsync, uploads later), the reference;
+- ``object``: 3 brokers in cluster mode on the object WAL, on its defaults (an append is
+  acknowledged once its batch object is PUT to SeaweedFS and committed in PostgreSQL);
+- ``shared``: the same cluster with ``s3stream.wal.mode=shared`` (skipped, with the reason, if a
+  broker refuses to start with it).
+
+For each: p50/p99 of the acknowledgement time at a fixed rate (confluent-kafka, idempotent,
+acks=all, 1 KiB values, 12 partitions), MB/s flat out (the same producer as fast as it goes), the
+ratios to the single node, and the object PUTs per second per broker during the fixed rate, with
+what that many requests would cost per month at S3 request prices.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tabletopic.cluster.local import LocalCluster
+from tests.support.broker_process import BrokerProcess
+
+PARTITIONS = 12
+VALUE = b"v" * 1024
+SECONDS_PER_MONTH = 30 * 24 * 3600
+# Request prices per 1,000 PUT requests, us-east-1, from the Amazon S3 pricing page ("Requests &
+# data retrievals"): S3 Standard $0.005; S3 Express One Zone $0.00113 since its April 2025 price cut
+# (Express One Zone also charges $0.0032 per GB uploaded beyond 512 KB of each request, not counted).
+S3_STANDARD_PUT_PER_1000 = 0.005
+S3_EXPRESS_ONE_ZONE_PUT_PER_1000 = 0.00113
+# Uploads of the object WAL and of the local WAL: one object each (a batch stays under
+# s3stream.stream.object.split.bytes, so no stream gets an object of its own).
+UPLOADS_METRIC = re.compile(r"^tabletopic_s3stream_upload_seconds_count\s+([0-9.e+]+)$", re.M)
+PHASE_METRIC = re.compile(
+    r'^tabletopic_s3stream_upload_phase_seconds_(sum|count)\{phase="(\w+)"\}\s+([0-9.e+-]+)$', re.M
+)
+PHASES = ("reserve", "build", "put", "turn", "commit")
+
+
+@dataclass
+class Figures:
+    kind: str
+    brokers: int
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    mb_per_s: float
+    puts_per_s: list[float]
+    phases_ms: dict[str, float]  # mean time per upload in each phase at the fixed rate
+
+
+@dataclass
+class Target:
+    bootstrap: str
+    metrics_urls: list[str]
+
+
+def scrape(url: str) -> tuple[float, dict[tuple[str, str], float]]:
+    """A broker's uploads so far, and its upload phase sums and counts by (sum|count, phase)."""
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    match = UPLOADS_METRIC.search(text)
+    phases = {(kind, phase): float(value) for kind, phase, value in PHASE_METRIC.findall(text)}
+    return (float(match.group(1)) if match else 0.0), phases
+
+
+def phase_means(
+    before: list[dict[tuple[str, str], float]], after: list[dict[tuple[str, str], float]]
+) -> dict[str, float]:
+    """Mean milliseconds per upload of each phase over every broker, between two scrapes."""
+    means = {}
+    for phase in PHASES:
+        total = sum(
+            a.get(("sum", phase), 0.0) - b.get(("sum", phase), 0.0)
+            for a, b in zip(after, before, strict=True)
+        )
+        count = sum(
+            a.get(("count", phase), 0.0) - b.get(("count", phase), 0.0)
+            for a, b in zip(after, before, strict=True)
+        )
+        if count:
+            means[phase] = total / count * 1000
+    return means
+
+
+def create_topic(bootstrap: str) -> str:
+    topic = f"write-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(30)
+    warm = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
+    for partition in range(PARTITIONS):  # every leader placed and answering before timing
+        warm.produce(topic, value=b"warm", partition=partition)
+    if warm.flush(60):
+        raise RuntimeError(f"topic {topic}: warm-up writes not acknowledged within 60 s")
+    return topic
+
+
+def producer(bootstrap: str, extra: dict[str, object] | None = None) -> Producer:
+    return Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", **(extra or {})}
+    )
+
+
+def fixed_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[list[float], int]:
+    """Acknowledgement times (seconds from produce() to the delivery report) of ``rate`` msg/s."""
+    client = producer(bootstrap)
+    latencies: list[float] = []
+    errors = [0]
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            errors[0] += 1
+        else:
+            latency = msg.latency()
+            if latency is not None:
+                latencies.append(latency)
+
+    interval = 1 / rate
+    started = next_at = time.monotonic()
+    i = 0
+    while time.monotonic() - started < seconds:
+        client.produce(topic, value=VALUE, partition=i % PARTITIONS, on_delivery=delivered)
+        i += 1
+        client.poll(0)
+        next_at += interval
+        delay = next_at - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    client.flush(60)
+    return latencies, errors[0]
+
+
+def flat_out(bootstrap: str, topic: str, seconds: float) -> float:
+    """MB/s (10^6 bytes of values) acknowledged to one idempotent producer writing 1 KiB values as
+    fast as it can."""
+    client = producer(bootstrap, {"linger.ms": 20, "batch.size": 1 << 20})
+    acked = [0]
+
+    def delivered(err: KafkaError | None, _msg: Message) -> None:
+        if err is None:
+            acked[0] += 1
+
+    started = time.monotonic()
+    i = 0
+    while time.monotonic() - started < seconds:
+        try:
+            client.produce(topic, value=VALUE, partition=i % PARTITIONS, on_delivery=delivered)
+            i += 1
+        except BufferError:
+            client.poll(0.01)
+        client.poll(0)
+    client.flush(60)
+    return acked[0] * len(VALUE) / (time.monotonic() - started) / 1e6
+
+
+def measure(kind: str, target: Target, rate: int, seconds: float) -> Figures:
+    topic = create_topic(target.bootstrap)
+    before = [scrape(url) for url in target.metrics_urls]
+    began = time.monotonic()
+    latencies, errors = fixed_rate(target.bootstrap, topic, rate, seconds)
+    elapsed = time.monotonic() - began
+    after = [scrape(url) for url in target.metrics_urls]
+    puts = [(a[0] - b[0]) / elapsed for a, b in zip(after, before, strict=True)]
+    phases = phase_means([b[1] for b in before], [a[1] for a in after])
+    latencies.sort()
+    p50 = statistics.median(latencies) if latencies else float("nan")
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
+    mb_per_s = flat_out(target.bootstrap, create_topic(target.bootstrap), seconds)
+    return Figures(kind, len(target.metrics_urls), p50 * 1000, p99 * 1000, errors, mb_per_s, puts, phases)
+
+
+@contextmanager
+def single_node() -> Iterator[Target]:
+    with tempfile.TemporaryDirectory(prefix="write-path-local-") as tmp:
+        broker = BrokerProcess(Path(tmp), {"s3stream.wal.mode": "local"}).start()
+        try:
+            yield Target(broker.bootstrap, [broker.admin_url + "/metrics"])
+        finally:
+            broker.stop()
+
+
+@contextmanager
+def cluster(wal_mode: str) -> Iterator[Target]:
+    root = Path(tempfile.mkdtemp(prefix=f"write-path-{wal_mode}-"))
+    root.chmod(0o755)  # PostgreSQL runs as its own user when the bench runs as root
+    settings = {"s3stream.wal.mode": wal_mode, "table.job.runner": "inprocess"}
+    if wal_mode == "shared":
+        settings["s3stream.wal.path"] = str(root / "shared-wal")
+    nodes = LocalCluster(root, nodes=3, base_port=0, settings=settings)
+    try:
+        nodes.start()
+        time.sleep(3)  # the controller places the partitions over the three brokers
+        yield Target(
+            nodes.bootstrap, [f"http://127.0.0.1:{b.admin_port}/metrics" for b in nodes.brokers.values()]
+        )
+    finally:
+        nodes.stop()
+
+
+def monthly_cost(puts_per_s: float, price_per_1000: float) -> float:
+    return puts_per_s * SECONDS_PER_MONTH / 1000 * price_per_1000
+
+
+def run_write_path(kinds: list[str], rate: int, seconds: float) -> list[Figures]:
+    """Measure every kind in ``kinds`` (local, object, shared) and print the table."""
+    targets: dict[str, Callable[[], AbstractContextManager[Target]]] = {
+        "local": single_node,
+        "object": lambda: cluster("object"),
+        "shared": lambda: cluster("shared"),
+    }
+    print(f"write path: {rate} msg/s of 1 KiB for {seconds:.0f} s, then flat out for {seconds:.0f} s; "
+          "confluent-kafka idempotent acks=all, 12 partitions")  # fmt: skip
+    print("(a 2-core machine shared with other jobs: figures are noisy)")
+    results: list[Figures] = []
+    for kind in kinds:
+        if kind not in targets:
+            print(f"{kind}: unknown WAL kind (choose from {', '.join(targets)}), skipped")
+            continue
+        try:
+            with targets[kind]() as target:
+                results.append(measure(kind, target, rate, seconds))
+        except Exception as exc:  # a kind this build does not support: say so and go on
+            print(f"{kind}: skipped, it did not start or run: {' '.join(str(exc).split())[:400]}")
+    report(results)
+    return results
+
+
+def report(results: list[Figures]) -> None:
+    base = next((r for r in results if r.kind == "local"), None)
+    print()
+    print(f"{'WAL':<8}{'brokers':>8}{'p50 ms':>9}{'p99 ms':>9}{'MB/s':>9}{'ratio':>7}"
+          f"{'PUT/s/broker':>14}{'S3 Std $/mo':>13}{'Express $/mo':>14}  errors")  # fmt: skip
+    for r in results:
+        ratio = r.mb_per_s / base.mb_per_s if base and base.mb_per_s else float("nan")
+        puts = statistics.mean(r.puts_per_s) if r.puts_per_s else 0.0
+        print(f"{r.kind:<8}{r.brokers:>8}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}{r.mb_per_s:>9.1f}{ratio:>7.2f}"
+              f"{puts:>14.1f}{monthly_cost(puts, S3_STANDARD_PUT_PER_1000):>13,.0f}"
+              f"{monthly_cost(puts, S3_EXPRESS_ONE_ZONE_PUT_PER_1000):>14,.0f}  {r.errors}")  # fmt: skip
+    for r in results:
+        if r.phases_ms:
+            spent = ", ".join(f"{phase} {ms:.1f}" for phase, ms in r.phases_ms.items())
+            print(f"{r.kind}: mean ms per upload at the fixed rate: {spent}")
+    print(f"PUT prices per 1,000 requests (us-east-1): S3 Standard ${S3_STANDARD_PUT_PER_1000}, "
+          f"S3 Express One Zone ${S3_EXPRESS_ONE_ZONE_PUT_PER_1000}; cost per broker per 30-day month "
+          "of the PUTs at the fixed rate (requests only)")  # fmt: skip
