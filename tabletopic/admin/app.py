@@ -8,6 +8,7 @@ pipeline's ``/v1/tables``), asked for when the admin API starts, which is why it
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,11 +19,12 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from sqlalchemy.engine import Engine
 
 from tabletopic import settings
 from tabletopic.admin import settings as admin_settings
 from tabletopic.admin.console import STATIC_DIR, Console
-from tabletopic.admin.nodes import nodes
+from tabletopic.admin import cluster_view
 from tabletopic.admin.origin import SAFE_METHODS, same_origin
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router
@@ -39,7 +41,10 @@ StartedParts = Callable[[], list[str]]
 
 
 def core_router(
-    metrics_registry: CollectorRegistry, broker: BrokerComponent, parts: StartedParts
+    metrics_registry: CollectorRegistry,
+    broker: BrokerComponent,
+    parts: StartedParts,
+    engine: Engine | None = None,
 ) -> APIRouter:
     router = APIRouter()
 
@@ -56,27 +61,19 @@ def core_router(
     async def metrics() -> PlainTextResponse:
         return PlainTextResponse(generate_latest(metrics_registry), media_type=CONTENT_TYPE_LATEST)
 
-    @router.get("/v1/cluster", tags=["cluster"], summary="Cluster id, this node and its listeners")
-    async def cluster() -> dict[str, Any]:
+    @router.get(
+        "/v1/cluster",
+        tags=["cluster"],
+        summary="The whole cluster: brokers, controller, totals, timeline, the balancer's plan",
+    )
+    async def cluster(partitions: bool = False) -> dict[str, Any]:
+        """The same answer from every broker (read from the metadata database in cluster mode; see
+        docs/console.md). ``partitions=true`` adds every partition's leader and high watermark."""
         try:
             service = broker.service
         except NotStarted:
             return {"cluster_id": None, "brokers": [], "topics": 0, "partitions": 0}
-        return {
-            "cluster_id": service.cluster_id,
-            "controller_id": service.node_id,
-            "brokers": [
-                {
-                    "node_id": n.node_id,
-                    "listeners": [
-                        {"protocol": e.protocol, "host": e.host, "port": e.port} for e in n.listeners
-                    ],
-                }
-                for n in nodes(broker)
-            ],
-            "topics": len(service.topics),
-            "partitions": service.topics.partition_count(),
-        }
+        return await asyncio.to_thread(cluster_view.read, service, engine, partitions)
 
     return router
 
@@ -87,6 +84,7 @@ def create_app(
     parts: StartedParts,
     routers: list[APIRouter],
     console: Console | None = None,
+    engine: Engine | None = None,
 ) -> FastAPI:
     """The admin app: core routers, topic routers, the routers the assembly handed over and the
     console's pages."""
@@ -126,8 +124,8 @@ def create_app(
             return JSONResponse(status_code=403, content={"detail": "cross-site request refused"})
         return await call_next(request)
 
-    app.include_router(core_router(metrics_registry, broker, parts))
-    app.include_router(topics_router(broker))
+    app.include_router(core_router(metrics_registry, broker, parts, engine))
+    app.include_router(topics_router(broker, engine))
     for router in routers:
         app.include_router(router)
     if console is not None:
@@ -178,7 +176,8 @@ class AdminApiComponent:
                 points=cfg.get(admin_settings.CONSOLE_POINTS),
                 max_series=cfg.get(admin_settings.CONSOLE_MAX_SERIES),
             )
-        app = create_app(self._metrics, self._broker, self._parts, self._routers(), self.console)
+        engine = self._sources.engine if self._sources is not None else None
+        app = create_app(self._metrics, self._broker, self._parts, self._routers(), self.console, engine)
         auth = self._broker.http_authenticator()
         served = auth.wrap(app, ADMIN_API) if auth is not None else app
         self._service = HttpService(
