@@ -16,7 +16,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from sqlalchemy.engine import Engine
@@ -97,6 +97,11 @@ def create_app(
     # loads them from a CDN: a blank page offline); ReDoc has no local copy, so it is off.
     app = FastAPI(title="tabletopic admin API", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        # Browsers ask for /favicon.ico on their own (the API docs, /metrics): answer the console's.
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui() -> HTMLResponse:

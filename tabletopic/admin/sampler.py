@@ -97,6 +97,10 @@ class Sampler:
             totals["node|consumed_records_per_s"] = float(consumed)
         for topic_name, pipeline in src.pipelines().items():
             status = pipeline.status
+            if not status.facts_loaded:
+                # After a restart a pipeline knows neither its committed offsets nor its rows until
+                # it has read its table: lag would be the whole log and rows/s the whole table.
+                continue
             values[sep("table", topic_name, "freshness_seconds")] = float(status.lag_seconds)
             values[sep("table", topic_name, "lag_records")] = float(status.lag_records)
             totals[sep("table", topic_name, "rows_per_s")] = float(status.rows_committed)

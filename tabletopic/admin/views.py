@@ -8,10 +8,13 @@ on the page instead of failing it.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
 import difflib
 import json
 import logging
 import struct
+import uuid
 from typing import Any
 
 from tabletopic.admin.nodes import nodes
@@ -247,14 +250,65 @@ def _iceberg(src: ConsoleSources, table_name: str) -> dict[str, Any]:
             }
             for schema in sorted(metadata.schemas, key=lambda s: s.schema_id, reverse=True)
         ],
-        "partition_spec": str(table.spec()),
+        "partition_spec": spec_text(table.spec(), table.schema()),
         "rows": _preview(table) if snapshots else {"columns": [], "rows": []},
     }
 
 
-def _cell(value: Any) -> str:
-    text = value.hex() if isinstance(value, bytes) else str(value)
+def _plain(value: Any) -> Any:
+    """A cell value as JSON would show it: structs as objects, maps (Arrow gives them as lists of
+    key/value tuples) as objects, binary as text when it is UTF-8 (else hex), times as ISO 8601."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(item, tuple) and len(item) == 2 for item in value):
+            return {str(_plain(k)): _plain(v) for k, v in value}
+        return [_plain(item) for item in value]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value.hex()
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (decimal.Decimal, uuid.UUID)):
+        return str(value)
+    return value
+
+
+def cell(value: Any) -> str:
+    """One cell of the row sample as the table's type reads: ``null``, numbers and booleans as
+    JSON writes them, text as it is, structs and maps as JSON (never a Python repr)."""
+    plain = _plain(value)
+    if plain is None:
+        text = "null"
+    elif isinstance(plain, str):
+        text = plain
+    else:
+        text = json.dumps(plain, ensure_ascii=False, separators=(", ", ": "))
     return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
+
+
+def spec_text(spec: Any, schema: Any) -> str:
+    """A partition spec as it is written in ``automq.table.topic.partition.by``:
+    ``day(ts), bucket(16, customer)``; ``unpartitioned`` when it has no field."""
+    parts = []
+    for field in spec.fields:
+        try:
+            column = schema.find_column_name(field.source_id) or str(field.source_id)
+        except Exception:
+            column = str(field.source_id)
+        transform = field.transform
+        kind = type(transform).__name__.removesuffix("Transform").lower()
+        if kind == "identity":
+            parts.append(column)
+        elif kind == "bucket":
+            parts.append(f"bucket({transform.num_buckets}, {column})")
+        elif kind == "truncate":
+            parts.append(f"truncate({transform.width}, {column})")
+        else:
+            parts.append(f"{kind}({column})")
+    return ", ".join(parts) if parts else "unpartitioned"
 
 
 def _preview(table: Any) -> dict[str, Any]:
@@ -266,7 +320,7 @@ def _preview(table: Any) -> dict[str, Any]:
     columns = list(arrow.column_names)
     return {
         "columns": columns,
-        "rows": [[_cell(row[c]) for c in columns] for row in arrow.to_pylist()],
+        "rows": [[cell(row[c]) for c in columns] for row in arrow.to_pylist()],
     }
 
 

@@ -47,3 +47,29 @@ def test_a_counter_that_went_backwards_skips_one_rate_instead_of_plotting_a_nega
     sampler._previous_at = 1.0
     Counter("tabletopic_broker_produce_bytes", "x", registry=registry).inc(10)
     assert "node|produce_bytes_per_s" not in sampler.sample(now=2.0)
+
+
+class Pipeline:
+    def __init__(self, status: Any) -> None:
+        self.status = status
+
+
+class Tables:
+    def __init__(self, pipelines: dict[str, Pipeline]) -> None:
+        self.coordinator = type("Coordinator", (), {"pipelines": pipelines})()
+
+
+def test_a_restarted_pipeline_plots_no_lag_or_rows_until_it_has_read_its_table() -> None:
+    """After a restart nothing was produced: the first samples must not plot the whole log as lag
+    and the whole table as rows committed per second (a false spike)."""
+    from tabletopic.table.coordinator import PipelineStatus
+
+    status = PipelineStatus("orders", "default.orders", high_watermarks={0: 45_000})
+    sources = ConsoleSources(CollectorRegistry(), NotStartedBroker(), tables=Tables({"orders": Pipeline(status)}))  # type: ignore[arg-type]
+    sampler = Sampler(sources, SeriesRing(points=10))
+    assert not any(k.startswith("table|") for k in sampler.sample(now=100.0))
+    status.facts_loaded, status.rows_committed, status.committed_offsets = True, 45_000, {0: 45_000}
+    loaded = sampler.sample(now=105.0)
+    assert loaded["table|orders|lag_records"] == 0.0
+    assert "table|orders|rows_per_s" not in loaded  # the first value of the total: no rate yet
+    assert sampler.sample(now=110.0)["table|orders|rows_per_s"] == 0.0
