@@ -113,17 +113,17 @@ class Console:
 
         @router.get("/", response_class=HTMLResponse)
         async def overview(request: Request) -> HTMLResponse:
-            data = views.overview(src)
+            data = await views.overview(src)
             data["objects"] = await views.stored_objects(src)
             return self._render(request, "overview", data=data)
 
         @router.get("/topics", response_class=HTMLResponse)
         async def topics(request: Request) -> HTMLResponse:
-            return self._render(request, "topics", topics=views.topics(src))
+            return self._render(request, "topics", topics=await views.topics(src))
 
         @router.get("/topics/{name}", response_class=HTMLResponse)
         async def topic(request: Request, name: str) -> HTMLResponse:
-            return self._render(request, "topic", name=name, topic=views.topic(src, name))
+            return self._render(request, "topic", name=name, topic=await views.topic(src, name))
 
         @router.get("/groups", response_class=HTMLResponse)
         async def groups(request: Request) -> HTMLResponse:

@@ -17,7 +17,7 @@ import struct
 import uuid
 from typing import Any
 
-from tabletopic.admin.nodes import nodes
+from tabletopic.admin import cluster_view
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.schema_registry.contexts import public_id
 
@@ -30,13 +30,21 @@ PREVIEW_ROWS = 10
 PREVIEW_CELL_CHARS = 80
 
 
-def overview(src: ConsoleSources) -> dict[str, Any]:
+async def overview(src: ConsoleSources) -> dict[str, Any]:
+    """The overview page: the whole cluster (every broker, totals, timeline, balancer plan; see
+    :mod:`tabletopic.admin.cluster_view`) and this node's storage."""
     service = src.broker_service()
+    cluster: dict[str, Any] = {"brokers": [], "timeline": [], "balancer": None}
+    if service is not None:
+        try:
+            cluster = await asyncio.to_thread(cluster_view.read, service, src.engine)
+        except Exception as exc:  # the metadata database is away: say so, render the rest
+            cluster = {"brokers": [], "timeline": [], "balancer": None, "error": f"{type(exc).__name__}: {exc}"}
     return {
-        "nodes": [n.as_dict() for n in nodes(src.broker)],
+        "cluster": cluster,
         "cluster_id": service.cluster_id if service else None,
-        "topics": len(service.topics) if service else 0,
-        "partitions": service.topics.partition_count() if service else 0,
+        "topics": cluster.get("topics", 0),
+        "partitions": cluster.get("partitions", 0),
         "groups": len(g.list_groups()) if (g := src.groups()) is not None and g.ready else 0,
         "tables": len(src.pipelines()),
         "storage": {
@@ -71,34 +79,53 @@ async def stored_objects(src: ConsoleSources) -> dict[str, Any]:
         return {"error": {"count": 0, "bytes": 0, "message": str(exc)}}
 
 
-def topics(src: ConsoleSources) -> list[dict[str, Any]]:
+async def topics(src: ConsoleSources) -> list[dict[str, Any]]:
+    """Every topic with records and bytes summed over the cluster (each partition's high watermark
+    from its leader's committed stream in a cluster, see :mod:`tabletopic.admin.cluster_view`)."""
     service = src.broker_service()
     if service is None:
         return []
-    out = []
-    for topic in sorted(service.topics.all(), key=lambda t: t.name):
-        offsets = service.partition_offsets(topic)
-        out.append(
-            {
-                "name": topic.name,
-                "partitions": topic.partition_count,
-                "records": sum(end - start for start, end in offsets),
-                "high_watermark": sum(end for _, end in offsets),
-                "table_topic": topic.configs.get(TABLE_ENABLE, "false").lower() == "true",
-                "explicit_configs": dict(topic.configs),
-            }
-        )
-    return out
+    engine = src.engine
+
+    def read() -> list[dict[str, Any]]:
+        all_topics = sorted(service.topics.all(), key=lambda t: t.name)
+        figures = cluster_view.StreamFigures({}, {})
+        if engine is not None:
+            try:
+                figures = cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
+            except Exception as exc:
+                log.debug("stream figures unavailable: %s", exc)
+        in_cluster = cluster_view.clustered(service, engine)
+        out = []
+        for topic in all_topics:
+            if in_cluster:
+                offsets = [figures.offsets.get(s, (0, 0)) for s in topic.streams]
+            else:
+                offsets = service.partition_offsets(topic)
+            out.append(
+                {
+                    "name": topic.name,
+                    "partitions": topic.partition_count,
+                    "records": sum(max(end - start, 0) for start, end in offsets),
+                    "high_watermark": sum(end for _, end in offsets),
+                    "stored_bytes": sum(figures.stored_bytes.get(s, 0) for s in topic.streams),
+                    "table_topic": topic.configs.get(TABLE_ENABLE, "false").lower() == "true",
+                    "explicit_configs": dict(topic.configs),
+                }
+            )
+        return out
+
+    return await asyncio.to_thread(read)
 
 
-def topic(src: ConsoleSources, name: str) -> dict[str, Any] | None:
+async def topic(src: ConsoleSources, name: str) -> dict[str, Any] | None:
     from tabletopic.admin.topics import TopicApiError, describe
 
     service = src.broker_service()
     if service is None:
         return None
     try:
-        return describe(service, name)
+        return await asyncio.to_thread(describe, service, name, src.engine)
     except TopicApiError:
         return None
 
