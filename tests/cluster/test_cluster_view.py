@@ -1,0 +1,58 @@
+"""One view of the whole cluster from any broker's admin API: broker 1 answers broker 2's partitions
+with their true leader and high watermark (read from the metadata database, not its own store),
+one controller, every broker's rack."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.cluster_fixtures import RACKS
+from tests.support.kafka_clients import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+
+def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_true_leader_and_high_watermark(
+    healthy_cluster: LocalCluster,
+) -> None:
+    topic = f"view-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 12)
+    leaders = placed(healthy_cluster, topic, 12)
+    of_broker_2 = sorted(p for p, (node, _) in leaders.items() if node == 2)
+    assert of_broker_2, leaders
+    written = {}
+    for partition in of_broker_2:
+        count = partition + 1
+        for i in range(count):
+            assert wait_until(lambda: produce_raw(healthy_cluster, 2, topic, partition, b"v%d" % i) == 0, timeout=20)
+        written[partition] = count
+
+    admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=30)
+    described = admin.get(f"/v1/topics/{topic}").json()
+    rows = {p["partition"]: p for p in described["partitions"]}
+    for partition, (node, epoch) in leaders.items():
+        assert rows[partition]["leader"] == node and rows[partition]["leader_epoch"] == epoch
+        assert rows[partition]["high_watermark"] == written.get(partition, 0), rows[partition]
+
+    body = admin.get("/v1/cluster", params={"partitions": "true"}).json()
+    brokers = {b["node_id"]: b for b in body["brokers"]}
+    assert {n: b["rack"] for n, b in brokers.items() if n in RACKS} == RACKS
+    assert sum(1 for b in brokers.values() if b["is_controller"]) == 1
+    assert brokers[body["controller_id"]]["is_controller"]
+    assert all(brokers[n]["state"] == "alive" for n in RACKS)
+    assert brokers[1]["this_node"] and not brokers[2]["this_node"]
+    assert sum(b["group_coordinator_slots"] for b in brokers.values()) == body["coordinator_slots"]["__consumer_offsets"]
+    listed = {t["name"]: t for t in body["topic_list"]}
+    assert listed[topic]["records"] == sum(written.values())
+    assert listed[topic]["stored_bytes"] > 0
+    assert sorted(listed[topic]["leaders"]) == sorted({n for n, _ in leaders.values()})
+    assert body["partition_list"][topic][of_broker_2[0]]["high_watermark"] == written[of_broker_2[0]]
+    # The same answer from another broker (the controller id and leaders do not depend on who is asked).
+    other = httpx.get(f"{healthy_cluster.brokers[3].admin_url}/v1/cluster", timeout=30).json()
+    assert other["controller_id"] == body["controller_id"]
+    assert {t["name"]: t["records"] for t in other["topic_list"]}[topic] == sum(written.values())
+    assert "moves" in body["balancer"] and isinstance(body["timeline"], list)
