@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import sqlalchemy as sa
 import typer
+from rich.markup import escape
 
 from tabletopic import database
 from tabletopic.cli_common import (
@@ -61,8 +62,13 @@ def up(
     override: OverrideOption = None,
 ) -> None:
     """Start PostgreSQL, SeaweedFS and N brokers on loopback; Ctrl-C stops everything."""
-    from tabletopic.cluster.local import CLUSTER_FILE, LocalCluster
+    from tabletopic.cluster.local import CLUSTER_FILE, LocalCluster, missing_for_cluster_up
 
+    missing = missing_for_cluster_up()
+    if missing:
+        for line in missing:
+            err_console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
     extra = dict(item.split("=", 1) for item in override or [] if "=" in item)
     cluster = LocalCluster(
         data_dir.resolve(),
