@@ -22,9 +22,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy.engine import Engine
 
 from tabletopic import settings
+from tabletopic.admin import cluster_view
 from tabletopic.admin import settings as admin_settings
 from tabletopic.admin.console import STATIC_DIR, Console
-from tabletopic.admin import cluster_view
 from tabletopic.admin.origin import SAFE_METHODS, same_origin
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router

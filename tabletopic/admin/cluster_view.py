@@ -91,7 +91,9 @@ def stream_figures(engine: Engine, stream_ids: list[int]) -> StreamFigures:
             int(row[0]): int(row[1] or 0)
             for row in conn.execute(
                 sa.select(r.c.stream_id, sa.func.sum(r.c.size))
-                .select_from(r.join(o, r.c.object_id == o.c.object_id).join(s, s.c.stream_id == r.c.stream_id))
+                .select_from(
+                    r.join(o, r.c.object_id == o.c.object_id).join(s, s.c.stream_id == r.c.stream_id)
+                )
                 # committed objects, ranges not wholly trimmed away
                 .where(o.c.state == ObjectState.COMMITTED, r.c.end_offset > s.c.start_offset)
                 .group_by(r.c.stream_id)
@@ -161,7 +163,9 @@ def _coordinators(engine: Engine) -> dict[str, str]:
         return {str(r[0]): str(r[1]) for r in rows}
 
 
-def _brokers(service: BrokerService, snapshot: ClusterSnapshot, table_owners: dict[str, str]) -> list[dict[str, Any]]:
+def _brokers(
+    service: BrokerService, snapshot: ClusterSnapshot, table_owners: dict[str, str]
+) -> list[dict[str, Any]]:
     led: dict[int, dict[str, int]] = {}
     for (topic, _), row in snapshot.partitions.items():
         if row.leader is None:
@@ -199,7 +203,8 @@ def _brokers(service: BrokerService, snapshot: ClusterSnapshot, table_owners: di
                 "bytes_in": rate(bytes_in),
                 "bytes_out": rate(bytes_out),
                 "listeners": [
-                    {"protocol": name, "host": host, "port": port} for name, (host, port) in node.endpoints.items()
+                    {"protocol": name, "host": host, "port": port}
+                    for name, (host, port) in node.endpoints.items()
                 ],
             }
         )
@@ -271,7 +276,12 @@ def _single_node(service: BrokerService, engine: Engine | None) -> dict[str, Any
         ],
         **_totals(topics),
         "timeline": [],
-        "balancer": {"enabled": False, "note": "a single node has nothing to balance", "moves": [], "brokers": []},
+        "balancer": {
+            "enabled": False,
+            "note": "a single node has nothing to balance",
+            "moves": [],
+            "brokers": [],
+        },
     }
 
 

@@ -39,7 +39,12 @@ async def overview(src: ConsoleSources) -> dict[str, Any]:
         try:
             cluster = await asyncio.to_thread(cluster_view.read, service, src.engine)
         except Exception as exc:  # the metadata database is away: say so, render the rest
-            cluster = {"brokers": [], "timeline": [], "balancer": None, "error": f"{type(exc).__name__}: {exc}"}
+            cluster = {
+                "brokers": [],
+                "timeline": [],
+                "balancer": None,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
     return {
         "cluster": cluster,
         "cluster_id": service.cluster_id if service else None,

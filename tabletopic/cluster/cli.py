@@ -26,9 +26,9 @@ from tabletopic.cli_common import (
     load_config,
     print_table,
 )
+from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
-from tabletopic.cluster import events
 from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
 from tabletopic.cluster.events import ClusterEvent
 
@@ -434,7 +434,10 @@ def render(
              str(leaders.get(node.node_id, 0)), _rate(bytes_in), _rate(bytes_out), endpoints]
         )  # fmt: skip
     lines += _columns(nodes, {0, 2, 4, 5, 6}, plain)
-    partitions = [["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"] + (["HIGH WATERMARK"] if high_watermarks is not None else [])]
+    partitions = [
+        ["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"]
+        + (["HIGH WATERMARK"] if high_watermarks is not None else [])
+    ]
     # User topics first, then (with --internal) Kafka's own.
     for (topic, partition), row in sorted(
         snapshot.partitions.items(), key=lambda kv: (is_internal(kv[0][0]), kv[0])

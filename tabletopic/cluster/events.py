@@ -26,7 +26,9 @@ _md = sa.MetaData()
 events_table = sa.Table(
     "cluster_events",
     _md,
-    sa.Column("event_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column(
+        "event_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
+    ),
     sa.Column("at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
     # placed | failover | drain | reassignment | count-balance | auto-balance
     sa.Column("kind", sa.String(24), nullable=False),
@@ -81,13 +83,18 @@ def classify(
     for (topic, partition), node in sorted(moves.items()):
         row = before.get((topic, partition))
         if row is None or row.leader is None:
-            events.append(ClusterEvent("placed", f"new partition placed on broker {node}", topic, partition, None, node))
+            events.append(
+                ClusterEvent("placed", f"new partition placed on broker {node}", topic, partition, None, node)
+            )
             continue
         source = row.leader
         if source not in live:
             kind, reason = "failover", f"broker {source} is dead (its lease expired); broker {node} took over"
         elif live[source] != row.leader_node_epoch:
-            kind, reason = "failover", f"broker {source} restarted (a new incarnation); broker {node} took over"
+            kind, reason = (
+                "failover",
+                f"broker {source} restarted (a new incarnation); broker {node} took over",
+            )
         elif source in leaving:
             kind, reason = "drain", f"broker {source} is shutting down (draining); handed to broker {node}"
         elif row.target == node:

@@ -65,7 +65,9 @@ def test_a_restarted_pipeline_plots_no_lag_or_rows_until_it_has_read_its_table()
     from tabletopic.table.coordinator import PipelineStatus
 
     status = PipelineStatus("orders", "default.orders", high_watermarks={0: 45_000})
-    sources = ConsoleSources(CollectorRegistry(), NotStartedBroker(), tables=Tables({"orders": Pipeline(status)}))  # type: ignore[arg-type]
+    sources = ConsoleSources(
+        CollectorRegistry(), NotStartedBroker(), tables=Tables({"orders": Pipeline(status)})
+    )  # type: ignore[arg-type]
     sampler = Sampler(sources, SeriesRing(points=10))
     assert not any(k.startswith("table|") for k in sampler.sample(now=100.0))
     status.facts_loaded, status.rows_committed, status.committed_offsets = True, 45_000, {0: 45_000}

@@ -63,7 +63,9 @@ def test_the_console_answers_a_favicon_and_folds_topic_defaults(admin: httpx.Cli
     favicon = admin.get("/favicon.ico")
     assert favicon.status_code == 200 and favicon.headers["content-type"].startswith("image/svg")
     name = f"cfg-{uuid.uuid4().hex[:8]}"
-    assert admin.post("/v1/topics", json={"name": name, "configs": {"retention.ms": "60000"}}).status_code == 201
+    assert (
+        admin.post("/v1/topics", json={"name": name, "configs": {"retention.ms": "60000"}}).status_code == 201
+    )
     page = admin.get(f"/topics/{name}").text
     shown = page[page.index('id="configs"') : page.index('id="default-configs"')]
     assert "retention.ms" in shown and "60000" in shown

@@ -28,7 +28,10 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
     for partition in of_broker_2:
         count = partition + 1
         for i in range(count):
-            assert wait_until(lambda: produce_raw(healthy_cluster, 2, topic, partition, b"v%d" % i) == 0, timeout=20)
+            value = b"v%d" % i
+            assert wait_until(
+                lambda p=partition, v=value: produce_raw(healthy_cluster, 2, topic, p, v) == 0, timeout=20
+            )
         written[partition] = count
 
     admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=30)
@@ -45,7 +48,10 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
     assert brokers[body["controller_id"]]["is_controller"]
     assert all(brokers[n]["state"] == "alive" for n in RACKS)
     assert brokers[1]["this_node"] and not brokers[2]["this_node"]
-    assert sum(b["group_coordinator_slots"] for b in brokers.values()) == body["coordinator_slots"]["__consumer_offsets"]
+    assert (
+        sum(b["group_coordinator_slots"] for b in brokers.values())
+        == body["coordinator_slots"]["__consumer_offsets"]
+    )
     listed = {t["name"]: t for t in body["topic_list"]}
     assert listed[topic]["records"] == sum(written.values())
     assert listed[topic]["stored_bytes"] > 0

@@ -98,7 +98,17 @@ def test_status_shows_each_partitions_high_watermark_and_the_timeline_when_given
     from tabletopic.cluster.events import ClusterEvent
 
     marks = {key: 7 for key in snapshot().partitions}
-    timeline = [ClusterEvent("failover", "broker 2 is dead (its lease expired); broker 1 took over", "orders", 0, 2, 1, "2026-01-01T10:00:00+00:00")]
+    timeline = [
+        ClusterEvent(
+            "failover",
+            "broker 2 is dead (its lease expired); broker 1 took over",
+            "orders",
+            0,
+            2,
+            1,
+            "2026-01-01T10:00:00+00:00",
+        )
+    ]
     plain = render(snapshot(), [], [], 6, plain=True, high_watermarks=marks, timeline=timeline)
     assert "\tHIGH WATERMARK" in plain
     assert any(line.startswith("orders\t0\t") and line.endswith("\t7") for line in plain.splitlines()), plain
