@@ -25,6 +25,7 @@ from tabletopic import settings
 from tabletopic.admin import cluster_view
 from tabletopic.admin import settings as admin_settings
 from tabletopic.admin.console import STATIC_DIR, Console
+from tabletopic.admin.messages import MessageBrowser, messages_router
 from tabletopic.admin.origin import SAFE_METHODS, same_origin
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router
@@ -85,6 +86,7 @@ def create_app(
     routers: list[APIRouter],
     console: Console | None = None,
     engine: Engine | None = None,
+    messages: MessageBrowser | None = None,
 ) -> FastAPI:
     """The admin app: core routers, topic routers, the routers the assembly handed over and the
     console's pages."""
@@ -131,6 +133,8 @@ def create_app(
 
     app.include_router(core_router(metrics_registry, broker, parts, engine))
     app.include_router(topics_router(broker, engine))
+    if messages is not None:
+        app.include_router(messages_router(messages))
     for router in routers:
         app.include_router(router)
     if console is not None:
@@ -182,7 +186,10 @@ class AdminApiComponent:
                 max_series=cfg.get(admin_settings.CONSOLE_MAX_SERIES),
             )
         engine = self._sources.engine if self._sources is not None else None
-        app = create_app(self._metrics, self._broker, self._parts, self._routers(), self.console, engine)
+        browser = MessageBrowser(self._sources) if self._sources is not None else None
+        app = create_app(
+            self._metrics, self._broker, self._parts, self._routers(), self.console, engine, browser
+        )
         auth = self._broker.http_authenticator()
         served = auth.wrap(app, ADMIN_API) if auth is not None else app
         self._service = HttpService(

@@ -287,15 +287,15 @@ def _iceberg(src: ConsoleSources, table_name: str) -> dict[str, Any]:
     }
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A cell value as JSON would show it: structs as objects, maps (Arrow gives them as lists of
     key/value tuples) as objects, binary as text when it is UTF-8 (else hex), times as ISO 8601."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list):
         if value and all(isinstance(item, tuple) and len(item) == 2 for item in value):
-            return {str(_plain(k)): _plain(v) for k, v in value}
-        return [_plain(item) for item in value]
+            return {str(plain(k)): plain(v) for k, v in value}
+        return [plain(item) for item in value]
     if isinstance(value, bytes):
         try:
             return value.decode("utf-8")
@@ -311,13 +311,13 @@ def _plain(value: Any) -> Any:
 def cell(value: Any) -> str:
     """One cell of the row sample as the table's type reads: ``null``, numbers and booleans as
     JSON writes them, text as it is, structs and maps as JSON (never a Python repr)."""
-    plain = _plain(value)
-    if plain is None:
+    shown = plain(value)
+    if shown is None:
         text = "null"
-    elif isinstance(plain, str):
-        text = plain
+    elif isinstance(shown, str):
+        text = shown
     else:
-        text = json.dumps(plain, ensure_ascii=False, separators=(", ", ": "))
+        text = json.dumps(shown, ensure_ascii=False, separators=(", ", ": "))
     return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
 
 
