@@ -14,6 +14,7 @@ import html
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -29,6 +30,7 @@ from tabletopic.admin.origin import same_origin
 from tabletopic.admin.topics import TopicApiError
 
 Render = Callable[..., HTMLResponse]
+MAX_FORM_BYTES = 1 << 20  # a test message, a few fields: nothing a form here sends comes near
 
 
 def _note(text: str, error: bool = False) -> HTMLResponse:
@@ -41,6 +43,13 @@ def _refused(request: Request) -> HTMLResponse | None:
     if not same_origin({k.lower(): v for k, v in request.headers.items()}, required=True):
         return HTMLResponse("refused: not sent by this console's own page", status_code=403)
     return None
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An URL-encoded form (what htmx posts) as a dict of the last value of each field; parsed
+    here rather than with Starlette's ``request.form()``, which needs python-multipart."""
+    body = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", errors="replace")
+    return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
 
 
 def _int(value: Any) -> int | None:
@@ -114,7 +123,7 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     async def produce(request: Request) -> Response:
         if (refused := _refused(request)) is not None:
             return refused
-        data = await request.form()
+        data = await _form(request)
         headers = {}
         for line in str(data.get("headers") or "").splitlines():
             key, sep, value = line.partition("=")
@@ -136,13 +145,15 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     async def reset(request: Request, group_id: str) -> Response:
         if (refused := _refused(request)) is not None:
             return refused
-        data = await request.form()
+        data = await _form(request)
         if str(data.get("confirm") or "") != group_id:
             return _note(f"not reset: type the group's name ({group_id}) to confirm", error=True)
         to = str(data.get("to") or "")
         value = _timestamp(data.get("value")) if to == "timestamp" else _int(data.get("value"))
         try:
-            body = OffsetReset(topic=str(data.get("topic") or ""), to=to, value=value)  # type: ignore[arg-type]
+            body = OffsetReset.model_validate(
+                {"topic": str(data.get("topic") or ""), "to": to, "value": value}
+            )
         except ValueError as exc:
             return _note(f"not reset: {exc}", error=True)
         try:
@@ -156,7 +167,7 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     async def delete_topic(request: Request, name: str) -> Response:
         if (refused := _refused(request)) is not None:
             return refused
-        data = await request.form()
+        data = await _form(request)
         if str(data.get("confirm") or "") != name:
             return _note(f"not deleted: type the topic's name ({name}) to confirm", error=True)
         service = browser.sources.broker_service()
@@ -189,9 +200,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     async def acl(request: Request, action: str) -> Response:
         if (refused := _refused(request)) is not None:
             return refused
-        data = await request.form()
+        data = await _form(request)
         try:
-            entry = AclEntry(**{k: str(v) for k, v in data.items() if v != ""})  # type: ignore[arg-type]
+            entry = AclEntry.model_validate({k: str(v) for k, v in data.items() if v != ""})
         except ValueError as exc:
             return _note(f"ACL not changed: {exc}", error=True)
         try:
@@ -208,7 +219,7 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     async def user(request: Request, action: str) -> Response:
         if (refused := _refused(request)) is not None:
             return refused
-        data = await request.form()
+        data = await _form(request)
         name = str(data.get("name") or "")
         try:
             if action == "delete":
@@ -216,11 +227,13 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
                     return _note(f"not deleted: type the user's name ({name}) to confirm", error=True)
                 await run(browser.delete_scram_user, name)
                 return _note(f"user {name} deleted")
-            user = ScramUser(
-                name=name,
-                password=str(data.get("password") or ""),
-                mechanism=str(data.get("mechanism") or "SCRAM-SHA-256"),
-            )  # type: ignore[arg-type]
+            user = ScramUser.model_validate(
+                {
+                    "name": name,
+                    "password": str(data.get("password") or ""),
+                    "mechanism": str(data.get("mechanism") or "SCRAM-SHA-256"),
+                }
+            )
             await run(browser.set_scram_user, user)
         except ValueError as exc:
             return _note(f"user not changed: {exc}", error=True)

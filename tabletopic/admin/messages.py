@@ -370,10 +370,9 @@ class MessageBrowser:
             AclPermissionType.ANY,
         )
         try:
-            bindings = (
-                self._admin()
-                .describe_acls(match_all, request_timeout=CLIENT_TIMEOUT_S)
-                .result(CLIENT_TIMEOUT_S)
+            admin = self._admin()  # must outlive its futures
+            bindings = admin.describe_acls(match_all, request_timeout=CLIENT_TIMEOUT_S).result(
+                CLIENT_TIMEOUT_S
             )
         except Exception as exc:
             raise TopicApiError(400, "SECURITY_DISABLED", client_error(exc)) from exc
@@ -395,7 +394,8 @@ class MessageBrowser:
 
     def scram_users(self) -> list[dict[str, Any]]:
         try:
-            result = self._admin().describe_user_scram_credentials(request_timeout=CLIENT_TIMEOUT_S)
+            admin = self._admin()  # must outlive its futures
+            result = admin.describe_user_scram_credentials(request_timeout=CLIENT_TIMEOUT_S)
             described = (
                 result.result(CLIENT_TIMEOUT_S)
                 if hasattr(result, "result")
@@ -446,12 +446,18 @@ class MessageBrowser:
 
     def _alter_scram(self, changes: list[Any], name: str, done: str) -> dict[str, Any]:
         try:
-            futures = self._admin().alter_user_scram_credentials(changes, request_timeout=CLIENT_TIMEOUT_S)
+            admin = self._admin()  # must outlive its futures
+            futures = admin.alter_user_scram_credentials(changes, request_timeout=CLIENT_TIMEOUT_S)
             for future in futures.values():
                 future.result(CLIENT_TIMEOUT_S)
         except Exception as exc:
             raise TopicApiError(400, "KAFKA_ERROR", client_error(exc)) from exc
         return {"name": name, "result": done}
+
+
+def _mechanism_name(mechanism: Any) -> str:
+    """``ScramMechanism.SCRAM_SHA_256`` as Kafka names it: ``SCRAM-SHA-256``."""
+    return str(getattr(mechanism, "name", mechanism)).split(".")[-1].replace("_", "-")
 
 
 def _acl_dict(binding: Any) -> dict[str, Any]:
