@@ -62,3 +62,28 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
     assert other["controller_id"] == body["controller_id"]
     assert {t["name"]: t["records"] for t in other["topic_list"]}[topic] == sum(written.values())
     assert "moves" in body["balancer"] and isinstance(body["timeline"], list)
+
+
+def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster: LocalCluster) -> None:
+    from tabletopic import database
+    from tabletopic.cluster.db import ClusterMetadata
+
+    topic = f"moved-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 2)
+    leaders = placed(healthy_cluster, topic, 2)
+    source = leaders[0][0]
+    target = next(n for n in (1, 2, 3) if n != source)
+    engine = database.create_engine(healthy_cluster.metadata_url)
+    try:
+        assert ClusterMetadata(engine).request_moves([(topic, 0, target)]) == []
+    finally:
+        engine.dispose()
+
+    def moved(node: int) -> dict[str, object] | None:
+        body = httpx.get(f"{healthy_cluster.brokers[node].admin_url}/v1/cluster", timeout=30).json()
+        return next((e for e in body["timeline"] if e["topic"] == topic and e["partition"] == 0), None)
+
+    event = wait_until(lambda: moved(3), timeout=30, interval=0.5)
+    assert event["kind"] == "reassignment" and (event["from_node"], event["to_node"]) == (source, target)
+    assert f"move to broker {target} asked for" in str(event["reason"]) and event["at"]
+    assert moved(1) == event  # the same history from another broker
