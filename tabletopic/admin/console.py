@@ -140,11 +140,11 @@ class Console:
 
         @router.get("/groups", response_class=HTMLResponse)
         async def groups(request: Request) -> HTMLResponse:
-            return self._render(request, "groups", groups=views.groups(src))
+            return self._render(request, "groups", groups=await views.groups(src))
 
         @router.get("/groups/{group_id}", response_class=HTMLResponse)
         async def group(request: Request, group_id: str) -> HTMLResponse:
-            return self._render(request, "group", group_id=group_id, group=views.group(src, group_id))
+            return self._render(request, "group", group_id=group_id, group=await views.group(src, group_id))
 
         @router.get("/tables", response_class=HTMLResponse)
         async def tables(request: Request) -> HTMLResponse:

@@ -135,14 +135,38 @@ async def topic(src: ConsoleSources, name: str) -> dict[str, Any] | None:
         return None
 
 
-def groups(src: ConsoleSources) -> list[dict[str, Any]]:
+Ends = dict[str, list[tuple[int, int]]]
+
+
+async def partition_ends(src: ConsoleSources) -> Ends | None:
+    """``{topic: [(log start, high watermark), ...]}`` from the metadata database in a cluster
+    (a broker's own store knows only what it leads); None on a single node (its store is right)."""
+    service = src.broker_service()
+    engine = src.engine
+    if service is None or engine is None or not cluster_view.clustered(service, engine):
+        return None
+
+    def read() -> Ends:
+        all_topics = list(service.topics.all())
+        figures = cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
+        return {t.name: [figures.offsets.get(s, (0, 0)) for s in t.streams] for t in all_topics}
+
+    try:
+        return await asyncio.to_thread(read)
+    except Exception as exc:
+        log.debug("partition ends unavailable: %s", exc)
+        return None
+
+
+async def groups(src: ConsoleSources) -> list[dict[str, Any]]:
     coordinator = src.groups()
     if coordinator is None or not coordinator.ready:
         return []
+    ends = await partition_ends(src)
     out = []
     for listed in sorted(coordinator.list_groups(), key=lambda g: g.group_id):
         described = coordinator.describe_group(listed.group_id)
-        lag = sum(p["lag"] or 0 for p in group_offsets(src, listed.group_id))
+        lag = sum(p["lag"] or 0 for p in group_offsets(src, listed.group_id, ends))
         out.append(
             {
                 "group_id": listed.group_id,
@@ -181,7 +205,9 @@ def decode_assignment(raw: bytes) -> dict[str, list[int]] | None:
         return None
 
 
-def group_offsets(src: ConsoleSources, group_id: str) -> list[dict[str, Any]]:
+def group_offsets(src: ConsoleSources, group_id: str, ends: Ends | None = None) -> list[dict[str, Any]]:
+    """Committed offsets with high watermark and lag per partition (``ends``: the cluster's
+    high watermarks, see :func:`partition_ends`; else this node's store)."""
     coordinator, service = src.groups(), src.broker_service()
     if coordinator is None or service is None:
         return []
@@ -189,7 +215,10 @@ def group_offsets(src: ConsoleSources, group_id: str) -> list[dict[str, Any]]:
     rows = []
     for topic_name, partitions in committed:
         found = service.topics.get(topic_name)
-        offsets = service.partition_offsets(found) if found is not None else []
+        if ends is not None:
+            offsets = ends.get(topic_name, [])
+        else:
+            offsets = service.partition_offsets(found) if found is not None else []
         for partition, value in partitions:
             end = offsets[partition][1] if partition < len(offsets) else None
             committed_offset = value.offset if value is not None else None
@@ -206,7 +235,7 @@ def group_offsets(src: ConsoleSources, group_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
+async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
     coordinator = src.groups()
     if coordinator is None or not coordinator.ready:
         return None
@@ -228,7 +257,7 @@ def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
             }
             for m in described.members
         ],
-        "offsets": group_offsets(src, group_id),
+        "offsets": group_offsets(src, group_id, await partition_ends(src)),
     }
 
 

@@ -87,3 +87,34 @@ def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster:
     assert event["kind"] == "reassignment" and (event["from_node"], event["to_node"]) == (source, target)
     assert f"move to broker {target} asked for" in str(event["reason"]) and event["at"]
     assert moved(1) == event  # the same history from another broker
+
+
+def test_the_message_browser_and_group_pages_of_one_broker_reach_partitions_and_groups_of_others(
+    healthy_cluster: LocalCluster,
+) -> None:
+    from tests.support.cluster import find_coordinator
+
+    topic = f"browse-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 3)
+    leaders = placed(healthy_cluster, topic, 3)
+    partition = next((p for p, (n, _) in leaders.items() if n != 1), None)
+    if partition is None:
+        pytest.skip(f"broker 1 leads every partition: {leaders}")
+    owner = leaders[partition][0]
+    for i in range(4):
+        assert wait_until(
+            lambda v=b'{"n": %d}' % i: produce_raw(healthy_cluster, owner, topic, partition, v) == 0,
+            timeout=20,
+        )
+    admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=60)
+    read = admin.get(f"/v1/topics/{topic}/messages", params={"partition": partition, "offset": 1})
+    assert read.status_code == 200, read.text
+    assert [r["value"]["value"] for r in read.json()["records"]] == [{"n": 1}, {"n": 2}, {"n": 3}]
+
+    group = f"reset-{uuid.uuid4().hex[:6]}"
+    reset = admin.post(f"/v1/groups/{group}/offsets", json={"topic": topic, "to": "offset", "value": 1})
+    assert reset.status_code == 200, reset.text
+    coordinator = find_coordinator(healthy_cluster, 1, group, key_type=0)
+    page = httpx.get(f"{healthy_cluster.brokers[coordinator].admin_url}/groups/{group}", timeout=30).text
+    row = next(r for r in page.split("<tr>") if r.startswith(f"<td>{topic}</td><td>{partition}</td>"))
+    assert "<td>1</td><td>4</td><td>3</td>" in row, row  # committed 1, high watermark 4, lag 3
