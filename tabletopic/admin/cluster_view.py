@@ -16,6 +16,7 @@ Every read here is blocking; callers run :func:`read` in a thread.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -212,14 +213,9 @@ def _brokers(
 
 
 def _owner_node(owner: str) -> int | None:
-    """The broker id in a table coordinator lease's owner (``"broker-2/…"``, ``"2"``, …)."""
-    digits = ""
-    for ch in owner.split("/")[0].split(":")[0]:
-        if ch.isdigit():
-            digits += ch
-        elif digits:
-            break
-    return int(digits) if digits else None
+    """The broker id in a table coordinator lease's owner (``"<host>/broker-<id>"``)."""
+    found = re.search(r"broker-(\d+)$", owner)
+    return int(found.group(1)) if found else None
 
 
 def _plan(service: BrokerService, snapshot: ClusterSnapshot) -> dict[str, Any]:
