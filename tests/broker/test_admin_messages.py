@@ -9,6 +9,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -54,7 +55,7 @@ def test_produced_test_messages_read_back_from_an_offset_a_time_and_the_tail(adm
 
 
 def test_values_in_confluent_wire_format_are_decoded_through_the_nodes_registry(
-    admin: httpx.Client, broker_process: BrokerProcess
+    admin: httpx.Client, broker_process: BrokerProcess, tmp_path: Path
 ) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -95,11 +96,27 @@ def test_values_in_confluent_wire_format_are_decoded_through_the_nodes_registry(
     )
     other_subject = SerializationContext(f"{name}-json", MessageField.VALUE)  # one topic, two formats
     producer.produce(name, value=as_json({"sku": "x-1"}, other_subject), partition=0)
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    from tests.support.table_producers import compile_proto
+
+    module = compile_proto(
+        'syntax = "proto3";\nmessage Click { string page = 1; int64 at = 2; }\n',
+        f"click_{name[-8:]}",
+        tmp_path,
+    )
+    as_proto = ProtobufSerializer(module.Click, registry, {"use.deprecated.format": False})
+    proto_subject = SerializationContext(f"{name}-proto", MessageField.VALUE)
+    producer.produce(name, value=as_proto(module.Click(page="/docs", at=5), proto_subject), partition=0)
     assert producer.flush(30) == 0
     records = admin.get(f"/v1/topics/{name}/messages", params={"offset": 0}).json()["records"]
     assert records[0]["value"]["format"] == "avro" and records[0]["value"]["schema_id"] > 0
     assert records[0]["value"]["value"] == {"id": 7, "address": {"street": "Main"}, "coupon": None}
     assert records[1]["value"]["format"] == "json" and records[1]["value"]["value"] == {"sku": "x-1"}
+    assert records[2]["value"]["format"] == "protobuf" and records[2]["value"]["value"] == {
+        "page": "/docs",
+        "at": 5,
+    }
 
 
 def test_a_groups_offsets_reset_to_earliest_a_timestamp_and_an_offset(
