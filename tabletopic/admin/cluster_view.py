@@ -219,7 +219,9 @@ def _owner_node(owner: str) -> int | None:
 
 
 def _plan(service: BrokerService, snapshot: ClusterSnapshot) -> dict[str, Any]:
-    settings = ClusterSettings.from_config(service.config, service.node_id).auto_balancer
+    # Only the balancer's settings are read: which broker asks does not matter to them.
+    node_id: Any = service.node_id
+    settings = ClusterSettings.from_config(service.config, node_id).auto_balancer
     plan = plan_for(snapshot, settings.planner)
     return {
         "enabled": settings.enabled,

@@ -374,7 +374,7 @@ class ClusterNode:
                         for key in moves
                         if (row := before.partitions.get(key)) is not None
                     },
-                    before.live,
+                    {int(node): int(epoch) for node, epoch in before.live.items()},
                     membership[1],
                 )
             )
