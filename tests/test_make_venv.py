@@ -125,7 +125,23 @@ def test_a_changed_pyproject_reinstalls(tmp_path: Path) -> None:
 def test_the_mode_is_required(tmp_path: Path) -> None:
     root, env = project(tmp_path)
     result = run(root, env)
-    assert result.returncode == 2 and "serve|test" in result.stderr
+    assert result.returncode == 2 and "serve|cluster|test" in result.stderr
+
+
+def test_make_cluster_adds_the_cluster_extra_to_a_serving_venv(tmp_path: Path) -> None:
+    """`tabletopic cluster up` after `make serve` needs SeaweedFS: `make cluster` adds the
+    [cluster] extra, and serving afterwards installs nothing again."""
+    root, env = project(tmp_path)
+    log = venv_with_fake_pip(root)
+    assert run(root, env, "serve").returncode == 0 and installs(log) == ["."]
+    log.unlink()
+    cluster = run(root, env, "cluster")
+    assert cluster.returncode == 0, cluster.stderr
+    assert installs(log) == [".[cluster]"]
+    log.unlink()
+    assert run(root, env, "serve").returncode == 0 and installs(log) == []
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "ensure-venv.sh cluster" in makefile and "install-system-deps.sh cluster" in makefile
 
 
 def test_make_serve_installs_verbosely_and_checks_the_venv_every_time() -> None:

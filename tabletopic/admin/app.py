@@ -8,6 +8,7 @@ pipeline's ``/v1/tables``), asked for when the admin API starts, which is why it
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,14 +16,16 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from sqlalchemy.engine import Engine
 
 from tabletopic import settings
+from tabletopic.admin import cluster_view
 from tabletopic.admin import settings as admin_settings
 from tabletopic.admin.console import STATIC_DIR, Console
-from tabletopic.admin.nodes import nodes
+from tabletopic.admin.messages import MessageBrowser, messages_router
 from tabletopic.admin.origin import SAFE_METHODS, same_origin
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.admin.topics import TopicApiError, topics_router
@@ -40,7 +43,10 @@ StartedParts = Callable[[], list[str]]
 
 
 def core_router(
-    metrics_registry: CollectorRegistry, broker: BrokerComponent, parts: StartedParts
+    metrics_registry: CollectorRegistry,
+    broker: BrokerComponent,
+    parts: StartedParts,
+    engine: Engine | None = None,
 ) -> APIRouter:
     router = APIRouter()
 
@@ -57,27 +63,19 @@ def core_router(
     async def metrics() -> PlainTextResponse:
         return PlainTextResponse(generate_latest(metrics_registry), media_type=CONTENT_TYPE_LATEST)
 
-    @router.get("/v1/cluster", tags=["cluster"], summary="Cluster id, this node and its listeners")
-    async def cluster() -> dict[str, Any]:
+    @router.get(
+        "/v1/cluster",
+        tags=["cluster"],
+        summary="The whole cluster: brokers, controller, totals, timeline, the balancer's plan",
+    )
+    async def cluster(partitions: bool = False) -> dict[str, Any]:
+        """The same answer from every broker (read from the metadata database in cluster mode; see
+        docs/console.md). ``partitions=true`` adds every partition's leader and high watermark."""
         try:
             service = broker.service
         except NotStarted:
             return {"cluster_id": None, "brokers": [], "topics": 0, "partitions": 0}
-        return {
-            "cluster_id": service.cluster_id,
-            "controller_id": service.node_id,
-            "brokers": [
-                {
-                    "node_id": n.node_id,
-                    "listeners": [
-                        {"protocol": e.protocol, "host": e.host, "port": e.port} for e in n.listeners
-                    ],
-                }
-                for n in nodes(broker)
-            ],
-            "topics": len(service.topics),
-            "partitions": service.topics.partition_count(),
-        }
+        return await asyncio.to_thread(cluster_view.read, service, engine, partitions)
 
     return router
 
@@ -88,6 +86,8 @@ def create_app(
     parts: StartedParts,
     routers: list[APIRouter],
     console: Console | None = None,
+    engine: Engine | None = None,
+    messages: MessageBrowser | None = None,
 ) -> FastAPI:
     """The admin app: core routers, topic routers, the routers the assembly handed over and the
     console's pages."""
@@ -100,6 +100,11 @@ def create_app(
     # loads them from a CDN: a blank page offline); ReDoc has no local copy, so it is off.
     app = FastAPI(title="tabletopic admin API", version="1", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        # Browsers ask for /favicon.ico on their own (the API docs, /metrics): answer the console's.
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui() -> HTMLResponse:
@@ -127,8 +132,10 @@ def create_app(
             return JSONResponse(status_code=403, content={"detail": "cross-site request refused"})
         return await call_next(request)
 
-    app.include_router(core_router(metrics_registry, broker, parts))
-    app.include_router(topics_router(broker))
+    app.include_router(core_router(metrics_registry, broker, parts, engine))
+    app.include_router(topics_router(broker, engine))
+    if messages is not None:
+        app.include_router(messages_router(messages))
     for router in routers:
         app.include_router(router)
     if console is not None:
@@ -179,7 +186,11 @@ class AdminApiComponent:
                 points=cfg.get(admin_settings.CONSOLE_POINTS),
                 max_series=cfg.get(admin_settings.CONSOLE_MAX_SERIES),
             )
-        app = create_app(self._metrics, self._broker, self._parts, self._routers(), self.console)
+        engine = self._sources.engine if self._sources is not None else None
+        browser = MessageBrowser(self._sources) if self._sources is not None else None
+        app = create_app(
+            self._metrics, self._broker, self._parts, self._routers(), self.console, engine, browser
+        )
         auth = self._broker.http_authenticator()
         served = auth.wrap(app, ADMIN_API) if auth is not None else app
         self._service = HttpService(

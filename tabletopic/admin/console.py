@@ -10,6 +10,7 @@ part; the charts are outside that part and keep their state, fetching new points
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from tabletopic.admin import views
+from tabletopic.admin.console_actions import actions_router
+from tabletopic.admin.messages import MessageBrowser
 from tabletopic.admin.origin import same_origin
 from tabletopic.admin.sampler import Sampler
 from tabletopic.admin.sources import ConsoleSources
@@ -29,8 +32,8 @@ HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
 
-PAGES = (("/", "Overview"), ("/topics", "Topics"), ("/groups", "Consumer groups"),
-         ("/tables", "Table topics"), ("/schemas", "Schemas"))  # fmt: skip
+PAGES = (("/", "Overview"), ("/topics", "Topics"), ("/messages", "Messages"), ("/groups", "Consumer groups"),
+         ("/tables", "Table topics"), ("/schemas", "Schemas"), ("/security", "Security"))  # fmt: skip
 
 
 def _bytes(value: float | int | None) -> str:
@@ -61,7 +64,17 @@ def _ago(epoch: float | None) -> str:
     return f"{seconds / 3600:.1f} h ago"
 
 
+def _shown(value: Any) -> str:
+    """A decoded key, value or header as text: ``null``, strings as they are, the rest as JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
 TEMPLATES.env.filters["bytes"] = _bytes
+TEMPLATES.env.filters["shown"] = _shown
 TEMPLATES.env.filters["when"] = _when
 TEMPLATES.env.filters["ago"] = _ago
 
@@ -113,25 +126,25 @@ class Console:
 
         @router.get("/", response_class=HTMLResponse)
         async def overview(request: Request) -> HTMLResponse:
-            data = views.overview(src)
+            data = await views.overview(src)
             data["objects"] = await views.stored_objects(src)
             return self._render(request, "overview", data=data)
 
         @router.get("/topics", response_class=HTMLResponse)
         async def topics(request: Request) -> HTMLResponse:
-            return self._render(request, "topics", topics=views.topics(src))
+            return self._render(request, "topics", topics=await views.topics(src))
 
         @router.get("/topics/{name}", response_class=HTMLResponse)
         async def topic(request: Request, name: str) -> HTMLResponse:
-            return self._render(request, "topic", name=name, topic=views.topic(src, name))
+            return self._render(request, "topic", name=name, topic=await views.topic(src, name))
 
         @router.get("/groups", response_class=HTMLResponse)
         async def groups(request: Request) -> HTMLResponse:
-            return self._render(request, "groups", groups=views.groups(src))
+            return self._render(request, "groups", groups=await views.groups(src))
 
         @router.get("/groups/{group_id}", response_class=HTMLResponse)
         async def group(request: Request, group_id: str) -> HTMLResponse:
-            return self._render(request, "group", group_id=group_id, group=views.group(src, group_id))
+            return self._render(request, "group", group_id=group_id, group=await views.group(src, group_id))
 
         @router.get("/tables", response_class=HTMLResponse)
         async def tables(request: Request) -> HTMLResponse:
@@ -169,6 +182,8 @@ class Console:
         ) -> HTMLResponse:
             data = await views.subject(src, subject, left, right)
             return self._render(request, "schema", subject=subject, data=data)
+
+        router.include_router(actions_router(MessageBrowser(src), self._render))
 
         @router.get("/console/series")
         async def series(prefix: str = "", since: float | None = None) -> JSONResponse:

@@ -51,6 +51,8 @@ class Sampler:
         self.ring = ring
         self._previous: dict[str, float] = {}
         self._previous_at: float | None = None
+        self._previous_marks: dict[tuple[str, int], int] = {}
+        self._previous_marks_at: float | None = None
 
     def sample(self, now: float | None = None) -> dict[str, float]:
         """Read everything once and record it; returns what was recorded."""
@@ -69,15 +71,14 @@ class Sampler:
         service = src.broker_service()
         high_watermarks: dict[tuple[str, int], int] = {}
         if service is not None:
-            produced = 0
+            led: dict[tuple[str, int], int] = {}
             for topic in service.topics.all():
                 offsets = service.partition_offsets(topic)
                 for partition, (_start, end) in enumerate(offsets):
                     high_watermarks[(topic.name, partition)] = end
-                topic_total = sum(e for _, e in offsets)
-                produced += topic_total
-                totals[sep("topic", topic.name, "records_per_s")] = float(topic_total)
-            totals["node|produced_records_per_s"] = float(produced)
+                    if service.leadership.leads(topic.name, partition):
+                        led[(topic.name, partition)] = end
+            values.update(self._produced(now, led))
         groups = src.groups()
         if groups is not None and groups.ready:
             # Consumption as consumer groups commit it: records/s of committed-offset progress.
@@ -97,12 +98,38 @@ class Sampler:
             totals["node|consumed_records_per_s"] = float(consumed)
         for topic_name, pipeline in src.pipelines().items():
             status = pipeline.status
+            if not status.facts_loaded:
+                # After a restart a pipeline knows neither its committed offsets nor its rows until
+                # it has read its table: lag would be the whole log and rows/s the whole table.
+                continue
             values[sep("table", topic_name, "freshness_seconds")] = float(status.lag_seconds)
             values[sep("table", topic_name, "lag_records")] = float(status.lag_records)
             totals[sep("table", topic_name, "rows_per_s")] = float(status.rows_committed)
         values.update(self._rates(now, totals))
         self.ring.record(now, values)
         return values
+
+    def _produced(self, now: float, led: dict[tuple[str, int], int]) -> dict[str, float]:
+        """Records produced per second, per topic and for the node, from the high watermarks of the
+        partitions this broker led at both samples. A partition gained meanwhile (a failover, a
+        move, a restart reading its log back) adds nothing that interval: its whole log would
+        otherwise show as a spike of records produced."""
+        rates: dict[str, float] = {}
+        before, before_at = self._previous_marks, self._previous_marks_at
+        self._previous_marks, self._previous_marks_at = led, now
+        if before_at is None or now <= before_at:
+            return rates
+        elapsed = now - before_at
+        by_topic: dict[str, int] = {}
+        for (topic, partition), end in led.items():
+            by_topic.setdefault(topic, 0)
+            previous = before.get((topic, partition))
+            if previous is not None and end >= previous:
+                by_topic[topic] += end - previous
+        for topic, produced in by_topic.items():
+            rates[sep("topic", topic, "records_per_s")] = produced / elapsed
+        rates["node|produced_records_per_s"] = sum(by_topic.values()) / elapsed
+        return rates
 
     def _rates(self, now: float, totals: dict[str, float]) -> dict[str, float]:
         rates: dict[str, float] = {}

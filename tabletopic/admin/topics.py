@@ -3,11 +3,13 @@ A thin layer over the broker service, the same one the Kafka admin APIs use."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Response
 from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, Field
+from sqlalchemy.engine import Engine
 
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.service import BrokerService
@@ -48,30 +50,24 @@ def _translate(exc: Exception) -> TopicApiError:
     raise exc
 
 
-def describe(broker: BrokerService, name: str) -> dict[str, Any]:
+def describe(broker: BrokerService, name: str, engine: Engine | None = None) -> dict[str, Any]:
+    """A topic with every partition's real leader and high watermark (in a cluster, read from the
+    metadata database: see :mod:`tabletopic.admin.cluster_view`). Blocking when ``engine`` is given."""
+    from tabletopic.admin.cluster_view import partitions_of
+
     topic = broker.topics.get(name)
     if topic is None:
         raise TopicApiError(404, "UNKNOWN_TOPIC_OR_PARTITION", f"topic {name} does not exist")
-    offsets = broker.partition_offsets(topic)
     return {
         "name": topic.name,
         "topic_id": str(topic.topic_id),
-        "partitions": [
-            {
-                "partition": i,
-                "leader": broker.node_id,
-                "stream_id": stream,
-                "log_start_offset": start,
-                "high_watermark": end,
-            }
-            for i, (stream, (start, end)) in enumerate(zip(topic.streams, offsets, strict=True))
-        ],
+        "partitions": partitions_of(broker, engine, topic),
         "configs": broker.effective_topic_configs(topic),
         "explicit_configs": dict(topic.configs),
     }
 
 
-def topics_router(component: BrokerComponent) -> APIRouter:
+def topics_router(component: BrokerComponent, engine: Engine | None = None) -> APIRouter:
     router = APIRouter(prefix="/v1/topics", tags=["topics"])
 
     def broker() -> BrokerService:
@@ -94,11 +90,11 @@ def topics_router(component: BrokerComponent) -> APIRouter:
             await service.create_topic(body.name, body.partitions, body.configs)
         except Exception as exc:
             raise _translate(exc) from exc
-        return describe(service, body.name)
+        return await asyncio.to_thread(describe, service, body.name, engine)
 
     @router.get("/{name}", summary="A topic with its partitions, offsets and configs")
     async def get_topic(name: str) -> dict[str, Any]:
-        return describe(broker(), name)
+        return await asyncio.to_thread(describe, broker(), name, engine)
 
     @router.get("/{name}/configs", summary="Effective configs of a topic")
     async def get_configs(name: str) -> dict[str, str]:

@@ -8,13 +8,16 @@ on the page instead of failing it.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
 import difflib
 import json
 import logging
 import struct
+import uuid
 from typing import Any
 
-from tabletopic.admin.nodes import nodes
+from tabletopic.admin import cluster_view
 from tabletopic.admin.sources import ConsoleSources
 from tabletopic.schema_registry.contexts import public_id
 
@@ -27,13 +30,26 @@ PREVIEW_ROWS = 10
 PREVIEW_CELL_CHARS = 80
 
 
-def overview(src: ConsoleSources) -> dict[str, Any]:
+async def overview(src: ConsoleSources) -> dict[str, Any]:
+    """The overview page: the whole cluster (every broker, totals, timeline, balancer plan; see
+    :mod:`tabletopic.admin.cluster_view`) and this node's storage."""
     service = src.broker_service()
+    cluster: dict[str, Any] = {"brokers": [], "timeline": [], "balancer": None}
+    if service is not None:
+        try:
+            cluster = await asyncio.to_thread(cluster_view.read, service, src.engine)
+        except Exception as exc:  # the metadata database is away: say so, render the rest
+            cluster = {
+                "brokers": [],
+                "timeline": [],
+                "balancer": None,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
     return {
-        "nodes": [n.as_dict() for n in nodes(src.broker)],
+        "cluster": cluster,
         "cluster_id": service.cluster_id if service else None,
-        "topics": len(service.topics) if service else 0,
-        "partitions": service.topics.partition_count() if service else 0,
+        "topics": cluster.get("topics", 0),
+        "partitions": cluster.get("partitions", 0),
         "groups": len(g.list_groups()) if (g := src.groups()) is not None and g.ready else 0,
         "tables": len(src.pipelines()),
         "storage": {
@@ -68,46 +84,89 @@ async def stored_objects(src: ConsoleSources) -> dict[str, Any]:
         return {"error": {"count": 0, "bytes": 0, "message": str(exc)}}
 
 
-def topics(src: ConsoleSources) -> list[dict[str, Any]]:
+async def topics(src: ConsoleSources) -> list[dict[str, Any]]:
+    """Every topic with records and bytes summed over the cluster (each partition's high watermark
+    from its leader's committed stream in a cluster, see :mod:`tabletopic.admin.cluster_view`)."""
     service = src.broker_service()
     if service is None:
         return []
-    out = []
-    for topic in sorted(service.topics.all(), key=lambda t: t.name):
-        offsets = service.partition_offsets(topic)
-        out.append(
-            {
-                "name": topic.name,
-                "partitions": topic.partition_count,
-                "records": sum(end - start for start, end in offsets),
-                "high_watermark": sum(end for _, end in offsets),
-                "table_topic": topic.configs.get(TABLE_ENABLE, "false").lower() == "true",
-                "explicit_configs": dict(topic.configs),
-            }
-        )
-    return out
+    engine = src.engine
+
+    def read() -> list[dict[str, Any]]:
+        all_topics = sorted(service.topics.all(), key=lambda t: t.name)
+        figures = cluster_view.StreamFigures({}, {})
+        if engine is not None:
+            try:
+                figures = cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
+            except Exception as exc:
+                log.debug("stream figures unavailable: %s", exc)
+        in_cluster = cluster_view.clustered(service, engine)
+        out = []
+        for topic in all_topics:
+            if in_cluster:
+                offsets = [figures.offsets.get(s, (0, 0)) for s in topic.streams]
+            else:
+                offsets = service.partition_offsets(topic)
+            out.append(
+                {
+                    "name": topic.name,
+                    "partitions": topic.partition_count,
+                    "records": sum(max(end - start, 0) for start, end in offsets),
+                    "high_watermark": sum(end for _, end in offsets),
+                    "stored_bytes": sum(figures.stored_bytes.get(s, 0) for s in topic.streams),
+                    "table_topic": topic.configs.get(TABLE_ENABLE, "false").lower() == "true",
+                    "explicit_configs": dict(topic.configs),
+                }
+            )
+        return out
+
+    return await asyncio.to_thread(read)
 
 
-def topic(src: ConsoleSources, name: str) -> dict[str, Any] | None:
+async def topic(src: ConsoleSources, name: str) -> dict[str, Any] | None:
     from tabletopic.admin.topics import TopicApiError, describe
 
     service = src.broker_service()
     if service is None:
         return None
     try:
-        return describe(service, name)
+        return await asyncio.to_thread(describe, service, name, src.engine)
     except TopicApiError:
         return None
 
 
-def groups(src: ConsoleSources) -> list[dict[str, Any]]:
+Ends = dict[str, list[tuple[int, int]]]
+
+
+async def partition_ends(src: ConsoleSources) -> Ends | None:
+    """``{topic: [(log start, high watermark), ...]}`` from the metadata database in a cluster
+    (a broker's own store knows only what it leads); None on a single node (its store is right)."""
+    service = src.broker_service()
+    engine = src.engine
+    if service is None or engine is None or not cluster_view.clustered(service, engine):
+        return None
+
+    def read() -> Ends:
+        all_topics = list(service.topics.all())
+        figures = cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
+        return {t.name: [figures.offsets.get(s, (0, 0)) for s in t.streams] for t in all_topics}
+
+    try:
+        return await asyncio.to_thread(read)
+    except Exception as exc:
+        log.debug("partition ends unavailable: %s", exc)
+        return None
+
+
+async def groups(src: ConsoleSources) -> list[dict[str, Any]]:
     coordinator = src.groups()
     if coordinator is None or not coordinator.ready:
         return []
+    ends = await partition_ends(src)
     out = []
     for listed in sorted(coordinator.list_groups(), key=lambda g: g.group_id):
         described = coordinator.describe_group(listed.group_id)
-        lag = sum(p["lag"] or 0 for p in group_offsets(src, listed.group_id))
+        lag = sum(p["lag"] or 0 for p in group_offsets(src, listed.group_id, ends))
         out.append(
             {
                 "group_id": listed.group_id,
@@ -146,7 +205,9 @@ def decode_assignment(raw: bytes) -> dict[str, list[int]] | None:
         return None
 
 
-def group_offsets(src: ConsoleSources, group_id: str) -> list[dict[str, Any]]:
+def group_offsets(src: ConsoleSources, group_id: str, ends: Ends | None = None) -> list[dict[str, Any]]:
+    """Committed offsets with high watermark and lag per partition (``ends``: the cluster's
+    high watermarks, see :func:`partition_ends`; else this node's store)."""
     coordinator, service = src.groups(), src.broker_service()
     if coordinator is None or service is None:
         return []
@@ -154,7 +215,10 @@ def group_offsets(src: ConsoleSources, group_id: str) -> list[dict[str, Any]]:
     rows = []
     for topic_name, partitions in committed:
         found = service.topics.get(topic_name)
-        offsets = service.partition_offsets(found) if found is not None else []
+        if ends is not None:
+            offsets = ends.get(topic_name, [])
+        else:
+            offsets = service.partition_offsets(found) if found is not None else []
         for partition, value in partitions:
             end = offsets[partition][1] if partition < len(offsets) else None
             committed_offset = value.offset if value is not None else None
@@ -171,7 +235,7 @@ def group_offsets(src: ConsoleSources, group_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
+async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
     coordinator = src.groups()
     if coordinator is None or not coordinator.ready:
         return None
@@ -193,7 +257,7 @@ def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
             }
             for m in described.members
         ],
-        "offsets": group_offsets(src, group_id),
+        "offsets": group_offsets(src, group_id, await partition_ends(src)),
     }
 
 
@@ -247,14 +311,65 @@ def _iceberg(src: ConsoleSources, table_name: str) -> dict[str, Any]:
             }
             for schema in sorted(metadata.schemas, key=lambda s: s.schema_id, reverse=True)
         ],
-        "partition_spec": str(table.spec()),
+        "partition_spec": spec_text(table.spec(), table.schema()),
         "rows": _preview(table) if snapshots else {"columns": [], "rows": []},
     }
 
 
-def _cell(value: Any) -> str:
-    text = value.hex() if isinstance(value, bytes) else str(value)
+def plain(value: Any) -> Any:
+    """A cell value as JSON would show it: structs as objects, maps (Arrow gives them as lists of
+    key/value tuples) as objects, binary as text when it is UTF-8 (else hex), times as ISO 8601."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(item, tuple) and len(item) == 2 for item in value):
+            return {str(plain(k)): plain(v) for k, v in value}
+        return [plain(item) for item in value]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value.hex()
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (decimal.Decimal, uuid.UUID)):
+        return str(value)
+    return value
+
+
+def cell(value: Any) -> str:
+    """One cell of the row sample as the table's type reads: ``null``, numbers and booleans as
+    JSON writes them, text as it is, structs and maps as JSON (never a Python repr)."""
+    shown = plain(value)
+    if shown is None:
+        text = "null"
+    elif isinstance(shown, str):
+        text = shown
+    else:
+        text = json.dumps(shown, ensure_ascii=False, separators=(", ", ": "))
     return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
+
+
+def spec_text(spec: Any, schema: Any) -> str:
+    """A partition spec as it is written in ``automq.table.topic.partition.by``:
+    ``day(ts), bucket(16, customer)``; ``unpartitioned`` when it has no field."""
+    parts = []
+    for field in spec.fields:
+        try:
+            column = schema.find_column_name(field.source_id) or str(field.source_id)
+        except Exception:
+            column = str(field.source_id)
+        transform = field.transform
+        kind = type(transform).__name__.removesuffix("Transform").lower()
+        if kind == "identity":
+            parts.append(column)
+        elif kind == "bucket":
+            parts.append(f"bucket({transform.num_buckets}, {column})")
+        elif kind == "truncate":
+            parts.append(f"truncate({transform.width}, {column})")
+        else:
+            parts.append(f"{kind}({column})")
+    return ", ".join(parts) if parts else "unpartitioned"
 
 
 def _preview(table: Any) -> dict[str, Any]:
@@ -266,7 +381,7 @@ def _preview(table: Any) -> dict[str, Any]:
     columns = list(arrow.column_names)
     return {
         "columns": columns,
-        "rows": [[_cell(row[c]) for c in columns] for row in arrow.to_pylist()],
+        "rows": [[cell(row[c]) for c in columns] for row in arrow.to_pylist()],
     }
 
 

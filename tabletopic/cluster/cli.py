@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import sqlalchemy as sa
 import typer
+from rich.markup import escape
 
 from tabletopic import database
 from tabletopic.cli_common import (
@@ -25,9 +26,11 @@ from tabletopic.cli_common import (
     load_config,
     print_table,
 )
+from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
 from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
+from tabletopic.cluster.events import ClusterEvent
 
 if TYPE_CHECKING:
     from tabletopic.cluster.local import LocalCluster
@@ -61,8 +64,13 @@ def up(
     override: OverrideOption = None,
 ) -> None:
     """Start PostgreSQL, SeaweedFS and N brokers on loopback; Ctrl-C stops everything."""
-    from tabletopic.cluster.local import CLUSTER_FILE, LocalCluster
+    from tabletopic.cluster.local import CLUSTER_FILE, LocalCluster, missing_for_cluster_up
 
+    missing = missing_for_cluster_up()
+    if missing:
+        for line in missing:
+            err_console.print(f"[red]error:[/red] {escape(line)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
     extra = dict(item.split("=", 1) for item in override or [] if "=" in item)
     cluster = LocalCluster(
         data_dir.resolve(),
@@ -328,6 +336,8 @@ def status(
             "SELECT topic, owner, epoch, claim, expires_at FROM table_coordinator_leases",
             "table_coordinator_leases",
         )
+        marks = _high_watermarks(engine)
+        timeline = events.recent(engine, limit=20)
     finally:
         engine.dispose()
     report = render(
@@ -337,8 +347,27 @@ def status(
         cfg.get(keys.GROUP_PARTITIONS),
         internal=internal,
         plain=not console.is_terminal,
+        high_watermarks=marks,
+        timeline=timeline,
     )
     sys.stdout.write(report + "\n")  # never wrapped or cut to a terminal width
+
+
+def _high_watermarks(engine: sa.Engine) -> dict[tuple[str, int], int]:
+    """Each partition's high watermark: its stream's committed end in the metadata database (in
+    cluster mode an acknowledged record is in a committed object), whichever broker leads it."""
+    inspector = sa.inspect(engine)
+    if not (inspector.has_table("broker_partitions") and inspector.has_table("s3stream_streams")):
+        return {}
+    query = (
+        "SELECT p.topic, p.partition, s.end_offset FROM broker_partitions p "
+        "JOIN s3stream_streams s ON s.stream_id = p.stream_id"
+    )
+    try:
+        with engine.connect() as conn:
+            return {(str(r[0]), int(r[1])): int(r[2]) for r in conn.execute(sa.text(query))}
+    except sa.exc.SQLAlchemyError:
+        return {}
 
 
 def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
@@ -381,9 +410,13 @@ def render(
     slots: int,
     internal: bool = False,
     plain: bool = False,
+    high_watermarks: dict[tuple[str, int], int] | None = None,
+    timeline: list[ClusterEvent] | None = None,
 ) -> str:
     """The status report as text (kept apart from I/O so it can be tested): aligned columns, or
-    tab-separated ones when ``plain`` (piped). Kafka's internal topics only with ``internal``."""
+    tab-separated ones when ``plain`` (piped). Kafka's internal topics only with ``internal``.
+    ``high_watermarks`` (each partition's committed stream end) adds a column; ``timeline`` (the
+    controller's latest decisions, newest first) a section."""
     leaders: dict[int, int] = {}
     for (topic, _), row in snapshot.partitions.items():
         if not is_internal(topic) and row.leader is not None:
@@ -403,7 +436,10 @@ def render(
              str(leaders.get(node.node_id, 0)), _rate(bytes_in), _rate(bytes_out), endpoints]
         )  # fmt: skip
     lines += _columns(nodes, {0, 2, 4, 5, 6}, plain)
-    partitions = [["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"]]
+    partitions = [
+        ["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"]
+        + (["HIGH WATERMARK"] if high_watermarks is not None else [])
+    ]
     # User topics first, then (with --internal) Kafka's own.
     for (topic, partition), row in sorted(
         snapshot.partitions.items(), key=lambda kv: (is_internal(kv[0][0]), kv[0])
@@ -412,8 +448,12 @@ def render(
             continue
         moving = "-" if row.target is None or row.target == row.leader else str(row.target)
         leader = str(row.leader) if row.leader is not None else "-1"
-        partitions.append([topic, str(partition), leader, str(row.leader_epoch), moving])
-    lines += ["", *_columns(partitions, {1, 2, 3}, plain)]
+        cells = [topic, str(partition), leader, str(row.leader_epoch), moving]
+        if high_watermarks is not None:
+            mark = high_watermarks.get((topic, partition))
+            cells.append("-" if mark is None else str(mark))
+        partitions.append(cells)
+    lines += ["", *_columns(partitions, {1, 2, 3, 5}, plain)]
     hidden = sorted({t for t, _ in snapshot.partitions if is_internal(t)})
     if hidden and not internal:
         lines.append(
@@ -430,6 +470,13 @@ def render(
         lines.append(f"  {topic}: {owner} (lease epoch {epoch}, partition-0 leader epoch {claim})")
     if not tables:
         lines.append("  (no table topics)")
+    if timeline is not None:
+        lines += ["", "timeline (failovers, moves, balancing; newest first):"]
+        for event in timeline:
+            where = f" {event.topic}-{event.partition}" if event.topic is not None else ""
+            lines.append(f"  {event.at or '-'}  {event.kind}{where}: {event.reason}")
+        if not timeline:
+            lines.append("  (nothing yet)")
     return "\n".join(lines)
 
 

@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
 from tabletopic.cluster.controller import Assignment, PartitionKey, plan
+from tabletopic.cluster.events import create_events_table
 from tabletopic.fencing import Fenced
 from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
 
@@ -98,7 +99,11 @@ def _add_versions(conn: Connection) -> None:
         conn.execute(sa.insert(version_table).values(id=1, version=0, purges=0))
 
 
-MIGRATIONS = [database.create_tables(nodes_table, controller_table, partitions_table), _add_versions]
+MIGRATIONS = [
+    database.create_tables(nodes_table, controller_table, partitions_table),
+    _add_versions,
+    create_events_table,
+]
 
 
 class ClusterError(Exception):

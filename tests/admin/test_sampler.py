@@ -47,3 +47,69 @@ def test_a_counter_that_went_backwards_skips_one_rate_instead_of_plotting_a_nega
     sampler._previous_at = 1.0
     Counter("tabletopic_broker_produce_bytes", "x", registry=registry).inc(10)
     assert "node|produce_bytes_per_s" not in sampler.sample(now=2.0)
+
+
+class Pipeline:
+    def __init__(self, status: Any) -> None:
+        self.status = status
+
+
+class Tables:
+    def __init__(self, pipelines: dict[str, Pipeline]) -> None:
+        self.coordinator = type("Coordinator", (), {"pipelines": pipelines})()
+
+
+def test_a_restarted_pipeline_plots_no_lag_or_rows_until_it_has_read_its_table() -> None:
+    """After a restart nothing was produced: the first samples must not plot the whole log as lag
+    and the whole table as rows committed per second (a false spike)."""
+    from tabletopic.table.coordinator import PipelineStatus
+
+    status = PipelineStatus("orders", "default.orders", high_watermarks={0: 45_000})
+    sources = ConsoleSources(
+        CollectorRegistry(), NotStartedBroker(), tables=Tables({"orders": Pipeline(status)})
+    )  # type: ignore[arg-type]
+    sampler = Sampler(sources, SeriesRing(points=10))
+    assert not any(k.startswith("table|") for k in sampler.sample(now=100.0))
+    status.facts_loaded, status.rows_committed, status.committed_offsets = True, 45_000, {0: 45_000}
+    loaded = sampler.sample(now=105.0)
+    assert loaded["table|orders|lag_records"] == 0.0
+    assert "table|orders|rows_per_s" not in loaded  # the first value of the total: no rate yet
+    assert sampler.sample(now=110.0)["table|orders|rows_per_s"] == 0.0
+
+
+class Broker:
+    """A started broker with one topic whose high watermarks and leadership a test sets."""
+
+    def __init__(self) -> None:
+        self.marks = [0, 0]
+        self.led = {0}
+        topic = type("Topic", (), {"name": "orders", "partition_count": 2})()
+        topics = type("Topics", (), {"all": lambda _self: [topic]})()
+        leadership = type("Leadership", (), {"leads": lambda _self, _t, p: p in self.led})()
+        self.service = type(
+            "Service",
+            (),
+            {
+                "topics": topics,
+                "leadership": leadership,
+                "partition_offsets": lambda _s, _t: [(0, m) for m in self.marks],
+            },
+        )()
+
+    @property
+    def groups(self) -> Any:
+        raise NotStarted("broker")
+
+
+def test_a_partition_gained_by_failover_adds_no_false_spike_of_records_produced() -> None:
+    broker = Broker()
+    sampler = Sampler(ConsoleSources(CollectorRegistry(), broker), SeriesRing(points=10))  # type: ignore[arg-type]
+    broker.marks = [100, 0]
+    assert "topic|orders|records_per_s" not in sampler.sample(now=100.0)  # no rate from one sample
+    broker.marks = [110, 0]
+    assert sampler.sample(now=105.0)["topic|orders|records_per_s"] == 2.0
+    broker.marks, broker.led = [120, 45_000], {0, 1}  # partition 1 taken over with its whole log
+    third = sampler.sample(now=110.0)
+    assert third["topic|orders|records_per_s"] == 2.0 and third["node|produced_records_per_s"] == 2.0
+    broker.marks = [120, 45_010]
+    assert sampler.sample(now=115.0)["node|produced_records_per_s"] == 2.0

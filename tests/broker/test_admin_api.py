@@ -46,6 +46,33 @@ def test_cluster_names_this_node_and_its_listeners(
     assert broker_process.kafka_port in ports
 
 
+def test_a_single_node_cluster_view_counts_records_and_stored_bytes(
+    admin: httpx.Client, bootstrap: str
+) -> None:
+    name = f"view-{uuid.uuid4().hex[:8]}"
+    assert admin.post("/v1/topics", json={"name": name, "partitions": 2}).status_code == 201
+    clients.confluent_produce(bootstrap, name, clients.make_messages(20, 2, "v"), "none", True)
+    body = admin.get("/v1/cluster").json()
+    assert body["mode"] == "single node" and body["controller_id"] == body["brokers"][0]["node_id"]
+    listed = {t["name"]: t for t in body["topic_list"]}
+    assert listed[name]["records"] == 20 and listed[name]["partitions"] == 2
+    assert body["records"] >= 20 and body["timeline"] == []
+
+
+def test_the_console_answers_a_favicon_and_folds_topic_defaults(admin: httpx.Client) -> None:
+    favicon = admin.get("/favicon.ico")
+    assert favicon.status_code == 200 and favicon.headers["content-type"].startswith("image/svg")
+    name = f"cfg-{uuid.uuid4().hex[:8]}"
+    assert (
+        admin.post("/v1/topics", json={"name": name, "configs": {"retention.ms": "60000"}}).status_code == 201
+    )
+    page = admin.get(f"/topics/{name}").text
+    shown = page[page.index('id="configs"') : page.index('id="default-configs"')]
+    assert "retention.ms" in shown and "60000" in shown
+    assert "9223372036854775807" not in shown  # Kafka's defaults are folded away below
+    assert "keys at their defaults" in page
+
+
 def test_topic_lifecycle_create_describe_alter_delete(admin: httpx.Client, bootstrap: str) -> None:
     name = f"http-{uuid.uuid4().hex[:8]}"
     created = admin.post(

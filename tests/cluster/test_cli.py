@@ -118,7 +118,7 @@ def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flag
             return result.stdout
 
         report = wait_until(
-            lambda: (s := status()) and s.count("orders") == 4 and s, timeout=30, interval=0.5
+            lambda: (s := status()) and s.count("\norders\t") == 4 and s, timeout=30, interval=0.5
         )
         assert re.search(r"^1\ta\t1\talive\t", report, re.M), report
         assert re.search(r"^2\tb\t1\talive\t", report, re.M), report

@@ -92,3 +92,24 @@ def test_the_takeover_of_a_dead_brokers_partitions_names_who_leads_them_now() ->
     assert takeover_report(2, led_by_2, after) == (
         "broker 2 is dead: the 3 partitions it led are now led by broker 1 (2), broker 3 (1)"
     )
+
+
+def test_status_shows_each_partitions_high_watermark_and_the_timeline_when_given() -> None:
+    from tabletopic.cluster.events import ClusterEvent
+
+    marks = {key: 7 for key in snapshot().partitions}
+    timeline = [
+        ClusterEvent(
+            "failover",
+            "broker 2 is dead (its lease expired); broker 1 took over",
+            "orders",
+            0,
+            2,
+            1,
+            "2026-01-01T10:00:00+00:00",
+        )
+    ]
+    plain = render(snapshot(), [], [], 6, plain=True, high_watermarks=marks, timeline=timeline)
+    assert "\tHIGH WATERMARK" in plain
+    assert any(line.startswith("orders\t0\t") and line.endswith("\t7") for line in plain.splitlines()), plain
+    assert "failover orders-0: broker 2 is dead" in plain

@@ -28,6 +28,21 @@ async def test_a_paused_topic_commits_nothing_until_resumed(node: Node) -> None:
     assert coordinator.pipelines["paused"].status.state is not PipelineState.PAUSED
 
 
+async def test_pausing_during_a_cycle_reads_paused_once_the_cycle_ends_not_idle(node: Node) -> None:  # noqa: F811
+    import asyncio
+
+    view = await node.add_topic("paused-midway", 1)
+    coordinator = TableCoordinator(node.ctx)
+    await node.produce(view, 0, [b"a"])
+    await coordinator.run_due(wait=False)
+    running = coordinator._running["paused-midway"]
+    assert not running.done()
+    coordinator.pause("paused-midway")
+    await asyncio.wait_for(asyncio.shield(running), 60)
+    await asyncio.sleep(0)  # done callbacks run on the next loop turn
+    assert coordinator.pipelines["paused-midway"].status.state is PipelineState.PAUSED
+
+
 class FailsOnce:
     """A runner whose first job hits a fatal error (a cause outside the topic's configs)."""
 

@@ -78,6 +78,9 @@ def test_a_new_table_topic_appears_with_its_freshness_plot_after_its_first_commi
     assert "dlq" in page.locator("#status").inner_text()
     preview = page.locator("#rows-preview").inner_text()
     assert "_kafka_value" in preview and '{"n":' in preview  # the table's own rows
+    # Values as the table's types: structs as JSON, nulls as null, never Python reprs.
+    assert '"partition": ' in preview and "None" not in preview and "{'" not in preview, preview
+    assert "muted" in (page.locator("#last-error").get_attribute("class") or "")  # "none" is not an error
     page.screenshot(path=str(screenshots / "table-topic.png"), full_page=True)
 
     # The buttons act on the pipeline through the node.
@@ -156,6 +159,9 @@ def test_overview_topics_groups_and_schemas_pages_show_the_node(
     wait_chart(page, '.chart[data-prefix="node|produce_bytes_per_s"]')
     wait_chart(page, "#records-chart")
     assert page.locator("#records-chart").get_attribute("data-series") == "2"  # produced and consumed
+    # Legends show words and the latest values before anyone hovers, never uPlot's "--".
+    legend = page.locator("#records-chart .u-legend").inner_text()
+    assert "--" not in legend and "_per_s" not in legend and "produced records/s" in legend, legend
     page.screenshot(path=str(screenshots / "overview.png"), full_page=True)
 
     nav(page, "Topics")
@@ -166,7 +172,10 @@ def test_overview_topics_groups_and_schemas_pages_show_the_node(
     row.get_by_role("link", name=topic_name).click()
     page.wait_for_url(re.compile(rf"/topics/{topic_name}$"))
     assert page.locator("#partitions tbody tr").count() == 2
-    assert "retention.ms" in page.locator("#configs").inner_text()
+    # Only what is set on the topic is listed; Kafka's defaults are folded away until asked for.
+    assert "no config set on this topic" in page.locator("#configs").inner_text()
+    page.locator("#default-configs summary").click()
+    assert "retention.ms" in page.locator("#default-configs").inner_text()
 
     nav(page, "Consumer groups")
     page.wait_for_url(re.compile(r"/groups$"))
@@ -211,7 +220,9 @@ def test_console_and_api_docs_load_nothing_from_outside_the_node(
             route.abort()
 
     page.route("**/*", check)
-    for path in ("/", "/topics", "/groups", "/tables", "/schemas"):
+    missing: list[str] = []
+    page.on("response", lambda response: missing.append(response.url) if response.status == 404 else None)
+    for path in ("/", "/topics", "/messages", "/groups", "/tables", "/schemas", "/security"):
         page.goto(node.admin_url + path)
         page.wait_for_load_state("networkidle")
     page.goto(node.admin_url + "/docs")
@@ -219,6 +230,7 @@ def test_console_and_api_docs_load_nothing_from_outside_the_node(
     assert "tabletopic admin API" in page.locator(".swagger-ui .info .title").inner_text()
     page.screenshot(path=str(screenshots / "api-docs.png"))
     assert outside == []
+    assert missing == []  # the favicon too
 
 
 def test_every_metric_has_the_tabletopic_prefix_and_the_grafana_dashboard_uses_real_ones(
@@ -240,3 +252,72 @@ def test_every_metric_has_the_tabletopic_prefix_and_the_grafana_dashboard_uses_r
         for name in re.findall(r"tabletopic_\w+", target["expr"])
     }
     assert used and used <= families, used - families
+
+
+def test_the_message_browser_reads_produces_resets_a_group_and_deletes_a_topic_with_confirmations(
+    node: TableNode, topic_name: str, page: Any, screenshots: Path
+) -> None:
+    node.create_topic(topic_name, {}, partitions=1)
+    produce(node, topic_name, 6)
+    group_id = f"browse-{topic_name}"
+    consume_and_commit(node, topic_name, group_id, 6)
+
+    page.goto(node.admin_url + "/")
+    nav(page, "Messages")
+    page.wait_for_url(re.compile(r"/messages$"))
+    page.locator("#browse select[name=topic]").select_option(topic_name)
+    page.locator("#browse input[name=offset]").fill("2")
+    page.locator("#browse").get_by_role("button", name="Show").click()
+    page.locator("#messages tbody tr").first.wait_for()
+    rows = page.locator("#messages tbody tr")
+    assert rows.count() == 4 and rows.first.get_attribute("data-offset") == "2"
+    assert '{"n": 2}' in rows.first.inner_text() and "json" in rows.first.locator(".format").inner_text()
+
+    produce_form = page.locator("#produce")
+    produce_form.locator("select[name=topic]").select_option(topic_name)
+    produce_form.locator("input[name=key]").fill("hello")
+    produce_form.locator("textarea[name=value]").fill('{"n": 99}')
+    produce_form.locator("textarea[name=headers]").fill("src=console")
+    produce_form.get_by_role("button", name="Produce").click()
+    page.locator("#produce-result", has_text="at offset 6").wait_for()
+    page.screenshot(path=str(screenshots / "messages.png"), full_page=True)
+
+    page.goto(f"{node.admin_url}/groups/{group_id}")
+    page.locator("#reset-offsets summary").click()
+    reset = page.locator("#reset-offsets form")
+    reset.locator("select[name=to]").select_option("earliest")
+    reset.get_by_role("button", name="Reset").click()
+    page.locator("#reset-result", has_text="type the group's name").wait_for()  # not confirmed: nothing done
+    reset.locator("input[name=confirm]").fill(group_id)
+    reset.get_by_role("button", name="Reset").click()
+    page.locator("#reset-result", has_text="reset to earliest").wait_for()
+    page.wait_for_function(
+        "[...document.querySelectorAll('#offsets tbody tr td:nth-child(3)')]"
+        ".map(t => t.textContent).join() === '0'",
+        timeout=30_000,
+    )
+    page.screenshot(path=str(screenshots / "group-reset.png"), full_page=True)
+
+    page.goto(f"{node.admin_url}/topics/{topic_name}")
+    page.locator("#delete-topic summary").click()
+    page.locator("#delete-topic input[name=confirm]").fill(topic_name)
+    page.locator("#delete-topic").get_by_role("button", name="Delete topic and its data").click()
+    page.locator("#delete-result", has_text=f"topic {topic_name} deleted").wait_for()
+
+    # SCRAM users: created with the form, listed, deleted once the name is typed again.
+    user = f"u{topic_name[-6:]}"
+    page.goto(node.admin_url + "/security")
+    add = page.locator("#add-user")
+    add.locator("input[name=name]").fill(user)
+    add.locator("input[name=password]").fill("a-secret-1")
+    add.get_by_role("button", name="Create or set password").click()
+    page.locator("#user-result", has_text=f"user {user} set").wait_for()
+    page.reload()
+    row = page.locator("#users tr", has_text=user)
+    assert "SCRAM-SHA-256" in row.inner_text() and "a-secret-1" not in page.content()
+    row.get_by_role("button", name="Delete").click()
+    page.locator("#user-result", has_text="type the user's name").wait_for()
+    row.locator("input[name=confirm]").fill(user)
+    row.get_by_role("button", name="Delete").click()
+    page.locator("#user-result", has_text=f"user {user} deleted").wait_for()
+    page.screenshot(path=str(screenshots / "security.png"), full_page=True)

@@ -18,9 +18,29 @@
     return shown + (suffix ? " " + suffix.trim() : "");
   }
 
-  function label(name, prefix) {
-    const rest = name.slice(prefix.length).replace(/^\|/, "").replace(/_per_s$/, "/s");
-    return rest ? rest.replace(/\|lag$/, "").replace(/\|(\d+)$/, "[$1]").replace(/\|(\d+)\|/, "[$1] ") : name.split("|").pop();
+  // Legends read words, not metric names: "produced_records_per_s" -> "produced records/s".
+  const WORDS = { freshness_seconds: "freshness", lag_records: "lag", rows_per_s: "rows/s", wal_bytes: "WAL" };
+
+  function words(text) {
+    if (WORDS[text]) return WORDS[text];
+    return text.replace(/_per_s$/, "/s").replace(/_/g, " ");
+  }
+
+  function label(name, prefix, fallback) {
+    const rest = name.slice(prefix.length).replace(/^\|/, "");
+    if (!rest) return fallback || words(name.split("|").pop());
+    return words(rest.replace(/\|lag$/, "").replace(/\|(\d+)$/, "[$1]").replace(/\|(\d+)\|/, "[$1] ").replace(/\|/g, " "));
+  }
+
+  function clock(seconds) {
+    return new Date(seconds * 1000).toLocaleTimeString();
+  }
+
+  // Until the cursor is on a chart, its legend shows the latest values (uPlot's default is "--").
+  function showLatest(u) {
+    if (u.cursor.idx !== null && u.cursor.idx !== undefined) return;
+    const last = u.data[0].length - 1;
+    if (last >= 0) u.setLegend({ idx: last });
   }
 
   async function draw(el) {
@@ -34,7 +54,7 @@
     el.dataset.points = String(names.reduce((n, k) => n + data[k].filter((v) => v !== null).length, 0));
     const key = names.join("\n");
     const existing = plots.get(el);
-    if (existing && existing.key === key) { existing.plot.setData(columns); return; }
+    if (existing && existing.key === key) { existing.plot.setData(columns); showLatest(existing.plot); return; }
     if (existing) existing.plot.destroy();
     const spark = el.classList.contains("spark");
     const unit = el.dataset.unit || "";
@@ -48,14 +68,17 @@
       axes: spark
         ? [{ show: false }, { show: false }]
         : [{}, { size: 70, values: (u, values) => values.map((v) => human(v, unit)) }],
-      series: [{}, ...names.map((n, i) => ({
-        label: label(n, prefix),
+      hooks: spark ? {} : { setCursor: [showLatest], ready: [showLatest] },
+      series: [{ label: "time", value: (u, v) => (v === null || v === undefined ? "" : clock(v)) }, ...names.map((n, i) => ({
+        label: label(n, prefix, el.dataset.label),
         stroke: COLORS[i % COLORS.length],
         width: spark ? 1 : 1.5,
         value: (u, v) => human(v, unit),
       }))],
     };
-    plots.set(el, { key, plot: new uPlot(options, columns, el) });
+    const plot = new uPlot(options, columns, el);
+    plots.set(el, { key, plot });
+    if (!spark) showLatest(plot);
   }
 
   function drawAll(root) {

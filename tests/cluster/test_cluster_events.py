@@ -1,0 +1,48 @@
+"""The cluster timeline's reasons, read from what the controller planned from (pure), and the
+table that keeps them (PostgreSQL)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tabletopic import database
+from tabletopic.cluster import events
+from tabletopic.cluster.db import ClusterMetadata
+
+
+def test_each_move_of_a_controller_round_gets_the_reason_the_controller_had() -> None:
+    before = {
+        ("t", 0): events.PriorRow(leader=2, leader_node_epoch=1, target=None),  # broker 2 dead
+        ("t", 1): events.PriorRow(leader=3, leader_node_epoch=1, target=None),  # broker 3 restarted
+        ("t", 2): events.PriorRow(leader=1, leader_node_epoch=4, target=None),  # broker 1 draining
+        ("t", 3): events.PriorRow(leader=4, leader_node_epoch=1, target=5),  # asked for
+        ("t", 4): events.PriorRow(leader=4, leader_node_epoch=1, target=None),  # count balancing
+    }
+    moves = {("t", 0): 4, ("t", 1): 4, ("t", 2): 5, ("t", 3): 5, ("t", 4): 5, ("new", 0): 5}
+    live = {1: 4, 3: 2, 4: 1, 5: 1}
+    got = {(e.topic, e.partition): e for e in events.classify(moves, before, live, draining=[1])}
+    assert [got[("t", p)].kind for p in range(5)] == [
+        "failover", "failover", "drain", "reassignment", "count-balance",
+    ]  # fmt: skip
+    assert "broker 2 is dead" in got[("t", 0)].reason and got[("t", 0)].to_node == 4
+    assert "restarted" in got[("t", 1)].reason
+    assert got[("new", 0)].kind == "placed" and got[("new", 0)].from_node is None
+
+
+@pytest.mark.postgres
+def test_the_timeline_keeps_the_newest_events_and_leaves_first_placements_out_unless_asked(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = database.create_engine(postgres_url)
+    try:
+        ClusterMetadata(engine).migrate()
+        monkeypatch.setattr(events, "KEEP", 3)
+        events.record(engine, [events.ClusterEvent("placed", "new partition", "t", 0, None, 1)], 1)
+        for i in range(4):
+            events.record(engine, [events.ClusterEvent("failover", f"why {i}", "t", i, 1, 2)], 2)
+        shown = events.recent(engine)
+        assert [e.reason for e in shown] == ["why 3", "why 2", "why 1"]  # newest first, 3 kept
+        assert shown[0].at is not None
+        assert all(e.kind != "placed" for e in events.recent(engine, include_placed=True))  # pruned
+    finally:
+        engine.dispose()

@@ -1,0 +1,120 @@
+"""One view of the whole cluster from any broker's admin API: broker 1 answers broker 2's partitions
+with their true leader and high watermark (read from the metadata database, not its own store),
+one controller, every broker's rack."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.cluster_fixtures import RACKS
+from tests.support.kafka_clients import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+
+def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_true_leader_and_high_watermark(
+    healthy_cluster: LocalCluster,
+) -> None:
+    topic = f"view-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 12)
+    leaders = placed(healthy_cluster, topic, 12)
+    of_broker_2 = sorted(p for p, (node, _) in leaders.items() if node == 2)
+    assert of_broker_2, leaders
+    written = {}
+    for partition in of_broker_2:
+        count = partition + 1
+        for i in range(count):
+            value = b"v%d" % i
+            assert wait_until(
+                lambda p=partition, v=value: produce_raw(healthy_cluster, 2, topic, p, v) == 0, timeout=20
+            )
+        written[partition] = count
+
+    admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=30)
+    described = admin.get(f"/v1/topics/{topic}").json()
+    rows = {p["partition"]: p for p in described["partitions"]}
+    for partition, (node, epoch) in leaders.items():
+        assert rows[partition]["leader"] == node and rows[partition]["leader_epoch"] == epoch
+        assert rows[partition]["high_watermark"] == written.get(partition, 0), rows[partition]
+
+    body = admin.get("/v1/cluster", params={"partitions": "true"}).json()
+    brokers = {b["node_id"]: b for b in body["brokers"]}
+    assert {n: b["rack"] for n, b in brokers.items() if n in RACKS} == RACKS
+    assert sum(1 for b in brokers.values() if b["is_controller"]) == 1
+    assert brokers[body["controller_id"]]["is_controller"]
+    assert all(brokers[n]["state"] == "alive" for n in RACKS)
+    assert brokers[1]["this_node"] and not brokers[2]["this_node"]
+    assert (
+        sum(b["group_coordinator_slots"] for b in brokers.values())
+        == body["coordinator_slots"]["__consumer_offsets"]
+    )
+    listed = {t["name"]: t for t in body["topic_list"]}
+    assert listed[topic]["records"] == sum(written.values())
+    assert listed[topic]["stored_bytes"] > 0
+    assert sorted(listed[topic]["leaders"]) == sorted({n for n, _ in leaders.values()})
+    assert body["partition_list"][topic][of_broker_2[0]]["high_watermark"] == written[of_broker_2[0]]
+    # The same answer from another broker (the controller id and leaders do not depend on who is asked).
+    other = httpx.get(f"{healthy_cluster.brokers[3].admin_url}/v1/cluster", timeout=30).json()
+    assert other["controller_id"] == body["controller_id"]
+    assert {t["name"]: t["records"] for t in other["topic_list"]}[topic] == sum(written.values())
+    assert "moves" in body["balancer"] and isinstance(body["timeline"], list)
+
+
+def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster: LocalCluster) -> None:
+    from tabletopic import database
+    from tabletopic.cluster.db import ClusterMetadata
+
+    topic = f"moved-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 2)
+    leaders = placed(healthy_cluster, topic, 2)
+    source = leaders[0][0]
+    target = next(n for n in (1, 2, 3) if n != source)
+    engine = database.create_engine(healthy_cluster.metadata_url)
+    try:
+        assert ClusterMetadata(engine).request_moves([(topic, 0, target)]) == []
+    finally:
+        engine.dispose()
+
+    def moved(node: int) -> dict[str, object] | None:
+        body = httpx.get(f"{healthy_cluster.brokers[node].admin_url}/v1/cluster", timeout=30).json()
+        return next((e for e in body["timeline"] if e["topic"] == topic and e["partition"] == 0), None)
+
+    event = wait_until(lambda: moved(3), timeout=30, interval=0.5)
+    assert event["kind"] == "reassignment" and (event["from_node"], event["to_node"]) == (source, target)
+    assert f"move to broker {target} asked for" in str(event["reason"]) and event["at"]
+    assert moved(1) == event  # the same history from another broker
+
+
+def test_the_message_browser_and_group_pages_of_one_broker_reach_partitions_and_groups_of_others(
+    healthy_cluster: LocalCluster,
+) -> None:
+    from tests.support.cluster import find_coordinator
+
+    topic = f"browse-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 3)
+    leaders = placed(healthy_cluster, topic, 3)
+    partition = next((p for p, (n, _) in leaders.items() if n != 1), None)
+    if partition is None:
+        pytest.skip(f"broker 1 leads every partition: {leaders}")
+    owner = leaders[partition][0]
+    for i in range(4):
+        assert wait_until(
+            lambda v=b'{"n": %d}' % i: produce_raw(healthy_cluster, owner, topic, partition, v) == 0,
+            timeout=20,
+        )
+    admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=60)
+    read = admin.get(f"/v1/topics/{topic}/messages", params={"partition": partition, "offset": 1})
+    assert read.status_code == 200, read.text
+    assert [r["value"]["value"] for r in read.json()["records"]] == [{"n": 1}, {"n": 2}, {"n": 3}]
+
+    group = f"reset-{uuid.uuid4().hex[:6]}"
+    reset = admin.post(f"/v1/groups/{group}/offsets", json={"topic": topic, "to": "offset", "value": 1})
+    assert reset.status_code == 200, reset.text
+    coordinator = find_coordinator(healthy_cluster, 1, group, key_type=0)
+    page = httpx.get(f"{healthy_cluster.brokers[coordinator].admin_url}/groups/{group}", timeout=30).text
+    row = next(r for r in page.split("<tr>") if r.startswith(f"<td>{topic}</td><td>{partition}</td>"))
+    assert "<td>1</td><td>4</td><td>3</td>" in row, row  # committed 1, high watermark 4, lag 3
