@@ -18,6 +18,7 @@ from tabletopic.cli import GROUP_OPTIONS, bench_names
 from tabletopic.cli_common import hoist_group_options, kafka_bootstrap, print_table
 from tabletopic.config import Config
 from tests.support.ports import free_port
+from tests.support.waiting import wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -205,13 +206,12 @@ def test_client_commands_find_a_node_with_moved_ports_from_its_data_directory(tm
         assert created.returncode == 0, created.stderr
         listed = cli("topics", "list", "-d", str(tmp_path))
         assert listed.returncode == 0 and topic in listed.stdout, listed.stderr
-        deadline = time.monotonic() + 30
-        while True:  # the table pipeline picks the new table topic up within a poll
+        def table_listed() -> subprocess.CompletedProcess[str] | None:
             tables = cli("tables", "list", "-d", str(tmp_path))
-            if topic in tables.stdout or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        assert tables.returncode == 0 and topic in tables.stdout, tables.stderr
+            return tables if tables.returncode == 0 and topic in tables.stdout else None
+
+        # The table pipeline picks the new table topic up within a poll.
+        wait_until_sync(table_listed, timeout=30, interval=0.5)
         # An explicit flag still wins over what the node recorded.
         elsewhere = cli("topics", "list", "-d", str(tmp_path), "-b", f"127.0.0.1:{free_port()}")
         assert elsewhere.returncode == 1

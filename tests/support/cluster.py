@@ -4,8 +4,6 @@ one SeaweedFS bucket, for the cluster tests and the cluster bench."""
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.ports import free_port
 from tests.support.raw_kafka_client import connect, roundtrip
+from tests.support.waiting import wait_until_sync
 
 # Renewals twice as often as by default so failover tests take seconds, with the default 3 s lease
 # (shorter ones expire on a loaded 2-core machine). Table jobs run in process: no JVM per broker.
@@ -150,18 +149,8 @@ class LocalCluster:
             broker.kill()
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception as exc:  # brokers coming and going refuse connections meanwhile
-            last = exc
-        time.sleep(interval)
-    raise TimeoutError(f"condition not met within {timeout} s (last error: {last})")
+# The cluster tests and the benches import the blocking wait from here under this name.
+wait_until = wait_until_sync
 
 
 def placed(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
