@@ -86,7 +86,7 @@ async def test_a_produce_held_up_before_its_offsets_keeps_its_place(
     async def wait_for_room() -> None:
         if held[0]:
             held[0] = False
-            for _ in range(5):
+            for _ in range(5):  # loop turns, not a wait: room for the second request to overtake
                 await asyncio.sleep(0)
 
     original_append = store.append

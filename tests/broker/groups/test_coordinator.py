@@ -102,7 +102,7 @@ async def test_heartbeats_keep_a_member_alive_past_its_session_timeout(coordinat
     a = await join(coordinator, session_ms=300)
     await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
     for _ in range(6):
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the subject: 0.6 s pass, twice the session timeout, with heartbeats
         assert await coordinator.heartbeat("g", a.member_id, None, 1) is ErrorCode.none
 
 
