@@ -51,7 +51,7 @@ def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluste
             print(f"balancer converged {took:.1f} s after the skewed load started: leaders {leaders}")
             assert len(set(leaders.values())) == 3
             # No thrashing: with the load steady, nothing moves any more.
-            time.sleep(6)
+            time.sleep(6)  # the subject: watching that nothing moves (several balancer rounds)
             assert {p: n for p, (n, _) in cluster.leaders(topic).items()} == leaders
             done = subprocess.run(
                 [

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,11 +57,11 @@ class ClusterUp:
         return "".join(self.lines)
 
     def wait_for(self, needle: str, timeout: float = 180) -> str:
-        deadline = time.monotonic() + timeout
-        while needle not in self.text:
-            assert self.process.poll() is None or needle in self.text, "cluster up exited:\n" + self.text
-            assert time.monotonic() < deadline, f"no {needle!r} in:\n{self.text}"
-            time.sleep(0.2)
+        try:
+            wait_until(lambda: needle in self.text or self.process.poll() is not None, timeout, interval=0.2)
+        except TimeoutError as exc:
+            raise AssertionError(f"no {needle!r} in:\n{self.text}") from exc
+        assert needle in self.text, "cluster up exited:\n" + self.text
         return self.text
 
     def stop(self) -> int:

@@ -92,7 +92,7 @@ class Feeder:
                 )
                 self.sent += 1
             self.producer.poll(0)
-            time.sleep(0.02)
+            time.sleep(0.02)  # the subject: a steady rate of 10 records every 20 ms
 
     def stop(self) -> None:
         self._stop.set()
@@ -127,7 +127,10 @@ def test_table_keeps_every_record_once_when_the_coordinator_node_is_killed_mid_c
         wait_until(lambda: process.poll() is not None, timeout=90, interval=0.05)
         died_at = time.time()
         cluster.brokers[victim].process = None
-        time.sleep(3)  # keep writing while partitions and the coordinator move
+        # Keep writing while partitions and the coordinator move to the survivors.
+        wait_until(lambda: victim not in {n for n, _ in cluster.leaders(topic, via=1).values()}, timeout=60)
+        sent = feeder.sent
+        wait_until(lambda: feeder.sent >= sent + 500, timeout=30, interval=0.05)
     finally:
         feeder.stop()
     assert not feeder.log.errors, feeder.log.errors[:5]

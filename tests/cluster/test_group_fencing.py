@@ -75,7 +75,7 @@ def _unchanged(read: Callable[[], Any], expected: Any, seconds: float, interval:
     while (elapsed := time.monotonic() - start) < seconds:
         value = read()
         assert value == expected, f"rewritten {elapsed:.1f} s after the restart: {value} (was {expected})"
-        time.sleep(interval)
+        time.sleep(interval)  # the subject: watching that something does not happen
 
 
 def test_a_restarted_broker_does_not_rewrite_a_group_another_broker_coordinates(

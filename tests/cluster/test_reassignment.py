@@ -45,7 +45,7 @@ class SteadyProducer:
             )
             self.sent += 1
             self._producer.poll(0)
-            time.sleep(0.003)
+            time.sleep(0.003)  # the subject: a steady rate
 
     def __enter__(self) -> SteadyProducer:
         self._thread.start()
@@ -88,6 +88,12 @@ def _check_exactly_once(cluster: LocalCluster, load: SteadyProducer, partitions:
     assert max(values.values()) == 1
 
 
+def _wait_more_acks(load: SteadyProducer, more: int = 200) -> None:
+    """Let the steady load go on until ``more`` further records are acknowledged."""
+    before = len(load.acked)
+    wait_until(lambda: len(load.acked) >= before + more, timeout=60, interval=0.02)
+
+
 def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
     topic = f"move-{uuid.uuid4().hex[:8]}"
@@ -96,7 +102,7 @@ def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) 
     source, epoch = leaders[0]
     target = next(n for n in (1, 2, 3) if n != source)
     with SteadyProducer(cluster.bootstrap, topic, 6) as load:
-        time.sleep(1)
+        _wait_more_acks(load)
         started = time.monotonic()
         result = subprocess.run(
             [
@@ -119,7 +125,7 @@ def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) 
         assert result.returncode == 0, result.stderr
         wait_until(lambda: produce_raw(cluster, target, topic, 0, b"moved") == 0, timeout=10, interval=0.02)
         print(f"moved {topic}-0 from {source} to {target} in {time.monotonic() - started:.2f} s under load")
-        time.sleep(1)
+        _wait_more_acks(load)
     assert cluster.leaders(topic)[0] == (target, cluster.leaders(topic)[0][1])
     assert cluster.leaders(topic)[0][1] > epoch
     assert produce_raw(cluster, source, topic, 0, b"stale") != 0
@@ -136,10 +142,10 @@ def test_a_new_broker_receives_partitions_and_sigterm_drains_it(healthy_cluster:
         try:
             # The balancer evens out partition counts over every topic of the shared cluster.
             wait_until(lambda: _led_by(cluster, 4) >= 2, timeout=30)
-            time.sleep(1)
+            _wait_more_acks(load)
             cluster.brokers[4].stop()  # SIGTERM: controlled shutdown
             assert _led_by(cluster, 4) == 0
-            time.sleep(1)
+            _wait_more_acks(load)
         finally:
             cluster.brokers[4].kill()
             del cluster.brokers[4]

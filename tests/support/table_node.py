@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import httpx
 
 from tests.support.broker_process import BrokerProcess
 from tests.support.ports import free_port, wait_for_port
+from tests.support.waiting import wait_until_sync
 
 TABLE = "automq.table.topic."
 
@@ -199,16 +199,20 @@ class TableNode:
         self, topic: str, predicate: Callable[[dict[str, Any]], bool], timeout: float, what: str
     ) -> dict[str, Any]:
         """Poll ``/v1/tables/{topic}`` until ``predicate`` holds; fail with the last status and log."""
-        deadline = time.monotonic() + timeout
         status: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
-            try:
-                status = self.table_status(topic)
-            except httpx.HTTPError:
-                status = None
-            if status is not None and predicate(status):
-                return status
-            time.sleep(0.3)
+
+        def holds() -> bool:
+            nonlocal status
+            status = None  # an HTTP error leaves it unknown
+            status = self.table_status(topic)
+            return status is not None and predicate(status)
+
+        try:
+            wait_until_sync(holds, timeout=timeout, interval=0.3)
+            assert status is not None
+            return status
+        except TimeoutError:
+            pass
         raise AssertionError(
             f"{topic}: {what} not reached in {timeout}s; last status {status}\n--- log ---\n{self.log_tail()}"
         )

@@ -52,7 +52,7 @@ def test_tolerance_none_stops_the_topic_naming_the_offset(node: TableNode, topic
     status = node.wait_status(topic_name, lambda s: s["state"] == "FAILED", 120, "state FAILED")
     assert "offset 7" in status["last_error"], status
     assert status["commits"] == 0 and status["committed_offsets"] in ({}, {"0": 0})
-    time.sleep(2)
+    time.sleep(2)  # the subject: watching that nothing is committed after the failure
     assert node.table_status(topic_name)["commits"] == 0  # type: ignore[index]
 
 

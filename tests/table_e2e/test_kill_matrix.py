@@ -187,11 +187,11 @@ def test_random_sigkills_during_steady_produce_and_ingest(crash_node: TableNode)
     rng = random.Random()
     try:
         for _ in range(2):
-            time.sleep(rng.uniform(2.0, 6.0))
+            time.sleep(rng.uniform(2.0, 6.0))  # the subject: kills at random moments of steady work
             crash_node.kill()
-            time.sleep(rng.uniform(0.0, 1.0))
+            time.sleep(rng.uniform(0.0, 1.0))  # the subject: and a random time down
             crash_node.start()
-        time.sleep(2)
+        time.sleep(2)  # the subject: steady work goes on against the restarted node
     finally:
         producer.stop()
     log = producer.finish()

@@ -6,7 +6,6 @@ over an existing Iceberg table from the current offsets on."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,7 +81,7 @@ def test_rebuild_repairs_a_corrupted_table_through_kill_9_while_ingest_goes_on(o
         resumed = tables_cli(node, "rebuild", topic, "--quiet", "--round-records", "100")
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "(resumed)" in resumed.stdout, resumed.stdout
-        time.sleep(1)  # the live pipeline commits on top of the swapped-in table
+        node.wait_committed(topic, log.end_offsets())  # the live pipeline commits on the swapped-in table
         crashed = tables_cli(node, "rebuild", topic, "--quiet", crash_at="table.rebuild_before_swap")
         assert crashed.returncode == -9, crashed.stdout + crashed.stderr
         again = tables_cli(node, "rebuild", topic, "--quiet")

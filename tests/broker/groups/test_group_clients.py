@@ -94,7 +94,7 @@ class _GroupMember(threading.Thread):
                     self.consumed += 1
                 if batch:
                     commit()
-                    time.sleep(0.05)  # stay slow so rebalances happen mid-stream
+                    time.sleep(0.05)  # the subject: a slow consumer, so rebalances happen mid-stream
             commit()
         except BaseException as exc:  # surfaced by the test
             self.errors.append(exc)
