@@ -206,6 +206,7 @@ def test_client_commands_find_a_node_with_moved_ports_from_its_data_directory(tm
         assert created.returncode == 0, created.stderr
         listed = cli("topics", "list", "-d", str(tmp_path))
         assert listed.returncode == 0 and topic in listed.stdout, listed.stderr
+
         def table_listed() -> subprocess.CompletedProcess[str] | None:
             tables = cli("tables", "list", "-d", str(tmp_path))
             return tables if tables.returncode == 0 and topic in tables.stdout else None
