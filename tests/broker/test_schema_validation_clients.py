@@ -17,15 +17,11 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.schemas import avro_record
 
 pytestmark = pytest.mark.integration
 
-USER = {
-    "type": "record",
-    "name": "User",
-    "namespace": "acme",
-    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}],
-}
+USER = avro_record("User", {"name": "string", "age": "int"}, namespace="acme")
 JSON_USER = {
     "title": "JsonUser",
     "type": "object",

@@ -15,15 +15,11 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.schema_registry.schemas import ADDRESS, ORDER
 from tests.support.registry_process import RegistryProcess
+from tests.support.schemas import avro_record
 
 pytestmark = pytest.mark.integration
 
-USER_V1 = {
-    "type": "record",
-    "name": "User",
-    "namespace": "acme",
-    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}],
-}
+USER_V1 = avro_record("User", {"name": "string", "age": "int"}, namespace="acme")
 USER_V2 = {
     **USER_V1,
     "fields": [*USER_V1["fields"], {"name": "email", "type": ["null", "string"], "default": None}],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import fastavro
@@ -87,3 +88,35 @@ DEBEZIUM_ENVELOPE = {
         {"name": "ts_ms", "type": ["null", "long"], "default": None},
     ],
 }
+
+
+TIMESTAMP_MILLIS = {"type": "long", "logicalType": "timestamp-millis"}
+
+
+def avro_record(
+    name: str,
+    fields: Mapping[str, Any],
+    namespace: str | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An Avro record schema from ``{field name: Avro type}`` in field order, so a test states its
+    fields in a line instead of a block of ``{"name": ..., "type": ...}`` dicts.
+
+    Args:
+        name: the record's name.
+        fields: each field's name and Avro type (a primitive name, a union list, or a schema dict).
+        namespace: the record's namespace, if any.
+        defaults: default values of the fields that have one.
+
+    Returns:
+        The schema as the JSON-like dict fastavro and the registry take.
+    """
+    defaults = defaults or {}
+    schema: dict[str, Any] = {"type": "record", "name": name}
+    if namespace is not None:
+        schema["namespace"] = namespace
+    schema["fields"] = [
+        {"name": field, "type": kind, **({"default": defaults[field]} if field in defaults else {})}
+        for field, kind in fields.items()
+    ]
+    return schema

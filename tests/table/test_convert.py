@@ -16,18 +16,9 @@ from tabletopic.table.convert.rows import (
     convert_records,
 )
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tests.support.schemas import MemoryLookup, avro_bytes, wire
+from tests.support.schemas import TIMESTAMP_MILLIS, MemoryLookup, avro_bytes, avro_record, wire
 
-USER_V1 = {
-    "type": "record",
-    "name": "User",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "name", "type": "string"},
-        {"name": "created", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-    ],
-}
+USER_V1 = avro_record("User", {"id": "int", "name": "string", "created": TIMESTAMP_MILLIS}, namespace="shop")
 USER_V2 = {
     **USER_V1,
     "fields": [
@@ -303,11 +294,7 @@ def test_protobuf_values_with_message_indexes_decode_to_structs() -> None:
     assert [f.offset for f in result.failures] == [102]
 
 
-DEBEZIUM_ROW = {
-    "type": "record",
-    "name": "Row",
-    "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": ["null", "string"]}],
-}
+DEBEZIUM_ROW = avro_record("Row", {"id": "int", "name": ["null", "string"]})
 DEBEZIUM = {
     "type": "record",
     "name": "Envelope",

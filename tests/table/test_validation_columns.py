@@ -25,22 +25,22 @@ from tabletopic.table.avro_columns import compile_validator
 from tabletopic.table.convert.avro import parse_avro_schema
 from tabletopic.table.json_columns import compile_all_valid
 from tabletopic.table.payload_checks import Check, Payloads, build_check
+from tests.support.schemas import avro_record
 
-AVRO = {
-    "type": "record",
-    "name": "R",
-    "fields": [
-        {"name": "a", "type": "int"},
-        {"name": "s", "type": "string"},
-        {"name": "u", "type": ["null", "string", "long"]},
-        {"name": "arr", "type": {"type": "array", "items": "double"}},
-        {"name": "m", "type": {"type": "map", "values": "boolean"}},
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X", "Y"]}},
-        {"name": "f", "type": {"type": "fixed", "name": "F", "size": 3}},
-        {"name": "n", "type": {"type": "record", "name": "N", "fields": [{"name": "b", "type": "bytes"}]}},
-        {"name": "nulls", "type": {"type": "array", "items": "null"}},
-    ],
-}
+AVRO = avro_record(
+    "R",
+    {
+        "a": "int",
+        "s": "string",
+        "u": ["null", "string", "long"],
+        "arr": {"type": "array", "items": "double"},
+        "m": {"type": "map", "values": "boolean"},
+        "e": {"type": "enum", "name": "E", "symbols": ["X", "Y"]},
+        "f": {"type": "fixed", "name": "F", "size": 3},
+        "n": {"type": "record", "name": "N", "fields": [{"name": "b", "type": "bytes"}]},
+        "nulls": {"type": "array", "items": "null"},
+    },
+)
 JSON_USER = {
     "title": "User",
     "type": "object",

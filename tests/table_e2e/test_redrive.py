@@ -16,17 +16,14 @@ from typing import Any
 import fastavro
 import pytest
 
+from tests.support.schemas import avro_record
 from tests.support.table_node import TableNode, assert_exactly_once, table_configs
 from tests.support.table_ops import tables_cli
 from tests.support.table_producers import avro_bytes, produce_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
-ITEM = {
-    "type": "record",
-    "name": "Item",
-    "fields": [{"name": "id", "type": "int"}, {"name": "label", "type": "string"}],
-}
+ITEM = avro_record("Item", {"id": "int", "label": "string"})
 # The schema the late records were written with: registered only after they reached the DLQ.
 ITEM_V2 = {
     "type": "record",

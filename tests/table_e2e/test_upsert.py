@@ -8,22 +8,15 @@ from typing import Any
 
 import pytest
 
-from tests.support.schemas import DEBEZIUM_ENVELOPE
+from tests.support.schemas import DEBEZIUM_ENVELOPE, avro_record
 from tests.support.table_node import DeliveryLog, TableNode, table_configs
 from tests.support.table_producers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
-ACCOUNT = {
-    "type": "record",
-    "name": "Account",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "owner", "type": "string"},
-        {"name": "balance", "type": "long"},
-        {"name": "op", "type": "string", "default": "U"},
-    ],
-}
+ACCOUNT = avro_record(
+    "Account", {"id": "int", "owner": "string", "balance": "long", "op": "string"}, defaults={"op": "U"}
+)
 
 
 def serializer(node: TableNode, schema: dict[str, Any]) -> Any:
