@@ -5,56 +5,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
-from tests.support.kafka_clients import create_topic, failover_producer
+from tests.support.kafka_clients import create_topic
+from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
-
-
-class SteadyProducer:
-    """An idempotent acks=all producer writing to every partition of a topic from a thread."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.topic, self.partitions = topic, partitions
-        self.acked: list[bytes] = []
-        self.failed: list[str] = []
-        self.sent = 0
-        self._stop = threading.Event()
-        self._producer = Producer(failover_producer(bootstrap))
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _delivered(self, err: KafkaError | None, msg: object) -> None:
-        if err is not None:
-            self.failed.append(str(err))
-        else:
-            self.acked.append(msg.value())  # type: ignore[attr-defined]
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            value = f"{self.topic}-{self.sent}".encode()
-            self._producer.produce(
-                self.topic, value=value, partition=self.sent % self.partitions, on_delivery=self._delivered
-            )
-            self.sent += 1
-            self._producer.poll(0)
-            time.sleep(0.003)  # the subject: a steady rate
-
-    def __enter__(self) -> SteadyProducer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        assert self._producer.flush(60) == 0
 
 
 def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> Counter[bytes]:
@@ -81,17 +43,17 @@ def _led_by(cluster: LocalCluster, node: int) -> int:
 
 
 def _check_exactly_once(cluster: LocalCluster, load: SteadyProducer, partitions: int) -> None:
-    assert not load.failed, load.failed[:5]
-    assert len(load.acked) == load.sent
-    values = read_back(cluster.bootstrap, load.topic, partitions, len(load.acked))
-    assert set(load.acked) <= set(values)
+    assert not load.log.errors, load.log.errors[:5]
+    assert len(load.log.acked) == load.sent
+    values = read_back(cluster.bootstrap, load.topic, partitions, load.sent)
+    assert load.acked_values() <= set(values)
     assert max(values.values()) == 1
 
 
 def _wait_more_acks(load: SteadyProducer, more: int = 200) -> None:
     """Let the steady load go on until ``more`` further records are acknowledged."""
-    before = len(load.acked)
-    wait_until(lambda: len(load.acked) >= before + more, timeout=60, interval=0.02)
+    before = len(load.log.acked)
+    wait_until(lambda: len(load.log.acked) >= before + more, timeout=60, interval=0.02)
 
 
 def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) -> None:
