@@ -24,8 +24,7 @@ from functools import partial
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, new_topic, wait_until
 from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -122,9 +121,7 @@ def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_ki
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"groups-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "groups", PARTITIONS)
     groups = {"confluent": f"cg-{uuid.uuid4().hex[:6]}", "kafka-python": f"kp-{uuid.uuid4().hex[:6]}"}
     bootstrap = cluster.bootstrap
     members: list[GroupMember] = []

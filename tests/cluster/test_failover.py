@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, produce_raw, produce_raw_answer, wait_until
-from tests.support.kafka_clients import create_topic, failover_producer
+from tests.support.cluster import LocalCluster, new_topic, placed, produce_raw, produce_raw_answer, wait_until
+from tests.support.kafka_clients import failover_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -52,9 +52,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"failover-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "failover", PARTITIONS)
     victim = leaders[0][0]
     acked: list[bytes] = []
     failed: list[str] = []
@@ -98,9 +96,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
 
 def test_a_paused_broker_whose_lease_was_taken_cannot_acknowledge(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"paused-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 3)
-    leaders = placed(cluster, topic, 3)
+    topic, leaders = new_topic(cluster, "paused", 3)
     victim, _ = leaders[0]
     wait_until(lambda: produce_raw(cluster, victim, topic, 0, b"before") == 0, timeout=10)
     process = cluster.brokers[victim].process

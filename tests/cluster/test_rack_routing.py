@@ -15,8 +15,7 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, new_topic, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -67,9 +66,7 @@ def read_all(bootstrap: str, topic: str, settings: dict[str, str], expected: int
 
 def test_rack_aware_clients_never_cross_zones(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"zones-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "zones", PARTITIONS)
     assert {n for n, _ in leaders.values()} == {1, 2, 3}
     before = {
         n: metric(cluster, n, "tabletopic_cross_zone_bytes", d) for n in (1, 2, 3) for d in ("in", "out")
@@ -122,9 +119,7 @@ def test_a_client_of_another_zone_talking_to_a_leader_is_counted(healthy_cluster
     from tests.support.raw_kafka_client import connect, decode_response, encode_request, read_frame
 
     cluster = healthy_cluster
-    topic = f"zones-ctl-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 3)
-    leaders = placed(cluster, topic, 3)
+    topic, leaders = new_topic(cluster, "zones-ctl", 3)
     partition, (leader, _) = next((p, lead) for p, lead in leaders.items() if lead[0] == 1)
     before = metric(cluster, 1, "tabletopic_cross_zone_bytes", "in")
     sock = connect(cluster.brokers[1].bootstrap)

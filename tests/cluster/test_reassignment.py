@@ -12,8 +12,7 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, new_topic, produce_raw, wait_until
 from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -58,9 +57,7 @@ def _wait_more_acks(load: SteadyProducer, more: int = 200) -> None:
 
 def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"move-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 6)
-    leaders = placed(cluster, topic, 6)
+    topic, leaders = new_topic(cluster, "move", 6)
     source, epoch = leaders[0]
     target = next(n for n in (1, 2, 3) if n != source)
     with SteadyProducer(cluster.bootstrap, topic, 6) as load:
@@ -96,9 +93,7 @@ def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) 
 
 def test_a_new_broker_receives_partitions_and_sigterm_drains_it(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"scale-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 12)
-    placed(cluster, topic, 12)
+    topic, _ = new_topic(cluster, "scale", 12)
     with SteadyProducer(cluster.bootstrap, topic, 12) as load:
         cluster.start(4)
         try:

@@ -11,8 +11,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, find_coordinator, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, find_coordinator, new_topic, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -81,9 +80,7 @@ def test_transactions_commit_and_abort_across_partitions_led_by_different_broker
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"txn-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "txn", PARTITIONS)
     transactional_id = f"tx-{uuid.uuid4().hex[:8]}"
     coordinator = wait_until(lambda: _agreed_coordinator(cluster, transactional_id))
     assert any(node != coordinator for node, _ in leaders.values())  # markers go to other brokers
@@ -131,9 +128,7 @@ def test_killing_the_coordinator_mid_transaction_never_leaves_it_half_visible(
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"txnkill-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    placed(cluster, topic, PARTITIONS)
+    topic, _ = new_topic(cluster, "txnkill", PARTITIONS)
     transactional_id = f"txk-{uuid.uuid4().hex[:8]}"
     victim = find_coordinator(cluster, 1, transactional_id)
     producer = _producer(cluster, transactional_id)

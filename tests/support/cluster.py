@@ -4,6 +4,7 @@ one SeaweedFS bucket, for the cluster tests and the cluster bench."""
 from __future__ import annotations
 
 import os
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
 from tests.support.broker_process import BrokerProcess
+from tests.support.kafka_clients import create_topic
 from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.ports import free_port
 from tests.support.raw_kafka_client import connect, roundtrip
@@ -174,6 +176,18 @@ def placed(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, tupl
         return wait_until(same, timeout=30)
     finally:
         engine.dispose()
+
+
+def new_topic(cluster: LocalCluster, prefix: str, partitions: int) -> tuple[str, dict[int, tuple[int, int]]]:
+    """Create a topic named ``prefix-<random>`` (the cluster outlives every test, so each test's
+    topics are its own) and wait until it is :func:`placed`.
+
+    Returns:
+        The topic's name and ``{partition: (leader, leader epoch)}``.
+    """
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, partitions)
+    return topic, placed(cluster, topic, partitions)
 
 
 def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes) -> int:
