@@ -3,7 +3,6 @@ one SeaweedFS bucket, for the cluster tests and the cluster bench."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from typing import Any
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, start_with_env
 from tests.support.kafka_clients import create_topic
 from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.ports import free_port
@@ -95,17 +94,7 @@ class LocalCluster:
         if broker is None:
             broker = BrokerProcess(self.root / f"node-{node_id}", {**self.overrides(node_id, rack), **extra})
             self.brokers[node_id] = broker
-        saved = {k: os.environ.get(k) for k in ("TABLETOPIC_CRASH_AT", *(env or {}))}
-        os.environ.pop("TABLETOPIC_CRASH_AT", None)
-        os.environ.update(env or {})
-        try:
-            return broker.start()
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        return start_with_env(broker, env)
 
     def start_many(self, node_ids: list[int], racks: dict[int, str] | None = None) -> None:
         """Start brokers at once (each start mostly waits for Python to import)."""

@@ -58,38 +58,6 @@ def wire(schema_id: int, body: bytes, indexes: bytes = b"") -> bytes:
     return b"\x00" + struct.pack(">I", schema_id) + indexes + body
 
 
-# A Debezium change-event envelope (Avro) around a two-column row, as Debezium's Avro converter
-# writes it.
-DEBEZIUM_ROW = {
-    "type": "record",
-    "name": "Value",
-    "namespace": "dbserver.inventory.customers",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "email", "type": "string"},
-    ],
-}
-DEBEZIUM_ENVELOPE = {
-    "type": "record",
-    "name": "Envelope",
-    "namespace": "dbserver.inventory.customers",
-    "fields": [
-        {"name": "before", "type": ["null", DEBEZIUM_ROW], "default": None},
-        {"name": "after", "type": ["null", "Value"], "default": None},
-        {
-            "name": "source",
-            "type": {
-                "type": "record",
-                "name": "Source",
-                "fields": [{"name": "db", "type": "string"}, {"name": "table", "type": "string"}],
-            },
-        },
-        {"name": "op", "type": "string"},
-        {"name": "ts_ms", "type": ["null", "long"], "default": None},
-    ],
-}
-
-
 TIMESTAMP_MILLIS = {"type": "long", "logicalType": "timestamp-millis"}
 
 
@@ -120,3 +88,28 @@ def avro_record(
         for field, kind in fields.items()
     ]
     return schema
+
+
+def debezium_envelope(row: dict[str, Any], namespace: str, null_defaults: bool = True) -> dict[str, Any]:
+    """A Debezium change-event envelope (Avro) around the record schema ``row``: the before and
+    after images, the source, ``op`` and ``ts_ms``.
+
+    Args:
+        row: the row's record schema (its name is what ``after`` refers to).
+        namespace: the envelope's namespace (Debezium's: server.database.table).
+        null_defaults: whether the optional fields default to null, as Debezium's converter writes
+            them (some hand-written envelopes leave the defaults out).
+    """
+    source = avro_record("Source", {"db": "string", "table": "string"})
+    fields = {"before": ["null", row], "after": ["null", row["name"]], "source": source, "op": "string"}
+    fields["ts_ms"] = ["null", "long"]
+    defaults = {"before": None, "after": None, "ts_ms": None} if null_defaults else None
+    return avro_record("Envelope", fields, namespace=namespace, defaults=defaults)
+
+
+# A Debezium change-event envelope (Avro) around a two-column row, as Debezium's Avro converter
+# writes it.
+DEBEZIUM_ROW = avro_record(
+    "Value", {"id": "int", "email": "string"}, namespace="dbserver.inventory.customers"
+)
+DEBEZIUM_ENVELOPE = debezium_envelope(DEBEZIUM_ROW, "dbserver.inventory.customers")

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, start_with_env
 from tests.support.ports import free_port, wait_for_port
 from tests.support.waiting import wait_until_sync
 
@@ -105,7 +105,7 @@ class TableNode:
             }
         )
         self.env = dict(env or {})
-        _start_with_env(self.broker, self.env, timeout)
+        start_with_env(self.broker, self.env, timeout)
         wait_for_port(self.catalog_port, timeout)
         return self
 
@@ -258,25 +258,6 @@ class TableNode:
         if done.returncode != 0:
             raise AssertionError(f"tabletopic sql failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
         return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-
-
-def _start_with_env(broker: BrokerProcess, env: Mapping[str, str], timeout: float) -> None:
-    """``BrokerProcess.start`` with extra environment variables (the crash-point variable)."""
-    if not env:
-        # A variable from an earlier start must not leak into this one.
-        os.environ.pop("TABLETOPIC_CRASH_AT", None)
-        broker.start(timeout)
-        return
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        broker.start(timeout)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def delivered_positions(messages: Iterable[Any]) -> set[tuple[int, int]]:

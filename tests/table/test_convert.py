@@ -16,7 +16,14 @@ from tabletopic.table.convert.rows import (
     convert_records,
 )
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tests.support.schemas import TIMESTAMP_MILLIS, MemoryLookup, avro_bytes, avro_record, wire
+from tests.support.schemas import (
+    TIMESTAMP_MILLIS,
+    MemoryLookup,
+    avro_bytes,
+    avro_record,
+    debezium_envelope,
+    wire,
+)
 
 USER_V1 = avro_record("User", {"id": "int", "name": "string", "created": TIMESTAMP_MILLIS}, namespace="shop")
 USER_V2 = {
@@ -295,25 +302,7 @@ def test_protobuf_values_with_message_indexes_decode_to_structs() -> None:
 
 
 DEBEZIUM_ROW = avro_record("Row", {"id": "int", "name": ["null", "string"]})
-DEBEZIUM = {
-    "type": "record",
-    "name": "Envelope",
-    "namespace": "pg.public.users",
-    "fields": [
-        {"name": "before", "type": ["null", DEBEZIUM_ROW]},
-        {"name": "after", "type": ["null", "Row"]},
-        {
-            "name": "source",
-            "type": {
-                "type": "record",
-                "name": "Source",
-                "fields": [{"name": "db", "type": "string"}, {"name": "table", "type": "string"}],
-            },
-        },
-        {"name": "op", "type": "string"},
-        {"name": "ts_ms", "type": ["null", "long"]},
-    ],
-}
+DEBEZIUM = debezium_envelope(DEBEZIUM_ROW, "pg.public.users", null_defaults=False)
 
 
 def test_flatten_debezium_emits_row_images_and_cdc_for_create_update_delete() -> None:

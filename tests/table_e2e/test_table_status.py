@@ -5,8 +5,6 @@ after a restart."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.support.table_node import TableNode, table_configs
+from tests.support.table_ops import admin_tables_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -38,15 +37,6 @@ def lag_metric(node: TableNode, topic: str) -> float:
     prefix = f'tabletopic_table_lag_records{{topic="{topic}"}}'
     line = next(x for x in text.splitlines() if x.startswith(prefix))
     return float(line.split()[-1])
-
-
-def tables_cli(node: TableNode, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tabletopic", "tables", "--admin-url", node.admin_url, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.mark.spark
@@ -89,12 +79,12 @@ def test_tables_list_after_a_restart_shows_rows_and_commits_from_the_table(resta
 
     node.stop()
     node.start()
-    listed = tables_cli(node, "list", "--json")
+    listed = admin_tables_cli(node, "list", "--json")
     assert listed.returncode == 0, listed.stderr
     mine = next(t for t in json.loads(listed.stdout) if t["topic"] == topic)
     assert mine["rows_committed"] == 180
     assert mine["commits"] == before["commits"] >= 2
     assert mine["last_commit_time"] is not None and mine["last_commit_snapshot"] is not None
     assert mine["lag_records"] == 0 and mine["high_watermarks"] == {"0": 180}
-    described = tables_cli(node, "describe", topic)
+    described = admin_tables_cli(node, "describe", topic)
     assert described.returncode == 0 and "180 rows" in described.stdout, described.stdout
