@@ -311,6 +311,12 @@ def assert_exactly_once(rows: list[dict[str, Any]], log: DeliveryLog) -> None:
 
 
 # Spark in the node: two local cores and a modest heap (CI is a 2-core box shared by every suite).
+# A node whose table jobs run in its own process (no Spark JVM): starts in seconds.
+INPROCESS_NODE_SETTINGS = {
+    "table.job.runner": "inprocess",
+    "table.coordinator.poll.interval.ms": "200",
+    "log.level": "INFO",
+}
 SPARK_NODE_SETTINGS = {
     "table.job.runner": "spark",
     "spark.master": "local[2]",

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.table_node import (
+    INPROCESS_NODE_SETTINGS,
     SPARK_NODE_SETTINGS,
     DeliveryLog,
     TableNode,
@@ -27,12 +28,6 @@ from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
-INPROCESS_SETTINGS = {
-    "table.job.runner": "inprocess",
-    "table.coordinator.poll.interval.ms": "200",
-    # A lease outlives a SIGKILL; the restarted node (same identity) takes it back at once.
-    "log.level": "INFO",
-}
 
 # The producers write through the node's restarts: records wait (up to 3 min) until it is back.
 RESTARTS = {"message.timeout.ms": 180_000, "reconnect.backoff.max.ms": 500}
@@ -41,7 +36,7 @@ RESTARTS = {"message.timeout.ms": 180_000, "reconnect.backoff.max.ms": 500}
 @pytest.fixture(scope="module")
 def crash_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
     """One node restarted per crash point (same data dir and ports each time)."""
-    node = TableNode(Path(tmp_path_factory.mktemp("crash-node")), dict(INPROCESS_SETTINGS))
+    node = TableNode(Path(tmp_path_factory.mktemp("crash-node")), dict(INPROCESS_NODE_SETTINGS))
     yield node
     node.kill()
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -17,12 +15,6 @@ from tests.support.table_node import TableNode, table_configs
 from tests.support.table_ops import admin_tables_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-INPROCESS_SETTINGS = {
-    "table.job.runner": "inprocess",
-    "table.coordinator.poll.interval.ms": "200",
-    "log.level": "INFO",
-}
 
 
 def produce(node: TableNode, topic: str, count: int) -> None:
@@ -59,16 +51,8 @@ def test_lag_before_the_first_commit_is_the_records_waiting_now(node: TableNode,
     assert lag_metric(node, topic_name) == 0
 
 
-@pytest.fixture(scope="module")
-def restart_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
-    node = TableNode(Path(tmp_path_factory.mktemp("status-node")), dict(INPROCESS_SETTINGS))
-    node.start()
-    yield node
-    node.stop()
-
-
-def test_tables_list_after_a_restart_shows_rows_and_commits_from_the_table(restart_node: TableNode) -> None:
-    node = restart_node
+def test_tables_list_after_a_restart_shows_rows_and_commits_from_the_table(inprocess_node: TableNode) -> None:
+    node = inprocess_node
     topic = "restarted_orders"
     node.create_topic(topic, table_configs(convert_value_type="string"))
     produce(node, topic, 120)
