@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fastavro
@@ -105,6 +105,44 @@ def debezium_envelope(row: dict[str, Any], namespace: str, null_defaults: bool =
     fields["ts_ms"] = ["null", "long"]
     defaults = {"before": None, "after": None, "ts_ms": None} if null_defaults else None
     return avro_record("Envelope", fields, namespace=namespace, defaults=defaults)
+
+
+def proto_message_classes(
+    files: Sequence[tuple[str, str, Mapping[str, Mapping[str, str]]]],
+) -> dict[str, type]:
+    """Protobuf message classes built from descriptors in code (no protoc), as an application
+    holding generated classes would have them.
+
+    Args:
+        files: ``(file name, package, {message: {field: type}})`` in dependency order (a file may
+            use the messages of the files before it); fields are optional proto3 fields numbered
+            from 1 in order, a type is a scalar name (``int64``, ``string``...) or ``.package.Message``.
+
+    Returns:
+        ``{"package.Message": class}`` of every message.
+    """
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    kinds = descriptor_pb2.FieldDescriptorProto
+    pool = descriptor_pool.DescriptorPool()
+    names: list[str] = []
+    earlier: list[str] = []
+    for file_name, package, messages in files:
+        proto = descriptor_pb2.FileDescriptorProto(name=file_name, package=package, syntax="proto3")
+        proto.dependency.extend(earlier)
+        for message_name, fields in messages.items():
+            message = proto.message_type.add(name=message_name)
+            for number, (field, kind) in enumerate(fields.items(), start=1):
+                typed = (
+                    {"type": kinds.TYPE_MESSAGE, "type_name": kind}
+                    if kind.startswith(".")
+                    else {"type": getattr(kinds, f"TYPE_{kind.upper()}")}
+                )
+                message.field.add(name=field, number=number, label=kinds.LABEL_OPTIONAL, **typed)
+            names.append(f"{package}.{message_name}")
+        pool.Add(proto)
+        earlier.append(file_name)
+    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(name)) for name in names}
 
 
 # A Debezium change-event envelope (Avro) around a two-column row, as Debezium's Avro converter
