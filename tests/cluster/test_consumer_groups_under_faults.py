@@ -12,8 +12,6 @@ every partition that had moved; a fresh consumer (what earlier tests used) never
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -24,7 +22,7 @@ from functools import partial
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.cluster import LocalCluster, move_with_cli, new_topic, wait_until
 from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -140,21 +138,7 @@ def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_ki
         # 2. A planned move of partition 1.
         source = cluster.leaders(topic)[1][0]
         target = next(n for n in (1, 2, 3) if n != source and n in cluster.running())
-        move = ["partitions", "move", topic, "1", "--to", str(target)]
-        moved = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tabletopic",
-                *move,
-                "--bootstrap-server",
-                cluster.brokers[source].bootstrap,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert moved.returncode == 0, moved.stderr
+        move_with_cli(cluster, topic, 1, target, via=source)
         wait_until(lambda: cluster.leaders(topic)[1][0] == target, timeout=30)
 
         # 3. The controller dies; it comes back.

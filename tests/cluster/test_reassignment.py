@@ -3,8 +3,6 @@ and receives partitions, and SIGTERM drains a broker's partitions before it exit
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -12,7 +10,7 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.cluster import LocalCluster, new_topic, produce_raw, wait_until
+from tests.support.cluster import LocalCluster, move_with_cli, new_topic, produce_raw, wait_until
 from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -63,25 +61,7 @@ def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) 
     with SteadyProducer(cluster.bootstrap, topic, 6) as load:
         _wait_more_acks(load)
         started = time.monotonic()
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tabletopic",
-                "partitions",
-                "move",
-                topic,
-                "0",
-                "--to",
-                str(target),
-                "--bootstrap-server",
-                cluster.brokers[source].bootstrap,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, result.stderr
+        move_with_cli(cluster, topic, 0, target, via=source)
         wait_until(lambda: produce_raw(cluster, target, topic, 0, b"moved") == 0, timeout=10, interval=0.02)
         print(f"moved {topic}-0 from {source} to {target} in {time.monotonic() - started:.2f} s under load")
         _wait_more_acks(load)

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.support.cluster import LocalCluster, find_coordinator, new_topic, wait_until
+from tests.support.kafka_clients import transactional_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -19,17 +20,7 @@ PARTITIONS = 3
 
 
 def _producer(cluster: LocalCluster, transactional_id: str) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "transactional.id": transactional_id,
-            "transaction.timeout.ms": 60_000,
-            "linger.ms": 5,
-            "retry.backoff.ms": 50,
-            "retry.backoff.max.ms": 200,
-            "topic.metadata.refresh.interval.ms": 1000,
-        }
-    )
+    return Producer(transactional_producer(cluster.bootstrap, transactional_id))
 
 
 def _agreed_coordinator(cluster: LocalCluster, transactional_id: str) -> int | None:

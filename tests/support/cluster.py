@@ -3,6 +3,8 @@ one SeaweedFS bucket, for the cluster tests and the cluster bench."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -177,6 +179,17 @@ def new_topic(cluster: LocalCluster, prefix: str, partitions: int) -> tuple[str,
     topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
     create_topic(cluster.brokers[1].bootstrap, topic, partitions)
     return topic, placed(cluster, topic, partitions)
+
+
+def move_with_cli(cluster: LocalCluster, topic: str, partition: int, target: int, via: int) -> None:
+    """``tabletopic partitions move TOPIC PARTITION --to TARGET`` through broker ``via``, as an
+    operator runs it; fails the test if the command does."""
+    command = ["partitions", "move", topic, str(partition), "--to", str(target)]
+    bootstrap = ["--bootstrap-server", cluster.brokers[via].bootstrap]
+    done = subprocess.run(
+        [sys.executable, "-m", "tabletopic", *command, *bootstrap], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes) -> int:

@@ -33,6 +33,14 @@ def failover_producer(bootstrap: str, overrides: Mapping[str, object] | None = N
     return {**config, **(overrides or {})}
 
 
+def transactional_producer(bootstrap: str, transactional_id: str) -> dict[str, object]:
+    """confluent-kafka settings of a transactional producer that follows leader and coordinator
+    changes as quickly as :func:`failover_producer`. A record may wait no longer than the
+    transaction (librdkafka refuses a longer ``message.timeout.ms``)."""
+    timeouts = {"transaction.timeout.ms": 60_000, "message.timeout.ms": 60_000}
+    return failover_producer(bootstrap, {"transactional.id": transactional_id, **timeouts})
+
+
 def make_messages(count: int, partitions: int, tag: str, headers: bool = True) -> list[Message]:
     result = []
     for i in range(count):
