@@ -14,38 +14,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tests.support.cluster import LocalCluster, new_topic, placed, produce_raw, produce_raw_answer, wait_until
-from tests.support.kafka_clients import failover_producer
+from tests.support.kafka_clients import failover_producer, read_values
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 PARTITIONS = 12
-
-
-def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(values) < expected and time.monotonic() < deadline:
-            for msg in consumer.consume(500, 1.0):
-                if msg.error() is None:
-                    values.append(msg.value())
-                elif msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise AssertionError(msg.error())
-        # Anything beyond the expected count would be a duplicate: read a little longer.
-        for msg in consumer.consume(500, 2.0):
-            if msg.error() is None:
-                values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
 
 
 def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_killed(
@@ -86,7 +59,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
     new_leaders = placed(cluster, topic, PARTITIONS)
     assert all(node != victim for node, _ in new_leaders.values())
     assert new_leaders[0][1] > leaders[0][1]  # a newer leader epoch
-    values = _read_all(cluster.bootstrap, topic, len(acked))
+    values = read_values(cluster.bootstrap, topic, PARTITIONS, len(acked), linger=2.0)
     counts = Counter(values)
     duplicates = [v for v, n in counts.items() if n > 1]
     assert not duplicates, duplicates[:5]

@@ -8,14 +8,14 @@ a client of another zone."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections import Counter
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.kafka_clients import read_values
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -31,37 +31,6 @@ def metric(cluster: LocalCluster, node: int, name: str, label: str) -> float:
         if match:
             total += float(match.group(1))
     return total
-
-
-def read_all(bootstrap: str, topic: str, settings: dict[str, str], expected: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"zone-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-            **settings,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values: list[bytes] = []
-    try:
-
-        def done() -> bool:
-            for msg in consumer.consume(500, 0.5):
-                if msg.error() is None:
-                    values.append(msg.value())
-                elif msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise AssertionError(msg.error())
-            return len(values) >= expected
-
-        wait_until(done, timeout=60, interval=0)
-        for msg in consumer.consume(500, 1.0):  # anything more would be a duplicate
-            if msg.error() is None:
-                values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
 
 
 def test_rack_aware_clients_never_cross_zones(healthy_cluster: LocalCluster) -> None:
@@ -99,10 +68,18 @@ def test_rack_aware_clients_never_cross_zones(healthy_cluster: LocalCluster) -> 
     assert metric(cluster, 1, "tabletopic_zone_routed_bytes", "handoff") > handed
 
     expected = {f"z-{i}".encode() for i in range(MESSAGES)}
-    kip392 = read_all(cluster.bootstrap, topic, {"client.rack": "b"}, MESSAGES)
+    kip392 = read_values(
+        cluster.bootstrap, topic, PARTITIONS, MESSAGES, {"fetch.wait.max.ms": 100, "client.rack": "b"}
+    )
     assert Counter(kip392) == Counter(expected)
     assert metric(cluster, 2, "tabletopic_zone_routed_bytes", "read") > read_b
-    by_client_id = read_all(cluster.bootstrap, topic, {"client.id": "reports&automq_az=c"}, MESSAGES)
+    by_client_id = read_values(
+        cluster.bootstrap,
+        topic,
+        PARTITIONS,
+        MESSAGES,
+        {"fetch.wait.max.ms": 100, "client.id": "reports&automq_az=c"},
+    )
     assert Counter(by_client_id) == Counter(expected)
     assert metric(cluster, 3, "tabletopic_zone_routed_bytes", "read") > read_c
 

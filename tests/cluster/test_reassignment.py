@@ -4,34 +4,15 @@ and receives partitions, and SIGTERM drains a broker's partitions before it exit
 from __future__ import annotations
 
 import time
-import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from tests.support.cluster import LocalCluster, move_with_cli, new_topic, produce_raw, wait_until
+from tests.support.kafka_clients import read_values
 from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
-
-
-def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> Counter[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}"})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: Counter[bytes] = Counter()
-    deadline = time.monotonic() + 60
-    try:
-        while sum(values.values()) < expected and time.monotonic() < deadline:
-            for msg in consumer.consume(500, 1.0):
-                if msg.error() is None:
-                    values[msg.value()] += 1
-        for msg in consumer.consume(500, 1.0):
-            if msg.error() is None:
-                values[msg.value()] += 1
-    finally:
-        consumer.close()
-    return values
 
 
 def _led_by(cluster: LocalCluster, node: int) -> int:
@@ -42,7 +23,7 @@ def _led_by(cluster: LocalCluster, node: int) -> int:
 def _check_exactly_once(cluster: LocalCluster, load: SteadyProducer, partitions: int) -> None:
     assert not load.log.errors, load.log.errors[:5]
     assert len(load.log.acked) == load.sent
-    values = read_back(cluster.bootstrap, load.topic, partitions, load.sent)
+    values = Counter(read_values(cluster.bootstrap, load.topic, partitions, load.sent))
     assert load.acked_values() <= set(values)
     assert max(values.values()) == 1
 
