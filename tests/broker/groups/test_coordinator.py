@@ -20,6 +20,7 @@ from tabletopic.broker.groups.model import (
     SyncRequest,
 )
 from tests.broker.conftest import make_coordinator
+from tests.support.group_harness import join_request as harness_join_request
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,16 +45,14 @@ def join_request(
     instance: str | None = None,
     client_id: str = "client",
 ) -> JoinRequest:
-    return JoinRequest(
-        group_id="g",
-        member_id=member_id,
-        group_instance_id=instance,
+    protocols = (("range", subscription.encode(topics or ["orders"])),)
+    return harness_join_request(
+        member_id,
+        protocols,
+        instance=instance,
         client_id=client_id,
-        client_host="/127.0.0.1",
-        session_timeout_ms=session_ms,
-        rebalance_timeout_ms=5_000,
-        protocol_type="consumer",
-        protocols=(("range", subscription.encode(topics or ["orders"])),),
+        session_ms=session_ms,
+        rebalance_ms=5_000,
     )
 
 
