@@ -285,7 +285,9 @@ class DeliveryLog:
 
     def end_offsets(self) -> dict[int, int]:
         ends: dict[int, int] = {}
-        for partition, offset in self.acked:
+        # A copy: a producer thread may still be adding acknowledgements (list() of a set runs
+        # without letting another thread in).
+        for partition, offset in list(self.acked):
             ends[partition] = max(ends.get(partition, 0), offset + 1)
         return ends
 
