@@ -2,6 +2,11 @@
 
 Everything tests share lives in ``tests/support/``: the fixture modules (``*_fixtures``, one per
 kind of server, registered here), process wrappers, clients, request builders and waits.
+
+Tests wait for the condition they need (``tests/support/waiting.py``: ``wait_until`` in async code,
+``wait_until_sync`` in threads and processes), never a fixed time; the few sleeps left are the
+subject of their test (a pause that must elapse, a rate, watching that nothing happens) and say so
+in a comment on the line.
 """
 
 pytest_plugins = [

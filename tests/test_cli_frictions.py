@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tabletopic.cli import GROUP_OPTIONS, bench_names
 from tabletopic.cli_common import hoist_group_options, kafka_bootstrap, print_table
 from tabletopic.config import Config
 from tests.support.ports import free_port
+from tests.support.waiting import wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,31 +194,38 @@ def test_library_deprecation_warnings_stay_out_of_cli_output() -> None:
     assert result.stdout.strip() == "ok" and "Warning" not in result.stderr, result.stderr
 
 
-@pytest.mark.integration
-def test_client_commands_find_a_node_with_moved_ports_from_its_data_directory(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def node_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The data directory of one running node (in-process table jobs) that the client commands
+    find from it; the tests sharing it keep to topics of their own."""
     from tests.support.broker_process import BrokerProcess
 
-    node = BrokerProcess(tmp_path, {"table.job.runner": "inprocess"}).start()
-    try:
-        topic = "moved_ports"
-        created = cli(
-            "topics", "create", topic, "-d", str(tmp_path), "--config", "automq.table.topic.enable=true"
-        )
-        assert created.returncode == 0, created.stderr
-        listed = cli("topics", "list", "-d", str(tmp_path))
-        assert listed.returncode == 0 and topic in listed.stdout, listed.stderr
-        deadline = time.monotonic() + 30
-        while True:  # the table pipeline picks the new table topic up within a poll
-            tables = cli("tables", "list", "-d", str(tmp_path))
-            if topic in tables.stdout or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        assert tables.returncode == 0 and topic in tables.stdout, tables.stderr
-        # An explicit flag still wins over what the node recorded.
-        elsewhere = cli("topics", "list", "-d", str(tmp_path), "-b", f"127.0.0.1:{free_port()}")
-        assert elsewhere.returncode == 1
-    finally:
-        node.stop()
+    data_dir = tmp_path_factory.mktemp("cli-node")
+    node = BrokerProcess(data_dir, {"table.job.runner": "inprocess"}).start()
+    yield data_dir
+    node.stop()
+
+
+@pytest.mark.integration
+def test_client_commands_find_a_node_with_moved_ports_from_its_data_directory(node_dir: Path) -> None:
+    data_dir = node_dir
+    topic = "moved_ports"
+    created = cli(
+        "topics", "create", topic, "-d", str(data_dir), "--config", "automq.table.topic.enable=true"
+    )
+    assert created.returncode == 0, created.stderr
+    listed = cli("topics", "list", "-d", str(data_dir))
+    assert listed.returncode == 0 and topic in listed.stdout, listed.stderr
+
+    def table_listed() -> subprocess.CompletedProcess[str] | None:
+        tables = cli("tables", "list", "-d", str(data_dir))
+        return tables if tables.returncode == 0 and topic in tables.stdout else None
+
+    # The table pipeline picks the new table topic up within a poll.
+    wait_until_sync(table_listed, timeout=30, interval=0.5)
+    # An explicit flag still wins over what the node recorded.
+    elsewhere = cli("topics", "list", "-d", str(data_dir), "-b", f"127.0.0.1:{free_port()}")
+    assert elsewhere.returncode == 1
 
 
 # ------------------------------------------------------------------------------ issue 31: frictions
@@ -310,35 +319,26 @@ def test_tables_describe_never_prints_snapshot_none() -> None:
 
 
 @pytest.mark.integration
-def test_topic_config_typos_and_alter_config_with_config_against_a_node(tmp_path: Path) -> None:
-    from tests.support.broker_process import BrokerProcess
-
-    node = BrokerProcess(tmp_path, {"table.job.runner": "inprocess"}).start()
-    try:
-        typo = cli(
-            "topics", "create", "t1", "-d", str(tmp_path), "--config", "automq.table.topic.enabled=true"
-        )
-        assert typo.returncode == 1
-        lines = typo.stderr.strip().splitlines()
-        assert len(lines) == 1, typo.stderr
-        assert "did you mean automq.table.topic.enable?" in lines[0] and "INVALID_CONFIG" in lines[0]
-        assert "KafkaError{" not in typo.stderr
-        created = cli("topics", "create", "t1", "-d", str(tmp_path))
-        assert created.returncode == 0, created.stderr
-        altered = cli("topics", "alter-config", "t1", "-d", str(tmp_path), "--config", "retention.ms=60000")
-        assert altered.returncode == 0, altered.stderr
-        aliased = cli("topics", "alter-config", "t1", "-d", str(tmp_path), "--set", "retention.bytes=1000000")
-        assert aliased.returncode == 0, aliased.stderr
-        described = cli("topics", "describe", "t1", "-d", str(tmp_path))
-        assert (
-            "retention.ms=60000  (set)" in described.stdout
-            and "retention.bytes=1000000  (set)" in described.stdout
-        )
-        again = cli("topics", "create", "t1", "-d", str(tmp_path))
-        assert (
-            again.returncode == 1
-            and "KafkaError{" not in again.stderr
-            and "TOPIC_ALREADY_EXISTS" in again.stderr
-        )
-    finally:
-        node.stop()
+def test_topic_config_typos_and_alter_config_with_config_against_a_node(node_dir: Path) -> None:
+    data_dir = node_dir
+    typo = cli("topics", "create", "t1", "-d", str(data_dir), "--config", "automq.table.topic.enabled=true")
+    assert typo.returncode == 1
+    lines = typo.stderr.strip().splitlines()
+    assert len(lines) == 1, typo.stderr
+    assert "did you mean automq.table.topic.enable?" in lines[0] and "INVALID_CONFIG" in lines[0]
+    assert "KafkaError{" not in typo.stderr
+    created = cli("topics", "create", "t1", "-d", str(data_dir))
+    assert created.returncode == 0, created.stderr
+    altered = cli("topics", "alter-config", "t1", "-d", str(data_dir), "--config", "retention.ms=60000")
+    assert altered.returncode == 0, altered.stderr
+    aliased = cli("topics", "alter-config", "t1", "-d", str(data_dir), "--set", "retention.bytes=1000000")
+    assert aliased.returncode == 0, aliased.stderr
+    described = cli("topics", "describe", "t1", "-d", str(data_dir))
+    assert (
+        "retention.ms=60000  (set)" in described.stdout
+        and "retention.bytes=1000000  (set)" in described.stdout
+    )
+    again = cli("topics", "create", "t1", "-d", str(data_dir))
+    assert (
+        again.returncode == 1 and "KafkaError{" not in again.stderr and "TOPIC_ALREADY_EXISTS" in again.stderr
+    )

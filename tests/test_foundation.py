@@ -96,7 +96,7 @@ import sqlalchemy as sa
 from tabletopic import database
 
 def slow_create(conn):
-    time.sleep(0.5)
+    time.sleep(0.5)  # the subject: a slow migration step, so the two processes race
     conn.exec_driver_sql("CREATE TABLE raced (a INTEGER)")
 
 engine = database.create_engine(sys.argv[1])

@@ -20,6 +20,7 @@ from tests.support.broker_calls import call
 from tests.support.kafka_clients import create_topic
 from tests.support.kafka_requests import produce_request, request
 from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 
 async def _begin(broker, tid: str = "t1"):  # type: ignore[no-untyped-def]
@@ -209,10 +210,6 @@ async def test_last_stable_offset_queries_reuse_one_connection_per_broker_and_re
         assert await view.last_stable_offsets(topic, wanted) == {0: 0, 1: 0}
         assert relay.accepted == 2
         broker_service.inter_broker_client.close()  # the broker stops: nothing is left open
-        for _ in range(100):
-            if relay.open == 0:
-                break
-            await asyncio.sleep(0.05)
-        assert relay.open == 0
+        await wait_until(lambda: relay.open == 0, timeout=5, message="every relay connection closed")
     finally:
         await relay.stop()

@@ -12,6 +12,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from tests.support.inproc_broker import inproc_broker
 from tests.support.kafka_requests import make_batch
+from tests.support.waiting import wait_until
 
 PARTITIONS = 12
 FETCH = 1
@@ -45,7 +46,12 @@ async def test_incremental_fetches_send_only_changes_and_lose_nothing(tmp_path: 
             await broker.store.append(topic.streams[i % PARTITIONS], make_batch([b"v%d" % i]), 1)
 
         async def append_later() -> None:
-            await asyncio.sleep(2)  # the consumer is idle on incremental fetches by then
+            # The consumer has read everything and is idle on incremental fetches.
+            await wait_until(
+                lambda: len(broker.fetch_sessions) >= 1 and sum(key == 1 for key, _ in proxy.requests) >= 10,
+                timeout=30,
+                message="idle incremental fetches",
+            )
             for p in range(PARTITIONS):
                 await broker.store.append(topic.streams[p], make_batch([b"late"]), 1)
 

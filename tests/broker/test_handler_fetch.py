@@ -78,7 +78,7 @@ async def test_long_poll_wakes_up_when_data_arrives(broker_service) -> None:
     await _fill(broker_service, 0)
 
     async def produce_later() -> None:
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # the subject: the fetch must park this long, then wake on the data
         await call(broker_service, produce_request("t", 0, make_batch([b"late"])))
 
     started = time.monotonic()

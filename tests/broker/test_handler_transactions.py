@@ -136,8 +136,16 @@ async def test_end_txn_answers_before_the_markers_and_the_id_is_busy_until_they_
                 raise AssertionError("a call was served while the markers were being written")
         assert asyncio.get_running_loop().time() - started >= 0.8  # each waited a moment first
         # Markers written: the call that was waiting goes through without a retry.
+        settling = asyncio.Event()
+        settled = coordinator.settled
+
+        async def noted_settled(transactional_id: str, wait_s: float | None = 5.0) -> None:
+            settling.set()
+            await settled(transactional_id, wait_s)
+
+        coordinator.settled = noted_settled  # type: ignore[method-assign]
         waiting = asyncio.create_task(coordinator.add_partitions("t1", pid, epoch, [("tx", 0)]))
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(settling.wait(), 5)  # the call waits for the markers
         release.set()
         assert await asyncio.wait_for(waiting, 5) == {("tx", 0): ErrorCode.none}
     finally:

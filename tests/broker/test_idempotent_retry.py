@@ -11,6 +11,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from tests.support.inproc_broker import GatedStore, inproc_broker
+from tests.support.waiting import wait_until
 
 
 @pytest.mark.timeout(60)
@@ -31,7 +32,8 @@ async def test_retry_after_dropped_connection_is_answered_once(tmp_path: Path) -
             pending = asyncio.ensure_future(producer.send_and_wait("idem", b"second", partition=0))
             await asyncio.wait_for(store.entered.wait(), 10)
             proxy.cut()  # the connection dies while the append is in flight
-            await asyncio.sleep(0.2)
+            # The producer retries the batch on a new connection while the first attempt is held.
+            await wait_until(lambda: sum(key == 0 for key, _ in proxy.requests) >= 3, message="a retry")
             store.hold = False
             store.gate.set()
             second = await asyncio.wait_for(pending, 20)

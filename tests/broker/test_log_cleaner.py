@@ -3,7 +3,7 @@ the latest value of every key survives cleaning, also when a kill -9 interrupts 
 
 from __future__ import annotations
 
-import time
+import contextlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +20,7 @@ from tabletopic.records.header import parse_stored_header
 from tabletopic.s3stream.streams import StoredBatch
 from tests.broker.test_log_cleaner_support import decoded
 from tests.support.broker_process import BrokerProcess
+from tests.support.waiting import wait_until_sync
 
 NOW = 1_700_000_100_000
 
@@ -132,12 +133,15 @@ def _read_all(bootstrap: str, topic: str) -> list[tuple[bytes, bytes]]:
 
 
 def _wait_cleaned(bootstrap: str, topic: str, before: int, timeout: float = 40) -> list[tuple[bytes, bytes]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        records = _read_all(bootstrap, topic)
-        if len(records) < before or time.monotonic() > deadline:
-            return records
-        time.sleep(0.5)
+    records: list[tuple[bytes, bytes]] = []
+
+    def cleaned() -> bool:
+        records[:] = _read_all(bootstrap, topic)
+        return len(records) < before
+
+    with contextlib.suppress(TimeoutError):  # the caller's assertions say what is still there
+        wait_until_sync(cleaned, timeout=timeout, interval=0.5)
+    return records
 
 
 @pytest.mark.integration

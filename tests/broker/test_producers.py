@@ -87,7 +87,7 @@ async def test_a_produce_held_up_before_its_offsets_keeps_its_place(
         if held[0]:
             held[0] = False
             for _ in range(5):
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # loop turns, not a wait: room for the second request to overtake
 
     original_append = store.append
 

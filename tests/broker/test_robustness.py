@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import struct
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -17,6 +16,7 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 
 from tests.support import kafka_clients as clients
 from tests.support import raw_kafka_client as rawclient
+from tests.support.waiting import wait_until_sync
 
 pytestmark = pytest.mark.integration
 
@@ -55,10 +55,7 @@ def busy_producer(bootstrap: str) -> Iterator[list[int]]:
 
 def _wait_for_progress(delivered: list[int], timeout: float = 15.0) -> None:
     before = delivered[0]
-    deadline = time.monotonic() + timeout
-    while delivered[0] <= before + 5:
-        assert time.monotonic() < deadline, "the concurrent producer stalled"
-        time.sleep(0.05)
+    wait_until_sync(lambda: delivered[0] > before + 5, timeout=timeout, interval=0.05)  # else it stalled
 
 
 def test_garbage_bytes_close_only_that_connection(bootstrap: str, busy_producer: list[int]) -> None:

@@ -16,14 +16,9 @@ from tabletopic.validation import schema_validation
 from tabletopic.validation.schema_validation import SchemaValidator
 from tests.support.broker_calls import call
 from tests.support.kafka_requests import make_batch, produce_request
-from tests.support.schemas import MemoryLookup, avro_bytes, wire
+from tests.support.schemas import MemoryLookup, avro_bytes, avro_record, wire
 
-USER = {
-    "type": "record",
-    "name": "User",
-    "namespace": "acme",
-    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}],
-}
+USER = avro_record("User", {"name": "string", "age": "int"}, namespace="acme")
 JSON_USER = {
     "title": "acme.JsonUser",
     "type": "object",

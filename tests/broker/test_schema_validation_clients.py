@@ -17,15 +17,11 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.schemas import avro_record, proto_message_classes
 
 pytestmark = pytest.mark.integration
 
-USER = {
-    "type": "record",
-    "name": "User",
-    "namespace": "acme",
-    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}],
-}
+USER = avro_record("User", {"name": "string", "age": "int"}, namespace="acme")
 JSON_USER = {
     "title": "JsonUser",
     "type": "object",
@@ -55,25 +51,9 @@ def _deliver(bootstrap: str, topic: str, values: list[bytes], idempotent: bool =
 
 
 def _proto_order_class() -> Any:
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    file = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop", syntax="proto3")
-    order = file.message_type.add(name="Order")
-    order.field.add(
-        name="id",
-        number=1,
-        type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
-        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
-    )
-    order.field.add(
-        name="item",
-        number=2,
-        type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
-        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    return proto_message_classes(
+        [("shop/order.proto", "shop", {"Order": {"id": "int64", "item": "string"}})]
+    )["shop.Order"]
 
 
 def _serializers(client: SchemaRegistryClient) -> dict[str, Any]:

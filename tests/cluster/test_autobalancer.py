@@ -8,15 +8,13 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
-from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster import LocalCluster, new_topic, wait_until
 from tests.support.cluster_load import balanced, broker_loads, steady_load
-from tests.support.kafka_clients import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -25,9 +23,7 @@ PARTITIONS = 6
 
 def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"skew-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    placed(cluster, topic, PARTITIONS)
+    topic, _ = new_topic(cluster, "skew", PARTITIONS)
     engine = database.create_engine(cluster.metadata_url)
     meta = ClusterMetadata(engine)
     try:
@@ -51,7 +47,7 @@ def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluste
             print(f"balancer converged {took:.1f} s after the skewed load started: leaders {leaders}")
             assert len(set(leaders.values())) == 3
             # No thrashing: with the load steady, nothing moves any more.
-            time.sleep(6)
+            time.sleep(6)  # the subject: watching that nothing moves (several balancer rounds)
             assert {p: n for p, (n, _) in cluster.leaders(topic).items()} == leaders
             done = subprocess.run(
                 [

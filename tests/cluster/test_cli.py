@@ -12,8 +12,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ from tests.support.kafka_clients import create_topic
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster_dir() -> Iterator[Path]:
     """A data directory the postgres user can reach when the tests run as root (pytest's own
     temporary directories are mode 0700)."""
@@ -32,6 +32,30 @@ def cluster_dir() -> Iterator[Path]:
     parent.chmod(0o755)
     yield parent / "cluster-data"
     shutil.rmtree(parent, ignore_errors=True)
+
+
+UP_ARGS = ("--nodes", "2", "--racks", "a,b")
+
+
+@dataclass
+class Running:
+    """The module's one ``cluster up`` (2 brokers on the documented ports, started beside its data
+    directory), shared by the tests because starting one takes half a minute. A test that stops it
+    and starts another puts the new one here, and the fixture stops whichever runs at the end."""
+
+    up: ClusterUp
+    here: Path
+
+
+@pytest.fixture(scope="module")
+def running(cluster_dir: Path) -> Iterator[Running]:
+    here = cluster_dir.parent
+    shared = Running(ClusterUp(Path(cluster_dir.name), *UP_ARGS, cwd=here), here)
+    try:
+        shared.up.wait_for("cluster is up")
+        yield shared
+    finally:
+        assert shared.up.stop() == 0, shared.up.text
 
 
 class ClusterUp:
@@ -58,11 +82,11 @@ class ClusterUp:
         return "".join(self.lines)
 
     def wait_for(self, needle: str, timeout: float = 180) -> str:
-        deadline = time.monotonic() + timeout
-        while needle not in self.text:
-            assert self.process.poll() is None or needle in self.text, "cluster up exited:\n" + self.text
-            assert time.monotonic() < deadline, f"no {needle!r} in:\n{self.text}"
-            time.sleep(0.2)
+        try:
+            wait_until(lambda: needle in self.text or self.process.poll() is not None, timeout, interval=0.2)
+        except TimeoutError as exc:
+            raise AssertionError(f"no {needle!r} in:\n{self.text}") from exc
+        assert needle in self.text, "cluster up exited:\n" + self.text
         return self.text
 
     def stop(self) -> int:
@@ -85,48 +109,42 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 60) -> subprocess.
     )  # fmt: skip
 
 
-def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flags(cluster_dir: Path) -> None:
+def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flags(
+    running: Running, cluster_dir: Path
+) -> None:
     """Broker N on 9092/8080/8081/8181 + 10 x (N-1) (a taken port replaced, said so), every endpoint
     and the metadata URL in cluster-data/cluster.json; run beside it, `cluster status` and the client
     commands need no flag."""
-    here = cluster_dir.parent
-    up = ClusterUp(Path("cluster-data"), "--nodes", "2", "--racks", "a,b", cwd=here)
-    try:
-        text = up.wait_for("cluster is up")
-        recorded = json.loads((cluster_dir / "cluster.json").read_text())
-        brokers = {b["node_id"]: b for b in recorded["brokers"]}
-        for node_id, broker in brokers.items():
-            offset = 10 * (node_id - 1)
-            for name, default, value in (
-                ("kafka", 9092, broker["kafka"].rpartition(":")[2]),
-                ("admin", 8080, broker["admin"].rpartition(":")[2]),
-                ("registry", 8081, broker["registry"].rpartition(":")[2]),
-                ("catalog", 8181, broker["catalog"].rpartition(":")[2]),
-            ):
-                port = default + offset
-                assert int(value) == port or f"port {port} ({name} of broker {node_id}) is taken" in text, (
-                    text
-                )
-        assert "broker 1 (rack a)" in text and "broker 2 (rack b)" in text
-        assert "tabletopic cluster status\n" in text  # no flag to copy
-        assert recorded["metadata_url"] in text
-        create_topic(recorded["bootstrap_servers"], "orders", 4)
+    here = running.here
+    text = running.up.wait_for("cluster is up")
+    recorded = json.loads((cluster_dir / "cluster.json").read_text())
+    brokers = {b["node_id"]: b for b in recorded["brokers"]}
+    for node_id, broker in brokers.items():
+        offset = 10 * (node_id - 1)
+        for name, default, value in (
+            ("kafka", 9092, broker["kafka"].rpartition(":")[2]),
+            ("admin", 8080, broker["admin"].rpartition(":")[2]),
+            ("registry", 8081, broker["registry"].rpartition(":")[2]),
+            ("catalog", 8181, broker["catalog"].rpartition(":")[2]),
+        ):
+            port = default + offset
+            assert int(value) == port or f"port {port} ({name} of broker {node_id}) is taken" in text, text
+    assert "broker 1 (rack a)" in text and "broker 2 (rack b)" in text
+    assert "tabletopic cluster status\n" in text  # no flag to copy
+    assert recorded["metadata_url"] in text
+    create_topic(recorded["bootstrap_servers"], "orders", 4)
 
-        def status() -> str:
-            result = cli("cluster", "status", cwd=here)
-            assert result.returncode == 0, result.stderr
-            return result.stdout
+    def status() -> str:
+        result = cli("cluster", "status", cwd=here)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
 
-        report = wait_until(
-            lambda: (s := status()) and s.count("\norders\t") == 4 and s, timeout=30, interval=0.5
-        )
-        assert re.search(r"^1\ta\t1\talive\t", report, re.M), report
-        assert re.search(r"^2\tb\t1\talive\t", report, re.M), report
-        assert "controller: broker" in report
-        listed = cli("topics", "list", cwd=here)  # the first broker's endpoints, written beside
-        assert listed.returncode == 0 and "orders" in listed.stdout, listed.stdout + listed.stderr
-    finally:
-        assert up.stop() == 0, up.text
+    report = wait_until(lambda: (s := status()) and s.count("\norders\t") == 4 and s, timeout=30, interval=0.5)
+    assert re.search(r"^1\ta\t1\talive\t", report, re.M), report
+    assert re.search(r"^2\tb\t1\talive\t", report, re.M), report
+    assert "controller: broker" in report
+    listed = cli("topics", "list", cwd=here)  # the first broker's endpoints, written beside
+    assert listed.returncode == 0 and "orders" in listed.stdout, listed.stdout + listed.stderr
 
 
 def test_cluster_status_without_a_cluster_says_how_to_find_one(tmp_path: Path) -> None:
@@ -134,29 +152,6 @@ def test_cluster_status_without_a_cluster_says_how_to_find_one(tmp_path: Path) -
     assert result.returncode == 2
     assert "cluster-data/cluster.json does not exist" in result.stderr, result.stderr
     assert "tabletopic cluster up" in result.stderr and "--metadata-url" in result.stderr
-
-
-def test_a_second_cluster_up_on_the_same_directory_keeps_the_topics(cluster_dir: Path) -> None:
-    """The metadata (PostgreSQL) stays under the data directory with the objects, as root too."""
-    first = ClusterUp(cluster_dir, "--nodes", "1", "--base-port", "0")
-    try:
-        text = first.wait_for("cluster is up")
-        bootstrap = re.search(r"bootstrap servers: (\S+)", text)
-        assert bootstrap, text
-        create_topic(bootstrap.group(1), "kept", 2)
-    finally:
-        assert first.stop() == 0, first.text
-    assert (cluster_dir / "postgres" / "data" / "PG_VERSION").exists()
-    second = ClusterUp(cluster_dir, "--nodes", "1", "--base-port", "0")
-    try:
-        text = second.wait_for("cluster is up")
-        url = re.search(r"metadata.url:\s+(\S+)", text)
-        assert url, text
-        result = cli("cluster", "status", "--metadata-url", url.group(1))
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.count("kept\t") == 2, result.stdout
-    finally:
-        assert second.stop() == 0, second.text
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the directory to the postgres user")
@@ -171,32 +166,54 @@ def test_as_root_a_data_directory_postgres_cannot_reach_is_named(tmp_path: Path)
         PostgresServer(locked / "postgres", keep=True).start()
 
 
-def test_cluster_up_reports_a_dead_broker_and_cluster_restart_brings_it_back(cluster_dir: Path) -> None:
-    up = ClusterUp(cluster_dir, "--nodes", "2", "--base-port", "0")
-    try:
-        up.wait_for("cluster is up")
-        recorded = json.loads((cluster_dir / "cluster.json").read_text())
-        create_topic(recorded["bootstrap_servers"], "orders", 4)
-        victim = next(b for b in recorded["brokers"] if b["node_id"] == 2)
-        wait_until(
-            lambda: "orders\t" in cli("cluster", "status", "--data-dir", str(cluster_dir)).stdout, timeout=30
-        )
-        os.kill(victim["pid"], signal.SIGKILL)
-        text = up.wait_for("Restart it with: tabletopic cluster restart 2", timeout=30)
-        assert "broker 2 was killed by SIGKILL" in text, text
-        # Who took its partitions over, which the survivor's own log does not say.
-        text = up.wait_for("broker 2 is dead: the ", timeout=90)
-        assert re.search(
-            r"broker 2 is dead: the \d+ partitions it led are now led by broker 1 \(\d+\)", text
-        ), text
-        restarted = cli("cluster", "restart", "2", "--data-dir", str(cluster_dir), timeout=200)
-        assert restarted.returncode == 0, restarted.stdout + restarted.stderr
-        assert "broker 2 is up again" in restarted.stdout
-        again = {b["node_id"]: b for b in json.loads((cluster_dir / "cluster.json").read_text())["brokers"]}
-        assert again[2]["pid"] not in (None, victim["pid"]) and again[2]["kafka"] == victim["kafka"]
-        missing = cli("cluster", "restart", "7", "--data-dir", str(cluster_dir), timeout=60)
-        assert missing.returncode == 1 and "there is no broker 7" in missing.stderr, missing.stderr
-    finally:
-        assert up.stop() == 0, up.text
+def test_cluster_up_reports_a_dead_broker_and_cluster_restart_brings_it_back(
+    running: Running, cluster_dir: Path
+) -> None:
+    up = running.up
+    up.wait_for("cluster is up")
+    recorded = json.loads((cluster_dir / "cluster.json").read_text())
+    create_topic(recorded["bootstrap_servers"], "payments", 4)
+    victim = next(b for b in recorded["brokers"] if b["node_id"] == 2)
+    wait_until(
+        lambda: "payments\t" in cli("cluster", "status", "--data-dir", str(cluster_dir)).stdout, timeout=30
+    )
+    os.kill(victim["pid"], signal.SIGKILL)
+    text = up.wait_for("Restart it with: tabletopic cluster restart 2", timeout=30)
+    assert "broker 2 was killed by SIGKILL" in text, text
+    # Who took its partitions over, which the survivor's own log does not say.
+    text = up.wait_for("broker 2 is dead: the ", timeout=90)
+    assert re.search(r"broker 2 is dead: the \d+ partitions it led are now led by broker 1 \(\d+\)", text), (
+        text
+    )
+    restarted = cli("cluster", "restart", "2", "--data-dir", str(cluster_dir), timeout=200)
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    assert "broker 2 is up again" in restarted.stdout
+    again = {b["node_id"]: b for b in json.loads((cluster_dir / "cluster.json").read_text())["brokers"]}
+    assert again[2]["pid"] not in (None, victim["pid"]) and again[2]["kafka"] == victim["kafka"]
+    missing = cli("cluster", "restart", "7", "--data-dir", str(cluster_dir), timeout=60)
+    assert missing.returncode == 1 and "there is no broker 7" in missing.stderr, missing.stderr
+
+
+def test_a_second_cluster_up_on_the_same_directory_keeps_the_topics(
+    running: Running, cluster_dir: Path
+) -> None:
+    """The metadata (PostgreSQL) stays under the data directory with the objects, as root too.
+    Stops the shared cluster (after which `cluster restart` finds none running) and leaves the
+    second one running in its place."""
+    text = running.up.wait_for("cluster is up")
+    bootstrap = re.search(r"bootstrap servers: (\S+)", text)
+    assert bootstrap, text
+    create_topic(bootstrap.group(1), "kept", 2)
+    assert running.up.stop() == 0, running.up.text
+    assert (cluster_dir / "postgres" / "data" / "PG_VERSION").exists()
     after = cli("cluster", "restart", "1", "--data-dir", str(cluster_dir))
     assert after.returncode == 1 and "no `tabletopic cluster up` is running" in after.stderr, after.stderr
+    # Free ports this time (the ports are not what is tested here): SeaweedFS servers on this
+    # machine may hold the 9100s, where broker 2's default ports are.
+    running.up = ClusterUp(Path(cluster_dir.name), *UP_ARGS, "--base-port", "0", cwd=running.here)
+    text = running.up.wait_for("cluster is up")
+    url = re.search(r"metadata.url:\s+(\S+)", text)
+    assert url, text
+    result = cli("cluster", "status", "--metadata-url", url.group(1))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("kept\t") == 2, result.stdout

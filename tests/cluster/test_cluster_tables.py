@@ -5,7 +5,6 @@ serves the schema registry and the REST catalog from the shared database."""
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from typing import Any
@@ -18,7 +17,8 @@ from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.table.commit import COORDINATOR_PROPERTY, EPOCH_PROPERTY, OFFSETS_PROPERTY
 from tabletopic.table.table_config import sanitize_table_name
 from tests.support.cluster import LocalCluster, placed, wait_until
-from tests.support.table_node import DeliveryLog, assert_exactly_once, table_configs
+from tests.support.table_node import assert_exactly_once, table_configs
+from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -52,54 +52,6 @@ def move_partition(cluster: LocalCluster, topic: str, partition: int, node: int)
     wait_until(lambda: cluster.leaders(topic)[partition][0] == node, timeout=20)
 
 
-class Feeder:
-    """An idempotent acks=all producer writing keyed records round-robin from a thread."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        from confluent_kafka import Producer
-
-        self.topic = topic
-        self.log = DeliveryLog()
-        self.producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 120_000,
-                "topic.metadata.refresh.interval.ms": 1000,
-                "retry.backoff.ms": 50,
-                "retry.backoff.max.ms": 300,
-            }
-        )
-        self.sent = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> Feeder:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for _ in range(10):
-                self.producer.produce(
-                    self.topic,
-                    key=str(self.sent).encode(),
-                    value=f"record {self.sent}".encode(),
-                    partition=self.sent % PARTITIONS,
-                    on_delivery=self.log.callback(self.sent),
-                )
-                self.sent += 1
-            self.producer.poll(0)
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        assert self.producer.flush(120) == 0
-
-
 def committed(table: Any) -> dict[int, int]:
     from tabletopic.table.commit import committed_state
 
@@ -122,14 +74,22 @@ def test_table_keeps_every_record_once_when_the_coordinator_node_is_killed_mid_c
     move_partition(cluster, topic, 0, victim)  # the victim coordinates the table
     process = cluster.brokers[victim].process
     assert process is not None
-    feeder = Feeder(cluster.bootstrap, topic).start()
+    # Keyed records round-robin at 500 a second.
+    feeder = SteadyProducer(
+        cluster.bootstrap, topic, PARTITIONS, rate=500, overrides={"retry.backoff.max.ms": 300}
+    )
+    feeder.start()
     try:
         wait_until(lambda: process.poll() is not None, timeout=90, interval=0.05)
         died_at = time.time()
         cluster.brokers[victim].process = None
-        time.sleep(3)  # keep writing while partitions and the coordinator move
+        # Keep writing while partitions and the coordinator move to the survivors.
+        wait_until(lambda: victim not in {n for n, _ in cluster.leaders(topic, via=1).values()}, timeout=60)
+        sent = feeder.sent
+        wait_until(lambda: feeder.sent >= sent + 500, timeout=30, interval=0.05)
     finally:
         feeder.stop()
+    feeder.finish()
     assert not feeder.log.errors, feeder.log.errors[:5]
     survivor = 1
     table = wait_until(lambda: load_table(cluster, survivor, topic), timeout=30)

@@ -16,8 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tabletopic.broker import wire_client
 from tabletopic.broker.topics import partitions_table
 from tabletopic.s3stream.db import ObjectState, objects_table, ranges_table
-from tests.support.cluster import LocalCluster, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, new_topic, placed, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -141,9 +140,7 @@ def test_the_controller_merges_every_brokers_small_objects_losing_nothing(
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"merged-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.bootstrap, topic, 3)
-    leaders = placed(cluster, topic, 3)
+    topic, leaders = new_topic(cluster, "merged", 3)
     assert len({node for node, _ in leaders.values()}) > 1
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5, "acks": "all"})
     for round_ in range(ROUNDS):  # small objects: uploads of a flush or a few

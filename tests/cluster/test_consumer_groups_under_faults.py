@@ -12,66 +12,23 @@ every partition that had moved; a fresh consumer (what earlier tests used) never
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, wait_until
-from tests.support.kafka_clients import create_topic, failover_producer
+from tests.support.cluster import LocalCluster, move_with_cli, new_topic, wait_until
+from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 PARTITIONS = 6
 RATE = 300  # records per second
-
-
-class SteadyWriter:
-    """An idempotent acks=all producer writing ``RATE`` records a second from a thread, keeping
-    what was acknowledged."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.acked: set[bytes] = set()
-        self.failed: list[str] = []
-        self._topic = topic
-        self._stop = threading.Event()
-        self._producer = Producer(failover_producer(bootstrap))
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
-        if err is None:
-            self.acked.add(msg.value())
-        else:
-            self.failed.append(str(err))
-
-    def _run(self) -> None:
-        sent, started = 0, time.monotonic()
-        while not self._stop.is_set():
-            due = int((time.monotonic() - started) * RATE)
-            while sent < due:
-                value = f"r-{sent}".encode()
-                self._producer.produce(
-                    self._topic, value, partition=sent % PARTITIONS, on_delivery=self._delivered
-                )
-                sent += 1
-            self._producer.poll(0.01)
-
-    def __enter__(self) -> SteadyWriter:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        assert self._producer.flush(120) == 0
 
 
 class GroupMember:
@@ -162,13 +119,11 @@ def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_ki
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"groups-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "groups", PARTITIONS)
     groups = {"confluent": f"cg-{uuid.uuid4().hex[:6]}", "kafka-python": f"kp-{uuid.uuid4().hex[:6]}"}
     bootstrap = cluster.bootstrap
     members: list[GroupMember] = []
-    with SteadyWriter(bootstrap, topic) as writer:
+    with SteadyProducer(bootstrap, topic, PARTITIONS, rate=RATE) as writer:
         members += [confluent_member(bootstrap, topic, groups["confluent"]) for _ in range(2)]
         members.append(kafka_python_member(bootstrap, topic, groups["kafka-python"]))
         wait_until(lambda: all(m.seen for m in members), timeout=60)
@@ -183,21 +138,7 @@ def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_ki
         # 2. A planned move of partition 1.
         source = cluster.leaders(topic)[1][0]
         target = next(n for n in (1, 2, 3) if n != source and n in cluster.running())
-        move = ["partitions", "move", topic, "1", "--to", str(target)]
-        moved = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tabletopic",
-                *move,
-                "--bootstrap-server",
-                cluster.brokers[source].bootstrap,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert moved.returncode == 0, moved.stderr
+        move_with_cli(cluster, topic, 1, target, via=source)
         wait_until(lambda: cluster.leaders(topic)[1][0] == target, timeout=30)
 
         # 3. The controller dies; it comes back.
@@ -208,12 +149,14 @@ def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_ki
         cluster.start(controller)
         wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in cluster.running()), timeout=30)
         epochs = {p: epoch for p, (_, epoch) in cluster.leaders(topic).items()}
-    assert not writer.failed
+    assert not writer.log.errors
     assert epochs[0] > leaders[0][1] and epochs[1] > leaders[1][1]  # both partitions changed leader
 
     try:
         for group in groups.values():
-            _wait_for_every_record(writer.acked, [m for m in members if m.name.startswith(group)], group)
+            _wait_for_every_record(
+                writer.acked_values(), [m for m in members if m.name.startswith(group)], group
+            )
         for group in groups.values():
             wait_until(partial(_committed_at_end, cluster.bootstrap, topic, group), timeout=30, interval=1)
     finally:
@@ -228,7 +171,7 @@ def _wait_for_every_record(acked: set[bytes], members: list[GroupMember], group:
     try:
         wait_until(lambda: not missing(), timeout=60, interval=0.5)
     except TimeoutError as exc:
-        gone = sorted(int(v.split(b"-")[1]) for v in missing())
+        gone = sorted(int(v.split()[1]) for v in missing())
         by_partition = Counter(n % PARTITIONS for n in gone)
         first = {p: next(n for n in gone if n % PARTITIONS == p) for p in sorted(by_partition)}
         raise AssertionError(

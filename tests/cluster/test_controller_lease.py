@@ -24,7 +24,7 @@ def test_a_controller_stalled_mid_transaction_loses_its_locks_and_the_lease_move
     stalled = engine.connect()
     stalled.begin()  # the controller's round, frozen after locking its row
     stalled.execute(sa.select(controller_table).with_for_update()).all()
-    time.sleep(0.3)  # its lease has expired
+    time.sleep(0.3)  # the subject: its 0.2 s lease runs out while it holds the row
 
     taken: list[int | None] = []
     contender = threading.Thread(target=lambda: taken.append(meta.acquire_controller(2, 1, lease_s=3.0)))

@@ -13,48 +13,19 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, produce_raw, produce_raw_answer, wait_until
-from tests.support.kafka_clients import create_topic, failover_producer
+from tests.support.cluster import LocalCluster, new_topic, placed, produce_raw, produce_raw_answer, wait_until
+from tests.support.kafka_clients import failover_producer, read_values
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 PARTITIONS = 12
 
 
-def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(values) < expected and time.monotonic() < deadline:
-            for msg in consumer.consume(500, 1.0):
-                if msg.error() is None:
-                    values.append(msg.value())
-                elif msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise AssertionError(msg.error())
-        # Anything beyond the expected count would be a duplicate: read a little longer.
-        for msg in consumer.consume(500, 2.0):
-            if msg.error() is None:
-                values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
-
-
 def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_killed(
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"failover-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "failover", PARTITIONS)
     victim = leaders[0][0]
     acked: list[bytes] = []
     failed: list[str] = []
@@ -73,7 +44,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
     for i in range(total):
         producer.produce(topic, value=f"m-{i}".encode(), partition=i % PARTITIONS, on_delivery=delivered)
         producer.poll(0)
-        time.sleep(0.002)
+        time.sleep(0.002)  # the subject: a steady rate across the kill
         if i == total // 3:
             process = cluster.brokers[victim].process
             assert process is not None
@@ -88,7 +59,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
     new_leaders = placed(cluster, topic, PARTITIONS)
     assert all(node != victim for node, _ in new_leaders.values())
     assert new_leaders[0][1] > leaders[0][1]  # a newer leader epoch
-    values = _read_all(cluster.bootstrap, topic, len(acked))
+    values = read_values(cluster.bootstrap, topic, PARTITIONS, len(acked), linger=2.0)
     counts = Counter(values)
     duplicates = [v for v, n in counts.items() if n > 1]
     assert not duplicates, duplicates[:5]
@@ -98,9 +69,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
 
 def test_a_paused_broker_whose_lease_was_taken_cannot_acknowledge(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"paused-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 3)
-    leaders = placed(cluster, topic, 3)
+    topic, leaders = new_topic(cluster, "paused", 3)
     victim, _ = leaders[0]
     wait_until(lambda: produce_raw(cluster, victim, topic, 0, b"before") == 0, timeout=10)
     process = cluster.brokers[victim].process

@@ -21,8 +21,7 @@ from tabletopic import database
 from tabletopic.broker.groups.store import GroupStore
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, group_slot
 from tabletopic.cluster.db import ClusterMetadata, partitions_table
-from tests.support.cluster import LocalCluster, find_coordinator, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, find_coordinator, new_topic, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -75,17 +74,15 @@ def _unchanged(read: Callable[[], Any], expected: Any, seconds: float, interval:
     while (elapsed := time.monotonic() - start) < seconds:
         value = read()
         assert value == expected, f"rewritten {elapsed:.1f} s after the restart: {value} (was {expected})"
-        time.sleep(interval)
+        time.sleep(interval)  # the subject: watching that something does not happen
 
 
 def test_a_restarted_broker_does_not_rewrite_a_group_another_broker_coordinates(
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"fenced-{uuid.uuid4().hex[:8]}"
+    topic, _ = new_topic(cluster, "fenced", 2)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 2)
-    placed(cluster, topic, 2)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i in range(20):
         producer.produce(topic, value=f"v{i}".encode(), partition=i % 2)

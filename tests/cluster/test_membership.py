@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from tests.support.broker_process import BrokerProcess
-from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.cluster import LocalCluster, new_topic, placed, produce_raw, wait_until
 from tests.support.kafka_clients import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -77,10 +77,8 @@ def test_a_group_resumes_from_committed_offsets_when_its_coordinator_dies(
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"group-{uuid.uuid4().hex[:8]}"
+    topic, _ = new_topic(cluster, "group", 3)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 3)
-    placed(cluster, topic, 3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i in range(60):
         producer.produce(topic, value=f"v{i}".encode(), partition=i % 3)

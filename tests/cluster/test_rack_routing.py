@@ -8,16 +8,14 @@ a client of another zone."""
 from __future__ import annotations
 
 import re
-import time
-import uuid
 from collections import Counter
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
-from tests.support.cluster import LocalCluster, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.kafka_clients import read_values
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -35,42 +33,9 @@ def metric(cluster: LocalCluster, node: int, name: str, label: str) -> float:
     return total
 
 
-def read_all(bootstrap: str, topic: str, settings: dict[str, str], expected: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"zone-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-            **settings,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values: list[bytes] = []
-    try:
-
-        def done() -> bool:
-            for msg in consumer.consume(500, 0.5):
-                if msg.error() is None:
-                    values.append(msg.value())
-                elif msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise AssertionError(msg.error())
-            return len(values) >= expected
-
-        wait_until(done, timeout=60, interval=0)
-        for msg in consumer.consume(500, 1.0):  # anything more would be a duplicate
-            if msg.error() is None:
-                values.append(msg.value())
-    finally:
-        consumer.close()
-    return values
-
-
 def test_rack_aware_clients_never_cross_zones(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"zones-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "zones", PARTITIONS)
     assert {n for n, _ in leaders.values()} == {1, 2, 3}
     before = {
         n: metric(cluster, n, "tabletopic_cross_zone_bytes", d) for n in (1, 2, 3) for d in ("in", "out")
@@ -103,10 +68,18 @@ def test_rack_aware_clients_never_cross_zones(healthy_cluster: LocalCluster) -> 
     assert metric(cluster, 1, "tabletopic_zone_routed_bytes", "handoff") > handed
 
     expected = {f"z-{i}".encode() for i in range(MESSAGES)}
-    kip392 = read_all(cluster.bootstrap, topic, {"client.rack": "b"}, MESSAGES)
+    kip392 = read_values(
+        cluster.bootstrap, topic, PARTITIONS, MESSAGES, {"fetch.wait.max.ms": 100, "client.rack": "b"}
+    )
     assert Counter(kip392) == Counter(expected)
     assert metric(cluster, 2, "tabletopic_zone_routed_bytes", "read") > read_b
-    by_client_id = read_all(cluster.bootstrap, topic, {"client.id": "reports&automq_az=c"}, MESSAGES)
+    by_client_id = read_values(
+        cluster.bootstrap,
+        topic,
+        PARTITIONS,
+        MESSAGES,
+        {"fetch.wait.max.ms": 100, "client.id": "reports&automq_az=c"},
+    )
     assert Counter(by_client_id) == Counter(expected)
     assert metric(cluster, 3, "tabletopic_zone_routed_bytes", "read") > read_c
 
@@ -123,25 +96,24 @@ def test_a_client_of_another_zone_talking_to_a_leader_is_counted(healthy_cluster
     from tests.support.raw_kafka_client import connect, decode_response, encode_request, read_frame
 
     cluster = healthy_cluster
-    topic = f"zones-ctl-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 3)
-    leaders = placed(cluster, topic, 3)
+    topic, leaders = new_topic(cluster, "zones-ctl", 3)
     partition, (leader, _) = next((p, lead) for p, lead in leaders.items() if lead[0] == 1)
     before = metric(cluster, 1, "tabletopic_cross_zone_bytes", "in")
     sock = connect(cluster.brokers[1].bootstrap)
     try:
         # The placement is decided before the leader has opened the partition's stream; until it
         # has, the leader answers NOT_LEADER_OR_FOLLOWER (retriable) as Kafka does, so retry.
-        deadline = time.monotonic() + 30
-        while True:
+        codes: list[int] = []
+
+        def answered() -> bool:
             request = produce_request(topic, partition, make_batch([b"x" * 100]))
             sock.sendall(encode_request(request, 1, client_id="legacy&automq_az=b"))
             _, answer = decode_response(read_frame(sock), request.__api_key__, request.__version__)
-            code = answer.responses[0].partition_responses[0].error_code.value
-            if code != 6 or time.monotonic() > deadline:  # 6: NOT_LEADER_OR_FOLLOWER
-                break
-            time.sleep(0.2)
-        assert code == 0
+            codes.append(answer.responses[0].partition_responses[0].error_code.value)
+            return codes[-1] != 6  # 6: NOT_LEADER_OR_FOLLOWER
+
+        wait_until(answered, timeout=30, interval=0.2)
+        assert codes[-1] == 0, codes
     finally:
         sock.close()
     assert leader == 1

@@ -3,76 +3,16 @@ and receives partitions, and SIGTERM drains a broker's partitions before it exit
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import threading
 import time
-import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
-from tests.support.kafka_clients import create_topic, failover_producer
+from tests.support.cluster import LocalCluster, move_with_cli, new_topic, produce_raw, wait_until
+from tests.support.kafka_clients import read_values
+from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
-
-
-class SteadyProducer:
-    """An idempotent acks=all producer writing to every partition of a topic from a thread."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.topic, self.partitions = topic, partitions
-        self.acked: list[bytes] = []
-        self.failed: list[str] = []
-        self.sent = 0
-        self._stop = threading.Event()
-        self._producer = Producer(failover_producer(bootstrap))
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _delivered(self, err: KafkaError | None, msg: object) -> None:
-        if err is not None:
-            self.failed.append(str(err))
-        else:
-            self.acked.append(msg.value())  # type: ignore[attr-defined]
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            value = f"{self.topic}-{self.sent}".encode()
-            self._producer.produce(
-                self.topic, value=value, partition=self.sent % self.partitions, on_delivery=self._delivered
-            )
-            self.sent += 1
-            self._producer.poll(0)
-            time.sleep(0.003)
-
-    def __enter__(self) -> SteadyProducer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        assert self._producer.flush(60) == 0
-
-
-def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> Counter[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}"})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: Counter[bytes] = Counter()
-    deadline = time.monotonic() + 60
-    try:
-        while sum(values.values()) < expected and time.monotonic() < deadline:
-            for msg in consumer.consume(500, 1.0):
-                if msg.error() is None:
-                    values[msg.value()] += 1
-        for msg in consumer.consume(500, 1.0):
-            if msg.error() is None:
-                values[msg.value()] += 1
-    finally:
-        consumer.close()
-    return values
 
 
 def _led_by(cluster: LocalCluster, node: int) -> int:
@@ -81,45 +21,31 @@ def _led_by(cluster: LocalCluster, node: int) -> int:
 
 
 def _check_exactly_once(cluster: LocalCluster, load: SteadyProducer, partitions: int) -> None:
-    assert not load.failed, load.failed[:5]
-    assert len(load.acked) == load.sent
-    values = read_back(cluster.bootstrap, load.topic, partitions, len(load.acked))
-    assert set(load.acked) <= set(values)
+    assert not load.log.errors, load.log.errors[:5]
+    assert len(load.log.acked) == load.sent
+    values = Counter(read_values(cluster.bootstrap, load.topic, partitions, load.sent))
+    assert load.acked_values() <= set(values)
     assert max(values.values()) == 1
+
+
+def _wait_more_acks(load: SteadyProducer, more: int = 200) -> None:
+    """Let the steady load go on until ``more`` further records are acknowledged."""
+    before = len(load.log.acked)
+    wait_until(lambda: len(load.log.acked) >= before + more, timeout=60, interval=0.02)
 
 
 def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"move-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 6)
-    leaders = placed(cluster, topic, 6)
+    topic, leaders = new_topic(cluster, "move", 6)
     source, epoch = leaders[0]
     target = next(n for n in (1, 2, 3) if n != source)
     with SteadyProducer(cluster.bootstrap, topic, 6) as load:
-        time.sleep(1)
+        _wait_more_acks(load)
         started = time.monotonic()
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tabletopic",
-                "partitions",
-                "move",
-                topic,
-                "0",
-                "--to",
-                str(target),
-                "--bootstrap-server",
-                cluster.brokers[source].bootstrap,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, result.stderr
+        move_with_cli(cluster, topic, 0, target, via=source)
         wait_until(lambda: produce_raw(cluster, target, topic, 0, b"moved") == 0, timeout=10, interval=0.02)
         print(f"moved {topic}-0 from {source} to {target} in {time.monotonic() - started:.2f} s under load")
-        time.sleep(1)
+        _wait_more_acks(load)
     assert cluster.leaders(topic)[0] == (target, cluster.leaders(topic)[0][1])
     assert cluster.leaders(topic)[0][1] > epoch
     assert produce_raw(cluster, source, topic, 0, b"stale") != 0
@@ -128,18 +54,16 @@ def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) 
 
 def test_a_new_broker_receives_partitions_and_sigterm_drains_it(healthy_cluster: LocalCluster) -> None:
     cluster = healthy_cluster
-    topic = f"scale-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, 12)
-    placed(cluster, topic, 12)
+    topic, _ = new_topic(cluster, "scale", 12)
     with SteadyProducer(cluster.bootstrap, topic, 12) as load:
         cluster.start(4)
         try:
             # The balancer evens out partition counts over every topic of the shared cluster.
             wait_until(lambda: _led_by(cluster, 4) >= 2, timeout=30)
-            time.sleep(1)
+            _wait_more_acks(load)
             cluster.brokers[4].stop()  # SIGTERM: controlled shutdown
             assert _led_by(cluster, 4) == 0
-            time.sleep(1)
+            _wait_more_acks(load)
         finally:
             cluster.brokers[4].kill()
             del cluster.brokers[4]

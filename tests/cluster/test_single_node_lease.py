@@ -71,7 +71,7 @@ def test_a_lease_taken_over_after_it_expired_fails_its_next_renewal(postgres_url
         assert stalled.acquire().single is None
         assert other.acquire().single == "stalled"
         assert stalled.renew()
-        time.sleep(0.5)
+        time.sleep(0.5)  # the subject: the 0.3 s lease runs out
         assert other.acquire().single is None
         assert not stalled.renew()
         assert stalled.acquire().single == "other"

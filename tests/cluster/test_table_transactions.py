@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.support.cluster import LocalCluster, find_coordinator, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.kafka_clients import create_topic, transactional_producer
 from tests.support.table_node import table_configs
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -46,16 +46,7 @@ def _values(cluster: LocalCluster, topic: str) -> list[bytes]:
 def _transactional(cluster: LocalCluster, name: str, transactional_id: str | None = None) -> Producer:
     """A transactional producer, initialised (its id ``transactional_id``, or a new one)."""
     transactional_id = transactional_id or f"{name}-{uuid.uuid4().hex[:8]}"
-    producer = Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "transactional.id": transactional_id,
-            "transaction.timeout.ms": 60_000,
-            "linger.ms": 5,
-            "retry.backoff.ms": 50,
-            "retry.backoff.max.ms": 200,
-        }
-    )
+    producer = Producer(transactional_producer(cluster.bootstrap, transactional_id))
     producer.init_transactions(30)
     return producer
 

@@ -11,8 +11,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, find_coordinator, placed, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.cluster import LocalCluster, find_coordinator, new_topic, wait_until
+from tests.support.kafka_clients import transactional_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -20,17 +20,7 @@ PARTITIONS = 3
 
 
 def _producer(cluster: LocalCluster, transactional_id: str) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "transactional.id": transactional_id,
-            "transaction.timeout.ms": 60_000,
-            "linger.ms": 5,
-            "retry.backoff.ms": 50,
-            "retry.backoff.max.ms": 200,
-            "topic.metadata.refresh.interval.ms": 1000,
-        }
-    )
+    return Producer(transactional_producer(cluster.bootstrap, transactional_id))
 
 
 def _agreed_coordinator(cluster: LocalCluster, transactional_id: str) -> int | None:
@@ -81,9 +71,7 @@ def test_transactions_commit_and_abort_across_partitions_led_by_different_broker
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"txn-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    leaders = placed(cluster, topic, PARTITIONS)
+    topic, leaders = new_topic(cluster, "txn", PARTITIONS)
     transactional_id = f"tx-{uuid.uuid4().hex[:8]}"
     coordinator = wait_until(lambda: _agreed_coordinator(cluster, transactional_id))
     assert any(node != coordinator for node, _ in leaders.values())  # markers go to other brokers
@@ -131,9 +119,7 @@ def test_killing_the_coordinator_mid_transaction_never_leaves_it_half_visible(
     healthy_cluster: LocalCluster,
 ) -> None:
     cluster = healthy_cluster
-    topic = f"txnkill-{uuid.uuid4().hex[:8]}"
-    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
-    placed(cluster, topic, PARTITIONS)
+    topic, _ = new_topic(cluster, "txnkill", PARTITIONS)
     transactional_id = f"txk-{uuid.uuid4().hex[:8]}"
     victim = find_coordinator(cluster, 1, transactional_id)
     producer = _producer(cluster, transactional_id)

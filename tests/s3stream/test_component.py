@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from tabletopic.s3stream import fetch_slice, open_object_store
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, S3ObjectStoreSpec
 from tabletopic.s3stream.store import S3StreamStore
+from tests.support.waiting import wait_until_sync
 
 
 def _storage(config: Config) -> StorageComponent:
@@ -99,13 +99,17 @@ def test_serve_starts_and_stops_cleanly_on_sigint(tmp_path: Path) -> None:
     args = [sys.executable, "-c", STORAGE_ONLY_SERVE, "serve", "--data-dir", str(tmp_path)]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     output = b""
-    deadline = time.monotonic() + 60
     assert process.stdout is not None
     os.set_blocking(process.stdout.fileno(), False)
+
+    def up_or_gone() -> bool:
+        nonlocal output
+        assert process.stdout is not None
+        output += process.stdout.read() or b""
+        return b"tabletopic is up" in output or process.poll() is not None
+
     try:
-        while b"tabletopic is up" not in output and time.monotonic() < deadline and process.poll() is None:
-            output += process.stdout.read() or b""
-            time.sleep(0.1)
+        wait_until_sync(up_or_gone, timeout=60)
         assert b"s3stream started" in output and b"tabletopic is up" in output, output.decode(
             errors="replace"
         )

@@ -126,8 +126,8 @@ async def test_pipelined_batch_objects_fail_in_order_without_gaps_or_duplicates(
             payload = payload_for(sid, index * 1000 + round_number, 700)
             try:
                 acked[await store.append(sid, payload, 1)] = payload
-            except StorageUnavailable:
-                await asyncio.sleep(0.01)
+            except StorageUnavailable:  # back off until the breaker mends the store
+                await wait_until(lambda: not switchable.broken, interval=0.001, message="store mended")
 
     async def breaker() -> None:
         # Break the store once appends flow, mend it once a PUT has failed.

@@ -13,6 +13,7 @@ import pytest
 from tabletopic import database
 from tabletopic.s3stream.streams import StreamFenced, StreamNotFound
 from tests.support.store_harness import StoreHarness, local_object_settings, payload_for
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -85,7 +86,7 @@ async def test_close_uploads_pending_data_for_the_next_owner(shared: StoreHarnes
     sid = await a.create_stream()
     await a.open_stream(sid, 1, owner=1)
     pending = asyncio.create_task(a.append(sid, b"x" * 100, 1))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn, not a wait: the append must be pending when closing
     await a.close_stream(sid)  # closing waits for the upload of what is pending
     assert await pending == 0
     assert not a.is_open(sid)
@@ -103,15 +104,17 @@ async def test_fencing_one_stream_does_not_fail_the_others_in_the_same_batch_obj
     await a.open_stream(kept, 1, owner=1)
     gate = asyncio.Event()
     put = a.state.objects.put
+    held: list[object] = []
 
     async def held_put(*args: object, **kwargs: object) -> object:
+        held.append(args)
         await gate.wait()
         return await put(*args, **kwargs)  # type: ignore[arg-type]
 
     a.state.objects.put = held_put  # type: ignore[method-assign]
     lost = asyncio.create_task(a.append(moved, b"m" * 100, 1))
     safe = asyncio.create_task(a.append(kept, b"k" * 100, 1))
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: len(held) >= 1, message="both appends in one batch object's PUT")
     await b.open_stream(moved, 2, owner=2)  # taken over while both wait in one batch object's PUT
     gate.set()
     with pytest.raises(StreamFenced):
@@ -133,15 +136,18 @@ async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(sha
     gate = asyncio.Event()
     put = a.state.objects.put
 
+    held: list[object] = []
+
     async def held_put(*args: object, **kwargs: object) -> object:
+        held.append(args)
         await gate.wait()
         return await put(*args, **kwargs)  # type: ignore[arg-type]
 
     a.state.objects.put = held_put  # type: ignore[method-assign]
     first = asyncio.create_task(a.append(sid, payload_for(sid, 0, 300), 1))
-    await asyncio.sleep(0.05)  # sealed, its upload waiting in PUT
+    await wait_until(lambda: len(held) == 1, message="sealed, its upload waiting in PUT")
     second = asyncio.create_task(a.append(sid, payload_for(sid, 1, 300), 1))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: len(held) == 2, message="the second sealed behind it, waiting too")
     await b.open_stream(sid, 2, owner=2)
     gate.set()
     for append in (first, second):

@@ -194,7 +194,7 @@ async def test_a_cancelled_append_does_not_fail_the_others(harness: StoreHarness
     store = await harness.open()
     sid = await store.create_stream()
     tasks = [asyncio.ensure_future(store.append(sid, b"x" * 10, 1)) for _ in range(20)]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn, not a wait: the subject is cancelling an append in flight
     tasks[3].cancel()
     results = await asyncio.gather(*tasks, return_exceptions=True)
     assert isinstance(results[3], asyncio.CancelledError)

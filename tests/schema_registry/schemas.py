@@ -1,14 +1,6 @@
 """Schemas more than one registry test uses: an Avro record referring to another by name."""
 
-ADDRESS = {
-    "type": "record",
-    "name": "Address",
-    "namespace": "acme",
-    "fields": [{"name": "city", "type": "string"}],
-}
-ORDER = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "acme",
-    "fields": [{"name": "id", "type": "long"}, {"name": "ship_to", "type": "acme.Address"}],
-}
+from tests.support.schemas import avro_record
+
+ADDRESS = avro_record("Address", {"city": "string"}, namespace="acme")
+ORDER = avro_record("Order", {"id": "long", "ship_to": "acme.Address"}, namespace="acme")

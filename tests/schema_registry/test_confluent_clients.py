@@ -15,15 +15,11 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.schema_registry.schemas import ADDRESS, ORDER
 from tests.support.registry_process import RegistryProcess
+from tests.support.schemas import avro_record, proto_message_classes
 
 pytestmark = pytest.mark.integration
 
-USER_V1 = {
-    "type": "record",
-    "name": "User",
-    "namespace": "acme",
-    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}],
-}
+USER_V1 = avro_record("User", {"name": "string", "age": "int"}, namespace="acme")
 USER_V2 = {
     **USER_V1,
     "fields": [*USER_V1["fields"], {"name": "email", "type": ["null", "string"], "default": None}],
@@ -142,48 +138,14 @@ def test_json_schema_serializer_round_trips(client: SchemaRegistryClient) -> Non
 
 
 def _protobuf_messages() -> tuple[type, type]:
-    """Two message classes built from descriptors in code (no protoc): ``demo.Order`` importing
-    ``demo/money.proto`` so the serializer registers a reference too."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    money = descriptor_pb2.FileDescriptorProto(name="demo/money.proto", package="demo", syntax="proto3")
-    amount = money.message_type.add(name="Money")
-    amount.field.add(
-        name="units",
-        number=1,
-        type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
-        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    """``demo.Order`` importing ``demo/money.proto``, so the serializer registers a reference too."""
+    classes = proto_message_classes(
+        [
+            ("demo/money.proto", "demo", {"Money": {"units": "int64", "currency": "string"}}),
+            ("demo/order.proto", "demo", {"Order": {"id": "string", "total": ".demo.Money"}}),
+        ]
     )
-    amount.field.add(
-        name="currency",
-        number=2,
-        type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
-        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
-    )
-    order = descriptor_pb2.FileDescriptorProto(
-        name="demo/order.proto", package="demo", syntax="proto3", dependency=["demo/money.proto"]
-    )
-    message = order.message_type.add(name="Order")
-    message.field.add(
-        name="id",
-        number=1,
-        type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
-        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
-    )
-    message.field.add(
-        name="total",
-        number=2,
-        type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
-        type_name=".demo.Money",
-        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(money)
-    pool.Add(order)
-    return (
-        message_factory.GetMessageClass(pool.FindMessageTypeByName("demo.Order")),
-        message_factory.GetMessageClass(pool.FindMessageTypeByName("demo.Money")),
-    )
+    return classes["demo.Order"], classes["demo.Money"]
 
 
 def test_protobuf_serializer_round_trips_with_references(client: SchemaRegistryClient) -> None:

@@ -24,6 +24,7 @@ from confluent_kafka.schema_registry import (
 from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
 
 from tests.support.registry_process import RegistryProcess
+from tests.support.schemas import proto_message_classes
 
 pytestmark = pytest.mark.integration
 
@@ -133,21 +134,10 @@ def test_json_schema_cel_condition_is_enforced(client: SchemaRegistryClient) -> 
 
 def test_protobuf_cel_condition_is_enforced(client: SchemaRegistryClient) -> None:
     from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     if "PROTOBUF" not in client.get_schema_types():
         pytest.skip("the Protobuf format is not available on this registry")
-    proto = descriptor_pb2.FileDescriptorProto(name="pay.proto", package="rules", syntax="proto3")
-    message = proto.message_type.add(name="Pay")
-    message.field.add(
-        name="amount",
-        number=1,
-        type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
-        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
-    )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    pay = message_factory.GetMessageClass(pool.FindMessageTypeByName("rules.Pay"))
+    pay = proto_message_classes([("pay.proto", "rules", {"Pay": {"amount": "int32"}})])["rules.Pay"]
     name = topic()
     text = 'syntax = "proto3";\npackage rules;\n\nmessage Pay {\n  int32 amount = 1;\n}\n'
     register_with_rule(client, f"{name}-value", text, "PROTOBUF", "amount")

@@ -35,16 +35,16 @@ def unused_listener() -> str:
     return f"catalog.listener=http://127.0.0.1:{free_port()}"
 
 
+def sql_on(data_dir: Path, output_format: str) -> list[str]:
+    """``sql`` on ``data_dir``'s built-in catalog, served from the command's own process on a free
+    port, printing ``output_format``."""
+    return ["sql", "-d", str(data_dir), "-o", unused_listener(), "--format", output_format]
+
+
 def test_sql_runs_statements_prints_json_and_a_piped_shell_reads_the_same_table(tmp_path: Path) -> None:
     # No node runs: the command serves the built-in catalog from its own process on the data dir.
     first = tabletopic(
-        "sql",
-        "-d",
-        str(tmp_path),
-        "-o",
-        unused_listener(),
-        "--format",
-        "json",
+        *sql_on(tmp_path, "json"),
         "CREATE NAMESPACE IF NOT EXISTS shop; "
         "CREATE TABLE shop.orders (id bigint, item string) USING iceberg; "
         "INSERT INTO shop.orders VALUES (1, 'apple'), (2, 'pear; ripe'); "
@@ -61,13 +61,7 @@ def test_sql_runs_statements_prints_json_and_a_piped_shell_reads_the_same_table(
         assert noise not in first.stderr, first.stderr[-3000:]
 
     second = tabletopic(
-        "sql",
-        "-d",
-        str(tmp_path),
-        "-o",
-        unused_listener(),
-        "--format",
-        "csv",
+        *sql_on(tmp_path, "csv"),
         stdin="SELECT count(*) AS n,\n  max(id) AS top\nFROM shop.orders;\nSELECT * FROM shop.nope;\n",
     )
     assert second.returncode == 0, second.stderr[-3000:]

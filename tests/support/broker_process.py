@@ -3,7 +3,9 @@ node with a PLAINTEXT and a SASL_PLAINTEXT listener and two PLAIN users."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,3 +45,22 @@ class BrokerProcess(ServeProcess):
             "log.level": "INFO",
             **self.overrides,
         }
+
+
+def start_with_env(
+    broker: BrokerProcess, env: Mapping[str, str] | None = None, timeout: float = 90.0
+) -> BrokerProcess:
+    """Start (or restart) ``broker`` with ``env`` added to its environment for this start only (a
+    crash point, ``TABLETOPIC_CRASH_AT``). A crash point of an earlier start never leaks into it."""
+    env = env or {}
+    saved = {key: os.environ.get(key) for key in ("TABLETOPIC_CRASH_AT", *env)}
+    os.environ.pop("TABLETOPIC_CRASH_AT", None)
+    os.environ.update(env)
+    try:
+        return broker.start(timeout)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -3,9 +3,9 @@ one SeaweedFS bucket, for the cluster tests and the cluster bench."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable
+import subprocess
+import sys
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,10 +13,12 @@ from typing import Any
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, start_with_env
+from tests.support.kafka_clients import create_topic
 from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.ports import free_port
 from tests.support.raw_kafka_client import connect, roundtrip
+from tests.support.waiting import wait_until_sync
 
 # Renewals twice as often as by default so failover tests take seconds, with the default 3 s lease
 # (shorter ones expire on a loaded 2-core machine). Table jobs run in process: no JVM per broker.
@@ -94,17 +96,7 @@ class LocalCluster:
         if broker is None:
             broker = BrokerProcess(self.root / f"node-{node_id}", {**self.overrides(node_id, rack), **extra})
             self.brokers[node_id] = broker
-        saved = {k: os.environ.get(k) for k in ("TABLETOPIC_CRASH_AT", *(env or {}))}
-        os.environ.pop("TABLETOPIC_CRASH_AT", None)
-        os.environ.update(env or {})
-        try:
-            return broker.start()
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        return start_with_env(broker, env)
 
     def start_many(self, node_ids: list[int], racks: dict[int, str] | None = None) -> None:
         """Start brokers at once (each start mostly waits for Python to import)."""
@@ -150,18 +142,8 @@ class LocalCluster:
             broker.kill()
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception as exc:  # brokers coming and going refuse connections meanwhile
-            last = exc
-        time.sleep(interval)
-    raise TimeoutError(f"condition not met within {timeout} s (last error: {last})")
+# The cluster tests and the benches import the blocking wait from here under this name.
+wait_until = wait_until_sync
 
 
 def placed(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
@@ -185,6 +167,29 @@ def placed(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, tupl
         return wait_until(same, timeout=30)
     finally:
         engine.dispose()
+
+
+def new_topic(cluster: LocalCluster, prefix: str, partitions: int) -> tuple[str, dict[int, tuple[int, int]]]:
+    """Create a topic named ``prefix-<random>`` (the cluster outlives every test, so each test's
+    topics are its own) and wait until it is :func:`placed`.
+
+    Returns:
+        The topic's name and ``{partition: (leader, leader epoch)}``.
+    """
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, partitions)
+    return topic, placed(cluster, topic, partitions)
+
+
+def move_with_cli(cluster: LocalCluster, topic: str, partition: int, target: int, via: int) -> None:
+    """``tabletopic partitions move TOPIC PARTITION --to TARGET`` through broker ``via``, as an
+    operator runs it; fails the test if the command does."""
+    command = ["partitions", "move", topic, str(partition), "--to", str(target)]
+    bootstrap = ["--bootstrap-server", cluster.brokers[via].bootstrap]
+    done = subprocess.run(
+        [sys.executable, "-m", "tabletopic", *command, *bootstrap], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.cluster import LocalCluster, wait_until
 from tests.support.postgres import PostgresServer
-from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.support.seaweedfs import SeaweedFS, s3_settings_of
 
 # One broker per zone, for the rack-aware routing tests (clients naming no zone are unaffected).
 RACKS = {1: "a", 2: "b", 3: "c"}
@@ -21,16 +21,7 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer, seaweedfs: SeaweedFS
 ) -> Iterator[LocalCluster]:
     url = postgres_server.create_database(f"cluster_{uuid.uuid4().hex[:8]}")
-    s3 = {
-        "s3.endpoint": seaweedfs.endpoint,
-        "s3.bucket": seaweedfs.bucket,
-        "s3.region": "us-east-1",
-        "s3.access.key": ACCESS_KEY,
-        "s3.secret.key": SECRET_KEY,
-        "s3.path.style": "true",
-        "s3.prefix": f"cluster-{uuid.uuid4().hex[:8]}/",
-    }
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"), url, s3)
+    local = LocalCluster(tmp_path_factory.mktemp("cluster"), url, s3_settings_of(seaweedfs, "cluster"))
     try:
         local.start_many([1, 2, 3], RACKS)
         wait_until(lambda: len(local.metadata(1).brokers) == 3, timeout=30)

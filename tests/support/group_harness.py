@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -28,6 +29,35 @@ from tabletopic.broker.groups.model import (
 RANGE: Protocols = (("range", b"range-meta"),)
 
 FAST = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=1)
+
+
+def join_request(
+    member_id: str = "",
+    protocols: Protocols = RANGE,
+    *,
+    instance: str | None = None,
+    client_id: str = "c",
+    session_ms: int = 10_000,
+    rebalance_ms: int = 30_000,
+    v4: bool = True,
+    v9: bool = False,
+    protocol_type: str = "consumer",
+) -> JoinRequest:
+    """A JoinGroup of group ``g`` from loopback; ``v4``: the member must rejoin with the id it is
+    given (JoinGroup v4+), ``v9``: it may skip the assignment (v9+)."""
+    return JoinRequest(
+        group_id="g",
+        member_id=member_id,
+        group_instance_id=instance,
+        client_id=client_id,
+        client_host="/127.0.0.1",
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=rebalance_ms,
+        protocol_type=protocol_type,
+        protocols=protocols,
+        require_known_member_id=v4,
+        supports_skip_assignment=v9,
+    )
 
 
 @dataclass
@@ -57,33 +87,10 @@ class Driver:
 
     # Requests ----------------------------------------------------------------------------------
 
-    def join(
-        self,
-        member_id: str = "",
-        protocols: Protocols = RANGE,
-        instance: str | None = None,
-        client_id: str = "c",
-        session_ms: int = 10_000,
-        rebalance_ms: int = 30_000,
-        v4: bool = True,
-        v9: bool = False,
-        protocol_type: str = "consumer",
-    ) -> int:
+    def join(self, member_id: str = "", protocols: Protocols = RANGE, **options: Any) -> int:
+        """Send :func:`join_request` (``options`` are its keyword arguments); returns the ticket."""
         ticket = next(self._tickets)
-        request = JoinRequest(
-            group_id="g",
-            member_id=member_id,
-            group_instance_id=instance,
-            client_id=client_id,
-            client_host="/127.0.0.1",
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=rebalance_ms,
-            protocol_type=protocol_type,
-            protocols=protocols,
-            require_known_member_id=v4,
-            supports_skip_assignment=v9,
-        )
-        self.apply(self.group.join(request, ticket))
+        self.apply(self.group.join(join_request(member_id, protocols, **options), ticket))
         return ticket
 
     def join_new(self, client_id: str = "c", **kwargs: object) -> tuple[str, int]:

@@ -33,6 +33,57 @@ def failover_producer(bootstrap: str, overrides: Mapping[str, object] | None = N
     return {**config, **(overrides or {})}
 
 
+def transactional_producer(bootstrap: str, transactional_id: str) -> dict[str, object]:
+    """confluent-kafka settings of a transactional producer that follows leader and coordinator
+    changes as quickly as :func:`failover_producer`. A record may wait no longer than the
+    transaction (librdkafka refuses a longer ``message.timeout.ms``)."""
+    timeouts = {"transaction.timeout.ms": 60_000, "message.timeout.ms": 60_000}
+    return failover_producer(bootstrap, {"transactional.id": transactional_id, **timeouts})
+
+
+def read_values(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    settings: Mapping[str, object] | None = None,
+    linger: float = 1.0,
+) -> list[bytes]:
+    """Every value of ``topic`` from the start, read by a fresh confluent-kafka consumer that
+    commits nothing: until ``expected`` values are in (60 s at most), then ``linger`` seconds more,
+    so a record delivered twice shows up beyond the expected count.
+
+    Args:
+        settings: consumer settings on top (``client.rack``, ``isolation.level``...).
+    """
+    import uuid
+
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    group = f"reader-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **(settings or {})}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+
+    def take(wait: float) -> None:
+        for msg in consumer.consume(500, wait):
+            if msg.error() is None:
+                values.append(msg.value())
+            elif msg.error().code() != KafkaError._PARTITION_EOF:
+                raise AssertionError(msg.error())
+
+    deadline = time.monotonic() + 60
+    try:
+        while len(values) < expected and time.monotonic() < deadline:
+            take(0.5)
+        take(linger)
+    finally:
+        consumer.close()
+    return values
+
+
 def make_messages(count: int, partitions: int, tag: str, headers: bool = True) -> list[Message]:
     result = []
     for i in range(count):

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.ports import free_port, wait_for_port
 from tests.support.processes import terminate
+from tests.support.waiting import wait_until_sync
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,13 +99,17 @@ class SparkStandalone:
         return self
 
     def _wait_registered(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
         log = self.root / "master.log"
-        while time.monotonic() < deadline:
+
+        def registered() -> bool:
             text = log.read_text(errors="replace") if log.exists() else ""
-            if text.count("Registering worker") >= self.workers:
-                return
-            time.sleep(0.2)
+            return text.count("Registering worker") >= self.workers
+
+        try:
+            wait_until_sync(registered, timeout=timeout, interval=0.2)
+            return
+        except TimeoutError:
+            pass
         raise TimeoutError(f"Spark workers did not register:\n{self.log_tail('master')}")
 
     def log_tail(self, name: str, chars: int = 3000) -> str:

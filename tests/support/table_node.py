@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,8 +21,9 @@ from typing import Any
 
 import httpx
 
-from tests.support.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess, start_with_env
 from tests.support.ports import free_port, wait_for_port
+from tests.support.waiting import wait_until_sync
 
 TABLE = "automq.table.topic."
 
@@ -105,7 +105,7 @@ class TableNode:
             }
         )
         self.env = dict(env or {})
-        _start_with_env(self.broker, self.env, timeout)
+        start_with_env(self.broker, self.env, timeout)
         wait_for_port(self.catalog_port, timeout)
         return self
 
@@ -199,16 +199,20 @@ class TableNode:
         self, topic: str, predicate: Callable[[dict[str, Any]], bool], timeout: float, what: str
     ) -> dict[str, Any]:
         """Poll ``/v1/tables/{topic}`` until ``predicate`` holds; fail with the last status and log."""
-        deadline = time.monotonic() + timeout
         status: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
-            try:
-                status = self.table_status(topic)
-            except httpx.HTTPError:
-                status = None
-            if status is not None and predicate(status):
-                return status
-            time.sleep(0.3)
+
+        def holds() -> bool:
+            nonlocal status
+            status = None  # an HTTP error leaves it unknown
+            status = self.table_status(topic)
+            return status is not None and predicate(status)
+
+        try:
+            wait_until_sync(holds, timeout=timeout, interval=0.3)
+            assert status is not None
+            return status
+        except TimeoutError:
+            pass
         raise AssertionError(
             f"{topic}: {what} not reached in {timeout}s; last status {status}\n--- log ---\n{self.log_tail()}"
         )
@@ -256,25 +260,6 @@ class TableNode:
         return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def _start_with_env(broker: BrokerProcess, env: Mapping[str, str], timeout: float) -> None:
-    """``BrokerProcess.start`` with extra environment variables (the crash-point variable)."""
-    if not env:
-        # A variable from an earlier start must not leak into this one.
-        os.environ.pop("TABLETOPIC_CRASH_AT", None)
-        broker.start(timeout)
-        return
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        broker.start(timeout)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def delivered_positions(messages: Iterable[Any]) -> set[tuple[int, int]]:
     return {(m.partition(), m.offset()) for m in messages}
 
@@ -300,7 +285,9 @@ class DeliveryLog:
 
     def end_offsets(self) -> dict[int, int]:
         ends: dict[int, int] = {}
-        for partition, offset in self.acked:
+        # A copy: a producer thread may still be adding acknowledgements (list() of a set runs
+        # without letting another thread in).
+        for partition, offset in list(self.acked):
             ends[partition] = max(ends.get(partition, 0), offset + 1)
         return ends
 
@@ -326,6 +313,12 @@ def assert_exactly_once(rows: list[dict[str, Any]], log: DeliveryLog) -> None:
 
 
 # Spark in the node: two local cores and a modest heap (CI is a 2-core box shared by every suite).
+# A node whose table jobs run in its own process (no Spark JVM): starts in seconds.
+INPROCESS_NODE_SETTINGS = {
+    "table.job.runner": "inprocess",
+    "table.coordinator.poll.interval.ms": "200",
+    "log.level": "INFO",
+}
 SPARK_NODE_SETTINGS = {
     "table.job.runner": "spark",
     "spark.master": "local[2]",

@@ -15,6 +15,17 @@ import pyarrow.compute as pc
 from tests.support.table_node import TableNode
 
 
+def admin_tables_cli(node: TableNode, *args: str) -> subprocess.CompletedProcess[str]:
+    """``tabletopic tables --admin-url <node's admin API> ARGS``: the CLI as a remote operator runs
+    it, knowing only the HTTP address."""
+    return subprocess.run(
+        [sys.executable, "-m", "tabletopic", "tables", "--admin-url", node.admin_url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def tables_cli(
     node: TableNode, *args: str, crash_at: str | None = None, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:

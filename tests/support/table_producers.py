@@ -5,11 +5,14 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tests.support.kafka_clients import failover_producer
 from tests.support.table_node import DeliveryLog, TableNode
 
 
@@ -90,3 +93,77 @@ def produce_bytes(
 ) -> DeliveryLog:
     """Produce pre-encoded values (good and poison alike) with acks=all, keys ``str(i)``."""
     return produce(node, topic, values, log=log)
+
+
+class SteadyProducer:
+    """An idempotent acks=all confluent-kafka producer writing ``rate`` records a second from a
+    thread until stopped: the load the crash, fault and cluster tests keep up through kills,
+    restarts and moves (librdkafka retries in-flight records idempotently once a leader answers).
+
+    Record n has the value ``record n`` and the key n (n % ``keys`` for upsert tables, so a key
+    always lands in the same partition), in partition key % ``partitions``. :attr:`log` keeps every
+    acknowledged (partition, offset) with its n, and every delivery error.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        rate: float = 300.0,
+        keys: int | None = None,
+        overrides: Mapping[str, object] | None = None,
+    ) -> None:
+        from confluent_kafka import Producer
+
+        self.topic, self.partitions, self.rate, self.keys = topic, partitions, rate, keys
+        self.log = DeliveryLog()
+        self.sent = 0
+        self._producer = Producer(failover_producer(bootstrap, overrides))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def value(n: int) -> bytes:
+        return f"record {n}".encode()
+
+    def acked_values(self) -> set[bytes]:
+        """The values of the records acknowledged so far."""
+        return {self.value(n) for n in list(self.log.values.values())}
+
+    def start(self) -> SteadyProducer:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        while not self._stop.is_set():
+            while self.sent < (time.monotonic() - started) * self.rate:
+                key = self.sent if self.keys is None else self.sent % self.keys
+                self._producer.produce(
+                    self.topic,
+                    self.value(self.sent),
+                    str(key).encode(),
+                    partition=key % self.partitions,
+                    on_delivery=self.log.callback(self.sent),
+                )
+                self.sent += 1
+            self._producer.poll(0.01)
+
+    def stop(self) -> None:
+        """Stop writing; records still in flight are delivered by :meth:`finish`."""
+        self._stop.set()
+        self._thread.join(30)
+
+    def finish(self, timeout: float = 120) -> DeliveryLog:
+        """Wait until every record sent is acknowledged (failing the test otherwise)."""
+        remaining = self._producer.flush(timeout)
+        assert remaining == 0, f"{remaining} records never acknowledged"
+        return self.log
+
+    def __enter__(self) -> SteadyProducer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self.finish()

@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 async def wait_until(
@@ -28,3 +29,23 @@ async def wait_until(
         if time.monotonic() >= deadline:
             raise TimeoutError(f"not true after {timeout}s: {message or getattr(predicate, '__name__', '?')}")
         await asyncio.sleep(interval)
+
+
+def wait_until_sync(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
+    """The blocking twin of :func:`wait_until`, for tests that drive real clients from threads or
+    processes: poll ``condition`` until it returns something true and return that value. An exception
+    from ``condition`` counts as "not yet" (brokers coming and going refuse connections meanwhile) and
+    is named in the ``TimeoutError`` if the deadline passes."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while True:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as exc:
+            last = exc
+        if time.monotonic() >= deadline:
+            name = getattr(condition, "__name__", "?")
+            raise TimeoutError(f"not true after {timeout}s: {name} (last error: {last})")
+        time.sleep(interval)

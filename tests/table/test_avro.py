@@ -11,13 +11,9 @@ import pytest
 
 from tabletopic.table.convert.avro import AvroDecoder, avro_to_arrow_type, parse_avro_schema
 from tabletopic.table.convert.avro_columnar import compile_decoder
-from tests.support.schemas import avro_bytes
+from tests.support.schemas import avro_bytes, avro_record
 
-INNER = {
-    "type": "record",
-    "name": "Inner",
-    "fields": [{"name": "x", "type": "int"}, {"name": "s", "type": "string"}],
-}
+INNER = avro_record("Inner", {"x": "int", "s": "string"})
 SCHEMA = {
     "type": "record",
     "name": "R",

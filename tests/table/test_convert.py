@@ -16,18 +16,16 @@ from tabletopic.table.convert.rows import (
     convert_records,
 )
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
-from tests.support.schemas import MemoryLookup, avro_bytes, wire
+from tests.support.schemas import (
+    TIMESTAMP_MILLIS,
+    MemoryLookup,
+    avro_bytes,
+    avro_record,
+    debezium_envelope,
+    wire,
+)
 
-USER_V1 = {
-    "type": "record",
-    "name": "User",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "name", "type": "string"},
-        {"name": "created", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-    ],
-}
+USER_V1 = avro_record("User", {"id": "int", "name": "string", "created": TIMESTAMP_MILLIS}, namespace="shop")
 USER_V2 = {
     **USER_V1,
     "fields": [
@@ -303,30 +301,8 @@ def test_protobuf_values_with_message_indexes_decode_to_structs() -> None:
     assert [f.offset for f in result.failures] == [102]
 
 
-DEBEZIUM_ROW = {
-    "type": "record",
-    "name": "Row",
-    "fields": [{"name": "id", "type": "int"}, {"name": "name", "type": ["null", "string"]}],
-}
-DEBEZIUM = {
-    "type": "record",
-    "name": "Envelope",
-    "namespace": "pg.public.users",
-    "fields": [
-        {"name": "before", "type": ["null", DEBEZIUM_ROW]},
-        {"name": "after", "type": ["null", "Row"]},
-        {
-            "name": "source",
-            "type": {
-                "type": "record",
-                "name": "Source",
-                "fields": [{"name": "db", "type": "string"}, {"name": "table", "type": "string"}],
-            },
-        },
-        {"name": "op", "type": "string"},
-        {"name": "ts_ms", "type": ["null", "long"]},
-    ],
-}
+DEBEZIUM_ROW = avro_record("Row", {"id": "int", "name": ["null", "string"]})
+DEBEZIUM = debezium_envelope(DEBEZIUM_ROW, "pg.public.users", null_defaults=False)
 
 
 def test_flatten_debezium_emits_row_images_and_cdc_for_create_update_delete() -> None:

@@ -28,6 +28,7 @@ from tabletopic.table.job import JobResult, JobSpec
 from tabletopic.table.lease import LeaseManager
 from tabletopic.table.ports import PartitionView, TopicView
 from tabletopic.table.worker import TableWorker
+from tests.support.waiting import wait_until
 
 
 @dataclass
@@ -224,7 +225,7 @@ class SlowRunner:
         self.seconds = seconds
 
     def run(self, spec: JobSpec) -> JobResult:
-        time.sleep(self.seconds)
+        time.sleep(self.seconds)  # the subject: a job's fixed cost
         return self.inner.run(spec)
 
 
@@ -248,24 +249,19 @@ async def test_the_coordinator_wakes_when_a_cycle_is_due_not_only_every_poll(nod
     coordinator.start()
     try:
         status = coordinator.pipelines
-        for _ in range(200):
-            await asyncio.sleep(0.05)
-            if "beats" in status and status["beats"].status.rows_committed == 1:
-                break
+
+        def committed(rows: int) -> bool:
+            return "beats" in status and status["beats"].status.rows_committed == rows
+
+        await wait_until(lambda: committed(1), interval=0.05, message="the first row committed")
         await node.produce(view, 0, [b"2"])
-        for _ in range(200):  # 10 s at most: well under the 30 s poll
-            await asyncio.sleep(0.05)
-            if status["beats"].status.rows_committed == 2:
-                break
-        assert status["beats"].status.rows_committed == 2
+        # 10 s at most: well under the 30 s poll.
+        await wait_until(lambda: committed(2), interval=0.05, message="the second row committed")
     finally:
         # Stopped between cycles, not inside one (a cycle cancelled mid-step leaves its thread
         # running against the store the fixture then closes).
         coordinator.pause("beats")
-        for _ in range(200):
-            if not coordinator._running_now():
-                break
-            await asyncio.sleep(0.05)
+        await wait_until(lambda: not coordinator._running_now(), interval=0.05, message="between cycles")
         await coordinator.stop()
 
 
@@ -603,7 +599,7 @@ async def test_a_helper_killed_during_a_job_has_that_job_rerun_on_the_large_runn
         await node.produce(view, 0, [b"a", b"b", b"c"])
         os.kill(helper, signal.SIGSTOP)  # the job is handed over and stays in flight ...
         cycle = asyncio.create_task(pipeline.run_cycle())
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # the subject: watching that the cycle does not end while the helper hangs
         assert not cycle.done() and large.jobs == 0
         os.kill(helper, signal.SIGKILL)  # ... until the helper dies under it
         assert await asyncio.wait_for(cycle, 30)

@@ -52,20 +52,20 @@ def test_a_no_op_job_runs_every_interval_only_while_no_job_is_running(
     try:
         wait_until(lambda: spark.jobs >= 3, timeout=5, interval=0.01)
         spark.active = [7]  # an ingest job keeps the workers busy: nothing to add
-        time.sleep(0.1)
+        time.sleep(0.1)  # the subject from here on: intervals pass (5 each) and nothing runs
         before = spark.jobs
-        time.sleep(0.1)
+        time.sleep(0.1)  # (the subject)
         assert spark.jobs == before
         spark.active, spark.fail = [], True
         caplog.set_level(logging.WARNING, logger="tabletopic.table.keep_warm")
-        time.sleep(0.2)
+        time.sleep(0.2)  # the subject: 10 failing intervals, logged once, not ten times
         assert len([r for r in caplog.records if "keep" in r.getMessage()]) == 1  # logged once
         spark.fail = False
         wait_until(lambda: spark.jobs > before, timeout=5, interval=0.01)
     finally:
         keeper.stop()
-    time.sleep(0.1)
+    time.sleep(0.1)  # the subject: intervals pass after stop() and nothing runs
     stopped_at = spark.jobs
-    time.sleep(0.1)
+    time.sleep(0.1)  # (the subject)
     assert spark.jobs == stopped_at
     assert list(idle_task(iter([1, 2]))) == [1, 2]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tabletopic.table.convert import native_avro
 from tabletopic.table.convert.avro import AvroDecoder
+from tests.support.schemas import avro_record
 
 PRIMITIVES = ["int", "long", "double", "string", "boolean", "bytes"]
 # Union branches the per-record decoder tells apart by the Python value (one per kind of value).
@@ -158,15 +159,7 @@ def test_native_and_per_record_decoding_give_identical_columns(
     assert column.equals(per_record)
 
 
-SIMPLE = {
-    "type": "record",
-    "name": "S",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "name", "type": "string"},
-        {"name": "t", "type": "int"},
-    ],
-}
+SIMPLE = avro_record("S", {"id": "long", "name": "string", "t": "int"})
 
 
 @pytest.mark.parametrize("damage", ["truncated", "extended"])

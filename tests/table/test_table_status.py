@@ -4,6 +4,7 @@ live high watermark, and lag in seconds as the age of the oldest record not yet 
 
 from __future__ import annotations
 
+import threading
 import time
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -12,6 +13,7 @@ from tabletopic.records.encoder import Record, build_batch
 from tabletopic.table.coordinator import PipelineStatus, TableCoordinator, TopicPipeline
 from tabletopic.table.ops.lag import LiveLagCollector
 from tabletopic.table.ops.status import COMMITS_PROPERTY, table_facts
+from tests.support.waiting import wait_until
 from tests.table.test_coordinator import Node, node  # noqa: F401 - the shared fixture
 
 QUIET = {"automq.table.topic.commit.interval.ms": "900000", "automq.table.topic.convert.value.type": "string"}
@@ -102,9 +104,12 @@ async def test_a_commit_triggered_during_a_cycle_runs_right_after_it(node: Node)
     from tabletopic.table.ingest_task import InProcessRunner
     from tabletopic.table.job import JobResult, JobSpec
 
+    began = threading.Event()
+
     class SlowRunner(InProcessRunner):
         def run(self, spec: JobSpec) -> JobResult:
-            time.sleep(0.5)
+            began.set()
+            time.sleep(0.5)  # the subject: a job that takes a while, so the trigger lands inside it
             return super().run(spec)
 
     ctx = CoordinatorContext(**{**node.ctx.__dict__, "runner": SlowRunner()})
@@ -112,7 +117,7 @@ async def test_a_commit_triggered_during_a_cycle_runs_right_after_it(node: Node)
     await node.produce(view, 0, [b"first"])
     coordinator = TableCoordinator(ctx)
     await coordinator.run_due(wait=False)  # a cycle starts (its job takes 0.5 s)
-    await asyncio.sleep(0.2)
+    await wait_until(began.is_set, message="the job runs")
     await node.produce(view, 0, [b"second"])
     coordinator.trigger("triggered")  # `tables commit` while that cycle runs
     await asyncio.gather(*coordinator._running.values())

@@ -1,8 +1,9 @@
 """The one shared ``tabletopic serve`` node (Spark runner) of the table end-to-end tests.
 
 Starting a node costs a Spark JVM (~10-15 s, ~500 MB), so every test that only needs *a* node shares
-this one and keeps to topic names of its own (:func:`topic_name`). Tests that kill nodes start their
-own (see ``test_kill_matrix.py``).
+this one and keeps to topic names of its own (:func:`topic_name`). The table-operation tests (rebuild,
+redrive, restarts) share one node with the in-process runner. Tests that kill nodes start their own
+(see ``test_kill_matrix.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.table_node import SPARK_NODE_SETTINGS, TableNode
+from tests.support.table_node import INPROCESS_NODE_SETTINGS, SPARK_NODE_SETTINGS, TableNode
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +22,16 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
     """A node with the Spark runner shared by the whole test session."""
     table_node = TableNode(Path(tmp_path_factory.mktemp("table-node")), dict(SPARK_NODE_SETTINGS))
     table_node.start(timeout=180)
+    yield table_node
+    table_node.stop()
+
+
+@pytest.fixture(scope="session")
+def inprocess_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
+    """A node with the in-process job runner shared by the whole session; a test that stops it
+    starts it again, and every test keeps to topics of its own."""
+    table_node = TableNode(Path(tmp_path_factory.mktemp("inprocess-node")), dict(INPROCESS_NODE_SETTINGS))
+    table_node.start()
     yield table_node
     table_node.stop()
 

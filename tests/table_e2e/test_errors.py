@@ -8,21 +8,14 @@ from typing import Any
 
 import pytest
 
+from tests.support.schemas import avro_record
 from tests.support.table_node import DeliveryLog, TableNode, table_configs, table_positions
 from tests.support.table_producers import avro_bytes, produce_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
-ITEM = {
-    "type": "record",
-    "name": "Item",
-    "fields": [{"name": "id", "type": "int"}, {"name": "label", "type": "string"}],
-}
-NOT_AN_ENVELOPE = {
-    "type": "record",
-    "name": "Plain",
-    "fields": [{"name": "id", "type": "int"}],
-}
+ITEM = avro_record("Item", {"id": "int", "label": "string"})
+NOT_AN_ENVELOPE = avro_record("Plain", {"id": "int"})
 ENVELOPE = {
     "type": "record",
     "name": "Envelope",
@@ -52,7 +45,7 @@ def test_tolerance_none_stops_the_topic_naming_the_offset(node: TableNode, topic
     status = node.wait_status(topic_name, lambda s: s["state"] == "FAILED", 120, "state FAILED")
     assert "offset 7" in status["last_error"], status
     assert status["commits"] == 0 and status["committed_offsets"] in ({}, {"0": 0})
-    time.sleep(2)
+    time.sleep(2)  # the subject: watching that nothing is committed after the failure
     assert node.table_status(topic_name)["commits"] == 0  # type: ignore[index]
 
 

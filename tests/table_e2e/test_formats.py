@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from pyiceberg import types as it
 
-from tests.support.schemas import DEBEZIUM_ENVELOPE
+from tests.support.schemas import DEBEZIUM_ENVELOPE, TIMESTAMP_MILLIS, avro_record
 from tests.support.table_node import (
     DeliveryLog,
     TableNode,
@@ -29,35 +29,29 @@ from tests.support.table_producers import compile_proto, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
-ORDER_SCHEMA = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "e2e",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "quantity", "type": "long"},
-        {"name": "price", "type": "double"},
-        {"name": "item", "type": "string"},
-        {"name": "paid", "type": "boolean"},
-        {"name": "note", "type": ["null", "string"], "default": None},
-        {
-            "name": "address",
-            "type": {
-                "type": "record",
-                "name": "Address",
-                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
-            },
+ORDER_SCHEMA = avro_record(
+    "Order",
+    {
+        "id": "int",
+        "quantity": "long",
+        "price": "double",
+        "item": "string",
+        "paid": "boolean",
+        "note": ["null", "string"],
+        "address": {
+            "type": "record",
+            "name": "Address",
+            "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
         },
-        {"name": "tags", "type": {"type": "array", "items": "string"}},
-        {"name": "attrs", "type": {"type": "map", "values": "long"}},
-        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
-        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {
-            "name": "total",
-            "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
-        },
-    ],
-}
+        "tags": {"type": "array", "items": "string"},
+        "attrs": {"type": "map", "values": "long"},
+        "day": {"type": "int", "logicalType": "date"},
+        "ts": TIMESTAMP_MILLIS,
+        "total": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+    },
+    namespace="e2e",
+    defaults={"note": None},
+)
 
 EPOCH = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 

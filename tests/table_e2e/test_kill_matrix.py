@@ -9,7 +9,6 @@ run with the in-process runner, since a Spark JVM start per restart would domina
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -18,83 +17,28 @@ from pathlib import Path
 import pytest
 
 from tests.support.table_node import (
+    INPROCESS_NODE_SETTINGS,
     SPARK_NODE_SETTINGS,
     DeliveryLog,
     TableNode,
     table_configs,
     table_positions,
 )
+from tests.support.table_producers import SteadyProducer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 
-INPROCESS_SETTINGS = {
-    "table.job.runner": "inprocess",
-    "table.coordinator.poll.interval.ms": "200",
-    # A lease outlives a SIGKILL; the restarted node (same identity) takes it back at once.
-    "log.level": "INFO",
-}
+
+# The producers write through the node's restarts: records wait (up to 3 min) until it is back.
+RESTARTS = {"message.timeout.ms": 180_000, "reconnect.backoff.max.ms": 500}
 
 
 @pytest.fixture(scope="module")
 def crash_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
     """One node restarted per crash point (same data dir and ports each time)."""
-    node = TableNode(Path(tmp_path_factory.mktemp("crash-node")), dict(INPROCESS_SETTINGS))
+    node = TableNode(Path(tmp_path_factory.mktemp("crash-node")), dict(INPROCESS_NODE_SETTINGS))
     yield node
     node.kill()
-
-
-class SteadyProducer:
-    """Produces small acks=all batches from a thread until stopped; survives broker restarts
-    (librdkafka retries in-flight records idempotently once the node is back)."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int, keys: int | None = None) -> None:
-        from confluent_kafka import Producer
-
-        self.topic = topic
-        self.partitions = partitions
-        # ``keys``: record n has key n % keys, always in the same partition (upsert tables).
-        self.keys = keys
-        self.log = DeliveryLog()
-        self.producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 180_000,
-                "reconnect.backoff.max.ms": 500,
-            }
-        )
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.sent = 0
-
-    def start(self) -> SteadyProducer:
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for _ in range(20):
-                key = self.sent if self.keys is None else self.sent % self.keys
-                self.producer.produce(
-                    self.topic,
-                    key=str(key).encode(),
-                    value=f"record {self.sent}".encode(),
-                    partition=key % self.partitions,
-                    on_delivery=self.log.callback(self.sent),
-                )
-                self.sent += 1
-            self.producer.poll(0.1)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def finish(self, timeout: float = 120) -> DeliveryLog:
-        remaining = self.producer.flush(timeout)
-        assert remaining == 0, f"{remaining} records never acknowledged"
-        return self.log
 
 
 def assert_log_in_table_exactly_once(node: TableNode, topic: str, log: DeliveryLog) -> None:
@@ -128,7 +72,9 @@ def run_crash_point(
     node.start(env={"TABLETOPIC_CRASH_AT": point})
     upsert = {} if keys is None else {"upsert_enable": "true", "id_columns": "[_kafka_key]"}
     node.create_topic(topic, table_configs(convert_value_type="string", **upsert), partitions=partitions)
-    producer = SteadyProducer(node.bootstrap, topic, partitions, keys).start()
+    producer = SteadyProducer(
+        node.bootstrap, topic, partitions, rate=200, keys=keys, overrides=RESTARTS
+    ).start()
     try:
         died = node.wait_dead(120)
         assert died, f"the node never reached crash point {point}:\n{node.log_tail()}"
@@ -183,15 +129,15 @@ def test_random_sigkills_during_steady_produce_and_ingest(crash_node: TableNode)
         crash_node.stop()
     crash_node.start()
     crash_node.create_topic(topic, table_configs(convert_value_type="string"), partitions=3)
-    producer = SteadyProducer(crash_node.bootstrap, topic, 3).start()
+    producer = SteadyProducer(crash_node.bootstrap, topic, 3, rate=200, overrides=RESTARTS).start()
     rng = random.Random()
     try:
         for _ in range(2):
-            time.sleep(rng.uniform(2.0, 6.0))
+            time.sleep(rng.uniform(2.0, 6.0))  # the subject: kills at random moments of steady work
             crash_node.kill()
-            time.sleep(rng.uniform(0.0, 1.0))
+            time.sleep(rng.uniform(0.0, 1.0))  # the subject: and a random time down
             crash_node.start()
-        time.sleep(2)
+        time.sleep(2)  # the subject: steady work goes on against the restarted node
     finally:
         producer.stop()
     log = producer.finish()
@@ -208,7 +154,7 @@ def test_kill_inside_a_spark_task_write_then_restart_commits_everything_once(tmp
     try:
         node.start(env={"TABLETOPIC_CRASH_AT": "table.task_write"}, timeout=180)
         node.create_topic(topic, table_configs(convert_value_type="string"), partitions=2)
-        producer = SteadyProducer(node.bootstrap, topic, 2).start()
+        producer = SteadyProducer(node.bootstrap, topic, 2, rate=200, overrides=RESTARTS).start()
         try:
             node.wait_status(topic, lambda s: bool(s["last_error"]), 240, "a failed ingest job")
             status = node.table_status(topic)

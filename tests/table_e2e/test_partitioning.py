@@ -9,20 +9,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.schemas import TIMESTAMP_MILLIS, avro_record
 from tests.support.table_node import DeliveryLog, TableNode, assert_exactly_once, table_configs
 from tests.support.table_producers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
-EVENT = {
-    "type": "record",
-    "name": "Event",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "kind", "type": "string"},
-        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-    ],
-}
+EVENT = avro_record("Event", {"id": "long", "kind": "string", "ts": TIMESTAMP_MILLIS})
 START = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
 
 

@@ -6,9 +6,6 @@ over an existing Iceberg table from the current offsets on."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -17,17 +14,6 @@ from tests.support.table_node import DeliveryLog, TableNode, assert_exactly_once
 from tests.support.table_ops import corrupt, json_report, tables_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(500)]
-
-
-@pytest.fixture(scope="module")
-def ops_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
-    node = TableNode(
-        Path(tmp_path_factory.mktemp("rebuild-node")),
-        {"table.job.runner": "inprocess", "table.coordinator.poll.interval.ms": "200", "log.level": "INFO"},
-    )
-    node.start()
-    yield node
-    node.stop()
 
 
 class Trickle:
@@ -63,8 +49,10 @@ def produce(node: TableNode, topic: str, count: int, log: DeliveryLog) -> None:
     assert producer.flush(30) == 0
 
 
-def test_rebuild_repairs_a_corrupted_table_through_kill_9_while_ingest_goes_on(ops_node: TableNode) -> None:
-    node, topic = ops_node, "rebuilt_orders"
+def test_rebuild_repairs_a_corrupted_table_through_kill_9_while_ingest_goes_on(
+    inprocess_node: TableNode,
+) -> None:
+    node, topic = inprocess_node, "rebuilt_orders"
     node.create_topic(topic, table_configs(convert_value_type="string"), partitions=2)
     log = DeliveryLog()
     produce(node, topic, 400, log)
@@ -82,7 +70,7 @@ def test_rebuild_repairs_a_corrupted_table_through_kill_9_while_ingest_goes_on(o
         resumed = tables_cli(node, "rebuild", topic, "--quiet", "--round-records", "100")
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "(resumed)" in resumed.stdout, resumed.stdout
-        time.sleep(1)  # the live pipeline commits on top of the swapped-in table
+        node.wait_committed(topic, log.end_offsets())  # the live pipeline commits on the swapped-in table
         crashed = tables_cli(node, "rebuild", topic, "--quiet", crash_at="table.rebuild_before_swap")
         assert crashed.returncode == -9, crashed.stdout + crashed.stderr
         again = tables_cli(node, "rebuild", topic, "--quiet")
@@ -96,10 +84,10 @@ def test_rebuild_repairs_a_corrupted_table_through_kill_9_while_ingest_goes_on(o
     assert "tabletopic-rebuild" not in node.load_table(topic).metadata.refs
 
 
-def test_adopt_takes_over_an_existing_table_from_the_current_offsets(ops_node: TableNode) -> None:
+def test_adopt_takes_over_an_existing_table_from_the_current_offsets(inprocess_node: TableNode) -> None:
     import pyarrow as pa
 
-    node, topic = ops_node, "adopted_events"
+    node, topic = inprocess_node, "adopted_events"
     catalog = node.catalog()
     catalog.create_namespace_if_not_exists("default")
     legacy = catalog.create_table("default.legacy_events", schema=pa.schema([("legacy", pa.string())]))

@@ -9,24 +9,19 @@ import io
 import json
 import struct
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import fastavro
 import pytest
 
+from tests.support.schemas import avro_record
 from tests.support.table_node import TableNode, assert_exactly_once, table_configs
 from tests.support.table_ops import tables_cli
 from tests.support.table_producers import avro_bytes, produce_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
-ITEM = {
-    "type": "record",
-    "name": "Item",
-    "fields": [{"name": "id", "type": "int"}, {"name": "label", "type": "string"}],
-}
+ITEM = avro_record("Item", {"id": "int", "label": "string"})
 # The schema the late records were written with: registered only after they reached the DLQ.
 ITEM_V2 = {
     "type": "record",
@@ -34,17 +29,6 @@ ITEM_V2 = {
     "fields": [*ITEM["fields"], {"name": "note", "type": ["null", "string"], "default": None}],  # type: ignore[misc]
 }
 POISONED = (5, 11, 12, 20, 29)
-
-
-@pytest.fixture(scope="module")
-def redrive_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
-    node = TableNode(
-        Path(tmp_path_factory.mktemp("redrive-node")),
-        {"table.job.runner": "inprocess", "table.coordinator.poll.interval.ms": "200", "log.level": "INFO"},
-    )
-    node.start()
-    yield node
-    node.stop()
 
 
 def cli(node: TableNode, *args: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -63,8 +47,8 @@ def verify(node: TableNode, topic: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout[done.stdout.index("{") :]))
 
 
-def test_redrive_replays_fixed_dead_letters_exactly_once_through_kill_9(redrive_node: TableNode) -> None:
-    node, topic, dlq = redrive_node, "late_schema_items", "late_schema_items_dlq"
+def test_redrive_replays_fixed_dead_letters_exactly_once_through_kill_9(inprocess_node: TableNode) -> None:
+    node, topic, dlq = inprocess_node, "late_schema_items", "late_schema_items_dlq"
     node.create_topic(dlq, {})
     node.create_topic(topic, table_configs(convert_value_type="by_schema_id", errors_dlq_topic=dlq))
     first = avro_bytes(node, topic, ITEM, {"id": 0, "label": "l0"})
@@ -115,7 +99,7 @@ def test_redrive_replays_fixed_dead_letters_exactly_once_through_kill_9(redrive_
     assert status is not None and status["rows_committed"] == 40
 
 
-def test_redrive_names_a_topic_without_a_dead_letter_topic(redrive_node: TableNode) -> None:
-    redrive_node.create_topic("no_dlq_items", table_configs(convert_value_type="string"))
-    done = cli(redrive_node, "redrive", "no_dlq_items", "--quiet")
+def test_redrive_names_a_topic_without_a_dead_letter_topic(inprocess_node: TableNode) -> None:
+    inprocess_node.create_topic("no_dlq_items", table_configs(convert_value_type="string"))
+    done = cli(inprocess_node, "redrive", "no_dlq_items", "--quiet")
     assert done.returncode == 1 and "no dead-letter topic" in done.stderr, done.stderr

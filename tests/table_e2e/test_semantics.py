@@ -9,20 +9,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.schemas import TIMESTAMP_MILLIS, avro_record
 from tests.support.table_node import DeliveryLog, TableNode, table_configs
 from tests.support.table_producers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
-ACCOUNT = {
-    "type": "record",
-    "name": "Account",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "owner", "type": "string"},
-        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-    ],
-}
+ACCOUNT = avro_record("Account", {"id": "int", "owner": "string", "at": TIMESTAMP_MILLIS})
 FLATTEN = {"convert_value_type": "by_schema_id", "transform_value_type": "flatten"}
 
 

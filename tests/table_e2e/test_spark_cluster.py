@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from tests.support.ports import free_port, wait_for_port
 from tests.support.table_node import SPARK_NODE_SETTINGS, TableNode, assert_exactly_once, table_configs
 from tests.support.table_producers import produce
+from tests.support.waiting import wait_until_sync
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -75,16 +75,14 @@ def spark_cluster(tmp_path: Path) -> Iterator[str]:
                 tmp_path / "worker.log",
             )
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:  # the web UI (which reports workers) comes up after the RPC port
-                state = httpx.get(f"http://127.0.0.1:{ui}/json/", timeout=5).json()
-            except httpx.HTTPError:
-                state = {}
-            if state.get("aliveworkers", 0) >= 1:
-                break
-            time.sleep(0.5)
-        else:
+
+        def worker_alive() -> bool:  # the web UI (which reports workers) comes up after the RPC port
+            state = httpx.get(f"http://127.0.0.1:{ui}/json/", timeout=5).json()
+            return bool(state.get("aliveworkers", 0) >= 1)
+
+        try:
+            wait_until_sync(worker_alive, timeout=60, interval=0.5)
+        except TimeoutError:
             pytest.fail(f"no worker registered:\n{(tmp_path / 'worker.log').read_text()[-3000:]}")
         yield url
     finally:

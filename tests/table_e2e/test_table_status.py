@@ -5,25 +5,16 @@ after a restart."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from confluent_kafka import Producer
 
 from tests.support.table_node import TableNode, table_configs
+from tests.support.table_ops import admin_tables_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-INPROCESS_SETTINGS = {
-    "table.job.runner": "inprocess",
-    "table.coordinator.poll.interval.ms": "200",
-    "log.level": "INFO",
-}
 
 
 def produce(node: TableNode, topic: str, count: int) -> None:
@@ -38,15 +29,6 @@ def lag_metric(node: TableNode, topic: str) -> float:
     prefix = f'tabletopic_table_lag_records{{topic="{topic}"}}'
     line = next(x for x in text.splitlines() if x.startswith(prefix))
     return float(line.split()[-1])
-
-
-def tables_cli(node: TableNode, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tabletopic", "tables", "--admin-url", node.admin_url, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.mark.spark
@@ -69,16 +51,8 @@ def test_lag_before_the_first_commit_is_the_records_waiting_now(node: TableNode,
     assert lag_metric(node, topic_name) == 0
 
 
-@pytest.fixture(scope="module")
-def restart_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableNode]:
-    node = TableNode(Path(tmp_path_factory.mktemp("status-node")), dict(INPROCESS_SETTINGS))
-    node.start()
-    yield node
-    node.stop()
-
-
-def test_tables_list_after_a_restart_shows_rows_and_commits_from_the_table(restart_node: TableNode) -> None:
-    node = restart_node
+def test_tables_list_after_a_restart_shows_rows_and_commits_from_the_table(inprocess_node: TableNode) -> None:
+    node = inprocess_node
     topic = "restarted_orders"
     node.create_topic(topic, table_configs(convert_value_type="string"))
     produce(node, topic, 120)
@@ -89,12 +63,12 @@ def test_tables_list_after_a_restart_shows_rows_and_commits_from_the_table(resta
 
     node.stop()
     node.start()
-    listed = tables_cli(node, "list", "--json")
+    listed = admin_tables_cli(node, "list", "--json")
     assert listed.returncode == 0, listed.stderr
     mine = next(t for t in json.loads(listed.stdout) if t["topic"] == topic)
     assert mine["rows_committed"] == 180
     assert mine["commits"] == before["commits"] >= 2
     assert mine["last_commit_time"] is not None and mine["last_commit_snapshot"] is not None
     assert mine["lag_records"] == 0 and mine["high_watermarks"] == {"0": 180}
-    described = tables_cli(node, "describe", topic)
+    described = admin_tables_cli(node, "describe", topic)
     assert described.returncode == 0 and "180 rows" in described.stdout, described.stdout

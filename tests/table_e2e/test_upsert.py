@@ -8,22 +8,15 @@ from typing import Any
 
 import pytest
 
-from tests.support.schemas import DEBEZIUM_ENVELOPE
+from tests.support.schemas import DEBEZIUM_ENVELOPE, avro_record
 from tests.support.table_node import DeliveryLog, TableNode, table_configs
 from tests.support.table_producers import produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
-ACCOUNT = {
-    "type": "record",
-    "name": "Account",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "owner", "type": "string"},
-        {"name": "balance", "type": "long"},
-        {"name": "op", "type": "string", "default": "U"},
-    ],
-}
+ACCOUNT = avro_record(
+    "Account", {"id": "int", "owner": "string", "balance": "long", "op": "string"}, defaults={"op": "U"}
+)
 
 
 def serializer(node: TableNode, schema: dict[str, Any]) -> Any:
@@ -40,19 +33,22 @@ def by_key(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return keyed
 
 
-def test_upsert_keeps_the_latest_row_per_key(node: TableNode, topic_name: str) -> None:
-    node.create_topic(
-        topic_name,
-        table_configs(
-            convert_value_type="by_schema_id",
-            transform_value_type="flatten",
-            upsert_enable="true",
-            id_columns="[id]",
-        ),
-        partitions=2,
+def create_accounts_topic(node: TableNode, topic: str) -> Any:
+    """An upsert table topic of ``ACCOUNT`` values keyed by ``id`` (2 partitions); returns the
+    value serializer."""
+    upsert = table_configs(
+        convert_value_type="by_schema_id",
+        transform_value_type="flatten",
+        upsert_enable="true",
+        id_columns="[id]",
     )
+    node.create_topic(topic, upsert, partitions=2)
+    return serializer(node, ACCOUNT)
+
+
+def test_upsert_keeps_the_latest_row_per_key(node: TableNode, topic_name: str) -> None:
+    ser = create_accounts_topic(node, topic_name)
     log = DeliveryLog()
-    ser = serializer(node, ACCOUNT)
     # Round 1 inserts; round 2 updates half of them twice in one batch (the later wins); round 3 in a
     # later commit updates some again.
     rounds = [
@@ -144,18 +140,8 @@ def test_updates_and_tombstones_in_one_go_keep_the_upsert_table_running(
     # Issue 30's scenario end to end on a node: 1,000 rows committed, then 100 updates and 2
     # tombstones in one cycle. (With these Avro values the node did not fail before the fix either;
     # the repros that do are in tests/table/test_upsert_model.py and test_upsert_spark.py.)
-    node.create_topic(
-        topic_name,
-        table_configs(
-            convert_value_type="by_schema_id",
-            transform_value_type="flatten",
-            upsert_enable="true",
-            id_columns="[id]",
-        ),
-        partitions=2,
-    )
+    ser = create_accounts_topic(node, topic_name)
     log = DeliveryLog()
-    ser = serializer(node, ACCOUNT)
     rows = [{"id": i, "owner": f"o{i}", "balance": i, "op": "I"} for i in range(1000)]
     produce(node, topic_name, rows, ser, key=lambda _i, v: str(v["id"]), log=log)
     node.wait_committed(topic_name, log.end_offsets(), timeout=180)

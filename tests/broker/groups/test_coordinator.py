@@ -20,6 +20,7 @@ from tabletopic.broker.groups.model import (
     SyncRequest,
 )
 from tests.broker.conftest import make_coordinator
+from tests.support.group_harness import join_request as harness_join_request
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,16 +45,14 @@ def join_request(
     instance: str | None = None,
     client_id: str = "client",
 ) -> JoinRequest:
-    return JoinRequest(
-        group_id="g",
-        member_id=member_id,
-        group_instance_id=instance,
+    protocols = (("range", subscription.encode(topics or ["orders"])),)
+    return harness_join_request(
+        member_id,
+        protocols,
+        instance=instance,
         client_id=client_id,
-        client_host="/127.0.0.1",
-        session_timeout_ms=session_ms,
-        rebalance_timeout_ms=5_000,
-        protocol_type="consumer",
-        protocols=(("range", subscription.encode(topics or ["orders"])),),
+        session_ms=session_ms,
+        rebalance_ms=5_000,
     )
 
 
@@ -102,7 +101,7 @@ async def test_heartbeats_keep_a_member_alive_past_its_session_timeout(coordinat
     a = await join(coordinator, session_ms=300)
     await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {}))
     for _ in range(6):
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the subject: 0.6 s pass, twice the session timeout, with heartbeats
         assert await coordinator.heartbeat("g", a.member_id, None, 1) is ErrorCode.none
 
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import uuid
@@ -21,6 +22,7 @@ import pytest
 
 from tests.support import kafka_clients as clients
 from tests.support.broker_process import BrokerProcess
+from tests.support.waiting import wait_until_sync
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -76,7 +78,7 @@ class _GroupMember(threading.Thread):
                         return
                     if "REBALANCE_IN_PROGRESS" not in str(exc) and "ILLEGAL_GENERATION" not in str(exc):
                         raise
-                    time.sleep(0.05)
+                    time.sleep(0.05)  # an application's retry back-off, not a wait for a condition
             raise AssertionError("commit kept failing with REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION")
 
         def on_revoke(_consumer: object, _partitions: object) -> None:
@@ -92,7 +94,7 @@ class _GroupMember(threading.Thread):
                     self.consumed += 1
                 if batch:
                     commit()
-                    time.sleep(0.05)  # stay slow so rebalances happen mid-stream
+                    time.sleep(0.05)  # the subject: a slow consumer, so rebalances happen mid-stream
             commit()
         except BaseException as exc:  # surfaced by the test
             self.errors.append(exc)
@@ -112,11 +114,13 @@ def test_confluent_group_consumes_every_message_exactly_once_while_members_join_
     members: list[_GroupMember] = []
 
     def wait_for(count: int, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while len(seen) < count and time.monotonic() < deadline:
-            errors = [e for m in members for e in m.errors]
-            assert not errors, errors
-            time.sleep(0.05)
+        def reached_or_failed() -> bool:
+            return len(seen) >= count or any(m.errors for m in members)
+
+        with contextlib.suppress(TimeoutError):  # the assertions below say what went wrong
+            wait_until_sync(reached_or_failed, timeout=timeout, interval=0.05)
+        errors = [e for m in members for e in m.errors]
+        assert not errors, errors
         assert len(seen) >= count, f"stuck at {len(seen)} of {count}"
 
     def start() -> _GroupMember:
@@ -134,7 +138,7 @@ def test_confluent_group_consumes_every_message_exactly_once_while_members_join_
     first.leave.set()  # leaves mid-stream; its partitions move to the others
     first.join(30)
     wait_for(total)
-    time.sleep(1)  # anything delivered twice would show up now
+    time.sleep(1)  # the subject: watching that nothing more comes (a record delivered twice would)
     for member in members:
         member.leave.set()
     for member in members:

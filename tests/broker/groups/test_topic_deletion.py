@@ -3,12 +3,13 @@ same name does not resume from the old topic's positions."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.waiting import wait_until_sync
 
 pytestmark = pytest.mark.integration
 
@@ -28,15 +29,8 @@ def test_deleting_a_topic_forgets_its_committed_offsets(bootstrap: str) -> None:
         assert consumer.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 42
         for future in admin.delete_topics([topic]).values():
             future.result(30)
-        deadline = time.monotonic() + 20
-        while True:  # creation right after deletion may briefly see the old topic
-            try:
-                _create(admin, topic)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        # Creation right after deletion may briefly see the old topic.
+        wait_until_sync(lambda: _create(admin, topic) or True, timeout=20, interval=0.2)
         assert consumer.committed([TopicPartition(topic, 0)], timeout=10)[0].offset < 0
     finally:
         consumer.close()

@@ -22,6 +22,7 @@ from tests.support.broker_process import BrokerProcess
 from tests.support.ports import free_port
 from tests.support.table_node import table_configs
 from tests.support.tls_certs import CertFiles, TestCA
+from tests.support.waiting import wait_until_sync
 
 # SCRAM-SHA-512 users: the broker's own (inter-broker), an application granted by ACLs, one granted
 # nothing, and the HTTP services' read-write and read-only users.
@@ -262,18 +263,14 @@ def test_a_table_topic_is_committed_and_read_through_the_https_catalog(
     values = [f'{{"event": {i}}}'.encode() for i in range(5)]
     assert _produce(hardened_node.scram("alice"), EVENTS, values) == [None] * 5
     reader = ("reader", USERS["reader"])
-    deadline = time.monotonic() + 40
-    committed: dict[str, int] = {}
-    while committed.get("0", 0) < len(values):
-        assert time.monotonic() < deadline, f"table of {EVENTS} not committed: {committed}"
-        time.sleep(0.5)
-        answer = httpx.get(
-            f"{hardened_node.admin}/v1/tables/{EVENTS}", auth=reader, verify=hardened_node.trust
-        )
-        if answer.status_code == 200:
-            committed = answer.json()["committed_offsets"]
-        else:
-            assert answer.status_code == 404, answer.text  # not picked up yet
+
+    def all_committed() -> bool:
+        url = f"{hardened_node.admin}/v1/tables/{EVENTS}"
+        answer = httpx.get(url, auth=reader, verify=hardened_node.trust)
+        assert answer.status_code in (200, 404), answer.text  # 404: not picked up yet
+        return answer.status_code == 200 and answer.json()["committed_offsets"].get("0", 0) >= len(values)
+
+    wait_until_sync(all_committed, timeout=40, interval=0.5)
     # requests lets these variables override a session's own CA bundle (pyiceberg's ssl.cabundle).
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from tabletopic.http_auth import (
 from tests.support.broker_process import BrokerProcess
 from tests.support.ports import free_port
 from tests.support.tls_certs import TestCA
+from tests.support.waiting import wait_until_sync
 
 
 def _authenticator() -> HttpAuthenticator:
@@ -220,8 +220,9 @@ def test_a_bearer_token_ends_when_its_users_password_changes(http_node: SecureHt
     bearer = {"Authorization": f"Bearer {answer.json()['access_token']}"}
     assert httpx.get(f"{http_node.admin}/v1/topics", headers=bearer, verify=verify).status_code == 200
     create_scram_users(http_node.process.bootstrap, {"erin": "second"}, ("SCRAM-SHA-256",))
-    deadline = time.monotonic() + 10
-    while httpx.get(f"{http_node.admin}/v1/topics", headers=bearer, verify=verify).status_code != 401:
-        assert time.monotonic() < deadline, "the token outlived the password change"
-        time.sleep(0.2)
+    wait_until_sync(  # else the token outlived the password change
+        lambda: httpx.get(f"{http_node.admin}/v1/topics", headers=bearer, verify=verify).status_code == 401,
+        timeout=10,
+        interval=0.2,
+    )
     assert httpx.get(f"{http_node.catalog}/v1/namespaces", headers=bearer, verify=verify).status_code == 401
