@@ -139,7 +139,9 @@ def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flag
         assert result.returncode == 0, result.stderr
         return result.stdout
 
-    report = wait_until(lambda: (s := status()) and s.count("\norders\t") == 4 and s, timeout=30, interval=0.5)
+    report = wait_until(
+        lambda: (s := status()) and s.count("\norders\t") == 4 and s, timeout=30, interval=0.5
+    )
     assert re.search(r"^1\ta\t1\talive\t", report, re.M), report
     assert re.search(r"^2\tb\t1\talive\t", report, re.M), report
     assert "controller: broker" in report
