@@ -129,7 +129,7 @@ async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(sha
     """Two batch objects in flight when the stream is taken over: the first commit finds the
     stream fenced and drops it here; the second, prepared before, must not commit its data
     for the stream unchecked (it moved the new owner's end offset over unacknowledged batches)."""
-    a = await shared.open(owned_only=True, object_batch_bytes=100)
+    a = await shared.open(owned_only=True, object_batch_bytes=100, object_max_in_flight=2)
     b = await shared.open(owned_only=True)
     sid = await a.create_stream()
     await a.open_stream(sid, 1, owner=1)
