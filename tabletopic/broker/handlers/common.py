@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("tabletopic.broker.handlers")
 
 ZERO_UUID = uuid.UUID(int=0)
-READ_COMMITTED = 1  # Fetch and ListOffsets isolation_level: only what committed transactions wrote
 
 
 def field(request: Any, name: str, default: Any = None) -> Any:

@@ -25,11 +25,14 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import (
+from tabletopic.broker.handlers.common import field, not_served, partitions_response
+from tabletopic.broker.protocol.sentinels import (
+    EARLIEST,
+    EARLIEST_LOCAL,
+    LATEST,
+    LATEST_TIERED,
+    MAX_TIMESTAMP,
     READ_COMMITTED,
-    field,
-    not_served,
-    partitions_response,
 )
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import max_timestamp_of
@@ -38,8 +41,6 @@ from tabletopic.s3stream.streams import StreamError, StreamStore
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
-
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
 async def offset_for_timestamp(store: StreamStore, stream_id: int, target: int) -> tuple[int, int]:

@@ -66,7 +66,7 @@ from tabletopic.s3stream.streams import StreamError
 from tabletopic.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
-    from tabletopic.broker.service import BrokerService
+    from tabletopic.broker.ports import TxnHost
     from tabletopic.broker.transactions.cluster import TxnCluster
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def _now_ms() -> int:
 
 
 class TransactionCoordinator:
-    def __init__(self, broker: BrokerService, engine: Engine) -> None:
+    def __init__(self, broker: TxnHost, engine: Engine) -> None:
         self._broker = broker
         self.store = TxnStore(engine)
         self._writer = RowWriter(engine, "transaction-rows")

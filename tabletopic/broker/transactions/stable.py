@@ -18,21 +18,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.handlers.common import READ_COMMITTED
-from tabletopic.broker.handlers.list_offsets import LATEST
-from tabletopic.broker.security.inter_broker import BrokerUnreachable
+from tabletopic.broker.leadership import Leadership
+from tabletopic.broker.protocol.sentinels import LATEST, READ_COMMITTED
+from tabletopic.broker.security.inter_broker import BrokerUnreachable, InterBrokerClient
 
 if TYPE_CHECKING:
-    from tabletopic.broker.service import BrokerService
+    from tabletopic.broker.transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
 LIST_OFFSETS, LIST_OFFSETS_VERSION = 2, 4
 QUERY_TIMEOUT_S = 5.0
+
+
+class StableHost(Protocol):
+    """What the committed view reads of its broker (the broker service answers it)."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def leadership(self) -> Leadership: ...
+
+    @property
+    def transactions(self) -> TransactionCoordinator: ...
+
+    @property
+    def inter_broker_client(self) -> InterBrokerClient: ...
 
 
 class CommittedOffsets:
@@ -42,7 +58,7 @@ class CommittedOffsets:
         service: this broker (its leadership, transactions and inter-broker client).
     """
 
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: StableHost) -> None:
         self._service = service
 
     async def last_stable_offsets(
