@@ -83,7 +83,7 @@ async def test_a_broker_not_leading_the_partition_names_the_leader_and_appends_n
     "result",
     [
         AppendResult(base_offset=42, log_append_time=1_700_000_000_000, log_start_offset=3),
-        AppendResult.failed(ErrorCode.invalid_record, "refused", (RecordError(0, "no key"), RecordError(2, "x"))),
+        AppendResult.failed(ErrorCode.invalid_record, "no", (RecordError(0, "no key"), RecordError(2, "x"))),
         AppendResult.failed(ErrorCode.not_leader_or_follower, "moved"),
     ],
 )
