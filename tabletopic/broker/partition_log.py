@@ -36,6 +36,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.ports import OpenTransactions, PartitionHost
 from tabletopic.broker.producers import ProducerStates, SequenceCheck
+from tabletopic.broker.protocol.messages.produce import PartitionProduceResponse
 from tabletopic.broker.record_validation import RecordError, RecordValidator, Rejection
 from tabletopic.broker.topics import Topic
 from tabletopic.records.crc import whole_batch_crc
@@ -78,10 +79,11 @@ class AppendResult:
     ) -> AppendResult:
         return cls(code, message, record_errors=record_errors)
 
-    def response_fields(self) -> dict[str, Any]:
-        """The fields of a Produce partition response this result fills, named as Kafka's schema
-        names them (also the zone router's stored hand-over answer)."""
-        fields: dict[str, Any] = {
+    def response(self, index: int) -> PartitionProduceResponse:
+        """Partition ``index``'s entry of a Produce response (also the zone router's stored
+        hand-over answer)."""
+        response: PartitionProduceResponse = {
+            "index": index,
             "error_code": self.error_code,
             "error_message": self.error_message,
             "base_offset": self.base_offset,
@@ -89,15 +91,15 @@ class AppendResult:
             "log_start_offset": self.log_start_offset,
         }
         if self.record_errors:
-            fields["record_errors"] = [
+            response["record_errors"] = [
                 {"batch_index": error.batch_index, "batch_index_error_message": error.message}
                 for error in self.record_errors
             ]
-        return fields
+        return response
 
     @classmethod
-    def from_response_fields(cls, fields: Mapping[str, Any]) -> AppendResult:
-        """The result :meth:`response_fields` described (read back from JSON)."""
+    def from_response(cls, fields: Mapping[str, Any]) -> AppendResult:
+        """The result :meth:`response` described (read back from JSON)."""
         return cls(
             ErrorCode(int(fields["error_code"])),
             fields.get("error_message"),

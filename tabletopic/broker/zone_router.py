@@ -192,7 +192,7 @@ class ZoneRouter:
                 await self.objects.delete([key])
             except Exception:
                 log.debug("could not delete hand-over object %s", key, exc_info=True)
-        result = AppendResult.from_response_fields(answer)
+        result = AppendResult.from_response(answer)
         if result.error_code is ErrorCode.none:
             self.routed_bytes.labels("handoff").inc(len(records))
         return result
@@ -241,11 +241,7 @@ class ZoneRouter:
                     )
                     result = AppendResult.failed(ErrorCode.kafka_storage_error, str(exc))
                 # Stored as JSON, the shape a Produce partition response has (the code as a number).
-                answer = {
-                    "index": item.partition,
-                    **result.response_fields(),
-                    "error_code": int(result.error_code),
-                }
+                answer = {**result.response(item.partition), "error_code": int(result.error_code)}
                 try:
                     await self._db(self.handoffs.complete, item.handoff_id, answer)
                 except Exception as exc:

@@ -70,7 +70,7 @@ async def test_a_broker_not_leading_the_partition_names_the_leader_and_appends_n
         leadership=leadership,
         store=SimpleNamespace(start_append=lambda *args: appended.append(args)),
     )
-    log = PartitionLog(host)  # type: ignore[arg-type]
+    log = PartitionLog(host)
     result = await log.append("t", 0, make_batch([b"a"]))
     assert result.error_code is ErrorCode.not_leader_or_follower
     assert result.error_message == "broker 1 does not lead t-0 (broker 2 does, epoch 5)"
@@ -90,10 +90,10 @@ async def test_a_broker_not_leading_the_partition_names_the_leader_and_appends_n
 def test_append_result_survives_the_stored_hand_over_answer(result: AppendResult) -> None:
     """The zone router stores a result as JSON in the shape of a Produce partition response (the
     shape brokers of the previous release write and read) and reads it back unchanged."""
-    stored = {"index": 4, **result.response_fields(), "error_code": int(result.error_code)}
+    stored = {**result.response(4), "error_code": int(result.error_code)}
     answer = json.loads(json.dumps(stored))
     assert set(answer) - {"record_errors"} == {
         "index", "error_code", "error_message", "base_offset", "log_append_time", "log_start_offset"
     }  # fmt: skip
     assert ("record_errors" in answer) == bool(result.record_errors)
-    assert AppendResult.from_response_fields(answer) == result
+    assert AppendResult.from_response(answer) == result

@@ -20,21 +20,23 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.partition_log import AppendResult
+from tabletopic.broker.protocol.messages.produce import (
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-def partition_response(index: int, result: AppendResult) -> dict[str, Any]:
-    """A partition's entry of the Produce response."""
-    return {"index": index, **result.response_fields()}
-
-
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: ProduceRequest
+) -> ProduceResponse | None:
     acks = request.acks
     if acks not in (0, 1, -1):
         return _all_failed(request, ErrorCode.invalid_required_acks, f"acks={acks} is not 0, 1 or -1")
-    transactional_id = getattr(request, "transactional_id", None)
+    transactional_id = request.transactional_id
     router = broker.zone_router
     zone = None if router is None else router.zone_of(ctx)
     log = broker.partition_log
@@ -66,9 +68,9 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
     results = await asyncio.shield(appends)
     if acks == 0:
         return None
-    responses: dict[str, list[dict[str, Any]]] = {}
+    responses: dict[str, list[PartitionProduceResponse]] = {}
     for (name, index), result in zip(shape, results, strict=True):
-        responses.setdefault(name, []).append(partition_response(index, result))
+        responses.setdefault(name, []).append(result.response(index))
     return {
         "responses": [{"name": name, "partition_responses": parts} for name, parts in responses.items()],
         "throttle_time": 0,
@@ -81,17 +83,12 @@ def _retrieve(appends: asyncio.Future[Any]) -> None:
         appends.exception()
 
 
-def _all_failed(request: Any, code: ErrorCode, message: str) -> dict[str, Any]:
+def _all_failed(request: ProduceRequest, code: ErrorCode, message: str) -> ProduceResponse:
+    failed = AppendResult.failed(code, message)
     return {
         "responses": [
-            {
-                "name": topic_data.name,
-                "partition_responses": [
-                    partition_response(p.index, AppendResult.failed(code, message))
-                    for p in topic_data.partition_data
-                ],
-            }
-            for topic_data in request.topic_data
+            {"name": t.name, "partition_responses": [failed.response(p.index) for p in t.partition_data]}
+            for t in request.topic_data
         ],
         "throttle_time": 0,
     }
