@@ -108,7 +108,7 @@ async def partitions_response(
     answer: Callable[[BrokerService, str, Any], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any]:
     """The response of an API that answers each requested ``topics[].partitions[]`` entry on its
-    own (DeleteRecords, ListOffsets): ``answer(broker, topic name, partition entry)``, in order."""
+    own (DeleteRecords): ``answer(broker, topic name, partition entry)``, in order."""
     return {
         "throttle_time": 0,
         "topics": [
