@@ -17,10 +17,9 @@ from tabletopic.broker.cluster_role import ClusterRole
 from tabletopic.broker.groups.cluster import GroupCluster
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import group_config
-from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
-from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
+from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.record_validation import RecordValidator
 from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers, scram_handlers
 from tabletopic.broker.security.acls import AclService
@@ -115,7 +114,7 @@ class BrokerComponent:
         self._quotas = quotas
         guard, quota_guard = Guard(acls, service, guard_rules.RULES), QuotaGuard(quotas)
         dispatcher.wrap = lambda key, handler: quota_guard.wrap(key, guard.wrap(key, handler))
-        dispatcher.add(HANDLERS, service, MAX_VERSIONS)
+        dispatcher.add_broker_apis()
         dispatcher.add({17: _unused, 36: _unused}, None, MAX_VERSIONS)  # answered by the connection
         dispatcher.add(scram_handlers.HANDLERS, security.store, scram_handlers.MAX_VERSIONS)
         dispatcher.add(acl_handlers.HANDLERS, acls, acl_handlers.MAX_VERSIONS)
@@ -170,9 +169,9 @@ class BrokerComponent:
         service.byte_counter = role.record_bytes
         self._role = role
         router = ZoneRouter(
-            service,
+            service.partition_log,
             role,
-            self._storage.store,
+            self._storage.store.state.objects,
             self._engine,
             ZoneMap.parse(self._config.get(cluster_settings.CLIENT_ZONE_CIDRS) or ""),
             self._metrics,
@@ -223,12 +222,15 @@ class BrokerComponent:
 
         await service.transactions.set_offset_committer(commit_transaction_offsets)
         service.topic_deleted_hooks.append(groups.delete_topic_offsets)
-        handlers = dict(GROUP_HANDLERS)
-        if 10 in handlers:
-            handlers[10] = _coordinator_on_callers_listener(service, handlers[10])
-        if 9 in handlers:
-            handlers[9] = _offsets_after_transactions(service, handlers[9])
-        dispatcher.add(handlers, groups, GROUP_MAX_VERSIONS)
+
+        def adapt(handlers: dict[int, Any]) -> dict[int, Any]:
+            if 10 in handlers:
+                handlers[10] = _coordinator_on_callers_listener(service, handlers[10])
+            if 9 in handlers:
+                handlers[9] = _offsets_after_transactions(service, handlers[9])
+            return handlers
+
+        dispatcher.add_group_apis(groups, adapt)
 
     async def stop(self) -> None:
         if self._role is not None:  # controlled shutdown: hand partitions over while still serving

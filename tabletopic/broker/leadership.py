@@ -11,13 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from tabletopic.cluster.controller import group_slot
+from tabletopic.cluster.controller import PartitionKey, group_slot
+from tabletopic.cluster.node import ClusterNode
 
 __all__ = [
     "GROUP_SLOTS_TOPIC",
     "SLOT_TOPICS",
     "TXN_SLOTS_TOPIC",
     "BrokerEndpoint",
+    "ClusterMember",
     "Leadership",
     "SingleNode",
     "group_slot",
@@ -67,6 +69,25 @@ class Leadership(Protocol):
     async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[tuple[str, int]]:
         """Ask for ``(topic, partition, node)`` moves (node None cancels one); returns the
         partitions the controller does not know (yet)."""
+
+
+class ClusterMember(Leadership, Protocol):
+    """Leadership in a cluster, with what the coordinators and the zone router need besides:
+    this broker's membership and the group coordinator slots (the cluster role answers it)."""
+
+    @property
+    def node(self) -> ClusterNode:
+        """This broker's membership: node id and epoch, rack, the cluster's live nodes."""
+        ...
+
+    @property
+    def group_slots(self) -> int:
+        """``offsets.topic.num.partitions``: the coordinator slots consumer groups hash to."""
+        ...
+
+    def give_up(self, key: PartitionKey) -> None:
+        """Stop leading ``key`` (a coordinator slot) here until the placement is read again."""
+        ...
 
 
 class SingleNode:

@@ -28,17 +28,14 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from tabletopic.broker.ports import OpenTransactions, PartitionHost
 from tabletopic.records.columns import DecodedRecords, append_records
 from tabletopic.records.compression import decompress
 from tabletopic.records.encoder import Record, build_batch
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, BatchHeader, parse_stored_header
 from tabletopic.s3stream.streams import StoredBatch, StreamError
-
-if TYPE_CHECKING:
-    from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +129,16 @@ def compact_batches(
 
 
 class LogCleaner:
-    """The background task; :meth:`clean` runs one partition now (tests, the bench)."""
+    """The background task; :meth:`clean` runs one partition now (tests, the bench).
 
-    def __init__(self, broker: BrokerService) -> None:
+    Args:
+        broker: the topics, their leaders and the store.
+        open_transactions: where the last stable offset comes from (nothing past it is cleaned).
+    """
+
+    def __init__(self, broker: PartitionHost, open_transactions: OpenTransactions) -> None:
         self._broker = broker
+        self._open_transactions = open_transactions
         self._cleaned: dict[int, tuple[int, float]] = {}  # stream -> (end offset, monotonic time)
 
     async def run(self) -> None:
@@ -178,7 +181,7 @@ class LogCleaner:
             return 0
         info = self._broker.store.stream_info(stream_id)
         rules = CleaningRules(
-            cleanable_end=self._broker.transactions.partitions.last_stable_offset(stream_id, info.end_offset),
+            cleanable_end=self._open_transactions.last_stable_offset(stream_id, info.end_offset),
             now_ms=int(time.time() * 1000),
             min_lag_ms=int(self._broker.topic_config(topic, "min.compaction.lag.ms")),
             delete_retention_ms=int(self._broker.topic_config(topic, "delete.retention.ms")),

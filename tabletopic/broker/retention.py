@@ -22,15 +22,12 @@ import enum
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from tabletopic.broker import settings
 from tabletopic.broker.log_limit import RateLimitedLog
+from tabletopic.broker.ports import PartitionHost
 from tabletopic.records.header import max_timestamp_of
 from tabletopic.s3stream.streams import StreamError, StreamNotFound
-
-if TYPE_CHECKING:
-    from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +69,7 @@ class StreamIndex:
 
 
 class RetentionTask:
-    def __init__(self, broker: BrokerService, run_bytes: int = RUN_BYTES) -> None:
+    def __init__(self, broker: PartitionHost, run_bytes: int = RUN_BYTES) -> None:
         self._broker = broker
         self._indexes: dict[int, StreamIndex] = {}
         # Granularity of trims; tests lower it to one batch per run.

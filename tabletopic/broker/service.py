@@ -22,6 +22,7 @@ from tabletopic.broker.leadership import BrokerEndpoint, Leadership, SingleNode
 from tabletopic.broker.listeners import Endpoint
 from tabletopic.broker.log_cleaner import LogCleaner
 from tabletopic.broker.metrics import BrokerMetrics
+from tabletopic.broker.partition_log import PartitionLog
 from tabletopic.broker.producers import ProducerStates
 from tabletopic.broker.record_validation import RecordValidator
 from tabletopic.broker.retention import RetentionTask
@@ -74,9 +75,11 @@ class BrokerService:
         self._producer_id_limit = 0
         self._producer_id_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
-        self.retention = RetentionTask(self)
-        self.log_cleaner = LogCleaner(self)
         self.transactions = TransactionCoordinator(self, engine)
+        # Appends to the partitions (Produce, produce handed over by the zone router).
+        self.partition_log = PartitionLog(self)
+        self.retention = RetentionTask(self)
+        self.log_cleaner = LogCleaner(self, self.transactions.partitions)
         self.fetch_sessions = FetchSessionCache(config.get(settings.FETCH_SESSION_SLOTS))
         # Called with the topic name after a topic is deleted (the group coordinator forgets the
         # topic's committed offsets there).

@@ -6,7 +6,7 @@ byte crosses a zone between a client and a broker or between two brokers.
 - Metadata answers a client whose zone it knows (client.id, CIDR) with a broker of that zone as
   the leader of every partition, so its producer and consumer talk only to that broker.
 - Fetch: any broker serves any partition's committed data from object storage to clients of its
-  own zone (``SharedStreamStore.read_snapshot``); the leader answers a KIP-392 consumer of another zone
+  own zone (``S3StreamStore.read_snapshot``); the leader answers a KIP-392 consumer of another zone
   with ``preferred_read_replica`` naming a broker of the consumer's zone.
 - Produce to a broker that does not lead the partition, from a client of that broker's zone, is
   handed over to the leader through object storage (:mod:`tabletopic.cluster.handoff`).
@@ -23,23 +23,20 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 from prometheus_client import CollectorRegistry, Counter
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.produce import partition_error
+from tabletopic.broker.leadership import ClusterMember
+from tabletopic.broker.partition_log import AppendResult, PartitionLog
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.handoff import Handoffs, listen
 from tabletopic.cluster.zones import ZoneMap, client_zone, pick_broker_in_zone
-from tabletopic.s3stream.shared import SharedStreamStore
+from tabletopic.s3stream.objectstore import AsyncObjectStore
 from tabletopic.tasks import cancel_and_wait
-
-if TYPE_CHECKING:
-    from tabletopic.broker.cluster_role import ClusterRole
-    from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,18 +45,26 @@ HANDOFF_TIMEOUT_S = 30.0
 
 
 class ZoneRouter:
+    """Routing of one cluster broker.
+
+    Args:
+        log: where handed-over data is appended (the leader side of a hand-over).
+        role: this broker's place in the cluster.
+        objects: the object store hand-over data travels through.
+    """
+
     def __init__(
         self,
-        service: BrokerService,
-        role: ClusterRole,
-        store: SharedStreamStore,
+        log: PartitionLog,
+        role: ClusterMember,
+        objects: AsyncObjectStore,
         engine: Engine,
         zone_map: ZoneMap,
         metrics: CollectorRegistry | None = None,
     ) -> None:
-        self.service = service
+        self.partition_log = log
         self.role = role
-        self.store = store
+        self.objects = objects
         self.zone_map = zone_map
         self.handoffs = Handoffs(engine)
         self.cross_zone_bytes = Counter(
@@ -78,7 +83,7 @@ class ZoneRouter:
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="zone-router")
         self._locks: dict[PartitionKey, asyncio.Lock] = {}
-        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}  # stored answers
         self._submitted = asyncio.Event()
         self._done = asyncio.Event()
         self._stop = threading.Event()
@@ -159,37 +164,38 @@ class ZoneRouter:
 
     # Produce hand-over: proxy side -----------------------------------------------------------
 
-    async def handoff(self, topic: str, partition: int, records: bytes) -> dict[str, Any]:
+    async def handoff(self, topic: str, partition: int, records: bytes) -> AppendResult:
         """Hand one partition's Produce data to its leader through object storage and return the
-        leader's answer (a Produce partition response entry)."""
+        leader's append result."""
         key = f"handoff/{self.role.node.node_id}/{uuid.uuid4().hex}"
         lock = self._locks.setdefault((topic, partition), asyncio.Lock())
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         try:
             async with lock:  # one at a time per partition: the leader sees them in order
-                await self.store.state.objects.put(key, records)
+                await self.objects.put(key, records)
                 handoff_id = await self._db(self.handoffs.submit, topic, partition, key, len(records))
                 self._waiting[handoff_id] = future
             try:
                 answer = await asyncio.wait_for(asyncio.shield(future), HANDOFF_TIMEOUT_S)
             except TimeoutError:
                 await self._db(self.handoffs.abandon, handoff_id)
-                return partition_error(
-                    partition, ErrorCode.request_timed_out, "the leader did not take the data in time"
+                return AppendResult.failed(
+                    ErrorCode.request_timed_out, "the leader did not take the data in time"
                 )
             finally:
                 self._waiting.pop(handoff_id, None)
         except Exception as exc:
             log.warning("hand-over of %s-%d failed: %s", topic, partition, exc)
-            return partition_error(partition, ErrorCode.kafka_storage_error, f"hand-over failed: {exc}")
+            return AppendResult.failed(ErrorCode.kafka_storage_error, f"hand-over failed: {exc}")
         finally:
             try:
-                await self.store.state.objects.delete([key])
+                await self.objects.delete([key])
             except Exception:
                 log.debug("could not delete hand-over object %s", key, exc_info=True)
-        if answer["error_code"] == 0:
+        result = AppendResult.from_response(answer)
+        if result.error_code is ErrorCode.none:
             self.routed_bytes.labels("handoff").inc(len(records))
-        return {**answer, "error_code": ErrorCode(answer["error_code"])}
+        return result
 
     async def _collect_loop(self) -> None:
         while True:
@@ -213,8 +219,6 @@ class ZoneRouter:
     # Produce hand-over: leader side ----------------------------------------------------------
 
     async def _serve_loop(self) -> None:
-        from tabletopic.broker.handlers.produce import produce_partition
-
         node_id = self.role.node.node_id
         while True:
             try:
@@ -229,14 +233,15 @@ class ZoneRouter:
                 continue
             for item in claimed:
                 try:
-                    data = await self.store.state.objects.get(item.object_key)
-                    answer = await produce_partition(self.service, item.topic, item.partition, data)
+                    data = await self.objects.get(item.object_key)
+                    result = await self.partition_log.append(item.topic, item.partition, data)
                 except Exception as exc:
                     log.warning(
                         "hand-over %d to %s-%d failed: %s", item.handoff_id, item.topic, item.partition, exc
                     )
-                    answer = partition_error(item.partition, ErrorCode.kafka_storage_error, str(exc))
-                answer = {**answer, "error_code": int(answer["error_code"])}
+                    result = AppendResult.failed(ErrorCode.kafka_storage_error, str(exc))
+                # Stored as JSON, the shape a Produce partition response has (the code as a number).
+                answer = {**result.response(item.partition), "error_code": int(result.error_code)}
                 try:
                     await self._db(self.handoffs.complete, item.handoff_id, answer)
                 except Exception as exc:

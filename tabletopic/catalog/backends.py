@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tabletopic.config import ConfigError
 
@@ -23,7 +23,19 @@ if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from sqlalchemy.engine import Engine
 
-    from tabletopic.catalog.adapters import CatalogSpec
+
+class CatalogProperties(Protocol):
+    """What a kind's Spark properties are made from: the resolved catalog configuration
+    (:class:`~tabletopic.catalog.adapters.CatalogSpec`, which itself looks its kind up here)."""
+
+    @property
+    def type(self) -> CatalogKind: ...
+
+    @property
+    def warehouse(self) -> str | None: ...
+
+    @property
+    def properties(self) -> Mapping[str, str]: ...
 
 
 class CatalogKind(StrEnum):
@@ -92,7 +104,7 @@ class CatalogBackend:
     module: str
     install: str
     build: Builder
-    spark_direct: Callable[[CatalogSpec], dict[str, str]] | None = None
+    spark_direct: Callable[[CatalogProperties], dict[str, str]] | None = None
     fronted: bool = True
     needs_listener: bool = False
     uri_required: bool = False
@@ -120,7 +132,7 @@ class CatalogBackend:
         return self.build(module, name, properties, engine)
 
 
-def native_spark_properties(spec: CatalogSpec) -> dict[str, str]:
+def native_spark_properties(spec: CatalogProperties) -> dict[str, str]:
     """Properties of Iceberg's Java catalog of the spec's own type (Spark talks to the catalog itself).
 
     Object-storage keys are left out: Spark's FileIO is configured from them separately.

@@ -26,7 +26,7 @@ from tabletopic.config import Config
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.table import settings, table_config
 from tabletopic.table.convert.rows import FailedRecord
-from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableCoordinator
+from tabletopic.table.coordinator import CoordinatorContext, Maintenance, TableCoordinator, TopicPipeline
 from tabletopic.table.ingest_task import warm_worker
 from tabletopic.table.job import JobRunner
 from tabletopic.table.keep_warm import WorkerKeeper
@@ -86,7 +86,7 @@ class TableComponent:
         self._warm_started = False
         self._keeper = WorkerKeeper(spark) if spark is not None else None
         self._producer: Any = None
-        self._lag_collector: LiveLagCollector | None = None
+        self._lag_collector: LiveLagCollector[TopicPipeline] | None = None
 
     @property
     def coordinator(self) -> TableCoordinator:

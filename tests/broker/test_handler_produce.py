@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.handlers.produce import FAULT_ERROR_CODES
+from tabletopic.broker.partition_log import FAULT_ERROR_CODES
 from tabletopic.records.errors import BatchFault
 from tabletopic.records.header import validate_batches
 from tests.support.broker_calls import call

@@ -6,16 +6,13 @@ offsets, as transaction state is), and the way to give a slot up when such a wri
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from sqlalchemy.engine import Connection
 
-from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, group_slot
+from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, ClusterMember, group_slot
 from tabletopic.cluster.db import check_leadership
 from tabletopic.ids import LeaderEpoch
-
-if TYPE_CHECKING:
-    from tabletopic.broker.cluster_role import ClusterRole
 
 
 class GroupSlots(Protocol):
@@ -59,7 +56,7 @@ class GroupCluster:
         role: this broker's part in the cluster (slot count, node id and epoch, leadership).
     """
 
-    def __init__(self, role: ClusterRole) -> None:
+    def __init__(self, role: ClusterMember) -> None:
         self._role = role
 
     def slot(self, group_id: str) -> int:

@@ -1,21 +1,49 @@
-"""Read-only projections of a :class:`~tabletopic.broker.groups.group.Group`: what DescribeGroups
-shows, what is persisted, and which topics its members consume (for OffsetDelete)."""
+"""Read-only projections of a group (:class:`~tabletopic.broker.groups.group.Group`): what
+DescribeGroups shows, what is persisted, and which topics its members consume (for OffsetDelete).
+
+The group calls these on itself, so they read it through :class:`Group`, the Protocol of what they
+read, rather than importing its class.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
     GroupDescription,
     GroupSnapshot,
     GroupState,
+    Member,
     MemberDescription,
 )
 from tabletopic.broker.groups.subscription import topics as subscribed_topics
 
-if TYPE_CHECKING:
-    from tabletopic.broker.groups.group import Group
+
+class Group(Protocol):
+    """What the projections read of a group."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def state(self) -> GroupState: ...
+
+    @property
+    def generation_id(self) -> int: ...
+
+    @property
+    def protocol_type(self) -> str | None: ...
+
+    @property
+    def protocol_name(self) -> str | None: ...
+
+    @property
+    def leader_id(self) -> str | None: ...
+
+    @property
+    def members(self) -> Mapping[str, Member]: ...
 
 
 def describe(group: Group) -> GroupDescription:

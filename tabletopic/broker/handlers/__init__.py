@@ -1,13 +1,17 @@
 """One module per Kafka API; :data:`HANDLERS` and :data:`GROUP_HANDLERS` map API keys to their
 ``handle`` coroutines.
 
-A handler takes ``(state, ctx, request)`` (the kio request object of whatever version the client
-sent): the state is the :class:`~tabletopic.broker.service.BrokerService` for :data:`HANDLERS` and the
+A handler takes ``(state, ctx, request)``. The state is the
+:class:`~tabletopic.broker.service.BrokerService` for :data:`HANDLERS` and the
 :class:`~tabletopic.broker.groups.coordinator.GroupCoordinator` for the consumer-group APIs of
 :data:`GROUP_HANDLERS`, which resolve per-version request differences into the coordinator's
-version-free calls. It returns a dict shaped like the newest response version (see
-:func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` it encoded itself (Fetch's
-zero-copy path), or None when no response is to be sent (Produce with acks=0).
+version-free calls. The typed APIs (Produce, ListOffsets) take the version-free request type of
+:mod:`tabletopic.broker.protocol.messages` and return its response type, a TypedDict; where kio's
+classes differ per version the request is read into its type by :func:`typed` below, the one place
+that maps them. The others still take the kio request object of whatever version the client sent
+and return a dict shaped like the newest response version (see
+:func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` they encoded themselves
+(Fetch's zero-copy path), or None when no response is to be sent (Produce with acks=0).
 """
 
 from __future__ import annotations
@@ -52,13 +56,15 @@ from tabletopic.broker.handlers import (
     transactions,
     write_txn_markers,
 )
+from tabletopic.broker.handlers.common import typed
+from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsRequest
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 
 HANDLERS: dict[int, Handler] = {
     0: produce.handle,
     1: fetch.handle,
-    2: list_offsets.handle,
+    2: typed(list_offsets.handle, ListOffsetsRequest),
     3: metadata.handle,
     18: api_versions.handle,
     19: create_topics.handle,

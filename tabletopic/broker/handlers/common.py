@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.topics import Topic
 
 if TYPE_CHECKING:
@@ -16,8 +18,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tabletopic.broker.handlers")
 
+RequestT = TypeVar("RequestT")
+
 ZERO_UUID = uuid.UUID(int=0)
-READ_COMMITTED = 1  # Fetch and ListOffsets isolation_level: only what committed transactions wrote
+
+
+def typed(
+    handler: Callable[[Any, RequestContext, RequestT], Awaitable[Any]], request_type: type[RequestT]
+) -> Callable[[Any, RequestContext, Any], Awaitable[Any]]:
+    """The dispatch-table entry of an API whose request type is read from kio's object of whatever
+    version (:mod:`tabletopic.broker.protocol.messages`); its response is a TypedDict already."""
+
+    async def handle(state: Any, ctx: RequestContext, request: Any) -> Any:
+        return await handler(state, ctx, read_message(request_type, request))
+
+    handle.__qualname__ = handle.__name__ = getattr(handler, "__name__", "handle")
+    handle.__module__ = handler.__module__
+    return handle
 
 
 def field(request: Any, name: str, default: Any = None) -> Any:
@@ -91,7 +108,7 @@ async def partitions_response(
     answer: Callable[[BrokerService, str, Any], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any]:
     """The response of an API that answers each requested ``topics[].partitions[]`` entry on its
-    own (DeleteRecords, ListOffsets): ``answer(broker, topic name, partition entry)``, in order."""
+    own (DeleteRecords): ``answer(broker, topic name, partition entry)``, in order."""
     return {
         "throttle_time": 0,
         "topics": [

@@ -30,9 +30,10 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.fetch_sessions import PartitionKey, SessionPartition
-from tabletopic.broker.handlers.common import READ_COMMITTED, ZERO_UUID, leader_epoch_error
+from tabletopic.broker.handlers.common import ZERO_UUID, leader_epoch_error
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
+from tabletopic.broker.protocol.sentinels import READ_COMMITTED
 from tabletopic.broker.topics import Topic
 from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
 from tabletopic.s3stream.shared import SnapshotReader

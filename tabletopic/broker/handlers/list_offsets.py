@@ -20,16 +20,26 @@ rule). Once the transaction ends, the same lookup names them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import (
+from tabletopic.broker.handlers.common import not_served
+from tabletopic.broker.protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from tabletopic.broker.protocol.sentinels import (
+    EARLIEST,
+    EARLIEST_LOCAL,
+    LATEST,
+    LATEST_TIERED,
+    MAX_TIMESTAMP,
     READ_COMMITTED,
-    field,
-    not_served,
-    partitions_response,
 )
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import max_timestamp_of
@@ -38,8 +48,6 @@ from tabletopic.s3stream.streams import StreamError, StreamStore
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
-
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
 async def offset_for_timestamp(store: StreamStore, stream_id: int, target: int) -> tuple[int, int]:
@@ -90,34 +98,42 @@ async def max_timestamp_offset(store: StreamStore, stream_id: int) -> tuple[int,
     return _record_at_or_after(best[2], best[0], best[1], best[1])
 
 
-async def _partition(broker: BrokerService, name: str, p: Any, committed: bool = False) -> dict[str, Any]:
-    result = {
-        "partition_index": p.partition_index,
-        "error_code": ErrorCode.none,
-        "timestamp": -1,
-        "offset": -1,
-        "leader_epoch": -1,
-    }
+async def _partition(
+    broker: BrokerService, name: str, p: ListOffsetsPartition, committed: bool = False
+) -> ListOffsetsPartitionResponse:
+    index = p.partition_index
     topic = broker.topics.get(name)
-    if topic is None or not 0 <= p.partition_index < topic.partition_count:
-        return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
-    refused = not_served(broker, name, p.partition_index, p)
+    if topic is None or not 0 <= index < topic.partition_count:
+        return _answer(index, ErrorCode.unknown_topic_or_partition)
+    refused = not_served(broker, name, index, p)
     if refused is not None:
-        return {**result, "error_code": refused}
-    stream_id = topic.streams[p.partition_index]
+        return _answer(index, refused)
+    stream_id = topic.streams[index]
     store = broker.store
     try:
         found = await _offset(broker, stream_id, p.timestamp, committed)
         # The epoch of the leader that wrote the batch answered, as Kafka reports it (KIP-320).
         epochs = store.epochs(stream_id)
     except StreamError:
-        return {**result, "error_code": ErrorCode.kafka_storage_error}
+        return _answer(index, ErrorCode.kafka_storage_error)
     if found is None:
-        return {**result, "error_code": ErrorCode.invalid_request}
+        return _answer(index, ErrorCode.invalid_request)
     offset, ts = found
     if offset < 0:
-        return result
-    return {**result, "offset": offset, "timestamp": ts, "leader_epoch": epochs.epoch_at(offset)}
+        return _answer(index, ErrorCode.none)
+    return _answer(index, ErrorCode.none, ts, offset, epochs.epoch_at(offset))
+
+
+def _answer(
+    index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1
+) -> ListOffsetsPartitionResponse:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": leader_epoch,
+    }
 
 
 async def _offset(
@@ -147,10 +163,12 @@ async def _offset(
     return offset, ts
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    committed = field(request, "isolation_level", 0) == READ_COMMITTED
-
-    async def answer(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
-        return await _partition(broker, name, p, committed)
-
-    return await partitions_response(broker, request, answer)
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: ListOffsetsRequest
+) -> ListOffsetsResponse:
+    committed = request.isolation_level == READ_COMMITTED
+    topics: list[ListOffsetsTopicResponse] = []
+    for topic in request.topics:
+        partitions = [await _partition(broker, topic.name, p, committed) for p in topic.partitions]
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -14,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.store import GroupFenced
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
+from tabletopic.broker.protocol.answers import write_txn_markers_answer
 from tabletopic.s3stream.streams import StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
@@ -30,29 +30,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
         for topic in marker.topics
         for index in topic.partition_indexes
     ]
-    return answer(request, iter(await asyncio.gather(*jobs)))
-
-
-def answer(request: Any, codes: Iterator[ErrorCode]) -> dict[str, Any]:
-    """The response: each partition of each marker with the next of ``codes``, in request order."""
-    return {
-        "markers": [
-            {
-                "producer_id": marker.producer_id,
-                "topics": [
-                    {
-                        "name": topic.name,
-                        "partitions": [
-                            {"partition_index": int(index), "error_code": next(codes)}
-                            for index in topic.partition_indexes
-                        ],
-                    }
-                    for topic in marker.topics
-                ],
-            }
-            for marker in request.markers
-        ]
-    }
+    return write_txn_markers_answer(request, iter(await asyncio.gather(*jobs)))
 
 
 async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> ErrorCode:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
@@ -23,13 +23,20 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol import WireResponse, build_response, encode_response
 from tabletopic.broker.security.acl import Authorizer, Operation, ResourceType
 from tabletopic.broker.security.acls import AclService
-from tabletopic.broker.service import BrokerService
+from tabletopic.broker.topics import TopicRegistry
 
 Response = dict[str, Any] | WireResponse | None
 Call = Callable[[Any], Awaitable[Response]]
 Handler = Callable[[Any, RequestContext, Any], Awaitable[Response]]
 
 NOT_REQUESTED = -2147483648  # Kafka's "authorized operations were not asked for"
+
+
+class TopicHolder(Protocol):
+    """What the rules read of the broker: its topics (names of topic ids, whether one exists)."""
+
+    @property
+    def topics(self) -> TopicRegistry: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +46,7 @@ class Check:
     authorizer: Authorizer
     principal: str
     host: str
-    broker: BrokerService
+    broker: TopicHolder
 
     def allowed(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         return self.authorizer.authorize(self.principal, self.host, operation, resource_type, name)
@@ -76,7 +83,7 @@ class Guard:
             the cluster (a new API is closed until someone writes its rule).
     """
 
-    def __init__(self, acls: AclService, broker: BrokerService, rules: dict[int, Rule]) -> None:
+    def __init__(self, acls: AclService, broker: TopicHolder, rules: dict[int, Rule]) -> None:
         self._acls = acls
         self._broker = broker
         self._rules = rules

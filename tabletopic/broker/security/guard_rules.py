@@ -12,7 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.write_txn_markers import answer as write_txn_markers_answer
+from tabletopic.broker.protocol.answers import write_txn_markers_answer
 from tabletopic.broker.security.acl import CLUSTER_NAME, Operation, ResourceType
 from tabletopic.broker.security.guard import (
     NOT_REQUESTED,

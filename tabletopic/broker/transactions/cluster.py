@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Connection
 
-from tabletopic.broker.leadership import TXN_SLOTS_TOPIC, group_slot
+from tabletopic.broker.leadership import TXN_SLOTS_TOPIC, ClusterMember, group_slot
 from tabletopic.broker.security.inter_broker import BrokerUnreachable
 from tabletopic.cluster.db import check_leadership
 from tabletopic.ids import LeaderEpoch
 
 if TYPE_CHECKING:
-    from tabletopic.broker.cluster_role import ClusterRole
     from tabletopic.broker.security.inter_broker import InterBrokerClient
 
 log = logging.getLogger(__name__)
@@ -38,7 +37,7 @@ class TxnCluster:
         client: how this broker connects to the others' inter-broker listener.
     """
 
-    def __init__(self, role: ClusterRole, slots: int, client: InterBrokerClient) -> None:
+    def __init__(self, role: ClusterMember, slots: int, client: InterBrokerClient) -> None:
         self._role = role
         self.slots = slots
         self._client = client

@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tabletopic.table.convert.avro import AvroSchemaError, avro_to_arrow_type
+from tabletopic.table.convert.avro_types import AvroSchemaError, avro_to_arrow_type
 
 _FLOAT = struct.Struct("<f").unpack_from
 _DOUBLE = struct.Struct("<d").unpack_from

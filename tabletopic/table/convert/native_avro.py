@@ -98,7 +98,7 @@ def warm(rows: int = MIN_NATIVE_DATUMS) -> int:
     ones. Returns how many datums were decoded natively (0: DataFusion missing or it failed)."""
     if not available():
         return 0
-    from tabletopic.table.convert.avro import avro_to_arrow_type
+    from tabletopic.table.convert.avro_types import avro_to_arrow_type
 
     kinds = ("long", "int", "double", "string", "boolean")
     fields = [{"name": f"f{i}", "type": kinds[i % len(kinds)]} for i in range(20)]

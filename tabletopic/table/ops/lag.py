@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -22,13 +22,38 @@ from prometheus_client.registry import Collector
 from tabletopic.table.ports import TopicView
 from tabletopic.table.worker import TableWorker
 
-if TYPE_CHECKING:
-    from tabletopic.table.coordinator import PipelineStatus, TopicPipeline
-
 log = logging.getLogger(__name__)
 
 
-def record_high_watermarks(worker: TableWorker, view: TopicView, status: PipelineStatus) -> None:
+class LagStatus(Protocol):
+    """The part of a pipeline's status (``table.coordinator.PipelineStatus``) lag is measured in;
+    a Protocol because the coordinator, which owns the status, calls these functions."""
+
+    high_watermarks: dict[int, int]
+    log_starts: dict[int, int]
+    oldest_waiting: dict[int, tuple[int, int]]  # partition -> (first waiting offset, its timestamp)
+
+    def first_waiting_offset(self, partition: int) -> int:
+        """The first offset of ``partition`` not committed to the table yet."""
+        ...
+
+    @property
+    def lag_records(self) -> int: ...
+
+    def lag_seconds_at(self, now: float) -> float:
+        """Age of the oldest waiting record at ``now``; 0 when caught up."""
+        ...
+
+
+class HasLagStatus(Protocol):
+    @property
+    def status(self) -> LagStatus: ...
+
+
+PipelineT = TypeVar("PipelineT", bound=HasLagStatus)
+
+
+def record_high_watermarks(worker: TableWorker, view: TopicView, status: LagStatus) -> None:
     """Set ``status.high_watermarks`` (and log starts) from the store, now."""
     marks: dict[int, int] = {}
     starts: dict[int, int] = {}
@@ -42,7 +67,7 @@ def record_high_watermarks(worker: TableWorker, view: TopicView, status: Pipelin
     status.log_starts = starts
 
 
-async def refresh_oldest_waiting(worker: TableWorker, view: TopicView, status: PipelineStatus) -> None:
+async def refresh_oldest_waiting(worker: TableWorker, view: TopicView, status: LagStatus) -> None:
     """Fill ``status.oldest_waiting`` for every partition with records not yet committed."""
     record_high_watermarks(worker, view, status)
     streams = {p.partition: p.stream_id for p in view.partitions}
@@ -65,14 +90,14 @@ async def refresh_oldest_waiting(worker: TableWorker, view: TopicView, status: P
     status.oldest_waiting = oldest
 
 
-class LiveLagCollector(Collector):
+class LiveLagCollector(Collector, Generic[PipelineT]):
     """``tabletopic_table_lag_records`` and ``tabletopic_table_freshness_seconds`` computed at scrape
     time from the live high watermarks (not from the last cycle's view)."""
 
     def __init__(
         self,
-        pipelines: Callable[[], Mapping[str, TopicPipeline]],
-        refresh: Callable[[TopicPipeline], None],
+        pipelines: Callable[[], Mapping[str, PipelineT]],
+        refresh: Callable[[PipelineT], None],
     ) -> None:
         self._pipelines = pipelines
         self._refresh = refresh

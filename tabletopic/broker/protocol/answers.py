@@ -1,0 +1,33 @@
+"""Responses built from a request alone, for the API's handler and for whoever answers in its place
+(the authorisation guard refusing a request answers in the handler's shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+
+def write_txn_markers_answer(request: Any, codes: Iterator[ErrorCode]) -> dict[str, Any]:
+    """WriteTxnMarkers' response: each partition of each marker with the next of ``codes``, in
+    request order."""
+    return {
+        "markers": [
+            {
+                "producer_id": marker.producer_id,
+                "topics": [
+                    {
+                        "name": topic.name,
+                        "partitions": [
+                            {"partition_index": int(index), "error_code": next(codes)}
+                            for index in topic.partition_indexes
+                        ],
+                    }
+                    for topic in marker.topics
+                ],
+            }
+            for marker in request.markers
+        ]
+    }

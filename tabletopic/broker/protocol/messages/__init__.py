@@ -1,0 +1,8 @@
+"""Version-free request and response types, one module per API, with field names as Kafka's schemas
+spell them: a handler takes the request type and returns the response type, so a misspelt field is
+a mypy error rather than a default on the wire. :mod:`~tabletopic.broker.protocol.messages.convert`
+reads kio's class of any version into them and turns responses into what the response builder fits
+to the client's version; ``broker/handlers`` maps each typed API to its types in its dispatch table.
+
+Typed so far: Produce and ListOffsets. The other APIs still take kio's object and answer a dict.
+"""
