@@ -208,8 +208,7 @@ def _run_duckdb(
 def fresh_rows(cfg: Config) -> Callable[[Any, tuple[str, str]], Any]:
     """A DuckDB row source giving table topics' tables with their uncommitted records (tables no
     topic writes are scanned as they are)."""
-    from tabletopic.spark.tables_cli import _converter
-    from tabletopic.table.ops.access import bootstrap_servers
+    from tabletopic.table.ops.access import bootstrap_servers, record_converter
     from tabletopic.table.ops.fresh import fresh_read, table_topics
 
     servers = bootstrap_servers(cfg)
@@ -222,7 +221,7 @@ def fresh_rows(cfg: Config) -> Callable[[Any, tuple[str, str]], Any]:
         if found is None:
             return None
         topic, config = found
-        return fresh_read(servers, catalog, topic, config, _converter(cfg, config)).rows
+        return fresh_read(servers, catalog, topic, config, record_converter(cfg, config)).rows
 
     return rows
 

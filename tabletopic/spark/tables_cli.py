@@ -118,7 +118,7 @@ def verify_command(
 ) -> None:
     """Prove the table holds every record of TOPIC up to its committed offsets exactly once, or list
     the missing, duplicated and unexpected offsets by partition. Exit code 1 when it does not."""
-    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog, record_converter
     from tabletopic.table.ops.status import live_rows
     from tabletopic.table.ops.verify import pyiceberg_coverage, target_of, verify
 
@@ -135,7 +135,9 @@ def verify_command(
                 table = catalog.load_table(target.identifier)
                 if live_rows(table.metadata.current_snapshot()) > SPARK_ROWS_THRESHOLD:
                     chosen = _spark_engine(cfg, stack)
-            converter = _converter(cfg, target.config) if target.writes_deletes else None
+            converter = (
+                record_converter(cfg, target.config) if target.writes_deletes and target.config else None
+            )
             with progress_bar(quiet or as_json) as bar:
                 report = verify(servers, catalog, target, chosen, BarProgress(bar), converter)
         except (LookupError, ValueError) as exc:
@@ -193,18 +195,6 @@ def print_report(report: VerifyReport) -> None:
         console.print("[red]NOT OK[/red]: see the offsets above")
 
 
-def _converter(cfg: Config, config: Any) -> Any:
-    from tabletopic.table.convert.rows import RecordConverter
-
-    lookup = None
-    url = cfg.get("automq.table.topic.schema.registry.url") or cfg.get("schema.registry.listener")
-    if url and (config.value_converter.type.uses_schema or config.key_converter.type.uses_schema):
-        from tabletopic.schema_registry.client import HttpSchemaLookup
-
-        lookup = HttpSchemaLookup(str(url).rstrip("/"))
-    return RecordConverter(config, lookup)
-
-
 @tables_app.command("redrive")
 def redrive_command(
     ctx: typer.Context,
@@ -218,7 +208,7 @@ def redrive_command(
 ) -> None:
     """Replay TOPIC's dead letters into its table, exactly once, once their cause is fixed (the
     replayed DLQ offsets are committed with the rows, so running it again replays nothing twice)."""
-    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog, record_converter
     from tabletopic.table.ops.redrive import RedriveError, redrive
     from tabletopic.table.ops.topic_read import topic_configs
     from tabletopic.table.table_config import TableTopicConfig
@@ -238,7 +228,7 @@ def redrive_command(
                     catalog,
                     topic,
                     config,
-                    _converter(cfg, config),
+                    record_converter(cfg, config),
                     skip_failing=skip_failing,
                     progress=lambda n: bar.advance(task, n),
                 )
@@ -288,7 +278,7 @@ def rebuild_command(
     pipeline keeps committing (an interrupted rebuild resumes), or adopt an existing table."""
     from confluent_kafka import TopicPartition
 
-    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog, record_converter
     from tabletopic.table.ops.rebuild import RebuildError, rebuild, start_offsets
     from tabletopic.table.ops.rebuild import adopt as adopt_table
     from tabletopic.table.ops.topic_read import open_consumer, topic_configs
@@ -329,7 +319,7 @@ def rebuild_command(
                     catalog,
                     topic,
                     config,
-                    _converter(cfg, config),
+                    record_converter(cfg, config),
                     starts,
                     round_records=round_records,
                     progress=lambda n: bar.advance(task, n),

@@ -4,11 +4,16 @@ configuration (the same ``--data-dir``/``--config``/``--override`` the node was 
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 
 from tabletopic.cli_common import kafka_bootstrap
 from tabletopic.config import Config
+
+if TYPE_CHECKING:
+    from tabletopic.table.convert.rows import RecordConverter
+    from tabletopic.table.table_config import TableTopicConfig
 
 
 def bootstrap_servers(cfg: Config) -> str:
@@ -43,3 +48,18 @@ def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
         engine = database.create_engine(cfg.get(settings.METADATA_URL) or database.default_url(cfg.data_dir))
         stack.callback(engine.dispose)
     return create_catalog(spec, engine)
+
+
+def record_converter(cfg: Config, config: TableTopicConfig) -> RecordConverter:
+    """The converter the node's commits use for a topic, for commands that turn records into rows
+    themselves (verify, rebuild, fresh reads): with the node's schema registry when the topic's
+    key or value is converted by schema."""
+    from tabletopic.table.convert.rows import RecordConverter
+
+    lookup = None
+    url = cfg.get("automq.table.topic.schema.registry.url") or cfg.get("schema.registry.listener")
+    if url and (config.value_converter.type.uses_schema or config.key_converter.type.uses_schema):
+        from tabletopic.schema_registry.client import HttpSchemaLookup
+
+        lookup = HttpSchemaLookup(str(url).rstrip("/"))
+    return RecordConverter(config, lookup)
