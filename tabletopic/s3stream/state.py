@@ -116,9 +116,9 @@ class StoreState:
 
     @property
     def local_wal(self) -> bool:
-        """Whether the configured mode is the local WAL (the ``wal`` may still be open in object
-        mode while a leftover local WAL is recovered)."""
-        return self.settings.wal_mode is WalMode.LOCAL
+        """Whether the configured mode acknowledges after a WAL fsync (local or shared; the ``wal``
+        may still be open in object mode while a leftover local WAL is recovered)."""
+        return self.settings.wal_mode is not WalMode.OBJECT
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking metadata-DB call on the DB threads."""

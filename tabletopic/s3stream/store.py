@@ -36,6 +36,8 @@ from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
 from tabletopic.s3stream.reader import ObjectReader
 from tabletopic.s3stream.semantics import take_batches
+from tabletopic.s3stream.settings import WalMode
+from tabletopic.s3stream.shared_wal import new_incarnation, take_back
 from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import (
     BatchTransform,
@@ -51,6 +53,7 @@ from tabletopic.s3stream.streams import (
 )
 from tabletopic.s3stream.upload import Uploader
 from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
+from tabletopic.s3stream.wal_fence import Role, WalFence, WalToken
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +103,9 @@ class S3StreamStore:
         self._followed: dict[int, StreamState] = {}
         self._closed = False
         self._started = False
+        # Shared WAL (cluster mode): this start's WAL directory, and earlier ones taken back at start.
+        self.wal_incarnation: str | None = None
+        self.recovered_wals: list[str] = []
         metrics.wal_bytes.set_function(lambda: float(state.wal.bytes_used if state.wal else 0))
 
     # Life cycle ------------------------------------------------------------------------------
@@ -118,7 +124,9 @@ class S3StreamStore:
                 if sid in state.streams:
                     state.streams[sid].set_ranges(rows)
         self._tasks.append(asyncio.create_task(self.uploader.run(), name="s3stream-uploader"))
-        if state.local_wal:
+        if state.local_wal and self.owned_only and state.settings.wal_mode is WalMode.SHARED:
+            await self._open_shared_wal()
+        elif state.local_wal:
             await self._recover_wal()
         elif LocalWal.holds_data(state.settings.wal_dir):
             # Switched from local to object mode: acknowledged appends may still be in the old WAL.
@@ -180,6 +188,30 @@ class S3StreamStore:
             await asyncio.shield(block.uploaded)
         await wal.release(wal.current_segment)
         return wal
+
+    async def _open_shared_wal(self) -> None:
+        """Cluster mode, shared WAL: take back what earlier starts of this broker left (committed
+        under their streams, as a takeover by another broker would), then write a new WAL
+        directory whose fence is checked after every fsync (see shared_wal and wal_fence)."""
+        state = self.state
+        settings = state.settings
+        node_directory = settings.wal_dir
+        self.wal_incarnation = incarnation = new_incarnation()
+        objects = state.objects.store
+        self.recovered_wals = await asyncio.to_thread(
+            take_back, node_directory, settings.node_id, incarnation, state.meta, objects, settings
+        )
+        writer = WalToken.here(Role.WRITER, settings.node_id, incarnation)
+        fence = WalFence(node_directory / incarnation)
+        await asyncio.to_thread(fence.claim, writer)
+        state.wal = LocalWal(
+            fence.directory,
+            settings.wal_segment_bytes,
+            self._on_wal_commit,
+            state.metrics.wal_fsync_seconds.observe,
+            after_sync=lambda: fence.check(writer),
+        )
+        await state.wal.start()
 
     async def close(self) -> None:
         if self._closed:
