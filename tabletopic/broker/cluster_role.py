@@ -27,6 +27,7 @@ from tabletopic.broker.leadership import (
     group_slot,
 )
 from tabletopic.broker.log_limit import RateLimitedLog
+from tabletopic.broker.wal_takeover import WalTakeovers
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
@@ -71,7 +72,10 @@ class ClusterRole:
         self.group_slots = group_slots
         self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
-        self.node = ClusterNode(engine, settings, self._wanted, self._load, SLOT_TOPICS)
+        self.node = ClusterNode(
+            engine, settings, self._wanted, self._load, SLOT_TOPICS, wal=store.wal_incarnation
+        )
+        self.takeovers = WalTakeovers(self.node, store)
         self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
@@ -100,6 +104,7 @@ class ClusterRole:
         self.service.topics.on_change.append(self._topics_changed)
         endpoints = {str(proto): (ep.host, ep.port) for proto, ep in self.service.advertised.items()}
         await node.start(endpoints)
+        await self.takeovers.start()
         # Stream-set object compaction reads every stream's start from the database: one compactor
         # for the cluster, its controller.
         self.store.compactor.active = lambda: self.node.controller_epoch is not None
@@ -115,6 +120,7 @@ class ClusterRole:
             )
         tasks = [t for t in (self._task, self._topics_task) if t is not None]
         await cancel_and_wait([*tasks, *self._background])
+        await self.takeovers.stop()
         if self.opened:
             await self._release(list(self.opened))
         await self.node.stop()
