@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 
+from tabletopic import crashpoints
 from tabletopic.cluster.controller import WalRow
 from tabletopic.cluster.node import ClusterNode
 from tabletopic.s3stream.settings import WalMode
@@ -109,7 +110,14 @@ class WalTakeovers:
         token = WalToken.here(Role.FENCED, self.node.node_id, store.wal_incarnation or "-")
         started = time.monotonic()
         result = await asyncio.to_thread(
-            recover_wal, directory, row.node_id, token, store.state.meta, store.state.objects.store, settings
+            recover_wal,
+            directory,
+            row.node_id,
+            token,
+            store.state.meta,
+            store.state.objects.store,
+            settings,
+            lambda: crashpoints.crash_point("wal_takeover.after_fence"),
         )
         await asyncio.to_thread(self.node.meta.wal_recovered, row.node_id, row.wal)
         await asyncio.to_thread(remove_wal, directory)

@@ -25,10 +25,10 @@ import logging
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabletopic import crashpoints
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind, StreamMetadata
 from tabletopic.s3stream.objects import build_object
@@ -111,9 +111,11 @@ def recover_wal(
     meta: StreamMetadata,
     objects: ObjectStore,
     settings: StoreSettings,
+    after_fence: Callable[[], None] | None = None,
 ) -> RecoveryResult:
     """Take over the WAL in ``directory`` of broker ``dead_node_id`` (blocking; see the module
-    docstring). ``recoverer`` is the ``fenced`` token written first.
+    docstring). ``recoverer`` is the ``fenced`` token written first; ``after_fence`` is called
+    right after it (the kill -9 tests put a crash point there).
 
     Raises:
         TakeoverLost: another broker fenced the directory after this one (it takes over instead).
@@ -123,7 +125,8 @@ def recover_wal(
     assert recoverer.role is Role.FENCED
     WalFence(directory).fence(recoverer)
     fence = WalFence(directory)
-    crashpoints.crash_point("wal_takeover.after_fence")
+    if after_fence is not None:
+        after_fence()
     records = read_wal(directory)
     # The last fencer wins: if another recoverer (or the broker itself, restarted) fenced after us,
     # it read at least what we read; we commit nothing.
@@ -151,7 +154,6 @@ def recover_wal(
             if batches:
                 runs[sid] = batches
         objects_built = _store(runs, meta, objects, settings)
-        crashpoints.crash_point("wal_takeover.before_commit")
         moved = meta.commit_recovery(objects_built, extents, dead_node_id) if extents else set()
         for sid in set(extents) - moved:
             if sid in runs:

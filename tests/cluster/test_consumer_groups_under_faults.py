@@ -159,9 +159,9 @@ def _committed_at_end(bootstrap: str, topic: str, group: str) -> bool:
 
 
 def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_kill(
-    healthy_cluster: LocalCluster,
+    cluster_on_each_wal: LocalCluster,
 ) -> None:
-    cluster = healthy_cluster
+    cluster = cluster_on_each_wal
     topic = f"groups-{uuid.uuid4().hex[:8]}"
     create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
     leaders = placed(cluster, topic, PARTITIONS)

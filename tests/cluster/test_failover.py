@@ -49,9 +49,9 @@ def _read_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
 
 
 def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_killed(
-    healthy_cluster: LocalCluster,
+    cluster_on_each_wal: LocalCluster,
 ) -> None:
-    cluster = healthy_cluster
+    cluster = cluster_on_each_wal
     topic = f"failover-{uuid.uuid4().hex[:8]}"
     create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
     leaders = placed(cluster, topic, PARTITIONS)
