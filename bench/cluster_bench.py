@@ -274,6 +274,7 @@ def failover_on(wal: str, kills: int, rate: int) -> list[list[float]]:
     """The failover figures on a 3-broker cluster of its own on ``wal`` (``shared``: the WAL is
     taken over by a live broker before the partitions move; ``object``: nothing to take over)."""
     root = Path(tempfile.mkdtemp(prefix=f"tabletopic-failover-{wal}-"))
+    root.chmod(0o711)  # as root, PostgreSQL runs as `postgres`, who must reach its directory
     cluster = LocalCluster(root, nodes=3, base_port=0, settings=SETTINGS, wal=wal)
     try:
         cluster.start()

@@ -73,7 +73,7 @@ class ClusterRole:
         self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
         self.node = ClusterNode(
-            engine, settings, self._wanted, self._load, SLOT_TOPICS, wal=store.wal_incarnation
+            engine, settings, self._wanted, self._load, SLOT_TOPICS, wal=store.wal_directory
         )
         self.takeovers = WalTakeovers(self.node, store)
         self.opened: dict[PartitionKey, int] = {}  # what this broker serves, with its leader epoch

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 
 from tabletopic import crashpoints
 from tabletopic.cluster.controller import WalRow
 from tabletopic.cluster.node import ClusterNode
-from tabletopic.s3stream.settings import WalMode
 from tabletopic.s3stream.shared_wal import recover_wal, remove_wal
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.wal_fence import Role, TakeoverLost, WalFenced, WalToken
@@ -41,16 +41,11 @@ class WalTakeovers:
         self._task: asyncio.Task[None] | None = None
         self._not_before: dict[tuple[int, int], float] = {}
 
-    @property
-    def enabled(self) -> bool:
-        settings = self.store.state.settings
-        return settings.wal_mode is WalMode.SHARED and settings.wal_path is not None
-
     async def start(self) -> None:
         """After the node registered: mark the WALs the store took back at its start recovered,
-        then follow the controller's takeover decisions."""
-        if not self.enabled:
-            return
+        then follow the controller's takeover decisions. Brokers on the object WAL take part too
+        (a cluster changing WAL kinds still has the shared WALs of its earlier brokers to recover),
+        as long as they reach the recorded directories."""
         for wal in self.store.recovered_wals:
             await asyncio.to_thread(self.node.meta.wal_recovered, self.node.node_id, wal)
         self.node.on_change.append(lambda _snapshot: self._wake.set())
@@ -105,8 +100,7 @@ class WalTakeovers:
     async def _take_over(self, row: WalRow) -> None:
         store = self.store
         settings = store.state.settings
-        assert settings.wal_path is not None
-        directory = settings.wal_path / str(row.node_id) / row.wal
+        directory = Path(row.wal)
         token = WalToken.here(Role.FENCED, self.node.node_id, store.wal_incarnation or "-")
         started = time.monotonic()
         result = await asyncio.to_thread(

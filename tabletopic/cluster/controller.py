@@ -38,7 +38,8 @@ class Assignment:
 @dataclass(frozen=True, slots=True)
 class WalRow:
     """A shared WAL not yet recovered: broker ``node_id``'s incarnation ``node_epoch`` writes (or
-    wrote) it in the directory named ``wal``; ``recoverer`` is the broker told to take it over."""
+    wrote) it in the directory ``wal`` (its path, as every broker mounts it); ``recoverer`` is the
+    broker told to take it over."""
 
     node_id: int
     node_epoch: int

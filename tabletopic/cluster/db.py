@@ -96,7 +96,7 @@ wals_table = sa.Table(
     _md,
     sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("node_epoch", sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column("wal", sa.Text, nullable=False),  # the WAL directory's name under the node's directory
+    sa.Column("wal", sa.Text, nullable=False),  # the WAL directory's path, as every broker mounts it
     sa.Column("recovered", sa.Boolean, nullable=False),
     sa.Column("recoverer", sa.Integer, nullable=True),
     sa.Column("updated_at", _ts, nullable=False),
@@ -453,7 +453,7 @@ class ClusterMetadata:
     # Shared WALs ---------------------------------------------------------------------------------
 
     def wal_recovered(self, node_id: int, wal: str) -> bool:
-        """Mark broker ``node_id``'s WAL directory ``wal`` recovered (its takeover committed
+        """Mark broker ``node_id``'s WAL directory ``wal`` (its path) recovered (its takeover committed
         everything in it): the controller's next round moves its partitions. Returns whether a row
         changed (False: recovered already, or never registered)."""
         w = wals_table

@@ -214,7 +214,7 @@ def take_back(
     settings: StoreSettings,
 ) -> list[str]:
     """At a broker's start (blocking): take over the WAL directories its earlier incarnations left
-    under ``node_directory``, as any recoverer would, and delete them. Returns the incarnations
+    under ``node_directory``, as any recoverer would, and delete them. Returns the paths of those
     recovered here; one that another broker fenced later is left to that broker."""
     recovered = []
     for name in incarnations(node_directory):
@@ -234,5 +234,5 @@ def take_back(
             result.streams,
         )
         remove_wal(directory)
-        recovered.append(name)
+        recovered.append(str(directory))
     return recovered

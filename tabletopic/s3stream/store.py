@@ -103,8 +103,10 @@ class S3StreamStore:
         self._followed: dict[int, StreamState] = {}
         self._closed = False
         self._started = False
-        # Shared WAL (cluster mode): this start's WAL directory, and earlier ones taken back at start.
+        # Shared WAL (cluster mode): this start's WAL directory (its name, and the whole path the
+        # cluster records), and the paths of earlier ones taken back at start.
         self.wal_incarnation: str | None = None
+        self.wal_directory: str | None = None
         self.recovered_wals: list[str] = []
         metrics.wal_bytes.set_function(lambda: float(state.wal.bytes_used if state.wal else 0))
 
@@ -203,6 +205,7 @@ class S3StreamStore:
         )
         writer = WalToken.here(Role.WRITER, settings.node_id, incarnation)
         fence = WalFence(node_directory / incarnation)
+        self.wal_directory = str(fence.directory)
         await asyncio.to_thread(fence.claim, writer)
         state.wal = LocalWal(
             fence.directory,

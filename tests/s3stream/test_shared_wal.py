@@ -194,7 +194,7 @@ async def test_restarted_broker_takes_back_its_earlier_wal_at_start(brokers: Bro
     old = a.wal_incarnation
     # The same broker starts again while the first incarnation is abandoned (as after kill -9).
     again = await brokers.open(1)
-    assert again.recovered_wals == [old]
+    assert again.recovered_wals == [str(brokers.path / "1" / str(old))]
     assert not (brokers.path / "1" / str(old)).exists()
     with pytest.raises(WalFenced):
         await a.append(sid, b"x" * 10, 1)
