@@ -118,7 +118,7 @@ WAL_PATH = define(
     None,
     "Shared WAL (s3stream.wal.mode=shared): a directory every broker of the cluster can reach; each "
     "broker writes its WAL in the subdirectory named by its broker.id. Empty: `shared-wal` under "
-    "data.dir (only right when every broker shares that data.dir, e.g. `tabletopic cluster up`).",
+    "data.dir (only right for brokers that share one data.dir). `tabletopic cluster up` sets it.",
     GROUP,
 )
 WAL_SEGMENT_BYTES = define(
