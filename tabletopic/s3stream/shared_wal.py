@@ -33,7 +33,7 @@ from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind, StreamMetadata
 from tabletopic.s3stream.objects import build_object
 from tabletopic.s3stream.objectstore import ObjectStore
-from tabletopic.s3stream.streams import StoredBatch
+from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch
 from tabletopic.s3stream.wal import WalCorruption, read_segment, segment_files
 from tabletopic.s3stream.wal_fence import Role, TakeoverLost, WalFence, WalToken
 from tabletopic.s3stream.wal_format import LEGACY_SUFFIX, WalRecord, scan_legacy
@@ -43,6 +43,11 @@ log = logging.getLogger(__name__)
 # Rounds of "read the ends, commit what lies past them" before giving up (each round after the
 # first only happens when the deposed broker committed to the same streams meanwhile).
 MAX_ROUNDS = 8
+
+
+class WalUnreachable(StorageUnavailable):
+    """A dead broker's WAL directory is not reachable from this broker (not mounted, or mounted at
+    another path): it must not be taken over from here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +123,20 @@ def recover_wal(
     right after it (the kill -9 tests put a crash point there).
 
     Raises:
+        WalUnreachable: the directory's parent (the broker's directory) is not there, or the path
+            is relative: the shared filesystem is not mounted here as on the dead broker.
         TakeoverLost: another broker fenced the directory after this one (it takes over instead).
         WalCorruption: a segment other than the newest is damaged, or a stream's records do not
             continue its recorded end (the WAL does not match the metadata database).
     """
     assert recoverer.role is Role.FENCED
+    directory = Path(directory)
+    if not directory.is_absolute() or not directory.parent.is_dir():
+        # Not mounted here (or mounted elsewhere): recovering "nothing" would lose what it holds.
+        raise WalUnreachable(
+            f"cannot reach broker {dead_node_id}'s shared WAL {directory} from here: mount the "
+            f"directory s3stream.wal.path names at the same path on every broker"
+        )
     WalFence(directory).fence(recoverer)
     fence = WalFence(directory)
     if after_fence is not None:

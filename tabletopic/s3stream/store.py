@@ -204,6 +204,7 @@ class S3StreamStore:
             take_back, node_directory, settings.node_id, incarnation, state.meta, objects, settings
         )
         writer = WalToken.here(Role.WRITER, settings.node_id, incarnation)
+        node_directory.mkdir(parents=True, exist_ok=True)
         fence = WalFence(node_directory / incarnation)
         self.wal_directory = str(fence.directory)
         await asyncio.to_thread(fence.claim, writer)

@@ -116,7 +116,9 @@ class WalFence:
     def write(self, token: WalToken) -> None:
         """Replace ``OWNER`` with ``token`` atomically and durably (temporary file created
         exclusively, fsynced, renamed over, directory fsynced)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # Not ``parents``: a recoverer whose shared mount is missing must fail, not write locally
+        # (the directory itself may be gone: a recovered WAL is deleted).
+        self.directory.mkdir(exist_ok=True)
         temporary = self.directory / f"{OWNER}.{token.role.value}.{token.node_id}.{os.getpid()}.tmp"
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

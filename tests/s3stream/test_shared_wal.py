@@ -16,7 +16,7 @@ from tabletopic import database
 from tabletopic.s3stream import shared_wal
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.db import StreamMetadata
-from tabletopic.s3stream.shared_wal import recover_wal
+from tabletopic.s3stream.shared_wal import WalUnreachable, recover_wal
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StreamFenced
 from tabletopic.s3stream.wal_fence import Role, TakeoverLost, WalFence, WalFenced, WalToken
@@ -201,3 +201,28 @@ async def test_restarted_broker_takes_back_its_earlier_wal_at_start(brokers: Bro
     await again.open_stream(sid, 2, owner=1)
     assert await _payloads(again, sid) == written
     assert await again.append(sid, b"y" * 10, 1) == 3
+
+
+async def test_a_wal_directory_not_mounted_here_is_never_taken_over_as_empty(
+    brokers: Brokers, tmp_path: Path
+) -> None:
+    a = await brokers.open(1)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    await _write(a, sid, 2)
+    engine = database.create_engine(brokers.harness.url)
+    brokers.harness.engines.append(engine)
+    elsewhere = tmp_path / "not-mounted" / "1" / str(a.wal_incarnation)
+    token = WalToken.here(Role.FENCED, 2, "r2")
+    for directory in (elsewhere, Path("1") / str(a.wal_incarnation)):
+        with pytest.raises(WalUnreachable, match=r"s3stream\.wal\.path"):
+            recover_wal(
+                directory,
+                1,
+                token,
+                StreamMetadata(engine),
+                brokers.harness.object_store(),
+                brokers.settings(2),
+            )
+    assert not elsewhere.parent.exists()
+    await a.append(sid, b"still the writer" * 4, 1)  # nothing was fenced

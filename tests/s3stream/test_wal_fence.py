@@ -19,7 +19,7 @@ def test_token_text_round_trips_and_garbage_reads_as_none() -> None:
 
 
 def test_writer_check_passes_while_its_claim_stands(tmp_path: Path) -> None:
-    fence = WalFence(tmp_path / "1" / "a")
+    fence = WalFence(tmp_path / "a")
     writer = WalToken.here(Role.WRITER, 1, "a")
     fence.claim(writer)
     fence.check(writer)
@@ -28,16 +28,16 @@ def test_writer_check_passes_while_its_claim_stands(tmp_path: Path) -> None:
 
 
 def test_writer_check_fails_after_a_recoverer_fenced(tmp_path: Path) -> None:
-    fence = WalFence(tmp_path / "1" / "a")
+    fence = WalFence(tmp_path / "a")
     writer = WalToken.here(Role.WRITER, 1, "a")
     fence.claim(writer)
-    WalFence(tmp_path / "1" / "a").fence(WalToken(Role.FENCED, 2, "b", "host-b", 7))
+    WalFence(tmp_path / "a").fence(WalToken(Role.FENCED, 2, "b", "host-b", 7))
     with pytest.raises(WalFenced, match="broker 2"):
         fence.check(writer)
 
 
 def test_writer_check_fails_when_the_owner_file_is_gone(tmp_path: Path) -> None:
-    fence = WalFence(tmp_path / "1" / "a")
+    fence = WalFence(tmp_path / "a")
     writer = WalToken.here(Role.WRITER, 1, "a")
     fence.claim(writer)
     fence.path.unlink()
@@ -46,7 +46,7 @@ def test_writer_check_fails_when_the_owner_file_is_gone(tmp_path: Path) -> None:
 
 
 def test_another_process_with_the_same_ids_is_not_the_same_holder(tmp_path: Path) -> None:
-    fence = WalFence(tmp_path / "1" / "a")
+    fence = WalFence(tmp_path / "a")
     writer = WalToken.here(Role.WRITER, 1, "a")
     fence.claim(WalToken(Role.WRITER, 1, "a", writer.host, writer.pid + 1))
     with pytest.raises(WalFenced):
