@@ -21,6 +21,7 @@ and are collected as any abandoned upload.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -33,8 +34,9 @@ from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind, StreamMetadata
 from tabletopic.s3stream.objects import build_object
 from tabletopic.s3stream.objectstore import ObjectStore
+from tabletopic.s3stream.state import StoreState
 from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch
-from tabletopic.s3stream.wal import WalCorruption, read_segment, segment_files
+from tabletopic.s3stream.wal import Group, LocalWal, WalCorruption, read_segment, segment_files
 from tabletopic.s3stream.wal_fence import Role, TakeoverLost, WalFence, WalToken
 from tabletopic.s3stream.wal_format import LEGACY_SUFFIX, WalRecord, scan_legacy
 
@@ -250,3 +252,44 @@ def take_back(
         remove_wal(directory)
         recovered.append(str(directory))
     return recovered
+
+
+@dataclass(frozen=True, slots=True)
+class SharedWalStart:
+    """What a broker's start did with its shared WAL: the directory it writes now (its name and its
+    path, recorded in the cluster) and the paths of earlier ones it took back."""
+
+    incarnation: str
+    directory: str
+    recovered: list[str]
+
+
+async def open_shared_wal(state: StoreState, on_commit: Callable[[Group], None]) -> SharedWalStart:
+    """Cluster mode, shared WAL, at the store's start: take back what earlier starts of this broker
+    left (committed under their streams, as a takeover by another broker would), then open a new
+    WAL directory, claimed with this start's token, whose fence is checked after every fsync."""
+    settings = state.settings
+    node_directory = settings.wal_dir
+    if LocalWal.holds_data(node_directory):  # written by this broker as a single node
+        raise StorageUnavailable(
+            f"{node_directory} holds the WAL of a single node (cluster.enable=false): start it so "
+            f"once more to upload it, or change s3stream.wal.path"
+        )
+    incarnation = new_incarnation()
+    objects = state.objects.store
+    recovered = await asyncio.to_thread(
+        take_back, node_directory, settings.node_id, incarnation, state.meta, objects, settings
+    )
+    writer = WalToken.here(Role.WRITER, settings.node_id, incarnation)
+    node_directory.mkdir(parents=True, exist_ok=True)
+    fence = WalFence(node_directory / incarnation)
+    await asyncio.to_thread(fence.claim, writer)
+    state.wal = LocalWal(
+        fence.directory,
+        settings.wal_segment_bytes,
+        on_commit,
+        state.metrics.wal_fsync_seconds.observe,
+        after_sync=lambda: fence.check(writer),
+    )
+    await state.wal.start()
+    return SharedWalStart(incarnation, str(fence.directory), recovered)

@@ -37,7 +37,7 @@ from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, Ob
 from tabletopic.s3stream.reader import ObjectReader
 from tabletopic.s3stream.semantics import take_batches
 from tabletopic.s3stream.settings import WalMode
-from tabletopic.s3stream.shared_wal import new_incarnation, take_back
+from tabletopic.s3stream.shared_wal import open_shared_wal
 from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import (
     BatchTransform,
@@ -53,7 +53,6 @@ from tabletopic.s3stream.streams import (
 )
 from tabletopic.s3stream.upload import Uploader
 from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
-from tabletopic.s3stream.wal_fence import Role, WalFence, WalToken
 
 log = logging.getLogger(__name__)
 
@@ -192,30 +191,10 @@ class S3StreamStore:
         return wal
 
     async def _open_shared_wal(self) -> None:
-        """Cluster mode, shared WAL: take back what earlier starts of this broker left (committed
-        under their streams, as a takeover by another broker would), then write a new WAL
-        directory whose fence is checked after every fsync (see shared_wal and wal_fence)."""
-        state = self.state
-        settings = state.settings
-        node_directory = settings.wal_dir
-        self.wal_incarnation = incarnation = new_incarnation()
-        objects = state.objects.store
-        self.recovered_wals = await asyncio.to_thread(
-            take_back, node_directory, settings.node_id, incarnation, state.meta, objects, settings
-        )
-        writer = WalToken.here(Role.WRITER, settings.node_id, incarnation)
-        node_directory.mkdir(parents=True, exist_ok=True)
-        fence = WalFence(node_directory / incarnation)
-        self.wal_directory = str(fence.directory)
-        await asyncio.to_thread(fence.claim, writer)
-        state.wal = LocalWal(
-            fence.directory,
-            settings.wal_segment_bytes,
-            self._on_wal_commit,
-            state.metrics.wal_fsync_seconds.observe,
-            after_sync=lambda: fence.check(writer),
-        )
-        await state.wal.start()
+        """Cluster mode, shared WAL: see :func:`~tabletopic.s3stream.shared_wal.open_shared_wal`."""
+        opened = await open_shared_wal(self.state, self._on_wal_commit)
+        self.wal_incarnation, self.wal_directory = opened.incarnation, opened.directory
+        self.recovered_wals = opened.recovered
 
     async def close(self) -> None:
         if self._closed:
