@@ -343,6 +343,10 @@ class ClusterRole:
         if not partitions:
             return []
         wanted = {key: sid for key in partitions if (sid := self._stream_of(key)) is not None}
+        # A shared-WAL broker still owning a stream hands it over by closing it (or its WAL is taken
+        # over): opening before that would miss what it acknowledged.
+        waiting = await self.takeovers.held_elsewhere(wanted.values())
+        wanted = {key: sid for key, sid in wanted.items() if sid not in waiting}
         if len(wanted) < len(partitions):
             self._retry_soon()
         node_id = self.node.node_id

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from tabletopic import crashpoints
@@ -51,6 +52,20 @@ class WalTakeovers:
         self.node.on_change.append(lambda _snapshot: self._wake.set())
         self._task = asyncio.create_task(self._loop(), name="wal-takeovers")
         self._wake.set()
+
+    async def held_elsewhere(self, stream_ids: Iterable[int]) -> set[int]:
+        """The streams among ``stream_ids`` a new leader must not open yet: the metadata database
+        says another broker owns them that writes a shared WAL, or wrote one not recovered yet. It
+        may have acknowledged appends that only its WAL holds; its close (which uploads them and
+        clears the owner) or the takeover of its WAL (which commits them and clears the owner)
+        comes first. Brokers on the object WAL acknowledge by committing: nothing to wait for."""
+        shared = {w.node_id for w in self.node.snapshot.wals} - {self.node.node_id}
+        wanted = sorted(stream_ids)
+        if not shared or not wanted:
+            return set()
+        state = self.store.state
+        owners = await state.db(state.meta.stream_ends, wanted)
+        return {sid for sid, (_, owner) in owners.items() if owner in shared}
 
     async def stop(self) -> None:
         if self._task is not None:

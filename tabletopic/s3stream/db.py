@@ -319,9 +319,16 @@ class StreamMetadata:
 
     def close_streams(self, fences: dict[int, Fence]) -> None:
         """:meth:`close_stream` for many streams in one transaction; the StreamFenced raised lists
-        every stream taken meanwhile."""
+        every stream taken meanwhile. The owner is cleared (the epoch stays): a broker taking the
+        stream over from a shared-WAL broker waits for that, as its sign that every append the
+        closer acknowledged is committed."""
         with self.engine.begin() as conn:
             check_fences(conn, fences)
+            s = streams_table
+            conn.execute(
+                sa.update(s).where(s.c.stream_id == sa.bindparam("sid")).values(owner=None),
+                [{"sid": sid} for sid in fences],
+            )
 
     def stream_fence(self, stream_id: int) -> tuple[int, int | None]:
         """``(epoch, owner)`` the stream is held with in the database."""

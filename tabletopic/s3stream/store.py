@@ -331,6 +331,9 @@ class S3StreamStore:
         state = self.state
         held = {sid: stream for sid in stream_ids if (stream := state.streams.get(sid)) is not None}
         failed: dict[int, StreamError] = {}
+        if state.local_wal:  # an fsync acknowledges: from now on nothing is, so the upload has it all
+            for stream in held.values():
+                stream.closing = True
         try:
             try:
                 await self.flush(list(held))
@@ -489,7 +492,7 @@ class S3StreamStore:
     def _check_still_held(self, stream_id: int, holder: StreamState) -> None:
         """Re-check ownership before acknowledging: a batch object may commit for the other streams
         it holds while this one was fenced (its data left out of the commit) or closed here."""
-        if self.state.streams.get(stream_id) is not holder:
+        if self.state.streams.get(stream_id) is not holder or holder.closing:
             message = f"stream {stream_id} changed owner before the append was durable"
             raise StreamFenced(message, (stream_id,))
 
@@ -525,7 +528,8 @@ class S3StreamStore:
             raise ValueError(f"record_count must be a positive integer, not {record_count!r}")
         if not self._started or self._closed:
             raise StorageUnavailable("the store is not open")
-        self.state.stream(stream_id)
+        if self.state.stream(stream_id).closing:
+            raise StreamFenced(f"stream {stream_id} is being handed over", (stream_id,))
         return payload
 
     def _append_nowait(

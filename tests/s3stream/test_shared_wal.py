@@ -226,3 +226,27 @@ async def test_a_wal_directory_not_mounted_here_is_never_taken_over_as_empty(
             )
     assert not elsewhere.parent.exists()
     await a.append(sid, b"still the writer" * 4, 1)  # nothing was fenced
+
+
+async def test_a_handed_over_stream_is_closed_with_every_acknowledged_append_and_no_owner(
+    brokers: Brokers,
+) -> None:
+    a = await brokers.open(1)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    written = await _write(a, sid, 3)
+    late = asyncio.ensure_future(a.append(sid, b"in flight" * 10, 1))
+    await asyncio.sleep(0)
+    closing = asyncio.ensure_future(a.close_stream(sid))
+    await asyncio.sleep(0)
+    with pytest.raises(StreamFenced):  # being handed over: refused, the client finds the new leader
+        await a.append(sid, b"after" * 10, 1)
+    await closing
+    acknowledged = not isinstance((await asyncio.gather(late, return_exceptions=True))[0], BaseException)
+    assert (await asyncio.to_thread(a.state.meta.stream_ends, [sid]))[sid][1] is None  # owner cleared
+    b = await brokers.open(2)
+    info = await b.open_stream(sid, 2, owner=2)
+    payloads = await _payloads(b, sid)
+    assert payloads[:3] == written
+    if acknowledged:
+        assert info.end_offset == 4
