@@ -25,6 +25,9 @@ FAST_CLUSTER = {
     "cluster.enable": "true",
     "s3stream.wal.mode": "shared",
     "s3stream.wal.object.batch.ms": "20",
+    # Shared WAL: what another broker reads (a table coordinator reading partitions it does not
+    # lead, consumers in another zone) is what was uploaded, so upload often (see docs/cluster.md).
+    "s3stream.upload.interval.ms": "200",
     "broker.heartbeat.interval.ms": "500",
     "broker.session.timeout.ms": "3000",
     "table.job.runner": "inprocess",
