@@ -5,6 +5,7 @@ then SIGCONT: it acknowledges nothing) is test_failover's, which runs on this WA
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -31,8 +32,8 @@ def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> lis
     deadline = time.monotonic() + 60
     try:
         while len(values) < expected and time.monotonic() < deadline:
-            values += [m.value() for m in consumer.consume(500, 1.0) if m.error() is None]
-        values += [m.value() for m in consumer.consume(500, 2.0) if m.error() is None]  # duplicates?
+            values += [m.value() or b"" for m in consumer.consume(500, 1.0) if m.error() is None]
+        values += [m.value() or b"" for m in consumer.consume(500, 2.0) if m.error() is None]  # duplicates?
     finally:
         consumer.close()
     return values
@@ -126,11 +127,13 @@ def test_a_recoverer_killed_in_the_middle_of_a_takeover_leaves_it_to_another(
     cluster.brokers[victim].process = None
     assert first_process.wait(60) == -signal.SIGKILL  # reached its crash point mid-takeover
     cluster.brokers[first].process = None
+
+    def writable(p: int) -> bool:
+        return produce_raw(cluster, second, topic, p, f"after-{p}".encode()) == 0
+
     for p, (leader, _) in leaders.items():
         if leader == victim:
-            wait_until(
-                lambda p=p: produce_raw(cluster, second, topic, p, f"after-{p}".encode()) == 0, timeout=60
-            )
+            wait_until(functools.partial(writable, p), timeout=60)
     _check_once(cluster, topic, partitions, acks)
 
 
