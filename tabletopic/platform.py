@@ -44,6 +44,9 @@ from tabletopic.config import Config, ConfigError, StartupError, make_private_di
 from tabletopic.ids import LeaderEpoch
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
+from tabletopic.s3stream.config import shared_wal_path
+from tabletopic.s3stream.shared_wal import incarnations
+from tabletopic.s3stream.wal_fence import Role, WalFence
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
 from tabletopic.table import settings as table_settings
@@ -382,7 +385,8 @@ def _check_cluster_mode(config: Config, engine: Engine) -> tuple[bool, SingleNod
     or another single node) holds, and a cluster broker about to share a single node's."""
     enabled = config.get(cluster_settings.ENABLE)
     postgres = engine.dialect.name == "postgresql"
-    object_wal = config.get(s3stream_settings.WAL_MODE) == s3stream_settings.WalMode.OBJECT
+    wal_mode = s3stream_settings.WalMode(config.get(s3stream_settings.WAL_MODE))
+    object_wal = wal_mode is not s3stream_settings.WalMode.LOCAL  # object or shared: taken over
     if enabled and not postgres:
         raise ConfigError(
             "cluster.enable=true needs a PostgreSQL metadata database shared by every broker: "
@@ -390,9 +394,12 @@ def _check_cluster_mode(config: Config, engine: Engine) -> tuple[bool, SingleNod
         )
     if enabled and not object_wal:
         raise ConfigError(
-            "cluster.enable=true needs s3stream.wal.mode=object (a local WAL would hold acknowledged "
-            "data no other broker can take over)"
+            "cluster.enable=true needs s3stream.wal.mode=shared (with s3stream.wal.path on storage "
+            "every broker reaches) or object: a local WAL would hold acknowledged data no other broker "
+            "can take over"
         )
+    if enabled and wal_mode is s3stream_settings.WalMode.SHARED:
+        check_shared_wal_free(config, engine)
     if not postgres:
         return enabled, None
     from sqlalchemy.exc import OperationalError
@@ -410,7 +417,7 @@ def _check_cluster_mode(config: Config, engine: Engine) -> tuple[bool, SingleNod
             "stop it before starting cluster brokers on it, or use another metadata.url"
         )
     if not enabled and others.brokers:
-        key = "cluster.enable=true" if object_wal else "s3stream.wal.mode=object and cluster.enable=true"
+        key = "cluster.enable=true" if object_wal else "s3stream.wal.mode=shared and cluster.enable=true"
         raise ConfigError(
             f"brokers {others.brokers} of a cluster are live in this metadata database: set {key} to "
             "join them, or use another metadata.url"
@@ -421,6 +428,36 @@ def _check_cluster_mode(config: Config, engine: Engine) -> tuple[bool, SingleNod
             "cluster.enable=true on every node to run them as one cluster, or use another metadata.url"
         )
     return enabled, None if enabled else lease
+
+
+def check_shared_wal_free(config: Config, engine: Engine) -> None:
+    """Refuse, in one line naming the key, to start on a shared WAL directory that a live broker
+    writes: a process on this host that is still running, or a broker of that id on another host
+    whose lease is valid (a broker killed there is taken over once its lease expires)."""
+    node_id = int(config.get(broker_settings.BROKER_ID))
+    node_directory = shared_wal_path(config) / str(node_id)
+    here = socket.gethostname()
+    for name in incarnations(node_directory):
+        token = WalFence(node_directory / name).read()
+        if token is None or token.role is not Role.WRITER or token.pid == os.getpid():
+            continue
+        if token.host == here:
+            try:
+                os.kill(token.pid, 0)
+            except ProcessLookupError:
+                continue  # that broker died: its WAL is taken back at start
+            except PermissionError:
+                pass  # alive, another user's
+        elif node_id not in _live_brokers(engine):
+            continue
+        raise ConfigError(
+            f"s3stream.wal.path: the shared WAL {node_directory / name} is written by the live "
+            f"{token.describe()}: stop it, or give this broker another broker.id"
+        )
+
+
+def _live_brokers(engine: Engine) -> list[int]:
+    return ClusterMetadata(engine).live_nodes_other_than(-1)
 
 
 def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, SparkProvider | None]:

@@ -27,6 +27,7 @@ from tabletopic.broker.leadership import (
     group_slot,
 )
 from tabletopic.broker.log_limit import RateLimitedLog
+from tabletopic.broker.wal_takeover import WalTakeovers
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
@@ -72,7 +73,10 @@ class ClusterRole:
         self.group_slots = group_slots
         self.txn_slots = txn_slots
         self._meter: LoadMeter[PartitionKey] = LoadMeter(settings.auto_balancer.metrics_window_s)
-        self.node = ClusterNode(engine, settings, self._wanted, self._load, SLOT_TOPICS)
+        self.node = ClusterNode(
+            engine, settings, self._wanted, self._load, SLOT_TOPICS, wal=store.wal_directory
+        )
+        self.takeovers = WalTakeovers(self.node, store)
         self.opened: dict[PartitionKey, LeaderEpoch] = {}  # what this broker serves, with its leader epoch
         # Per partition bytes in and out since start (reported with the lease, for balancing).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
@@ -101,6 +105,7 @@ class ClusterRole:
         self.service.topics.on_change.append(self._topics_changed)
         endpoints = {str(proto): (ep.host, ep.port) for proto, ep in self.service.advertised.items()}
         await node.start(endpoints)
+        await self.takeovers.start()
         # Stream-set object compaction reads every stream's start from the database: one compactor
         # for the cluster, its controller.
         self.store.compactor.active = lambda: self.node.controller_epoch is not None
@@ -116,6 +121,7 @@ class ClusterRole:
             )
         tasks = [t for t in (self._task, self._topics_task) if t is not None]
         await cancel_and_wait([*tasks, *self._background])
+        await self.takeovers.stop()
         if self.opened:
             await self._release(list(self.opened))
         await self.node.stop()
@@ -338,6 +344,10 @@ class ClusterRole:
         if not partitions:
             return []
         wanted = {key: sid for key in partitions if (sid := self._stream_of(key)) is not None}
+        # A shared-WAL broker still owning a stream hands it over by closing it (or its WAL is taken
+        # over): opening before that would miss what it acknowledged.
+        waiting = await self.takeovers.held_elsewhere(wanted.values())
+        wanted = {key: sid for key, sid in wanted.items() if sid not in waiting}
         if len(wanted) < len(partitions):
             self._retry_soon()
         node_id = self.node.node_id

@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 import threading
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -43,6 +44,13 @@ cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_
 GROUP_SLOTS_TOPIC = "__consumer_offsets"
 
 
+class WalChoice(StrEnum):
+    """``cluster up --wal``: the brokers' s3stream.wal.mode."""
+
+    SHARED = "shared"
+    OBJECT = "object"
+
+
 @cluster_app.command("up")
 def up(
     nodes: Annotated[int, typer.Option("--nodes", "-n", help="Number of brokers.", min=1, max=32)] = 3,
@@ -61,6 +69,15 @@ def up(
             "so). 0: free ports for everything.",
         ),
     ] = (9092),
+    wal: Annotated[
+        WalChoice,
+        typer.Option(
+            "--wal",
+            help="`shared`: each broker's WAL is a directory under --data-dir every broker reaches, "
+            "acknowledged after an fsync and taken over by a live broker when its broker dies. "
+            "`object`: appends are acknowledged once stored in a batch object (no disk state).",
+        ),
+    ] = WalChoice.SHARED,
     override: OverrideOption = None,
 ) -> None:
     """Start PostgreSQL, SeaweedFS and N brokers on loopback; Ctrl-C stops everything."""
@@ -78,6 +95,7 @@ def up(
         racks=[r.strip() for r in racks.split(",") if r.strip()],
         base_port=base_port,
         settings=extra,
+        wal=wal.value,
     )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

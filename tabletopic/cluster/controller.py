@@ -9,6 +9,10 @@ broker when that one is alive and not draining, else to the least loaded one; th
 by more than one (pinned partitions, placed by an operator, stay). Coordinator slots are evened
 out per kind, apart from partitions, so every broker coordinates its share of groups and
 transactions.
+
+Shared WALs (``s3stream.wal.mode=shared``): a broker incarnation that is gone may hold acknowledged
+appends only its WAL has. Its partitions stay where they are (unavailable) until its WAL is taken
+over; :func:`assign_recoverers` names the live broker that does it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,51 @@ class Assignment:
     pinned: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class WalRow:
+    """A shared WAL not yet recovered: broker ``node_id``'s incarnation ``node_epoch`` writes (or
+    wrote) it in the directory ``wal`` (its path, as every broker mounts it); ``recoverer`` is the
+    broker told to take it over."""
+
+    node_id: NodeId
+    node_epoch: BrokerEpoch
+    wal: str
+    recoverer: NodeId | None = None
+
+
+def unrecovered(
+    wals: Iterable[WalRow], live: Mapping[NodeId, BrokerEpoch]
+) -> set[tuple[NodeId, BrokerEpoch]]:
+    """``(node_id, node_epoch)`` of the shared WALs whose writer is gone (its lease expired, or a
+    newer incarnation registered): their partitions wait for the takeover."""
+    return {(w.node_id, w.node_epoch) for w in wals if live.get(w.node_id) != w.node_epoch}
+
+
+def assign_recoverers(
+    wals: Iterable[WalRow], live: Mapping[NodeId, BrokerEpoch], eligible: Sequence[NodeId]
+) -> dict[tuple[NodeId, BrokerEpoch], NodeId]:
+    """Recoverers to (re)assign: ``{(node_id, node_epoch): broker}`` for each WAL whose writer is
+    gone and whose recoverer is none, dead or no longer eligible. The broker itself, back as a new
+    incarnation, takes its own WAL back (it already did at start, so the takeover is quick);
+    otherwise a stable choice among the eligible brokers spreads the takeovers."""
+    gone = unrecovered(wals, live)
+    candidates = sorted(eligible)
+    decided: dict[tuple[NodeId, BrokerEpoch], NodeId] = {}
+    if not candidates:
+        return decided
+    for row in wals:
+        key = (row.node_id, row.node_epoch)
+        if key not in gone or (row.recoverer is not None and row.recoverer in candidates):
+            continue
+        if row.node_id in candidates:
+            decided[key] = row.node_id
+        else:
+            decided[key] = candidates[
+                zlib.crc32(f"{row.node_id}/{row.node_epoch}".encode()) % len(candidates)
+            ]
+    return decided
+
+
 def predicted_leader(key: PartitionKey, candidates: Sequence[NodeId]) -> NodeId | None:
     """A stable choice among ``candidates`` (sorted node ids), the same on every broker: what
     Metadata reports for a partition the controller has not placed yet, and where the controller
@@ -50,6 +99,7 @@ def plan(
     draining: Iterable[NodeId] = (),
     max_moves: int = 8,
     apart: Collection[str] = (),
+    held: Collection[tuple[int, int]] = (),
 ) -> dict[PartitionKey, NodeId]:
     """New leaders: ``{partition: node}`` for every partition whose leader must change.
 
@@ -64,6 +114,8 @@ def plan(
             rest (coordinator slots: they hold no data, so counted with partitions they could all
             end on one broker after restarts, which would then coordinate every group or
             transaction of the cluster).
+        held: ``(node_id, node_epoch)`` of incarnations whose shared WAL is not recovered yet
+            (:func:`unrecovered`): their partitions are neither moved nor counted until it is.
     """
     leaving = set(draining)
     eligible = sorted(n for n in live if n not in leaving)
@@ -74,6 +126,14 @@ def plan(
         classes.setdefault(key[0] if key[0] in apart else None, []).append(key)
     decided: dict[PartitionKey, NodeId] = {}
     budget = max_moves
+    if held:
+        waiting = set(held)
+        for name, keys in classes.items():
+            classes[name] = [
+                k
+                for k in keys
+                if (r := current.get(k)) is None or (r.leader, r.leader_node_epoch) not in waiting
+            ]
     for _, keys in sorted(classes.items(), key=lambda item: item[0] or ""):
         budget -= _plan_class(keys, current, live, eligible, budget, decided)
     return decided

@@ -17,6 +17,9 @@ Tables:
   first, so it holds the row's lock until it commits and versions commit in order: a reader that
   sees version V sees every change up to V, and the rows changed since its last read are those
   with a larger ``version``. An idle poll so reads one row instead of every partition.
+- ``cluster_wals``: the shared WAL of each broker incarnation that uses one (written with its
+  registration), whether it is recovered, and the broker told to take it over (see
+  ``docs/cluster.md``, "Shared WAL").
 
 Every change sends ``NOTIFY tabletopic_cluster`` (delivered when the transaction commits) with
 the kind of change as payload, so waiters wake at once instead of polling.
@@ -33,7 +36,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
-from tabletopic.cluster.controller import Assignment, PartitionKey, plan
+from tabletopic.cluster.controller import (
+    Assignment,
+    PartitionKey,
+    WalRow,
+    assign_recoverers,
+    plan,
+    unrecovered,
+)
 from tabletopic.cluster.events import create_events_table
 from tabletopic.fencing import Fenced
 from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
@@ -84,6 +94,16 @@ version_table = sa.Table(
     sa.Column("version", sa.BigInteger, nullable=False),
     sa.Column("purges", sa.BigInteger, nullable=False),
 )
+wals_table = sa.Table(
+    "cluster_wals",
+    _md,
+    sa.Column("node_id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("node_epoch", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("wal", sa.Text, nullable=False),  # the WAL directory's path, as every broker mounts it
+    sa.Column("recovered", sa.Boolean, nullable=False),
+    sa.Column("recoverer", sa.Integer, nullable=True),
+    sa.Column("updated_at", _ts, nullable=False),
+)
 
 
 def _add_versions(conn: Connection) -> None:
@@ -103,6 +123,7 @@ MIGRATIONS = [
     database.create_tables(nodes_table, controller_table, partitions_table),
     _add_versions,
     create_events_table,
+    database.create_tables(wals_table),
 ]
 
 
@@ -154,6 +175,8 @@ class ClusterSnapshot:
     controller_epoch: int
     partitions: dict[PartitionKey, Assignment]
     version: Version = field(default_factory=lambda: NO_VERSION)
+    # Shared WALs not recovered yet (a few rows, read with every snapshot).
+    wals: tuple[WalRow, ...] = ()
     # {node_id: node_epoch} of brokers with a valid lease.
     live: dict[NodeId, BrokerEpoch] = field(init=False, repr=False, compare=False)
     # Sorted ids of the brokers that may lead (alive and not draining), as predicted_leader wants.
@@ -173,6 +196,7 @@ class ClusterSnapshot:
             and self.controller_id == other.controller_id
             and self.controller_epoch == other.controller_epoch
             and self.nodes == other.nodes
+            and self.wals == other.wals
         )
 
 
@@ -223,9 +247,16 @@ class ClusterMetadata:
     # Membership ----------------------------------------------------------------------------------
 
     def register(
-        self, node_id: NodeId, rack: str | None, endpoints: dict[str, tuple[str, int]], lease_s: float
+        self,
+        node_id: NodeId,
+        rack: str | None,
+        endpoints: dict[str, tuple[str, int]],
+        lease_s: float,
+        wal: str | None = None,
     ) -> BrokerEpoch:
-        """Register (or re-register) ``node_id`` as a new incarnation; returns its node epoch."""
+        """Register (or re-register) ``node_id`` as a new incarnation; returns its node epoch.
+        ``wal``: the shared WAL directory this incarnation writes, recorded in the same
+        transaction, so no incarnation can lead a partition without its WAL being known."""
         n = nodes_table
         with self.engine.begin() as conn:
             row = conn.execute(
@@ -245,6 +276,17 @@ class ClusterMetadata:
                 conn.execute(sa.insert(n).values(node_id=node_id, **values))
             else:
                 conn.execute(sa.update(n).where(n.c.node_id == node_id).values(**values))
+            if wal is not None:
+                conn.execute(
+                    sa.insert(wals_table).values(
+                        node_id=node_id,
+                        node_epoch=epoch,
+                        wal=wal,
+                        recovered=False,
+                        recoverer=None,
+                        updated_at=sa.func.now(),
+                    )
+                )
             _notify(conn, "nodes")
             return epoch
 
@@ -400,9 +442,44 @@ class ClusterMetadata:
                 stamp = conn.execute(sa.select(v.c.version, v.c.purges).where(v.c.id == 1)).first()
                 version = NO_VERSION if stamp is None else Version(int(stamp[0]), int(stamp[1]))
                 partitions = self._partitions_since(conn, since, version)
+                wals = self._open_wals(conn)
         controller = int(ctrl[0]) if ctrl is not None and ctrl[0] is not None and ctrl[2] else None
         epoch = int(ctrl[1]) if ctrl is not None else 0
-        return ClusterSnapshot(nodes, controller, epoch, partitions, version)
+        return ClusterSnapshot(nodes, controller, epoch, partitions, version, wals)
+
+    @staticmethod
+    def _open_wals(conn: Connection) -> tuple[WalRow, ...]:
+        w = wals_table
+        rows = conn.execute(
+            sa.select(w.c.node_id, w.c.node_epoch, w.c.wal, w.c.recoverer)
+            .where(w.c.recovered.is_(False))
+            .order_by(w.c.node_id, w.c.node_epoch)
+        )
+        return tuple(
+            WalRow(
+                NodeId(int(r[0])),
+                BrokerEpoch(int(r[1])),
+                str(r[2]),
+                None if r[3] is None else NodeId(int(r[3])),
+            )
+            for r in rows
+        )
+
+    # Shared WALs ---------------------------------------------------------------------------------
+
+    def wal_recovered(self, node_id: int, wal: str) -> bool:
+        """Mark broker ``node_id``'s WAL directory ``wal`` (its path) recovered (its takeover committed
+        everything in it): the controller's next round moves its partitions. Returns whether a row
+        changed (False: recovered already, or never registered)."""
+        w = wals_table
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                sa.update(w)
+                .where(w.c.node_id == node_id, w.c.wal == wal, w.c.recovered.is_(False))
+                .values(recovered=True, updated_at=sa.func.now())
+            )
+            _notify(conn, "wals")
+            return result.rowcount > 0
 
     @staticmethod
     def _partitions_since(
@@ -449,7 +526,11 @@ class ClusterMetadata:
             draining = [nid for nid, (_, state, alive) in nodes.items() if alive and state == "draining"]
             wanted_set = set(wanted)
             gone = [k for k in current if k not in wanted_set]
-            moves = plan(wanted, current, live, draining, max_moves, apart)
+            wals = self._open_wals(conn)
+            held = unrecovered(wals, live)
+            moves = plan(wanted, current, live, draining, max_moves, apart, held)
+            eligible = [nid for nid in live if nid not in draining]
+            self._assign_recoverers(conn, assign_recoverers(wals, live, eligible))
             # Targets reached (or impossible because the target is gone) are cleared.
             reached = [
                 key
@@ -479,6 +560,19 @@ class ClusterMetadata:
                 )
             _notify(conn, "leaders")
             return moves, version
+
+    @staticmethod
+    def _assign_recoverers(conn: Connection, decided: dict[tuple[NodeId, BrokerEpoch], NodeId]) -> None:
+        """Write the controller's takeover decisions (in its round's transaction)."""
+        w = wals_table
+        for (node_id, node_epoch), recoverer in decided.items():
+            conn.execute(
+                sa.update(w)
+                .where(w.c.node_id == node_id, w.c.node_epoch == node_epoch)
+                .values(recoverer=recoverer, updated_at=sa.func.now())
+            )
+        if decided:
+            _notify(conn, "wals")
 
     @staticmethod
     def _read_for_plan(

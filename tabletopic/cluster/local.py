@@ -432,6 +432,9 @@ class LocalCluster:
     brokers: dict[int, NodeProcess] = field(default_factory=dict)
     metadata_url: str = ""
     notes: list[str] = field(default_factory=list)  # ports that were taken, and what replaced them
+    # s3stream.wal.mode of the brokers: `shared` (a WAL directory under root that every broker
+    # reaches, taken over when its broker dies) or `object`.
+    wal: str = "shared"
 
     @property
     def bootstrap(self) -> str:
@@ -517,7 +520,7 @@ class LocalCluster:
             "cluster.enable": "true",
             "broker.id": str(node_id),
             "metadata.url": self.metadata_url,
-            "s3stream.wal.mode": "object",
+            **self.wal_settings(),
             **self.seaweedfs.s3_settings(prefix="cluster/"),
             "listeners": f"PLAINTEXT://127.0.0.1:{kafka_port}",
             "admin.listener": f"http://127.0.0.1:{ports['admin']}",
@@ -530,6 +533,15 @@ class LocalCluster:
         if rack:
             values["broker.rack"] = rack
         return values
+
+    def wal_settings(self) -> dict[str, str]:
+        """The brokers' WAL keys: on one machine the shared WAL is a directory beside theirs."""
+        if self.wal == "shared":
+            return {
+                "s3stream.wal.mode": "shared",
+                "s3stream.wal.path": str((self.root / "shared-wal").resolve()),
+            }
+        return {"s3stream.wal.mode": self.wal}
 
     def add_broker(self, node_id: int) -> NodeProcess:
         ports = self.broker_ports(node_id)

@@ -31,7 +31,7 @@ from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.autobalance import AutoBalancer, AutoBalancerSettings
 from tabletopic.cluster.balancer import BalancerSettings
-from tabletopic.cluster.controller import PartitionKey, predicted_leader
+from tabletopic.cluster.controller import PartitionKey, WalRow, predicted_leader
 from tabletopic.cluster.db import (
     ClusterMetadata,
     ClusterSnapshot,
@@ -52,9 +52,9 @@ T = TypeVar("T")
 # at most this long.
 FULL_ROUND_S = 15.0
 # NOTIFY kinds after which the controller plans again: topics changed ("topics", or "topics:<name>":
-# their partitions are what it places), or the listener reconnected (notifications may have been
-# missed).
-REPLAN_KINDS = frozenset({"topics", "reconnected"})
+# their partitions are what it places), a shared WAL was recovered ("wals": its partitions may move
+# now), or the listener reconnected (notifications may have been missed).
+REPLAN_KINDS = frozenset({"topics", "reconnected", "wals"})
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,11 @@ class ClusterNode:
         wanted: Callable[[], list[PartitionKey]],
         load: Callable[[], dict[str, list[int]]] = dict,
         apart: Collection[str] = (),
+        wal: str | None = None,
     ) -> None:
         self.meta = ClusterMetadata(engine)
+        # The shared WAL directory this incarnation writes (registered with it), if it uses one.
+        self.wal = wal
         self.settings = settings
         self.node_id = settings.node_id
         self.node_epoch = BrokerEpoch(0)
@@ -169,7 +172,7 @@ class ClusterNode:
         )
         self._listener.start()
         self.node_epoch = await self._db(
-            self.meta.register, self.node_id, self.settings.rack, endpoints, self._lease_s
+            self.meta.register, self.node_id, self.settings.rack, endpoints, self._lease_s, self.wal
         )
         self._last_renewal = time.monotonic()
         log.info("broker %d joined the cluster with node epoch %d", self.node_id, self.node_epoch)
@@ -238,6 +241,15 @@ class ClusterNode:
             for key, row in self.snapshot.partitions.items()
             if row.leader == self.node_id and row.leader_node_epoch == self.node_epoch
         }
+
+    def my_wal_takeovers(self) -> list[WalRow]:
+        """Shared WALs of gone incarnations the controller told this broker to take over."""
+        if self.fenced or self.expired:
+            return []
+        snap = self.snapshot
+        return [
+            w for w in snap.wals if w.recoverer == self.node_id and snap.live.get(w.node_id) != w.node_epoch
+        ]
 
     # Loops -----------------------------------------------------------------------------------
 

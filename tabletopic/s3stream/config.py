@@ -18,6 +18,9 @@ __all__ = ["StoreSettings", "WalMode"]
 class StoreSettings:
     wal_mode: WalMode = WalMode.LOCAL
     wal_dir: Path = Path("./data/wal")
+    # Shared mode: the directory every broker reaches (``wal_dir`` is this node's under it).
+    wal_path: Path | None = None
+    node_id: int = 0  # shared mode: broker.id, which names this broker's directory under wal_path
     wal_segment_bytes: int = 64 * keys.MiB
     wal_capacity_bytes: int = 1024 * keys.MiB
     object_batch_ms: int = 5
@@ -40,10 +43,17 @@ class StoreSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> StoreSettings:
+        mode = WalMode(config.get(keys.WAL_MODE))
         wal_dir = config.get(keys.WAL_DIR) or str(config.data_dir / "wal")
+        wal_path = None
+        if mode is WalMode.SHARED:
+            wal_path = shared_wal_path(config)
+            wal_dir = str(wal_path / str(config.get("broker.id")))
         return cls(
-            wal_mode=WalMode(config.get(keys.WAL_MODE)),
+            wal_mode=mode,
             wal_dir=Path(wal_dir).expanduser().resolve(),
+            wal_path=wal_path,
+            node_id=int(config.get("broker.id")) if wal_path is not None else 0,
             wal_segment_bytes=config.get(keys.WAL_SEGMENT_BYTES),
             wal_capacity_bytes=config.get(keys.WAL_CAPACITY_BYTES),
             object_batch_ms=config.get(keys.WAL_OBJECT_BATCH_MS),
@@ -65,9 +75,20 @@ class StoreSettings:
             object_threads=config.get(keys.OBJECT_THREADS),
         )
 
+    @property
+    def wal_on_disk(self) -> bool:
+        """Whether appends are acknowledged after an fsync of WAL files (local or shared mode)."""
+        return self.wal_mode is not WalMode.OBJECT
+
     def __post_init__(self) -> None:
         # Callers (tests, benches) may pass the mode as its configuration string.
         object.__setattr__(self, "wal_mode", WalMode(self.wal_mode))
 
     def with_changes(self, **changes: Any) -> StoreSettings:
         return replace(self, **changes)
+
+
+def shared_wal_path(config: Config) -> Path:
+    """The directory ``s3stream.wal.path`` names (``shared-wal`` under data.dir when empty)."""
+    raw = config.get(keys.WAL_PATH) or str(config.data_dir / "shared-wal")
+    return Path(raw).expanduser().resolve()

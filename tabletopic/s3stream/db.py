@@ -319,9 +319,16 @@ class StreamMetadata:
 
     def close_streams(self, fences: dict[int, Fence]) -> None:
         """:meth:`close_stream` for many streams in one transaction; the StreamFenced raised lists
-        every stream taken meanwhile."""
+        every stream taken meanwhile. The owner is cleared (the epoch stays): a broker taking the
+        stream over from a shared-WAL broker waits for that, as its sign that every append the
+        closer acknowledged is committed."""
         with self.engine.begin() as conn:
             check_fences(conn, fences)
+            s = streams_table
+            conn.execute(
+                sa.update(s).where(s.c.stream_id == sa.bindparam("sid")).values(owner=None),
+                [{"sid": sid} for sid in fences],
+            )
 
     def stream_fence(self, stream_id: int) -> tuple[int, int | None]:
         """``(epoch, owner)`` the stream is held with in the database."""
@@ -454,6 +461,76 @@ class StreamMetadata:
                     .values(end_offset=sa.bindparam("new_end")),
                     [{"sid": sid, "new_end": end} for sid, end in stream_ends.items()],
                 )
+
+    def commit_recovery(
+        self,
+        objects: Sequence[NewObject],
+        extents: dict[int, tuple[int, int]],
+        dead_owner: int,
+    ) -> set[int]:
+        """A shared-WAL takeover's commit: what a dead broker acknowledged, written back under its
+        streams, in one transaction.
+
+        ``extents`` maps each stream the dead broker's WAL names to ``(from_end, to_end)``: the end
+        offset the recoverer read and the end after its records (equal: nothing to add). A stream is
+        recovered here when it is still open, held by ``dead_owner`` and ends at ``from_end``: its
+        end moves to ``to_end`` and its owner is cleared, keeping the epoch, so the deposed broker's
+        commits fail its fence check from now on while the next leader opens it with a higher epoch
+        as usual. Streams held by someone else, or already recovered (owner cleared), are left
+        alone. The objects' ranges of the streams not recovered are left out.
+
+        Returns:
+            The streams whose end moved since the recoverer read it (the deposed broker committed
+            meanwhile): read again and retry those.
+        """
+        s = streams_table
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                sa.select(s.c.stream_id, s.c.end_offset, s.c.state, s.c.owner)
+                .where(s.c.stream_id.in_(sorted(extents)))
+                .order_by(s.c.stream_id)
+                .with_for_update()
+            ).all()
+            recovered: dict[int, int] = {}
+            moved: set[int] = set()
+            for row in rows:
+                sid = int(row.stream_id)
+                if row.state != StreamStatus.OPEN or row.owner is None or int(row.owner) != dead_owner:
+                    continue
+                from_end, to_end = extents[sid]
+                if int(row.end_offset) != from_end:
+                    moved.add(sid)
+                    continue
+                recovered[sid] = to_end
+            kept = [
+                NewObject(obj.object_id, obj.size, [r for r in obj.ranges if r.stream_id in recovered])
+                for obj in objects
+            ]
+            self._register(conn, kept)
+            if recovered:
+                conn.execute(
+                    sa.update(s)
+                    .where(s.c.stream_id == sa.bindparam("sid"))
+                    .values(end_offset=sa.bindparam("new_end"), owner=None),
+                    [{"sid": sid, "new_end": end} for sid, end in recovered.items()],
+                )
+        return moved
+
+    def stream_ends(self, stream_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
+        """``{stream_id: (end_offset, owner)}`` of the open streams among ``stream_ids``."""
+        s = streams_table
+        found: dict[int, tuple[int, int | None]] = {}
+        with self.engine.connect() as conn:
+            for first in range(0, len(stream_ids), _IN_LIST):
+                chunk = list(stream_ids[first : first + _IN_LIST])
+                for row in conn.execute(
+                    sa.select(s.c.stream_id, s.c.end_offset, s.c.owner).where(
+                        s.c.stream_id.in_(chunk), s.c.state == StreamStatus.OPEN
+                    )
+                ):
+                    owner = None if row.owner is None else int(row.owner)
+                    found[int(row.stream_id)] = (int(row.end_offset), owner)
+        return found
 
     def commit_compaction(
         self,

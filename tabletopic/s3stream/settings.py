@@ -26,6 +26,7 @@ class WalMode(StrEnum):
 
     LOCAL = "local"  # an fsynced WAL file on local disk; uploaded later
     OBJECT = "object"  # a batch object stored and committed (stateless node)
+    SHARED = "shared"  # the local WAL's format on a path every broker reaches; taken over on failure
 
 
 OBJECT_STORE = define(
@@ -103,12 +104,23 @@ WAL_MODE = define(
     "`local`: appends are acknowledged after an fsync of a WAL file on local disk and uploaded "
     "later. `object`: appends of all streams are batched into shared objects, each started as soon "
     "as the upload before it ends, and acknowledged once theirs is stored and indexed (stateless "
-    "node).",
+    "node). `shared`: as `local`, but in a "
+    "directory under s3stream.wal.path that every broker can reach (NFS/EFS/FSx, a multi-attach "
+    "disk), so that a live broker takes the WAL over when this one dies (cluster mode).",
     GROUP,
     one_of(*WalMode),
 )
 WAL_DIR = define(
     "s3stream.wal.dir", str, None, "Directory of the local WAL. Empty: `wal` under data.dir.", GROUP
+)
+WAL_PATH = define(
+    "s3stream.wal.path",
+    str,
+    None,
+    "Shared WAL (s3stream.wal.mode=shared): a directory every broker of the cluster can reach; each "
+    "broker writes its WAL in the subdirectory named by its broker.id. Empty: `shared-wal` under "
+    "data.dir (only right for brokers that share one data.dir). `tabletopic cluster up` sets it.",
+    GROUP,
 )
 WAL_SEGMENT_BYTES = define(
     "s3stream.wal.segment.bytes",

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from tabletopic.ids import NodeId, StreamId
 from tabletopic.s3stream.objectstore import AsyncObjectStore
+from tabletopic.s3stream.state import StoreState
 from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamInfo, StreamStore
 
 
@@ -63,7 +64,21 @@ class SharedStreamStore(StreamStore, SnapshotReader, Protocol):
     def compactor(self) -> CompactionSwitch: ...
 
     @property
-    def state(self) -> ObjectAccess: ...
+    def state(self) -> StoreState:
+        """The store's parts (metadata, objects, settings, WAL), for the takeover of another
+        broker's shared WAL, which works on them directly."""
+
+    @property
+    def wal_directory(self) -> str | None:
+        """The shared WAL directory this incarnation writes (None on the object WAL)."""
+
+    @property
+    def wal_incarnation(self) -> str | None:
+        """This incarnation's token in its shared WAL's fence (None on the object WAL)."""
+
+    @property
+    def recovered_wals(self) -> list[str]:
+        """Directories of this broker's earlier incarnations it took back at start."""
 
     def is_open(self, stream_id: int) -> bool:
         """Whether this broker holds the stream now."""

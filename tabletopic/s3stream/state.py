@@ -36,6 +36,7 @@ class StreamState:
     metadata DB). ``ranges`` index the stream's committed objects by start offset."""
 
     __slots__ = (
+        "closing",
         "committed_end",
         "confirmed_end",
         "epochs",
@@ -60,6 +61,9 @@ class StreamState:
         self.ranges: list[RangeRow] = []
         self.range_starts: list[int] = []
         self.waiters = DataWaiters()
+        # Being closed here (handed to another broker): nothing more is appended or acknowledged,
+        # so the close's upload holds every acknowledged append (see S3StreamStore.close_streams).
+        self.closing = False
 
     def set_ranges(self, ranges: list[RangeRow]) -> None:
         ranges.sort(key=lambda r: r.start_offset)
@@ -116,9 +120,9 @@ class StoreState:
 
     @property
     def local_wal(self) -> bool:
-        """Whether the configured mode is the local WAL (the ``wal`` may still be open in object
-        mode while a leftover local WAL is recovered)."""
-        return self.settings.wal_mode is WalMode.LOCAL
+        """Whether the configured mode acknowledges after a WAL fsync (local or shared; the ``wal``
+        may still be open in object mode while a leftover local WAL is recovered)."""
+        return self.settings.wal_mode is not WalMode.OBJECT
 
     async def db(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking metadata-DB call on the DB threads."""

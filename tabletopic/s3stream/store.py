@@ -38,6 +38,8 @@ from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
 from tabletopic.s3stream.reader import ObjectReader
 from tabletopic.s3stream.semantics import take_batches
+from tabletopic.s3stream.settings import WalMode
+from tabletopic.s3stream.shared_wal import open_shared_wal
 from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import (
     BatchTransform,
@@ -106,6 +108,11 @@ class S3StreamStore:
         self._followed: dict[int, StreamState] = {}
         self._closed = False
         self._started = False
+        # Shared WAL (cluster mode): this start's WAL directory (its name, and the whole path the
+        # cluster records), and the paths of earlier ones taken back at start.
+        self.wal_incarnation: str | None = None
+        self.wal_directory: str | None = None
+        self.recovered_wals: list[str] = []
         metrics.wal_bytes.set_function(lambda: float(state.wal.bytes_used if state.wal else 0))
 
     # Life cycle ------------------------------------------------------------------------------
@@ -124,7 +131,9 @@ class S3StreamStore:
                 if sid in state.streams:
                     state.streams[sid].set_ranges(rows)
         self._tasks.append(asyncio.create_task(self.uploader.run(), name="s3stream-uploader"))
-        if state.local_wal:
+        if state.local_wal and self.owned_only and state.settings.wal_mode is WalMode.SHARED:
+            await self._open_shared_wal()
+        elif state.local_wal:
             await self._recover_wal()
         elif LocalWal.holds_data(state.settings.wal_dir):
             # Switched from local to object mode: acknowledged appends may still be in the old WAL.
@@ -186,6 +195,12 @@ class S3StreamStore:
             await asyncio.shield(block.uploaded)
         await wal.release(wal.current_segment)
         return wal
+
+    async def _open_shared_wal(self) -> None:
+        """Cluster mode, shared WAL: see :func:`~tabletopic.s3stream.shared_wal.open_shared_wal`."""
+        opened = await open_shared_wal(self.state, self._on_wal_commit)
+        self.wal_incarnation, self.wal_directory = opened.incarnation, opened.directory
+        self.recovered_wals = opened.recovered
 
     async def close(self) -> None:
         if self._closed:
@@ -324,6 +339,9 @@ class S3StreamStore:
         state = self.state
         held = {sid: stream for sid in stream_ids if (stream := state.streams.get(sid)) is not None}
         failed: dict[int, StreamError] = {}
+        if state.local_wal:  # an fsync acknowledges: from now on nothing is, so the upload has it all
+            for stream in held.values():
+                stream.closing = True
         try:
             try:
                 await self.flush(list(held))
@@ -482,7 +500,7 @@ class S3StreamStore:
     def _check_still_held(self, stream_id: int, holder: StreamState) -> None:
         """Re-check ownership before acknowledging: a batch object may commit for the other streams
         it holds while this one was fenced (its data left out of the commit) or closed here."""
-        if self.state.streams.get(stream_id) is not holder:
+        if self.state.streams.get(stream_id) is not holder or holder.closing:
             message = f"stream {stream_id} changed owner before the append was durable"
             raise StreamFenced(message, (stream_id,))
 
@@ -518,7 +536,8 @@ class S3StreamStore:
             raise ValueError(f"record_count must be a positive integer, not {record_count!r}")
         if not self._started or self._closed:
             raise StorageUnavailable("the store is not open")
-        self.state.stream(stream_id)
+        if self.state.stream(stream_id).closing:
+            raise StreamFenced(f"stream {stream_id} is being handed over", (stream_id,))
         return payload
 
     def _append_nowait(

@@ -153,8 +153,12 @@ class LocalWal:
         segment_bytes: int,
         on_commit: Callable[[Group], None],
         on_fsync: Callable[[float], None] | None = None,
+        after_sync: Callable[[], None] | None = None,
     ) -> None:
         self.directory = Path(directory)
+        # Shared WAL: the fence check, run after each group's fsync and before it is acknowledged
+        # (raises to fail the group and stop the WAL; see wal_fence).
+        self._after_sync = after_sync
         self.directory.mkdir(parents=True, exist_ok=True)
         self.segment_bytes = segment_bytes
         self._on_commit = on_commit
@@ -371,6 +375,8 @@ class LocalWal:
 
     def _current_group(self) -> Group:
         if self.failure is not None:
+            if isinstance(self.failure, StreamError):  # fenced: the same error (NOT_LEADER) again
+                raise type(self.failure)(str(self.failure))
             raise StorageUnavailable(f"the WAL in {self.directory} failed earlier: {self.failure}")
         group = self._group
         if group is None:
@@ -462,7 +468,8 @@ class LocalWal:
         # acknowledged on top of it. A restart replays what is valid.
         log.error("WAL write to %s failed; the store stops accepting appends: %s", self.directory, exc)
         self.failure = exc
-        error = StorageUnavailable(f"WAL write failed: {exc}")
+        # A fenced shared WAL keeps its error type: clients are told to find the new leader.
+        error = exc if isinstance(exc, StreamError) else StorageUnavailable(f"WAL write failed: {exc}")
         pending = self._group
         self._group = None
         for failed in (group, pending):
@@ -502,6 +509,8 @@ class LocalWal:
         self._write_frame(parts, crcs)
         crashpoints.crash_point("wal.before_fsync")
         self._sync()
+        if self._after_sync is not None:
+            self._after_sync()
         if self._segments[self._index] >= self.segment_bytes:
             self._roll_segment()
         return rolled

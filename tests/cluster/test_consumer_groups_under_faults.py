@@ -116,9 +116,9 @@ def _committed_at_end(bootstrap: str, topic: str, group: str) -> bool:
 
 
 def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_kill(
-    healthy_cluster: LocalCluster,
+    cluster_on_each_wal: LocalCluster,
 ) -> None:
-    cluster = healthy_cluster
+    cluster = cluster_on_each_wal
     topic, leaders = new_topic(cluster, "groups", PARTITIONS)
     groups = {"confluent": f"cg-{uuid.uuid4().hex[:6]}", "kafka-python": f"kp-{uuid.uuid4().hex[:6]}"}
     bootstrap = cluster.bootstrap

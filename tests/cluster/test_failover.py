@@ -22,9 +22,9 @@ PARTITIONS = 12
 
 
 def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_killed(
-    healthy_cluster: LocalCluster,
+    cluster_on_each_wal: LocalCluster,
 ) -> None:
-    cluster = healthy_cluster
+    cluster = cluster_on_each_wal
     topic, leaders = new_topic(cluster, "failover", PARTITIONS)
     victim = leaders[0][0]
     acked: list[bytes] = []

@@ -22,10 +22,14 @@ from tests.support.waiting import wait_until_sync
 
 # Renewals twice as often as by default so failover tests take seconds, with the default 3 s lease
 # (shorter ones expire on a loaded 2-core machine). Table jobs run in process: no JVM per broker.
+# The WAL is the shared one, as `tabletopic cluster up`'s (LocalCluster.wal picks the object WAL).
 FAST_CLUSTER = {
     "cluster.enable": "true",
-    "s3stream.wal.mode": "object",
+    "s3stream.wal.mode": "shared",
     "s3stream.wal.object.batch.ms": "20",
+    # Shared WAL: what another broker reads (a table coordinator reading partitions it does not
+    # lead, consumers in another zone) is what was uploaded, so upload often (see docs/cluster.md).
+    "s3stream.upload.interval.ms": "200",
     "broker.heartbeat.interval.ms": "500",
     "broker.session.timeout.ms": "3000",
     "table.job.runner": "inprocess",
@@ -66,6 +70,9 @@ class LocalCluster:
     # restarted node is found where it was.
     catalog_ports: dict[int, int] = field(default_factory=dict)
     registry_ports: dict[int, int] = field(default_factory=dict)
+    # s3stream.wal.mode of the brokers: "shared" (a directory under root every broker reaches) or
+    # "object".
+    wal: str = "shared"
 
     def registry_url(self, node_id: int) -> str:
         return f"http://127.0.0.1:{self.registry_ports.setdefault(node_id, free_port())}"
@@ -81,6 +88,8 @@ class LocalCluster:
             # Tables written by any broker's table coordinator are read by every other one.
             "automq.table.topic.catalog.warehouse": f"file://{self.root / 'warehouse'}",
             "catalog.listener": f"http://127.0.0.1:{port}",
+            "s3stream.wal.mode": self.wal,
+            **({"s3stream.wal.path": str(self.root / "shared-wal")} if self.wal == "shared" else {}),
             **self.extra,
         }
         if rack:

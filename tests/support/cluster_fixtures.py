@@ -30,9 +30,39 @@ def cluster(
         local.stop_all()
 
 
+def use_wal(cluster: LocalCluster, wal: str) -> None:
+    """Restart the three brokers on another WAL kind (``shared`` or ``object``) if they are not on
+    it: killed, as a crash (a shared WAL is taken back at the next start)."""
+    if cluster.wal == wal:
+        return
+    for broker in cluster.brokers.values():
+        broker.kill()
+    cluster.brokers.clear()
+    cluster.wal = wal
+    cluster.start_many([1, 2, 3], RACKS)
+
+
+@pytest.fixture(scope="session", params=["shared", "object"])
+def wal_kind(request: pytest.FixtureRequest) -> str:
+    """Both WAL kinds, for the few cluster tests that run on each (session-scoped, so pytest runs
+    the tests of one kind together and the brokers switch kinds as seldom as possible)."""
+    return str(request.param)
+
+
 @pytest.fixture
 def healthy_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """The shared cluster with its three brokers up, before and after the test."""
+    """The shared cluster with its three brokers up on the shared WAL, before and after the test."""
+    use_wal(cluster, "shared")
+    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
+    wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
+    yield cluster
+    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
+
+
+@pytest.fixture
+def cluster_on_each_wal(cluster: LocalCluster, wal_kind: str) -> Iterator[LocalCluster]:
+    """The shared cluster with its three brokers up on ``wal_kind``'s WAL."""
+    use_wal(cluster, wal_kind)
     cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
     wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
     yield cluster

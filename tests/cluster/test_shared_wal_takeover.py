@@ -1,0 +1,149 @@
+"""Shared WAL takeover with real brokers (the test cluster's default WAL): a broker killed in the
+middle of a group commit, a recoverer killed in the middle of its takeover, and a second broker
+refused on a WAL directory a live one writes. The paused-broker case (SIGSTOP through a takeover,
+then SIGCONT: it acknowledges nothing) is test_failover's, which runs on this WAL too."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import time
+import uuid
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from tabletopic import database
+from tabletopic.cluster.db import ClusterMetadata
+from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.kafka_clients import create_topic, failover_producer
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+
+
+def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(values) < expected and time.monotonic() < deadline:
+            values += [m.value() or b"" for m in consumer.consume(500, 1.0) if m.error() is None]
+        values += [m.value() or b"" for m in consumer.consume(500, 2.0) if m.error() is None]  # duplicates?
+    finally:
+        consumer.close()
+    return values
+
+
+class Acks:
+    """Delivery reports of a producer: what was acknowledged, what failed."""
+
+    def __init__(self) -> None:
+        self.acked: list[bytes] = []
+        self.failed: list[str] = []
+
+    def __call__(self, err: KafkaError | None, msg: object) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+        else:
+            self.acked.append(msg.value())  # type: ignore[attr-defined]
+
+
+def _check_once(cluster: LocalCluster, topic: str, partitions: int, acks: Acks) -> None:
+    assert not acks.failed, acks.failed[:5]
+    values = _read_all(cluster.bootstrap, topic, partitions, len(acks.acked))
+    duplicates = [v for v, n in Counter(values).items() if n > 1]
+    assert not duplicates, duplicates[:5]
+    assert set(acks.acked) <= set(values)
+
+
+def test_every_acknowledged_record_survives_a_kill_in_the_middle_of_a_group_commit(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    victim = 2
+    cluster.brokers[victim].kill()
+    # The victim kills itself between writing a group and its fsync, a few hundred groups in.
+    cluster.start(victim, env={"TABLETOPIC_CRASH_AT": "wal.before_fsync:400"})
+    wait_until(lambda: len(cluster.metadata(1).brokers) == 3, timeout=30)
+    topic = f"midcommit-{uuid.uuid4().hex[:8]}"
+    partitions = 6
+    create_topic(cluster.brokers[1].bootstrap, topic, partitions)
+    placed(cluster, topic, partitions)
+    acks = Acks()
+    producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 60_000}))
+    process = cluster.brokers[victim].process
+    assert process is not None
+    sent = 0
+    deadline = time.monotonic() + 60
+    while (process.poll() is None or sent < 3000) and time.monotonic() < deadline:
+        producer.produce(topic, value=f"m-{sent}".encode(), partition=sent % partitions, on_delivery=acks)
+        producer.poll(0)
+        sent += 1
+        time.sleep(0.002)
+    assert process.poll() == -signal.SIGKILL, "the crash point was not reached"
+    cluster.brokers[victim].process = None
+    assert producer.flush(90) == 0
+    assert len(acks.acked) == sent
+    _check_once(cluster, topic, partitions, acks)
+
+
+def test_a_recoverer_killed_in_the_middle_of_a_takeover_leaves_it_to_another(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    victim = 3
+    others = [1, 2]
+    engine = database.create_engine(cluster.metadata_url)
+    try:
+        epoch = ClusterMetadata(engine).snapshot().live[victim]
+    finally:
+        engine.dispose()
+    # The broker the controller will name (assign_recoverers' stable choice) dies right after
+    # writing its fence; the controller then names the other one.
+    first = others[zlib.crc32(f"{victim}/{epoch}".encode()) % len(others)]
+    second = next(n for n in others if n != first)
+    cluster.brokers[first].kill()
+    cluster.start(first, env={"TABLETOPIC_CRASH_AT": "wal_takeover.after_fence"})
+    wait_until(lambda: len(cluster.metadata(second).brokers) == 3, timeout=30)
+    topic = f"recoverer-{uuid.uuid4().hex[:8]}"
+    partitions = 6
+    create_topic(cluster.brokers[second].bootstrap, topic, partitions)
+    leaders = placed(cluster, topic, partitions)
+    acks = Acks()
+    producer = Producer(failover_producer(cluster.bootstrap))
+    for i in range(600):
+        producer.produce(topic, value=f"r-{i}".encode(), partition=i % partitions, on_delivery=acks)
+    assert producer.flush(60) == 0
+    victim_process = cluster.brokers[victim].process
+    first_process = cluster.brokers[first].process
+    assert victim_process is not None and first_process is not None
+    os.kill(victim_process.pid, signal.SIGKILL)
+    victim_process.wait(10)
+    cluster.brokers[victim].process = None
+    assert first_process.wait(60) == -signal.SIGKILL  # reached its crash point mid-takeover
+    cluster.brokers[first].process = None
+
+    def writable(p: int) -> bool:
+        return produce_raw(cluster, second, topic, p, f"after-{p}".encode()) == 0
+
+    for p, (leader, _) in leaders.items():
+        if leader == victim:
+            wait_until(functools.partial(writable, p), timeout=60)
+    _check_once(cluster, topic, partitions, acks)
+
+
+def test_a_broker_refuses_a_shared_wal_directory_a_live_broker_writes(
+    healthy_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    from tabletopic.config import Config, ConfigError
+    from tabletopic.platform import Platform
+
+    settings = healthy_cluster.overrides(1)  # broker 1's id and shared WAL path: it runs
+    config = Config.load(overrides=[f"{k}={v}" for k, v in settings.items() if v], data_dir=tmp_path)
+    with pytest.raises(ConfigError, match=r"s3stream\.wal\.path.*live broker 1"):
+        Platform.create(config)
