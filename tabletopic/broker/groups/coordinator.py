@@ -35,6 +35,8 @@ from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups.cluster import GroupSlots, SlotFence
+from tabletopic.broker.groups.consumer_coordinator import ConsumerGroups
+from tabletopic.broker.groups.consumer_group import GroupSettings
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
@@ -110,6 +112,7 @@ class GroupCoordinator:
         new_member_id: MemberIdFactory = random_member_id,
         clock: Callable[[], float] = time.time,
         clustered: bool = False,
+        consumer_settings: GroupSettings | None = None,
     ) -> None:
         self.engine = engine
         self.node_id = node_id
@@ -139,6 +142,10 @@ class GroupCoordinator:
         self._clustered = clustered
         self._cluster: GroupSlots | None = None
         self._slots: dict[int, int] = {}
+        # KIP-848 groups: their own driver; offsets and the slot checks are shared with this one.
+        self.consumer = ConsumerGroups(
+            consumer_settings or GroupSettings(), self._refusal, self._classic_members
+        )
         self._loading: set[int] = set()
 
     # ---------------------------------------------------------------------------------------------
@@ -286,12 +293,14 @@ class GroupCoordinator:
             self._offsets.pop(group_id, None)
             self._seen.pop(group_id, None)
             self._state_since.pop(group_id, None)
+        self.consumer.unload(accept)
         return len(dropped)
 
     async def stop(self) -> None:
         """Cancel timers, answer every held-back request with NOT_COORDINATOR (clients look the
         coordinator up again) and wait for in-flight database writes."""
         self._ready = False
+        self.consumer.stop()
         if self._expiry is not None:
             self._expiry.cancel()
             await asyncio.gather(self._expiry, return_exceptions=True)
@@ -308,6 +317,10 @@ class GroupCoordinator:
     def ready(self) -> bool:
         return self._ready
 
+    def _classic_members(self, group_id: str) -> int:
+        group = self._groups.get(group_id)
+        return 0 if group is None else len(group.members)
+
     def group(self, group_id: str) -> Group | None:
         """The live state machine of a group (for tests and the admin API; do not mutate)."""
         return self._groups.get(group_id)
@@ -321,6 +334,8 @@ class GroupCoordinator:
         error = check_join(request, self.config)
         if error is not None:
             return JoinResult(error, request.member_id)
+        if (consumer := self.consumer.group(request.group_id)) is not None and consumer.members:
+            return JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id)  # no mixed groups yet
         group = self._groups.get(request.group_id)
         if group is None:
             if request.member_id != UNKNOWN_MEMBER_ID:
@@ -396,12 +411,15 @@ class GroupCoordinator:
         if not group_id:
             return dict.fromkeys(keys, ErrorCode.invalid_group_id)
         group = self._groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                # A member of a generation this coordinator never saw (or a deleted group).
-                return dict.fromkeys(keys, ErrorCode.illegal_generation)
-            group = self._groups[group_id] = self._new_group(group_id)
-        error = group.check_offset_commit(member_id, group_instance_id, generation_id)
+        if (consumer := self.consumer.group(group_id)) is not None and consumer.members:
+            error = consumer.check_offset_commit(member_id, generation_id)  # v9+: a member epoch
+        else:
+            if group is None:
+                if generation_id >= 0:
+                    # A member of a generation this coordinator never saw (or a deleted group).
+                    return dict.fromkeys(keys, ErrorCode.illegal_generation)
+                group = self._groups[group_id] = self._new_group(group_id)
+            error = group.check_offset_commit(member_id, group_instance_id, generation_id)
         if error is not ErrorCode.none:
             return dict.fromkeys(keys, error)
         results: dict[TopicPartition, ErrorCode] = {}
@@ -537,6 +555,9 @@ class GroupCoordinator:
         removed = 0
         for group_id, group in list(self._groups.items()):
             if not self.owns(group_id):
+                continue
+            if (consumer := self.consumer.group(group_id)) is not None and consumer.members:
+                self._state_since[group_id] = now  # an active consumer group keeps its offsets
                 continue
             committed = self._offsets.get(group_id, {})
             since = self._state_since.setdefault(group_id, now)
