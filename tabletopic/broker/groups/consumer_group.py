@@ -282,7 +282,6 @@ class ConsumerGroup:
         self.members[member.member_id] = member
         if request.instance_id is not None:
             self.static_members[request.instance_id] = member.member_id
-        self._bump()
         return member, ErrorCode.none
 
     def _update(self, member: ConsumerMember, request: HeartbeatRequest, topics: Mapping[str, int]) -> None:
@@ -310,9 +309,8 @@ class ConsumerGroup:
             member.rebalance_timeout_ms = request.rebalance_timeout_ms
         if request.client_id:
             member.client_id, member.client_host = request.client_id, request.client_host
-        if subscription_changed:
-            self._bump()
-        if self._subscribed_partitions(topics) != self.subscribed_partitions:
+        # One bump per heartbeat, whatever changed (a new member always brings a subscription).
+        if subscription_changed or self._subscribed_partitions(topics) != self.subscribed_partitions:
             self._bump()
         if self.assignment_epoch < self.group_epoch:
             self._compute_target(topics)
