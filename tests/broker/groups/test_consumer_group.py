@@ -186,7 +186,10 @@ def test_no_partition_is_owned_by_two_members_in_any_epoch(ops: list[tuple[str, 
                 owned=frozenset(),
             )
         else:
-            request = HeartbeatRequest(name, client.epoch, owned=client.owned if report else None)
+            # A client reports what it owns or is about to take (an assignment received but
+            # not applied yet): the coordinator may only count on partitions it let go of.
+            may_own = client.owned | (client.received or frozenset())
+            request = HeartbeatRequest(name, client.epoch, owned=may_own if report else None)
         result, _ = group.heartbeat(request, topics)
         if not keep_answer:
             return
