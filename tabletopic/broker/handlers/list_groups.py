@@ -19,9 +19,9 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     # Both filters match case-insensitively, as Kafka's do.
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
-    consumer = {
-        g.group_id: g for g in coordinator.consumer.groups() if g.members and coordinator.owns(g.group_id)
-    }
+    # A KIP-848 group is listed as one (Empty once its members left) until the coordinator moves or
+    # restarts; its offsets then keep it listed as an Empty classic group, as after a downgrade.
+    consumer = {g.group_id: g for g in coordinator.consumer.groups() if coordinator.owns(g.group_id)}
     listed = [
         {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state, "group_type": _CONSUMER}
         for g in consumer.values()
