@@ -16,6 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,7 +78,7 @@ class _Member(threading.Thread):
         self.config, self.topic, self.seen = _config(bootstrap, group), topic, seen
         self.leave = threading.Event()
         self.errors: list[BaseException] = []
-        self.assigned: list[object] = []
+        self.assigned: list[Any] = []
 
     def run(self) -> None:
         from confluent_kafka import Consumer
@@ -92,7 +93,7 @@ class _Member(threading.Thread):
                     continue
                 assert message.error() is None, message.error()
                 _commit(consumer, message)
-                self.seen.append((message.partition(), message.offset()))
+                self.seen.append((int(message.partition() or 0), int(message.offset() or 0)))
         except BaseException as exc:  # surfaced by the test
             self.errors.append(exc)
         finally:
@@ -207,7 +208,7 @@ def test_regex_subscription_picks_up_a_topic_created_later(bootstrap: str) -> No
         def consumed(topic: str, count: int) -> bool:
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
-                got[message.topic()] += 1
+                got[str(message.topic())] += 1
             return got[topic] >= count
 
         wait_until(lambda: consumed(f"{prefix}-a", 10), timeout=60, interval=0)
