@@ -1,0 +1,103 @@
+"""The KIP-848 driver inside the group coordinator (SQLite): member epochs checked on OffsetCommit
+and OffsetFetch, committed offsets kept across a restart while membership is rebuilt from
+heartbeats, a classic JoinGroup refused while consumer members are in the group, and the session
+timer fencing a silent member."""
+
+from __future__ import annotations
+
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from kio.schema.errors import ErrorCode
+from sqlalchemy.engine import Engine
+
+from tabletopic.broker.groups.consumer_group import GroupSettings, HeartbeatRequest
+from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
+from tabletopic.broker.groups.model import JoinRequest
+from tabletopic.broker.handlers.offset_fetch import check_member_epoch
+from tests.broker.conftest import FAST, TOPICS
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+TOPIC_IDS = {name: (uuid.uuid4(), count) for name, count in TOPICS.items()}
+
+
+async def started(engine: Engine, session_ms: int = 45_000) -> GroupCoordinator:
+    coordinator = GroupCoordinator(
+        engine,
+        1,
+        "127.0.0.1",
+        9092,
+        TOPICS.get,
+        config=FAST,
+        consumer_settings=GroupSettings(session_timeout_ms=session_ms),
+    )
+    coordinator.consumer.topics = lambda: TOPIC_IDS
+    await coordinator.start()
+    return coordinator
+
+
+def joined(coordinator: GroupCoordinator, member: str) -> int:
+    request = HeartbeatRequest(member, 0, rebalance_timeout_ms=5000, subscribed_topic_names=("orders",))
+    result = coordinator.consumer.heartbeat("g", request)
+    assert result.error is ErrorCode.none
+    return result.member_epoch
+
+
+async def test_offset_commit_and_fetch_check_member_epochs_and_offsets_survive_a_restart(
+    sqlite_engine: Engine,
+) -> None:
+    coordinator = await started(sqlite_engine)
+    epoch = joined(coordinator, "m1")
+    commit = [OffsetToCommit("orders", 0, 42)]
+    stale = await coordinator.commit_offsets("g", "m1", None, epoch - 1, commit)
+    assert stale == {("orders", 0): ErrorCode.stale_member_epoch}
+    unknown = await coordinator.commit_offsets("g", "nobody", None, epoch, commit)
+    assert unknown == {("orders", 0): ErrorCode.unknown_member_id}
+    assert await coordinator.commit_offsets("g", "m1", None, epoch, commit) == {("orders", 0): ErrorCode.none}
+    fetch = SimpleNamespace(group_id="g", member_id="m1", member_epoch=epoch + 1)
+    assert check_member_epoch(coordinator, fetch) is ErrorCode.stale_member_epoch
+    admin = SimpleNamespace(group_id="g", member_id=None, member_epoch=-1)
+    assert check_member_epoch(coordinator, admin) is ErrorCode.none
+    await coordinator.stop()
+
+    restarted = await started(sqlite_engine)
+    error, fetched = restarted.fetch_offsets("g", [("orders", [0])])
+    committed = fetched[0][1][0][1]
+    assert error is ErrorCode.none and committed is not None and committed.offset == 42
+    # Membership is not persisted: the member is told to join again.
+    again = restarted.consumer.heartbeat("g", HeartbeatRequest("m1", epoch))
+    assert again.error is ErrorCode.unknown_member_id
+    await restarted.stop()
+
+
+async def test_classic_join_into_a_consumer_group_with_members_is_refused(sqlite_engine: Engine) -> None:
+    coordinator = await started(sqlite_engine)
+    joined(coordinator, "m1")
+    result = await coordinator.join_group(
+        JoinRequest(
+            group_id="g",
+            member_id="",
+            group_instance_id=None,
+            client_id="classic",
+            client_host="/127.0.0.1",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=5_000,
+            protocol_type="consumer",
+            protocols=(("range", b""),),
+        )
+    )
+    assert result.error is ErrorCode.inconsistent_group_protocol
+    await coordinator.stop()
+
+
+async def test_silent_member_is_fenced_after_the_session_timeout(sqlite_engine: Engine) -> None:
+    coordinator = await started(sqlite_engine, session_ms=50)
+    joined(coordinator, "m1")
+    group = coordinator.consumer.group("g")
+    assert group is not None
+    await wait_until(lambda: not group.members, timeout=10)
+    assert group.state == "Empty"
+    await coordinator.stop()
