@@ -217,6 +217,10 @@ def test_regex_subscription_picks_up_a_topic_created_later(bootstrap: str) -> No
         listed = admin.list_consumer_groups().result(timeout=10)
         types = {g.group_id: str(g.type) for g in listed.valid}
         assert "CONSUMER" in types[group].upper()
+        described = admin.describe_consumer_groups([group])[group].result(timeout=10)
+        assert "CONSUMER" in str(described.type).upper() and len(described.members) == 1
+        assigned = described.members[0].assignment.topic_partitions
+        assert {(tp.topic, tp.partition) for tp in assigned} == {(f"{prefix}-a", 0), (f"{prefix}-a", 1)}
         clients.create_topic(bootstrap, f"{prefix}-b", 1)
         _produce(bootstrap, f"{prefix}-b", 1, 0, 5)
         wait_until(lambda: consumed(f"{prefix}-b", 5), timeout=60, interval=0)
