@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.groups import subscription
 from tabletopic.broker.groups.assignors import assignor_name
 from tabletopic.broker.groups.consumer_group import (
+    LEAVE_EPOCH,
     Action,
     CancelTimer,
     ConsumerGroup,
@@ -29,6 +31,14 @@ from tabletopic.broker.groups.consumer_group import (
     SetTimer,
     TimerKind,
     check_regex,
+)
+from tabletopic.broker.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
+    JoinRequest,
+    JoinResult,
+    MemberIdentity,
+    SyncRequest,
+    SyncResult,
 )
 
 log = logging.getLogger(__name__)
@@ -111,6 +121,79 @@ class ConsumerGroups:
                 group.state,
             )
         return result
+
+    # -----------------------------------------------------------------------------------------
+    # Classic members of a consumer group (Kafka 4's mixed groups, the downgrade direction): a
+    # JoinGroup/SyncGroup/Heartbeat/LeaveGroup client in a group that has consumer members. Its
+    # JoinGroup is a heartbeat (subscription and owned partitions read from its metadata), SyncGroup
+    # hands it the broker's assignment, Heartbeat says REBALANCE_IN_PROGRESS until it has its target.
+
+    def serves_classic(self, group_id: str) -> bool:
+        """Whether classic requests for ``group_id`` go to its consumer group (it has members)."""
+        group = self._groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def classic_join(self, request: JoinRequest, new_member_id: Callable[[str], str]) -> JoinResult:
+        group = self._groups[request.group_id]
+        if request.protocol_type != CONSUMER_PROTOCOL_TYPE or not request.protocols:
+            return JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id)
+        protocol, metadata = request.protocols[0]
+        topics = subscription.topics(metadata)
+        if topics is None:
+            return JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id)
+        member_id = request.member_id
+        if not member_id:
+            member_id = new_member_id(request.client_id)
+            if request.require_known_member_id:
+                return JoinResult(ErrorCode.member_id_required, member_id)
+        existing = group.members.get(member_id)
+        heartbeat = HeartbeatRequest(
+            member_id,
+            0 if existing is None else existing.member_epoch,
+            instance_id=request.group_instance_id if existing is None else None,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscribed_topic_names=tuple(sorted(topics)),
+            owned=subscription.owned_partitions(metadata),
+            client_id=request.client_id,
+            client_host=request.client_host,
+            session_timeout_ms=request.session_timeout_ms,
+            classic_protocol=protocol,
+        )
+        result = self.heartbeat(request.group_id, heartbeat)
+        member = group.members.get(member_id)
+        if result.error is ErrorCode.none and member is not None and member.pending_revocation:
+            # Put into revocation by this very join, whose metadata already says what it owns.
+            result = self.heartbeat(request.group_id, replace(heartbeat, member_epoch=member.member_epoch))
+        if result.error is not ErrorCode.none:
+            return JoinResult(result.error, member_id)
+        return JoinResult(
+            ErrorCode.none,
+            member_id,
+            generation_id=result.member_epoch,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocol_name=protocol,
+            leader_id="",  # nobody runs a client-side assignor: the broker assigned already
+        )
+
+    def classic_sync(self, request: SyncRequest) -> SyncResult:
+        group = self._groups[request.group_id]
+        member = group.members.get(request.member_id)
+        if member is None or member.classic_protocol is None:
+            return SyncResult(ErrorCode.unknown_member_id)
+        if request.generation_id != member.member_epoch:
+            return SyncResult(ErrorCode.illegal_generation)
+        assignment = subscription.encode_assignment(member.assigned)
+        return SyncResult(ErrorCode.none, CONSUMER_PROTOCOL_TYPE, member.classic_protocol, assignment)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
+        error, actions = self._groups[group_id].classic_heartbeat(member_id, generation)
+        self._apply(group_id, actions)
+        return error
+
+    def classic_leave(self, group_id: str, identities: Sequence[MemberIdentity]) -> list[ErrorCode]:
+        return [
+            self.heartbeat(group_id, HeartbeatRequest(i.member_id, LEAVE_EPOCH)).error for i in identities
+        ]
 
     def unload(self, accept: Callable[[str], bool]) -> None:
         """Forget the groups ``accept`` selects (another broker coordinates them now)."""

@@ -77,6 +77,9 @@ class HeartbeatRequest:
     owned: frozenset[TopicPartition] | None = None
     client_id: str = ""
     client_host: str = ""
+    # A classic member (JoinGroup into this group) brings its own session timeout and protocol.
+    session_timeout_ms: int | None = None
+    classic_protocol: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,8 @@ class ConsumerMember:
     server_assignor: str | None = None
     assigned: frozenset[TopicPartition] = frozenset()
     pending_revocation: frozenset[TopicPartition] = frozenset()
+    session_timeout_ms: int | None = None  # a classic member's own; the group's otherwise
+    classic_protocol: str | None = None  # set for a classic member: the assignor name it joined with
 
     def subscribes_to(self, topic: str) -> bool:
         if topic in self.subscribed_topic_names:
@@ -226,7 +231,7 @@ class ConsumerGroup:
         elif not self._epoch_acceptable(member, request):
             return HeartbeatResult(ErrorCode.fenced_member_epoch, request.member_id, epoch), actions
         self._update(member, request, topics)
-        actions.append(SetTimer(TimerKind.SESSION, member.member_id, self.settings.session_timeout_ms))
+        actions.append(self._session_timer(member))
         before = (member.member_epoch, member.assigned)
         self._reconcile(member, request.owned, actions)
         changed = (member.member_epoch, member.assigned) != before
@@ -235,6 +240,27 @@ class ConsumerGroup:
             ErrorCode.none, member.member_id, member.member_epoch, member.assigned if send else None
         )
         return result, actions
+
+    def _session_timer(self, member: ConsumerMember) -> SetTimer:
+        timeout = member.session_timeout_ms or self.settings.session_timeout_ms
+        return SetTimer(TimerKind.SESSION, member.member_id, timeout)
+
+    def classic_heartbeat(self, member_id: str, generation: int) -> tuple[ErrorCode, list[Action]]:
+        """Heartbeat of a classic member: it keeps its session; REBALANCE_IN_PROGRESS tells it to
+        join again when its assignment is not (yet) its target, as a classic coordinator would. Its
+        partitions change only when it joins (its JoinGroup reports what it still owns)."""
+        member = self.members.get(member_id)
+        if member is None or member.classic_protocol is None:
+            return ErrorCode.unknown_member_id, []
+        if generation != member.member_epoch:
+            return ErrorCode.illegal_generation, []
+        settled = (
+            member.state is MemberState.STABLE
+            and member.member_epoch == self.assignment_epoch
+            and member.assigned == self.target.get(member_id, frozenset())
+        )
+        error = ErrorCode.none if settled else ErrorCode.rebalance_in_progress
+        return error, [self._session_timer(member)]
 
     def _epoch_acceptable(self, member: ConsumerMember, request: HeartbeatRequest) -> bool:
         if request.member_epoch == member.member_epoch:
@@ -309,6 +335,10 @@ class ConsumerGroup:
             member.rebalance_timeout_ms = request.rebalance_timeout_ms
         if request.client_id:
             member.client_id, member.client_host = request.client_id, request.client_host
+        if request.session_timeout_ms is not None:
+            member.session_timeout_ms = request.session_timeout_ms
+        if request.classic_protocol is not None:
+            member.classic_protocol = request.classic_protocol
         # One bump per heartbeat, whatever changed (a new member always brings a subscription).
         if subscription_changed or self._subscribed_partitions(topics) != self.subscribed_partitions:
             self._bump()
@@ -374,7 +404,7 @@ class ConsumerGroup:
             # Keeps its partitions for a session timeout, for the same instance to come back.
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = STATIC_LEAVE_EPOCH
-            actions.append(SetTimer(TimerKind.SESSION, member.member_id, self.settings.session_timeout_ms))
+            actions.append(self._session_timer(member))
             return HeartbeatResult(ErrorCode.none, member.member_id, STATIC_LEAVE_EPOCH)
         self._remove(member.member_id, actions)
         self._compute_target(topics)

@@ -334,8 +334,8 @@ class GroupCoordinator:
         error = check_join(request, self.config)
         if error is not None:
             return JoinResult(error, request.member_id)
-        if (consumer := self.consumer.group(request.group_id)) is not None and consumer.members:
-            return JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id)  # no mixed groups yet
+        if self.consumer.serves_classic(request.group_id):  # a classic member of a KIP-848 group
+            return self.consumer.classic_join(request, self._new_member_id)
         group = self._groups.get(request.group_id)
         if group is None:
             if request.member_id != UNKNOWN_MEMBER_ID:
@@ -355,6 +355,8 @@ class GroupCoordinator:
     async def sync_group(self, request: SyncRequest) -> SyncResult:
         if (refused := self._refusal(request.group_id)) is not None:
             return SyncResult(refused)
+        if self.consumer.serves_classic(request.group_id):
+            return self.consumer.classic_sync(request)
         group = self._groups.get(request.group_id)
         if group is None:
             return SyncResult(ErrorCode.unknown_member_id)
@@ -376,6 +378,8 @@ class GroupCoordinator:
     ) -> ErrorCode:
         if (refused := self._refusal(group_id)) is not None:
             return refused
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_heartbeat(group_id, member_id, generation_id)
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
@@ -386,6 +390,8 @@ class GroupCoordinator:
     async def leave_group(self, group_id: str, identities: Sequence[MemberIdentity]) -> list[ErrorCode]:
         if (refused := self._refusal(group_id)) is not None:
             return [refused for _ in identities]
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_leave(group_id, identities)
         group = self._groups.get(group_id)
         if group is None:
             return [ErrorCode.unknown_member_id for _ in identities]
@@ -412,7 +418,7 @@ class GroupCoordinator:
             return dict.fromkeys(keys, ErrorCode.invalid_group_id)
         group = self._groups.get(group_id)
         if (consumer := self.consumer.group(group_id)) is not None and consumer.members:
-            error = consumer.check_offset_commit(member_id, generation_id)  # v9+: a member epoch
+            error = consumer.check_offset_commit(member_id, generation_id)  # a member epoch
         else:
             if group is None:
                 if generation_id >= 0:

@@ -1,7 +1,7 @@
 """The KIP-848 driver inside the group coordinator (SQLite): member epochs checked on OffsetCommit
 and OffsetFetch, committed offsets kept across a restart while membership is rebuilt from
-heartbeats, a classic JoinGroup refused while consumer members are in the group, and the session
-timer fencing a silent member."""
+heartbeats, a classic member joining the group (its assignment withheld until released), and the
+session timer fencing a silent member."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.groups import subscription
 from tabletopic.broker.groups.consumer_group import GroupSettings, HeartbeatRequest
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
-from tabletopic.broker.groups.model import JoinRequest
+from tabletopic.broker.groups.model import JoinRequest, SyncRequest
 from tabletopic.broker.handlers.offset_fetch import check_member_epoch
 from tests.broker.conftest import FAST, TOPICS
 from tests.support.waiting import wait_until
@@ -73,23 +74,39 @@ async def test_offset_commit_and_fetch_check_member_epochs_and_offsets_survive_a
     await restarted.stop()
 
 
-async def test_classic_join_into_a_consumer_group_with_members_is_refused(sqlite_engine: Engine) -> None:
+def classic_join(member_id: str, metadata: bytes) -> JoinRequest:
+    return JoinRequest(
+        group_id="g",
+        member_id=member_id,
+        group_instance_id=None,
+        client_id="classic",
+        client_host="/127.0.0.1",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=5_000,
+        protocol_type="consumer",
+        protocols=(("range", metadata),),
+    )
+
+
+async def test_classic_member_joins_a_consumer_group_and_gets_the_broker_assignment(
+    sqlite_engine: Engine,
+) -> None:
     coordinator = await started(sqlite_engine)
     joined(coordinator, "m1")
-    result = await coordinator.join_group(
-        JoinRequest(
-            group_id="g",
-            member_id="",
-            group_instance_id=None,
-            client_id="classic",
-            client_host="/127.0.0.1",
-            session_timeout_ms=10_000,
-            rebalance_timeout_ms=5_000,
-            protocol_type="consumer",
-            protocols=(("range", b""),),
-        )
-    )
-    assert result.error is ErrorCode.inconsistent_group_protocol
+    refused = await coordinator.join_group(classic_join("", b"not a subscription"))
+    assert refused.error is ErrorCode.inconsistent_group_protocol
+    first = await coordinator.join_group(classic_join("", subscription.encode(["orders"])))
+    assert first.error is ErrorCode.member_id_required
+    result = await coordinator.join_group(classic_join(first.member_id, subscription.encode(["orders"])))
+    assert result.error is ErrorCode.none and result.leader_id == ""
+    sync = SyncRequest("g", result.member_id, None, result.generation_id, "consumer", "range")
+    synced = await coordinator.sync_group(sync)
+    # Its target is still m1's: withheld until m1 revokes, and its heartbeat says to rejoin.
+    assert synced.error is ErrorCode.none and synced.assignment == subscription.encode_assignment(frozenset())
+    heartbeat = await coordinator.heartbeat("g", result.member_id, None, result.generation_id)
+    assert heartbeat is ErrorCode.rebalance_in_progress
+    group = coordinator.consumer.group("g")
+    assert group is not None and group.target[result.member_id]
     await coordinator.stop()
 
 

@@ -63,7 +63,9 @@ def _commit(consumer: object, message: object) -> None:
             consumer.commit(message, asynchronous=False)  # type: ignore[attr-defined]
             return
         except KafkaException as exc:
-            if "STALE_MEMBER_EPOCH" not in str(exc) and "UNKNOWN_MEMBER_ID" not in str(exc):
+            if not any(
+                e in str(exc) for e in ("STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
+            ):
                 raise
             time.sleep(0.05)
     raise AssertionError("commit kept failing with STALE_MEMBER_EPOCH")
@@ -73,9 +75,13 @@ class _Member(threading.Thread):
     """A consumer that commits each record before taking the next, so a partition moving away
     never delivers a record twice."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, seen: list[tuple[int, int]]) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, seen: list[tuple[int, int]], classic: bool = False
+    ) -> None:
         super().__init__(daemon=True)
         self.config, self.topic, self.seen = _config(bootstrap, group), topic, seen
+        if classic:  # a classic member (JoinGroup/SyncGroup) in the same group
+            self.config.update({"group.protocol": "classic", "heartbeat.interval.ms": 300})
         self.leave = threading.Event()
         self.errors: list[BaseException] = []
         self.assigned: list[Any] = []
@@ -190,6 +196,39 @@ def test_members_joining_leaving_and_killed_consume_every_record_once(bootstrap:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     listed = admin.list_consumer_groups().result(timeout=10)
     assert group in {g.group_id for g in listed.valid}
+
+
+def test_classic_member_shares_a_consumer_group_and_every_record_is_consumed_once(bootstrap: str) -> None:
+    topic, group = f"mixed-{uuid.uuid4().hex[:6]}", f"gmix-{uuid.uuid4().hex[:6]}"
+    partitions = 4
+    clients.create_topic(bootstrap, topic, partitions)
+    seen: list[tuple[int, int]] = []
+    modern = _Member(bootstrap, topic, group, seen)
+    modern.start()
+    wait_until(lambda: len(modern.assigned) == partitions, timeout=60)
+    classic = _Member(bootstrap, topic, group, seen, classic=True)
+    classic.start()
+    try:
+        # The classic member gets its share through SyncGroup once the other one released it.
+        wait_until(
+            lambda: classic.assigned and len(modern.assigned) + len(classic.assigned) == partitions,
+            timeout=60,
+        )
+        _produce(bootstrap, topic, partitions, 0, 80)
+        wait_until(lambda: len(seen) >= 80, timeout=60)
+        modern.leave.set()
+        modern.join(30)
+        wait_until(lambda: len(classic.assigned) == partitions, timeout=60)
+        _produce(bootstrap, topic, partitions, 80, 40)
+        wait_until(lambda: len(seen) >= 120, timeout=60)
+    finally:
+        for member in (modern, classic):
+            member.leave.set()
+            member.join(30)
+    assert not modern.errors and not classic.errors, modern.errors + classic.errors
+    counts = Counter(seen)
+    assert not {k: v for k, v in counts.items() if v > 1}, "records consumed more than once"
+    assert set(counts) == {(p, o) for p in range(partitions) for o in range(120 // partitions)}
 
 
 def test_regex_subscription_picks_up_a_topic_created_later(bootstrap: str) -> None:
