@@ -100,11 +100,10 @@ class ConsumerGroups:
         if regex and (problem := check_regex(regex)) is not None:
             return refuse(ErrorCode.invalid_regular_expression, problem)
         group = self._groups.get(group_id)
+        if (group is None or not group.members) and self._classic_members(group_id) > 0:
+            # An id is one group: classic members are served by the classic protocol until they left.
+            return refuse(ErrorCode.group_id_not_found, f"group {group_id} is a classic group with members")
         if group is None:
-            if self._classic_members(group_id) > 0:
-                return refuse(
-                    ErrorCode.group_id_not_found, f"group {group_id} is a classic group with members"
-                )
             if request.member_epoch != 0:
                 return refuse(ErrorCode.unknown_member_id)
             group = self._groups[group_id] = ConsumerGroup(group_id, self.settings)

@@ -5,6 +5,7 @@ session timer fencing a silent member."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from types import SimpleNamespace
 
@@ -117,4 +118,19 @@ async def test_silent_member_is_fenced_after_the_session_timeout(sqlite_engine: 
     assert group is not None
     await wait_until(lambda: not group.members, timeout=10)
     assert group.state == "Empty"
+    await coordinator.stop()
+
+
+async def test_consumer_heartbeat_into_a_classic_group_with_members_is_group_id_not_found(
+    sqlite_engine: Engine,
+) -> None:
+    coordinator = await started(sqlite_engine)
+    first = await coordinator.join_group(classic_join("", subscription.encode(["orders"])))
+    joining = asyncio.ensure_future(
+        coordinator.join_group(classic_join(first.member_id, subscription.encode(["orders"])))
+    )
+    await wait_until(lambda: coordinator._classic_members("g") > 0, timeout=10)
+    request = HeartbeatRequest("m1", 0, rebalance_timeout_ms=5000, subscribed_topic_names=("orders",))
+    assert coordinator.consumer.heartbeat("g", request).error is ErrorCode.group_id_not_found
+    await joining
     await coordinator.stop()
