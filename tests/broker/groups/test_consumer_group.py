@@ -257,3 +257,21 @@ def test_no_partition_is_owned_by_two_members_in_any_epoch(ops: list[tuple[str, 
 def test_leaving_unknown_member_is_unknown_member_id(epoch: int) -> None:
     result, _ = ConsumerGroup("g").heartbeat(HeartbeatRequest("x", epoch), {})
     assert result.error is ErrorCode.unknown_member_id
+
+
+def test_classic_member_metadata_owned_partitions_and_assignment_bytes() -> None:
+    import struct
+
+    from tabletopic.broker.groups import subscription
+
+    v0 = subscription.encode(["t"])
+    assert subscription.owned_partitions(v0) == frozenset()
+    # v1: topics, null user data, then owned partitions (what cooperative assignors send).
+    owned = struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" + struct.pack(">iii", 2, 0, 3)
+    v1 = struct.pack(">hi", 1, 1) + struct.pack(">h", 1) + b"t" + struct.pack(">i", -1) + owned
+    assert subscription.owned_partitions(v1) == {("t", 0), ("t", 3)}
+    assert subscription.owned_partitions(b"\x00\x01garbage") == frozenset()
+    encoded = subscription.encode_assignment(frozenset({("t", 3), ("t", 0)}))
+    assert encoded == struct.pack(">hi", 0, 1) + struct.pack(">h", 1) + b"t" + struct.pack(
+        ">iiii", 2, 0, 3, -1
+    )
