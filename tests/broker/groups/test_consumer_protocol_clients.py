@@ -1,7 +1,8 @@
 """confluent-kafka consumers with ``group.protocol=consumer`` (KIP-848) against a real
 ``tabletopic serve``: members joining, leaving and being killed while the group consumes, every
 record consumed once and the committed offsets at the end of each partition; a regex subscription
-picking up a topic created later; the group shown with its type by the admin APIs."""
+picking up a topic created later; a classic member in the same group; a static member restarting
+within its session; the group shown with its type by the admin APIs."""
 
 from __future__ import annotations
 
@@ -266,3 +267,31 @@ def test_regex_subscription_picks_up_a_topic_created_later(bootstrap: str) -> No
     finally:
         consumer.close()
     assert got == {f"{prefix}-a": 10, f"{prefix}-b": 5}
+
+
+def test_static_member_restarting_within_its_session_gets_its_partitions_back(bootstrap: str) -> None:
+    from confluent_kafka import Consumer
+
+    topic, group = f"static-{uuid.uuid4().hex[:6]}", f"gst-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(bootstrap, topic, 4)
+
+    def member(instance: str) -> Any:
+        consumer = Consumer({**_config(bootstrap, group), "group.instance.id": instance})
+        consumer.subscribe([topic])
+        return consumer
+
+    def owned(consumer: Any) -> set[int]:
+        consumer.poll(0.1)
+        return {tp.partition for tp in consumer.assignment()}
+
+    first, other = member("instance-a"), member("instance-b")
+    wait_until(lambda: len(owned(first)) == 2 and len(owned(other)) == 2, timeout=60, interval=0)
+    before = owned(first)
+    first.close()  # a static member leaves with epoch -2: its partitions wait for it
+    again = member("instance-a")
+    try:
+        wait_until(lambda: owned(again) == before, timeout=30, interval=0)
+        assert owned(other) == {0, 1, 2, 3} - before  # the other member never saw a rebalance
+    finally:
+        again.close()
+        other.close()
