@@ -140,6 +140,15 @@ def check_regex(pattern: str) -> str | None:
     return None
 
 
+def _join_problem(request: HeartbeatRequest) -> str | None:
+    """Why a joining heartbeat (epoch 0) is INVALID_REQUEST, in Kafka's words, or None."""
+    if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+        return "SubscribedTopicNames or SubscribedTopicRegex must be set in the first request"
+    if request.rebalance_timeout_ms < 0:
+        return "RebalanceTimeoutMs must be provided in the first request"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class GroupSettings:
     session_timeout_ms: int = 45_000
@@ -223,6 +232,11 @@ class ConsumerGroup:
             return self._leave(request, topics, actions), actions
         member = self.members.get(request.member_id)
         if epoch == 0:
+            problem = _join_problem(request)
+            if problem is not None:
+                return HeartbeatResult(
+                    ErrorCode.invalid_request, request.member_id, 0, message=problem
+                ), actions
             member, error = self._join(request, member, topics, actions)
             if member is None:
                 return HeartbeatResult(error, request.member_id, 0, message=error.name), actions
@@ -280,10 +294,6 @@ class ConsumerGroup:
         topics: Mapping[str, int],
         actions: list[Action],
     ) -> tuple[ConsumerMember | None, ErrorCode]:
-        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
-            return None, ErrorCode.invalid_request
-        if request.rebalance_timeout_ms < 0:
-            return None, ErrorCode.invalid_request
         if member is not None:
             # A member joining again under its id (it lost its state): its partitions are released.
             self._remove(member.member_id, actions)

@@ -6,6 +6,7 @@ session timer fencing a silent member."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import uuid
 from types import SimpleNamespace
 
@@ -133,4 +134,41 @@ async def test_consumer_heartbeat_into_a_classic_group_with_members_is_group_id_
     request = HeartbeatRequest("m1", 0, rebalance_timeout_ms=5000, subscribed_topic_names=("orders",))
     assert coordinator.consumer.heartbeat("g", request).error is ErrorCode.group_id_not_found
     await joining
+    await coordinator.stop()
+
+
+@pytest.mark.parametrize(
+    ("version", "fields", "error"),
+    [
+        (1, {"member_id": ""}, ErrorCode.invalid_request),  # v1+: the consumer makes its id
+        (1, {"server_assignor": "sticky"}, ErrorCode.unsupported_assignor),
+        (1, {"subscribed_topic_regex": "(unclosed"}, ErrorCode.invalid_regular_expression),
+        (1, {"subscribed_topic_names": None}, ErrorCode.invalid_request),  # a join must subscribe
+        (1, {"rebalance_timeout": datetime.timedelta(milliseconds=-1)}, ErrorCode.invalid_request),
+        (0, {"member_id": ""}, ErrorCode.none),  # v0: the coordinator makes the id
+    ],
+)
+async def test_heartbeat_handler_refuses_bad_requests_in_the_protocols_terms(
+    sqlite_engine: Engine, version: int, fields: dict[str, object], error: ErrorCode
+) -> None:
+    from kio.schema.consumer_group_heartbeat import v0, v1
+
+    from tests.support.broker_calls import call
+
+    schema = (v0, v1)[version].request.ConsumerGroupHeartbeatRequest
+    coordinator = await started(sqlite_engine)
+    values: dict[str, object] = {
+        "group_id": "g",
+        "member_id": "m1",
+        "member_epoch": 0,
+        "subscribed_topic_names": ("orders",),
+        "topic_partitions": (),
+        "rebalance_timeout": datetime.timedelta(seconds=5),
+        **fields,
+    }
+    response = await call(coordinator, schema(**values))
+    assert response.error_code is error
+    if error is ErrorCode.none:
+        assert response.member_id and response.member_epoch == 1
+        assert {t.topic_id for t in response.assignment.topic_partitions} == {TOPIC_IDS["orders"][0]}
     await coordinator.stop()
