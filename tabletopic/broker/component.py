@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from tabletopic.broker.cluster_role import ClusterRole
 from tabletopic.broker.groups.cluster import GroupCluster
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
-from tabletopic.broker.groups.settings import group_config
+from tabletopic.broker.groups.settings import consumer_group_settings, group_config
 from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
@@ -207,7 +207,11 @@ class BrokerComponent:
             topic_partitions,
             config=group_config(self._config),
             clustered=self._clustered,
+            consumer_settings=consumer_group_settings(self._config),
         )
+        groups.consumer.topics = lambda: {
+            t.name: (t.topic_id, t.partition_count) for t in service.topics.all()
+        }
         await groups.start()
         self._groups = groups
 

@@ -35,6 +35,8 @@ from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups.cluster import GroupSlots, SlotFence
+from tabletopic.broker.groups.consumer_coordinator import ConsumerGroups
+from tabletopic.broker.groups.consumer_group import GroupSettings
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
@@ -111,6 +113,7 @@ class GroupCoordinator:
         new_member_id: MemberIdFactory = random_member_id,
         clock: Callable[[], float] = time.time,
         clustered: bool = False,
+        consumer_settings: GroupSettings | None = None,
     ) -> None:
         self.engine = engine
         self.node_id = node_id
@@ -140,6 +143,10 @@ class GroupCoordinator:
         self._clustered = clustered
         self._cluster: GroupSlots | None = None
         self._slots: dict[int, LeaderEpoch] = {}
+        # KIP-848 groups: their own driver; offsets and the slot checks are shared with this one.
+        self.consumer = ConsumerGroups(
+            consumer_settings or GroupSettings(), self._refusal, self._classic_members
+        )
         self._loading: set[int] = set()
 
     # ---------------------------------------------------------------------------------------------
@@ -287,12 +294,14 @@ class GroupCoordinator:
             self._offsets.pop(group_id, None)
             self._seen.pop(group_id, None)
             self._state_since.pop(group_id, None)
+        self.consumer.unload(accept)
         return len(dropped)
 
     async def stop(self) -> None:
         """Cancel timers, answer every held-back request with NOT_COORDINATOR (clients look the
         coordinator up again) and wait for in-flight database writes."""
         self._ready = False
+        self.consumer.stop()
         if self._expiry is not None:
             self._expiry.cancel()
             await asyncio.gather(self._expiry, return_exceptions=True)
@@ -309,6 +318,10 @@ class GroupCoordinator:
     def ready(self) -> bool:
         return self._ready
 
+    def _classic_members(self, group_id: str) -> int:
+        group = self._groups.get(group_id)
+        return 0 if group is None else len(group.members)
+
     def group(self, group_id: str) -> Group | None:
         """The live state machine of a group (for tests and the admin API; do not mutate)."""
         return self._groups.get(group_id)
@@ -322,6 +335,8 @@ class GroupCoordinator:
         error = check_join(request, self.config)
         if error is not None:
             return JoinResult(error, request.member_id)
+        if self.consumer.serves_classic(request.group_id):  # a classic member of a KIP-848 group
+            return self.consumer.classic_join(request, self._new_member_id)
         group = self._groups.get(request.group_id)
         if group is None:
             if request.member_id != UNKNOWN_MEMBER_ID:
@@ -341,6 +356,8 @@ class GroupCoordinator:
     async def sync_group(self, request: SyncRequest) -> SyncResult:
         if (refused := self._refusal(request.group_id)) is not None:
             return SyncResult(refused)
+        if self.consumer.serves_classic(request.group_id):
+            return self.consumer.classic_sync(request)
         group = self._groups.get(request.group_id)
         if group is None:
             return SyncResult(ErrorCode.unknown_member_id)
@@ -362,6 +379,8 @@ class GroupCoordinator:
     ) -> ErrorCode:
         if (refused := self._refusal(group_id)) is not None:
             return refused
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_heartbeat(group_id, member_id, generation_id)
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
@@ -372,6 +391,8 @@ class GroupCoordinator:
     async def leave_group(self, group_id: str, identities: Sequence[MemberIdentity]) -> list[ErrorCode]:
         if (refused := self._refusal(group_id)) is not None:
             return [refused for _ in identities]
+        if self.consumer.serves_classic(group_id):
+            return self.consumer.classic_leave(group_id, identities)
         group = self._groups.get(group_id)
         if group is None:
             return [ErrorCode.unknown_member_id for _ in identities]
@@ -397,12 +418,15 @@ class GroupCoordinator:
         if not group_id:
             return dict.fromkeys(keys, ErrorCode.invalid_group_id)
         group = self._groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                # A member of a generation this coordinator never saw (or a deleted group).
-                return dict.fromkeys(keys, ErrorCode.illegal_generation)
-            group = self._groups[group_id] = self._new_group(group_id)
-        error = group.check_offset_commit(member_id, group_instance_id, generation_id)
+        if (consumer := self.consumer.group(group_id)) is not None and consumer.members:
+            error = consumer.check_offset_commit(member_id, generation_id)  # a member epoch
+        else:
+            if group is None:
+                if generation_id >= 0:
+                    # A member of a generation this coordinator never saw (or a deleted group).
+                    return dict.fromkeys(keys, ErrorCode.illegal_generation)
+                group = self._groups[group_id] = self._new_group(group_id)
+            error = group.check_offset_commit(member_id, group_instance_id, generation_id)
         if error is not ErrorCode.none:
             return dict.fromkeys(keys, error)
         results: dict[TopicPartition, ErrorCode] = {}
@@ -538,6 +562,9 @@ class GroupCoordinator:
         removed = 0
         for group_id, group in list(self._groups.items()):
             if not self.owns(group_id):
+                continue
+            if (consumer := self.consumer.group(group_id)) is not None and consumer.members:
+                self._state_since[group_id] = now  # an active consumer group keeps its offsets
                 continue
             committed = self._offsets.get(group_id, {})
             since = self._state_since.setdefault(group_id, now)

@@ -7,6 +7,8 @@ running configuration does not know, so the coordinator works before the broker 
 
 from __future__ import annotations
 
+from tabletopic.broker.groups.assignors import assignor_name
+from tabletopic.broker.groups.consumer_group import GroupSettings
 from tabletopic.broker.groups.model import GroupConfig
 from tabletopic.config import Config, define, in_range
 
@@ -71,6 +73,80 @@ OFFSETS_RETENTION_CHECK_INTERVAL = define(
     "groups",
     in_range(1),
 )
+
+_CONSUMER = GroupSettings()
+
+
+def _check_assignors(value: object) -> None:
+    names = _names(value)
+    if not names:
+        raise ValueError("must name at least one assignor")
+    unknown = [n for n in names if assignor_name(n) is None]
+    if unknown:
+        raise ValueError(f"unknown assignor(s) {', '.join(unknown)}: the served ones are uniform, range")
+
+
+def _names(value: object) -> list[str]:
+    parts = value if isinstance(value, list) else str(value).split(",")
+    return [str(n).strip() for n in parts if str(n).strip()]
+
+
+CONSUMER_SESSION_TIMEOUT = define(
+    "group.consumer.session.timeout.ms",
+    int,
+    _CONSUMER.session_timeout_ms,
+    "KIP-848 consumer groups: how long a member may go without a heartbeat before it is fenced and its "
+    "partitions go to the others (set by the broker, not the client, in this protocol).",
+    "groups",
+    in_range(1),
+)
+CONSUMER_HEARTBEAT_INTERVAL = define(
+    "group.consumer.heartbeat.interval.ms",
+    int,
+    _CONSUMER.heartbeat_interval_ms,
+    "KIP-848 consumer groups: how often members heartbeat (sent to them in every heartbeat answer); "
+    "a new assignment reaches a member within this interval.",
+    "groups",
+    in_range(1),
+)
+CONSUMER_ASSIGNORS = define(
+    "group.consumer.assignors",
+    list,
+    list(_CONSUMER.assignors),
+    "KIP-848 consumer groups: the server-side assignors served, comma-separated (uniform, range, or "
+    "Kafka's assignor class names); the first is used when members name none.",
+    "groups",
+    _check_assignors,
+)
+CONSUMER_MAX_SIZE = define(
+    "group.consumer.max.size",
+    int,
+    _CONSUMER.max_size,
+    "KIP-848 consumer groups: most members a group admits (GROUP_MAX_SIZE_REACHED beyond).",
+    "groups",
+    in_range(1),
+)
+
+
+def consumer_group_settings(config: Config) -> GroupSettings:
+    """The ``group.consumer.*`` settings of a running configuration (defaults for unknown keys)."""
+
+    def get(key: str, default: object) -> object:
+        try:
+            return config.get(key)
+        except KeyError:
+            return default
+
+    raw = get(CONSUMER_ASSIGNORS.name, CONSUMER_ASSIGNORS.default)
+    names = tuple(name for n in _names(raw) if (name := assignor_name(n)) is not None)
+    return GroupSettings(
+        session_timeout_ms=int(str(get(CONSUMER_SESSION_TIMEOUT.name, _CONSUMER.session_timeout_ms))),
+        heartbeat_interval_ms=int(
+            str(get(CONSUMER_HEARTBEAT_INTERVAL.name, _CONSUMER.heartbeat_interval_ms))
+        ),
+        assignors=names or _CONSUMER.assignors,
+        max_size=int(str(get(CONSUMER_MAX_SIZE.name, _CONSUMER.max_size))),
+    )
 
 
 def group_config(config: Config) -> GroupConfig:

@@ -43,3 +43,50 @@ def encode(topic_names: list[str], version: int = 0, user_data: bytes | None = N
     else:
         out += struct.pack(">i", len(user_data)) + user_data
     return bytes(out)
+
+
+def owned_partitions(metadata: bytes) -> frozenset[tuple[str, int]]:
+    """The partitions a classic member says it owns (ConsumerProtocolSubscription v1+, sent by
+    cooperative assignors after the user data); empty for v0 or undecodable bytes (an eager member
+    gives up everything before it joins again)."""
+    try:
+        (version,) = struct.unpack_from(">h", metadata, 0)
+        (count,) = struct.unpack_from(">i", metadata, 2)
+        if version < 1 or count < 0:
+            return frozenset()
+        offset = 6
+        for _ in range(count):
+            (length,) = struct.unpack_from(">h", metadata, offset)
+            offset += 2 + max(length, 0)
+        (user_data,) = struct.unpack_from(">i", metadata, offset)
+        offset += 4 + max(user_data, 0)
+        (topics_count,) = struct.unpack_from(">i", metadata, offset)
+        offset += 4
+        owned: set[tuple[str, int]] = set()
+        for _ in range(max(topics_count, 0)):
+            (length,) = struct.unpack_from(">h", metadata, offset)
+            topic = bytes(metadata[offset + 2 : offset + 2 + length]).decode("utf-8")
+            offset += 2 + length
+            (partitions,) = struct.unpack_from(">i", metadata, offset)
+            offset += 4
+            for _ in range(max(partitions, 0)):
+                (partition,) = struct.unpack_from(">i", metadata, offset)
+                offset += 4
+                owned.add((topic, partition))
+        return frozenset(owned)
+    except (struct.error, UnicodeDecodeError):
+        return frozenset()
+
+
+def encode_assignment(partitions: frozenset[tuple[str, int]]) -> bytes:
+    """A version-0 ConsumerProtocolAssignment: what a classic member of a KIP-848 group gets from
+    SyncGroup (the broker computed it; the member's own assignor is not run)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    out = bytearray(struct.pack(">hi", 0, len(by_topic)))
+    for topic, numbers in by_topic.items():
+        raw = topic.encode("utf-8")
+        out += struct.pack(">h", len(raw)) + raw + struct.pack(f">i{len(numbers)}i", len(numbers), *numbers)
+    out += struct.pack(">i", -1)  # no user data
+    return bytes(out)

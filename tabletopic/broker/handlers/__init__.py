@@ -23,6 +23,8 @@ from tabletopic.broker.handlers import (
     alter_configs,
     alter_replica_log_dirs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -106,4 +108,6 @@ GROUP_HANDLERS: dict[int, Handler] = {
     16: list_groups.handle,
     42: delete_groups.handle,
     47: offset_delete.handle,
+    68: consumer_group_heartbeat.handle,
+    69: consumer_group_describe.handle,
 }

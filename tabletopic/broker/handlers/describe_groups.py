@@ -11,6 +11,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.consumer_group import ConsumerGroup
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import GroupDescription, GroupState
 
@@ -57,13 +58,41 @@ def _not_described(group_id: str, error: ErrorCode, message: str | None) -> dict
     }
 
 
+def _consumer_described(group: ConsumerGroup, operations: int) -> dict[str, Any]:
+    """A KIP-848 group as classic clients see it: type "consumer", its members without the classic
+    protocol's metadata and assignment bytes (ConsumerGroupDescribe has those)."""
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "protocol_type": "consumer",
+        "protocol_data": group.assignor,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": b"",
+                "member_assignment": b"",
+            }
+            for m in group.members.values()
+        ],
+        "authorized_operations": operations,
+    }
+
+
 async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
     asked = getattr(request, "include_authorized_operations", False)
     operations = _GROUP_OPERATIONS if asked else _OPERATIONS_OMITTED
     groups: list[dict[str, Any]] = []
     for group_id in request.groups:
         description = coordinator.describe_group(group_id)
-        if not coordinator.ready:
+        consumer = coordinator.consumer.group(group_id)
+        if coordinator.ready and consumer is not None and consumer.members:
+            groups.append(_consumer_described(consumer, operations))
+        elif not coordinator.ready:
             groups.append(_not_described(group_id, ErrorCode.coordinator_load_in_progress, None))
         elif description is None and ctx.api_version >= 6:
             groups.append(

@@ -9,8 +9,8 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 
-# The only group type this coordinator runs (KIP-848 "consumer" groups are not served).
-_GROUP_TYPE = "classic"
+_CLASSIC = "classic"
+_CONSUMER = "consumer"  # KIP-848 groups
 
 
 async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
@@ -19,19 +19,30 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     # Both filters match case-insensitively, as Kafka's do.
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
-    if types and _GROUP_TYPE not in types:
-        return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": []}
+    # A KIP-848 group is listed as one (Empty once its members left) until the coordinator moves or
+    # restarts; its offsets then keep it listed as an Empty classic group, as after a downgrade.
+    consumer = {g.group_id: g for g in coordinator.consumer.groups() if coordinator.owns(g.group_id)}
+    listed = [
+        {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state, "group_type": _CONSUMER}
+        for g in consumer.values()
+    ]
+    listed += [
+        {
+            "group_id": g.group_id,
+            "protocol_type": g.protocol_type,
+            "group_state": g.state.value,
+            "group_type": _CLASSIC,
+        }
+        for g in coordinator.list_groups()
+        if g.group_id not in consumer  # an Empty classic group holding a consumer group's offsets
+    ]
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "groups": [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type,
-                "group_state": g.state.value,
-                "group_type": _GROUP_TYPE,
-            }
-            for g in coordinator.list_groups()
-            if not states or g.state.value.lower() in states
+            g
+            for g in listed
+            if (not states or str(g["group_state"]).lower() in states)
+            and (not types or g["group_type"] in types)
         ],
     }

@@ -44,11 +44,27 @@ def _requested(topics: Any) -> list[tuple[str, Sequence[int]]] | None:
     return [(t.name, [int(p) for p in t.partition_indexes]) for t in topics]
 
 
+def check_member_epoch(coordinator: GroupCoordinator, group: Any) -> ErrorCode:
+    """v9+: a member of a KIP-848 group fetches with its member id and epoch, checked as OffsetCommit
+    checks them (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); without them (admin tools) anyone may."""
+    member_id = getattr(group, "member_id", None) or ""
+    epoch = int(getattr(group, "member_epoch", -1))
+    consumer = coordinator.consumer.group(group.group_id)
+    if consumer is None or not consumer.members or (not member_id and epoch < 0):
+        return ErrorCode.none
+    return consumer.check_offset_commit(member_id, epoch)
+
+
 async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
             error, fetched = coordinator.fetch_offsets(group.group_id, _requested(group.topics))
+            if (
+                error is ErrorCode.none
+                and (stale := check_member_epoch(coordinator, group)) is not ErrorCode.none
+            ):
+                error, fetched = stale, []
             groups.append(
                 {
                     "group_id": group.group_id,

@@ -67,6 +67,8 @@ GROUP_MAX_VERSIONS: dict[int, int] = {
     16: 5,  # ListGroups
     42: 2,  # DeleteGroups
     47: 0,  # OffsetDelete
+    68: 1,  # ConsumerGroupHeartbeat (KIP-848)
+    69: 1,  # ConsumerGroupDescribe
 }
 
 

@@ -373,6 +373,18 @@ async def describe_groups(check: Check, ctx: RequestContext, request: Any, call:
     return response
 
 
+async def consumer_group_describe(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    """ConsumerGroupDescribe (KIP-848): DESCRIBE on each group, as DescribeGroups."""
+    passed = [g for g in request.group_ids if check.group(Operation.DESCRIBE, g)]
+    refused = [
+        {"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "group_epoch": -1,
+         "assignment_epoch": -1, "assignor_name": "", "members": [], "authorized_operations": NOT_REQUESTED}
+        for g in request.group_ids
+        if g not in passed
+    ]  # fmt: skip
+    return await _split_list(request, "group_ids", passed, refused, "groups", call)
+
+
 async def list_groups(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
     response = await call(request)
     if isinstance(response, dict) and not check.cluster(Operation.DESCRIBE):
@@ -593,4 +605,6 @@ RULES: dict[int, Rule] = {
     65: describe_transactions,
     66: list_transactions,
     75: describe_topic_partitions,
+    68: group_rule(Operation.READ, member_epoch=-1, heartbeat_interval=0),  # ConsumerGroupHeartbeat
+    69: consumer_group_describe,
 }

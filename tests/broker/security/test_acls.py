@@ -103,7 +103,8 @@ def test_topic_write_is_denied_until_granted_by_prefix(acl_broker: BrokerProcess
 
 
 @pytest.mark.integration
-def test_consumer_group_needs_group_read(acl_broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])  # consumer: KIP-848's heartbeat
+def test_consumer_group_needs_group_read(acl_broker: BrokerProcess, protocol: str) -> None:
     from confluent_kafka import Consumer, KafkaError
 
     topic = new_topic(acl_broker, "grp-")
@@ -114,7 +115,11 @@ def test_consumer_group_needs_group_read(acl_broker: BrokerProcess) -> None:
 
     def consume() -> bytes | None:
         consumer = Consumer(
-            client(acl_broker, "bob", **{"group.id": group, "auto.offset.reset": "earliest"}),
+            client(
+                acl_broker,
+                "bob",
+                **{"group.id": group, "auto.offset.reset": "earliest", "group.protocol": protocol},
+            ),
         )
         consumer.subscribe([topic])
         try:

@@ -1,0 +1,229 @@
+"""The asyncio driver of KIP-848 consumer groups (:mod:`tabletopic.broker.groups.consumer_group`):
+it keeps the groups of this coordinator, feeds them heartbeats with the current topics, and turns
+their timer actions into event-loop timers. Everything that decides lives in the pure module.
+
+What is durable: committed offsets only, through the classic coordinator's store (so a restart or a
+coordinator failover keeps them, fenced like every group write in a cluster). Membership and
+assignments are rebuilt from heartbeats, as KIP-848 clients tolerate: after a restart a member's
+next heartbeat gets UNKNOWN_MEMBER_ID, it gives up its partitions and joins again with epoch 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.groups import subscription
+from tabletopic.broker.groups.assignors import assignor_name
+from tabletopic.broker.groups.consumer_group import (
+    LEAVE_EPOCH,
+    Action,
+    CancelTimer,
+    ConsumerGroup,
+    GroupSettings,
+    HeartbeatRequest,
+    HeartbeatResult,
+    SetTimer,
+    TimerKind,
+    check_regex,
+)
+from tabletopic.broker.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
+    JoinRequest,
+    JoinResult,
+    MemberIdentity,
+    SyncRequest,
+    SyncResult,
+)
+
+log = logging.getLogger(__name__)
+
+TopicIds = Mapping[str, tuple[uuid.UUID, int]]
+"""topic name -> (topic id, partition count) of every topic of the cluster."""
+
+
+class ConsumerGroups:
+    """The consumer-type groups of one group coordinator.
+
+    Args:
+        settings: ``group.consumer.*`` settings.
+        refusal: the classic coordinator's check of a group id (loading, not coordinated here).
+        classic_members: how many members a classic group of that id has (a group id is one type).
+        topics: the cluster's topics now (names, ids, partition counts).
+    """
+
+    def __init__(
+        self,
+        settings: GroupSettings,
+        refusal: Callable[[str], ErrorCode | None],
+        classic_members: Callable[[str], int],
+        topics: Callable[[], TopicIds] = dict,
+    ) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.refusal = refusal
+        self._classic_members = classic_members
+        self._groups: dict[str, ConsumerGroup] = {}
+        self._timers: dict[tuple[str, TimerKind, str], asyncio.TimerHandle] = {}
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        return self._groups.get(group_id)
+
+    def groups(self) -> list[ConsumerGroup]:
+        return list(self._groups.values())
+
+    def heartbeat(self, group_id: str, request: HeartbeatRequest) -> HeartbeatResult:
+        """One ConsumerGroupHeartbeat (answered at once: KIP-848 never holds a request back)."""
+
+        def refuse(error: ErrorCode, message: str | None = None) -> HeartbeatResult:
+            return HeartbeatResult(error, request.member_id, request.member_epoch, message=message)
+
+        if (refused := self.refusal(group_id)) is not None:
+            return refuse(refused)
+        if not group_id:
+            return refuse(ErrorCode.invalid_group_id, "the group id must not be empty")
+        if request.server_assignor is not None:
+            name = assignor_name(request.server_assignor)
+            if name is None or name not in self.settings.assignors:
+                served = ", ".join(self.settings.assignors)
+                return refuse(
+                    ErrorCode.unsupported_assignor,
+                    f"assignor {request.server_assignor!r} is not one of group.consumer.assignors ({served})",
+                )
+            request = replace(request, server_assignor=name)
+        regex = request.subscribed_topic_regex
+        if regex and (problem := check_regex(regex)) is not None:
+            return refuse(ErrorCode.invalid_regular_expression, problem)
+        group = self._groups.get(group_id)
+        if (group is None or not group.members) and self._classic_members(group_id) > 0:
+            # An id is one group: classic members are served by the classic protocol until they left.
+            return refuse(ErrorCode.group_id_not_found, f"group {group_id} is a classic group with members")
+        if group is None:
+            if request.member_epoch != 0:
+                return refuse(ErrorCode.unknown_member_id)
+            group = self._groups[group_id] = ConsumerGroup(group_id, self.settings)
+        counts = {name: count for name, (_, count) in self.topics().items()}
+        before = (group.group_epoch, len(group.members))
+        result, actions = group.heartbeat(request, counts)
+        self._apply(group_id, actions)
+        if (group.group_epoch, len(group.members)) != before:
+            log.info(
+                "consumer group %s: epoch %d, %d members, state %s",
+                group_id,
+                group.group_epoch,
+                len(group.members),
+                group.state,
+            )
+        return result
+
+    # -----------------------------------------------------------------------------------------
+    # Classic members of a consumer group (Kafka 4's mixed groups, the downgrade direction): a
+    # JoinGroup/SyncGroup/Heartbeat/LeaveGroup client in a group that has consumer members. Its
+    # JoinGroup is a heartbeat (subscription and owned partitions read from its metadata), SyncGroup
+    # hands it the broker's assignment, Heartbeat says REBALANCE_IN_PROGRESS until it has its target.
+
+    def serves_classic(self, group_id: str) -> bool:
+        """Whether classic requests for ``group_id`` go to its consumer group (it has members)."""
+        group = self._groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def classic_join(self, request: JoinRequest, new_member_id: Callable[[str], str]) -> JoinResult:
+        group = self._groups[request.group_id]
+        if request.protocol_type != CONSUMER_PROTOCOL_TYPE or not request.protocols:
+            return JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id)
+        protocol, metadata = request.protocols[0]
+        topics = subscription.topics(metadata)
+        if topics is None:
+            return JoinResult(ErrorCode.inconsistent_group_protocol, request.member_id)
+        member_id = request.member_id
+        if not member_id:
+            member_id = new_member_id(request.client_id)
+            if request.require_known_member_id:
+                return JoinResult(ErrorCode.member_id_required, member_id)
+        existing = group.members.get(member_id)
+        heartbeat = HeartbeatRequest(
+            member_id,
+            0 if existing is None else existing.member_epoch,
+            instance_id=request.group_instance_id if existing is None else None,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscribed_topic_names=tuple(sorted(topics)),
+            owned=subscription.owned_partitions(metadata),
+            client_id=request.client_id,
+            client_host=request.client_host,
+            session_timeout_ms=request.session_timeout_ms,
+            classic_protocol=protocol,
+        )
+        result = self.heartbeat(request.group_id, heartbeat)
+        member = group.members.get(member_id)
+        if result.error is ErrorCode.none and member is not None and member.pending_revocation:
+            # Put into revocation by this very join, whose metadata already says what it owns.
+            result = self.heartbeat(request.group_id, replace(heartbeat, member_epoch=member.member_epoch))
+        if result.error is not ErrorCode.none:
+            return JoinResult(result.error, member_id)
+        return JoinResult(
+            ErrorCode.none,
+            member_id,
+            generation_id=result.member_epoch,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocol_name=protocol,
+            leader_id="",  # nobody runs a client-side assignor: the broker assigned already
+        )
+
+    def classic_sync(self, request: SyncRequest) -> SyncResult:
+        group = self._groups[request.group_id]
+        member = group.members.get(request.member_id)
+        if member is None or member.classic_protocol is None:
+            return SyncResult(ErrorCode.unknown_member_id)
+        if request.generation_id != member.member_epoch:
+            return SyncResult(ErrorCode.illegal_generation)
+        assignment = subscription.encode_assignment(member.assigned)
+        return SyncResult(ErrorCode.none, CONSUMER_PROTOCOL_TYPE, member.classic_protocol, assignment)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, generation: int) -> ErrorCode:
+        error, actions = self._groups[group_id].classic_heartbeat(member_id, generation)
+        self._apply(group_id, actions)
+        return error
+
+    def classic_leave(self, group_id: str, identities: Sequence[MemberIdentity]) -> list[ErrorCode]:
+        return [
+            self.heartbeat(group_id, HeartbeatRequest(i.member_id, LEAVE_EPOCH)).error for i in identities
+        ]
+
+    def unload(self, accept: Callable[[str], bool]) -> None:
+        """Forget the groups ``accept`` selects (another broker coordinates them now)."""
+        for group_id in [g for g in self._groups if accept(g)]:
+            del self._groups[group_id]
+            for key in [k for k in self._timers if k[0] == group_id]:
+                self._timers.pop(key).cancel()
+
+    def stop(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
+    def _apply(self, group_id: str, actions: list[Action]) -> None:
+        loop = asyncio.get_running_loop()
+        for action in actions:
+            key = (group_id, action.kind, action.member_id)
+            old = self._timers.pop(key, None)
+            if old is not None:
+                old.cancel()
+            if isinstance(action, SetTimer):
+                self._timers[key] = loop.call_later(max(action.delay_ms, 0) / 1000, self._on_timer, key)
+            else:
+                assert isinstance(action, CancelTimer)
+
+    def _on_timer(self, key: tuple[str, TimerKind, str]) -> None:
+        self._timers.pop(key, None)
+        group_id, kind, member_id = key
+        group = self._groups.get(group_id)
+        if group is None or self.refusal(group_id) is not None:
+            return
+        log.info("consumer group %s: member %s fenced (%s timeout)", group_id, member_id, kind.value)
+        counts = {name: count for name, (_, count) in self.topics().items()}
+        self._apply(group_id, group.on_timer(kind, member_id, counts))

@@ -1,0 +1,297 @@
+"""confluent-kafka consumers with ``group.protocol=consumer`` (KIP-848) against a real
+``tabletopic serve``: members joining, leaving and being killed while the group consumes, every
+record consumed once and the committed offsets at the end of each partition; a regex subscription
+picking up a topic created later; a classic member in the same group; a static member restarting
+within its session; the group shown with its type by the admin APIs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import kafka_clients as clients
+from tests.support.broker_process import BrokerProcess
+from tests.support.cluster import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
+
+SESSION_TIMEOUT_MS = 6000
+
+
+@pytest.fixture(scope="module")
+def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One broker for this module, with a short heartbeat interval and session timeout so that
+    rebalances and the fencing of a killed member take seconds."""
+    overrides = {
+        "group.consumer.heartbeat.interval.ms": "300",
+        "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    }
+    process = BrokerProcess(tmp_path_factory.mktemp("kip848"), overrides=overrides).start()
+    yield process.bootstrap
+    process.stop()
+
+
+def _config(bootstrap: str, group: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "fetch.queue.backoff.ms": 1,
+    }
+
+
+def _commit(consumer: object, message: object) -> None:
+    """Commit one record synchronously; a commit racing an epoch bump is retried, as librdkafka
+    applications do (the next attempt carries the new member epoch)."""
+    from confluent_kafka import KafkaException
+
+    for _ in range(100):
+        try:
+            consumer.commit(message, asynchronous=False)  # type: ignore[attr-defined]
+            return
+        except KafkaException as exc:
+            if not any(
+                e in str(exc) for e in ("STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
+            ):
+                raise
+            time.sleep(0.05)
+    raise AssertionError("commit kept failing with STALE_MEMBER_EPOCH")
+
+
+class _Member(threading.Thread):
+    """A consumer that commits each record before taking the next, so a partition moving away
+    never delivers a record twice."""
+
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, seen: list[tuple[int, int]], classic: bool = False
+    ) -> None:
+        super().__init__(daemon=True)
+        self.config, self.topic, self.seen = _config(bootstrap, group), topic, seen
+        if classic:  # a classic member (JoinGroup/SyncGroup) in the same group
+            self.config.update({"group.protocol": "classic", "heartbeat.interval.ms": 300})
+        self.leave = threading.Event()
+        self.errors: list[BaseException] = []
+        self.assigned: list[Any] = []
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer
+
+        consumer = Consumer(self.config)
+        try:
+            consumer.subscribe([self.topic])
+            while not self.leave.is_set():
+                message = consumer.poll(0.1)
+                self.assigned = consumer.assignment()
+                if message is None:
+                    continue
+                assert message.error() is None, message.error()
+                _commit(consumer, message)
+                self.seen.append((int(message.partition() or 0), int(message.offset() or 0)))
+        except BaseException as exc:  # surfaced by the test
+            self.errors.append(exc)
+        finally:
+            consumer.close()  # leaves the group (member epoch -1)
+
+
+_KILLED_MEMBER = textwrap.dedent(
+    """
+    import sys
+    from confluent_kafka import Consumer
+    consumer = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                         "group.protocol": "consumer", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([sys.argv[3]])
+    while True:
+        consumer.poll(0.1)
+        if consumer.assignment():
+            print("assigned", flush=True)
+    """
+)
+
+
+def _produce(bootstrap: str, topic: str, partitions: int, start: int, count: int) -> None:
+    messages = [(i % partitions, f"k{i}".encode(), f"v{i}".encode(), ()) for i in range(start, start + count)]
+    clients.confluent_produce(bootstrap, topic, messages, "none", idempotent=False)
+
+
+def test_members_joining_leaving_and_killed_consume_every_record_once(bootstrap: str, tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic, group = f"kip848-{uuid.uuid4().hex[:6]}", f"g848-{uuid.uuid4().hex[:6]}"
+    partitions, batch = 6, 60
+    clients.create_topic(bootstrap, topic, partitions)
+    seen: list[tuple[int, int]] = []
+    members: list[_Member] = []
+    produced = 0
+
+    def start() -> _Member:
+        member = _Member(bootstrap, topic, group, seen)
+        members.append(member)
+        member.start()
+        return member
+
+    def produce_and_consume() -> None:
+        nonlocal produced
+        _produce(bootstrap, topic, partitions, produced, batch)
+        produced += batch
+
+        def done() -> bool:
+            errors = [e for m in members for e in m.errors]
+            assert not errors, errors
+            return len(seen) >= produced
+
+        wait_until(done, timeout=90)
+
+    first, second = start(), start()
+    produce_and_consume()  # two members
+    third = start()
+    wait_until(lambda: third.assigned, timeout=60)
+    produce_and_consume()  # a third joined and took partitions over
+    first.leave.set()
+    first.join(30)
+    wait_until(lambda: len(second.assigned) + len(third.assigned) == partitions, timeout=60)
+    produce_and_consume()  # one left; the others own everything again
+
+    killed = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MEMBER, bootstrap, group, topic],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert killed.stdout is not None and killed.stdout.readline().strip() == b"assigned"
+        os.kill(killed.pid, signal.SIGKILL)  # no leave: its partitions wait for the session timeout
+    finally:
+        killed.kill()
+        killed.wait(10)
+    produce_and_consume()  # the survivors took the killed member's partitions after its session
+
+    for member in (second, third):
+        member.leave.set()
+        member.join(30)
+    assert not [e for m in members for e in m.errors]
+    counts = Counter(seen)
+    assert not {k: v for k, v in counts.items() if v > 1}, "records consumed more than once"
+    assert set(counts) == {(p, o) for p in range(partitions) for o in range(produced // partitions)}
+
+    # The committed offsets are at the end of every partition, read back by a classic consumer.
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    committed = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    reader.close()
+    assert [tp.offset for tp in committed] == [produced // partitions] * partitions
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups().result(timeout=10)
+    assert group in {g.group_id for g in listed.valid}
+
+
+def test_classic_member_shares_a_consumer_group_and_every_record_is_consumed_once(bootstrap: str) -> None:
+    topic, group = f"mixed-{uuid.uuid4().hex[:6]}", f"gmix-{uuid.uuid4().hex[:6]}"
+    partitions = 4
+    clients.create_topic(bootstrap, topic, partitions)
+    seen: list[tuple[int, int]] = []
+    modern = _Member(bootstrap, topic, group, seen)
+    modern.start()
+    wait_until(lambda: len(modern.assigned) == partitions, timeout=60)
+    classic = _Member(bootstrap, topic, group, seen, classic=True)
+    classic.start()
+    try:
+        # The classic member gets its share through SyncGroup once the other one released it.
+        wait_until(
+            lambda: classic.assigned and len(modern.assigned) + len(classic.assigned) == partitions,
+            timeout=60,
+        )
+        _produce(bootstrap, topic, partitions, 0, 80)
+        wait_until(lambda: len(seen) >= 80, timeout=60)
+        modern.leave.set()
+        modern.join(30)
+        wait_until(lambda: len(classic.assigned) == partitions, timeout=60)
+        _produce(bootstrap, topic, partitions, 80, 40)
+        wait_until(lambda: len(seen) >= 120, timeout=60)
+    finally:
+        for member in (modern, classic):
+            member.leave.set()
+            member.join(30)
+    assert not modern.errors and not classic.errors, modern.errors + classic.errors
+    counts = Counter(seen)
+    assert not {k: v for k, v in counts.items() if v > 1}, "records consumed more than once"
+    assert set(counts) == {(p, o) for p in range(partitions) for o in range(120 // partitions)}
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(bootstrap: str) -> None:
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient
+
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    group = f"g-{prefix}"
+    clients.create_topic(bootstrap, f"{prefix}-a", 2)
+    _produce(bootstrap, f"{prefix}-a", 2, 0, 10)
+    consumer = Consumer(_config(bootstrap, group))
+    consumer.subscribe([f"^{prefix}-.*"])
+    got: Counter[str] = Counter()
+    try:
+
+        def consumed(topic: str, count: int) -> bool:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                got[str(message.topic())] += 1
+            return got[topic] >= count
+
+        wait_until(lambda: consumed(f"{prefix}-a", 10), timeout=60, interval=0)
+        # While the member is in the group, show it as a "consumer" type group.
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        listed = admin.list_consumer_groups().result(timeout=10)
+        types = {g.group_id: str(g.type) for g in listed.valid}
+        assert "CONSUMER" in types[group].upper()
+        described = admin.describe_consumer_groups([group])[group].result(timeout=10)
+        assert "CONSUMER" in str(described.type).upper() and len(described.members) == 1
+        assigned = described.members[0].assignment.topic_partitions
+        assert {(tp.topic, tp.partition) for tp in assigned} == {(f"{prefix}-a", 0), (f"{prefix}-a", 1)}
+        clients.create_topic(bootstrap, f"{prefix}-b", 1)
+        _produce(bootstrap, f"{prefix}-b", 1, 0, 5)
+        wait_until(lambda: consumed(f"{prefix}-b", 5), timeout=60, interval=0)
+    finally:
+        consumer.close()
+    assert got == {f"{prefix}-a": 10, f"{prefix}-b": 5}
+
+
+def test_static_member_restarting_within_its_session_gets_its_partitions_back(bootstrap: str) -> None:
+    from confluent_kafka import Consumer
+
+    topic, group = f"static-{uuid.uuid4().hex[:6]}", f"gst-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(bootstrap, topic, 4)
+
+    def member(instance: str) -> Any:
+        consumer = Consumer({**_config(bootstrap, group), "group.instance.id": instance})
+        consumer.subscribe([topic])
+        return consumer
+
+    def owned(consumer: Any) -> set[int]:
+        consumer.poll(0.1)
+        return {tp.partition for tp in consumer.assignment()}
+
+    first, other = member("instance-a"), member("instance-b")
+    wait_until(lambda: len(owned(first)) == 2 and len(owned(other)) == 2, timeout=60, interval=0)
+    before = owned(first)
+    first.close()  # a static member leaves with epoch -2: its partitions wait for it
+    again = member("instance-a")
+    try:
+        wait_until(lambda: owned(again) == before, timeout=30, interval=0)
+        assert owned(other) == {0, 1, 2, 3} - before  # the other member never saw a rebalance
+    finally:
+        again.close()
+        other.close()

@@ -1,0 +1,92 @@
+"""A KIP-848 consumer group (confluent-kafka, ``group.protocol=consumer``) across the death of its
+group coordinator: the group's slot moves to another broker, which knows no members (membership is
+rebuilt from heartbeats), the members join it again and resume from the committed offsets, which
+moved with the slot. Every record reaches the group and the committed offsets reach the end."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from functools import partial
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.support.cluster import LocalCluster, wait_until
+from tests.support.kafka_clients import confluent_produce, create_topic
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.postgres,
+    pytest.mark.s3,
+    pytest.mark.slow,
+    pytest.mark.timeout(300),
+]
+
+PARTITIONS = 4
+
+
+class _Member(threading.Thread):
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": True,
+                "auto.commit.interval.ms": 300,
+            }
+        )
+        self.consumer.subscribe([topic])
+        self.seen: set[bytes] = set()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            message = self.consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                self.seen.add(bytes(message.value() or b""))
+        self.consumer.close()
+
+
+def _produce(bootstrap: str, topic: str, start: int, count: int) -> set[bytes]:
+    values = [f"v-{i}".encode() for i in range(start, start + count)]
+    messages = [(i % PARTITIONS, b"k", v, ()) for i, v in enumerate(values)]
+    confluent_produce(bootstrap, topic, messages, "none", idempotent=True)
+    return set(values)
+
+
+def _committed_at_end(bootstrap: str, topic: str, group: str, total: int) -> bool:
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        committed = probe.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        return sum(max(tp.offset, 0) for tp in committed) == total
+    finally:
+        probe.close()
+
+
+def test_consumer_protocol_group_survives_its_coordinator_dying(healthy_cluster: LocalCluster) -> None:
+    cluster = healthy_cluster
+    topic, group = f"kip848-{uuid.uuid4().hex[:6]}", f"g848-{uuid.uuid4().hex[:6]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, PARTITIONS)
+    sent = _produce(cluster.bootstrap, topic, 0, 200)
+    members = [_Member(cluster.bootstrap, topic, group) for _ in range(2)]
+    for member in members:
+        member.start()
+    try:
+        wait_until(lambda: set().union(*(m.seen for m in members)) >= sent, timeout=90)
+        wait_until(partial(_committed_at_end, cluster.bootstrap, topic, group, 200), timeout=60, interval=1)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        coordinator = admin.describe_consumer_groups([group])[group].result(timeout=30).coordinator.id
+        cluster.brokers[coordinator].kill()
+        sent |= _produce(cluster.bootstrap, topic, 200, 200)
+        wait_until(lambda: set().union(*(m.seen for m in members)) >= sent, timeout=120, interval=0.5)
+        wait_until(partial(_committed_at_end, cluster.bootstrap, topic, group, 400), timeout=60, interval=1)
+    finally:
+        for member in members:
+            member.stop.set()
+        for member in members:
+            member.join(30)
