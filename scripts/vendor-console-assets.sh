@@ -5,7 +5,7 @@
 # no scripts run); VENDORED.md records version, licence and sha256 of every copied file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dest=tabletopic/admin/static/vendor
+dest=tabletopic/api/static/vendor
 # package@version  files-in-the-tarball (relative to package/)
 packages=(
   "htmx.org@2.0.11 dist/htmx.min.js LICENSE"

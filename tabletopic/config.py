@@ -35,7 +35,7 @@ SETTINGS_MODULES = (
     "tabletopic.catalog.settings",
     "tabletopic.spark.settings",
     "tabletopic.table.settings",
-    "tabletopic.admin.settings",
+    "tabletopic.api.settings",
     # Last: declares the Kafka broker keys no module above declared (see the module).
     "tabletopic.broker.kafka_broker_keys",
 )

@@ -25,9 +25,9 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic import allocator, database, settings
-from tabletopic.admin import settings as admin_settings
-from tabletopic.admin.app import AdminApiComponent
-from tabletopic.admin.sources import ConsoleSources
+from tabletopic.api import settings as admin_settings
+from tabletopic.api.app import AdminApiComponent
+from tabletopic.api.sources import ConsoleSources
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.leadership import Leadership

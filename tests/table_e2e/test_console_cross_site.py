@@ -1,7 +1,7 @@
 """The console's own page still triggers its actions in a real browser now that a POST must name
 this host in Origin or Referer (issue 29, item 3), and a page of another origin is refused.
 
-A browser test lives here, beside the console's other browser tests, not in ``tests/admin``:
+A browser test lives here, beside the console's other browser tests, not in ``tests/api``:
 Playwright's synchronous API keeps an event loop running in the test thread for the session's
 browser, which the asyncio tests collected after it could not start their own.
 """

@@ -25,7 +25,6 @@ from tabletopic.broker.groups.consumer_group import (
     Action,
     CancelTimer,
     ConsumerGroup,
-    GroupSettings,
     HeartbeatRequest,
     HeartbeatResult,
     SetTimer,
@@ -40,6 +39,7 @@ from tabletopic.broker.groups.model import (
     SyncRequest,
     SyncResult,
 )
+from tabletopic.broker.groups.settings import GroupSettings
 
 log = logging.getLogger(__name__)
 

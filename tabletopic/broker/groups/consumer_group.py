@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.groups.assignors import ASSIGNORS, TopicPartition
+from tabletopic.broker.groups.settings import GroupSettings
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
@@ -147,14 +148,6 @@ def _join_problem(request: HeartbeatRequest) -> str | None:
     if request.rebalance_timeout_ms < 0:
         return "RebalanceTimeoutMs must be provided in the first request"
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSettings:
-    session_timeout_ms: int = 45_000
-    heartbeat_interval_ms: int = 5_000
-    assignors: tuple[str, ...] = ("uniform", "range")
-    max_size: int = 2**31 - 1
 
 
 @dataclass(slots=True)

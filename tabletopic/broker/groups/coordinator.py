@@ -36,7 +36,6 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups.cluster import GroupSlots, SlotFence
 from tabletopic.broker.groups.consumer_coordinator import ConsumerGroups
-from tabletopic.broker.groups.consumer_group import GroupSettings
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
@@ -57,6 +56,7 @@ from tabletopic.broker.groups.model import (
     TimerKey,
 )
 from tabletopic.broker.groups.retention import expired_offsets
+from tabletopic.broker.groups.settings import GroupSettings
 from tabletopic.broker.groups.store import CommittedOffset, Fence, GroupFenced, GroupStore, TopicPartition
 from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.ids import LeaderEpoch

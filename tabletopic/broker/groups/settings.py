@@ -7,8 +7,9 @@ running configuration does not know, so the coordinator works before the broker 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tabletopic.broker.groups.assignors import assignor_name
-from tabletopic.broker.groups.consumer_group import GroupSettings
 from tabletopic.broker.groups.model import GroupConfig
 from tabletopic.config import Config, define, in_range
 
@@ -73,6 +74,15 @@ OFFSETS_RETENTION_CHECK_INTERVAL = define(
     "groups",
     in_range(1),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    assignors: tuple[str, ...] = ("uniform", "range")
+    max_size: int = 2**31 - 1
+
 
 _CONSUMER = GroupSettings()
 

@@ -15,9 +15,10 @@ from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups import subscription
-from tabletopic.broker.groups.consumer_group import GroupSettings, HeartbeatRequest
+from tabletopic.broker.groups.consumer_group import HeartbeatRequest
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.model import JoinRequest, SyncRequest
+from tabletopic.broker.groups.settings import GroupSettings
 from tabletopic.broker.handlers.offset_fetch import check_member_epoch
 from tests.broker.conftest import FAST, TOPICS
 from tests.support.waiting import wait_until

@@ -30,8 +30,8 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from tabletopic.admin.sources import ConsoleSources
-from tabletopic.admin.topics import TopicApiError
+from tabletopic.api.sources import ConsoleSources
+from tabletopic.api.topics import TopicApiError
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class Decoder:
             return {"format": "text", "value": text}
 
     def _by_schema_id(self, payload: bytes) -> dict[str, Any] | None:
-        from tabletopic.admin.views import plain
+        from tabletopic.api.views import plain
         from tabletopic.table.convert.decoders import Failure, decode_column
         from tabletopic.table.table_config import ConverterConfig, ConvertType
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from tabletopic.admin.sampler import Sampler
-from tabletopic.admin.sources import ConsoleSources
-from tabletopic.admin.timeseries import SeriesRing
+from tabletopic.api.sampler import Sampler
+from tabletopic.api.sources import ConsoleSources
+from tabletopic.api.timeseries import SeriesRing
 from tabletopic.component import NotStarted
 
 

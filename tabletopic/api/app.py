@@ -1,6 +1,6 @@
 """The admin HTTP API: ``/health``, ``/metrics`` (Prometheus text of every subsystem's metrics),
 ``/v1/cluster`` and ``/v1/topics``, with OpenAPI docs at ``/docs`` (Swagger UI served by the node
-itself, so it works offline), and the web console at ``/`` (:mod:`tabletopic.admin.console`).
+itself, so it works offline), and the web console at ``/`` (:mod:`tabletopic.api.console`).
 
 Built from routers: the core ones here plus the routers the node's assembly hands over (the table
 pipeline's ``/v1/tables``), asked for when the admin API starts, which is why it starts last.
@@ -22,13 +22,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy.engine import Engine
 
 from tabletopic import settings
-from tabletopic.admin import cluster_view
-from tabletopic.admin import settings as admin_settings
-from tabletopic.admin.console import STATIC_DIR, Console
-from tabletopic.admin.messages import MessageBrowser, messages_router
-from tabletopic.admin.origin import SAFE_METHODS, same_origin
-from tabletopic.admin.sources import ConsoleSources
-from tabletopic.admin.topics import TopicApiError, topics_router
+from tabletopic.api import cluster_view
+from tabletopic.api import settings as admin_settings
+from tabletopic.api.console import STATIC_DIR, Console
+from tabletopic.api.messages import MessageBrowser, messages_router
+from tabletopic.api.origin import SAFE_METHODS, same_origin
+from tabletopic.api.sources import ConsoleSources
+from tabletopic.api.topics import TopicApiError, topics_router
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.security.http_auth import https_options
 from tabletopic.component import NotStarted
@@ -125,7 +125,7 @@ def create_app(
 
     @app.middleware("http")
     async def refuse_cross_site(request: Request, call_next: Any) -> Any:
-        # A state-changing request sent by another site's page (see tabletopic.admin.origin).
+        # A state-changing request sent by another site's page (see tabletopic.api.origin).
         if request.method not in SAFE_METHODS and not same_origin(
             {k.lower(): v for k, v in request.headers.items()}, required=False
         ):

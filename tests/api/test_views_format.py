@@ -11,7 +11,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
 from pyiceberg.types import NestedField, StringType, TimestampType
 
-from tabletopic.admin.views import cell, spec_text
+from tabletopic.api.views import cell, spec_text
 
 
 def test_row_sample_cells_read_as_the_tables_types_not_python_reprs() -> None:

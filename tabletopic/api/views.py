@@ -17,8 +17,8 @@ import struct
 import uuid
 from typing import Any
 
-from tabletopic.admin import cluster_view
-from tabletopic.admin.sources import ConsoleSources
+from tabletopic.api import cluster_view
+from tabletopic.api.sources import ConsoleSources
 from tabletopic.schema_registry.contexts import public_id
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ PREVIEW_CELL_CHARS = 80
 
 async def overview(src: ConsoleSources) -> dict[str, Any]:
     """The overview page: the whole cluster (every broker, totals, timeline, balancer plan; see
-    :mod:`tabletopic.admin.cluster_view`) and this node's storage."""
+    :mod:`tabletopic.api.cluster_view`) and this node's storage."""
     service = src.broker_service()
     cluster: dict[str, Any] = {"brokers": [], "timeline": [], "balancer": None}
     if service is not None:
@@ -86,7 +86,7 @@ async def stored_objects(src: ConsoleSources) -> dict[str, Any]:
 
 async def topics(src: ConsoleSources) -> list[dict[str, Any]]:
     """Every topic with records and bytes summed over the cluster (each partition's high watermark
-    from its leader's committed stream in a cluster, see :mod:`tabletopic.admin.cluster_view`)."""
+    from its leader's committed stream in a cluster, see :mod:`tabletopic.api.cluster_view`)."""
     service = src.broker_service()
     if service is None:
         return []
@@ -124,7 +124,7 @@ async def topics(src: ConsoleSources) -> list[dict[str, Any]]:
 
 
 async def topic(src: ConsoleSources, name: str) -> dict[str, Any] | None:
-    from tabletopic.admin.topics import TopicApiError, describe
+    from tabletopic.api.topics import TopicApiError, describe
 
     service = src.broker_service()
     if service is None:

@@ -1,4 +1,4 @@
-"""Samples the node's own metrics into the console's :class:`~tabletopic.admin.timeseries.SeriesRing`.
+"""Samples the node's own metrics into the console's :class:`~tabletopic.api.timeseries.SeriesRing`.
 
 One sample every ``admin.console.sample.interval.ms`` reads what the node already keeps in memory:
 the Prometheus counters and gauges (rates from counter deltas), partition high watermarks, group
@@ -16,8 +16,8 @@ import asyncio
 import logging
 import time
 
-from tabletopic.admin.sources import ConsoleSources
-from tabletopic.admin.timeseries import SeriesRing
+from tabletopic.api.sources import ConsoleSources
+from tabletopic.api.timeseries import SeriesRing
 
 log = logging.getLogger(__name__)
 

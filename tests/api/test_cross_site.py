@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tabletopic.admin.origin import same_origin
+from tabletopic.api.origin import same_origin
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tabletopic.admin import cluster_view
+from tabletopic.api import cluster_view
 from tabletopic.cluster.controller import Assignment
 from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
 

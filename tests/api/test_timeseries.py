@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tabletopic.admin.timeseries import SeriesRing
+from tabletopic.api.timeseries import SeriesRing
 
 
 def test_the_ring_keeps_only_the_last_points_oldest_first() -> None:

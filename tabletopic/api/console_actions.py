@@ -3,8 +3,8 @@ a group's offsets, delete a topic, add or remove ACLs and SCRAM users.
 
 Every action needs a confirmation the server checks, not only the page: a reset names the group
 again and a deletion the topic again (typed by the operator), and every POST must come from the
-console's own page (:func:`tabletopic.admin.origin.same_origin`). The work itself is the admin
-API's (:mod:`tabletopic.admin.messages`), so the console and ``/v1/...`` behave alike.
+console's own page (:func:`tabletopic.api.origin.same_origin`). The work itself is the admin
+API's (:mod:`tabletopic.api.messages`), so the console and ``/v1/...`` behave alike.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from tabletopic.admin.messages import (
+from tabletopic.api.messages import (
     AclEntry,
     MessageBrowser,
     OffsetReset,
     ProduceMessage,
     ScramUser,
 )
-from tabletopic.admin.origin import same_origin
-from tabletopic.admin.topics import TopicApiError
+from tabletopic.api.origin import same_origin
+from tabletopic.api.topics import TopicApiError
 
 Render = Callable[..., HTMLResponse]
 MAX_FORM_BYTES = 1 << 20  # a test message, a few fields: nothing a form here sends comes near

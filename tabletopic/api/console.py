@@ -1,6 +1,6 @@
 """The web console at ``/`` of the admin listener: server-rendered Jinja2 pages, refreshed in place by
 htmx, with uPlot charts fed from the in-memory time series (``/console/series``). Every script and
-style sheet is served by the node from ``tabletopic/admin/static`` (vendored from npm with their
+style sheet is served by the node from ``tabletopic/api/static`` (vendored from npm with their
 versions and licences in ``static/vendor/VENDORED.md``), so it works offline.
 
 A page answers its full HTML, or with ``HX-Request`` set (htmx's periodic refresh) only its live
@@ -19,13 +19,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from tabletopic.admin import views
-from tabletopic.admin.console_actions import actions_router
-from tabletopic.admin.messages import MessageBrowser
-from tabletopic.admin.origin import same_origin
-from tabletopic.admin.sampler import Sampler
-from tabletopic.admin.sources import ConsoleSources
-from tabletopic.admin.timeseries import SeriesRing
+from tabletopic.api import views
+from tabletopic.api.console_actions import actions_router
+from tabletopic.api.messages import MessageBrowser
+from tabletopic.api.origin import same_origin
+from tabletopic.api.sampler import Sampler
+from tabletopic.api.sources import ConsoleSources
+from tabletopic.api.timeseries import SeriesRing
 from tabletopic.tasks import cancel_and_wait
 
 HERE = Path(__file__).parent
@@ -85,7 +85,7 @@ class Console:
     Args:
         sources: the node's parts the pages show.
         interval_s: seconds between samples of the time series.
-        points, max_series: bounds of the in-memory ring (see :mod:`tabletopic.admin.timeseries`).
+        points, max_series: bounds of the in-memory ring (see :mod:`tabletopic.api.timeseries`).
     """
 
     def __init__(

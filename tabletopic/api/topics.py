@@ -52,8 +52,8 @@ def _translate(exc: Exception) -> TopicApiError:
 
 def describe(broker: BrokerService, name: str, engine: Engine | None = None) -> dict[str, Any]:
     """A topic with every partition's real leader and high watermark (in a cluster, read from the
-    metadata database: see :mod:`tabletopic.admin.cluster_view`). Blocking when ``engine`` is given."""
-    from tabletopic.admin.cluster_view import partitions_of
+    metadata database: see :mod:`tabletopic.api.cluster_view`). Blocking when ``engine`` is given."""
+    from tabletopic.api.cluster_view import partitions_of
 
     topic = broker.topics.get(name)
     if topic is None:
