@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.topics import TopicApiError
+from tabletopic.broker.security.settings import AUTHORIZER_CLASS_NAME
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +352,19 @@ class MessageBrowser:
 
         return AdminClient(self.client_config())
 
+    def _require_authorizer(self) -> None:
+        """Answer SECURITY_DISABLED, as Kafka's ACL APIs do, when the node runs no authorizer
+        (checked here: librdkafka's DescribeAcls does not surface that error as one)."""
+        service = self.sources.broker_service()
+        if service is not None and not (service.config.get(AUTHORIZER_CLASS_NAME) or "").strip():
+            raise TopicApiError(
+                400,
+                "SECURITY_DISABLED",
+                "no authorizer is configured: set authorizer.class.name to manage ACLs",
+            )
+
     def acls(self) -> list[dict[str, Any]]:
+        self._require_authorizer()
         from confluent_kafka.admin import (  # type: ignore[attr-defined]
             AclBindingFilter,
             AclOperation,
@@ -379,6 +392,7 @@ class MessageBrowser:
         return sorted((_acl_dict(b) for b in bindings), key=lambda a: tuple(str(v) for v in a.values()))
 
     def change_acl(self, entry: AclEntry, delete: bool) -> dict[str, Any]:
+        self._require_authorizer()
         binding = _acl_binding(entry, as_filter=delete)
         admin = self._admin()
         try:
