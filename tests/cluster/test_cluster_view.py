@@ -35,6 +35,14 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
         written[partition] = count
 
     admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=30)
+
+    def uploaded() -> bool:
+        # The view reads committed stream ends: on the shared WAL (the test cluster's) they trail the
+        # leader's acknowledgements by its upload interval (s3stream.upload.interval.ms).
+        parts = admin.get(f"/v1/topics/{topic}").json()["partitions"]
+        return all(p["high_watermark"] == written.get(p["partition"], 0) for p in parts)
+
+    assert wait_until(uploaded, timeout=30)
     described = admin.get(f"/v1/topics/{topic}").json()
     rows = {p["partition"]: p for p in described["partitions"]}
     for partition, (node, epoch) in leaders.items():
