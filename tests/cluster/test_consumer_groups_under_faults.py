@@ -123,36 +123,40 @@ def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_ki
     groups = {"confluent": f"cg-{uuid.uuid4().hex[:6]}", "kafka-python": f"kp-{uuid.uuid4().hex[:6]}"}
     bootstrap = cluster.bootstrap
     members: list[GroupMember] = []
-    with SteadyProducer(bootstrap, topic, PARTITIONS, rate=RATE) as writer:
-        members += [confluent_member(bootstrap, topic, groups["confluent"]) for _ in range(2)]
-        members.append(kafka_python_member(bootstrap, topic, groups["kafka-python"]))
-        wait_until(lambda: all(m.seen for m in members), timeout=60)
-
-        # 1. The leader of partition 0 dies; it comes back a few seconds later.
-        victim = leaders[0][0]
-        _kill(cluster, victim)
-        wait_until(lambda: cluster.leaders(topic)[0][0] != victim, timeout=30)
-        time.sleep(2)  # the subject: the groups keep consuming while the broker is gone
-        cluster.start(victim)
-
-        # 2. A planned move of partition 1.
-        source = cluster.leaders(topic)[1][0]
-        target = next(n for n in (1, 2, 3) if n != source and n in cluster.running())
-        move_with_cli(cluster, topic, 1, target, via=source)
-        wait_until(lambda: cluster.leaders(topic)[1][0] == target, timeout=30)
-
-        # 3. The controller dies; it comes back.
-        controller = _controller(cluster)
-        _kill(cluster, controller)
-        wait_until(lambda: _controller(cluster) != controller, timeout=30)
-        time.sleep(2)  # the subject: consumption goes on without the old controller
-        cluster.start(controller)
-        wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in cluster.running()), timeout=30)
-        epochs = {p: epoch for p, (_, epoch) in cluster.leaders(topic).items()}
-    assert not writer.log.errors
-    assert epochs[0] > leaders[0][1] and epochs[1] > leaders[1][1]  # both partitions changed leader
-
+    # Every member is stopped whatever fails: a consumer left running keeps polling brokers the
+    # next tests restart, and one destroyed after the cluster stopped can block the run.
     try:
+        with SteadyProducer(bootstrap, topic, PARTITIONS, rate=RATE) as writer:
+            members += [confluent_member(bootstrap, topic, groups["confluent"]) for _ in range(2)]
+            members.append(kafka_python_member(bootstrap, topic, groups["kafka-python"]))
+            wait_until(lambda: all(m.seen for m in members), timeout=60)
+
+            # 1. The leader of partition 0 dies; it comes back a few seconds later.
+            victim = leaders[0][0]
+            _kill(cluster, victim)
+            wait_until(lambda: cluster.leaders(topic)[0][0] != victim, timeout=30)
+            time.sleep(2)  # the subject: the groups keep consuming while the broker is gone
+            cluster.start(victim)
+
+            # 2. A planned move of partition 1.
+            source = cluster.leaders(topic)[1][0]
+            target = next(n for n in (1, 2, 3) if n != source and n in cluster.running())
+            move_with_cli(cluster, topic, 1, target, via=source)
+            wait_until(lambda: cluster.leaders(topic)[1][0] == target, timeout=30)
+
+            # 3. The controller dies; it comes back.
+            controller = _controller(cluster)
+            _kill(cluster, controller)
+            wait_until(lambda: _controller(cluster) != controller, timeout=30)
+            time.sleep(2)  # the subject: consumption goes on without the old controller
+            cluster.start(controller)
+            wait_until(
+                lambda: all(len(cluster.metadata(n).brokers) == 3 for n in cluster.running()), timeout=30
+            )
+            epochs = {p: epoch for p, (_, epoch) in cluster.leaders(topic).items()}
+        assert not writer.log.errors
+        assert epochs[0] > leaders[0][1] and epochs[1] > leaders[1][1]  # both partitions changed leader
+
         for group in groups.values():
             _wait_for_every_record(
                 writer.acked_values(), [m for m in members if m.name.startswith(group)], group
