@@ -108,7 +108,9 @@ def load_command(name: str) -> click.Command:
     module, _, attribute = LAZY_COMMANDS[name].target.partition(":")
     target = getattr(importlib.import_module(module), attribute)
     if isinstance(target, typer.Typer):
-        command = typer.main.get_command(target)
+        # A group even with one subcommand (`partitions move`): get_command would collapse an app
+        # of one command into that command, changing the command line users type.
+        command: click.Command = typer.main.get_group(target)
     else:
         single = typer.Typer()
         single.command(name)(target)

@@ -53,3 +53,14 @@ def test_tables_is_one_group_with_status_controls_and_operations() -> None:
     group = load_command("tables")
     assert isinstance(group, typer.core.TyperGroup)
     assert {"list", "describe", "resume", "verify", "redrive", "rebuild"} <= set(group.commands)
+
+
+def test_a_lazy_group_of_one_subcommand_stays_a_group() -> None:
+    """`tabletopic partitions move TOPIC PARTITION --to N` as documented: loading the app lazily
+    must not collapse a one-command group into its command."""
+    import click
+
+    from tabletopic.cli import load_command
+
+    command = load_command("partitions")
+    assert isinstance(command, click.Group) and "move" in command.commands
