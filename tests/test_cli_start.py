@@ -58,9 +58,7 @@ def test_tables_is_one_group_with_status_controls_and_operations() -> None:
 def test_a_lazy_group_of_one_subcommand_stays_a_group() -> None:
     """`tabletopic partitions move TOPIC PARTITION --to N` as documented: loading the app lazily
     must not collapse a one-command group into its command."""
-    import click
-
     from tabletopic.cli import load_command
 
     command = load_command("partitions")
-    assert isinstance(command, click.Group) and "move" in command.commands
+    assert "move" in getattr(command, "commands", {}), command
