@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.topics import TopicApiError
-from tabletopic.broker.security.settings import AUTHORIZER_CLASS_NAME
+from tabletopic.broker.security.acls import configured_authorizer
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +356,7 @@ class MessageBrowser:
         """Answer SECURITY_DISABLED, as Kafka's ACL APIs do, when the node runs no authorizer
         (checked here: librdkafka's DescribeAcls does not surface that error as one)."""
         service = self.sources.broker_service()
-        if service is not None and not (service.config.get(AUTHORIZER_CLASS_NAME) or "").strip():
+        if service is not None and not configured_authorizer(service.config):
             raise TopicApiError(
                 400,
                 "SECURITY_DISABLED",

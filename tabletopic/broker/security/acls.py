@@ -28,6 +28,12 @@ AUTHORIZER_CLASSES = frozenset(
 REFRESH_SECONDS = 5.0
 
 
+def configured_authorizer(config: Config) -> str:
+    """The authorizer ``authorizer.class.name`` names, "" for none (every request allowed, and the
+    ACL APIs answer SECURITY_DISABLED)."""
+    return (config.get(settings.AUTHORIZER_CLASS_NAME) or "").strip()
+
+
 def parse_super_users(text: str) -> list[str]:
     """``User:a;User:b`` -> principals. Raises ConfigError naming ``super.users``."""
     users = [part.strip() for part in text.split(";") if part.strip()]
@@ -47,7 +53,7 @@ class AclService:
     """
 
     def __init__(self, config: Config, store: SecurityStore) -> None:
-        name = (config.get(settings.AUTHORIZER_CLASS_NAME) or "").strip()
+        name = configured_authorizer(config)
         if name and name not in AUTHORIZER_CLASSES:
             raise ConfigError(
                 f"authorizer.class.name={name} is not available; use "
