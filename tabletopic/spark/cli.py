@@ -164,14 +164,7 @@ def sql(
         spec = reachable_spec(cfg, spec, stack)
         spark = _session(cfg, spec)
         stack.callback(_stop_spark)
-        if statement is not None:
-            failed = False
-            for text in split_statements(statement):
-                failed |= not run_statement(spark, text, output, max_rows)
-            if failed:
-                raise typer.Exit(1)
-        else:
-            shell(spark, output, max_rows)
+        run_statements(statement, lambda text: run_statement(spark, text, output, max_rows), "Spark SQL")
 
 
 def _run_duckdb(
@@ -195,14 +188,9 @@ def _run_duckdb(
                 err_console.print(f"[red]error:[/red] {short_error(exc)}", highlight=False)
                 return False
 
-        if statement is not None:
-            failed = False
-            for text in split_statements(statement):
-                failed |= not run(text)
-            if failed:
-                raise typer.Exit(1)
-        else:
-            read_statements(run, "DuckDB over pyiceberg scans (read-only; --engine spark for Spark SQL)")
+        run_statements(
+            statement, run, "DuckDB over pyiceberg scans (read-only; --engine spark for Spark SQL)"
+        )
 
 
 def fresh_rows(cfg: Config) -> Callable[[Any, tuple[str, str]], Any]:
@@ -297,14 +285,7 @@ def _run_remote(remote: NodeSql, statement: str | None, output: OutputFormat, ma
             return False
 
     try:
-        if statement is not None:
-            failed = False
-            for text in split_statements(statement):
-                failed |= not run(text)
-            if failed:
-                raise typer.Exit(1)
-        else:
-            read_statements(run, f"Spark SQL in the node's session ({remote.url})")
+        run_statements(statement, run, f"Spark SQL in the node's session ({remote.url})")
     finally:
         remote.close()
 
@@ -509,9 +490,17 @@ def print_rows(columns: list[str], rows: Iterable[list[Any]], output: OutputForm
     console.print(f"[dim]{min(count, max_rows)} row(s){suffix}[/dim]")
 
 
-def shell(spark: SparkSession, output: OutputFormat, max_rows: int) -> None:
-    """Read statements until ``;`` and run each on Spark; works on a terminal or a pipe."""
-    read_statements(lambda text: run_statement(spark, text, output, max_rows), "Spark SQL")
+def run_statements(statement: str | None, run: Callable[[str], bool], engine: str) -> None:
+    """Run the ``-e`` statements with ``run`` (exit 1 if any failed, after running them all), or
+    without ``-e`` read statements from the terminal or a pipe (``engine`` names where they run)."""
+    if statement is None:
+        read_statements(run, engine)
+        return
+    failed = False
+    for text in split_statements(statement):
+        failed |= not run(text)
+    if failed:
+        raise typer.Exit(1)
 
 
 def read_statements(run: Callable[[str], bool], engine: str) -> None:
