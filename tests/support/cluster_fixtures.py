@@ -42,6 +42,33 @@ def use_wal(cluster: LocalCluster, wal: str) -> None:
     cluster.start_many([1, 2, 3], RACKS)
 
 
+def three_brokers_up(cluster: LocalCluster) -> None:
+    """Start the brokers a test left stopped, and restart any a test deposed: a broker paused past
+    its lease on the shared WAL has its WAL taken over and leaves the cluster for good, while its
+    process lives on (a restart joins again). Returns once every broker lists all three."""
+
+    def all_listed() -> bool:
+        return all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3))
+
+    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
+    try:
+        wait_until(all_listed, timeout=30)
+        return
+    except TimeoutError:
+        pass
+    views = []
+    for n in (1, 2, 3):
+        try:
+            views.append({b.node_id for b in cluster.metadata(n).brokers})
+        except OSError:
+            views.append(set())
+    gone = [n for n in (1, 2, 3) if sum(n in view for view in views) < 2]
+    for n in gone:
+        cluster.brokers[n].kill()
+    cluster.start_many(gone)
+    wait_until(all_listed, timeout=30)
+
+
 @pytest.fixture(scope="session", params=["shared", "object"])
 def wal_kind(request: pytest.FixtureRequest) -> str:
     """Both WAL kinds, for the few cluster tests that run on each (session-scoped, so pytest runs
@@ -53,8 +80,7 @@ def wal_kind(request: pytest.FixtureRequest) -> str:
 def healthy_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
     """The shared cluster with its three brokers up on the shared WAL, before and after the test."""
     use_wal(cluster, "shared")
-    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
-    wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
+    three_brokers_up(cluster)
     yield cluster
     cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
 
@@ -63,7 +89,6 @@ def healthy_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
 def cluster_on_each_wal(cluster: LocalCluster, wal_kind: str) -> Iterator[LocalCluster]:
     """The shared cluster with its three brokers up on ``wal_kind``'s WAL."""
     use_wal(cluster, wal_kind)
-    cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
-    wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
+    three_brokers_up(cluster)
     yield cluster
     cluster.start_many([n for n in (1, 2, 3) if n not in cluster.running()])
