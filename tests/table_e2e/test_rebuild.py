@@ -116,9 +116,9 @@ def test_adopt_takes_over_an_existing_table_from_the_current_offsets(inprocess_n
 
 
 def test_rebuild_of_an_upsert_table_keeps_the_latest_row_of_every_key_across_rounds(
-    ops_node: TableNode,
+    inprocess_node: TableNode,
 ) -> None:
-    node, topic = ops_node, "rebuilt_accounts"
+    node, topic = inprocess_node, "rebuilt_accounts"
     node.create_topic(
         topic,
         table_configs(convert_value_type="string", upsert_enable="true", id_columns="[_kafka_key]"),
