@@ -76,10 +76,7 @@ class BrokerTopics:
         return self._broker.service.node_id
 
     def client_config(self) -> dict[str, str]:
-        service = self._broker.service
-        endpoint = service.advertised_for(None)
-        address = f"{endpoint.host}:{endpoint.port}"
-        return {"bootstrap.servers": address, **service.inter_broker_client.librdkafka()}
+        return self._broker.service.own_client_config()
 
     def table_topics(self) -> list[TopicView]:
         """Table topics whose coordinator runs here: on the leader of partition 0 (every topic on a

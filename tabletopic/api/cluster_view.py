@@ -3,12 +3,14 @@ controller, partitions and coordinator slots held, bytes in and out), every part
 high watermark, records and bytes summed over the cluster, the timeline of the controller's
 decisions and the auto-balancer's current plan.
 
-Why from the metadata database and not from this broker's memory: a broker's own store knows only
-the partitions it leads (others read 0), and its registry knows only itself. In cluster mode every
-acknowledged record is in a committed object before it is acknowledged (object WAL), so the
-stream's ``end_offset`` in ``s3stream_streams`` *is* the high watermark, whichever broker leads;
-leaders, epochs and loads are ``cluster_*`` rows every broker shares. A single node answers from its
-own store (its local WAL is ahead of the database) and its own registry.
+Why from the metadata database and the leaders, not from this broker's memory: a broker's own store
+knows only the partitions it leads (others read 0), and its registry knows only itself. Leaders,
+epochs and loads are ``cluster_*`` rows every broker shares; log starts and stored bytes are the
+committed streams and objects. High watermarks are asked of each partition's leader
+(:mod:`tabletopic.leader_offsets`): the database's ``end_offset`` is only what has been uploaded,
+which on the shared WAL trails what the leader has acknowledged; it stands in for a leader that does
+not answer. A single node answers from its own store (its local WAL is ahead of the database) and its
+own registry.
 
 Every read here is blocking; callers run :func:`read` in a thread.
 """
@@ -29,6 +31,7 @@ from tabletopic.cluster.autobalance import plan_for
 from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
 from tabletopic.cluster.node import ClusterSettings
 from tabletopic.cluster.settings import RACK
+from tabletopic.leader_offsets import leader_high_watermarks
 from tabletopic.s3stream.db import ObjectState, objects_table, ranges_table, streams_table
 
 if TYPE_CHECKING:
@@ -104,6 +107,25 @@ def stream_figures(engine: Engine, stream_ids: list[int]) -> StreamFigures:
     return StreamFigures(offsets, stored)
 
 
+def cluster_figures(service: BrokerService, engine: Engine, topics: list[Topic]) -> StreamFigures:
+    """:func:`stream_figures` of ``topics`` with each high watermark as the partition's leader
+    answers it, where it answers (:mod:`tabletopic.leader_offsets`): the database's end offset
+    trails the leader by its upload interval on the shared WAL."""
+    figures = stream_figures(engine, [s for t in topics for s in t.streams])
+    stream_of = {
+        (t.name, index): stream
+        for t in topics
+        for index, stream in enumerate(t.streams)
+        if stream in figures.offsets
+    }
+    offsets = dict(figures.offsets)
+    asked = {**service.own_client_config(), "log_level": 3}
+    for key, end in leader_high_watermarks(asked, stream_of).items():
+        start, committed = offsets[stream_of[key]]
+        offsets[stream_of[key]] = (start, max(end, committed))
+    return StreamFigures(offsets, figures.stored_bytes)
+
+
 def clustered(service: BrokerService | None, engine: Engine | None) -> bool:
     return bool(service is not None and service.clustered and engine is not None)
 
@@ -114,12 +136,16 @@ def partitions_of(
     """Every partition of ``topic`` with its real leader, leader epoch and high watermark (see the
     module docstring for where each comes from)."""
     figures = StreamFigures({}, {})
+    in_cluster = clustered(service, engine)
     if engine is not None:
         try:
-            figures = stream_figures(engine, list(topic.streams))
+            figures = (
+                cluster_figures(service, engine, [topic])
+                if in_cluster
+                else stream_figures(engine, list(topic.streams))
+            )
         except Exception as exc:  # the database is away: offsets below come from the local store
             log.debug("stream figures unavailable: %s", exc)
-    in_cluster = clustered(service, engine)
     if in_cluster and snapshot is None and engine is not None:
         snapshot = ClusterMetadata(engine).snapshot()
     local = service.partition_offsets(topic)
@@ -313,7 +339,7 @@ def read(service: BrokerService, engine: Engine | None, with_partitions: bool = 
     assert engine is not None
     snapshot = ClusterMetadata(engine).snapshot()
     all_topics = list(service.topics.all())
-    figures = stream_figures(engine, [s for t in all_topics for s in t.streams])
+    figures = cluster_figures(service, engine, all_topics)
     summaries = []
     partitions: dict[str, list[dict[str, Any]]] = {}
     for topic in all_topics:

@@ -152,12 +152,7 @@ class MessageBrowser:
         service = self.sources.broker_service()
         if service is None:
             raise TopicApiError(503, "BROKER_NOT_AVAILABLE", "the broker is not running")
-        endpoint = service.advertised_for(None)
-        return {
-            "bootstrap.servers": f"{endpoint.host}:{endpoint.port}",
-            **service.inter_broker_client.librdkafka(),
-            "log_level": 3,
-        }
+        return {**service.own_client_config(), "log_level": 3}
 
     def _topic(self, name: str) -> Any:
         service = self.sources.broker_service()

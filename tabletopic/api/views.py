@@ -86,7 +86,7 @@ async def stored_objects(src: ConsoleSources) -> dict[str, Any]:
 
 async def topics(src: ConsoleSources) -> list[dict[str, Any]]:
     """Every topic with records and bytes summed over the cluster (each partition's high watermark
-    from its leader's committed stream in a cluster, see :mod:`tabletopic.api.cluster_view`)."""
+    as the partition's leader answers it in a cluster, see :mod:`tabletopic.api.cluster_view`)."""
     service = src.broker_service()
     if service is None:
         return []
@@ -97,7 +97,11 @@ async def topics(src: ConsoleSources) -> list[dict[str, Any]]:
         figures = cluster_view.StreamFigures({}, {})
         if engine is not None:
             try:
-                figures = cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
+                figures = (
+                    cluster_view.cluster_figures(service, engine, all_topics)
+                    if cluster_view.clustered(service, engine)
+                    else cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
+                )
             except Exception as exc:
                 log.debug("stream figures unavailable: %s", exc)
         in_cluster = cluster_view.clustered(service, engine)
@@ -139,7 +143,7 @@ Ends = dict[str, list[tuple[int, int]]]
 
 
 async def partition_ends(src: ConsoleSources) -> Ends | None:
-    """``{topic: [(log start, high watermark), ...]}`` from the metadata database in a cluster
+    """``{topic: [(log start, high watermark), ...]}`` from the database and the leaders in a cluster
     (a broker's own store knows only what it leads); None on a single node (its store is right)."""
     service = src.broker_service()
     engine = src.engine
@@ -148,7 +152,7 @@ async def partition_ends(src: ConsoleSources) -> Ends | None:
 
     def read() -> Ends:
         all_topics = list(service.topics.all())
-        figures = cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
+        figures = cluster_view.cluster_figures(service, engine, all_topics)
         return {t.name: [figures.offsets.get(s, (0, 0)) for s in t.streams] for t in all_topics}
 
     try:

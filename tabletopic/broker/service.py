@@ -171,6 +171,15 @@ class BrokerService:
         endpoint = endpoint or next(iter(self.advertised.values()), None)
         return endpoint or Endpoint(SecurityProtocol.PLAINTEXT, "127.0.0.1", 9092)
 
+    def own_client_config(self) -> dict[str, str]:
+        """librdkafka settings of a client that logs in to this broker's inter-broker listener as
+        the broker (the table workers, the console's browser and views): routed like any client."""
+        endpoint = self.advertised_for(None)
+        return {
+            "bootstrap.servers": f"{endpoint.host}:{endpoint.port}",
+            **self.inter_broker_client.librdkafka(),
+        }
+
     def topic_config(self, topic: Topic, key: str) -> str:
         """A topic config's effective value: explicit, else the broker default, else Kafka's."""
         if key in topic.configs:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tabletopic.cluster.local import LocalCluster
 from tabletopic.config import DEFAULT_CLUSTER_DIR
 from tabletopic.ids import NodeId
+from tabletopic.leader_offsets import leader_high_watermarks
 from tabletopic.settings import METADATA_URL
 
 cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
@@ -354,7 +355,7 @@ def status(
             "SELECT topic, owner, epoch, claim, expires_at FROM table_coordinator_leases",
             "table_coordinator_leases",
         )
-        marks = _high_watermarks(engine)
+        marks = {**_high_watermarks(engine), **_leaders_high_watermarks(snapshot)}
         timeline = events.recent(engine, limit=20)
     finally:
         engine.dispose()
@@ -386,6 +387,22 @@ def _high_watermarks(engine: sa.Engine) -> dict[tuple[str, int], int]:
             return {(str(r[0]), int(r[1])): int(r[2]) for r in conn.execute(sa.text(query))}
     except sa.exc.SQLAlchemyError:
         return {}
+
+
+def _leaders_high_watermarks(snapshot: ClusterSnapshot) -> dict[tuple[str, int], int]:
+    """Each partition's high watermark as its leader answers it (the database's trails it by the
+    upload interval on the shared WAL); none where the brokers cannot be reached from here or want
+    credentials (the database's figures stand)."""
+    addresses = [
+        f"{host}:{port}"
+        for node in snapshot.nodes.values()
+        if node.alive
+        for host, port in list(node.endpoints.values())[:1]
+    ]
+    if not addresses:
+        return {}
+    config = {"bootstrap.servers": ",".join(addresses), "log_level": 0}
+    return leader_high_watermarks(config, list(snapshot.partitions))
 
 
 def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:

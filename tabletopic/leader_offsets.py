@@ -1,0 +1,66 @@
+"""High watermarks as the partitions' leaders answer them, through librdkafka's ListOffsets (one
+request per leader however many partitions are asked).
+
+Why ask the leaders: the metadata database holds each stream's end offset as far as it has been
+*uploaded*. On the shared WAL (the cluster default) a leader acknowledges a record once its local
+WAL has it and uploads it later (``s3stream.upload.interval.ms``), so the database trails the high
+watermark clients see, and with the object store paused it stops moving altogether. Both the admin
+API (:mod:`tabletopic.api.cluster_view`) and ``tabletopic cluster status`` show the leaders' answer
+and keep the database's figure for a partition whose leader does not answer in time (a broker dead
+and not yet replaced). The call blocks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: How long a view waits for the leaders' answers before it shows the database's figures.
+LEADER_TIMEOUT_S = 2.0
+
+_admins: dict[str, Any] = {}
+_admins_lock = threading.Lock()
+
+
+def admin_client(config: Mapping[str, Any]) -> Any:
+    """One AdminClient per client configuration for the life of the process: a new one for every
+    console refresh would bootstrap and fetch metadata again each time."""
+    from confluent_kafka.admin import AdminClient
+
+    key = repr(sorted(config.items()))
+    with _admins_lock:
+        client = _admins.get(key)
+        if client is None:
+            client = _admins[key] = AdminClient(dict(config))
+        return client
+
+
+def leader_high_watermarks(
+    config: Mapping[str, Any], partitions: Iterable[tuple[str, int]], timeout: float = LEADER_TIMEOUT_S
+) -> dict[tuple[str, int], int]:
+    """``{(topic, partition): high watermark}`` as each partition's leader answers it, asked by a
+    client with librdkafka settings ``config``; a partition whose leader did not answer within
+    ``timeout`` is left out (the caller keeps what it had)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__ entry
+
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    wanted = {TopicPartition(topic, partition): latest for topic, partition in partitions}
+    if not wanted:
+        return {}
+    try:
+        futures = admin_client(config).list_offsets(wanted, request_timeout=timeout)
+    except Exception as exc:  # a refused request: every figure stays the caller's
+        log.debug("leaders' offsets unavailable: %s", exc)
+        return {}
+    answers: dict[tuple[str, int], int] = {}
+    for tp, future in futures.items():
+        try:
+            answers[(tp.topic, tp.partition)] = int(future.result(timeout=timeout).offset)
+        except Exception as exc:
+            log.debug("no high watermark from the leader of %s-%d: %s", tp.topic, tp.partition, exc)
+    return answers
