@@ -17,7 +17,7 @@ import struct
 import uuid
 from typing import Any
 
-from tabletopic.api import cluster_view
+from tabletopic.api import cluster_groups, cluster_view
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.schema_registry.contexts import public_id
 
@@ -162,7 +162,26 @@ async def partition_ends(src: ConsoleSources) -> Ends | None:
         return None
 
 
+def _cluster_client(src: ConsoleSources) -> dict[str, Any] | None:
+    """Client settings to ask the cluster as this broker, in a cluster; None on a single node (its
+    own coordinator holds every group)."""
+    service = src.broker_service()
+    if service is None or not cluster_view.clustered(service, src.engine):
+        return None
+    return {**service.own_client_config(), "log_level": 3}
+
+
 async def groups(src: ConsoleSources) -> list[dict[str, Any]]:
+    """Every group: in a cluster as the coordinators answer (see :mod:`~tabletopic.api.cluster_groups`),
+    on a single node from its own coordinator."""
+    asked = _cluster_client(src)
+    if asked is not None:
+        ends = await partition_ends(src)
+        try:
+            return await asyncio.to_thread(cluster_groups.groups, asked, ends)
+        except Exception as exc:
+            log.warning("the cluster's groups could not be listed: %s", exc)
+            return []
     coordinator = src.groups()
     if coordinator is None or not coordinator.ready:
         return []
@@ -240,6 +259,14 @@ def group_offsets(src: ConsoleSources, group_id: str, ends: Ends | None = None) 
 
 
 async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
+    asked = _cluster_client(src)
+    if asked is not None:
+        ends = await partition_ends(src)
+        try:
+            return await asyncio.to_thread(cluster_groups.group, asked, group_id, ends)
+        except Exception as exc:
+            log.warning("group %s could not be described: %s", group_id, exc)
+            return None
     coordinator = src.groups()
     if coordinator is None or not coordinator.ready:
         return None

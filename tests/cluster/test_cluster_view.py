@@ -121,9 +121,15 @@ def test_the_message_browser_and_group_pages_of_one_broker_reach_partitions_and_
     reset = admin.post(f"/v1/groups/{group}/offsets", json={"topic": topic, "to": "offset", "value": 1})
     assert reset.status_code == 200, reset.text
     coordinator = find_coordinator(healthy_cluster, 1, group, key_type=0)
-    page = httpx.get(f"{healthy_cluster.brokers[coordinator].admin_url}/groups/{group}", timeout=30).text
-    row = next(r for r in page.split("<tr>") if r.startswith(f"<td>{topic}</td><td>{partition}</td>"))
-    assert "<td>1</td><td>4</td><td>3</td>" in row, row  # committed 1, high watermark 4, lag 3
+    # Every broker's console shows the group, the coordinator's and the two others alike.
+    for node in (1, 2, 3):
+        url = healthy_cluster.brokers[node].admin_url
+        page = httpx.get(f"{url}/groups/{group}", timeout=30).text
+        row = next(r for r in page.split("<tr>") if r.startswith(f"<td>{topic}</td><td>{partition}</td>"))
+        assert "<td>1</td><td>4</td><td>3</td>" in row, (node, coordinator, row)  # committed, HW, lag
+        listing = httpx.get(f"{url}/groups", timeout=30).text
+        line = next(r for r in listing.split("<tr>") if f">{group}</a>" in r)
+        assert "<td>0</td><td>3</td>" in line, (node, line)  # no members, lag 3
 
 
 def test_with_the_object_store_paused_the_view_shows_what_the_leaders_acknowledged(

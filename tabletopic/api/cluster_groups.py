@@ -1,0 +1,147 @@
+"""Consumer groups as the whole cluster knows them, for the console of any broker.
+
+A group lives on one coordinator (the broker leading its ``__consumer_offsets`` slot); the broker
+asked may be another one, whose own coordinator knows nothing of it. So in a cluster the console asks
+the way any client would: ListGroups of every broker, DescribeGroups and OffsetFetch of each group's
+coordinator (librdkafka finds them), through a client that logs in as this broker. The lag is each
+committed offset against the high watermark its partition's leader answers
+(:func:`tabletopic.api.views.partition_ends`).
+
+Every call blocks: callers run them in a thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tabletopic.leader_offsets import admin_client
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 5.0
+
+#: librdkafka's state names, as Kafka spells them in DescribeGroups (and the single node's console).
+_STATES = {
+    "STABLE": "Stable",
+    "EMPTY": "Empty",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "DEAD": "Dead",
+    "UNKNOWN": "Unknown",
+}
+
+Ends = dict[str, list[tuple[int, int]]]
+
+
+def _state(value: Any) -> str:
+    name = getattr(value, "name", str(value))
+    return _STATES.get(name, name.title())
+
+
+def _protocol_type(description: Any) -> str:
+    kind = getattr(getattr(description, "type", None), "name", "")
+    if kind == "CONSUMER":
+        return "consumer (KIP-848)"
+    return "" if description.is_simple_consumer_group else "consumer"
+
+
+def group_ids(config: dict[str, Any]) -> list[str]:
+    """Every group of the cluster (ListGroups of every broker)."""
+    listed = admin_client(config).list_consumer_groups(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
+    for error in listed.errors:
+        log.debug("a broker did not list its groups: %s", error)
+    return sorted(g.group_id for g in listed.valid)
+
+
+def describe(config: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """``{group id: ConsumerGroupDescription}`` of the groups whose coordinators answered."""
+    if not ids:
+        return {}
+    futures = admin_client(config).describe_consumer_groups(ids, request_timeout=TIMEOUT_S)
+    out = {}
+    for group_id, future in futures.items():
+        try:
+            out[group_id] = future.result(TIMEOUT_S)
+        except Exception as exc:
+            log.debug("group %s not described: %s", group_id, exc)
+    return out
+
+
+def committed_offsets(config: dict[str, Any], group_id: str, ends: Ends | None) -> list[dict[str, Any]]:
+    """The group's committed offsets, each with its partition's high watermark and the lag."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    request = [ConsumerGroupTopicPartitions(group_id)]
+    answer = admin_client(config).list_consumer_group_offsets(request, request_timeout=TIMEOUT_S)
+    found = answer[group_id].result(TIMEOUT_S)
+    rows = []
+    for tp in sorted(found.topic_partitions or [], key=lambda tp: (tp.topic, tp.partition)):
+        committed = tp.offset if tp.offset >= 0 else None
+        offsets = (ends or {}).get(tp.topic, [])
+        end = offsets[tp.partition][1] if tp.partition < len(offsets) else None
+        rows.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "committed": committed,
+                "high_watermark": end,
+                "lag": None if end is None or committed is None else max(end - committed, 0),
+            }
+        )
+    return rows
+
+
+def groups(config: dict[str, Any], ends: Ends | None) -> list[dict[str, Any]]:
+    """The console's group list: id, state, protocol type, members and total lag."""
+    ids = group_ids(config)
+    described = describe(config, ids)
+    out = []
+    for group_id in ids:
+        description = described.get(group_id)
+        try:
+            lag = sum(row["lag"] or 0 for row in committed_offsets(config, group_id, ends))
+        except Exception as exc:
+            log.debug("offsets of group %s unavailable: %s", group_id, exc)
+            lag = 0
+        out.append(
+            {
+                "group_id": group_id,
+                "state": _state(description.state) if description else "Unknown",
+                "protocol_type": _protocol_type(description) if description else "",
+                "members": len(description.members) if description else 0,
+                "lag": lag,
+            }
+        )
+    return out
+
+
+def group(config: dict[str, Any], group_id: str, ends: Ends | None) -> dict[str, Any] | None:
+    """The console's group page: state, assignor, members with their assignments, offsets and lag;
+    None for a group the cluster does not know."""
+    description = describe(config, [group_id]).get(group_id)
+    if description is None or _state(description.state) == "Dead":
+        return None
+    members = []
+    for m in description.members:
+        assignment: dict[str, list[int]] = {}
+        for tp in getattr(m.assignment, "topic_partitions", None) or []:
+            assignment.setdefault(tp.topic, []).append(tp.partition)
+        members.append(
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.host,
+                "instance_id": m.group_instance_id,
+                "assignment": {t: sorted(p) for t, p in sorted(assignment.items())} or None,
+            }
+        )
+    return {
+        "group_id": group_id,
+        "state": _state(description.state),
+        "protocol_type": _protocol_type(description),
+        "protocol_name": description.partition_assignor,
+        "coordinator": getattr(description.coordinator, "id", None),
+        "members": members,
+        "offsets": committed_offsets(config, group_id, ends),
+    }
