@@ -141,7 +141,7 @@ def serve(
     from tabletopic import settings
 
     setup_logging(cfg.get(settings.LOG_LEVEL))
-    from tabletopic.config import NODE_UMASK, ConfigError, StartupError
+    from tabletopic.config import EXIT_REJOIN, NODE_UMASK, ConfigError, LeftCluster, StartupError
     from tabletopic.platform import serve as serve_platform
 
     os.umask(NODE_UMASK)  # the node's files are its own (see tabletopic.config.make_private_dir)
@@ -156,6 +156,11 @@ def serve(
 
         err_console.print(f"[red]cannot start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except LeftCluster as exc:  # a supervisor that restarts on failure has it join again
+        from rich.markup import escape
+
+        err_console.print(f"[yellow]stopped:[/yellow] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_REJOIN) from None
 
 
 @config_app.command("docs")

@@ -45,6 +45,18 @@ class ConfigError(ValueError):
     """A configuration value is missing, malformed or out of range; the message names the key."""
 
 
+#: The exit code of a broker that left the cluster for good (``sysexits.h``'s EX_TEMPFAIL: try
+#: again): a supervisor that restarts it on failure (systemd, Kubernetes, ``tabletopic cluster up``)
+#: has it join again as a new incarnation.
+EXIT_REJOIN = 75
+
+
+class LeftCluster(RuntimeError):
+    """This broker's incarnation is out of the cluster for good: its shared WAL was taken over while
+    it was paused or cut off past its lease, or a newer incarnation registered with its id. It may
+    acknowledge nothing more, so the node ends; started again, it joins as a new incarnation."""
+
+
 class StartupError(RuntimeError):
     """A part of a node cannot start for a reason the user fixes in the configuration or around it (a
     busy port, a bucket that does not exist, wrong credentials, an unreachable database). The message

@@ -40,7 +40,14 @@ from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.cluster.single import SingleNodeLease
 from tabletopic.component import Component
-from tabletopic.config import Config, ConfigError, StartupError, make_private_dir, write_endpoints
+from tabletopic.config import (
+    Config,
+    ConfigError,
+    LeftCluster,
+    StartupError,
+    make_private_dir,
+    write_endpoints,
+)
 from tabletopic.ids import LeaderEpoch
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
@@ -500,11 +507,18 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
         gc.freeze()
         if started is not None:
             started.set()
-        stopped = asyncio.create_task(stop.wait())
-        lost = asyncio.create_task(platform.lease_lost.wait())
-        await asyncio.wait({stopped, lost}, return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        lost.cancel()
+        role = platform.node.broker.role
+        waits = {asyncio.create_task(stop.wait()), asyncio.create_task(platform.lease_lost.wait())}
+        if role is not None:
+            waits.add(asyncio.create_task(role.node.left.wait()))
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for waiting in waits:
+            waiting.cancel()
+        if role is not None and role.node.left.is_set():
+            raise LeftCluster(
+                f"broker {role.node.node_id} left the cluster: {role.node.left_because}. Started "
+                "again, it joins as a new incarnation."
+            )
         if platform.lease_lost.is_set():
             raise StartupError(
                 "another node took this single node's metadata database while it stalled; stopped so "

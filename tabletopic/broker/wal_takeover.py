@@ -99,17 +99,20 @@ class WalTakeovers:
     async def _deposed(self) -> bool:
         """Whether another broker took this broker's own WAL over (it was paused or cut off past
         its lease): every append now fails, so leave the cluster for good (as stopped, so that the
-        controller gives this incarnation nothing more); a restart joins again with a new WAL."""
+        controller gives this incarnation nothing more) and end the node; a restart joins again
+        with a new WAL."""
         wal = self.store.state.wal
         if wal is None or not isinstance(wal.failure, WalFenced):
             return False
         node = self.node
-        log.error("%s; broker %d leaves the cluster (restart it to rejoin)", wal.failure, node.node_id)
+        log.error(
+            "%s; broker %d leaves the cluster and stops (a restart joins again)", wal.failure, node.node_id
+        )
         try:
             await asyncio.to_thread(node.meta.set_state, node.node_id, node.node_epoch, "stopped", True)
         except Exception as exc:
             log.warning("could not record broker %d as stopped: %s", node.node_id, exc)
-        node.fenced = True
+        node.leave(f"its shared WAL was taken over by another broker ({wal.failure})")
         return True
 
     async def _take_over(self, row: WalRow) -> None:

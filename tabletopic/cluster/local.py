@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from tabletopic.config import ENDPOINTS_FILE, make_private_dir
+from tabletopic.config import ENDPOINTS_FILE, EXIT_REJOIN, make_private_dir
 
 ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
@@ -566,6 +566,9 @@ class LocalCluster:
             if code is None:
                 continue
             node.process = None
+            if code == EXIT_REJOIN:
+                messages.append((node.node_id, self._rejoin(node)))
+                continue
             if code < 0:
                 try:
                     how = f"was killed by {signal.Signals(-code).name}"
@@ -585,6 +588,19 @@ class LocalCluster:
         if messages:
             self.write_cluster_file()
         return messages
+
+    def _rejoin(self, node: NodeProcess) -> str:
+        """Start again a broker that left the cluster (its WAL was taken over while it was paused),
+        as a supervisor would: it joins as a new incarnation."""
+        last = next((line for line in reversed(node.log_tail().splitlines()) if line.strip()), "")
+        try:
+            node.start()
+        except RuntimeError as exc:
+            return (
+                f"broker {node.node_id} left the cluster ({last.strip()}) and did not start again: {exc}. "
+                f"Restart it with: tabletopic cluster restart {node.node_id}"
+            )
+        return f"broker {node.node_id} left the cluster ({last.strip()}); started it again to rejoin"
 
     def restart_broker(self, node_id: int) -> NodeProcess:
         """Stop broker ``node_id`` if it runs (gracefully), then start it again on its ports.

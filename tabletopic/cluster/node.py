@@ -122,7 +122,10 @@ class ClusterNode:
         self.node_epoch = BrokerEpoch(0)
         self.controller_epoch: ControllerEpoch | None = None  # set while this broker is the controller
         self.snapshot = ClusterSnapshot({}, None, 0, {})
-        self.fenced = False  # a newer incarnation registered: this one leads nothing, for good
+        self.fenced = False  # out of the cluster for good (see leave): this one leads nothing
+        # Set with fenced, for the node to end (a restart joins again as a new incarnation).
+        self.left = asyncio.Event()
+        self.left_because = ""
         self.expired = False  # no renewal within the lease (database unreachable): lead nothing until one
         self.draining = False
         # Called (on the loop) after the snapshot changed, and with NOTIFY kinds of other parts.
@@ -155,6 +158,13 @@ class ClusterNode:
         return self.settings.session_timeout_ms / 1000
 
     # Life cycle ------------------------------------------------------------------------------
+
+    def leave(self, because: str) -> None:
+        """Out of the cluster for good: lead nothing more, and have the node end (``serve`` exits
+        with :data:`~tabletopic.config.EXIT_REJOIN` so that its supervisor starts it again)."""
+        self.fenced = True
+        self.left_because = because
+        self.left.set()
 
     async def start(self, endpoints: dict[str, tuple[str, int]]) -> None:
         """Register as a new incarnation (new node epoch), start listening and the loop."""
@@ -278,7 +288,7 @@ class ClusterNode:
                     self._wake.set()
             except NodeFenced as exc:
                 log.error("%s: this broker stops leading anything", exc)
-                self.fenced = True
+                self.leave(str(exc))
                 self._wake.set()
                 return
             except Exception as exc:
