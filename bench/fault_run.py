@@ -1,12 +1,15 @@
 """A user's workload through random faults on a 3-broker cluster, judged as the user would judge it.
 
 PostgreSQL + SeaweedFS + 3 brokers (racks a, b, c) on loopback, on the test cluster's settings
-(object WAL at 20 ms, heartbeat 0.5 s, broker session timeout 3 s); a 12-partition topic and a 3-partition
+(the shared WAL, or ``--wal object`` at 20 ms; heartbeat 0.5 s, broker session timeout 3 s); a
+12-partition topic and a 3-partition
 table topic, each written by an idempotent acks=all producer at ``--rate`` records a second; a
 consumer group of two confluent-kafka members on the topic. Every ``--every`` seconds (drawn from a
 range) one fault, chosen at random: SIGKILL of a broker or of the controller (restarted 3 s later),
 SIGSTOP of a broker for 8 s, SIGTERM of a broker (restarted), SeaweedFS paused for 5 s, PostgreSQL
-restarted. Then the writing stops and the run reports:
+restarted. The run acts as the brokers' supervisor too: a broker that ended with exit code 75 (it left
+the cluster: paused past its lease on the shared WAL, its WAL was taken over) is started again, as
+systemd or Kubernetes would. Then the writing stops and the run reports:
 
 - acknowledged records lost or duplicated (the whole topic read back by offset),
 - whether the table holds every acknowledged record of the table topic exactly once,
@@ -17,7 +20,7 @@ restarted. Then the writing stops and the run reports:
   window around the fault (the target: <= 10 s),
 - brokers that hung (did not answer Metadata within 10 s at the end).
 
-Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--every 20-40] [--seed N]
+Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--every 20-40] [--seed N] [--wal shared|object]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import itertools
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -42,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 
+from tabletopic.config import EXIT_REJOIN  # noqa: E402
 from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
 from tests.support.kafka_clients import create_topic, failover_producer  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
@@ -197,6 +202,11 @@ def apply_fault(
         os.kill(process.pid, signal.SIGSTOP)
         time.sleep(8)
         os.kill(process.pid, signal.SIGCONT)
+        try:  # deposed on the shared WAL, it ends by itself within seconds of waking up
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            pass
+        supervise(cluster)
     elif kind == "SIGTERM":
         cluster.brokers[node].stop()
         cluster.start(node, RACKS[node])
@@ -207,6 +217,24 @@ def apply_fault(
         os.kill(s3.process.pid, signal.SIGCONT)
     elif kind == "PostgreSQL restart":
         restart_postgres(postgres)
+
+
+def supervise(cluster: LocalCluster) -> None:
+    """Start again every broker that ended with EXIT_REJOIN, as a supervisor restarting failed
+    processes would (any other exit is a finding, left for the report)."""
+    for node_id, broker in cluster.brokers.items():
+        process = broker.process
+        if process is None or process.poll() is None:
+            continue
+        if process.returncode == EXIT_REJOIN:
+            print(
+                f"         broker {node_id} left the cluster (exit {EXIT_REJOIN}); starting it again",
+                flush=True,
+            )
+            broker.process = None
+            cluster.start(node_id, RACKS[node_id])
+        else:
+            print(f"         broker {node_id} exited with code {process.returncode}", flush=True)
 
 
 def restart_postgres(postgres: PostgresServer) -> None:
@@ -241,6 +269,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=300)
     parser.add_argument("--every", default="20-40", help="seconds between faults, a range")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--wal", choices=("shared", "object"), default="shared")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -252,8 +281,8 @@ def main() -> None:
         "s3.endpoint": s3.endpoint, "s3.bucket": s3.bucket, "s3.region": "us-east-1",
         "s3.access.key": ACCESS_KEY, "s3.secret.key": SECRET_KEY, "s3.path.style": "true",
     }  # fmt: skip
-    cluster = LocalCluster(root / "cluster", postgres.create_database("faults"), s3_settings)
-    print(f"seed {seed}; data under {root}")
+    cluster = LocalCluster(root / "cluster", postgres.create_database("faults"), s3_settings, wal=args.wal)
+    print(f"seed {seed}; {args.wal} WAL; data under {root}")
     try:
         cluster.start_many([1, 2, 3], RACKS)
         wait_until(lambda: len(cluster.metadata(1).brokers) == 3, timeout=60)
@@ -270,6 +299,7 @@ def main() -> None:
         began = time.monotonic()
         time.sleep(rng.uniform(low, high) / 2)
         while time.monotonic() - began < args.seconds:
+            supervise(cluster)
             kind = rng.choice(FAULTS)
             start = time.monotonic()
             print(f"{start - began:6.1f} s  {kind}", flush=True)
