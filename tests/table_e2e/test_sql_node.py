@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -113,3 +114,41 @@ def test_fresh_read_of_an_upsert_table_applies_the_tails_latest_row_per_key(
     node.wait_committed(topic_name, {0: 5, 1: 9})
     committed = {str(r["k"]): r["v"] for r in rows_of(sql(node, "--engine", "duckdb", query))}
     assert committed == expected
+
+
+def test_fresh_read_from_pyspark_is_the_same_table_as_the_embedded_one(
+    node: TableNode, topic_name: str, spark: Any, spark_catalog_name: str
+) -> None:
+    """``tabletopic.spark.fresh.fresh_table`` in a user's own PySpark session: the committed
+    snapshot read by Spark plus the tail, for an upsert table (updates, deletes, new keys)."""
+    from tabletopic.catalog.adapters import catalog_spec, spark_catalog_conf, spark_catalog_properties
+    from tabletopic.cli_common import load_config
+    from tabletopic.spark.fresh import fresh_table
+    from tabletopic.spark.session import register_catalogs
+
+    node.create_topic(
+        topic_name,
+        table_configs(
+            convert_value_type="string",
+            upsert_enable="true",
+            id_columns="[_kafka_key]",
+            commit_interval_ms="600000",
+        ),
+        partitions=2,
+    )
+    produce(node, topic_name, [(str(i), f"a{i}", i % 2) for i in range(8)])
+    node.trigger_commit(topic_name)
+    node.wait_committed(topic_name, {0: 4, 1: 4})
+    produce(node, topic_name, [("1", "b1", 1), ("2", None, 0), ("9", "b9", 1)])  # not committed
+    options = node.cli_options
+    overrides = [options[i + 1] for i, o in enumerate(options) if o == "--override"]
+    cfg = load_config(node.data_dir, None, overrides)
+    properties = spark_catalog_properties(catalog_spec(cfg))
+    register_catalogs(spark, spark_catalog_conf(spark_catalog_name, properties))
+
+    frame = fresh_table(spark, f"default.{topic_name}", cfg, spark_catalog=spark_catalog_name)
+    got = {r["_kafka_key"]: r["_kafka_value"] for r in frame.select("_kafka_key", "_kafka_value").collect()}
+    expected = {**{str(i): f"a{i}" for i in range(8)}, "1": "b1", "9": "b9"}
+    del expected["2"]
+    assert got == expected
+    assert frame.columns == spark.table(f"{spark_catalog_name}.default.{topic_name}").columns

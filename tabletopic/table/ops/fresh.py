@@ -28,6 +28,25 @@ from tabletopic.table.table_config import TableTopicConfig
 
 
 @dataclass(frozen=True)
+class FreshTail:
+    """What a fresh read adds to a committed snapshot: the log's records above its offsets, as rows.
+
+    ``rows`` are in the table's columns; on an upsert or CDC table they are the latest change of
+    every key the tail touches that is not a delete, and ``replaced`` holds those keys' columns (the
+    snapshot's rows of them are left out: updated or deleted). An engine composes the fresh table
+    itself: the snapshot, less the rows whose key is in ``replaced``, plus ``rows``.
+    """
+
+    rows: pa.Table
+    replaced: pa.Table | None  # key columns (dotted paths as names) of every key the tail changes
+    keys: tuple[str, ...]  # the merge keys (dotted paths for nested fields); () for append tables
+    snapshot_id: int | None  # the committed snapshot the tail continues
+    committed: dict[int, int]  # its offsets: the tail starts there
+    tail_ends: dict[int, int]  # the high watermarks the tail was read up to
+    tail_records: int  # records read above the committed offsets
+
+
+@dataclass(frozen=True)
 class FreshRead:
     """A fresh read's rows and where they came from."""
 
@@ -38,14 +57,14 @@ class FreshRead:
     tail_records: int  # records read above the committed offsets
 
 
-def fresh_read(
+def fresh_tail(
     bootstrap: str,
     catalog: Catalog,
     topic: str,
     config: TableTopicConfig,
     converter: RecordConverter,
-) -> FreshRead:
-    """``topic``'s table with the records not yet committed.
+) -> FreshTail:
+    """The records of ``topic`` above its table's committed offsets, converted.
 
     Raises:
         ValueError: records of the tail that cannot be converted (the commit would stop on them).
@@ -60,7 +79,6 @@ def fresh_read(
 
     table = catalog.load_table(tables.identifier(config, topic))
     state = committed_state(table)
-    committed = table.scan(snapshot_id=state.snapshot_id).to_arrow() if state.snapshot_id else None
     target = schema_to_pyarrow(table.schema(), include_field_ids=False)
     probe = open_consumer(bootstrap)
     try:
@@ -76,20 +94,58 @@ def fresh_read(
         batches, _ = _to_rows(messages, converter)
     except RebuildError as exc:
         raise ValueError(str(exc)) from exc
-    base = committed if committed is not None else target.empty_table()
-    base = pa.Table.from_batches([_conform(b, target) for b in base.to_batches()], schema=target)
+    replaced: pa.Table | None = None
+    keys: tuple[str, ...] = ()
     if config.writes_deletes:
-        rows = _upsert(base, batches, target, tables.merge_keys(config, table), tables.delete_column(config))
+        keys = tables.merge_keys(config, table)
+        rows, replaced = _latest_changes(batches, target, keys, tables.delete_column(config))
     else:
-        tail = pa.Table.from_batches([_conform(b, target) for b in batches], schema=target)
-        rows = pa.concat_tables([base, tail])
-    return FreshRead(rows, state.snapshot_id, dict(state.offsets), ends, len(messages))
+        rows = pa.Table.from_batches([_conform(b, target) for b in batches], schema=target)
+    return FreshTail(rows, replaced, keys, state.snapshot_id, dict(state.offsets), ends, len(messages))
+
+
+def fresh_read(
+    bootstrap: str,
+    catalog: Catalog,
+    topic: str,
+    config: TableTopicConfig,
+    converter: RecordConverter,
+) -> FreshRead:
+    """``topic``'s table with the records not yet committed, as one Arrow table (the committed
+    snapshot scanned by pyiceberg, composed with :func:`fresh_tail`).
+
+    Raises:
+        ValueError: records of the tail that cannot be converted (the commit would stop on them).
+    """
+    from tabletopic.table import tables
+
+    tail = fresh_tail(bootstrap, catalog, topic, config, converter)
+    target = tail.rows.schema
+    base = target.empty_table()
+    if tail.snapshot_id:
+        table = catalog.load_table(tables.identifier(config, topic))
+        base = table.scan(snapshot_id=tail.snapshot_id).to_arrow()
+    base = pa.Table.from_batches([_conform(b, target) for b in base.to_batches()], schema=target)
+    if tail.replaced is not None:
+        base = _without_keys(base, tail.replaced, tail.keys)
+    rows = pa.concat_tables([base, tail.rows])
+    return FreshRead(rows, tail.snapshot_id, tail.committed, tail.tail_ends, tail.tail_records)
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     from tabletopic.table.convert.unify import conform_batch
 
     return conform_batch(batch, schema)
+
+
+def _without_keys(base: pa.Table, replaced: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    """``base`` less its rows whose key is one of ``replaced``'s."""
+    from tabletopic.table.key_index import composite, key_arrays
+
+    if not replaced.num_rows:
+        return base
+    gone = pc.is_in(composite(key_arrays(base, keys)), value_set=composite(key_arrays(replaced, keys)))
+    return base.filter(pc.invert(pc.fill_null(gone, False)))
 
 
 def _upsert(
@@ -100,12 +156,23 @@ def _upsert(
     delete_column: str | None,
 ) -> pa.Table:
     """``base`` with the tail's latest change of every key applied (deletes remove the key)."""
-    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
-    from tabletopic.table.key_index import composite, key_arrays
-    from tabletopic.table.row_delta import delete_mask, latest_per_key
-
     if not batches:
         return base
+    live, replaced = _latest_changes(batches, target, keys, delete_column)
+    return pa.concat_tables([_without_keys(base, replaced, keys), live])
+
+
+def _latest_changes(
+    batches: list[pa.RecordBatch],
+    target: pa.Schema,
+    keys: tuple[str, ...],
+    delete_column: str | None,
+) -> tuple[pa.Table, pa.Table]:
+    """The tail's latest change of every key: the rows that are not deletes, and every changed
+    key's columns (the upsert commit's rule)."""
+    from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN
+    from tabletopic.table.row_delta import delete_mask, latest_per_key
+
     marked = target.append(pa.field(DELETE_MARKER_COLUMN, pa.bool_()))
     fitted = []
     for batch in batches:
@@ -113,10 +180,8 @@ def _upsert(
             batch = batch.append_column(DELETE_MARKER_COLUMN, pa.array([False] * batch.num_rows, pa.bool_()))
         fitted.append(_conform(batch, marked))
     tail = latest_per_key(pa.Table.from_batches(fitted, schema=marked), keys)
-    replaced = pc.is_in(composite(key_arrays(base, keys)), value_set=composite(key_arrays(tail, keys)))
-    kept = base.filter(pc.invert(pc.fill_null(replaced, False)))
     live = tail.filter(pc.invert(delete_mask(tail, delete_column))).drop_columns([DELETE_MARKER_COLUMN])
-    return pa.concat_tables([kept, live.cast(target)])
+    return live.cast(target), tail.drop_columns([DELETE_MARKER_COLUMN]).cast(target)
 
 
 def table_topics(bootstrap: str) -> Mapping[tuple[str, str], tuple[str, TableTopicConfig]]:
