@@ -82,6 +82,12 @@ class TableNode:
             options += ["--override", f"{key}={value}"]
         return options
 
+    def client_config(self) -> Any:
+        """The node's configuration as its client commands resolve it (``-d``/``--override``)."""
+        from tabletopic.cli_common import load_config
+
+        return load_config(self.data_dir, None, [f"{k}={v}" for k, v in self._settings().items()])
+
     def _settings(self) -> dict[str, str]:
         assert self.broker is not None
         return {

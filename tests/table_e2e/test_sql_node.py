@@ -122,7 +122,6 @@ def test_fresh_read_from_pyspark_is_the_same_table_as_the_embedded_one(
     """``tabletopic.spark.fresh.fresh_table`` in a user's own PySpark session: the committed
     snapshot read by Spark plus the tail, for an upsert table (updates, deletes, new keys)."""
     from tabletopic.catalog.adapters import catalog_spec, spark_catalog_conf, spark_catalog_properties
-    from tabletopic.cli_common import load_config
     from tabletopic.spark.fresh import fresh_table
     from tabletopic.spark.session import register_catalogs
 
@@ -140,9 +139,7 @@ def test_fresh_read_from_pyspark_is_the_same_table_as_the_embedded_one(
     node.trigger_commit(topic_name)
     node.wait_committed(topic_name, {0: 4, 1: 4})
     produce(node, topic_name, [("1", "b1", 1), ("2", None, 0), ("9", "b9", 1)])  # not committed
-    options = node.cli_options
-    overrides = [options[i + 1] for i, o in enumerate(options) if o == "--override"]
-    cfg = load_config(node.data_dir, None, overrides)
+    cfg = node.client_config()
     properties = spark_catalog_properties(catalog_spec(cfg))
     register_catalogs(spark, spark_catalog_conf(spark_catalog_name, properties))
 
