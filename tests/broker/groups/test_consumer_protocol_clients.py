@@ -290,7 +290,9 @@ def test_static_member_restarting_within_its_session_gets_its_partitions_back(bo
     first, other = member("instance-a"), member("instance-b")
     again = None
     try:
-        wait_until(lambda: len(owned(first)) == 2 and len(owned(other)) == 2, timeout=60, interval=0)
+        # Both polled every round: a member applies a revocation only in its poll, so one left
+        # unpolled (by a short-circuiting `and`) would keep its partitions from the other.
+        wait_until(lambda: [len(owned(first)), len(owned(other))] == [2, 2], timeout=60, interval=0)
         before = owned(first)
         first.close()  # a static member leaves with epoch -2: its partitions wait for it
         first = None
