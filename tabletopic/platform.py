@@ -66,6 +66,7 @@ from tabletopic.validation import schema_validation
 
 if TYPE_CHECKING:
     from tabletopic.table.job import JobRunner
+    from tabletopic.table.ops.duck import DuckSession
 
 log = logging.getLogger(__name__)
 
@@ -295,11 +296,12 @@ class Platform:
 
         def routers() -> list[APIRouter]:
             served = [tables_router(tables.coordinator)]
-            if spark is not None and config.get(admin_settings.SQL_ENABLE):
-                # `tabletopic sql` runs its statements in this warm session rather than its own.
+            if config.get(admin_settings.SQL_ENABLE):
+                # `tabletopic sql` runs its statements in this warm session rather than its own,
+                # and its DuckDB ones here too (the imports and the catalog are warm).
                 from tabletopic.spark.sql_service import sql_router
 
-                served.append(sql_router(spark))
+                served.append(sql_router(spark, lambda fresh: _duck_session(config, catalog, fresh)))
             return served
 
         sources = ConsoleSources(
@@ -462,6 +464,14 @@ def check_shared_wal_free(config: Config, engine: Engine) -> None:
 
 def _live_brokers(engine: Engine) -> list[int]:
     return ClusterMetadata(engine).live_nodes_other_than(-1)
+
+
+def _duck_session(config: Config, catalog: CatalogComponent, fresh: bool) -> DuckSession:
+    """A DuckDB session over the node's catalog, with fresh reads of table topics if asked."""
+    from tabletopic.spark.cli import fresh_rows
+    from tabletopic.table.ops.duck import DuckSession
+
+    return DuckSession(catalog.catalog, fresh_rows(config) if fresh else None)
 
 
 def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, SparkProvider | None]:

@@ -145,16 +145,21 @@ def sql(
     if fresh and engine is SqlEngine.spark:
         err_console.print("[red]--fresh runs on the embedded engine:[/red] use --engine duckdb or auto")
         raise typer.Exit(2)
-    if (
+    embedded = (
         fresh
         or engine is SqlEngine.duckdb
         or (engine is SqlEngine.auto and statement is None and sys.stdin.isatty())
-    ):
-        _run_duckdb(cfg, statement, output, max_rows, fresh)
+    )
+    remote = (
+        None
+        if no_node
+        else node_sql(admin_url or cfg.get("admin.listener"), "duckdb" if embedded else "spark")
+    )
+    if remote is not None:  # the node's warm Spark, or its DuckDB (imports and catalog warm)
+        _run_remote(remote, statement, output, max_rows, "duckdb" if embedded else "spark", fresh)
         return
-    remote = None if no_node else node_sql(admin_url or cfg.get("admin.listener"))
-    if remote is not None:
-        _run_remote(remote, statement, output, max_rows)
+    if embedded:
+        _run_duckdb(cfg, statement, output, max_rows, fresh)
         return
     if statement is not None:
         err_console.print(
@@ -215,7 +220,7 @@ def fresh_rows(cfg: Config) -> Callable[[Any, tuple[str, str]], Any]:
 
 
 class NodeSql:
-    """A node's ``/v1/sql`` endpoint: Spark statements run in its warm session."""
+    """A node's ``/v1/sql`` endpoint: statements run in its warm Spark session or its DuckDB."""
 
     def __init__(self, url: str) -> None:
         import httpx
@@ -223,13 +228,16 @@ class NodeSql:
         self.url = url.rstrip("/") + "/v1/sql"
         self._client = httpx.Client(timeout=httpx.Timeout(10, read=None))
 
-    def execute(self, statement: str, limit: int | None) -> tuple[list[str], Iterator[list[Any]]]:
+    def execute(
+        self, statement: str, limit: int | None, engine: str = "spark", fresh: bool = False
+    ) -> tuple[list[str], Iterator[list[Any]]]:
         """Run one statement on the node; its column names and rows (streamed).
 
         Raises:
-            RuntimeError: the node refused the statement (Spark's message) or failed mid-way.
+            RuntimeError: the node refused the statement (the engine's message) or failed mid-way.
         """
-        request = self._client.build_request("POST", self.url, json={"statement": statement, "limit": limit})
+        body = {"statement": statement, "limit": limit, "engine": engine, "fresh": fresh}
+        request = self._client.build_request("POST", self.url, json=body)
         response = self._client.send(request, stream=True)
         if response.status_code != 200:
             response.read()
@@ -257,8 +265,8 @@ class NodeSql:
         self._client.close()
 
 
-def node_sql(admin_url: str | None) -> NodeSql | None:
-    """The node's SQL endpoint at ``admin_url``, if a node answers there and runs Spark."""
+def node_sql(admin_url: str | None, engine: str = "spark") -> NodeSql | None:
+    """The node's SQL endpoint at ``admin_url``, if a node answers there and runs ``engine``."""
     import httpx
 
     if not admin_url:
@@ -271,13 +279,28 @@ def node_sql(admin_url: str | None) -> NodeSql | None:
     if answer is None or answer.status_code != 200:
         remote.close()
         return None
+    try:
+        engines = answer.json().get("engines") or [answer.json().get("engine")]
+    except ValueError:
+        engines = []
+    if engine not in engines:
+        remote.close()
+        return None
     return remote
 
 
-def _run_remote(remote: NodeSql, statement: str | None, output: OutputFormat, max_rows: int) -> None:
+def _run_remote(
+    remote: NodeSql,
+    statement: str | None,
+    output: OutputFormat,
+    max_rows: int,
+    engine: str = "spark",
+    fresh: bool = False,
+) -> None:
     def run(text: str) -> bool:
         try:
-            columns, rows = remote.execute(text, max_rows + 1 if output is OutputFormat.table else None)
+            limit = max_rows + 1 if output is OutputFormat.table else None
+            columns, rows = remote.execute(text, limit, engine, fresh)
             print_rows(columns, rows, output, max_rows)
             return True
         except Exception as exc:
@@ -285,7 +308,8 @@ def _run_remote(remote: NodeSql, statement: str | None, output: OutputFormat, ma
             return False
 
     try:
-        run_statements(statement, run, f"Spark SQL in the node's session ({remote.url})")
+        where = "Spark SQL in the node's session" if engine == "spark" else "DuckDB in the node"
+        run_statements(statement, run, f"{where}{' (fresh reads)' if fresh else ''} ({remote.url})")
     finally:
         remote.close()
 

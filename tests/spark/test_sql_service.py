@@ -1,6 +1,7 @@
-"""The node's ``/v1/sql`` endpoint (a fake Spark session): each statement runs in a new session of
-the node's Spark, rows stream back as NDJSON after the column names, a refused statement is a 400 in
-Spark's words, and a failure while rows stream is the last line."""
+"""The node's ``/v1/sql`` endpoint (a fake Spark session, real DuckDB): each statement runs in a new
+session of the node's Spark, rows stream back as NDJSON after the column names, a refused statement
+is a 400 in Spark's words, and a failure while rows stream is the last line; DuckDB statements (and
+fresh reads) run in a DuckDB session of their own, closed once the rows are out."""
 
 from __future__ import annotations
 
@@ -48,12 +49,48 @@ class FakeSession:
         return self.frames[statement]
 
 
-def client(frames: dict[str, FakeFrame]) -> tuple[TestClient, list[FakeSession]]:
+class DuckOverNothing:
+    """A DuckDB connection with no catalog behind it (what the endpoint does with it is the test)."""
+
+    opened: list[tuple[bool, DuckOverNothing]] = []
+
+    def __init__(self, fresh: bool) -> None:
+        import duckdb
+
+        self.con, self.closed = duckdb.connect(), False
+        DuckOverNothing.opened.append((fresh, self))
+
+    def execute(self, statement: str) -> tuple[list[str], Any]:
+        cursor = self.con.execute(statement)
+        return [str(d[0]) for d in cursor.description], iter(cursor.fetchall())
+
+    def close(self) -> None:
+        self.closed = True
+        self.con.close()
+
+
+def client(frames: dict[str, FakeFrame], spark: bool = True) -> tuple[TestClient, list[FakeSession]]:
     sessions: list[FakeSession] = []
     node_session = FakeSession(frames, sessions)
     app = FastAPI()
-    app.include_router(sql_router(lambda: node_session))
+    app.include_router(sql_router((lambda: node_session) if spark else None, DuckOverNothing))  # type: ignore[arg-type]
     return TestClient(app), sessions
+
+
+def test_duckdb_statements_run_in_a_session_of_their_own_closed_after_the_rows() -> None:
+    http, sessions = client({}, spark=False)
+    DuckOverNothing.opened.clear()
+    body = {"statement": "SELECT * FROM range(5) t(n)", "engine": "duckdb", "limit": 3}
+    assert lines(http.post("/v1/sql", json=body)) == [{"columns": ["n"]}, [0], [1], [2]]
+    fresh = http.post("/v1/sql", json={"statement": "SELECT 1 AS one", "fresh": True})
+    assert lines(fresh) == [{"columns": ["one"]}, [1]]
+    assert [(f, d.closed) for f, d in DuckOverNothing.opened] == [(False, True), (True, True)]
+    refused = http.post("/v1/sql", json={"statement": "SELECT nope", "engine": "duckdb"})
+    assert refused.status_code == 400 and "nope" in refused.json()["detail"]
+    assert DuckOverNothing.opened[-1][1].closed
+    no_spark = http.post("/v1/sql", json={"statement": "SELECT 1"})
+    assert no_spark.status_code == 400 and "duckdb" in no_spark.json()["detail"]
+    assert http.get("/v1/sql").json()["engines"] == ["duckdb"] and not sessions
 
 
 def lines(response: Any) -> list[Any]:
