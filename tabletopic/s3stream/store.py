@@ -55,6 +55,7 @@ from tabletopic.s3stream.streams import (
 )
 from tabletopic.s3stream.upload import Uploader
 from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
+from tabletopic.s3stream.wal_fence import WalFenced
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,10 @@ class S3StreamStore:
             return
         self._closed = True
         state = self.state
-        if self._started:
+        taken_over = state.wal is not None and isinstance(state.wal.failure, WalFenced)
+        if taken_over:  # what the WAL holds is its recoverer's now: nothing here may be uploaded
+            log.info("not uploading before closing: this broker's shared WAL was taken over")
+        elif self._started:
             try:
                 await asyncio.wait_for(self._drain(), timeout=state.settings.append_timeout_ms / 1000)
             except (TimeoutError, StreamError) as exc:

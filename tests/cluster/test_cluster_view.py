@@ -60,7 +60,12 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
     )
     listed = {t["name"]: t for t in body["topic_list"]}
     assert listed[topic]["records"] == sum(written.values())
-    assert listed[topic]["stored_bytes"] > 0
+
+    def stored() -> bool:  # bytes in committed objects: once the leader has uploaded (200 ms here)
+        topics = admin.get("/v1/cluster").json()["topic_list"]
+        return {t["name"]: t["stored_bytes"] for t in topics}[topic] > 0
+
+    assert wait_until(stored, timeout=30)
     assert sorted(listed[topic]["leaders"]) == sorted({n for n, _ in leaders.values()})
     assert body["partition_list"][topic][of_broker_2[0]]["high_watermark"] == written[of_broker_2[0]]
     # The same answer from another broker (the controller id and leaders do not depend on who is asked).
