@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +26,9 @@ from pyiceberg.catalog import Catalog
 
 from tabletopic.table.convert.rows import RecordConverter
 from tabletopic.table.table_config import TableTopicConfig
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
 
 
 @dataclass(frozen=True)
@@ -48,13 +52,11 @@ class FreshTail:
 
 @dataclass(frozen=True)
 class FreshRead:
-    """A fresh read's rows and where they came from."""
+    """A fresh read's rows, and the tail they were composed with (the snapshot it continues, where
+    it starts and ends)."""
 
     rows: pa.Table
-    snapshot_id: int | None  # the committed snapshot read
-    committed: dict[int, int]  # its offsets: the tail starts there
-    tail_ends: dict[int, int]  # the high watermarks the tail was read up to
-    tail_records: int  # records read above the committed offsets
+    tail: FreshTail
 
 
 def fresh_tail(
@@ -69,6 +71,15 @@ def fresh_tail(
     Raises:
         ValueError: records of the tail that cannot be converted (the commit would stop on them).
     """
+    from tabletopic.table import tables
+
+    return _tail_of(catalog.load_table(tables.identifier(config, topic)), bootstrap, topic, config, converter)
+
+
+def _tail_of(
+    table: Table, bootstrap: str, topic: str, config: TableTopicConfig, converter: RecordConverter
+) -> FreshTail:
+    """:func:`fresh_tail` of an already loaded ``table``."""
     from confluent_kafka import TopicPartition
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
@@ -77,7 +88,6 @@ def fresh_tail(
     from tabletopic.table.ops.rebuild import RebuildError, _read_round, _to_rows
     from tabletopic.table.ops.topic_read import open_consumer, partitions_of
 
-    table = catalog.load_table(tables.identifier(config, topic))
     state = committed_state(table)
     target = schema_to_pyarrow(table.schema(), include_field_ids=False)
     probe = open_consumer(bootstrap)
@@ -119,17 +129,14 @@ def fresh_read(
     """
     from tabletopic.table import tables
 
-    tail = fresh_tail(bootstrap, catalog, topic, config, converter)
+    table = catalog.load_table(tables.identifier(config, topic))
+    tail = _tail_of(table, bootstrap, topic, config, converter)
     target = tail.rows.schema
-    base = target.empty_table()
-    if tail.snapshot_id:
-        table = catalog.load_table(tables.identifier(config, topic))
-        base = table.scan(snapshot_id=tail.snapshot_id).to_arrow()
+    base = table.scan(snapshot_id=tail.snapshot_id).to_arrow() if tail.snapshot_id else target.empty_table()
     base = pa.Table.from_batches([_conform(b, target) for b in base.to_batches()], schema=target)
     if tail.replaced is not None:
         base = _without_keys(base, tail.replaced, tail.keys)
-    rows = pa.concat_tables([base, tail.rows])
-    return FreshRead(rows, tail.snapshot_id, tail.committed, tail.tail_ends, tail.tail_records)
+    return FreshRead(pa.concat_tables([base, tail.rows]), tail)
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
