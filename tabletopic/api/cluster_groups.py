@@ -68,6 +68,16 @@ def describe(config: dict[str, Any], ids: list[str]) -> dict[str, Any]:
     return out
 
 
+def offset_row(
+    topic: str, partition: int, committed: int | None, ends: list[tuple[int, int]]
+) -> dict[str, Any]:
+    """One row of a group's offsets: the committed offset, the partition's high watermark (from
+    ``ends``, the topic's ``(log start, high watermark)`` pairs) and the lag between them."""
+    end = ends[partition][1] if partition < len(ends) else None
+    lag = None if end is None or committed is None else max(end - committed, 0)
+    return {"topic": topic, "partition": partition, "committed": committed, "high_watermark": end, "lag": lag}
+
+
 def committed_offsets(config: dict[str, Any], group_id: str, ends: Ends | None) -> list[dict[str, Any]]:
     """The group's committed offsets, each with its partition's high watermark and the lag."""
     from confluent_kafka import ConsumerGroupTopicPartitions
@@ -75,21 +85,12 @@ def committed_offsets(config: dict[str, Any], group_id: str, ends: Ends | None) 
     request = [ConsumerGroupTopicPartitions(group_id)]
     answer = admin_client(config).list_consumer_group_offsets(request, request_timeout=TIMEOUT_S)
     found = answer[group_id].result(TIMEOUT_S)
-    rows = []
-    for tp in sorted(found.topic_partitions or [], key=lambda tp: (tp.topic, tp.partition)):
-        committed = tp.offset if tp.offset >= 0 else None
-        offsets = (ends or {}).get(tp.topic, [])
-        end = offsets[tp.partition][1] if tp.partition < len(offsets) else None
-        rows.append(
-            {
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "committed": committed,
-                "high_watermark": end,
-                "lag": None if end is None or committed is None else max(end - committed, 0),
-            }
+    return [
+        offset_row(
+            tp.topic, tp.partition, tp.offset if tp.offset >= 0 else None, (ends or {}).get(tp.topic, [])
         )
-    return rows
+        for tp in sorted(found.topic_partitions or [], key=lambda tp: (tp.topic, tp.partition))
+    ]
 
 
 def groups(config: dict[str, Any], ends: Ends | None) -> list[dict[str, Any]]:

@@ -119,11 +119,23 @@ def cluster_figures(service: BrokerService, engine: Engine, topics: list[Topic])
         if stream in figures.offsets
     }
     offsets = dict(figures.offsets)
-    asked = {**service.own_client_config(), "log_level": 3}
-    for key, end in leader_high_watermarks(asked, stream_of).items():
+    for key, end in leader_high_watermarks(console_client_config(service), stream_of).items():
         start, committed = offsets[stream_of[key]]
         offsets[stream_of[key]] = (start, max(end, committed))
     return StreamFigures(offsets, figures.stored_bytes)
+
+
+def figures_of(service: BrokerService, engine: Engine, topics: list[Topic]) -> StreamFigures:
+    """:func:`cluster_figures` in a cluster, else the database's :func:`stream_figures` alone."""
+    if clustered(service, engine):
+        return cluster_figures(service, engine, topics)
+    return stream_figures(engine, [s for t in topics for s in t.streams])
+
+
+def console_client_config(service: BrokerService) -> dict[str, Any]:
+    """librdkafka settings of the console's clients: the broker's own login, logging errors only
+    (a view that cannot reach a broker says so itself)."""
+    return {**service.own_client_config(), "log_level": 3}
 
 
 def clustered(service: BrokerService | None, engine: Engine | None) -> bool:
@@ -139,11 +151,7 @@ def partitions_of(
     in_cluster = clustered(service, engine)
     if engine is not None:
         try:
-            figures = (
-                cluster_figures(service, engine, [topic])
-                if in_cluster
-                else stream_figures(engine, list(topic.streams))
-            )
+            figures = figures_of(service, engine, [topic])
         except Exception as exc:  # the database is away: offsets below come from the local store
             log.debug("stream figures unavailable: %s", exc)
     if in_cluster and snapshot is None and engine is not None:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from tabletopic.api import cluster_view
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.topics import TopicApiError
 from tabletopic.broker.security.acls import configured_authorizer
@@ -152,7 +153,7 @@ class MessageBrowser:
         service = self.sources.broker_service()
         if service is None:
             raise TopicApiError(503, "BROKER_NOT_AVAILABLE", "the broker is not running")
-        return {**service.own_client_config(), "log_level": 3}
+        return cluster_view.console_client_config(service)
 
     def _topic(self, name: str) -> Any:
         service = self.sources.broker_service()

@@ -97,11 +97,7 @@ async def topics(src: ConsoleSources) -> list[dict[str, Any]]:
         figures = cluster_view.StreamFigures({}, {})
         if engine is not None:
             try:
-                figures = (
-                    cluster_view.cluster_figures(service, engine, all_topics)
-                    if cluster_view.clustered(service, engine)
-                    else cluster_view.stream_figures(engine, [s for t in all_topics for s in t.streams])
-                )
+                figures = cluster_view.figures_of(service, engine, all_topics)
             except Exception as exc:
                 log.debug("stream figures unavailable: %s", exc)
         in_cluster = cluster_view.clustered(service, engine)
@@ -168,7 +164,7 @@ def _cluster_client(src: ConsoleSources) -> dict[str, Any] | None:
     service = src.broker_service()
     if service is None or not cluster_view.clustered(service, src.engine):
         return None
-    return {**service.own_client_config(), "log_level": 3}
+    return cluster_view.console_client_config(service)
 
 
 async def groups(src: ConsoleSources) -> list[dict[str, Any]]:
@@ -243,18 +239,8 @@ def group_offsets(src: ConsoleSources, group_id: str, ends: Ends | None = None) 
         else:
             offsets = service.partition_offsets(found) if found is not None else []
         for partition, value in partitions:
-            end = offsets[partition][1] if partition < len(offsets) else None
             committed_offset = value.offset if value is not None else None
-            lag = None if end is None or committed_offset is None else max(end - committed_offset, 0)
-            rows.append(
-                {
-                    "topic": topic_name,
-                    "partition": partition,
-                    "committed": committed_offset,
-                    "high_watermark": end,
-                    "lag": lag,
-                }
-            )
+            rows.append(cluster_groups.offset_row(topic_name, partition, committed_offset, offsets))
     return rows
 
 
