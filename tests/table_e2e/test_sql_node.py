@@ -41,6 +41,24 @@ def produce(node: TableNode, topic: str, records: list[tuple[str, str | None, in
     assert producer.flush(30) == 0
 
 
+def committed_upsert_table(node: TableNode, topic: str) -> None:
+    """An upsert table topic (keyed by the record key, commits only when asked) whose table holds
+    keys 0-7 with values a0-a7, committed."""
+    node.create_topic(
+        topic,
+        table_configs(
+            convert_value_type="string",
+            upsert_enable="true",
+            id_columns="[_kafka_key]",
+            commit_interval_ms="600000",
+        ),
+        partitions=2,
+    )
+    produce(node, topic, [(str(i), f"a{i}", i % 2) for i in range(8)])
+    node.trigger_commit(topic)
+    node.wait_committed(topic, {0: 4, 1: 4})
+
+
 def test_sql_runs_in_the_nodes_warm_spark_session(node: TableNode, topic_name: str) -> None:
     node.create_topic(topic_name, table_configs(convert_value_type="string"), partitions=2)
     produce(node, topic_name, [(str(i), f"v{i}", i % 2) for i in range(20)])
@@ -85,19 +103,7 @@ def test_fresh_read_shows_uncommitted_records_once_and_the_same_rows_after_the_c
 def test_fresh_read_of_an_upsert_table_applies_the_tails_latest_row_per_key(
     node: TableNode, topic_name: str
 ) -> None:
-    node.create_topic(
-        topic_name,
-        table_configs(
-            convert_value_type="string",
-            upsert_enable="true",
-            id_columns="[_kafka_key]",
-            commit_interval_ms="600000",
-        ),
-        partitions=2,
-    )
-    produce(node, topic_name, [(str(i), f"a{i}", i % 2) for i in range(8)])
-    node.trigger_commit(topic_name)
-    node.wait_committed(topic_name, {0: 4, 1: 4})
+    committed_upsert_table(node, topic_name)
     # Not committed: key 1 updated twice, key 2 deleted, key 3 deleted then written again, key 9 new.
     produce(
         node,
@@ -125,19 +131,7 @@ def test_fresh_read_from_pyspark_is_the_same_table_as_the_embedded_one(
     from tabletopic.spark.fresh import fresh_table
     from tabletopic.spark.session import register_catalogs
 
-    node.create_topic(
-        topic_name,
-        table_configs(
-            convert_value_type="string",
-            upsert_enable="true",
-            id_columns="[_kafka_key]",
-            commit_interval_ms="600000",
-        ),
-        partitions=2,
-    )
-    produce(node, topic_name, [(str(i), f"a{i}", i % 2) for i in range(8)])
-    node.trigger_commit(topic_name)
-    node.wait_committed(topic_name, {0: 4, 1: 4})
+    committed_upsert_table(node, topic_name)
     produce(node, topic_name, [("1", "b1", 1), ("2", None, 0), ("9", "b9", 1)])  # not committed
     cfg = node.client_config()
     properties = spark_catalog_properties(catalog_spec(cfg))
