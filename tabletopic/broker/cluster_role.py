@@ -95,6 +95,9 @@ class ClusterRole:
         # What the next reload reads: the topics named since the last one, or all (None).
         self._topics_named: set[str] | None = set()
         self._background: set[asyncio.Task[None]] = set()
+        # Partition hand-overs still uploading and closing their streams: a controlled shutdown
+        # waits for them (cancelling one would leave acknowledged appends to nobody's upload).
+        self._releasing = 0
 
     # Life cycle ------------------------------------------------------------------------------
 
@@ -127,7 +130,8 @@ class ClusterRole:
         await self.node.stop()
 
     def _serving_partitions(self) -> bool:
-        return any(topic not in SLOT_TOPICS for topic, _ in self.opened)
+        """Whether a partition is still served here or still being handed over."""
+        return self._releasing > 0 or any(topic not in SLOT_TOPICS for topic, _ in self.opened)
 
     # Leadership (what handlers ask) ------------------------------------------------------------
 
@@ -404,6 +408,13 @@ class ClusterRole:
         """Stop serving these partitions and slots: the coordinators forget the slots' groups and
         transactions; the partitions' streams upload what they hold and close, all together (one
         upload wait and one fence check, however many a drain hands over)."""
+        self._releasing += 1
+        try:
+            await self._hand_over(keys)
+        finally:
+            self._releasing -= 1
+
+    async def _hand_over(self, keys: list[PartitionKey]) -> None:
         streams: dict[int, PartitionKey] = {}
         for key in keys:
             self.opened.pop(key, None)

@@ -346,6 +346,7 @@ class S3StreamStore:
         if state.local_wal:  # an fsync acknowledges: from now on nothing is, so the upload has it all
             for stream in held.values():
                 stream.closing = True
+        cancelled = False
         try:
             try:
                 await self.flush(list(held))
@@ -364,13 +365,24 @@ class S3StreamStore:
                     failed.update(
                         {sid: exc for sid in exc.stream_ids if sid in fences} or dict.fromkeys(fences, exc)
                     )
+        except asyncio.CancelledError:
+            # The broker is stopping. The streams stay held, still owned here in the database, so
+            # that closing the store uploads what they acknowledged: an upload leaves out streams
+            # no longer held, and the WAL is then trimmed past their appends.
+            cancelled = True
+            raise
         finally:
-            for sid, stream in held.items():
-                if state.streams.get(sid) is stream:
-                    del state.streams[sid]
-                    state.log_cache.forget_stream(sid)
-                    stream.waiters.fail(StreamNotFound(f"stream {sid} was closed here"))
+            if not cancelled:
+                self._forget(held)
         return failed
+
+    def _forget(self, streams: dict[int, StreamState]) -> None:
+        state = self.state
+        for sid, stream in streams.items():
+            if state.streams.get(sid) is stream:
+                del state.streams[sid]
+                state.log_cache.forget_stream(sid)
+                stream.waiters.fail(StreamNotFound(f"stream {sid} was closed here"))
 
     def is_open(self, stream_id: int) -> bool:
         return stream_id in self.state.streams

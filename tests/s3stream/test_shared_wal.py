@@ -250,3 +250,35 @@ async def test_a_handed_over_stream_is_closed_with_every_acknowledged_append_and
     assert payloads[:3] == written
     if acknowledged:
         assert info.end_offset == 4
+
+
+async def test_a_hand_over_cancelled_while_uploading_leaves_its_appends_to_the_closing_upload(
+    brokers: Brokers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker stopping while it hands partitions over cancels the hand-over mid-upload; what the
+    streams acknowledged must still be committed when the store closes (it was once left out of
+    every upload and trimmed from the WAL, and the next leader reused its offsets)."""
+    a = await brokers.open(1)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    written = await _write(a, sid, 3)
+    objects = a.state.objects
+    put, putting, go_on = objects.put, asyncio.Event(), asyncio.Event()
+
+    async def slow_put(key: str, parts: Any) -> None:
+        putting.set()
+        await go_on.wait()
+        await put(key, parts)
+
+    monkeypatch.setattr(objects, "put", slow_put)
+    hand_over = asyncio.create_task(a.close_streams([sid]))
+    await asyncio.wait_for(putting.wait(), 10)
+    hand_over.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await hand_over
+    assert a.is_open(sid)  # still held: closing the store uploads it
+    go_on.set()
+    await a.close()
+    b = await brokers.open(2)
+    assert (await b.open_stream(sid, 2, owner=2)).end_offset == 3
+    assert await _payloads(b, sid) == written

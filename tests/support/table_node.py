@@ -277,6 +277,9 @@ class DeliveryLog:
         self.acked: set[tuple[int, int]] = set()
         self.values: dict[tuple[int, int], Any] = {}
         self.errors: list[str] = []
+        # Records acknowledged at a position another record already holds: two records at one
+        # offset is a broker fault (or offset -1 for a retried batch), never a client's.
+        self.collisions: list[tuple[int, int, Any, Any]] = []
 
     def callback(self, value: Any = None) -> Callable[[Any, Any], None]:
         def on_delivery(err: Any, msg: Any) -> None:
@@ -284,6 +287,8 @@ class DeliveryLog:
                 self.errors.append(str(err))
                 return
             position = (msg.partition(), msg.offset())
+            if position in self.acked:
+                self.collisions.append((*position, self.values[position], value))
             self.acked.add(position)
             self.values[position] = value
 
@@ -310,6 +315,7 @@ def table_positions(rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
 
 
 def assert_exactly_once(rows: list[dict[str, Any]], log: DeliveryLog) -> None:
+    assert not log.collisions, f"records acknowledged at one offset: {log.collisions[:5]}"
     positions = table_positions(rows)
     duplicates = [p for p, n in Counter(positions).items() if n > 1]
     assert not duplicates, f"duplicated rows at {duplicates[:10]}"

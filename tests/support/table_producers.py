@@ -56,6 +56,7 @@ def produce(
         producer.poll(0)
     remaining = producer.flush(60)
     assert remaining == 0 and not log.errors, f"{remaining} undelivered, errors {log.errors[:3]}"
+    assert not log.collisions, f"records acknowledged at one offset: {log.collisions[:5]}"
     return log
 
 
@@ -159,6 +160,7 @@ class SteadyProducer:
         """Wait until every record sent is acknowledged (failing the test otherwise)."""
         remaining = self._producer.flush(timeout)
         assert remaining == 0, f"{remaining} records never acknowledged"
+        assert not self.log.collisions, f"records acknowledged at one offset: {self.log.collisions[:5]}"
         return self.log
 
     def __enter__(self) -> SteadyProducer:
