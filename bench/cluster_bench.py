@@ -339,7 +339,9 @@ def main() -> None:
     )
     parser.add_argument("--only-write-path", action="store_true", help="the write path of each WAL kind")
     parser.add_argument(
-        "--wal-kinds", default="local,object,shared", help="WAL kinds of the write path, comma-separated"
+        "--wal-kinds",
+        default="local,object,shared",
+        help="WAL kinds of the write path, comma-separated: local, object, shared, object-1, shared-1",
     )
     args = parser.parse_args()
     if args.only_write_path:
