@@ -5,6 +5,7 @@ above it get the started :class:`~tabletopic.broker.service.BrokerService` as
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -212,6 +213,7 @@ class BrokerComponent:
         groups.consumer.topics = lambda: {
             t.name: (t.topic_id, t.partition_count) for t in service.topics.all()
         }
+        groups.consumer.partition_racks = functools.partial(_leader_racks, service)
         await groups.start()
         self._groups = groups
 
@@ -251,6 +253,21 @@ class BrokerComponent:
             await self._quotas.stop()
         if self._service is not None:
             await self._service.stop()
+
+
+def _leader_racks(service: BrokerService, topics: Mapping[str, int]) -> dict[tuple[str, int], str]:
+    """The rack of each partition of ``topics``: its leader's ``broker.rack`` (none where unset)."""
+    leadership = service.leadership
+    racks = {b.node_id: b.rack for b in leadership.brokers(service.inter_broker_listener) if b.rack}
+    if not racks:
+        return {}
+    found = {}
+    for topic, count in topics.items():
+        for partition in range(count):
+            rack = racks.get(leadership.leader(topic, partition)[0])
+            if rack is not None:
+                found[(topic, partition)] = rack
+    return found
 
 
 def _log_failure(task: asyncio.Future[None]) -> None:

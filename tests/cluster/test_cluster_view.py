@@ -91,11 +91,19 @@ def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster:
         engine.dispose()
 
     def moved(node: int) -> dict[str, object] | None:
+        # The asked move's entry: the balancer may move the new topic's partitions too.
         body = httpx.get(f"{healthy_cluster.brokers[node].admin_url}/v1/cluster", timeout=30).json()
-        return next((e for e in body["timeline"] if e["topic"] == topic and e["partition"] == 0), None)
+        return next(
+            (
+                e
+                for e in body["timeline"]
+                if e["topic"] == topic and e["partition"] == 0 and e["kind"] == "reassignment"
+            ),
+            None,
+        )
 
     event = wait_until(lambda: moved(3), timeout=30, interval=0.5)
-    assert event["kind"] == "reassignment" and (event["from_node"], event["to_node"]) == (source, target)
+    assert event["to_node"] == target and event["from_node"] != target
     assert f"move to broker {target} asked for" in str(event["reason"]) and event["at"]
     assert moved(1) == event  # the same history from another broker
 

@@ -12,9 +12,10 @@ from collections import Counter
 
 import httpx
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.cluster_fixtures import RACKS
 from tests.support.kafka_clients import read_values
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -118,3 +119,55 @@ def test_a_client_of_another_zone_talking_to_a_leader_is_counted(healthy_cluster
         sock.close()
     assert leader == 1
     assert metric(cluster, 1, "tabletopic_cross_zone_bytes", "in") > before
+
+
+def test_a_kip848_group_gives_each_member_the_partitions_led_in_its_rack(
+    healthy_cluster: LocalCluster,
+) -> None:
+    """Three consumers (``group.protocol=consumer``), one per rack: the server-side assignor gives
+    each the partitions whose leader is in its rack, as many as the even shares allow, and together
+    they read every record once."""
+    cluster = healthy_cluster
+    topic, leaders = new_topic(cluster, "racked-group", PARTITIONS)
+    group = f"racked-{topic}"
+    values = [f"r-{i}".encode() for i in range(60)]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=i % PARTITIONS)
+    assert producer.flush(60) == 0
+    members = {
+        node: Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "client.rack": rack,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        for node, rack in RACKS.items()
+    }
+    seen: list[bytes] = []
+    try:
+        for consumer in members.values():
+            consumer.subscribe([topic])
+
+        def settled() -> bool:
+            for consumer in members.values():
+                message = consumer.poll(0.1)
+                if message is not None and message.error() is None:
+                    seen.append(bytes(message.value() or b""))
+            owned = [{tp.partition for tp in c.assignment()} for c in members.values()]
+            return sum(map(len, owned)) == PARTITIONS and set().union(*owned) == set(range(PARTITIONS))
+
+        wait_until(settled, timeout=60, interval=0.01)
+        wait_until(lambda: settled() and len(seen) >= len(values), timeout=60, interval=0.01)
+        led_in_rack = Counter(node for node, _ in leaders.values())
+        same_rack = sum(
+            leaders[tp.partition][0] == node for node, c in members.items() for tp in c.assignment()
+        )
+        assert same_rack == sum(min(PARTITIONS // 3, n) for n in led_in_rack.values()), (leaders, same_rack)
+    finally:
+        for consumer in members.values():
+            consumer.close()
+    assert sorted(seen) == sorted(values)

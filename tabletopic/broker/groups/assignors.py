@@ -9,16 +9,40 @@ rebuilds a group computes the same target.
   balance (sticky), so a member joining moves only the partitions it takes over.
 * ``range`` (Kafka's RangeAssignor): per topic, contiguous ranges of partitions to the subscribed
   members in member-id order, so equally partitioned topics are co-partitioned.
+
+Both are rack-aware as Kafka 4's are: where members name a rack (``client.rack``) and partitions
+have one (their leader's ``broker.rack``), a partition goes to a member of its rack whenever that
+keeps the balance. A consumer then reads from the leader in its own zone, which serves from memory,
+rather than from another broker of its zone, which serves what the leader has uploaded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, frozenset[TopicPartition]]
+
+
+@dataclass(frozen=True, slots=True)
+class Racks:
+    """The racks of members (member id -> rack) and of partitions (their leader's rack)."""
+
+    members: Mapping[str, str] = field(default_factory=dict)
+    partitions: Mapping[TopicPartition, str] = field(default_factory=dict)
+
+    def same(self, member: str, tp: TopicPartition) -> bool:
+        """Whether ``member`` is in ``tp``'s rack (False where either has none)."""
+        rack = self.members.get(member)
+        return rack is not None and rack == self.partitions.get(tp)
+
+
+NO_RACKS = Racks()
+
 Assignor = Callable[
-    [Mapping[str, frozenset[str]], Mapping[str, int], Mapping[str, frozenset[TopicPartition]]], Assignment
+    [Mapping[str, frozenset[str]], Mapping[str, int], Mapping[str, frozenset[TopicPartition]], Racks],
+    Assignment,
 ]
 
 # Kafka also accepts the assignors' class names; the short name is what clients send.
@@ -30,13 +54,16 @@ def uniform(
     subscriptions: Mapping[str, frozenset[str]],
     partitions: Mapping[str, int],
     current: Mapping[str, frozenset[TopicPartition]],
+    racks: Racks = NO_RACKS,
 ) -> Assignment:
-    """Balanced, sticky assignment.
+    """Balanced, sticky assignment, rack-aware where balance allows.
 
     Args:
         subscriptions: member id -> subscribed topic names (unknown topics are ignored).
         partitions: topic name -> partition count of every topic some member subscribes to.
         current: member id -> its current target assignment (for stickiness).
+        racks: members' and partitions' racks. A partition stays with its owner unless the owner
+            is in another rack than the partition and a subscribed member is in the same one.
     """
     members = sorted(subscriptions)
     result: dict[str, set[TopicPartition]] = {m: set() for m in members}
@@ -49,17 +76,32 @@ def uniform(
         load = sum(partitions[t] / len(subscribers[t]) for t in subscriptions[m] if t in partitions)
         quota[m] = -(-int(load * 1000) // 1000)  # ceil, tolerant of float noise
     owner_of = {tp: m for m, tps in current.items() if m in result for tp in tps}
+
+    def rack_served(tp: TopicPartition) -> bool:
+        return any(racks.same(m, tp) for m in subscribers.get(tp[0], ()))
+
     unassigned: list[TopicPartition] = []
     for tp in every:
         owner = owner_of.get(tp)
-        if owner is not None and tp[0] in subscriptions[owner] and len(result[owner]) < quota[owner]:
+        if (
+            owner is not None
+            and tp[0] in subscriptions[owner]
+            and len(result[owner]) < quota[owner]
+            and (racks.same(owner, tp) or not rack_served(tp))
+        ):
             result[owner].add(tp)
         else:
             unassigned.append(tp)
+    # Partitions a member of their rack could take go first, to such a member while it is below its
+    # share; then the others, to whoever has the fewest.
+    unassigned.sort(key=lambda tp: not rack_served(tp))
     for tp in unassigned:
         candidates = subscribers.get(tp[0], [])
         if candidates:
-            chosen = min(candidates, key=lambda m: (len(result[m]), m))
+            chosen = min(
+                candidates,
+                key=lambda m: (len(result[m]) >= quota[m], not racks.same(m, tp), len(result[m]), m),
+            )
             result[chosen].add(tp)
     _rebalance(result, subscriptions)
     return {m: frozenset(tps) for m, tps in result.items()}
@@ -91,20 +133,29 @@ def range_(
     subscriptions: Mapping[str, frozenset[str]],
     partitions: Mapping[str, int],
     current: Mapping[str, frozenset[TopicPartition]],
+    racks: Racks = NO_RACKS,
 ) -> Assignment:
-    """Contiguous ranges per topic (``current`` is not used: range is not sticky)."""
+    """Per topic, each member gets its share in partition order (``current`` is not used: range is
+    not sticky). Without racks the shares are contiguous ranges; with racks a member first takes
+    the partitions of its rack, up to its share, as Kafka's rack-aware RangeAssignor does."""
     result: dict[str, set[TopicPartition]] = {m: set() for m in subscriptions}
     for topic in sorted(partitions):
         members = sorted(m for m, topics in subscriptions.items() if topic in topics)
         if not members:
             continue
-        count = partitions[topic]
-        share, extra = divmod(count, len(members))
-        start = 0
-        for index, member in enumerate(members):
-            size = share + (1 if index < extra else 0)
-            result[member].update((topic, p) for p in range(start, start + size))
-            start += size
+        share, extra = divmod(partitions[topic], len(members))
+        room = {m: share + (1 if index < extra else 0) for index, m in enumerate(members)}
+        left: list[TopicPartition] = []
+        for tp in ((topic, p) for p in range(partitions[topic])):
+            same_rack = next((m for m in members if room[m] and racks.same(m, tp)), None)
+            if same_rack is None:
+                left.append(tp)
+            else:
+                result[same_rack].add(tp)
+                room[same_rack] -= 1
+        for member in members:
+            taken, left = left[: room[member]], left[room[member] :]
+            result[member].update(taken)
     return {m: frozenset(tps) for m, tps in result.items()}
 
 

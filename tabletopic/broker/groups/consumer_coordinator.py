@@ -19,12 +19,13 @@ from dataclasses import replace
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.groups import subscription
-from tabletopic.broker.groups.assignors import assignor_name
+from tabletopic.broker.groups.assignors import TopicPartition, assignor_name
 from tabletopic.broker.groups.consumer_group import (
     LEAVE_EPOCH,
     Action,
     CancelTimer,
     ConsumerGroup,
+    ConsumerMember,
     HeartbeatRequest,
     HeartbeatResult,
     SetTimer,
@@ -46,6 +47,11 @@ log = logging.getLogger(__name__)
 TopicIds = Mapping[str, tuple[uuid.UUID, int]]
 """topic name -> (topic id, partition count) of every topic of the cluster."""
 
+ClassicHandover = tuple[int, list[ConsumerMember]] | str | None
+"""A classic group handed over for an upgrade: its generation and its members as classic members of
+a consumer group; or why it cannot be (a phrase); or None when there is no classic group with
+members."""
+
 
 class ConsumerGroups:
     """The consumer-type groups of one group coordinator.
@@ -53,7 +59,9 @@ class ConsumerGroups:
     Args:
         settings: ``group.consumer.*`` settings.
         refusal: the classic coordinator's check of a group id (loading, not coordinated here).
-        classic_members: how many members a classic group of that id has (a group id is one type).
+        upgrade_classic: hands over the classic group of that id for an upgrade (a group id is one
+            type): its generation and members, or why it cannot be upgraded, or None when no
+            classic group of that id has members.
         topics: the cluster's topics now (names, ids, partition counts).
     """
 
@@ -61,13 +69,15 @@ class ConsumerGroups:
         self,
         settings: GroupSettings,
         refusal: Callable[[str], ErrorCode | None],
-        classic_members: Callable[[str], int],
+        upgrade_classic: Callable[[str], ClassicHandover],
         topics: Callable[[], TopicIds] = dict,
     ) -> None:
         self.settings = settings
         self.topics = topics
+        # The rack of each partition of the topics given (its leader's), for rack-aware assignment.
+        self.partition_racks: Callable[[Mapping[str, int]], Mapping[TopicPartition, str]] = lambda _topics: {}
         self.refusal = refusal
-        self._classic_members = classic_members
+        self._upgrade_classic = upgrade_classic
         self._groups: dict[str, ConsumerGroup] = {}
         self._timers: dict[tuple[str, TimerKind, str], asyncio.TimerHandle] = {}
 
@@ -100,13 +110,31 @@ class ConsumerGroups:
         if regex and (problem := check_regex(regex)) is not None:
             return refuse(ErrorCode.invalid_regular_expression, problem)
         group = self._groups.get(group_id)
-        if (group is None or not group.members) and self._classic_members(group_id) > 0:
-            # An id is one group: classic members are served by the classic protocol until they left.
-            return refuse(ErrorCode.group_id_not_found, f"group {group_id} is a classic group with members")
+        if (group is None or not group.members) and request.member_epoch == 0:
+            # An id is one group: a classic group with members becomes this consumer group, its
+            # members staying as classic members, or the joining member is refused.
+            classic = self._upgrade_classic(group_id)
+            if isinstance(classic, str):
+                return refuse(ErrorCode.group_id_not_found, f"classic group {group_id} {classic}")
+            if classic is not None:
+                epoch, members = classic
+                group, actions = ConsumerGroup.upgraded(
+                    group_id, self.settings, epoch, members, self._racks_of
+                )
+                self._groups[group_id] = group
+                self._apply(group_id, actions)
+                log.info(
+                    "group %s upgraded from classic to consumer at epoch %d with its %d member(s)",
+                    group_id,
+                    epoch,
+                    len(members),
+                )
         if group is None:
             if request.member_epoch != 0:
                 return refuse(ErrorCode.unknown_member_id)
-            group = self._groups[group_id] = ConsumerGroup(group_id, self.settings)
+            group = self._groups[group_id] = ConsumerGroup(
+                group_id, self.settings, partition_racks=self._racks_of
+            )
         counts = {name: count for name, (_, count) in self.topics().items()}
         before = (group.group_epoch, len(group.members))
         result, actions = group.heartbeat(request, counts)
@@ -120,6 +148,9 @@ class ConsumerGroups:
                 group.state,
             )
         return result
+
+    def _racks_of(self, topics: Mapping[str, int]) -> Mapping[TopicPartition, str]:
+        return self.partition_racks(topics)
 
     # -----------------------------------------------------------------------------------------
     # Classic members of a consumer group (Kafka 4's mixed groups, the downgrade direction): a

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.groups.assignors import ASSIGNORS, TopicPartition
+from tabletopic.broker.groups.assignors import ASSIGNORS, Racks, TopicPartition
 from tabletopic.broker.groups.settings import GroupSettings
 
 LEAVE_EPOCH = -1
@@ -164,6 +164,31 @@ class ConsumerGroup:
     # A static member that left with epoch -2 keeps its place (and partitions) until its session
     # times out: instance id -> member id.
     static_members: dict[str, str] = field(default_factory=dict)
+    # The racks of the subscribed topics' partitions (their leaders'), asked when a target is
+    # computed: a lookup the driver provides, so this class stays free of I/O.
+    partition_racks: Callable[[Mapping[str, int]], Mapping[TopicPartition, str]] = lambda _topics: {}
+
+    @classmethod
+    def upgraded(
+        cls,
+        group_id: str,
+        settings: GroupSettings,
+        epoch: int,
+        members: list[ConsumerMember],
+        partition_racks: Callable[[Mapping[str, int]], Mapping[TopicPartition, str]],
+    ) -> tuple[ConsumerGroup, list[Action]]:
+        """A classic group made a consumer group as a consumer-protocol member joins it (Kafka 4's
+        online upgrade). Its members stay, as classic members at the classic generation with the
+        partitions they were given, which is the target until the joining member's heartbeat
+        computes the next one; each keeps a session timer."""
+        group = cls(group_id, settings, epoch, epoch, partition_racks=partition_racks)
+        for member in members:
+            member.member_epoch = epoch
+            group.members[member.member_id] = member
+            group.target[member.member_id] = member.assigned
+            if member.instance_id is not None:
+                group.static_members[member.instance_id] = member.member_id
+        return group, [group._session_timer(m) for m in members]
 
     # -----------------------------------------------------------------------------------------
     # Queries
@@ -360,7 +385,11 @@ class ConsumerGroup:
             m.member_id: frozenset(t for t in self.subscribed_partitions if m.subscribes_to(t))
             for m in self.members.values()
         }
-        self.target = ASSIGNORS[self.assignor](subscriptions, self.subscribed_partitions, self.target)
+        racks = Racks(
+            {m.member_id: m.rack_id for m in self.members.values() if m.rack_id},
+            self.partition_racks(self.subscribed_partitions),
+        )
+        self.target = ASSIGNORS[self.assignor](subscriptions, self.subscribed_partitions, self.target, racks)
         self.assignment_epoch = self.group_epoch
 
     def _reconcile(

@@ -34,8 +34,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
+from tabletopic.broker.groups import subscription
 from tabletopic.broker.groups.cluster import GroupSlots, SlotFence
-from tabletopic.broker.groups.consumer_coordinator import ConsumerGroups
+from tabletopic.broker.groups.consumer_coordinator import ClassicHandover, ConsumerGroups
+from tabletopic.broker.groups.consumer_group import ConsumerMember
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
@@ -145,7 +147,7 @@ class GroupCoordinator:
         self._slots: dict[int, LeaderEpoch] = {}
         # KIP-848 groups: their own driver; offsets and the slot checks are shared with this one.
         self.consumer = ConsumerGroups(
-            consumer_settings or GroupSettings(), self._refusal, self._classic_members
+            consumer_settings or GroupSettings(), self._refusal, self._hand_over_for_upgrade
         )
         self._loading: set[int] = set()
 
@@ -318,9 +320,43 @@ class GroupCoordinator:
     def ready(self) -> bool:
         return self._ready
 
-    def _classic_members(self, group_id: str) -> int:
+    def _hand_over_for_upgrade(self, group_id: str) -> ClassicHandover:
+        """Give a classic group with members to the consumer protocol (Kafka 4's online upgrade,
+        as a member with ``group.protocol=consumer`` joins): its generation and its members with
+        their subscriptions and assigned partitions. It must be Stable, so every member holds the
+        assignment of the current generation. What stays here is an Empty classic group holding the
+        offsets, written so, so that a restart does not bring the old members back."""
         group = self._groups.get(group_id)
-        return 0 if group is None else len(group.members)
+        if group is None or not group.members:
+            return None
+        if group.state is not GroupState.STABLE:
+            return f"cannot be upgraded while it is {group.state.value}: join again once it is Stable"
+        if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return f"cannot be upgraded: its protocol type is {group.protocol_type!r}, not 'consumer'"
+        members = []
+        for member in group.members.values():
+            metadata = dict(member.protocols).get(group.protocol_name or "", b"")
+            topics = subscription.topics(metadata)
+            assigned = subscription.assigned_partitions(member.assignment)
+            if topics is None or assigned is None:
+                return f"cannot be upgraded: member {member.member_id} has no consumer subscription"
+            members.append(
+                ConsumerMember(
+                    member.member_id,
+                    instance_id=member.group_instance_id,
+                    client_id=member.client_id,
+                    client_host=member.client_host,
+                    rebalance_timeout_ms=member.rebalance_timeout_ms,
+                    subscribed_topic_names=tuple(sorted(topics)),
+                    assigned=assigned,
+                    session_timeout_ms=member.session_timeout_ms,
+                    classic_protocol=group.protocol_name,
+                )
+            )
+        self._cancel_timers(group_id)
+        empty = self._groups[group_id] = self._new_group(group_id)
+        self._apply(empty, [Persist(group_id, empty.snapshot())])
+        return group.generation_id, members
 
     def group(self, group_id: str) -> Group | None:
         """The live state machine of a group (for tests and the admin API; do not mutate)."""

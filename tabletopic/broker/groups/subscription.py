@@ -59,23 +59,41 @@ def owned_partitions(metadata: bytes) -> frozenset[tuple[str, int]]:
             (length,) = struct.unpack_from(">h", metadata, offset)
             offset += 2 + max(length, 0)
         (user_data,) = struct.unpack_from(">i", metadata, offset)
-        offset += 4 + max(user_data, 0)
-        (topics_count,) = struct.unpack_from(">i", metadata, offset)
-        offset += 4
-        owned: set[tuple[str, int]] = set()
-        for _ in range(max(topics_count, 0)):
-            (length,) = struct.unpack_from(">h", metadata, offset)
-            topic = bytes(metadata[offset + 2 : offset + 2 + length]).decode("utf-8")
-            offset += 2 + length
-            (partitions,) = struct.unpack_from(">i", metadata, offset)
-            offset += 4
-            for _ in range(max(partitions, 0)):
-                (partition,) = struct.unpack_from(">i", metadata, offset)
-                offset += 4
-                owned.add((topic, partition))
-        return frozenset(owned)
+        return _topic_partitions(metadata, offset + 4 + max(user_data, 0))
     except (struct.error, UnicodeDecodeError):
         return frozenset()
+
+
+def assigned_partitions(assignment: bytes) -> frozenset[tuple[str, int]] | None:
+    """The partitions of a ConsumerProtocolAssignment (what a classic member got from SyncGroup),
+    or ``None`` when the bytes are not one. Empty bytes: nothing assigned yet."""
+    if not assignment:
+        return frozenset()
+    try:
+        return _topic_partitions(assignment, 2)  # after the int16 version
+    except (struct.error, UnicodeDecodeError):
+        return None
+
+
+def _topic_partitions(data: bytes, offset: int) -> frozenset[tuple[str, int]]:
+    """``int32 count, count x (int16 length, utf-8 topic, int32 n, n x int32 partition)`` at
+    ``offset``: the owned partitions of a subscription and the partitions of an assignment."""
+    (topics_count,) = struct.unpack_from(">i", data, offset)
+    offset += 4
+    found: set[tuple[str, int]] = set()
+    for _ in range(max(topics_count, 0)):
+        (length,) = struct.unpack_from(">h", data, offset)
+        if length < 0 or offset + 2 + length > len(data):
+            raise struct.error("topic name past the end")
+        topic = bytes(data[offset + 2 : offset + 2 + length]).decode("utf-8")
+        offset += 2 + length
+        (partitions,) = struct.unpack_from(">i", data, offset)
+        offset += 4
+        for _ in range(max(partitions, 0)):
+            (partition,) = struct.unpack_from(">i", data, offset)
+            offset += 4
+            found.add((topic, partition))
+    return frozenset(found)
 
 
 def encode_assignment(partitions: frozenset[tuple[str, int]]) -> bytes:

@@ -123,7 +123,7 @@ async def test_silent_member_is_fenced_after_the_session_timeout(sqlite_engine: 
     await coordinator.stop()
 
 
-async def test_consumer_heartbeat_into_a_classic_group_with_members_is_group_id_not_found(
+async def test_consumer_heartbeat_into_a_rebalancing_classic_group_is_group_id_not_found(
     sqlite_engine: Engine,
 ) -> None:
     coordinator = await started(sqlite_engine)
@@ -131,11 +131,49 @@ async def test_consumer_heartbeat_into_a_classic_group_with_members_is_group_id_
     joining = asyncio.ensure_future(
         coordinator.join_group(classic_join(first.member_id, subscription.encode(["orders"])))
     )
-    await wait_until(lambda: coordinator._classic_members("g") > 0, timeout=10)
+    await wait_until(lambda: bool((group := coordinator.group("g")) and group.members), timeout=10)
     request = HeartbeatRequest("m1", 0, rebalance_timeout_ms=5000, subscribed_topic_names=("orders",))
-    assert coordinator.consumer.heartbeat("g", request).error is ErrorCode.group_id_not_found
+    refused = coordinator.consumer.heartbeat("g", request)
+    assert refused.error is ErrorCode.group_id_not_found and "Stable" in str(refused.message)
     await joining
     await coordinator.stop()
+
+
+async def test_a_consumer_member_upgrades_a_stable_classic_group_and_shares_its_partitions(
+    sqlite_engine: Engine,
+) -> None:
+    """Kafka 4's online upgrade: the classic member stays (as a classic member of the consumer
+    group), is asked to rejoin, gives up half of its partitions, and the new member gets them."""
+    coordinator = await started(sqlite_engine)
+    metadata = subscription.encode(["orders"])
+    first = await coordinator.join_group(classic_join("", metadata))
+    joined_classic = await coordinator.join_group(classic_join(first.member_id, metadata))
+    classic, generation = joined_classic.member_id, joined_classic.generation_id
+    everything = frozenset(("orders", p) for p in range(TOPICS["orders"]))
+    assignment = {classic: subscription.encode_assignment(everything)}
+    sync = SyncRequest("g", classic, None, generation, "consumer", "range", assignment)
+    assert (await coordinator.sync_group(sync)).error is ErrorCode.none
+
+    request = HeartbeatRequest("m2", 0, rebalance_timeout_ms=5000, subscribed_topic_names=("orders",))
+    upgraded = coordinator.consumer.heartbeat("g", request)
+    assert upgraded.error is ErrorCode.none and upgraded.member_epoch == generation + 1
+    assert upgraded.assignment == frozenset()  # everything is still the classic member's
+    assert await coordinator.heartbeat("g", classic, None, generation) is ErrorCode.rebalance_in_progress
+    rejoined = await coordinator.join_group(classic_join(classic, metadata))  # eager: owns nothing now
+    assert rejoined.error is ErrorCode.none
+    resync = SyncRequest("g", classic, None, rejoined.generation_id, "consumer", "range")
+    kept = subscription.assigned_partitions((await coordinator.sync_group(resync)).assignment)
+    beat = HeartbeatRequest("m2", upgraded.member_epoch, owned=frozenset())
+    taken = coordinator.consumer.heartbeat("g", beat).assignment
+    assert kept is not None and taken is not None
+    assert kept | taken == everything and not kept & taken and kept and taken
+    group = coordinator.group("g")
+    assert group is not None and not group.members  # the classic side keeps only the offsets
+    await coordinator.stop()
+    restarted = await started(sqlite_engine)  # the stored classic group has no members either
+    restored = restarted.group("g")
+    assert restored is None or not restored.members
+    await restarted.stop()
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,14 @@ slow revocations, expiries and new partitions."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.groups.assignors import range_, uniform
+from tabletopic.broker.groups.assignors import Racks, range_, uniform
 from tabletopic.broker.groups.consumer_group import (
     ConsumerGroup,
     HeartbeatRequest,
@@ -139,6 +140,37 @@ def test_range_assigns_contiguous_ranges_and_uniform_balances() -> None:
     spread = uniform({**subs, "c": frozenset({"t"})}, {"t": 6}, current)
     assert sorted(len(v) for v in spread.values()) == [2, 2, 2]
     assert spread["a"] <= current["a"]  # sticky: a keeps two of its own
+
+
+# Six partitions led in racks a, b, c, a, b, c; members x (rack a), y (rack b), z (no rack).
+RACKED = Racks({"x": "a", "y": "b"}, {("t", p): "abc"[p % 3] for p in range(6)})
+
+
+@pytest.mark.parametrize("assignor", [uniform, range_])
+def test_assignors_give_members_their_racks_partitions_while_the_shares_stay_even(assignor: Any) -> None:
+    subs = {m: frozenset({"t"}) for m in ("x", "y", "z")}
+    result = assignor(subs, {"t": 6}, {}, RACKED)
+    assert sorted(len(v) for v in result.values()) == [2, 2, 2]
+    assert result["x"] == {("t", 0), ("t", 3)}
+    assert result["y"] == {("t", 1), ("t", 4)}
+    assert result["z"] == {("t", 2), ("t", 5)}
+
+
+@pytest.mark.parametrize("assignor", [uniform, range_])
+def test_racks_never_unbalance_an_assignment(assignor: Any) -> None:
+    """Every partition in rack a and two members there: the third member still gets its share."""
+    racks = Racks({"x": "a", "y": "a", "z": "b"}, {("t", p): "a" for p in range(6)})
+    result = assignor({m: frozenset({"t"}) for m in ("x", "y", "z")}, {"t": 6}, {}, racks)
+    assert sorted(len(v) for v in result.values()) == [2, 2, 2]
+
+
+def test_uniform_moves_a_partition_to_its_rack_only_where_a_member_is_there() -> None:
+    subs = {"x": frozenset({"t"}), "y": frozenset({"t"})}
+    current = {"x": frozenset({("t", 1), ("t", 4)}), "y": frozenset({("t", 0), ("t", 3)})}
+    swapped = uniform(subs, {"t": 6}, current, RACKED)
+    assert {("t", 0), ("t", 3)} <= swapped["x"] and {("t", 1), ("t", 4)} <= swapped["y"]
+    unracked = uniform(subs, {"t": 6}, current, Racks({}, RACKED.partitions))
+    assert unracked["x"] >= current["x"] and unracked["y"] >= current["y"]  # sticky as before
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -233,6 +233,50 @@ def test_classic_member_shares_a_consumer_group_and_every_record_is_consumed_onc
     assert set(counts) == {(p, o) for p in range(partitions) for o in range(120 // partitions)}
 
 
+def test_a_consumer_member_joining_a_classic_group_upgrades_it_and_every_record_is_consumed_once(
+    bootstrap: str,
+) -> None:
+    """Kafka 4's online upgrade: a classic group in use, then a ``group.protocol=consumer`` member
+    joins it; the group becomes a consumer group, the classic member gives up a share, and after
+    it leaves the new member has every partition."""
+    topic, group = f"upgrade-{uuid.uuid4().hex[:6]}", f"gup-{uuid.uuid4().hex[:6]}"
+    partitions = 4
+    clients.create_topic(bootstrap, topic, partitions)
+    seen: list[tuple[int, int]] = []
+    classic = _Member(bootstrap, topic, group, seen, classic=True)
+    classic.start()
+    modern = _Member(bootstrap, topic, group, seen)
+    try:
+        wait_until(lambda: len(classic.assigned) == partitions, timeout=60)
+        _produce(bootstrap, topic, partitions, 0, 40)
+        wait_until(lambda: len(seen) >= 40, timeout=60)
+        modern.start()
+        wait_until(
+            lambda: (
+                modern.assigned
+                and classic.assigned
+                and len(modern.assigned) + len(classic.assigned) == partitions
+            ),
+            timeout=60,
+        )
+        _produce(bootstrap, topic, partitions, 40, 40)
+        wait_until(lambda: len(seen) >= 80, timeout=60)
+        classic.leave.set()
+        classic.join(30)
+        wait_until(lambda: len(modern.assigned) == partitions, timeout=60)
+        _produce(bootstrap, topic, partitions, 80, 40)
+        wait_until(lambda: len(seen) >= 120, timeout=60)
+    finally:
+        for member in (modern, classic):
+            member.leave.set()
+            if member.is_alive():
+                member.join(30)
+    assert not modern.errors and not classic.errors, modern.errors + classic.errors
+    counts = Counter(seen)
+    assert not {k: v for k, v in counts.items() if v > 1}, "records consumed more than once"
+    assert set(counts) == {(p, o) for p in range(partitions) for o in range(120 // partitions)}
+
+
 def test_regex_subscription_picks_up_a_topic_created_later(bootstrap: str) -> None:
     from confluent_kafka import Consumer
     from confluent_kafka.admin import AdminClient
