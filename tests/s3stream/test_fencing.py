@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tabletopic import database
+from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StreamFenced, StreamNotFound
 from tests.support.store_harness import StoreHarness, local_object_settings, payload_for
 from tests.support.waiting import wait_until
@@ -23,6 +24,22 @@ async def shared(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     h = StoreHarness(tmp_path, "object", local_object_settings(tmp_path), url)
     yield h
     await h.close_all()
+
+
+def _hold_puts(store: S3StreamStore) -> tuple[asyncio.Event, list[object]]:
+    """Holds every PUT of `store` until the returned gate is set; the list records the PUTs that
+    started, so a test can take a stream over while its batch object is in flight."""
+    gate = asyncio.Event()
+    put = store.state.objects.put
+    held: list[object] = []
+
+    async def held_put(*args: object, **kwargs: object) -> object:
+        held.append(args)
+        await gate.wait()
+        return await put(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.state.objects.put = held_put  # type: ignore[method-assign]
+    return gate, held
 
 
 async def test_newer_epoch_takes_over_with_every_acknowledged_batch(shared: StoreHarness) -> None:
@@ -102,16 +119,7 @@ async def test_fencing_one_stream_does_not_fail_the_others_in_the_same_batch_obj
     moved, kept = await a.create_stream(), await a.create_stream()
     await a.open_stream(moved, 1, owner=1)
     await a.open_stream(kept, 1, owner=1)
-    gate = asyncio.Event()
-    put = a.state.objects.put
-    held: list[object] = []
-
-    async def held_put(*args: object, **kwargs: object) -> object:
-        held.append(args)
-        await gate.wait()
-        return await put(*args, **kwargs)  # type: ignore[arg-type]
-
-    a.state.objects.put = held_put  # type: ignore[method-assign]
+    gate, held = _hold_puts(a)
     lost = asyncio.create_task(a.append(moved, b"m" * 100, 1))
     safe = asyncio.create_task(a.append(kept, b"k" * 100, 1))
     await wait_until(lambda: len(held) >= 1, message="both appends in one batch object's PUT")
@@ -133,17 +141,7 @@ async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(sha
     b = await shared.open(owned_only=True)
     sid = await a.create_stream()
     await a.open_stream(sid, 1, owner=1)
-    gate = asyncio.Event()
-    put = a.state.objects.put
-
-    held: list[object] = []
-
-    async def held_put(*args: object, **kwargs: object) -> object:
-        held.append(args)
-        await gate.wait()
-        return await put(*args, **kwargs)  # type: ignore[arg-type]
-
-    a.state.objects.put = held_put  # type: ignore[method-assign]
+    gate, held = _hold_puts(a)
     first = asyncio.create_task(a.append(sid, payload_for(sid, 0, 300), 1))
     await wait_until(lambda: len(held) == 1, message="sealed, its upload waiting in PUT")
     second = asyncio.create_task(a.append(sid, payload_for(sid, 1, 300), 1))
