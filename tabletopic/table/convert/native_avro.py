@@ -26,7 +26,6 @@ caller then decodes that block per record, which isolates the bad records for ``
 from __future__ import annotations
 
 import json
-import logging
 import os
 import struct
 import tempfile
@@ -37,9 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tabletopic.table.convert.native_column import present_values, spread
-
-log = logging.getLogger(__name__)
+from tabletopic.table.convert.native_column import decode_column
 
 # Below this many datums the per-record decoder is as fast (DataFusion costs ~1 ms per call).
 MIN_NATIVE_DATUMS = 256
@@ -157,9 +154,11 @@ class NativeAvroColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record (any decode error, or a shape that does not reshape exactly)."""
-        present, binary = present_values(payloads, column)
-        if len(present) < MIN_NATIVE_DATUMS:
-            return None
+        return decode_column(payloads, skip, column, MIN_NATIVE_DATUMS, self.decode_binary, "Avro datums")
+
+    def decode_binary(self, binary: pa.BinaryArray, skip: int = 0) -> pa.Array:
+        """Every datum of ``binary`` (no nulls) from byte ``skip`` on as ``target``; raises on any
+        error (a corrupt datum, a misaligned read, a shape that does not reshape exactly)."""
         if skip:
             binary = pc.binary_slice(binary, skip, (1 << 31) - 1)
         binary = pc.binary_join_element_wise(binary, pa.scalar(_GUARD, pa.binary()), b"")
@@ -171,22 +170,11 @@ class NativeAvroColumn:
         start, end = bounds[0].as_py(), bounds[-1].as_py()
         body = memoryview(data)[start:end] if data is not None else memoryview(b"")
         block = b"".join((self._header, _zigzag(len(binary)), _zigzag(end - start), body, _SYNC))
-        try:
-            table = self._read(block)
-            guard = table.column(_GUARD_FIELD)
-            if table.num_rows != len(binary) or not pc.all(pc.equal(guard, _GUARD)).as_py():
-                log.debug("native Avro decode of %d datums misaligned; decoding per record", len(binary))
-                return None
-            array = reshape(
-                table.drop_columns([_GUARD_FIELD]).to_struct_array().combine_chunks(), self._target
-            )
-        except _Unsupported as exc:
-            log.debug("native Avro decode falls back per record: %s", exc)
-            return None
-        except Exception as exc:  # a corrupt datum: decode per record to find it
-            log.debug("native Avro decode of %d datums failed (%s); decoding per record", len(binary), exc)
-            return None
-        return spread(array, present, len(payloads))
+        table = self._read(block)
+        guard = table.column(_GUARD_FIELD)
+        if table.num_rows != len(binary) or not pc.all(pc.equal(guard, _GUARD)).as_py():
+            raise ValueError(f"{table.num_rows} rows misaligned with {len(binary)} datums")
+        return reshape(table.drop_columns([_GUARD_FIELD]).to_struct_array().combine_chunks(), self._target)
 
     def _read(self, block: bytes) -> pa.Table:
         with tempfile.NamedTemporaryFile(suffix=".avro", dir=_scratch_dir()) as scratch:

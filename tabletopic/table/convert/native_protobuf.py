@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor as FD
 
-from tabletopic.table.convert.native_column import present_values, spread
+from tabletopic.table.convert.native_column import decode_column
 
 log = logging.getLogger(__name__)
 
@@ -89,23 +89,15 @@ class NativeProtobufColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record (any decode error, or a shape that does not reshape exactly)."""
-        present, binary = present_values(payloads, column)
-        if len(present) < MIN_NATIVE_MESSAGES:
-            return None
+        return decode_column(
+            payloads, skip, column, MIN_NATIVE_MESSAGES, self.decode_binary, "Protobuf messages"
+        )
+
+    def decode_binary(self, binary: pa.BinaryArray, skip: int = 0) -> pa.Array:
+        """Every message of ``binary`` (no nulls) from byte ``skip`` on as ``target``; raises on any
+        error."""
         if skip:
             binary = pc.binary_slice(binary, skip, (1 << 31) - 1)
-        try:
-            array = self.decode_binary(binary)
-        except _Unsupported as exc:
-            log.debug("native Protobuf decode falls back per record: %s", exc)
-            return None
-        except Exception as exc:  # a corrupt message: decode per record to find it
-            log.debug("native Protobuf decode of %d messages failed (%s); per record", len(binary), exc)
-            return None
-        return spread(array, present, len(payloads))
-
-    def decode_binary(self, binary: pa.BinaryArray) -> pa.Array:
-        """Every message of ``binary`` (no nulls) as ``target``; raises on any error."""
         batch = self._handler.array_to_record_batch(binary)
         if batch.num_rows != len(binary):
             raise ValueError(f"{batch.num_rows} rows from {len(binary)} messages")

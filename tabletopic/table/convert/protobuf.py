@@ -21,6 +21,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from tabletopic.schema_registry.lookup import RegisteredSchema
 from tabletopic.table.convert.arrowutil import values_to_array
+from tabletopic.table.convert.native_column import NativeFirstDecoder
 
 FD = FieldDescriptor
 _UNSIGNED_64 = {FD.TYPE_UINT64, FD.TYPE_FIXED64}
@@ -152,7 +153,7 @@ def _single(f: FieldDescriptor, type_: pa.DataType) -> Callable[[Any], Any] | No
     return _scalar_fix(f, type_)
 
 
-class ProtobufDecoder:
+class ProtobufDecoder(NativeFirstDecoder):
     """Decodes serialized Protobuf messages (no wire-format header) of one message type."""
 
     def __init__(self, desc: Descriptor, native: bool = True) -> None:
@@ -160,21 +161,11 @@ class ProtobufDecoder:
         self.is_record = True
         self._cls = message_factory.GetMessageClass(desc)
         self._convert = _message_converter(desc, self.arrow_type)
-        self._native = None
         if native:
             from tabletopic.table.convert.native_protobuf import compile_native
 
             # Whole columns in native code (~20x); a chunk it cannot decode comes back per record.
             self._native = compile_native(desc, self.arrow_type)
-
-    def decode(
-        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
-    ) -> tuple[pa.Array, dict[int, str]]:
-        if self._native is not None:
-            array = self._native.decode(payloads, skip, column)
-            if array is not None:
-                return array, {}
-        return self.decode_per_record(payloads, skip)
 
     def decode_per_record(
         self, payloads: Sequence[bytes | None], skip: int = 0
