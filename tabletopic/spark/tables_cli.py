@@ -210,16 +210,13 @@ def redrive_command(
     replayed DLQ offsets are committed with the rows, so running it again replays nothing twice)."""
     from tabletopic.table.ops.access import bootstrap_servers, open_catalog, record_converter
     from tabletopic.table.ops.redrive import RedriveError, redrive
-    from tabletopic.table.ops.topic_read import topic_configs
-    from tabletopic.table.table_config import TableTopicConfig
+    from tabletopic.table.ops.topic_read import table_topic_config
 
     cfg = _config(ctx)
     servers = bootstrap or bootstrap_servers(cfg)
     with ExitStack() as stack:
         try:
-            config = TableTopicConfig.from_topic_configs(topic_configs(servers, topic), topic=topic)
-            if not config.enabled:
-                raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
+            config = table_topic_config(servers, topic)
             catalog = open_catalog(cfg, stack)
             with progress_bar(quiet) as bar:
                 task = bar.add_task("reading dead letters", total=None)
@@ -281,8 +278,7 @@ def rebuild_command(
     from tabletopic.table.ops.access import bootstrap_servers, open_catalog, record_converter
     from tabletopic.table.ops.rebuild import RebuildError, rebuild, start_offsets
     from tabletopic.table.ops.rebuild import adopt as adopt_table
-    from tabletopic.table.ops.topic_read import open_consumer, topic_configs
-    from tabletopic.table.table_config import TableTopicConfig
+    from tabletopic.table.ops.topic_read import open_consumer, table_topic_config
 
     if from_offset is not None and from_timestamp is not None:
         err_console.print("[red]give --from-offset or --from-timestamp, not both[/red]")
@@ -291,9 +287,7 @@ def rebuild_command(
     servers = bootstrap or bootstrap_servers(cfg)
     with ExitStack() as stack:
         try:
-            config = TableTopicConfig.from_topic_configs(topic_configs(servers, topic), topic=topic)
-            if not config.enabled:
-                raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
+            config = table_topic_config(servers, topic)
             catalog = open_catalog(cfg, stack)
             if adopt:
                 starts = start_offsets(servers, topic, from_offset, from_timestamp)
