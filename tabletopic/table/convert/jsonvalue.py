@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tabletopic.table.convert.arrowutil import apply_fixup, values_to_array
+from tabletopic.table.convert.arrowutil import apply_fixup, decode_each, values_to_array
 from tabletopic.table.convert.native_column import NativeFirstDecoder
 
 
@@ -88,20 +88,9 @@ class JsonDecoder(NativeFirstDecoder):
         self, payloads: Sequence[bytes | None], skip: int = 0
     ) -> tuple[pa.Array, dict[int, str]]:
         """``json.loads`` per payload: slow, but it isolates each bad record."""
-        loads = json.loads
-        values: list[Any] = []
-        failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                values.append(None)
-                continue
-            try:
-                value = loads(payload[skip:] if skip else payload)
-            except (ValueError, UnicodeDecodeError) as exc:
-                failures[i] = f"invalid JSON: {exc}"
-                values.append(None)
-                continue
-            values.append(value)
+        values, failures = decode_each(
+            payloads, skip, json.loads, (ValueError, UnicodeDecodeError), lambda exc: f"invalid JSON: {exc}"
+        )
         apply_fixup(values, self._fix, failures)
         return values_to_array(values, self.arrow_type, self.arrow_type, failures), failures
 

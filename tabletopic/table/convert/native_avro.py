@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tabletopic.table.convert.native_column import decode_column
+from tabletopic.table.convert.native_column import decode_column, importable
 
 # Below this many datums the per-record decoder is as fast (DataFusion costs ~1 ms per call).
 MIN_NATIVE_DATUMS = 256
@@ -80,11 +80,7 @@ def _context() -> Any:
 
 @cache
 def available() -> bool:
-    try:
-        import datafusion  # noqa: F401
-    except ImportError:  # pragma: no cover - a pinned dependency; kept for slim installs
-        return False
-    return True
+    return importable("datafusion")
 
 
 def warm(rows: int = MIN_NATIVE_DATUMS) -> int:

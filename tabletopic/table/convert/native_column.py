@@ -5,6 +5,7 @@ output aligned with the per-record path row for row."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -13,6 +14,16 @@ from typing import Protocol
 import pyarrow as pa
 
 log = logging.getLogger(__name__)
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` (a native decoder's engine, a pinned dependency) imports here: slim
+    installs may lack it, and the decoders then decode per record."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def present_values(

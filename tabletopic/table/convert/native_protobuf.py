@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor as FD
 
-from tabletopic.table.convert.native_column import decode_column
+from tabletopic.table.convert.native_column import decode_column, importable
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +44,7 @@ class _Unsupported(Exception):
 
 @cache
 def available() -> bool:
-    try:
-        import ptars  # noqa: F401
-    except ImportError:  # pragma: no cover - a pinned dependency; kept for slim installs
-        return False
-    return True
+    return importable("ptars")
 
 
 def _plain(desc: Descriptor, ancestry: tuple[str, ...]) -> bool:

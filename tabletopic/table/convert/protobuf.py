@@ -20,7 +20,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from tabletopic.schema_registry.lookup import RegisteredSchema
-from tabletopic.table.convert.arrowutil import values_to_array
+from tabletopic.table.convert.arrowutil import decode_each, values_to_array
 from tabletopic.table.convert.native_column import NativeFirstDecoder
 
 FD = FieldDescriptor
@@ -171,18 +171,13 @@ class ProtobufDecoder(NativeFirstDecoder):
         self, payloads: Sequence[bytes | None], skip: int = 0
     ) -> tuple[pa.Array, dict[int, str]]:
         """One ``FromString`` per payload: slow, but it isolates each bad record."""
-        cls = self._cls
+        from_string = self._cls.FromString
         convert = self._convert
-        values: list[Any] = []
-        failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                values.append(None)
-                continue
-            try:
-                message = cls.FromString(payload[skip:] if skip else payload)
-                values.append(convert(message))
-            except Exception as exc:  # DecodeError, UnicodeDecodeError…
-                failures[i] = f"invalid Protobuf: {type(exc).__name__}: {exc}"
-                values.append(None)
+        values, failures = decode_each(
+            payloads,
+            skip,
+            lambda payload: convert(from_string(payload)),
+            (Exception,),  # DecodeError, UnicodeDecodeError…
+            lambda exc: f"invalid Protobuf: {type(exc).__name__}: {exc}",
+        )
         return values_to_array(values, self.arrow_type, self.arrow_type, failures), failures
