@@ -55,12 +55,15 @@ async def _form(request: Request) -> dict[str, str] | HTMLResponse:
     return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
 
 
-def _unconfirmed(data: dict[str, str], name: str, undone: str, what: str) -> HTMLResponse | None:
-    """The note for a destructive action whose form does not repeat ``name`` in its confirm field
-    (``undone``: "not deleted", say; ``what``: "the topic's name")."""
-    if str(data.get("confirm") or "") != name:
+async def _confirmed_form(
+    request: Request, name: str, undone: str, what: str
+) -> dict[str, str] | HTMLResponse:
+    """The form of a destructive action (:func:`_form`), or the note refusing it when its confirm
+    field does not repeat ``name`` (``undone``: "not deleted", say; ``what``: "the topic's name")."""
+    data = await _form(request)
+    if not isinstance(data, HTMLResponse) and str(data.get("confirm") or "") != name:
         return _note(f"{undone}: type {what} ({name}) to confirm", error=True)
-    return None
+    return data
 
 
 def _int(value: Any) -> int | None:
@@ -154,11 +157,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/groups/{group_id}/reset", response_class=HTMLResponse)
     async def reset(request: Request, group_id: str) -> Response:
-        data = await _form(request)
+        data = await _confirmed_form(request, group_id, "not reset", "the group's name")
         if isinstance(data, HTMLResponse):
             return data
-        if (unconfirmed := _unconfirmed(data, group_id, "not reset", "the group's name")) is not None:
-            return unconfirmed
         to = str(data.get("to") or "")
         value = _timestamp(data.get("value")) if to == "timestamp" else _int(data.get("value"))
         try:
@@ -176,11 +177,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/topics/{name}/delete", response_class=HTMLResponse)
     async def delete_topic(request: Request, name: str) -> Response:
-        data = await _form(request)
+        data = await _confirmed_form(request, name, "not deleted", "the topic's name")
         if isinstance(data, HTMLResponse):
             return data
-        if (unconfirmed := _unconfirmed(data, name, "not deleted", "the topic's name")) is not None:
-            return unconfirmed
         service = browser.sources.broker_service()
         if service is None:
             return _note("not deleted: the broker is not running", error=True)
@@ -234,8 +233,8 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
         name = str(data.get("name") or "")
         try:
             if action == "delete":
-                if (unconfirmed := _unconfirmed(data, name, "not deleted", "the user's name")) is not None:
-                    return unconfirmed
+                if str(data.get("confirm") or "") != name:
+                    return _note(f"not deleted: type the user's name ({name}) to confirm", error=True)
                 await run(browser.delete_scram_user, name)
                 return _note(f"user {name} deleted")
             user = ScramUser.model_validate(
