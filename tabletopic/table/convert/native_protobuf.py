@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor as FD
 
+from tabletopic.schema_registry.formats.protobuf.fields import is_repeated
 from tabletopic.table.convert.native_column import decode_column, importable
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,7 @@ def _reshape_field(array: pa.Array, field: FD, target: pa.DataType) -> pa.Array:
         keys = _reshape_single(array.keys, entry.fields_by_number[1], target.key_type)
         items = _reshape_single(array.items, entry.fields_by_number[2], target.item_type)
         return _with_mask(pa.MapArray.from_arrays(array.offsets, keys, items, type=target), array)
-    if _is_repeated(field):
+    if is_repeated(field):
         if not pa.types.is_list(target) or not pa.types.is_list(array.type):
             raise _Unsupported(f"{array.type} -> {target}")
         values = _reshape_single(array.values, field, target.value_type)
@@ -175,10 +176,3 @@ def _reshape_single(array: pa.Array, field: FD, target: pa.DataType) -> pa.Array
         return array.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise _Unsupported(f"{array.type} -> {target}: {exc}") from exc
-
-
-def _is_repeated(f: FD) -> bool:
-    repeated = getattr(f, "is_repeated", None)
-    if isinstance(repeated, bool):
-        return repeated
-    return bool(f.label == FD.LABEL_REPEATED)

@@ -19,6 +19,7 @@ import pyarrow as pa
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from tabletopic.schema_registry.formats.protobuf.fields import has_presence, is_repeated
 from tabletopic.schema_registry.lookup import RegisteredSchema
 from tabletopic.table.convert.arrowutil import decode_each, values_to_array
 from tabletopic.table.convert.native_column import NativeFirstDecoder
@@ -67,20 +68,6 @@ def message_arrow_type(desc: Descriptor) -> pa.StructType:
     return pa.struct(list(protobuf_to_arrow(desc)))
 
 
-def _is_repeated(f: FieldDescriptor) -> bool:
-    repeated = getattr(f, "is_repeated", None)  # protobuf >= 6 (upb) dropped ``label``
-    if isinstance(repeated, bool):
-        return repeated
-    return bool(f.label == FD.LABEL_REPEATED)
-
-
-def _has_presence(f: FieldDescriptor) -> bool:
-    presence = getattr(f, "has_presence", None)
-    if isinstance(presence, bool):
-        return presence
-    return f.type == FD.TYPE_MESSAGE or f.containing_oneof is not None
-
-
 def _message_converter(desc: Descriptor, type_: pa.DataType) -> Callable[[Any], Any]:
     """Message -> Python value of Arrow type ``type_`` (per the format module's mapping)."""
     name = desc.full_name
@@ -103,7 +90,7 @@ def _message_converter(desc: Descriptor, type_: pa.DataType) -> Callable[[Any], 
     for i in range(type_.num_fields):
         arrow_field = type_.field(i)
         f = desc.fields_by_name[arrow_field.name]
-        presence = _has_presence(f) and not _is_repeated(f)
+        presence = has_presence(f) and not is_repeated(f)
         plan.append((f.name, presence, _field_converter(f, arrow_field.type)))
 
     def convert(message: Any) -> dict[str, Any]:
@@ -131,7 +118,7 @@ def _scalar_fix(f: FieldDescriptor, type_: pa.DataType) -> Callable[[Any], Any] 
 
 
 def _field_converter(f: FieldDescriptor, type_: pa.DataType) -> Callable[[Any], Any] | None:
-    repeated = _is_repeated(f)
+    repeated = is_repeated(f)
     if repeated and f.message_type is not None and f.message_type.GetOptions().map_entry:
         key_conv = _single(f.message_type.fields_by_number[1], type_.key_type)
         value_conv = _single(f.message_type.fields_by_number[2], type_.item_type)
