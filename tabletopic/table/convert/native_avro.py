@@ -36,6 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tabletopic.records.encoder import zigzag
 from tabletopic.table.convert.native_column import decode_column, importable
 
 # Below this many datums the per-record decoder is as fast (DataFusion costs ~1 ms per call).
@@ -49,23 +50,13 @@ class _Unsupported(Exception):
     """The native reader's output cannot be reshaped to the per-record type exactly."""
 
 
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _header(schema_json: str) -> bytes:
     meta = {b"avro.schema": schema_json.encode(), b"avro.codec": b"null"}
     out = bytearray(b"Obj\x01")
-    out += _zigzag(len(meta))
+    out += zigzag(len(meta))
     for key, value in meta.items():
-        out += _zigzag(len(key)) + key + _zigzag(len(value)) + value
-    out += _zigzag(0) + _SYNC
+        out += zigzag(len(key)) + key + zigzag(len(value)) + value
+    out += zigzag(0) + _SYNC
     return bytes(out)
 
 
@@ -102,12 +93,12 @@ def warm(rows: int = MIN_NATIVE_DATUMS) -> int:
         for i, f in enumerate(fields):
             kind = f["type"]
             if kind in ("long", "int"):
-                datum += _zigzag((v * 7919 + i) << (24 if kind == "long" else 8))
+                datum += zigzag((v * 7919 + i) << (24 if kind == "long" else 8))
             elif kind == "double":
                 datum += struct.pack("<d", v / 7 + i)
             elif kind == "string":
                 text = b"w" * (4 + (v * 5 + i) % 28)
-                datum += _zigzag(len(text)) + text
+                datum += zigzag(len(text)) + text
             else:
                 datum.append((v + i) & 1)
         variants.append(bytes(datum))
@@ -165,7 +156,7 @@ class NativeAvroColumn:
         )
         start, end = bounds[0].as_py(), bounds[-1].as_py()
         body = memoryview(data)[start:end] if data is not None else memoryview(b"")
-        block = b"".join((self._header, _zigzag(len(binary)), _zigzag(end - start), body, _SYNC))
+        block = b"".join((self._header, zigzag(len(binary)), zigzag(end - start), body, _SYNC))
         table = self._read(block)
         guard = table.column(_GUARD_FIELD)
         if table.num_rows != len(binary) or not pc.all(pc.equal(guard, _GUARD)).as_py():
