@@ -1,9 +1,10 @@
-"""Stopping background tasks the same way everywhere."""
+"""Running and stopping background tasks the same way everywhere."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import logging
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 
@@ -17,3 +18,22 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
     for task in running:
         task.cancel()
     await asyncio.gather(*running, return_exceptions=True)
+
+
+async def run_every(
+    interval: Callable[[], float],
+    one_pass: Callable[[], Awaitable[Any]],
+    what: str,
+    log: logging.Logger,
+) -> None:
+    """Run ``one_pass`` after every ``interval()`` seconds (asked before each wait, so a changed
+    setting applies from the next one) until cancelled. A pass that fails is logged on ``log`` as
+    ``what`` and the next one runs after the next interval: one bad pass never stops the loop."""
+    while True:
+        await asyncio.sleep(interval())
+        try:
+            await one_pass()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s pass failed; retrying next interval", what)

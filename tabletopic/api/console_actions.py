@@ -45,11 +45,25 @@ def _refused(request: Request) -> HTMLResponse | None:
     return None
 
 
-async def _form(request: Request) -> dict[str, str]:
-    """An URL-encoded form (what htmx posts) as a dict of the last value of each field; parsed
-    here rather than with Starlette's ``request.form()``, which needs python-multipart."""
+async def _form(request: Request) -> dict[str, str] | HTMLResponse:
+    """An URL-encoded form (what htmx posts) as a dict of the last value of each field, or the
+    refusal to answer when another site's page sent it (every console action checks that first);
+    parsed here rather than with Starlette's ``request.form()``, which needs python-multipart."""
+    if (refused := _refused(request)) is not None:
+        return refused
     body = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", errors="replace")
     return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
+
+
+async def _confirmed_form(
+    request: Request, name: str, undone: str, what: str
+) -> dict[str, str] | HTMLResponse:
+    """The form of a destructive action (:func:`_form`), or the note refusing it when its confirm
+    field does not repeat ``name`` (``undone``: "not deleted", say; ``what``: "the topic's name")."""
+    data = await _form(request)
+    if not isinstance(data, HTMLResponse) and str(data.get("confirm") or "") != name:
+        return _note(f"{undone}: type {what} ({name}) to confirm", error=True)
+    return data
 
 
 def _int(value: Any) -> int | None:
@@ -121,9 +135,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/messages/produce", response_class=HTMLResponse)
     async def produce(request: Request) -> Response:
-        if (refused := _refused(request)) is not None:
-            return refused
         data = await _form(request)
+        if isinstance(data, HTMLResponse):
+            return data
         headers = {}
         for line in str(data.get("headers") or "").splitlines():
             key, sep, value = line.partition("=")
@@ -143,11 +157,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/groups/{group_id}/reset", response_class=HTMLResponse)
     async def reset(request: Request, group_id: str) -> Response:
-        if (refused := _refused(request)) is not None:
-            return refused
-        data = await _form(request)
-        if str(data.get("confirm") or "") != group_id:
-            return _note(f"not reset: type the group's name ({group_id}) to confirm", error=True)
+        data = await _confirmed_form(request, group_id, "not reset", "the group's name")
+        if isinstance(data, HTMLResponse):
+            return data
         to = str(data.get("to") or "")
         value = _timestamp(data.get("value")) if to == "timestamp" else _int(data.get("value"))
         try:
@@ -165,11 +177,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/topics/{name}/delete", response_class=HTMLResponse)
     async def delete_topic(request: Request, name: str) -> Response:
-        if (refused := _refused(request)) is not None:
-            return refused
-        data = await _form(request)
-        if str(data.get("confirm") or "") != name:
-            return _note(f"not deleted: type the topic's name ({name}) to confirm", error=True)
+        data = await _confirmed_form(request, name, "not deleted", "the topic's name")
+        if isinstance(data, HTMLResponse):
+            return data
         service = browser.sources.broker_service()
         if service is None:
             return _note("not deleted: the broker is not running", error=True)
@@ -198,9 +208,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/security/acls/{action}", response_class=HTMLResponse)
     async def acl(request: Request, action: str) -> Response:
-        if (refused := _refused(request)) is not None:
-            return refused
         data = await _form(request)
+        if isinstance(data, HTMLResponse):
+            return data
         try:
             entry = AclEntry.model_validate({k: str(v) for k, v in data.items() if v != ""})
         except ValueError as exc:
@@ -217,9 +227,9 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/security/users/{action}", response_class=HTMLResponse)
     async def user(request: Request, action: str) -> Response:
-        if (refused := _refused(request)) is not None:
-            return refused
         data = await _form(request)
+        if isinstance(data, HTMLResponse):
+            return data
         name = str(data.get("name") or "")
         try:
             if action == "delete":

@@ -3,8 +3,9 @@ yet, and the console must still render) and the node's own Prometheus registry."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
@@ -24,6 +25,18 @@ if TYPE_CHECKING:
     from tabletopic.table.coordinator import TopicPipeline
 
 
+T = TypeVar("T")
+
+
+def _if_started(read: Callable[[], T], missing: T) -> T:
+    """What ``read`` answers, or ``missing`` while the part it reads is not started: the console
+    renders during start-up and shutdown too."""
+    try:
+        return read()
+    except NotStarted:
+        return missing
+
+
 @dataclass
 class ConsoleSources:
     """The parts of a node the console shows. Every accessor answers ``None`` (or empty) for a part
@@ -37,40 +50,22 @@ class ConsoleSources:
     catalog: CatalogComponent | None = None
 
     def broker_service(self) -> BrokerService | None:
-        try:
-            return self.broker.service
-        except NotStarted:
-            return None
+        return _if_started(lambda: self.broker.service, None)
 
     def groups(self) -> GroupCoordinator | None:
-        try:
-            return self.broker.groups
-        except NotStarted:
-            return None
+        return _if_started(lambda: self.broker.groups, None)
 
     def pipelines(self) -> dict[str, TopicPipeline]:
-        if self.tables is None:
-            return {}
-        try:
-            return dict(self.tables.coordinator.pipelines)
-        except NotStarted:
-            return {}
+        tables = self.tables
+        return {} if tables is None else _if_started(lambda: dict(tables.coordinator.pipelines), {})
 
     def schema_registry(self) -> SchemaRegistry | None:
-        if self.registry is None:
-            return None
-        try:
-            return self.registry.registry
-        except NotStarted:
-            return None
+        registry = self.registry
+        return None if registry is None else _if_started(lambda: registry.registry, None)
 
     def iceberg_catalog(self) -> Catalog | None:
-        if self.catalog is None:
-            return None
-        try:
-            return self.catalog.catalog
-        except NotStarted:
-            return None
+        catalog = self.catalog
+        return None if catalog is None else _if_started(lambda: catalog.catalog, None)
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample of the node's Prometheus registry (``None`` when not exported)."""

@@ -24,7 +24,6 @@ What one cleaning keeps, as Kafka's cleaner:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from tabletopic.records.encoder import Record, build_batch
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, BatchHeader, parse_stored_header
 from tabletopic.s3stream.streams import StoredBatch, StreamError
+from tabletopic.tasks import run_every
 
 log = logging.getLogger(__name__)
 
@@ -142,14 +142,9 @@ class LogCleaner:
         self._cleaned: dict[int, tuple[int, float]] = {}  # stream -> (end offset, monotonic time)
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(int(self._broker.broker_config(BACKOFF_KEY)) / 1000)
-            try:
-                await self.clean_due()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("log cleaning pass failed; retrying next interval")
+        await run_every(
+            lambda: int(self._broker.broker_config(BACKOFF_KEY)) / 1000, self.clean_due, "log cleaning", log
+        )
 
     async def clean_due(self) -> int:
         """Clean every compacted partition that is due; returns the bytes rewritten."""

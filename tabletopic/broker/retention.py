@@ -16,7 +16,6 @@ partitions.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import enum
 import logging
@@ -28,6 +27,7 @@ from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.ports import PartitionHost
 from tabletopic.records.header import max_timestamp_of
 from tabletopic.s3stream.streams import StreamError, StreamNotFound
+from tabletopic.tasks import run_every
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +77,12 @@ class RetentionTask:
         self.skip_log = RateLimitedLog(log, SKIP_LOG_INTERVAL_S)
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self._broker.broker_config(settings.RETENTION_CHECK_INTERVAL_MS.name) / 1000)
-            try:
-                await self.enforce_all()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("retention pass failed; retrying next interval")
+        await run_every(
+            lambda: self._broker.broker_config(settings.RETENTION_CHECK_INTERVAL_MS.name) / 1000,
+            self.enforce_all,
+            "retention",
+            log,
+        )
 
     async def enforce_all(self) -> int:
         """One pass over every partition this broker leads; returns how many were trimmed."""

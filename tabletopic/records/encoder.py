@@ -148,11 +148,17 @@ def _nullable(data: bytes | None) -> bytes:
 
 
 def zigzag(value: int) -> bytes:
-    """``value`` as a zig-zag varint (what every length and delta in a record is)."""
-    raw = (value << 1) ^ (value >> 63)
+    """``value`` as a zig-zag varint (what every length and delta in a record is; Avro's longs are
+    the same encoding)."""
+    return uvarint((value << 1) ^ (value >> 63))
+
+
+def uvarint(value: int) -> bytes:
+    """``value`` (not negative) as an unsigned base-128 varint, low groups first (Kafka's compact
+    lengths of flexible versions, and the body of every zig-zag varint)."""
     out = bytearray()
-    while raw > 0x7F:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)

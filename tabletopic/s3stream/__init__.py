@@ -4,15 +4,15 @@ objects, compaction. Knows nothing of Kafka; see :mod:`tabletopic.s3stream.strea
 Readers outside the broker (Spark tasks) need only :func:`open_object_store` and :func:`fetch_slice`
 / :func:`read_slice`."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tabletopic.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tabletopic.s3stream.objects import fetch_slice, read_slice
     from tabletopic.s3stream.objectstore import open_object_store
 
-# Re-exports loaded on first use: importing a settings module of this package (every command loads
-# every key) must not pull in the heavy modules behind them.
+# Re-exports loaded on first use (see tabletopic.lazy_exports).
 _EXPORTS = {
     "fetch_slice": "tabletopic.s3stream.objects",
     "read_slice": "tabletopic.s3stream.objects",
@@ -21,9 +21,4 @@ _EXPORTS = {
 
 __all__ = ["fetch_slice", "open_object_store", "read_slice"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

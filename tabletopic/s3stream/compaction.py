@@ -58,6 +58,7 @@ from tabletopic.s3stream.objects import (
 from tabletopic.s3stream.semantics import check_rewrite
 from tabletopic.s3stream.state import StoreState
 from tabletopic.s3stream.streams import BatchTransform, StoredBatch, StreamError, StreamFenced
+from tabletopic.tasks import run_every
 
 log = logging.getLogger(__name__)
 
@@ -107,16 +108,12 @@ class Compactor:
 
     async def run_forever(self) -> None:
         interval = self.settings.compaction_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval)
-            if not self.active():
-                continue
-            try:
+
+        async def pass_when_active() -> None:
+            if self.active():
                 await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("compaction pass failed; retrying next interval")
+
+        await run_every(lambda: interval, pass_when_active, "compaction", log)
 
     async def run_once(self) -> CompactionReport:
         async with self._lock:

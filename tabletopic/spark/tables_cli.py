@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,10 +25,12 @@ from tabletopic.table.cli import app as tables_app
 from tabletopic.table.ops.progress import VerifyProgress
 
 if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
     from tabletopic.config import Config
     from tabletopic.table.ops.verify import TableCoverage, VerifyReport
+    from tabletopic.table.table_config import TableTopicConfig
 
 # Tables with more live rows than this are checked with Spark under --engine auto.
 SPARK_ROWS_THRESHOLD = 5_000_000
@@ -86,6 +90,45 @@ def progress_bar(quiet: bool) -> Progress:
         disable=quiet,
         transient=True,
     )
+
+
+@dataclass(frozen=True)
+class _TableOperation:
+    """What a command acting on a table topic's table works with (:func:`_table_operation`)."""
+
+    cfg: Config
+    servers: str
+    config: TableTopicConfig
+    catalog: Catalog
+
+
+@contextmanager
+def _table_operation(
+    ctx: typer.Context, topic: str, bootstrap: str | None, failure: type[Exception]
+) -> Iterator[_TableOperation]:
+    """The node's configuration, bootstrap servers, TOPIC's table config (refusing a topic that is
+    not a table topic) and the open catalog, for the commands that write a table (redrive, rebuild);
+    their refusals (``failure``, LookupError, ValueError) end the command with exit code 1."""
+    from tabletopic.table.ops.access import bootstrap_servers, open_catalog
+    from tabletopic.table.ops.topic_read import table_topic_config
+
+    cfg = _config(ctx)
+    servers = bootstrap or bootstrap_servers(cfg)
+    with ExitStack() as stack:
+        try:
+            config = table_topic_config(servers, topic)
+            yield _TableOperation(cfg, servers, config, open_catalog(cfg, stack))
+        except (LookupError, ValueError, failure) as exc:
+            err_console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(1) from exc
+
+
+@contextmanager
+def _counted(quiet: bool, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar of unknown total labelled ``label``, as the callback that advances it."""
+    with progress_bar(quiet) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda n: bar.advance(task, n)
 
 
 def _spark_engine(cfg: Config, stack: ExitStack) -> Any:
@@ -208,39 +251,28 @@ def redrive_command(
 ) -> None:
     """Replay TOPIC's dead letters into its table, exactly once, once their cause is fixed (the
     replayed DLQ offsets are committed with the rows, so running it again replays nothing twice)."""
-    from tabletopic.table.ops.access import bootstrap_servers, open_catalog, record_converter
+    from tabletopic.table.ops.access import record_converter
     from tabletopic.table.ops.redrive import RedriveError, redrive
-    from tabletopic.table.ops.topic_read import topic_configs
-    from tabletopic.table.table_config import TableTopicConfig
 
-    cfg = _config(ctx)
-    servers = bootstrap or bootstrap_servers(cfg)
-    with ExitStack() as stack:
-        try:
-            config = TableTopicConfig.from_topic_configs(topic_configs(servers, topic), topic=topic)
-            if not config.enabled:
-                raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
-            catalog = open_catalog(cfg, stack)
-            with progress_bar(quiet) as bar:
-                task = bar.add_task("reading dead letters", total=None)
-                result = redrive(
-                    servers,
-                    catalog,
-                    topic,
-                    config,
-                    record_converter(cfg, config),
-                    skip_failing=skip_failing,
-                    progress=lambda n: bar.advance(task, n),
-                )
-        except (LookupError, ValueError, RedriveError) as exc:
-            err_console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(1) from exc
+    with (
+        _table_operation(ctx, topic, bootstrap, RedriveError) as op,
+        _counted(quiet, "reading dead letters") as progress,
+    ):
+        result = redrive(
+            op.servers,
+            op.catalog,
+            topic,
+            op.config,
+            record_converter(op.cfg, op.config),
+            skip_failing=skip_failing,
+            progress=progress,
+        )
     if result.snapshot_id is None:
-        console.print(f"nothing to redrive: no new dead letters in {config.dlq_topic}")
+        console.print(f"nothing to redrive: no new dead letters in {op.config.dlq_topic}")
         return
     console.print(
         f"redrove {result.replayed} dead letters of {topic} into the table at snapshot {result.snapshot_id} "
-        f"(DLQ {config.dlq_topic} offsets now {result.dlq_offsets})",
+        f"(DLQ {op.config.dlq_topic} offsets now {result.dlq_offsets})",
         highlight=False,
     )
     if result.still_failing:
@@ -278,55 +310,43 @@ def rebuild_command(
     pipeline keeps committing (an interrupted rebuild resumes), or adopt an existing table."""
     from confluent_kafka import TopicPartition
 
-    from tabletopic.table.ops.access import bootstrap_servers, open_catalog, record_converter
+    from tabletopic.table.ops.access import record_converter
     from tabletopic.table.ops.rebuild import RebuildError, rebuild, start_offsets
     from tabletopic.table.ops.rebuild import adopt as adopt_table
-    from tabletopic.table.ops.topic_read import open_consumer, topic_configs
-    from tabletopic.table.table_config import TableTopicConfig
+    from tabletopic.table.ops.topic_read import open_consumer
 
     if from_offset is not None and from_timestamp is not None:
         err_console.print("[red]give --from-offset or --from-timestamp, not both[/red]")
         raise typer.Exit(2)
-    cfg = _config(ctx)
-    servers = bootstrap or bootstrap_servers(cfg)
-    with ExitStack() as stack:
-        try:
-            config = TableTopicConfig.from_topic_configs(topic_configs(servers, topic), topic=topic)
-            if not config.enabled:
-                raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
-            catalog = open_catalog(cfg, stack)
-            if adopt:
-                starts = start_offsets(servers, topic, from_offset, from_timestamp)
-                if from_offset is None and from_timestamp is None:  # from now on: the high watermarks
-                    consumer = open_consumer(servers)
-                    try:
-                        starts = {
-                            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                            for p in starts
-                        }
-                    finally:
-                        consumer.close()
-                snapshot = adopt_table(catalog, topic, config, starts, _topic_id(servers, topic))
-                console.print(
-                    f"adopted the table for {topic} at snapshot {snapshot}; ingest continues from {starts}"
-                )
-                return
-            starts = start_offsets(servers, topic, from_offset, from_timestamp)
-            with progress_bar(quiet) as bar:
-                task = bar.add_task("rebuilding", total=None)
-                result = rebuild(
-                    servers,
-                    catalog,
-                    topic,
-                    config,
-                    record_converter(cfg, config),
-                    starts,
-                    round_records=round_records,
-                    progress=lambda n: bar.advance(task, n),
-                )
-        except (LookupError, ValueError, RebuildError) as exc:
-            err_console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(1) from exc
+    with _table_operation(ctx, topic, bootstrap, RebuildError) as op:
+        servers = op.servers
+        starts = start_offsets(servers, topic, from_offset, from_timestamp)
+        if adopt:
+            if from_offset is None and from_timestamp is None:  # from now on: the high watermarks
+                consumer = open_consumer(servers)
+                try:
+                    starts = {
+                        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                        for p in starts
+                    }
+                finally:
+                    consumer.close()
+            snapshot = adopt_table(op.catalog, topic, op.config, starts, _topic_id(servers, topic))
+            console.print(
+                f"adopted the table for {topic} at snapshot {snapshot}; ingest continues from {starts}"
+            )
+            return
+        with _counted(quiet, "rebuilding") as progress:
+            result = rebuild(
+                servers,
+                op.catalog,
+                topic,
+                op.config,
+                record_converter(op.cfg, op.config),
+                starts,
+                round_records=round_records,
+                progress=progress,
+            )
     console.print(
         f"rebuilt the table of {topic}: {result.rows} rows in {result.rounds} rounds"
         f"{' (resumed)' if result.resumed else ''}; swapped in at snapshot {result.snapshot_id}, "

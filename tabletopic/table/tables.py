@@ -20,6 +20,7 @@ from tabletopic.table.convert.rows import (
     METADATA_COLUMN,
     METADATA_TYPE,
 )
+from tabletopic.table.convert.unify import unify_schemas
 from tabletopic.table.ports import TopicView
 from tabletopic.table.schema_evolution import (
     IncompatibleTableSchema,
@@ -184,6 +185,25 @@ def ensure_schema(
     if changes:
         log.info("evolved schema of %s.%s: %s", *ident, "; ".join(str(c) for c in changes))
     return table
+
+
+def table_for_batches(
+    catalog: Catalog,
+    ident: tuple[str, str],
+    table: Table | None,
+    batches: Sequence[pa.RecordBatch],
+    config: TableTopicConfig,
+) -> Table:
+    """The table created or evolved to hold every one of ``batches`` (their schemas unified), loaded
+    again for the evolved schema: what the operations that write their own rows outside the
+    pipeline (rebuild, redrive) do before writing them.
+
+    Raises:
+        SchemaConflict: the batches' schemas cannot be unified.
+        IncompatibleTableSchema: the data changed a column in a way Iceberg cannot evolve.
+    """
+    ensure_schema(catalog, ident, table, unify_schemas([b.schema for b in batches]), config)
+    return catalog.load_table(ident)
 
 
 # The columns every row has whatever its key and value decode to: enough to create the table (and so

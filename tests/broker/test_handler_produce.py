@@ -85,54 +85,35 @@ async def test_retried_idempotent_batch_returns_original_offset_without_appendin
     assert broker_service.high_watermark("t", 0) == 2
 
 
-async def test_sequence_gap_is_out_of_order(broker_service) -> None:
+async def _produce_as_producer_7(broker, epoch: int, sequence: int) -> ErrorCode:  # type: ignore[no-untyped-def]
+    """Produce one record to t/0 as idempotent producer 7 at `epoch`, starting at `sequence`."""
+    batch = make_batch([b"x"], producer_id=7, producer_epoch=epoch, base_sequence=sequence)
+    return _partition(await call(broker, produce_request("t", 0, batch))).error_code
+
+
+@pytest.mark.parametrize(
+    ("first_epoch", "epoch", "sequence", "expected"),
+    [
+        pytest.param(0, 0, 5, ErrorCode.out_of_order_sequence_number, id="sequence-gap-is-out-of-order"),
+        pytest.param(3, 2, 1, ErrorCode.invalid_producer_epoch, id="stale-epoch-is-fenced"),
+        pytest.param(0, 1, 4, ErrorCode.out_of_order_sequence_number, id="new-epoch-not-at-zero"),
+        pytest.param(0, 1, 0, ErrorCode.none, id="new-epoch-at-zero"),
+    ],
+)
+async def test_a_producers_second_batch_is_checked_against_its_first(
+    broker_service, first_epoch: int, epoch: int, sequence: int, expected: ErrorCode
+) -> None:
     await _topic(broker_service)
-    await call(
-        broker_service,
-        produce_request("t", 0, make_batch([b"a"], producer_id=7, producer_epoch=0, base_sequence=0)),
-    )
-    gap = make_batch([b"c"], producer_id=7, producer_epoch=0, base_sequence=5)
-    result = _partition(await call(broker_service, produce_request("t", 0, gap)))
-    assert result.error_code is ErrorCode.out_of_order_sequence_number
+    assert await _produce_as_producer_7(broker_service, first_epoch, 0) is ErrorCode.none
+    assert await _produce_as_producer_7(broker_service, epoch, sequence) is expected
 
 
 async def test_old_sequence_outside_the_cache_is_out_of_order(broker_service) -> None:
     """As Kafka answers; DUPLICATE_SEQUENCE_NUMBER would make librdkafka report the batch written."""
     await _topic(broker_service)
     for seq in range(8):
-        batch = make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=seq)
-        assert (
-            _partition(await call(broker_service, produce_request("t", 0, batch))).error_code
-            is ErrorCode.none
-        )
-    old = make_batch([b"x"], producer_id=7, producer_epoch=0, base_sequence=1)
-    result = _partition(await call(broker_service, produce_request("t", 0, old)))
-    assert result.error_code is ErrorCode.out_of_order_sequence_number
-
-
-async def test_stale_producer_epoch_is_fenced(broker_service) -> None:
-    await _topic(broker_service)
-    await call(
-        broker_service,
-        produce_request("t", 0, make_batch([b"a"], producer_id=7, producer_epoch=3, base_sequence=0)),
-    )
-    stale = make_batch([b"b"], producer_id=7, producer_epoch=2, base_sequence=1)
-    result = _partition(await call(broker_service, produce_request("t", 0, stale)))
-    assert result.error_code is ErrorCode.invalid_producer_epoch
-
-
-async def test_new_epoch_must_restart_at_sequence_zero(broker_service) -> None:
-    await _topic(broker_service)
-    await call(
-        broker_service,
-        produce_request("t", 0, make_batch([b"a"], producer_id=7, producer_epoch=0, base_sequence=0)),
-    )
-    bad = make_batch([b"b"], producer_id=7, producer_epoch=1, base_sequence=4)
-    good = make_batch([b"b"], producer_id=7, producer_epoch=1, base_sequence=0)
-    assert _partition(await call(broker_service, produce_request("t", 0, bad))).error_code is (
-        ErrorCode.out_of_order_sequence_number
-    )
-    assert _partition(await call(broker_service, produce_request("t", 0, good))).error_code is ErrorCode.none
+        assert await _produce_as_producer_7(broker_service, 0, seq) is ErrorCode.none
+    assert await _produce_as_producer_7(broker_service, 0, 1) is ErrorCode.out_of_order_sequence_number
 
 
 async def test_log_append_time_topic_stamps_batches_and_keeps_crc_valid(broker_service) -> None:

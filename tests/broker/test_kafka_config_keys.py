@@ -37,6 +37,13 @@ def _describe(admin: AdminClient, kind: ResourceType, name: str) -> dict[str, st
     return {n: e.value for n, e in admin.describe_configs([resource])[resource].result(30).items()}
 
 
+def _assert_broker_keys_set(admin: AdminClient, keys: dict[str, str]) -> None:
+    """Sets `keys` on broker 1 through IncrementalAlterConfigs and checks it reports them back."""
+    _alter(admin, ResourceType.BROKER, "1", *((k, v, SET) for k, v in keys.items()))
+    described = _describe(admin, ResourceType.BROKER, "1")
+    assert {k: described[k] for k in keys} == keys
+
+
 def test_kafka_broker_keys_are_accepted_and_reported(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     keys = {
@@ -47,9 +54,7 @@ def test_kafka_broker_keys_are_accepted_and_reported(bootstrap: str) -> None:
         "num.io.threads": "4",
     }
     try:
-        _alter(admin, ResourceType.BROKER, "1", *((k, v, SET) for k, v in keys.items()))
-        described = _describe(admin, ResourceType.BROKER, "1")
-        assert {k: described[k] for k in keys} == keys
+        _assert_broker_keys_set(admin, keys)
     finally:
         _alter(admin, ResourceType.BROKER, "1", *((k, None, DELETE) for k in keys))
     assert _describe(admin, ResourceType.BROKER, "1")["min.insync.replicas"] == "1"  # Kafka's default
@@ -67,9 +72,7 @@ def test_less_common_kafka_broker_keys_are_accepted_stored_and_reported(bootstra
         "group.consumer.heartbeat.interval.ms": "4000",
     }
     try:
-        _alter(admin, ResourceType.BROKER, "1", *((k, v, SET) for k, v in keys.items()))
-        described = _describe(admin, ResourceType.BROKER, "1")
-        assert {k: described[k] for k in keys} == keys
+        _assert_broker_keys_set(admin, keys)
         legacy = ConfigResource(ResourceType.BROKER, "1", set_config={"replica.fetch.wait.max.ms": "400"})
         admin.alter_configs([legacy])[legacy].result(30)
         assert _describe(admin, ResourceType.BROKER, "1")["replica.fetch.wait.max.ms"] == "400"

@@ -55,21 +55,33 @@ def test_user_list_parsing() -> None:
         parse_users(["nobody"])
 
 
-@pytest.mark.integration
-def test_confluent_kafka_authenticates_on_the_sasl_listener(broker_process: BrokerProcess) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
-    bootstrap = f"127.0.0.1:{broker_process.sasl_port}"
-    auth = {
+def _sasl_plain(user: str) -> dict[str, str]:
+    """Client settings for `user` (password `<user>-secret`, as the broker process lists them)
+    over SASL/PLAIN without TLS."""
+    return {
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "PLAIN",
-        "sasl.username": "alice",
-        "sasl.password": "alice-secret",
+        "sasl.username": user,
+        "sasl.password": f"{user}-secret",
     }
-    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+
+
+def _produce_one(bootstrap: str, auth: dict[str, str], topic: str, value: bytes) -> None:
+    from confluent_kafka import Producer
+
     producer = Producer({"bootstrap.servers": bootstrap, **auth})
-    producer.produce(topic, b"secret message")
+    producer.produce(topic, value)
     assert producer.flush(30) == 0
+
+
+@pytest.mark.integration
+def test_confluent_kafka_authenticates_on_the_sasl_listener(broker_process: BrokerProcess) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    bootstrap = f"127.0.0.1:{broker_process.sasl_port}"
+    auth = _sasl_plain("alice")
+    topic = f"sasl-{uuid.uuid4().hex[:8]}"
+    _produce_one(bootstrap, auth, topic, b"secret message")
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sasl", **auth})
     consumer.assign([TopicPartition(topic, 0, 0)])
     message = consumer.poll(15)
@@ -81,19 +93,12 @@ def test_confluent_kafka_authenticates_on_the_sasl_listener(broker_process: Brok
 def test_consumer_group_on_the_sasl_listener_finds_its_coordinator_there(
     broker_process: BrokerProcess,
 ) -> None:
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer
 
     bootstrap = f"127.0.0.1:{broker_process.sasl_port}"
-    auth = {
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": "bob",
-        "sasl.password": "bob-secret",
-    }
+    auth = _sasl_plain("bob")
     topic = f"sasl-group-{uuid.uuid4().hex[:8]}"
-    producer = Producer({"bootstrap.servers": bootstrap, **auth})
-    producer.produce(topic, b"for the group")
-    assert producer.flush(30) == 0
+    _produce_one(bootstrap, auth, topic, b"for the group")
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest", **auth}
     )

@@ -93,6 +93,16 @@ async def objects_harness(tmp_path: Path) -> AsyncIterator[StoreHarness]:
     await h.close_all()
 
 
+async def _stream_with_held_puts(
+    harness: StoreHarness, max_in_flight: int
+) -> tuple[S3StreamStore, int, HeldPuts]:
+    """A store that starts a batch object at once (no batching window) with `max_in_flight` upload
+    slots, one stream, and its PUTs held until the test releases them."""
+    store = await harness.open(object_batch_ms=0, object_max_in_flight=max_in_flight)
+    sid = await store.create_stream()
+    return store, sid, HeldPuts(store)
+
+
 async def test_a_lone_append_is_acknowledged_after_one_upload_not_after_a_window(
     objects_harness: StoreHarness,
 ) -> None:
@@ -104,33 +114,29 @@ async def test_a_lone_append_is_acknowledged_after_one_upload_not_after_a_window
 async def test_appends_arriving_during_an_upload_form_the_next_batch_object(
     objects_harness: StoreHarness,
 ) -> None:
-    store = await objects_harness.open(object_batch_ms=0, object_max_in_flight=1)
-    sid = await store.create_stream()
-    held = HeldPuts(store)
+    store, sid, held = await _stream_with_held_puts(objects_harness, max_in_flight=1)
     first = asyncio.ensure_future(store.append(sid, b"first", 1))
-    await wait_until(lambda: held.started == 1, interval=0.001, message="the first PUT started")
+    await held.wait_started(1)
     later = [asyncio.ensure_future(store.append(sid, b"later", 1)) for _ in range(5)]
     await asyncio.sleep(0.05)
     assert held.started == 1  # the only slot is busy: the later appends wait, together
     held.release(0)
     assert await first == 0
-    await wait_until(lambda: held.started == 2, interval=0.001, message="the next batch object started")
+    await held.wait_started(2)
     held.release(1)
     assert sorted(await asyncio.gather(*later)) == [1, 2, 3, 4, 5]
     assert held.started == 2  # five appends, one batch object
 
 
 async def test_uploads_in_flight_never_exceed_the_bound(objects_harness: StoreHarness) -> None:
-    store = await objects_harness.open(object_batch_ms=0, object_max_in_flight=2)
-    sid = await store.create_stream()
-    held = HeldPuts(store)
+    store, sid, held = await _stream_with_held_puts(objects_harness, max_in_flight=2)
     appends = []
     for i in range(6):
         appends.append(asyncio.ensure_future(store.append(sid, b"x%d" % i, 1)))
         await asyncio.sleep(0.02)
     assert held.started == 2
     held.release(0)
-    await wait_until(lambda: held.started == 3, interval=0.001, message="a freed slot starts the next")
+    await held.wait_started(3)
     held.release(1)
     held.release(2)
     await asyncio.sleep(0.02)
@@ -143,13 +149,11 @@ async def test_uploads_in_flight_never_exceed_the_bound(objects_harness: StoreHa
 async def test_acknowledgements_follow_offset_order_when_puts_finish_out_of_order(
     objects_harness: StoreHarness,
 ) -> None:
-    store = await objects_harness.open(object_batch_ms=0, object_max_in_flight=3)
-    sid = await store.create_stream()
-    held = HeldPuts(store)
+    store, sid, held = await _stream_with_held_puts(objects_harness, max_in_flight=3)
     first = asyncio.ensure_future(store.append(sid, b"first", 1))
-    await wait_until(lambda: held.started == 1, interval=0.001, message="first PUT")
+    await held.wait_started(1)
     second = asyncio.ensure_future(store.append(sid, b"second", 1))
-    await wait_until(lambda: held.started == 2, interval=0.001, message="second PUT")
+    await held.wait_started(2)
     held.release(1)  # the later object is stored first
     await asyncio.sleep(0.05)
     assert not second.done()  # its offsets follow the first's, which is not committed yet
@@ -163,9 +167,7 @@ async def test_acknowledgements_follow_offset_order_when_puts_finish_out_of_orde
 async def test_a_failed_put_fails_its_batch_and_the_later_ones_but_not_the_earlier(
     objects_harness: StoreHarness,
 ) -> None:
-    store = await objects_harness.open(object_batch_ms=0, object_max_in_flight=3)
-    sid = await store.create_stream()
-    held = HeldPuts(store)
+    store, sid, held = await _stream_with_held_puts(objects_harness, max_in_flight=3)
     appends = []
     for count in (1, 2, 3):
         appends.append(asyncio.ensure_future(store.append(sid, b"batch", 1)))
@@ -179,7 +181,7 @@ async def test_a_failed_put_fails_its_batch_and_the_later_ones_but_not_the_earli
     assert isinstance(results[2], StorageUnavailable)  # would follow a gap
     assert store.stream_info(sid).end_offset == 1
     again = asyncio.ensure_future(store.append(sid, b"again", 1))
-    await wait_until(lambda: held.started == 4, interval=0.001, message="a new upload")
+    await held.wait_started(4)
     held.release(3)
     assert await again == 1  # no gap where the failed batches were
 

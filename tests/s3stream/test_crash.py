@@ -132,16 +132,20 @@ def writer_spec(harness: StoreHarness, **extra: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(("wal_mode", "crash_at"), CRASH_POINTS, ids=[f"{m}-{p}" for m, p in CRASH_POINTS])
-async def test_kill_at_crash_point_loses_no_acknowledged_append(
-    tmp_path: Path, wal_mode: str, crash_at: str
-) -> None:
-    harness = make_harness(tmp_path, wal_mode, local_object_settings(tmp_path))
+async def _crash_once_and_verify(harness: StoreHarness, crash_at: str) -> None:
+    """Runs the writer until it dies at `crash_at`, then checks every append it acknowledged."""
     try:
         lines = run_writer(writer_spec(harness), crash_at)
         await verify(harness, lines)
     finally:
         await harness.close_all()
+
+
+@pytest.mark.parametrize(("wal_mode", "crash_at"), CRASH_POINTS, ids=[f"{m}-{p}" for m, p in CRASH_POINTS])
+async def test_kill_at_crash_point_loses_no_acknowledged_append(
+    tmp_path: Path, wal_mode: str, crash_at: str
+) -> None:
+    await _crash_once_and_verify(make_harness(tmp_path, wal_mode, local_object_settings(tmp_path)), crash_at)
 
 
 @pytest.mark.parametrize("wal_mode", ["local", "object"])
@@ -172,12 +176,7 @@ S3_CRASH_POINTS = [
 async def test_kill_on_s3_loses_no_acknowledged_append(
     tmp_path: Path, s3_settings: dict[str, str], wal_mode: str, crash_at: str
 ) -> None:
-    harness = make_harness(tmp_path, wal_mode, s3_object_settings(s3_settings))
-    try:
-        lines = run_writer(writer_spec(harness), crash_at)
-        await verify(harness, lines)
-    finally:
-        await harness.close_all()
+    await _crash_once_and_verify(make_harness(tmp_path, wal_mode, s3_object_settings(s3_settings)), crash_at)
 
 
 PG_CRASH_POINTS = [("object", "upload.after_put:10"), ("local", "compaction.after_commit:1")]

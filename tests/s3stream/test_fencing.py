@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tabletopic import database
+from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.streams import StreamFenced, StreamNotFound
 from tests.support.store_harness import StoreHarness, local_object_settings, payload_for
 from tests.support.waiting import wait_until
@@ -23,6 +24,32 @@ async def shared(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     h = StoreHarness(tmp_path, "object", local_object_settings(tmp_path), url)
     yield h
     await h.close_all()
+
+
+async def _owned_by_a_then_b_opens_it(shared: StoreHarness) -> tuple[S3StreamStore, S3StreamStore, int]:
+    """Two brokers' stores over the same metadata and a stream the first leads at epoch 1: the
+    second is the owner-to-be that a test lets take the stream over."""
+    a = await shared.open(owned_only=True)
+    b = await shared.open(owned_only=True)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    return a, b, sid
+
+
+def _hold_puts(store: S3StreamStore) -> tuple[asyncio.Event, list[object]]:
+    """Holds every PUT of `store` until the returned gate is set; the list records the PUTs that
+    started, so a test can take a stream over while its batch object is in flight."""
+    gate = asyncio.Event()
+    put = store.state.objects.put
+    held: list[object] = []
+
+    async def held_put(*args: object, **kwargs: object) -> object:
+        held.append(args)
+        await gate.wait()
+        return await put(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.state.objects.put = held_put  # type: ignore[method-assign]
+    return gate, held
 
 
 async def test_newer_epoch_takes_over_with_every_acknowledged_batch(shared: StoreHarness) -> None:
@@ -41,10 +68,7 @@ async def test_newer_epoch_takes_over_with_every_acknowledged_batch(shared: Stor
 
 
 async def test_deposed_owner_cannot_acknowledge_an_append(shared: StoreHarness) -> None:
-    a = await shared.open(owned_only=True)
-    b = await shared.open(owned_only=True)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
+    a, b, sid = await _owned_by_a_then_b_opens_it(shared)
     await a.append(sid, b"x" * 100, 1)
     await b.open_stream(sid, 2, owner=2)
     with pytest.raises(StreamFenced):
@@ -66,10 +90,7 @@ async def test_stale_epoch_open_is_rejected(shared: StoreHarness) -> None:
 
 
 async def test_deposed_owner_cannot_trim_or_close(shared: StoreHarness) -> None:
-    a = await shared.open(owned_only=True)
-    b = await shared.open(owned_only=True)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
+    a, b, sid = await _owned_by_a_then_b_opens_it(shared)
     await a.append(sid, b"x" * 100, 1)
     await a.append(sid, b"x" * 100, 1)
     await b.open_stream(sid, 2, owner=2)
@@ -102,16 +123,7 @@ async def test_fencing_one_stream_does_not_fail_the_others_in_the_same_batch_obj
     moved, kept = await a.create_stream(), await a.create_stream()
     await a.open_stream(moved, 1, owner=1)
     await a.open_stream(kept, 1, owner=1)
-    gate = asyncio.Event()
-    put = a.state.objects.put
-    held: list[object] = []
-
-    async def held_put(*args: object, **kwargs: object) -> object:
-        held.append(args)
-        await gate.wait()
-        return await put(*args, **kwargs)  # type: ignore[arg-type]
-
-    a.state.objects.put = held_put  # type: ignore[method-assign]
+    gate, held = _hold_puts(a)
     lost = asyncio.create_task(a.append(moved, b"m" * 100, 1))
     safe = asyncio.create_task(a.append(kept, b"k" * 100, 1))
     await wait_until(lambda: len(held) >= 1, message="both appends in one batch object's PUT")
@@ -133,17 +145,7 @@ async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(sha
     b = await shared.open(owned_only=True)
     sid = await a.create_stream()
     await a.open_stream(sid, 1, owner=1)
-    gate = asyncio.Event()
-    put = a.state.objects.put
-
-    held: list[object] = []
-
-    async def held_put(*args: object, **kwargs: object) -> object:
-        held.append(args)
-        await gate.wait()
-        return await put(*args, **kwargs)  # type: ignore[arg-type]
-
-    a.state.objects.put = held_put  # type: ignore[method-assign]
+    gate, held = _hold_puts(a)
     first = asyncio.create_task(a.append(sid, payload_for(sid, 0, 300), 1))
     await wait_until(lambda: len(held) == 1, message="sealed, its upload waiting in PUT")
     second = asyncio.create_task(a.append(sid, payload_for(sid, 1, 300), 1))
@@ -162,10 +164,7 @@ async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(sha
 async def test_every_owner_sees_the_epoch_history_of_the_owners_before_it(shared: StoreHarness) -> None:
     # What a new leader answers OffsetForLeaderEpoch from: each epoch begins where the stream's
     # committed end stood when its owner fenced the one before.
-    a = await shared.open(owned_only=True)
-    b = await shared.open(owned_only=True)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
+    a, b, sid = await _owned_by_a_then_b_opens_it(shared)
     await a.append(sid, payload_for(sid, 0, 100), 3)
     await b.open_stream(sid, 2, owner=2)
     await b.append(sid, payload_for(sid, 1, 100), 2)

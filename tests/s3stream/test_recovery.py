@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tabletopic.s3stream.direct_io import BLOCK
 from tabletopic.s3stream.objects import CorruptObject, fetch_slice
+from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.s3stream.wal import WalCorruption, segment_files
 from tabletopic.s3stream.wal_format import FRAME, RECORD, frame_header, header, scan_segment
 from tests.support.store_harness import StoreHarness, payload_for
@@ -28,6 +30,25 @@ def newest_with_records(harness: StoreHarness) -> tuple[Path, int, int]:
         if scan.records:
             return path, index, scan.end
     raise AssertionError("no WAL segment holds records")
+
+
+def damage_newest_segment(
+    harness: StoreHarness, damage: Callable[[bytearray, int], None]
+) -> tuple[Path, int]:
+    """Edits the newest segment holding records in place: ``damage`` gets its bytes and where its
+    frames end. Returns the segment's path and index."""
+    segment, index, end = newest_with_records(harness)
+    data = bytearray(segment.read_bytes())
+    damage(data, end)
+    segment.write_bytes(bytes(data))
+    return segment, index
+
+
+async def reopen_logging_wal_warnings(
+    harness: StoreHarness, caplog: pytest.LogCaptureFixture
+) -> S3StreamStore:
+    caplog.set_level(logging.WARNING, logger="tabletopic.s3stream.wal")
+    return await harness.open()
 
 
 async def crash_with_data_only_in_wal(harness: StoreHarness, count: int) -> int:
@@ -50,13 +71,13 @@ async def test_a_half_written_group_after_the_last_one_is_discarded_with_a_log_l
     local_harness: StoreHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
     sid = await crash_with_data_only_in_wal(local_harness, 10)
-    segment, _, end = newest_with_records(local_harness)
-    data = bytearray(segment.read_bytes())
-    garbage = b"\x00\x00\x02\x00garbage that a half-written frame leaves"
-    data[end : end + len(garbage)] = garbage
-    segment.write_bytes(bytes(data))
-    caplog.set_level(logging.WARNING, logger="tabletopic.s3stream.wal")
-    store = await local_harness.open()
+
+    def torn_frame(data: bytearray, end: int) -> None:
+        garbage = b"\x00\x00\x02\x00garbage that a half-written frame leaves"
+        data[end : end + len(garbage)] = garbage
+
+    damage_newest_segment(local_harness, torn_frame)
+    store = await reopen_logging_wal_warnings(local_harness, caplog)
     assert store.stream_info(sid).end_offset == 10
     assert [bytes(b.payload) for b in await store.fetch(sid, 0, 1 << 20)] == [
         payload_for(sid, i, 500) for i in range(10)
@@ -68,24 +89,25 @@ async def test_corrupted_bytes_in_the_newest_segment_stop_recovery_at_the_last_v
     local_harness: StoreHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
     sid = await crash_with_data_only_in_wal(local_harness, 10)
-    segment, _, end = newest_with_records(local_harness)
-    data = bytearray(segment.read_bytes())
-    frame = (end - BLOCK) // 10  # ten groups of one record each, all the same size
-    data[BLOCK + frame * 7 + 30] ^= 0xFF  # flip a payload byte of the 8th record
-    segment.write_bytes(bytes(data))
-    caplog.set_level(logging.WARNING, logger="tabletopic.s3stream.wal")
-    store = await local_harness.open()
+
+    def flip_a_byte_of_the_8th_record(data: bytearray, end: int) -> None:
+        frame = (end - BLOCK) // 10  # ten groups of one record each, all the same size
+        data[BLOCK + frame * 7 + 30] ^= 0xFF
+
+    damage_newest_segment(local_harness, flip_a_byte_of_the_8th_record)
+    store = await reopen_logging_wal_warnings(local_harness, caplog)
     assert store.stream_info(sid).end_offset == 7
     assert any("discarding" in r.getMessage() for r in caplog.records)
 
 
 async def test_damage_in_an_older_segment_refuses_to_start(local_harness: StoreHarness) -> None:
     sid = await crash_with_data_only_in_wal(local_harness, 4)
-    segment, index, end = newest_with_records(local_harness)
-    data = bytearray(segment.read_bytes())
-    data[end - 3] ^= 0xFF
-    data[end : end + FRAME.size] = bytes(FRAME.size)  # and as if it had been closed: no end frame
-    segment.write_bytes(bytes(data))
+
+    def damage_and_close(data: bytearray, end: int) -> None:
+        data[end - 3] ^= 0xFF
+        data[end : end + FRAME.size] = bytes(FRAME.size)  # and as if it had been closed: no end frame
+
+    segment, index = damage_newest_segment(local_harness, damage_and_close)
     # A newer segment holding a frame makes the damaged one an older segment: its tail held
     # acknowledged data, not a write cut by the crash.
     newer = index + 5

@@ -79,6 +79,23 @@ async def _payloads(store: S3StreamStore, sid: int) -> list[bytes]:
     return [bytes(b.payload) for b in await store.fetch(sid, 0, 1 << 22)]
 
 
+async def _stream_written_by_broker_1(brokers: Brokers, count: int) -> tuple[S3StreamStore, int, list[bytes]]:
+    """Broker 1's store with one stream it leads at epoch 1 and `count` appends in its WAL: where
+    every takeover test starts."""
+    a = await brokers.open(1)
+    sid = await a.create_stream()
+    await a.open_stream(sid, 1, owner=1)
+    return a, sid, await _write(a, sid, count)
+
+
+async def _assert_led_by(brokers: Brokers, node_id: int, sid: int, written: list[bytes]) -> None:
+    """The new leader `node_id` opens the stream (epoch 2) at the end of what was written and reads
+    back every acknowledged append once."""
+    b = await brokers.open(node_id)
+    assert (await b.open_stream(sid, 2, owner=node_id)).end_offset == len(written)
+    assert await _payloads(b, sid) == written
+
+
 async def test_takeover_commits_every_acknowledged_append_and_the_new_leader_opens_at_its_end(
     brokers: Brokers,
 ) -> None:
@@ -97,25 +114,17 @@ async def test_takeover_commits_every_acknowledged_append_and_the_new_leader_ope
 
 
 async def test_deposed_writer_acknowledges_nothing_after_the_fence(brokers: Brokers) -> None:
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 3)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 3)
     await asyncio.to_thread(brokers.recover, a, 1, 2)
     with pytest.raises(WalFenced):
         await a.append(sid, b"late" * 50, 1)
     with pytest.raises(StreamFenced):  # and every later append, with the error clients move on
         await a.append(sid, b"later" * 50, 1)
-    b = await brokers.open(2)
-    assert (await b.open_stream(sid, 2, owner=2)).end_offset == 3
-    assert await _payloads(b, sid) == written
+    await _assert_led_by(brokers, 2, sid, written)
 
 
 async def test_deposed_writers_late_upload_is_refused_after_the_takeover(brokers: Brokers) -> None:
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 3)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 3)
     await asyncio.to_thread(brokers.recover, a, 1, 2)
     await a.flush([sid])  # the deposed store's upload of the same data: its fence no longer holds
     assert not a.is_open(sid)
@@ -125,25 +134,17 @@ async def test_deposed_writers_late_upload_is_refused_after_the_takeover(brokers
 
 
 async def test_a_second_takeover_commits_nothing_again(brokers: Brokers) -> None:
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 4)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 4)
     first = await asyncio.to_thread(brokers.recover, a, 1, 2)
     second = await asyncio.to_thread(brokers.recover, a, 1, 3)
     assert (first.records, second.records) == (4, 0)
-    b = await brokers.open(2)
-    assert (await b.open_stream(sid, 2, owner=2)).end_offset == 4
-    assert await _payloads(b, sid) == written
+    await _assert_led_by(brokers, 2, sid, written)
 
 
 async def test_racing_recoverers_the_last_to_fence_wins_and_data_lands_once(
     brokers: Brokers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 4)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 4)
     assert a.wal_incarnation is not None
     directory = brokers.path / "1" / a.wal_incarnation
     read = shared_wal.read_wal
@@ -160,18 +161,13 @@ async def test_racing_recoverers_the_last_to_fence_wins_and_data_lands_once(
     assert WalFence(directory).read() is not None
     winner = await asyncio.to_thread(brokers.recover, a, 1, 3)
     assert winner.records == 4
-    b = await brokers.open(3)
-    assert (await b.open_stream(sid, 2, owner=3)).end_offset == 4
-    assert await _payloads(b, sid) == written
+    await _assert_led_by(brokers, 3, sid, written)
 
 
 async def test_recoverer_dying_before_its_commit_leaves_the_takeover_to_the_next(
     brokers: Brokers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 4)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 4)
 
     def dies(*_: Any) -> set[int]:
         raise SystemExit("recoverer killed after its PUT")
@@ -181,16 +177,11 @@ async def test_recoverer_dying_before_its_commit_leaves_the_takeover_to_the_next
         await asyncio.to_thread(brokers.recover, a, 1, 2)
     monkeypatch.undo()
     assert (await asyncio.to_thread(brokers.recover, a, 1, 3)).records == 4
-    b = await brokers.open(3)
-    assert (await b.open_stream(sid, 2, owner=3)).end_offset == 4
-    assert await _payloads(b, sid) == written
+    await _assert_led_by(brokers, 3, sid, written)
 
 
 async def test_restarted_broker_takes_back_its_earlier_wal_at_start(brokers: Brokers) -> None:
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 3)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 3)
     old = a.wal_incarnation
     # The same broker starts again while the first incarnation is abandoned (as after kill -9).
     again = await brokers.open(1)
@@ -231,10 +222,7 @@ async def test_a_wal_directory_not_mounted_here_is_never_taken_over_as_empty(
 async def test_a_handed_over_stream_is_closed_with_every_acknowledged_append_and_no_owner(
     brokers: Brokers,
 ) -> None:
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 3)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 3)
     late = asyncio.ensure_future(a.append(sid, b"in flight" * 10, 1))
     await asyncio.sleep(0)
     closing = asyncio.ensure_future(a.close_stream(sid))
@@ -258,10 +246,7 @@ async def test_a_hand_over_cancelled_while_uploading_leaves_its_appends_to_the_c
     """A broker stopping while it hands partitions over cancels the hand-over mid-upload; what the
     streams acknowledged must still be committed when the store closes (it was once left out of
     every upload and trimmed from the WAL, and the next leader reused its offsets)."""
-    a = await brokers.open(1)
-    sid = await a.create_stream()
-    await a.open_stream(sid, 1, owner=1)
-    written = await _write(a, sid, 3)
+    a, sid, written = await _stream_written_by_broker_1(brokers, 3)
     objects = a.state.objects
     put, putting, go_on = objects.put, asyncio.Event(), asyncio.Event()
 
@@ -279,6 +264,4 @@ async def test_a_hand_over_cancelled_while_uploading_leaves_its_appends_to_the_c
     assert a.is_open(sid)  # still held: closing the store uploads it
     go_on.set()
     await a.close()
-    b = await brokers.open(2)
-    assert (await b.open_stream(sid, 2, owner=2)).end_offset == 3
-    assert await _payloads(b, sid) == written
+    await _assert_led_by(brokers, 2, sid, written)

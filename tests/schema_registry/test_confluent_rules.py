@@ -48,20 +48,26 @@ def ctx(name: str) -> SerializationContext:
     return SerializationContext(name, MessageField.VALUE)
 
 
-def positive(field: str) -> RuleSet:
-    condition = Rule(
-        name="positive",
+def _rule(name: str, kind: RuleKind, mode: RuleMode, language: str, expr: str) -> Rule:
+    """An enabled rule with no doc, tags, params or success/failure actions: the client's Rule
+    takes every field by name."""
+    return Rule(
+        name=name,
         doc=None,
-        kind=RuleKind.CONDITION,
-        mode=RuleMode.WRITEREAD,
-        type="CEL",
+        kind=kind,
+        mode=mode,
+        type=language,
         tags=None,
         params=None,
-        expr=f"message.{field} > 0",
+        expr=expr,
         on_success=None,
         on_failure=None,
         disabled=False,
     )
+
+
+def positive(field: str) -> RuleSet:
+    condition = _rule("positive", RuleKind.CONDITION, RuleMode.WRITEREAD, "CEL", f"message.{field} > 0")
     return RuleSet(migration_rules=None, domain_rules=[condition])
 
 
@@ -167,18 +173,12 @@ def test_jsonata_migration_upgrades_old_data_to_the_major_version_asked_for(
     client.register_schema(
         subject, Schema(v1, "AVRO", metadata=Metadata(None, MetadataProperties({"major_version": "1"}), None))
     )
-    upgrade = Rule(
-        name="rename",
-        doc=None,
-        kind=RuleKind.TRANSFORM,
-        mode=RuleMode.UPGRADE,
-        type="JSONATA",
-        tags=None,
-        params=None,
-        expr="$merge([$sift($, function($v, $k) {$k != 'age'}), {'years': $.'age'}])",
-        on_success=None,
-        on_failure=None,
-        disabled=False,
+    upgrade = _rule(
+        "rename",
+        RuleKind.TRANSFORM,
+        RuleMode.UPGRADE,
+        "JSONATA",
+        "$merge([$sift($, function($v, $k) {$k != 'age'}), {'years': $.'age'}])",
     )
     client.register_schema(
         subject,

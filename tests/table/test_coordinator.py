@@ -9,39 +9,23 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from tabletopic import database
 from tabletopic.records.compression import Compression
 from tabletopic.records.encoder import Record, build_batch
-from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.commit import committed_state
 from tabletopic.table.coordinator import CoordinatorContext, TableCoordinator, TopicPipeline
 from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.job import JobResult, JobSpec
-from tabletopic.table.lease import LeaseManager
 from tabletopic.table.ports import PartitionView, TopicView
 from tabletopic.table.worker import TableWorker
+from tests.support.table_coordinator import Directory, start_coordinator_parts
 from tests.support.waiting import wait_until
-
-
-@dataclass
-class Directory:
-    """The broker's topic directory, reduced to what the pipeline reads."""
-
-    topics: dict[str, TopicView] = field(default_factory=dict)
-
-    def table_topics(self) -> list[TopicView]:
-        return [t for t in self.topics.values() if t.configs.get("automq.table.topic.enable") == "true"]
-
-    def topic(self, name: str) -> TopicView | None:
-        return self.topics.get(name)
 
 
 @dataclass
@@ -65,25 +49,9 @@ class Node:
 
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    engine = database.create_engine(database.default_url(tmp_path))
-    objects = LocalObjectStoreSpec(root=str(tmp_path / "objects"))
-    settings = StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal", upload_interval_ms=100)
-    store = S3StreamStore(settings, engine, open_object_store(objects))
-    await store.start()
-    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh")
-    directory = Directory()
-    ctx = CoordinatorContext(
-        directory=directory,
-        worker=TableWorker(store),
-        catalog=catalog,
-        runner=InProcessRunner(),
-        leases=LeaseManager(engine, "node-1"),
-        object_store_spec=objects,
-        schema_registry_url=None,
-    )
-    yield Node(store, catalog, directory, ctx)
-    await store.close()
-    engine.dispose()
+    parts = await start_coordinator_parts(tmp_path)
+    yield Node(parts.store, parts.catalog, parts.directory, parts.ctx)
+    await parts.close()
 
 
 def offsets_in_table(node: Node, name: str) -> list[tuple[int, int]]:

@@ -22,18 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.catalog.sql import SqlCatalog
 
-from tabletopic import database
 from tabletopic.records.encoder import Record, build_batch
-from tabletopic.s3stream.config import StoreSettings
-from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.commit import committed_state
 from tabletopic.table.coordinator import CoordinatorContext, PipelineState, TopicPipeline
-from tabletopic.table.ingest_task import InProcessRunner
-from tabletopic.table.lease import LeaseManager
 from tabletopic.table.ports import PartitionView, TopicView
-from tabletopic.table.worker import TableWorker
 from tests.support.schemas import MemoryLookup, wire
+from tests.support.table_coordinator import Directory, start_coordinator_parts
 
 pytestmark = pytest.mark.slow
 
@@ -44,17 +39,6 @@ VALUE_SCHEMA = {
 }
 _topics = itertools.count()
 _clock = itertools.count(1_700_000_000_000)
-
-
-@dataclass
-class Directory:
-    topics: dict[str, TopicView]
-
-    def table_topics(self) -> list[TopicView]:
-        return list(self.topics.values())
-
-    def topic(self, name: str) -> TopicView | None:
-        return self.topics.get(name)
 
 
 @dataclass(repr=False)  # a failing example prints its scenario, not the node's insides
@@ -111,25 +95,9 @@ async def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
     lookup = MemoryLookup()
     schema_id = lookup.register("values", "JSON", VALUE_SCHEMA)
     monkeypatch.setattr(client, "HttpSchemaLookup", lambda _url: lookup)
-    engine = database.create_engine(database.default_url(tmp_path))
-    objects = LocalObjectStoreSpec(root=str(tmp_path / "objects"))
-    settings_ = StoreSettings(wal_mode="local", wal_dir=tmp_path / "wal", upload_interval_ms=100)
-    store = S3StreamStore(settings_, engine, open_object_store(objects))
-    await store.start()
-    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh")
-    directory = Directory({})
-    ctx = CoordinatorContext(
-        directory=directory,
-        worker=TableWorker(store),
-        catalog=catalog,
-        runner=InProcessRunner(),
-        leases=LeaseManager(engine, "node-1"),
-        object_store_spec=objects,
-        schema_registry_url="http://registry.invalid",
-    )
-    yield Node(store, catalog, directory, ctx, schema_id)
-    await store.close()
-    engine.dispose()
+    parts = await start_coordinator_parts(tmp_path, "http://registry.invalid")
+    yield Node(parts.store, parts.catalog, parts.directory, parts.ctx, schema_id)
+    await parts.close()
 
 
 @pytest.mark.parametrize("native", [True, False])

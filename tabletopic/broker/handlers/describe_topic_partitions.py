@@ -9,7 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
-from tabletopic.broker.handlers.metadata import partition_entry
+from tabletopic.broker.handlers.metadata import found_topic_entry, partition_entry
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -46,16 +46,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
                 {**partition_entry(broker, name, index), "eligible_leader_replicas": [], "last_known_elr": []}
             )
             remaining -= 1
-        topics.append(
-            {
-                "error_code": ErrorCode.none,
-                "name": name,
-                "topic_id": topic.topic_id,
-                "is_internal": False,
-                "partitions": partitions,
-                "topic_authorized_operations": -2147483648,
-            }
-        )
+        topics.append(found_topic_entry(topic, partitions))
         if next_cursor is not None:
             break
     return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}

@@ -57,9 +57,15 @@ def topic_entry(broker: BrokerService, topic: Topic) -> dict[str, Any]:
                 "offline_replicas": [],
             }
         )
+    return found_topic_entry(topic, partitions)
+
+
+def found_topic_entry(topic: Topic, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+    """A topic that exists, with the partition entries given (Metadata and DescribeTopicPartitions
+    answer a topic alike; authorized operations are not computed)."""
     return {
         "error_code": ErrorCode.none,
-        "name": name,
+        "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": False,
         "partitions": partitions,

@@ -20,6 +20,8 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.records.encoder import uvarint
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">ihqq")  # partition_index, error_code, high_watermark, last_stable
@@ -61,16 +63,6 @@ class FetchedTopic:
     name: str | None
     topic_id: uuid.UUID
     partitions: Sequence[FetchedPartition]
-
-
-def uvarint(value: int) -> bytes:
-    """Kafka's unsigned varint (compact lengths of flexible versions), for the hand-written encoders."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def encode_fetch_response(

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from tabletopic.broker.protocol.fetch_encoder import uvarint
+from tabletopic.records.encoder import uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -3,15 +3,15 @@
 state (``store``), markers through the partitions' leaders (``markers``), and the partition side
 (last stable offset, aborted transactions) Fetch reads (``participants``, ``partitions``)."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tabletopic.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tabletopic.broker.transactions.coordinator import TransactionCoordinator, TxnError
     from tabletopic.broker.transactions.partitions import PartitionTransactions
 
-# Re-exports loaded on first use: importing a settings module of this package (every command loads
-# every key) must not pull in the heavy modules behind them.
+# Re-exports loaded on first use (see tabletopic.lazy_exports).
 _EXPORTS = {
     "TransactionCoordinator": "tabletopic.broker.transactions.coordinator",
     "TxnError": "tabletopic.broker.transactions.coordinator",
@@ -20,9 +20,4 @@ _EXPORTS = {
 
 __all__ = ["PartitionTransactions", "TransactionCoordinator", "TxnError"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -67,3 +67,27 @@ def apply_fixup(values: list[Any], fixup: Callable[[Any], Any] | None, failures:
         except (TypeError, ValueError, KeyError) as exc:
             failures[i] = f"cannot convert value: {exc}"
             values[i] = None
+
+
+def decode_each(
+    payloads: Sequence[bytes | None],
+    skip: int,
+    decode_one: Callable[[bytes], Any],
+    errors: tuple[type[Exception], ...],
+    describe: Callable[[Exception], str],
+) -> tuple[list[Any], dict[int, str]]:
+    """The decoders' per-record path: each payload from byte ``skip`` on through ``decode_one``
+    (None stays null); one raising ``errors`` is null, with ``describe(exc)`` as its failure.
+    Slow, but it isolates each bad record."""
+    values: list[Any] = []
+    failures: dict[int, str] = {}
+    for i, payload in enumerate(payloads):
+        if payload is None:
+            values.append(None)
+            continue
+        try:
+            values.append(decode_one(payload[skip:] if skip else payload))
+        except errors as exc:
+            failures[i] = describe(exc)
+            values.append(None)
+    return values, failures

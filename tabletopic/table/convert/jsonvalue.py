@@ -15,7 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from tabletopic.table.convert.arrowutil import apply_fixup, values_to_array
+from tabletopic.table.convert.arrowutil import apply_fixup, decode_each, values_to_array
+from tabletopic.table.convert.native_column import NativeFirstDecoder
 
 
 def json_schema_arrow_type(text: str, references: Sequence[tuple[str, str]] = ()) -> tuple[pa.DataType, bool]:
@@ -69,7 +70,7 @@ def _fallback_type(node: Any, root: dict[str, Any]) -> pa.DataType:
     return {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}.get(str(kind), pa.string())
 
 
-class JsonDecoder:
+class JsonDecoder(NativeFirstDecoder):
     """Decodes UTF-8 JSON payloads against a JSON Schema's Arrow type."""
 
     def __init__(
@@ -77,40 +78,19 @@ class JsonDecoder:
     ) -> None:
         self.arrow_type, self.is_record = json_schema_arrow_type(schema_text, references)
         self._fix = _fixers(self.arrow_type)
-        self._native = None
         if native:
             from tabletopic.table.convert.native_json import compile_native
 
             # Whole columns through Arrow's JSON reader; a chunk it refuses comes back per record.
             self._native = compile_native(self.arrow_type, self.is_record)
 
-    def decode(
-        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
-    ) -> tuple[pa.Array, dict[int, str]]:
-        if self._native is not None:
-            array = self._native.decode(payloads, skip, column)
-            if array is not None:
-                return array, {}
-        return self.decode_per_record(payloads, skip)
-
     def decode_per_record(
         self, payloads: Sequence[bytes | None], skip: int = 0
     ) -> tuple[pa.Array, dict[int, str]]:
         """``json.loads`` per payload: slow, but it isolates each bad record."""
-        loads = json.loads
-        values: list[Any] = []
-        failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                values.append(None)
-                continue
-            try:
-                value = loads(payload[skip:] if skip else payload)
-            except (ValueError, UnicodeDecodeError) as exc:
-                failures[i] = f"invalid JSON: {exc}"
-                values.append(None)
-                continue
-            values.append(value)
+        values, failures = decode_each(
+            payloads, skip, json.loads, (ValueError, UnicodeDecodeError), lambda exc: f"invalid JSON: {exc}"
+        )
         apply_fixup(values, self._fix, failures)
         return values_to_array(values, self.arrow_type, self.arrow_type, failures), failures
 

@@ -26,7 +26,6 @@ caller then decodes that block per record, which isolates the bad records for ``
 from __future__ import annotations
 
 import json
-import logging
 import os
 import struct
 import tempfile
@@ -37,9 +36,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tabletopic.table.convert.native_column import present_values, spread
-
-log = logging.getLogger(__name__)
+from tabletopic.records.encoder import zigzag
+from tabletopic.table.convert.native_column import decode_column, importable
 
 # Below this many datums the per-record decoder is as fast (DataFusion costs ~1 ms per call).
 MIN_NATIVE_DATUMS = 256
@@ -52,23 +50,13 @@ class _Unsupported(Exception):
     """The native reader's output cannot be reshaped to the per-record type exactly."""
 
 
-def _zigzag(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _header(schema_json: str) -> bytes:
     meta = {b"avro.schema": schema_json.encode(), b"avro.codec": b"null"}
     out = bytearray(b"Obj\x01")
-    out += _zigzag(len(meta))
+    out += zigzag(len(meta))
     for key, value in meta.items():
-        out += _zigzag(len(key)) + key + _zigzag(len(value)) + value
-    out += _zigzag(0) + _SYNC
+        out += zigzag(len(key)) + key + zigzag(len(value)) + value
+    out += zigzag(0) + _SYNC
     return bytes(out)
 
 
@@ -83,11 +71,7 @@ def _context() -> Any:
 
 @cache
 def available() -> bool:
-    try:
-        import datafusion  # noqa: F401
-    except ImportError:  # pragma: no cover - a pinned dependency; kept for slim installs
-        return False
-    return True
+    return importable("datafusion")
 
 
 def warm(rows: int = MIN_NATIVE_DATUMS) -> int:
@@ -109,12 +93,12 @@ def warm(rows: int = MIN_NATIVE_DATUMS) -> int:
         for i, f in enumerate(fields):
             kind = f["type"]
             if kind in ("long", "int"):
-                datum += _zigzag((v * 7919 + i) << (24 if kind == "long" else 8))
+                datum += zigzag((v * 7919 + i) << (24 if kind == "long" else 8))
             elif kind == "double":
                 datum += struct.pack("<d", v / 7 + i)
             elif kind == "string":
                 text = b"w" * (4 + (v * 5 + i) % 28)
-                datum += _zigzag(len(text)) + text
+                datum += zigzag(len(text)) + text
             else:
                 datum.append((v + i) & 1)
         variants.append(bytes(datum))
@@ -157,9 +141,11 @@ class NativeAvroColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record (any decode error, or a shape that does not reshape exactly)."""
-        present, binary = present_values(payloads, column)
-        if len(present) < MIN_NATIVE_DATUMS:
-            return None
+        return decode_column(payloads, skip, column, MIN_NATIVE_DATUMS, self.decode_binary, "Avro datums")
+
+    def decode_binary(self, binary: pa.BinaryArray, skip: int = 0) -> pa.Array:
+        """Every datum of ``binary`` (no nulls) from byte ``skip`` on as ``target``; raises on any
+        error (a corrupt datum, a misaligned read, a shape that does not reshape exactly)."""
         if skip:
             binary = pc.binary_slice(binary, skip, (1 << 31) - 1)
         binary = pc.binary_join_element_wise(binary, pa.scalar(_GUARD, pa.binary()), b"")
@@ -170,23 +156,12 @@ class NativeAvroColumn:
         )
         start, end = bounds[0].as_py(), bounds[-1].as_py()
         body = memoryview(data)[start:end] if data is not None else memoryview(b"")
-        block = b"".join((self._header, _zigzag(len(binary)), _zigzag(end - start), body, _SYNC))
-        try:
-            table = self._read(block)
-            guard = table.column(_GUARD_FIELD)
-            if table.num_rows != len(binary) or not pc.all(pc.equal(guard, _GUARD)).as_py():
-                log.debug("native Avro decode of %d datums misaligned; decoding per record", len(binary))
-                return None
-            array = reshape(
-                table.drop_columns([_GUARD_FIELD]).to_struct_array().combine_chunks(), self._target
-            )
-        except _Unsupported as exc:
-            log.debug("native Avro decode falls back per record: %s", exc)
-            return None
-        except Exception as exc:  # a corrupt datum: decode per record to find it
-            log.debug("native Avro decode of %d datums failed (%s); decoding per record", len(binary), exc)
-            return None
-        return spread(array, present, len(payloads))
+        block = b"".join((self._header, zigzag(len(binary)), zigzag(end - start), body, _SYNC))
+        table = self._read(block)
+        guard = table.column(_GUARD_FIELD)
+        if table.num_rows != len(binary) or not pc.all(pc.equal(guard, _GUARD)).as_py():
+            raise ValueError(f"{table.num_rows} rows misaligned with {len(binary)} datums")
+        return reshape(table.drop_columns([_GUARD_FIELD]).to_struct_array().combine_chunks(), self._target)
 
     def _read(self, block: bytes) -> pa.Table:
         with tempfile.NamedTemporaryFile(suffix=".avro", dir=_scratch_dir()) as scratch:

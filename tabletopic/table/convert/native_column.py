@@ -5,9 +5,25 @@ output aligned with the per-record path row for row."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` (a native decoder's engine, a pinned dependency) imports here: slim
+    installs may lack it, and the decoders then decode per record."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def present_values(
@@ -32,3 +48,58 @@ def spread(array: pa.Array, present: Sequence[int], count: int) -> pa.Array:
     for j, i in enumerate(present):
         where[i] = j
     return array.take(pa.array(where, pa.int64()))
+
+
+def decode_column(
+    payloads: Sequence[bytes | None],
+    skip: int,
+    column: pa.BinaryArray | None,
+    minimum: int,
+    decode_binary: Callable[[pa.BinaryArray, int], pa.Array],
+    what: str,
+) -> pa.Array | None:
+    """The steps every native decoder takes around its own ``decode_binary``: the present payloads
+    (fewer than ``minimum``: None, the per-record path is as fast), decoded from byte ``skip`` on,
+    spread back to one row per payload; None when ``decode_binary`` raises (a corrupt payload or a
+    shape it cannot give exactly: the per-record path finds which). ``what`` names the payloads in
+    the log line."""
+    present, binary = present_values(payloads, column)
+    if len(present) < minimum:
+        return None
+    try:
+        array = decode_binary(binary, skip)
+    except Exception as exc:
+        log.debug("native decode of %d %s failed (%s); decoding per record", len(binary), what, exc)
+        return None
+    return spread(array, present, len(payloads))
+
+
+class NativeColumn(Protocol):
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> pa.Array | None:
+        """The column decoded whole, or None when it has to be decoded per record."""
+
+
+class NativeFirstDecoder(ABC):
+    """A value decoder that decodes a column natively when it has a native decoder and the column
+    takes it, and per record otherwise (the JSON and Protobuf decoders; Avro has a columnar step
+    between the two)."""
+
+    _native: NativeColumn | None = None
+
+    def decode(
+        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
+    ) -> tuple[pa.Array, dict[int, str]]:
+        if self._native is not None:
+            array = self._native.decode(payloads, skip, column)
+            if array is not None:
+                return array, {}
+        return self.decode_per_record(payloads, skip)
+
+    @abstractmethod
+    def decode_per_record(
+        self, payloads: Sequence[bytes | None], skip: int = 0
+    ) -> tuple[pa.Array, dict[int, str]]:
+        """One array entry per payload, decoded one at a time: slow, but it isolates each bad
+        record (failures as ``{index: reason}``)."""

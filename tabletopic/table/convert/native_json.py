@@ -17,16 +17,13 @@ caller decodes the chunk per record, which keeps ``errors.tolerance`` isolating 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tabletopic.table.convert.native_column import present_values, spread
-
-log = logging.getLogger(__name__)
+from tabletopic.table.convert.native_column import decode_column
 
 MIN_NATIVE_VALUES = 64
 _PLAIN = (pa.int64(), pa.float64(), pa.bool_(), pa.string())
@@ -86,15 +83,7 @@ class NativeJsonColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record."""
-        present, binary = present_values(payloads, column)
-        if len(present) < MIN_NATIVE_VALUES:
-            return None
-        try:
-            array = self.decode_binary(binary, skip)
-        except Exception as exc:  # anything Arrow refuses: the per-record path decides per value
-            log.debug("native JSON decode of %d values failed (%s); per record", len(binary), exc)
-            return None
-        return spread(array, present, len(payloads))
+        return decode_column(payloads, skip, column, MIN_NATIVE_VALUES, self.decode_binary, "JSON values")
 
     def decode_binary(self, binary: pa.BinaryArray, skip: int = 0) -> pa.Array:
         """Every value of ``binary`` (no nulls) from byte ``skip`` on as ``target``; raises when the

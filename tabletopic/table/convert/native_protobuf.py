@@ -29,7 +29,8 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.descriptor import FieldDescriptor as FD
 
-from tabletopic.table.convert.native_column import present_values, spread
+from tabletopic.schema_registry.formats.protobuf.fields import is_repeated
+from tabletopic.table.convert.native_column import decode_column, importable
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +45,7 @@ class _Unsupported(Exception):
 
 @cache
 def available() -> bool:
-    try:
-        import ptars  # noqa: F401
-    except ImportError:  # pragma: no cover - a pinned dependency; kept for slim installs
-        return False
-    return True
+    return importable("ptars")
 
 
 def _plain(desc: Descriptor, ancestry: tuple[str, ...]) -> bool:
@@ -89,23 +86,15 @@ class NativeProtobufColumn:
     ) -> pa.Array | None:
         """The column as ``target`` (null where a payload is None), or None when it has to be
         decoded per record (any decode error, or a shape that does not reshape exactly)."""
-        present, binary = present_values(payloads, column)
-        if len(present) < MIN_NATIVE_MESSAGES:
-            return None
+        return decode_column(
+            payloads, skip, column, MIN_NATIVE_MESSAGES, self.decode_binary, "Protobuf messages"
+        )
+
+    def decode_binary(self, binary: pa.BinaryArray, skip: int = 0) -> pa.Array:
+        """Every message of ``binary`` (no nulls) from byte ``skip`` on as ``target``; raises on any
+        error."""
         if skip:
             binary = pc.binary_slice(binary, skip, (1 << 31) - 1)
-        try:
-            array = self.decode_binary(binary)
-        except _Unsupported as exc:
-            log.debug("native Protobuf decode falls back per record: %s", exc)
-            return None
-        except Exception as exc:  # a corrupt message: decode per record to find it
-            log.debug("native Protobuf decode of %d messages failed (%s); per record", len(binary), exc)
-            return None
-        return spread(array, present, len(payloads))
-
-    def decode_binary(self, binary: pa.BinaryArray) -> pa.Array:
-        """Every message of ``binary`` (no nulls) as ``target``; raises on any error."""
         batch = self._handler.array_to_record_batch(binary)
         if batch.num_rows != len(binary):
             raise ValueError(f"{batch.num_rows} rows from {len(binary)} messages")
@@ -148,7 +137,7 @@ def _reshape_field(array: pa.Array, field: FD, target: pa.DataType) -> pa.Array:
         keys = _reshape_single(array.keys, entry.fields_by_number[1], target.key_type)
         items = _reshape_single(array.items, entry.fields_by_number[2], target.item_type)
         return _with_mask(pa.MapArray.from_arrays(array.offsets, keys, items, type=target), array)
-    if _is_repeated(field):
+    if is_repeated(field):
         if not pa.types.is_list(target) or not pa.types.is_list(array.type):
             raise _Unsupported(f"{array.type} -> {target}")
         values = _reshape_single(array.values, field, target.value_type)
@@ -187,10 +176,3 @@ def _reshape_single(array: pa.Array, field: FD, target: pa.DataType) -> pa.Array
         return array.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise _Unsupported(f"{array.type} -> {target}: {exc}") from exc
-
-
-def _is_repeated(f: FD) -> bool:
-    repeated = getattr(f, "is_repeated", None)
-    if isinstance(repeated, bool):
-        return repeated
-    return bool(f.label == FD.LABEL_REPEATED)

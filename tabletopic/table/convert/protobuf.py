@@ -19,8 +19,10 @@ import pyarrow as pa
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from tabletopic.schema_registry.formats.protobuf.fields import has_presence, is_repeated
 from tabletopic.schema_registry.lookup import RegisteredSchema
-from tabletopic.table.convert.arrowutil import values_to_array
+from tabletopic.table.convert.arrowutil import decode_each, values_to_array
+from tabletopic.table.convert.native_column import NativeFirstDecoder
 
 FD = FieldDescriptor
 _UNSIGNED_64 = {FD.TYPE_UINT64, FD.TYPE_FIXED64}
@@ -66,20 +68,6 @@ def message_arrow_type(desc: Descriptor) -> pa.StructType:
     return pa.struct(list(protobuf_to_arrow(desc)))
 
 
-def _is_repeated(f: FieldDescriptor) -> bool:
-    repeated = getattr(f, "is_repeated", None)  # protobuf >= 6 (upb) dropped ``label``
-    if isinstance(repeated, bool):
-        return repeated
-    return bool(f.label == FD.LABEL_REPEATED)
-
-
-def _has_presence(f: FieldDescriptor) -> bool:
-    presence = getattr(f, "has_presence", None)
-    if isinstance(presence, bool):
-        return presence
-    return f.type == FD.TYPE_MESSAGE or f.containing_oneof is not None
-
-
 def _message_converter(desc: Descriptor, type_: pa.DataType) -> Callable[[Any], Any]:
     """Message -> Python value of Arrow type ``type_`` (per the format module's mapping)."""
     name = desc.full_name
@@ -102,7 +90,7 @@ def _message_converter(desc: Descriptor, type_: pa.DataType) -> Callable[[Any], 
     for i in range(type_.num_fields):
         arrow_field = type_.field(i)
         f = desc.fields_by_name[arrow_field.name]
-        presence = _has_presence(f) and not _is_repeated(f)
+        presence = has_presence(f) and not is_repeated(f)
         plan.append((f.name, presence, _field_converter(f, arrow_field.type)))
 
     def convert(message: Any) -> dict[str, Any]:
@@ -130,7 +118,7 @@ def _scalar_fix(f: FieldDescriptor, type_: pa.DataType) -> Callable[[Any], Any] 
 
 
 def _field_converter(f: FieldDescriptor, type_: pa.DataType) -> Callable[[Any], Any] | None:
-    repeated = _is_repeated(f)
+    repeated = is_repeated(f)
     if repeated and f.message_type is not None and f.message_type.GetOptions().map_entry:
         key_conv = _single(f.message_type.fields_by_number[1], type_.key_type)
         value_conv = _single(f.message_type.fields_by_number[2], type_.item_type)
@@ -152,7 +140,7 @@ def _single(f: FieldDescriptor, type_: pa.DataType) -> Callable[[Any], Any] | No
     return _scalar_fix(f, type_)
 
 
-class ProtobufDecoder:
+class ProtobufDecoder(NativeFirstDecoder):
     """Decodes serialized Protobuf messages (no wire-format header) of one message type."""
 
     def __init__(self, desc: Descriptor, native: bool = True) -> None:
@@ -160,38 +148,23 @@ class ProtobufDecoder:
         self.is_record = True
         self._cls = message_factory.GetMessageClass(desc)
         self._convert = _message_converter(desc, self.arrow_type)
-        self._native = None
         if native:
             from tabletopic.table.convert.native_protobuf import compile_native
 
             # Whole columns in native code (~20x); a chunk it cannot decode comes back per record.
             self._native = compile_native(desc, self.arrow_type)
 
-    def decode(
-        self, payloads: Sequence[bytes | None], skip: int = 0, column: pa.BinaryArray | None = None
-    ) -> tuple[pa.Array, dict[int, str]]:
-        if self._native is not None:
-            array = self._native.decode(payloads, skip, column)
-            if array is not None:
-                return array, {}
-        return self.decode_per_record(payloads, skip)
-
     def decode_per_record(
         self, payloads: Sequence[bytes | None], skip: int = 0
     ) -> tuple[pa.Array, dict[int, str]]:
         """One ``FromString`` per payload: slow, but it isolates each bad record."""
-        cls = self._cls
+        from_string = self._cls.FromString
         convert = self._convert
-        values: list[Any] = []
-        failures: dict[int, str] = {}
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                values.append(None)
-                continue
-            try:
-                message = cls.FromString(payload[skip:] if skip else payload)
-                values.append(convert(message))
-            except Exception as exc:  # DecodeError, UnicodeDecodeError…
-                failures[i] = f"invalid Protobuf: {type(exc).__name__}: {exc}"
-                values.append(None)
+        values, failures = decode_each(
+            payloads,
+            skip,
+            lambda payload: convert(from_string(payload)),
+            (Exception,),  # DecodeError, UnicodeDecodeError…
+            lambda exc: f"invalid Protobuf: {type(exc).__name__}: {exc}",
+        )
         return values_to_array(values, self.arrow_type, self.arrow_type, failures), failures

@@ -22,6 +22,8 @@ import pyarrow as pa
 from google.protobuf import descriptor
 from google.protobuf.descriptor import FieldDescriptor as FD
 
+from tabletopic.schema_registry.formats.protobuf.fields import has_presence, is_repeated, is_required
+
 JSON_TEXT = pa.string()
 FIELD_NUMBER_KEY = b"protobuf.field_number"
 
@@ -72,14 +74,14 @@ class _Mapper:
             data_type = pa.map_(key, pa.field("value", value, nullable=value_field.type == FD.TYPE_MESSAGE))
             return pa.field(fld.name, data_type, nullable=False, metadata=metadata)
         element = self.value_type(fld, ancestry)
-        if _is_repeated(fld):
+        if is_repeated(fld):
             return pa.field(
                 fld.name,
                 pa.list_(pa.field("element", element, nullable=False)),
                 nullable=False,
                 metadata=metadata,
             )
-        nullable = _has_presence(fld) and not _is_required(fld)
+        nullable = has_presence(fld) and not is_required(fld)
         return pa.field(fld.name, element, nullable=nullable, metadata=metadata)
 
     def value_type(self, fld: FD, ancestry: tuple[str, ...]) -> pa.DataType:
@@ -123,31 +125,10 @@ _SCALARS: dict[int, pa.DataType] = {
 }
 
 
-def _is_repeated(fld: FD) -> bool:
-    flag = getattr(fld, "is_repeated", None)
-    if isinstance(flag, bool):
-        return flag
-    return bool(fld.label == FD.LABEL_REPEATED)
-
-
-def _is_required(fld: FD) -> bool:
-    flag = getattr(fld, "is_required", None)
-    if isinstance(flag, bool):
-        return flag
-    return bool(fld.label == FD.LABEL_REQUIRED)
-
-
 def _is_map(fld: FD) -> bool:
     return (
         fld.type == FD.TYPE_MESSAGE
-        and _is_repeated(fld)
+        and is_repeated(fld)
         and fld.message_type is not None
         and fld.message_type.GetOptions().map_entry
     )
-
-
-def _has_presence(fld: FD) -> bool:
-    presence = getattr(fld, "has_presence", None)
-    if isinstance(presence, bool):
-        return presence
-    return fld.type == FD.TYPE_MESSAGE or fld.containing_oneof is not None

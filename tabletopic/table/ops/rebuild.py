@@ -291,11 +291,9 @@ def rebuild(
         batches, reached = _to_rows(messages, converter)
         if batches:
             try:
-                schema = unify_schemas([b.schema for b in batches])
+                table = tables.table_for_batches(catalog, ident, table, batches, config)
             except SchemaConflict as exc:
                 raise RebuildError(str(exc)) from exc
-            tables.ensure_schema(catalog, ident, table, schema, config)
-            table = catalog.load_table(ident)
         offsets.update(reached)
         _commit_round(table, batches, offsets, properties)
         table = catalog.load_table(ident)

@@ -38,7 +38,7 @@ from tabletopic.table.convert.rows import (
     RecordConverter,
     convert_slice,
 )
-from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
+from tabletopic.table.convert.unify import SchemaConflict, conform_batch
 from tabletopic.table.ops.status import DLQ_OFFSETS_PROPERTY, table_facts
 from tabletopic.table.ops.topic_read import dlq_position, read_all
 from tabletopic.table.table_config import TableTopicConfig
@@ -190,14 +190,12 @@ def redrive(
             )
         result.still_failing = failed
         if batches:
-            try:
-                schema = unify_schemas([b.schema for b in batches])
-            except SchemaConflict as exc:
-                raise RedriveError(str(exc)) from exc
-            tables.ensure_schema(catalog, ident, table, schema, config)
             # Reloaded for the evolved schema; the commit stays conditional on the snapshot the
             # offsets were read at (``state``), so a commit landing meanwhile means a re-plan.
-            table = catalog.load_table(ident)
+            try:
+                table = tables.table_for_batches(catalog, ident, table, batches, config)
+            except SchemaConflict as exc:
+                raise RedriveError(str(exc)) from exc
         files = _write(table, batches) if batches else []
         rows = sum(b.num_rows for b in batches)
         facts = table_facts(table)

@@ -15,6 +15,7 @@ from typing import Any
 
 from tabletopic.table.convert.rows import DLQ_HEADER_OFFSET, DLQ_HEADER_PARTITION, DLQ_HEADER_TOPIC
 from tabletopic.table.ops.ranges import Range
+from tabletopic.table.table_config import TableTopicConfig
 
 Progress = Callable[[int], None]
 
@@ -68,6 +69,15 @@ def topic_configs(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[str
     except Exception as exc:
         raise LookupError(f"cannot describe topic {topic} at {bootstrap}: {exc}") from exc
     return {name: str(entry.value) for name, entry in entries.items() if entry.value is not None}
+
+
+def table_topic_config(bootstrap: str, topic: str) -> TableTopicConfig:
+    """The topic's table-topic config as the broker reports it; LookupError when the topic is not a
+    table topic (what the table commands, verify, redrive and rebuild, act on)."""
+    config = TableTopicConfig.from_topic_configs(topic_configs(bootstrap, topic), topic=topic)
+    if not config.enabled:
+        raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
+    return config
 
 
 def partitions_of(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:

@@ -289,11 +289,9 @@ class VerifyTarget:
 
 def target_of(bootstrap: str, topic: str) -> VerifyTarget:
     from tabletopic.table import tables
-    from tabletopic.table.ops.topic_read import topic_configs
+    from tabletopic.table.ops.topic_read import table_topic_config
 
-    config = TableTopicConfig.from_topic_configs(topic_configs(bootstrap, topic), topic=topic)
-    if not config.enabled:
-        raise LookupError(f"{topic} is not a table topic (automq.table.topic.enable is not true)")
+    config = table_topic_config(bootstrap, topic)
     return VerifyTarget(
         topic, tables.identifier(config, topic), config.dlq_topic, config.writes_deletes, config
     )

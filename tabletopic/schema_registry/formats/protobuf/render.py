@@ -20,6 +20,8 @@ from typing import Any
 from google.protobuf import descriptor_pb2, text_encoding, text_format
 from google.protobuf.descriptor_pb2 import FieldDescriptorProto as FDP
 
+from tabletopic.schema_registry.formats.protobuf.fields import is_repeated
+
 FIELD_NUMBER_MAX = 536_870_911
 ENUM_NUMBER_MAX = 2_147_483_647
 SCALAR_NAMES: dict[int, str] = {
@@ -167,7 +169,7 @@ class _Printer:
         out: list[tuple[str, str]] = []
         for fld, value in options.ListFields():
             name = f"({fld.full_name})" if fld.is_extension else fld.name
-            values = value if _is_repeated(fld) else [value]
+            values = value if is_repeated(fld) else [value]
             out.extend((name, _option_value(fld, v)) for v in values)
         return sorted(out) if self.normalize else out
 
@@ -429,14 +431,6 @@ class _Printer:
         quoted = [n if self.editions else f'"{n}"' for n in (sorted(names) if self.normalize else names)]
         if quoted:
             self.emit(depth, f"reserved {', '.join(quoted)};")
-
-
-def _is_repeated(fld: Any) -> bool:
-    # ``label`` is deprecated in newer runtimes in favour of ``is_repeated``.
-    is_repeated = getattr(fld, "is_repeated", None)
-    if isinstance(is_repeated, bool):
-        return is_repeated
-    return bool(fld.label == fld.LABEL_REPEATED)
 
 
 def _option_value(fld: Any, value: Any) -> str:
