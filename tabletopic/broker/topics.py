@@ -317,27 +317,49 @@ class TopicRegistry:
         strict increase."""
         async with self._lock:
             topic = self._require(name)
-            if total <= topic.partition_count:
+            # The database's count, not this broker's copy of the topic: in a cluster another
+            # broker may have grown it a moment ago, its notice still on the way.
+            current = await asyncio.to_thread(self._stored_partition_count, name)
+            if total <= current:
                 raise TopicError(
                     ErrorCode.invalid_partitions,
-                    f"topic {name} has {topic.partition_count} partitions; the new count {total} "
-                    "must be larger",
+                    f"topic {name} has {current} partitions; the new count {total} must be larger",
                 )
             if total > 100_000:
                 raise TopicError(ErrorCode.invalid_partitions, f"partition count {total} is too large")
             if validate_only:
                 return topic
-            streams = await self._store.create_streams(total - topic.partition_count)
-            first = topic.partition_count
+            streams = await self._store.create_streams(total - current)
 
-            def write() -> None:
+            def write() -> bool:
                 with self._engine.begin() as conn:
-                    self._insert_partitions(conn, name, first, streams)
+                    conn.execute(  # one grower at a time per topic (PostgreSQL; SQLite has one writer)
+                        sa.select(topics_table.c.name).where(topics_table.c.name == name).with_for_update()
+                    )
+                    if self._count_partitions(conn, name) != current:
+                        return False
+                    self._insert_partitions(conn, name, current, streams)
+                    return True
 
-            await asyncio.to_thread(write)
-            topic.streams = [*topic.streams, *streams]
+            if not await asyncio.to_thread(write):
+                for stream_id in streams:
+                    await self._store.delete_stream(stream_id)
+                raise TopicError(
+                    ErrorCode.invalid_partitions,
+                    f"topic {name} was grown by another request meanwhile; ask again with a larger count",
+                )
+        await self.reload([name])
         await self._changed(name)
-        return topic
+        return self._require(name)
+
+    def _stored_partition_count(self, name: str) -> int:
+        with self._engine.connect() as conn:
+            return self._count_partitions(conn, name)
+
+    @staticmethod
+    def _count_partitions(conn: Connection, name: str) -> int:
+        p = partitions_table
+        return int(conn.execute(sa.select(sa.func.count()).where(p.c.topic == name)).scalar_one())
 
     async def replace_configs(
         self, name: str, configs: Mapping[str, str], validate_only: bool = False

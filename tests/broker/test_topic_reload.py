@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
+from kio.schema.errors import ErrorCode
 
 from tabletopic import database
-from tabletopic.broker.topics import TopicRegistry
+from tabletopic.broker.topics import TopicError, TopicRegistry
 from tabletopic.s3stream.memory import MemoryStreamStore
 
 
@@ -39,4 +41,27 @@ async def test_reloading_named_topics_reads_those_and_leaves_the_others_as_they_
     assert grown is not None and grown.partition_count == 4 and grown.configs == {"retention.ms": "1000"}
     await theirs.reload()
     assert sorted(t.name for t in theirs.all()) == ["grown", "new"]
+    engine.dispose()
+
+
+async def test_growing_a_topic_another_broker_grew_a_moment_ago_counts_from_the_database(
+    tmp_path: Path,
+) -> None:
+    """The second broker's copy still says 2 partitions when it is asked for 5: it adds partitions
+    3 and 4 after the other broker's 2 and 3 (it once inserted partition 2 again, and the request
+    closed the connection), and a count the topic has already reached is INVALID_PARTITIONS."""
+    engine = database.create_engine(database.default_url(tmp_path))
+    store = MemoryStreamStore()
+    mine, theirs = TopicRegistry(engine, store), TopicRegistry(engine, store)
+    await mine.load()
+    await mine.create("grown", 2)
+    await theirs.load()
+    await mine.add_partitions("grown", 4)
+    grown = await theirs.add_partitions("grown", 5)
+    assert grown.partition_count == 5 and len(set(grown.streams)) == 5
+    with pytest.raises(TopicError) as refused:
+        await theirs.add_partitions("grown", 4)
+    assert refused.value.error_code is ErrorCode.invalid_partitions
+    await mine.reload(["grown"])
+    assert mine.get("grown").streams == grown.streams  # type: ignore[union-attr]
     engine.dispose()
