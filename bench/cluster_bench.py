@@ -46,7 +46,7 @@ Usage: python bench/cluster_bench.py [--kills 5] [--moves 5] [--seconds 5] [--ra
        python bench/cluster_bench.py --only-write-path [--wal-kinds local,object,shared] [--rate 2000]
        [--balancer-repeats 3] [--only-balancer] [--txn-size 1000] [--only-transactions]
        python bench/cluster_bench.py --only-write-path [--wal-kinds local,object,shared] [--rate 2000]
-       [--seconds 10]
+       [--seconds 10] [--broker-set s3stream.wal.object.max.in.flight.uploads=2]
        python bench/cluster_bench.py --partitions 10000 [--topic-partitions 100] [--idle-seconds 20]
 """
 
@@ -343,10 +343,17 @@ def main() -> None:
         default="local,object,shared",
         help="WAL kinds of the write path, comma-separated: local, object, shared, object-1, shared-1",
     )
+    parser.add_argument(
+        "--broker-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the write path's cluster brokers (repeatable)",
+    )
     args = parser.parse_args()
     if args.only_write_path:
         kinds = [k.strip() for k in args.wal_kinds.split(",") if k.strip()]
-        run_write_path(kinds, args.rate, args.seconds)
+        run_write_path(kinds, args.rate, args.seconds, dict(kv.split("=", 1) for kv in args.broker_set))
         return
     args.wal = list(dict.fromkeys(args.wal or ["shared", "object"]))
     if args.only_failover:

@@ -207,10 +207,10 @@ def single_node() -> Iterator[Target]:
 
 
 @contextmanager
-def cluster(wal_mode: str, brokers: int = 3) -> Iterator[Target]:
+def cluster(wal_mode: str, brokers: int = 3, extra: dict[str, str] | None = None) -> Iterator[Target]:
     root = Path(tempfile.mkdtemp(prefix=f"write-path-{wal_mode}-"))
     root.chmod(0o755)  # PostgreSQL runs as its own user when the bench runs as root
-    settings = {"s3stream.wal.mode": wal_mode, "table.job.runner": "inprocess"}
+    settings = {"s3stream.wal.mode": wal_mode, "table.job.runner": "inprocess", **(extra or {})}
     if wal_mode == "shared":
         settings["s3stream.wal.path"] = str(root / "shared-wal")
     nodes = LocalCluster(root, nodes=brokers, base_port=0, settings=settings)
@@ -228,19 +228,24 @@ def monthly_cost(puts_per_s: float, price_per_1000: float) -> float:
     return puts_per_s * SECONDS_PER_MONTH / 1000 * price_per_1000
 
 
-def run_write_path(kinds: list[str], rate: int, seconds: float) -> list[Figures]:
-    """Measure every kind in ``kinds`` (local, object, shared) and print the table."""
+def run_write_path(
+    kinds: list[str], rate: int, seconds: float, extra: dict[str, str] | None = None
+) -> list[Figures]:
+    """Measure every kind in ``kinds`` (local, object, shared) and print the table; ``extra``
+    settings go to the cluster's brokers."""
     targets: dict[str, Callable[[], AbstractContextManager[Target]]] = {
         "local": single_node,
-        "object": lambda: cluster("object"),
-        "shared": lambda: cluster("shared"),
+        "object": lambda: cluster("object", extra=extra),
+        "shared": lambda: cluster("shared", extra=extra),
         # One broker in cluster mode: what cluster mode costs a broker, apart from three brokers,
         # PostgreSQL and SeaweedFS sharing a small machine's cores.
-        "object-1": lambda: cluster("object", brokers=1),
-        "shared-1": lambda: cluster("shared", brokers=1),
+        "object-1": lambda: cluster("object", brokers=1, extra=extra),
+        "shared-1": lambda: cluster("shared", brokers=1, extra=extra),
     }
     print(f"write path: {rate} msg/s of 1 KiB for {seconds:.0f} s, then flat out for {seconds:.0f} s; "
           "confluent-kafka idempotent acks=all, 12 partitions")  # fmt: skip
+    if extra:
+        print("cluster brokers set: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
     print("(a 2-core machine shared with other jobs: figures are noisy)")
     results: list[Figures] = []
     for kind in kinds:
