@@ -119,6 +119,9 @@ class BrokerTopics:
         wanted = [(p, streams[p], start, end) for p, (start, end) in ranges.items() if p in streams]
         return await self._committed().aborted_transactions(topic.name, wanted)
 
+    async def upload_on_leaders(self, topic: TopicView) -> None:
+        await self._committed().upload_on_leaders(topic.name, [p.partition for p in topic.partitions])
+
     def _committed(self) -> CommittedOffsets:
         if self._committed_offsets is None:
             self._committed_offsets = CommittedOffsets(self._broker.service)

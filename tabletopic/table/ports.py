@@ -61,6 +61,11 @@ class TransactionView(Protocol):
         the aborted transactions overlapping it; the marker may lie past ``end`` (in a later
         slice)."""
 
+    async def upload_on_leaders(self, topic: TopicView) -> None:
+        """Ask the leaders of the partitions led elsewhere to upload what they acknowledged, and
+        wait (bounded) for them: on a shared WAL it stays on the leader's disk until its next
+        upload, and a reader on another broker sees only what was uploaded."""
+
 
 class LocalBroker(TopicDirectory, Protocol):
     """The node's own broker, as the table component needs it beyond the topic directory."""

@@ -97,7 +97,11 @@ class TableWorker:
         self._transactions = transactions
 
     async def refresh(self, topic: TopicView) -> None:
-        """See partitions other brokers lead as their leaders committed them (cluster mode)."""
+        """See partitions other brokers lead as their leaders committed them (cluster mode), after
+        asking those leaders to upload what they acknowledged (so a cycle ingests up to now, not
+        up to their last upload)."""
+        if self._transactions is not None:
+            await self._transactions.upload_on_leaders(topic)
         await self._streams.refresh([p.stream_id for p in topic.partitions])
 
     def high_watermark(self, stream_id: int) -> int:

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.kafka_clients import create_topic
 from tests.support.table_node import table_configs
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -77,3 +78,33 @@ def test_one_coordinator_per_table_moves_with_partition_zero(healthy_cluster: Lo
     assert sorted(r["_kafka_value"] for r in rows) == sorted(first + second)
     coordinators = _coordinators(cluster, topic)
     assert len(coordinators) == 1 and coordinators[0] != victim
+
+
+def test_the_table_gets_records_a_leader_on_the_shared_wal_has_not_uploaded_yet(
+    healthy_cluster: LocalCluster,
+) -> None:
+    """Partition 1 led by a broker that uploads only every 10 minutes, the coordinator on another:
+    the coordinator asks the leader to upload before each cycle, so the table shows the records
+    within seconds (it used to wait for the leader's next upload)."""
+    from tests.support.cluster import move_with_cli
+
+    cluster = healthy_cluster
+    topic = f"tbl_fresh_{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.brokers[1].bootstrap, topic, 2, table_configs())
+    leaders = placed(cluster, topic, 2)
+    cluster.start(4, **{"s3stream.upload.interval.ms": "600000"})
+    try:
+        if leaders[0][0] != 1:
+            move_with_cli(cluster, topic, 0, 1, via=1)
+        move_with_cli(cluster, topic, 1, 4, via=1)
+        wait_until(lambda: [cluster.leaders(topic)[p][0] for p in (0, 1)] == [1, 4], timeout=30)
+        values = [f"fresh-{i}".encode() for i in range(50)]
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+        for value in values:
+            producer.produce(topic, value=value, partition=1)
+        assert producer.flush(30) == 0
+        rows = wait_until(lambda: len(r := _rows(cluster, topic)) >= 50 and r, timeout=30, interval=0.5)
+        assert sorted(r["_kafka_value"] for r in rows) == sorted(values)
+    finally:
+        cluster.brokers[4].stop()
+        del cluster.brokers[4]

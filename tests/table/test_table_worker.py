@@ -74,6 +74,9 @@ class _Transactions:
         assert ranges == {0: (0, 3), 2: (0, 2)}
         return {0: [(7, 0, 9)], 2: []}
 
+    async def upload_on_leaders(self, topic: TopicView) -> None:
+        return None
+
 
 async def test_ranges_stop_at_the_last_stable_offset_and_skip_partitions_where_it_is_unknown() -> None:
     store = MemoryStreamStore()

@@ -20,6 +20,9 @@ rule). Once the transaction ends, the same lookup names them.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -48,6 +51,28 @@ from tabletopic.s3stream.streams import StreamError, StreamStore
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
+
+REPLICA_UPLOAD_GAP_S = 0.2
+REPLICA_UPLOAD_TIMEOUT_S = 2.0
+
+
+class _Gate:
+    """Opens at most once every ``gap`` seconds."""
+
+    def __init__(self, gap: float) -> None:
+        self.gap, self.last = gap, -gap
+
+    def open(self) -> bool:
+        now = time.monotonic()
+        if now - self.last < self.gap:
+            return False
+        self.last = now
+        return True
+
+
+_replica_uploads = _Gate(REPLICA_UPLOAD_GAP_S)
 
 
 async def offset_for_timestamp(store: StreamStore, stream_id: int, target: int) -> tuple[int, int]:
@@ -124,6 +149,29 @@ async def _partition(
     return _answer(index, ErrorCode.none, ts, offset, epochs.epoch_at(offset))
 
 
+async def _upload_for_replica(broker: BrokerService, request: ListOffsetsRequest) -> None:
+    """Another broker asks as a replica (the table coordinator of a topic, before a cycle): upload
+    what the partitions led here acknowledged, so that it reads them up to now. On a shared WAL an
+    acknowledged append otherwise reaches other brokers only at the next upload
+    (``s3stream.upload.interval.ms``). Bounded in time, and at most one such upload every
+    :data:`REPLICA_UPLOAD_GAP_S`, so no client can make the broker write an object per request."""
+    streams = []
+    for wanted in request.topics:
+        topic = broker.topics.get(wanted.name)
+        if topic is None:
+            continue
+        for p in wanted.partitions:
+            index = p.partition_index
+            if 0 <= index < topic.partition_count and broker.leadership.leads(wanted.name, index):
+                streams.append(topic.streams[index])
+    if not streams or not _replica_uploads.open():
+        return
+    try:
+        await asyncio.wait_for(broker.store.flush(streams), REPLICA_UPLOAD_TIMEOUT_S)
+    except (TimeoutError, StreamError) as exc:
+        log.debug("upload asked by a replica not done: %s", exc)
+
+
 def _answer(
     index: int, code: ErrorCode, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1
 ) -> ListOffsetsPartitionResponse:
@@ -167,6 +215,8 @@ async def handle(
     broker: BrokerService, ctx: RequestContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
     committed = request.isolation_level == READ_COMMITTED
+    if request.replica_id >= 0:
+        await _upload_for_replica(broker, request)
     topics: list[ListOffsetsTopicResponse] = []
     for topic in request.topics:
         partitions = [await _partition(broker, topic.name, p, committed) for p in topic.partitions]

@@ -120,13 +120,32 @@ class CommittedOffsets:
                 result[elsewhere[stream_id]] = entries
         return result
 
-    async def _ask(self, node: int, topic: str, items: list[tuple[int, int]]) -> dict[int, int]:
+    async def upload_on_leaders(self, topic: str, partitions: Sequence[int]) -> None:
+        """Ask the leaders of ``partitions`` on other brokers to upload what they acknowledged
+        before answering (a ListOffsets as a replica: see the ListOffsets handler), all at once;
+        a leader that does not answer is skipped (the reader sees its last upload, as before)."""
+        service = self._service
+        by_leader: dict[int, list[tuple[int, int]]] = {}
+        for partition in partitions:
+            if service.leadership.leads(topic, partition):
+                continue
+            node, epoch = service.leadership.leader(topic, partition)
+            if node != service.node_id:
+                by_leader.setdefault(node, []).append((partition, epoch))
+        await asyncio.gather(
+            *(self._ask(node, topic, items, as_replica=True) for node, items in by_leader.items())
+        )
+
+    async def _ask(
+        self, node: int, topic: str, items: list[tuple[int, int]], as_replica: bool = False
+    ) -> dict[int, int]:
         """The last stable offsets ``node`` answers for ``items`` (partition, leader epoch); the
-        partitions it could not answer are left out."""
+        partitions it could not answer are left out. ``as_replica``: asked with this broker's id
+        as the replica, which makes the leader upload those partitions first."""
         client = self._service.inter_broker_client
         brokers = self._service.leadership.brokers(client.listener)
         fields: dict[str, Any] = {
-            "replica_id": -1,
+            "replica_id": self._service.node_id if as_replica else -1,
             "isolation_level": READ_COMMITTED,
             "topics": [
                 {
