@@ -59,16 +59,20 @@ REPLICA_UPLOAD_TIMEOUT_S = 2.0
 
 
 class _Gate:
-    """Opens at most once every ``gap`` seconds."""
+    """Lets one caller through at most every ``gap`` seconds; the others wait their turn (a
+    coordinator of another table asking a moment later must still get its upload)."""
 
     def __init__(self, gap: float) -> None:
-        self.gap, self.last = gap, -gap
+        self.gap, self.next = gap, 0.0
 
-    def open(self) -> bool:
+    async def turn(self, patience: float) -> bool:
+        """Wait for a turn; False, at once, when none comes within ``patience`` seconds."""
         now = time.monotonic()
-        if now - self.last < self.gap:
+        at = max(now, self.next)
+        if at - now > patience:
             return False
-        self.last = now
+        self.next = at + self.gap
+        await asyncio.sleep(at - now)
         return True
 
 
@@ -153,8 +157,9 @@ async def _upload_for_replica(broker: BrokerService, request: ListOffsetsRequest
     """Another broker asks as a replica (the table coordinator of a topic, before a cycle): upload
     what the partitions led here acknowledged, so that it reads them up to now. On a shared WAL an
     acknowledged append otherwise reaches other brokers only at the next upload
-    (``s3stream.upload.interval.ms``). Bounded in time, and at most one such upload every
-    :data:`REPLICA_UPLOAD_GAP_S`, so no client can make the broker write an object per request."""
+    (``s3stream.upload.interval.ms``). Bounded in time, and one such upload every
+    :data:`REPLICA_UPLOAD_GAP_S` at the most, so no client can make the broker write an object per
+    request."""
     streams = []
     for wanted in request.topics:
         topic = broker.topics.get(wanted.name)
@@ -164,10 +169,11 @@ async def _upload_for_replica(broker: BrokerService, request: ListOffsetsRequest
             index = p.partition_index
             if 0 <= index < topic.partition_count and broker.leadership.leads(wanted.name, index):
                 streams.append(topic.streams[index])
-    if not streams or not _replica_uploads.open():
+    if not streams:
         return
     try:
-        await asyncio.wait_for(broker.store.flush(streams), REPLICA_UPLOAD_TIMEOUT_S)
+        if await _replica_uploads.turn(patience=REPLICA_UPLOAD_TIMEOUT_S / 2):
+            await asyncio.wait_for(broker.store.flush(streams), REPLICA_UPLOAD_TIMEOUT_S)
     except (TimeoutError, StreamError) as exc:
         log.debug("upload asked by a replica not done: %s", exc)
 
