@@ -21,6 +21,7 @@ systemd or Kubernetes would. Then the writing stops and the run reports:
 - brokers that hung (did not answer Metadata within 10 s at the end).
 
 Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--every 20-40] [--seed N] [--wal shared|object]
+       [--faults "kill -9 controller,SIGTERM"]
 """
 
 from __future__ import annotations
@@ -270,7 +271,15 @@ def main() -> None:
     parser.add_argument("--every", default="20-40", help="seconds between faults, a range")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--wal", choices=("shared", "object"), default="shared")
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help="the faults to choose from, comma-separated (default: all of them)",
+    )
     args = parser.parse_args()
+    kinds = [k.strip() for k in args.faults.split(",") if k.strip()]
+    if unknown := [k for k in kinds if k not in FAULTS]:
+        parser.error(f"unknown faults {unknown}; choose from {', '.join(FAULTS)}")
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     low, high = (float(x) for x in args.every.split("-"))
@@ -300,7 +309,7 @@ def main() -> None:
         time.sleep(rng.uniform(low, high) / 2)
         while time.monotonic() - began < args.seconds:
             supervise(cluster)
-            kind = rng.choice(FAULTS)
+            kind = rng.choice(kinds)
             start = time.monotonic()
             print(f"{start - began:6.1f} s  {kind}", flush=True)
             apply_fault(kind, cluster, postgres, s3, rng)
