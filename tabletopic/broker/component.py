@@ -17,6 +17,7 @@ from tabletopic.broker.cluster_role import ClusterRole
 from tabletopic.broker.groups.cluster import GroupCluster
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import consumer_group_settings, group_config
+from tabletopic.broker.groups.share_settings import share_group_settings
 from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
@@ -208,10 +209,13 @@ class BrokerComponent:
             config=group_config(self._config),
             clustered=self._clustered,
             consumer_settings=consumer_group_settings(self._config),
+            share_settings=share_group_settings(self._config),
         )
         groups.consumer.topics = lambda: {
             t.name: (t.topic_id, t.partition_count) for t in service.topics.all()
         }
+        groups.share.topics = lambda: {t.name: t.partition_count for t in service.topics.all()}
+        service.share_groups = groups.share  # ShareFetch/ShareAcknowledge read the log: broker APIs
         await groups.start()
         self._groups = groups
 

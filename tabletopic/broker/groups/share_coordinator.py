@@ -1,0 +1,323 @@
+"""The asyncio driver of KIP-932 share groups: it keeps the share groups
+(:mod:`~tabletopic.broker.groups.share_group`), their share-partitions
+(:mod:`~tabletopic.broker.groups.share_partition`) and the members' share sessions, turns session
+timeouts and acquisition-lock deadlines into event-loop timers, and writes share-partition state to
+the metadata database (:mod:`~tabletopic.broker.groups.share_store`). It decides nothing itself.
+
+Durability: an acknowledgement is answered after a snapshot holding it was written (writes of one
+share-partition are coalesced: a waiter whose change is in a snapshot being written waits for that
+one, later changes share the next write). Acquisitions are written too, without being waited for,
+so a restart keeps their delivery counts. Membership and share sessions are not durable: after a
+restart members rejoin (UNKNOWN_MEMBER_ID) and reopen their sessions (SHARE_SESSION_NOT_FOUND),
+and records acquired before it are available again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.groups.assignors import TopicPartition
+from tabletopic.broker.groups.consumer_group import SetTimer
+from tabletopic.broker.groups.share_group import ShareAction, ShareGroup, ShareHeartbeat, ShareHeartbeatResult
+from tabletopic.broker.groups.share_partition import AcquiredRange, SharePartition, Snapshot
+from tabletopic.broker.groups.share_settings import ShareSettings
+from tabletopic.broker.groups.share_store import ShareKey, ShareStateStore
+
+log = logging.getLogger(__name__)
+
+# A leaving member's client sends its last acknowledgements (ShareAcknowledge, epoch -1) on another
+# connection at the same moment as its leave heartbeat: its session and records outlive the leave
+# by this long, so those acknowledgements still apply instead of finding no session.
+LEAVE_GRACE_S = 2.0
+
+OPEN_SESSION_EPOCH = 0
+CLOSE_SESSION_EPOCH = -1
+
+
+@dataclass(slots=True)
+class ShareSession:
+    """A member's share session on this broker: the partitions it fetches and the next epoch."""
+
+    epoch: int
+    partitions: set[TopicPartition] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class AckBatch:
+    first: int
+    last: int
+    types: tuple[int, ...]
+
+
+class ShareGroups:
+    """The share groups of this broker, their share-partitions and sessions.
+
+    Args:
+        settings: the ``group.share.*`` settings.
+        store: where share-partition state is kept.
+        other_type: whether a group id is taken by a classic or consumer group (one id, one type).
+        topics: partition counts of the cluster's topics now.
+        clock: epoch milliseconds (tests move it instead of sleeping).
+    """
+
+    def __init__(
+        self,
+        settings: ShareSettings,
+        store: ShareStateStore,
+        other_type: Callable[[str], bool] = lambda group_id: False,
+        topics: Callable[[], Mapping[str, int]] = dict,
+        clock: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.settings = settings
+        self.other_type = other_type
+        self.topics = topics
+        self._store = store
+        self._clock = clock
+        self._groups: dict[str, ShareGroup] = {}
+        self._partitions: dict[ShareKey, SharePartition] = {}
+        self._snapshots: dict[ShareKey, Snapshot] = {}
+        self._sessions: dict[tuple[str, str], ShareSession] = {}
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._lock_timers: dict[ShareKey, asyncio.TimerHandle] = {}
+        self._versions: dict[ShareKey, int] = {}
+        self._written: dict[ShareKey, int] = {}
+        self._write_locks: dict[ShareKey, asyncio.Lock] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._available = asyncio.Event()
+
+    def availability(self) -> asyncio.Event:
+        """Set when records become available again (released, timed out): long polls wait on it."""
+        return self._available
+
+    def _wake(self) -> None:
+        self._available.set()
+        self._available = asyncio.Event()
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self._store.migrate)
+        self._snapshots = await asyncio.to_thread(self._store.load)
+
+    def stop(self) -> None:
+        for handle in [*self._timers.values(), *self._lock_timers.values()]:
+            handle.cancel()
+        self._timers.clear()
+        self._lock_timers.clear()
+
+    # -- membership -----------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> ShareGroup | None:
+        return self._groups.get(group_id)
+
+    def groups(self) -> list[ShareGroup]:
+        return list(self._groups.values())
+
+    def heartbeat(self, group_id: str, request: ShareHeartbeat) -> ShareHeartbeatResult:
+        if not group_id:
+            return ShareHeartbeatResult(
+                ErrorCode.invalid_group_id, request.member_id, request.member_epoch, message="empty group id"
+            )
+        group = self._groups.get(group_id)
+        if group is None:
+            if self.other_type(group_id):
+                message = f"group {group_id} is not a share group"
+                return ShareHeartbeatResult(
+                    ErrorCode.group_id_not_found, request.member_id, request.member_epoch, message=message
+                )
+            if request.member_epoch != 0:
+                return ShareHeartbeatResult(
+                    ErrorCode.unknown_member_id, request.member_id, request.member_epoch
+                )
+            group = self._groups[group_id] = ShareGroup(
+                group_id, self.settings.session_timeout_ms, self.settings.max_size
+            )
+        before = group.group_epoch
+        result, actions = group.heartbeat(request, self.topics())
+        self._apply(group_id, actions)
+        if group.group_epoch != before:
+            log.info("share group %s: epoch %d, %d members", group_id, group.group_epoch, len(group.members))
+        return result
+
+    def _apply(self, group_id: str, actions: list[ShareAction]) -> None:
+        loop = asyncio.get_running_loop()
+        for action in actions:
+            key = (group_id, action.member_id)
+            old = self._timers.pop(key, None)
+            if old is not None:
+                old.cancel()
+            if isinstance(action, SetTimer):
+                self._timers[key] = loop.call_later(action.delay_ms / 1000, self._session_expired, key)
+            else:
+                loop.call_later(LEAVE_GRACE_S, self._member_gone, group_id, action.member_id)
+
+    def _session_expired(self, key: tuple[str, str]) -> None:
+        self._timers.pop(key, None)
+        group_id, member_id = key
+        group = self._groups.get(group_id)
+        if group is not None:
+            log.info("share group %s: member %s fenced (session timeout)", group_id, member_id)
+            self._apply(group_id, group.remove(member_id))
+
+    def _member_gone(self, group_id: str, member_id: str) -> None:
+        """A member left: its share session closes and what it held is available again."""
+        if self.is_member(group_id, member_id):
+            return  # it joined again meanwhile
+        self._sessions.pop((group_id, member_id), None)
+        self._release(group_id, member_id)
+
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self._groups.get(group_id)
+        return group is not None and member_id in group.members
+
+    # -- share sessions -------------------------------------------------------------------------
+
+    def session(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        added: Iterable[TopicPartition] = (),
+        forgotten: Iterable[TopicPartition] = (),
+    ) -> tuple[ErrorCode, ShareSession | None]:
+        """Open, continue or close (epoch -1) a member's share session (KIP-932's rules: 0 opens
+        one, each request after carries the next epoch)."""
+        key = (group_id, member_id)
+        session = self._sessions.get(key)
+        if epoch == OPEN_SESSION_EPOCH:
+            if not self.is_member(group_id, member_id):
+                return ErrorCode.unknown_member_id, None
+            if session is not None:
+                self._release(group_id, member_id)
+            session = self._sessions[key] = ShareSession(1)
+        elif session is None:
+            return ErrorCode.share_session_not_found, None
+        elif epoch == CLOSE_SESSION_EPOCH:
+            del self._sessions[key]
+            return ErrorCode.none, session
+        elif epoch != session.epoch:
+            return ErrorCode.invalid_share_session_epoch, None
+        else:
+            session.epoch += 1
+        session.partitions.update(added)
+        session.partitions.difference_update(forgotten)
+        return ErrorCode.none, session
+
+    def close_session(self, group_id: str, member_id: str) -> None:
+        """After the closing request's acknowledgements: release what the member still holds."""
+        self._release(group_id, member_id)
+
+    # -- share-partitions -----------------------------------------------------------------------
+
+    def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
+        """The share-partition if it was initialized (in memory or in a stored snapshot)."""
+        key = (group_id, topic, partition)
+        current = self._partitions.get(key)
+        if current is None and (snapshot := self._snapshots.pop(key, None)) is not None:
+            current = self._partitions[key] = SharePartition.restore(snapshot, *self._limits())
+        return current
+
+    def initialize(self, group_id: str, topic: str, partition: int, start_offset: int) -> SharePartition:
+        """A share-partition's first fetch: it starts where ``share.auto.offset.reset`` says."""
+        key = (group_id, topic, partition)
+        current = self.share_partition(group_id, topic, partition)
+        if current is None:
+            current = self._partitions[key] = SharePartition(start_offset, *self._limits())
+            self._dirty(key)
+        return current
+
+    def _limits(self) -> tuple[int, int, int]:
+        s = self.settings
+        return s.delivery_count_limit, s.record_lock_duration_ms, s.partition_max_record_locks
+
+    def acquire(
+        self, key: ShareKey, member_id: str, first: int, end: int, max_records: int
+    ) -> list[AcquiredRange]:
+        partition = self._partitions[key]
+        acquired = partition.acquire(member_id, first, end, max_records, self._clock())
+        if acquired:
+            self._dirty(key)
+            self._arm_lock_timer(key)
+        return acquired
+
+    def acknowledge(self, key: ShareKey, member_id: str, batches: Iterable[AckBatch]) -> ErrorCode:
+        partition = self.share_partition(*key)
+        if partition is None:
+            return ErrorCode.invalid_record_state
+        error = ErrorCode.none
+        for batch in batches:
+            result = partition.acknowledge(member_id, batch.first, batch.last, batch.types)
+            if result is not ErrorCode.none:
+                error = result
+        self._dirty(key)
+        self._wake()
+        return error
+
+    def _release(self, group_id: str, member_id: str) -> None:
+        for key, partition in self._partitions.items():
+            if key[0] == group_id and partition.release_member(member_id):
+                self._dirty(key)
+                self._wake()
+
+    def _arm_lock_timer(self, key: ShareKey) -> None:
+        old = self._lock_timers.pop(key, None)
+        if old is not None:
+            old.cancel()
+        deadline = self._partitions[key].next_deadline()
+        if deadline is not None:
+            delay = max(deadline - self._clock(), 0) / 1000
+            self._lock_timers[key] = asyncio.get_running_loop().call_later(delay, self._locks_expired, key)
+
+    def _locks_expired(self, key: ShareKey) -> None:
+        self._lock_timers.pop(key, None)
+        partition = self._partitions.get(key)
+        if partition is None:
+            return
+        if partition.expire(self._clock()):
+            self._dirty(key)
+            self._wake()
+        self._arm_lock_timer(key)
+
+    # -- durability -----------------------------------------------------------------------------
+
+    def _dirty(self, key: ShareKey) -> None:
+        """Note a change and write it in the background (coalesced with other changes)."""
+        self._versions[key] = self._versions.get(key, 0) + 1
+        task = asyncio.ensure_future(self.flush([key]))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(_log_failure)
+
+    async def flush(self, keys: Iterable[ShareKey]) -> None:
+        """Return once the state of ``keys`` as of now is in the database."""
+        for key in keys:
+            wanted = self._versions.get(key, 0)
+            lock = self._write_locks.setdefault(key, asyncio.Lock())
+            async with lock:
+                if self._written.get(key, 0) >= wanted or key not in self._partitions:
+                    continue
+                version, snapshot = self._versions[key], self._partitions[key].snapshot()
+                await asyncio.to_thread(self._store.save, key, snapshot)
+                self._written[key] = version
+
+    def forget_group(self, group_id: str) -> None:
+        """DeleteGroups of an empty share group: its share-partitions go too."""
+        self._groups.pop(group_id, None)
+        for key in [k for k in self._partitions if k[0] == group_id]:
+            del self._partitions[key]
+        for key in [k for k in self._snapshots if k[0] == group_id]:
+            del self._snapshots[key]
+
+    def partitions_of(self, group_id: str) -> dict[TopicPartition, SharePartition]:
+        for key in [k for k in self._snapshots if k[0] == group_id]:
+            self.share_partition(*key)
+        return {(k[1], k[2]): p for k, p in self._partitions.items() if k[0] == group_id}
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("share-partition state write failed", exc_info=task.exception())

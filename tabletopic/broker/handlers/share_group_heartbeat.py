@@ -1,0 +1,67 @@
+"""ShareGroupHeartbeat (76): join, stay in and leave a KIP-932 share group.
+
+The member id is the client's own (an empty one is INVALID_REQUEST, as in Kafka); topics travel
+by id on the wire and by name in the group (:mod:`tabletopic.broker.groups.share_group`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.groups.share_group import ShareHeartbeat
+from tabletopic.broker.handlers.join_group import client_host
+
+
+async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    shares = coordinator.share
+    answer: dict[str, Any] = {
+        "throttle_time": 0,
+        "member_id": request.member_id or None,
+        "member_epoch": request.member_epoch,
+        "heartbeat_interval": shares.settings.heartbeat_interval_ms,
+        "assignment": None,
+    }
+    if not request.member_id:
+        return answer | {
+            "error_code": ErrorCode.invalid_request,
+            "error_message": "the member id must not be empty",
+        }
+    if (refused := coordinator.consumer.refusal(request.group_id)) is not None:
+        return answer | {"error_code": refused, "error_message": None}
+    result = shares.heartbeat(
+        request.group_id,
+        ShareHeartbeat(
+            member_id=request.member_id,
+            member_epoch=int(request.member_epoch),
+            rack_id=request.rack_id,
+            subscribed_topic_names=None
+            if request.subscribed_topic_names is None
+            else tuple(str(t) for t in request.subscribed_topic_names),
+            client_id=ctx.client_id or "",
+            client_host=client_host(ctx),
+        ),
+    )
+    assignment = None
+    if result.assignment is not None and result.error is ErrorCode.none:
+        topics = coordinator.consumer.topics()
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(result.assignment):
+            by_topic.setdefault(topic, []).append(partition)
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": topics[name][0], "partitions": partitions}
+                for name, partitions in by_topic.items()
+                if name in topics
+            ]
+        }
+    return answer | {
+        "error_code": result.error,
+        "error_message": result.message,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "assignment": assignment,
+    }
