@@ -68,6 +68,8 @@ class ConsumerGroups:
         self.topics = topics
         self.refusal = refusal
         self._classic_members = classic_members
+        # Whether a group id is a share group's (set by the coordinator that holds both).
+        self.is_share_group: Callable[[str], bool] = lambda group_id: False
         self._groups: dict[str, ConsumerGroup] = {}
         self._timers: dict[tuple[str, TimerKind, str], asyncio.TimerHandle] = {}
 
@@ -103,6 +105,8 @@ class ConsumerGroups:
         if (group is None or not group.members) and self._classic_members(group_id) > 0:
             # An id is one group: classic members are served by the classic protocol until they left.
             return refuse(ErrorCode.group_id_not_found, f"group {group_id} is a classic group with members")
+        if group is None and self.is_share_group(group_id):
+            return refuse(ErrorCode.group_id_not_found, f"group {group_id} is a share group")
         if group is None:
             if request.member_epoch != 0:
                 return refuse(ErrorCode.unknown_member_id)

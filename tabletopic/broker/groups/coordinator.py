@@ -158,6 +158,7 @@ class GroupCoordinator:
             ShareStateStore(engine),
             lambda group_id: group_id in self._groups or self.consumer.group(group_id) is not None,
         )
+        self.consumer.is_share_group = lambda group_id: self.share.group(group_id) is not None
 
     # ---------------------------------------------------------------------------------------------
     # Lifecycle
