@@ -490,3 +490,47 @@ def test_transaction_apis_refuse_each_part_with_kafkas_error(acl_broker: BrokerP
         assert all(s.transactional_id == txn for s in listed.transaction_states)
     finally:
         sock.close()
+
+
+@pytest.mark.integration
+def test_share_group_needs_group_read(acl_broker: BrokerProcess) -> None:
+    """KIP-932: a share consumer needs READ on its group (GROUP_AUTHORIZATION_FAILED before) and
+    READ on the topic."""
+    from confluent_kafka import KafkaError, KafkaException, ShareConsumer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    topic = new_topic(acl_broker, "share-")
+    assert produce(acl_broker, "admin", topic) is None
+    grant(acl_broker, ("TOPIC", topic, "LITERAL", "User:bob", "READ"))
+    group = f"sg-{topic}"
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    admin = admin_of(acl_broker)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])]
+    ).values():
+        future.result(30)
+    errors: list[int] = []
+
+    def consume() -> bytes | None:
+        consumer = ShareConsumer(client(acl_broker, "bob", **{"group.id": group}))
+        consumer.subscribe([topic])
+        try:
+            for _ in range(20):
+                try:
+                    messages = consumer.poll(1.0)
+                except KafkaException as exc:
+                    errors.append(exc.args[0].code())
+                    return None
+                for message in messages:
+                    if message.error():
+                        errors.append(message.error().code())
+                        return None
+                    return message.value()  # type: ignore[no-any-return]
+            return None
+        finally:
+            consumer.close()
+
+    assert consume() is None
+    assert KafkaError.GROUP_AUTHORIZATION_FAILED in errors
+    grant(acl_broker, ("GROUP", group, "LITERAL", "User:bob", "READ"))
+    assert consume() == b"v"
