@@ -5,6 +5,7 @@ above it get the started :class:`~tabletopic.broker.service.BrokerService` as
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -43,6 +44,7 @@ from tabletopic.config import Config
 from tabletopic.http_auth import HttpAuthenticator
 from tabletopic.ids import LeaderEpoch, NodeId
 from tabletopic.s3stream.component import StorageComponent
+from tabletopic.s3stream.streams import StreamError
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +217,7 @@ class BrokerComponent:
             t.name: (t.topic_id, t.partition_count) for t in service.topics.all()
         }
         groups.share.topics = lambda: {t.name: t.partition_count for t in service.topics.all()}
+        groups.share.end_offset = functools.partial(_end_offset, service)
         service.share_groups = groups.share  # ShareFetch/ShareAcknowledge read the log: broker APIs
         await groups.start()
         self._groups = groups
@@ -313,3 +316,14 @@ def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: A
 
 async def _unused(target: Any, ctx: Any, request: Any) -> None:  # pragma: no cover - never routed
     return None
+
+
+def _end_offset(service: BrokerService, topic_name: str, partition: int) -> int | None:
+    """A partition's log end offset if this broker has its stream open, else None."""
+    topic = service.topics.get(topic_name)
+    if topic is None or not 0 <= partition < topic.partition_count:
+        return None
+    try:
+        return service.store.stream_info(topic.streams[partition]).end_offset
+    except StreamError:
+        return None

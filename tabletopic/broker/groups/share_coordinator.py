@@ -77,6 +77,8 @@ class ShareGroups:
         self.settings = settings
         self.other_type = other_type
         self.topics = topics
+        # A partition's log end offset (None if unknown here), for the lag of DescribeShareGroupOffsets.
+        self.end_offset: Callable[[str, int], int | None] = lambda topic, partition: None
         self._store = store
         self._clock = clock
         self._groups: dict[str, ShareGroup] = {}
@@ -304,18 +306,45 @@ class ShareGroups:
                 await asyncio.to_thread(self._store.save, key, snapshot)
                 self._written[key] = version
 
-    def forget_group(self, group_id: str) -> None:
-        """DeleteGroups of an empty share group: its share-partitions go too."""
-        self._groups.pop(group_id, None)
-        for key in [k for k in self._partitions if k[0] == group_id]:
-            del self._partitions[key]
-        for key in [k for k in self._snapshots if k[0] == group_id]:
-            del self._snapshots[key]
+    # -- administration (Describe/Alter/DeleteShareGroupOffsets, DeleteGroups) -------------------
+
+    def exists(self, group_id: str) -> bool:
+        """A share group with members, or with share-partition state (membership is not durable)."""
+        return group_id in self._groups or any(
+            k[0] == group_id for k in (*self._partitions, *self._snapshots)
+        )
 
     def partitions_of(self, group_id: str) -> dict[TopicPartition, SharePartition]:
         for key in [k for k in self._snapshots if k[0] == group_id]:
             self.share_partition(*key)
         return {(k[1], k[2]): p for k, p in self._partitions.items() if k[0] == group_id}
+
+    async def reset(self, key: ShareKey, start_offset: int) -> None:
+        """AlterShareGroupOffsets of an empty group: the share-partition starts over at ``start_offset``."""
+        self.share_partition(*key)
+        self._partitions[key] = SharePartition(start_offset, *self._limits())
+        self._versions[key] = self._versions.get(key, 0) + 1
+        await self.flush([key])
+
+    async def drop(self, keys: Iterable[ShareKey]) -> None:
+        """DeleteShareGroupOffsets / DeleteGroups: forget share-partitions, in memory and stored."""
+        keys = list(keys)
+        for key in keys:
+            self._partitions.pop(key, None)
+            self._snapshots.pop(key, None)
+            self._versions.pop(key, None)
+            self._written.pop(key, None)
+            if (timer := self._lock_timers.pop(key, None)) is not None:
+                timer.cancel()
+        await asyncio.to_thread(self._store.delete, keys)
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        group = self._groups.get(group_id)
+        if group is not None and group.members:
+            return ErrorCode.non_empty_group
+        self._groups.pop(group_id, None)
+        await self.drop([(group_id, *tp) for tp in self.partitions_of(group_id)])
+        return ErrorCode.none
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

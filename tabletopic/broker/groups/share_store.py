@@ -90,6 +90,13 @@ class ShareStateStore:
                 )
             )
 
+    def delete(self, keys: Iterable[ShareKey]) -> None:
+        t = share_state_table
+        with self._engine.begin() as conn:
+            for group_id, topic, partition in keys:
+                where = (t.c.group_id == group_id) & (t.c.topic == topic) & (t.c.partition == partition)
+                conn.execute(sa.delete(t).where(where))
+
     def delete_group(self, group_id: str) -> None:
         with self._engine.begin() as conn:
             conn.execute(sa.delete(share_state_table).where(share_state_table.c.group_id == group_id))

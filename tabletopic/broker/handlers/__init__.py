@@ -58,6 +58,7 @@ from tabletopic.broker.handlers import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     transactions,
     write_txn_markers,
@@ -118,4 +119,7 @@ GROUP_HANDLERS: dict[int, Handler] = {
     69: consumer_group_describe.handle,
     76: share_group_heartbeat.handle,
     77: share_group_describe.handle,
+    90: share_group_offsets.describe,
+    91: share_group_offsets.alter,
+    92: share_group_offsets.delete,
 }

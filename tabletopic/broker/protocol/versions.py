@@ -73,6 +73,9 @@ GROUP_MAX_VERSIONS: dict[int, int] = {
     69: 1,  # ConsumerGroupDescribe
     76: 1,  # ShareGroupHeartbeat (KIP-932)
     77: 1,  # ShareGroupDescribe
+    90: 1,  # DescribeShareGroupOffsets (v1: with the lag)
+    91: 0,  # AlterShareGroupOffsets
+    92: 0,  # DeleteShareGroupOffsets
 }
 
 

@@ -612,4 +612,7 @@ RULES: dict[int, Rule] = {
     77: share_rules.share_group_describe,
     78: share_rules.share_records,  # ShareFetch
     79: share_rules.share_records,  # ShareAcknowledge
+    90: share_rules.describe_share_group_offsets,
+    91: share_rules.share_offsets_change(Operation.READ),  # AlterShareGroupOffsets
+    92: share_rules.share_offsets_change(Operation.DELETE),  # DeleteShareGroupOffsets
 }

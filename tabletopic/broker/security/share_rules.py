@@ -1,7 +1,8 @@
 """ACL rules of the KIP-932 share group APIs, as Kafka checks them: READ on the group for
 ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (with DESCRIBE on each subscribed topic for
 the heartbeat and READ on each fetched or acknowledged topic), DESCRIBE on the group for
-ShareGroupDescribe. A denied topic of a fetch or acknowledgement is answered per partition with
+ShareGroupDescribe and DescribeShareGroupOffsets, READ on the group to alter its offsets and
+DELETE to delete them. A denied topic of a fetch or acknowledgement is answered per partition with
 TOPIC_AUTHORIZATION_FAILED while the rest of the request proceeds."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.security.acl import Operation
-from tabletopic.broker.security.guard import Call, Check, Response
+from tabletopic.broker.security.guard import Call, Check, Response, Rule
 
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
 GROUP_DENIED = ErrorCode.group_authorization_failed
@@ -73,3 +74,31 @@ async def share_records(check: Check, ctx: RequestContext, request: Any, call: C
     if refused and isinstance(response, dict):
         response = {**response, "responses": [*response.get("responses", []), *refused]}
     return response
+
+
+async def describe_share_group_offsets(
+    check: Check, ctx: RequestContext, request: Any, call: Call
+) -> Response:
+    passed = tuple(g for g in request.groups if check.group(Operation.DESCRIBE, g.group_id))
+    refused = [
+        {"group_id": g.group_id, "topics": [], "error_code": GROUP_DENIED}
+        for g in request.groups
+        if g not in passed
+    ]
+    if not passed:
+        return {"throttle_time": 0, "groups": refused}
+    response = await call(dataclasses.replace(request, groups=passed))
+    if not isinstance(response, dict):
+        return response
+    return {**response, "groups": [*response.get("groups", []), *refused]}
+
+
+def share_offsets_change(operation: Operation) -> Rule:
+    """AlterShareGroupOffsets (READ) and DeleteShareGroupOffsets (DELETE): all or nothing."""
+
+    async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+        if check.group(operation, request.group_id):
+            return await call(request)
+        return {"throttle_time": 0, "error_code": GROUP_DENIED, "responses": []}
+
+    return rule

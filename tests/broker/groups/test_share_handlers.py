@@ -31,6 +31,7 @@ async def share_broker(
         t.name: (t.topic_id, t.partition_count) for t in broker.topics.all()
     }
     coordinator.share.topics = lambda: {t.name: t.partition_count for t in broker.topics.all()}
+    coordinator.share.end_offset = lambda name, index: 4  # the 4 records produced below
     await coordinator.start()
     broker.share_groups = coordinator.share
     await broker.topics.create("t", 1, {})
@@ -146,3 +147,40 @@ async def test_describe_and_list_show_the_share_group(
     consumer = request(68, 1, group_id="g", member_id="c1", member_epoch=0, rebalance_timeout=1000,
                        subscribed_topic_names=["t"], topic_partitions=[])  # fmt: skip
     assert (await call(coordinator, consumer)).error_code is ErrorCode.group_id_not_found
+
+
+def _describe_offsets(topics: list[dict[str, Any]] | None = None) -> Any:
+    return request(90, 1, groups=[{"group_id": "g", "topics": topics}])
+
+
+async def test_share_group_offsets_are_described_altered_and_deleted(
+    share_broker: tuple[BrokerService, GroupCoordinator],
+) -> None:
+    broker, coordinator = share_broker
+    missing = await call(coordinator, _describe_offsets())
+    assert missing.groups[0].error_code is ErrorCode.group_id_not_found
+    await call(coordinator, _heartbeat("m1", 0, ["t"]))
+    await call(broker, _fetch(broker, 0))
+    await call(broker, _ack(broker, 1, 0, 1, 1))
+    (group,) = (await call(coordinator, _describe_offsets())).groups
+    (partition,) = group.topics[0].partitions
+    assert (group.topics[0].topic_name, partition.start_offset, partition.lag) == ("t", 2, 2)
+    alter = request(
+        91,
+        0,
+        group_id="g",
+        topics=[{"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 0}]}],
+    )
+    assert (await call(coordinator, alter)).error_code is ErrorCode.non_empty_group
+    await call(coordinator, _heartbeat("m1", -1))
+    assert (await call(coordinator, alter)).responses[0].partitions[0].error_code is ErrorCode.none
+    asked = await call(coordinator, _describe_offsets([{"topic_name": "t", "partitions": [0]}]))
+    assert asked.groups[0].topics[0].partitions[0].start_offset == 0
+    deleted = await call(coordinator, request(92, 0, group_id="g", topics=[{"topic_name": "t"}]))
+    assert deleted.error_code is ErrorCode.none and deleted.responses[0].error_code is ErrorCode.none
+    assert (await call(coordinator, _describe_offsets())).groups[0].topics == ()
+    await call(coordinator, _heartbeat("m2", 0, ["t"]))
+    await call(coordinator, _heartbeat("m2", -1))
+    gone = await call(coordinator, request(42, 2, groups_names=["g"]))
+    assert gone.results[0].error_code is ErrorCode.none
+    assert not coordinator.share.exists("g")
