@@ -159,6 +159,7 @@ class GroupCoordinator:
             lambda group_id: group_id in self._groups or self.consumer.group(group_id) is not None,
         )
         self.consumer.is_share_group = lambda group_id: self.share.group(group_id) is not None
+        self.share.members_known_here = not clustered
 
     # ---------------------------------------------------------------------------------------------
     # Lifecycle
@@ -307,6 +308,7 @@ class GroupCoordinator:
             self._seen.pop(group_id, None)
             self._state_since.pop(group_id, None)
         self.consumer.unload(accept)
+        self.share.unload(accept)
         return len(dropped)
 
     async def stop(self) -> None:

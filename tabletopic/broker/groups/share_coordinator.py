@@ -1,15 +1,12 @@
 """The asyncio driver of KIP-932 share groups: it keeps the share groups
-(:mod:`~tabletopic.broker.groups.share_group`), their share-partitions
-(:mod:`~tabletopic.broker.groups.share_partition`) and the members' share sessions, turns session
-timeouts and acquisition-lock deadlines into event-loop timers, and writes share-partition state to
-the metadata database (:mod:`~tabletopic.broker.groups.share_store`). It decides nothing itself.
+(:mod:`~tabletopic.broker.groups.share_group`) and the members' share sessions, turns session
+timeouts into event-loop timers, and hands the records themselves to the share-partitions this
+broker leads (:mod:`~tabletopic.broker.groups.share_partitions`). It decides nothing itself.
 
-Durability: an acknowledgement is answered after a snapshot holding it was written (writes of one
-share-partition are coalesced: a waiter whose change is in a snapshot being written waits for that
-one, later changes share the next write). Acquisitions are written too, without being waited for,
-so a restart keeps their delivery counts. Membership and share sessions are not durable: after a
-restart members rejoin (UNKNOWN_MEMBER_ID) and reopen their sessions (SHARE_SESSION_NOT_FOUND),
-and records acquired before it are available again.
+Membership and share sessions are not durable: after a restart members rejoin (UNKNOWN_MEMBER_ID)
+and reopen their sessions (SHARE_SESSION_NOT_FOUND). In a cluster a group's members live on its
+coordinator and its share-partitions on their leaders, so a leader opens a session for any member
+id (it cannot see the membership), and a member that vanished frees its records by lock timeout.
 """
 
 from __future__ import annotations
@@ -25,7 +22,8 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.consumer_group import SetTimer
 from tabletopic.broker.groups.share_group import ShareAction, ShareGroup, ShareHeartbeat, ShareHeartbeatResult
-from tabletopic.broker.groups.share_partition import AcquiredRange, SharePartition, Snapshot
+from tabletopic.broker.groups.share_partition import AcquiredRange
+from tabletopic.broker.groups.share_partitions import SharePartitions
 from tabletopic.broker.groups.share_settings import ShareSettings
 from tabletopic.broker.groups.share_store import ShareKey, ShareStateStore
 
@@ -82,16 +80,12 @@ class ShareGroups:
         self._store = store
         self._clock = clock
         self._groups: dict[str, ShareGroup] = {}
-        self._partitions: dict[ShareKey, SharePartition] = {}
-        self._snapshots: dict[ShareKey, Snapshot] = {}
         self._sessions: dict[tuple[str, str], ShareSession] = {}
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._lock_timers: dict[ShareKey, asyncio.TimerHandle] = {}
-        self._versions: dict[ShareKey, int] = {}
-        self._written: dict[ShareKey, int] = {}
-        self._write_locks: dict[ShareKey, asyncio.Lock] = {}
-        self._background: set[asyncio.Task[None]] = set()
         self._available = asyncio.Event()
+        self.partitions = SharePartitions(settings, store, self._wake, clock)
+        # Whether membership is known here (a single node); in a cluster it is on the coordinator.
+        self.members_known_here = True
 
     def availability(self) -> asyncio.Event:
         """Set when records become available again (released, timed out): long polls wait on it."""
@@ -103,13 +97,19 @@ class ShareGroups:
 
     async def start(self) -> None:
         await asyncio.to_thread(self._store.migrate)
-        self._snapshots = await asyncio.to_thread(self._store.load)
 
     def stop(self) -> None:
-        for handle in [*self._timers.values(), *self._lock_timers.values()]:
+        for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-        self._lock_timers.clear()
+        self.partitions.stop()
+
+    def unload(self, accept: Callable[[str], bool]) -> None:
+        """Forget the membership of the groups ``accept`` selects (another broker coordinates them)."""
+        for group_id in [g for g in self._groups if accept(g)]:
+            del self._groups[group_id]
+            for key in [k for k in self._timers if k[0] == group_id]:
+                self._timers.pop(key).cancel()
 
     # -- membership -----------------------------------------------------------------------------
 
@@ -191,7 +191,7 @@ class ShareGroups:
         key = (group_id, member_id)
         session = self._sessions.get(key)
         if epoch == OPEN_SESSION_EPOCH:
-            if not self.is_member(group_id, member_id):
+            if self.members_known_here and not self.is_member(group_id, member_id):
                 return ErrorCode.unknown_member_id, None
             if session is not None:
                 self._release(group_id, member_id)
@@ -213,41 +213,21 @@ class ShareGroups:
         """After the closing request's acknowledgements: release what the member still holds."""
         self._release(group_id, member_id)
 
-    # -- share-partitions -----------------------------------------------------------------------
-
-    def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
-        """The share-partition if it was initialized (in memory or in a stored snapshot)."""
-        key = (group_id, topic, partition)
-        current = self._partitions.get(key)
-        if current is None and (snapshot := self._snapshots.pop(key, None)) is not None:
-            current = self._partitions[key] = SharePartition.restore(snapshot, *self._limits())
-        return current
-
-    def initialize(self, group_id: str, topic: str, partition: int, start_offset: int) -> SharePartition:
-        """A share-partition's first fetch: it starts where ``share.auto.offset.reset`` says."""
-        key = (group_id, topic, partition)
-        current = self.share_partition(group_id, topic, partition)
-        if current is None:
-            current = self._partitions[key] = SharePartition(start_offset, *self._limits())
-            self._dirty(key)
-        return current
-
-    def _limits(self) -> tuple[int, int, int]:
-        s = self.settings
-        return s.delivery_count_limit, s.record_lock_duration_ms, s.partition_max_record_locks
+    # -- records --------------------------------------------------------------------------------
 
     def acquire(
         self, key: ShareKey, member_id: str, first: int, end: int, max_records: int
     ) -> list[AcquiredRange]:
-        partition = self._partitions[key]
+        partition = self.partitions.get(key)
+        if partition is None:
+            return []
         acquired = partition.acquire(member_id, first, end, max_records, self._clock())
         if acquired:
-            self._dirty(key)
-            self._arm_lock_timer(key)
+            self.partitions.changed(key)
         return acquired
 
     def acknowledge(self, key: ShareKey, member_id: str, batches: Iterable[AckBatch]) -> ErrorCode:
-        partition = self.share_partition(*key)
+        partition = self.partitions.get(key)
         if partition is None:
             return ErrorCode.invalid_record_state
         error = ErrorCode.none
@@ -255,98 +235,25 @@ class ShareGroups:
             result = partition.acknowledge(member_id, batch.first, batch.last, batch.types)
             if result is not ErrorCode.none:
                 error = result
-        self._dirty(key)
-        self._wake()
+        self.partitions.changed(key, released=True)
         return error
 
     def _release(self, group_id: str, member_id: str) -> None:
-        for key, partition in self._partitions.items():
+        for key, partition in self.partitions.items():
             if key[0] == group_id and partition.release_member(member_id):
-                self._dirty(key)
-                self._wake()
-
-    def _arm_lock_timer(self, key: ShareKey) -> None:
-        old = self._lock_timers.pop(key, None)
-        if old is not None:
-            old.cancel()
-        deadline = self._partitions[key].next_deadline()
-        if deadline is not None:
-            delay = max(deadline - self._clock(), 0) / 1000
-            self._lock_timers[key] = asyncio.get_running_loop().call_later(delay, self._locks_expired, key)
-
-    def _locks_expired(self, key: ShareKey) -> None:
-        self._lock_timers.pop(key, None)
-        partition = self._partitions.get(key)
-        if partition is None:
-            return
-        if partition.expire(self._clock()):
-            self._dirty(key)
-            self._wake()
-        self._arm_lock_timer(key)
-
-    # -- durability -----------------------------------------------------------------------------
-
-    def _dirty(self, key: ShareKey) -> None:
-        """Note a change and write it in the background (coalesced with other changes)."""
-        self._versions[key] = self._versions.get(key, 0) + 1
-        task = asyncio.ensure_future(self.flush([key]))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        task.add_done_callback(_log_failure)
-
-    async def flush(self, keys: Iterable[ShareKey]) -> None:
-        """Return once the state of ``keys`` as of now is in the database."""
-        for key in keys:
-            wanted = self._versions.get(key, 0)
-            lock = self._write_locks.setdefault(key, asyncio.Lock())
-            async with lock:
-                if self._written.get(key, 0) >= wanted or key not in self._partitions:
-                    continue
-                version, snapshot = self._versions[key], self._partitions[key].snapshot()
-                await asyncio.to_thread(self._store.save, key, snapshot)
-                self._written[key] = version
+                self.partitions.changed(key, released=True)
 
     # -- administration (Describe/Alter/DeleteShareGroupOffsets, DeleteGroups) -------------------
 
-    def exists(self, group_id: str) -> bool:
+    async def exists(self, group_id: str) -> bool:
         """A share group with members, or with share-partition state (membership is not durable)."""
-        return group_id in self._groups or any(
-            k[0] == group_id for k in (*self._partitions, *self._snapshots)
-        )
-
-    def partitions_of(self, group_id: str) -> dict[TopicPartition, SharePartition]:
-        for key in [k for k in self._snapshots if k[0] == group_id]:
-            self.share_partition(*key)
-        return {(k[1], k[2]): p for k, p in self._partitions.items() if k[0] == group_id}
-
-    async def reset(self, key: ShareKey, start_offset: int) -> None:
-        """AlterShareGroupOffsets of an empty group: the share-partition starts over at ``start_offset``."""
-        self.share_partition(*key)
-        self._partitions[key] = SharePartition(start_offset, *self._limits())
-        self._versions[key] = self._versions.get(key, 0) + 1
-        await self.flush([key])
-
-    async def drop(self, keys: Iterable[ShareKey]) -> None:
-        """DeleteShareGroupOffsets / DeleteGroups: forget share-partitions, in memory and stored."""
-        keys = list(keys)
-        for key in keys:
-            self._partitions.pop(key, None)
-            self._snapshots.pop(key, None)
-            self._versions.pop(key, None)
-            self._written.pop(key, None)
-            if (timer := self._lock_timers.pop(key, None)) is not None:
-                timer.cancel()
-        await asyncio.to_thread(self._store.delete, keys)
+        return group_id in self._groups or bool(await self.partitions.stored(group_id))
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         group = self._groups.get(group_id)
         if group is not None and group.members:
             return ErrorCode.non_empty_group
         self._groups.pop(group_id, None)
-        await self.drop([(group_id, *tp) for tp in self.partitions_of(group_id)])
+        for key in await self.partitions.stored(group_id):
+            await self.partitions.reset(key, None)
         return ErrorCode.none
-
-
-def _log_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("share-partition state write failed", exc_info=task.exception())

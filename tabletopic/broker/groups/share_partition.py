@@ -105,7 +105,7 @@ class SharePartition:
     def restore(cls, snapshot: Snapshot, delivery_limit: int, lock_ms: int, max_locks: int) -> SharePartition:
         partition = cls(snapshot.start_offset, delivery_limit, lock_ms, max_locks)
         partition.speo = max(snapshot.end_offset, snapshot.start_offset)
-        partition.state_epoch = snapshot.state_epoch + 1
+        partition.state_epoch = snapshot.state_epoch
         for run in snapshot.ranges:
             for offset in range(max(run.first, partition.spso), min(run.last + 1, partition.speo)):
                 state = RecordState.AVAILABLE if run.state is RecordState.ACQUIRED else run.state

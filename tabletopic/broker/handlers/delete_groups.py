@@ -11,7 +11,9 @@ from tabletopic.broker.groups.coordinator import GroupCoordinator
 
 async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
     names = list(dict.fromkeys(request.groups_names))
-    shares = [g for g in names if coordinator.consumer.refusal(g) is None and coordinator.share.exists(g)]
+    shares = [
+        g for g in names if coordinator.consumer.refusal(g) is None and await coordinator.share.exists(g)
+    ]
     results = await coordinator.delete_groups([g for g in names if g not in shares])
     for group_id in shares:
         results[group_id] = await coordinator.share.delete_group(group_id)

@@ -43,7 +43,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
     error, session = shares.session(group_id, member_id, epoch)
     if error is not ErrorCode.none or session is None:
         return _top_error(error)
-    errors = await apply_acks(shares, group_id, member_id, acks)
+    errors = await apply_acks(broker, shares, group_id, member_id, acks)
     if epoch == CLOSE_SESSION_EPOCH:
         shares.close_session(group_id, member_id)
     answers = {tp: PartitionAnswer(ack_error=e) for tp, e in errors.items()}

@@ -24,6 +24,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.group_configs import state_prefix
 from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, AckBatch, ShareGroups
+from tabletopic.broker.groups.share_partitions import ShareFenced
 from tabletopic.broker.handlers.fetch import _add_batch
 from tabletopic.s3stream.streams import StreamError
 
@@ -82,11 +83,28 @@ def read_acks(
 
 
 async def apply_acks(
-    shares: ShareGroups, group_id: str, member_id: str, acks: dict[TopicPartition, list[AckBatch]]
+    broker: BrokerService,
+    shares: ShareGroups,
+    group_id: str,
+    member_id: str,
+    acks: dict[TopicPartition, list[AckBatch]],
 ) -> dict[TopicPartition, ErrorCode]:
-    """Apply and durably write acknowledgements; the error of each partition."""
-    errors = {tp: shares.acknowledge((group_id, *tp), member_id, batches) for tp, batches in acks.items()}
-    await shares.flush((group_id, *tp) for tp in acks)
+    """Apply and durably write acknowledgements; the error of each partition (NOT_LEADER_OR_FOLLOWER
+    where this broker does not lead it)."""
+    errors = {}
+    for (name, index), batches in acks.items():
+        key = (group_id, name, index)
+        serving = broker.leadership.serving_epoch(name, index)
+        try:
+            if serving is None or await shares.partitions.open(key, serving) is None:
+                raise ShareFenced(key)
+        except ShareFenced:
+            errors[(name, index)] = (
+                ErrorCode.not_leader_or_follower if serving is None else ErrorCode.invalid_record_state
+            )
+            continue
+        errors[(name, index)] = shares.acknowledge(key, member_id, batches)
+    await shares.partitions.flush((group_id, *tp) for tp in acks)
     return errors
 
 
@@ -145,13 +163,17 @@ async def _fetch_partition(
             ErrorCode.not_leader_or_follower if broker.clustered else ErrorCode.unknown_topic_or_partition
         )
         return answer
-    partition = shares.share_partition(group_id, name, index)
+    key = (group_id, name, index)
+    try:
+        partition = await shares.partitions.open(key, serving)
+    except ShareFenced:
+        answer.error = ErrorCode.not_leader_or_follower
+        return answer
     if partition is None:
         configs = await broker.topics.state_items(state_prefix(group_id))
         earliest = configs.get("share.auto.offset.reset", "latest") == "earliest"
-        partition = shares.initialize(
-            group_id, name, index, info.start_offset if earliest else info.end_offset
-        )
+        start = info.start_offset if earliest else info.end_offset
+        partition = shares.partitions.initialize(key, start, serving)
     partition.skip_to(info.start_offset)
     first = partition.next_fetch_offset()
     answer.waits_at = (stream, max(first, info.end_offset))
@@ -235,7 +257,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
     error, session = shares.session(group_id, member_id, epoch, added, forgotten)
     if error is not ErrorCode.none or session is None:
         return _top_error(error)
-    ack_errors = await apply_acks(shares, group_id, member_id, acks)
+    ack_errors = await apply_acks(broker, shares, group_id, member_id, acks)
     answers = {tp: PartitionAnswer(ack_error=e) for tp, e in ack_errors.items()}
     if epoch == CLOSE_SESSION_EPOCH:
         shares.close_session(group_id, member_id)

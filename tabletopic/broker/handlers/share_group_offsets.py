@@ -15,24 +15,15 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
-from tabletopic.broker.groups.share_partition import RecordState, SharePartition
-
-_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+from tabletopic.broker.groups.share_partitions import lag
 
 
-def _lag(partition: SharePartition, end: int | None) -> int:
-    if end is None:
-        return -1
-    done = sum(1 for r in partition.records.values() if r.state in _DONE)
-    return max(end - partition.spso - done, 0)
-
-
-def _group_error(coordinator: GroupCoordinator, group_id: str, changes: bool) -> ErrorCode | None:
+async def _group_error(coordinator: GroupCoordinator, group_id: str, changes: bool) -> ErrorCode | None:
     """Why a group's offsets cannot be served (or changed) here, None when they can."""
     if (refused := coordinator.consumer.refusal(group_id)) is not None:
         return refused
     shares = coordinator.share
-    if not shares.exists(group_id):
+    if not await shares.exists(group_id):
         return ErrorCode.group_id_not_found
     group = shares.group(group_id)
     if changes and group is not None and group.members:
@@ -44,10 +35,10 @@ async def describe(coordinator: GroupCoordinator, ctx: RequestContext, request: 
     shares, topics = coordinator.share, coordinator.consumer.topics()
     groups = []
     for wanted in request.groups:
-        if (error := _group_error(coordinator, wanted.group_id, changes=False)) is not None:
+        if (error := await _group_error(coordinator, wanted.group_id, changes=False)) is not None:
             groups.append({"group_id": wanted.group_id, "topics": [], "error_code": error})
             continue
-        states = shares.partitions_of(wanted.group_id)
+        states = {(k[1], k[2]): v for k, v in (await shares.partitions.stored(wanted.group_id)).items()}
         asked = (
             {(t.topic_name, int(p)) for t in wanted.topics for p in t.partitions}
             if wanted.topics is not None
@@ -62,8 +53,8 @@ async def describe(coordinator: GroupCoordinator, ctx: RequestContext, request: 
             elif state is None:
                 entry |= {"start_offset": -1, "lag": -1, "error_code": ErrorCode.none}
             else:
-                lag = _lag(state, shares.end_offset(name, index))
-                entry |= {"start_offset": state.spso, "lag": lag, "error_code": ErrorCode.none}
+                behind = lag(state, shares.end_offset(name, index))
+                entry |= {"start_offset": state.start_offset, "lag": behind, "error_code": ErrorCode.none}
             by_topic.setdefault(name, []).append(entry)
         groups.append(
             {
@@ -84,7 +75,7 @@ async def describe(coordinator: GroupCoordinator, ctx: RequestContext, request: 
 
 async def alter(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
     group_id, topics = request.group_id, coordinator.consumer.topics()
-    if (error := _group_error(coordinator, group_id, changes=True)) is not None:
+    if (error := await _group_error(coordinator, group_id, changes=True)) is not None:
         return {"throttle_time": 0, "error_code": error, "responses": []}
     responses = []
     for topic in request.topics:
@@ -100,7 +91,7 @@ async def alter(coordinator: GroupCoordinator, ctx: RequestContext, request: Any
             if p.start_offset < 0:
                 partitions.append({"partition_index": index, "error_code": ErrorCode.invalid_request})
                 continue
-            await coordinator.share.reset((group_id, topic.topic_name, index), int(p.start_offset))
+            await coordinator.share.partitions.reset((group_id, topic.topic_name, index), int(p.start_offset))
             partitions.append({"partition_index": index, "error_code": ErrorCode.none})
         responses.append(
             {
@@ -114,14 +105,15 @@ async def alter(coordinator: GroupCoordinator, ctx: RequestContext, request: Any
 
 async def delete(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
     group_id, topics = request.group_id, coordinator.consumer.topics()
-    if (error := _group_error(coordinator, group_id, changes=True)) is not None:
+    if (error := await _group_error(coordinator, group_id, changes=True)) is not None:
         return {"throttle_time": 0, "error_code": error, "responses": []}
-    states = coordinator.share.partitions_of(group_id)
+    stored = await coordinator.share.partitions.stored(group_id)
     responses = []
     for topic in request.topics:
         name = topic.topic_name
         known = topics.get(name)
-        await coordinator.share.drop([(group_id, n, i) for n, i in states if n == name])
+        for key in [k for k in stored if k[1] == name]:
+            await coordinator.share.partitions.reset(key, None)
         error = ErrorCode.none if known is not None else ErrorCode.unknown_topic_or_partition
         responses.append({"topic_name": name, "topic_id": known[0] if known else None, "error_code": error})
     return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}

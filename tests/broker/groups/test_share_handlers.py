@@ -124,7 +124,7 @@ async def test_share_fetch_sessions_and_acknowledgement_errors(
     accepted = await call(broker, _ack(broker, -1, 0, 1, 1))  # closes the session
     assert accepted.responses[0].partitions[0].error_code is ErrorCode.none
     assert (await call(broker, _fetch(broker, 4))).error_code is ErrorCode.share_session_not_found
-    share_partition = coordinator.share.share_partition("g", "t", 0)
+    share_partition = coordinator.share.partitions.get(("g", "t", 0))
     assert share_partition is not None and share_partition.spso == 2
 
 
@@ -183,4 +183,4 @@ async def test_share_group_offsets_are_described_altered_and_deleted(
     await call(coordinator, _heartbeat("m2", -1))
     gone = await call(coordinator, request(42, 2, groups_names=["g"]))
     assert gone.results[0].error_code is ErrorCode.none
-    assert not coordinator.share.exists("g")
+    assert not await coordinator.share.exists("g")

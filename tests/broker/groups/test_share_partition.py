@@ -16,6 +16,7 @@ from tabletopic.broker.groups.share_partition import (
     AcquiredRange,
     RecordState,
     SharePartition,
+    Snapshot,
 )
 from tabletopic.broker.groups.share_store import ShareStateStore
 
@@ -82,7 +83,7 @@ def test_snapshot_keeps_delivery_counts_and_makes_acquired_records_available() -
     p.acknowledge("a", 8, 8, (AckType.REJECT,))
     snapshot = p.snapshot()
     restored = SharePartition.restore(snapshot, 5, LOCK_MS, 2000)
-    assert (restored.spso, restored.speo, restored.state_epoch) == (7, 10, 1)
+    assert (restored.spso, restored.speo, restored.state_epoch) == (7, 10, 0)
     assert restored.acquire("b", 0, 10, 100, now_ms=0) == [AcquiredRange(7, 7, 2), AcquiredRange(9, 9, 2)]
 
 
@@ -160,5 +161,9 @@ def test_share_state_store_round_trip(engine: Engine) -> None:
     store.save(("g", "t", 0), p.snapshot())
     store.save(("g", "t", 0), p.snapshot())  # a rewrite replaces the row
     assert store.load() == {("g", "t", 0): p.snapshot()}
+    assert not store.save(("g", "t", 0), p.snapshot(), leader_epoch=-1)  # a newer leader wrote it
+    store.replace_by_admin(("g", "t", 0), 1)  # AlterShareGroupOffsets: the leader's copy is superseded
+    assert not store.save(("g", "t", 0), p.snapshot())
+    assert store.load_one(("g", "t", 0)) == (Snapshot(1, 1, 1, ()), 0)
     store.delete_group("g")
     assert store.load() == {}
