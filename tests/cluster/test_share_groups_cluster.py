@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 import pytest
-from confluent_kafka import Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from confluent_kafka import ShareConsumer
 
 from tabletopic import database
 from tabletopic.broker.groups.share_store import ShareStateStore
 from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.kafka_clients import poll_share, produce_values, share_group_starts_earliest
 
 pytestmark = [
     pytest.mark.integration,
@@ -25,21 +24,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(300),
 ]
-
-
-def _poll_until(consumer: Any, wanted: int, seconds: float = 90) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while len(got) < wanted and time.monotonic() < deadline:
-        got += [m for m in consumer.poll(0.5) if m.error() is None]
-    return got
-
-
-def _produce(bootstrap: str, topic: str, values: list[str]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    for value in values:
-        producer.produce(topic, value.encode(), partition=0)
-    assert producer.flush(60) == 0
 
 
 def _stored_delivery_count(cluster: LocalCluster, group: str, topic: str, offset: int) -> int | None:
@@ -58,27 +42,22 @@ def test_share_group_survives_its_partition_leader_dying(healthy_cluster: LocalC
     topic, leaders = new_topic(cluster, "share", 1)
     old_leader = leaders[0][0]
     group = f"share-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    for future in admin.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
-    ).values():
-        future.result(30)
-    _produce(cluster.bootstrap, topic, [f"a{i}" for i in range(20)])
+    share_group_starts_earliest({"bootstrap.servers": cluster.bootstrap}, group)
+    produce_values(cluster.bootstrap, topic, [f"a{i}" for i in range(20)])
 
     first = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
     first.subscribe([topic])
-    accepted = _poll_until(first, 20)
+    accepted = poll_share(first, 20)
     first.commit_sync()
     first.close()
     assert sorted(m.offset() for m in accepted) == list(range(20))
 
-    _produce(cluster.bootstrap, topic, [f"b{i}" for i in range(10)])
+    produce_values(cluster.bootstrap, topic, [f"b{i}" for i in range(10)])
     holder = ShareConsumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
     )
     holder.subscribe([topic])
-    held = _poll_until(holder, 10)
+    held = poll_share(holder, 10)
     assert sorted(m.offset() for m in held) == list(range(20, 30))
     wait_until(lambda: _stored_delivery_count(cluster, group, topic, 29) == 1, timeout=30)
 
@@ -92,7 +71,7 @@ def test_share_group_survives_its_partition_leader_dying(healthy_cluster: LocalC
     fresh = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
     try:
         fresh.subscribe([topic])
-        again = _poll_until(fresh, 10, seconds=120)
+        again = poll_share(fresh, 10, seconds=120, skip_errors=True)
         assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(20, 30)]
         fresh.commit_sync()
         deadline = time.monotonic() + 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tabletopic.broker.groups.settings import configured_int
 from tabletopic.config import Config, define, in_range
 
 
@@ -78,10 +79,7 @@ def share_group_settings(config: Config) -> ShareSettings:
     """The ``group.share.*`` settings of a running configuration (defaults for unknown keys)."""
 
     def get(key: str, default: int) -> int:
-        try:
-            return int(str(config.get(key)))
-        except KeyError:
-            return default
+        return configured_int(config, key, default)
 
     return ShareSettings(
         heartbeat_interval_ms=get(SHARE_HEARTBEAT_INTERVAL.name, _SHARE.heartbeat_interval_ms),

@@ -218,25 +218,35 @@ async def _wait(
                 future.cancel()
 
 
-def _top_error(error: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def top_error(error: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A ShareFetch or ShareAcknowledge answer refused as a whole (``extra``: ShareFetch's lock)."""
     return {
         "throttle_time": 0,
         "error_code": error,
         "error_message": message,
-        "acquisition_lock_timeout": 0,
         "responses": [],
         "node_endpoints": [],
+        **extra,
     }
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+def requester(broker: BrokerService, request: Any) -> tuple[ShareGroups, str, str, int] | dict[str, Any]:
+    """The share groups, group id, member id and session epoch of a ShareFetch or ShareAcknowledge,
+    or the answer refusing it."""
     shares = broker.share_groups
     if shares is None:
-        return _top_error(ErrorCode.coordinator_not_available)
+        return top_error(ErrorCode.coordinator_not_available)
     group_id, member_id = request.group_id or "", request.member_id or ""
-    epoch = int(request.share_session_epoch)
     if not group_id or not member_id:
-        return _top_error(ErrorCode.invalid_request, "a share fetch names its group and member")
+        return top_error(ErrorCode.invalid_request, "the request must name its group and member")
+    return shares, group_id, member_id, int(request.share_session_epoch)
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    identified = requester(broker, request)
+    if isinstance(identified, dict):
+        return identified | {"acquisition_lock_timeout": 0}
+    shares, group_id, member_id, epoch = identified
     acks, unknown = read_acks(broker, request.topics)
     names = topic_names(broker, (t.topic_id for t in request.forgotten_topics_data))
     forgotten = [
@@ -256,7 +266,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
         added = []
     error, session = shares.session(group_id, member_id, epoch, added, forgotten)
     if error is not ErrorCode.none or session is None:
-        return _top_error(error)
+        return top_error(error, acquisition_lock_timeout=0)
     ack_errors = await apply_acks(broker, shares, group_id, member_id, acks)
     answers = {tp: PartitionAnswer(ack_error=e) for tp, e in ack_errors.items()}
     if epoch == CLOSE_SESSION_EPOCH:

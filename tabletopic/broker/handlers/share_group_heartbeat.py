@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.share_group import ShareHeartbeat
+from tabletopic.broker.handlers.consumer_group_heartbeat import wire_assignment
 from tabletopic.broker.handlers.join_group import client_host
 
 
@@ -47,17 +48,7 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     )
     assignment = None
     if result.assignment is not None and result.error is ErrorCode.none:
-        topics = coordinator.consumer.topics()
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(result.assignment):
-            by_topic.setdefault(topic, []).append(partition)
-        assignment = {
-            "topic_partitions": [
-                {"topic_id": topics[name][0], "partitions": partitions}
-                for name, partitions in by_topic.items()
-                if name in topics
-            ]
-        }
+        assignment = wire_assignment(result.assignment, coordinator.consumer.topics())
     return answer | {
         "error_code": result.error,
         "error_message": result.message,

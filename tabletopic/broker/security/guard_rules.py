@@ -609,7 +609,7 @@ RULES: dict[int, Rule] = {
     68: group_rule(Operation.READ, member_epoch=-1, heartbeat_interval=0),  # ConsumerGroupHeartbeat
     69: consumer_group_describe,
     76: share_rules.share_group_heartbeat,
-    77: share_rules.share_group_describe,
+    77: consumer_group_describe,  # ShareGroupDescribe: the same answer shape
     78: share_rules.share_records,  # ShareFetch
     79: share_rules.share_records,  # ShareAcknowledge
     90: share_rules.describe_share_group_offsets,

@@ -1,9 +1,9 @@
 """ACL rules of the KIP-932 share group APIs, as Kafka checks them: READ on the group for
 ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (with DESCRIBE on each subscribed topic for
 the heartbeat and READ on each fetched or acknowledged topic), DESCRIBE on the group for
-ShareGroupDescribe and DescribeShareGroupOffsets, READ on the group to alter its offsets and
-DELETE to delete them. A denied topic of a fetch or acknowledgement is answered per partition with
-TOPIC_AUTHORIZATION_FAILED while the rest of the request proceeds."""
+DescribeShareGroupOffsets (ShareGroupDescribe has ConsumerGroupDescribe's rule), READ on the group
+to alter its offsets and DELETE to delete them. A denied topic of a fetch or acknowledgement is
+answered per partition with TOPIC_AUTHORIZATION_FAILED while the rest of the request proceeds."""
 
 from __future__ import annotations
 
@@ -33,22 +33,6 @@ async def share_group_heartbeat(check: Check, ctx: RequestContext, request: Any,
             "error_message": "a subscribed topic is not authorized",
         }
     return await call(request)
-
-
-async def share_group_describe(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
-    passed = tuple(g for g in request.group_ids if check.group(Operation.DESCRIBE, g))
-    refused = [
-        {"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "group_epoch": -1,
-         "assignment_epoch": -1, "assignor_name": "", "members": [], "authorized_operations": -(2**31)}
-        for g in request.group_ids
-        if g not in passed
-    ]  # fmt: skip
-    if not passed:
-        return {"throttle_time": 0, "groups": refused}
-    response = await call(dataclasses.replace(request, group_ids=passed))
-    if not isinstance(response, dict):
-        return response
-    return {**response, "groups": [*response.get("groups", []), *refused]}
 
 
 async def share_records(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:

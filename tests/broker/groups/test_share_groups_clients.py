@@ -47,34 +47,11 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _new_group_and_topic(bootstrap: str, prefix: str) -> tuple[str, str]:
-    """A fresh topic and a share group that starts at the earliest offset (Kafka's default,
-    ``latest``, would skip what the test produced before the first fetch)."""
-    from confluent_kafka.admin import (
-        AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
+    """A fresh topic, and a share group that starts at its earliest offset."""
     topic, group = f"{prefix}-{uuid.uuid4().hex[:6]}", f"{prefix}-g-{uuid.uuid4().hex[:6]}"
     clients.create_topic(bootstrap, topic, 1)
-    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
-    ).values():
-        future.result(30)
+    clients.share_group_starts_earliest({"bootstrap.servers": bootstrap}, group)
     return topic, group
-
-
-def _produce(bootstrap: str, topic: str, values: list[str]) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    for value in values:
-        producer.produce(topic, value.encode(), partition=0)
-    assert producer.flush(30) == 0
 
 
 def _share_consumer(bootstrap: str, group: str, explicit: bool = False) -> Any:
@@ -92,15 +69,6 @@ def _poll(consumer: Any, timeout: float = 0.5) -> list[Any]:
         assert message.error() is None, message.error()
         messages.append(message)
     return messages
-
-
-def _poll_until(consumer: Any, wanted: int, seconds: float = 60) -> list[Any]:
-    """Poll until ``wanted`` records came (explicit mode: the caller acknowledges each batch)."""
-    got: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while len(got) < wanted and time.monotonic() < deadline:
-        got += _poll(consumer)
-    return got
 
 
 class _Member(threading.Thread):
@@ -135,7 +103,7 @@ def test_three_members_share_one_partition_and_each_record_is_delivered_once(boo
         member.start()
     total = 0
     for wave in range(20):
-        _produce(bootstrap, topic, [f"w{wave}-{i}" for i in range(10)])
+        clients.produce_values(bootstrap, topic, [f"w{wave}-{i}" for i in range(10)])
         total += 10
         wait_until(lambda done=total - 10: len(seen) >= done, timeout=30)  # the members keep up
     wait_until(lambda: len(seen) >= total, timeout=60)
@@ -155,22 +123,22 @@ def test_release_redelivers_with_delivery_count_two_and_reject_never_redelivers(
     from confluent_kafka import AcknowledgeType
 
     topic, group = _new_group_and_topic(bootstrap, "shareack")
-    _produce(bootstrap, topic, ["accept", "release", "reject"])
+    clients.produce_values(bootstrap, topic, ["accept", "release", "reject"])
     consumer = _share_consumer(bootstrap, group, explicit=True)
     try:
         consumer.subscribe([topic])
-        first = _poll_until(consumer, 1)
+        first = clients.poll_share(consumer, 1)
         kinds = {b"accept": AcknowledgeType.ACCEPT, b"release": AcknowledgeType.RELEASE}
         got = {m.value(): m for m in first}
         while len(got) < 3:
-            batch = _poll_until(consumer, 1)
+            batch = clients.poll_share(consumer, 1)
             got.update({m.value(): m for m in batch})
             first += batch
         for message in first:
             assert message.delivery_count() == 1
             consumer.acknowledge(message, kinds.get(message.value(), AcknowledgeType.REJECT))
         consumer.commit_sync()
-        again = _poll_until(consumer, 1)
+        again = clients.poll_share(consumer, 1)
         assert [(m.value(), m.offset(), m.delivery_count()) for m in again] == [(b"release", 1, 2)]
         consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
         consumer.commit_sync()
@@ -199,7 +167,7 @@ _KILLED_MEMBER = textwrap.dedent(
 
 def test_records_of_a_killed_member_are_redelivered_after_the_lock_times_out(bootstrap: str) -> None:
     topic, group = _new_group_and_topic(bootstrap, "sharelock")
-    _produce(bootstrap, topic, [f"r{i}" for i in range(5)])
+    clients.produce_values(bootstrap, topic, [f"r{i}" for i in range(5)])
     killed = subprocess.Popen(
         [sys.executable, "-c", _KILLED_MEMBER, bootstrap, group, topic],
         stdin=subprocess.PIPE,
@@ -213,11 +181,11 @@ def test_records_of_a_killed_member_are_redelivered_after_the_lock_times_out(boo
         try:
             consumer.subscribe([topic])
             started = time.monotonic()
-            redelivered = _poll_until(consumer, 1, seconds=30)
+            redelivered = clients.poll_share(consumer, 1, seconds=30)
             assert redelivered and all(m.delivery_count() == 2 for m in redelivered)
             # Not before the lock ran out (the member's session outlives its lock).
             assert time.monotonic() - started >= LOCK_MS / 1000 - 1.5
-            redelivered += _poll_until(consumer, 5 - len(redelivered), seconds=30)
+            redelivered += clients.poll_share(consumer, 5 - len(redelivered), seconds=30)
             assert sorted(m.offset() for m in redelivered) == list(range(5))
             consumer.commit_sync()
         finally:
@@ -231,13 +199,13 @@ def test_a_record_released_too_often_is_archived_at_the_delivery_count_limit(boo
     from confluent_kafka import AcknowledgeType
 
     topic, group = _new_group_and_topic(bootstrap, "sharelimit")
-    _produce(bootstrap, topic, ["poison"])
+    clients.produce_values(bootstrap, topic, ["poison"])
     consumer = _share_consumer(bootstrap, group, explicit=True)
     try:
         consumer.subscribe([topic])
         counts = []
         for _ in range(DELIVERY_LIMIT):
-            (message,) = _poll_until(consumer, 1)
+            (message,) = clients.poll_share(consumer, 1)
             counts.append(message.delivery_count())
             consumer.acknowledge(message, AcknowledgeType.RELEASE)
             consumer.commit_sync()
@@ -272,14 +240,14 @@ def test_share_state_survives_a_kill_9_of_the_node(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "node", overrides=dict(_OVERRIDES)).start()
     try:
         topic, group = _new_group_and_topic(broker.bootstrap, "sharekill")
-        _produce(broker.bootstrap, topic, [f"a{i}" for i in range(10)])
+        clients.produce_values(broker.bootstrap, topic, [f"a{i}" for i in range(10)])
         consumer = _share_consumer(broker.bootstrap, group)
         consumer.subscribe([topic])
-        acked = _poll_until(consumer, 10)
+        acked = clients.poll_share(consumer, 10)
         consumer.commit_sync()
         assert sorted(m.offset() for m in acked) == list(range(10))
-        _produce(broker.bootstrap, topic, [f"b{i}" for i in range(5)])
-        held = _poll_until(consumer, 5)  # acquired; the next poll or commit would accept them
+        clients.produce_values(broker.bootstrap, topic, [f"b{i}" for i in range(5)])
+        held = clients.poll_share(consumer, 5)  # acquired; the next poll or commit would accept them
         assert sorted(m.offset() for m in held) == list(range(10, 15))
         wait_until(lambda: _stored_delivery_counts(broker.data_dir, group).get(14) == 1, timeout=30)
 
@@ -289,7 +257,7 @@ def test_share_state_survives_a_kill_9_of_the_node(tmp_path: Path) -> None:
         fresh = _share_consumer(broker.bootstrap, group)
         try:
             fresh.subscribe([topic])
-            again = _poll_until(fresh, 5, seconds=60)
+            again = clients.poll_share(fresh, 5, seconds=60)
             assert sorted((m.offset(), m.delivery_count()) for m in again) == [(o, 2) for o in range(10, 15)]
             fresh.commit_sync()
             deadline = time.monotonic() + 2
