@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from tabletopic.broker.groups.share_partition import RecordState, SharePartition, Snapshot
 from tabletopic.broker.groups.share_settings import ShareSettings
@@ -57,7 +57,6 @@ class SharePartitions:
         self._clock = clock
         self._partitions: dict[ShareKey, SharePartition] = {}
         self._leader_epochs: dict[ShareKey, int] = {}
-        self._unset_epochs: dict[ShareKey, int] = {}  # state epoch of a row reset by an administrator
         self._lock_timers: dict[ShareKey, asyncio.TimerHandle] = {}
         self._versions: dict[ShareKey, int] = {}
         self._written: dict[ShareKey, int] = {}
@@ -72,10 +71,14 @@ class SharePartitions:
     def items(self) -> list[tuple[ShareKey, SharePartition]]:
         return list(self._partitions.items())
 
-    async def open(self, key: ShareKey, leader_epoch: int) -> SharePartition | None:
+    async def open(
+        self, key: ShareKey, leader_epoch: int, start_offset: Callable[[], Awaitable[int]] | None = None
+    ) -> SharePartition | None:
         """The share-partition as served at ``leader_epoch``, read from the database when this
-        broker did not serve it at that epoch yet; None if it was never initialized. Raises
-        :class:`ShareFenced` when a newer leader already claimed it."""
+        broker did not serve it at that epoch yet. Never initialized: with ``start_offset`` (where
+        ``share.auto.offset.reset`` says it starts) it is initialized there, else None. Raises
+        :class:`ShareFenced` when a newer leader already claimed it. One load or initialization at
+        a time per share-partition: two first fetches racing must not each make their own."""
         current = self._partitions.get(key)
         if current is not None and self._leader_epochs.get(key) == leader_epoch:
             return current
@@ -85,13 +88,13 @@ class SharePartitions:
                 return current
             self.forget(key)
             stored = await asyncio.to_thread(self._store.load_one, key)
-            if stored is None:
-                return None
-            snapshot, _ = stored
-            if snapshot.start_offset < 0:  # offsets deleted: start again by share.auto.offset.reset
-                self._unset_epochs[key] = snapshot.state_epoch
-                return None
-            self._partitions[key] = SharePartition.restore(snapshot, *self._limits())
+            # Offsets deleted (start_offset -1): start again by share.auto.offset.reset.
+            if stored is None or stored[0].start_offset < 0:
+                if start_offset is None:
+                    return None
+                state_epoch = 0 if stored is None else stored[0].state_epoch
+                return self._initialize(key, await start_offset(), leader_epoch, state_epoch)
+            self._partitions[key] = SharePartition.restore(stored[0], *self._limits())
             self._leader_epochs[key] = leader_epoch
             self._versions[key] = self._versions.get(key, 0) + 1
             await self.flush([key])  # the claim: older leaders' writes are refused from now on
@@ -99,10 +102,11 @@ class SharePartitions:
                 raise ShareFenced(key)
             return self._partitions[key]
 
-    def initialize(self, key: ShareKey, start_offset: int, leader_epoch: int) -> SharePartition:
-        """A share-partition's first fetch: it starts where ``share.auto.offset.reset`` says."""
+    def _initialize(
+        self, key: ShareKey, start_offset: int, leader_epoch: int, state_epoch: int
+    ) -> SharePartition:
         partition = SharePartition(start_offset, *self._limits())
-        partition.state_epoch = self._unset_epochs.pop(key, 0)
+        partition.state_epoch = state_epoch
         self._partitions[key], self._leader_epochs[key] = partition, leader_epoch
         self.changed(key)
         return partition

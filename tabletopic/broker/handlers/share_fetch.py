@@ -164,16 +164,19 @@ async def _fetch_partition(
         )
         return answer
     key = (group_id, name, index)
+
+    async def start_offset() -> int:
+        configs = await broker.topics.state_items(state_prefix(group_id))
+        earliest = configs.get("share.auto.offset.reset", "latest") == "earliest"
+        return info.start_offset if earliest else info.end_offset
+
     try:
-        partition = await shares.partitions.open(key, serving)
+        partition = await shares.partitions.open(key, serving, start_offset)
     except ShareFenced:
         answer.error = ErrorCode.not_leader_or_follower
         return answer
     if partition is None:
-        configs = await broker.topics.state_items(state_prefix(group_id))
-        earliest = configs.get("share.auto.offset.reset", "latest") == "earliest"
-        start = info.start_offset if earliest else info.end_offset
-        partition = shares.partitions.initialize(key, start, serving)
+        return answer
     partition.skip_to(info.start_offset)
     first = partition.next_fetch_offset()
     answer.waits_at = (stream, max(first, info.end_offset))

@@ -4,6 +4,7 @@ the share group."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from collections.abc import AsyncIterator
 from typing import Any
@@ -184,3 +185,25 @@ async def test_share_group_offsets_are_described_altered_and_deleted(
     gone = await call(coordinator, request(42, 2, groups_names=["g"]))
     assert gone.results[0].error_code is ErrorCode.none
     assert not await coordinator.share.exists("g")
+
+
+async def test_two_first_fetches_racing_share_one_share_partition(
+    share_broker: tuple[BrokerService, GroupCoordinator],
+) -> None:
+    """Two members' first fetches of a new share-partition at once: one initializes it, the other
+    uses it (each making its own would hand the same records to both)."""
+    broker, coordinator = share_broker
+    await call(coordinator, _heartbeat("m1", 0, ["t"]))
+    await call(coordinator, _heartbeat("m2", 0, ["t"]))
+    answers = await asyncio.gather(
+        call(broker, _fetch(broker, 0)), call(broker, _fetch(broker, 0, member="m2"))
+    )
+    acquired = [
+        offset
+        for answer in answers
+        for topic in answer.responses
+        for partition in topic.partitions
+        for r in partition.acquired_records
+        for offset in range(r.first_offset, r.last_offset + 1)
+    ]
+    assert sorted(acquired) == [0, 1, 2, 3]
