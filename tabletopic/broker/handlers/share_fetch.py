@@ -286,7 +286,9 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
                 fetched.ack_error = answers[tp].ack_error if tp in answers else None
                 answers[tp] = fetched
             remaining = deadline - loop.time()
-            if budget < max_records or remaining <= 0 or not shares.is_member(group_id, member_id):
+            # A member that left stops waiting (known on a single node; in a cluster the coordinator has it).
+            gone = shares.members_known_here and not shares.is_member(group_id, member_id)
+            if budget < max_records or remaining <= 0 or gone:
                 break
             await _wait(broker, shares, answers.values(), remaining)
     shown = {
