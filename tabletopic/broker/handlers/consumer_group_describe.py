@@ -16,20 +16,12 @@ from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.consumer_coordinator import TopicIds
 from tabletopic.broker.groups.consumer_group import ConsumerGroup
 from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.handlers.consumer_group_heartbeat import wire_assignment
 from tabletopic.broker.handlers.describe_groups import _GROUP_OPERATIONS, _OPERATIONS_OMITTED
 
 
 def _assignment(partitions: Iterable[TopicPartition], topics: TopicIds) -> dict[str, Any]:
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(partitions):
-        by_topic.setdefault(topic, []).append(partition)
-    return {
-        "topic_partitions": [
-            {"topic_id": topics[name][0], "topic_name": name, "partitions": parts}
-            for name, parts in by_topic.items()
-            if name in topics
-        ]
-    }
+    return wire_assignment(partitions, topics, names=True)
 
 
 def _empty(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:

@@ -77,14 +77,17 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     }
 
 
-def wire_assignment(assigned: Iterable[TopicPartition], topics: TopicIds) -> dict[str, Any]:
-    """An assignment as the heartbeat answers carry it: partitions by topic id."""
+def wire_assignment(
+    assigned: Iterable[TopicPartition], topics: TopicIds, names: bool = False
+) -> dict[str, Any]:
+    """An assignment as the heartbeat answers carry it, partitions by topic id (``names``: with the
+    topic names too, as the Describe APIs show it)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(assigned):
         by_topic.setdefault(topic, []).append(partition)
     return {
         "topic_partitions": [
-            {"topic_id": topics[name][0], "partitions": partitions}
+            {"topic_id": topics[name][0], "partitions": partitions} | ({"topic_name": name} if names else {})
             for name, partitions in by_topic.items()
             if name in topics
         ]
