@@ -233,6 +233,7 @@ class BrokerComponent:
 
         await service.transactions.set_offset_committer(commit_transaction_offsets)
         service.topic_deleted_hooks.append(groups.delete_topic_offsets)
+        service.topic_deleted_hooks.append(groups.share.partitions.delete_topic)
 
         def adapt(handlers: dict[int, Any]) -> dict[int, Any]:
             if 10 in handlers:

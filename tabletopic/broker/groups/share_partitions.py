@@ -183,6 +183,13 @@ class SharePartitions:
         found.update({key: p.snapshot() for key, p in self._partitions.items() if key[0] == group_id})
         return found
 
+    async def delete_topic(self, topic: str) -> None:
+        """A deleted topic's share-partitions go with it (a topic created again under its name
+        starts afresh)."""
+        for key in [k for k in self._partitions if k[1] == topic]:
+            self.forget(key)
+        await asyncio.to_thread(self._store.delete_topic, topic)
+
     async def reset(self, key: ShareKey, start_offset: int | None) -> None:
         """AlterShareGroupOffsets (an offset) or DeleteShareGroupOffsets (None) of an empty group;
         the leader's copy, here or elsewhere, is superseded by the row's new state epoch."""

@@ -108,6 +108,10 @@ class ShareStateStore:
             for key in keys:
                 conn.execute(sa.delete(share_state_table).where(_where(key)))
 
+    def delete_topic(self, topic: str) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(sa.delete(share_state_table).where(share_state_table.c.topic == topic))
+
     def delete_group(self, group_id: str) -> None:
         with self._engine.begin() as conn:
             conn.execute(sa.delete(share_state_table).where(share_state_table.c.group_id == group_id))

@@ -207,3 +207,15 @@ async def test_two_first_fetches_racing_share_one_share_partition(
         for offset in range(r.first_offset, r.last_offset + 1)
     ]
     assert sorted(acquired) == [0, 1, 2, 3]
+
+
+async def test_a_deleted_topics_share_state_goes_with_it(
+    share_broker: tuple[BrokerService, GroupCoordinator],
+) -> None:
+    broker, coordinator = share_broker
+    await call(coordinator, _heartbeat("m1", 0, ["t"]))
+    await call(broker, _fetch(broker, 0))
+    await coordinator.share.partitions.flush([("g", "t", 0)])
+    assert await coordinator.share.partitions.stored("g")
+    await coordinator.share.partitions.delete_topic("t")
+    assert await coordinator.share.partitions.stored("g") == {}
