@@ -44,6 +44,7 @@ class ShareSession:
 
     epoch: int
     partitions: set[TopicPartition] = field(default_factory=set)
+    used_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +196,7 @@ class ShareGroups:
                 return ErrorCode.unknown_member_id, None
             if session is not None:
                 self._release(group_id, member_id)
+            self._evict_idle_sessions()
             session = self._sessions[key] = ShareSession(1)
         elif session is None:
             return ErrorCode.share_session_not_found, None
@@ -205,9 +207,18 @@ class ShareGroups:
             return ErrorCode.invalid_share_session_epoch, None
         else:
             session.epoch += 1
+        session.used_ms = self._clock()
         session.partitions.update(added)
         session.partitions.difference_update(forgotten)
         return ErrorCode.none, session
+
+    def _evict_idle_sessions(self) -> None:
+        """Forget sessions unused for a session timeout, releasing what their members hold. A live
+        member fetches far more often; in a cluster a leader learns of no departure otherwise."""
+        idle_since = self._clock() - self.settings.session_timeout_ms
+        for group_id, member_id in [k for k, v in self._sessions.items() if v.used_ms < idle_since]:
+            del self._sessions[(group_id, member_id)]
+            self._release(group_id, member_id)
 
     def close_session(self, group_id: str, member_id: str) -> None:
         """After the closing request's acknowledgements: release what the member still holds."""

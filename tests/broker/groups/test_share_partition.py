@@ -167,3 +167,23 @@ def test_share_state_store_round_trip(engine: Engine) -> None:
     assert store.load_one(("g", "t", 0)) == (Snapshot(1, 1, 1, ()), 0)
     store.delete_group("g")
     assert store.load() == {}
+
+
+async def test_share_sessions_unused_for_a_session_timeout_are_evicted(engine: Engine) -> None:
+    """A leader in a cluster never hears that a member left: its idle session goes at the next open."""
+    from tabletopic.broker.groups.share_coordinator import ShareGroups
+    from tabletopic.broker.groups.share_settings import ShareSettings
+
+    now = [0]
+    shares = ShareGroups(
+        ShareSettings(session_timeout_ms=1000), ShareStateStore(engine), clock=lambda: now[0]
+    )
+    shares.members_known_here = False
+    assert shares.session("g", "gone", 0, [("t", 0)])[0] is ErrorCode.none
+    now[0] = 500
+    assert shares.session("g", "alive", 0)[0] is ErrorCode.none
+    now[0] = 1200
+    assert shares.session("g", "alive", 1)[0] is ErrorCode.none
+    assert shares.session("g", "new", 0)[0] is ErrorCode.none  # evicts "gone" (idle since 0)
+    assert shares.session("g", "gone", 1)[0] is ErrorCode.share_session_not_found
+    assert shares.session("g", "alive", 2)[0] is ErrorCode.none
