@@ -31,6 +31,7 @@ SETTINGS_MODULES = (
     "tabletopic.broker.transactions.settings",
     "tabletopic.broker.security.settings",
     "tabletopic.broker.groups.settings",
+    "tabletopic.broker.groups.share_settings",
     "tabletopic.schema_registry.settings",
     "tabletopic.catalog.settings",
     "tabletopic.spark.settings",

@@ -18,6 +18,7 @@ from tabletopic.broker.cluster_role import ClusterRole
 from tabletopic.broker.groups.cluster import GroupCluster
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import consumer_group_settings, group_config
+from tabletopic.broker.groups.share_settings import share_group_settings
 from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
@@ -43,6 +44,7 @@ from tabletopic.config import Config
 from tabletopic.http_auth import HttpAuthenticator
 from tabletopic.ids import LeaderEpoch, NodeId
 from tabletopic.s3stream.component import StorageComponent
+from tabletopic.s3stream.streams import StreamError
 
 log = logging.getLogger(__name__)
 
@@ -209,11 +211,15 @@ class BrokerComponent:
             config=group_config(self._config),
             clustered=self._clustered,
             consumer_settings=consumer_group_settings(self._config),
+            share_settings=share_group_settings(self._config),
         )
         groups.consumer.topics = lambda: {
             t.name: (t.topic_id, t.partition_count) for t in service.topics.all()
         }
         groups.consumer.partition_racks = functools.partial(_leader_racks, service)
+        groups.share.topics = lambda: {t.name: t.partition_count for t in service.topics.all()}
+        groups.share.end_offset = functools.partial(_end_offset, service)
+        service.share_groups = groups.share  # ShareFetch/ShareAcknowledge read the log: broker APIs
         await groups.start()
         self._groups = groups
 
@@ -228,6 +234,7 @@ class BrokerComponent:
 
         await service.transactions.set_offset_committer(commit_transaction_offsets)
         service.topic_deleted_hooks.append(groups.delete_topic_offsets)
+        service.topic_deleted_hooks.append(groups.share.partitions.delete_topic)
 
         def adapt(handlers: dict[int, Any]) -> dict[int, Any]:
             if 10 in handlers:
@@ -326,3 +333,14 @@ def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: A
 
 async def _unused(target: Any, ctx: Any, request: Any) -> None:  # pragma: no cover - never routed
     return None
+
+
+def _end_offset(service: BrokerService, topic_name: str, partition: int) -> int | None:
+    """A partition's log end offset if this broker has its stream open, else None."""
+    topic = service.topics.get(topic_name)
+    if topic is None or not 0 <= partition < topic.partition_count:
+        return None
+    try:
+        return service.store.stream_info(topic.streams[partition]).end_offset
+    except StreamError:
+        return None

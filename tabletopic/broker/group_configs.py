@@ -1,9 +1,9 @@
 """Group config resources (KIP-848, DescribeConfigs / AlterConfigs resource type GROUP = 32).
 
 Kafka lets an operator override, per group, the session and heartbeat intervals of the new consumer
-protocol and the share-group settings. tabletopic's groups use the classic protocol, whose members
-ask for their own timeouts, so these keys are validated with Kafka's rules, stored in the metadata
-database and reported back, and change nothing; DescribeConfigs' documentation says so.
+protocol and the share-group settings. These keys are validated with Kafka's rules, stored in the
+metadata database and reported back; only ``share.auto.offset.reset`` takes effect (where a new
+share-partition starts), the others change nothing and DescribeConfigs' documentation says so.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ SOURCE_GROUP_CONFIG = 8
 _STATE_PREFIX = "groupconfig."
 _NOTE = "Kafka group key, accepted and reported for compatibility; no effect here: {}."
 _CLASSIC = "tabletopic's groups use the classic protocol, whose members choose their own timeouts"
-_SHARE = "share groups are not implemented"
+_SHARE = "share groups take it from the broker's group.share.* keys"
+_EFFECTIVE = "Kafka group key: where a share group's partitions start when first fetched."
 
 
 class InvalidGroupConfig(ValueError):
@@ -50,6 +51,7 @@ class GroupConfigKey:
     validate: Callable[[str], None]
     config_type: int  # DescribeConfigs type code: 3 INT, 2 STRING
     why: str
+    effective: bool = False
 
 
 # Defaults and bounds are Kafka 4's broker defaults (group.consumer.min.session.timeout.ms, ...).
@@ -60,7 +62,7 @@ _KEYS = [
     GroupConfigKey("share.heartbeat.interval.ms", "5000", _int_between(5_000, 15_000), 3, _SHARE),
     GroupConfigKey("share.record.lock.duration.ms", "30000", _int_between(15_000, 60_000), 3, _SHARE),
     GroupConfigKey(
-        "share.auto.offset.reset", "latest", _choice("latest", "earliest", "by_duration"), 2, _SHARE
+        "share.auto.offset.reset", "latest", _choice("latest", "earliest", "by_duration"), 2, "", True
     ),
     GroupConfigKey(
         "share.isolation.level", "read_uncommitted", _choice("read_uncommitted", "read_committed"), 2, _SHARE
@@ -101,7 +103,7 @@ def describe_entries(explicit: Mapping[str, str]) -> list[dict[str, object]]:
             "value": explicit.get(key.name, key.default),
             "config_source": SOURCE_GROUP_CONFIG if key.name in explicit else 5,
             "config_type": key.config_type,
-            "documentation": _NOTE.format(key.why),
+            "documentation": _EFFECTIVE if key.effective else _NOTE.format(key.why),
         }
         for key in _KEYS
     ]

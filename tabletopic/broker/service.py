@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from tabletopic.broker import settings
 from tabletopic.broker.context import SecurityProtocol
 from tabletopic.broker.fetch_sessions import FetchSessionCache
+from tabletopic.broker.groups.share_coordinator import ShareGroups
 from tabletopic.broker.leadership import BrokerEndpoint, Leadership, SingleNode
 from tabletopic.broker.listeners import Endpoint
 from tabletopic.broker.log_cleaner import LogCleaner
@@ -92,6 +93,8 @@ class BrokerService:
         self.zone_router: ZoneRouter | None = None
         # Record contents checked on Produce for topics that ask (schema validation), if the node has one.
         self.record_validator: RecordValidator | None = None
+        # KIP-932 share groups (the group coordinator's), for ShareFetch/ShareAcknowledge; set at start.
+        self.share_groups: ShareGroups | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:

@@ -272,7 +272,7 @@ class SeaweedFS:
         names = (
             "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
             "filer.port.grpc", "s3.port", "s3.port.grpc", "s3.port.iceberg", "admin.port",
-            "admin.port.grpc", "webdav.port",
+            "admin.port.grpc", "webdav.port", "s3.port.lance",
         )  # fmt: skip
         ports = {name: free_port() for name in names}
         self.s3_port = ports["s3.port"]

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 Message = tuple[int, bytes, bytes, tuple[tuple[str, bytes], ...]]
 
@@ -314,3 +315,46 @@ def kcat_consume(bootstrap: str, topic: str, partitions: int, count: int) -> lis
         pairs = tuple((headers[i], headers[i + 1].encode()) for i in range(0, len(headers), 2))
         result.append((record["partition"], record["key"].encode(), record["payload"].encode(), pairs))
     return result
+
+
+def share_group_starts_earliest(admin_config: Mapping[str, object], group: str) -> None:
+    """Set a share group's ``share.auto.offset.reset`` to ``earliest`` (Kafka's default, ``latest``,
+    would skip what a test produced before the group's first fetch)."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    admin = AdminClient(dict(admin_config))
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def produce_values(bootstrap: str, topic: str, values: Sequence[str]) -> None:
+    """``values`` to partition 0 of ``topic``, in order, acknowledged."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for value in values:
+        producer.produce(topic, value.encode(), partition=0)
+    assert producer.flush(60) == 0
+
+
+def poll_share(consumer: Any, wanted: int, seconds: float = 60, skip_errors: bool = False) -> list[Any]:
+    """Poll a ``ShareConsumer`` until ``wanted`` records came or ``seconds`` passed (in explicit
+    acknowledgement mode the caller acknowledges each batch before polling again). An error fails
+    the test unless ``skip_errors`` (a failover, where the client reports the leader it lost)."""
+    got: list[Any] = []
+    deadline = time.monotonic() + seconds
+    while len(got) < wanted and time.monotonic() < deadline:
+        for message in consumer.poll(0.5):
+            if message.error() is not None:
+                assert skip_errors, message.error()
+                continue
+            got.append(message)
+    return got

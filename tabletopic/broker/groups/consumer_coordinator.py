@@ -78,6 +78,8 @@ class ConsumerGroups:
         self.partition_racks: Callable[[Mapping[str, int]], Mapping[TopicPartition, str]] = lambda _topics: {}
         self.refusal = refusal
         self._upgrade_classic = upgrade_classic
+        # Whether a group id is a share group's (set by the coordinator that holds both).
+        self.is_share_group: Callable[[str], bool] = lambda group_id: False
         self._groups: dict[str, ConsumerGroup] = {}
         self._timers: dict[tuple[str, TimerKind, str], asyncio.TimerHandle] = {}
 
@@ -110,6 +112,8 @@ class ConsumerGroups:
         if regex and (problem := check_regex(regex)) is not None:
             return refuse(ErrorCode.invalid_regular_expression, problem)
         group = self._groups.get(group_id)
+        if group is None and self.is_share_group(group_id):
+            return refuse(ErrorCode.group_id_not_found, f"group {group_id} is a share group")
         if (group is None or not group.members) and request.member_epoch == 0:
             # An id is one group: a classic group with members becomes this consumer group, its
             # members staying as classic members, or the joining member is refused.

@@ -59,6 +59,9 @@ from tabletopic.broker.groups.model import (
 )
 from tabletopic.broker.groups.retention import expired_offsets
 from tabletopic.broker.groups.settings import GroupSettings
+from tabletopic.broker.groups.share_coordinator import ShareGroups
+from tabletopic.broker.groups.share_settings import ShareSettings
+from tabletopic.broker.groups.share_store import ShareStateStore
 from tabletopic.broker.groups.store import CommittedOffset, Fence, GroupFenced, GroupStore, TopicPartition
 from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.ids import LeaderEpoch
@@ -116,6 +119,7 @@ class GroupCoordinator:
         clock: Callable[[], float] = time.time,
         clustered: bool = False,
         consumer_settings: GroupSettings | None = None,
+        share_settings: ShareSettings | None = None,
     ) -> None:
         self.engine = engine
         self.node_id = node_id
@@ -150,6 +154,14 @@ class GroupCoordinator:
             consumer_settings or GroupSettings(), self._refusal, self._hand_over_for_upgrade
         )
         self._loading: set[int] = set()
+        # KIP-932 share groups: one id is one group type, so each driver refuses the other's ids.
+        self.share = ShareGroups(
+            share_settings or ShareSettings(),
+            ShareStateStore(engine),
+            lambda group_id: group_id in self._groups or self.consumer.group(group_id) is not None,
+        )
+        self.consumer.is_share_group = lambda group_id: self.share.group(group_id) is not None
+        self.share.members_known_here = not clustered
 
     # ---------------------------------------------------------------------------------------------
     # Lifecycle
@@ -162,6 +174,7 @@ class GroupCoordinator:
         real coordinator and write that over its state)."""
         self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self._store.migrate)
+        await self.share.start()
         if self._clustered:
             self._ready = True
             self._expiry = asyncio.ensure_future(self._expire_periodically())
@@ -297,6 +310,7 @@ class GroupCoordinator:
             self._seen.pop(group_id, None)
             self._state_since.pop(group_id, None)
         self.consumer.unload(accept)
+        self.share.unload(accept)
         return len(dropped)
 
     async def stop(self) -> None:
@@ -304,6 +318,7 @@ class GroupCoordinator:
         coordinator up again) and wait for in-flight database writes."""
         self._ready = False
         self.consumer.stop()
+        self.share.stop()
         if self._expiry is not None:
             self._expiry.cancel()
             await asyncio.gather(self._expiry, return_exceptions=True)

@@ -138,24 +138,31 @@ CONSUMER_MAX_SIZE = define(
 )
 
 
+def configured_int(config: Config, key: str, default: int) -> int:
+    """An int key of a running configuration; ``default`` for a key it does not know (a coordinator
+    built before the broker imported the key's module)."""
+    try:
+        return int(str(config.get(key)))
+    except KeyError:
+        return default
+
+
 def consumer_group_settings(config: Config) -> GroupSettings:
     """The ``group.consumer.*`` settings of a running configuration (defaults for unknown keys)."""
 
-    def get(key: str, default: object) -> object:
-        try:
-            return config.get(key)
-        except KeyError:
-            return default
+    def get(key: str, default: int) -> int:
+        return configured_int(config, key, default)
 
-    raw = get(CONSUMER_ASSIGNORS.name, CONSUMER_ASSIGNORS.default)
+    try:
+        raw = config.get(CONSUMER_ASSIGNORS.name)
+    except KeyError:
+        raw = CONSUMER_ASSIGNORS.default
     names = tuple(name for n in _names(raw) if (name := assignor_name(n)) is not None)
     return GroupSettings(
-        session_timeout_ms=int(str(get(CONSUMER_SESSION_TIMEOUT.name, _CONSUMER.session_timeout_ms))),
-        heartbeat_interval_ms=int(
-            str(get(CONSUMER_HEARTBEAT_INTERVAL.name, _CONSUMER.heartbeat_interval_ms))
-        ),
+        session_timeout_ms=get(CONSUMER_SESSION_TIMEOUT.name, _CONSUMER.session_timeout_ms),
+        heartbeat_interval_ms=get(CONSUMER_HEARTBEAT_INTERVAL.name, _CONSUMER.heartbeat_interval_ms),
         assignors=names or _CONSUMER.assignors,
-        max_size=int(str(get(CONSUMER_MAX_SIZE.name, _CONSUMER.max_size))),
+        max_size=get(CONSUMER_MAX_SIZE.name, _CONSUMER.max_size),
     )
 
 
@@ -163,10 +170,7 @@ def group_config(config: Config) -> GroupConfig:
     """The coordinator limits of a running configuration."""
 
     def get(key: str, default: int) -> int:
-        try:
-            return int(config.get(key))
-        except KeyError:
-            return default
+        return configured_int(config, key, default)
 
     return GroupConfig(
         min_session_timeout_ms=get(MIN_SESSION_TIMEOUT.name, _DEFAULTS.min_session_timeout_ms),

@@ -54,6 +54,11 @@ from tabletopic.broker.handlers import (
     offset_for_leader_epoch,
     partition_reassignments,
     produce,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     transactions,
     write_txn_markers,
@@ -94,6 +99,8 @@ HANDLERS: dict[int, Handler] = {
     65: transactions.describe,
     66: transactions.list_transactions,
     75: describe_topic_partitions.handle,
+    78: share_fetch.handle,
+    79: share_acknowledge.handle,
 }
 
 GROUP_HANDLERS: dict[int, Handler] = {
@@ -110,4 +117,9 @@ GROUP_HANDLERS: dict[int, Handler] = {
     47: offset_delete.handle,
     68: consumer_group_heartbeat.handle,
     69: consumer_group_describe.handle,
+    76: share_group_heartbeat.handle,
+    77: share_group_describe.handle,
+    90: share_group_offsets.describe,
+    91: share_group_offsets.alter,
+    92: share_group_offsets.delete,
 }

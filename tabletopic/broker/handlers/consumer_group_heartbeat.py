@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.groups.assignors import TopicPartition
+from tabletopic.broker.groups.consumer_coordinator import TopicIds
 from tabletopic.broker.groups.consumer_group import HeartbeatRequest
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.handlers.join_group import client_host
@@ -62,16 +65,7 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     )
     assignment = None
     if result.assignment is not None and result.error is ErrorCode.none:
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(result.assignment):
-            by_topic.setdefault(topic, []).append(partition)
-        assignment = {
-            "topic_partitions": [
-                {"topic_id": topics[name][0], "partitions": partitions}
-                for name, partitions in by_topic.items()
-                if name in topics
-            ]
-        }
+        assignment = wire_assignment(result.assignment, topics)
     return {
         "throttle_time": 0,
         "error_code": result.error,
@@ -80,6 +74,23 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
         "member_epoch": result.member_epoch,
         "heartbeat_interval": groups.settings.heartbeat_interval_ms,
         "assignment": assignment,
+    }
+
+
+def wire_assignment(
+    assigned: Iterable[TopicPartition], topics: TopicIds, names: bool = False
+) -> dict[str, Any]:
+    """An assignment as the heartbeat answers carry it, partitions by topic id (``names``: with the
+    topic names too, as the Describe APIs show it)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(assigned):
+        by_topic.setdefault(topic, []).append(partition)
+    return {
+        "topic_partitions": [
+            {"topic_id": topics[name][0], "partitions": partitions} | ({"topic_name": name} if names else {})
+            for name, partitions in by_topic.items()
+            if name in topics
+        ]
     }
 
 

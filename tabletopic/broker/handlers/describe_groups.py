@@ -14,6 +14,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.consumer_group import ConsumerGroup
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import GroupDescription, GroupState
+from tabletopic.broker.groups.share_group import SHARE_ASSIGNOR, ShareGroup, ShareMember
 
 # "Authorized operations not computed" (INT32_MIN), what Kafka sends when not asked.
 _OPERATIONS_OMITTED = -(2**31)
@@ -58,20 +59,22 @@ def _not_described(group_id: str, error: ErrorCode, message: str | None) -> dict
     }
 
 
-def _consumer_described(group: ConsumerGroup, operations: int) -> dict[str, Any]:
-    """A KIP-848 group as classic clients see it: type "consumer", its members without the classic
-    protocol's metadata and assignment bytes (ConsumerGroupDescribe has those)."""
+def _consumer_described(group: ConsumerGroup | ShareGroup, operations: int) -> dict[str, Any]:
+    """A KIP-848 or KIP-932 group as classic clients see it: type "consumer" or "share", its members
+    without the classic protocol's metadata and assignment bytes (ConsumerGroupDescribe and
+    ShareGroupDescribe have those)."""
+    share = isinstance(group, ShareGroup)
     return {
         "error_code": ErrorCode.none,
         "error_message": None,
         "group_id": group.group_id,
         "group_state": group.state,
-        "protocol_type": "consumer",
-        "protocol_data": group.assignor,
+        "protocol_type": "share" if share else "consumer",
+        "protocol_data": SHARE_ASSIGNOR if isinstance(group, ShareGroup) else group.assignor,
         "members": [
             {
                 "member_id": m.member_id,
-                "group_instance_id": m.instance_id,
+                "group_instance_id": None if isinstance(m, ShareMember) else m.instance_id,
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "member_metadata": b"",
@@ -90,8 +93,11 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     for group_id in request.groups:
         description = coordinator.describe_group(group_id)
         consumer = coordinator.consumer.group(group_id)
+        share = coordinator.share.group(group_id)
         if coordinator.ready and consumer is not None and consumer.members:
             groups.append(_consumer_described(consumer, operations))
+        elif coordinator.ready and share is not None:
+            groups.append(_consumer_described(share, operations))
         elif not coordinator.ready:
             groups.append(_not_described(group_id, ErrorCode.coordinator_load_in_progress, None))
         elif description is None and ctx.api_version >= 6:

@@ -11,6 +11,7 @@ from tabletopic.broker.groups.coordinator import GroupCoordinator
 
 _CLASSIC = "classic"
 _CONSUMER = "consumer"  # KIP-848 groups
+_SHARE = "share"  # KIP-932 groups
 
 
 async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
@@ -25,6 +26,11 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
     listed = [
         {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state, "group_type": _CONSUMER}
         for g in consumer.values()
+    ]
+    listed += [
+        {"group_id": g.group_id, "protocol_type": _SHARE, "group_state": g.state, "group_type": _SHARE}
+        for g in coordinator.share.groups()
+        if coordinator.owns(g.group_id)
     ]
     listed += [
         {

@@ -52,6 +52,8 @@ MAX_VERSIONS: dict[int, int] = {
     65: 0,  # DescribeTransactions
     66: 1,  # ListTransactions
     75: 0,  # DescribeTopicPartitions
+    78: 1,  # ShareFetch (KIP-932; v2's acquire modes and RENEW are not served)
+    79: 1,  # ShareAcknowledge
 }
 
 # The consumer-group APIs, served by the group coordinator (``broker/handlers`` GROUP_HANDLERS).
@@ -69,6 +71,11 @@ GROUP_MAX_VERSIONS: dict[int, int] = {
     47: 0,  # OffsetDelete
     68: 1,  # ConsumerGroupHeartbeat (KIP-848)
     69: 1,  # ConsumerGroupDescribe
+    76: 1,  # ShareGroupHeartbeat (KIP-932)
+    77: 1,  # ShareGroupDescribe
+    90: 1,  # DescribeShareGroupOffsets (v1: with the lag)
+    91: 0,  # AlterShareGroupOffsets
+    92: 0,  # DeleteShareGroupOffsets
 }
 
 

@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.answers import write_txn_markers_answer
+from tabletopic.broker.security import share_rules
 from tabletopic.broker.security.acl import CLUSTER_NAME, Operation, ResourceType
 from tabletopic.broker.security.guard import (
     NOT_REQUESTED,
@@ -607,4 +608,11 @@ RULES: dict[int, Rule] = {
     75: describe_topic_partitions,
     68: group_rule(Operation.READ, member_epoch=-1, heartbeat_interval=0),  # ConsumerGroupHeartbeat
     69: consumer_group_describe,
+    76: share_rules.share_group_heartbeat,
+    77: consumer_group_describe,  # ShareGroupDescribe: the same answer shape
+    78: share_rules.share_records,  # ShareFetch
+    79: share_rules.share_records,  # ShareAcknowledge
+    90: share_rules.describe_share_group_offsets,
+    91: share_rules.share_offsets_change(Operation.READ),  # AlterShareGroupOffsets
+    92: share_rules.share_offsets_change(Operation.DELETE),  # DeleteShareGroupOffsets
 }

@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from tests.broker.security.conftest import SecureBroker
 from tests.support.broker_process import BrokerProcess
+from tests.support.kafka_clients import share_group_starts_earliest
 from tests.support.kafka_requests import request
 from tests.support.raw_kafka_client import connect, roundtrip
 
@@ -103,34 +104,38 @@ def test_topic_write_is_denied_until_granted_by_prefix(acl_broker: BrokerProcess
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])  # consumer: KIP-848's heartbeat
+# consumer: KIP-848's heartbeat; share: KIP-932's ShareConsumer
+@pytest.mark.parametrize("protocol", ["classic", "consumer", "share"])
 def test_consumer_group_needs_group_read(acl_broker: BrokerProcess, protocol: str) -> None:
-    from confluent_kafka import Consumer, KafkaError
+    from confluent_kafka import Consumer, KafkaError, KafkaException, ShareConsumer
 
     topic = new_topic(acl_broker, "grp-")
     assert produce(acl_broker, "admin", topic) is None
     grant(acl_broker, ("TOPIC", topic, "LITERAL", "User:bob", "READ"))
     group = f"g-{topic}"
+    if protocol == "share":
+        share_group_starts_earliest(client(acl_broker, "admin"), group)
     errors: list[int] = []
 
     def consume() -> bytes | None:
-        consumer = Consumer(
-            client(
-                acl_broker,
-                "bob",
-                **{"group.id": group, "auto.offset.reset": "earliest", "group.protocol": protocol},
-            ),
-        )
+        if protocol == "share":
+            consumer: Any = ShareConsumer(client(acl_broker, "bob", **{"group.id": group}))
+        else:
+            settings = {"group.id": group, "auto.offset.reset": "earliest", "group.protocol": protocol}
+            consumer = Consumer(client(acl_broker, "bob", **settings))
         consumer.subscribe([topic])
         try:
             for _ in range(20):
-                message = consumer.poll(1.0)
-                if message is None:
-                    continue
-                if message.error():
-                    errors.append(message.error().code())
+                try:
+                    polled = consumer.poll(1.0)
+                except KafkaException as exc:  # a share consumer raises what a consumer returns
+                    errors.append(exc.args[0].code())
                     return None
-                return message.value()  # type: ignore[no-any-return]
+                for message in polled if protocol == "share" else [polled] if polled else []:
+                    if message.error():
+                        errors.append(message.error().code())
+                        return None
+                    return message.value()  # type: ignore[no-any-return]
             return None
         finally:
             consumer.close()

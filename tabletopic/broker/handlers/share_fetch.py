@@ -1,0 +1,306 @@
+"""ShareFetch (78): a share group member's fetch (KIP-932), with its piggy-backed acknowledgements.
+
+The request names the member's share session (epoch 0 opens it, -1 closes it, each request after
+that carries the next epoch) and the partitions it adds or forgets; the acknowledgements it carries
+are applied and written (:class:`~tabletopic.broker.groups.share_coordinator.ShareGroups`) before
+records are acquired, so a record released by this very request may be handed out again at once.
+Each partition of the session is read from its share-partition's first available record; the
+batches read are returned whole, with the offsets this member acquired in ``acquired_records``
+(the client drops the others). Nothing acquired: the request long-polls for new records, or for
+records released by others, until ``max_wait``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from tabletopic.broker.context import RequestContext
+from tabletopic.broker.group_configs import state_prefix
+from tabletopic.broker.groups.assignors import TopicPartition
+from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, AckBatch, ShareGroups
+from tabletopic.broker.groups.share_partitions import ShareFenced
+from tabletopic.broker.handlers.fetch import _add_batch
+from tabletopic.s3stream.streams import StreamError
+
+if TYPE_CHECKING:
+    from tabletopic.broker.service import BrokerService
+
+DEFAULT_MAX_RECORDS = 500
+
+
+@dataclass(slots=True)
+class PartitionAnswer:
+    """One partition of a ShareFetch/ShareAcknowledge answer."""
+
+    error: ErrorCode = ErrorCode.none
+    ack_error: ErrorCode | None = None
+    records: list[Any] = field(default_factory=list)
+    acquired: list[dict[str, int]] = field(default_factory=list)
+    leader: tuple[int, int] = (-1, -1)
+    waits_at: tuple[int, int] | None = None  # (stream id, offset) to long-poll on
+
+
+def topic_names(broker: BrokerService, topic_ids: Iterable[uuid.UUID | None]) -> dict[uuid.UUID, str]:
+    names = {}
+    for topic_id in topic_ids:
+        if topic_id is not None and (topic := broker.topics.by_id(topic_id)) is not None:
+            names[topic_id] = topic.name
+    return names
+
+
+def read_acks(
+    broker: BrokerService, topics: Iterable[Any]
+) -> tuple[dict[TopicPartition, list[AckBatch]], dict[tuple[uuid.UUID, int], ErrorCode]]:
+    """The acknowledgement batches of a request by partition, and the partitions it names that do
+    not exist (UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION)."""
+    topics = list(topics)
+    names = topic_names(broker, (t.topic_id for t in topics))
+    acks: dict[TopicPartition, list[AckBatch]] = {}
+    unknown: dict[tuple[uuid.UUID, int], ErrorCode] = {}
+    for t in topics:
+        name = names.get(t.topic_id)
+        for p in t.partitions:
+            index = int(p.partition_index)
+            if name is None:
+                unknown[(t.topic_id, index)] = ErrorCode.unknown_topic_id
+                continue
+            topic = broker.topics.get(name)
+            if topic is None or not 0 <= index < topic.partition_count:
+                unknown[(t.topic_id, index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            batches = [
+                AckBatch(int(b.first_offset), int(b.last_offset), tuple(int(x) for x in b.acknowledge_types))
+                for b in p.acknowledgement_batches
+            ]
+            acks.setdefault((name, index), []).extend(batches)
+    return acks, unknown
+
+
+async def apply_acks(
+    broker: BrokerService,
+    shares: ShareGroups,
+    group_id: str,
+    member_id: str,
+    acks: dict[TopicPartition, list[AckBatch]],
+) -> dict[TopicPartition, ErrorCode]:
+    """Apply and durably write acknowledgements; the error of each partition (NOT_LEADER_OR_FOLLOWER
+    where this broker does not lead it)."""
+    errors = {}
+    for (name, index), batches in acks.items():
+        key = (group_id, name, index)
+        serving = broker.leadership.serving_epoch(name, index)
+        try:
+            if serving is None or await shares.partitions.open(key, serving) is None:
+                raise ShareFenced(key)
+        except ShareFenced:
+            errors[(name, index)] = (
+                ErrorCode.not_leader_or_follower if serving is None else ErrorCode.invalid_record_state
+            )
+            continue
+        errors[(name, index)] = shares.acknowledge(key, member_id, batches)
+    await shares.partitions.flush((group_id, *tp) for tp in acks)
+    return errors
+
+
+def encode_answer(
+    broker: BrokerService,
+    answers: dict[TopicPartition, PartitionAnswer],
+    unknown: dict[tuple[uuid.UUID, int], ErrorCode],
+    with_records: bool,
+) -> list[dict[str, Any]]:
+    """The ``responses`` list: partitions grouped by topic id."""
+    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for (name, index), answer in sorted(answers.items()):
+        topic = broker.topics.get(name)
+        if topic is None:
+            continue
+        entry: dict[str, Any] = {
+            "partition_index": index,
+            "error_code": answer.error if answer.ack_error is None or with_records else answer.ack_error,
+            "current_leader": {"leader_id": answer.leader[0], "leader_epoch": answer.leader[1]},
+        }
+        if with_records:
+            entry["acknowledge_error_code"] = answer.ack_error or ErrorCode.none
+            entry["records"] = b"".join(bytes(piece) for piece in answer.records)
+            entry["acquired_records"] = answer.acquired
+        by_topic.setdefault(topic.topic_id, []).append(entry)
+    for (topic_id, index), error in unknown.items():
+        by_topic.setdefault(topic_id, []).append(
+            {
+                "partition_index": index,
+                "error_code": error,
+                "current_leader": {"leader_id": -1, "leader_epoch": -1},
+            }
+        )
+    return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in by_topic.items()]
+
+
+async def _fetch_partition(
+    broker: BrokerService, shares: ShareGroups, group_id: str, member_id: str, tp: TopicPartition, budget: int
+) -> PartitionAnswer:
+    name, index = tp
+    answer = PartitionAnswer()
+    topic = broker.topics.get(name)
+    if topic is None or not 0 <= index < topic.partition_count:
+        answer.error = ErrorCode.unknown_topic_or_partition
+        return answer
+    serving = broker.leadership.serving_epoch(name, index)
+    if serving is None:
+        answer.error = ErrorCode.not_leader_or_follower
+        return answer
+    answer.leader = (broker.node_id, serving)
+    store, stream = broker.store, topic.streams[index]
+    try:
+        info = store.stream_info(stream)
+    except StreamError:
+        answer.error = (
+            ErrorCode.not_leader_or_follower if broker.clustered else ErrorCode.unknown_topic_or_partition
+        )
+        return answer
+    key = (group_id, name, index)
+
+    async def start_offset() -> int:
+        configs = await broker.topics.state_items(state_prefix(group_id))
+        earliest = configs.get("share.auto.offset.reset", "latest") == "earliest"
+        return info.start_offset if earliest else info.end_offset
+
+    try:
+        partition = await shares.partitions.open(key, serving, start_offset)
+    except ShareFenced:
+        answer.error = ErrorCode.not_leader_or_follower
+        return answer
+    if partition is None:
+        return answer
+    partition.skip_to(info.start_offset)
+    first = partition.next_fetch_offset()
+    answer.waits_at = (stream, max(first, info.end_offset))
+    if first >= info.end_offset or budget <= 0:
+        return answer
+    try:
+        batches = await store.fetch(stream, first, 1 << 20, info.end_offset)
+    except StreamError:
+        answer.error = ErrorCode.kafka_storage_error
+        return answer
+    if not batches:
+        return answer
+    acquired = shares.acquire((group_id, name, index), member_id, first, batches[-1].next_offset, budget)
+    if not acquired:
+        return answer
+    epochs = store.epochs(stream)
+    for batch in batches:
+        if any(r.first < batch.next_offset and r.last >= batch.base_offset for r in acquired):
+            _add_batch(answer.records, batch.base_offset, memoryview(batch.payload), epochs)
+    answer.acquired = [
+        {"first_offset": r.first, "last_offset": r.last, "delivery_count": r.delivery_count} for r in acquired
+    ]
+    return answer
+
+
+async def _wait(
+    broker: BrokerService, shares: ShareGroups, answers: Iterable[PartitionAnswer], seconds: float
+) -> None:
+    """Until new records arrive in a fetched partition or records are released, at most ``seconds``."""
+    waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(shares.availability().wait())]
+    for answer in answers:
+        if answer.waits_at is not None:
+            try:
+                waits.append(broker.store.wait_for_data(*answer.waits_at))
+            except StreamError:
+                continue
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for future in waits:
+            if not future.done():
+                future.cancel()
+
+
+def top_error(error: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A ShareFetch or ShareAcknowledge answer refused as a whole (``extra``: ShareFetch's lock)."""
+    return {
+        "throttle_time": 0,
+        "error_code": error,
+        "error_message": message,
+        "responses": [],
+        "node_endpoints": [],
+        **extra,
+    }
+
+
+def requester(broker: BrokerService, request: Any) -> tuple[ShareGroups, str, str, int] | dict[str, Any]:
+    """The share groups, group id, member id and session epoch of a ShareFetch or ShareAcknowledge,
+    or the answer refusing it."""
+    shares = broker.share_groups
+    if shares is None:
+        return top_error(ErrorCode.coordinator_not_available)
+    group_id, member_id = request.group_id or "", request.member_id or ""
+    if not group_id or not member_id:
+        return top_error(ErrorCode.invalid_request, "the request must name its group and member")
+    return shares, group_id, member_id, int(request.share_session_epoch)
+
+
+async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    identified = requester(broker, request)
+    if isinstance(identified, dict):
+        return identified | {"acquisition_lock_timeout": 0}
+    shares, group_id, member_id, epoch = identified
+    acks, unknown = read_acks(broker, request.topics)
+    names = topic_names(broker, (t.topic_id for t in request.forgotten_topics_data))
+    forgotten = [
+        (names[t.topic_id], int(p))
+        for t in request.forgotten_topics_data
+        if t.topic_id in names
+        for p in t.partitions
+    ]
+    fetch_names = topic_names(broker, (t.topic_id for t in request.topics))
+    added = [
+        (fetch_names[t.topic_id], int(p.partition_index))
+        for t in request.topics
+        if t.topic_id in fetch_names
+        for p in t.partitions
+    ]
+    if epoch == CLOSE_SESSION_EPOCH:
+        added = []
+    error, session = shares.session(group_id, member_id, epoch, added, forgotten)
+    if error is not ErrorCode.none or session is None:
+        return top_error(error, acquisition_lock_timeout=0)
+    ack_errors = await apply_acks(broker, shares, group_id, member_id, acks)
+    answers = {tp: PartitionAnswer(ack_error=e) for tp, e in ack_errors.items()}
+    if epoch == CLOSE_SESSION_EPOCH:
+        shares.close_session(group_id, member_id)
+    else:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + request.max_wait.total_seconds()
+        max_records = int(request.max_records) if int(request.max_records) > 0 else DEFAULT_MAX_RECORDS
+        while True:
+            budget = max_records
+            for tp in sorted(session.partitions):
+                fetched = await _fetch_partition(broker, shares, group_id, member_id, tp, budget)
+                budget -= sum(r["last_offset"] - r["first_offset"] + 1 for r in fetched.acquired)
+                fetched.ack_error = answers[tp].ack_error if tp in answers else None
+                answers[tp] = fetched
+            remaining = deadline - loop.time()
+            # A member that left stops waiting (known on a single node; in a cluster the coordinator has it).
+            gone = shares.members_known_here and not shares.is_member(group_id, member_id)
+            if budget < max_records or remaining <= 0 or gone:
+                break
+            await _wait(broker, shares, answers.values(), remaining)
+    shown = {
+        tp: a
+        for tp, a in answers.items()
+        if a.acquired or a.ack_error is not None or a.error is not ErrorCode.none
+    }
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "acquisition_lock_timeout": shares.settings.record_lock_duration_ms,
+        "responses": encode_answer(broker, shown, unknown, with_records=True),
+        "node_endpoints": [],
+    }
