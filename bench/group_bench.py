@@ -4,17 +4,23 @@ in one run, with confluent-kafka:
 - **consume**: a group of ``--members`` consumers, each in its own thread, reads a topic of
   ``--partitions`` partitions holding ``--records`` records of 1 KiB from the start: seconds from
   the subscribes to the first record (the group forming; the classic protocol waits
-  ``group.initial.rebalance.delay.ms``, 3 s by default, for more members), and MB/s from the first
-  record to the last;
+  ``group.initial.rebalance.delay.ms``, 3 s by default, for more members), MB/s from the first
+  record to the last (with KIP-848 the first member starts at once and partitions move to the
+  others while they are read; classic assigns once, after the delay), and the seconds from the
+  subscribes to the last record, what a user waits;
 - **rebalance**: with two members stable, a third joins; the time until every partition is owned
   again and the newcomer owns its share (the member joins → every partition owned again). Repeated
   ``--rebalances`` times, p50 and max.
+
+- **share groups** (KIP-932, confluent-kafka's ``ShareConsumer`` in implicit acknowledgement):
+  ``--share-records`` records in one partition read by a share group of 1 and of 3 members, MB/s
+  from the first record to the last (every record acquired, delivered and accepted once).
 
 The node is started once (local WAL) and both protocols run against it, alternating, so a drift
 in the machine's load weighs on both alike. The ratios close the report.
 
 Usage: python bench/group_bench.py [--records 200000] [--partitions 12] [--members 3]
-                                   [--rebalances 5]
+                                   [--rebalances 5] [--share-records 50000]
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from tests.support.broker_process import BrokerProcess  # noqa: E402
+from tests.support.kafka_clients import share_group_starts_earliest  # noqa: E402
 
 VALUE = b"g" * 1024
 PROTOCOLS = ("classic", "consumer")
@@ -76,9 +83,9 @@ def fill(bootstrap: str, topic: str, records: int) -> None:
 
 def consume_rate(
     bootstrap: str, topic: str, records: int, members: int, protocol: str
-) -> tuple[float, float]:
-    """Seconds to the first record and MB/s after it, of a group of ``members`` reading
-    ``records`` from the start."""
+) -> tuple[float, float, float]:
+    """Seconds to the first record, MB/s after it and seconds to the last record, of a group of
+    ``members`` reading ``records`` from the start."""
     group = f"consume-{protocol}-{uuid.uuid4().hex[:6]}"
     counts = [0] * members
     first: list[float] = []
@@ -108,7 +115,44 @@ def consume_rate(
     ended = time.monotonic()
     for thread in threads:
         thread.join(30)
-    return first[0] - started, records * len(VALUE) / (ended - first[0]) / 1e6
+    return first[0] - started, records * len(VALUE) / (ended - first[0]) / 1e6, ended - started
+
+
+def share_rate(bootstrap: str, topic: str, records: int, members: int) -> float:
+    """MB/s of a share group of ``members`` reading the ``records`` of ``topic`` (every member
+    polls in its own thread; implicit mode accepts a batch at the next poll)."""
+    from confluent_kafka import ShareConsumer
+
+    group = f"share-{uuid.uuid4().hex[:6]}"
+    share_group_starts_earliest({"bootstrap.servers": bootstrap}, group)
+    counts = [0] * members
+    first: list[float] = []
+    done = threading.Event()
+
+    def member(index: int) -> None:
+        client = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+        client.subscribe([topic])
+        try:
+            while not done.is_set():
+                for message in client.poll(0.1):
+                    if message.error() is None:
+                        counts[index] += 1
+                if counts[index] and not first:
+                    first.append(time.monotonic())
+                if sum(counts) >= records:
+                    done.set()
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(members)]
+    for thread in threads:
+        thread.start()
+    if not done.wait(300):
+        raise RuntimeError(f"share group of {members}: read {sum(counts)} of {records} records in 300 s")
+    ended = time.monotonic()
+    for thread in threads:
+        thread.join(30)
+    return records * len(VALUE) / (ended - first[0]) / 1e6
 
 
 def rebalance_seconds(bootstrap: str, topic: str, partitions: int, protocol: str) -> float:
@@ -162,6 +206,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--members", type=int, default=3, help="members of the consuming group")
     parser.add_argument("--rebalances", type=int, default=5, help="joins timed per protocol")
+    parser.add_argument("--share-records", type=int, default=50_000, help="records of the share group runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="group-bench-") as tmp:
         node = BrokerProcess(Path(tmp), {"group.consumer.heartbeat.interval.ms": "300"}).start()
@@ -170,10 +215,15 @@ def main() -> None:
             fill(node.bootstrap, topic, args.records)
             starts: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
             rates: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
+            totals: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
             for protocol in (*PROTOCOLS, *reversed(PROTOCOLS)):
-                start, rate = consume_rate(node.bootstrap, topic, args.records, args.members, protocol)
+                start, rate, total = consume_rate(node.bootstrap, topic, args.records, args.members, protocol)
                 starts[protocol].append(start)
                 rates[protocol].append(rate)
+                totals[protocol].append(total)
+            share_topic = create_topic(node.bootstrap, 1)
+            fill(node.bootstrap, share_topic, args.share_records)
+            shares = {n: share_rate(node.bootstrap, share_topic, args.share_records, n) for n in (1, 3)}
             joins: dict[str, list[float]] = {p: [] for p in PROTOCOLS}
             for _ in range(args.rebalances):
                 for protocol in PROTOCOLS:
@@ -186,15 +236,23 @@ def main() -> None:
         f"consumer groups, one node (local WAL): {args.records:,} records of 1 KiB in {args.partitions} "
         f"partitions, {args.members} members; classic = cooperative-sticky, consumer = KIP-848 (uniform)"
     )
-    print(f"{'protocol':<10}{'first record s':>16}{'consume MB/s':>14}{'join p50 s':>12}{'join max s':>12}")
+    print(
+        f"{'protocol':<10}{'first record s':>16}{'consume MB/s':>14}{'all read s':>12}"
+        f"{'join p50 s':>12}{'join max s':>12}"
+    )
     for protocol in PROTOCOLS:
         print(
             f"{protocol:<10}{statistics.mean(starts[protocol]):>16.2f}{statistics.mean(rates[protocol]):>14.1f}"
+            f"{statistics.mean(totals[protocol]):>12.2f}"
             f"{statistics.median(joins[protocol]):>12.2f}{max(joins[protocol]):>12.2f}"
         )
     consume_ratio = statistics.mean(rates["consumer"]) / statistics.mean(rates["classic"])
     join_ratio = statistics.median(joins["consumer"]) / statistics.median(joins["classic"])
     print(f"KIP-848 / classic: consume {consume_ratio:.2f}x, join time {join_ratio:.2f}x")
+    print(
+        f"share group, {args.share_records:,} records of 1 KiB in one partition: 1 member "
+        f"{shares[1]:.1f} MB/s, 3 members {shares[3]:.1f} MB/s ({shares[3] / shares[1]:.2f}x)"
+    )
 
 
 if __name__ == "__main__":
