@@ -1,8 +1,9 @@
 """A KIP-932 share group (confluent-kafka ``ShareConsumer``) on a 3-broker cluster across the death
-of its partition's leader: the share-partition state lives in the metadata database, the new leader
-reads it when it first serves the partition (claiming it with its leader epoch), so acknowledged
-records are not delivered again and records acquired but not acknowledged are, with their delivery
-count kept."""
+of the broker that is both its group coordinator and its partition's leader: the members join the
+coordinator that takes the group's slot over; the share-partition state lives in the metadata
+database, and the new leader reads it when it first serves the partition (claiming it with its
+leader epoch), so acknowledged records are not delivered again and records acquired but not
+acknowledged are, with their delivery count kept."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from confluent_kafka import ShareConsumer
 
 from tabletopic import database
 from tabletopic.broker.groups.share_store import ShareStateStore
-from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.cluster import LocalCluster, find_coordinator, move_with_cli, new_topic, wait_until
 from tests.support.kafka_clients import poll_share, produce_values, share_group_starts_earliest
 
 pytestmark = [
@@ -37,11 +38,16 @@ def _stored_delivery_count(cluster: LocalCluster, group: str, topic: str, offset
     return next((r.delivery_count for r in stored[0].ranges if r.first <= offset <= r.last), None)
 
 
-def test_share_group_survives_its_partition_leader_dying(healthy_cluster: LocalCluster) -> None:
+def test_share_group_survives_its_coordinator_and_partition_leader_dying(
+    healthy_cluster: LocalCluster,
+) -> None:
     cluster = healthy_cluster
     topic, leaders = new_topic(cluster, "share", 1)
-    old_leader = leaders[0][0]
     group = f"share-{uuid.uuid4().hex[:6]}"
+    old_leader = find_coordinator(cluster, 1, group, key_type=0)
+    if leaders[0][0] != old_leader:  # one kill for both failovers
+        move_with_cli(cluster, topic, 0, old_leader, via=1)
+        wait_until(lambda: cluster.leaders(topic)[0][0] == old_leader, timeout=30)
     share_group_starts_earliest({"bootstrap.servers": cluster.bootstrap}, group)
     produce_values(cluster.bootstrap, topic, [f"a{i}" for i in range(20)])
 
