@@ -34,6 +34,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -87,72 +88,66 @@ def consume_rate(
     """Seconds to the first record, MB/s after it and seconds to the last record, of a group of
     ``members`` reading ``records`` from the start."""
     group = f"consume-{protocol}-{uuid.uuid4().hex[:6]}"
+
+    def client() -> tuple[Consumer, Callable[[], list[Any]]]:
+        member = consumer(bootstrap, group, protocol)
+        return member, lambda: member.consume(1000, 0.1)
+
+    return read_together(client, topic, records, members, f"{protocol} group")
+
+
+def share_rate(bootstrap: str, topic: str, records: int, members: int) -> float:
+    """MB/s of a share group of ``members`` reading the ``records`` of ``topic`` (implicit mode:
+    a poll accepts the batch of the poll before)."""
+    from confluent_kafka import ShareConsumer
+
+    group = f"share-{uuid.uuid4().hex[:6]}"
+    share_group_starts_earliest({"bootstrap.servers": bootstrap}, group)
+
+    def client() -> tuple[Any, Callable[[], list[Any]]]:
+        member = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+        return member, lambda: member.poll(0.1)
+
+    return read_together(client, topic, records, members, f"share group of {members}")[1]
+
+
+def read_together(
+    client: Callable[[], tuple[Any, Callable[[], list[Any]]]],
+    topic: str,
+    records: int,
+    members: int,
+    what: str,
+) -> tuple[float, float, float]:
+    """``members`` clients, each in its own thread, read ``records`` of ``topic`` between them:
+    seconds to the first record, MB/s after it, seconds to the last. ``client`` makes one member
+    and the call that returns its next messages."""
     counts = [0] * members
     first: list[float] = []
     done = threading.Event()
 
     def member(index: int) -> None:
-        client = consumer(bootstrap, group, protocol)
-        client.subscribe([topic])
+        consumer_, receive = client()
+        consumer_.subscribe([topic])
         try:
             while not done.is_set():
-                for message in client.consume(1000, 0.1):
-                    if message.error() is None:
-                        counts[index] += 1
+                counts[index] += sum(1 for message in receive() if message.error() is None)
                 if counts[index] and not first:
                     first.append(time.monotonic())
                 if sum(counts) >= records:
                     done.set()
         finally:
-            client.close()
+            consumer_.close()
 
     started = time.monotonic()
     threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(members)]
     for thread in threads:
         thread.start()
     if not done.wait(300):
-        raise RuntimeError(f"{protocol}: the group read {sum(counts)} of {records} records in 300 s")
+        raise RuntimeError(f"{what}: read {sum(counts)} of {records} records in 300 s")
     ended = time.monotonic()
     for thread in threads:
         thread.join(30)
     return first[0] - started, records * len(VALUE) / (ended - first[0]) / 1e6, ended - started
-
-
-def share_rate(bootstrap: str, topic: str, records: int, members: int) -> float:
-    """MB/s of a share group of ``members`` reading the ``records`` of ``topic`` (every member
-    polls in its own thread; implicit mode accepts a batch at the next poll)."""
-    from confluent_kafka import ShareConsumer
-
-    group = f"share-{uuid.uuid4().hex[:6]}"
-    share_group_starts_earliest({"bootstrap.servers": bootstrap}, group)
-    counts = [0] * members
-    first: list[float] = []
-    done = threading.Event()
-
-    def member(index: int) -> None:
-        client = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
-        client.subscribe([topic])
-        try:
-            while not done.is_set():
-                for message in client.poll(0.1):
-                    if message.error() is None:
-                        counts[index] += 1
-                if counts[index] and not first:
-                    first.append(time.monotonic())
-                if sum(counts) >= records:
-                    done.set()
-        finally:
-            client.close()
-
-    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(members)]
-    for thread in threads:
-        thread.start()
-    if not done.wait(300):
-        raise RuntimeError(f"share group of {members}: read {sum(counts)} of {records} records in 300 s")
-    ended = time.monotonic()
-    for thread in threads:
-        thread.join(30)
-    return records * len(VALUE) / (ended - first[0]) / 1e6
 
 
 def rebalance_seconds(bootstrap: str, topic: str, partitions: int, protocol: str) -> float:
