@@ -9,14 +9,12 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
-from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, new_topic, wait_until
 from tests.support.cluster_load import balanced, broker_loads, steady_load
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 PARTITIONS = 6
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, wait_until
 from tests.support.kafka_clients import create_topic
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from kio.schema.errors import ErrorCode
 
-from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw, wait_until
 from tests.support.kafka_clients import create_topic
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 
 def test_every_broker_returns_identical_metadata(healthy_cluster: LocalCluster) -> None:

@@ -10,17 +10,16 @@ import uuid
 from typing import Any
 
 import httpx
-import pytest
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.table.commit import COORDINATOR_PROPERTY, EPOCH_PROPERTY, OFFSETS_PROPERTY
 from tabletopic.table.table_config import sanitize_table_name
-from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, wait_until
 from tests.support.table_node import assert_exactly_once, table_configs
 from tests.support.table_producers import SteadyProducer
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 PARTITIONS = 3
 COMMIT_INTERVAL_S = 1.0

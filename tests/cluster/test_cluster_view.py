@@ -13,12 +13,12 @@ import uuid
 import httpx
 import pytest
 
-from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw, wait_until
 from tests.support.cluster_fixtures import RACKS
 from tests.support.kafka_clients import create_topic, failover_producer, make_messages, read_values
 from tests.support.seaweedfs import SeaweedFS
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 
 def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_true_leader_and_high_watermark(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
 import sqlalchemy as sa
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -16,9 +15,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tabletopic.broker import wire_client
 from tabletopic.broker.topics import partitions_table
 from tabletopic.s3stream.db import ObjectState, objects_table, ranges_table
-from tests.support.cluster import LocalCluster, new_topic, placed, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, new_topic, placed, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 KEYS, ROUNDS = 5, 20
 

@@ -19,13 +19,12 @@ from collections import Counter
 from collections.abc import Callable
 from functools import partial
 
-import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.cluster import LocalCluster, move_with_cli, new_topic, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, move_with_cli, new_topic, wait_until
 from tests.support.table_producers import SteadyProducer
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 PARTITIONS = 6
 RATE = 300  # records per second

@@ -13,16 +13,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.support.cluster import LocalCluster, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, wait_until
 from tests.support.kafka_clients import confluent_produce, create_topic
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.postgres,
-    pytest.mark.s3,
-    pytest.mark.slow,
-    pytest.mark.timeout(300),
-]
+pytestmark = [*CLUSTER_TEST_MARKS, pytest.mark.timeout(300)]
 
 PARTITIONS = 4
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from kio.schema.errors import ErrorCode
 
-from tests.support.cluster import LocalCluster, placed
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed
 from tests.support.kafka_clients import create_topic
 from tests.support.kafka_requests import request
 from tests.support.raw_kafka_client import connect, roundtrip
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 
 def _grow(

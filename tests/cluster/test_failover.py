@@ -10,14 +10,21 @@ import time
 import uuid
 from collections import Counter
 
-import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tabletopic.config import EXIT_REJOIN
-from tests.support.cluster import LocalCluster, new_topic, placed, produce_raw, produce_raw_answer, wait_until
+from tests.support.cluster import (
+    CLUSTER_TEST_MARKS,
+    LocalCluster,
+    new_topic,
+    placed,
+    produce_raw,
+    produce_raw_answer,
+    wait_until,
+)
 from tests.support.kafka_clients import failover_producer, read_values
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 PARTITIONS = 12
 

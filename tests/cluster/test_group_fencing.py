@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from confluent_kafka import Consumer, Producer
 
@@ -21,9 +20,9 @@ from tabletopic import database
 from tabletopic.broker.groups.store import GroupStore
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, group_slot
 from tabletopic.cluster.db import ClusterMetadata, partitions_table
-from tests.support.cluster import LocalCluster, find_coordinator, new_topic, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, find_coordinator, new_topic, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 SESSION_MS = 6000  # the brokers' group.min.session.timeout.ms: members a stale timer would expire soonest
 

@@ -12,10 +12,10 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from tests.support.broker_process import BrokerProcess
-from tests.support.cluster import LocalCluster, new_topic, placed, produce_raw, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, new_topic, placed, produce_raw, wait_until
 from tests.support.kafka_clients import create_topic
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 
 def _kill(cluster: LocalCluster, node: int) -> None:

@@ -11,14 +11,13 @@ import re
 from collections import Counter
 
 import httpx
-import pytest
 from confluent_kafka import Consumer, Producer
 
-from tests.support.cluster import LocalCluster, new_topic, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, new_topic, wait_until
 from tests.support.cluster_fixtures import RACKS
 from tests.support.kafka_clients import read_values
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 PARTITIONS = 6
 MESSAGES = 600

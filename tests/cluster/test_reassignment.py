@@ -6,13 +6,18 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-import pytest
-
-from tests.support.cluster import LocalCluster, move_with_cli, new_topic, produce_raw, wait_until
+from tests.support.cluster import (
+    CLUSTER_TEST_MARKS,
+    LocalCluster,
+    move_with_cli,
+    new_topic,
+    produce_raw,
+    wait_until,
+)
 from tests.support.kafka_clients import read_values
 from tests.support.table_producers import SteadyProducer
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 
 def _led_by(cluster: LocalCluster, node: int) -> int:

@@ -7,15 +7,14 @@ import json
 import struct
 import uuid
 
-import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from tests.support.cluster import LocalCluster, placed, produce_raw
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 USER = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}]}
 INVALID_RECORD = 87

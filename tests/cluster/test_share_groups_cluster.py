@@ -15,16 +15,17 @@ from confluent_kafka import ShareConsumer
 
 from tabletopic import database
 from tabletopic.broker.groups.share_store import ShareStateStore
-from tests.support.cluster import LocalCluster, find_coordinator, move_with_cli, new_topic, wait_until
+from tests.support.cluster import (
+    CLUSTER_TEST_MARKS,
+    LocalCluster,
+    find_coordinator,
+    move_with_cli,
+    new_topic,
+    wait_until,
+)
 from tests.support.kafka_clients import poll_share, produce_values, share_group_starts_earliest
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.postgres,
-    pytest.mark.s3,
-    pytest.mark.slow,
-    pytest.mark.timeout(300),
-]
+pytestmark = [*CLUSTER_TEST_MARKS, pytest.mark.timeout(300)]
 
 
 def _stored_delivery_count(cluster: LocalCluster, group: str, topic: str, offset: int) -> int | None:

@@ -19,10 +19,10 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
-from tests.support.cluster import LocalCluster, placed, produce_raw, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw, wait_until
 from tests.support.kafka_clients import create_topic, failover_producer
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 
 def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:

@@ -11,14 +11,13 @@ from collections import Counter
 from typing import Any
 
 import httpx
-import pytest
 from confluent_kafka import Producer
 
-from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, wait_until
 from tests.support.kafka_clients import create_topic
 from tests.support.table_node import table_configs
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 PARTITIONS = 4
 

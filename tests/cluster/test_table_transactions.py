@@ -10,14 +10,13 @@ import uuid
 from collections import Counter
 from typing import Any
 
-import pytest
 from confluent_kafka import Producer
 
-from tests.support.cluster import LocalCluster, find_coordinator, placed, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, find_coordinator, placed, wait_until
 from tests.support.kafka_clients import create_topic, transactional_producer
 from tests.support.table_node import table_configs
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 # Partitions 0-2 carry the transactions; partition 3 only the plain sentinels that show a table
 # cycle has run after the open transaction's records were acknowledged.

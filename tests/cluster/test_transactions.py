@@ -8,13 +8,12 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.support.cluster import LocalCluster, find_coordinator, new_topic, wait_until
+from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, find_coordinator, new_topic, wait_until
 from tests.support.kafka_clients import transactional_producer
 
-pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
+pytestmark = CLUSTER_TEST_MARKS
 
 PARTITIONS = 3
 

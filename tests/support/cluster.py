@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
 from tests.support.broker_process import BrokerProcess, start_with_env
@@ -19,6 +21,9 @@ from tests.support.kafka_requests import make_batch, produce_request, request
 from tests.support.ports import free_port
 from tests.support.raw_kafka_client import connect, roundtrip
 from tests.support.waiting import wait_until_sync
+
+# What every test of the shared cluster needs: PostgreSQL, SeaweedFS, broker processes (slow).
+CLUSTER_TEST_MARKS = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 # Renewals twice as often as by default so failover tests take seconds, with the default 3 s lease
 # (shorter ones expire on a loaded 2-core machine). Table jobs run in process: no JVM per broker.

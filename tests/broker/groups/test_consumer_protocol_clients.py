@@ -199,79 +199,53 @@ def test_members_joining_leaving_and_killed_consume_every_record_once(bootstrap:
     assert group in {g.group_id for g in listed.valid}
 
 
-def test_classic_member_shares_a_consumer_group_and_every_record_is_consumed_once(bootstrap: str) -> None:
+@pytest.mark.parametrize(
+    "classic_first",
+    [
+        pytest.param(False, id="a classic member joins a consumer group"),
+        pytest.param(True, id="a consumer member upgrades a classic group"),
+    ],
+)
+def test_classic_and_consumer_members_share_a_group_and_every_record_is_consumed_once(
+    bootstrap: str, classic_first: bool
+) -> None:
+    """Kafka 4's mixed groups, both ways: the first member owns every partition and is reading,
+    a member of the other protocol joins and gets its share (a classic member through SyncGroup
+    once the other released it; a consumer member by upgrading the classic group, whose member
+    stays and gives up a share), and after the first leaves the second has every partition."""
     topic, group = f"mixed-{uuid.uuid4().hex[:6]}", f"gmix-{uuid.uuid4().hex[:6]}"
     partitions = 4
     clients.create_topic(bootstrap, topic, partitions)
     seen: list[tuple[int, int]] = []
-    modern = _Member(bootstrap, topic, group, seen)
-    modern.start()
-    classic = _Member(bootstrap, topic, group, seen, classic=True)
+    first = _Member(bootstrap, topic, group, seen, classic=classic_first)
+    second = _Member(bootstrap, topic, group, seen, classic=not classic_first)
+    first.start()
     try:
-        wait_until(lambda: len(modern.assigned) == partitions, timeout=60)
-        classic.start()
-        # The classic member gets its share through SyncGroup once the other one released it.
-        wait_until(
-            lambda: classic.assigned and len(modern.assigned) + len(classic.assigned) == partitions,
-            timeout=60,
-        )
-        _produce(bootstrap, topic, partitions, 0, 80)
-        wait_until(lambda: len(seen) >= 80, timeout=60)
-        modern.leave.set()
-        modern.join(30)
-        wait_until(lambda: len(classic.assigned) == partitions, timeout=60)
-        _produce(bootstrap, topic, partitions, 80, 40)
-        wait_until(lambda: len(seen) >= 120, timeout=60)
-    finally:
-        for member in (modern, classic):
-            member.leave.set()
-            if member.is_alive():
-                member.join(30)
-    assert not modern.errors and not classic.errors, modern.errors + classic.errors
-    counts = Counter(seen)
-    assert not {k: v for k, v in counts.items() if v > 1}, "records consumed more than once"
-    assert set(counts) == {(p, o) for p in range(partitions) for o in range(120 // partitions)}
-
-
-def test_a_consumer_member_joining_a_classic_group_upgrades_it_and_every_record_is_consumed_once(
-    bootstrap: str,
-) -> None:
-    """Kafka 4's online upgrade: a classic group in use, then a ``group.protocol=consumer`` member
-    joins it; the group becomes a consumer group, the classic member gives up a share, and after
-    it leaves the new member has every partition."""
-    topic, group = f"upgrade-{uuid.uuid4().hex[:6]}", f"gup-{uuid.uuid4().hex[:6]}"
-    partitions = 4
-    clients.create_topic(bootstrap, topic, partitions)
-    seen: list[tuple[int, int]] = []
-    classic = _Member(bootstrap, topic, group, seen, classic=True)
-    classic.start()
-    modern = _Member(bootstrap, topic, group, seen)
-    try:
-        wait_until(lambda: len(classic.assigned) == partitions, timeout=60)
+        wait_until(lambda: len(first.assigned) == partitions, timeout=60)
         _produce(bootstrap, topic, partitions, 0, 40)
         wait_until(lambda: len(seen) >= 40, timeout=60)
-        modern.start()
+        second.start()
         wait_until(
             lambda: (
-                modern.assigned
-                and classic.assigned
-                and len(modern.assigned) + len(classic.assigned) == partitions
+                first.assigned
+                and second.assigned
+                and len(first.assigned) + len(second.assigned) == partitions
             ),
             timeout=60,
         )
         _produce(bootstrap, topic, partitions, 40, 40)
         wait_until(lambda: len(seen) >= 80, timeout=60)
-        classic.leave.set()
-        classic.join(30)
-        wait_until(lambda: len(modern.assigned) == partitions, timeout=60)
+        first.leave.set()
+        first.join(30)
+        wait_until(lambda: len(second.assigned) == partitions, timeout=60)
         _produce(bootstrap, topic, partitions, 80, 40)
         wait_until(lambda: len(seen) >= 120, timeout=60)
     finally:
-        for member in (modern, classic):
+        for member in (first, second):
             member.leave.set()
             if member.is_alive():
                 member.join(30)
-    assert not modern.errors and not classic.errors, modern.errors + classic.errors
+    assert not first.errors and not second.errors, first.errors + second.errors
     counts = Counter(seen)
     assert not {k: v for k, v in counts.items() if v > 1}, "records consumed more than once"
     assert set(counts) == {(p, o) for p in range(partitions) for o in range(120 // partitions)}
