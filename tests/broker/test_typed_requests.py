@@ -1,0 +1,146 @@
+"""Every kio request class the broker serves fits the handler's request type.
+
+mypy checks each Protocol against the versions its module lists; this test checks at run time,
+from kio's classes themselves, that the list is every served version, that each served version has
+every field a Protocol reads (nested entities too), and that a ``from_kio`` dataclass names only
+fields kio has: a required field must be in every served version, a defaulted one in at least one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import types
+import typing
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+import pytest
+from kio.schema.index import api_key_map
+
+from tabletopic.broker.protocol.messages import fetch, produce
+from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
+
+# api key -> the Protocol kio's class of every served version satisfies as it is.
+PROTOCOLS: dict[int, type] = {
+    0: produce.ProduceRequest,
+    1: fetch.FetchRequest,
+}
+
+# api key -> the frozen dataclass read from kio's class of any served version.
+DATACLASSES: dict[int, type] = {}
+
+# The modules that list their served versions for mypy's check.
+SERVED_VERSIONS: dict[int, range] = {
+    0: produce.SERVED_VERSIONS,
+    1: fetch.SERVED_VERSIONS,
+}
+
+
+def served(api_key: int) -> range:
+    highest = MAX_VERSIONS.get(api_key, GROUP_MAX_VERSIONS.get(api_key))
+    assert highest is not None
+    return range(min_version(api_key), highest + 1)
+
+
+def kio_request(api_key: int, version: int) -> type:
+    module = importlib.import_module(f"kio.schema.{api_key_map[api_key]}.v{version}.request")
+    [cls] = [
+        value
+        for name, value in vars(module).items()
+        if name.endswith("Request") and isinstance(value, type) and value.__module__ == module.__name__
+    ]
+    return cls
+
+
+def without_none(hint: Any) -> Any:
+    """``X`` for ``X | None``; other hints unchanged."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+def element(hint: Any) -> Any:
+    """The element type of a ``Sequence[X]`` / ``tuple[X, ...]`` hint (optional or not), else None."""
+    hint = without_none(hint)
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (tuple, list, Sequence) and args:
+        return without_none(args[0])
+    return None
+
+
+def protocol_members(protocol: type) -> Iterator[tuple[str, Any]]:
+    """Each property a Protocol declares (its own and its bases'), with its return hint."""
+    for cls in protocol.__mro__:
+        if cls in (Protocol, typing.Generic, object):
+            continue
+        for name, value in vars(cls).items():
+            if isinstance(value, property) and value.fget is not None:
+                yield name, typing.get_type_hints(value.fget)["return"]
+
+
+def is_protocol(hint: Any) -> bool:
+    return isinstance(hint, type) and getattr(hint, "_is_protocol", False)
+
+
+def missing_from(protocol: type, kio_class: type, path: str = "") -> list[str]:
+    """The Protocol's fields (nested ones as ``a.b``) that kio's class lacks."""
+    kio_hints = typing.get_type_hints(kio_class)
+    missing = []
+    for name, hint in protocol_members(protocol):
+        if name not in kio_hints:
+            missing.append(path + name)
+            continue
+        nested = element(hint)
+        if is_protocol(nested):
+            kio_element = element(kio_hints[name])
+            assert dataclasses.is_dataclass(kio_element), f"{path}{name} is not a list of entities in kio"
+            missing += missing_from(nested, kio_element, f"{path}{name}.")
+    return missing
+
+
+def dataclass_fields(
+    cls: type, kio_classes: list[type], path: str = ""
+) -> Iterator[tuple[str, bool, list[bool]]]:
+    """``(field, required, [kio class has it])`` for each field of a version-free dataclass."""
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        kio_hints = [typing.get_type_hints(kio) for kio in kio_classes]
+        present = [field.name in h for h in kio_hints]
+        yield path + field.name, required, present
+        nested = element(hints[field.name])
+        if nested is not None and dataclasses.is_dataclass(nested):
+            inner = [element(h[field.name]) for h in kio_hints if field.name in h]
+            yield from dataclass_fields(nested, inner, f"{path}{field.name}.")
+
+
+@pytest.mark.parametrize("api_key", sorted(SERVED_VERSIONS))
+def test_each_protocol_module_lists_exactly_the_versions_served(api_key: int) -> None:
+    """mypy checks kio's class of each version a module lists; serving another means listing it."""
+    assert SERVED_VERSIONS[api_key] == served(api_key)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"), [(key, version) for key in sorted(PROTOCOLS) for version in served(key)]
+)
+def test_every_served_version_has_each_field_its_protocol_reads(api_key: int, version: int) -> None:
+    assert missing_from(PROTOCOLS[api_key], kio_request(api_key, version)) == []
+
+
+@pytest.mark.parametrize("api_key", sorted(DATACLASSES))
+def test_a_version_free_dataclass_names_only_fields_kio_has(api_key: int) -> None:
+    kio_classes = [kio_request(api_key, version) for version in served(api_key)]
+    for name, required, present in dataclass_fields(DATACLASSES[api_key], kio_classes):
+        if required:
+            assert all(present), f"{name} has no default but some served version lacks it"
+        else:
+            assert any(present), f"{name} is in no served version"
+
+
+def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
+    """The check above would catch a Protocol reading ``rack_id`` (v11 on) from every Fetch."""
+    assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 10)) == ["rack_id"]
+    assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 11)) == []
