@@ -9,16 +9,20 @@ fields kio has: a required field must be in every served version, a defaulted on
 from __future__ import annotations
 
 import dataclasses
+import enum
 import importlib
 import types
 import typing
+import uuid
 from collections.abc import Iterator, Sequence
+from datetime import timedelta
 from typing import Any, Protocol
 
 import pytest
 from kio.schema.index import api_key_map
 
-from tabletopic.broker.protocol.messages import fetch, metadata, produce
+from tabletopic.broker.protocol.messages import fetch, find_coordinator, list_offsets, metadata, produce
+from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
 
 # (api key, Protocol, the first version it covers, the entity of kio's request it types ("" for the
@@ -34,7 +38,10 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
 ]
 
 # api key -> the frozen dataclass read from kio's class of any served version.
-DATACLASSES: dict[int, type] = {}
+DATACLASSES: dict[int, type] = {
+    2: list_offsets.ListOffsetsRequest,
+    10: find_coordinator.FindCoordinatorRequest,
+}
 
 # The modules that list their served versions for mypy's check.
 SERVED_VERSIONS: dict[int, range] = {
@@ -160,6 +167,46 @@ def test_a_version_free_dataclass_names_only_fields_kio_has(api_key: int) -> Non
             assert all(present), f"{name} has no default but some served version lacks it"
         else:
             assert any(present), f"{name} is in no served version"
+
+
+def sample(kio_class: type) -> Any:
+    """An instance of a kio entity class: each field a plain value of its type, each list of
+    entities one sampled entity (kio's classes do not validate when built)."""
+    values: dict[str, Any] = {}
+    for name, hint in typing.get_type_hints(kio_class).items():
+        if typing.get_origin(hint) is typing.ClassVar or name.startswith("__"):
+            continue
+        values[name] = sample_value(hint)
+    return kio_class(**values)
+
+
+def sample_value(hint: Any) -> Any:
+    nested = element(hint)
+    if nested is not None:
+        return (sample(nested),) if dataclasses.is_dataclass(nested) else ()
+    if without_none(hint) is not hint:
+        return None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return next(iter(hint))
+    for kind, value in (
+        (bool, False),
+        (int, 0),
+        (str, ""),
+        (timedelta, timedelta(0)),
+        (uuid.UUID, uuid.UUID(int=0)),
+    ):
+        if isinstance(hint, type) and issubclass(hint, kind):
+            return value
+    return None
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [(key, version) for key in sorted(DATACLASSES) for version in served(key)],
+)
+def test_every_served_version_reads_into_its_version_free_dataclass(api_key: int, version: int) -> None:
+    request = read_message(DATACLASSES[api_key], sample(kio_request(api_key, version)))
+    assert isinstance(request, DATACLASSES[api_key])
 
 
 def test_a_protocol_field_a_served_version_lacks_is_found() -> None:

@@ -64,6 +64,7 @@ from tabletopic.broker.handlers import (
     write_txn_markers,
 )
 from tabletopic.broker.handlers.common import typed
+from tabletopic.broker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsRequest
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
@@ -106,7 +107,7 @@ HANDLERS: dict[int, Handler] = {
 GROUP_HANDLERS: dict[int, Handler] = {
     8: offset_commit.handle,
     9: offset_fetch.handle,
-    10: find_coordinator.handle,
+    10: typed(find_coordinator.handle, FindCoordinatorRequest),
     11: join_group.handle,
     12: heartbeat.handle,
     13: leave_group.handle,
