@@ -21,7 +21,14 @@ from typing import Any, Protocol
 import pytest
 from kio.schema.index import api_key_map
 
-from tabletopic.broker.protocol.messages import fetch, find_coordinator, list_offsets, metadata, produce
+from tabletopic.broker.protocol.messages import (
+    fetch,
+    find_coordinator,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
 
@@ -41,6 +48,7 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
 DATACLASSES: dict[int, type] = {
     2: list_offsets.ListOffsetsRequest,
     10: find_coordinator.FindCoordinatorRequest,
+    22: init_producer_id.InitProducerIdRequest,
 }
 
 # The modules that list their served versions for mypy's check.

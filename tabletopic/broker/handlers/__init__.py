@@ -65,6 +65,7 @@ from tabletopic.broker.handlers import (
 )
 from tabletopic.broker.handlers.common import typed
 from tabletopic.broker.protocol.messages.find_coordinator import FindCoordinatorRequest
+from tabletopic.broker.protocol.messages.init_producer_id import InitProducerIdRequest
 from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsRequest
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
@@ -78,7 +79,7 @@ HANDLERS: dict[int, Handler] = {
     19: create_topics.handle,
     20: delete_topics.handle,
     21: delete_records.handle,
-    22: init_producer_id.handle,
+    22: typed(init_producer_id.handle, InitProducerIdRequest),
     23: offset_for_leader_epoch.handle,
     24: transactions.add_partitions,
     25: transactions.add_offsets,
