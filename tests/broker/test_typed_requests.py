@@ -28,6 +28,7 @@ from tabletopic.broker.protocol.messages import (
     list_offsets,
     metadata,
     produce,
+    transactions,
 )
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
@@ -42,6 +43,11 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (3, metadata.MetadataRequest, 0, ""),
     (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
     (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
+    (24, transactions.AddPartitionsToTxnRequest, 0, ""),
+    (25, transactions.AddOffsetsToTxnRequest, 0, ""),
+    (26, transactions.EndTxnRequest, 0, ""),
+    (65, transactions.DescribeTransactionsRequest, 0, ""),
+    (66, transactions.ListTransactionsRequest, 0, ""),
 ]
 
 # api key -> the frozen dataclass read from kio's class of any served version.
@@ -49,6 +55,7 @@ DATACLASSES: dict[int, type] = {
     2: list_offsets.ListOffsetsRequest,
     10: find_coordinator.FindCoordinatorRequest,
     22: init_producer_id.InitProducerIdRequest,
+    28: transactions.TxnOffsetCommitRequest,
 }
 
 # The modules that list their served versions for mypy's check.
@@ -56,6 +63,7 @@ SERVED_VERSIONS: dict[int, range] = {
     0: produce.SERVED_VERSIONS,
     1: fetch.SERVED_VERSIONS,
     3: metadata.SERVED_VERSIONS,
+    **transactions.SERVED_VERSIONS,
 }
 
 

@@ -67,6 +67,7 @@ from tabletopic.broker.handlers.common import typed
 from tabletopic.broker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from tabletopic.broker.protocol.messages.init_producer_id import InitProducerIdRequest
 from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsRequest
+from tabletopic.broker.protocol.messages.transactions import TxnOffsetCommitRequest
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 
@@ -85,7 +86,7 @@ HANDLERS: dict[int, Handler] = {
     25: transactions.add_offsets,
     26: transactions.end_txn,
     27: write_txn_markers.handle,
-    28: transactions.txn_offset_commit,
+    28: typed(transactions.txn_offset_commit, TxnOffsetCommitRequest),
     32: describe_configs.handle,
     33: alter_configs.handle,
     34: alter_replica_log_dirs.handle,
