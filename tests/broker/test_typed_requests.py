@@ -27,6 +27,7 @@ from tabletopic.broker.protocol.messages import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
     transactions,
 )
@@ -43,6 +44,7 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (3, metadata.MetadataRequest, 0, ""),
     (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
     (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
+    (23, offset_for_leader_epoch.OffsetForLeaderEpochRequest, 0, ""),
     (24, transactions.AddPartitionsToTxnRequest, 0, ""),
     (25, transactions.AddOffsetsToTxnRequest, 0, ""),
     (26, transactions.EndTxnRequest, 0, ""),
@@ -63,6 +65,7 @@ SERVED_VERSIONS: dict[int, range] = {
     0: produce.SERVED_VERSIONS,
     1: fetch.SERVED_VERSIONS,
     3: metadata.SERVED_VERSIONS,
+    23: offset_for_leader_epoch.SERVED_VERSIONS,
     **transactions.SERVED_VERSIONS,
 }
 

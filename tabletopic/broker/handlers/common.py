@@ -37,11 +37,6 @@ def typed(
     return handle
 
 
-def field(request: Any, name: str, default: Any = None) -> Any:
-    """A request field that only some versions have."""
-    return getattr(request, name, default)
-
-
 # KIP-588 brought PRODUCER_FENCED (90) to the transaction APIs at these versions; a client on an
 # older version does not know the code, and Kafka answers it INVALID_PRODUCER_EPOCH (47) instead,
 # which such clients already treat as fenced (KafkaApis does the same per API). TxnOffsetCommit
@@ -87,14 +82,14 @@ def leader_epoch_error(requested: int, serving: int) -> ErrorCode | None:
     return ErrorCode.fenced_leader_epoch if requested < serving else ErrorCode.unknown_leader_epoch
 
 
-def not_served(broker: BrokerService, name: str, index: int, request_partition: Any) -> ErrorCode | None:
+def not_served(broker: BrokerService, name: str, index: int, current_leader_epoch: int) -> ErrorCode | None:
     """Why this broker cannot answer a partition-level request that names the leader epoch the
     client knows (ListOffsets, OffsetForLeaderEpoch): it does not lead the partition, or the
     epoch is stale or ahead (:func:`leader_epoch_error`). None when it can."""
     serving = broker.leadership.serving_epoch(name, index)
     if serving is None:
         return ErrorCode.not_leader_or_follower
-    return leader_epoch_error(field(request_partition, "current_leader_epoch", NO_LEADER_EPOCH), serving)
+    return leader_epoch_error(current_leader_epoch, serving)
 
 
 def unknown_partition(name: str, index: int) -> dict[str, Any]:
