@@ -22,6 +22,7 @@ import pytest
 from kio.schema.index import api_key_map
 
 from tabletopic.broker.protocol.messages import (
+    create_topics,
     fetch,
     find_coordinator,
     init_producer_id,
@@ -44,6 +45,7 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (3, metadata.MetadataRequest, 0, ""),
     (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
     (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
+    (19, create_topics.CreateTopicsRequest, 0, ""),
     (23, offset_for_leader_epoch.OffsetForLeaderEpochRequest, 0, ""),
     (24, transactions.AddPartitionsToTxnRequest, 0, ""),
     (25, transactions.AddOffsetsToTxnRequest, 0, ""),
@@ -65,6 +67,7 @@ SERVED_VERSIONS: dict[int, range] = {
     0: produce.SERVED_VERSIONS,
     1: fetch.SERVED_VERSIONS,
     3: metadata.SERVED_VERSIONS,
+    19: create_topics.SERVED_VERSIONS,
     23: offset_for_leader_epoch.SERVED_VERSIONS,
     **transactions.SERVED_VERSIONS,
 }
