@@ -64,6 +64,7 @@ from tabletopic.broker.handlers import (
     write_txn_markers,
 )
 from tabletopic.broker.handlers.common import typed
+from tabletopic.broker.protocol.messages.delete_topics import DeleteTopicsRequest
 from tabletopic.broker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from tabletopic.broker.protocol.messages.init_producer_id import InitProducerIdRequest
 from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsRequest
@@ -78,7 +79,7 @@ HANDLERS: dict[int, Handler] = {
     3: metadata.handle,
     18: api_versions.handle,
     19: create_topics.handle,
-    20: delete_topics.handle,
+    20: typed(delete_topics.handle, DeleteTopicsRequest),
     21: delete_records.handle,
     22: typed(init_producer_id.handle, InitProducerIdRequest),
     23: offset_for_leader_epoch.handle,
