@@ -19,13 +19,17 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
 from tabletopic.broker.topics import TopicError
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: Any) -> None:
+def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: CreatePartitionsTopic) -> None:
     """Raises TopicError(INVALID_REPLICA_ASSIGNMENT) for an assignment this broker cannot honour
     (Kafka's messages where Kafka has one)."""
     topic = broker.topics.get(wanted.name)
@@ -60,7 +64,9 @@ def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: Any) -
             )
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: CreatePartitionsRequest
+) -> dict[str, Any]:
     results = []
     for wanted in request.topics:
         try:
