@@ -22,7 +22,10 @@ import pytest
 from kio.schema.index import api_key_map
 
 from tabletopic.broker.protocol.messages import (
+    create_partitions,
     create_topics,
+    delete_records,
+    delete_topics,
     fetch,
     find_coordinator,
     init_producer_id,
@@ -46,10 +49,12 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
     (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
     (19, create_topics.CreateTopicsRequest, 0, ""),
+    (21, delete_records.DeleteRecordsRequest, 0, ""),
     (23, offset_for_leader_epoch.OffsetForLeaderEpochRequest, 0, ""),
     (24, transactions.AddPartitionsToTxnRequest, 0, ""),
     (25, transactions.AddOffsetsToTxnRequest, 0, ""),
     (26, transactions.EndTxnRequest, 0, ""),
+    (37, create_partitions.CreatePartitionsRequest, 0, ""),
     (65, transactions.DescribeTransactionsRequest, 0, ""),
     (66, transactions.ListTransactionsRequest, 0, ""),
 ]
@@ -58,6 +63,7 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
 DATACLASSES: dict[int, type] = {
     2: list_offsets.ListOffsetsRequest,
     10: find_coordinator.FindCoordinatorRequest,
+    20: delete_topics.DeleteTopicsRequest,
     22: init_producer_id.InitProducerIdRequest,
     28: transactions.TxnOffsetCommitRequest,
 }
@@ -68,7 +74,9 @@ SERVED_VERSIONS: dict[int, range] = {
     1: fetch.SERVED_VERSIONS,
     3: metadata.SERVED_VERSIONS,
     19: create_topics.SERVED_VERSIONS,
+    21: delete_records.SERVED_VERSIONS,
     23: offset_for_leader_epoch.SERVED_VERSIONS,
+    37: create_partitions.SERVED_VERSIONS,
     **transactions.SERVED_VERSIONS,
 }
 

@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.convert import read_message
+from tabletopic.broker.protocol.messages.delete_records import DeleteRecordsPartition, DeleteRecordsRequest
 from tabletopic.broker.topics import Topic
 
 if TYPE_CHECKING:
@@ -99,8 +100,8 @@ def unknown_partition(name: str, index: int) -> dict[str, Any]:
 
 async def partitions_response(
     broker: BrokerService,
-    request: Any,
-    answer: Callable[[BrokerService, str, Any], Awaitable[dict[str, Any]]],
+    request: DeleteRecordsRequest,
+    answer: Callable[[BrokerService, str, DeleteRecordsPartition], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any]:
     """The response of an API that answers each requested ``topics[].partitions[]`` entry on its
     own (DeleteRecords): ``answer(broker, topic name, partition entry)``, in order."""
