@@ -26,6 +26,7 @@ from tabletopic.broker.protocol.messages import (
     create_topics,
     delete_records,
     delete_topics,
+    describe_configs,
     fetch,
     find_coordinator,
     init_producer_id,
@@ -66,6 +67,7 @@ DATACLASSES: dict[int, type] = {
     20: delete_topics.DeleteTopicsRequest,
     22: init_producer_id.InitProducerIdRequest,
     28: transactions.TxnOffsetCommitRequest,
+    32: describe_configs.DescribeConfigsRequest,
 }
 
 # The modules that list their served versions for mypy's check.

@@ -65,6 +65,7 @@ from tabletopic.broker.handlers import (
 )
 from tabletopic.broker.handlers.common import typed
 from tabletopic.broker.protocol.messages.delete_topics import DeleteTopicsRequest
+from tabletopic.broker.protocol.messages.describe_configs import DescribeConfigsRequest
 from tabletopic.broker.protocol.messages.find_coordinator import FindCoordinatorRequest
 from tabletopic.broker.protocol.messages.init_producer_id import InitProducerIdRequest
 from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsRequest
@@ -88,7 +89,7 @@ HANDLERS: dict[int, Handler] = {
     26: transactions.end_txn,
     27: write_txn_markers.handle,
     28: typed(transactions.txn_offset_commit, TxnOffsetCommitRequest),
-    32: describe_configs.handle,
+    32: typed(describe_configs.handle, DescribeConfigsRequest),
     33: alter_configs.handle,
     34: alter_replica_log_dirs.handle,
     35: describe_log_dirs.handle,
