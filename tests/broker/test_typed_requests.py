@@ -22,6 +22,7 @@ import pytest
 from kio.schema.index import api_key_map
 
 from tabletopic.broker.protocol.messages import (
+    alter_configs,
     create_partitions,
     create_topics,
     delete_records,
@@ -56,6 +57,10 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (25, transactions.AddOffsetsToTxnRequest, 0, ""),
     (26, transactions.EndTxnRequest, 0, ""),
     (37, create_partitions.CreatePartitionsRequest, 0, ""),
+    (33, alter_configs.ConfigsAlteration, 0, ""),
+    (33, alter_configs.AlterConfigsResource, 0, "resources"),
+    (44, alter_configs.ConfigsAlteration, 0, ""),
+    (44, alter_configs.IncrementalAlterConfigsResource, 0, "resources"),
     (65, transactions.DescribeTransactionsRequest, 0, ""),
     (66, transactions.ListTransactionsRequest, 0, ""),
 ]
@@ -78,7 +83,9 @@ SERVED_VERSIONS: dict[int, range] = {
     19: create_topics.SERVED_VERSIONS,
     21: delete_records.SERVED_VERSIONS,
     23: offset_for_leader_epoch.SERVED_VERSIONS,
+    33: alter_configs.ALTER_CONFIGS_VERSIONS,
     37: create_partitions.SERVED_VERSIONS,
+    44: alter_configs.INCREMENTAL_ALTER_CONFIGS_VERSIONS,
     **transactions.SERVED_VERSIONS,
 }
 
