@@ -28,14 +28,20 @@ from tabletopic.broker.protocol.messages import (
     delete_records,
     delete_topics,
     describe_configs,
+    describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
+    partition_reassignments,
     produce,
     transactions,
+    write_txn_markers,
 )
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
@@ -54,15 +60,22 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (21, delete_records.DeleteRecordsRequest, 0, ""),
     (23, offset_for_leader_epoch.OffsetForLeaderEpochRequest, 0, ""),
     (24, transactions.AddPartitionsToTxnRequest, 0, ""),
+    (27, write_txn_markers.WriteTxnMarkersRequest, 0, ""),
     (25, transactions.AddOffsetsToTxnRequest, 0, ""),
     (26, transactions.EndTxnRequest, 0, ""),
+    (35, describe_log_dirs.DescribeLogDirsRequest, 0, ""),
     (37, create_partitions.CreatePartitionsRequest, 0, ""),
+    (43, elect_leaders.ElectLeadersRequest, 0, ""),
     (33, alter_configs.ConfigsAlteration, 0, ""),
     (33, alter_configs.AlterConfigsResource, 0, "resources"),
     (44, alter_configs.ConfigsAlteration, 0, ""),
     (44, alter_configs.IncrementalAlterConfigsResource, 0, "resources"),
+    (45, partition_reassignments.AlterPartitionReassignmentsRequest, 0, ""),
+    (46, partition_reassignments.ListPartitionReassignmentsRequest, 0, ""),
+    (61, describe_producers.DescribeProducersRequest, 0, ""),
     (65, transactions.DescribeTransactionsRequest, 0, ""),
     (66, transactions.ListTransactionsRequest, 0, ""),
+    (75, describe_topic_partitions.DescribeTopicPartitionsRequest, 0, ""),
 ]
 
 # api key -> the frozen dataclass read from kio's class of any served version.
@@ -83,6 +96,13 @@ SERVED_VERSIONS: dict[int, range] = {
     19: create_topics.SERVED_VERSIONS,
     21: delete_records.SERVED_VERSIONS,
     23: offset_for_leader_epoch.SERVED_VERSIONS,
+    27: write_txn_markers.SERVED_VERSIONS,
+    35: describe_log_dirs.SERVED_VERSIONS,
+    43: elect_leaders.SERVED_VERSIONS,
+    45: partition_reassignments.ALTER_VERSIONS,
+    46: partition_reassignments.LIST_VERSIONS,
+    61: describe_producers.SERVED_VERSIONS,
+    75: describe_topic_partitions.SERVED_VERSIONS,
     33: alter_configs.ALTER_CONFIGS_VERSIONS,
     37: create_partitions.SERVED_VERSIONS,
     44: alter_configs.INCREMENTAL_ALTER_CONFIGS_VERSIONS,
@@ -97,12 +117,11 @@ def served(api_key: int) -> range:
 
 
 def kio_request(api_key: int, version: int) -> type:
-    module = importlib.import_module(f"kio.schema.{api_key_map[api_key]}.v{version}.request")
-    [cls] = [
-        value
-        for name, value in vars(module).items()
-        if name.endswith("Request") and isinstance(value, type) and value.__module__ == module.__name__
-    ]
+    """kio's request class of an API version (``list_offsets`` v3: ``ListOffsetsRequest``)."""
+    api = api_key_map[api_key]
+    module = importlib.import_module(f"kio.schema.{api}.v{version}.request")
+    cls: type = getattr(module, "".join(word.capitalize() for word in api.split("_")) + "Request")
+    assert cls.__api_key__ == api_key  # type: ignore[attr-defined]
     return cls
 
 
@@ -146,11 +165,12 @@ def missing_from(protocol: type, kio_class: type, path: str = "") -> list[str]:
         if name not in kio_hints:
             missing.append(path + name)
             continue
-        nested = element(hint)
+        nested, kio_nested = element(hint), element(kio_hints[name])
+        if nested is None:  # an entity itself (optional or not) rather than a list of them
+            nested, kio_nested = without_none(hint), without_none(kio_hints[name])
         if is_protocol(nested):
-            kio_element = element(kio_hints[name])
-            assert dataclasses.is_dataclass(kio_element), f"{path}{name} is not a list of entities in kio"
-            missing += missing_from(nested, kio_element, f"{path}{name}.")
+            assert dataclasses.is_dataclass(kio_nested), f"{path}{name} is no entity in kio"
+            missing += missing_from(nested, kio_nested, f"{path}{name}.")
     return missing
 
 
