@@ -1,9 +1,12 @@
-"""Every kio request class the broker serves fits the handler's request type.
+"""Every kio request class the broker serves fits the handler's request type
+(:mod:`tabletopic.broker.protocol.messages`).
 
 mypy checks each Protocol against the versions its module lists; this test checks at run time,
-from kio's classes themselves, that the list is every served version, that each served version has
-every field a Protocol reads (nested entities too), and that a ``from_kio`` dataclass names only
-fields kio has: a required field must be in every served version, a defaulted one in at least one.
+from kio's classes themselves, that the list is every served version and that each served version
+has every field a Protocol reads (nested entities too), so a Protocol naming a field some served
+version lacks fails here. A version-free dataclass may name only fields kio has (a required one in
+every served version, a defaulted one in at least one), and a sample of every served version reads
+into it.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from tabletopic.broker.protocol.messages import (
     write_txn_markers,
 )
 from tabletopic.broker.protocol.messages.convert import read_message
+from tabletopic.broker.protocol.sentinels import LATEST, READ_COMMITTED, READ_UNCOMMITTED
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
 
 # (api key, Protocol, the first version it covers, the entity of kio's request it types ("" for the
@@ -163,7 +167,7 @@ def is_protocol(hint: Any) -> bool:
     return isinstance(hint, type) and getattr(hint, "_is_protocol", False)
 
 
-def missing_from(protocol: type, kio_class: type, path: str = "") -> list[str]:
+def missing_from(protocol: type, kio_class: Any, path: str = "") -> list[str]:
     """The Protocol's fields (nested ones as ``a.b``) that kio's class lacks."""
     kio_hints = typing.get_type_hints(kio_class)
     missing = []
@@ -181,7 +185,7 @@ def missing_from(protocol: type, kio_class: type, path: str = "") -> list[str]:
 
 
 def dataclass_fields(
-    cls: type, kio_classes: list[type], path: str = ""
+    cls: Any, kio_classes: list[Any], path: str = ""
 ) -> Iterator[tuple[str, bool, list[bool]]]:
     """``(field, required, [kio class has it])`` for each field of a version-free dataclass."""
     hints = typing.get_type_hints(cls)
@@ -234,7 +238,7 @@ def test_a_version_free_dataclass_names_only_fields_kio_has(api_key: int) -> Non
             assert any(present), f"{name} is in no served version"
 
 
-def sample(kio_class: type) -> Any:
+def sample(kio_class: Any) -> Any:
     """An instance of a kio entity class: each field a plain value of its type, each list of
     entities one sampled entity (kio's classes do not validate when built)."""
     values: dict[str, Any] = {}
@@ -270,8 +274,35 @@ def sample_value(hint: Any) -> Any:
     [(key, version) for key in sorted(DATACLASSES) for version in served(key)],
 )
 def test_every_served_version_reads_into_its_version_free_dataclass(api_key: int, version: int) -> None:
-    request = read_message(DATACLASSES[api_key], sample(kio_request(api_key, version)))
+    request: object = read_message(DATACLASSES[api_key], sample(kio_request(api_key, version)))
     assert isinstance(request, DATACLASSES[api_key])
+
+
+def _list_offsets(version: int) -> object:
+    schema = importlib.import_module(f"kio.schema.list_offsets.v{version}.request")
+    fields = {"partition_index": 2, "timestamp": LATEST}
+    if version >= 4:
+        fields["current_leader_epoch"] = 7
+    partition = schema.ListOffsetsPartition(**fields)
+    topic = schema.ListOffsetsTopic(name="t", partitions=(partition,))
+    request: dict[str, object] = {"replica_id": -1, "topics": (topic,)}
+    if version >= 2:
+        request["isolation_level"] = READ_COMMITTED
+    if version >= 10:
+        request["timeout"] = timedelta(seconds=1)
+    return schema.ListOffsetsRequest(**request)
+
+
+@pytest.mark.parametrize("version", range(min_version(2), MAX_VERSIONS[2] + 1))
+def test_every_served_list_offsets_version_reads_into_the_version_free_request(version: int) -> None:
+    request = read_message(list_offsets.ListOffsetsRequest, _list_offsets(version))
+    [topic] = request.topics
+    assert topic.name == "t"
+    epoch = 7 if version >= 4 else -1  # before v4 a client names no leader epoch
+    assert topic.partitions == (
+        list_offsets.ListOffsetsPartition(partition_index=2, timestamp=LATEST, current_leader_epoch=epoch),
+    )
+    assert request.isolation_level == (READ_COMMITTED if version >= 2 else READ_UNCOMMITTED)
 
 
 def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
