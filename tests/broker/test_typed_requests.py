@@ -309,3 +309,24 @@ def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
     """The check above would catch a Protocol reading ``rack_id`` (v11 on) from every Fetch."""
     assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 10)) == ["rack_id"]
     assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 11)) == []
+
+
+@pytest.mark.parametrize("version", served(1))
+def test_the_client_rack_is_read_from_the_versions_that_carry_it(version: int) -> None:
+    request = dataclasses.replace(
+        sample(kio_request(1, version)), **({"rack_id": "az1"} if version >= 11 else {})
+    )
+    assert fetch.client_rack(request, version) == ("az1" if version >= fetch.RACK_ID_SINCE else None)
+
+
+@pytest.mark.parametrize("version", served(3))
+def test_metadata_fields_of_later_versions_take_kafkas_default_before(version: int) -> None:
+    request = sample(kio_request(3, version))
+    if version >= metadata.AUTO_CREATION_SINCE:
+        request = dataclasses.replace(request, allow_auto_topic_creation=False)
+    assert metadata.allows_auto_creation(request, version) is (version < metadata.AUTO_CREATION_SINCE)
+    [topic] = request.topics
+    named = uuid.UUID(int=5)
+    if version >= metadata.TOPIC_ID_SINCE:
+        topic = dataclasses.replace(topic, topic_id=named)
+    assert metadata.topic_id_of(topic, version) == (named if version >= metadata.TOPIC_ID_SINCE else None)
