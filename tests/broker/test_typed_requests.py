@@ -19,10 +19,10 @@ import typing
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol
 
 import pytest
-from kio.schema.index import api_key_map
+from kio.schema.index import api_key_map, schema_name_map
 
 from tabletopic.broker.protocol.messages import (
     alter_configs,
@@ -31,6 +31,7 @@ from tabletopic.broker.protocol.messages import (
     create_topics,
     delete_records,
     delete_topics,
+    describe_cluster,
     describe_configs,
     describe_log_dirs,
     describe_producers,
@@ -94,6 +95,17 @@ DATACLASSES: dict[int, type] = {
     22: init_producer_id.InitProducerIdRequest,
     28: transactions.TxnOffsetCommitRequest,
     32: describe_configs.DescribeConfigsRequest,
+}
+
+# api key -> the TypedDict its handler answers, in the newest version's shape.
+RESPONSES: dict[int, type] = {
+    0: produce.ProduceResponse,
+    2: list_offsets.ListOffsetsResponse,
+    22: init_producer_id.InitProducerIdResponse,
+    25: transactions.AddOffsetsToTxnResponse,
+    26: transactions.EndTxnResponse,
+    37: create_partitions.CreatePartitionsResponse,
+    60: describe_cluster.DescribeClusterResponse,
 }
 
 # The modules that list their served versions for mypy's check.
@@ -330,3 +342,44 @@ def test_metadata_fields_of_later_versions_take_kafkas_default_before(version: i
     if version >= metadata.TOPIC_ID_SINCE:
         topic = dataclasses.replace(topic, topic_id=named)
     assert metadata.topic_id_of(topic, version) == (named if version >= metadata.TOPIC_ID_SINCE else None)
+
+
+def kio_responses(api_key: int) -> list[type]:
+    """kio's response class of each version from the lowest served to the newest kio holds."""
+    api = api_key_map[api_key]
+    name = "".join(word.capitalize() for word in api.split("_")) + "Response"
+    return [
+        getattr(importlib.import_module(f"kio.schema.{api}.v{version}.response"), name)
+        for version in range(min_version(api_key), max(schema_name_map[api]) + 1)
+    ]
+
+
+def unknown_keys(response: Any, kio_class: Any, path: str = "") -> list[str]:
+    """The TypedDict's keys (nested ones as ``a.b``) that kio's response class has no field for."""
+    kio_hints = typing.get_type_hints(kio_class)
+    unknown = []
+    for name, hint in typing.get_type_hints(response).items():
+        if name not in kio_hints:
+            unknown.append(path + name)
+            continue
+        nested = element(typing.get_args(hint)[0] if typing.get_origin(hint) is NotRequired else hint)
+        if typing.is_typeddict(nested):
+            unknown += unknown_keys(nested, element(kio_hints[name]), f"{path}{name}.")
+    return unknown
+
+
+@pytest.mark.parametrize("api_key", sorted(RESPONSES))
+def test_a_response_type_names_only_fields_kio_has(api_key: int) -> None:
+    """Each key is a field of some version (the newest shape may be past the served versions, as
+    EndTxn's producer_id, and a served version may have fields a later one renamed, as Produce's
+    topic name); a misspelt key is in none."""
+    per_version = [set(unknown_keys(RESPONSES[api_key], cls)) for cls in kio_responses(api_key)]
+    assert set.intersection(*per_version) == set()
+
+
+def test_a_misspelt_response_key_is_found() -> None:
+    class Misspelt(typing.TypedDict):
+        throttle_time: int
+        eror_code: int
+
+    assert unknown_keys(Misspelt, kio_responses(26)[-1]) == ["eror_code"]

@@ -14,14 +14,16 @@ other brokers of a cluster reload it on the change notification.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
 )
 from tabletopic.broker.topics import TopicError
 
@@ -66,8 +68,8 @@ def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: Create
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: CreatePartitionsRequest
-) -> dict[str, Any]:
-    results = []
+) -> CreatePartitionsResponse:
+    results: list[CreatePartitionsTopicResult] = []
     for wanted in request.topics:
         try:
             check_assignments(broker, ctx, wanted)

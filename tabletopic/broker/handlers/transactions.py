@@ -14,9 +14,11 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import txn_error
 from tabletopic.broker.protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
+    EndTxnResponse,
     ListTransactionsRequest,
     TxnOffsetCommitRequest,
 )
@@ -60,7 +62,7 @@ async def add_partitions(
 
 async def add_offsets(
     broker: BrokerService, ctx: RequestContext, request: AddOffsetsToTxnRequest
-) -> dict[str, Any]:
+) -> AddOffsetsToTxnResponse:
     try:
         await broker.transactions.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
@@ -71,16 +73,19 @@ async def add_offsets(
     return {"throttle_time": 0, "error_code": ErrorCode.none}
 
 
-async def end_txn(broker: BrokerService, ctx: RequestContext, request: EndTxnRequest) -> dict[str, Any]:
-    answer = {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1}
+def _end_txn_answer(code: ErrorCode) -> EndTxnResponse:
+    return {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1, "error_code": code}
+
+
+async def end_txn(broker: BrokerService, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     try:
         await broker.transactions.end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed)
         )
     except TxnError as exc:
         log.info("EndTxn %s refused: %s", request.transactional_id, exc)
-        return {**answer, "error_code": txn_error(exc.code, ctx.api_key, ctx.api_version)}
-    return {**answer, "error_code": ErrorCode.none}
+        return _end_txn_answer(txn_error(exc.code, ctx.api_key, ctx.api_version))
+    return _end_txn_answer(ErrorCode.none)
 
 
 async def txn_offset_commit(

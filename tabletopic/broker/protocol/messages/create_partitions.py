@@ -8,7 +8,9 @@ kio's class of each version satisfies as it is (mypy checks each at the end of t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
+
+from kio.schema.errors import ErrorCode
 
 SERVED_VERSIONS = range(0, 4)  # protocol/versions.py: kio's minimum to MAX_VERSIONS[37]
 
@@ -39,6 +41,17 @@ class CreatePartitionsRequest(Protocol):
 
     @property
     def validate_only(self) -> bool: ...
+
+
+class CreatePartitionsTopicResult(TypedDict):
+    name: str
+    error_code: ErrorCode
+    error_message: str | None
+
+
+class CreatePartitionsResponse(TypedDict):
+    throttle_time: int
+    results: list[CreatePartitionsTopicResult]
 
 
 if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy only)

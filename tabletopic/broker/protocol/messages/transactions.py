@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
+
+from kio.schema.errors import ErrorCode
 
 # api key -> the versions served (protocol/versions.py), each checked by mypy below.
 SERVED_VERSIONS: dict[int, range] = {
@@ -95,6 +97,21 @@ class TxnOffsetCommitRequest:
     producer_id: int
     producer_epoch: int
     topics: tuple[TxnOffsetCommitTopic, ...]
+
+
+class AddOffsetsToTxnResponse(TypedDict):
+    throttle_time: int
+    error_code: ErrorCode
+
+
+class EndTxnResponse(TypedDict):
+    """The newest version's shape: producer_id and producer_epoch (v5, transaction protocol 2) are
+    -1 here, as the broker never bumps the epoch at the end of a transaction."""
+
+    throttle_time: int
+    error_code: ErrorCode
+    producer_id: int
+    producer_epoch: int
 
 
 class DescribeTransactionsRequest(Protocol):
