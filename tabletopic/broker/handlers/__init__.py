@@ -5,14 +5,15 @@ A handler takes ``(state, ctx, request)``. The state is the
 :class:`~tabletopic.broker.service.BrokerService` for :data:`HANDLERS` and the
 :class:`~tabletopic.broker.groups.coordinator.GroupCoordinator` for the consumer-group APIs of
 :data:`GROUP_HANDLERS`, which resolve per-version request differences into the coordinator's
-version-free calls. The typed APIs (all but ApiVersions and the consumer-group ones other than
-FindCoordinator) take a version-free request type of :mod:`tabletopic.broker.protocol.messages`:
-a Protocol kio's object of every served version satisfies as it is, or, where kio's classes differ
-per version, a dataclass the request is read into by :func:`typed` below, the one place that maps
-them. The others still take the kio request object of whatever version the client sent. Handlers
-return a dict (a TypedDict where the API has a response type) shaped like the newest response
-version (see :func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` they encoded
-themselves (Fetch's zero-copy path), or None when no response is to be sent (Produce with acks=0).
+version-free calls. The typed APIs (all but ApiVersions, the share-group ones and the
+consumer-group ones other than FindCoordinator) take a version-free request type of
+:mod:`tabletopic.broker.protocol.messages`: a Protocol kio's object of every served version
+satisfies as it is, or, where kio's classes differ per version, a dataclass the request is read
+into by :func:`typed` below, the one place that maps them. The others still take the kio request
+object of whatever version the client sent. Handlers return a dict (a TypedDict where the API has a
+response type) shaped like the newest response version (see
+:func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` they encoded themselves
+(Fetch's zero-copy path), or None when no response is to be sent (Produce with acks=0).
 """
 
 from __future__ import annotations
