@@ -138,13 +138,18 @@ def served(api_key: int) -> range:
     return range(min_version(api_key), highest + 1)
 
 
-def kio_request(api_key: int, version: int) -> type:
-    """kio's request class of an API version (``list_offsets`` v3: ``ListOffsetsRequest``)."""
+def kio_class(api_key: int, version: int, kind: str = "request") -> type:
+    """kio's request (or response) class of an API version (``list_offsets`` v3:
+    ``ListOffsetsRequest``)."""
     api = api_key_map[api_key]
-    module = importlib.import_module(f"kio.schema.{api}.v{version}.request")
-    cls: type = getattr(module, "".join(word.capitalize() for word in api.split("_")) + "Request")
+    module = importlib.import_module(f"kio.schema.{api}.v{version}.{kind}")
+    cls: type = getattr(module, "".join(word.capitalize() for word in api.split("_")) + kind.capitalize())
     assert cls.__api_key__ == api_key  # type: ignore[attr-defined]
     return cls
+
+
+def kio_request(api_key: int, version: int) -> type:
+    return kio_class(api_key, version)
 
 
 def without_none(hint: Any) -> Any:
@@ -346,12 +351,8 @@ def test_metadata_fields_of_later_versions_take_kafkas_default_before(version: i
 
 def kio_responses(api_key: int) -> list[type]:
     """kio's response class of each version from the lowest served to the newest kio holds."""
-    api = api_key_map[api_key]
-    name = "".join(word.capitalize() for word in api.split("_")) + "Response"
-    return [
-        getattr(importlib.import_module(f"kio.schema.{api}.v{version}.response"), name)
-        for version in range(min_version(api_key), max(schema_name_map[api]) + 1)
-    ]
+    newest = max(schema_name_map[api_key_map[api_key]])
+    return [kio_class(api_key, version, "response") for version in range(min_version(api_key), newest + 1)]
 
 
 def unknown_keys(response: Any, kio_class: Any, path: str = "") -> list[str]:
