@@ -204,9 +204,10 @@ def topic_config_documentation(name: str) -> str | None:
 
 
 def validate_topic_configs(
-    configs: Mapping[str, str], extensions: Sequence[TopicConfigExtension] = ()
+    configs: Mapping[str, str | None], extensions: Sequence[TopicConfigExtension] = ()
 ) -> dict[str, str]:
-    """Check a topic's complete set of explicit configs; return it as a plain dict.
+    """Check a topic's complete set of explicit configs (a null value, as a CreateTopics request
+    can carry, is refused); return it as a plain dict.
 
     Raises:
         InvalidTopicConfig: naming the key and why (unknown key, bad value, or an extension's

@@ -221,7 +221,7 @@ class TopicRegistry:
         self,
         name: str,
         partitions: int,
-        configs: Mapping[str, str] | None = None,
+        configs: Mapping[str, str | None] | None = None,
         validate_only: bool = False,
     ) -> Topic:
         """Create a topic with ``partitions`` fresh streams.
@@ -268,7 +268,7 @@ class TopicRegistry:
             [{"topic": name, "partition": first + i, "stream_id": s} for i, s in enumerate(streams)],
         )
 
-    def _validate_configs(self, configs: Mapping[str, str]) -> dict[str, str]:
+    def _validate_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:
         try:
             return validate_topic_configs(configs, self._config_extensions)
         except InvalidTopicConfig as exc:

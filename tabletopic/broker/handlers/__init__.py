@@ -5,11 +5,13 @@ A handler takes ``(state, ctx, request)``. The state is the
 :class:`~tabletopic.broker.service.BrokerService` for :data:`HANDLERS` and the
 :class:`~tabletopic.broker.groups.coordinator.GroupCoordinator` for the consumer-group APIs of
 :data:`GROUP_HANDLERS`, which resolve per-version request differences into the coordinator's
-version-free calls. The typed APIs (Produce, ListOffsets) take the version-free request type of
-:mod:`tabletopic.broker.protocol.messages` and return its response type, a TypedDict; where kio's
-classes differ per version the request is read into its type by :func:`typed` below, the one place
-that maps them. The others still take the kio request object of whatever version the client sent
-and return a dict shaped like the newest response version (see
+version-free calls. The typed APIs (all but ApiVersions, the share-group ones and the
+consumer-group ones other than FindCoordinator) take a version-free request type of
+:mod:`tabletopic.broker.protocol.messages`: a Protocol kio's object of every served version
+satisfies as it is, or, where kio's classes differ per version, a dataclass the request is read
+into by :func:`typed` below, the one place that maps them. The others still take the kio request
+object of whatever version the client sent. Handlers return a dict (a TypedDict where the API has a
+response type) shaped like the newest response version (see
 :func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` they encoded themselves
 (Fetch's zero-copy path), or None when no response is to be sent (Produce with acks=0).
 """
@@ -64,7 +66,12 @@ from tabletopic.broker.handlers import (
     write_txn_markers,
 )
 from tabletopic.broker.handlers.common import typed
+from tabletopic.broker.protocol.messages.delete_topics import DeleteTopicsRequest
+from tabletopic.broker.protocol.messages.describe_configs import DescribeConfigsRequest
+from tabletopic.broker.protocol.messages.find_coordinator import FindCoordinatorRequest
+from tabletopic.broker.protocol.messages.init_producer_id import InitProducerIdRequest
 from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsRequest
+from tabletopic.broker.protocol.messages.transactions import TxnOffsetCommitRequest
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 
@@ -75,16 +82,16 @@ HANDLERS: dict[int, Handler] = {
     3: metadata.handle,
     18: api_versions.handle,
     19: create_topics.handle,
-    20: delete_topics.handle,
+    20: typed(delete_topics.handle, DeleteTopicsRequest),
     21: delete_records.handle,
-    22: init_producer_id.handle,
+    22: typed(init_producer_id.handle, InitProducerIdRequest),
     23: offset_for_leader_epoch.handle,
     24: transactions.add_partitions,
     25: transactions.add_offsets,
     26: transactions.end_txn,
     27: write_txn_markers.handle,
-    28: transactions.txn_offset_commit,
-    32: describe_configs.handle,
+    28: typed(transactions.txn_offset_commit, TxnOffsetCommitRequest),
+    32: typed(describe_configs.handle, DescribeConfigsRequest),
     33: alter_configs.handle,
     34: alter_replica_log_dirs.handle,
     35: describe_log_dirs.handle,
@@ -106,7 +113,7 @@ HANDLERS: dict[int, Handler] = {
 GROUP_HANDLERS: dict[int, Handler] = {
     8: offset_commit.handle,
     9: offset_fetch.handle,
-    10: find_coordinator.handle,
+    10: typed(find_coordinator.handle, FindCoordinatorRequest),
     11: join_group.handle,
     12: heartbeat.handle,
     13: leave_group.handle,

@@ -4,8 +4,8 @@ dynamically. Unknown keys are refused with INVALID_CONFIG."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -17,7 +17,13 @@ from tabletopic.broker.group_configs import (
     validate_group_configs,
 )
 from tabletopic.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
-from tabletopic.broker.topics import TopicError
+from tabletopic.broker.protocol.messages.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    ConfigsAlteration,
+)
+from tabletopic.broker.protocol.messages.describe_configs import ConfigResource
+from tabletopic.broker.topics import Topic, TopicError
 from tabletopic.config import Config, ConfigError
 
 if TYPE_CHECKING:
@@ -26,7 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def result(resource: Any, code: ErrorCode = ErrorCode.none, message: str | None = None) -> dict[str, Any]:
+def result(
+    resource: ConfigResource, code: ErrorCode = ErrorCode.none, message: str | None = None
+) -> dict[str, Any]:
     return {
         "error_code": code,
         "error_message": message,
@@ -35,7 +43,9 @@ def result(resource: Any, code: ErrorCode = ErrorCode.none, message: str | None 
     }
 
 
-def check_broker_configs(broker: BrokerService, resource: Any, values: dict[str, str | None]) -> None:
+def check_broker_configs(
+    broker: BrokerService, resource: ConfigResource, values: dict[str, str | None]
+) -> None:
     """Raises TopicError(INVALID_CONFIG) for unknown or malformed broker keys."""
     if resource.resource_name not in ("", str(broker.node_id)):
         raise TopicError(ErrorCode.invalid_request, f"no broker {resource.resource_name}")
@@ -50,18 +60,22 @@ def check_broker_configs(broker: BrokerService, resource: Any, values: dict[str,
                 raise TopicError(ErrorCode.invalid_config, str(exc)) from exc
 
 
-TopicUpdate = Callable[[Any, Any], dict[str, str]]  # (topic, resource) -> new explicit configs
-BrokerUpdate = Callable[[Any], tuple[dict[str, str | None], dict[str, str]]]  # -> (to check, new)
-GroupUpdate = Callable[[dict[str, str], Any], dict[str, str]]  # (current explicit, resource) -> new
+ResourceT = TypeVar("ResourceT", bound=ConfigResource)
+# (topic, resource) -> new explicit configs
+TopicUpdate: TypeAlias = Callable[[Topic, ResourceT], dict[str, str]]
+# resource -> (to check, new dynamic configs: None removes a key)
+BrokerUpdate: TypeAlias = Callable[[ResourceT], tuple[dict[str, str | None], Mapping[str, str | None]]]
+# (current explicit, resource) -> new
+GroupUpdate: TypeAlias = Callable[[dict[str, str], ResourceT], dict[str, str]]
 
 
 async def alter_resources(
     broker: BrokerService,
-    request: Any,
+    request: ConfigsAlteration[ResourceT],
     api: str,
-    topic_update: TopicUpdate,
-    broker_update: BrokerUpdate,
-    group_update: GroupUpdate,
+    topic_update: TopicUpdate[ResourceT],
+    broker_update: BrokerUpdate[ResourceT],
+    group_update: GroupUpdate[ResourceT],
 ) -> dict[str, Any]:
     """The flow AlterConfigs and IncrementalAlterConfigs share: per resource, compute the new config
     set with the API's own rule, validate it, store it unless ``validate_only``, answer per resource."""
@@ -74,13 +88,13 @@ async def alter_resources(
                     raise TopicError(
                         ErrorCode.unknown_topic_or_partition, f"topic {resource.resource_name} does not exist"
                     )
-                values = topic_update(topic, resource)
-                await broker.topics.replace_configs(topic.name, values, validate_only=request.validate_only)
+                configs = topic_update(topic, resource)
+                await broker.topics.replace_configs(topic.name, configs, validate_only=request.validate_only)
             elif resource.resource_type == RESOURCE_BROKER:
-                to_check, values = broker_update(resource)
+                to_check, dynamic = broker_update(resource)
                 check_broker_configs(broker, resource, to_check)
                 if not request.validate_only:
-                    await broker.set_dynamic_configs(values, replace=True)
+                    await broker.set_dynamic_configs(dynamic, replace=True)
             elif resource.resource_type == RESOURCE_GROUP:
                 await _alter_group(broker, resource, group_update, request.validate_only)
             else:
@@ -95,7 +109,7 @@ async def alter_resources(
 
 
 async def _alter_group(
-    broker: BrokerService, resource: Any, update: GroupUpdate, validate_only: bool
+    broker: BrokerService, resource: ResourceT, update: GroupUpdate[ResourceT], validate_only: bool
 ) -> None:
     """Validate and store a group's explicit configs (see :mod:`tabletopic.broker.group_configs`)."""
     prefix = state_prefix(resource.resource_name)
@@ -108,19 +122,21 @@ async def _alter_group(
         await broker.topics.replace_state_items(prefix, values)
 
 
-def _replace_topic_configs(_topic: Any, resource: Any) -> dict[str, str]:
+def _replace_topic_configs(_topic: Topic | None, resource: AlterConfigsResource) -> dict[str, str]:
     values = {c.name: c.value for c in resource.configs}
     if any(v is None for v in values.values()):
         raise TopicError(ErrorCode.invalid_config, "null config values are not allowed")
-    return values
+    return {name: value for name, value in values.items() if value is not None}
 
 
-def _replace_broker_configs(resource: Any) -> tuple[dict[str, str | None], dict[str, str]]:
+def _replace_broker_configs(
+    resource: AlterConfigsResource,
+) -> tuple[dict[str, str | None], dict[str, str | None]]:
     values = {c.name: c.value for c in resource.configs}
     return values, values
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: AlterConfigsRequest) -> dict[str, Any]:
     return await alter_resources(
         broker,
         request,

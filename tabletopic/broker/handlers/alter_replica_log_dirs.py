@@ -10,12 +10,15 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: AlterReplicaLogDirsRequest
+) -> dict[str, Any]:
     log_dir = str(broker.config.data_dir)
     results: dict[str, list[dict[str, Any]]] = {}
     for target in request.dirs:

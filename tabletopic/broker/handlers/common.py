@@ -11,6 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.convert import read_message
+from tabletopic.broker.protocol.messages.delete_records import DeleteRecordsPartition, DeleteRecordsRequest
 from tabletopic.broker.topics import Topic
 
 if TYPE_CHECKING:
@@ -35,11 +36,6 @@ def typed(
     handle.__qualname__ = handle.__name__ = getattr(handler, "__name__", "handle")
     handle.__module__ = handler.__module__
     return handle
-
-
-def field(request: Any, name: str, default: Any = None) -> Any:
-    """A request field that only some versions have."""
-    return getattr(request, name, default)
 
 
 # KIP-588 brought PRODUCER_FENCED (90) to the transaction APIs at these versions; a client on an
@@ -87,14 +83,14 @@ def leader_epoch_error(requested: int, serving: int) -> ErrorCode | None:
     return ErrorCode.fenced_leader_epoch if requested < serving else ErrorCode.unknown_leader_epoch
 
 
-def not_served(broker: BrokerService, name: str, index: int, request_partition: Any) -> ErrorCode | None:
+def not_served(broker: BrokerService, name: str, index: int, current_leader_epoch: int) -> ErrorCode | None:
     """Why this broker cannot answer a partition-level request that names the leader epoch the
     client knows (ListOffsets, OffsetForLeaderEpoch): it does not lead the partition, or the
     epoch is stale or ahead (:func:`leader_epoch_error`). None when it can."""
     serving = broker.leadership.serving_epoch(name, index)
     if serving is None:
         return ErrorCode.not_leader_or_follower
-    return leader_epoch_error(field(request_partition, "current_leader_epoch", NO_LEADER_EPOCH), serving)
+    return leader_epoch_error(current_leader_epoch, serving)
 
 
 def unknown_partition(name: str, index: int) -> dict[str, Any]:
@@ -104,8 +100,8 @@ def unknown_partition(name: str, index: int) -> dict[str, Any]:
 
 async def partitions_response(
     broker: BrokerService,
-    request: Any,
-    answer: Callable[[BrokerService, str, Any], Awaitable[dict[str, Any]]],
+    request: DeleteRecordsRequest,
+    answer: Callable[[BrokerService, str, DeleteRecordsPartition], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any]:
     """The response of an API that answers each requested ``topics[].partitions[]`` entry on its
     own (DeleteRecords): ``answer(broker, topic name, partition entry)``, in order."""

@@ -14,18 +14,24 @@ other brokers of a cluster reload it on the change notification.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
+)
 from tabletopic.broker.topics import TopicError
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: Any) -> None:
+def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: CreatePartitionsTopic) -> None:
     """Raises TopicError(INVALID_REPLICA_ASSIGNMENT) for an assignment this broker cannot honour
     (Kafka's messages where Kafka has one)."""
     topic = broker.topics.get(wanted.name)
@@ -60,8 +66,10 @@ def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: Any) -
             )
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    results = []
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
+    results: list[CreatePartitionsTopicResult] = []
     for wanted in request.topics:
         try:
             check_assignments(broker, ctx, wanted)

@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.handlers.describe_configs import topic_config_entries
+from tabletopic.broker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from tabletopic.broker.topics import TopicError
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def _create(broker: BrokerService, wanted: Any, validate_only: bool) -> dict[str, Any]:
+async def _create(broker: BrokerService, wanted: CreatableTopic, validate_only: bool) -> dict[str, Any]:
     result: dict[str, Any] = {
         "name": wanted.name,
         "topic_id": ZERO_UUID,
@@ -72,7 +73,7 @@ async def _create(broker: BrokerService, wanted: Any, validate_only: bool) -> di
     }
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: CreateTopicsRequest) -> dict[str, Any]:
     counts = Counter(t.name for t in request.topics)
     results = []
     for wanted in request.topics:

@@ -10,6 +10,11 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.group_configs import RESOURCE_GROUP, describe_entries, state_prefix
+from tabletopic.broker.protocol.messages.describe_configs import (
+    ConfigResource,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 from tabletopic.broker.topic_config_keys import (
     TOPIC_CONFIG_KEYS,
     TYPE_BOOLEAN,
@@ -127,7 +132,7 @@ def _text(value: Any) -> str | None:
 
 
 def _result(
-    resource: Any, code: ErrorCode, message: str | None, configs: list[dict[str, Any]]
+    resource: ConfigResource, code: ErrorCode, message: str | None, configs: list[dict[str, Any]]
 ) -> dict[str, Any]:
     return {
         "error_code": code,
@@ -138,7 +143,9 @@ def _result(
     }
 
 
-def describe(broker: BrokerService, resource: Any, include_documentation: bool) -> dict[str, Any]:
+def describe(
+    broker: BrokerService, resource: DescribeConfigsResource, include_documentation: bool
+) -> dict[str, Any]:
     if resource.resource_type == RESOURCE_TOPIC:
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
@@ -164,7 +171,7 @@ def describe(broker: BrokerService, resource: Any, include_documentation: bool) 
 
 
 def _configs_result(
-    resource: Any, entries: list[dict[str, Any]], include_documentation: bool
+    resource: DescribeConfigsResource, entries: list[dict[str, Any]], include_documentation: bool
 ) -> dict[str, Any]:
     keys = resource.configuration_keys
     if keys is not None:
@@ -186,14 +193,16 @@ def _configs_result(
 
 
 async def _describe_group(
-    broker: BrokerService, resource: Any, include_documentation: bool
+    broker: BrokerService, resource: DescribeConfigsResource, include_documentation: bool
 ) -> dict[str, Any]:
     explicit = await broker.topics.state_items(state_prefix(resource.resource_name))
     return _configs_result(resource, describe_entries(explicit), include_documentation)
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    include_documentation = bool(getattr(request, "include_documentation", False))
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: DescribeConfigsRequest
+) -> dict[str, Any]:
+    include_documentation = request.include_documentation
     results = []
     for resource in request.resources:
         if resource.resource_type == RESOURCE_GROUP:

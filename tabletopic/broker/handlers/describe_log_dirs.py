@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: DescribeLogDirsRequest
+) -> dict[str, Any]:
     if request.topics is None:
         wanted = [(t.name, list(range(t.partition_count))) for t in broker.topics.all()]
     else:

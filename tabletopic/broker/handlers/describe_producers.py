@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import topic_with_partition, unknown_partition
+from tabletopic.broker.protocol.messages.describe_producers import DescribeProducersRequest
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -44,7 +45,9 @@ def _or_minus_one(value: int | None) -> int:
     return -1 if value is None else value
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: DescribeProducersRequest
+) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "topics": [

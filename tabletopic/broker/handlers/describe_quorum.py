@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.describe_quorum import DescribeQuorumRequest
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: DescribeQuorumRequest
+) -> dict[str, Any]:
     now = int(time.time() * 1000)
     voter = {
         "replica_id": broker.node_id,

@@ -10,12 +10,15 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.handlers.metadata import found_topic_entry, partition_entry
+from tabletopic.broker.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> dict[str, Any]:
     names = sorted(t.name for t in request.topics) if request.topics else sorted(broker.list_topics())
     cursor = request.cursor
     if cursor is not None:

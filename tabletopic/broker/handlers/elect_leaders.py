@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import topic_with_partition, unknown_partition
+from tabletopic.broker.protocol.messages.elect_leaders import ElectLeadersRequest
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -20,7 +21,7 @@ def _partition(broker: BrokerService, topic: str, partition: int) -> dict[str, A
     return {"partition_id": partition, "error_code": ErrorCode.election_not_needed, "error_message": None}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: ElectLeadersRequest) -> dict[str, Any]:
     wanted = request.topic_partitions
     if wanted is None:  # all partitions
         wanted_pairs = [(t.name, list(range(t.partition_count))) for t in broker.topics.all()]

@@ -33,6 +33,7 @@ from tabletopic.broker.fetch_sessions import PartitionKey, SessionPartition
 from tabletopic.broker.handlers.common import ZERO_UUID, leader_epoch_error
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
+from tabletopic.broker.protocol.messages.fetch import FetchRequest, client_rack
 from tabletopic.broker.protocol.sentinels import READ_COMMITTED
 from tabletopic.broker.topics import Topic
 from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
@@ -258,7 +259,7 @@ async def _wait_for_any(
 
 
 async def fetch(
-    broker: BrokerService, request: Any, version: int, zone: str | None = None
+    broker: BrokerService, request: FetchRequest, version: int, zone: str | None = None
 ) -> tuple[list[TopicRead], ErrorCode, int]:
     """Resolve and read (long-polling as asked); shared by the dict and the zero-copy encoders.
     ``zone`` is the client's (rack-aware routing), None when unknown. Returns the topics to answer,
@@ -285,14 +286,14 @@ async def fetch(
 
 
 async def _fetch_topics(
-    broker: BrokerService, request: Any, version: int, topics: list[TopicRead]
+    broker: BrokerService, request: FetchRequest, version: int, topics: list[TopicRead]
 ) -> list[TopicRead]:
     max_bytes = request.max_bytes if version >= 3 else 0x7FFFFFFF
     max_bytes = max(max_bytes, 1)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait.total_seconds()
     min_bytes = max(request.min_bytes, 1)
-    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    committed = request.isolation_level == READ_COMMITTED
     while True:
         total = await _read(broker, topics, max_bytes, committed)
         remaining = deadline - loop.time()
@@ -302,9 +303,9 @@ async def _fetch_topics(
         await _wait_for_any(broker, topics, remaining, committed)
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> WireResponse:
+async def handle(broker: BrokerService, ctx: RequestContext, request: FetchRequest) -> WireResponse:
     router = broker.zone_router
-    zone = None if router is None else router.zone_of(ctx, getattr(request, "rack_id", None))
+    zone = None if router is None else router.zone_of(ctx, client_rack(request, ctx.api_version))
     topics, error, session_id = await fetch(broker, request, ctx.api_version, zone)
     if router is not None:
         router.count(zone, sum(r.size for t in topics for r in t.partitions), "out")

@@ -12,13 +12,20 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.protocol.messages.find_coordinator import (
+    GROUP_KEY,
+    TRANSACTION_KEY,
+    FindCoordinatorRequest,
+)
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    key_type = int(getattr(request, "key_type", 0))
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: FindCoordinatorRequest
+) -> dict[str, Any]:
+    key_type = request.key_type
 
     def answer(key: str) -> dict[str, Any]:
-        if key_type not in (0, 1):
+        if key_type not in (GROUP_KEY, TRANSACTION_KEY):
             return {
                 "error_code": ErrorCode.invalid_request,
                 "error_message": f"unsupported coordinator key type {key_type}",

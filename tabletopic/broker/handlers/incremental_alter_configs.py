@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.alter_configs import alter_resources
-from tabletopic.broker.topics import TopicError
+from tabletopic.broker.protocol.messages.alter_configs import (
+    AlterableConfigOperation,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
+)
+from tabletopic.broker.topics import Topic, TopicError
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -16,7 +22,9 @@ if TYPE_CHECKING:
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-def apply_operations(current: dict[str, str], operations: Any, effective: dict[str, str]) -> dict[str, str]:
+def apply_operations(
+    current: dict[str, str], operations: Sequence[AlterableConfigOperation], effective: dict[str, str]
+) -> dict[str, str]:
     """The explicit config set after applying the operations. Raises TopicError."""
     updated = dict(current)
     for op in operations:
@@ -40,15 +48,19 @@ def apply_operations(current: dict[str, str], operations: Any, effective: dict[s
     return updated
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    def topic_update(topic: Any, resource: Any) -> dict[str, str]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> dict[str, Any]:
+    def topic_update(topic: Topic, resource: IncrementalAlterConfigsResource) -> dict[str, str]:
         return apply_operations(topic.configs, resource.configs, broker.effective_topic_configs(topic))
 
-    def broker_update(resource: Any) -> tuple[dict[str, str | None], dict[str, str]]:
+    def broker_update(
+        resource: IncrementalAlterConfigsResource,
+    ) -> tuple[dict[str, str | None], dict[str, str]]:
         updated = apply_operations(dict(broker.dynamic_configs), resource.configs, {})
         return {c.name: None for c in resource.configs} | updated, updated
 
-    def group_update(current: dict[str, str], resource: Any) -> dict[str, str]:
+    def group_update(current: dict[str, str], resource: IncrementalAlterConfigsResource) -> dict[str, str]:
         return apply_operations(current, resource.configs, {})
 
     return await alter_resources(

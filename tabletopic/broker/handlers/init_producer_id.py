@@ -5,12 +5,18 @@ transactional id's producer id with a bumped epoch (fencing any older producer o
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import field, txn_error
+from tabletopic.broker.handlers.common import txn_error
+from tabletopic.broker.protocol.messages.init_producer_id import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from tabletopic.broker.transactions import TxnError
 
 if TYPE_CHECKING:
@@ -21,13 +27,17 @@ log = logging.getLogger(__name__)
 MAX_EPOCH = 32767
 
 
-def _answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
+def _answer(
+    code: ErrorCode, producer_id: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH
+) -> InitProducerIdResponse:
     return {"throttle_time": 0, "error_code": code, "producer_id": producer_id, "producer_epoch": epoch}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    producer_id = field(request, "producer_id", -1)
-    epoch = field(request, "producer_epoch", -1)
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
+    producer_id = request.producer_id
+    epoch = request.producer_epoch
     if request.transactional_id:
         timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
         try:

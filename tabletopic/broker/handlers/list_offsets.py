@@ -134,7 +134,7 @@ async def _partition(
     topic = broker.topics.get(name)
     if topic is None or not 0 <= index < topic.partition_count:
         return _answer(index, ErrorCode.unknown_topic_or_partition)
-    refused = not_served(broker, name, index, p)
+    refused = not_served(broker, name, index, p.current_leader_epoch)
     if refused is not None:
         return _answer(index, refused)
     stream_id = topic.streams[index]

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.handlers.common import ZERO_UUID, field
+from tabletopic.broker.handlers.common import ZERO_UUID
+from tabletopic.broker.protocol.messages.metadata import (
+    MetadataRequest,
+    allows_auto_creation,
+    topic_id_of,
+)
 from tabletopic.broker.topics import Topic, TopicError, check_topic_name
 
 if TYPE_CHECKING:
@@ -77,29 +82,27 @@ def _error_entry(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) -
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
     """The answer's fields; the server encodes them with the hand-written Metadata encoder
     (``protocol/metadata_encoder.py``). Fields, not bytes, so that the ACL guard can still hide
     topics and add refused ones, and quotas set the throttle, as for every other API."""
     return await answer(broker, ctx, request)
 
 
-async def answer(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def answer(broker: BrokerService, ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
     """The response's fields (newest shape)."""
     version = ctx.api_version
     requested = request.topics
-    # v0 used an empty array for "all topics"; v1+ uses null.
-    all_topics = requested is None or (version == 0 and not requested)
-    allow_auto = bool(field(request, "allow_auto_topic_creation", True)) and bool(
+    allow_auto = allows_auto_creation(request, version) and bool(
         broker.broker_config("auto.create.topics.enable")
     )
     topics: list[dict[str, Any]] = []
-    if all_topics:
+    if requested is None or (version == 0 and not requested):  # all topics: v1+ null, v0 empty
         topics = [topic_entry(broker, t) for t in sorted(broker.topics.all(), key=lambda t: t.name)]
     else:
         for wanted in requested:
             name = wanted.name
-            topic_id = field(wanted, "topic_id")
+            topic_id = topic_id_of(wanted, version)
             if name is None and topic_id is not None and topic_id != ZERO_UUID:
                 topic = broker.topics.by_id(topic_id)
                 topics.append(

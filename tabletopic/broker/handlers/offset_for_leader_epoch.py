@@ -19,6 +19,10 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import not_served, topic_with_partition
+from tabletopic.broker.protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+)
 from tabletopic.s3stream.epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from tabletopic.s3stream.streams import StreamError, StreamNotFound
 
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
+def _partition(broker: BrokerService, name: str, p: OffsetForLeaderPartition) -> dict[str, Any]:
     result = {
         "partition": p.partition,
         "error_code": ErrorCode.none,
@@ -36,7 +40,7 @@ def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
     topic = topic_with_partition(broker, name, p.partition)
     if topic is None:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
-    refused = not_served(broker, name, p.partition, p)
+    refused = not_served(broker, name, p.partition, p.current_leader_epoch)
     if refused is not None:
         return {**result, "error_code": refused}
     sid = topic.streams[p.partition]
@@ -51,7 +55,9 @@ def _partition(broker: BrokerService, name: str, p: Any) -> dict[str, Any]:
     return {**result, "leader_epoch": epoch, "end_offset": end_offset}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "topics": [

@@ -15,6 +15,11 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import topic_with_partition, unknown_partition
+from tabletopic.broker.protocol.messages.partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+    ReassignablePartition,
+)
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -29,7 +34,7 @@ def _error(index: int, code: ErrorCode, message: str) -> dict[str, Any]:
 
 
 def _check_partition(
-    broker: BrokerService, topic: str, partition: Any, live: set[int]
+    broker: BrokerService, topic: str, partition: ReassignablePartition, live: set[int]
 ) -> tuple[dict[str, Any], tuple[str, int, int | None] | None]:
     """The partition's answer, and the move to ask for (None when there is nothing to do)."""
     index = partition.partition_index
@@ -56,9 +61,11 @@ def _check_partition(
     return _ok(index), (topic, index, replicas[0])
 
 
-async def handle_alter(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_alter(
+    broker: BrokerService, ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> dict[str, Any]:
     live = {b.node_id for b in broker.leadership.brokers(ctx.listener)}
-    responses = []
+    responses: list[dict[str, Any]] = []
     moves: list[tuple[str, int, int | None]] = []
     for t in request.topics:
         answers = []
@@ -78,7 +85,9 @@ async def handle_alter(broker: BrokerService, ctx: RequestContext, request: Any)
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "responses": responses}
 
 
-async def handle_list(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_list(
+    broker: BrokerService, ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> dict[str, Any]:
     moving = broker.leadership.reassignments()
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:

@@ -12,6 +12,16 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import txn_error
+from tabletopic.broker.protocol.messages.transactions import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
+    EndTxnResponse,
+    ListTransactionsRequest,
+    TxnOffsetCommitRequest,
+)
 from tabletopic.broker.transactions import TxnError
 from tabletopic.broker.transactions.store import STATES, PendingOffset
 
@@ -21,7 +31,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def add_partitions(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def add_partitions(
+    broker: BrokerService, ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> dict[str, Any]:
     """v0-3: one transaction per request (v4+ is the brokers' batched form, not advertised)."""
     wanted = [(t.name, int(p)) for t in request.v3_and_below_topics for p in t.partitions]
     try:
@@ -48,7 +60,9 @@ async def add_partitions(broker: BrokerService, ctx: RequestContext, request: An
     }
 
 
-async def add_offsets(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def add_offsets(
+    broker: BrokerService, ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> AddOffsetsToTxnResponse:
     try:
         await broker.transactions.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
@@ -59,25 +73,30 @@ async def add_offsets(broker: BrokerService, ctx: RequestContext, request: Any) 
     return {"throttle_time": 0, "error_code": ErrorCode.none}
 
 
-async def end_txn(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    answer = {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1}
+def _end_txn_answer(code: ErrorCode) -> EndTxnResponse:
+    return {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1, "error_code": code}
+
+
+async def end_txn(broker: BrokerService, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     try:
         await broker.transactions.end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed)
         )
     except TxnError as exc:
         log.info("EndTxn %s refused: %s", request.transactional_id, exc)
-        return {**answer, "error_code": txn_error(exc.code, ctx.api_key, ctx.api_version)}
-    return {**answer, "error_code": ErrorCode.none}
+        return _end_txn_answer(txn_error(exc.code, ctx.api_key, ctx.api_version))
+    return _end_txn_answer(ErrorCode.none)
 
 
-async def txn_offset_commit(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def txn_offset_commit(
+    broker: BrokerService, ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> dict[str, Any]:
     offsets = [
         PendingOffset(
             topic.name,
             int(p.partition_index),
             int(p.committed_offset),
-            int(getattr(p, "committed_leader_epoch", -1)),
+            p.committed_leader_epoch,
             p.committed_metadata,
         )
         for topic in request.topics
@@ -121,7 +140,9 @@ def _exists(broker: BrokerService, topic_name: str, partition: int) -> bool:
     return topic is not None and 0 <= partition < topic.partition_count
 
 
-async def describe(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def describe(
+    broker: BrokerService, ctx: RequestContext, request: DescribeTransactionsRequest
+) -> dict[str, Any]:
     states = []
     for transactional_id in request.transactional_ids:
         txn = broker.transactions.describe(transactional_id)
@@ -157,7 +178,9 @@ async def describe(broker: BrokerService, ctx: RequestContext, request: Any) -> 
     return {"throttle_time": 0, "transaction_states": states}
 
 
-async def list_transactions(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def list_transactions(
+    broker: BrokerService, ctx: RequestContext, request: ListTransactionsRequest
+) -> dict[str, Any]:
     state_filters = list(request.state_filters)
     producer_filters = {int(p) for p in request.producer_id_filters}
     unknown = [s for s in state_filters if s not in STATES]

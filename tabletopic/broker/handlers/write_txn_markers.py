@@ -14,6 +14,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.store import GroupFenced
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.broker.protocol.answers import write_txn_markers_answer
+from tabletopic.broker.protocol.messages.write_txn_markers import WritableTxnMarker, WriteTxnMarkersRequest
 from tabletopic.s3stream.streams import StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> dict[str, Any]:
     # Every marker at once: appended together, they share the next WAL write.
     jobs = [
         _write(broker, marker, topic.name, int(index))
@@ -33,7 +36,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> di
     return write_txn_markers_answer(request, iter(await asyncio.gather(*jobs)))
 
 
-async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> ErrorCode:
+async def _write(broker: BrokerService, marker: WritableTxnMarker, name: str, index: int) -> ErrorCode:
     if not broker.clustered:
         # One node's coordinator writes its own markers; nobody else may.
         return ErrorCode.invalid_request
@@ -67,7 +70,7 @@ async def _write(broker: BrokerService, marker: Any, name: str, index: int) -> E
     return ErrorCode.none
 
 
-async def _group_offsets(broker: BrokerService, marker: Any, slot: int) -> ErrorCode:
+async def _group_offsets(broker: BrokerService, marker: WritableTxnMarker, slot: int) -> ErrorCode:
     """A transaction ended: commit (or drop) the offsets it gave the groups of this coordinator
     slot (TxnOffsetCommit keeps them in the database until then)."""
     leadership = broker.leadership

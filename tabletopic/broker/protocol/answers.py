@@ -9,8 +9,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 
-def write_txn_markers_answer(request: Any, codes: Iterator[ErrorCode]) -> dict[str, Any]:
+
+def write_txn_markers_answer(request: WriteTxnMarkersRequest, codes: Iterator[ErrorCode]) -> dict[str, Any]:
     """WriteTxnMarkers' response: each partition of each marker with the next of ``codes``, in
     request order."""
     return {

@@ -1,0 +1,386 @@
+"""Every kio request class the broker serves fits the handler's request type
+(:mod:`tabletopic.broker.protocol.messages`).
+
+mypy checks each Protocol against the versions its module lists; this test checks at run time,
+from kio's classes themselves, that the list is every served version and that each served version
+has every field a Protocol reads (nested entities too), so a Protocol naming a field some served
+version lacks fails here. A version-free dataclass may name only fields kio has (a required one in
+every served version, a defaulted one in at least one), and a sample of every served version reads
+into it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib
+import types
+import typing
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+from typing import Any, NotRequired, Protocol
+
+import pytest
+from kio.schema.index import api_key_map, schema_name_map
+
+from tabletopic.broker.protocol.messages import (
+    alter_configs,
+    alter_replica_log_dirs,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_log_dirs,
+    describe_producers,
+    describe_quorum,
+    describe_topic_partitions,
+    elect_leaders,
+    fetch,
+    find_coordinator,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    partition_reassignments,
+    produce,
+    transactions,
+    write_txn_markers,
+)
+from tabletopic.broker.protocol.messages.convert import read_message
+from tabletopic.broker.protocol.sentinels import LATEST, READ_COMMITTED, READ_UNCOMMITTED
+from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
+
+# (api key, Protocol, the first version it covers, the entity of kio's request it types ("" for the
+# request itself, else a path such as "topics")): kio's class of each served version from that one
+# satisfies the Protocol as it is. A Protocol of fields only later versions carry starts there.
+PROTOCOLS: list[tuple[int, type, int, str]] = [
+    (0, produce.ProduceRequest, 0, ""),
+    (1, fetch.FetchRequest, 0, ""),
+    (1, fetch.RackAwareFetchRequest, fetch.RACK_ID_SINCE, ""),
+    (3, metadata.MetadataRequest, 0, ""),
+    (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
+    (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
+    (19, create_topics.CreateTopicsRequest, 0, ""),
+    (21, delete_records.DeleteRecordsRequest, 0, ""),
+    (23, offset_for_leader_epoch.OffsetForLeaderEpochRequest, 0, ""),
+    (24, transactions.AddPartitionsToTxnRequest, 0, ""),
+    (27, write_txn_markers.WriteTxnMarkersRequest, 0, ""),
+    (25, transactions.AddOffsetsToTxnRequest, 0, ""),
+    (26, transactions.EndTxnRequest, 0, ""),
+    (34, alter_replica_log_dirs.AlterReplicaLogDirsRequest, 0, ""),
+    (35, describe_log_dirs.DescribeLogDirsRequest, 0, ""),
+    (37, create_partitions.CreatePartitionsRequest, 0, ""),
+    (43, elect_leaders.ElectLeadersRequest, 0, ""),
+    (33, alter_configs.ConfigsAlteration, 0, ""),
+    (33, alter_configs.AlterConfigsResource, 0, "resources"),
+    (44, alter_configs.ConfigsAlteration, 0, ""),
+    (44, alter_configs.IncrementalAlterConfigsResource, 0, "resources"),
+    (45, partition_reassignments.AlterPartitionReassignmentsRequest, 0, ""),
+    (46, partition_reassignments.ListPartitionReassignmentsRequest, 0, ""),
+    (55, describe_quorum.DescribeQuorumRequest, 0, ""),
+    (61, describe_producers.DescribeProducersRequest, 0, ""),
+    (65, transactions.DescribeTransactionsRequest, 0, ""),
+    (66, transactions.ListTransactionsRequest, 0, ""),
+    (75, describe_topic_partitions.DescribeTopicPartitionsRequest, 0, ""),
+]
+
+# api key -> the frozen dataclass read from kio's class of any served version.
+DATACLASSES: dict[int, type] = {
+    2: list_offsets.ListOffsetsRequest,
+    10: find_coordinator.FindCoordinatorRequest,
+    20: delete_topics.DeleteTopicsRequest,
+    22: init_producer_id.InitProducerIdRequest,
+    28: transactions.TxnOffsetCommitRequest,
+    32: describe_configs.DescribeConfigsRequest,
+}
+
+# api key -> the TypedDict its handler answers, in the newest version's shape.
+RESPONSES: dict[int, type] = {
+    0: produce.ProduceResponse,
+    2: list_offsets.ListOffsetsResponse,
+    22: init_producer_id.InitProducerIdResponse,
+    25: transactions.AddOffsetsToTxnResponse,
+    26: transactions.EndTxnResponse,
+    37: create_partitions.CreatePartitionsResponse,
+    60: describe_cluster.DescribeClusterResponse,
+}
+
+# The modules that list their served versions for mypy's check.
+SERVED_VERSIONS: dict[int, range] = {
+    0: produce.SERVED_VERSIONS,
+    1: fetch.SERVED_VERSIONS,
+    3: metadata.SERVED_VERSIONS,
+    19: create_topics.SERVED_VERSIONS,
+    21: delete_records.SERVED_VERSIONS,
+    23: offset_for_leader_epoch.SERVED_VERSIONS,
+    27: write_txn_markers.SERVED_VERSIONS,
+    34: alter_replica_log_dirs.SERVED_VERSIONS,
+    35: describe_log_dirs.SERVED_VERSIONS,
+    43: elect_leaders.SERVED_VERSIONS,
+    45: partition_reassignments.ALTER_VERSIONS,
+    46: partition_reassignments.LIST_VERSIONS,
+    55: describe_quorum.SERVED_VERSIONS,
+    61: describe_producers.SERVED_VERSIONS,
+    75: describe_topic_partitions.SERVED_VERSIONS,
+    33: alter_configs.ALTER_CONFIGS_VERSIONS,
+    37: create_partitions.SERVED_VERSIONS,
+    44: alter_configs.INCREMENTAL_ALTER_CONFIGS_VERSIONS,
+    **transactions.SERVED_VERSIONS,
+}
+
+
+def served(api_key: int) -> range:
+    highest = MAX_VERSIONS.get(api_key, GROUP_MAX_VERSIONS.get(api_key))
+    assert highest is not None
+    return range(min_version(api_key), highest + 1)
+
+
+def kio_class(api_key: int, version: int, kind: str = "request") -> type:
+    """kio's request (or response) class of an API version (``list_offsets`` v3:
+    ``ListOffsetsRequest``)."""
+    api = api_key_map[api_key]
+    module = importlib.import_module(f"kio.schema.{api}.v{version}.{kind}")
+    cls: type = getattr(module, "".join(word.capitalize() for word in api.split("_")) + kind.capitalize())
+    assert cls.__api_key__ == api_key  # type: ignore[attr-defined]
+    return cls
+
+
+def kio_request(api_key: int, version: int) -> type:
+    return kio_class(api_key, version)
+
+
+def without_none(hint: Any) -> Any:
+    """``X`` for ``X | None``; other hints unchanged."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+def element(hint: Any) -> Any:
+    """The element type of a ``Sequence[X]`` / ``tuple[X, ...]`` hint (optional or not), else None."""
+    hint = without_none(hint)
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (tuple, list, Sequence) and args:
+        return without_none(args[0])
+    return None
+
+
+def protocol_members(protocol: type) -> Iterator[tuple[str, Any]]:
+    """Each property a Protocol declares (its own and its bases'), with its return hint."""
+    for cls in protocol.__mro__:
+        if cls in (Protocol, typing.Generic, object):
+            continue
+        for name, value in vars(cls).items():
+            if isinstance(value, property) and value.fget is not None:
+                yield name, typing.get_type_hints(value.fget)["return"]
+
+
+def is_protocol(hint: Any) -> bool:
+    return isinstance(hint, type) and getattr(hint, "_is_protocol", False)
+
+
+def missing_from(protocol: type, kio_class: Any, path: str = "") -> list[str]:
+    """The Protocol's fields (nested ones as ``a.b``) that kio's class lacks."""
+    kio_hints = typing.get_type_hints(kio_class)
+    missing = []
+    for name, hint in protocol_members(protocol):
+        if name not in kio_hints:
+            missing.append(path + name)
+            continue
+        nested, kio_nested = element(hint), element(kio_hints[name])
+        if nested is None:  # an entity itself (optional or not) rather than a list of them
+            nested, kio_nested = without_none(hint), without_none(kio_hints[name])
+        if is_protocol(nested):
+            assert dataclasses.is_dataclass(kio_nested), f"{path}{name} is no entity in kio"
+            missing += missing_from(nested, kio_nested, f"{path}{name}.")
+    return missing
+
+
+def dataclass_fields(
+    cls: Any, kio_classes: list[Any], path: str = ""
+) -> Iterator[tuple[str, bool, list[bool]]]:
+    """``(field, required, [kio class has it])`` for each field of a version-free dataclass."""
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        kio_hints = [typing.get_type_hints(kio) for kio in kio_classes]
+        present = [field.name in h for h in kio_hints]
+        yield path + field.name, required, present
+        nested = element(hints[field.name])
+        if nested is not None and dataclasses.is_dataclass(nested):
+            inner = [element(h[field.name]) for h in kio_hints if field.name in h]
+            yield from dataclass_fields(nested, inner, f"{path}{field.name}.")
+
+
+@pytest.mark.parametrize("api_key", sorted(SERVED_VERSIONS))
+def test_each_protocol_module_lists_exactly_the_versions_served(api_key: int) -> None:
+    """mypy checks kio's class of each version a module lists; serving another means listing it."""
+    assert SERVED_VERSIONS[api_key] == served(api_key)
+
+
+def entity(kio_class: type, path: str) -> type:
+    """The kio class of the entities at ``path`` (``a.b``) of a request class."""
+    for name in filter(None, path.split(".")):
+        kio_class = element(typing.get_type_hints(kio_class)[name])
+    return kio_class
+
+
+@pytest.mark.parametrize(
+    ("api_key", "protocol", "version", "path"),
+    [
+        pytest.param(key, protocol, version, path, id=f"{protocol.__name__}-v{version}")
+        for key, protocol, since, path in PROTOCOLS
+        for version in served(key)
+        if version >= since
+    ],
+)
+def test_every_served_version_has_each_field_its_protocol_reads(
+    api_key: int, protocol: type, version: int, path: str
+) -> None:
+    assert missing_from(protocol, entity(kio_request(api_key, version), path)) == []
+
+
+@pytest.mark.parametrize("api_key", sorted(DATACLASSES))
+def test_a_version_free_dataclass_names_only_fields_kio_has(api_key: int) -> None:
+    kio_classes = [kio_request(api_key, version) for version in served(api_key)]
+    for name, required, present in dataclass_fields(DATACLASSES[api_key], kio_classes):
+        if required:
+            assert all(present), f"{name} has no default but some served version lacks it"
+        else:
+            assert any(present), f"{name} is in no served version"
+
+
+def sample(kio_class: Any) -> Any:
+    """An instance of a kio entity class: each field a plain value of its type, each list of
+    entities one sampled entity (kio's classes do not validate when built)."""
+    values: dict[str, Any] = {}
+    for name, hint in typing.get_type_hints(kio_class).items():
+        if typing.get_origin(hint) is typing.ClassVar or name.startswith("__"):
+            continue
+        values[name] = sample_value(hint)
+    return kio_class(**values)
+
+
+def sample_value(hint: Any) -> Any:
+    nested = element(hint)
+    if nested is not None:
+        return (sample(nested),) if dataclasses.is_dataclass(nested) else ()
+    if without_none(hint) is not hint:
+        return None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return next(iter(hint))
+    for kind, value in (
+        (bool, False),
+        (int, 0),
+        (str, ""),
+        (timedelta, timedelta(0)),
+        (uuid.UUID, uuid.UUID(int=0)),
+    ):
+        if isinstance(hint, type) and issubclass(hint, kind):
+            return value
+    return None
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version"),
+    [(key, version) for key in sorted(DATACLASSES) for version in served(key)],
+)
+def test_every_served_version_reads_into_its_version_free_dataclass(api_key: int, version: int) -> None:
+    request: object = read_message(DATACLASSES[api_key], sample(kio_request(api_key, version)))
+    assert isinstance(request, DATACLASSES[api_key])
+
+
+def _list_offsets(version: int) -> object:
+    schema = importlib.import_module(f"kio.schema.list_offsets.v{version}.request")
+    fields = {"partition_index": 2, "timestamp": LATEST}
+    if version >= 4:
+        fields["current_leader_epoch"] = 7
+    partition = schema.ListOffsetsPartition(**fields)
+    topic = schema.ListOffsetsTopic(name="t", partitions=(partition,))
+    request: dict[str, object] = {"replica_id": -1, "topics": (topic,)}
+    if version >= 2:
+        request["isolation_level"] = READ_COMMITTED
+    if version >= 10:
+        request["timeout"] = timedelta(seconds=1)
+    return schema.ListOffsetsRequest(**request)
+
+
+@pytest.mark.parametrize("version", range(min_version(2), MAX_VERSIONS[2] + 1))
+def test_every_served_list_offsets_version_reads_into_the_version_free_request(version: int) -> None:
+    request = read_message(list_offsets.ListOffsetsRequest, _list_offsets(version))
+    [topic] = request.topics
+    assert topic.name == "t"
+    epoch = 7 if version >= 4 else -1  # before v4 a client names no leader epoch
+    assert topic.partitions == (
+        list_offsets.ListOffsetsPartition(partition_index=2, timestamp=LATEST, current_leader_epoch=epoch),
+    )
+    assert request.isolation_level == (READ_COMMITTED if version >= 2 else READ_UNCOMMITTED)
+
+
+def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
+    """The check above would catch a Protocol reading ``rack_id`` (v11 on) from every Fetch."""
+    assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 10)) == ["rack_id"]
+    assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 11)) == []
+
+
+@pytest.mark.parametrize("version", served(1))
+def test_the_client_rack_is_read_from_the_versions_that_carry_it(version: int) -> None:
+    request = dataclasses.replace(
+        sample(kio_request(1, version)), **({"rack_id": "az1"} if version >= 11 else {})
+    )
+    assert fetch.client_rack(request, version) == ("az1" if version >= fetch.RACK_ID_SINCE else None)
+
+
+@pytest.mark.parametrize("version", served(3))
+def test_metadata_fields_of_later_versions_take_kafkas_default_before(version: int) -> None:
+    request = sample(kio_request(3, version))
+    if version >= metadata.AUTO_CREATION_SINCE:
+        request = dataclasses.replace(request, allow_auto_topic_creation=False)
+    assert metadata.allows_auto_creation(request, version) is (version < metadata.AUTO_CREATION_SINCE)
+    [topic] = request.topics
+    named = uuid.UUID(int=5)
+    if version >= metadata.TOPIC_ID_SINCE:
+        topic = dataclasses.replace(topic, topic_id=named)
+    assert metadata.topic_id_of(topic, version) == (named if version >= metadata.TOPIC_ID_SINCE else None)
+
+
+def kio_responses(api_key: int) -> list[type]:
+    """kio's response class of each version from the lowest served to the newest kio holds."""
+    newest = max(schema_name_map[api_key_map[api_key]])
+    return [kio_class(api_key, version, "response") for version in range(min_version(api_key), newest + 1)]
+
+
+def unknown_keys(response: Any, kio_class: Any, path: str = "") -> list[str]:
+    """The TypedDict's keys (nested ones as ``a.b``) that kio's response class has no field for."""
+    kio_hints = typing.get_type_hints(kio_class)
+    unknown = []
+    for name, hint in typing.get_type_hints(response).items():
+        if name not in kio_hints:
+            unknown.append(path + name)
+            continue
+        nested = element(typing.get_args(hint)[0] if typing.get_origin(hint) is NotRequired else hint)
+        if typing.is_typeddict(nested):
+            unknown += unknown_keys(nested, element(kio_hints[name]), f"{path}{name}.")
+    return unknown
+
+
+@pytest.mark.parametrize("api_key", sorted(RESPONSES))
+def test_a_response_type_names_only_fields_kio_has(api_key: int) -> None:
+    """Each key is a field of some version (the newest shape may be past the served versions, as
+    EndTxn's producer_id, and a served version may have fields a later one renamed, as Produce's
+    topic name); a misspelt key is in none."""
+    per_version = [set(unknown_keys(RESPONSES[api_key], cls)) for cls in kio_responses(api_key)]
+    assert set.intersection(*per_version) == set()
+
+
+def test_a_misspelt_response_key_is_found() -> None:
+    class Misspelt(typing.TypedDict):
+        throttle_time: int
+        eror_code: int
+
+    assert unknown_keys(Misspelt, kio_responses(26)[-1]) == ["eror_code"]
