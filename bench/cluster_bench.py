@@ -341,7 +341,14 @@ def main() -> None:
     parser.add_argument(
         "--wal-kinds",
         default="local,object,shared",
-        help="WAL kinds of the write path, comma-separated: local, object, shared, object-1, shared-1",
+        help="WAL kinds of the write path, comma-separated: local, local-s3, object, shared, object-1, "
+        "shared-1",
+    )
+    parser.add_argument(
+        "--linger-ms",
+        type=float,
+        default=None,
+        help="the producer's linger.ms in the write path's fixed rate",
     )
     parser.add_argument(
         "--broker-set",
@@ -353,7 +360,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.only_write_path:
         kinds = [k.strip() for k in args.wal_kinds.split(",") if k.strip()]
-        run_write_path(kinds, args.rate, args.seconds, dict(kv.split("=", 1) for kv in args.broker_set))
+        extra = dict(kv.split("=", 1) for kv in args.broker_set)
+        run_write_path(kinds, args.rate, args.seconds, extra, args.linger_ms)
         return
     args.wal = list(dict.fromkeys(args.wal or ["shared", "object"]))
     if args.only_failover:

@@ -8,7 +8,12 @@ one run, so the figures share the machine's state):
   broker refuses to start with it);
 - ``object-1``, ``shared-1``: a cluster of one broker on that WAL, which separates what cluster
   mode costs a broker from what three brokers, PostgreSQL and SeaweedFS cost each other on a
-  machine with fewer cores than processes.
+  machine with fewer cores than processes;
+- ``local-s3``: the single node uploading to SeaweedFS, as the clusters do (``local`` uploads to a
+  directory, which costs this machine's cores far less than an S3 server beside the broker).
+
+``--linger-ms`` sets the producer's ``linger.ms`` at the fixed rate (librdkafka's default, 5 ms,
+is part of every acknowledgement time; 0 shows the broker's own).
 
 For each: p50/p99 of the acknowledgement time at a fixed rate (confluent-kafka, idempotent,
 acks=all, 1 KiB values, 12 partitions), MB/s flat out (the same producer as fast as it goes), the
@@ -32,7 +37,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tabletopic.cluster.local import LocalCluster
+from tabletopic.cluster.local import LocalCluster, SeaweedFS
 from tests.support.broker_process import BrokerProcess
 
 PARTITIONS = 12
@@ -125,12 +130,14 @@ def warm_producer(bootstrap: str, topic: str, extra: dict[str, object] | None = 
     return client
 
 
-def fixed_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[list[float], int]:
+def fixed_rate(
+    bootstrap: str, topic: str, rate: int, seconds: float, linger_ms: float | None = None
+) -> tuple[list[float], int]:
     """Acknowledgement times (seconds from produce() to the delivery report) of ``rate`` msg/s,
     from a producer that has its producer id: librdkafka asks for one only after a 500 ms timer when
     no connection is up yet at creation, which counted against the broker put 2.5 % of the records
     of an 8 s run at 430 ms or more, the p99 of every WAL kind alike."""
-    client = warm_producer(bootstrap, topic)
+    client = warm_producer(bootstrap, topic, None if linger_ms is None else {"linger.ms": linger_ms})
     latencies: list[float] = []
     errors = [0]
 
@@ -180,11 +187,11 @@ def flat_out(bootstrap: str, topic: str, seconds: float) -> float:
     return acked[0] * len(VALUE) / (time.monotonic() - started) / 1e6
 
 
-def measure(kind: str, target: Target, rate: int, seconds: float) -> Figures:
+def measure(kind: str, target: Target, rate: int, seconds: float, linger_ms: float | None = None) -> Figures:
     topic = create_topic(target.bootstrap)
     before = [scrape(url) for url in target.metrics_urls]
     began = time.monotonic()
-    latencies, errors = fixed_rate(target.bootstrap, topic, rate, seconds)
+    latencies, errors = fixed_rate(target.bootstrap, topic, rate, seconds, linger_ms)
     elapsed = time.monotonic() - began
     after = [scrape(url) for url in target.metrics_urls]
     puts = [(a[0] - b[0]) / elapsed for a, b in zip(after, before, strict=True)]
@@ -197,13 +204,19 @@ def measure(kind: str, target: Target, rate: int, seconds: float) -> Figures:
 
 
 @contextmanager
-def single_node() -> Iterator[Target]:
+def single_node(s3: bool = False) -> Iterator[Target]:
+    """One node on its local WAL, uploading to a local directory, or with ``s3`` to SeaweedFS
+    as the clusters do (the upload's CPU is then paid on this machine as in a cluster)."""
     with tempfile.TemporaryDirectory(prefix="write-path-local-") as tmp:
-        broker = BrokerProcess(Path(tmp), {"s3stream.wal.mode": "local"}).start()
+        server = SeaweedFS(Path(tmp) / "s3").start() if s3 else None
+        settings = {"s3stream.wal.mode": "local", **(server.s3_settings() if server else {})}
+        broker = BrokerProcess(Path(tmp) / "node", settings).start()
         try:
             yield Target(broker.bootstrap, [broker.admin_url + "/metrics"])
         finally:
             broker.stop()
+            if server is not None:
+                server.stop()
 
 
 @contextmanager
@@ -229,12 +242,17 @@ def monthly_cost(puts_per_s: float, price_per_1000: float) -> float:
 
 
 def run_write_path(
-    kinds: list[str], rate: int, seconds: float, extra: dict[str, str] | None = None
+    kinds: list[str],
+    rate: int,
+    seconds: float,
+    extra: dict[str, str] | None = None,
+    linger_ms: float | None = None,
 ) -> list[Figures]:
     """Measure every kind in ``kinds`` (local, object, shared) and print the table; ``extra``
     settings go to the cluster's brokers."""
     targets: dict[str, Callable[[], AbstractContextManager[Target]]] = {
         "local": single_node,
+        "local-s3": lambda: single_node(s3=True),
         "object": lambda: cluster("object", extra=extra),
         "shared": lambda: cluster("shared", extra=extra),
         # One broker in cluster mode: what cluster mode costs a broker, apart from three brokers,
@@ -246,6 +264,8 @@ def run_write_path(
           "confluent-kafka idempotent acks=all, 12 partitions")  # fmt: skip
     if extra:
         print("cluster brokers set: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
+    if linger_ms is not None:
+        print(f"producer linger.ms at the fixed rate: {linger_ms:g}")
     print("(a 2-core machine shared with other jobs: figures are noisy)")
     results: list[Figures] = []
     for kind in kinds:
@@ -254,7 +274,7 @@ def run_write_path(
             continue
         try:
             with targets[kind]() as target:
-                results.append(measure(kind, target, rate, seconds))
+                results.append(measure(kind, target, rate, seconds, linger_ms))
         except Exception as exc:  # a kind this build does not support: say so and go on
             print(f"{kind}: skipped, it did not start or run: {' '.join(str(exc).split())[:400]}")
     report(results)
@@ -263,15 +283,19 @@ def run_write_path(
 
 def report(results: list[Figures]) -> None:
     base = next((r for r in results if r.kind == "local"), None)
+    base_s3 = next((r for r in results if r.kind == "local-s3"), None)
     print()
-    print(f"{'WAL':<8}{'brokers':>8}{'p50 ms':>9}{'p99 ms':>9}{'MB/s':>9}{'ratio':>7}"
+    print(f"{'WAL':<9}{'brokers':>8}{'p50 ms':>9}{'p99 ms':>9}{'MB/s':>9}{'ratio':>7}{'vs s3':>7}"
           f"{'PUT/s/broker':>14}{'S3 Std $/mo':>13}{'Express $/mo':>14}  errors")  # fmt: skip
     for r in results:
         ratio = r.mb_per_s / base.mb_per_s if base and base.mb_per_s else float("nan")
+        ratio_s3 = r.mb_per_s / base_s3.mb_per_s if base_s3 and base_s3.mb_per_s else float("nan")
         puts = statistics.mean(r.puts_per_s) if r.puts_per_s else 0.0
-        print(f"{r.kind:<8}{r.brokers:>8}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}{r.mb_per_s:>9.1f}{ratio:>7.2f}"
-              f"{puts:>14.1f}{monthly_cost(puts, S3_STANDARD_PUT_PER_1000):>13,.0f}"
+        print(f"{r.kind:<9}{r.brokers:>8}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}{r.mb_per_s:>9.1f}{ratio:>7.2f}"
+              f"{ratio_s3:>7.2f}{puts:>14.1f}{monthly_cost(puts, S3_STANDARD_PUT_PER_1000):>13,.0f}"
               f"{monthly_cost(puts, S3_EXPRESS_ONE_ZONE_PUT_PER_1000):>14,.0f}  {r.errors}")  # fmt: skip
+    print("ratio: MB/s flat out against the one node on its local WAL; vs s3: against the same node "
+          "uploading to SeaweedFS (local-s3), when measured")  # fmt: skip
     for r in results:
         if r.phases_ms:
             spent = ", ".join(f"{phase} {ms:.1f}" for phase, ms in r.phases_ms.items())
