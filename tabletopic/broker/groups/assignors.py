@@ -77,8 +77,15 @@ def uniform(
         quota[m] = -(-int(load * 1000) // 1000)  # ceil, tolerant of float noise
     owner_of = {tp: m for m, tps in current.items() if m in result for tp in tps}
 
+    # The racks of each topic's subscribers: whether a member of a partition's rack could take it
+    # is then one lookup (this runs for every partition of every subscribed topic).
+    subscriber_racks = {
+        t: {rack for m in ms if (rack := racks.members.get(m)) is not None} for t, ms in subscribers.items()
+    }
+
     def rack_served(tp: TopicPartition) -> bool:
-        return any(racks.same(m, tp) for m in subscribers.get(tp[0], ()))
+        rack = racks.partitions.get(tp)
+        return rack is not None and rack in subscriber_racks.get(tp[0], ())
 
     unassigned: list[TopicPartition] = []
     for tp in every:
@@ -145,9 +152,14 @@ def range_(
             continue
         share, extra = divmod(partitions[topic], len(members))
         room = {m: share + (1 if index < extra else 0) for index, m in enumerate(members)}
+        in_rack: dict[str, list[str]] = {}  # rack -> its members, in member order
+        for m in members:
+            if (rack := racks.members.get(m)) is not None:
+                in_rack.setdefault(rack, []).append(m)
         left: list[TopicPartition] = []
         for tp in ((topic, p) for p in range(partitions[topic])):
-            same_rack = next((m for m in members if room[m] and racks.same(m, tp)), None)
+            rack = racks.partitions.get(tp)
+            same_rack = next((m for m in in_rack.get(rack, ()) if room[m]), None) if rack else None
             if same_rack is None:
                 left.append(tp)
             else:
