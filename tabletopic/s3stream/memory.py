@@ -142,6 +142,9 @@ class MemoryStreamStore:
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         return None
 
+    def not_uploaded(self, stream_ids: Iterable[int]) -> list[int]:
+        return []
+
     async def refresh(self, stream_ids: Iterable[int]) -> None:
         return None
 

@@ -666,6 +666,14 @@ class S3StreamStore:
         for future in pending:
             await asyncio.shield(future)
 
+    def not_uploaded(self, stream_ids: Iterable[int]) -> list[int]:
+        streams = self.state.streams
+        return [
+            sid
+            for sid in stream_ids
+            if (held := streams.get(sid)) is not None and held.confirmed_end > held.committed_end
+        ]
+
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         log_cache = self.state.log_cache
         wanted = None if stream_ids is None else set(stream_ids)

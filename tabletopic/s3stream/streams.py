@@ -187,6 +187,10 @@ class StreamStore(Protocol):
         """Make every acknowledged batch of these streams (all if None) readable from object
         storage, uploading from the WAL/LogCache if needed."""
 
+    def not_uploaded(self, stream_ids: Iterable[int]) -> list[int]:
+        """The streams among these, held here, with acknowledged batches not yet in object storage
+        (always none where an append is acknowledged by its upload)."""
+
     async def rewrite(self, stream_id: int, transform: BatchTransform) -> int:
         """Replace the stream's batches stored in object storage by ``transform(batches)`` (whole
         runs of consecutive batches in offset order; the result must cover exactly the same offsets,

@@ -265,3 +265,18 @@ async def test_a_hand_over_cancelled_while_uploading_leaves_its_appends_to_the_c
     go_on.set()
     await a.close()
     await _assert_led_by(brokers, 2, sid, written)
+
+
+async def test_a_store_tells_which_streams_hold_acknowledged_appends_not_uploaded_yet(
+    brokers: Brokers,
+) -> None:
+    """What a leader asked by another broker's table coordinator checks before it uploads: only
+    streams with acknowledged appends still only in the WAL need an upload."""
+    a = await brokers.open(1)
+    pending, quiet = await a.create_stream(), await a.create_stream()
+    for sid in (pending, quiet):
+        await a.open_stream(sid, 1, owner=1)
+    await _write(a, pending, 2)
+    assert a.not_uploaded([pending, quiet, 999]) == [pending]
+    await a.flush([pending])
+    assert a.not_uploaded([pending, quiet]) == []

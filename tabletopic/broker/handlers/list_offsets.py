@@ -169,7 +169,8 @@ async def _upload_for_replica(broker: BrokerService, request: ListOffsetsRequest
             index = p.partition_index
             if 0 <= index < topic.partition_count and broker.leadership.leads(wanted.name, index):
                 streams.append(topic.streams[index])
-    if not streams:
+    streams = broker.store.not_uploaded(streams)
+    if not streams:  # nothing to upload: no turn taken (idle tables ask every cycle)
         return
     try:
         if await _replica_uploads.turn(patience=REPLICA_UPLOAD_TIMEOUT_S / 2):
