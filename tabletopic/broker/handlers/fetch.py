@@ -51,8 +51,9 @@ _BATCH_LENGTH = struct.Struct(">i")
 _PREFIX_SIZE = 16
 
 
-def _add_batch(pieces: list[Any], base_offset: int, payload: memoryview, epochs: EpochHistory) -> None:
-    """Append one stored batch to a response: the prefix written here, the rest as stored."""
+def add_batch(pieces: list[Any], base_offset: int, payload: memoryview, epochs: EpochHistory) -> None:
+    """Append one stored batch to a response (Fetch and ShareFetch): the prefix written here, with
+    the epoch of the leader that wrote it, the rest as stored."""
     length = _BATCH_LENGTH.unpack_from(payload, 8)[0]
     pieces.append(_BATCH_PREFIX.pack(base_offset, length, epochs.epoch_at(base_offset)))
     pieces.append(payload[_PREFIX_SIZE:])
@@ -182,7 +183,7 @@ async def _read(
                 # consumer always progresses); any other batch must fit both limits.
                 if read.size + len(payload) > budget and (total > 0 or read.size > 0):
                     break
-                _add_batch(read.pieces, batch.base_offset, payload, epochs)
+                add_batch(read.pieces, batch.base_offset, payload, epochs)
                 read.size += len(payload)
                 read.next_offset = batch.next_offset
             if committed and read.size:
@@ -223,7 +224,7 @@ async def _read_snapshot(
     epochs = store.epochs(read.stream_id) if batches else NO_EPOCHS
     for batch in batches:
         payload = memoryview(batch.payload)
-        _add_batch(read.pieces, batch.base_offset, payload, epochs)
+        add_batch(read.pieces, batch.base_offset, payload, epochs)
         read.size += len(payload)
     if broker.zone_router is not None:
         broker.zone_router.routed_bytes.labels("read").inc(read.size)

@@ -25,7 +25,7 @@ from tabletopic.broker.group_configs import state_prefix
 from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, AckBatch, ShareGroups
 from tabletopic.broker.groups.share_partitions import ShareFenced
-from tabletopic.broker.handlers.fetch import _add_batch
+from tabletopic.broker.handlers.fetch import add_batch
 from tabletopic.s3stream.streams import StreamError
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ async def _fetch_partition(
     epochs = store.epochs(stream)
     for batch in batches:
         if any(r.first < batch.next_offset and r.last >= batch.base_offset for r in acquired):
-            _add_batch(answer.records, batch.base_offset, memoryview(batch.payload), epochs)
+            add_batch(answer.records, batch.base_offset, memoryview(batch.payload), epochs)
     answer.acquired = [
         {"first_offset": r.first, "last_offset": r.last, "delivery_count": r.delivery_count} for r in acquired
     ]
