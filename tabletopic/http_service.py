@@ -17,6 +17,8 @@ from tabletopic.config import StartupError
 
 log = logging.getLogger(__name__)
 
+GRACEFUL_SHUTDOWN_S = 2
+
 # In the ``tls`` options of an HttpService: (lowest, highest) TLS version (``ssl.enabled.protocols``).
 # uvicorn has no option for them, so they are set on the context it builds, before it serves.
 TLS_VERSIONS = "tls_versions"
@@ -85,6 +87,10 @@ class HttpService:
                 access_log=False,
                 lifespan="on",
                 use_colors=False,
+                # On stop, requests still running get this long; then their connections are
+                # closed. Without it a client's idle keep-alive TLS connection held a node's stop
+                # for the full 10 s below.
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                 **options,
             )
         )
