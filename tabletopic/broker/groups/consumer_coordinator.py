@@ -154,6 +154,8 @@ class ConsumerGroups:
         return result
 
     def _racks_of(self, topics: Mapping[str, int]) -> Mapping[TopicPartition, str]:
+        """What groups are given: it reads ``partition_racks`` when called, so groups made before
+        the broker sets it still see the leaders' racks."""
         return self.partition_racks(topics)
 
     # -----------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
@@ -77,16 +77,12 @@ class CommittedOffsets:
         service = self._service
         leadership = service.leadership
         known: dict[int, int] = {}
-        by_leader: dict[int, list[tuple[int, int]]] = {}
         for partition, stream_id, high_watermark in partitions:
             if leadership.leads(topic, partition):
                 known[partition] = service.transactions.partitions.last_stable_offset(
                     stream_id, high_watermark
                 )
-                continue
-            node, epoch = leadership.leader(topic, partition)
-            if node != service.node_id:  # otherwise it is being opened or released here: unknown
-                by_leader.setdefault(node, []).append((partition, epoch))
+        by_leader = self._led_elsewhere(topic, [partition for partition, _, _ in partitions])
         if by_leader:
             answers = await asyncio.gather(
                 *(self._ask(node, topic, items) for node, items in by_leader.items())
@@ -124,17 +120,24 @@ class CommittedOffsets:
         """Ask the leaders of ``partitions`` on other brokers to upload what they acknowledged
         before answering (a ListOffsets as a replica: see the ListOffsets handler), all at once;
         a leader that does not answer is skipped (the reader sees its last upload, as before)."""
-        service = self._service
-        by_leader: dict[int, list[tuple[int, int]]] = {}
-        for partition in partitions:
-            if service.leadership.leads(topic, partition):
-                continue
-            node, epoch = service.leadership.leader(topic, partition)
-            if node != service.node_id:
-                by_leader.setdefault(node, []).append((partition, epoch))
+        by_leader = self._led_elsewhere(topic, partitions)
         await asyncio.gather(
             *(self._ask(node, topic, items, as_replica=True) for node, items in by_leader.items())
         )
+
+    def _led_elsewhere(self, topic: str, partitions: Iterable[int]) -> dict[int, list[tuple[int, int]]]:
+        """The partitions another broker leads, by leader: ``{node: [(partition, leader epoch)]}``.
+        One this broker is named leader of without serving it (being opened or released here) is
+        left out: nobody can tell about it now."""
+        leadership, me = self._service.leadership, self._service.node_id
+        by_leader: dict[int, list[tuple[int, int]]] = {}
+        for partition in partitions:
+            if leadership.leads(topic, partition):
+                continue
+            node, epoch = leadership.leader(topic, partition)
+            if node != me:
+                by_leader.setdefault(node, []).append((partition, epoch))
+        return by_leader
 
     async def _ask(
         self, node: int, topic: str, items: list[tuple[int, int]], as_replica: bool = False
