@@ -23,6 +23,7 @@ meanwhile, or whose lease ran out, writes nothing, answers NOT_COORDINATOR and d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
@@ -492,16 +493,9 @@ class GroupCoordinator:
             else:
                 valid[(o.topic, o.partition)] = CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
         if valid:
-            fence = self._fence(group_id)
-
-            async def write() -> None:
-                await asyncio.to_thread(self._store.commit_offsets, group_id, valid, fence)
-                self._offsets.setdefault(group_id, {}).update(valid)
-
             try:
-                await asyncio.shield(self._enqueue(group_id, write))
+                await self._commit_offsets(group_id, valid)
             except GroupFenced:
-                self._fenced(group_id, fence)
                 error = ErrorCode.not_coordinator  # the client looks the coordinator up again
             except Exception:
                 log.exception("committing offsets of group %s failed", group_id)
@@ -527,17 +521,7 @@ class GroupCoordinator:
             (o.topic, o.partition): CommittedOffset(o.offset, o.leader_epoch, o.metadata, now)
             for o in offsets
         }
-        fence = self._fence(group_id)
-
-        async def write() -> None:
-            await asyncio.to_thread(self._store.commit_offsets, group_id, valid, fence)
-            self._offsets.setdefault(group_id, {}).update(valid)
-
-        try:
-            await asyncio.shield(self._enqueue(group_id, write))
-        except GroupFenced:
-            self._fenced(group_id, fence)
-            raise
+        await self._commit_offsets(group_id, valid)
 
     def fetch_offsets(
         self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
@@ -580,11 +564,9 @@ class GroupCoordinator:
                 doomed.extend((topic, p) for p in partitions)
             results.append((topic, [(p, error) for p in partitions]))
         if doomed:
-            fence = self._fence(group_id)
             try:
-                await asyncio.shield(self._delete_offsets_later(group_id, doomed, fence))
+                await self._delete_offsets(group_id, doomed)
             except GroupFenced:
-                self._fenced(group_id, fence)
                 return ErrorCode.not_coordinator, []
             except Exception:
                 log.exception("deleting offsets of group %s failed", group_id)
@@ -597,14 +579,11 @@ class GroupCoordinator:
         for group_id, committed in list(self._offsets.items()):
             doomed = [key for key in committed if key[0] == topic]
             if doomed:
-                fence = self._fence(group_id)
-                try:
-                    await asyncio.shield(self._delete_offsets_later(group_id, doomed, fence))
-                except GroupFenced:
-                    # The slot moved meanwhile: the offsets stay in the database. The group's new
-                    # coordinator drops them if it learns of the deletion after loading the group;
-                    # otherwise they stay until offset retention expires them.
-                    self._fenced(group_id, fence)
+                # Fenced: the slot moved meanwhile, the offsets stay in the database. The group's
+                # new coordinator drops them if it learns of the deletion after loading the group;
+                # otherwise they stay until offset retention expires them.
+                with contextlib.suppress(GroupFenced):
+                    await self._delete_offsets(group_id, doomed)
 
     async def expire_offsets(self) -> int:
         """Forget offsets past ``offsets.retention.minutes`` (see :mod:`.retention`) and drop Empty
@@ -621,11 +600,9 @@ class GroupCoordinator:
             since = self._state_since.setdefault(group_id, now)
             doomed = expired_offsets(group, committed, since, now, self.config.offsets_retention_ms)
             if doomed:
-                fence = self._fence(group_id)
                 try:
-                    await asyncio.shield(self._delete_offsets_later(group_id, doomed, fence))
+                    await self._delete_offsets(group_id, doomed)
                 except GroupFenced:
-                    self._fenced(group_id, fence)
                     continue
                 removed += len(doomed)
                 log.info("group %s: %d offset(s) expired", group_id, len(doomed))
@@ -678,15 +655,13 @@ class GroupCoordinator:
                 continue
             snapshot = group.snapshot()
             self._apply(group, group.mark_dead())
-            fence = self._fence(group_id)
 
-            async def write(group_id: str = group_id, fence: Fence | None = fence) -> None:
+            async def write(fence: Fence | None, group_id: str = group_id) -> None:
                 await asyncio.to_thread(self._store.delete_group, group_id, fence)
 
             try:
-                await asyncio.shield(self._enqueue(group_id, write))
+                await self._write(group_id, write)
             except GroupFenced:
-                self._fenced(group_id, fence)
                 results[group_id] = ErrorCode.not_coordinator
                 continue
             except Exception:
@@ -823,18 +798,40 @@ class GroupCoordinator:
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    def _delete_offsets_later(
-        self, group_id: str, doomed: list[TopicPartition], fence: Fence | None
-    ) -> asyncio.Task[None]:
-        """Queue the deletion of some of a group's offsets: from the database, then from the cache."""
+    async def _commit_offsets(self, group_id: str, valid: dict[TopicPartition, CommittedOffset]) -> None:
+        """Write offsets to the database, then to the cache (see :meth:`_write`)."""
 
-        async def write() -> None:
+        async def write(fence: Fence | None) -> None:
+            await asyncio.to_thread(self._store.commit_offsets, group_id, valid, fence)
+            self._offsets.setdefault(group_id, {}).update(valid)
+
+        await self._write(group_id, write)
+
+    async def _delete_offsets(self, group_id: str, doomed: list[TopicPartition]) -> None:
+        """Delete some of a group's offsets: from the database, then from the cache (see
+        :meth:`_write`)."""
+
+        async def write(fence: Fence | None) -> None:
             await asyncio.to_thread(self._store.delete_offsets, group_id, doomed, fence)
             cache = self._offsets.get(group_id, {})
             for key in doomed:
                 cache.pop(key, None)
 
-        return self._enqueue(group_id, write)
+        await self._write(group_id, write)
+
+    async def _write(self, group_id: str, job: Callable[[Fence | None], Awaitable[None]]) -> None:
+        """Run ``job`` with the fence of ``group_id`` decided now, queued behind the group's earlier
+        writes (:meth:`_enqueue`) and shielded: a cancelled caller does not cancel the write.
+
+        Raises:
+            GroupFenced: the write was refused; the slot is dropped first (:meth:`_fenced`).
+        """
+        fence = self._fence(group_id)
+        try:
+            await asyncio.shield(self._enqueue(group_id, lambda: job(fence)))
+        except GroupFenced:
+            self._fenced(group_id, fence)
+            raise
 
     def _enqueue(self, group_id: str, job: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         """Queue a database write of ``group_id`` behind the ones queued before it.

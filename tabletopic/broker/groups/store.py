@@ -218,17 +218,9 @@ class GroupStore:
         Raises GroupFenced."""
         if not offsets:
             return
-        keys = [{"g": group_id, "t": topic, "p": partition} for topic, partition in offsets]
         with self.engine.begin() as conn:
             _check(conn, group_id, fence)
-            conn.execute(
-                sa.delete(offsets_table).where(
-                    offsets_table.c.group_id == sa.bindparam("g"),
-                    offsets_table.c.topic == sa.bindparam("t"),
-                    offsets_table.c.partition == sa.bindparam("p"),
-                ),
-                keys,
-            )
+            _delete_offset_rows(conn, group_id, offsets)
             conn.execute(
                 sa.insert(offsets_table),
                 [
@@ -250,19 +242,23 @@ class GroupStore:
     ) -> None:
         """Forget some of a group's offsets (OffsetDelete, retention, a deleted topic). Raises
         GroupFenced."""
-        keys = [{"g": group_id, "t": topic, "p": partition} for topic, partition in partitions]
-        if not keys:
+        partitions = list(partitions)
+        if not partitions:
             return
         with self.engine.begin() as conn:
             _check(conn, group_id, fence)
-            conn.execute(
-                sa.delete(offsets_table).where(
-                    offsets_table.c.group_id == sa.bindparam("g"),
-                    offsets_table.c.topic == sa.bindparam("t"),
-                    offsets_table.c.partition == sa.bindparam("p"),
-                ),
-                keys,
-            )
+            _delete_offset_rows(conn, group_id, partitions)
+
+
+def _delete_offset_rows(conn: Connection, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+    conn.execute(
+        sa.delete(offsets_table).where(
+            offsets_table.c.group_id == sa.bindparam("g"),
+            offsets_table.c.topic == sa.bindparam("t"),
+            offsets_table.c.partition == sa.bindparam("p"),
+        ),
+        [{"g": group_id, "t": topic, "p": partition} for topic, partition in partitions],
+    )
 
 
 def _check(conn: Connection, group_id: str, fence: Fence | None) -> None:
