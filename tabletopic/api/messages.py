@@ -24,7 +24,6 @@ import json
 import logging
 import struct
 import time
-from collections.abc import Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter
@@ -516,9 +515,6 @@ def _acl_binding(entry: AclEntry, as_filter: bool) -> Any:
 def messages_router(browser: MessageBrowser) -> APIRouter:
     router = APIRouter(tags=["messages"])
 
-    async def run(fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.to_thread(fn, *args)
-
     @router.get("/v1/topics/{name}/messages", summary="Records of one partition, decoded")
     async def read_messages(
         name: str,
@@ -530,38 +526,38 @@ def messages_router(browser: MessageBrowser) -> APIRouter:
         """From ``offset``, or the first record at or after ``timestamp`` (ms), or the last
         ``limit`` records; keys and values in Confluent's wire format decoded through the
         registry."""
-        return await run(browser.read, name, partition, offset, timestamp, limit)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.read, name, partition, offset, timestamp, limit)
 
     @router.post("/v1/topics/{name}/messages", status_code=201, summary="Produce a test message")
     async def produce(name: str, body: ProduceMessage) -> dict[str, Any]:
-        return await run(browser.produce, name, body)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.produce, name, body)
 
     @router.post("/v1/groups/{group}/offsets", summary="Reset a group's committed offsets on a topic")
     async def reset(group: str, body: OffsetReset) -> dict[str, Any]:
-        return await run(browser.reset_offsets, group, body)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.reset_offsets, group, body)
 
     @router.get("/v1/acls", tags=["security"], summary="Every ACL (needs an authorizer)")
     async def list_acls() -> list[dict[str, Any]]:
-        return await run(browser.acls)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.acls)
 
     @router.post("/v1/acls", tags=["security"], status_code=201, summary="Add an ACL")
     async def add_acl(body: AclEntry) -> dict[str, Any]:
-        return await run(browser.change_acl, body, False)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.change_acl, body, False)
 
     @router.delete("/v1/acls", tags=["security"], summary="Delete the ACLs matching an entry")
     async def delete_acl(body: AclEntry) -> dict[str, Any]:
-        return await run(browser.change_acl, body, True)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.change_acl, body, True)
 
     @router.get("/v1/scram-users", tags=["security"], summary="SCRAM users and their mechanisms")
     async def list_users() -> list[dict[str, Any]]:
-        return await run(browser.scram_users)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.scram_users)
 
     @router.post("/v1/scram-users", tags=["security"], status_code=201, summary="Create or update a user")
     async def set_user(body: ScramUser) -> dict[str, Any]:
-        return await run(browser.set_scram_user, body)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.set_scram_user, body)
 
     @router.delete("/v1/scram-users/{name}", tags=["security"], summary="Delete a SCRAM user")
     async def delete_user(name: str) -> dict[str, Any]:
-        return await run(browser.delete_scram_user, name)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(browser.delete_scram_user, name)
 
     return router
