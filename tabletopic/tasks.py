@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -18,6 +19,14 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
     for task in running:
         task.cancel()
     await asyncio.gather(*running, return_exceptions=True)
+
+
+async def woken(event: asyncio.Event, timeout_s: float) -> None:
+    """Wait until ``event`` is set or ``timeout_s`` has passed, then clear it: a polling loop's
+    sleep that a wake-up cuts short (a wake-up during the pass that follows is not lost)."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout_s)
+    event.clear()
 
 
 async def run_every(

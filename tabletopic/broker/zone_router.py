@@ -36,7 +36,7 @@ from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.handoff import Handoffs, listen
 from tabletopic.cluster.zones import ZoneMap, client_zone, pick_broker_in_zone
 from tabletopic.s3stream.objectstore import AsyncObjectStore
-from tabletopic.tasks import cancel_and_wait
+from tabletopic.tasks import cancel_and_wait, woken
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -199,11 +199,7 @@ class ZoneRouter:
 
     async def _collect_loop(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._done.wait(), 0.2)
-            except TimeoutError:
-                pass
-            self._done.clear()
+            await woken(self._done, 0.2)
             if not self._waiting:
                 continue
             try:
@@ -221,11 +217,7 @@ class ZoneRouter:
     async def _serve_loop(self) -> None:
         node_id = self.role.node.node_id
         while True:
-            try:
-                await asyncio.wait_for(self._submitted.wait(), 0.5)
-            except TimeoutError:
-                pass
-            self._submitted.clear()
+            await woken(self._submitted, 0.5)
             try:
                 claimed = await self._db(self.handoffs.claim, node_id, self.role.leads)
             except Exception as exc:

@@ -42,7 +42,7 @@ from tabletopic.cluster.db import (
 )
 from tabletopic.config import Config
 from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
-from tabletopic.tasks import cancel_and_wait
+from tabletopic.tasks import cancel_and_wait, woken
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -315,11 +315,7 @@ class ClusterNode:
     async def _main_loop(self) -> None:
         poll = self.settings.heartbeat_ms / 4000
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), poll)
-            except TimeoutError:
-                pass
-            self._wake.clear()
+            await woken(self._wake, poll)
             try:
                 await self._round()
             except asyncio.CancelledError:
