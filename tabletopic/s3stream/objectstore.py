@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from tabletopic.config import Config, StartupError
 from tabletopic.s3stream import settings as keys
 from tabletopic.s3stream.direct_io import BlockWriter, fsync_directory, open_direct, thread_buffer
+from tabletopic.s3stream.native_s3 import NativeS3, native_s3
 from tabletopic.s3stream.settings import ObjectStoreKind
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
@@ -178,6 +179,8 @@ class S3ObjectStore:
         self.multipart_threshold = multipart_threshold
         self.part_size = part_size
         self.description = f"bucket {bucket!r} at {self.endpoint}"
+        self._endpoint, self._region, self._path_style = endpoint, region, path_style
+        self._access_key, self._secret_key = access_key, secret_key
         self._client = boto3.client(
             "s3",
             endpoint_url=endpoint or None,
@@ -383,6 +386,12 @@ class S3ObjectStore:
                 return result
             token = page.get("NextContinuationToken")
 
+    def native(self) -> NativeS3 | None:
+        """A client of this bucket for the hot requests (see native_s3.py), or None."""
+        return native_s3(
+            self.bucket, self._endpoint, self._region, self._access_key, self._secret_key, self._path_style
+        )
+
     def check(self) -> None:
         """Fail fast with a clear message when the bucket is missing or the credentials are wrong."""
         self._call("HEAD bucket", self.bucket, lambda: self._client.head_bucket(Bucket=self.bucket))
@@ -489,24 +498,68 @@ def open_object_store(spec: ObjectStoreSpec) -> LocalObjectStore | S3ObjectStore
 
 
 class AsyncObjectStore:
-    """Runs a blocking store's calls on its own thread pool so the event loop never waits on I/O."""
+    """Runs a blocking store's calls on its own thread pool so the event loop never waits on I/O.
+
+    An S3 store's PUTs and ranged GETs are first tried through its :meth:`S3ObjectStore.native`
+    client (see native_s3.py), which holds no thread; any failure there is retried once through the
+    blocking store, whose retries and error mapping then decide.
+    """
 
     def __init__(self, store: ObjectStore, threads: int = 8) -> None:
         self.store = store
         self.description = store.description
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="s3stream-io")
+        self._native = store.native() if isinstance(store, S3ObjectStore) else None
+        self._native_limit = store.multipart_threshold if isinstance(store, S3ObjectStore) else 0
+        self.native_requests = 0  # answered by the native client
+        self.native_failures = 0  # failed there and retried through the blocking store
+        self._native_warned = -float("inf")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking call (one of the store's, or a function given ``store``) on the I/O pool."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
+        if self._native is not None:
+            parts = _as_parts(data)
+            size = sum(len(p) for p in parts)
+            if size < self._native_limit:
+                body = parts[0] if len(parts) == 1 else b"".join(parts)
+                try:
+                    await self._native.put(self.store_key(key), body)
+                    self.native_requests += 1
+                    return
+                except Exception as exc:
+                    self._native_failed("PUT", key, exc)
         await self.run(self.store.put, key, data)
+
+    def store_key(self, key: str) -> str:
+        """The bucket key of a store key (the S3 store's prefix in front)."""
+        return self.store.prefix + key if isinstance(self.store, S3ObjectStore) else key
+
+    def _native_failed(self, what: str, key: str, exc: Exception) -> None:
+        """Count a fast-path failure and say so at most once a minute: the blocking store retries
+        the request at once and reports it itself if it fails there too."""
+        self.native_failures += 1
+        now = time.monotonic()
+        if now - self._native_warned >= 60:
+            self._native_warned = now
+            log.warning(
+                "%s %s through obstore failed (%d such failures so far), retrying through boto3: %s",
+                what, key, self.native_failures, exc,
+            )  # fmt: skip
 
     async def get(self, key: str) -> bytes:
         return await self.run(self.store.get, key)
 
     async def get_range(self, key: str, start: int, end: int) -> bytes:
+        if self._native is not None and end > start:
+            try:
+                data = await self._native.get_range(self.store_key(key), start, end)
+                self.native_requests += 1
+                return data
+            except Exception as exc:
+                self._native_failed("GET", key, exc)
         return await self.run(self.store.get_range, key, start, end)
 
     async def delete(self, keys: Iterable[str]) -> None:

@@ -74,6 +74,46 @@ async def test_async_wrapper_runs_calls_off_the_event_loop(store_settings: Objec
 
 
 @pytest.mark.s3
+async def test_puts_and_ranged_reads_go_through_obstore_and_boto3_reads_them(
+    s3_settings: dict[str, str],
+) -> None:
+    spec = dataclasses.replace(s3_object_settings(s3_settings), prefix="native/")
+    blocking = open_object_store(spec)
+    store = AsyncObjectStore(blocking, threads=2)
+    try:
+        assert store.native_requests == 0
+        await store.put("obj", [b"hello ", memoryview(b"world")])
+        assert await store.get_range("obj", 6, 11) == b"world"
+        assert store.native_requests == 2 and store.native_failures == 0
+        assert blocking.get("obj") == b"hello world"  # the prefix applied as boto3 applies it
+        assert await store.list("obj") == [("obj", 11)]
+    finally:
+        store.close()
+
+
+@pytest.mark.s3
+async def test_a_failing_obstore_request_is_retried_through_boto3(
+    s3_settings: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    store = AsyncObjectStore(open_object_store(s3_object_settings(s3_settings)), threads=2)
+    try:
+        # obstore is pointed at a port nobody listens on; boto3 keeps the right endpoint.
+        store._native = open_object_store(
+            dataclasses.replace(s3_object_settings(s3_settings), endpoint=f"http://127.0.0.1:{free_port()}")
+        ).native()  # type: ignore[union-attr]
+        await store.put("fallback", b"payload")
+        await store.put("fallback2", b"payload")
+        assert await store.get_range("fallback", 0, 3) == b"pay"
+        assert store.native_failures == 3
+        warnings = [r for r in caplog.records if "through obstore failed" in r.getMessage()]
+        assert len(warnings) == 1  # once a minute, with a count
+        with pytest.raises(ObjectNotFound):
+            await store.get_range("missing", 0, 3)  # boto3 names a missing key as before
+    finally:
+        store.close()
+
+
+@pytest.mark.s3
 def test_wrong_secret_key_fails_at_once_naming_bucket_and_endpoint(s3_settings: dict[str, str]) -> None:
     store = open_object_store(
         dataclasses.replace(s3_object_settings(s3_settings), secret_key="wrong", retries=5)
