@@ -1,5 +1,8 @@
 """Crash points for the kill -9 tests: ``TABLETOPIC_CRASH_AT=point[:n]`` makes the process SIGKILL
-itself the n-th time (default the first) it passes ``point``. Costs one comparison when unset."""
+itself the n-th time (default the first) it passes ``point``; ``TABLETOPIC_PAUSE_AT=point[:n]``
+makes it SIGSTOP itself there instead, for a test to let the cluster move on without it and then
+SIGCONT it (a broker frozen mid-step, as a long GC pause or a stalled VM freezes one). Costs one
+comparison when unset."""
 
 from __future__ import annotations
 
@@ -8,29 +11,33 @@ import signal
 import sys
 
 ENV = "TABLETOPIC_CRASH_AT"
+PAUSE_ENV = "TABLETOPIC_PAUSE_AT"
 
 _target: str | None = None
 _remaining = 0
+_signal = signal.SIGKILL
 
 
 def _load() -> None:
-    global _target, _remaining
-    spec = os.environ.get(ENV)
-    if spec:
-        name, _, count = spec.partition(":")
-        _target, _remaining = name, int(count or 1)
+    global _target, _remaining, _signal
+    for env, sig in ((ENV, signal.SIGKILL), (PAUSE_ENV, signal.SIGSTOP)):
+        spec = os.environ.get(env)
+        if spec:
+            name, _, count = spec.partition(":")
+            _target, _remaining, _signal = name, int(count or 1), sig
 
 
 _load()
 
 
 def crash_point(name: str) -> None:
-    """SIGKILL this process here if the environment asks for it (tests only)."""
-    global _remaining
+    """SIGKILL (or SIGSTOP) this process here if the environment asks for it (tests only)."""
+    global _remaining, _target
     if _target is None or name != _target:
         return
     _remaining -= 1
     if _remaining <= 0:
+        _target = None  # a paused process, once continued, passes here again as usual
         sys.stdout.flush()
         sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), _signal)

@@ -143,10 +143,21 @@ def recover_wal(
     fence = WalFence(directory)
     if after_fence is not None:
         after_fence()
-    records = read_wal(directory)
+    try:
+        records = read_wal(directory)
+        latest = fence.read()
+    except FileNotFoundError:
+        if directory.exists():
+            raise
+    if not directory.exists():
+        # Frozen after fencing (a long pause), this recoverer woke to find that a later one had
+        # recovered the WAL and removed it: the same outcome as being fenced again.
+        raise TakeoverLost(
+            f"{directory} was recovered and removed by another broker while {recoverer.describe()} was paused"
+        )
     # The last fencer wins: if another recoverer (or the broker itself, restarted) fenced after us,
     # it read at least what we read; we commit nothing.
-    if not recoverer.same_holder(fence.read()):
+    if not recoverer.same_holder(latest):
         raise TakeoverLost(f"{directory} was fenced again by another broker after {recoverer.describe()}")
     by_stream: dict[int, list[WalRecord]] = defaultdict(list)
     for record in records:

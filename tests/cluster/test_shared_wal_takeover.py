@@ -1,6 +1,7 @@
 """Shared WAL takeover with real brokers (the test cluster's default WAL): a broker killed in the
-middle of a group commit, a recoverer killed in the middle of its takeover, and a second broker
-refused on a WAL directory a live one writes. The paused-broker case (SIGSTOP through a takeover,
+middle of a group commit, a recoverer killed in the middle of its takeover, two recoverers racing
+(the first frozen mid-takeover, then woken), and a second broker refused on a WAL directory a live
+one writes. The paused-broker case (SIGSTOP through a takeover,
 then SIGCONT: it acknowledges nothing) is test_failover's, which runs on this WAL too."""
 
 from __future__ import annotations
@@ -134,6 +135,66 @@ def test_a_recoverer_killed_in_the_middle_of_a_takeover_leaves_it_to_another(
     for p, (leader, _) in leaders.items():
         if leader == victim:
             wait_until(functools.partial(writable, p), timeout=60)
+    _check_once(cluster, topic, partitions, acks)
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T in /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_two_recoverers_race_and_every_record_lands_once_when_the_first_wakes_mid_takeover(
+    healthy_cluster: LocalCluster,
+) -> None:
+    """The first recoverer freezes right after fencing the dead broker's WAL (as a long pause
+    would); its lease lapses, so the other broker recovers both that WAL and the frozen one's, and
+    the partitions move to it. Then the first wakes in the middle of its takeover: it must commit
+    nothing over what the second recovered, acknowledge nothing more, and leave the cluster."""
+    cluster = healthy_cluster
+    victim = 3
+    others = [1, 2]
+    engine = database.create_engine(cluster.metadata_url)
+    try:
+        epoch = ClusterMetadata(engine).snapshot().live[victim]
+    finally:
+        engine.dispose()
+    first = others[zlib.crc32(f"{victim}/{epoch}".encode()) % len(others)]  # as in the test above
+    second = next(n for n in others if n != first)
+    cluster.brokers[first].kill()
+    cluster.start(first, env={"TABLETOPIC_PAUSE_AT": "wal_takeover.after_fence"})
+    wait_until(lambda: len(cluster.metadata(second).brokers) == 3, timeout=30)
+    topic = f"race-{uuid.uuid4().hex[:8]}"
+    partitions = 6
+    create_topic(cluster.brokers[second].bootstrap, topic, partitions)
+    placed(cluster, topic, partitions)
+    acks = Acks()
+    producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 90_000}))
+    for i in range(600):
+        producer.produce(topic, value=f"before-{i}".encode(), partition=i % partitions, on_delivery=acks)
+    assert producer.flush(60) == 0
+    victim_process = cluster.brokers[victim].process
+    first_process = cluster.brokers[first].process
+    assert victim_process is not None and first_process is not None
+    os.kill(victim_process.pid, signal.SIGKILL)
+    victim_process.wait(10)
+    cluster.brokers[victim].process = None
+    wait_until(lambda: _stopped(first_process.pid), timeout=60)  # frozen after its fence
+
+    def writable(p: int) -> bool:
+        return produce_raw(cluster, second, topic, p, f"moved-{p}".encode()) == 0
+
+    try:
+        for p in range(partitions):  # the victim's and the frozen broker's partitions alike
+            wait_until(functools.partial(writable, p), timeout=90)
+    finally:
+        os.kill(first_process.pid, signal.SIGCONT)
+    for i in range(600):
+        producer.produce(topic, value=f"after-{i}".encode(), partition=i % partitions, on_delivery=acks)
+    assert producer.flush(90) == 0
+    first_process.wait(60)  # it found its own WAL taken over and left
+    cluster.brokers[first].process = None
+    assert len(acks.acked) == 1200
     _check_once(cluster, topic, partitions, acks)
 
 

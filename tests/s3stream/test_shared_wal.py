@@ -6,7 +6,7 @@ streams, while the deposed writer acknowledges nothing more."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,13 @@ class Brokers:
         self.harness.stores.append(store)
         return store
 
-    def recover(self, writer: S3StreamStore, node_id: int, recoverer: int) -> Any:
+    def recover(
+        self,
+        writer: S3StreamStore,
+        node_id: int,
+        recoverer: int,
+        after_fence: Callable[[], None] | None = None,
+    ) -> Any:
         assert writer.wal_incarnation is not None
         directory = self.path / str(node_id) / writer.wal_incarnation
         token = WalToken.here(Role.FENCED, recoverer, f"r{recoverer}")
@@ -56,6 +62,7 @@ class Brokers:
             StreamMetadata(engine),
             self.harness.object_store(),
             self.settings(recoverer),
+            after_fence,
         )
 
 
@@ -161,6 +168,24 @@ async def test_racing_recoverers_the_last_to_fence_wins_and_data_lands_once(
     assert WalFence(directory).read() is not None
     winner = await asyncio.to_thread(brokers.recover, a, 1, 3)
     assert winner.records == 4
+    await _assert_led_by(brokers, 3, sid, written)
+
+
+async def test_a_recoverer_paused_after_its_fence_loses_to_one_that_finished_and_removed_the_wal(
+    brokers: Brokers,
+) -> None:
+    a, sid, written = await _stream_written_by_broker_1(brokers, 4)
+    assert a.wal_incarnation is not None
+    directory = brokers.path / "1" / a.wal_incarnation
+    finished: list[int] = []
+
+    def second_recoverer_runs_while_the_first_is_paused() -> None:
+        finished.append(brokers.recover(a, 1, 3).records)
+        shared_wal.remove_wal(directory)
+
+    with pytest.raises(TakeoverLost, match="recovered and removed by another broker"):
+        await asyncio.to_thread(brokers.recover, a, 1, 2, second_recoverer_runs_while_the_first_is_paused)
+    assert finished == [4]
     await _assert_led_by(brokers, 3, sid, written)
 
 
