@@ -24,9 +24,13 @@ from typing import Any, NotRequired, Protocol
 import pytest
 from kio.schema.index import api_key_map, schema_name_map
 
+from tabletopic.broker.handlers import APIS, State
 from tabletopic.broker.protocol.messages import (
+    acls,
     alter_configs,
     alter_replica_log_dirs,
+    client_quotas,
+    consumer_groups,
     create_partitions,
     create_topics,
     delete_records,
@@ -40,18 +44,28 @@ from tabletopic.broker.protocol.messages import (
     elect_leaders,
     fetch,
     find_coordinator,
+    groups,
     init_producer_id,
+    join_group,
     list_offsets,
     metadata,
+    offset_commit,
     offset_for_leader_epoch,
     partition_reassignments,
     produce,
+    share_groups,
     transactions,
+    user_scram_credentials,
     write_txn_markers,
 )
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.sentinels import LATEST, READ_COMMITTED, READ_UNCOMMITTED
-from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
+from tabletopic.broker.protocol.versions import (
+    GROUP_MAX_VERSIONS,
+    MAX_VERSIONS,
+    SECURITY_MAX_VERSIONS,
+    min_version,
+)
 
 # (api key, Protocol, the first version it covers, the entity of kio's request it types ("" for the
 # request itself, else a path such as "topics")): kio's class of each served version from that one
@@ -85,6 +99,25 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (65, transactions.DescribeTransactionsRequest, 0, ""),
     (66, transactions.ListTransactionsRequest, 0, ""),
     (75, describe_topic_partitions.DescribeTopicPartitionsRequest, 0, ""),
+    (42, groups.DeleteGroupsRequest, 0, ""),
+    (47, offset_commit.OffsetDeleteRequest, 0, ""),
+    (68, consumer_groups.ConsumerGroupHeartbeatRequest, 0, ""),
+    (68, consumer_groups.RegexConsumerGroupHeartbeatRequest, consumer_groups.TOPIC_REGEX_SINCE, ""),
+    (69, consumer_groups.GroupsDescription, 0, ""),
+    (76, share_groups.ShareGroupHeartbeatRequest, 0, ""),
+    (77, consumer_groups.GroupsDescription, 0, ""),
+    (78, share_groups.ShareFetchRequest, 0, ""),
+    (79, share_groups.ShareAcknowledgeRequest, 0, ""),
+    (90, share_groups.DescribeShareGroupOffsetsRequest, 0, ""),
+    (91, share_groups.AlterShareGroupOffsetsRequest, 0, ""),
+    (92, share_groups.DeleteShareGroupOffsetsRequest, 0, ""),
+    (29, acls.DescribeAclsRequest, 0, ""),
+    (30, acls.CreateAclsRequest, 0, ""),
+    (31, acls.DeleteAclsRequest, 0, ""),
+    (48, client_quotas.DescribeClientQuotasRequest, 0, ""),
+    (49, client_quotas.AlterClientQuotasRequest, 0, ""),
+    (50, user_scram_credentials.DescribeUserScramCredentialsRequest, 0, ""),
+    (51, user_scram_credentials.AlterUserScramCredentialsRequest, 0, ""),
 ]
 
 # api key -> the frozen dataclass read from kio's class of any served version.
@@ -95,6 +128,14 @@ DATACLASSES: dict[int, type] = {
     22: init_producer_id.InitProducerIdRequest,
     28: transactions.TxnOffsetCommitRequest,
     32: describe_configs.DescribeConfigsRequest,
+    8: offset_commit.OffsetCommitRequest,
+    9: offset_commit.OffsetFetchRequest,
+    11: join_group.JoinGroupRequest,
+    12: join_group.HeartbeatRequest,
+    13: join_group.LeaveGroupRequest,
+    14: join_group.SyncGroupRequest,
+    15: groups.DescribeGroupsRequest,
+    16: groups.ListGroupsRequest,
 }
 
 # api key -> the TypedDict its handler answers, in the newest version's shape.
@@ -129,11 +170,18 @@ SERVED_VERSIONS: dict[int, range] = {
     37: create_partitions.SERVED_VERSIONS,
     44: alter_configs.INCREMENTAL_ALTER_CONFIGS_VERSIONS,
     **transactions.SERVED_VERSIONS,
+    42: groups.DELETE_GROUPS_VERSIONS,
+    47: offset_commit.OFFSET_DELETE_VERSIONS,
+    **consumer_groups.SERVED_VERSIONS,
+    **share_groups.SERVED_VERSIONS,
+    **acls.SERVED_VERSIONS,
+    **client_quotas.SERVED_VERSIONS,
+    **user_scram_credentials.SERVED_VERSIONS,
 }
 
 
 def served(api_key: int) -> range:
-    highest = MAX_VERSIONS.get(api_key, GROUP_MAX_VERSIONS.get(api_key))
+    highest = {**MAX_VERSIONS, **GROUP_MAX_VERSIONS, **SECURITY_MAX_VERSIONS}.get(api_key)
     assert highest is not None
     return range(min_version(api_key), highest + 1)
 
@@ -347,6 +395,38 @@ def test_metadata_fields_of_later_versions_take_kafkas_default_before(version: i
     if version >= metadata.TOPIC_ID_SINCE:
         topic = dataclasses.replace(topic, topic_id=named)
     assert metadata.topic_id_of(topic, version) == (named if version >= metadata.TOPIC_ID_SINCE else None)
+
+
+@pytest.mark.parametrize("version", served(68))
+def test_a_subscription_regex_is_read_from_the_versions_that_carry_it(version: int) -> None:
+    request = sample(kio_request(68, version))
+    if version >= consumer_groups.TOPIC_REGEX_SINCE:
+        request = dataclasses.replace(request, subscribed_topic_regex="orders-.*")
+    expected = "orders-.*" if version >= consumer_groups.TOPIC_REGEX_SINCE else None
+    assert consumer_groups.subscribed_topic_regex(request, version) == expected
+
+
+@pytest.mark.parametrize("version", served(9))
+def test_an_offset_fetch_of_any_version_names_its_groups(version: int) -> None:
+    request = read_message(offset_commit.OffsetFetchRequest, sample(kio_request(9, version)))
+    assert request.group_ids() == [""]  # the sample's one group (a batch of one from v8)
+    batched = version >= offset_commit.BATCHED_FETCH_SINCE
+    assert len(request.groups) == (1 if batched else 0)
+
+
+# The state each group of served versions runs against (SaslHandshake and SaslAuthenticate are
+# answered by the connection, before any handler).
+_STATES = [
+    (MAX_VERSIONS.keys() - {17, 36}, {State.BROKER}),
+    (GROUP_MAX_VERSIONS.keys(), {State.GROUPS}),
+    (SECURITY_MAX_VERSIONS.keys(), {State.ACLS, State.QUOTAS, State.SCRAM}),
+]
+
+
+def test_the_dispatch_table_lists_every_served_api_with_its_state() -> None:
+    assert set(APIS) == {key for keys, _ in _STATES for key in keys}
+    for keys, states in _STATES:
+        assert {APIS[key].state for key in keys} <= states
 
 
 def kio_responses(api_key: int) -> list[type]:

@@ -78,6 +78,18 @@ GROUP_MAX_VERSIONS: dict[int, int] = {
     92: 0,  # DeleteShareGroupOffsets
 }
 
+# The ACL, quota and SCRAM APIs, served against the node's security state (``broker/handlers``
+# runs each against its ACL service, quota service or credential store).
+SECURITY_MAX_VERSIONS: dict[int, int] = {
+    29: 3,  # DescribeAcls
+    30: 3,  # CreateAcls
+    31: 3,  # DeleteAcls
+    48: 1,  # DescribeClientQuotas
+    49: 1,  # AlterClientQuotas
+    50: 0,  # DescribeUserScramCredentials
+    51: 0,  # AlterUserScramCredentials
+}
+
 
 @cache
 def min_version(api_key: int) -> int:

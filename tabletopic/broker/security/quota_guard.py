@@ -18,7 +18,7 @@ from typing import Any
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.security.guard import Handler, Response
-from tabletopic.broker.security.quota_handlers import QuotaService
+from tabletopic.broker.security.quota_service import QuotaService
 from tabletopic.broker.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 PRODUCE, FETCH, METADATA = 0, 1, 3
