@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.cluster_role import ClusterRole
+from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.cluster import GroupCluster
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import consumer_group_settings, group_config
@@ -288,7 +289,7 @@ def _offsets_after_transactions(service: BrokerService, offset_fetch: Any) -> An
     group have committed them (EndTxn is answered before that: a producer reading its group's
     offsets right after committing must still see them)."""
 
-    async def handle(coordinator: Any, ctx: Any, request: Any) -> Any:
+    async def handle(coordinator: Any, ctx: RequestContext, request: object) -> Any:
         asked = read_message(OffsetFetchRequest, request)
         await service.transactions.offsets_settled(asked.group_ids(), asked.require_stable)
         return await offset_fetch(coordinator, ctx, request)
@@ -301,7 +302,7 @@ def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: A
     over brokers) at its endpoint on the listener the client came in on (a SASL client must not be
     sent to the PLAINTEXT port); the group coordinator itself only knows this broker's address."""
 
-    async def handle(coordinator: Any, ctx: Any, request: Any) -> Any:
+    async def handle(coordinator: Any, ctx: RequestContext, request: object) -> Any:
         fields = await find_coordinator(coordinator, ctx, request)
         if not isinstance(fields, dict):
             return fields
@@ -332,7 +333,9 @@ def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: A
     return handle
 
 
-async def _unused(target: Any, ctx: Any, request: Any) -> None:  # pragma: no cover - never routed
+async def _unused(
+    target: Any, ctx: RequestContext, request: object
+) -> None:  # pragma: no cover - never routed
     return None
 
 

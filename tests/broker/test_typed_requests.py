@@ -66,11 +66,13 @@ from tabletopic.broker.protocol.versions import (
     SECURITY_MAX_VERSIONS,
     min_version,
 )
+from tabletopic.broker.security import guard, guard_rules, share_rules
 
-# (api key, Protocol, the first version it covers, the entity of kio's request it types ("" for the
-# request itself, else a path such as "topics")): kio's class of each served version from that one
-# satisfies the Protocol as it is. A Protocol of fields only later versions carry starts there.
-PROTOCOLS: list[tuple[int, type, int, str]] = [
+# (api key, Protocol, the first version it covers or the range of them, the entity of kio's request
+# it types ("" for the request itself, else a path such as "topics")): kio's class of each served
+# version from that one (or in that range) satisfies the Protocol as it is. A Protocol of fields only
+# later versions carry starts there; one of fields a later version dropped is a range.
+PROTOCOLS: list[tuple[int, type, int | range, str]] = [
     (0, produce.ProduceRequest, 0, ""),
     (1, fetch.FetchRequest, 0, ""),
     (1, fetch.RackAwareFetchRequest, fetch.RACK_ID_SINCE, ""),
@@ -118,6 +120,26 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (49, client_quotas.AlterClientQuotasRequest, 0, ""),
     (50, user_scram_credentials.DescribeUserScramCredentialsRequest, 0, ""),
     (51, user_scram_credentials.AlterUserScramCredentialsRequest, 0, ""),
+    # What the ACL rules (broker/security) read of kio's request where it is not the handler's type.
+    (3, metadata.TopicOperationsMetadataRequest, metadata.AUTHORIZED_OPERATIONS_SINCE, ""),
+    (
+        3,
+        metadata.ClusterOperationsMetadataRequest,
+        range(metadata.AUTHORIZED_OPERATIONS_SINCE, metadata.CLUSTER_OPERATIONS_BEFORE),
+        "",
+    ),
+    (60, describe_cluster.DescribeClusterRequest, 0, ""),
+    (20, delete_topics.DeleteTopicNamesRequest, range(delete_topics.TOPIC_STATES_SINCE), ""),
+    (20, delete_topics.DeleteTopicStatesRequest, delete_topics.TOPIC_STATES_SINCE, ""),
+    (9, offset_commit.OneGroupOffsetFetch, range(offset_commit.BATCHED_FETCH_SINCE), ""),
+    (9, offset_commit.GroupsOffsetFetch, offset_commit.BATCHED_FETCH_SINCE, ""),
+    (28, transactions.TxnOffsetCommitScope, 0, ""),
+    (0, produce.ProduceRequest, 0, ""),
+    *((key, guard.TopicsRequest, 0, "") for key in (1, 2, 8, 21, 23, 47, 61)),
+    *((key, guard_rules.GroupRequest, 0, "") for key in (11, 12, 13, 14, 68, 91, 92)),
+    *((key, share_rules.ShareGroupOffsetsChange, 0, "") for key in (91, 92)),
+    (8, guard_rules.GroupTopicsRequest, 0, ""),
+    *((key, guard_rules.ConfigResourcesRequest, 0, "") for key in (32, 33, 44)),
 ]
 
 # api key -> the frozen dataclass read from kio's class of any served version.
@@ -284,7 +306,7 @@ def entity(kio_class: type, path: str) -> type:
         pytest.param(key, protocol, version, path, id=f"{protocol.__name__}-v{version}")
         for key, protocol, since, path in PROTOCOLS
         for version in served(key)
-        if version >= since
+        if (version in since if isinstance(since, range) else version >= since)
     ],
 )
 def test_every_served_version_has_each_field_its_protocol_reads(
@@ -368,6 +390,23 @@ def test_every_served_list_offsets_version_reads_into_the_version_free_request(v
         list_offsets.ListOffsetsPartition(partition_index=2, timestamp=LATEST, current_leader_epoch=epoch),
     )
     assert request.isolation_level == (READ_COMMITTED if version >= 2 else READ_UNCOMMITTED)
+
+
+@pytest.mark.parametrize("version", served(3))
+def test_metadata_authorized_operations_are_read_from_the_versions_that_ask(version: int) -> None:
+    request = sample(kio_request(3, version))
+    fields = {
+        name: True
+        for name in ("include_topic_authorized_operations", "include_cluster_authorized_operations")
+        if name in typing.get_type_hints(type(request))
+    }
+    request = dataclasses.replace(request, **fields)
+    assert metadata.asks_topic_operations(request, version) is (
+        "include_topic_authorized_operations" in fields
+    )
+    assert metadata.asks_cluster_operations(request, version) is (
+        "include_cluster_authorized_operations" in fields
+    )
 
 
 def test_a_protocol_field_a_served_version_lacks_is_found() -> None:

@@ -5,7 +5,9 @@ OffsetCommit's partitions name a leader epoch from v6 and its members an instanc
 OffsetFetch asks for one group before v8 and for a batch from v8 (with the member's id and epoch
 from v9, and ``require_stable`` from v7). Those two requests are frozen dataclasses read once from
 kio's class of any version, a field a version lacks taking Kafka's default. OffsetDelete has one
-version, whose class satisfies its Protocol as it is (mypy checks it below).
+version, whose class satisfies its Protocol as it is (mypy checks it below), as kio's OffsetFetch of
+each version satisfies what the ACL rule reads of it (:class:`OneGroupOffsetFetch` before v8,
+:class:`GroupsOffsetFetch` from v8).
 """
 
 from __future__ import annotations
@@ -71,6 +73,25 @@ class OffsetFetchRequest:
         return [g.group_id for g in self.groups] if self.groups else [self.group_id]
 
 
+class OneGroupOffsetFetch(Protocol):
+    """OffsetFetch v1 to v7 as the ACL rule reads kio's class: the one group."""
+
+    @property
+    def group_id(self) -> str: ...
+
+
+class NamedGroup(Protocol):
+    @property
+    def group_id(self) -> str: ...
+
+
+class GroupsOffsetFetch(Protocol):
+    """OffsetFetch v8 on as the ACL rule reads kio's class: the batch of groups."""
+
+    @property
+    def groups(self) -> Sequence[NamedGroup]: ...
+
+
 class OffsetDeletePartition(Protocol):
     @property
     def partition_index(self) -> int: ...
@@ -94,6 +115,29 @@ class OffsetDeleteRequest(Protocol):
 
 if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy only)
     from kio.schema.offset_delete.v0.request import OffsetDeleteRequest as OffsetDelete0
+    from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as OffsetFetch1
+    from kio.schema.offset_fetch.v2.request import OffsetFetchRequest as OffsetFetch2
+    from kio.schema.offset_fetch.v3.request import OffsetFetchRequest as OffsetFetch3
+    from kio.schema.offset_fetch.v4.request import OffsetFetchRequest as OffsetFetch4
+    from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as OffsetFetch5
+    from kio.schema.offset_fetch.v6.request import OffsetFetchRequest as OffsetFetch6
+    from kio.schema.offset_fetch.v7.request import OffsetFetchRequest as OffsetFetch7
+    from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetch8
+    from kio.schema.offset_fetch.v9.request import OffsetFetchRequest as OffsetFetch9
 
     def _offset_delete(request: OffsetDelete0) -> OffsetDeleteRequest:
+        return request
+
+    def _before_v8_one_group(
+        request: OffsetFetch1
+        | OffsetFetch2
+        | OffsetFetch3
+        | OffsetFetch4
+        | OffsetFetch5
+        | OffsetFetch6
+        | OffsetFetch7,
+    ) -> OneGroupOffsetFetch:
+        return request
+
+    def _from_v8_a_batch(request: OffsetFetch8 | OffsetFetch9) -> GroupsOffsetFetch:
         return request
