@@ -56,7 +56,7 @@ MAX_VERSIONS: dict[int, int] = {
     79: 1,  # ShareAcknowledge
 }
 
-# The consumer-group APIs, served by the group coordinator (``broker/handlers`` GROUP_HANDLERS).
+# The consumer- and share-group APIs, served by the group coordinator (``broker/handlers`` APIS).
 GROUP_MAX_VERSIONS: dict[int, int] = {
     8: 9,  # OffsetCommit
     9: 9,  # OffsetFetch
