@@ -1,8 +1,9 @@
 """Version-free request and response types, one module per API (or small family of APIs), with
-field names as Kafka's schemas spell them: a handler takes the request type and returns the response type, so a misspelt field is
-a mypy error rather than a default on the wire. :mod:`~tabletopic.broker.protocol.messages.convert`
-reads kio's class of any version into them and turns responses into what the response builder fits
-to the client's version; ``broker/handlers`` maps each typed API to its types in its dispatch table.
+field names as Kafka's schemas spell them: a handler takes the request type and returns the
+response type, so a misspelt field is a mypy error rather than a default on the wire.
+:mod:`~tabletopic.broker.protocol.messages.convert` reads kio's class of any version into them and
+turns responses into what the response builder fits to the client's version; ``broker/handlers``
+maps each typed API to its types in its dispatch table.
 
 Every API the broker serves has its request type here (ApiVersions reads nothing of its request):
 a Protocol kio's class of every served version satisfies as it is, or a frozen dataclass read once
