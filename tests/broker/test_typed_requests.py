@@ -76,6 +76,12 @@ PROTOCOLS: list[tuple[int, type, int | range, str]] = [
     (0, produce.ProduceRequest, 0, ""),
     (1, fetch.FetchRequest, 0, ""),
     (1, fetch.RackAwareFetchRequest, fetch.RACK_ID_SINCE, ""),
+    (1, fetch.SessionFetchRequest, fetch.SESSIONS_SINCE, ""),
+    (1, fetch.LeaderEpochFetchPartition, fetch.LEADER_EPOCH_SINCE, "topics.partitions"),
+    (1, fetch.TopicByName, range(fetch.TOPIC_ID_SINCE), "topics"),
+    (1, fetch.TopicById, fetch.TOPIC_ID_SINCE, "topics"),
+    (1, fetch.TopicByName, range(fetch.SESSIONS_SINCE, fetch.TOPIC_ID_SINCE), "forgotten_topics_data"),
+    (1, fetch.TopicById, fetch.TOPIC_ID_SINCE, "forgotten_topics_data"),
     (3, metadata.MetadataRequest, 0, ""),
     (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
     (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
@@ -407,6 +413,24 @@ def test_metadata_authorized_operations_are_read_from_the_versions_that_ask(vers
     assert metadata.asks_cluster_operations(request, version) is (
         "include_cluster_authorized_operations" in fields
     )
+
+
+@pytest.mark.parametrize("version", served(1))
+def test_fetch_session_fields_take_no_session_before_the_versions_that_carry_them(version: int) -> None:
+    request = sample(kio_request(1, version))
+    if version >= fetch.SESSIONS_SINCE:
+        request = dataclasses.replace(request, session_id=5, session_epoch=3)
+    assert fetch.session_of(request, version) == ((5, 3) if version >= fetch.SESSIONS_SINCE else (0, -1))
+    assert fetch.forgotten_topics(request, version) == (
+        request.forgotten_topics_data if version >= fetch.SESSIONS_SINCE else ()
+    )
+    [topic] = request.topics
+    [partition] = topic.partitions
+    if version >= fetch.LEADER_EPOCH_SINCE:
+        partition = dataclasses.replace(partition, current_leader_epoch=4)
+    assert fetch.leader_epoch_of(partition, version) == (4 if version >= fetch.LEADER_EPOCH_SINCE else -1)
+    expected_key = uuid.UUID(int=0) if version >= fetch.TOPIC_ID_SINCE else ""
+    assert fetch.topic_key(topic, version) == expected_key
 
 
 def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
