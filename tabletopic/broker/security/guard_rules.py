@@ -14,6 +14,7 @@ InitProducerId).
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
@@ -241,7 +242,7 @@ def _may_create(check: Check, name: str) -> bool:
     return check.cluster(Operation.CREATE) or check.topic(Operation.CREATE, name)
 
 
-def _metadata_error(name: str, topic_id: object, code: ErrorCode) -> dict[str, Any]:
+def _metadata_error(name: str, topic_id: uuid.UUID | None, code: ErrorCode) -> dict[str, Any]:
     return {
         "error_code": code,
         "name": name,
