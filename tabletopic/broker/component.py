@@ -15,21 +15,25 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.cluster_role import ClusterRole
+from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.cluster import GroupCluster
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.settings import consumer_group_settings, group_config
 from tabletopic.broker.groups.share_settings import share_group_settings
 from tabletopic.broker.listeners import configured_listeners
 from tabletopic.broker.metrics import BrokerMetrics
+from tabletopic.broker.protocol.messages.convert import read_message
+from tabletopic.broker.protocol.messages.find_coordinator import TRANSACTION_KEY, FindCoordinatorRequest
+from tabletopic.broker.protocol.messages.offset_commit import OffsetFetchRequest
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
 from tabletopic.broker.record_validation import RecordValidator
-from tabletopic.broker.security import acl_handlers, guard_rules, quota_handlers, scram_handlers
+from tabletopic.broker.security import guard_rules
 from tabletopic.broker.security.acls import AclService
 from tabletopic.broker.security.guard import Guard
 from tabletopic.broker.security.http_auth import http_authenticator
 from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.quota_guard import QuotaGuard
-from tabletopic.broker.security.quota_handlers import QuotaService
+from tabletopic.broker.security.quota_service import QuotaService
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService
@@ -119,9 +123,7 @@ class BrokerComponent:
         dispatcher.wrap = lambda key, handler: quota_guard.wrap(key, guard.wrap(key, handler))
         dispatcher.add_broker_apis()
         dispatcher.add({17: _unused, 36: _unused}, None, MAX_VERSIONS)  # answered by the connection
-        dispatcher.add(scram_handlers.HANDLERS, security.store, scram_handlers.MAX_VERSIONS)
-        dispatcher.add(acl_handlers.HANDLERS, acls, acl_handlers.MAX_VERSIONS)
-        dispatcher.add(quota_handlers.HANDLERS, quotas, quota_handlers.MAX_VERSIONS)
+        dispatcher.add_security_apis(acls, quotas, security.store)
         server = KafkaServer(service, dispatcher, security)
         self._service, self._server = service, server
         await server.bind()
@@ -287,10 +289,9 @@ def _offsets_after_transactions(service: BrokerService, offset_fetch: Any) -> An
     group have committed them (EndTxn is answered before that: a producer reading its group's
     offsets right after committing must still see them)."""
 
-    async def handle(coordinator: Any, ctx: Any, request: Any) -> Any:
-        groups = getattr(request, "groups", None)
-        ids = [g.group_id for g in groups] if groups else [getattr(request, "group_id", "")]
-        await service.transactions.offsets_settled(ids, bool(getattr(request, "require_stable", False)))
+    async def handle(coordinator: Any, ctx: RequestContext, request: object) -> Any:
+        asked = read_message(OffsetFetchRequest, request)
+        await service.transactions.offsets_settled(asked.group_ids(), asked.require_stable)
         return await offset_fetch(coordinator, ctx, request)
 
     return handle
@@ -301,14 +302,15 @@ def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: A
     over brokers) at its endpoint on the listener the client came in on (a SASL client must not be
     sent to the PLAINTEXT port); the group coordinator itself only knows this broker's address."""
 
-    async def handle(coordinator: Any, ctx: Any, request: Any) -> Any:
+    async def handle(coordinator: Any, ctx: RequestContext, request: object) -> Any:
         fields = await find_coordinator(coordinator, ctx, request)
         if not isinstance(fields, dict):
             return fields
         leadership = service.leadership
         brokers = {b.node_id: b for b in leadership.brokers(ctx.listener)}
-        entries = fields.get("coordinators") or [{**fields, "key": getattr(request, "key", "")}]
-        transactional = int(getattr(request, "key_type", 0)) == 1
+        asked = read_message(FindCoordinatorRequest, request)
+        entries = fields.get("coordinators") or [{**fields, "key": asked.key}]
+        transactional = asked.key_type == TRANSACTION_KEY
         for entry in entries:
             if entry.get("error_code") != ErrorCode.none:
                 continue
@@ -331,7 +333,9 @@ def _coordinator_on_callers_listener(service: BrokerService, find_coordinator: A
     return handle
 
 
-async def _unused(target: Any, ctx: Any, request: Any) -> None:  # pragma: no cover - never routed
+async def _unused(
+    target: Any, ctx: RequestContext, request: object
+) -> None:  # pragma: no cover - never routed
     return None
 
 

@@ -26,11 +26,19 @@ import itertools
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+from tabletopic.broker.protocol.messages.fetch import (
+    FINAL_EPOCH,
+    FetchRequest,
+    forgotten_topics,
+    leader_epoch_of,
+    session_of,
+    topic_key,
+)
+
+INITIAL_EPOCH = 0
 PartitionKey = tuple[str | uuid.UUID, int]  # (topic name before Fetch v13, topic id from v13; partition)
 
 
@@ -73,11 +81,11 @@ class SessionResolution:
     partitions: list[tuple[PartitionKey, SessionPartition]]  # what to read, in order
 
 
-def requested(request: Any, version: int) -> list[tuple[PartitionKey, SessionPartition]]:
+def requested(request: FetchRequest, version: int) -> list[tuple[PartitionKey, SessionPartition]]:
     """The partitions a Fetch request names, with their fetch offsets and limits."""
     result = []
     for topic in request.topics:
-        key: str | uuid.UUID = (topic.topic_id or uuid.UUID(int=0)) if version >= 13 else topic.topic
+        key = topic_key(topic, version)
         for p in topic.partitions:
             result.append(
                 (
@@ -85,16 +93,16 @@ def requested(request: Any, version: int) -> list[tuple[PartitionKey, SessionPar
                     SessionPartition(
                         int(p.fetch_offset),
                         max(int(p.partition_max_bytes), 0),
-                        int(getattr(p, "current_leader_epoch", -1)),
+                        int(leader_epoch_of(p, version)),
                     ),
                 )
             )
     return result
 
 
-def forgotten(request: Any, version: int) -> Iterable[PartitionKey]:
-    for topic in getattr(request, "forgotten_topics_data", ()) or ():
-        key: str | uuid.UUID = (topic.topic_id or uuid.UUID(int=0)) if version >= 13 else topic.topic
+def forgotten(request: FetchRequest, version: int) -> Iterable[PartitionKey]:
+    for topic in forgotten_topics(request, version):
+        key = topic_key(topic, version)
         for partition in topic.partitions:
             yield (key, int(partition))
 
@@ -108,10 +116,10 @@ class FetchSessionCache:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def resolve(self, request: Any, version: int) -> SessionResolution:
+    def resolve(self, request: FetchRequest, version: int) -> SessionResolution:
         """Apply a Fetch request's session fields (see the module docstring)."""
-        session_id = int(getattr(request, "session_id", 0) or 0)
-        epoch = int(getattr(request, "session_epoch", FINAL_EPOCH))
+        named_id, named_epoch = session_of(request, version)
+        session_id, epoch = int(named_id), int(named_epoch)
         wanted = requested(request, version)
         if epoch == FINAL_EPOCH:
             self._sessions.pop(session_id, None)

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker import settings
 from tabletopic.broker.context import RequestContext, SecurityProtocol
-from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
+from tabletopic.broker.handlers import State, handlers_of
 from tabletopic.broker.listeners import (
     Endpoint,
     advertised_endpoints,
@@ -47,7 +47,7 @@ from tabletopic.broker.protocol import (
     parse_request,
 )
 from tabletopic.broker.protocol.metadata_encoder import encode_metadata_response
-from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS
+from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, SECURITY_MAX_VERSIONS
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.sasl import SASL_API_KEYS, SaslServer
@@ -184,16 +184,23 @@ class Dispatcher:
                 self.max_versions[key] = max_versions[key]
 
     def add_broker_apis(self) -> None:
-        """Route the broker's own APIs (``broker/handlers`` HANDLERS) to the broker service. The
-        server is the only module that imports the handlers: nothing below it may reach up."""
-        self.add(HANDLERS, self.broker, MAX_VERSIONS)
+        """Route the broker's own APIs (``broker/handlers`` APIS run against the broker service) to
+        the broker service. The server is the only module that imports the handlers: nothing below
+        it may reach up."""
+        self.add(handlers_of(State.BROKER), self.broker, MAX_VERSIONS)
+
+    def add_security_apis(self, acls: Any, quotas: Any, credentials: Any) -> None:
+        """Route the ACL, quota and SCRAM APIs (``broker/handlers`` APIS run against the node's
+        security state) to the ACL service, the quota service and the credential store."""
+        for state, target in ((State.ACLS, acls), (State.QUOTAS, quotas), (State.SCRAM, credentials)):
+            self.add(handlers_of(state), target, SECURITY_MAX_VERSIONS)
 
     def add_group_apis(
         self, coordinator: Any, adapt: Callable[[dict[int, Handler]], dict[int, Handler]] | None = None
     ) -> None:
-        """Route the consumer-group APIs (``broker/handlers`` GROUP_HANDLERS) to ``coordinator``,
-        after ``adapt`` replaced the handlers the assembly wraps."""
-        handlers: dict[int, Handler] = dict(GROUP_HANDLERS)
+        """Route the consumer- and share-group APIs (``broker/handlers`` APIS run against the group
+        coordinator) to ``coordinator``, after ``adapt`` replaced the handlers the assembly wraps."""
+        handlers: dict[int, Handler] = handlers_of(State.GROUPS)
         self.add(adapt(handlers) if adapt is not None else handlers, coordinator, GROUP_MAX_VERSIONS)
 
 

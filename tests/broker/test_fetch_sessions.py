@@ -72,7 +72,10 @@ def test_session_epochs_follow_kafkas_rules() -> None:
     from tabletopic.broker.fetch_sessions import FetchSessionCache
 
     def request(session_id: int, epoch: int, partitions: list[int], forgotten: list[int] = ()) -> object:  # type: ignore[assignment]
-        wanted = [SimpleNamespace(partition=p, fetch_offset=0, partition_max_bytes=100) for p in partitions]
+        wanted = [
+            SimpleNamespace(partition=p, fetch_offset=0, partition_max_bytes=100, current_leader_epoch=-1)
+            for p in partitions
+        ]
         return SimpleNamespace(
             session_id=session_id,
             session_epoch=epoch,

@@ -24,9 +24,13 @@ from typing import Any, NotRequired, Protocol
 import pytest
 from kio.schema.index import api_key_map, schema_name_map
 
+from tabletopic.broker.handlers import APIS, State
 from tabletopic.broker.protocol.messages import (
+    acls,
     alter_configs,
     alter_replica_log_dirs,
+    client_quotas,
+    consumer_groups,
     create_partitions,
     create_topics,
     delete_records,
@@ -40,26 +44,44 @@ from tabletopic.broker.protocol.messages import (
     elect_leaders,
     fetch,
     find_coordinator,
+    groups,
     init_producer_id,
+    join_group,
     list_offsets,
     metadata,
+    offset_commit,
     offset_for_leader_epoch,
     partition_reassignments,
     produce,
+    share_groups,
     transactions,
+    user_scram_credentials,
     write_txn_markers,
 )
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.sentinels import LATEST, READ_COMMITTED, READ_UNCOMMITTED
-from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, min_version
+from tabletopic.broker.protocol.versions import (
+    GROUP_MAX_VERSIONS,
+    MAX_VERSIONS,
+    SECURITY_MAX_VERSIONS,
+    min_version,
+)
+from tabletopic.broker.security import guard, guard_rules, share_rules
 
-# (api key, Protocol, the first version it covers, the entity of kio's request it types ("" for the
-# request itself, else a path such as "topics")): kio's class of each served version from that one
-# satisfies the Protocol as it is. A Protocol of fields only later versions carry starts there.
-PROTOCOLS: list[tuple[int, type, int, str]] = [
+# (api key, Protocol, the first version it covers or the range of them, the entity of kio's request
+# it types ("" for the request itself, else a path such as "topics")): kio's class of each served
+# version from that one (or in that range) satisfies the Protocol as it is. A Protocol of fields only
+# later versions carry starts there; one of fields a later version dropped is a range.
+PROTOCOLS: list[tuple[int, type, int | range, str]] = [
     (0, produce.ProduceRequest, 0, ""),
     (1, fetch.FetchRequest, 0, ""),
     (1, fetch.RackAwareFetchRequest, fetch.RACK_ID_SINCE, ""),
+    (1, fetch.SessionFetchRequest, fetch.SESSIONS_SINCE, ""),
+    (1, fetch.LeaderEpochFetchPartition, fetch.LEADER_EPOCH_SINCE, "topics.partitions"),
+    (1, fetch.TopicByName, range(fetch.TOPIC_ID_SINCE), "topics"),
+    (1, fetch.TopicById, fetch.TOPIC_ID_SINCE, "topics"),
+    (1, fetch.TopicByName, range(fetch.SESSIONS_SINCE, fetch.TOPIC_ID_SINCE), "forgotten_topics_data"),
+    (1, fetch.TopicById, fetch.TOPIC_ID_SINCE, "forgotten_topics_data"),
     (3, metadata.MetadataRequest, 0, ""),
     (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
     (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
@@ -85,6 +107,45 @@ PROTOCOLS: list[tuple[int, type, int, str]] = [
     (65, transactions.DescribeTransactionsRequest, 0, ""),
     (66, transactions.ListTransactionsRequest, 0, ""),
     (75, describe_topic_partitions.DescribeTopicPartitionsRequest, 0, ""),
+    (42, groups.DeleteGroupsRequest, 0, ""),
+    (47, offset_commit.OffsetDeleteRequest, 0, ""),
+    (68, consumer_groups.ConsumerGroupHeartbeatRequest, 0, ""),
+    (68, consumer_groups.RegexConsumerGroupHeartbeatRequest, consumer_groups.TOPIC_REGEX_SINCE, ""),
+    (69, consumer_groups.GroupsDescription, 0, ""),
+    (76, share_groups.ShareGroupHeartbeatRequest, 0, ""),
+    (77, consumer_groups.GroupsDescription, 0, ""),
+    (78, share_groups.ShareFetchRequest, 0, ""),
+    (79, share_groups.ShareAcknowledgeRequest, 0, ""),
+    (90, share_groups.DescribeShareGroupOffsetsRequest, 0, ""),
+    (91, share_groups.AlterShareGroupOffsetsRequest, 0, ""),
+    (92, share_groups.DeleteShareGroupOffsetsRequest, 0, ""),
+    (29, acls.DescribeAclsRequest, 0, ""),
+    (30, acls.CreateAclsRequest, 0, ""),
+    (31, acls.DeleteAclsRequest, 0, ""),
+    (48, client_quotas.DescribeClientQuotasRequest, 0, ""),
+    (49, client_quotas.AlterClientQuotasRequest, 0, ""),
+    (50, user_scram_credentials.DescribeUserScramCredentialsRequest, 0, ""),
+    (51, user_scram_credentials.AlterUserScramCredentialsRequest, 0, ""),
+    # What the ACL rules (broker/security) read of kio's request where it is not the handler's type.
+    (3, metadata.TopicOperationsMetadataRequest, metadata.AUTHORIZED_OPERATIONS_SINCE, ""),
+    (
+        3,
+        metadata.ClusterOperationsMetadataRequest,
+        range(metadata.AUTHORIZED_OPERATIONS_SINCE, metadata.CLUSTER_OPERATIONS_BEFORE),
+        "",
+    ),
+    (60, describe_cluster.DescribeClusterRequest, 0, ""),
+    (20, delete_topics.DeleteTopicNamesRequest, range(delete_topics.TOPIC_STATES_SINCE), ""),
+    (20, delete_topics.DeleteTopicStatesRequest, delete_topics.TOPIC_STATES_SINCE, ""),
+    (9, offset_commit.OneGroupOffsetFetch, range(offset_commit.BATCHED_FETCH_SINCE), ""),
+    (9, offset_commit.GroupsOffsetFetch, offset_commit.BATCHED_FETCH_SINCE, ""),
+    (28, transactions.TxnOffsetCommitScope, 0, ""),
+    (0, produce.ProduceRequest, 0, ""),
+    *((key, guard.TopicsRequest, 0, "") for key in (1, 2, 8, 21, 23, 47, 61)),
+    *((key, guard_rules.GroupRequest, 0, "") for key in (11, 12, 13, 14, 68, 91, 92)),
+    *((key, share_rules.ShareGroupOffsetsChange, 0, "") for key in (91, 92)),
+    (8, guard_rules.GroupTopicsRequest, 0, ""),
+    *((key, guard_rules.ConfigResourcesRequest, 0, "") for key in (32, 33, 44)),
 ]
 
 # api key -> the frozen dataclass read from kio's class of any served version.
@@ -95,6 +156,14 @@ DATACLASSES: dict[int, type] = {
     22: init_producer_id.InitProducerIdRequest,
     28: transactions.TxnOffsetCommitRequest,
     32: describe_configs.DescribeConfigsRequest,
+    8: offset_commit.OffsetCommitRequest,
+    9: offset_commit.OffsetFetchRequest,
+    11: join_group.JoinGroupRequest,
+    12: join_group.HeartbeatRequest,
+    13: join_group.LeaveGroupRequest,
+    14: join_group.SyncGroupRequest,
+    15: groups.DescribeGroupsRequest,
+    16: groups.ListGroupsRequest,
 }
 
 # api key -> the TypedDict its handler answers, in the newest version's shape.
@@ -129,11 +198,18 @@ SERVED_VERSIONS: dict[int, range] = {
     37: create_partitions.SERVED_VERSIONS,
     44: alter_configs.INCREMENTAL_ALTER_CONFIGS_VERSIONS,
     **transactions.SERVED_VERSIONS,
+    42: groups.DELETE_GROUPS_VERSIONS,
+    47: offset_commit.OFFSET_DELETE_VERSIONS,
+    **consumer_groups.SERVED_VERSIONS,
+    **share_groups.SERVED_VERSIONS,
+    **acls.SERVED_VERSIONS,
+    **client_quotas.SERVED_VERSIONS,
+    **user_scram_credentials.SERVED_VERSIONS,
 }
 
 
 def served(api_key: int) -> range:
-    highest = MAX_VERSIONS.get(api_key, GROUP_MAX_VERSIONS.get(api_key))
+    highest = {**MAX_VERSIONS, **GROUP_MAX_VERSIONS, **SECURITY_MAX_VERSIONS}.get(api_key)
     assert highest is not None
     return range(min_version(api_key), highest + 1)
 
@@ -236,7 +312,7 @@ def entity(kio_class: type, path: str) -> type:
         pytest.param(key, protocol, version, path, id=f"{protocol.__name__}-v{version}")
         for key, protocol, since, path in PROTOCOLS
         for version in served(key)
-        if version >= since
+        if (version in since if isinstance(since, range) else version >= since)
     ],
 )
 def test_every_served_version_has_each_field_its_protocol_reads(
@@ -322,6 +398,41 @@ def test_every_served_list_offsets_version_reads_into_the_version_free_request(v
     assert request.isolation_level == (READ_COMMITTED if version >= 2 else READ_UNCOMMITTED)
 
 
+@pytest.mark.parametrize("version", served(3))
+def test_metadata_authorized_operations_are_read_from_the_versions_that_ask(version: int) -> None:
+    request = sample(kio_request(3, version))
+    fields = {
+        name: True
+        for name in ("include_topic_authorized_operations", "include_cluster_authorized_operations")
+        if name in typing.get_type_hints(type(request))
+    }
+    request = dataclasses.replace(request, **fields)
+    assert metadata.asks_topic_operations(request, version) is (
+        "include_topic_authorized_operations" in fields
+    )
+    assert metadata.asks_cluster_operations(request, version) is (
+        "include_cluster_authorized_operations" in fields
+    )
+
+
+@pytest.mark.parametrize("version", served(1))
+def test_fetch_session_fields_take_no_session_before_the_versions_that_carry_them(version: int) -> None:
+    request = sample(kio_request(1, version))
+    if version >= fetch.SESSIONS_SINCE:
+        request = dataclasses.replace(request, session_id=5, session_epoch=3)
+    assert fetch.session_of(request, version) == ((5, 3) if version >= fetch.SESSIONS_SINCE else (0, -1))
+    assert fetch.forgotten_topics(request, version) == (
+        request.forgotten_topics_data if version >= fetch.SESSIONS_SINCE else ()
+    )
+    [topic] = request.topics
+    [partition] = topic.partitions
+    if version >= fetch.LEADER_EPOCH_SINCE:
+        partition = dataclasses.replace(partition, current_leader_epoch=4)
+    assert fetch.leader_epoch_of(partition, version) == (4 if version >= fetch.LEADER_EPOCH_SINCE else -1)
+    expected_key = uuid.UUID(int=0) if version >= fetch.TOPIC_ID_SINCE else ""
+    assert fetch.topic_key(topic, version) == expected_key
+
+
 def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
     """The check above would catch a Protocol reading ``rack_id`` (v11 on) from every Fetch."""
     assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 10)) == ["rack_id"]
@@ -347,6 +458,38 @@ def test_metadata_fields_of_later_versions_take_kafkas_default_before(version: i
     if version >= metadata.TOPIC_ID_SINCE:
         topic = dataclasses.replace(topic, topic_id=named)
     assert metadata.topic_id_of(topic, version) == (named if version >= metadata.TOPIC_ID_SINCE else None)
+
+
+@pytest.mark.parametrize("version", served(68))
+def test_a_subscription_regex_is_read_from_the_versions_that_carry_it(version: int) -> None:
+    request = sample(kio_request(68, version))
+    if version >= consumer_groups.TOPIC_REGEX_SINCE:
+        request = dataclasses.replace(request, subscribed_topic_regex="orders-.*")
+    expected = "orders-.*" if version >= consumer_groups.TOPIC_REGEX_SINCE else None
+    assert consumer_groups.subscribed_topic_regex(request, version) == expected
+
+
+@pytest.mark.parametrize("version", served(9))
+def test_an_offset_fetch_of_any_version_names_its_groups(version: int) -> None:
+    request = read_message(offset_commit.OffsetFetchRequest, sample(kio_request(9, version)))
+    assert request.group_ids() == [""]  # the sample's one group (a batch of one from v8)
+    batched = version >= offset_commit.BATCHED_FETCH_SINCE
+    assert len(request.groups) == (1 if batched else 0)
+
+
+# The state each group of served versions runs against (SaslHandshake and SaslAuthenticate are
+# answered by the connection, before any handler).
+_STATES = [
+    (MAX_VERSIONS.keys() - {17, 36}, {State.BROKER}),
+    (GROUP_MAX_VERSIONS.keys(), {State.GROUPS}),
+    (SECURITY_MAX_VERSIONS.keys(), {State.ACLS, State.QUOTAS, State.SCRAM}),
+]
+
+
+def test_the_dispatch_table_lists_every_served_api_with_its_state() -> None:
+    assert set(APIS) == {key for keys, _ in _STATES for key in keys}
+    for keys, states in _STATES:
+        assert {APIS[key].state for key in keys} <= states
 
 
 def kio_responses(api_key: int) -> list[type]:

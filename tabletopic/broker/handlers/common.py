@@ -30,7 +30,7 @@ def typed(
     """The dispatch-table entry of an API whose request type is read from kio's object of whatever
     version (:mod:`tabletopic.broker.protocol.messages`); its response is a TypedDict already."""
 
-    async def handle(state: Any, ctx: RequestContext, request: Any) -> Any:
+    async def handle(state: Any, ctx: RequestContext, request: object) -> Any:
         return await handler(state, ctx, read_message(request_type, request))
 
     handle.__qualname__ = handle.__name__ = getattr(handler, "__name__", "handle")

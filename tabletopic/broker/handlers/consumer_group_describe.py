@@ -18,6 +18,7 @@ from tabletopic.broker.groups.consumer_group import ConsumerGroup
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.handlers.consumer_group_heartbeat import wire_assignment
 from tabletopic.broker.handlers.describe_groups import _GROUP_OPERATIONS, _OPERATIONS_OMITTED
+from tabletopic.broker.protocol.messages.consumer_groups import GroupsDescription
 
 
 def _assignment(partitions: Iterable[TopicPartition], topics: TopicIds) -> dict[str, Any]:
@@ -54,7 +55,7 @@ G = TypeVar("G", bound=DescribedGroup)
 
 def describe_groups(
     coordinator: GroupCoordinator,
-    request: Any,
+    request: GroupsDescription,
     lookup: Callable[[str], G | None],
     kind: str,
     fields: Callable[[G], dict[str, Any]],
@@ -87,7 +88,9 @@ def describe_groups(
     return {"throttle_time": 0, "groups": described}
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: GroupsDescription
+) -> dict[str, Any]:
     topics: TopicIds = coordinator.consumer.topics()
 
     def fields(group: ConsumerGroup) -> dict[str, Any]:

@@ -20,6 +20,10 @@ from tabletopic.broker.groups.consumer_coordinator import TopicIds
 from tabletopic.broker.groups.consumer_group import HeartbeatRequest
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.handlers.join_group import client_host
+from tabletopic.broker.protocol.messages.consumer_groups import (
+    ConsumerGroupHeartbeatRequest,
+    subscribed_topic_regex,
+)
 
 
 def _ms(value: datetime.timedelta | int) -> int:
@@ -28,7 +32,9 @@ def _ms(value: datetime.timedelta | int) -> int:
     return int(value)
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> dict[str, Any]:
     groups = coordinator.consumer
     topics = groups.topics()
     member_id = request.member_id
@@ -56,7 +62,7 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
             subscribed_topic_names=None
             if request.subscribed_topic_names is None
             else tuple(str(t) for t in request.subscribed_topic_names),
-            subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+            subscribed_topic_regex=subscribed_topic_regex(request, ctx.api_version),
             server_assignor=request.server_assignor,
             owned=owned,
             client_id=ctx.client_id or "",
@@ -94,7 +100,7 @@ def wire_assignment(
     }
 
 
-def _error(error: ErrorCode, message: str, request: Any) -> dict[str, Any]:
+def _error(error: ErrorCode, message: str, request: ConsumerGroupHeartbeatRequest) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "error_code": error,

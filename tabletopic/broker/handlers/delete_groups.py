@@ -7,9 +7,12 @@ from typing import Any
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.protocol.messages.groups import DeleteGroupsRequest
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: DeleteGroupsRequest
+) -> dict[str, Any]:
     names = list(dict.fromkeys(request.groups_names))
     shares = [
         g for g in names if coordinator.consumer.refusal(g) is None and await coordinator.share.exists(g)

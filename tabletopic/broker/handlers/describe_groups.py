@@ -15,6 +15,7 @@ from tabletopic.broker.groups.consumer_group import ConsumerGroup
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import GroupDescription, GroupState
 from tabletopic.broker.groups.share_group import SHARE_ASSIGNOR, ShareGroup, ShareMember
+from tabletopic.broker.protocol.messages.groups import DescribeGroupsRequest
 
 # "Authorized operations not computed" (INT32_MIN), what Kafka sends when not asked.
 _OPERATIONS_OMITTED = -(2**31)
@@ -86,9 +87,10 @@ def _consumer_described(group: ConsumerGroup | ShareGroup, operations: int) -> d
     }
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    asked = getattr(request, "include_authorized_operations", False)
-    operations = _GROUP_OPERATIONS if asked else _OPERATIONS_OMITTED
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: DescribeGroupsRequest
+) -> dict[str, Any]:
+    operations = _GROUP_OPERATIONS if request.include_authorized_operations else _OPERATIONS_OMITTED
     groups: list[dict[str, Any]] = []
     for group_id in request.groups:
         description = coordinator.describe_group(group_id)

@@ -6,13 +6,16 @@ from typing import Any
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.protocol.messages.join_group import HeartbeatRequest
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: HeartbeatRequest
+) -> dict[str, Any]:
     error = await coordinator.heartbeat(
         request.group_id,
         request.member_id,
-        getattr(request, "group_instance_id", None),
+        request.group_instance_id,
         int(request.generation_id),
     )
     return {"throttle_time": 0, "error_code": error}

@@ -13,6 +13,7 @@ from typing import Any
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import JoinRequest
+from tabletopic.broker.protocol.messages.join_group import JoinGroupRequest
 
 _IPV4_WITH_PORT = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):\d+$")
 
@@ -30,16 +31,19 @@ def client_host(ctx: RequestContext) -> str:
     return host if host.startswith("/") else f"/{host}"
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: JoinGroupRequest
+) -> dict[str, Any]:
     version = ctx.api_version
     session_timeout_ms = _ms(request.session_timeout)
     # v0 has no rebalance timeout: Kafka uses the session timeout for both.
-    rebalance_timeout_ms = _ms(request.rebalance_timeout) if version >= 1 else session_timeout_ms
+    rebalance = request.rebalance_timeout
+    rebalance_timeout_ms = _ms(rebalance) if rebalance is not None else session_timeout_ms
     result = await coordinator.join_group(
         JoinRequest(
             group_id=request.group_id,
             member_id=request.member_id,
-            group_instance_id=getattr(request, "group_instance_id", None),
+            group_instance_id=request.group_instance_id,
             client_id=ctx.client_id or "",
             client_host=client_host(ctx),
             session_timeout_ms=session_timeout_ms,
@@ -48,7 +52,7 @@ async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: An
             protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
             require_known_member_id=version >= 4,
             supports_skip_assignment=version >= 9,
-            reason=getattr(request, "reason", None),
+            reason=request.reason,
         )
     )
     protocol_name = result.protocol_name

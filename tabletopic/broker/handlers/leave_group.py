@@ -13,15 +13,16 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import MemberIdentity
+from tabletopic.broker.protocol.messages.join_group import LeaveGroupRequest
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: LeaveGroupRequest
+) -> dict[str, Any]:
     if ctx.api_version < 3:
         errors = await coordinator.leave_group(request.group_id, [MemberIdentity(request.member_id)])
         return {"throttle_time": 0, "error_code": errors[0], "members": []}
-    identities = [
-        MemberIdentity(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in request.members
-    ]
+    identities = [MemberIdentity(m.member_id, m.group_instance_id, m.reason) for m in request.members]
     if not coordinator.ready:
         return {"throttle_time": 0, "error_code": ErrorCode.coordinator_load_in_progress, "members": []}
     errors = await coordinator.leave_group(request.group_id, identities)

@@ -8,18 +8,21 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.protocol.messages.groups import ListGroupsRequest
 
 _CLASSIC = "classic"
 _CONSUMER = "consumer"  # KIP-848 groups
 _SHARE = "share"  # KIP-932 groups
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: ListGroupsRequest
+) -> dict[str, Any]:
     if not coordinator.ready:
         return {"throttle_time": 0, "error_code": ErrorCode.coordinator_load_in_progress, "groups": []}
     # Both filters match case-insensitively, as Kafka's do.
-    states = {s.lower() for s in getattr(request, "states_filter", ())}
-    types = {t.lower() for t in getattr(request, "types_filter", ())}
+    states = {s.lower() for s in request.states_filter}
+    types = {t.lower() for t in request.types_filter}
     # A KIP-848 group is listed as one (Empty once its members left) until the coordinator moves or
     # restarts; its offsets then keep it listed as an Empty classic group, as after a downgrade.
     consumer = {g.group_id: g for g in coordinator.consumer.groups() if coordinator.owns(g.group_id)}

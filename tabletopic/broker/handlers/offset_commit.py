@@ -1,55 +1,51 @@
 """OffsetCommit (8): store a group's consumed positions durably before answering.
 
-v10 names topics by id only; this coordinator knows names, so such topics are unknown (the broker
-advertises OffsetCommit up to v9).
+v10 names topics by id only; this coordinator knows names, so the broker advertises OffsetCommit up
+to v9, every version of which names topics by name.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
+from tabletopic.broker.protocol.messages.offset_commit import OffsetCommitRequest
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: OffsetCommitRequest
+) -> dict[str, Any]:
     offsets = [
         OffsetToCommit(
             topic=topic.name,
             partition=int(p.partition_index),
             offset=int(p.committed_offset),
-            leader_epoch=int(getattr(p, "committed_leader_epoch", -1)),
+            leader_epoch=int(p.committed_leader_epoch),
             metadata=p.committed_metadata,
         )
         for topic in request.topics
-        if getattr(topic, "name", None) is not None
         for p in topic.partitions
     ]
     results = await coordinator.commit_offsets(
         request.group_id,
         request.member_id,
-        getattr(request, "group_instance_id", None),
+        request.group_instance_id,
         int(request.generation_id_or_member_epoch),
         offsets,
     )
-    topics = []
-    for topic in request.topics:
-        name = getattr(topic, "name", None)
-        topics.append(
-            {
-                "name": name,
-                "topic_id": getattr(topic, "topic_id", None),
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": ErrorCode.unknown_topic_id
-                        if name is None
-                        else results[(name, int(p.partition_index))],
-                    }
-                    for p in topic.partitions
-                ],
-            }
-        )
+    topics = [
+        {
+            "name": topic.name,
+            "topic_id": None,
+            "partitions": [
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": results[(topic.name, int(p.partition_index))],
+                }
+                for p in topic.partitions
+            ],
+        }
+        for topic in request.topics
+    ]
     return {"throttle_time": 0, "topics": topics}

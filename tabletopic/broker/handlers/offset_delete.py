@@ -6,9 +6,12 @@ from typing import Any
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
+from tabletopic.broker.protocol.messages.offset_commit import OffsetDeleteRequest
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: OffsetDeleteRequest
+) -> dict[str, Any]:
     error, results = await coordinator.delete_offsets(
         request.group_id,
         [(t.name, [int(p.partition_index) for p in t.partitions]) for t in request.topics],

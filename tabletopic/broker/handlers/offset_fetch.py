@@ -14,6 +14,12 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.store import CommittedOffset
+from tabletopic.broker.protocol.messages.offset_commit import (
+    BATCHED_FETCH_SINCE,
+    OffsetFetchGroup,
+    OffsetFetchRequest,
+    OffsetFetchTopic,
+)
 
 
 def _fetched_topics(
@@ -38,25 +44,27 @@ def _fetched_topics(
     ]
 
 
-def _requested(topics: Any) -> list[tuple[str, Sequence[int]]] | None:
+def _requested(topics: Sequence[OffsetFetchTopic] | None) -> list[tuple[str, Sequence[int]]] | None:
     if topics is None:
         return None  # v2+: null means every partition the group committed
     return [(t.name, [int(p) for p in t.partition_indexes]) for t in topics]
 
 
-def check_member_epoch(coordinator: GroupCoordinator, group: Any) -> ErrorCode:
+def check_member_epoch(coordinator: GroupCoordinator, group: OffsetFetchGroup) -> ErrorCode:
     """v9+: a member of a KIP-848 group fetches with its member id and epoch, checked as OffsetCommit
     checks them (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); without them (admin tools) anyone may."""
-    member_id = getattr(group, "member_id", None) or ""
-    epoch = int(getattr(group, "member_epoch", -1))
+    member_id = group.member_id or ""
+    epoch = int(group.member_epoch)
     consumer = coordinator.consumer.group(group.group_id)
     if consumer is None or not consumer.members or (not member_id and epoch < 0):
         return ErrorCode.none
     return consumer.check_offset_commit(member_id, epoch)
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if ctx.api_version >= 8:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: OffsetFetchRequest
+) -> dict[str, Any]:
+    if ctx.api_version >= BATCHED_FETCH_SINCE:
         groups = []
         for group in request.groups:
             error, fetched = coordinator.fetch_offsets(group.group_id, _requested(group.topics))

@@ -19,12 +19,15 @@ from tabletopic.broker.handlers.share_fetch import (
     requester,
     top_error,
 )
+from tabletopic.broker.protocol.messages.share_groups import ShareAcknowledgeRequest
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> dict[str, Any]:
     identified = requester(broker, request)
     if isinstance(identified, dict):
         return identified

@@ -26,6 +26,11 @@ from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, AckBatch, ShareGroups
 from tabletopic.broker.groups.share_partitions import ShareFenced
 from tabletopic.broker.handlers.fetch import add_batch
+from tabletopic.broker.protocol.messages.share_groups import (
+    AcknowledgedTopic,
+    ShareFetchRequest,
+    ShareSessionRequest,
+)
 from tabletopic.s3stream.streams import StreamError
 
 if TYPE_CHECKING:
@@ -46,8 +51,8 @@ class PartitionAnswer:
     waits_at: tuple[int, int] | None = None  # (stream id, offset) to long-poll on
 
 
-def topic_names(broker: BrokerService, topic_ids: Iterable[uuid.UUID | None]) -> dict[uuid.UUID, str]:
-    names = {}
+def topic_names(broker: BrokerService, topic_ids: Iterable[uuid.UUID | None]) -> dict[uuid.UUID | None, str]:
+    names: dict[uuid.UUID | None, str] = {}
     for topic_id in topic_ids:
         if topic_id is not None and (topic := broker.topics.by_id(topic_id)) is not None:
             names[topic_id] = topic.name
@@ -55,14 +60,14 @@ def topic_names(broker: BrokerService, topic_ids: Iterable[uuid.UUID | None]) ->
 
 
 def read_acks(
-    broker: BrokerService, topics: Iterable[Any]
-) -> tuple[dict[TopicPartition, list[AckBatch]], dict[tuple[uuid.UUID, int], ErrorCode]]:
+    broker: BrokerService, topics: Iterable[AcknowledgedTopic]
+) -> tuple[dict[TopicPartition, list[AckBatch]], dict[tuple[uuid.UUID | None, int], ErrorCode]]:
     """The acknowledgement batches of a request by partition, and the partitions it names that do
     not exist (UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION)."""
     topics = list(topics)
     names = topic_names(broker, (t.topic_id for t in topics))
     acks: dict[TopicPartition, list[AckBatch]] = {}
-    unknown: dict[tuple[uuid.UUID, int], ErrorCode] = {}
+    unknown: dict[tuple[uuid.UUID | None, int], ErrorCode] = {}
     for t in topics:
         name = names.get(t.topic_id)
         for p in t.partitions:
@@ -111,11 +116,11 @@ async def apply_acks(
 def encode_answer(
     broker: BrokerService,
     answers: dict[TopicPartition, PartitionAnswer],
-    unknown: dict[tuple[uuid.UUID, int], ErrorCode],
+    unknown: dict[tuple[uuid.UUID | None, int], ErrorCode],
     with_records: bool,
 ) -> list[dict[str, Any]]:
     """The ``responses`` list: partitions grouped by topic id."""
-    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    by_topic: dict[uuid.UUID | None, list[dict[str, Any]]] = {}
     for (name, index), answer in sorted(answers.items()):
         topic = broker.topics.get(name)
         if topic is None:
@@ -233,7 +238,9 @@ def top_error(error: ErrorCode, message: str | None = None, **extra: Any) -> dic
     }
 
 
-def requester(broker: BrokerService, request: Any) -> tuple[ShareGroups, str, str, int] | dict[str, Any]:
+def requester(
+    broker: BrokerService, request: ShareSessionRequest
+) -> tuple[ShareGroups, str, str, int] | dict[str, Any]:
     """The share groups, group id, member id and session epoch of a ShareFetch or ShareAcknowledge,
     or the answer refusing it."""
     shares = broker.share_groups
@@ -245,7 +252,7 @@ def requester(broker: BrokerService, request: Any) -> tuple[ShareGroups, str, st
     return shares, group_id, member_id, int(request.share_session_epoch)
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: ShareFetchRequest) -> dict[str, Any]:
     identified = requester(broker, request)
     if isinstance(identified, dict):
         return identified | {"acquisition_lock_timeout": 0}

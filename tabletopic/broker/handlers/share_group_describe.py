@@ -9,9 +9,12 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.share_group import SHARE_ASSIGNOR, ShareGroup
 from tabletopic.broker.handlers.consumer_group_describe import _assignment, describe_groups
+from tabletopic.broker.protocol.messages.consumer_groups import GroupsDescription
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: GroupsDescription
+) -> dict[str, Any]:
     topics = coordinator.consumer.topics()
 
     def fields(group: ShareGroup) -> dict[str, Any]:

@@ -15,9 +15,12 @@ from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.share_group import ShareHeartbeat
 from tabletopic.broker.handlers.consumer_group_heartbeat import wire_assignment
 from tabletopic.broker.handlers.join_group import client_host
+from tabletopic.broker.protocol.messages.share_groups import ShareGroupHeartbeatRequest
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: ShareGroupHeartbeatRequest
+) -> dict[str, Any]:
     shares = coordinator.share
     answer: dict[str, Any] = {
         "throttle_time": 0,

@@ -16,6 +16,11 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.share_partitions import lag
+from tabletopic.broker.protocol.messages.share_groups import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+)
 
 
 async def _group_error(coordinator: GroupCoordinator, group_id: str, changes: bool) -> ErrorCode | None:
@@ -31,7 +36,9 @@ async def _group_error(coordinator: GroupCoordinator, group_id: str, changes: bo
     return None
 
 
-async def describe(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def describe(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
+) -> dict[str, Any]:
     shares, topics = coordinator.share, coordinator.consumer.topics()
     groups = []
     for wanted in request.groups:
@@ -73,7 +80,9 @@ async def describe(coordinator: GroupCoordinator, ctx: RequestContext, request: 
     return {"throttle_time": 0, "groups": groups}
 
 
-async def alter(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def alter(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+) -> dict[str, Any]:
     group_id, topics = request.group_id, coordinator.consumer.topics()
     if (error := await _group_error(coordinator, group_id, changes=True)) is not None:
         return {"throttle_time": 0, "error_code": error, "responses": []}
@@ -103,7 +112,9 @@ async def alter(coordinator: GroupCoordinator, ctx: RequestContext, request: Any
     return {"throttle_time": 0, "error_code": ErrorCode.none, "responses": responses}
 
 
-async def delete(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def delete(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
+) -> dict[str, Any]:
     group_id, topics = request.group_id, coordinator.consumer.topics()
     if (error := await _group_error(coordinator, group_id, changes=True)) is not None:
         return {"throttle_time": 0, "error_code": error, "responses": []}

@@ -7,17 +7,20 @@ from typing import Any
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import SyncRequest
+from tabletopic.broker.protocol.messages.join_group import SyncGroupRequest
 
 
-async def handle(coordinator: GroupCoordinator, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(
+    coordinator: GroupCoordinator, ctx: RequestContext, request: SyncGroupRequest
+) -> dict[str, Any]:
     result = await coordinator.sync_group(
         SyncRequest(
             group_id=request.group_id,
             member_id=request.member_id,
-            group_instance_id=getattr(request, "group_instance_id", None),
+            group_instance_id=request.group_instance_id,
             generation_id=int(request.generation_id),
-            protocol_type=getattr(request, "protocol_type", None),
-            protocol_name=getattr(request, "protocol_name", None),
+            protocol_type=request.protocol_type,
+            protocol_name=request.protocol_name,
             assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
         )
     )

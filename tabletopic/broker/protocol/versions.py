@@ -56,7 +56,7 @@ MAX_VERSIONS: dict[int, int] = {
     79: 1,  # ShareAcknowledge
 }
 
-# The consumer-group APIs, served by the group coordinator (``broker/handlers`` GROUP_HANDLERS).
+# The consumer- and share-group APIs, served by the group coordinator (``broker/handlers`` APIS).
 GROUP_MAX_VERSIONS: dict[int, int] = {
     8: 9,  # OffsetCommit
     9: 9,  # OffsetFetch
@@ -76,6 +76,18 @@ GROUP_MAX_VERSIONS: dict[int, int] = {
     90: 1,  # DescribeShareGroupOffsets (v1: with the lag)
     91: 0,  # AlterShareGroupOffsets
     92: 0,  # DeleteShareGroupOffsets
+}
+
+# The ACL, quota and SCRAM APIs, served against the node's security state (``broker/handlers``
+# runs each against its ACL service, quota service or credential store).
+SECURITY_MAX_VERSIONS: dict[int, int] = {
+    29: 3,  # DescribeAcls
+    30: 3,  # CreateAcls
+    31: 3,  # DeleteAcls
+    48: 1,  # DescribeClientQuotas
+    49: 1,  # AlterClientQuotas
+    50: 0,  # DescribeUserScramCredentials
+    51: 0,  # AlterUserScramCredentials
 }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
@@ -30,6 +30,22 @@ Call = Callable[[Any], Awaitable[Response]]
 Handler = Callable[[Any, RequestContext, Any], Awaitable[Response]]
 
 NOT_REQUESTED = -2147483648  # Kafka's "authorized operations were not asked for"
+RequestT = TypeVar("RequestT")
+
+
+class TopicsRequest(Protocol):
+    """What a rule of the APIs that list ``topics`` reads of the request (ListOffsets, Fetch,
+    DeleteRecords, OffsetForLeaderEpoch, DescribeProducers, OffsetCommit, OffsetDelete): each entry
+    is read through its API's :class:`TopicShape`."""
+
+    @property
+    def topics(self) -> Sequence[object]: ...
+
+
+def narrowed(request: RequestT, **entries: tuple[object, ...]) -> RequestT:
+    """kio's request (a frozen dataclass) with lists replaced by the entries the principal may
+    touch, for the handler to answer."""
+    return cast(RequestT, dataclasses.replace(cast(Any, request), **entries))
 
 
 class TopicHolder(Protocol):
@@ -94,10 +110,10 @@ class Guard:
         rule = self._rules.get(api_key, cluster_rule(Operation.ALTER))
         acls, broker = self._acls, self._broker
 
-        async def guarded(target: Any, ctx: RequestContext, request: Any) -> Response:
+        async def guarded(target: Any, ctx: RequestContext, request: object) -> Response:
             check = Check(acls.authorizer, ctx.principal, host_of(ctx.client_host), broker)
 
-            async def call(body: Any) -> Response:
+            async def call(body: object) -> Response:
                 return await handler(target, ctx, body)
 
             return await rule(check, ctx, request, call)
@@ -112,7 +128,7 @@ def cluster_rule(operation: Operation, errors: Callable[[Any], dict[str, Any]] |
     """All or nothing on the CLUSTER resource; ``errors(request)`` gives extra fields of the
     refusal (per-entry errors for APIs without a top-level error code)."""
 
-    async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    async def rule(check: Check, ctx: RequestContext, request: object, call: Call) -> Response:
         if check.cluster(operation):
             return await call(request)
         refusal = {
@@ -170,36 +186,41 @@ async def split_topics(
     allowed: Callable[[str], bool],
     code: ErrorCode,
     ctx: RequestContext,
-    request: Any,
+    request: object,
+    topics: Sequence[object],
     call: Call,
+    unanswered: bool = False,
 ) -> Response:
-    """Hand the handler the topics ``allowed`` accepts and answer the others with ``code``. A topic
-    whose id is unknown goes to the handler, which answers UNKNOWN_TOPIC_ID as usual."""
-    passed: list[Any] = []
-    refused: list[Any] = []
-    for topic in getattr(request, shape.request_topics):
+    """Hand the handler the ``topics`` of the request (its list ``shape.request_topics``) that
+    ``allowed`` accepts and answer the others with ``code``. A topic whose id is unknown goes to the
+    handler, which answers UNKNOWN_TOPIC_ID as usual. ``unanswered``: the client expects no answer
+    (Produce with acks=0)."""
+    passed: list[object] = []
+    refused: list[object] = []
+    for topic in topics:
         name = shape.name_of(check, topic)
         (passed if name is None or allowed(name) else refused).append(topic)
-    return await answer_split(shape, code, ctx, request, call, passed, refused)
+    return await answer_split(shape, code, ctx, request, call, passed, refused, unanswered)
 
 
 async def answer_split(
     shape: TopicShape,
     code: ErrorCode,
     ctx: RequestContext,
-    request: Any,
+    request: object,
     call: Call,
-    passed: Sequence[Any],
-    refused: Sequence[Any],
+    passed: Sequence[object],
+    refused: Sequence[object],
+    unanswered: bool = False,
 ) -> Response:
     if not refused:
         return await call(request)
     errors = [shape.error_topic(topic, code) for topic in refused]
     if not passed:
-        if getattr(request, "acks", 1) == 0:
+        if unanswered:
             return None  # Produce with acks=0 is never answered
         return {"throttle_time": 0, **dict(shape.top_fields), shape.response_topics: errors}
-    response = await call(dataclasses.replace(request, **{shape.request_topics: tuple(passed)}))
+    response = await call(narrowed(request, **{shape.request_topics: tuple(passed)}))
     return merge_entries(response, shape.response_topics, errors, ctx)
 
 

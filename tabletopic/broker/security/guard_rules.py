@@ -1,18 +1,69 @@
 """Which ACL each Kafka API needs, following Kafka's request handlers (``KafkaApis``): topic data
 APIs check each topic, group APIs the group, admin APIs the topic or the cluster; refusals go where
-that part's answer goes, with Kafka's error code."""
+that part's answer goes, with Kafka's error code.
+
+A rule reads kio's request object of the client's version (it hands the handler that object, or one
+narrowed to what the principal may touch), typed as the handler's request type of
+:mod:`tabletopic.broker.protocol.messages` where that is a Protocol kio's classes satisfy, as the
+Protocol of just what it reads where its version differs (taken by version) or where the rule serves
+several APIs (:class:`GroupRequest`, :class:`~tabletopic.broker.security.guard.TopicsRequest`), and
+as the handler's version-free dataclass where it only reads fields (FindCoordinator, DescribeGroups,
+InitProducerId).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-from collections.abc import Callable
-from typing import Any
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.answers import write_txn_markers_answer
+from tabletopic.broker.protocol.messages.acls import CreateAclsRequest, DeleteAclsRequest
+from tabletopic.broker.protocol.messages.consumer_groups import GroupsDescription
+from tabletopic.broker.protocol.messages.convert import read_message
+from tabletopic.broker.protocol.messages.create_partitions import CreatePartitionsRequest
+from tabletopic.broker.protocol.messages.create_topics import CreateTopicsRequest
+from tabletopic.broker.protocol.messages.delete_topics import (
+    TOPIC_STATES_SINCE,
+    DeleteTopicNamesRequest,
+    DeleteTopicStatesRequest,
+)
+from tabletopic.broker.protocol.messages.describe_cluster import DescribeClusterRequest
+from tabletopic.broker.protocol.messages.describe_configs import ConfigResource
+from tabletopic.broker.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from tabletopic.broker.protocol.messages.find_coordinator import (
+    COORDINATOR_KEYS_SINCE,
+    TRANSACTION_KEY,
+    FindCoordinatorRequest,
+)
+from tabletopic.broker.protocol.messages.groups import DeleteGroupsRequest, DescribeGroupsRequest
+from tabletopic.broker.protocol.messages.init_producer_id import InitProducerIdRequest
+from tabletopic.broker.protocol.messages.metadata import (
+    MetadataRequest,
+    allows_auto_creation,
+    asks_cluster_operations,
+    asks_topic_operations,
+    topic_id_of,
+)
+from tabletopic.broker.protocol.messages.offset_commit import (
+    BATCHED_FETCH_SINCE,
+    GroupsOffsetFetch,
+    OffsetDeleteRequest,
+    OneGroupOffsetFetch,
+)
+from tabletopic.broker.protocol.messages.produce import ProduceRequest
+from tabletopic.broker.protocol.messages.transactions import (
+    AddPartitionsToTxnRequest,
+    DescribeTransactionsRequest,
+    ProducerRequest,
+    TxnOffsetCommitScope,
+)
+from tabletopic.broker.protocol.messages.user_scram_credentials import AlterUserScramCredentialsRequest
+from tabletopic.broker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from tabletopic.broker.security import share_rules
 from tabletopic.broker.security.acl import CLUSTER_NAME, Operation, ResourceType
 from tabletopic.broker.security.guard import (
@@ -22,8 +73,10 @@ from tabletopic.broker.security.guard import (
     Response,
     Rule,
     TopicShape,
+    TopicsRequest,
     answer_split,
     cluster_rule,
+    narrowed,
     split_topics,
 )
 
@@ -70,29 +123,65 @@ OFFSET_COMMIT = TopicShape(
 OFFSET_DELETE = OFFSET_COMMIT
 
 
+class GroupRequest(Protocol):
+    """What the rules of the APIs about one group read (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+    ConsumerGroupHeartbeat, AlterShareGroupOffsets, DeleteShareGroupOffsets)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+
+class GroupTopicsRequest(GroupRequest, TopicsRequest, Protocol):
+    """OffsetCommit and OffsetDelete: the group and the topics."""
+
+
+class ConfigResourcesRequest(Protocol):
+    """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: the resources."""
+
+    @property
+    def resources(self) -> Sequence[ConfigResource]: ...
+
+
 def topics_rule(shape: TopicShape, operation: Operation) -> Rule:
-    async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    async def rule(check: Check, ctx: RequestContext, request: TopicsRequest, call: Call) -> Response:
         return await split_topics(
-            shape, check, lambda name: check.topic(operation, name), TOPIC_DENIED, ctx, request, call
+            shape,
+            check,
+            lambda name: check.topic(operation, name),
+            TOPIC_DENIED,
+            ctx,
+            request,
+            request.topics,
+            call,
         )
 
     return rule
 
 
-async def produce(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
-    txn = getattr(request, "transactional_id", None)
+async def produce(check: Check, ctx: RequestContext, request: ProduceRequest, call: Call) -> Response:
+    txn, topics, unanswered = request.transactional_id, request.topic_data, request.acks == 0
     if txn is not None and not check.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn):
-        return await answer_split(PRODUCE, TXN_DENIED, ctx, request, call, [], list(request.topic_data))
-    return await topics_rule(PRODUCE, Operation.WRITE)(check, ctx, request, call)
+        return await answer_split(PRODUCE, TXN_DENIED, ctx, request, call, [], list(topics), unanswered)
+    return await split_topics(
+        PRODUCE,
+        check,
+        lambda name: check.topic(Operation.WRITE, name),
+        TOPIC_DENIED,
+        ctx,
+        request,
+        topics,
+        call,
+        unanswered,
+    )
 
 
-async def fetch(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def fetch(check: Check, ctx: RequestContext, request: TopicsRequest, call: Call) -> Response:
     shape = FETCH_BY_ID if ctx.api_version >= 13 else FETCH_BY_NAME
     return await topics_rule(shape, Operation.READ)(check, ctx, request, call)
 
 
-async def init_producer_id(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
-    txn = getattr(request, "transactional_id", None)
+async def init_producer_id(check: Check, ctx: RequestContext, request: object, call: Call) -> Response:
+    txn = read_message(InitProducerIdRequest, request).transactional_id
     if txn is not None:
         if not check.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn):
             return {"throttle_time": 0, "error_code": TXN_DENIED, "producer_id": -1, "producer_epoch": -1}
@@ -107,29 +196,30 @@ async def init_producer_id(check: Check, ctx: RequestContext, request: Any, call
 # --- metadata ------------------------------------------------------------------------------------
 
 
-async def metadata(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def metadata(check: Check, ctx: RequestContext, request: MetadataRequest, call: Call) -> Response:
     """DESCRIBE per topic: a listing of all topics leaves out the hidden ones, a named topic the
     principal may not see is answered TOPIC_AUTHORIZATION_FAILED, and auto-creation needs CREATE."""
+    version = ctx.api_version
     requested = request.topics
     refused: list[dict[str, Any]] = []
     if requested is not None:
         passed = []
         for wanted in requested:
-            name = wanted.name
-            if name is None and getattr(wanted, "topic_id", None) is not None:
-                topic = check.broker.topics.by_id(wanted.topic_id)
+            name, topic_id = wanted.name, topic_id_of(wanted, version)
+            if name is None and topic_id is not None:
+                topic = check.broker.topics.by_id(topic_id)
                 name = topic.name if topic is not None else None
             if name is None:
                 passed.append(wanted)
                 continue
             exists = check.broker.topics.get(name) is not None
-            creates = not exists and request.allow_auto_topic_creation
+            creates = not exists and allows_auto_creation(request, version)
             if not check.topic(Operation.DESCRIBE, name) or (creates and not _may_create(check, name)):
-                refused.append(_metadata_error(name, wanted, TOPIC_DENIED))
+                refused.append(_metadata_error(name, topic_id, TOPIC_DENIED))
             else:
                 passed.append(wanted)
         # An empty list means "no topics" (not "all"): the handler still answers brokers and cluster.
-        request = dataclasses.replace(request, topics=tuple(passed))
+        request = narrowed(request, topics=tuple(passed))
     response = await call(request)
     if not isinstance(response, dict):
         return response
@@ -138,12 +228,12 @@ async def metadata(check: Check, ctx: RequestContext, request: Any, call: Call) 
         for entry in response.get("topics", [])
         if entry.get("name") is None or check.topic(Operation.DESCRIBE, entry["name"])
     ]
-    if getattr(request, "include_topic_authorized_operations", False):
+    if asks_topic_operations(request, version):
         for entry in topics:
             if entry.get("name") is not None and entry.get("error_code", ErrorCode.none) is ErrorCode.none:
                 entry["topic_authorized_operations"] = check.operations(ResourceType.TOPIC, entry["name"])
     cluster_ops = NOT_REQUESTED
-    if getattr(request, "include_cluster_authorized_operations", False):
+    if asks_cluster_operations(request, version):
         cluster_ops = check.operations(ResourceType.CLUSTER, CLUSTER_NAME)
     return {**response, "topics": [*topics, *refused], "cluster_authorized_operations": cluster_ops}
 
@@ -152,20 +242,22 @@ def _may_create(check: Check, name: str) -> bool:
     return check.cluster(Operation.CREATE) or check.topic(Operation.CREATE, name)
 
 
-def _metadata_error(name: str, wanted: Any, code: ErrorCode) -> dict[str, Any]:
+def _metadata_error(name: str, topic_id: uuid.UUID | None, code: ErrorCode) -> dict[str, Any]:
     return {
         "error_code": code,
         "name": name,
-        "topic_id": getattr(wanted, "topic_id", None),
+        "topic_id": topic_id,
         "is_internal": False,
         "partitions": [],
         "topic_authorized_operations": NOT_REQUESTED,
     }
 
 
-async def describe_cluster(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def describe_cluster(
+    check: Check, ctx: RequestContext, request: DescribeClusterRequest, call: Call
+) -> Response:
     response = await call(request)
-    if isinstance(response, dict) and getattr(request, "include_cluster_authorized_operations", False):
+    if isinstance(response, dict) and request.include_cluster_authorized_operations:
         return {
             **response,
             "cluster_authorized_operations": check.operations(ResourceType.CLUSTER, CLUSTER_NAME),
@@ -173,7 +265,9 @@ async def describe_cluster(check: Check, ctx: RequestContext, request: Any, call
     return response
 
 
-async def describe_topic_partitions(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def describe_topic_partitions(
+    check: Check, ctx: RequestContext, request: DescribeTopicPartitionsRequest, call: Call
+) -> Response:
     passed = [t for t in request.topics if check.topic(Operation.DESCRIBE, t.name)]
     refused = [
         {
@@ -187,7 +281,7 @@ async def describe_topic_partitions(check: Check, ctx: RequestContext, request: 
     ]
     if refused and not passed and request.topics:
         return {"throttle_time": 0, "topics": refused, "next_cursor": None}
-    response = await call(dataclasses.replace(request, topics=tuple(passed)) if refused else request)
+    response = await call(narrowed(request, topics=tuple(passed)) if refused else request)
     if not isinstance(response, dict):
         return response
     topics = [e for e in response.get("topics", []) if check.topic(Operation.DESCRIBE, e["name"])]
@@ -200,7 +294,9 @@ async def describe_topic_partitions(check: Check, ctx: RequestContext, request: 
 # --- topic administration ------------------------------------------------------------------------
 
 
-async def create_topics(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def create_topics(
+    check: Check, ctx: RequestContext, request: CreateTopicsRequest, call: Call
+) -> Response:
     may = check.cluster(Operation.CREATE)
     passed = [t for t in request.topics if may or check.topic(Operation.CREATE, t.name)]
     refused = [
@@ -212,15 +308,16 @@ async def create_topics(check: Check, ctx: RequestContext, request: Any, call: C
     return await _split_list(request, "topics", passed, refused, "topics", call)
 
 
-async def delete_topics(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
-    entries = getattr(request, "topics", None)
-    if entries is None:  # v0-5 send names only
-        names = list(request.topic_names)
+async def delete_topics(
+    check: Check, ctx: RequestContext, request: DeleteTopicNamesRequest | DeleteTopicStatesRequest, call: Call
+) -> Response:
+    if ctx.api_version < TOPIC_STATES_SINCE:  # v1-5 send names only
+        names = list(cast(DeleteTopicNamesRequest, request).topic_names)
         passed_names = [n for n in names if check.topic(Operation.DELETE, n)]
         refused = [{"name": n, "error_code": TOPIC_DENIED} for n in names if n not in passed_names]
         return await _split_list(request, "topic_names", passed_names, refused, "responses", call)
     passed, refused = [], []
-    for entry in entries:
+    for entry in cast(DeleteTopicStatesRequest, request).topics:
         name = entry.name
         if name is None and entry.topic_id is not None:
             found = check.broker.topics.by_id(entry.topic_id)
@@ -232,7 +329,9 @@ async def delete_topics(check: Check, ctx: RequestContext, request: Any, call: C
     return await _split_list(request, "topics", passed, refused, "responses", call)
 
 
-async def create_partitions(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def create_partitions(
+    check: Check, ctx: RequestContext, request: CreatePartitionsRequest, call: Call
+) -> Response:
     passed = [t for t in request.topics if check.topic(Operation.ALTER, t.name)]
     refused = [
         {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None}
@@ -243,9 +342,9 @@ async def create_partitions(check: Check, ctx: RequestContext, request: Any, cal
 
 
 async def _split_list(
-    request: Any,
+    request: object,
     request_key: str,
-    passed: list[Any],
+    passed: Sequence[object],
     refused: list[dict[str, Any]],
     response_key: str,
     call: Call,
@@ -254,7 +353,7 @@ async def _split_list(
         return await call(request)
     if not passed:
         return {"throttle_time": 0, response_key: refused}
-    response = await call(dataclasses.replace(request, **{request_key: tuple(passed)}))
+    response = await call(narrowed(request, **{request_key: tuple(passed)}))
     if isinstance(response, dict):
         return {**response, response_key: [*response.get(response_key, []), *refused]}
     return response
@@ -269,7 +368,7 @@ def configs_rule(operation: Operation, response_key: str) -> Rule:
     """DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: a topic needs the operation on
     the topic, a broker (or its loggers) on the cluster, a group on the group."""
 
-    def allowed(check: Check, resource: Any) -> tuple[bool, ErrorCode]:
+    def allowed(check: Check, resource: ConfigResource) -> tuple[bool, ErrorCode]:
         kind = int(resource.resource_type)
         if kind == _TOPIC_RESOURCE:
             return check.topic(operation, resource.resource_name), TOPIC_DENIED
@@ -277,8 +376,11 @@ def configs_rule(operation: Operation, response_key: str) -> Rule:
             return check.group(operation, resource.resource_name), GROUP_DENIED
         return check.cluster(operation), CLUSTER_DENIED
 
-    async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
-        passed, refused = [], []
+    async def rule(
+        check: Check, ctx: RequestContext, request: ConfigResourcesRequest, call: Call
+    ) -> Response:
+        passed: list[ConfigResource] = []
+        refused: list[dict[str, Any]] = []
         for resource in request.resources:
             ok, code = allowed(check, resource)
             if ok:
@@ -302,7 +404,7 @@ def configs_rule(operation: Operation, response_key: str) -> Rule:
 def group_rule(operation: Operation, **refusal: Any) -> Rule:
     """APIs about one group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup): all or nothing."""
 
-    async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    async def rule(check: Check, ctx: RequestContext, request: GroupRequest, call: Call) -> Response:
         if check.group(operation, request.group_id):
             return await call(request)
         return {"throttle_time": 0, "error_code": GROUP_DENIED, **refusal}
@@ -310,29 +412,35 @@ def group_rule(operation: Operation, **refusal: Any) -> Rule:
     return rule
 
 
-async def offset_commit(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def offset_commit(
+    check: Check, ctx: RequestContext, request: GroupTopicsRequest, call: Call
+) -> Response:
     if not check.group(Operation.READ, request.group_id):
         return await answer_split(OFFSET_COMMIT, GROUP_DENIED, ctx, request, call, [], list(request.topics))
     return await topics_rule(OFFSET_COMMIT, Operation.READ)(check, ctx, request, call)
 
 
-async def offset_delete(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def offset_delete(
+    check: Check, ctx: RequestContext, request: OffsetDeleteRequest, call: Call
+) -> Response:
     if not check.group(Operation.DELETE, request.group_id):
         return {"throttle_time": 0, "error_code": GROUP_DENIED, "topics": []}
     return await topics_rule(OFFSET_DELETE, Operation.READ)(check, ctx, request, call)
 
 
-async def offset_fetch(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def offset_fetch(
+    check: Check, ctx: RequestContext, request: OneGroupOffsetFetch | GroupsOffsetFetch, call: Call
+) -> Response:
     """DESCRIBE on each group; committed offsets of topics the principal may not DESCRIBE are left
     out of an all-topics answer and refused when named."""
-    groups = getattr(request, "groups", None)
-    if groups is None:  # v0-7: one group
-        if not check.group(Operation.DESCRIBE, request.group_id):
+    if ctx.api_version < BATCHED_FETCH_SINCE:  # v1-7: one group
+        if not check.group(Operation.DESCRIBE, cast(OneGroupOffsetFetch, request).group_id):
             return {"throttle_time": 0, "error_code": GROUP_DENIED, "topics": []}
         response = await call(request)
         if isinstance(response, dict):
             response = {**response, "topics": _visible_offsets(check, response.get("topics", []))}
         return response
+    groups = cast(GroupsOffsetFetch, request).groups
     passed = [g for g in groups if check.group(Operation.DESCRIBE, g.group_id)]
     refused = [
         {"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in groups if g not in passed
@@ -358,23 +466,26 @@ def _visible_offsets(check: Check, topics: list[dict[str, Any]]) -> list[dict[st
     return visible
 
 
-async def describe_groups(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
-    passed = [g for g in request.groups if check.group(Operation.DESCRIBE, g)]
+async def describe_groups(check: Check, ctx: RequestContext, request: object, call: Call) -> Response:
+    asked = read_message(DescribeGroupsRequest, request)
+    passed = [g for g in asked.groups if check.group(Operation.DESCRIBE, g)]
     refused = [
         {"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "protocol_type": "",
          "protocol_data": "", "members": [], "authorized_operations": NOT_REQUESTED}
-        for g in request.groups
+        for g in asked.groups
         if g not in passed
     ]  # fmt: skip
     response = await _split_list(request, "groups", passed, refused, "groups", call)
-    if isinstance(response, dict) and getattr(request, "include_authorized_operations", False):
+    if isinstance(response, dict) and asked.include_authorized_operations:
         for entry in response.get("groups", []):
             if entry.get("error_code") is not GROUP_DENIED:
                 entry["authorized_operations"] = check.operations(ResourceType.GROUP, entry["group_id"])
     return response
 
 
-async def consumer_group_describe(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def consumer_group_describe(
+    check: Check, ctx: RequestContext, request: GroupsDescription, call: Call
+) -> Response:
     """ConsumerGroupDescribe (KIP-848): DESCRIBE on each group, as DescribeGroups."""
     passed = [g for g in request.group_ids if check.group(Operation.DESCRIBE, g)]
     refused = [
@@ -386,7 +497,7 @@ async def consumer_group_describe(check: Check, ctx: RequestContext, request: An
     return await _split_list(request, "group_ids", passed, refused, "groups", call)
 
 
-async def list_groups(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def list_groups(check: Check, ctx: RequestContext, request: object, call: Call) -> Response:
     response = await call(request)
     if isinstance(response, dict) and not check.cluster(Operation.DESCRIBE):
         groups = [g for g in response.get("groups", []) if check.group(Operation.DESCRIBE, g["group_id"])]
@@ -394,19 +505,22 @@ async def list_groups(check: Check, ctx: RequestContext, request: Any, call: Cal
     return response
 
 
-async def delete_groups(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def delete_groups(
+    check: Check, ctx: RequestContext, request: DeleteGroupsRequest, call: Call
+) -> Response:
     passed = [g for g in request.groups_names if check.group(Operation.DELETE, g)]
     refused = [{"group_id": g, "error_code": GROUP_DENIED} for g in request.groups_names if g not in passed]
     return await _split_list(request, "groups_names", passed, refused, "results", call)
 
 
-async def find_coordinator(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def find_coordinator(check: Check, ctx: RequestContext, request: object, call: Call) -> Response:
     """DESCRIBE on the group, or on the transactional id for key type 1."""
-    kind = ResourceType.TRANSACTIONAL_ID if int(getattr(request, "key_type", 0)) == 1 else ResourceType.GROUP
+    asked = read_message(FindCoordinatorRequest, request)
+    kind = ResourceType.TRANSACTIONAL_ID if asked.key_type == TRANSACTION_KEY else ResourceType.GROUP
     code = TXN_DENIED if kind is ResourceType.TRANSACTIONAL_ID else GROUP_DENIED
-    keys = getattr(request, "coordinator_keys", None)
-    if keys is None:  # v0-3: one key
-        if check.allowed(Operation.DESCRIBE, kind, request.key):
+    keys = asked.coordinator_keys
+    if ctx.api_version < COORDINATOR_KEYS_SINCE:  # v0-3: one key
+        if check.allowed(Operation.DESCRIBE, kind, asked.key):
             return await call(request)
         return {"throttle_time": 0, "error_code": code, "node_id": -1, "host": "", "port": -1}
     passed = [k for k in keys if check.allowed(Operation.DESCRIBE, kind, k)]
@@ -424,7 +538,7 @@ async def find_coordinator(check: Check, ctx: RequestContext, request: Any, call
 def transaction_rule(**refusal: Any) -> Rule:
     """AddOffsetsToTxn, EndTxn: WRITE on the transactional id."""
 
-    async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    async def rule(check: Check, ctx: RequestContext, request: ProducerRequest, call: Call) -> Response:
         if check.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
             return await call(request)
         return {"throttle_time": 0, "error_code": TXN_DENIED, **refusal}
@@ -448,7 +562,9 @@ def _partition_results(
     ]
 
 
-async def add_partitions_to_txn(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def add_partitions_to_txn(
+    check: Check, ctx: RequestContext, request: AddPartitionsToTxnRequest, call: Call
+) -> Response:
     """As Kafka: without WRITE on the transactional id every partition is refused with
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; else a topic without WRITE gets TOPIC_AUTHORIZATION_FAILED,
     an unknown one UNKNOWN_TOPIC_OR_PARTITION, and then nothing is added: the rest are answered
@@ -478,7 +594,9 @@ async def add_partitions_to_txn(check: Check, ctx: RequestContext, request: Any,
     }
 
 
-async def txn_offset_commit(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def txn_offset_commit(
+    check: Check, ctx: RequestContext, request: TxnOffsetCommitScope, call: Call
+) -> Response:
     """WRITE on the transactional id, then READ on the group (all partitions refused with the
     one's error), then READ per topic: refused topics are answered TOPIC_AUTHORIZATION_FAILED and
     the others committed, as Kafka does."""
@@ -497,7 +615,9 @@ async def txn_offset_commit(check: Check, ctx: RequestContext, request: Any, cal
     return await _split_list(request, "topics", passed, refused, "topics", call)
 
 
-async def describe_transactions(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def describe_transactions(
+    check: Check, ctx: RequestContext, request: DescribeTransactionsRequest, call: Call
+) -> Response:
     """DESCRIBE per transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for it); the
     partitions of a described transaction only in topics the principal may DESCRIBE."""
     ids = list(request.transactional_ids)
@@ -517,7 +637,7 @@ async def describe_transactions(check: Check, ctx: RequestContext, request: Any,
     return response
 
 
-async def list_transactions(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def list_transactions(check: Check, ctx: RequestContext, request: object, call: Call) -> Response:
     """Only the transactional ids the principal may DESCRIBE are listed (Kafka checks no more)."""
     response = await call(request)
     if isinstance(response, dict):
@@ -533,7 +653,9 @@ async def list_transactions(check: Check, ctx: RequestContext, request: Any, cal
 # --- everything on the cluster -------------------------------------------------------------------
 
 
-async def write_txn_markers(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def write_txn_markers(
+    check: Check, ctx: RequestContext, request: WriteTxnMarkersRequest, call: Call
+) -> Response:
     """WriteTxnMarkers is for brokers (CLUSTER_ACTION, as in Kafka); refused, every partition of
     every marker says CLUSTER_AUTHORIZATION_FAILED (the response has no top-level error)."""
     if check.cluster(Operation.CLUSTER_ACTION):
@@ -541,19 +663,22 @@ async def write_txn_markers(check: Check, ctx: RequestContext, request: Any, cal
     return write_txn_markers_answer(request, itertools.repeat(CLUSTER_DENIED))
 
 
-def _per_entry(key: str, source: str, code: ErrorCode = CLUSTER_DENIED, **extra: Any) -> Any:
-    def errors(request: Any) -> dict[str, Any]:
-        return {
-            key: [
-                {"error_code": code, "error_message": "Authorization failed.", **extra}
-                for _ in getattr(request, source)
-            ]
-        }
-
-    return errors
+def _refused_entries(entries: Sequence[object], **extra: Any) -> list[dict[str, Any]]:
+    """One CLUSTER_AUTHORIZATION_FAILED answer per entry, for APIs without a top-level error."""
+    return [
+        {"error_code": CLUSTER_DENIED, "error_message": "Authorization failed.", **extra} for _ in entries
+    ]
 
 
-def _scram_errors(request: Any) -> dict[str, Any]:
+def _acl_creation_errors(request: CreateAclsRequest) -> dict[str, Any]:
+    return {"results": _refused_entries(request.creations)}
+
+
+def _acl_deletion_errors(request: DeleteAclsRequest) -> dict[str, Any]:
+    return {"filter_results": _refused_entries(request.filters, matching_acls=[])}
+
+
+def _scram_errors(request: AlterUserScramCredentialsRequest) -> dict[str, Any]:
     users = dict.fromkeys([*(d.name for d in request.deletions), *(u.name for u in request.upsertions)])
     return {"results": [{"user": u, "error_code": CLUSTER_DENIED, "error_message": None} for u in users]}
 
@@ -584,8 +709,8 @@ RULES: dict[int, Rule] = {
     27: write_txn_markers,
     28: txn_offset_commit,
     29: cluster_rule(Operation.DESCRIBE),
-    30: cluster_rule(Operation.ALTER, _per_entry("results", "creations")),
-    31: cluster_rule(Operation.ALTER, _per_entry("filter_results", "filters", matching_acls=[])),
+    30: cluster_rule(Operation.ALTER, _acl_creation_errors),
+    31: cluster_rule(Operation.ALTER, _acl_deletion_errors),
     32: configs_rule(Operation.DESCRIBE_CONFIGS, "results"),
     33: configs_rule(Operation.ALTER_CONFIGS, "responses"),
     35: cluster_rule(Operation.DESCRIBE, lambda request: {"error_code": CLUSTER_DENIED, "results": []}),

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
-from typing import Any
+from typing import Any, cast
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol import WireResponse
+from tabletopic.broker.protocol.messages.produce import ProduceRequest
 from tabletopic.broker.security.guard import Handler, Response
-from tabletopic.broker.security.quota_handlers import QuotaService
+from tabletopic.broker.security.quota_service import QuotaService
 from tabletopic.broker.security.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 PRODUCE, FETCH, METADATA = 0, 1, 3
@@ -33,7 +34,7 @@ def user_of(principal: str) -> str:
     return name if sep and kind == "User" else principal
 
 
-def produce_bytes(request: Any) -> int:
+def produce_bytes(request: ProduceRequest) -> int:
     return sum(
         len(partition.records or b"") for topic in request.topic_data for partition in topic.partition_data
     )
@@ -78,7 +79,7 @@ class QuotaGuard:
     def wrap(self, api_key: int, handler: Handler) -> Handler:
         tracker = self._tracker
 
-        async def quota_checked(target: Any, ctx: RequestContext, request: Any) -> Response:
+        async def quota_checked(target: Any, ctx: RequestContext, request: object) -> Response:
             if not tracker.quotas and not self._muted_until:
                 return await handler(target, ctx, request)
             await self._wait_if_muted(ctx.connection_id)
@@ -93,7 +94,10 @@ class QuotaGuard:
             throttle = tracker.record(user, client, REQUEST_PERCENTAGE, (time.perf_counter() - started) * 100)
             if api_key == PRODUCE:
                 throttle = max(
-                    throttle, tracker.record(user, client, PRODUCER_BYTE_RATE, produce_bytes(request))
+                    throttle,
+                    tracker.record(
+                        user, client, PRODUCER_BYTE_RATE, produce_bytes(cast(ProduceRequest, request))
+                    ),
                 )
             elif api_key == FETCH:
                 throttle = max(

@@ -2,8 +2,9 @@
 user and/or client id, with Kafka's precedence of the most specific matching entity, measured over
 ``quota.window.num`` samples of ``quota.window.size.seconds`` and enforced with throttle_time_ms.
 
-Pure parts (entities, precedence, rates, throttle arithmetic) are here; the handlers that manage
-quotas are in ``quota_handlers``, the enforcement around Produce/Fetch in ``quota_guard``.
+Pure parts (entities, precedence, rates, throttle arithmetic) are here; the node's quotas in
+``quota_service``, the handlers that manage them in ``broker/handlers/client_quotas.py``, the
+enforcement around Produce/Fetch in ``quota_guard``.
 """
 
 from __future__ import annotations

@@ -7,21 +7,34 @@ answered per partition with TOPIC_AUTHORIZATION_FAILED while the rest of the req
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.share_groups import (
+    DescribeShareGroupOffsetsRequest,
+    ShareGroupHeartbeatRequest,
+    ShareSessionRequest,
+)
 from tabletopic.broker.security.acl import Operation
-from tabletopic.broker.security.guard import Call, Check, Response, Rule
+from tabletopic.broker.security.guard import Call, Check, Response, Rule, narrowed
 
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
 GROUP_DENIED = ErrorCode.group_authorization_failed
 _NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 
 
-async def share_group_heartbeat(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+class ShareGroupOffsetsChange(Protocol):
+    """What the rule of AlterShareGroupOffsets and DeleteShareGroupOffsets reads: the group."""
+
+    @property
+    def group_id(self) -> str: ...
+
+
+async def share_group_heartbeat(
+    check: Check, ctx: RequestContext, request: ShareGroupHeartbeatRequest, call: Call
+) -> Response:
     refusal = {"throttle_time": 0, "member_epoch": -1, "heartbeat_interval": 0}
     if not check.group(Operation.READ, request.group_id):
         return {**refusal, "error_code": GROUP_DENIED}
@@ -35,7 +48,9 @@ async def share_group_heartbeat(check: Check, ctx: RequestContext, request: Any,
     return await call(request)
 
 
-async def share_records(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+async def share_records(
+    check: Check, ctx: RequestContext, request: ShareSessionRequest, call: Call
+) -> Response:
     """ShareFetch and ShareAcknowledge: the group, then each topic (by id)."""
     if not check.group(Operation.READ, request.group_id or ""):
         return {"throttle_time": 0, "error_code": GROUP_DENIED, "responses": [], "node_endpoints": []}
@@ -54,14 +69,14 @@ async def share_records(check: Check, ctx: RequestContext, request: Any, call: C
                 for p in topic.partitions
             ]
             refused.append({"topic_id": topic.topic_id, "partitions": partitions})
-    response = await call(dataclasses.replace(request, topics=tuple(passed)) if refused else request)
+    response = await call(narrowed(request, topics=tuple(passed)) if refused else request)
     if refused and isinstance(response, dict):
         response = {**response, "responses": [*response.get("responses", []), *refused]}
     return response
 
 
 async def describe_share_group_offsets(
-    check: Check, ctx: RequestContext, request: Any, call: Call
+    check: Check, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest, call: Call
 ) -> Response:
     passed = tuple(g for g in request.groups if check.group(Operation.DESCRIBE, g.group_id))
     refused = [
@@ -71,7 +86,7 @@ async def describe_share_group_offsets(
     ]
     if not passed:
         return {"throttle_time": 0, "groups": refused}
-    response = await call(dataclasses.replace(request, groups=passed))
+    response = await call(narrowed(request, groups=passed))
     if not isinstance(response, dict):
         return response
     return {**response, "groups": [*response.get("groups", []), *refused]}
@@ -80,7 +95,9 @@ async def describe_share_group_offsets(
 def share_offsets_change(operation: Operation) -> Rule:
     """AlterShareGroupOffsets (READ) and DeleteShareGroupOffsets (DELETE): all or nothing."""
 
-    async def rule(check: Check, ctx: RequestContext, request: Any, call: Call) -> Response:
+    async def rule(
+        check: Check, ctx: RequestContext, request: ShareGroupOffsetsChange, call: Call
+    ) -> Response:
         if check.group(operation, request.group_id):
             return await call(request)
         return {"throttle_time": 0, "error_code": GROUP_DENIED, "responses": []}

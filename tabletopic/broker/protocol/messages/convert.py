@@ -15,6 +15,7 @@ calls cost what hand-written code would.
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -33,10 +34,25 @@ def read_message(cls: type[T], message: Any) -> T:
     return result
 
 
-def _fields(cls: type) -> list[tuple[dataclasses.Field[Any], type | None]]:
-    """Each field with the entity type of its elements when it is a tuple of entities."""
+def _fields(cls: type) -> list[tuple[dataclasses.Field[Any], type | None, bool]]:
+    """Each field with the entity type of its elements when it is a tuple of entities, and whether
+    that tuple is nullable (``tuple[X, ...] | None``)."""
     hints = typing.get_type_hints(cls)
-    return [(field, _entity_of(hints[field.name])) for field in dataclasses.fields(cls)]
+    fields = []
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        nullable = _without_none(hint)
+        fields.append((field, _entity_of(nullable or hint), nullable is not None))
+    return fields
+
+
+def _without_none(hint: Any) -> Any:
+    """``X`` for ``X | None``, else None."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(args) == 1 and len(typing.get_args(hint)) == 2:
+            return args[0]
+    return None
 
 
 def _entity_of(hint: Any) -> type | None:
@@ -51,7 +67,7 @@ def _entity_of(hint: Any) -> type | None:
 def _compile_reader(cls: type) -> Callable[[Any], Any]:
     scope: dict[str, Any] = {"cls": cls, "read": read_message}
     arguments = []
-    for number, (field, entity) in enumerate(_fields(cls)):
+    for number, (field, entity, nullable) in enumerate(_fields(cls)):
         if field.default is not dataclasses.MISSING:
             scope[f"default{number}"] = field.default
             value = f"getattr(message, {field.name!r}, default{number})"
@@ -62,7 +78,11 @@ def _compile_reader(cls: type) -> Callable[[Any], Any]:
             value = f"message.{field.name}"
         if entity is not None:
             scope[f"entity{number}"] = entity
-            value = f"tuple([read(entity{number}, item) for item in {value}])"
+            if nullable:  # a null list stays null
+                read = f"tuple([read(entity{number}, item) for item in value{number}])"
+                value = f"(None if (value{number} := {value}) is None else {read})"
+            else:
+                value = f"tuple([read(entity{number}, item) for item in {value}])"
         arguments.append(f"{field.name}={value}")
     return _define(f"def reader(message):\n    return cls({', '.join(arguments)})\n", scope, "reader")
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 GROUP_KEY = 0  # key_type of a consumer group, the only kind before v1
 TRANSACTION_KEY = 1
+COORDINATOR_KEYS_SINCE = 4  # v4 on asks for a batch of keys
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Protocol, cast
 SERVED_VERSIONS = range(0, 14)  # protocol/versions.py: kio's minimum to MAX_VERSIONS[3]
 AUTO_CREATION_SINCE = 4  # before v4 a client cannot refuse auto-creation: the broker's setting rules
 TOPIC_ID_SINCE = 10  # KIP-516: a topic asked for by id
+AUTHORIZED_OPERATIONS_SINCE = 8  # KIP-430: the client may ask for its authorized operations
+CLUSTER_OPERATIONS_BEFORE = 11  # KIP-700: from v11 DescribeCluster answers the cluster's
 
 
 class MetadataRequestTopic(Protocol):
@@ -43,6 +45,34 @@ class AutoCreatingMetadataRequest(MetadataRequest, Protocol):
 
     @property
     def allow_auto_topic_creation(self) -> bool: ...
+
+
+class TopicOperationsMetadataRequest(MetadataRequest, Protocol):
+    """A Metadata request of v8 on, which may ask for each topic's authorized operations."""
+
+    @property
+    def include_topic_authorized_operations(self) -> bool: ...
+
+
+class ClusterOperationsMetadataRequest(MetadataRequest, Protocol):
+    """A Metadata request of v8 to v10, which may ask for the cluster's authorized operations."""
+
+    @property
+    def include_cluster_authorized_operations(self) -> bool: ...
+
+
+def asks_topic_operations(request: MetadataRequest, version: int) -> bool:
+    """Whether the client asks for each topic's authorized operations (it cannot before v8)."""
+    if version < AUTHORIZED_OPERATIONS_SINCE:
+        return False
+    return cast(TopicOperationsMetadataRequest, request).include_topic_authorized_operations
+
+
+def asks_cluster_operations(request: MetadataRequest, version: int) -> bool:
+    """Whether the client asks for the cluster's authorized operations (v8 to v10 only)."""
+    if not AUTHORIZED_OPERATIONS_SINCE <= version < CLUSTER_OPERATIONS_BEFORE:
+        return False
+    return cast(ClusterOperationsMetadataRequest, request).include_cluster_authorized_operations
 
 
 def allows_auto_creation(request: MetadataRequest, version: int) -> bool:
@@ -87,6 +117,16 @@ if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy o
     def _from_v4_the_client_rules_auto_creation(
         request: V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11 | V12 | V13,
     ) -> AutoCreatingMetadataRequest:
+        return request
+
+    def _from_v8_the_topics_operations_may_be_asked_for(
+        request: V8 | V9 | V10 | V11 | V12 | V13,
+    ) -> TopicOperationsMetadataRequest:
+        return request
+
+    def _from_v8_to_v10_the_clusters_operations_may_be_asked_for(
+        request: V8 | V9 | V10,
+    ) -> ClusterOperationsMetadataRequest:
         return request
 
     def _from_v10_a_topic_may_be_named_by_id(topic: T10 | T11 | T12 | T13) -> MetadataRequestTopicById:

@@ -21,6 +21,7 @@ SERVED_VERSIONS: dict[int, range] = {
     24: range(0, 4),  # AddPartitionsToTxn
     25: range(0, 5),  # AddOffsetsToTxn
     26: range(0, 5),  # EndTxn
+    28: range(0, 5),  # TxnOffsetCommit (what the ACL rule reads)
     65: range(0, 1),  # DescribeTransactions
     66: range(0, 2),  # ListTransactions
 }
@@ -99,6 +100,33 @@ class TxnOffsetCommitRequest:
     topics: tuple[TxnOffsetCommitTopic, ...]
 
 
+class TxnOffsetCommitPartitionIndex(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+class TxnOffsetCommitTopicPartitions(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partitions(self) -> Sequence[TxnOffsetCommitPartitionIndex]: ...
+
+
+class TxnOffsetCommitScope(Protocol):
+    """What the ACL rule reads of kio's TxnOffsetCommit (every served version): the transaction,
+    the group and the topics, which it narrows to those the principal may read."""
+
+    @property
+    def transactional_id(self) -> str: ...
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def topics(self) -> Sequence[TxnOffsetCommitTopicPartitions]: ...
+
+
 class AddOffsetsToTxnResponse(TypedDict):
     throttle_time: int
     error_code: ErrorCode
@@ -145,6 +173,11 @@ if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy o
     from kio.schema.end_txn.v4.request import EndTxnRequest as EndTxn4
     from kio.schema.list_transactions.v0.request import ListTransactionsRequest as List0
     from kio.schema.list_transactions.v1.request import ListTransactionsRequest as List1
+    from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequest as TxnOffsetCommit0
+    from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequest as TxnOffsetCommit1
+    from kio.schema.txn_offset_commit.v2.request import TxnOffsetCommitRequest as TxnOffsetCommit2
+    from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest as TxnOffsetCommit3
+    from kio.schema.txn_offset_commit.v4.request import TxnOffsetCommitRequest as TxnOffsetCommit4
 
     def _add_partitions(
         request: AddPartitions0 | AddPartitions1 | AddPartitions2 | AddPartitions3,
@@ -163,4 +196,9 @@ if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy o
         return request
 
     def _list(request: List0 | List1) -> ListTransactionsRequest:
+        return request
+
+    def _txn_offset_commit(
+        request: TxnOffsetCommit0 | TxnOffsetCommit1 | TxnOffsetCommit2 | TxnOffsetCommit3 | TxnOffsetCommit4,
+    ) -> TxnOffsetCommitScope:
         return request

@@ -11,6 +11,12 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    DescribeUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
 from tabletopic.broker.security.scram import (
     BY_WIRE_TYPE,
     MAX_ITERATIONS,
@@ -20,7 +26,6 @@ from tabletopic.broker.security.scram import (
 )
 from tabletopic.broker.security.store import CredentialChange, SecurityStore
 
-MAX_VERSIONS = {50: 0, 51: 0}
 TWICE = "A user credential cannot be altered twice in the same request"
 MISSING = "Attempt to delete a user credential that does not exist"
 
@@ -29,7 +34,9 @@ def _result(user: str, code: ErrorCode = ErrorCode.none, message: str | None = N
     return {"user": user, "error_code": code, "error_message": message}
 
 
-async def describe(store: SecurityStore, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def describe(
+    store: SecurityStore, ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> dict[str, Any]:
     users = await asyncio.to_thread(store.users)
     wanted = [u.name for u in request.users] if request.users else sorted(users)
     counts = Counter(wanted)
@@ -50,7 +57,7 @@ async def describe(store: SecurityStore, ctx: RequestContext, request: Any) -> d
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results}
 
 
-def _check_upsertion(entry: Any) -> tuple[ErrorCode, str] | None:
+def _check_upsertion(entry: ScramCredentialUpsertion) -> tuple[ErrorCode, str] | None:
     if entry.mechanism not in BY_WIRE_TYPE:
         return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
     if entry.iterations < MIN_ITERATIONS:
@@ -62,11 +69,16 @@ def _check_upsertion(entry: Any) -> tuple[ErrorCode, str] | None:
     return None
 
 
-async def alter(store: SecurityStore, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def alter(
+    store: SecurityStore, ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> dict[str, Any]:
     """Each user's alterations are applied together or not at all (Kafka's rule): one bad entry
     fails that user, never the others."""
     existing = await asyncio.to_thread(store.users)
-    entries = [(d, None) for d in request.deletions] + [(u, u) for u in request.upsertions]
+    entries: list[tuple[ScramCredentialDeletion, ScramCredentialUpsertion | None]] = [
+        (d, None) for d in request.deletions
+    ]
+    entries += [(u, u) for u in request.upsertions]
     seen = Counter((entry.name, entry.mechanism) for entry, _ in entries)
     errors: dict[str, tuple[ErrorCode, str]] = {}
     changes: dict[str, list[CredentialChange]] = {}
@@ -102,6 +114,3 @@ async def alter(store: SecurityStore, ctx: RequestContext, request: Any) -> dict
         await asyncio.to_thread(store.apply, accepted)
     results = [_result(user, *errors[user]) if user in errors else _result(user) for user in changes]
     return {"throttle_time": 0, "results": results}
-
-
-HANDLERS = {50: describe, 51: alter}

@@ -1,75 +1,41 @@
 """DescribeClientQuotas (48) and AlterClientQuotas (49): quotas per user and/or client id (and the
 ip entity's connection rate, stored only) in the metadata database, with Kafka's matching rules and
-per-entry INVALID_REQUEST answers; plus the node's :class:`QuotaService` they act on."""
+per-entry INVALID_REQUEST answers, over the node's
+:class:`~tabletopic.broker.security.quota_service.QuotaService`."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.security import settings
+from tabletopic.broker.protocol.messages.client_quotas import (
+    AlterClientQuotasRequest,
+    DescribeClientQuotasRequest,
+    QuotaAlteration,
+    QuotaFilterComponent,
+)
+from tabletopic.broker.security.quota_service import QuotaService
 from tabletopic.broker.security.quotas import (
     ENTITY_TYPES,
     QUOTA_KEYS,
     Entity,
     InvalidQuota,
-    QuotaTracker,
-    decode_entity,
     encode_entity,
     make_entity,
 )
-from tabletopic.broker.security.store import SecurityStore
-from tabletopic.config import Config
-from tabletopic.tasks import cancel_and_wait
 
-log = logging.getLogger(__name__)
-
-MAX_VERSIONS = {48: 1, 49: 1}
-REFRESH_SECONDS = 5.0
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
-
-
-class QuotaService:
-    """The quotas of one node: stored in the database, held by a :class:`QuotaTracker` that measures
-    rates; re-read every few seconds so quotas altered through another node apply here too."""
-
-    def __init__(self, config: Config, store: SecurityStore) -> None:
-        self.store = store
-        self.tracker = QuotaTracker(
-            config.get(settings.QUOTA_WINDOW_NUM), config.get(settings.QUOTA_WINDOW_SIZE_SECONDS)
-        )
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        await self.refresh()
-        self._task = asyncio.create_task(self._refresh_loop(), name="quota-refresh")
-
-    async def stop(self) -> None:
-        await cancel_and_wait([self._task])
-        self._task = None
-
-    async def refresh(self) -> None:
-        stored = await asyncio.to_thread(self.store.quotas)
-        self.tracker.replace({decode_entity(entity): values for entity, values in stored.items()})
-
-    async def _refresh_loop(self) -> None:
-        while True:
-            await asyncio.sleep(REFRESH_SECONDS)
-            try:
-                await self.refresh()
-            except Exception:  # keep the quotas in force; the database may be back soon
-                log.warning("could not re-read client quotas; keeping the previous ones", exc_info=True)
 
 
 def _wire_entity(entity: Entity) -> list[dict[str, Any]]:
     return [{"entity_type": t, "entity_name": n} for t, n in entity]
 
 
-def _matches(entity: Entity, components: list[Any], strict: bool) -> bool:
+def _matches(entity: Entity, components: Sequence[QuotaFilterComponent], strict: bool) -> bool:
     names = dict(entity)
     for component in components:
         if component.entity_type not in names:
@@ -82,7 +48,9 @@ def _matches(entity: Entity, components: list[Any], strict: bool) -> bool:
     return not strict or len(names) == len(components)
 
 
-async def describe(quotas: QuotaService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def describe(
+    quotas: QuotaService, ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> dict[str, Any]:
     components = list(request.components)
     types = [c.entity_type for c in components]
     problem = None
@@ -105,7 +73,7 @@ async def describe(quotas: QuotaService, ctx: RequestContext, request: Any) -> d
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": entries}
 
 
-def _changes(entry: Any) -> tuple[Entity, list[tuple[str, float | None]]]:
+def _changes(entry: QuotaAlteration) -> tuple[Entity, list[tuple[str, float | None]]]:
     entity = make_entity((e.entity_type, e.entity_name) for e in entry.entity)
     allowed = set.intersection(*(set(QUOTA_KEYS[t]) for t, _ in entity))
     changes: list[tuple[str, float | None]] = []
@@ -123,7 +91,9 @@ def _changes(entry: Any) -> tuple[Entity, list[tuple[str, float | None]]]:
     return entity, changes
 
 
-async def alter(quotas: QuotaService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def alter(
+    quotas: QuotaService, ctx: RequestContext, request: AlterClientQuotasRequest
+) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     accepted: list[tuple[str, str, float | None]] = []
     for entry in request.entries:
@@ -141,6 +111,3 @@ async def alter(quotas: QuotaService, ctx: RequestContext, request: Any) -> dict
         await asyncio.to_thread(quotas.store.alter_quotas, accepted)
         await quotas.refresh()
     return {"throttle_time": 0, "entries": results}
-
-
-HANDLERS = {48: describe, 49: alter}

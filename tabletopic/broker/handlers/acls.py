@@ -1,6 +1,6 @@
-"""CreateAcls (30), DescribeAcls (29) and DeleteAcls (31) over the node's :class:`AclService`, with
-Kafka's answers: SECURITY_DISABLED without an authorizer, INVALID_REQUEST for a binding or filter
-that can never match."""
+"""CreateAcls (30), DescribeAcls (29) and DeleteAcls (31) over the node's
+:class:`~tabletopic.broker.security.acls.AclService`, with Kafka's answers: SECURITY_DISABLED
+without an authorizer, INVALID_REQUEST for a binding or filter that can never match."""
 
 from __future__ import annotations
 
@@ -9,6 +9,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.messages.acls import (
+    AclCreation,
+    AclsFilter,
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+)
 from tabletopic.broker.security.acl import (
     AclBinding,
     AclFilter,
@@ -20,7 +27,6 @@ from tabletopic.broker.security.acl import (
 )
 from tabletopic.broker.security.acls import AclService
 
-MAX_VERSIONS = {29: 3, 30: 3, 31: 3}
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
@@ -31,11 +37,11 @@ def _enum(kind: Any, value: int) -> Any:
         return kind.UNKNOWN
 
 
-def binding_of(entry: Any) -> AclBinding:
+def binding_of(entry: AclCreation) -> AclBinding:
     return AclBinding(
         _enum(ResourceType, entry.resource_type),
         entry.resource_name,
-        _enum(PatternType, getattr(entry, "resource_pattern_type", PatternType.LITERAL)),
+        _enum(PatternType, entry.resource_pattern_type),
         entry.principal,
         entry.host,
         _enum(Operation, entry.operation),
@@ -43,12 +49,12 @@ def binding_of(entry: Any) -> AclBinding:
     )
 
 
-def filter_of(entry: Any) -> AclFilter:
+def filter_of(entry: AclsFilter) -> AclFilter:
     """Raises InvalidAcl for a filter with an unknown element (Kafka refuses those)."""
     acl_filter = AclFilter(
         _enum(ResourceType, entry.resource_type_filter),
         entry.resource_name_filter,
-        _enum(PatternType, getattr(entry, "pattern_type_filter", PatternType.LITERAL)),
+        _enum(PatternType, entry.pattern_type_filter),
         entry.principal_filter,
         entry.host_filter,
         _enum(Operation, entry.operation),
@@ -74,7 +80,7 @@ def _acl_fields(acl: AclBinding) -> dict[str, Any]:
     }
 
 
-async def create(acls: AclService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def create(acls: AclService, ctx: RequestContext, request: CreateAclsRequest) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     accepted: list[AclBinding] = []
     for entry in request.creations:
@@ -94,7 +100,7 @@ async def create(acls: AclService, ctx: RequestContext, request: Any) -> dict[st
     return {"throttle_time": 0, "results": results}
 
 
-async def describe(acls: AclService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def describe(acls: AclService, ctx: RequestContext, request: DescribeAclsRequest) -> dict[str, Any]:
     if not acls.enabled:
         return {"throttle_time": 0, "error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER}
     try:
@@ -113,7 +119,7 @@ async def describe(acls: AclService, ctx: RequestContext, request: Any) -> dict[
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "resources": resources}
 
 
-async def delete(acls: AclService, ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def delete(acls: AclService, ctx: RequestContext, request: DeleteAclsRequest) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     doomed: list[AclBinding] = []
     current = acls.bindings()
@@ -148,6 +154,3 @@ async def delete(acls: AclService, ctx: RequestContext, request: Any) -> dict[st
     if doomed:
         await acls.remove(list(dict.fromkeys(doomed)))
     return {"throttle_time": 0, "filter_results": results}
-
-
-HANDLERS = {29: describe, 30: create, 31: delete}
