@@ -19,10 +19,18 @@ For each: p50/p99 of the acknowledgement time at a fixed rate (confluent-kafka, 
 acks=all, 1 KiB values, 12 partitions), MB/s flat out (the same producer as fast as it goes), the
 ratios to the single node, and the object PUTs per second per broker during the fixed rate, with
 what that many requests would cost per month at S3 request prices.
+
+The same fixed rate is also sent by aiokafka (idempotent, acks=all, linger 0). librdkafka puts one
+partition in each ProduceRequest (its issue #1700) and an idempotent producer keeps at most five
+requests in flight per connection, so 12 partitions on one broker take turns for five slots: an
+acknowledgement then waits for its partition's turn as well as for the broker, about twice the
+broker's own time when that is ~10 ms (the object WAL). aiokafka, as the Java client, sends every
+ready partition of a broker in one request, which shows what the broker itself answers in.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import statistics
 import tempfile
@@ -34,6 +42,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -67,6 +76,8 @@ class Figures:
     mb_per_s: float
     puts_per_s: list[float]
     phases_ms: dict[str, float]  # mean time per upload in each phase at the fixed rate
+    batching_p50_ms: float = float("nan")  # aiokafka: all of a broker's partitions in one request
+    batching_p99_ms: float = float("nan")
 
 
 @dataclass
@@ -164,6 +175,45 @@ def fixed_rate(
     return latencies, errors[0]
 
 
+async def _batching_fixed_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
+    client = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=0)
+    await client.start()
+    latencies: list[float] = []
+
+    async def acknowledged(delivery: asyncio.Future[object], sent_at: float) -> None:
+        await delivery
+        latencies.append(time.perf_counter() - sent_at)
+
+    try:
+        await (await client.send(topic, b"warm", partition=0))  # connected, with its producer id
+        waits = []
+        started = next_at = time.monotonic()
+        i = 0
+        while time.monotonic() - started < seconds:
+            sent_at = time.perf_counter()
+            delivery = await client.send(topic, VALUE, partition=i % PARTITIONS)
+            waits.append(asyncio.ensure_future(acknowledged(delivery, sent_at)))
+            i += 1
+            next_at += 1 / rate
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        await asyncio.gather(*waits)
+    finally:
+        await client.stop()
+    return latencies
+
+
+def batching_fixed_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[float, float]:
+    """p50 and p99 (ms) of ``rate`` msg/s from aiokafka, which sends all the partitions a broker
+    leads in one request (see the module docstring)."""
+    latencies = sorted(asyncio.run(_batching_fixed_rate(bootstrap, topic, rate, seconds)))
+    if not latencies:
+        return float("nan"), float("nan")
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    return statistics.median(latencies) * 1000, p99 * 1000
+
+
 def flat_out(bootstrap: str, topic: str, seconds: float) -> float:
     """MB/s (10^6 bytes of values) acknowledged to one idempotent producer writing 1 KiB values as
     fast as it can."""
@@ -199,8 +249,11 @@ def measure(kind: str, target: Target, rate: int, seconds: float, linger_ms: flo
     latencies.sort()
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
+    batching = batching_fixed_rate(target.bootstrap, create_topic(target.bootstrap), rate, seconds)
     mb_per_s = flat_out(target.bootstrap, create_topic(target.bootstrap), seconds)
-    return Figures(kind, len(target.metrics_urls), p50 * 1000, p99 * 1000, errors, mb_per_s, puts, phases)
+    return Figures(
+        kind, len(target.metrics_urls), p50 * 1000, p99 * 1000, errors, mb_per_s, puts, phases, *batching
+    )
 
 
 @contextmanager
@@ -296,6 +349,10 @@ def report(results: list[Figures]) -> None:
               f"{monthly_cost(puts, S3_EXPRESS_ONE_ZONE_PUT_PER_1000):>14,.0f}  {r.errors}")  # fmt: skip
     print("ratio: MB/s flat out against the one node on its local WAL; vs s3: against the same node "
           "uploading to SeaweedFS (local-s3), when measured")  # fmt: skip
+    print("the same fixed rate from aiokafka (every partition of a broker in one request, linger 0), "
+          "p50 / p99 ms:")  # fmt: skip
+    for r in results:
+        print(f"  {r.kind:<9}{r.batching_p50_ms:>8.1f}{r.batching_p99_ms:>9.1f}")
     for r in results:
         if r.phases_ms:
             spent = ", ".join(f"{phase} {ms:.1f}" for phase, ms in r.phases_ms.items())
