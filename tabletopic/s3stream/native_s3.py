@@ -16,14 +16,11 @@ second attempt is safe. obstore's own retries are off for the same reason.
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from obstore.store import S3Store
-
-log = logging.getLogger(__name__)
 
 
 class NativeS3:
@@ -68,19 +65,3 @@ class NativeS3:
         import obstore
 
         return bytes(await obstore.get_range_async(self._store, key, start=start, end=end))
-
-
-def native_s3(
-    bucket: str,
-    endpoint: str | None,
-    region: str,
-    access_key: str | None,
-    secret_key: str | None,
-    path_style: bool,
-) -> NativeS3 | None:
-    """A :class:`NativeS3` for the bucket, or None (boto3 alone) when obstore cannot build one."""
-    try:
-        return NativeS3(bucket, endpoint, region, access_key, secret_key, path_style)
-    except Exception as exc:  # not installed, or a configuration obstore reads differently
-        log.warning("S3 requests go through boto3 only: obstore could not open %r: %s", bucket, exc)
-        return None

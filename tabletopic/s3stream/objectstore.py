@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from tabletopic.config import Config, StartupError
 from tabletopic.s3stream import settings as keys
 from tabletopic.s3stream.direct_io import BlockWriter, fsync_directory, open_direct, thread_buffer
-from tabletopic.s3stream.native_s3 import NativeS3, native_s3
+from tabletopic.s3stream.native_s3 import NativeS3
 from tabletopic.s3stream.settings import ObjectStoreKind
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 
@@ -388,9 +388,12 @@ class S3ObjectStore:
 
     def native(self) -> NativeS3 | None:
         """A client of this bucket for the hot requests (see native_s3.py), or None."""
-        return native_s3(
-            self.bucket, self._endpoint, self._region, self._access_key, self._secret_key, self._path_style
-        )
+        try:
+            endpoint, region, path_style = self._endpoint, self._region, self._path_style
+            return NativeS3(self.bucket, endpoint, region, self._access_key, self._secret_key, path_style)
+        except Exception as exc:  # not installed, or a configuration obstore reads differently
+            log.warning("S3 requests go through boto3 only: obstore could not open %r: %s", self.bucket, exc)
+            return None
 
     def check(self) -> None:
         """Fail fast with a clear message when the bucket is missing or the credentials are wrong."""

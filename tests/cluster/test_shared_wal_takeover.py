@@ -93,21 +93,26 @@ def test_every_acknowledged_record_survives_a_kill_in_the_middle_of_a_group_comm
     _check_once(cluster, topic, partitions, acks)
 
 
-def test_a_recoverer_killed_in_the_middle_of_a_takeover_leaves_it_to_another(
-    healthy_cluster: LocalCluster,
-) -> None:
-    cluster = healthy_cluster
-    victim = 3
-    others = [1, 2]
+def _victim_and_its_recoverers(cluster: LocalCluster) -> tuple[int, int, int]:
+    """Broker 3 as the broker to kill, the broker the controller will name to take its WAL over
+    (assign_recoverers' stable choice from its node epoch), and the one it names if that fails."""
+    victim, others = 3, [1, 2]
     engine = database.create_engine(cluster.metadata_url)
     try:
         epoch = ClusterMetadata(engine).snapshot().live[victim]
     finally:
         engine.dispose()
-    # The broker the controller will name (assign_recoverers' stable choice) dies right after
-    # writing its fence; the controller then names the other one.
     first = others[zlib.crc32(f"{victim}/{epoch}".encode()) % len(others)]
-    second = next(n for n in others if n != first)
+    return victim, first, next(n for n in others if n != first)
+
+
+def test_a_recoverer_killed_in_the_middle_of_a_takeover_leaves_it_to_another(
+    healthy_cluster: LocalCluster,
+) -> None:
+    cluster = healthy_cluster
+    # The broker the controller will name dies right after writing its fence; the controller then
+    # names the other one.
+    victim, first, second = _victim_and_its_recoverers(cluster)
     cluster.brokers[first].kill()
     cluster.start(first, env={"TABLETOPIC_CRASH_AT": "wal_takeover.after_fence"})
     wait_until(lambda: len(cluster.metadata(second).brokers) == 3, timeout=30)
@@ -152,15 +157,7 @@ def test_two_recoverers_race_and_every_record_lands_once_when_the_first_wakes_mi
     the partitions move to it. Then the first wakes in the middle of its takeover: it must commit
     nothing over what the second recovered, acknowledge nothing more, and leave the cluster."""
     cluster = healthy_cluster
-    victim = 3
-    others = [1, 2]
-    engine = database.create_engine(cluster.metadata_url)
-    try:
-        epoch = ClusterMetadata(engine).snapshot().live[victim]
-    finally:
-        engine.dispose()
-    first = others[zlib.crc32(f"{victim}/{epoch}".encode()) % len(others)]  # as in the test above
-    second = next(n for n in others if n != first)
+    victim, first, second = _victim_and_its_recoverers(cluster)
     cluster.brokers[first].kill()
     cluster.start(first, env={"TABLETOPIC_PAUSE_AT": "wal_takeover.after_fence"})
     wait_until(lambda: len(cluster.metadata(second).brokers) == 3, timeout=30)
