@@ -163,13 +163,17 @@ class Group:
             thread.join(30)
 
 
-def read_back(bootstrap: str, topic: str, ends: dict[int, int]) -> Counter[tuple[int, int]]:
-    """Every (partition, offset) holding a record, reading each partition up to ``ends``."""
+def read_back(
+    bootstrap: str, topic: str, ends: dict[int, int]
+) -> tuple[Counter[tuple[int, int]], Counter[bytes]]:
+    """Every (partition, offset) holding a record, and every value read, reading each partition up
+    to ``ends``."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False}
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])
     found: Counter[tuple[int, int]] = Counter()
+    values: Counter[bytes] = Counter()
     reached = dict.fromkeys(ends, 0)
     deadline = time.monotonic() + 120
     try:
@@ -177,10 +181,11 @@ def read_back(bootstrap: str, topic: str, ends: dict[int, int]) -> Counter[tuple
             for msg in consumer.consume(1000, 1.0):
                 if msg.error() is None:
                     found[(msg.partition(), msg.offset())] += 1
+                    values[msg.value() or b""] += 1
                     reached[msg.partition()] = max(reached[msg.partition()], msg.offset() + 1)
     finally:
         consumer.close()
-    return found
+    return found, values
 
 
 def apply_fault(
@@ -338,7 +343,8 @@ def report(
     last: float,
 ) -> None:
     main_writer, table_writer = writers
-    values = {main_writer.log.values[pos] for pos in main_writer.log.acked}
+    log = main_writer.log
+    values = {log.values[pos] for pos in log.acked} | {value for _, value in log.unplaced}
     try:
         wait_until(lambda: values <= set(group.seen), timeout=120, interval=0.5)
         wait_until(group.committed_at_end, timeout=60, interval=1)
@@ -346,15 +352,18 @@ def report(
     except TimeoutError:
         caught_up = f"never (missing {len(values - set(group.seen))} of {len(values)})"
     group.stop()
-    found = read_back(cluster.bootstrap, main_writer.topic, main_writer.log.end_offsets())
-    lost = main_writer.log.acked - set(found)
-    duplicated = sum(1 for n in found.values() if n > 1)
+    found, found_values = read_back(cluster.bootstrap, main_writer.topic, log.end_offsets())
+    # Records librdkafka acknowledged without an offset are looked for by value (each is unique).
+    lost = len(log.acked - set(found)) + sum(1 for _, value in log.unplaced if value not in found_values)
+    duplicated = sum(1 for n in found_values.values() if n > 1)
     table = table_verdict(cluster, table_writer)
     hung = [n for n in cluster.running() if not _answers(cluster, n)]
+    unplaced = len(log.unplaced) + len(table_writer.log.unplaced)
     print()
-    print(f"acknowledged {len(main_writer.log.acked) + len(table_writer.log.acked)} records, "
+    print(f"acknowledged {len(main_writer.log.acked) + len(table_writer.log.acked) + unplaced} records, "
           f"producer errors {len(main_writer.log.errors) + len(table_writer.log.errors)}")  # fmt: skip
-    print(f"lost {len(lost)}, duplicated {duplicated}; table: {table}")
+    note = f"; {unplaced} acknowledged without an offset (looked for by value)" if unplaced else ""
+    print(f"lost {lost}, duplicated {duplicated}; table: {table}{note}")
     print(f"consumer group caught up and committed {caught_up} after the last fault (target <= 30 s)")
     print(f"brokers hung: {hung or 'none'}")
     print(f"\n{'fault':<20} {'at s':>7} {'worst partition gap s':>22}")

@@ -827,11 +827,28 @@ class GroupCoordinator:
             GroupFenced: the write was refused; the slot is dropped first (:meth:`_fenced`).
         """
         fence = self._fence(group_id)
+        write = self._enqueue(group_id, lambda: job(fence))
         try:
-            await asyncio.shield(self._enqueue(group_id, lambda: job(fence)))
+            await asyncio.shield(write)
         except GroupFenced:
             self._fenced(group_id, fence)
             raise
+        except asyncio.CancelledError:
+            # The caller left (its connection closed, the broker is stopping); the write goes on,
+            # and its outcome is still this coordinator's to handle.
+            write.add_done_callback(functools.partial(self._left_write_ended, group_id, fence))
+            raise
+
+    def _left_write_ended(self, group_id: str, fence: Fence | None, write: asyncio.Task[None]) -> None:
+        """The end of a write whose caller was cancelled: a refusal drops the slot as if the
+        caller had seen it, any other failure is logged once (nobody else will see it)."""
+        if write.cancelled():
+            return
+        error = write.exception()
+        if isinstance(error, GroupFenced):
+            self._fenced(group_id, fence)
+        elif error is not None:
+            log.warning("a write of group %s whose caller left failed: %s", group_id, error)
 
     def _enqueue(self, group_id: str, job: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         """Queue a database write of ``group_id`` behind the ones queued before it.

@@ -5,6 +5,9 @@ The full cluster behaviour is in tests/cluster/test_group_fencing.py."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,6 +125,41 @@ async def test_a_coordinator_whose_slot_epoch_is_stale_is_refused_and_drops_the_
     assert not coordinator.owns("g") and coordinator.group("g") is None
     assert role.given_up == [(GROUP_SLOTS_TOPIC, slot)]
     assert await coordinator.heartbeat("g", member, None, 1) is ErrorCode.not_coordinator
+
+
+@pytest.mark.postgres
+async def test_a_refused_write_whose_caller_left_still_drops_the_group_and_is_not_left_unretrieved(
+    leading: tuple[GroupCoordinator, StubRole, int],
+    pg_engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    coordinator, role, slot = leading
+    _place_slot(pg_engine, slot, 2, 1, 2)  # the slot moved on; broker 1 does not know yet
+    unretrieved: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    release = threading.Event()
+    commit = GroupStore.commit_offsets
+
+    def slow_commit(self: GroupStore, *args: Any) -> None:
+        release.wait(10)
+        commit(self, *args)
+
+    monkeypatch.setattr(GroupStore, "commit_offsets", slow_commit)
+    caller = asyncio.ensure_future(
+        coordinator.commit_offsets("g", "", None, -1, [OffsetToCommit("orders", 0, 1)])
+    )
+    await asyncio.sleep(0.1)  # the write is under way in its thread (the subject: the caller leaves)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    release.set()
+
+    await wait_until(lambda: role.given_up == [(GROUP_SLOTS_TOPIC, slot)], message="slot given up")
+    gc.collect()
+    await asyncio.sleep(0)
+    assert not coordinator.owns("g")
+    assert not unretrieved, unretrieved
 
 
 @pytest.mark.postgres
