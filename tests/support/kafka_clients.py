@@ -358,3 +358,23 @@ def poll_share(consumer: Any, wanted: int, seconds: float = 60, skip_errors: boo
                 continue
             got.append(message)
     return got
+
+
+def assert_refused(config: Mapping[str, Any], reported: list[str], needle: str = "") -> None:
+    """A confluent-kafka client of ``config`` (whose ``error_cb`` appends to ``reported``) is refused:
+    it reports an error containing ``needle`` (any error when empty) and a metadata request then
+    fails. A refused handshake or login is reported at the first connection, which the client makes
+    when it is created, so this waits for the report rather than for a request to time out."""
+    import pytest
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from tests.support.waiting import wait_until_sync
+
+    admin = AdminClient(dict(config))
+    try:
+        wait_until_sync(lambda: admin.poll(0.1) >= 0 and any(needle in text for text in reported), 15)
+    except TimeoutError as exc:
+        raise AssertionError(f"no error reported containing {needle!r}: {reported}") from exc
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=0.5)
