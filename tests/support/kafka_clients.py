@@ -48,11 +48,12 @@ def read_values(
     partitions: int,
     expected: int,
     settings: Mapping[str, object] | None = None,
-    linger: float = 1.0,
+    linger: float = 0.5,
 ) -> list[bytes]:
     """Every value of ``topic`` from the start, read by a fresh confluent-kafka consumer that
-    commits nothing: until ``expected`` values are in (60 s at most), then ``linger`` seconds more,
-    so a record delivered twice shows up beyond the expected count.
+    commits nothing: until ``expected`` values are in and every partition is read to its end
+    (partition EOF; 60 s at most), then ``linger`` seconds more, so a record stored twice is among
+    them and one delivered twice shows up beyond the expected count.
 
     Args:
         settings: consumer settings on top (``client.rack``, ``isolation.level``...).
@@ -63,21 +64,31 @@ def read_values(
 
     group = f"reader-{uuid.uuid4().hex[:6]}"
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **(settings or {})}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            **(settings or {}),
+        }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[bytes] = []
+    at_end: set[int] = set()
 
     def take(wait: float) -> None:
         for msg in consumer.consume(500, wait):
             if msg.error() is None:
                 values.append(msg.value())
-            elif msg.error().code() != KafkaError._PARTITION_EOF:
+                at_end.discard(msg.partition())
+            elif msg.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition())
+            else:
                 raise AssertionError(msg.error())
 
     deadline = time.monotonic() + 60
     try:
-        while len(values) < expected and time.monotonic() < deadline:
+        while (len(values) < expected or len(at_end) < partitions) and time.monotonic() < deadline:
             take(0.5)
         take(linger)
     finally:
