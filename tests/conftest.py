@@ -9,6 +9,8 @@ subject of their test (a pause that must elapse, a rate, watching that nothing h
 in a comment on the line.
 """
 
+from tests.support.broker_process import BrokerProcess
+
 pytest_plugins = [
     "tests.support.server_fixtures",
     "tests.support.spark_fixtures",
@@ -16,3 +18,8 @@ pytest_plugins = [
     "tests.support.browser_fixtures",
     "tests.support.cluster_fixtures",
 ]
+
+# Every node a test starts forms a new group's first generation at once: Kafka's default waits 3 s
+# (group.initial.rebalance.delay.ms) for more members to arrive, and every group a test forms is
+# new, so each one paid 3 s. No test here is about that wait (the group state tests cover it).
+BrokerProcess.defaults = {"group.initial.rebalance.delay.ms": "0"}

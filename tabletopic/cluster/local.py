@@ -221,7 +221,22 @@ class PostgresServer:
         return self.url_for(name)
 
     def stop(self) -> None:
-        terminate(self.process)
+        """A fast shutdown: SIGINT to the postmaster itself, which disconnects its clients and writes
+        a shutdown checkpoint. Not SIGTERM to the process started: as root that is ``runuser``, which
+        forwards a signal it gets, then sleeps 2 s and SIGKILLs the server whether it is done or not
+        (2 s at every stop); it exits on its own as soon as the server does."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            try:
+                pid = int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
+                os.kill(pid, signal.SIGINT)
+            except (OSError, ValueError, IndexError):
+                process.send_signal(signal.SIGINT)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         self.process = None
         if not self.keep:
             shutil.rmtree(self.directory, ignore_errors=True)

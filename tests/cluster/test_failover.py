@@ -67,7 +67,7 @@ def test_idempotent_producer_loses_and_duplicates_nothing_when_a_leader_is_kille
     new_leaders = placed(cluster, topic, PARTITIONS)
     assert all(node != victim for node, _ in new_leaders.values())
     assert new_leaders[0][1] > leaders[0][1]  # a newer leader epoch
-    values = read_values(cluster.bootstrap, topic, PARTITIONS, len(acked), linger=2.0)
+    values = read_values(cluster.bootstrap, topic, PARTITIONS, len(acked))
     counts = Counter(values)
     duplicates = [v for v, n in counts.items() if n > 1]
     assert not duplicates, duplicates[:5]
@@ -124,13 +124,26 @@ def test_a_paused_broker_whose_lease_was_taken_cannot_acknowledge(healthy_cluste
 
 
 def _read_all_partition(cluster: LocalCluster, topic: str, partition: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"c-{uuid.uuid4().hex[:6]}"})
+    """Every value of the partition up to its end (the partition EOF: nothing more is readable)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": f"c-{uuid.uuid4().hex[:6]}",
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, partition, 0)])
     values: list[bytes] = []
+    deadline = time.monotonic() + 30
     try:
-        for msg in consumer.consume(100, 5.0):
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
             if msg.error() is None:
                 values.append(msg.value())
+            elif msg.error().code() == KafkaError._PARTITION_EOF:
+                return values
+        raise AssertionError(f"the end of {topic}/{partition} not reached in 30 s; read {values}")
     finally:
         consumer.close()
-    return values

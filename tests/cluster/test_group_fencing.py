@@ -24,7 +24,7 @@ from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, find_coordin
 
 pytestmark = CLUSTER_TEST_MARKS
 
-SESSION_MS = 6000  # the brokers' group.min.session.timeout.ms: members a stale timer would expire soonest
+SESSION_MS = 4000  # the brokers' group.min.session.timeout.ms: members a stale timer would expire soonest
 
 
 @contextmanager

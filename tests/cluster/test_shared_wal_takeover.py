@@ -27,14 +27,32 @@ pytestmark = CLUSTER_TEST_MARKS
 
 
 def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}"})
+    """Every value of ``topic``: until ``expected`` are in and every partition is read to its end
+    (partition EOF), so a record stored twice is among them; then half a second more."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:6]}",
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[bytes] = []
+    at_end: set[int] = set()
+
+    def take(wait: float) -> None:
+        for m in consumer.consume(500, wait):
+            if m.error() is None:
+                values.append(m.value() or b"")
+                at_end.discard(m.partition())
+            elif m.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(m.partition())
+
     deadline = time.monotonic() + 60
     try:
-        while len(values) < expected and time.monotonic() < deadline:
-            values += [m.value() or b"" for m in consumer.consume(500, 1.0) if m.error() is None]
-        values += [m.value() or b"" for m in consumer.consume(500, 2.0) if m.error() is None]  # duplicates?
+        while (len(values) < expected or len(at_end) < partitions) and time.monotonic() < deadline:
+            take(0.5)
+        take(0.5)  # duplicates?
     finally:
         consumer.close()
     return values

@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from tabletopic.cluster.local import ServeProcess
 from tests.support.ports import free_port
@@ -22,6 +23,9 @@ class BrokerProcess(ServeProcess):
     sasl_port: int = 0
     registry_port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    # Settings every node gets under its own overrides. Empty here, so the benches measure the
+    # product's defaults; the test suite fills it (tests/conftest.py).
+    defaults: ClassVar[dict[str, str]] = {}
 
     @property
     def registry_url(self) -> str:
@@ -43,6 +47,7 @@ class BrokerProcess(ServeProcess):
             "schema.registry.listener": f"http://127.0.0.1:{self.registry_port}",
             "catalog.listener": f"http://127.0.0.1:{free_port()}",
             "log.level": "INFO",
+            **self.defaults,
             **self.overrides,
         }
 

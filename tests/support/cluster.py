@@ -40,6 +40,11 @@ FAST_CLUSTER = {
     "table.job.runner": "inprocess",
     "table.coordinator.poll.interval.ms": "200",
     "offsets.topic.num.partitions": "6",
+    # A new group's first rebalance starts at once instead of waiting 3 s for more members (every
+    # group a test forms is new), and sessions may be as short as 4 s (the group-fencing test
+    # watches for two of them).
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "4000",
     "transaction.state.log.num.partitions": "3",
     "log.cleaner.backoff.ms": "1000",
     # The controller merges the brokers' small objects often; replaced objects stay readable for

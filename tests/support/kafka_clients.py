@@ -48,11 +48,12 @@ def read_values(
     partitions: int,
     expected: int,
     settings: Mapping[str, object] | None = None,
-    linger: float = 1.0,
+    linger: float = 0.5,
 ) -> list[bytes]:
     """Every value of ``topic`` from the start, read by a fresh confluent-kafka consumer that
-    commits nothing: until ``expected`` values are in (60 s at most), then ``linger`` seconds more,
-    so a record delivered twice shows up beyond the expected count.
+    commits nothing: until ``expected`` values are in and every partition is read to its end
+    (partition EOF; 60 s at most), then ``linger`` seconds more, so a record stored twice is among
+    them and one delivered twice shows up beyond the expected count.
 
     Args:
         settings: consumer settings on top (``client.rack``, ``isolation.level``...).
@@ -63,21 +64,31 @@ def read_values(
 
     group = f"reader-{uuid.uuid4().hex[:6]}"
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **(settings or {})}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            **(settings or {}),
+        }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[bytes] = []
+    at_end: set[int] = set()
 
     def take(wait: float) -> None:
         for msg in consumer.consume(500, wait):
             if msg.error() is None:
                 values.append(msg.value())
-            elif msg.error().code() != KafkaError._PARTITION_EOF:
+                at_end.discard(msg.partition())
+            elif msg.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition())
+            else:
                 raise AssertionError(msg.error())
 
     deadline = time.monotonic() + 60
     try:
-        while len(values) < expected and time.monotonic() < deadline:
+        while (len(values) < expected or len(at_end) < partitions) and time.monotonic() < deadline:
             take(0.5)
         take(linger)
     finally:
@@ -358,3 +369,23 @@ def poll_share(consumer: Any, wanted: int, seconds: float = 60, skip_errors: boo
                 continue
             got.append(message)
     return got
+
+
+def assert_refused(config: Mapping[str, Any], reported: list[str], needle: str = "") -> None:
+    """A confluent-kafka client of ``config`` (whose ``error_cb`` appends to ``reported``) is refused:
+    it reports an error containing ``needle`` (any error when empty) and a metadata request then
+    fails. A refused handshake or login is reported at the first connection, which the client makes
+    when it is created, so this waits for the report rather than for a request to time out."""
+    import pytest
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from tests.support.waiting import wait_until_sync
+
+    admin = AdminClient(dict(config))
+    try:
+        wait_until_sync(lambda: admin.poll(0.1) >= 0 and any(needle in text for text in reported), 15)
+    except TimeoutError as exc:
+        raise AssertionError(f"no error reported containing {needle!r}: {reported}") from exc
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=0.5)
