@@ -398,7 +398,35 @@ def table_verdict(cluster: LocalCluster, writer: Writer) -> str:
     positions = Counter(table_positions(table.refresh().scan().to_arrow().to_pylist()))
     missing = writer.log.acked - set(positions)
     duplicated = sum(1 for n in positions.values() if n > 1)
-    return "exact" if not missing and not duplicated else f"missing {len(missing)}, duplicated {duplicated}"
+    if not missing and not duplicated:
+        return "exact"
+    return f"missing {len(missing)}, duplicated {duplicated} ({_where(cluster, writer, missing)})"
+
+
+def _where(cluster: LocalCluster, writer: Writer, missing: set[tuple[int, int]]) -> str:
+    """Where the table's missing records are: their positions, and what the topic holds there (the
+    acknowledged record, another one, or nothing), to tell a table fault from a log fault."""
+    if not missing:
+        return "no record missing"
+    firsts = {p: min(o for q, o in missing if q == p) for p, _ in missing}
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "where"})
+    consumer.assign([TopicPartition(writer.topic, p, first) for p, first in firsts.items()])
+    held: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline and not missing <= set(held):
+            for msg in consumer.consume(1000, 1.0):
+                if msg.error() is None:
+                    held[(msg.partition(), msg.offset())] = msg.value() or b""
+    finally:
+        consumer.close()
+    same = sum(1 for pos in missing if held.get(pos) == writer.log.values[pos])
+    other = sum(1 for pos in missing if pos in held and held[pos] != writer.log.values[pos])
+    sample = sorted(missing)[:8]
+    return (
+        f"first {sample}; the topic holds the acknowledged record at {same}, another record at {other}, "
+        f"nothing at {len(missing) - same - other}; {len(writer.log.collisions)} collisions"
+    )
 
 
 def _answers(cluster: LocalCluster, node: int) -> bool:
