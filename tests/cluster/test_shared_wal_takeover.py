@@ -111,6 +111,22 @@ def test_every_acknowledged_record_survives_a_kill_in_the_middle_of_a_group_comm
     _check_once(cluster, topic, partitions, acks)
 
 
+def _acknowledged_then_killed(
+    cluster: LocalCluster, producer: Producer, topic: str, partitions: int, victim: int
+) -> Acks:
+    """600 records written and acknowledged, then the victim killed -9; their acknowledgements."""
+    acks = Acks()
+    for i in range(600):
+        producer.produce(topic, value=f"before-{i}".encode(), partition=i % partitions, on_delivery=acks)
+    assert producer.flush(60) == 0
+    process = cluster.brokers[victim].process
+    assert process is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    cluster.brokers[victim].process = None
+    return acks
+
+
 def _victim_and_its_recoverers(cluster: LocalCluster) -> tuple[int, int, int]:
     """Broker 3 as the broker to kill, the broker the controller will name to take its WAL over
     (assign_recoverers' stable choice from its node epoch), and the one it names if that fails."""
@@ -138,17 +154,10 @@ def test_a_recoverer_killed_in_the_middle_of_a_takeover_leaves_it_to_another(
     partitions = 6
     create_topic(cluster.brokers[second].bootstrap, topic, partitions)
     leaders = placed(cluster, topic, partitions)
-    acks = Acks()
-    producer = Producer(failover_producer(cluster.bootstrap))
-    for i in range(600):
-        producer.produce(topic, value=f"r-{i}".encode(), partition=i % partitions, on_delivery=acks)
-    assert producer.flush(60) == 0
-    victim_process = cluster.brokers[victim].process
     first_process = cluster.brokers[first].process
-    assert victim_process is not None and first_process is not None
-    os.kill(victim_process.pid, signal.SIGKILL)
-    victim_process.wait(10)
-    cluster.brokers[victim].process = None
+    assert first_process is not None
+    producer = Producer(failover_producer(cluster.bootstrap))
+    acks = _acknowledged_then_killed(cluster, producer, topic, partitions, victim)
     assert first_process.wait(60) == -signal.SIGKILL  # reached its crash point mid-takeover
     cluster.brokers[first].process = None
 
@@ -183,17 +192,10 @@ def test_two_recoverers_race_and_every_record_lands_once_when_the_first_wakes_mi
     partitions = 6
     create_topic(cluster.brokers[second].bootstrap, topic, partitions)
     placed(cluster, topic, partitions)
-    acks = Acks()
-    producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 90_000}))
-    for i in range(600):
-        producer.produce(topic, value=f"before-{i}".encode(), partition=i % partitions, on_delivery=acks)
-    assert producer.flush(60) == 0
-    victim_process = cluster.brokers[victim].process
     first_process = cluster.brokers[first].process
-    assert victim_process is not None and first_process is not None
-    os.kill(victim_process.pid, signal.SIGKILL)
-    victim_process.wait(10)
-    cluster.brokers[victim].process = None
+    assert first_process is not None
+    producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 90_000}))
+    acks = _acknowledged_then_killed(cluster, producer, topic, partitions, victim)
     wait_until(lambda: _stopped(first_process.pid), timeout=60)  # frozen after its fence
 
     def writable(p: int) -> bool:
