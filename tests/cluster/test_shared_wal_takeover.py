@@ -147,7 +147,9 @@ def test_a_recoverer_killed_in_the_middle_of_a_takeover_leaves_it_to_another(
     # The broker the controller will name dies right after writing its fence; the controller then
     # names the other one.
     victim, first, second = _victim_and_its_recoverers(cluster)
-    cluster.brokers[first].kill()
+    # A controlled stop, not a kill: a killed broker's own WAL would wait for a takeover, which the
+    # controller may give to this very broker as it restarts, before the victim is even killed.
+    cluster.brokers[first].stop()
     cluster.start(first, env={"TABLETOPIC_CRASH_AT": "wal_takeover.after_fence"})
     wait_until(lambda: len(cluster.metadata(second).brokers) == 3, timeout=30)
     topic = f"recoverer-{uuid.uuid4().hex[:8]}"
@@ -185,7 +187,7 @@ def test_two_recoverers_race_and_every_record_lands_once_when_the_first_wakes_mi
     nothing over what the second recovered, acknowledge nothing more, and leave the cluster."""
     cluster = healthy_cluster
     victim, first, second = _victim_and_its_recoverers(cluster)
-    cluster.brokers[first].kill()
+    cluster.brokers[first].stop()  # controlled, as in the test above
     cluster.start(first, env={"TABLETOPIC_PAUSE_AT": "wal_takeover.after_fence"})
     wait_until(lambda: len(cluster.metadata(second).brokers) == 3, timeout=30)
     topic = f"race-{uuid.uuid4().hex[:8]}"
