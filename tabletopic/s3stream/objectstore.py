@@ -31,6 +31,9 @@ from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# Bodies of a native PUT up to this size are joined on the event loop (a copy that takes less than
+# a hand-off to a thread and back); larger ones on the I/O pool.
+JOIN_ON_LOOP_BYTES = 256 * 1024
 # The aligned buffer of local puts: one per thread that puts (the store's I/O threads).
 PUT_BUFFER_BYTES = 1 << 20
 
@@ -527,7 +530,7 @@ class AsyncObjectStore:
             parts = _as_parts(data)
             size = sum(len(p) for p in parts)
             if size < self._native_limit:
-                body = parts[0] if len(parts) == 1 else b"".join(parts)
+                body = parts[0] if len(parts) == 1 else await self._joined(parts, size)
                 try:
                     await self._native.put(self.store_key(key), body)
                     self.native_requests += 1
@@ -535,6 +538,14 @@ class AsyncObjectStore:
                 except Exception as exc:
                     self._native_failed("PUT", key, exc)
         await self.run(self.store.put, key, data)
+
+    async def _joined(self, parts: list[bytes | memoryview], size: int) -> bytes:
+        """The parts as one body: joined on the loop while small, on the I/O pool when a copy of
+        that size would hold the event loop (a local or shared WAL's upload reaches tens of MB; the
+        blocking store joined them on its own thread before)."""
+        if size <= JOIN_ON_LOOP_BYTES:
+            return b"".join(parts)
+        return await self.run(b"".join, parts)
 
     def store_key(self, key: str) -> str:
         """The bucket key of a store key (the S3 store's prefix in front)."""

@@ -87,6 +87,9 @@ async def test_puts_and_ranged_reads_go_through_obstore_and_boto3_reads_them(
         assert store.native_requests == 2 and store.native_failures == 0
         assert blocking.get("obj") == b"hello world"  # the prefix applied as boto3 applies it
         assert await store.list("obj") == [("obj", 11)]
+        big = bytes(range(256)) * 4096  # 1 MiB in two parts: joined off the event loop
+        await store.put("big", [big[:1000], memoryview(big)[1000:]])
+        assert blocking.get("big") == big and store.native_requests == 3
     finally:
         store.close()
 
