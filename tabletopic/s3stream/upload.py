@@ -74,6 +74,9 @@ class Uploader:
             while not self._queue.empty():  # uploads lagging: merge what waits into one upload
                 blocks.append(self._queue.get_nowait())
             await self._upload_until_done(blocks)
+            # Awaiting the next block would otherwise keep this upload's blocks, and the request
+            # buffers they lend, alive for as long as the store stays idle.
+            del blocks
 
     def _start_waiting(self) -> None:
         """Object WAL: start one upload of every waiting block if a slot is free. The PUTs of

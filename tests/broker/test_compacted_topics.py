@@ -40,8 +40,9 @@ def test_keyless_records_are_named_in_record_errors_and_the_rest_of_the_batch_fa
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})
     admin.create_topics([new])[topic].result(30)
+    # A long linger keeps the four records in one batch on a loaded host; flush() sends at once.
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "retries": 0, "linger.ms": 200, "enable.idempotence": False}
+        {"bootstrap.servers": bootstrap, "retries": 0, "linger.ms": 5000, "enable.idempotence": False}
     )
     outcome: dict[bytes, int | None] = {}
     for value, key in ((b"0", b"k0"), (b"1", None), (b"2", b"k2"), (b"3", None)):
