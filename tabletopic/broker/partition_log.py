@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,7 +43,13 @@ from tabletopic.records.crc import whole_batch_crc
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import BatchHeader, validate_batches, with_log_append_time
 from tabletopic.records.keys import keyless_records
-from tabletopic.s3stream.streams import StorageUnavailable, StreamError, StreamFenced, StreamNotFound
+from tabletopic.s3stream.streams import (
+    PendingAppend,
+    StorageUnavailable,
+    StreamError,
+    StreamFenced,
+    StreamNotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +167,7 @@ class _Started:
     header: BatchHeader
     check: SequenceCheck
     base: int = -1
-    acknowledged: Awaitable[None] | None = None
+    acknowledged: PendingAppend | None = None
 
 
 @dataclass(slots=True)
@@ -333,6 +339,8 @@ class PartitionLog:
                 crc = whole_batch_crc(payload, header.crc)
             try:
                 base, acknowledged = host.store.start_append(stream_id, payload, header.record_count, crc)
+                if check.reservation is not None:
+                    check.reservation.append = acknowledged
             except StreamError as exc:
                 # Neither this batch nor the following ones are appended: free their sequences.
                 for later, unsent in zip(headers[position:], checks[position:], strict=True):

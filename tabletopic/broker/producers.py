@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 from tabletopic.broker.topics import producer_snapshots_table
 from tabletopic.ids import ProducerEpoch
 from tabletopic.records.header import NO_PRODUCER_ID, BatchHeader, validate_batches
-from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamStore
+from tabletopic.s3stream.streams import OffsetOutOfRange, PendingAppend, StreamError, StreamStore
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,9 @@ class CachedBatch:
     # Resolved with the base offset once the append is acknowledged; a retry arriving while the
     # original is still being appended waits on it.
     base_offset: asyncio.Future[int] | int
+    # The store's acknowledgement of a reserved batch, set as soon as it has offsets: it may fail
+    # before the appending task learns of it (see PendingAppend).
+    append: PendingAppend | None = None
 
 
 @dataclass(slots=True)
@@ -124,6 +127,8 @@ class ProducerStates:
                 f"producer {producer_id} epoch {batch.producer_epoch} is older than {entry.epoch}",
             )
         else:
+            if any(cached.append is not None and cached.append.failed() for cached in entry.batches):
+                _forget_failed(entry)
             for cached in entry.batches:
                 if cached.first_sequence == first and cached.last_sequence == last:
                     return SequenceCheck(duplicate=cached)
@@ -156,6 +161,7 @@ class ProducerStates:
             entry.committed_sequence = last
         future = reservation.base_offset
         reservation.base_offset = base_offset
+        reservation.append = None
         if isinstance(future, asyncio.Future) and not future.done():
             future.set_result(base_offset)
         self._covered[stream_id] = max(self._covered.get(stream_id, 0), next_offset)
@@ -173,11 +179,7 @@ class ProducerStates:
         if reservation not in entry.batches:
             return
         entry.batches.remove(reservation)
-        # The next expected sequence follows the newest batch still written or being written, in
-        # whatever order the failures of several in-flight batches are reported: undoing only
-        # the newest reservation left the sequence of failed batches as "written", so their
-        # retries were refused while nothing of them was in the log.
-        entry.last_sequence = entry.batches[-1].last_sequence if entry.batches else entry.committed_sequence
+        _follow_newest(entry)
 
     def note_append(self, stream_id: int, next_offset: int) -> None:
         """A batch without producer id was appended: the snapshot coverage moves on (and is
@@ -334,6 +336,26 @@ class ProducerStates:
         except Exception:
             self._dirty |= dirty
             raise
+
+
+def _forget_failed(entry: ProducerEntry) -> None:
+    """Drop reservations whose appends the store has already failed, before their tasks report it.
+
+    Counting them as written would accept the producer's next batch past a gap: the object WAL
+    fails every append behind a failed upload and rewinds the stream, so that next batch lands
+    where the failed one was, is acknowledged, and librdkafka then takes the failed batch, which
+    it sent earlier, as delivered (an "implicit ack") although it was never written."""
+    for cached in [c for c in entry.batches if c.append is not None and c.append.failed()]:
+        entry.batches.remove(cached)
+    _follow_newest(entry)
+
+
+def _follow_newest(entry: ProducerEntry) -> None:
+    """The next expected sequence follows the newest batch still written or being written, in
+    whatever order the failures of several in-flight batches are reported: undoing only the newest
+    reservation left the sequence of failed batches as "written", so their retries were refused
+    while nothing of them was in the log."""
+    entry.last_sequence = entry.batches[-1].last_sequence if entry.batches else entry.committed_sequence
 
 
 def _sequence_before(a: int, b: int) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import itertools
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 
 from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
 from tabletopic.s3stream.semantics import DataWaiters, check_rewrite, take_batches
@@ -20,6 +20,7 @@ from tabletopic.s3stream.streams import (
     BatchTransform,
     ObjectSlice,
     OffsetOutOfRange,
+    PendingAppend,
     StoredBatch,
     StreamInfo,
     StreamNotFound,
@@ -94,7 +95,7 @@ class MemoryStreamStore:
 
     def start_append(
         self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
-    ) -> tuple[int, Awaitable[None]]:
+    ) -> tuple[int, PendingAppend]:
         """Same as :meth:`S3StreamStore.start_append`; acknowledged at once."""
         if record_count <= 0:
             raise ValueError("record_count must be positive")

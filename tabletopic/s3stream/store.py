@@ -24,7 +24,8 @@ import asyncio
 import bisect
 import logging
 import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
@@ -45,6 +46,7 @@ from tabletopic.s3stream.streams import (
     BatchTransform,
     ObjectSlice,
     OffsetOutOfRange,
+    PendingAppend,
     StorageUnavailable,
     StoredBatch,
     StreamError,
@@ -496,7 +498,7 @@ class S3StreamStore:
 
     def start_append(
         self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
-    ) -> tuple[int, Awaitable[None]]:
+    ) -> tuple[int, PendingAppend]:
         """Assign the batch its offsets now, without suspending, and return them with what to
         await for the acknowledgement (durable, stream still held; raises as :meth:`append`).
 
@@ -506,7 +508,7 @@ class S3StreamStore:
         payload = self._check_append(stream_id, payload, record_count)
         holder = self.state.stream(stream_id)
         base, durable = self._append_nowait(stream_id, payload, record_count, crc)
-        return base, self._acknowledged(stream_id, holder, durable)
+        return base, _PendingAppend(self, stream_id, holder, durable)
 
     async def _acknowledged(self, stream_id: int, holder: StreamState, durable: asyncio.Future[None]) -> None:
         # A SharedFuture: a cancelled caller cannot cancel the acknowledgement of the others.
@@ -826,3 +828,25 @@ class S3StreamStore:
                 )
             )
         return slices
+
+
+class _PendingAppend:
+    """One append's acknowledgement (see :class:`PendingAppend`): the WAL group's or batch
+    object's future, which an upload failure fails at once, and the ownership re-check after it."""
+
+    __slots__ = ("_durable", "_holder", "_store", "_stream_id")
+
+    def __init__(
+        self, store: S3StreamStore, stream_id: int, holder: StreamState, durable: asyncio.Future[None]
+    ) -> None:
+        self._store = store
+        self._stream_id = stream_id
+        self._holder = holder
+        self._durable = durable
+
+    def failed(self) -> bool:
+        durable = self._durable
+        return durable.done() and (durable.cancelled() or durable.exception() is not None)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._store._acknowledged(self._stream_id, self._holder, self._durable).__await__()

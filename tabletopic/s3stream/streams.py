@@ -17,9 +17,9 @@ Every engine implements :class:`StreamStore`. The semantics every engine must ke
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from tabletopic.fencing import Fenced
 from tabletopic.s3stream.epochs import EpochHistory
@@ -113,9 +113,26 @@ class StreamInfo:
 BatchTransform = Callable[[list[StoredBatch]], list[StoredBatch]]
 
 
+class PendingAppend(Protocol):
+    """The acknowledgement of an append begun with :meth:`StreamStore.start_append`: awaiting it
+    returns once the batch is durable, or raises as :meth:`StreamStore.append` does.
+
+    :meth:`failed` answers without waiting. An object-WAL upload that fails fails every append
+    queued behind it at that moment and rewinds the streams, but the callers only learn of it
+    when their tasks next run. In between, the caller's own bookkeeping (an idempotent producer's
+    next expected sequence) must not count these appends as written: the same producer's next batch
+    would be accepted past a gap, and the client would take the failed batch as delivered."""
+
+    def __await__(self) -> Generator[Any, None, None]: ...
+
+    def failed(self) -> bool:
+        """True once the append is known to fail (awaiting it raises)."""
+        ...
+
+
 class _Acknowledged:
-    """An awaitable already done: what :meth:`StreamStore.start_append` returns from a store
-    whose appends are acknowledged at once."""
+    """An append already acknowledged: what :meth:`StreamStore.start_append` returns from a store
+    whose appends are durable at once."""
 
     __slots__ = ()
 
@@ -123,8 +140,11 @@ class _Acknowledged:
         return
         yield
 
+    def failed(self) -> bool:
+        return False
 
-ACKNOWLEDGED: Awaitable[None] = _Acknowledged()
+
+ACKNOWLEDGED: PendingAppend = _Acknowledged()
 
 
 @runtime_checkable
@@ -163,7 +183,7 @@ class StreamStore(Protocol):
 
     def start_append(
         self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
-    ) -> tuple[int, Awaitable[None]]:
+    ) -> tuple[int, PendingAppend]:
         """Assign a batch its offsets at once (no suspension, so appends keep the order of the
         caller's checks) and return the base offset and what to await for the acknowledgement,
         which raises as :meth:`append` does. Does not wait for room: see :meth:`wait_for_room`.
