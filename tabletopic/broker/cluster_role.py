@@ -26,12 +26,12 @@ from tabletopic.broker.leadership import (
     BrokerEndpoint,
     group_slot,
 )
-from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.wal_takeover import WalTakeovers
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
 from tabletopic.ids import LeaderEpoch, StreamId
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
 from tabletopic.tasks import cancel_and_wait

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 
 from tabletopic.broker import settings
-from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.ports import PartitionHost
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.records.header import max_timestamp_of
 from tabletopic.s3stream.streams import StreamError, StreamNotFound
 from tabletopic.tasks import run_every

@@ -33,7 +33,6 @@ from tabletopic.broker.listeners import (
     configured_listeners,
     inter_broker_listener,
 )
-from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.metrics import api_name
 from tabletopic.broker.protocol import (
     MalformedFrame,
@@ -54,6 +53,7 @@ from tabletopic.broker.security.sasl import SASL_API_KEYS, SaslServer
 from tabletopic.broker.security.tls import peer_principal
 from tabletopic.broker.service import BrokerService
 from tabletopic.config import Config, ConfigError, StartupError
+from tabletopic.log_limit import RateLimitedLog
 
 # APIs whose handlers answer fields (so guards and quotas see them as they see every API's) but
 # whose answers are too large for kio's writer: Metadata of every topic of a large cluster.

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from tabletopic.config import Config, StartupError
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.s3stream import settings as keys
 from tabletopic.s3stream.direct_io import BlockWriter, fsync_directory, open_direct, thread_buffer
 from tabletopic.s3stream.native_s3 import NativeS3
@@ -519,7 +520,7 @@ class AsyncObjectStore:
         self._native_limit = store.multipart_threshold if isinstance(store, S3ObjectStore) else 0
         self.native_requests = 0  # answered by the native client
         self.native_failures = 0  # failed there and retried through the blocking store
-        self._native_warned = -float("inf")
+        self._native_warnings = RateLimitedLog(log, interval_s=60)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking call (one of the store's, or a function given ``store``) on the I/O pool."""
@@ -555,13 +556,9 @@ class AsyncObjectStore:
         """Count a fast-path failure and say so at most once a minute: the blocking store retries
         the request at once and reports it itself if it fails there too."""
         self.native_failures += 1
-        now = time.monotonic()
-        if now - self._native_warned >= 60:
-            self._native_warned = now
-            log.warning(
-                "%s %s through obstore failed (%d such failures so far), retrying through boto3: %s",
-                what, key, self.native_failures, exc,
-            )  # fmt: skip
+        self._native_warnings.warning(
+            "native", "%s %s through obstore failed, retrying through boto3: %s", what, key, exc
+        )
 
     async def get(self, key: str) -> bytes:
         return await self.run(self.store.get, key)

@@ -31,9 +31,9 @@ from enum import StrEnum
 
 import numpy as np
 
-from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.broker.record_validation import RecordError, Rejection
 from tabletopic.config import nearest_name
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.records.compression import decompress
 from tabletopic.records.errors import RecordBatchError
 from tabletopic.records.header import HEADER_SIZE, BatchHeader

@@ -64,8 +64,8 @@ from tabletopic.broker.groups.share_coordinator import ShareGroups
 from tabletopic.broker.groups.share_settings import ShareSettings
 from tabletopic.broker.groups.share_store import ShareStateStore
 from tabletopic.broker.groups.store import CommittedOffset, Fence, GroupFenced, GroupStore, TopicPartition
-from tabletopic.broker.log_limit import RateLimitedLog
 from tabletopic.ids import LeaderEpoch
+from tabletopic.log_limit import RateLimitedLog
 
 log = logging.getLogger(__name__)
 # A deposed coordinator may see many refused writes (every member's timer, every commit) at once.

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from tabletopic.broker.log_limit import RateLimitedLog
+from tabletopic.log_limit import RateLimitedLog
 
 
 def test_repeated_warnings_are_held_back_and_counted(caplog: pytest.LogCaptureFixture) -> None:
