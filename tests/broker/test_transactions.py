@@ -6,13 +6,12 @@ kafka-python's and aiokafka's transactional producers."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.support.kafka_clients import create_topic
+from tests.support.kafka_clients import create_topic, read_values
 
 
 def _name(prefix: str) -> str:
@@ -32,43 +31,10 @@ def _txn_producer(bootstrap: str, transactional_id: str) -> Producer:
 
 
 def _read(bootstrap: str, topic: str, partitions: int, isolation: str, expect: int) -> list[bytes]:
-    """Every value a consumer at ``isolation`` gets from the start: until it holds ``expect`` values
-    and has reached the end of every partition (the last stable offset at read_committed), then half
-    a second more, so extra records would be seen. Reaching the end is what shows nothing more is
-    readable; the half second is for a record that would come late."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": _name("reader"),
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-
-    def take(wait: float) -> None:
-        message = consumer.poll(wait)
-        if message is None:
-            return
-        if message.error() is None:
-            values.append(message.value())
-            at_end.discard(message.partition())
-        elif message.error().code() == KafkaError._PARTITION_EOF:
-            at_end.add(message.partition())
-
-    try:
-        deadline = time.monotonic() + 60
-        while (len(values) < expect or len(at_end) < partitions) and time.monotonic() < deadline:
-            take(0.5)
-        linger = time.monotonic() + 0.5
-        while (left := linger - time.monotonic()) > 0:
-            take(left)
-    finally:
-        consumer.close()
-    return values
+    """Every value a consumer at ``isolation`` gets from the start (see ``read_values``): reaching
+    the end of every partition (the last stable offset at read_committed) shows nothing more is
+    readable, and the half second after it would show extra records."""
+    return read_values(bootstrap, topic, partitions, expect, {"isolation.level": isolation})
 
 
 def test_committed_transaction_is_read_and_aborted_one_is_not(bootstrap: str) -> None:

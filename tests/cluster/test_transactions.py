@@ -5,13 +5,12 @@ it ends committed or aborted, never half visible, and the producer's id can be i
 
 from __future__ import annotations
 
-import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, find_coordinator, new_topic, wait_until
-from tests.support.kafka_clients import transactional_producer
+from tests.support.kafka_clients import read_values, transactional_producer
 
 pytestmark = CLUSTER_TEST_MARKS
 
@@ -38,32 +37,7 @@ def _group_coordinated_elsewhere(cluster: LocalCluster, transactional_id: str) -
 
 
 def _read(cluster: LocalCluster, topic: str, isolation: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex[:6]}",
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + 60
-    try:
-        while len(at_end) < PARTITIONS and time.monotonic() < deadline:
-            for msg in consumer.consume(100, 1.0):
-                if msg.error() is None:
-                    values.append(msg.value())
-                    at_end.discard(msg.partition())
-                elif msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                else:
-                    raise AssertionError(msg.error())
-    finally:
-        consumer.close()
-    return sorted(values)
+    return sorted(read_values(cluster.bootstrap, topic, PARTITIONS, 0, {"isolation.level": isolation}))
 
 
 def test_transactions_commit_and_abort_across_partitions_led_by_different_brokers(
