@@ -247,7 +247,7 @@ class StreamMetadata:
         thousands of partitions must not pay one transaction each). Each stream succeeds or fails
         on its own: the result maps every stream id to what it opened as, or the error
         (StreamNotFound, StreamFenced) that :meth:`open_stream` would raise."""
-        s, h = streams_table, epochs_table
+        s = streams_table
         wanted = {sid: (epoch, owner) for sid, epoch, owner in requests}
         results: dict[int, OpenedStream | StreamError] = {
             sid: StreamNotFound(f"stream {sid} does not exist") for sid in wanted
@@ -282,14 +282,14 @@ class StreamMetadata:
                 if epoch > row.epoch:
                     new_epochs.append({"stream_id": sid, "epoch": epoch, "start_offset": int(row.end_offset)})
             if taken:
-                conn.execute(
-                    sa.update(s)
-                    .where(s.c.stream_id == sa.bindparam("sid"))
-                    .values(epoch=sa.bindparam("new_epoch"), owner=sa.bindparam("new_owner")),
-                    taken,
+                _update_streams(
+                    conn,
+                    [t["sid"] for t in taken],
+                    epoch=[t["new_epoch"] for t in taken],
+                    owner=[t["new_owner"] for t in taken],
                 )
             if new_epochs:
-                conn.execute(sa.insert(h), new_epochs)
+                _insert_epochs(conn, new_epochs)
             histories = self._epoch_rows(conn, list(offsets))
         for sid, (start, end) in offsets.items():
             results[sid] = OpenedStream(start, end, EpochHistory.of(histories.get(sid, [])))
@@ -324,11 +324,7 @@ class StreamMetadata:
         closer acknowledged is committed."""
         with self.engine.begin() as conn:
             check_fences(conn, fences)
-            s = streams_table
-            conn.execute(
-                sa.update(s).where(s.c.stream_id == sa.bindparam("sid")).values(owner=None),
-                [{"sid": sid} for sid in fences],
-            )
+            _update_streams(conn, list(fences), owner=[None] * len(fences))
 
     def stream_fence(self, stream_id: int) -> tuple[int, int | None]:
         """``(epoch, owner)`` the stream is held with in the database."""
@@ -561,11 +557,8 @@ class StreamMetadata:
             ]
             self._register(conn, kept)
             if recovered:
-                conn.execute(
-                    sa.update(s)
-                    .where(s.c.stream_id == sa.bindparam("sid"))
-                    .values(end_offset=sa.bindparam("new_end"), owner=None),
-                    [{"sid": sid, "new_end": end} for sid, end in recovered.items()],
+                _update_streams(
+                    conn, list(recovered), end_offset=list(recovered.values()), owner=[None] * len(recovered)
                 )
         return moved
 
@@ -697,6 +690,57 @@ class StreamMetadata:
 # `locked` takes the fenced streams' row locks in id order and reads their newest (epoch, owner),
 # `prepared` the objects' (so garbage collection cannot abandon one meanwhile); every write waits on
 # `complete` (no fence moved, every object still prepared), so a failed check writes nothing.
+def _update_streams(conn: Connection, stream_ids: list[int], **columns: list[int | None]) -> None:
+    """Set ``columns`` (name -> one value per stream id) on the streams' rows, which the caller's
+    transaction has locked.
+
+    On PostgreSQL one statement over arrays, not a list of parameters: psycopg sends such a list as
+    a pipeline of statements with one Sync at its end, and PostgreSQL starts a session's
+    ``idle_in_transaction_session_timeout`` only at a Sync. A broker stopped (SIGSTOP, a VM pause)
+    in the middle of a pipeline would hold these rows' locks with no timer running, and every broker
+    opening one of its streams would wait until it is woken.
+    """
+    if not stream_ids:
+        return
+    if conn.dialect.name == "postgresql":
+        names = list(columns)
+        arrays = ", ".join(f"%({name})s::bigint[]" for name in ["stream_ids", *names])
+        assignments = ", ".join(f"{name} = v.{name}" for name in names)
+        conn.exec_driver_sql(
+            f"UPDATE s3stream_streams AS s SET {assignments} FROM unnest({arrays}) "
+            f"AS v(stream_id, {', '.join(names)}) WHERE s.stream_id = v.stream_id",
+            {"stream_ids": stream_ids, **columns},
+        )
+        return
+    s = streams_table
+    conn.execute(
+        sa.update(s)
+        .where(s.c.stream_id == sa.bindparam("row_stream_id"))
+        .values({name: sa.bindparam(f"row_{name}") for name in columns}),
+        [
+            {"row_stream_id": sid, **{f"row_{name}": values[i] for name, values in columns.items()}}
+            for i, sid in enumerate(stream_ids)
+        ],
+    )
+
+
+def _insert_epochs(conn: Connection, rows: list[dict[str, int]]) -> None:
+    """Insert ``(stream_id, epoch, start_offset)`` rows of the epoch history; on PostgreSQL one
+    statement over arrays, for the reason :func:`_update_streams` gives."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "INSERT INTO s3stream_stream_epochs (stream_id, epoch, start_offset) "
+            "SELECT * FROM unnest(%(sid)s::bigint[], %(epoch)s::bigint[], %(start)s::bigint[])",
+            {
+                "sid": [r["stream_id"] for r in rows],
+                "epoch": [r["epoch"] for r in rows],
+                "start": [r["start_offset"] for r in rows],
+            },
+        )
+        return
+    conn.execute(sa.insert(epochs_table), rows)
+
+
 _COMMIT_UPLOAD_SQL = """
 WITH fence AS (
     SELECT * FROM unnest(%(f_sid)s::bigint[], %(f_epoch)s::bigint[], %(f_owner)s::bigint[])
