@@ -351,6 +351,11 @@ def main() -> None:
         help="the producer's linger.ms in the write path's fixed rate",
     )
     parser.add_argument(
+        "--split-cores",
+        action="store_true",
+        help="write path: the brokers on CPU 0, everything else on CPU 1 (see bench/write_path.py)",
+    )
+    parser.add_argument(
         "--broker-set",
         action="append",
         default=[],
@@ -361,7 +366,7 @@ def main() -> None:
     if args.only_write_path:
         kinds = [k.strip() for k in args.wal_kinds.split(",") if k.strip()]
         extra = dict(kv.split("=", 1) for kv in args.broker_set)
-        run_write_path(kinds, args.rate, args.seconds, extra, args.linger_ms)
+        run_write_path(kinds, args.rate, args.seconds, extra, args.linger_ms, args.split_cores)
         return
     args.wal = list(dict.fromkeys(args.wal or ["shared", "object"]))
     if args.only_failover:

@@ -15,6 +15,11 @@ one run, so the figures share the machine's state):
 ``--linger-ms`` sets the producer's ``linger.ms`` at the fixed rate (librdkafka's default, 5 ms,
 is part of every acknowledgement time; 0 shows the broker's own).
 
+``--split-cores`` gives the brokers CPU 0 and everything else (SeaweedFS, PostgreSQL, this process
+and its clients) CPU 1, once a target is up: on a 2-core machine it shows a broker's own write path
+with a core to itself, apart from the object store and the clients competing for its core (run it on
+the one-broker kinds: three brokers on one core measure that core, not the WAL).
+
 For each: p50/p99 of the acknowledgement time at a fixed rate (confluent-kafka, idempotent,
 acks=all, 1 KiB values, 12 partitions), MB/s flat out (the same producer as fast as it goes), the
 ratios to the single node, and the object PUTs per second per broker during the fixed rate, with
@@ -31,6 +36,7 @@ ready partition of a broker in one request, which shows what the broker itself a
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import statistics
 import tempfile
@@ -290,6 +296,52 @@ def cluster(wal_mode: str, brokers: int = 3, extra: dict[str, str] | None = None
         nodes.stop()
 
 
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (from /proc: the bench has no psutil)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, queue = [], [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _pin(pid: int, cpu: int) -> None:
+    """Pin every thread of ``pid`` to ``cpu`` (threads started later inherit their creator's)."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            os.sched_setaffinity(int(tid), {cpu})
+    except (OSError, ProcessLookupError):
+        pass  # it ended meanwhile
+
+
+def split_cores() -> str:
+    """Brokers on CPU 0, the rest on CPU 1 (see the module docstring); returns what was pinned."""
+    brokers = others = 0
+    for pid in _descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                words = cmdline.read().split(b"\0")
+        except OSError:
+            continue
+        # A broker runs ``python -m tabletopic serve``; its overrides may name PostgreSQL's URL.
+        is_broker = b"python" in words[0] and b"tabletopic" in words
+        _pin(pid, 0 if is_broker else 1)
+        brokers, others = brokers + is_broker, others + (not is_broker)
+    _pin(os.getpid(), 1)
+    return f"{brokers} broker processes on CPU 0, {others} others and this bench on CPU 1"
+
+
 def monthly_cost(puts_per_s: float, price_per_1000: float) -> float:
     return puts_per_s * SECONDS_PER_MONTH / 1000 * price_per_1000
 
@@ -300,6 +352,7 @@ def run_write_path(
     seconds: float,
     extra: dict[str, str] | None = None,
     linger_ms: float | None = None,
+    split: bool = False,
 ) -> list[Figures]:
     """Measure every kind in ``kinds`` (local, object, shared) and print the table; ``extra``
     settings go to the cluster's brokers."""
@@ -320,6 +373,8 @@ def run_write_path(
     if linger_ms is not None:
         print(f"producer linger.ms at the fixed rate: {linger_ms:g}")
     print("(a 2-core machine shared with other jobs: figures are noisy)")
+    if split:
+        print("split cores: the brokers on CPU 0, SeaweedFS, PostgreSQL and the clients on CPU 1")
     results: list[Figures] = []
     for kind in kinds:
         if kind not in targets:
@@ -327,6 +382,8 @@ def run_write_path(
             continue
         try:
             with targets[kind]() as target:
+                if split:
+                    print(f"{kind}: {split_cores()}")
                 results.append(measure(kind, target, rate, seconds, linger_ms))
         except Exception as exc:  # a kind this build does not support: say so and go on
             print(f"{kind}: skipped, it did not start or run: {' '.join(str(exc).split())[:400]}")
