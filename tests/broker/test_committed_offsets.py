@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from collections.abc import Generator
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -116,7 +118,7 @@ async def test_a_transactional_batch_holds_the_last_stable_offset_before_it_is_a
     def held_append(stream_id, payload, count, crc=None):  # type: ignore[no-untyped-def]
         base, _ = start_append(stream_id, payload, count, crc)  # in the stream: the end moved
         appended.set()
-        return base, pending  # not acknowledged yet
+        return base, _Held(pending)  # not acknowledged yet
 
     store.start_append = held_append
     producing = asyncio.create_task(call(broker_service, produce))
@@ -128,6 +130,19 @@ async def test_a_transactional_batch_holds_the_last_stable_offset_before_it_is_a
     response = await producing
     assert response.responses[0].partition_responses[0].error_code is ErrorCode.none
     assert await _latest(broker_service, 1) == 0
+
+
+class _Held:
+    """A store acknowledgement (``PendingAppend``) that waits on a future the test resolves."""
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        self._future = future
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._future.__await__()
+
+    def failed(self) -> bool:
+        return self._future.done() and self._future.exception() is not None
 
 
 class _CountingRelay:
