@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -298,6 +299,7 @@ def failover_on(wal: str, kills: int, rate: int) -> list[list[float]]:
             load.stop()
     finally:
         cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def print_failover(wal: str, failovers: list[list[float]]) -> None:
@@ -391,6 +393,7 @@ def main() -> None:
             run_transactions(cluster.bootstrap, args.seconds, args.txn_size)
         finally:
             cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)
         return
     if args.balancer_repeats > 0:
         with test_cluster() as balancing:
@@ -437,6 +440,7 @@ def main() -> None:
         load.stop()
     finally:
         cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
     for wal in args.wal:
         if wal not in failovers:
             failovers[wal] = failover_on(wal, args.kills, args.rate)
@@ -479,6 +483,7 @@ def test_cluster(
         cluster.stop_all()
         seaweed.stop()
         postgres.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def balancer_convergence(cluster: TestCluster, rate: int, partitions: int = 6) -> tuple[float, int]:

@@ -30,6 +30,7 @@ import argparse
 import itertools
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -327,12 +328,17 @@ def main() -> None:
         last_fault_end = faults[-1][2] if faults else time.monotonic()
         for writer in writers:
             writer.stop()
-        report(cluster, writers, group, faults, last_fault_end)
+        clean = report(cluster, writers, group, faults, last_fault_end)
     finally:
         cluster.stop_all()
         s3.stop()
         postgres.keep = False
         postgres.stop()
+    # A run's data is about 1 GB: kept only when it has something to show.
+    if clean:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        print(f"the cluster's data and logs are kept under {root}")
 
 
 def report(
@@ -341,7 +347,8 @@ def report(
     group: Group,
     faults: list[tuple[str, float, float]],
     last: float,
-) -> None:
+) -> bool:
+    """Print the verdict; returns whether the user would have seen nothing wrong."""
     main_writer, table_writer = writers
     log = main_writer.log
     values = {log.values[pos] for pos in log.acked} | {value for _, value in log.unplaced}
@@ -373,6 +380,7 @@ def report(
     gaps = [worst_gap(main_writer, s, e + 10) for _, s, e in faults]
     if gaps:
         print(f"worst unavailability per fault: max {max(gaps):.2f} s (target <= 10 s)")
+    return not lost and not duplicated and table == "exact" and not caught_up.startswith("never") and not hung
 
 
 def table_verdict(cluster: LocalCluster, writer: Writer) -> str:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import statistics
 import tempfile
 import time
@@ -294,6 +295,7 @@ def cluster(wal_mode: str, brokers: int = 3, extra: dict[str, str] | None = None
         )
     finally:
         nodes.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _descendants(root: int) -> list[int]:
