@@ -262,7 +262,7 @@ class StreamMetadata:
                 .order_by(s.c.stream_id)
                 .with_for_update()
             ).all()
-            taken: list[dict[str, int]] = []
+            taken: list[tuple[int, int, int]] = []  # (stream id, epoch, owner) of each opened stream
             new_epochs: list[dict[str, int]] = []
             offsets: dict[int, tuple[int, int]] = {}
             for row in rows:
@@ -278,16 +278,12 @@ class StreamMetadata:
                     )
                     continue
                 offsets[sid] = (int(row.start_offset), int(row.end_offset))
-                taken.append({"sid": sid, "new_epoch": epoch, "new_owner": owner})
+                taken.append((sid, epoch, owner))
                 if epoch > row.epoch:
                     new_epochs.append({"stream_id": sid, "epoch": epoch, "start_offset": int(row.end_offset)})
             if taken:
-                _update_streams(
-                    conn,
-                    [t["sid"] for t in taken],
-                    epoch=[t["new_epoch"] for t in taken],
-                    owner=[t["new_owner"] for t in taken],
-                )
+                sids, epochs, owners = (list(column) for column in zip(*taken, strict=True))
+                _update_streams(conn, sids, epoch=epochs, owner=owners)
             if new_epochs:
                 _insert_epochs(conn, new_epochs)
             histories = self._epoch_rows(conn, list(offsets))
@@ -686,10 +682,6 @@ class StreamMetadata:
             return int(result.rowcount)
 
 
-# commit_upload on PostgreSQL, in one statement (see StreamMetadata._commit_upload_in_one_statement).
-# `locked` takes the fenced streams' row locks in id order and reads their newest (epoch, owner),
-# `prepared` the objects' (so garbage collection cannot abandon one meanwhile); every write waits on
-# `complete` (no fence moved, every object still prepared), so a failed check writes nothing.
 def _update_streams(conn: Connection, stream_ids: list[int], **columns: list[int | None]) -> None:
     """Set ``columns`` (name -> one value per stream id) on the streams' rows, which the caller's
     transaction has locked.
@@ -741,6 +733,10 @@ def _insert_epochs(conn: Connection, rows: list[dict[str, int]]) -> None:
     conn.execute(sa.insert(epochs_table), rows)
 
 
+# commit_upload on PostgreSQL, in one statement (see StreamMetadata._commit_upload_in_one_statement).
+# `locked` takes the fenced streams' row locks in id order and reads their newest (epoch, owner),
+# `prepared` the objects' (so garbage collection cannot abandon one meanwhile); every write waits on
+# `complete` (no fence moved, every object still prepared), so a failed check writes nothing.
 _COMMIT_UPLOAD_SQL = """
 WITH fence AS (
     SELECT * FROM unnest(%(f_sid)s::bigint[], %(f_epoch)s::bigint[], %(f_owner)s::bigint[])
