@@ -127,8 +127,7 @@ class ProducerStates:
                 f"producer {producer_id} epoch {batch.producer_epoch} is older than {entry.epoch}",
             )
         else:
-            if any(cached.append is not None and cached.append.failed() for cached in entry.batches):
-                _forget_failed(entry)
+            _forget_failed(entry)
             for cached in entry.batches:
                 if cached.first_sequence == first and cached.last_sequence == last:
                     return SequenceCheck(duplicate=cached)
@@ -345,7 +344,10 @@ def _forget_failed(entry: ProducerEntry) -> None:
     fails every append behind a failed upload and rewinds the stream, so that next batch lands
     where the failed one was, is acknowledged, and librdkafka then takes the failed batch, which
     it sent earlier, as delivered (an "implicit ack") although it was never written."""
-    for cached in [c for c in entry.batches if c.append is not None and c.append.failed()]:
+    failed = [c for c in entry.batches if c.append is not None and c.append.failed()]
+    if not failed:
+        return
+    for cached in failed:
         entry.batches.remove(cached)
     _follow_newest(entry)
 
