@@ -208,8 +208,26 @@ class PostgresServer:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        wait_for_port(self.port, 30)
+        self._wait_until_accepting(30)
         return self
+
+    def _wait_until_accepting(self, timeout: float) -> None:
+        """Return once a session can be opened. An open port is not enough: while it replays its WAL
+        or writes the startup checkpoint the server listens but refuses every session with "the
+        database system is starting up", and the first client to connect would fail."""
+        import psycopg
+
+        wait_for_port(self.port, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres connect_timeout=2"):
+                    return
+            except psycopg.OperationalError:
+                exited = self.process is not None and self.process.poll() is not None
+                if exited or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def create_database(self, name: str) -> str:
         import psycopg
