@@ -62,6 +62,7 @@ from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
 from tabletopic.table.lease import Lease, LeaseFenced, LeaseManager
 from tabletopic.table.ports import PartitionView, SparkProvider, TopicView
+from tabletopic.tasks import StallReport
 from tabletopic.validation import schema_validation
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ if TYPE_CHECKING:
     from tabletopic.table.ops.duck import DuckSession
 
 log = logging.getLogger(__name__)
+
+# A node's stop takes a few seconds (a broker in a cluster hands its partitions off first, up to
+# controlled.shutdown.timeout.ms, 10 s by default); past this it logs what it still waits on,
+# which a supervisor's SIGKILL would otherwise leave unexplained.
+SHUTDOWN_REPORT_S = 20.0
 
 
 class BrokerTopics:
@@ -541,4 +547,5 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
             )
         log.info("shutting down")
     finally:
-        await platform.stop()
+        with StallReport("shutdown", SHUTDOWN_REPORT_S, log):
+            await platform.stop()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -46,3 +48,52 @@ async def run_every(
             raise
         except Exception:
             log.exception("%s pass failed; retrying next interval", what)
+
+
+class StallReport:
+    """Logs what a shutdown still waits on when it takes longer than it should.
+
+    A stop that hangs ends in the supervisor's SIGKILL with nothing in the log to say why. After
+    ``after_s`` this names every pending asyncio task with the line it waits at, and dumps every
+    thread's stack (``faulthandler``), once. It runs on a thread of its own so that it reports even
+    when the event loop itself is blocked."""
+
+    def __init__(self, what: str, after_s: float, log: logging.Logger) -> None:
+        self.what = what
+        self.after_s = after_s
+        self.log = log
+        self._done = threading.Event()
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._watch, name=f"stall-report-{what}", daemon=True)
+
+    def __enter__(self) -> StallReport:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        if self._done.wait(self.after_s):
+            return
+        self.log.warning(
+            "%s still running after %.0f s; it waits on:\n%s", self.what, self.after_s, self.pending_tasks()
+        )
+        faulthandler.dump_traceback(all_threads=True)
+
+    def pending_tasks(self) -> str:
+        """A line per unfinished task of the loop: its name and where its coroutine waits."""
+        for _ in range(3):  # the loop may change its task set while it is read from here
+            try:
+                tasks = list(asyncio.all_tasks(self._loop))
+                break
+            except RuntimeError:
+                continue
+        else:
+            return "  (the loop's tasks could not be read)"
+        lines = []
+        for task in sorted(tasks, key=lambda t: t.get_name()):
+            frames = task.get_stack(limit=1)
+            where = f"{frames[0].f_code.co_filename}:{frames[0].f_lineno}" if frames else "?"
+            lines.append(f"  {task.get_name()} at {where}")
+        return "\n".join(lines) or "  (no tasks)"

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -94,16 +95,19 @@ def wait_for_port(port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> 
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
 
 
-def terminate(process: subprocess.Popen[Any] | None, grace_seconds: float = 15) -> None:
-    """SIGTERM, then SIGKILL if the process has not exited within the grace."""
+def terminate(process: subprocess.Popen[Any] | None, grace_seconds: float = 15) -> bool:
+    """SIGTERM, then SIGKILL if the process has not exited within the grace. Returns whether it
+    had to be killed."""
     if process is None or process.poll() is not None:
-        return
+        return False
     process.terminate()
     try:
         process.wait(grace_seconds)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+        return True
+    return False
 
 
 MISSING_SEAWEEDFS = (
@@ -424,7 +428,15 @@ class ServeProcess:
         self.process = None
 
     def stop(self, grace_seconds: float = 30) -> None:
-        terminate(self.process, grace_seconds)
+        """SIGTERM and wait for a clean stop; one that outlasts the grace is killed, and a warning
+        carries the end of its log (where the node said what its shutdown still waited on)."""
+        if terminate(self.process, grace_seconds):
+            warnings.warn(
+                f"{self.label} at {self.bootstrap} did not stop within {grace_seconds} s of SIGTERM "
+                f"and was killed; its log ends:\n{self.log_tail(6000)}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self.process = None
 
 

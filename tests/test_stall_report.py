@@ -1,0 +1,45 @@
+"""A shutdown that hangs says what it waits on: every pending task with the line it waits at, and
+every thread's stack, once, after the report's delay; a shutdown that ends in time says nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+import pytest
+
+from tabletopic.tasks import StallReport
+
+
+async def _waits_forever(event: asyncio.Event) -> None:
+    await event.wait()
+
+
+async def test_a_stalled_stop_names_the_task_it_waits_on_and_dumps_every_thread(
+    caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    never = asyncio.Event()
+    stuck = asyncio.create_task(_waits_forever(never), name="upload-loop")
+    blocked = threading.Event()
+    worker = threading.Thread(target=blocked.wait, name="commit-worker", daemon=True)
+    worker.start()
+    try:
+        with caplog.at_level(logging.WARNING), StallReport("shutdown", 0.2, logging.getLogger("t")):
+            await asyncio.sleep(0.6)
+    finally:
+        blocked.set()
+        stuck.cancel()
+    [record] = [r for r in caplog.records if "still running" in r.getMessage()]
+    message = record.getMessage()
+    assert message.startswith("shutdown still running after")
+    assert "upload-loop at " in message and "test_stall_report.py" in message
+    dump = capfd.readouterr().err  # faulthandler's, of every thread: the blocked worker's too
+    assert dump.count("Thread 0x") >= 2 and "threading.py" in dump
+
+
+async def test_a_stop_that_ends_in_time_reports_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING), StallReport("shutdown", 0.3, logging.getLogger("t")):
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.5)
+    assert not [r for r in caplog.records if "still running" in r.getMessage()]
