@@ -121,6 +121,10 @@ class WalTakeovers:
         directory = Path(row.wal)
         token = WalToken.here(Role.FENCED, self.node.node_id, store.wal_incarnation or "-")
         started = time.monotonic()
+        # That incarnation is over from here on, even if it wakes and renews its lease before the
+        # fence below: retired, it can neither renew nor be counted live, so the controller never
+        # hands partitions back to a broker whose WAL can acknowledge nothing more.
+        await asyncio.to_thread(self.node.meta.set_state, row.node_id, row.node_epoch, "stopped", True)
         result = await asyncio.to_thread(
             recover_wal,
             directory,

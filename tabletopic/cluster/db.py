@@ -302,7 +302,10 @@ class ClusterMetadata:
                 .values(lease_expires=_lease(lease_s), load=json.dumps(load))
             )
             if result.rowcount != 1:
-                raise NodeFenced(f"broker {node_id} epoch {node_epoch} was replaced by a newer registration")
+                raise NodeFenced(
+                    f"broker {node_id} epoch {node_epoch} is over: a newer registration replaced it, or "
+                    f"its lease lapsed and another broker took its shared WAL over"
+                )
 
     def set_state(self, node_id: NodeId, node_epoch: BrokerEpoch, state: str, expire: bool = False) -> None:
         n = nodes_table

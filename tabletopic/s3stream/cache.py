@@ -59,6 +59,9 @@ class Block:
     uploaded: asyncio.Future[None] | None = None
     # Local WAL: the segment rolled at sealing; older segments are free once this block is uploaded.
     wal_marker: object | None = None
+    # Local WAL: the future of the last WAL group holding one of its appends (groups settle in
+    # order), which the upload awaits before it commits.
+    written: asyncio.Future[None] | None = None
     generation: int = 0
     appends: int = 0
     released: bool = False  # its bytes no longer count towards the upload backlog

@@ -298,6 +298,11 @@ class S3StreamStore:
                 wanted.append((stream_id, epoch, owner))
         if not wanted:
             return results
+        if state.wal is not None:
+            try:
+                await state.wal.check_held()
+            except StreamError as exc:  # deposed: the streams are another broker's to open
+                return {**results, **{sid: exc for sid, _, _ in wanted}}
         async with state.commit_lock:
             opened = await state.db(state.meta.open_streams, wanted)
             ok = [sid for sid, found in opened.items() if not isinstance(found, StreamError)]
@@ -565,16 +570,19 @@ class S3StreamStore:
         the future of its durability."""
         state = self.state
         stream = state.stream(stream_id)
+        wal = state.wal
+        if wal is not None:
+            wal.raise_failure()  # before the offsets and the cache: a refused append leaves no trace
         base = stream.next_end
         stream.next_end = base + record_count
         block = state.log_cache.add(stream_id, StoredBatch(base, record_count, payload, crc))
         if block.uploaded is None:
             self._open_block(block)
         block.appends += 1
-        wal = state.wal
         if wal is not None:
             group = wal.append(stream_id, base, record_count, payload, crc)
             group.ends[stream_id] = stream.next_end
+            block.written = group.future
             if block.nbytes >= state.settings.upload_bytes:
                 self._seal()
             return base, group.future

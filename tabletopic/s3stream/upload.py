@@ -12,6 +12,7 @@ the store gives it sealed blocks with :meth:`Uploader.submit` and runs :meth:`Up
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -24,7 +25,7 @@ from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind
 from tabletopic.s3stream.objects import BuiltObject, build_object
 from tabletopic.s3stream.reserved_keys import ReservedKeys
 from tabletopic.s3stream.state import StoreState, StreamState
-from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch, StreamFenced
+from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch, StreamError, StreamFenced
 from tabletopic.s3stream.wal import RollMarker
 
 log = logging.getLogger(__name__)
@@ -121,12 +122,18 @@ class Uploader:
         """Local WAL: the data is safe on disk, so retry (with backoff) until the upload succeeds."""
         delay = 0.1
         while True:
+            if (taken_over := self._taken_over()) is not None:
+                for block in blocks:  # the recoverer commits what they acknowledged
+                    self._fail_block(block, taken_over)
+                return
             try:
                 await self._upload(blocks)
                 break
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if self._taken_over() is not None:
+                    continue  # no retry: the blocks fail at the top of the loop
                 log.error(
                     "upload to %s failed, retrying in %.1fs: %s", self.state.objects.description, delay, exc
                 )
@@ -185,6 +192,8 @@ class Uploader:
         failure, wait until ``turn()`` says every earlier upload has committed or failed."""
         state = self.state
         started = time.perf_counter()
+        if state.wal is not None:
+            await _written(blocks)
         runs: dict[int, list[StoredBatch]] = {}
         sizes: dict[int, int] = {}
         # The ownership each stream's data was appended under: the commit checks that one (a
@@ -193,10 +202,18 @@ class Uploader:
         for block in blocks:
             for stream_id, run in block.runs.items():
                 holder = state.streams.get(stream_id)
-                if holder is not None and not run.stale:
-                    holders[stream_id] = holder
-                    runs.setdefault(stream_id, []).extend(run.batches)
-                    sizes[stream_id] = sizes.get(stream_id, 0) + run.nbytes
+                if holder is None or run.stale:
+                    continue
+                batches = run.batches
+                if state.wal is not None and run.end > holder.confirmed_end:
+                    # Appends of a WAL group that failed: never acknowledged, never uploaded.
+                    batches = [b for b in batches if b.next_offset <= holder.confirmed_end]
+                    if not batches:
+                        continue
+                holders[stream_id] = holder
+                runs.setdefault(stream_id, []).extend(batches)
+                size = run.nbytes if batches is run.batches else sum(len(b.payload) for b in batches)
+                sizes[stream_id] = sizes.get(stream_id, 0) + size
         big = [(sid, b) for sid, b in runs.items() if sizes[sid] >= state.settings.split_bytes]
         big_ids = {sid for sid, _ in big}
         small = [(sid, b) for sid, b in runs.items() if sid not in big_ids]
@@ -292,6 +309,8 @@ class Uploader:
             ]
             ends = {sid: batches[-1].next_offset for sid, batches in runs.items() if sid not in fenced}
             async with state.commit_lock:
+                if (taken_over := self._taken_over()) is not None:
+                    raise taken_over
                 try:
                     fences = {sid: f for sid in ends if (f := holders[sid].fence) is not None}
                     await state.db(state.meta.commit_upload, new_objects, ends, fences)
@@ -317,6 +336,17 @@ class Uploader:
         self.state.metrics.upload_phase_seconds.labels(phase).observe(now - since)
         return now
 
+    def _taken_over(self) -> StreamError | None:
+        """Shared WAL taken over by another broker: the error to fail uploads with, else None.
+
+        Everything this broker acknowledged is in that WAL, which the recoverer commits; what it
+        holds beyond is appends whose group failed the fence check, never acknowledged. Committed
+        under a stream this broker opened after the recoverer read the WAL (its ownership still
+        valid), they would become records nobody acknowledged, and the producer's retry elsewhere
+        would write them again."""
+        wal = self.state.wal
+        return None if wal is None else wal.taken_over
+
     def _drop_fenced(self, exc: StreamFenced) -> None:
         """Deposed: those streams belong to a newer owner, who read their end offsets without this
         upload; forget them so that no later upload trips over them again."""
@@ -341,3 +371,15 @@ async def _settle(turn: Callable[[], Awaitable[None]]) -> None:
         await turn()
     except StaleUpload:
         pass
+
+
+async def _written(blocks: list[Block]) -> None:
+    """Local WAL: wait until the WAL groups of ``blocks`` are written or failed. A block is sealed
+    on a timer, so its upload may start before its last group's fsync; what a failed group held
+    (a disk error, or the shared WAL's fence check) must be known before anything is uploaded:
+    those appends were never acknowledged. What was acknowledged before the failure is still
+    uploaded."""
+    for block in blocks:
+        if block.written is not None:
+            with contextlib.suppress(Exception):
+                await block.written

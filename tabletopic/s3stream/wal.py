@@ -373,11 +373,36 @@ class LocalWal:
             raise StorageUnavailable(f"the WAL in {self.directory} is not started")
         return self._loop
 
+    def raise_failure(self) -> None:
+        """Raise why the WAL failed, if it did: a fenced shared WAL's own error (clients are told
+        NOT_LEADER again), else StorageUnavailable."""
+        if self.failure is None:
+            return
+        if isinstance(self.failure, StreamError):
+            raise type(self.failure)(str(self.failure))
+        raise StorageUnavailable(f"the WAL in {self.directory} failed earlier: {self.failure}")
+
+    @property
+    def taken_over(self) -> StreamError | None:
+        """A shared WAL another broker fenced: what it holds is its recoverer's to commit, and
+        nothing more of this broker's may be (the error to give for that), else None."""
+        failure = self.failure
+        return type(failure)(str(failure)) if isinstance(failure, StreamError) else None
+
+    async def check_held(self) -> None:
+        """A shared WAL's fence check now, not after the next fsync: a broker woken from a long
+        pause must learn that it was deposed before it takes a stream on, not once it writes to
+        one. Raises the WAL's failure (see :meth:`raise_failure`)."""
+        if self.failure is None and self._after_sync is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self._after_sync)
+            except StreamError as exc:
+                if self.failure is None:
+                    self._fail(None, exc)
+        self.raise_failure()
+
     def _current_group(self) -> Group:
-        if self.failure is not None:
-            if isinstance(self.failure, StreamError):  # fenced: the same error (NOT_LEADER) again
-                raise type(self.failure)(str(self.failure))
-            raise StorageUnavailable(f"the WAL in {self.directory} failed earlier: {self.failure}")
+        self.raise_failure()
         group = self._group
         if group is None:
             group = self._group = Group(SharedFuture(loop=self._running_loop()))
@@ -463,7 +488,7 @@ class LocalWal:
         group.future.set_result(None)
         self._on_commit(group)
 
-    def _fail(self, group: Group, exc: BaseException) -> None:
+    def _fail(self, group: Group | None, exc: BaseException) -> None:
         # Fail-stop: after a failed write the file's tail is unknown, so no later append may be
         # acknowledged on top of it. A restart replays what is valid.
         log.error("WAL write to %s failed; the store stops accepting appends: %s", self.directory, exc)

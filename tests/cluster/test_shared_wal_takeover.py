@@ -26,9 +26,12 @@ from tests.support.kafka_clients import create_topic, failover_producer
 pytestmark = CLUSTER_TEST_MARKS
 
 
-def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
+def _read_all(
+    bootstrap: str, topic: str, partitions: int, expected: int, where: dict[bytes, list[tuple[int, int]]]
+) -> list[bytes]:
     """Every value of ``topic``: until ``expected`` are in and every partition is read to its end
-    (partition EOF), so a record stored twice is among them; then half a second more."""
+    (partition EOF), so a record stored twice is among them; then half a second more. ``where``
+    gets each value's (partition, offset) places, for the failure message."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -44,6 +47,7 @@ def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> lis
         for m in consumer.consume(500, wait):
             if m.error() is None:
                 values.append(m.value() or b"")
+                where.setdefault(m.value() or b"", []).append((m.partition(), m.offset()))
                 at_end.discard(m.partition())
             elif m.error().code() == KafkaError._PARTITION_EOF:
                 at_end.add(m.partition())
@@ -74,9 +78,10 @@ class Acks:
 
 def _check_once(cluster: LocalCluster, topic: str, partitions: int, acks: Acks) -> None:
     assert not acks.failed, acks.failed[:5]
-    values = _read_all(cluster.bootstrap, topic, partitions, len(acks.acked))
+    where: dict[bytes, list[tuple[int, int]]] = {}
+    values = _read_all(cluster.bootstrap, topic, partitions, len(acks.acked), where)
     duplicates = [v for v, n in Counter(values).items() if n > 1]
-    assert not duplicates, duplicates[:5]
+    assert not duplicates, [(v, where[v]) for v in duplicates[:5]]
     assert set(acks.acked) <= set(values)
 
 

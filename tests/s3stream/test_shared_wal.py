@@ -133,11 +133,43 @@ async def test_deposed_writer_acknowledges_nothing_after_the_fence(brokers: Brok
 async def test_deposed_writers_late_upload_is_refused_after_the_takeover(brokers: Brokers) -> None:
     a, sid, written = await _stream_written_by_broker_1(brokers, 3)
     await asyncio.to_thread(brokers.recover, a, 1, 2)
-    await a.flush([sid])  # the deposed store's upload of the same data: its fence no longer holds
-    assert not a.is_open(sid)
+    with pytest.raises(StreamFenced):  # the deposed store uploads nothing: the recoverer committed it
+        await a.flush([sid])
     b = await brokers.open(2)
     await b.open_stream(sid, 2, owner=2)
     assert await _payloads(b, sid) == written
+
+
+async def test_a_deposed_writer_opens_no_stream_before_it_has_written_anything(brokers: Brokers) -> None:
+    """Woken from a pause after its WAL was taken over, a broker learns it before it takes a stream
+    on, not at its first write: leading it, it would append (and upload) what it can never
+    acknowledge."""
+    a, _, _ = await _stream_written_by_broker_1(brokers, 2)
+    other = await a.create_stream()
+    await asyncio.to_thread(brokers.recover, a, 1, 2)
+    opened = await a.open_streams([(other, 1, 1)])
+    assert isinstance(opened[other], WalFenced)
+    assert not a.is_open(other)
+
+
+async def test_a_deposed_writer_commits_none_of_the_appends_its_fence_check_refused(
+    brokers: Brokers,
+) -> None:
+    """A stream the deposed broker opened after the recoverer read the WAL is still its own in the
+    database (the takeover knows only the streams the WAL names). Appends refused by the fence
+    check must leave nothing an upload could commit: once they did, and every retry of a refused
+    batch became one more copy of it in the stream."""
+    a, _, _ = await _stream_written_by_broker_1(brokers, 2)
+    other = await a.create_stream()
+    await a.open_stream(other, 1, owner=1)  # nothing appended yet: not in the WAL the takeover reads
+    await asyncio.to_thread(brokers.recover, a, 1, 2)
+    with pytest.raises(WalFenced):
+        await a.append(other, b"never acknowledged" * 20, 1)
+    with pytest.raises(StreamFenced):
+        await a.flush([other])
+    engine = database.create_engine(brokers.harness.url)
+    brokers.harness.engines.append(engine)
+    assert StreamMetadata(engine).stream_ends([other])[other] == (0, 1)  # nothing committed
 
 
 async def test_a_second_takeover_commits_nothing_again(brokers: Brokers) -> None:
