@@ -8,6 +8,7 @@ import faulthandler
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 
@@ -82,7 +83,8 @@ class StallReport:
         faulthandler.dump_traceback(all_threads=True)
 
     def pending_tasks(self) -> str:
-        """A line per unfinished task of the loop: its name and where its coroutine waits."""
+        """A line per unfinished task of the loop: its name and the chain of awaits it is
+        suspended in, outermost first (``Task.get_stack`` gives only the task's own frame)."""
         for _ in range(3):  # the loop may change its task set while it is read from here
             try:
                 tasks = list(asyncio.all_tasks(self._loop))
@@ -92,8 +94,28 @@ class StallReport:
         else:
             return "  (the loop's tasks could not be read)"
         lines = []
-        for task in sorted(tasks, key=lambda t: t.get_name()):
-            frames = task.get_stack(limit=1)
-            where = f"{frames[0].f_code.co_filename}:{frames[0].f_lineno}" if frames else "?"
-            lines.append(f"  {task.get_name()} at {where}")
-        return "\n".join(lines) or "  (no tasks)"
+        for task in tasks:
+            try:  # read from another thread while the loop may resume the task: best effort
+                where = awaits_of(task.get_coro())
+            except Exception as exc:
+                where = f"? ({exc})"
+            lines.append(f"  {task.get_name()}: {where}")
+        return "\n".join(sorted(lines)) or "  (no tasks)"
+
+
+def awaits_of(coroutine: object, most: int = 12) -> str:
+    """Where a suspended coroutine waits: ``file:line function`` of each coroutine it awaits
+    through (``cr_await``), outermost first; past ``most`` levels, only the innermost ones."""
+    places: list[str] = []
+    current: Any = coroutine
+    while current is not None:
+        frame = getattr(current, "cr_frame", None) or getattr(current, "gi_frame", None)
+        if frame is None:
+            places.append(type(current).__name__)  # a future or another awaitable: the end
+            break
+        code = frame.f_code
+        places.append(f"{Path(code.co_filename).name}:{frame.f_lineno} {code.co_name}")
+        current = getattr(current, "cr_await", None) or getattr(current, "gi_yieldfrom", None)
+    if len(places) > most:
+        places = ["…", *places[-most:]]
+    return " > ".join(places)

@@ -33,7 +33,9 @@ async def test_a_stalled_stop_names_the_task_it_waits_on_and_dumps_every_thread(
     [record] = [r for r in caplog.records if "still running" in r.getMessage()]
     message = record.getMessage()
     assert message.startswith("shutdown still running after")
-    assert "upload-loop at " in message and "test_stall_report.py" in message
+    # the whole chain of awaits, down to the event it waits for
+    assert "upload-loop: test_stall_report.py:" in message
+    assert "_waits_forever > locks.py:" in message and " wait > Future" in message
     dump = capfd.readouterr().err  # faulthandler's, of every thread: the blocked worker's too
     assert dump.count("Thread 0x") >= 2 and "threading.py" in dump
 
