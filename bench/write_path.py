@@ -46,7 +46,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
@@ -85,6 +85,8 @@ class Figures:
     phases_ms: dict[str, float]  # mean time per upload in each phase at the fixed rate
     batching_p50_ms: float = float("nan")  # aiokafka: all of a broker's partitions in one request
     batching_p99_ms: float = float("nan")
+    # CPU seconds per GB acknowledged flat out, by role (brokers, object store, metadata DB, clients)
+    cpu_per_gb: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -257,10 +259,56 @@ def measure(kind: str, target: Target, rate: int, seconds: float, linger_ms: flo
     p50 = statistics.median(latencies) if latencies else float("nan")
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
     batching = batching_fixed_rate(target.bootstrap, create_topic(target.bootstrap), rate, seconds)
-    mb_per_s = flat_out(target.bootstrap, create_topic(target.bootstrap), seconds)
+    flat_topic = create_topic(target.bootstrap)
+    cpu_before, flat_began = cpu_seconds(), time.monotonic()
+    mb_per_s = flat_out(target.bootstrap, flat_topic, seconds)
+    gigabytes = mb_per_s * (time.monotonic() - flat_began) / 1000
+    cpu_used = {role: spent - cpu_before.get(role, 0.0) for role, spent in cpu_seconds().items()}
+    cpu_per_gb = {role: spent / gigabytes for role, spent in cpu_used.items()} if gigabytes else {}
     return Figures(
-        kind, len(target.metrics_urls), p50 * 1000, p99 * 1000, errors, mb_per_s, puts, phases, *batching
+        kind,
+        len(target.metrics_urls),
+        p50 * 1000,
+        p99 * 1000,
+        errors,
+        mb_per_s,
+        puts,
+        phases,
+        *batching,
+        cpu_per_gb,
     )
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of the bench's processes by role: the brokers, the object store
+    (SeaweedFS), the metadata DB (PostgreSQL) and this process, whose threads are the clients. On a
+    machine where they all share a few cores, a broker's own cost per GB is what carries over to
+    one where the object store and the database run elsewhere."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    totals = {"brokers": 0.0, "object store": 0.0, "metadata DB": 0.0, "clients": time.process_time()}
+    for pid in _descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                words = cmdline.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        role = _role(words)
+        if role is not None:
+            totals[role] += (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    return totals
+
+
+def _role(words: list[bytes]) -> str | None:
+    program = words[0].rsplit(b"/", 1)[-1]
+    if b"python" in program and b"tabletopic" in words:
+        return "brokers"
+    if program == b"weed":
+        return "object store"
+    if program.startswith(b"postgres"):
+        return "metadata DB"
+    return None
 
 
 @contextmanager
@@ -416,6 +464,14 @@ def report(results: list[Figures]) -> None:
         if r.phases_ms:
             spent = ", ".join(f"{phase} {ms:.1f}" for phase, ms in r.phases_ms.items())
             print(f"{r.kind}: mean ms per upload at the fixed rate: {spent}")
+    print("CPU seconds per GB acknowledged flat out (brokers / object store / metadata DB / clients), "
+          "and the brokers' share of a core:")  # fmt: skip
+    for r in results:
+        cost = r.cpu_per_gb
+        if cost:
+            core = cost["brokers"] * r.mb_per_s / 1000 * 100
+            roles = "".join(f"{spent:>6.1f}" for spent in cost.values())
+            print(f"  {r.kind:<9}{roles}   brokers at {core:.0f}% of a core")
     print(f"PUT prices per 1,000 requests (us-east-1): S3 Standard ${S3_STANDARD_PUT_PER_1000}, "
           f"S3 Express One Zone ${S3_EXPRESS_ONE_ZONE_PUT_PER_1000}; cost per broker per 30-day month "
           "of the PUTs at the fixed rate (requests only)")  # fmt: skip
