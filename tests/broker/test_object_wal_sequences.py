@@ -24,37 +24,19 @@ from tabletopic.broker.service import BrokerService
 from tabletopic.config import Config
 from tabletopic.records.header import validate_batches
 from tabletopic.s3stream.store import S3StreamStore
-from tabletopic.s3stream.streams import StorageUnavailable
 from tests.support.broker_calls import call
+from tests.support.failing_objects import FailingPuts
 from tests.support.kafka_requests import make_batch, produce_request
 from tests.support.store_harness import StoreHarness, local_object_settings
 
 PRODUCER = 7
 
 
-class FailOnce:
-    """A real local object store whose next PUT fails once armed, as a dropped S3 connection does."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.description = inner.description
-        self.armed = False
-
-    def put(self, key: str, data: Any) -> None:
-        if self.armed:
-            self.armed = False
-            raise StorageUnavailable(f"PUT {key} failed on {self.description}: connection reset")
-        self.inner.put(key, data)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @pytest.fixture
-async def object_wal_broker(tmp_path: Path) -> AsyncIterator[tuple[BrokerService, FailOnce]]:
+async def object_wal_broker(tmp_path: Path) -> AsyncIterator[tuple[BrokerService, FailingPuts]]:
     url = database.default_url(tmp_path)
     harness = StoreHarness(tmp_path, "object", local_object_settings(tmp_path), url)
-    objects = FailOnce(harness.object_store())
+    objects = FailingPuts(harness.object_store())
     harness.object_store = lambda: objects  # type: ignore[method-assign]
     store = await harness.open()
     config = Config({"data.dir": str(tmp_path), "log.retention.check.interval.ms": "3600000"})
@@ -79,7 +61,7 @@ async def _produce(service: BrokerService, sequence: int) -> ErrorCode:
 
 
 async def test_a_batch_admitted_while_the_one_before_it_is_failing_is_refused_not_written_past_it(
-    object_wal_broker: tuple[BrokerService, FailOnce],
+    object_wal_broker: tuple[BrokerService, FailingPuts],
 ) -> None:
     service, objects = object_wal_broker
     await service.topics.create("t", 1)
@@ -98,7 +80,7 @@ async def test_a_batch_admitted_while_the_one_before_it_is_failing_is_refused_no
         fail_block(block, error)
 
     uploader._fail_block = fail_block_then_admit_the_next  # type: ignore[method-assign]
-    objects.armed = True
+    objects.fail_next = True
     assert await _produce(service, 1) is ErrorCode.kafka_storage_error
     assert (await following[0]).error_code is ErrorCode.out_of_order_sequence_number
     uploader._fail_block = fail_block  # type: ignore[method-assign]

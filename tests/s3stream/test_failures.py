@@ -5,37 +5,18 @@ wait. The store in these tests is the real local one with a switch that makes it
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from tabletopic.s3stream.streams import StorageUnavailable
+from tests.support.failing_objects import FailingPuts
 from tests.support.store_harness import StoreHarness, payload_for
 from tests.support.waiting import wait_until
 
 
-class SwitchableStore:
-    """A real object store that can be told to fail every write, as an unreachable S3 would."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.description = inner.description
-        self.broken = False
-        self.refused = 0  # PUTs failed while broken
-
-    def put(self, key: str, data: Any) -> None:
-        if self.broken:
-            self.refused += 1
-            raise StorageUnavailable(f"PUT {key} failed on {self.description}: connection refused")
-        self.inner.put(key, data)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 @pytest.fixture
-def switchable(local_harness: StoreHarness) -> SwitchableStore:
-    store = SwitchableStore(local_harness.object_store())
+def switchable(local_harness: StoreHarness) -> FailingPuts:
+    store = FailingPuts(local_harness.object_store())
     local_harness.object_store = lambda: store  # type: ignore[method-assign]
     return store
 
@@ -47,7 +28,7 @@ def object_harness(local_harness: StoreHarness) -> StoreHarness:
 
 
 async def test_object_wal_fails_appends_when_the_store_fails_and_rewinds_offsets(
-    object_harness: StoreHarness, switchable: SwitchableStore
+    object_harness: StoreHarness, switchable: FailingPuts
 ) -> None:
     store = await object_harness.open()
     sid = await store.create_stream()
@@ -64,7 +45,7 @@ async def test_object_wal_fails_appends_when_the_store_fails_and_rewinds_offsets
 
 
 async def test_local_wal_keeps_acknowledging_and_uploads_once_the_store_is_back(
-    local_harness: StoreHarness, switchable: SwitchableStore
+    local_harness: StoreHarness, switchable: FailingPuts
 ) -> None:
     store = await local_harness.open()
     sid = await store.create_stream()
@@ -80,7 +61,7 @@ async def test_local_wal_keeps_acknowledging_and_uploads_once_the_store_is_back(
 
 
 async def test_a_full_wal_pushes_back_then_fails_with_a_clear_error(
-    local_harness: StoreHarness, switchable: SwitchableStore
+    local_harness: StoreHarness, switchable: FailingPuts
 ) -> None:
     store = await local_harness.open(
         wal_capacity_bytes=64 * 1024, upload_bytes=16 * 1024, append_timeout_ms=300
@@ -99,7 +80,7 @@ async def test_a_full_wal_pushes_back_then_fails_with_a_clear_error(
 
 
 async def test_object_wal_backlog_is_bounded_by_the_wal_capacity(
-    object_harness: StoreHarness, switchable: SwitchableStore
+    object_harness: StoreHarness, switchable: FailingPuts
 ) -> None:
     store = await object_harness.open(
         wal_capacity_bytes=32 * 1024, append_timeout_ms=300, object_batch_ms=2000
@@ -115,7 +96,7 @@ async def test_object_wal_backlog_is_bounded_by_the_wal_capacity(
 
 
 async def test_pipelined_batch_objects_fail_in_order_without_gaps_or_duplicates(
-    object_harness: StoreHarness, switchable: SwitchableStore
+    object_harness: StoreHarness, switchable: FailingPuts
 ) -> None:
     store = await object_harness.open(object_batch_bytes=4096, object_batch_ms=2)
     sid = await store.create_stream()
