@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +100,9 @@ class ClusterUp:
                 self.process.kill()
                 self.process.wait()
         self.reader.join(10)
+        if "did not stop within" in self.text:  # a broker's stop hung: show why in the run's summary
+            hung = self.text[self.text.index("did not stop within") - 200 :]
+            warnings.warn(hung, RuntimeWarning, stacklevel=2)
         return self.process.returncode
 
 
