@@ -24,11 +24,23 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
     await asyncio.gather(*running, return_exceptions=True)
 
 
+async def set_or_timeout(event: asyncio.Event, timeout_s: float) -> None:
+    """Wait until ``event`` is set or ``timeout_s`` has passed.
+
+    Not ``asyncio.wait_for(event.wait(), ...)``: on Python 3.11, when the event is set in the same
+    loop iteration as the waiting task is cancelled, ``wait_for`` returns normally and the
+    cancellation is lost; a loop around it never stops, and whoever waits for it to (a node's
+    stop) waits until it is killed. ``asyncio.timeout`` cancels only on its own expiry.
+    """
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
+
+
 async def woken(event: asyncio.Event, timeout_s: float) -> None:
     """Wait until ``event`` is set or ``timeout_s`` has passed, then clear it: a polling loop's
     sleep that a wake-up cuts short (a wake-up during the pass that follows is not lost)."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), timeout_s)
+    await set_or_timeout(event, timeout_s)
     event.clear()
 
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from tabletopic.tasks import StallReport
+from tabletopic.tasks import StallReport, woken
 
 
 async def _waits_forever(event: asyncio.Event) -> None:
@@ -45,3 +45,24 @@ async def test_a_stop_that_ends_in_time_reports_nothing(caplog: pytest.LogCaptur
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.5)
     assert not [r for r in caplog.records if "still running" in r.getMessage()]
+
+
+async def test_a_loop_on_woken_stops_when_cancelled_just_as_its_event_is_set() -> None:
+    """``asyncio.wait_for`` on Python 3.11 returns normally, swallowing the cancellation, when the
+    awaited event is set in the same loop iteration; a loop around it then never stops, and a
+    node's stop waited on it until it was killed."""
+    event = asyncio.Event()
+    rounds = 0
+
+    async def waiting_loop() -> None:
+        nonlocal rounds
+        while True:
+            await woken(event, 10)
+            rounds += 1
+
+    task = asyncio.create_task(waiting_loop())
+    await asyncio.sleep(0.01)  # waiting on the event
+    event.set()
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=2)
+    assert task in done and task.cancelled(), f"the loop went on ({rounds} rounds) after its cancellation"

@@ -23,7 +23,7 @@ from tabletopic.cluster.node import ClusterNode
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.shared_wal import recover_wal, remove_wal
 from tabletopic.s3stream.wal_fence import Role, TakeoverLost, WalFenced, WalToken
-from tabletopic.tasks import cancel_and_wait
+from tabletopic.tasks import cancel_and_wait, woken
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,7 @@ class WalTakeovers:
 
     async def _loop(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), RETRY_S)
-            except TimeoutError:
-                pass
-            self._wake.clear()
+            await woken(self._wake, RETRY_S)
             if await self._deposed():
                 return
             for row in self.node.my_wal_takeovers():

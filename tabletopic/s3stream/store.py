@@ -58,6 +58,7 @@ from tabletopic.s3stream.streams import (
 from tabletopic.s3stream.upload import Uploader
 from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
 from tabletopic.s3stream.wal_fence import WalFenced
+from tabletopic.tasks import set_or_timeout
 
 log = logging.getLogger(__name__)
 
@@ -659,10 +660,7 @@ class S3StreamStore:
                     f"uploads to {state.objects.description} are not keeping up"
                 )
             state.space_freed.clear()
-            try:
-                await asyncio.wait_for(state.space_freed.wait(), remaining)
-            except TimeoutError:
-                pass
+            await set_or_timeout(state.space_freed, remaining)
 
     def _on_wal_commit(self, group: Group) -> None:
         state = self.state

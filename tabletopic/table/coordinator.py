@@ -48,7 +48,7 @@ from tabletopic.table.ports import TopicDirectory, TopicView
 from tabletopic.table.schema_evolution import IncompatibleTableSchema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tabletopic.table.worker import TableWorker, WorkItem, cap_items
-from tabletopic.tasks import cancel_and_wait
+from tabletopic.tasks import cancel_and_wait, set_or_timeout
 
 log = logging.getLogger(__name__)
 
@@ -712,10 +712,7 @@ class TableCoordinator:
             await self.run_due(wait=False)
             await self.refresh_lag()
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self._until_next_due())
-            except TimeoutError:
-                pass
+            await set_or_timeout(self._wake, self._until_next_due())
 
     def _until_next_due(self) -> float:
         """Seconds to sleep before the next look: the poll interval, or less when a topic's next

@@ -16,50 +16,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
 from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw, wait_until
-from tests.support.kafka_clients import create_topic, failover_producer
+from tests.support.kafka_clients import create_topic, failover_producer, read_values
 
 pytestmark = CLUSTER_TEST_MARKS
-
-
-def _read_all(
-    bootstrap: str, topic: str, partitions: int, expected: int, where: dict[bytes, list[tuple[int, int]]]
-) -> list[bytes]:
-    """Every value of ``topic``: until ``expected`` are in and every partition is read to its end
-    (partition EOF), so a record stored twice is among them; then half a second more. ``where``
-    gets each value's (partition, offset) places, for the failure message."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex[:6]}",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-
-    def take(wait: float) -> None:
-        for m in consumer.consume(500, wait):
-            if m.error() is None:
-                values.append(m.value() or b"")
-                where.setdefault(m.value() or b"", []).append((m.partition(), m.offset()))
-                at_end.discard(m.partition())
-            elif m.error().code() == KafkaError._PARTITION_EOF:
-                at_end.add(m.partition())
-
-    deadline = time.monotonic() + 60
-    try:
-        while (len(values) < expected or len(at_end) < partitions) and time.monotonic() < deadline:
-            take(0.5)
-        take(0.5)  # duplicates?
-    finally:
-        consumer.close()
-    return values
 
 
 class Acks:
@@ -79,7 +43,7 @@ class Acks:
 def _check_once(cluster: LocalCluster, topic: str, partitions: int, acks: Acks) -> None:
     assert not acks.failed, acks.failed[:5]
     where: dict[bytes, list[tuple[int, int]]] = {}
-    values = _read_all(cluster.bootstrap, topic, partitions, len(acks.acked), where)
+    values = read_values(cluster.bootstrap, topic, partitions, len(acks.acked), places=where)
     duplicates = [v for v, n in Counter(values).items() if n > 1]
     assert not duplicates, [(v, where[v]) for v in duplicates[:5]]
     assert set(acks.acked) <= set(values)

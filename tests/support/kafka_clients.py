@@ -49,6 +49,7 @@ def read_values(
     expected: int,
     settings: Mapping[str, object] | None = None,
     linger: float = 0.5,
+    places: dict[bytes, list[tuple[int, int]]] | None = None,
 ) -> list[bytes]:
     """Every value of ``topic`` from the start, read by a fresh confluent-kafka consumer that
     commits nothing: until ``expected`` values are in and every partition is read to its end
@@ -57,6 +58,8 @@ def read_values(
 
     Args:
         settings: consumer settings on top (``client.rack``, ``isolation.level``...).
+        places: if given, gets each value's (partition, offset) places, for a failure message
+            that says where a duplicate was read.
     """
     import uuid
 
@@ -81,6 +84,8 @@ def read_values(
             if msg.error() is None:
                 values.append(msg.value())
                 at_end.discard(msg.partition())
+                if places is not None:
+                    places.setdefault(msg.value(), []).append((msg.partition(), msg.offset()))
             elif msg.error().code() == KafkaError._PARTITION_EOF:
                 at_end.add(msg.partition())
             else:
