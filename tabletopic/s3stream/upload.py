@@ -342,8 +342,7 @@ class Uploader:
         Everything this broker acknowledged is in that WAL, which the recoverer commits; what it
         holds beyond is appends whose group failed the fence check, never acknowledged. Committed
         under a stream this broker opened after the recoverer read the WAL (its ownership still
-        valid), they would become records nobody acknowledged, and the producer's retry elsewhere
-        would write them again."""
+        valid there), they would become records nobody acknowledged."""
         wal = self.state.wal
         return None if wal is None else wal.taken_over
 
