@@ -1,4 +1,8 @@
-"""One headless Chromium per test run, driven by Playwright, for the console's browser tests.
+"""One headless Chromium per test module, driven by Playwright, for the console's browser tests.
+
+Per module, not per run: Playwright's sync API keeps its event loop set as the main thread's running
+loop for as long as it is open, and every pytest-asyncio test after it would then fail with
+"Runner.run() cannot be called from a running event loop". A launch costs about a second.
 
 The browser is Debian's ``chromium`` (``scripts/install-system-deps.sh test`` installs it); Playwright
 never downloads one of its own. Screenshots go to ``test-artifacts/console/`` at the repository root
@@ -27,7 +31,7 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     pytest.importorskip("playwright", reason="pip install playwright (the [test] extra)")
     executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
