@@ -378,8 +378,8 @@ class LocalWal:
         NOT_LEADER again), else StorageUnavailable."""
         if self.failure is None:
             return
-        if isinstance(self.failure, StreamError):
-            raise type(self.failure)(str(self.failure))
+        if (fenced := self.taken_over) is not None:
+            raise fenced
         raise StorageUnavailable(f"the WAL in {self.directory} failed earlier: {self.failure}")
 
     @property
