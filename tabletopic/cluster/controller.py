@@ -4,7 +4,8 @@ in one transaction conditional on the controller epoch.
 
 Rules, in order: a reassignment asked for (``target``) wins when its broker is alive; a partition
 whose leader is dead, draining, or a former incarnation (older node epoch) goes to its predicted
-broker when that one is alive and not draining, else to the least loaded one; then, at most
+broker when that one is alive, not draining and leads no more partitions than the least loaded one,
+else to the least loaded one (so placing never unbalances the counts); then, at most
 ``max_moves`` partitions move from the most to the least loaded broker while their counts differ
 by more than one (pinned partitions, placed by an operator, stay). Coordinator slots are evened
 out per kind, apart from partitions, so every broker coordinates its share of groups and
@@ -169,7 +170,10 @@ def _plan_class(
             continue
         node = predicted_leader(key, eligible)
         assert node is not None
-        if counts[node] > min(counts.values()) + 1:
+        # The predicted broker (what Metadata reported meanwhile) unless it already leads more than
+        # the least loaded one: placed there, the counts would differ by two and the balancing
+        # below would move a partition that clients are using (or this one, a round later).
+        if counts[node] > min(counts.values()):
             node = min(eligible, key=lambda n: (counts[n], n))
         decided[key] = node
         counts[node] += 1

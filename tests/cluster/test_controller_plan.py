@@ -92,3 +92,16 @@ def test_coordinator_slots_are_evened_out_apart_from_partitions() -> None:
     assert sorted(placed[key] for key in slots) == [1, 2, 3]
     spread = Counter(placed[key] for key in KEYS[:8])
     assert max(spread.values()) - min(spread[n] for n in live) <= 1  # and so are the partitions
+
+
+def test_a_new_partition_is_placed_so_that_no_partition_in_use_has_to_move() -> None:
+    live = {1: 1, 2: 1, 3: 1}
+    # Broker 1 leads five partitions, brokers 2 and 3 four each.
+    leaders = [1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+    current = {("old", p): Assignment(node, 1, 1) for p, node in enumerate(leaders)}
+    new = next(("new", p) for p in range(10) if predicted_leader(("new", p), [1, 2, 3]) == 1)
+    wanted = [*current, new]
+    moves = plan(wanted, current, live)
+    # Placed on broker 1 as predicted, the counts would be 6-4-4 and a partition in use would move.
+    assert moves == {new: 2}
+    assert plan(wanted, _apply(current, moves, live), live) == {}
