@@ -26,7 +26,7 @@ async def test_a_stalled_stop_names_the_task_it_waits_on_and_dumps_every_thread(
     worker.start()
     try:
         with caplog.at_level(logging.WARNING), StallReport("shutdown", 0.2, logging.getLogger("t")):
-            await asyncio.sleep(0.6)
+            await asyncio.sleep(0.6)  # the subject: a stop outlasting the report's 0.2 s
     finally:
         blocked.set()
         stuck.cancel()
@@ -42,8 +42,8 @@ async def test_a_stalled_stop_names_the_task_it_waits_on_and_dumps_every_thread(
 
 async def test_a_stop_that_ends_in_time_reports_nothing(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING), StallReport("shutdown", 0.3, logging.getLogger("t")):
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.5)
+        await asyncio.sleep(0.01)  # the subject: a stop well inside the 0.3 s
+    await asyncio.sleep(0.5)  # past the 0.3 s, when a report left armed would fire
     assert not [r for r in caplog.records if "still running" in r.getMessage()]
 
 

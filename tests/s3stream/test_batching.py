@@ -118,7 +118,7 @@ async def test_appends_arriving_during_an_upload_form_the_next_batch_object(
     first = asyncio.ensure_future(store.append(sid, b"first", 1))
     await held.wait_started(1)
     later = [asyncio.ensure_future(store.append(sid, b"later", 1)) for _ in range(5)]
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # the subject: nothing starts while the slot is busy, however long
     assert held.started == 1  # the only slot is busy: the later appends wait, together
     held.release(0)
     assert await first == 0
@@ -133,13 +133,13 @@ async def test_uploads_in_flight_never_exceed_the_bound(objects_harness: StoreHa
     appends = []
     for i in range(6):
         appends.append(asyncio.ensure_future(store.append(sid, b"x%d" % i, 1)))
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)  # the subject: appends spread in time still find both slots busy
     assert held.started == 2
     held.release(0)
     await held.wait_started(3)
     held.release(1)
     held.release(2)
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)  # time for a third upload to start if the bound let it (it must not)
     for index in range(3, held.started):
         held.release(index)
     assert sorted(await asyncio.gather(*appends)) == list(range(6))
@@ -218,7 +218,7 @@ async def test_keys_reserved_ahead_are_dropped_before_garbage_collection_could_t
     sid = await store.create_stream()
     assert await store.append(sid, b"first", 1) == 0
     first_reservation = _objects_by_state(store)["prepared"]
-    await asyncio.sleep(1.2)
+    await asyncio.sleep(1.2)  # the subject: the reservation ages past half the GC grace
     assert await store.append(sid, b"second", 1) == 1
     committed = _objects_by_state(store)["committed"]
     assert committed[-1] > max(first_reservation)  # from a fresh reservation

@@ -281,9 +281,9 @@ async def test_a_handed_over_stream_is_closed_with_every_acknowledged_append_and
 ) -> None:
     a, sid, written = await _stream_written_by_broker_1(brokers, 3)
     late = asyncio.ensure_future(a.append(sid, b"in flight" * 10, 1))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: the append is under way when the close begins
     closing = asyncio.ensure_future(a.close_stream(sid))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: the close has begun
     with pytest.raises(StreamFenced):  # being handed over: refused, the client finds the new leader
         await a.append(sid, b"after" * 10, 1)
     await closing

@@ -157,7 +157,7 @@ async def test_a_refused_write_whose_caller_left_still_drops_the_group_and_is_no
 
     await wait_until(lambda: role.given_up == [(GROUP_SLOTS_TOPIC, slot)], message="slot given up")
     gc.collect()
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: a task left unretrieved would be reported now
     assert not coordinator.owns("g")
     assert not unretrieved, unretrieved
 

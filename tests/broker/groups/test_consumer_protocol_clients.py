@@ -68,7 +68,7 @@ def _commit(consumer: object, message: object) -> None:
                 e in str(exc) for e in ("STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
             ):
                 raise
-            time.sleep(0.05)
+            time.sleep(0.05)  # a retry's backoff, as a client's: the member rejoins meanwhile
     raise AssertionError("commit kept failing with STALE_MEMBER_EPOCH")
 
 
