@@ -14,8 +14,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -37,6 +40,7 @@ CLUSTER_FILE = "cluster.json"
 
 _LOWEST_PORT = 10000
 _handed_out: set[int] = set()
+_handing_out = threading.Lock()  # servers of one cluster start side by side, each choosing ports
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -58,17 +62,18 @@ def free_port() -> int:
     low, high = _ephemeral_range()
     ceiling = low if low - _LOWEST_PORT >= 1000 else 65536
     floor = _LOWEST_PORT if ceiling == low else high + 1
-    for _ in range(1000):
-        port = random.randrange(floor, ceiling)
-        if port in _handed_out:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
+    with _handing_out:
+        for _ in range(1000):
+            port = random.randrange(floor, ceiling)
+            if port in _handed_out:
                 continue
-        _handed_out.add(port)
-        return port
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
     raise RuntimeError(f"no free loopback port between {floor} and {ceiling}")
 
 
@@ -359,6 +364,15 @@ class SeaweedFS:
         self.process = None
 
 
+def start_together(starts: list[Callable[[], object]]) -> None:
+    """Run every start at once and wait for all of them; raise the first failure (in list order)
+    once all have returned, so none is left half-started behind the error."""
+    with ThreadPoolExecutor(max(1, len(starts))) as pool:
+        futures = [pool.submit(start) for start in starts]
+    for future in futures:
+        future.result()
+
+
 class ServeProcess:
     """A ``tabletopic serve`` child process logging to ``<data dir>/broker.log``.
 
@@ -486,14 +500,20 @@ class LocalCluster:
         return ",".join(b.bootstrap for b in self.brokers.values() if b.process is not None)
 
     def start(self) -> LocalCluster:
+        """PostgreSQL and SeaweedFS side by side, then every broker at once: each start mostly
+        waits (for initdb, for Python's imports, for the database), so starting them together takes
+        about as long as the slowest one rather than the sum. What started is stopped by
+        :meth:`stop` even when another start failed."""
         self.root.mkdir(parents=True, exist_ok=True)
         # The metadata lives with the objects: a second `cluster up` on the same directory finds its
         # topics again (as root the directory is handed to the postgres user PostgreSQL runs as).
-        self.postgres = PostgresServer(self.root / "postgres", keep=True).start()
+        self.postgres = PostgresServer(self.root / "postgres", keep=True)
+        self.seaweedfs = SeaweedFS(self.root / "seaweedfs")
+        start_together([self.postgres.start, self.seaweedfs.start])
         self.metadata_url = self.postgres.create_database("tabletopic")
-        self.seaweedfs = SeaweedFS(self.root / "seaweedfs").start()
         for node_id in range(1, self.nodes + 1):
-            self.add_broker(node_id)
+            self.brokers[node_id] = self.new_broker(node_id)
+        start_together([node.start for node in self.brokers.values()])
         self.write_cluster_file()
         return self
 
@@ -589,8 +609,14 @@ class LocalCluster:
         return {"s3stream.wal.mode": self.wal}
 
     def add_broker(self, node_id: int) -> NodeProcess:
+        """Start broker ``node_id`` (a new one, or one that was stopped) on ports of its own."""
+        node = self.brokers[node_id] = self.new_broker(node_id)
+        return node.start()
+
+    def new_broker(self, node_id: int) -> NodeProcess:
+        """Broker ``node_id``, its ports chosen, not started."""
         ports = self.broker_ports(node_id)
-        node = NodeProcess(
+        return NodeProcess(
             node_id,
             self.root / f"node-{node_id}",
             self.node_settings(node_id, ports["kafka"], ports),
@@ -599,8 +625,6 @@ class LocalCluster:
             ports["registry"],
             ports["catalog"],
         )
-        self.brokers[node_id] = node
-        return node.start()
 
     def check_brokers(self) -> list[tuple[int, str]]:
         """Each broker that exited since the last call (its process is then forgotten, so a restart
