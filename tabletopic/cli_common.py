@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from tabletopic.config import (
     DEFAULT_CLUSTER_DIR,
@@ -194,6 +195,13 @@ def client_error(exc: BaseException) -> str:
             return code.replace("_", " ").lower()
         return f"{text} ({code})"
     return str(exc)
+
+
+def client_failure(exc: BaseException) -> typer.Exit:
+    """Print a Kafka client's error in words (:func:`client_error`) and give the exit to raise:
+    ``raise client_failure(exc) from exc``."""
+    err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
+    return typer.Exit(1)
 
 
 def require_listening(host_port: str, what: str, hint: str, timeout: float = 2.0) -> None:

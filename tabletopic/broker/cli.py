@@ -12,14 +12,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from tabletopic.cli_common import (
     BootstrapOption,
     DataDirOption,
     OverrideOption,
-    client_error,
-    err_console,
+    client_failure,
     node_bootstrap,
     remember_node,
 )
@@ -59,11 +57,6 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
     return result
 
 
-def _fail(exc: BaseException) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
-    return typer.Exit(1)
-
-
 @topics_app.command("create")
 def create(
     ctx: typer.Context,
@@ -81,7 +74,7 @@ def create(
         admin = _admin(bootstrap)  # must outlive the future, or librdkafka destroys the request
         admin.create_topics([topic], request_timeout=TIMEOUT_S)[name].result(TIMEOUT_S)
     except Exception as exc:
-        raise _fail(exc) from exc
+        raise client_failure(exc) from exc
     typer.echo(f"created topic {name} with {partitions} partition(s)")
 
 
@@ -92,7 +85,7 @@ def list_topics(ctx: typer.Context, bootstrap: BootstrapOption = None) -> None:
     try:
         metadata = _admin(bootstrap).list_topics(timeout=TIMEOUT_S)
     except Exception as exc:
-        raise _fail(exc) from exc
+        raise client_failure(exc) from exc
     for name in sorted(metadata.topics):
         typer.echo(f"{name}\t{len(metadata.topics[name].partitions)}")
 
@@ -121,7 +114,7 @@ def describe(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -
         finally:
             consumer.close()
     except Exception as exc:
-        raise _fail(exc) from exc
+        raise client_failure(exc) from exc
     typer.echo(f"topic {name}  partitions {len(topic.partitions)}")
     for partition, (low, high) in offsets.items():
         typer.echo(
@@ -143,7 +136,7 @@ def delete(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -> 
         admin = _admin(bootstrap)
         admin.delete_topics([name], request_timeout=TIMEOUT_S)[name].result(TIMEOUT_S)
     except Exception as exc:
-        raise _fail(exc) from exc
+        raise client_failure(exc) from exc
     typer.echo(f"deleted topic {name}")
 
 
@@ -180,7 +173,7 @@ def alter_config(
         admin = _admin(bootstrap)
         admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
     except Exception as exc:
-        raise _fail(exc) from exc
+        raise client_failure(exc) from exc
     typer.echo(f"altered configs of {name}")
 
 
@@ -215,12 +208,12 @@ def move(
             topics=[{"name": topic, "partitions": [{"partition_index": partition, "replicas": [to]}]}],
         )
     except WireError as exc:
-        raise _fail(exc) from exc
+        raise client_failure(exc) from exc
     result = answer.responses[0].partitions[0] if answer.responses else None
     code = answer.error_code if result is None else result.error_code
     if code.value != 0:
         message = answer.error_message if result is None else result.error_message
-        raise _fail(RuntimeError(f"{code.name}: {message}"))
+        raise client_failure(RuntimeError(f"{code.name}: {message}"))
     while wait > 0 and time.monotonic() - started < wait:
         leader = _leader(bootstrap, topic, partition)
         if leader == to:
@@ -228,7 +221,7 @@ def move(
             return
         time.sleep(0.05)
     if wait > 0:
-        raise _fail(RuntimeError(f"{topic}-{partition} did not move to broker {to} within {wait} s"))
+        raise client_failure(RuntimeError(f"{topic}-{partition} did not move to broker {to} within {wait} s"))
     typer.echo(f"asked to move {topic}-{partition} to broker {to}")
 
 

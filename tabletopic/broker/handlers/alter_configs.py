@@ -16,7 +16,7 @@ from tabletopic.broker.group_configs import (
     state_prefix,
     validate_group_configs,
 )
-from tabletopic.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC
+from tabletopic.broker.handlers.describe_configs import RESOURCE_BROKER, RESOURCE_TOPIC, resource_result
 from tabletopic.broker.protocol.messages.alter_configs import (
     AlterConfigsRequest,
     AlterConfigsResource,
@@ -30,17 +30,6 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
-
-
-def result(
-    resource: ConfigResource, code: ErrorCode = ErrorCode.none, message: str | None = None
-) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "resource_type": resource.resource_type,
-        "resource_name": resource.resource_name,
-    }
 
 
 def check_broker_configs(
@@ -101,10 +90,10 @@ async def alter_resources(
                 raise TopicError(
                     ErrorCode.invalid_request, f"resource type {resource.resource_type} is not supported"
                 )
-            responses.append(result(resource))
+            responses.append(resource_result(resource))
         except TopicError as exc:
             log.info("%s %s refused: %s", api, resource.resource_name, exc)
-            responses.append(result(resource, exc.error_code, str(exc)))
+            responses.append(resource_result(resource, exc.error_code, str(exc)))
     return {"throttle_time": 0, "responses": responses}
 
 

@@ -131,16 +131,23 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _result(
-    resource: ConfigResource, code: ErrorCode, message: str | None, configs: list[dict[str, Any]]
+def resource_result(
+    resource: ConfigResource, code: ErrorCode = ErrorCode.none, message: str | None = None
 ) -> dict[str, Any]:
+    """One resource's outcome, as DescribeConfigs, AlterConfigs and IncrementalAlterConfigs answer
+    it (DescribeConfigs adds the configs)."""
     return {
         "error_code": code,
         "error_message": message,
         "resource_type": resource.resource_type,
         "resource_name": resource.resource_name,
-        "configs": configs,
     }
+
+
+def _result(
+    resource: ConfigResource, code: ErrorCode, message: str | None, configs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {**resource_result(resource, code, message), "configs": configs}
 
 
 def describe(

@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from tabletopic.broker.security.cli import ClientOption, CommandConfigOption, admin_client
-from tabletopic.cli_common import BootstrapOption, DataDirOption, client_error, err_console, remember_node
+from tabletopic.cli_common import BootstrapOption, DataDirOption, client_failure, remember_node
 
 acls_app = typer.Typer(help="Manage ACLs (needs authorizer.class.name on the broker).", no_args_is_help=True)
 TIMEOUT_S = 30
@@ -56,11 +55,6 @@ def _enum(kind: Any, value: str, what: str) -> Any:
         raise typer.BadParameter(f"unknown {what} {value!r} (one of {choices})") from None
 
 
-def _fail(exc: BaseException) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
-    return typer.Exit(1)
-
-
 @acls_app.command("add")
 def add(
     ctx: typer.Context,
@@ -98,7 +92,7 @@ def add(
     try:
         admin.create_acls([binding], request_timeout=TIMEOUT_S)[binding].result(TIMEOUT_S)
     except Exception as exc:
-        raise _fail(exc) from exc
+        raise client_failure(exc) from exc
     typer.echo(f"added {_describe(binding)}")
 
 
@@ -161,7 +155,7 @@ def _filter_command(action: str) -> Any:
                     TIMEOUT_S
                 )
         except Exception as exc:
-            raise _fail(exc) from exc
+            raise client_failure(exc) from exc
         for binding in found:
             typer.echo(_describe(binding) if action == "list" else f"removed {_describe(binding)}")
 

@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from tabletopic.broker.security.scram import MIN_ITERATIONS, SCRAM_MECHANISMS
 from tabletopic.cli_common import (
     BootstrapOption,
     DataDirOption,
     OverrideOption,
-    client_error,
-    err_console,
+    client_failure,
     node_bootstrap,
     remember_node,
 )
@@ -82,8 +80,7 @@ def _wait(futures: dict[str, Any]) -> None:
         for future in futures.values():
             future.result(TIMEOUT_S)
     except Exception as exc:
-        err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from exc
+        raise client_failure(exc) from exc
 
 
 @users_app.command("add")
@@ -132,10 +129,7 @@ def delete(
         try:
             chosen = [i.mechanism for i in described[name].result(TIMEOUT_S).scram_credential_infos]
         except Exception as exc:
-            err_console.print(
-                f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True
-            )
-            raise typer.Exit(1) from exc
+            raise client_failure(exc) from exc
     deletions = [UserScramCredentialDeletion(name, m) for m in chosen]
     _wait(admin.alter_user_scram_credentials(deletions, request_timeout=TIMEOUT_S))
     typer.echo(f"deleted SCRAM credentials of {name}")
@@ -159,8 +153,7 @@ def list_users(
             else result.result(TIMEOUT_S)
         )
     except Exception as exc:
-        err_console.print(f"[red]error:[/red] {escape(client_error(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from exc
+        raise client_failure(exc) from exc
     for user in sorted(described):
         infos = ", ".join(
             f"{i.mechanism.name.replace('_', '-')} (iterations {i.iterations})"
