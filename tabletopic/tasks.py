@@ -44,6 +44,22 @@ async def woken(event: asyncio.Event, timeout_s: float) -> None:
     event.clear()
 
 
+async def first_of(waits: Iterable[asyncio.Future[Any]], timeout_s: float) -> None:
+    """Wait until any of ``waits`` is done or ``timeout_s`` has passed (no wait at all: sleep it
+    out), then cancel the others: a long poll's "until something changes", which leaves no waiter
+    behind on the events it did not need."""
+    pending = list(waits)
+    if not pending:
+        await asyncio.sleep(timeout_s)
+        return
+    try:
+        await asyncio.wait(pending, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for future in pending:
+            if not future.done():
+                future.cancel()
+
+
 async def run_every(
     interval: Callable[[], float],
     one_pass: Callable[[], Awaitable[Any]],

@@ -39,6 +39,7 @@ from tabletopic.broker.topics import Topic
 from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
 from tabletopic.s3stream.shared import SnapshotReader
 from tabletopic.s3stream.streams import OffsetOutOfRange, StreamError, StreamNotFound
+from tabletopic.tasks import first_of
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -248,15 +249,7 @@ async def _wait_for_any(
                     futures.append(broker.store.wait_for_data(read.stream_id, offset))
                 except StreamError:
                     continue
-    if not futures:
-        await asyncio.sleep(wait_seconds)
-        return
-    try:
-        await asyncio.wait(futures, timeout=wait_seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for future in futures:
-            if not future.done():
-                future.cancel()
+    await first_of(futures, wait_seconds)
 
 
 async def fetch(

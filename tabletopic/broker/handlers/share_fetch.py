@@ -32,6 +32,7 @@ from tabletopic.broker.protocol.messages.share_groups import (
     ShareSessionRequest,
 )
 from tabletopic.s3stream.streams import StreamError
+from tabletopic.tasks import first_of
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -218,12 +219,7 @@ async def _wait(
                 waits.append(broker.store.wait_for_data(*answer.waits_at))
             except StreamError:
                 continue
-    try:
-        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for future in waits:
-            if not future.done():
-                future.cancel()
+    await first_of(waits, seconds)
 
 
 def top_error(error: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:

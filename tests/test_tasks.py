@@ -1,5 +1,6 @@
-"""A shutdown that hangs says what it waits on: every pending task with the line it waits at, and
-every thread's stack, once, after the report's delay; a shutdown that ends in time says nothing."""
+"""``tabletopic.tasks``: a shutdown that hangs says what it waits on (every pending task with the
+line it waits at, and every thread's stack, once, after the report's delay; a shutdown that ends in
+time says nothing); the waits every loop shares lose no cancellation and leave no waiter behind."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 
 import pytest
 
-from tabletopic.tasks import StallReport, woken
+from tabletopic.tasks import StallReport, first_of, woken
 
 
 async def _waits_forever(event: asyncio.Event) -> None:
@@ -34,7 +35,7 @@ async def test_a_stalled_stop_names_the_task_it_waits_on_and_dumps_every_thread(
     message = record.getMessage()
     assert message.startswith("shutdown still running after")
     # the whole chain of awaits, down to the event it waits for
-    assert "upload-loop: test_stall_report.py:" in message
+    assert "upload-loop: test_tasks.py:" in message
     assert "_waits_forever > locks.py:" in message and " wait > Future" in message
     dump = capfd.readouterr().err  # faulthandler's, of every thread: the blocked worker's too
     assert dump.count("Thread 0x") >= 2 and "threading.py" in dump
@@ -66,3 +67,17 @@ async def test_a_loop_on_woken_stops_when_cancelled_just_as_its_event_is_set() -
     task.cancel()
     done, _ = await asyncio.wait({task}, timeout=2)
     assert task in done and task.cancelled(), f"the loop went on ({rounds} rounds) after its cancellation"
+
+
+async def test_first_of_returns_at_the_first_done_and_cancels_the_other_waits() -> None:
+    loop = asyncio.get_running_loop()
+    first, other = loop.create_future(), loop.create_future()
+    loop.call_later(0.01, first.set_result, None)
+    await first_of([first, other], 10)
+    assert first.done() and other.cancelled()  # no waiter left behind on what was not needed
+
+
+async def test_first_of_nothing_to_wait_on_sleeps_the_timeout_out() -> None:
+    began = asyncio.get_running_loop().time()
+    await first_of([], 0.05)
+    assert asyncio.get_running_loop().time() - began >= 0.05
