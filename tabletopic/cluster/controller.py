@@ -4,8 +4,9 @@ in one transaction conditional on the controller epoch.
 
 Rules, in order: a reassignment asked for (``target``) wins when its broker is alive; a partition
 whose leader is dead, draining, or a former incarnation (older node epoch) goes to its predicted
-broker when that one is alive, not draining and leads no more partitions than the least loaded one,
-else to the least loaded one (so placing never unbalances the counts); then, at most
+broker when that one is alive, not draining and leads at most one partition more than the least
+loaded one, else to the least loaded one; a new partition goes there only when it leads no more (so
+a new topic never makes a partition in use move); then, at most
 ``max_moves`` partitions move from the most to the least loaded broker while their counts differ
 by more than one (pinned partitions, placed by an operator, stay). Coordinator slots are evened
 out per kind, apart from partitions, so every broker coordinates its share of groups and
@@ -170,10 +171,13 @@ def _plan_class(
             continue
         node = predicted_leader(key, eligible)
         assert node is not None
-        # The predicted broker (what Metadata reported meanwhile) unless it already leads more than
-        # the least loaded one: placed there, the counts would differ by two and the balancing
-        # below would move a partition that clients are using (or this one, a round later).
-        if counts[node] > min(counts.values()):
+        # The predicted broker is what Metadata reported meanwhile. A partition failing over keeps
+        # it unless that broker is two above the least loaded: its clients are already sending
+        # there, and a second guess costs each of them a refresh (about a second). A new partition
+        # has no client yet, so it goes there only if that broker is among the least loaded: one
+        # above, the counts would differ by two and the balancing below would move a partition
+        # that clients are using (or this one, a round later).
+        if counts[node] > min(counts.values()) + (0 if row is None else 1):
             node = min(eligible, key=lambda n: (counts[n], n))
         decided[key] = node
         counts[node] += 1

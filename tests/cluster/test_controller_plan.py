@@ -105,3 +105,14 @@ def test_a_new_partition_is_placed_so_that_no_partition_in_use_has_to_move() -> 
     # Placed on broker 1 as predicted, the counts would be 6-4-4 and a partition in use would move.
     assert moves == {new: 2}
     assert plan(wanted, _apply(current, moves, live), live) == {}
+
+
+def test_a_partition_failing_over_keeps_its_predicted_broker_one_above_the_least_loaded() -> None:
+    # Broker 4 died; its partition's clients ask the predicted broker, which leads one more than
+    # the least loaded: sending it elsewhere would cost them a refresh.
+    live = {1: 1, 2: 1, 3: 1}
+    orphan = next(("orphan", p) for p in range(10) if predicted_leader(("orphan", p), [1, 2, 3]) == 1)
+    leaders = [1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+    current = {("old", p): Assignment(node, 1, 1) for p, node in enumerate(leaders)}
+    current[orphan] = Assignment(4, 1, 7)
+    assert plan([*current], current, live, max_moves=0) == {orphan: 1}
