@@ -57,7 +57,6 @@ from tabletopic.s3stream.streams import (
 )
 from tabletopic.s3stream.upload import Uploader
 from tabletopic.s3stream.wal import Group, LocalWal, SharedFuture, WalCorruption
-from tabletopic.s3stream.wal_fence import WalFenced
 from tabletopic.tasks import set_or_timeout
 
 log = logging.getLogger(__name__)
@@ -211,7 +210,7 @@ class S3StreamStore:
             return
         self._closed = True
         state = self.state
-        taken_over = state.wal is not None and isinstance(state.wal.failure, WalFenced)
+        taken_over = state.wal is not None and state.wal.taken_over is not None
         if taken_over:  # what the WAL holds is its recoverer's now: nothing here may be uploaded
             log.info("not uploading before closing: this broker's shared WAL was taken over")
         elif self._started:
