@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -103,7 +104,9 @@ def up(
         signal.signal(sig, lambda *_: stop.set())
     try:
         console.print(f"starting PostgreSQL, SeaweedFS and {nodes} brokers under {cluster.root} …")
+        began = time.monotonic()
         cluster.start()
+        took = time.monotonic() - began
         assert cluster.seaweedfs is not None
         for note in cluster.notes:
             console.print(f"note: {note}", highlight=False)
@@ -121,7 +124,7 @@ def up(
         here = "" if data_dir == DEFAULT_CLUSTER_DIR else f" --data-dir {data_dir}"
         console.print(f"endpoints written to {cluster.root / CLUSTER_FILE}", highlight=False)
         console.print(f"status: tabletopic cluster status{here}", highlight=False)
-        console.print("cluster is up; Ctrl-C stops it")
+        console.print(f"cluster is up ({took:.1f} s); Ctrl-C stops it")
         takeovers = TakeoverWatch(cluster.metadata_url)
         try:
             while not stop.wait(1.0):
