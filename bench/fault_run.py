@@ -371,6 +371,10 @@ def report(
           f"producer errors {len(main_writer.log.errors) + len(table_writer.log.errors)}")  # fmt: skip
     note = f"; {unplaced} acknowledged without an offset (looked for by value)" if unplaced else ""
     print(f"lost {lost}, duplicated {duplicated}; table: {table}{note}")
+    missing = [(f"{p}@{o}", log.values[(p, o)]) for p, o in sorted(log.acked - set(found))]
+    missing += [(f"{p}@?", value) for p, value in log.unplaced if value not in found_values]
+    for where, value in missing[:20]:  # partition@offset as acknowledged (? without an offset)
+        print(f"  lost: {where} {value!r}")
     print(f"consumer group caught up and committed {caught_up} after the last fault (target <= 30 s)")
     print(f"brokers hung: {hung or 'none'}")
     print(f"\n{'fault':<20} {'at s':>7} {'worst partition gap s':>22}")
