@@ -176,6 +176,7 @@ def read_back(
     found: Counter[tuple[int, int]] = Counter()
     values: Counter[bytes] = Counter()
     reached = dict.fromkeys(ends, 0)
+    errors: Counter[str] = Counter()
     deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline and any(reached[p] < end for p, end in ends.items()):
@@ -184,6 +185,14 @@ def read_back(
                     found[(msg.partition(), msg.offset())] += 1
                     values[msg.value() or b""] += 1
                     reached[msg.partition()] = max(reached[msg.partition()], msg.offset() + 1)
+                else:
+                    errors[f"partition {msg.partition()}: {msg.error()}"] += 1
+        for p, end in sorted(ends.items()):
+            if reached[p] < end:  # say what a partition that could not be read answers
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                print(f"  read back: partition {p} read to {reached[p]} of {end} (log {low} to {high})")
+        for error, count in errors.most_common(10):
+            print(f"  read back: {error} ({count}x)")
     finally:
         consumer.close()
     return found, values
