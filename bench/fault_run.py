@@ -77,9 +77,13 @@ class Writer:
         self.acked_at: dict[int, list[float]] = {p: [] for p in range(partitions)}
         self._stop = threading.Event()
         # Brokers killed on purpose: their refused connections are no news (log_level 2).
+        # FAULT_RUN_PRODUCER_DEBUG=eos,msg: librdkafka's own account of sequences, epochs and acks
+        # (to stderr), for tracing a record it reported delivered.
+        debug = os.environ.get("FAULT_RUN_PRODUCER_DEBUG")
+        extra: dict[str, Any] = {"debug": debug, "log_level": 7} if debug else {"log_level": 2}
         self._producer = Producer(
             failover_producer(
-                bootstrap, {"message.timeout.ms": 300_000, "retry.backoff.max.ms": 500, "log_level": 2}
+                bootstrap, {"message.timeout.ms": 300_000, "retry.backoff.max.ms": 500, **extra}
             )
         )
         self._thread = threading.Thread(target=self._run, daemon=True)
