@@ -109,9 +109,10 @@ def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster:
     try:
         event = wait_until(lambda: moved(3), timeout=15, interval=0.5)
     except TimeoutError:
-        # Count balancing may move a new topic's partition right after its placement, onto the
-        # very broker asked for, between the leader read above and the request: the move then had
-        # nothing to do and left no entry. Ask again from where the partition is now.
+        # Count balancing may move the new topic's partition (other tests' topics come and go on
+        # this shared cluster) onto the very broker asked for, between the leader read above and
+        # the request: the move then had nothing to do and left no entry. Ask again from where the
+        # partition is now.
         target = ask_for_a_move()
         event = wait_until(lambda: moved(3), timeout=30, interval=0.5)
     assert event["to_node"] == target and event["from_node"] != target

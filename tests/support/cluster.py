@@ -3,10 +3,10 @@ one SeaweedFS bucket, for the cluster tests and the cluster bench."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import pytest
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
+from tabletopic.cluster.local import start_together
 from tests.support.broker_process import BrokerProcess, start_with_env
 from tests.support.kafka_clients import create_topic
 from tests.support.kafka_requests import make_batch, produce_request, request
@@ -119,8 +120,7 @@ class LocalCluster:
 
     def start_many(self, node_ids: list[int], racks: dict[int, str] | None = None) -> None:
         """Start brokers at once (each start mostly waits for Python to import)."""
-        with ThreadPoolExecutor(len(node_ids) or 1) as pool:
-            list(pool.map(lambda n: self.start(n, (racks or {}).get(n)), node_ids))
+        start_together([functools.partial(self.start, n, (racks or {}).get(n)) for n in node_ids])
 
     def running(self) -> dict[int, BrokerProcess]:
         return {n: b for n, b in self.brokers.items() if b.process is not None and b.process.poll() is None}
