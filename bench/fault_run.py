@@ -236,7 +236,7 @@ def apply_fault(
         time.sleep(5)
         os.kill(s3.process.pid, signal.SIGCONT)
     elif kind == "PostgreSQL restart":
-        restart_postgres(postgres)
+        postgres.restart()
 
 
 def supervise(cluster: LocalCluster) -> None:
@@ -255,21 +255,6 @@ def supervise(cluster: LocalCluster) -> None:
             cluster.start(node_id, RACKS[node_id])
         else:
             print(f"         broker {node_id} exited with code {process.returncode}", flush=True)
-
-
-def restart_postgres(postgres: PostgresServer) -> None:
-    """Stop PostgreSQL as an operator's restart does (a fast shutdown: SIGINT to the postmaster,
-    which disconnects every client; the SIGTERM of a plain terminate is a smart shutdown that waits
-    for the brokers' connections forever), wait until it is gone, and start it on the same port."""
-    pid_file = postgres.directory / "data" / "postmaster.pid"
-    postmaster = int(pid_file.read_text().split()[0])
-    os.kill(postmaster, signal.SIGINT)
-    deadline = time.monotonic() + 60
-    while pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if postgres.process is not None:
-        postgres.process.wait(30)
-    postgres.start(postgres.port)
 
 
 def worst_gap(writer: Writer, start: float, end: float) -> float:

@@ -51,8 +51,13 @@ class CachedBatch:
 @dataclass(slots=True)
 class ProducerEntry:
     epoch: ProducerEpoch
-    last_sequence: int  # includes batches reserved but still being appended
+    # The sequence the producer's next batch must follow (-1: it must start at 0), counting batches
+    # reserved but still being appended.
+    last_sequence: int
     committed_sequence: int = -1  # only acknowledged batches: what a snapshot may record
+    # What ``last_sequence`` falls back to when every batch of the epoch seen here has failed: the
+    # sequence before the first of them.
+    floor: int = -1
     batches: collections.deque[CachedBatch] = field(
         default_factory=lambda: collections.deque(maxlen=MAX_CACHED_BATCHES)
     )
@@ -119,7 +124,9 @@ class ProducerStates:
                     ErrorCode.out_of_order_sequence_number,
                     f"producer {producer_id} epoch {batch.producer_epoch} must start at sequence 0",
                 )
-            entry = ProducerEntry(ProducerEpoch(batch.producer_epoch), -1)
+            # From here on the sequence is known: were this first batch to fail, its retry must
+            # come before anything later (see _follow_newest).
+            entry = ProducerEntry(ProducerEpoch(batch.producer_epoch), first - 1, floor=first - 1)
             producers[producer_id] = entry
         elif batch.producer_epoch < entry.epoch:
             return SequenceCheck(
@@ -132,7 +139,7 @@ class ProducerStates:
                 if cached.first_sequence == first and cached.last_sequence == last:
                     return SequenceCheck(duplicate=cached)
             expected = next_sequence(entry.last_sequence)
-            if entry.last_sequence >= 0 and first != expected:
+            if first != expected:
                 # Also for a sequence older than every cached batch, as Kafka answers: never
                 # DUPLICATE_SEQUENCE_NUMBER, which librdkafka takes for "delivered" (were this state
                 # ever behind the log, the batch would be reported written and be lost).
@@ -356,8 +363,18 @@ def _follow_newest(entry: ProducerEntry) -> None:
     """The next expected sequence follows the newest batch still written or being written, in
     whatever order the failures of several in-flight batches are reported: undoing only the newest
     reservation left the sequence of failed batches as "written", so their retries were refused
-    while nothing of them was in the log."""
-    entry.last_sequence = entry.batches[-1].last_sequence if entry.batches else entry.committed_sequence
+    while nothing of them was in the log.
+
+    With nothing of the epoch written it falls back to the epoch's first sequence, never to "any":
+    after the first batch of a bumped epoch (sequence 0) failed, a batch at sequence 1 already in
+    flight was taken, appended where the failed one would have been and acknowledged, and
+    librdkafka then counted the failed batch as delivered (an "implicit ack"): a record lost."""
+    if entry.batches:
+        entry.last_sequence = entry.batches[-1].last_sequence
+    elif entry.committed_sequence >= 0:
+        entry.last_sequence = entry.committed_sequence
+    else:
+        entry.last_sequence = entry.floor
 
 
 def _sequence_before(a: int, b: int) -> bool:
@@ -370,7 +387,9 @@ def _encode_state(producers: dict[int, ProducerEntry]) -> str:
         {
             str(pid): [
                 entry.epoch,
-                entry.committed_sequence,
+                # With nothing acknowledged yet, where the producer must go on: a new leader must
+                # not take a later batch before the retry of a failed first one.
+                entry.committed_sequence if entry.committed_sequence >= 0 else entry.floor,
                 [
                     [b.first_sequence, b.last_sequence, b.base_offset]
                     for b in entry.batches

@@ -180,3 +180,49 @@ async def test_a_deposed_leaders_late_snapshot_does_not_replace_a_newer_one(brok
     await broker_service.producers.snapshot()  # the successor's, covering 3
     await deposed.snapshot()
     assert broker_service.producers._read_snapshots()[sid][0] == 3
+
+
+def _header(producer_id: int, epoch: int, seq: int):  # type: ignore[no-untyped-def]
+    return validate_batches(
+        make_batch([b"x"], producer_id=producer_id, producer_epoch=epoch, base_sequence=seq)
+    )[0]
+
+
+async def test_after_a_new_epochs_first_batch_failed_only_its_retry_is_taken(broker_service) -> None:
+    """Object WAL at a PostgreSQL restart, as a fault run traced it: librdkafka bumped its epoch and
+    sent sequences 0, 1 and 2; the upload holding 0 failed before 1 was checked. Taking 1 then (the
+    state had fallen back to "no sequence known") appended it where 0 would have been, and its
+    acknowledgement made librdkafka count 0 as delivered although it was never written."""
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    states = broker_service.producers
+    old = states.check(sid, _header(8, 1, 0)).reservation
+    assert old is not None
+    states.committed(sid, 8, old, 0, 1)
+    first = states.check(sid, _header(8, 2, 0)).reservation  # the bumped epoch starts at 0
+    assert first is not None
+    states.failed(sid, 8, first, RuntimeError("the batch object commit failed"))
+    later = states.check(sid, _header(8, 2, 1))
+    assert later.error_code is ErrorCode.out_of_order_sequence_number
+    assert "expected 0" in later.message
+    # So does a new leader that starts from the snapshot written meanwhile.
+    await states.snapshot()
+    restarted = await _restarted_states(broker_service)
+    assert restarted.check(sid, _header(8, 2, 1)).error_code is ErrorCode.out_of_order_sequence_number
+    assert states.check(sid, _header(8, 2, 0)).reservation is not None
+
+
+async def test_a_producer_new_to_the_partition_is_held_to_its_first_sequence_once_seen(
+    broker_service,
+) -> None:
+    """A producer the partition has no state for may start anywhere (Kafka's rule, for a producer
+    whose state expired), but once its first batch is seen a later one may not overtake that batch's
+    retry, failed or not."""
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    states = broker_service.producers
+    first = states.check(sid, _header(9, 0, 7)).reservation
+    assert first is not None
+    states.failed(sid, 9, first, RuntimeError("the batch object commit failed"))
+    assert states.check(sid, _header(9, 0, 8)).error_code is ErrorCode.out_of_order_sequence_number
+    assert states.check(sid, _header(9, 0, 7)).reservation is not None
