@@ -47,7 +47,7 @@ async def _write(broker: BrokerService, marker: WritableTxnMarker, name: str, in
         return ErrorCode.unknown_topic_or_partition
     if not broker.leadership.leads(name, index):
         return ErrorCode.not_leader_or_follower
-    txns = broker.transactions
+    txns = broker.transactions.participants  # the partition side of transactions
     producer_id, epoch = int(marker.producer_id), int(marker.coordinator_epoch)
     if not txns.accept_marker(producer_id, epoch):
         log.warning("marker for %s-%d from a deposed coordinator (epoch %d) refused", name, index, epoch)

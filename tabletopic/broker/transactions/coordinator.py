@@ -238,23 +238,6 @@ class TransactionCoordinator(Driver):
     async def partitions_gained(self, stream_ids: Sequence[int]) -> None:
         await self.participants.partitions_gained(stream_ids)
 
-    async def write_marker(
-        self,
-        stream_id: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        start: int | None = None,
-        coordinator_epoch: int = 0,
-    ) -> int:
-        """Partition side: see :meth:`Participants.write_marker`."""
-        return await self.participants.write_marker(
-            stream_id, producer_id, producer_epoch, commit, start, coordinator_epoch
-        )
-
-    def accept_marker(self, producer_id: int, coordinator_epoch: int) -> bool:
-        return self.participants.accept_marker(producer_id, coordinator_epoch)
-
     def describe(self, transactional_id: str) -> TxnMetadata | None:
         return self.machine.get(transactional_id)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 OFFSET_DELETE_VERSIONS = range(0, 1)  # protocol/versions.py: GROUP_MAX_VERSIONS[47]
-NO_LEADER_EPOCH = -1  # a committed offset's leader epoch before OffsetCommit v6
+NO_LEADER_EPOCH = -1  # a committed offset's leader epoch before OffsetCommit v6 (TxnOffsetCommit v2)
 NO_MEMBER_EPOCH = -1  # an OffsetFetch without a member (before v9, or an admin tool)
 BATCHED_FETCH_SINCE = 8  # OffsetFetch asks for a batch of groups from v8
 
@@ -27,7 +27,7 @@ class OffsetCommitPartition:
     partition_index: int
     committed_offset: int
     committed_metadata: str | None
-    committed_leader_epoch: int = NO_LEADER_EPOCH  # v6 on
+    committed_leader_epoch: int = NO_LEADER_EPOCH  # v6 on (TxnOffsetCommit: v2 on)
 
 
 @dataclass(frozen=True, slots=True)

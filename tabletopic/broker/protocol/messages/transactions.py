@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.protocol.messages.offset_commit import OffsetCommitTopic
+
 # api key -> the versions served (protocol/versions.py), each checked by mypy below.
 SERVED_VERSIONS: dict[int, range] = {
     24: range(0, 4),  # AddPartitionsToTxn
@@ -25,7 +27,6 @@ SERVED_VERSIONS: dict[int, range] = {
     65: range(0, 1),  # DescribeTransactions
     66: range(0, 2),  # ListTransactions
 }
-NO_LEADER_EPOCH = -1  # a committed offset's leader epoch before TxnOffsetCommit v2
 
 
 class TopicPartitions(Protocol):
@@ -78,26 +79,13 @@ class EndTxnRequest(ProducerRequest, Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class TxnOffsetCommitPartition:
-    partition_index: int
-    committed_offset: int
-    committed_metadata: str | None
-    committed_leader_epoch: int = NO_LEADER_EPOCH  # v2 on
-
-
-@dataclass(frozen=True, slots=True)
-class TxnOffsetCommitTopic:
-    name: str
-    partitions: tuple[TxnOffsetCommitPartition, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class TxnOffsetCommitRequest:
     transactional_id: str
     group_id: str
     producer_id: int
     producer_epoch: int
-    topics: tuple[TxnOffsetCommitTopic, ...]
+    # The topics and partitions of an OffsetCommit, field for field (the leader epoch from v2 here).
+    topics: tuple[OffsetCommitTopic, ...]
 
 
 class TxnOffsetCommitPartitionIndex(Protocol):
