@@ -158,13 +158,14 @@ class ProducerStates:
         self, stream_id: int, producer_id: int, reservation: CachedBatch, base_offset: int, next_offset: int
     ) -> None:
         entry = self._streams.get(stream_id, {}).get(producer_id)
-        last = reservation.last_sequence
-        if entry is not None and (
-            entry.committed_sequence < 0 or _sequence_before(entry.committed_sequence, last)
-        ):
-            # Never backwards: acknowledgements that come out of order must not make a snapshot
-            # claim an older sequence at a coverage offset past a newer batch.
-            entry.committed_sequence = last
+        # Only the entry's own batches: a fenced instance's append (an older epoch, same producer
+        # id) that completes after the new epoch began must not pass its sequence to the new one.
+        if entry is not None and any(cached is reservation for cached in entry.batches):
+            last = reservation.last_sequence
+            if entry.committed_sequence < 0 or _sequence_before(entry.committed_sequence, last):
+                # Never backwards: acknowledgements that come out of order must not make a snapshot
+                # claim an older sequence at a coverage offset past a newer batch.
+                entry.committed_sequence = last
         future = reservation.base_offset
         reservation.base_offset = base_offset
         reservation.append = None

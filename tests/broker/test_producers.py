@@ -226,3 +226,19 @@ async def test_a_producer_new_to_the_partition_is_held_to_its_first_sequence_onc
     states.failed(sid, 9, first, RuntimeError("the batch object commit failed"))
     assert states.check(sid, _header(9, 0, 8)).error_code is ErrorCode.out_of_order_sequence_number
     assert states.check(sid, _header(9, 0, 7)).reservation is not None
+
+
+async def test_a_fenced_instances_late_append_does_not_move_the_new_epoch(broker_service) -> None:
+    """A transactional producer's old instance (epoch 0) still has an append in flight when the new
+    instance (epoch 1, same producer id) begins at sequence 0. The old append completing must not
+    make epoch 1 expect what follows epoch 0's sequence: when epoch 1's first batch then fails, its
+    retry must be taken, not refused (which librdkafka treats as fatal)."""
+    await broker_service.topics.create("t", 1)
+    sid = broker_service.stream_id("t", 0)
+    states = broker_service.producers
+    zombie = states.check(sid, _header(10, 0, 5)).reservation
+    fresh = states.check(sid, _header(10, 1, 0)).reservation
+    assert zombie is not None and fresh is not None
+    states.committed(sid, 10, zombie, 0, 1)
+    states.failed(sid, 10, fresh, RuntimeError("the batch object commit failed"))
+    assert states.check(sid, _header(10, 1, 0)).reservation is not None
