@@ -54,10 +54,10 @@ class ProducerEntry:
     # The sequence the producer's next batch must follow (-1: it must start at 0), counting batches
     # reserved but still being appended.
     last_sequence: int
-    committed_sequence: int = -1  # only acknowledged batches: what a snapshot may record
-    # What ``last_sequence`` falls back to when every batch of the epoch seen here has failed: the
-    # sequence before the first of them.
-    floor: int = -1
+    # Only acknowledged batches: what a snapshot may record, and what ``last_sequence`` falls back
+    # to when every batch since has failed. Before the first acknowledgement of an epoch it is the
+    # sequence before the epoch's first batch seen here (-1 after a bump), never "unknown".
+    committed_sequence: int = -1
     batches: collections.deque[CachedBatch] = field(
         default_factory=lambda: collections.deque(maxlen=MAX_CACHED_BATCHES)
     )
@@ -126,7 +126,7 @@ class ProducerStates:
                 )
             # From here on the sequence is known: were this first batch to fail, its retry must
             # come before anything later (see _follow_newest).
-            entry = ProducerEntry(ProducerEpoch(batch.producer_epoch), first - 1, floor=first - 1)
+            entry = ProducerEntry(ProducerEpoch(batch.producer_epoch), first - 1, first - 1)
             producers[producer_id] = entry
         elif batch.producer_epoch < entry.epoch:
             return SequenceCheck(
@@ -370,12 +370,7 @@ def _follow_newest(entry: ProducerEntry) -> None:
     after the first batch of a bumped epoch (sequence 0) failed, a batch at sequence 1 already in
     flight was taken, appended where the failed one would have been and acknowledged, and
     librdkafka then counted the failed batch as delivered (an "implicit ack"): a record lost."""
-    if entry.batches:
-        entry.last_sequence = entry.batches[-1].last_sequence
-    elif entry.committed_sequence >= 0:
-        entry.last_sequence = entry.committed_sequence
-    else:
-        entry.last_sequence = entry.floor
+    entry.last_sequence = entry.batches[-1].last_sequence if entry.batches else entry.committed_sequence
 
 
 def _sequence_before(a: int, b: int) -> bool:
@@ -388,9 +383,7 @@ def _encode_state(producers: dict[int, ProducerEntry]) -> str:
         {
             str(pid): [
                 entry.epoch,
-                # With nothing acknowledged yet, where the producer must go on: a new leader must
-                # not take a later batch before the retry of a failed first one.
-                entry.committed_sequence if entry.committed_sequence >= 0 else entry.floor,
+                entry.committed_sequence,
                 [
                     [b.first_sequence, b.last_sequence, b.base_offset]
                     for b in entry.batches
