@@ -248,10 +248,17 @@ class PostgresServer:
         return self.url_for(name)
 
     def stop(self) -> None:
-        """A fast shutdown: SIGINT to the postmaster itself, which disconnects its clients and writes
-        a shutdown checkpoint. Not SIGTERM to the process started: as root that is ``runuser``, which
-        forwards a signal it gets, then sleeps 2 s and SIGKILLs the server whether it is done or not
-        (2 s at every stop); it exits on its own as soon as the server does."""
+        """Shut the server down and remove its directory, unless ``keep``."""
+        self.shut_down()
+        if not self.keep:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def shut_down(self) -> None:
+        """A fast shutdown, keeping the data: SIGINT to the postmaster itself, which disconnects its
+        clients and writes a shutdown checkpoint. Not SIGTERM to the process started: as root that
+        is ``runuser``, which forwards a signal it gets, then sleeps 2 s and SIGKILLs the server
+        whether it is done or not (2 s at every stop); it exits on its own as soon as the server
+        does."""
         process = self.process
         if process is not None and process.poll() is None:
             try:
@@ -265,8 +272,6 @@ class PostgresServer:
                 process.kill()
                 process.wait()
         self.process = None
-        if not self.keep:
-            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def weed_binary() -> str:

@@ -22,9 +22,5 @@ class PostgresServer(local.PostgresServer):
         """Restart as an operator does: a fast shutdown (every client disconnected, statements under
         way aborted with AdminShutdown), then the same data on the same port. The SIGTERM of a plain
         terminate would be a smart shutdown, which waits for the brokers' connections forever."""
-        keep, self.keep = self.keep, True
-        try:
-            self.stop()
-        finally:
-            self.keep = keep
+        self.shut_down()
         self.start(self.port)
