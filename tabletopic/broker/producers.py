@@ -64,23 +64,15 @@ class ProducerEntry:
     last_seen: float = field(default_factory=time.monotonic)  # for expiring idle producers
 
 
+@dataclass(slots=True)  # not frozen: one per produced batch, and a frozen __init__ costs 3x
 class SequenceCheck:
     """Outcome of checking one batch: accept (``reservation`` set), duplicate of an earlier batch
     (``duplicate`` set) or an error code."""
 
-    __slots__ = ("duplicate", "error_code", "message", "reservation")
-
-    def __init__(
-        self,
-        error_code: ErrorCode = ErrorCode.none,
-        message: str = "",
-        duplicate: CachedBatch | None = None,
-        reservation: CachedBatch | None = None,
-    ) -> None:
-        self.error_code = error_code
-        self.message = message
-        self.duplicate = duplicate
-        self.reservation = reservation
+    error_code: ErrorCode = ErrorCode.none
+    message: str = ""
+    duplicate: CachedBatch | None = None
+    reservation: CachedBatch | None = None
 
 
 def next_sequence(sequence: int, count: int = 1) -> int:

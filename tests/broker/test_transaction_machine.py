@@ -16,7 +16,14 @@ from tabletopic.broker.transactions.actions import (
     WriteMarkers,
 )
 from tabletopic.broker.transactions.machine import TransactionMachine
-from tabletopic.broker.transactions.model import MAX_EPOCH, PendingOffset, TxnMetadata, TxnPartition, TxnState
+from tabletopic.broker.transactions.model import (
+    MAX_EPOCH,
+    PendingOffset,
+    TxnMetadata,
+    TxnOffsets,
+    TxnPartition,
+    TxnState,
+)
 from tabletopic.broker.transactions.transitions import (
     VALID_PREVIOUS_STATES,
     IllegalTransition,
@@ -210,10 +217,11 @@ def test_offsets_need_their_group_added_first_and_are_committed_with_the_markers
     machine = TransactionMachine()
     _ongoing(machine)
     offset = PendingOffset("in", 0, 7, -1, "m")
-    assert machine.txn_offset_commit(TID, PID, 0, "g", [offset]) == [Respond(ErrorCode.invalid_txn_state)]
+    commit = TxnOffsets(TID, PID, 0, "g", (offset,))
+    assert machine.txn_offset_commit(commit) == [Respond(ErrorCode.invalid_txn_state)]
     assert isinstance(machine.add_offsets(TID, PID, 0, "g", 1_000)[0], Persist)
     assert machine.add_offsets(TID, PID, 0, "g", 1_000) == [Respond()]
-    assert isinstance(machine.txn_offset_commit(TID, PID, 0, "g", [offset])[0], Persist)
+    assert isinstance(machine.txn_offset_commit(commit)[0], Persist)
     markers = machine.end_txn(TID, PID, 0, True, 1_000)[1]
     assert isinstance(markers, WriteMarkers) and markers.offsets == {"g": {("in", 0): offset}}
 

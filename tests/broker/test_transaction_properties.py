@@ -22,7 +22,14 @@ from tabletopic.broker.transactions.actions import (
     WriteMarkers,
 )
 from tabletopic.broker.transactions.machine import TransactionMachine
-from tabletopic.broker.transactions.model import PREPARING, PendingOffset, TxnMetadata, TxnPartition, TxnState
+from tabletopic.broker.transactions.model import (
+    PREPARING,
+    PendingOffset,
+    TxnMetadata,
+    TxnOffsets,
+    TxnPartition,
+    TxnState,
+)
 
 TID = "tx-id"
 TIMEOUT_MS = 10_000
@@ -114,7 +121,9 @@ class Harness:
         elif kind == "offsets":
             self.request(lambda p, e, _: m.add_offsets(TID, p, e, "g", now), pid, epoch)
             offset = PendingOffset("in", 0, now, -1, None)
-            self.request(lambda p, e, _: m.txn_offset_commit(TID, p, e, "g", [offset]), pid, epoch)
+            self.request(
+                lambda p, e, _: m.txn_offset_commit(TxnOffsets(TID, p, e, "g", (offset,))), pid, epoch
+            )
         elif kind in ("commit", "abort"):
             self.request(lambda p, e, _: m.end_txn(TID, p, e, kind == "commit", now), pid, epoch)
         elif kind == "deliver" and self.pending:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.groups.assignors import TopicPartition
-from tabletopic.broker.groups.consumer_group import SetTimer
-from tabletopic.broker.groups.share_group import ShareAction, ShareGroup, ShareHeartbeat, ShareHeartbeatResult
+from tabletopic.broker.groups.consumer_group import HeartbeatResult, SetTimer
+from tabletopic.broker.groups.share_group import ShareAction, ShareGroup, ShareHeartbeat
 from tabletopic.broker.groups.share_partition import AcquiredRange
 from tabletopic.broker.groups.share_partitions import SharePartitions
 from tabletopic.broker.groups.share_settings import ShareSettings
@@ -120,22 +120,20 @@ class ShareGroups:
     def groups(self) -> list[ShareGroup]:
         return list(self._groups.values())
 
-    def heartbeat(self, group_id: str, request: ShareHeartbeat) -> ShareHeartbeatResult:
+    def heartbeat(self, group_id: str, request: ShareHeartbeat) -> HeartbeatResult:
         if not group_id:
-            return ShareHeartbeatResult(
+            return HeartbeatResult(
                 ErrorCode.invalid_group_id, request.member_id, request.member_epoch, message="empty group id"
             )
         group = self._groups.get(group_id)
         if group is None:
             if self.other_type(group_id):
                 message = f"group {group_id} is not a share group"
-                return ShareHeartbeatResult(
+                return HeartbeatResult(
                     ErrorCode.group_id_not_found, request.member_id, request.member_epoch, message=message
                 )
             if request.member_epoch != 0:
-                return ShareHeartbeatResult(
-                    ErrorCode.unknown_member_id, request.member_id, request.member_epoch
-                )
+                return HeartbeatResult(ErrorCode.unknown_member_id, request.member_id, request.member_epoch)
             group = self._groups[group_id] = ShareGroup(
                 group_id, self.settings.session_timeout_ms, self.settings.max_size
             )

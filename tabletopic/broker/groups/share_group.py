@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.groups.assignors import TopicPartition
-from tabletopic.broker.groups.consumer_group import LEAVE_EPOCH, CancelTimer, SetTimer, TimerKind
+from tabletopic.broker.groups.consumer_group import (
+    LEAVE_EPOCH,
+    CancelTimer,
+    HeartbeatResult,
+    SetTimer,
+    TimerKind,
+)
 
 SHARE_ASSIGNOR = "simple"
 ShareAction = SetTimer | CancelTimer
@@ -33,15 +39,6 @@ class ShareHeartbeat:
     subscribed_topic_names: tuple[str, ...] | None = None
     client_id: str = ""
     client_host: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ShareHeartbeatResult:
-    error: ErrorCode
-    member_id: str
-    member_epoch: int
-    assignment: frozenset[TopicPartition] | None = None
-    message: str | None = None
 
 
 @dataclass(slots=True)
@@ -77,25 +74,25 @@ class ShareGroup:
 
     def heartbeat(
         self, request: ShareHeartbeat, partition_counts: Mapping[str, int]
-    ) -> tuple[ShareHeartbeatResult, list[ShareAction]]:
+    ) -> tuple[HeartbeatResult, list[ShareAction]]:
         member_id, epoch = request.member_id, request.member_epoch
         member = self.members.get(member_id)
         if epoch == LEAVE_EPOCH:
             if member is None:
-                return ShareHeartbeatResult(ErrorCode.unknown_member_id, member_id, epoch), []
-            return ShareHeartbeatResult(ErrorCode.none, member_id, LEAVE_EPOCH), self.remove(member_id)
+                return HeartbeatResult(ErrorCode.unknown_member_id, member_id, epoch), []
+            return HeartbeatResult(ErrorCode.none, member_id, LEAVE_EPOCH), self.remove(member_id)
         if epoch == 0:
             if request.subscribed_topic_names is None:
                 message = "a joining member must send its subscribed topic names"
-                return ShareHeartbeatResult(ErrorCode.invalid_request, member_id, epoch, message=message), []
+                return HeartbeatResult(ErrorCode.invalid_request, member_id, epoch, message=message), []
             if member is None and len(self.members) >= self.max_size:
-                return ShareHeartbeatResult(ErrorCode.group_max_size_reached, member_id, epoch), []
+                return HeartbeatResult(ErrorCode.group_max_size_reached, member_id, epoch), []
             member = self.members[member_id] = ShareMember(member_id, 0, request.subscribed_topic_names)
             self.group_epoch += 1
         elif member is None:
-            return ShareHeartbeatResult(ErrorCode.unknown_member_id, member_id, epoch), []
+            return HeartbeatResult(ErrorCode.unknown_member_id, member_id, epoch), []
         elif epoch != member.member_epoch:
-            return ShareHeartbeatResult(ErrorCode.fenced_member_epoch, member_id, epoch), []
+            return HeartbeatResult(ErrorCode.fenced_member_epoch, member_id, epoch), []
         member.rack_id = request.rack_id if request.rack_id is not None else member.rack_id
         member.client_id, member.client_host = request.client_id, request.client_host
         if (names := request.subscribed_topic_names) is not None and names != member.subscribed_topic_names:
@@ -111,7 +108,7 @@ class ShareGroup:
         member.assigned = assigned
         member.member_epoch = self.group_epoch
         timer = SetTimer(TimerKind.SESSION, member_id, self.session_timeout_ms)
-        return ShareHeartbeatResult(ErrorCode.none, member_id, member.member_epoch, assigned), [timer]
+        return HeartbeatResult(ErrorCode.none, member_id, member.member_epoch, assigned), [timer]
 
     def remove(self, member_id: str) -> list[ShareAction]:
         """A member left or its session timed out."""

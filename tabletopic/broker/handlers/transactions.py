@@ -23,6 +23,7 @@ from tabletopic.broker.protocol.messages.transactions import (
     TxnOffsetCommitRequest,
 )
 from tabletopic.broker.transactions import TxnError
+from tabletopic.broker.transactions.model import TxnOffsets
 from tabletopic.broker.transactions.store import STATES, PendingOffset
 
 if TYPE_CHECKING:
@@ -106,11 +107,13 @@ async def txn_offset_commit(
     unknown = {(o.topic, o.partition) for o in offsets if not _exists(broker, o.topic, o.partition)}
     try:
         await broker.transactions.txn_offset_commit(
-            request.transactional_id,
-            request.producer_id,
-            request.producer_epoch,
-            request.group_id,
-            [o for o in offsets if (o.topic, o.partition) not in unknown],
+            TxnOffsets(
+                request.transactional_id,
+                request.producer_id,
+                request.producer_epoch,
+                request.group_id,
+                tuple(o for o in offsets if (o.topic, o.partition) not in unknown),
+            )
         )
     except TxnError as exc:
         log.info("TxnOffsetCommit %s refused: %s", request.transactional_id, exc)

@@ -39,7 +39,7 @@ from tabletopic.broker.transactions.actions import Action, Again, NeedProducerId
 from tabletopic.broker.transactions.driver import Driver
 from tabletopic.broker.transactions.machine import TransactionMachine, timeout_refusal
 from tabletopic.broker.transactions.markers import LeaderMarkers
-from tabletopic.broker.transactions.model import PendingOffset, TxnMetadata, TxnPartition
+from tabletopic.broker.transactions.model import TxnMetadata, TxnOffsets, TxnPartition
 from tabletopic.broker.transactions.participants import OffsetCommitter, Participants, TxnError
 from tabletopic.broker.transactions.ports import TxnBroker
 from tabletopic.broker.transactions.store import TxnStore
@@ -182,27 +182,17 @@ class TransactionCoordinator(Driver):
                 )
             )
 
-    async def txn_offset_commit(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        epoch: int,
-        group_id: str,
-        offsets: Sequence[PendingOffset],
-    ) -> None:
+    async def txn_offset_commit(self, commit: TxnOffsets) -> None:
         """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts).
         In a cluster it is sent to the group's coordinator, which keeps them in the database
         until the transaction's coordinator tells it the outcome (WriteTxnMarkers for the group's
         slot, as Kafka's coordinator writes a marker to the group's __consumer_offsets partition)."""
         if self.clustered:
-            await self.participants.keep_pending_offsets(
-                transactional_id, producer_id, epoch, group_id, offsets
-            )
+            await self.participants.keep_pending_offsets(commit)
             return
-        async with self._lock(transactional_id):
-            self._serving(transactional_id)
-            actions = self.machine.txn_offset_commit(transactional_id, producer_id, epoch, group_id, offsets)
-            _answer(await self._respond(actions))
+        async with self._lock(commit.transactional_id):
+            self._serving(commit.transactional_id)
+            _answer(await self._respond(self.machine.txn_offset_commit(commit)))
 
     async def apply_pending_offsets(
         self, producer_id: int, accept: Callable[[str], bool], commit: bool

@@ -38,8 +38,8 @@ from tabletopic.broker.transactions.model import (
     COMPLETED,
     MAX_EPOCH,
     PREPARING,
-    PendingOffset,
     TxnMetadata,
+    TxnOffsets,
     TxnPartition,
     TxnState,
 )
@@ -240,23 +240,18 @@ class TransactionMachine:
         txn.offsets[group_id] = {}
         return [Persist(txn.snapshot()), Respond()]
 
-    def txn_offset_commit(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        epoch: int,
-        group_id: str,
-        offsets: Sequence[PendingOffset],
-    ) -> list[Action]:
+    def txn_offset_commit(self, commit: TxnOffsets) -> list[Action]:
         """TxnOffsetCommit on a single node: offsets held until the transaction commits."""
-        refusal = self.check(transactional_id, producer_id, epoch)
+        refusal = self.check(commit.transactional_id, commit.producer_id, commit.epoch)
         if refusal is not None:
             return [refusal]
-        txn = self.txns[transactional_id]
-        if group_id not in txn.offsets:
-            return refuse(ErrorCode.invalid_txn_state, f"group {group_id} was not added to the transaction")
-        pending = txn.offsets[group_id]
-        for offset in offsets:
+        txn = self.txns[commit.transactional_id]
+        if commit.group_id not in txn.offsets:
+            return refuse(
+                ErrorCode.invalid_txn_state, f"group {commit.group_id} was not added to the transaction"
+            )
+        pending = txn.offsets[commit.group_id]
+        for offset in commit.offsets:
             pending[(offset.topic, offset.partition)] = offset
         return [Persist(txn.snapshot()), Respond()]
 

@@ -52,6 +52,19 @@ class PendingOffset:
     metadata: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class TxnOffsets:
+    """One TxnOffsetCommit: a transaction's offsets for one group, held until it ends. It travels
+    whole from the handler to the state machine, or in a cluster to the group's coordinator and its
+    database rows, so every layer checks the same producer and epoch."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    group_id: str
+    offsets: tuple[PendingOffset, ...]
+
+
 @dataclass(slots=True)
 class TxnMetadata:
     """One transactional id's state (the row of ``transactions``)."""

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.transactions.model import PendingOffset, TxnPartition, TxnState
+from tabletopic.broker.transactions.model import PendingOffset, TxnOffsets, TxnPartition, TxnState
 from tabletopic.broker.transactions.partitions import PartitionTransactions
 from tabletopic.broker.transactions.ports import TxnBroker
 from tabletopic.broker.transactions.store import TxnStore
@@ -193,21 +193,13 @@ class Participants:
         self._verified[(stream_id, producer_id)] = (transactional_id, epoch)
         return ErrorCode.none
 
-    async def keep_pending_offsets(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        epoch: int,
-        group_id: str,
-        offsets: Sequence[PendingOffset],
-    ) -> None:
+    async def keep_pending_offsets(self, commit: TxnOffsets) -> None:
         """Cluster mode, the group's coordinator: keep a transaction's offsets in the database
         until the transaction's coordinator tells the outcome. Raises TxnError."""
+        group_id = commit.group_id
         if self._broker.leadership.group_coordinator(group_id) != self._broker.node_id:
             raise TxnError(ErrorCode.not_coordinator, f"this broker does not coordinate group {group_id}")
-        refused = await asyncio.to_thread(
-            self._store.add_pending_offsets, transactional_id, producer_id, epoch, group_id, list(offsets)
-        )
+        refused = await asyncio.to_thread(self._store.add_pending_offsets, commit)
         if refused is not None:
             raise TxnError(ErrorCode[refused], f"offsets of group {group_id} refused: {refused}")
 

@@ -24,6 +24,7 @@ from tabletopic.broker.transactions.model import (
     UNFINISHED,
     PendingOffset,
     TxnMetadata,
+    TxnOffsets,
     TxnPartition,
     TxnState,
 )
@@ -228,25 +229,24 @@ class TxnStore:
         if conn.execute(_UPDATE_ROW, {"key": transactional_id, **row}).rowcount == 0:
             conn.execute(sa.insert(transactions_table), [row])
 
-    def add_pending_offsets(
-        self, transactional_id: str, producer_id: int, epoch: int, group_id: str, offsets: list[PendingOffset]
-    ) -> str | None:
-        """Keep a transaction's offsets for ``group_id`` until its outcome, if the transaction is
+    def add_pending_offsets(self, commit: TxnOffsets) -> str | None:
+        """Keep a transaction's offsets for its group until its outcome, if the transaction is
         open with this producer and epoch and added the group (checked under the transaction row's
         lock, so its coordinator cannot end it meanwhile); otherwise the refusal's reason."""
         t, o = transactions_table, pending_offsets_table
+        producer_id, group_id = commit.producer_id, commit.group_id
         with self.engine.begin() as conn:
             row = conn.execute(
-                sa.select(t).where(t.c.transactional_id == transactional_id).with_for_update()
+                sa.select(t).where(t.c.transactional_id == commit.transactional_id).with_for_update()
             ).first()
             txn = None if row is None else _from_row(row)
             if txn is None or txn.producer_id != producer_id:
                 return "invalid_producer_id_mapping"
-            if txn.producer_epoch != epoch:
+            if txn.producer_epoch != commit.epoch:
                 return "producer_fenced"
             if txn.state is not TxnState.ONGOING or group_id not in txn.offsets:
                 return "invalid_txn_state"
-            for offset in offsets:
+            for offset in commit.offsets:
                 key = (o.c.producer_id == producer_id) & (o.c.group_id == group_id)
                 conn.execute(
                     sa.delete(o).where(
