@@ -148,7 +148,7 @@ def test_no_acknowledged_record_is_lost_when_postgresql_restarts(
             # catches commits in flight on every partition.
             time.sleep(1.0)
             own_postgres.restart()
-        time.sleep(1.0)
+        time.sleep(1.0)  # and a second after the last, so its batches in flight are retried
         stop.set()
         writer.join(10)
         assert producer.flush(120) == 0

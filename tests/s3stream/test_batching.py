@@ -155,7 +155,7 @@ async def test_acknowledgements_follow_offset_order_when_puts_finish_out_of_orde
     second = asyncio.ensure_future(store.append(sid, b"second", 1))
     await held.wait_started(2)
     held.release(1)  # the later object is stored first
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # time to finish, were it free to: this checks that it does not
     assert not second.done()  # its offsets follow the first's, which is not committed yet
     assert store.stream_info(sid).end_offset == 0
     held.release(0)
