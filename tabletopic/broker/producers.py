@@ -118,7 +118,9 @@ class ProducerStates:
                 )
             # From here on the sequence is known: were this first batch to fail, its retry must
             # come before anything later (see _follow_newest).
-            entry = ProducerEntry(ProducerEpoch(batch.producer_epoch), first - 1, first - 1)
+            entry = ProducerEntry(
+                ProducerEpoch(batch.producer_epoch), last_sequence=first - 1, committed_sequence=first - 1
+            )
             producers[producer_id] = entry
         elif batch.producer_epoch < entry.epoch:
             return SequenceCheck(

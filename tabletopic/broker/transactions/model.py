@@ -55,8 +55,8 @@ class PendingOffset:
 @dataclass(frozen=True, slots=True)
 class TxnOffsets:
     """One TxnOffsetCommit: a transaction's offsets for one group, held until it ends. It travels
-    whole from the handler to the state machine, or in a cluster to the group's coordinator and its
-    database rows, so every layer checks the same producer and epoch."""
+    whole from the handler to the state machine (single node), or to the group's coordinator and
+    its store (cluster), which check its producer and epoch against the transaction's."""
 
     transactional_id: str
     producer_id: int
