@@ -1,24 +1,27 @@
 """Every kio request class the broker serves fits the handler's request type
 (:mod:`tabletopic.broker.protocol.messages`).
 
-mypy checks each Protocol against the versions its module lists; this test checks at run time,
-from kio's classes themselves, that the list is every served version and that each served version
-has every field a Protocol reads (nested entities too), so a Protocol naming a field some served
-version lacks fails here. A version-free dataclass may name only fields kio has (a required one in
-every served version, a defaulted one in at least one), and a sample of every served version reads
-into it.
+A request type that is the union of kio's classes is checked by mypy, field by field, against each
+class it names; this test checks that it names kio's class of exactly the served versions. A
+Protocol several APIs share (what an ACL rule reads) is checked here: each served version of each
+API it stands for has every field the Protocol reads (nested entities too). A version-free
+dataclass may name only fields kio has (a required one in every served version, a defaulted one in
+at least one), and a sample of every served version reads into it.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import enum
 import importlib
+import inspect
 import types
 import typing
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
+from types import ModuleType
 from typing import Any, NotRequired, Protocol
 
 import pytest
@@ -54,6 +57,7 @@ from tabletopic.broker.protocol.messages import (
     partition_reassignments,
     produce,
     share_groups,
+    topic_partitions,
     transactions,
     user_scram_credentials,
     write_txn_markers,
@@ -69,84 +73,121 @@ from tabletopic.broker.protocol.versions import (
 from tabletopic.broker.security import guard, guard_rules, share_rules
 
 # (api key, Protocol, the first version it covers or the range of them, the entity of kio's request
-# it types ("" for the request itself, else a path such as "topics")): kio's class of each served
-# version from that one (or in that range) satisfies the Protocol as it is. A Protocol of fields only
-# later versions carry starts there; one of fields a later version dropped is a range.
+# it types ("" for the request itself, else a path such as "resources")): kio's class of each served
+# version from that one (or in that range) satisfies the Protocol as it is. The Protocols are shapes
+# several APIs share (what the ACL rules read, the config APIs' resources); a single API's request
+# type is the union of kio's classes (ALIASES).
 PROTOCOLS: list[tuple[int, type, int | range, str]] = [
-    (0, produce.ProduceRequest, 0, ""),
-    (1, fetch.FetchRequest, 0, ""),
-    (1, fetch.RackAwareFetchRequest, fetch.RACK_ID_SINCE, ""),
-    (1, fetch.SessionFetchRequest, fetch.SESSIONS_SINCE, ""),
-    (1, fetch.LeaderEpochFetchPartition, fetch.LEADER_EPOCH_SINCE, "topics.partitions"),
-    (1, fetch.TopicByName, range(fetch.TOPIC_ID_SINCE), "topics"),
-    (1, fetch.TopicById, fetch.TOPIC_ID_SINCE, "topics"),
-    (1, fetch.TopicByName, range(fetch.SESSIONS_SINCE, fetch.TOPIC_ID_SINCE), "forgotten_topics_data"),
-    (1, fetch.TopicById, fetch.TOPIC_ID_SINCE, "forgotten_topics_data"),
-    (3, metadata.MetadataRequest, 0, ""),
-    (3, metadata.AutoCreatingMetadataRequest, metadata.AUTO_CREATION_SINCE, ""),
-    (3, metadata.MetadataRequestTopicById, metadata.TOPIC_ID_SINCE, "topics"),
-    (19, create_topics.CreateTopicsRequest, 0, ""),
-    (21, delete_records.DeleteRecordsRequest, 0, ""),
-    (23, offset_for_leader_epoch.OffsetForLeaderEpochRequest, 0, ""),
-    (24, transactions.AddPartitionsToTxnRequest, 0, ""),
-    (27, write_txn_markers.WriteTxnMarkersRequest, 0, ""),
-    (25, transactions.AddOffsetsToTxnRequest, 0, ""),
-    (26, transactions.EndTxnRequest, 0, ""),
-    (34, alter_replica_log_dirs.AlterReplicaLogDirsRequest, 0, ""),
-    (35, describe_log_dirs.DescribeLogDirsRequest, 0, ""),
-    (37, create_partitions.CreatePartitionsRequest, 0, ""),
-    (43, elect_leaders.ElectLeadersRequest, 0, ""),
     (33, alter_configs.ConfigsAlteration, 0, ""),
-    (33, alter_configs.AlterConfigsResource, 0, "resources"),
     (44, alter_configs.ConfigsAlteration, 0, ""),
-    (44, alter_configs.IncrementalAlterConfigsResource, 0, "resources"),
-    (45, partition_reassignments.AlterPartitionReassignmentsRequest, 0, ""),
-    (46, partition_reassignments.ListPartitionReassignmentsRequest, 0, ""),
-    (55, describe_quorum.DescribeQuorumRequest, 0, ""),
-    (61, describe_producers.DescribeProducersRequest, 0, ""),
-    (65, transactions.DescribeTransactionsRequest, 0, ""),
-    (66, transactions.ListTransactionsRequest, 0, ""),
-    (75, describe_topic_partitions.DescribeTopicPartitionsRequest, 0, ""),
-    (42, groups.DeleteGroupsRequest, 0, ""),
-    (47, offset_commit.OffsetDeleteRequest, 0, ""),
-    (68, consumer_groups.ConsumerGroupHeartbeatRequest, 0, ""),
-    (68, consumer_groups.RegexConsumerGroupHeartbeatRequest, consumer_groups.TOPIC_REGEX_SINCE, ""),
-    (69, consumer_groups.GroupsDescription, 0, ""),
-    (76, share_groups.ShareGroupHeartbeatRequest, 0, ""),
-    (77, consumer_groups.GroupsDescription, 0, ""),
-    (78, share_groups.ShareFetchRequest, 0, ""),
-    (79, share_groups.ShareAcknowledgeRequest, 0, ""),
-    (90, share_groups.DescribeShareGroupOffsetsRequest, 0, ""),
-    (91, share_groups.AlterShareGroupOffsetsRequest, 0, ""),
-    (92, share_groups.DeleteShareGroupOffsetsRequest, 0, ""),
-    (29, acls.DescribeAclsRequest, 0, ""),
-    (30, acls.CreateAclsRequest, 0, ""),
-    (31, acls.DeleteAclsRequest, 0, ""),
-    (48, client_quotas.DescribeClientQuotasRequest, 0, ""),
-    (49, client_quotas.AlterClientQuotasRequest, 0, ""),
-    (50, user_scram_credentials.DescribeUserScramCredentialsRequest, 0, ""),
-    (51, user_scram_credentials.AlterUserScramCredentialsRequest, 0, ""),
-    # What the ACL rules (broker/security) read of kio's request where it is not the handler's type.
-    (3, metadata.TopicOperationsMetadataRequest, metadata.AUTHORIZED_OPERATIONS_SINCE, ""),
-    (
-        3,
-        metadata.ClusterOperationsMetadataRequest,
-        range(metadata.AUTHORIZED_OPERATIONS_SINCE, metadata.CLUSTER_OPERATIONS_BEFORE),
-        "",
-    ),
-    (60, describe_cluster.DescribeClusterRequest, 0, ""),
-    (20, delete_topics.DeleteTopicNamesRequest, range(delete_topics.TOPIC_STATES_SINCE), ""),
-    (20, delete_topics.DeleteTopicStatesRequest, delete_topics.TOPIC_STATES_SINCE, ""),
-    (9, offset_commit.OneGroupOffsetFetch, range(offset_commit.BATCHED_FETCH_SINCE), ""),
-    (9, offset_commit.GroupsOffsetFetch, offset_commit.BATCHED_FETCH_SINCE, ""),
-    (28, transactions.TxnOffsetCommitScope, 0, ""),
-    (0, produce.ProduceRequest, 0, ""),
     *((key, guard.TopicsRequest, 0, "") for key in (1, 2, 8, 21, 23, 47, 61)),
     *((key, guard_rules.GroupRequest, 0, "") for key in (11, 12, 13, 14, 68, 91, 92)),
     *((key, share_rules.ShareGroupOffsetsChange, 0, "") for key in (91, 92)),
     (8, guard_rules.GroupTopicsRequest, 0, ""),
     *((key, guard_rules.ConfigResourcesRequest, 0, "") for key in (32, 33, 44)),
+    (35, topic_partitions.TopicAndPartitions, 0, "topics"),
+    (43, topic_partitions.TopicAndPartitions, 0, "topic_partitions"),
+    (61, topic_partitions.TopicPartitionIndexes, 0, "topics"),
+    (27, topic_partitions.TopicPartitionIndexes, 0, "markers.topics"),
+    (46, topic_partitions.TopicPartitionIndexes, 0, "topics"),
 ]
+
+ALL = 0  # every served version
+
+# module, alias -> the (api key, first version or range, entity path) whose kio classes it unites:
+# exactly kio's class of each served version in each part, so serving another version means naming
+# it (mypy then checks every field a handler reads against it).
+ALIASES: dict[tuple[ModuleType, str], list[tuple[int, int | range, str]]] = {
+    (acls, "DescribeAclsRequest"): [(29, ALL, "")],
+    (acls, "CreateAclsRequest"): [(30, ALL, "")],
+    (acls, "AclCreation"): [(30, ALL, "creations")],
+    (acls, "DeleteAclsRequest"): [(31, ALL, "")],
+    (acls, "AclsFilter"): [(29, ALL, ""), (31, ALL, "filters")],
+    (alter_configs, "AlterConfigsRequest"): [(33, ALL, "")],
+    (alter_configs, "AlterConfigsResource"): [(33, ALL, "resources")],
+    (alter_configs, "IncrementalAlterConfigsRequest"): [(44, ALL, "")],
+    (alter_configs, "IncrementalAlterConfigsResource"): [(44, ALL, "resources")],
+    (alter_configs, "AlterableConfigOperation"): [(44, ALL, "resources.configs")],
+    (alter_replica_log_dirs, "AlterReplicaLogDirsRequest"): [(34, ALL, "")],
+    (client_quotas, "DescribeClientQuotasRequest"): [(48, ALL, "")],
+    (client_quotas, "QuotaFilterComponent"): [(48, ALL, "components")],
+    (client_quotas, "AlterClientQuotasRequest"): [(49, ALL, "")],
+    (client_quotas, "QuotaAlteration"): [(49, ALL, "entries")],
+    (consumer_groups, "ConsumerGroupHeartbeatRequest"): [(68, ALL, "")],
+    (consumer_groups, "RegexConsumerGroupHeartbeatRequest"): [(68, consumer_groups.TOPIC_REGEX_SINCE, "")],
+    (consumer_groups, "GroupsDescription"): [(69, ALL, ""), (77, ALL, "")],
+    (create_partitions, "CreatePartitionsRequest"): [(37, ALL, "")],
+    (create_partitions, "CreatePartitionsTopic"): [(37, ALL, "topics")],
+    (create_partitions, "CreatePartitionsAssignment"): [(37, ALL, "topics.assignments")],
+    (create_topics, "CreateTopicsRequest"): [(19, ALL, "")],
+    (create_topics, "CreatableTopic"): [(19, ALL, "topics")],
+    (delete_records, "DeleteRecordsRequest"): [(21, ALL, "")],
+    (delete_records, "DeleteRecordsPartition"): [(21, ALL, "topics.partitions")],
+    (delete_topics, "DeleteTopicNamesRequest"): [(20, range(delete_topics.TOPIC_STATES_SINCE), "")],
+    (delete_topics, "DeleteTopicStatesRequest"): [(20, delete_topics.TOPIC_STATES_SINCE, "")],
+    (describe_cluster, "DescribeClusterRequest"): [(60, ALL, "")],
+    (describe_log_dirs, "DescribeLogDirsRequest"): [(35, ALL, "")],
+    (describe_producers, "DescribeProducersRequest"): [(61, ALL, "")],
+    (describe_quorum, "DescribeQuorumRequest"): [(55, ALL, "")],
+    (describe_topic_partitions, "DescribeTopicPartitionsRequest"): [(75, ALL, "")],
+    (elect_leaders, "ElectLeadersRequest"): [(43, ALL, "")],
+    (fetch, "FetchRequest"): [(1, ALL, "")],
+    (fetch, "FetchTopic"): [(1, ALL, "topics")],
+    (fetch, "FetchPartition"): [(1, ALL, "topics.partitions")],
+    (fetch, "ForgottenTopic"): [(1, fetch.SESSIONS_SINCE, "forgotten_topics_data")],
+    (fetch, "SessionFetchRequest"): [(1, fetch.SESSIONS_SINCE, "")],
+    (fetch, "RackAwareFetchRequest"): [(1, fetch.RACK_ID_SINCE, "")],
+    (fetch, "LeaderEpochFetchPartition"): [(1, fetch.LEADER_EPOCH_SINCE, "topics.partitions")],
+    (fetch, "TopicByName"): [
+        (1, range(fetch.TOPIC_ID_SINCE), "topics"),
+        (1, range(fetch.SESSIONS_SINCE, fetch.TOPIC_ID_SINCE), "forgotten_topics_data"),
+    ],
+    (fetch, "TopicById"): [
+        (1, fetch.TOPIC_ID_SINCE, "topics"),
+        (1, fetch.TOPIC_ID_SINCE, "forgotten_topics_data"),
+    ],
+    (groups, "DeleteGroupsRequest"): [(42, ALL, "")],
+    (metadata, "MetadataRequest"): [(3, ALL, "")],
+    (metadata, "MetadataRequestTopic"): [(3, ALL, "topics")],
+    (metadata, "MetadataRequestTopicById"): [(3, metadata.TOPIC_ID_SINCE, "topics")],
+    (metadata, "AutoCreatingMetadataRequest"): [(3, metadata.AUTO_CREATION_SINCE, "")],
+    (metadata, "TopicOperationsMetadataRequest"): [(3, metadata.AUTHORIZED_OPERATIONS_SINCE, "")],
+    (metadata, "ClusterOperationsMetadataRequest"): [
+        (3, range(metadata.AUTHORIZED_OPERATIONS_SINCE, metadata.CLUSTER_OPERATIONS_BEFORE), "")
+    ],
+    (offset_commit, "OneGroupOffsetFetch"): [(9, range(offset_commit.BATCHED_FETCH_SINCE), "")],
+    (offset_commit, "GroupsOffsetFetch"): [(9, offset_commit.BATCHED_FETCH_SINCE, "")],
+    (offset_commit, "OffsetDeleteRequest"): [(47, ALL, "")],
+    (offset_for_leader_epoch, "OffsetForLeaderEpochRequest"): [(23, ALL, "")],
+    (offset_for_leader_epoch, "OffsetForLeaderPartition"): [(23, ALL, "topics.partitions")],
+    (partition_reassignments, "AlterPartitionReassignmentsRequest"): [(45, ALL, "")],
+    (partition_reassignments, "ReassignablePartition"): [(45, ALL, "topics.partitions")],
+    (partition_reassignments, "ListPartitionReassignmentsRequest"): [(46, ALL, "")],
+    (produce, "ProduceRequest"): [(0, ALL, "")],
+    (produce, "PartitionProduceData"): [(0, ALL, "topic_data.partition_data")],
+    (share_groups, "ShareGroupHeartbeatRequest"): [(76, ALL, "")],
+    (share_groups, "ShareFetchRequest"): [(78, ALL, "")],
+    (share_groups, "ShareAcknowledgeRequest"): [(79, ALL, "")],
+    (share_groups, "ShareSessionRequest"): [(78, ALL, ""), (79, ALL, "")],
+    (share_groups, "AcknowledgedTopic"): [(78, ALL, "topics"), (79, ALL, "topics")],
+    (share_groups, "DescribeShareGroupOffsetsRequest"): [(90, ALL, "")],
+    (share_groups, "AlterShareGroupOffsetsRequest"): [(91, ALL, "")],
+    (share_groups, "DeleteShareGroupOffsetsRequest"): [(92, ALL, "")],
+    (transactions, "AddPartitionsToTxnRequest"): [(24, ALL, "")],
+    (transactions, "AddPartitionsToTxnTopic"): [(24, ALL, "v3_and_below_topics")],
+    (transactions, "AddOffsetsToTxnRequest"): [(25, ALL, "")],
+    (transactions, "EndTxnRequest"): [(26, ALL, "")],
+    (transactions, "ProducerRequest"): [(25, ALL, ""), (26, ALL, "")],
+    (transactions, "TxnOffsetCommitScope"): [(28, ALL, "")],
+    (transactions, "DescribeTransactionsRequest"): [(65, ALL, "")],
+    (transactions, "ListTransactionsRequest"): [(66, ALL, "")],
+    (user_scram_credentials, "DescribeUserScramCredentialsRequest"): [(50, ALL, "")],
+    (user_scram_credentials, "AlterUserScramCredentialsRequest"): [(51, ALL, "")],
+    (user_scram_credentials, "ScramCredentialDeletion"): [(51, ALL, "deletions")],
+    (user_scram_credentials, "ScramCredentialUpsertion"): [(51, ALL, "upsertions")],
+    (write_txn_markers, "WriteTxnMarkersRequest"): [(27, ALL, "")],
+    (write_txn_markers, "WritableTxnMarker"): [(27, ALL, "markers")],
+}
 
 # api key -> the frozen dataclass read from kio's class of any served version.
 DATACLASSES: dict[int, type] = {
@@ -175,36 +216,6 @@ RESPONSES: dict[int, type] = {
     26: transactions.EndTxnResponse,
     37: create_partitions.CreatePartitionsResponse,
     60: describe_cluster.DescribeClusterResponse,
-}
-
-# The modules that list their served versions for mypy's check.
-SERVED_VERSIONS: dict[int, range] = {
-    0: produce.SERVED_VERSIONS,
-    1: fetch.SERVED_VERSIONS,
-    3: metadata.SERVED_VERSIONS,
-    19: create_topics.SERVED_VERSIONS,
-    21: delete_records.SERVED_VERSIONS,
-    23: offset_for_leader_epoch.SERVED_VERSIONS,
-    27: write_txn_markers.SERVED_VERSIONS,
-    34: alter_replica_log_dirs.SERVED_VERSIONS,
-    35: describe_log_dirs.SERVED_VERSIONS,
-    43: elect_leaders.SERVED_VERSIONS,
-    45: partition_reassignments.ALTER_VERSIONS,
-    46: partition_reassignments.LIST_VERSIONS,
-    55: describe_quorum.SERVED_VERSIONS,
-    61: describe_producers.SERVED_VERSIONS,
-    75: describe_topic_partitions.SERVED_VERSIONS,
-    33: alter_configs.ALTER_CONFIGS_VERSIONS,
-    37: create_partitions.SERVED_VERSIONS,
-    44: alter_configs.INCREMENTAL_ALTER_CONFIGS_VERSIONS,
-    **transactions.SERVED_VERSIONS,
-    42: groups.DELETE_GROUPS_VERSIONS,
-    47: offset_commit.OFFSET_DELETE_VERSIONS,
-    **consumer_groups.SERVED_VERSIONS,
-    **share_groups.SERVED_VERSIONS,
-    **acls.SERVED_VERSIONS,
-    **client_quotas.SERVED_VERSIONS,
-    **user_scram_credentials.SERVED_VERSIONS,
 }
 
 
@@ -291,12 +302,6 @@ def dataclass_fields(
         if nested is not None and dataclasses.is_dataclass(nested):
             inner = [element(h[field.name]) for h in kio_hints if field.name in h]
             yield from dataclass_fields(nested, inner, f"{path}{field.name}.")
-
-
-@pytest.mark.parametrize("api_key", sorted(SERVED_VERSIONS))
-def test_each_protocol_module_lists_exactly_the_versions_served(api_key: int) -> None:
-    """mypy checks kio's class of each version a module lists; serving another means listing it."""
-    assert SERVED_VERSIONS[api_key] == served(api_key)
 
 
 def entity(kio_class: type, path: str) -> type:
@@ -434,9 +439,45 @@ def test_fetch_session_fields_take_no_session_before_the_versions_that_carry_the
 
 
 def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
-    """The check above would catch a Protocol reading ``rack_id`` (v11 on) from every Fetch."""
-    assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 10)) == ["rack_id"]
-    assert missing_from(fetch.RackAwareFetchRequest, kio_request(1, 11)) == []
+    """The check above would catch the ACL rule's Protocol of a group and its topics read from a
+    request that names neither (FindCoordinator v4 names its groups in ``coordinator_keys``)."""
+    assert missing_from(guard_rules.GroupTopicsRequest, kio_request(10, 4)) == ["group_id", "topics"]
+    assert missing_from(guard_rules.GroupTopicsRequest, kio_request(8, 9)) == []
+
+
+def alias_classes(module: ModuleType, alias: str) -> set[type]:
+    """The kio classes a request type of ``module`` unites. The type is a string for mypy, naming
+    modules the module imports for mypy alone (``if TYPE_CHECKING:``), so those imports run here."""
+    namespace = dict(vars(module))
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            exec(compile(ast.Module(body=node.body, type_ignores=[]), "<kio imports>", "exec"), namespace)
+    classes: set[type] = set()
+    for name in namespace[alias].split("|"):
+        value = eval(name.strip(), namespace)  # a kio class, or another alias of the module
+        classes |= alias_classes(module, name.strip()) if isinstance(value, str) else {value}
+    return classes
+
+
+@pytest.mark.parametrize(
+    ("module", "alias"), [pytest.param(module, alias, id=alias) for module, alias in ALIASES]
+)
+def test_a_request_type_unites_kios_class_of_exactly_the_served_versions(
+    module: ModuleType, alias: str
+) -> None:
+    expected = {
+        entity(kio_request(key, version), path)
+        for key, since, path in ALIASES[module, alias]
+        for version in served(key)
+        if (version in since if isinstance(since, range) else version >= since)
+    }
+    assert alias_classes(module, alias) == expected
+
+
+def test_a_request_type_missing_a_served_version_is_found() -> None:
+    """The check above would catch Fetch's type naming v4 to v16 while v17 is served."""
+    assert kio_request(1, 17) in alias_classes(fetch, "FetchRequest")
+    assert kio_request(1, 17) not in alias_classes(fetch, "TopicByName")
 
 
 @pytest.mark.parametrize("version", served(1))

@@ -9,10 +9,10 @@ version-free calls), or the node's security state in ``broker/security`` for the
 SCRAM APIs (:attr:`State.ACLS`, :attr:`State.QUOTAS`, :attr:`State.SCRAM`). SaslHandshake and
 SaslAuthenticate are answered by the connection itself, before any handler.
 
-Every handler takes a version-free request type of :mod:`tabletopic.broker.protocol.messages`
-(ApiVersions reads nothing of its request): a Protocol kio's object of every served version
-satisfies as it is, or, where kio's classes differ per version, a dataclass the request is read
-into by :func:`typed` below, the one place that maps them. Handlers return a dict (a TypedDict where
+Every handler takes a request type of :mod:`tabletopic.broker.protocol.messages` (ApiVersions
+reads nothing of its request): the union of kio's class of every served version, which it reads as
+it is, or, where kio's classes differ per version, a version-free dataclass the request is read into
+by :func:`typed` below, the one place that maps them. Handlers return a dict (a TypedDict where
 the API has a response type) shaped like the newest response version (see
 :func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` they encoded themselves
 (Fetch's zero-copy path), or None when no response is to be sent (Produce with acks=0).

@@ -126,9 +126,10 @@ def _replace_broker_configs(
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: AlterConfigsRequest) -> dict[str, Any]:
+    alteration: ConfigsAlteration[AlterConfigsResource] = request
     return await alter_resources(
         broker,
-        request,
+        alteration,
         "AlterConfigs",
         _replace_topic_configs,
         _replace_broker_configs,

@@ -51,7 +51,7 @@ def _matches(entity: Entity, components: Sequence[QuotaFilterComponent], strict:
 async def describe(
     quotas: QuotaService, ctx: RequestContext, request: DescribeClientQuotasRequest
 ) -> dict[str, Any]:
-    components = list(request.components)
+    components: list[QuotaFilterComponent] = list(request.components)
     types = [c.entity_type for c in components]
     problem = None
     if any(t not in ENTITY_TYPES for t in types):

@@ -14,12 +14,14 @@ other brokers of a cluster reload it on the change notification.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.create_partitions import (
+    CreatePartitionsAssignment,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopic,
@@ -37,15 +39,15 @@ def check_assignments(broker: BrokerService, ctx: RequestContext, wanted: Create
     topic = broker.topics.get(wanted.name)
     if wanted.assignments is None or topic is None or wanted.count <= topic.partition_count:
         return  # nothing assigned, or add_partitions refuses the request for its own reason
+    assignments: Sequence[CreatePartitionsAssignment] = wanted.assignments
     added = wanted.count - topic.partition_count
-    if len(wanted.assignments) != added:
+    if len(assignments) != added:
         raise TopicError(
             ErrorCode.invalid_replica_assignment,
-            f"Increasing the number of partitions by {added} but {len(wanted.assignments)} "
-            "assignments provided.",
+            f"Increasing the number of partitions by {added} but {len(assignments)} assignments provided.",
         )
     live = {b.node_id for b in broker.leadership.brokers(ctx.listener)}
-    for index, assignment in enumerate(wanted.assignments, start=topic.partition_count):
+    for index, assignment in enumerate(assignments, start=topic.partition_count):
         ids = [int(b) for b in assignment.broker_ids]
         unknown = sorted(set(ids) - live)
         if unknown:

@@ -11,6 +11,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.alter_configs import alter_resources
 from tabletopic.broker.protocol.messages.alter_configs import (
     AlterableConfigOperation,
+    ConfigsAlteration,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResource,
 )
@@ -63,6 +64,7 @@ async def handle(
     def group_update(current: dict[str, str], resource: IncrementalAlterConfigsResource) -> dict[str, str]:
         return apply_operations(current, resource.configs, {})
 
+    alteration: ConfigsAlteration[IncrementalAlterConfigsResource] = request
     return await alter_resources(
-        broker, request, "IncrementalAlterConfigs", topic_update, broker_update, group_update
+        broker, alteration, "IncrementalAlterConfigs", topic_update, broker_update, group_update
     )

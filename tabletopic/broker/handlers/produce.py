@@ -44,7 +44,9 @@ async def handle(
     shape: list[tuple[str, int]] = []
     for topic_data in request.topic_data:
         for partition in topic_data.partition_data:
-            name, index, records = topic_data.name, partition.index, partition.records
+            name: str = topic_data.name
+            index: int = partition.index
+            records = partition.records
             if router is not None:
                 router.count(zone, len(records or b""), "in")
             if (

@@ -75,9 +75,9 @@ async def alter(
     """Each user's alterations are applied together or not at all (Kafka's rule): one bad entry
     fails that user, never the others."""
     existing = await asyncio.to_thread(store.users)
-    entries: list[tuple[ScramCredentialDeletion, ScramCredentialUpsertion | None]] = [
-        (d, None) for d in request.deletions
-    ]
+    entries: list[
+        tuple[ScramCredentialDeletion | ScramCredentialUpsertion, ScramCredentialUpsertion | None]
+    ] = [(d, None) for d in request.deletions]
     entries += [(u, u) for u in request.upsertions]
     seen = Counter((entry.name, entry.mechanism) for entry, _ in entries)
     errors: dict[str, tuple[ErrorCode, str]] = {}

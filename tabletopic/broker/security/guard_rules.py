@@ -4,11 +4,11 @@ that part's answer goes, with Kafka's error code.
 
 A rule reads kio's request object of the client's version (it hands the handler that object, or one
 narrowed to what the principal may touch), typed as the handler's request type of
-:mod:`tabletopic.broker.protocol.messages` where that is a Protocol kio's classes satisfy, as the
-Protocol of just what it reads where its version differs (taken by version) or where the rule serves
-several APIs (:class:`GroupRequest`, :class:`~tabletopic.broker.security.guard.TopicsRequest`), and
-as the handler's version-free dataclass where it only reads fields (FindCoordinator, DescribeGroups,
-InitProducerId).
+:mod:`tabletopic.broker.protocol.messages` where that is the union of kio's classes, as the union
+of just the versions it reads where a field comes with a later version (taken by version), as a
+Protocol of just what it reads where the rule serves several APIs (:class:`GroupRequest`,
+:class:`~tabletopic.broker.security.guard.TopicsRequest`), and as the handler's version-free
+dataclass where it only reads fields (FindCoordinator, DescribeGroups, InitProducerId).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from tabletopic.broker.protocol.messages.offset_commit import (
 from tabletopic.broker.protocol.messages.produce import ProduceRequest
 from tabletopic.broker.protocol.messages.transactions import (
     AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
     DescribeTransactionsRequest,
     ProducerRequest,
     TxnOffsetCommitScope,
@@ -205,7 +206,8 @@ async def metadata(check: Check, ctx: RequestContext, request: MetadataRequest, 
     if requested is not None:
         passed = []
         for wanted in requested:
-            name, topic_id = wanted.name, topic_id_of(wanted, version)
+            name: str | None = wanted.name
+            topic_id = topic_id_of(wanted, version)
             if name is None and topic_id is not None:
                 topic = check.broker.topics.by_id(topic_id)
                 name = topic.name if topic is not None else None
@@ -318,7 +320,7 @@ async def delete_topics(
         return await _split_list(request, "topic_names", passed_names, refused, "responses", call)
     passed, refused = [], []
     for entry in cast(DeleteTopicStatesRequest, request).topics:
-        name = entry.name
+        name: str | None = entry.name
         if name is None and entry.topic_id is not None:
             found = check.broker.topics.by_id(entry.topic_id)
             name = found.name if found is not None else None
@@ -569,7 +571,7 @@ async def add_partitions_to_txn(
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; else a topic without WRITE gets TOPIC_AUTHORIZATION_FAILED,
     an unknown one UNKNOWN_TOPIC_OR_PARTITION, and then nothing is added: the rest are answered
     OPERATION_NOT_ATTEMPTED (v0-3, the clients' form)."""
-    topics = list(request.v3_and_below_topics)
+    topics: list[AddPartitionsToTxnTopic] = list(request.v3_and_below_topics)
     if not check.allowed(
         Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id
     ):

@@ -1,10 +1,10 @@
-"""AlterConfigs (33) and IncrementalAlterConfigs (44), version-free: the resources whose configs
-change, and how.
+"""AlterConfigs (33, served v0 to v2) and IncrementalAlterConfigs (44, v0 to v1): the resources whose
+configs change, and how.
 
-Both requests share a shape (resources, validate_only) that the handlers' one flow reads, and every
-served version of each has the fields read, so each request type is a Protocol kio's class of each
-version satisfies as it is (mypy checks each at the end of this module). They differ in a resource's
-configs: AlterConfigs gives the new set of values, IncrementalAlterConfigs an operation per key.
+Both requests share a shape (resources, validate_only) that the handlers' one flow reads,
+:class:`ConfigsAlteration`, generic over the resource. They differ in a resource's configs:
+AlterConfigs gives the resource's whole new set of explicit values, IncrementalAlterConfigs an
+operation per key (``config_operation``: SET, DELETE, APPEND or SUBTRACT, KIP-339).
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
 from tabletopic.broker.protocol.messages.describe_configs import ConfigResource
 
-ALTER_CONFIGS_VERSIONS = range(0, 3)  # protocol/versions.py: kio's minimum to MAX_VERSIONS[33]
-INCREMENTAL_ALTER_CONFIGS_VERSIONS = range(0, 2)  # likewise MAX_VERSIONS[44]
+if TYPE_CHECKING:
+    from kio.schema.alter_configs.v0 import request as alter_v0
+    from kio.schema.alter_configs.v1 import request as alter_v1
+    from kio.schema.alter_configs.v2 import request as alter_v2
+    from kio.schema.incremental_alter_configs.v0 import request as incremental_v0
+    from kio.schema.incremental_alter_configs.v1 import request as incremental_v1
 
 ResourceT_co = TypeVar("ResourceT_co", bound=ConfigResource, covariant=True)
 
@@ -30,54 +34,16 @@ class ConfigsAlteration(Protocol[ResourceT_co]):
     def validate_only(self) -> bool: ...
 
 
-class AlterableConfig(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def value(self) -> str | None: ...
-
-
-class AlterConfigsResource(ConfigResource, Protocol):
-    @property
-    def configs(self) -> Sequence[AlterableConfig]:
-        """The resource's whole new set of explicit configs."""
-        ...
-
-
-class AlterableConfigOperation(AlterableConfig, Protocol):
-    @property
-    def config_operation(self) -> int:
-        """SET, DELETE, APPEND or SUBTRACT (KIP-339)."""
-        ...
-
-
-class IncrementalAlterConfigsResource(ConfigResource, Protocol):
-    @property
-    def configs(self) -> Sequence[AlterableConfigOperation]: ...
-
-
-AlterConfigsRequest: TypeAlias = ConfigsAlteration[AlterConfigsResource]
-IncrementalAlterConfigsRequest: TypeAlias = ConfigsAlteration[IncrementalAlterConfigsResource]
-
-
-if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy only)
-    from kio.schema.alter_configs.v0.request import AlterConfigsRequest as Alter0
-    from kio.schema.alter_configs.v1.request import AlterConfigsRequest as Alter1
-    from kio.schema.alter_configs.v2.request import AlterConfigsRequest as Alter2
-    from kio.schema.incremental_alter_configs.v0.request import (
-        IncrementalAlterConfigsRequest as Incremental0,
-    )
-    from kio.schema.incremental_alter_configs.v1.request import (
-        IncrementalAlterConfigsRequest as Incremental1,
-    )
-
-    def _every_version_is_an_alter_configs_request(
-        request: Alter0 | Alter1 | Alter2,
-    ) -> AlterConfigsRequest:
-        return request
-
-    def _every_version_is_an_incremental_alter_configs_request(
-        request: Incremental0 | Incremental1,
-    ) -> IncrementalAlterConfigsRequest:
-        return request
+AlterConfigsRequest: TypeAlias = (
+    "alter_v0.AlterConfigsRequest | alter_v1.AlterConfigsRequest | alter_v2.AlterConfigsRequest"
+)
+AlterConfigsResource: TypeAlias = (
+    "alter_v0.AlterConfigsResource | alter_v1.AlterConfigsResource | alter_v2.AlterConfigsResource"
+)
+IncrementalAlterConfigsRequest: TypeAlias = (
+    "incremental_v0.IncrementalAlterConfigsRequest | incremental_v1.IncrementalAlterConfigsRequest"
+)
+IncrementalAlterConfigsResource: TypeAlias = (
+    "incremental_v0.AlterConfigsResource | incremental_v1.AlterConfigsResource"
+)
+AlterableConfigOperation: TypeAlias = "incremental_v0.AlterableConfig | incremental_v1.AlterableConfig"

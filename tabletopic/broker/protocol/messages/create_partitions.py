@@ -1,46 +1,35 @@
-"""CreatePartitions (37), version-free: the partition count each topic grows to, and optionally
-where the new partitions go.
+"""CreatePartitions (37): the partition count each topic grows to (the count asked for, not the
+number added), and optionally where the new partitions go (``assignments``, one per added
+partition; None lets the broker place them). Served v0 to v3.
 
-Every served version (v0 to v3) has the fields the handler reads, so the request type is a Protocol
-kio's class of each version satisfies as it is (mypy checks each at the end of this module).
+The response is a TypedDict in the newest version's shape, which the response builder fits to the
+client's version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from kio.schema.errors import ErrorCode
 
-SERVED_VERSIONS = range(0, 4)  # protocol/versions.py: kio's minimum to MAX_VERSIONS[37]
+if TYPE_CHECKING:
+    from kio.schema.create_partitions.v0 import request as v0
+    from kio.schema.create_partitions.v1 import request as v1
+    from kio.schema.create_partitions.v2 import request as v2
+    from kio.schema.create_partitions.v3 import request as v3
 
-
-class CreatePartitionsAssignment(Protocol):
-    @property
-    def broker_ids(self) -> Sequence[int]: ...
-
-
-class CreatePartitionsTopic(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def count(self) -> int:
-        """The partition count asked for (not the number added)."""
-        ...
-
-    @property
-    def assignments(self) -> Sequence[CreatePartitionsAssignment] | None:
-        """One per added partition, or None to let the broker place them."""
-        ...
-
-
-class CreatePartitionsRequest(Protocol):
-    @property
-    def topics(self) -> Sequence[CreatePartitionsTopic]: ...
-
-    @property
-    def validate_only(self) -> bool: ...
+CreatePartitionsRequest: TypeAlias = (
+    "v0.CreatePartitionsRequest | v1.CreatePartitionsRequest | v2.CreatePartitionsRequest | "
+    "v3.CreatePartitionsRequest"
+)
+CreatePartitionsTopic: TypeAlias = (
+    "v0.CreatePartitionsTopic | v1.CreatePartitionsTopic | v2.CreatePartitionsTopic | "
+    "v3.CreatePartitionsTopic"
+)
+CreatePartitionsAssignment: TypeAlias = (
+    "v0.CreatePartitionsAssignment | v1.CreatePartitionsAssignment | v2.CreatePartitionsAssignment | "
+    "v3.CreatePartitionsAssignment"
+)
 
 
 class CreatePartitionsTopicResult(TypedDict):
@@ -52,15 +41,3 @@ class CreatePartitionsTopicResult(TypedDict):
 class CreatePartitionsResponse(TypedDict):
     throttle_time: int
     results: list[CreatePartitionsTopicResult]
-
-
-if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy only)
-    from kio.schema.create_partitions.v0.request import CreatePartitionsRequest as V0
-    from kio.schema.create_partitions.v1.request import CreatePartitionsRequest as V1
-    from kio.schema.create_partitions.v2.request import CreatePartitionsRequest as V2
-    from kio.schema.create_partitions.v3.request import CreatePartitionsRequest as V3
-
-    def _every_version_is_a_create_partitions_request(
-        request: V0 | V1 | V2 | V3,
-    ) -> CreatePartitionsRequest:
-        return request

@@ -1,64 +1,70 @@
-"""Metadata (3), version-free: the topics a client asks about and whether it lets the broker create
-them.
+"""Metadata (3): the topics a client asks about and whether it lets the broker create them.
 
 Metadata is asked for often (every client on start, on each error and every few minutes), so the
-request type is a Protocol that kio's class of every served version (v0 to v13) satisfies as it is,
-converted for no request. Fields only later versions carry (``allow_auto_topic_creation`` from v4,
-a topic's ``topic_id`` from v10) are read through the functions below, which take the version and
-answer Kafka's default for older ones; mypy checks at the end of this module that each version fits.
+handler reads kio's class of each served version (v0 to v13) as it is, converted for no request.
+Fields only later versions carry (``allow_auto_topic_creation`` from v4, a topic's ``topic_id`` from
+v10, the authorized operations from v8) are read through the functions below, which take the
+version and answer Kafka's default for older ones. A request's ``topics`` is None (v1 on) or empty
+(v0) for every topic.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
-SERVED_VERSIONS = range(0, 14)  # protocol/versions.py: kio's minimum to MAX_VERSIONS[3]
+if TYPE_CHECKING:
+    from kio.schema.metadata.v0 import request as v0
+    from kio.schema.metadata.v1 import request as v1
+    from kio.schema.metadata.v2 import request as v2
+    from kio.schema.metadata.v3 import request as v3
+    from kio.schema.metadata.v4 import request as v4
+    from kio.schema.metadata.v5 import request as v5
+    from kio.schema.metadata.v6 import request as v6
+    from kio.schema.metadata.v7 import request as v7
+    from kio.schema.metadata.v8 import request as v8
+    from kio.schema.metadata.v9 import request as v9
+    from kio.schema.metadata.v10 import request as v10
+    from kio.schema.metadata.v11 import request as v11
+    from kio.schema.metadata.v12 import request as v12
+    from kio.schema.metadata.v13 import request as v13
+
 AUTO_CREATION_SINCE = 4  # before v4 a client cannot refuse auto-creation: the broker's setting rules
 TOPIC_ID_SINCE = 10  # KIP-516: a topic asked for by id
 AUTHORIZED_OPERATIONS_SINCE = 8  # KIP-430: the client may ask for its authorized operations
 CLUSTER_OPERATIONS_BEFORE = 11  # KIP-700: from v11 DescribeCluster answers the cluster's
 
-
-class MetadataRequestTopic(Protocol):
-    @property
-    def name(self) -> str | None: ...
-
-
-class MetadataRequestTopicById(MetadataRequestTopic, Protocol):
-    """A topic entry of v10 on, which may name the topic by id instead of by name."""
-
-    @property
-    def topic_id(self) -> uuid.UUID | None: ...
-
-
-class MetadataRequest(Protocol):
-    @property
-    def topics(self) -> Sequence[MetadataRequestTopic] | None:
-        """The topics asked about; None (v1 on) or empty (v0) for all."""
-        ...
-
-
-class AutoCreatingMetadataRequest(MetadataRequest, Protocol):
-    """A Metadata request of v4 on, which says whether unknown topics may be created."""
-
-    @property
-    def allow_auto_topic_creation(self) -> bool: ...
-
-
-class TopicOperationsMetadataRequest(MetadataRequest, Protocol):
-    """A Metadata request of v8 on, which may ask for each topic's authorized operations."""
-
-    @property
-    def include_topic_authorized_operations(self) -> bool: ...
-
-
-class ClusterOperationsMetadataRequest(MetadataRequest, Protocol):
-    """A Metadata request of v8 to v10, which may ask for the cluster's authorized operations."""
-
-    @property
-    def include_cluster_authorized_operations(self) -> bool: ...
+MetadataRequest: TypeAlias = (
+    "v0.MetadataRequest | v1.MetadataRequest | v2.MetadataRequest | v3.MetadataRequest | "
+    "v4.MetadataRequest | v5.MetadataRequest | v6.MetadataRequest | v7.MetadataRequest | "
+    "v8.MetadataRequest | v9.MetadataRequest | v10.MetadataRequest | v11.MetadataRequest | "
+    "v12.MetadataRequest | v13.MetadataRequest"
+)
+MetadataRequestTopic: TypeAlias = (
+    "v0.MetadataRequestTopic | v1.MetadataRequestTopic | v2.MetadataRequestTopic | "
+    "v3.MetadataRequestTopic | v4.MetadataRequestTopic | v5.MetadataRequestTopic | "
+    "v6.MetadataRequestTopic | v7.MetadataRequestTopic | v8.MetadataRequestTopic | "
+    "v9.MetadataRequestTopic | v10.MetadataRequestTopic | v11.MetadataRequestTopic | "
+    "v12.MetadataRequestTopic | v13.MetadataRequestTopic"
+)
+MetadataRequestTopicById: TypeAlias = (
+    "v10.MetadataRequestTopic | v11.MetadataRequestTopic | v12.MetadataRequestTopic | "
+    "v13.MetadataRequestTopic"
+)
+"""A topic entry of v10 on, which may name the topic by id instead of by name."""
+AutoCreatingMetadataRequest: TypeAlias = (
+    "v4.MetadataRequest | v5.MetadataRequest | v6.MetadataRequest | v7.MetadataRequest | "
+    "v8.MetadataRequest | v9.MetadataRequest | v10.MetadataRequest | v11.MetadataRequest | "
+    "v12.MetadataRequest | v13.MetadataRequest"
+)
+"""A Metadata request of v4 on, which says whether unknown topics may be created."""
+TopicOperationsMetadataRequest: TypeAlias = (
+    "v8.MetadataRequest | v9.MetadataRequest | v10.MetadataRequest | v11.MetadataRequest | "
+    "v12.MetadataRequest | v13.MetadataRequest"
+)
+"""A Metadata request of v8 on, which may ask for each topic's authorized operations."""
+ClusterOperationsMetadataRequest: TypeAlias = "v8.MetadataRequest | v9.MetadataRequest | v10.MetadataRequest"
+"""A Metadata request of v8 to v10, which may ask for the cluster's authorized operations."""
 
 
 def asks_topic_operations(request: MetadataRequest, version: int) -> bool:
@@ -87,47 +93,3 @@ def topic_id_of(topic: MetadataRequestTopic, version: int) -> uuid.UUID | None:
     if version < TOPIC_ID_SINCE:
         return None
     return cast(MetadataRequestTopicById, topic).topic_id
-
-
-if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy only)
-    from kio.schema.metadata.v0.request import MetadataRequest as V0
-    from kio.schema.metadata.v1.request import MetadataRequest as V1
-    from kio.schema.metadata.v2.request import MetadataRequest as V2
-    from kio.schema.metadata.v3.request import MetadataRequest as V3
-    from kio.schema.metadata.v4.request import MetadataRequest as V4
-    from kio.schema.metadata.v5.request import MetadataRequest as V5
-    from kio.schema.metadata.v6.request import MetadataRequest as V6
-    from kio.schema.metadata.v7.request import MetadataRequest as V7
-    from kio.schema.metadata.v8.request import MetadataRequest as V8
-    from kio.schema.metadata.v9.request import MetadataRequest as V9
-    from kio.schema.metadata.v10.request import MetadataRequest as V10
-    from kio.schema.metadata.v10.request import MetadataRequestTopic as T10
-    from kio.schema.metadata.v11.request import MetadataRequest as V11
-    from kio.schema.metadata.v11.request import MetadataRequestTopic as T11
-    from kio.schema.metadata.v12.request import MetadataRequest as V12
-    from kio.schema.metadata.v12.request import MetadataRequestTopic as T12
-    from kio.schema.metadata.v13.request import MetadataRequest as V13
-    from kio.schema.metadata.v13.request import MetadataRequestTopic as T13
-
-    def _every_version_is_a_metadata_request(
-        request: V0 | V1 | V2 | V3 | V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11 | V12 | V13,
-    ) -> MetadataRequest:
-        return request
-
-    def _from_v4_the_client_rules_auto_creation(
-        request: V4 | V5 | V6 | V7 | V8 | V9 | V10 | V11 | V12 | V13,
-    ) -> AutoCreatingMetadataRequest:
-        return request
-
-    def _from_v8_the_topics_operations_may_be_asked_for(
-        request: V8 | V9 | V10 | V11 | V12 | V13,
-    ) -> TopicOperationsMetadataRequest:
-        return request
-
-    def _from_v8_to_v10_the_clusters_operations_may_be_asked_for(
-        request: V8 | V9 | V10,
-    ) -> ClusterOperationsMetadataRequest:
-        return request
-
-    def _from_v10_a_topic_may_be_named_by_id(topic: T10 | T11 | T12 | T13) -> MetadataRequestTopicById:
-        return topic

@@ -4,19 +4,28 @@ positions.
 OffsetCommit's partitions name a leader epoch from v6 and its members an instance id from v7;
 OffsetFetch asks for one group before v8 and for a batch from v8 (with the member's id and epoch
 from v9, and ``require_stable`` from v7). Those two requests are frozen dataclasses read once from
-kio's class of any version, a field a version lacks taking Kafka's default. OffsetDelete has one
-version, whose class satisfies its Protocol as it is (mypy checks it below), as kio's OffsetFetch of
-each version satisfies what the ACL rule reads of it (:class:`OneGroupOffsetFetch` before v8,
-:class:`GroupsOffsetFetch` from v8).
+kio's class of any version, a field a version lacks taking Kafka's default. OffsetDelete is kio's
+class of its one version, and the ACL rule reads kio's OffsetFetch as it is
+(:data:`OneGroupOffsetFetch` before v8, :data:`GroupsOffsetFetch` from v8).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, TypeAlias
 
-OFFSET_DELETE_VERSIONS = range(0, 1)  # protocol/versions.py: GROUP_MAX_VERSIONS[47]
+if TYPE_CHECKING:
+    from kio.schema.offset_delete.v0 import request as delete_v0
+    from kio.schema.offset_fetch.v1 import request as fetch_v1
+    from kio.schema.offset_fetch.v2 import request as fetch_v2
+    from kio.schema.offset_fetch.v3 import request as fetch_v3
+    from kio.schema.offset_fetch.v4 import request as fetch_v4
+    from kio.schema.offset_fetch.v5 import request as fetch_v5
+    from kio.schema.offset_fetch.v6 import request as fetch_v6
+    from kio.schema.offset_fetch.v7 import request as fetch_v7
+    from kio.schema.offset_fetch.v8 import request as fetch_v8
+    from kio.schema.offset_fetch.v9 import request as fetch_v9
+
 NO_LEADER_EPOCH = -1  # a committed offset's leader epoch before OffsetCommit v6 (TxnOffsetCommit v2)
 NO_MEMBER_EPOCH = -1  # an OffsetFetch without a member (before v9, or an admin tool)
 BATCHED_FETCH_SINCE = 8  # OffsetFetch asks for a batch of groups from v8
@@ -73,71 +82,12 @@ class OffsetFetchRequest:
         return [g.group_id for g in self.groups] if self.groups else [self.group_id]
 
 
-class OneGroupOffsetFetch(Protocol):
-    """OffsetFetch v1 to v7 as the ACL rule reads kio's class: the one group."""
-
-    @property
-    def group_id(self) -> str: ...
-
-
-class NamedGroup(Protocol):
-    @property
-    def group_id(self) -> str: ...
-
-
-class GroupsOffsetFetch(Protocol):
-    """OffsetFetch v8 on as the ACL rule reads kio's class: the batch of groups."""
-
-    @property
-    def groups(self) -> Sequence[NamedGroup]: ...
-
-
-class OffsetDeletePartition(Protocol):
-    @property
-    def partition_index(self) -> int: ...
-
-
-class OffsetDeleteTopic(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def partitions(self) -> Sequence[OffsetDeletePartition]: ...
-
-
-class OffsetDeleteRequest(Protocol):
-    @property
-    def group_id(self) -> str: ...
-
-    @property
-    def topics(self) -> Sequence[OffsetDeleteTopic]: ...
-
-
-if TYPE_CHECKING:  # kio's class of every served version fits (checked by mypy only)
-    from kio.schema.offset_delete.v0.request import OffsetDeleteRequest as OffsetDelete0
-    from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as OffsetFetch1
-    from kio.schema.offset_fetch.v2.request import OffsetFetchRequest as OffsetFetch2
-    from kio.schema.offset_fetch.v3.request import OffsetFetchRequest as OffsetFetch3
-    from kio.schema.offset_fetch.v4.request import OffsetFetchRequest as OffsetFetch4
-    from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as OffsetFetch5
-    from kio.schema.offset_fetch.v6.request import OffsetFetchRequest as OffsetFetch6
-    from kio.schema.offset_fetch.v7.request import OffsetFetchRequest as OffsetFetch7
-    from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetch8
-    from kio.schema.offset_fetch.v9.request import OffsetFetchRequest as OffsetFetch9
-
-    def _offset_delete(request: OffsetDelete0) -> OffsetDeleteRequest:
-        return request
-
-    def _before_v8_one_group(
-        request: OffsetFetch1
-        | OffsetFetch2
-        | OffsetFetch3
-        | OffsetFetch4
-        | OffsetFetch5
-        | OffsetFetch6
-        | OffsetFetch7,
-    ) -> OneGroupOffsetFetch:
-        return request
-
-    def _from_v8_a_batch(request: OffsetFetch8 | OffsetFetch9) -> GroupsOffsetFetch:
-        return request
+OneGroupOffsetFetch: TypeAlias = (
+    "fetch_v1.OffsetFetchRequest | fetch_v2.OffsetFetchRequest | fetch_v3.OffsetFetchRequest | "
+    "fetch_v4.OffsetFetchRequest | fetch_v5.OffsetFetchRequest | fetch_v6.OffsetFetchRequest | "
+    "fetch_v7.OffsetFetchRequest"
+)
+"""OffsetFetch v1 to v7 as the ACL rule reads kio's class: the one group."""
+GroupsOffsetFetch: TypeAlias = "fetch_v8.OffsetFetchRequest | fetch_v9.OffsetFetchRequest"
+"""OffsetFetch v8 on as the ACL rule reads kio's class: the batch of groups."""
+OffsetDeleteRequest: TypeAlias = "delete_v0.OffsetDeleteRequest"
