@@ -50,6 +50,9 @@ class SparkStandalone:
             PYTHONPATH=path,
             SPARK_LOG_DIR=str(self.root / "logs"),
             SPARK_WORKER_DIR=str(self.root / "work"),
+            # Executors' scratch (each one's copy of the jars, 230 MB) under the root, not in /tmp:
+            # an executor stopped with its worker's kill never removes its own.
+            SPARK_LOCAL_DIRS=str(self.root / "local"),
         )
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:

@@ -33,6 +33,9 @@ def _java(main: str, args: list[str], log: Path) -> subprocess.Popen[bytes]:
         SPARK_SCALA_VERSION="2.12",
         SPARK_LOCAL_IP="127.0.0.1",
         PYSPARK_PYTHON=sys.executable,
+        # Scratch (each executor's copy of the jars, 230 MB) beside the log, not in /tmp: an executor
+        # killed with its process group never removes its own.
+        SPARK_LOCAL_DIRS=str(log.parent / "local"),
     )
     return subprocess.Popen(
         ["java", "-Xmx256m", "-cp", f"{jars}/*", main, *args],
@@ -110,5 +113,6 @@ def test_node_with_a_standalone_spark_master_ingests_a_topic(spark_cluster: str,
         assert_exactly_once(node.rows(topic), log)
         # The job ran on the cluster: the worker launched an executor for the node's application.
         assert any((tmp_path / "work").glob("app-*/*/stderr"))
+        assert any((tmp_path / "local").glob("spark-*/executor-*"))  # its scratch, removed with tmp_path
     finally:
         node.kill()
