@@ -40,7 +40,11 @@ def default_url(data_dir: Path) -> str:
 
 
 def create_engine(
-    url: str, *, sqlite_synchronous: str = "FULL", idle_transaction_timeout_ms: int | None = None
+    url: str,
+    *,
+    sqlite_synchronous: str = "FULL",
+    sqlite_read_only: bool = False,
+    idle_transaction_timeout_ms: int | None = None,
 ) -> Engine:
     """Create the engine with the settings each backend needs to be safe under concurrent use.
 
@@ -48,7 +52,10 @@ def create_engine(
     "database is locked" errors, and ``synchronous=FULL`` because an object-WAL index commit is an
     acknowledgement to a producer and must survive a power cut, not only a process kill.
     ``sqlite_synchronous="NORMAL"`` is for a writer that accepts losing its last commits to a power
-    cut (never to a process kill) in exchange for no fsync per commit.
+    cut (never to a process kill) in exchange for no fsync per commit. A writable engine begins every
+    transaction IMMEDIATE (taking the write lock) so two writers never deadlock upgrading read locks;
+    ``sqlite_read_only=True`` is for reads alone (``PRAGMA query_only``), whose transactions begin
+    DEFERRED: in WAL mode such a transaction sees one consistent snapshot without blocking anyone.
 
     PostgreSQL: ``idle_transaction_timeout_ms`` makes the server end a session that sits inside a
     transaction that long without a statement (``idle_in_transaction_session_timeout``). A broker
@@ -72,14 +79,17 @@ def create_engine(
             cursor.execute(f"PRAGMA synchronous={'NORMAL' if sqlite_synchronous == 'NORMAL' else 'FULL'}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA busy_timeout=30000")
+            if sqlite_read_only:
+                cursor.execute("PRAGMA query_only=ON")
             cursor.close()
-            # Let SQLAlchemy's BEGIN take the write lock up front (BEGIN IMMEDIATE) so two writers
-            # never deadlock upgrading read locks.
+            # SQLAlchemy's BEGIN is ours: IMMEDIATE for a writer, DEFERRED for a reader (above).
             dbapi_conn.isolation_level = None
+
+        begin = "BEGIN" if sqlite_read_only else "BEGIN IMMEDIATE"
 
         @sa.event.listens_for(engine, "begin")
         def _sqlite_begin(conn):  # type: ignore[no-untyped-def]
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            conn.exec_driver_sql(begin)
 
         return engine
     if url.startswith("postgresql://"):

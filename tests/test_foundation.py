@@ -64,6 +64,23 @@ def test_migrations_apply_once_and_resume(tmp_path: Path) -> None:
         database.migrate(engine, "demo", [first])
 
 
+def test_a_sqlite_reader_reads_beside_an_open_write_and_refuses_to_write(tmp_path: Path) -> None:
+    """A writer's transaction begins IMMEDIATE (the write lock); a reader's begins DEFERRED, so it
+    reads the last committed snapshot while the write is open rather than queueing behind it."""
+    url = database.default_url(tmp_path)
+    writer = database.create_engine(url)
+    reader = database.create_engine(url, sqlite_read_only=True)
+    with writer.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (a INTEGER)")
+        conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    with writer.begin() as open_write:
+        open_write.exec_driver_sql("INSERT INTO t VALUES (2)")
+        with reader.begin() as conn:
+            assert conn.exec_driver_sql("SELECT a FROM t").scalars().all() == [1]
+    with pytest.raises(sa.exc.OperationalError, match="readonly"), reader.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO t VALUES (3)")
+
+
 @pytest.mark.postgres
 def test_migrations_run_on_postgres(postgres_url: str) -> None:
     engine = database.create_engine(postgres_url)

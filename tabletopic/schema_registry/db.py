@@ -105,21 +105,7 @@ def sqlite_read_engine(engine: Engine) -> Engine | None:
     """
     if engine.dialect.name != "sqlite":
         return None
-    reader = sa.create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
-
-    @sa.event.listens_for(reader, "connect")
-    def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
-        cursor = dbapi_conn.cursor()
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.execute("PRAGMA query_only=ON")
-        cursor.close()
-        dbapi_conn.isolation_level = None
-
-    @sa.event.listens_for(reader, "begin")
-    def _begin(conn):  # type: ignore[no-untyped-def]
-        conn.exec_driver_sql("BEGIN")
-
-    return reader
+    return database.create_engine(engine.url.render_as_string(hide_password=False), sqlite_read_only=True)
 
 
 def sqlite_write_engine(engine: Engine, synchronous: str) -> Engine | None:

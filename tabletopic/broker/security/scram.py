@@ -94,6 +94,13 @@ class ScramFailure(Exception):
     """The exchange failed; the message is for the server log, never for the client."""
 
 
+def _utf8(token: bytes, message: str) -> str:
+    try:
+        return token.decode()
+    except UnicodeDecodeError:
+        raise ScramFailure(f"{message} message is not UTF-8") from None
+
+
 def _attributes(message: str) -> dict[str, str]:
     result: dict[str, str] = {}
     for part in message.split(","):
@@ -135,10 +142,7 @@ class ScramServerExchange:
         self.user: str | None = None
 
     def first(self, token: bytes) -> bytes:
-        try:
-            text = token.decode()
-        except UnicodeDecodeError:
-            raise ScramFailure("client-first message is not UTF-8") from None
+        text = _utf8(token, "client-first")
         cbind, sep, rest = text.partition(",")
         authzid, sep2, bare = rest.partition(",")
         if not sep or not sep2 or cbind not in ("n", "y"):
@@ -168,10 +172,7 @@ class ScramServerExchange:
         return self._server_first.encode()
 
     def final(self, token: bytes) -> bytes:
-        try:
-            text = token.decode()
-        except UnicodeDecodeError:
-            raise ScramFailure("client-final message is not UTF-8") from None
+        text = _utf8(token, "client-final")
         without_proof, sep, proof_part = text.rpartition(",p=")
         if not sep:
             raise ScramFailure("client-final message has no proof")
