@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
+import functools
 import importlib
 import inspect
 import types
@@ -445,17 +446,25 @@ def test_a_protocol_field_a_served_version_lacks_is_found() -> None:
     assert missing_from(guard_rules.GroupTopicsRequest, kio_request(8, 9)) == []
 
 
-def alias_classes(module: ModuleType, alias: str) -> set[type]:
-    """The kio classes a request type of ``module`` unites. The type is a string for mypy, naming
-    modules the module imports for mypy alone (``if TYPE_CHECKING:``), so those imports run here."""
+@functools.cache
+def mypy_namespace(module: ModuleType) -> dict[str, Any]:
+    """The names of ``module`` as mypy sees them: its own, and the kio modules it imports for mypy
+    alone (``if TYPE_CHECKING:``), imported here."""
     namespace = dict(vars(module))
     for node in ast.parse(inspect.getsource(module)).body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             exec(compile(ast.Module(body=node.body, type_ignores=[]), "<kio imports>", "exec"), namespace)
+    return namespace
+
+
+def alias_classes(module: ModuleType, alias: str) -> set[type]:
+    """The kio classes a request type of ``module`` unites (a string for mypy: the union of kio
+    classes and of the module's other such types)."""
+    namespace = mypy_namespace(module)
     classes: set[type] = set()
-    for name in namespace[alias].split("|"):
-        value = eval(name.strip(), namespace)  # a kio class, or another alias of the module
-        classes |= alias_classes(module, name.strip()) if isinstance(value, str) else {value}
+    for name in (part.strip() for part in namespace[alias].split("|")):
+        value = eval(name, namespace)
+        classes |= alias_classes(module, name) if isinstance(value, str) else {value}
     return classes
 
 
