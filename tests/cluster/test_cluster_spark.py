@@ -32,11 +32,8 @@ SPARK_NODE = 5
 
 @pytest.fixture
 def spark_cluster(tmp_path: Path) -> Iterator[SparkStandalone]:
-    spark = SparkStandalone(tmp_path / "spark")
-    try:
-        yield spark.start()
-    finally:
-        spark.stop()
+    with SparkStandalone(tmp_path / "spark") as spark:
+        yield spark
 
 
 def test_table_pipeline_runs_on_a_spark_standalone_cluster_against_the_brokers(

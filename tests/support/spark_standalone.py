@@ -127,3 +127,13 @@ class SparkStandalone:
         for process in reversed(self.processes):
             terminate(process, 10)
         self.processes.clear()
+
+    def __enter__(self) -> SparkStandalone:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()  # a master that came up while its workers did not
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

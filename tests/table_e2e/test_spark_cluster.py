@@ -18,11 +18,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pyte
 @pytest.fixture
 def spark_cluster(tmp_path: Path) -> Iterator[SparkStandalone]:
     """A fresh master with one 1-core worker registered."""
-    spark = SparkStandalone(tmp_path / "spark", workers=1)
-    try:
-        yield spark.start()
-    finally:
-        spark.stop()
+    with SparkStandalone(tmp_path / "spark", workers=1) as spark:
+        yield spark
 
 
 def test_node_with_a_standalone_spark_master_ingests_a_topic(
