@@ -7,12 +7,15 @@ import os
 import struct
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v10 import request as metadata_v10
+from kio.schema.metadata.v11 import request as metadata_v11
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
 
 from tests.support import kafka_clients as clients
 from tests.support import raw_kafka_client as rawclient
@@ -216,6 +219,52 @@ def test_metadata_for_a_missing_topic_without_auto_creation_is_unknown_topic(boo
     )
     response = rawclient.roundtrip(sock, request)
     assert response.topics[0].error_code is ErrorCode.unknown_topic_or_partition
+
+
+def _name(name: str | None) -> TopicName | None:
+    return None if name is None else TopicName(name)
+
+
+def _metadata_v10(name: str | None, topic_id: uuid.UUID) -> object:
+    return metadata_v10.MetadataRequest(
+        topics=(metadata_v10.MetadataRequestTopic(topic_id=topic_id, name=_name(name)),),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+def _metadata_v11(name: str | None, topic_id: uuid.UUID) -> object:
+    return metadata_v11.MetadataRequest(
+        topics=(metadata_v11.MetadataRequestTopic(topic_id=topic_id, name=_name(name)),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("request_of", "name", "topic_id"),
+    [
+        (_metadata_v10, None, uuid.uuid4()),
+        (_metadata_v11, None, uuid.UUID(int=0)),
+        (_metadata_v10, "named", uuid.uuid4()),
+    ],
+    ids=["v10-by-id", "v11-null-name", "v10-name-and-id"],
+)
+def test_metadata_v10_and_v11_asking_by_topic_id_is_an_invalid_request_on_an_open_connection(
+    bootstrap: str,
+    request_of: Callable[[str | None, uuid.UUID], object],
+    name: str | None,
+    topic_id: uuid.UUID,
+) -> None:
+    """v10 and v11 carry a topic id field but answer no null name: Kafka refuses asking by id
+    before v12. The answer used to name the topic null, which the version cannot encode: the
+    broker logged a traceback and closed the connection."""
+    sock = rawclient.connect(bootstrap)
+    response = rawclient.roundtrip(sock, request_of(name, topic_id))
+    assert [(t.error_code, t.name) for t in response.topics] == [(ErrorCode.invalid_request, name or "")]
+    versions = ApiVersionsRequest(client_software_name="raw", client_software_version="1")
+    assert rawclient.roundtrip(sock, versions).error_code is ErrorCode.none  # still open
 
 
 def test_pipelined_requests_are_answered_in_order(bootstrap: str) -> None:

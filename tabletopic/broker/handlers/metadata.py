@@ -6,6 +6,7 @@ kio took 250-300 ms for one listing 10,000 partitions."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -13,16 +14,20 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.protocol.messages.metadata import (
+    TOPICS_BY_ID_SINCE,
     MetadataRequest,
+    MetadataRequestTopic,
     allows_auto_creation,
     topic_id_of,
 )
 from tabletopic.broker.topics import Topic, TopicError, check_topic_name
+from tabletopic.log_limit import RateLimitedLog
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
+_warn = RateLimitedLog(log)
 
 
 def partition_entry(broker: BrokerService, topic: str, index: int) -> dict[str, Any]:
@@ -99,6 +104,11 @@ async def answer(broker: BrokerService, ctx: RequestContext, request: MetadataRe
     topics: list[dict[str, Any]] = []
     if requested is None or (version == 0 and not requested):  # all topics: v1+ null, v0 empty
         topics = [topic_entry(broker, t) for t in sorted(broker.topics.all(), key=lambda t: t.name)]
+    elif refusal := _ids_before_v12(requested, version):
+        _warn.warning(
+            "metadata ids", "refused a Metadata v%d request from %s: %s", version, ctx.client_id, refusal
+        )
+        topics = [_error_entry(t.name or "", ErrorCode.invalid_request) for t in requested]
     else:
         for wanted in requested:
             name = wanted.name
@@ -126,6 +136,21 @@ async def answer(broker: BrokerService, ctx: RequestContext, request: MetadataRe
         "topics": topics,
         "cluster_authorized_operations": -2147483648,
     }
+
+
+def _ids_before_v12(requested: Sequence[MetadataRequestTopic], version: int) -> str | None:
+    """Why a v10 or v11 request is invalid, as Kafka judges it: those versions carry a topic id
+    field, but a topic is named, never asked for by id, before v12 (whose response may name a topic
+    null). Kafka refuses the whole request: every topic answers INVALID_REQUEST."""
+    if version >= TOPICS_BY_ID_SINCE:
+        return None
+    for wanted in requested:
+        if wanted.name is None:
+            return f"a topic name is null, which only v{TOPICS_BY_ID_SINCE} on allows"
+        topic_id = topic_id_of(wanted, version)
+        if topic_id is not None and topic_id != ZERO_UUID:
+            return f"topic {wanted.name!r} is asked for by id, which only v{TOPICS_BY_ID_SINCE} on allows"
+    return None
 
 
 async def _lookup_or_create(broker: BrokerService, name: str, allow_auto: bool) -> dict[str, Any]:

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from kio.schema.metadata.v13 import request as v13
 
 AUTO_CREATION_SINCE = 4  # before v4 a client cannot refuse auto-creation: the broker's setting rules
-TOPIC_ID_SINCE = 10  # KIP-516: a topic asked for by id
+TOPIC_ID_SINCE = 10  # KIP-516: a topic entry carries an id field...
+TOPICS_BY_ID_SINCE = 12  # ...which may name the topic (its name null) only from v12
 AUTHORIZED_OPERATIONS_SINCE = 8  # KIP-430: the client may ask for its authorized operations
 CLUSTER_OPERATIONS_BEFORE = 11  # KIP-700: from v11 DescribeCluster answers the cluster's
 
