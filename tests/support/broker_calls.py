@@ -7,6 +7,7 @@ from typing import Any
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers import GROUP_HANDLERS, HANDLERS
 from tabletopic.broker.protocol import WireResponse, build_response, encode_response
+from tabletopic.broker.server import HAND_ENCODED
 from tests.support.raw_kafka_client import decode_response
 
 
@@ -20,9 +21,12 @@ async def call(state: Any, request: Any) -> Any:
     fields = await handler(state, ctx, request)
     if fields is None:
         return None
-    if isinstance(fields, WireResponse):
-        # Hand-encoded: it must decode with kio's reader for this version, to the exact length.
-        wire = b"".join(bytes(piece) for piece in fields.buffers)
+    hand_encoded = HAND_ENCODED.get(key)
+    if isinstance(fields, WireResponse) or hand_encoded is not None:
+        # Hand-encoded (as the server does): it must decode with kio's reader for this version, to
+        # the exact length.
+        pieces = fields.buffers if isinstance(fields, WireResponse) else hand_encoded(1, version, fields)
+        wire = b"".join(bytes(piece) for piece in pieces)
         assert int.from_bytes(wire[:4], "big") == len(wire) - 4
         correlation_id, response = decode_response(wire[4:], key, version)
         assert correlation_id == ctx.correlation_id
