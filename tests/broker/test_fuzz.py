@@ -154,7 +154,10 @@ async def test_every_handler_answers_well_formed_requests_of_its_versions(
         frame = encode_request(request, 7)[4:]
     except (ValueError, OverflowError, TypeError, UnicodeError, struct.error):
         return  # hypothesis built a value the writer itself rejects: no client can send it
-    body = parse_request(frame, {**MAX_VERSIONS, **GROUP_MAX_VERSIONS}).body
+    try:
+        body = parse_request(frame, {**MAX_VERSIONS, **GROUP_MAX_VERSIONS}).body
+    except MalformedFrame:
+        return  # e.g. a retention time past what a timedelta holds: the server closes the connection
     if api_key == 1:  # a Fetch long-polls up to its max wait: 50 ms is enough here
         body = _short_wait(body)
     await asyncio.wait_for(call(coordinator if api_key in GROUP_HANDLERS else broker_service, body), 20)

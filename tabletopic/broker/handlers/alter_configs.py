@@ -92,7 +92,7 @@ async def alter_resources(
                 )
             responses.append(resource_result(resource))
         except TopicError as exc:
-            log.info("%s %s refused: %s", api, resource.resource_name, exc)
+            log.info("%s %r refused: %s", api, resource.resource_name, exc)
             responses.append(resource_result(resource, exc.error_code, str(exc)))
     return {"throttle_time": 0, "responses": responses}
 

@@ -53,7 +53,7 @@ async def _create(broker: BrokerService, wanted: CreatableTopic, validate_only: 
     try:
         topic = await broker.topics.create(wanted.name, count, configs, validate_only=validate_only)
     except TopicError as exc:
-        log.info("CreateTopics %s refused: %s", wanted.name, exc)
+        log.info("CreateTopics %r refused: %s", wanted.name, exc)
         return {**result, "error_code": exc.error_code, "error_message": str(exc)}
     return {
         **result,

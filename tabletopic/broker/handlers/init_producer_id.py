@@ -45,7 +45,7 @@ async def handle(
                 request.transactional_id, timeout_ms, producer_id, epoch
             )
         except TxnError as exc:
-            log.info("InitProducerId %s refused: %s", request.transactional_id, exc)
+            log.info("InitProducerId %r refused: %s", request.transactional_id, exc)
             return _answer(txn_error(exc.code, ctx.api_key, ctx.api_version))
         return _answer(ErrorCode.none, pid, new_epoch)
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:

@@ -45,7 +45,7 @@ async def add_partitions(
             wanted,
         )
     except TxnError as exc:
-        log.info("AddPartitionsToTxn %s refused: %s", request.v3_and_below_transactional_id, exc)
+        log.info("AddPartitionsToTxn %r refused: %s", request.v3_and_below_transactional_id, exc)
         results = dict.fromkeys(wanted, exc.code)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), code in results.items():
@@ -69,7 +69,7 @@ async def add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
         )
     except TxnError as exc:
-        log.info("AddOffsetsToTxn %s refused: %s", request.transactional_id, exc)
+        log.info("AddOffsetsToTxn %r refused: %s", request.transactional_id, exc)
         return {"throttle_time": 0, "error_code": txn_error(exc.code, ctx.api_key, ctx.api_version)}
     return {"throttle_time": 0, "error_code": ErrorCode.none}
 
@@ -84,7 +84,7 @@ async def end_txn(broker: BrokerService, ctx: RequestContext, request: EndTxnReq
             request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed)
         )
     except TxnError as exc:
-        log.info("EndTxn %s refused: %s", request.transactional_id, exc)
+        log.info("EndTxn %r refused: %s", request.transactional_id, exc)
         return _end_txn_answer(txn_error(exc.code, ctx.api_key, ctx.api_version))
     return _end_txn_answer(ErrorCode.none)
 
@@ -116,7 +116,7 @@ async def txn_offset_commit(
             )
         )
     except TxnError as exc:
-        log.info("TxnOffsetCommit %s refused: %s", request.transactional_id, exc)
+        log.info("TxnOffsetCommit %r refused: %s", request.transactional_id, exc)
         code = txn_error(exc.code, ctx.api_key, ctx.api_version)
     return {
         "throttle_time": 0,

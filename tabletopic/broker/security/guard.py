@@ -124,21 +124,24 @@ class Guard:
 # --- building blocks the rules share -------------------------------------------------------------
 
 
-def cluster_rule(operation: Operation, errors: Callable[[Any], dict[str, Any]] | None = None) -> Rule:
-    """All or nothing on the CLUSTER resource; ``errors(request)`` gives extra fields of the
-    refusal (per-entry errors for APIs without a top-level error code)."""
+def cluster_rule(
+    operation: Operation, errors: Callable[[Any], dict[str, Any]] | None = None, *, throttled: bool = True
+) -> Rule:
+    """All or nothing on the CLUSTER resource; ``errors(request)`` gives the refusal's fields where
+    the response has no top-level error message (per-entry errors, or no top-level code at all);
+    ``throttled`` False for a response without a throttle time."""
 
     async def rule(check: Check, ctx: RequestContext, request: object, call: Call) -> Response:
         if check.cluster(operation):
             return await call(request)
-        refusal = {
-            "throttle_time": 0,
-            "error_code": ErrorCode.cluster_authorization_failed,
-            "error_message": "Cluster authorization failed.",
-        }
         if errors is not None:
-            refusal = {"throttle_time": 0, **errors(request)}
-        return refusal
+            refusal = errors(request)
+        else:
+            refusal = {
+                "error_code": ErrorCode.cluster_authorization_failed,
+                "error_message": "Cluster authorization failed.",
+            }
+        return {"throttle_time": 0, **refusal} if throttled else refusal
 
     return rule
 

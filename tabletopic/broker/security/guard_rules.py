@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.answers import write_txn_markers_answer
 from tabletopic.broker.protocol.messages.acls import CreateAclsRequest, DeleteAclsRequest
+from tabletopic.broker.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from tabletopic.broker.protocol.messages.consumer_groups import GroupsDescription
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.messages.create_partitions import CreatePartitionsRequest
@@ -35,6 +36,7 @@ from tabletopic.broker.protocol.messages.delete_topics import (
 from tabletopic.broker.protocol.messages.describe_cluster import DescribeClusterRequest
 from tabletopic.broker.protocol.messages.describe_configs import ConfigResource
 from tabletopic.broker.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from tabletopic.broker.protocol.messages.elect_leaders import ElectLeadersRequest
 from tabletopic.broker.protocol.messages.find_coordinator import (
     COORDINATOR_KEYS_SINCE,
     TRANSACTION_KEY,
@@ -680,6 +682,32 @@ def _acl_deletion_errors(request: DeleteAclsRequest) -> dict[str, Any]:
     return {"filter_results": _refused_entries(request.filters, matching_acls=[])}
 
 
+def _election_errors(request: ElectLeadersRequest) -> dict[str, Any]:
+    """As Kafka: the refusal at the top (v1 on) and on each partition asked for (none when the
+    request asks for every partition)."""
+    refused = {"error_code": CLUSTER_DENIED, "error_message": "Cluster authorization failed."}
+    return {
+        "error_code": CLUSTER_DENIED,
+        "replica_election_results": [
+            {"topic": t.topic, "partition_result": [{"partition_id": p, **refused} for p in t.partitions]}
+            for t in request.topic_partitions or ()
+        ],
+    }
+
+
+def _log_dir_errors(request: AlterReplicaLogDirsRequest) -> dict[str, Any]:
+    return {
+        "results": [
+            {
+                "topic_name": t.name,
+                "partitions": [{"partition_index": p, "error_code": CLUSTER_DENIED} for p in t.partitions],
+            }
+            for d in request.dirs
+            for t in d.topics
+        ]
+    }
+
+
 def _scram_errors(request: AlterUserScramCredentialsRequest) -> dict[str, Any]:
     users = dict.fromkeys([*(d.name for d in request.deletions), *(u.name for u in request.upsertions)])
     return {"results": [{"user": u, "error_code": CLUSTER_DENIED, "error_message": None} for u in users]}
@@ -715,10 +743,11 @@ RULES: dict[int, Rule] = {
     31: cluster_rule(Operation.ALTER, _acl_deletion_errors),
     32: configs_rule(Operation.DESCRIBE_CONFIGS, "results"),
     33: configs_rule(Operation.ALTER_CONFIGS, "responses"),
+    34: cluster_rule(Operation.ALTER, _log_dir_errors),
     35: cluster_rule(Operation.DESCRIBE, lambda request: {"error_code": CLUSTER_DENIED, "results": []}),
     37: create_partitions,
     42: delete_groups,
-    43: cluster_rule(Operation.ALTER),
+    43: cluster_rule(Operation.ALTER, _election_errors),
     44: configs_rule(Operation.ALTER_CONFIGS, "responses"),
     45: cluster_rule(Operation.ALTER),
     46: cluster_rule(Operation.DESCRIBE),
@@ -727,7 +756,7 @@ RULES: dict[int, Rule] = {
     49: cluster_rule(Operation.ALTER_CONFIGS, lambda request: {"entries": []}),
     50: cluster_rule(Operation.DESCRIBE),
     51: cluster_rule(Operation.ALTER, _scram_errors),
-    55: cluster_rule(Operation.DESCRIBE),
+    55: cluster_rule(Operation.DESCRIBE, throttled=False),  # DescribeQuorum has no throttle time
     60: describe_cluster,
     61: topics_rule(PRODUCERS, Operation.READ),
     65: describe_transactions,

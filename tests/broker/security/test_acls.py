@@ -181,6 +181,35 @@ def test_cluster_operations_are_denied_with_cluster_authorization_failed(acl_bro
 
 
 @pytest.mark.integration
+def test_cluster_apis_without_a_top_level_message_are_refused_in_their_own_shape(
+    acl_broker: BrokerProcess,
+) -> None:
+    """ElectLeaders, AlterReplicaLogDirs and DescribeQuorum have no top-level error message (nor,
+    for DescribeQuorum, a throttle time): their refusals used to name one, which no version can
+    encode, and the connection closed instead."""
+    sock = connect(acl_broker.bootstrap)
+    elect = roundtrip(
+        sock,
+        request(
+            43, 2, election_type=0, timeout=30000, topic_partitions=[{"topic": "t", "partitions": [0, 1]}]
+        ),
+    )
+    assert elect.error_code is ErrorCode.cluster_authorization_failed
+    assert [p.error_code for r in elect.replica_election_results for p in r.partition_result] == [
+        ErrorCode.cluster_authorization_failed
+    ] * 2
+    moves = roundtrip(
+        sock, request(34, 2, dirs=[{"path": "/elsewhere", "topics": [{"name": "t", "partitions": [0]}]}])
+    )
+    assert [p.error_code for r in moves.results for p in r.partitions] == [
+        ErrorCode.cluster_authorization_failed
+    ]
+    quorum = roundtrip(sock, request(55, 2, topics=[]))
+    assert quorum.error_code is ErrorCode.cluster_authorization_failed
+    sock.close()
+
+
+@pytest.mark.integration
 def test_transactional_id_needs_write(acl_broker: BrokerProcess) -> None:
     from confluent_kafka import KafkaException, Producer
 
