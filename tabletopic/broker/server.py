@@ -41,8 +41,10 @@ from tabletopic.broker.protocol import (
     WireResponse,
     build_response,
     encode_api_versions_fallback,
+    encode_refusal,
     encode_response,
     encode_unsupported_version,
+    nul_field,
     parse_request,
 )
 from tabletopic.broker.protocol.metadata_encoder import encode_metadata_response
@@ -386,6 +388,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             why = "after the SASL session expired" if expired else "before SASL authentication"
             self._close(f"{api_name(request.api_key)} {why}")
             return
+        unstorable = nul_field(request.client_id, request.body)
+        if unstorable is not None:
+            self._refuse_unstorable(request, unstorable)
+            return
         task = asyncio.ensure_future(self._serve(request))
         self._pending.append(task)
         self._pending_sizes.append(len(frame))
@@ -407,6 +413,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._close(str(refused))
             return
         self._count(exc.api_key, "unsupported_version")
+        if data is not None:
+            self._enqueue_ready(data)
+
+    def _refuse_unstorable(self, request: Request, field: str) -> None:
+        """INVALID_REQUEST for a request with a NUL in one of its strings (see ``nul_strings``)."""
+        name = api_name(request.api_key)
+        reason = f"{field} holds a NUL character, which the metadata database cannot store"
+        CLOSE_LOG.warning(
+            "nul", "refused %s from %s on connection %d: %s", name, self._peer, self.connection_id, reason
+        )
+        self._count(request.api_key, ErrorCode.invalid_request.name)
+        data = encode_refusal(request, ErrorCode.invalid_request, f"{name}: {reason}")
         if data is not None:
             self._enqueue_ready(data)
 

@@ -8,6 +8,7 @@ from tabletopic.broker.protocol.codec import (
     Request,
     WireResponse,
     encode_api_versions_fallback,
+    encode_refusal,
     encode_response,
     encode_unsupported_version,
     parse_request,
@@ -19,6 +20,7 @@ from tabletopic.broker.protocol.errors import (
     ProtocolError,
     UnsupportedRequest,
 )
+from tabletopic.broker.protocol.nul_strings import nul_field
 
 __all__ = [
     "FrameTooLarge",
@@ -31,8 +33,10 @@ __all__ = [
     "build_entity",
     "build_response",
     "encode_api_versions_fallback",
+    "encode_refusal",
     "encode_response",
     "encode_unsupported_version",
+    "nul_field",
     "parse_request",
     "peek_header",
 ]

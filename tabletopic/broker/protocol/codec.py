@@ -150,11 +150,8 @@ def encode_api_versions_fallback(
 
 def encode_unsupported_version(frame: bytes | memoryview, maximum: int) -> bytes | None:
     """The answer to a request of an API we serve at a version above ``maximum``, in that version's
-    own response: UNSUPPORTED_VERSION as its top-level error (with a message where the version has
-    one; a response without a top-level error code goes back with its lists empty). The client
-    gets a well-formed refusal instead of a closed socket.
-
-    Returns None when nothing may be sent: a Produce with acks=0 is never answered.
+    own response: UNSUPPORTED_VERSION (see :func:`encode_refusal`). The client gets a well-formed
+    refusal instead of a closed socket.
 
     Raises:
         UnsupportedRequest: kio has no schema for that version, so no response can be encoded
@@ -162,6 +159,20 @@ def encode_unsupported_version(frame: bytes | memoryview, maximum: int) -> bytes
         MalformedFrame: the bytes do not parse as that version's request.
     """
     request = parse_request(frame)
+    message = f"version {request.api_version} is not supported (at most {maximum})"
+    return encode_refusal(request, ErrorCode.unsupported_version, message)
+
+
+def encode_refusal(request: Request, error: ErrorCode, message: str) -> bytes | None:
+    """``request`` refused as a whole in its version's own response: ``error`` as the top-level
+    error code, with ``message`` where the version has a top-level message; a response without a
+    top-level error code goes back with its lists empty.
+
+    Returns None when nothing may be sent: a Produce with acks=0 is never answered.
+
+    Raises:
+        UnsupportedRequest: kio has no response schema for the request's version.
+    """
     key, version = request.api_key, request.api_version
     try:
         fields = {field.name for field in dataclasses.fields(response_class(key, version))}
@@ -171,8 +182,8 @@ def encode_unsupported_version(frame: bytes | memoryview, maximum: int) -> bytes
         return None
     answer: dict[str, Any] = {}
     if "error_code" in fields:
-        answer["error_code"] = ErrorCode.unsupported_version
+        answer["error_code"] = error
     if "error_message" in fields:
-        answer["error_message"] = f"version {version} is not supported (at most {maximum})"
+        answer["error_message"] = message
     response = build_response(key, version, answer)
     return encode_response(request.correlation_id, response)

@@ -1,0 +1,67 @@
+"""Finding a NUL character in a request's strings, which the metadata database cannot store.
+
+Kafka lets any string carry U+0000, but PostgreSQL refuses it in a text column, so a group id,
+transactional id, client id, ACL or user name holding one would fail the statement that stores it,
+and the request with it, only on a cluster. The server refuses such a request up front instead,
+with INVALID_REQUEST, the same on SQLite and PostgreSQL (see ``server.KafkaConnection``).
+
+A kio request type's string fields are found once (:func:`_string_paths`), so a request costs one
+check per string it carries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from tabletopic.broker.protocol.entity_fields import field_shape
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _StringField:
+    name: str
+    is_array: bool
+    entity: type | None  # a nested entity that holds strings; None for a string field
+
+
+@cache
+def _string_paths(entity_type: type) -> tuple[_StringField, ...]:
+    """The fields of ``entity_type`` that are strings or nested entities holding strings."""
+    found = []
+    for field in dataclasses.fields(entity_type):
+        shape = field_shape(field)
+        if shape.is_entity:
+            if _string_paths(shape.type_):
+                found.append(_StringField(field.name, shape.is_array, shape.type_))
+        elif isinstance(shape.type_, type) and issubclass(shape.type_, str):
+            found.append(_StringField(field.name, shape.is_array, None))
+    return tuple(found)
+
+
+def _strings(entity: Any, path: str) -> Iterator[tuple[str, str]]:
+    entity_type: type = type(entity)
+    for field in _string_paths(entity_type):
+        value = getattr(entity, field.name)
+        if value is None:
+            continue
+        items = value if field.is_array else (value,)
+        for item in items:
+            if item is None:
+                continue
+            if field.entity is None:
+                yield f"{path}{field.name}", item
+            else:
+                yield from _strings(item, f"{path}{field.name}.")
+
+
+def nul_field(client_id: str | None, body: Any) -> str | None:
+    """The name of the first field of a request (its header's ``client_id`` included) whose
+    string holds a NUL, else None. ``body`` is a kio request object."""
+    if client_id is not None and "\x00" in client_id:
+        return "client_id"
+    for name, text in _strings(body, ""):
+        if "\x00" in text:
+            return name
+    return None
