@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 import pydantic
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -89,6 +90,10 @@ def classify(exc: BaseException) -> tuple[int, str, str]:
         return 400, "BadRequestException", "a name or location is too long for the file system"
     if isinstance(exc, RecursionError):
         return 400, "BadRequestException", "request nests too deeply"
+    if isinstance(exc, sqlalchemy.exc.DataError):
+        # A value the metadata database refuses (PostgreSQL: a NUL in a property): the driver's
+        # own words name it, without the statement and parameters SQLAlchemy adds.
+        return 400, "BadRequestException", f"a value cannot be stored: {exc.orig}"
     for classes, status, error_type in ERROR_TABLE:
         if isinstance(exc, classes):
             return status, error_type, _message(exc)
@@ -130,6 +135,7 @@ def install_error_handlers(app: FastAPI) -> None:
     # Known classes go to Starlette's ExceptionMiddleware (answered quietly); a bare ``Exception``
     # handler alone would run in ServerErrorMiddleware, which re-raises and logs every 404 as a crash.
     app.add_exception_handler(RestCatalogError, on_error)
+    app.add_exception_handler(sqlalchemy.exc.DataError, on_error)
     for classes, _status, _type in ERROR_TABLE:
         for cls in classes:
             app.add_exception_handler(cls, on_error)
