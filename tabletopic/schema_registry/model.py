@@ -19,6 +19,12 @@ MAX_VERSION = 2**31 - 1
 CACHEABLE_TEXT = 256 * 1024
 
 
+def has_control_character(name: str) -> bool:
+    """Whether ``name`` holds a control character, which no subject may (PostgreSQL refuses NUL in
+    text outright): such a name is refused as a subject and can never be found as one."""
+    return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name)
+
+
 def parse_version(raw: str | int) -> int:
     """``"latest"``/``-1`` -> :data:`LATEST`; ``"3"`` -> 3. Raises 42202 for anything else."""
     text = str(raw).strip()

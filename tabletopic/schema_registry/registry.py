@@ -50,6 +50,7 @@ from tabletopic.schema_registry.model import (
     SubjectVersion,
     fingerprint,
     guid_prefix,
+    has_control_character,
 )
 from tabletopic.schema_registry.policy import Mode, PolicyStore
 
@@ -97,11 +98,12 @@ class SchemaRegistry(PolicyStore):
                 return
             if ref.name in path:
                 raise invalid_schema(f"circular reference through {ref.name}")
-            match = (
-                db.latest_version(conn, ref.subject)
-                if ref.version == LATEST
-                else db.version_row(conn, ref.subject, ref.version)
-            )
+            if has_control_character(ref.subject):  # no subject has one: the database is not asked
+                match = None
+            elif ref.version == LATEST:
+                match = db.latest_version(conn, ref.subject)
+            else:
+                match = db.version_row(conn, ref.subject, ref.version)
             row = None if match is None else db.schema_by_id(conn, match.schema_id)
             if row is None:
                 raise invalid_schema(

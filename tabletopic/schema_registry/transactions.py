@@ -22,6 +22,12 @@ T = TypeVar("T")
 WRITE_ATTEMPTS = 6
 
 
+def _reason(exc: DBAPIError) -> str:
+    """The driver's own words, without the statement and parameters SQLAlchemy adds (the client
+    need not see the registry's SQL)."""
+    return str(exc.orig).strip() or type(exc.orig).__name__
+
+
 class RegistryDatabase:
     """The registry's access to its tables.
 
@@ -59,7 +65,7 @@ class RegistryDatabase:
                 return fn(conn)
         except DBAPIError as exc:
             raise RegistryError(
-                ErrorCode.STORE_ERROR, f"Error while reading the registry store: {exc}"
+                ErrorCode.STORE_ERROR, f"Error while reading the registry store: {_reason(exc)}"
             ) from exc
 
     def _write(self, fn: Callable[[Connection], T]) -> T:
@@ -77,13 +83,13 @@ class RegistryDatabase:
             except (IntegrityError, OperationalError) as exc:
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise RegistryError(
-                        ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
+                        ErrorCode.STORE_ERROR, f"Error while writing the registry store: {_reason(exc)}"
                     ) from exc
                 log.debug("registry write conflict, retrying: %s", exc)
                 time.sleep(0.01 * 2**attempt)
             except DBAPIError as exc:
                 raise RegistryError(
-                    ErrorCode.STORE_ERROR, f"Error while writing the registry store: {exc}"
+                    ErrorCode.STORE_ERROR, f"Error while writing the registry store: {_reason(exc)}"
                 ) from exc
         raise AssertionError("unreachable")
 

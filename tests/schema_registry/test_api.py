@@ -316,6 +316,9 @@ def test_references_resolve_and_block_deletes_of_referenced_schemas(api: TestCli
 def test_missing_reference_is_an_invalid_schema(api: TestClient) -> None:
     error(register(api, "person", PERSON), 422, 42201)
     error(register(api, "person", PERSON, references=PERSON_REFS), 422, 42201)
+    # A subject no database can hold (PostgreSQL refuses NUL) is missing too, not a store error.
+    unstorable = [{**PERSON_REFS[0], "subject": "add\u0000ress"}]
+    error(register(api, "person", PERSON, references=unstorable), 422, 42201)
 
 
 # --- bad input -----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.datastructures import DefaultPlaceholder
 
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError, invalid_subject
-from tabletopic.schema_registry.model import parse_version
+from tabletopic.schema_registry.model import has_control_character, parse_version
 from tabletopic.schema_registry.registry import SchemaRegistry
 
 
@@ -57,7 +57,7 @@ def check_subject(name: str) -> str:
         raise invalid_subject(name, "subject names must not be empty")
     if len(name) > MAX_SUBJECT_LENGTH:
         raise invalid_subject(name, f"subject names are limited to {MAX_SUBJECT_LENGTH} characters")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+    if has_control_character(name):
         raise invalid_subject(name, "subject names must not contain control characters")
     return name
 
