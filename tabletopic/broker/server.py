@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import numpy as np
+import sqlalchemy.exc
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker import settings
@@ -390,7 +391,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         unstorable = nul_field(request.client_id, request.body)
         if unstorable is not None:
-            self._refuse_unstorable(request, unstorable)
+            reason = f"{unstorable} holds a NUL character, which the metadata database cannot store"
+            refusal = self._refuse_unstorable(request, reason)
+            if refusal is not None:
+                self._enqueue_ready(refusal)
             return
         task = asyncio.ensure_future(self._serve(request))
         self._pending.append(task)
@@ -416,17 +420,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if data is not None:
             self._enqueue_ready(data)
 
-    def _refuse_unstorable(self, request: Request, field: str) -> None:
-        """INVALID_REQUEST for a request with a NUL in one of its strings (see ``nul_strings``)."""
+    def _refuse_unstorable(self, request: Request, reason: str) -> bytes | None:
+        """INVALID_REQUEST for a request carrying a value the metadata database cannot store (a NUL
+        character, see ``nul_strings``; a name longer than its column), in the request's own
+        response, with one log line (rate-limited) instead of a traceback and a closed connection."""
         name = api_name(request.api_key)
-        reason = f"{field} holds a NUL character, which the metadata database cannot store"
         CLOSE_LOG.warning(
-            "nul", "refused %s from %s on connection %d: %s", name, self._peer, self.connection_id, reason
+            "unstorable",
+            "refused %s from %s on connection %d: %s",
+            name,
+            self._peer,
+            self.connection_id,
+            reason,
         )
         self._count(request.api_key, ErrorCode.invalid_request.name)
-        data = encode_refusal(request, ErrorCode.invalid_request, f"{name}: {reason}")
-        if data is not None:
-            self._enqueue_ready(data)
+        return encode_refusal(request, ErrorCode.invalid_request, f"{name}: {reason}")
 
     def _enqueue_ready(self, data: bytes) -> None:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -497,7 +505,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             fields: dict[str, Any] | WireResponse | None = await self._sasl_request(request)
         else:
             handler, target = self._dispatcher.routes[key]
-            fields = await handler(target, ctx, request.body)
+            try:
+                fields = await handler(target, ctx, request.body)
+            except sqlalchemy.exc.DataError as exc:
+                # A value no check caught that the database refuses (PostgreSQL: a string longer than
+                # its column): the statement was rolled back, nothing of the request is stored.
+                return self._refuse_unstorable(request, f"the metadata database refused a value: {exc.orig}")
         if fields is None:
             self._count(key, "none")
             return None

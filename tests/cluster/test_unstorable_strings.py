@@ -1,7 +1,7 @@
-"""A string with a NUL character, which PostgreSQL cannot store, is refused up front with
-INVALID_REQUEST on a connection that stays open. A group id or transactional id holding one used to
-fail the statement that reads or stores it: the broker logged a traceback and closed the
-connection, on a cluster only (SQLite stores NULs)."""
+"""Strings PostgreSQL cannot store, a NUL character anywhere or a name longer than its column, are
+refused in Kafka's terms on a connection that stays open. They used to fail the statement that
+reads or stores them: the broker logged a traceback and closed the connection, on a cluster only
+(SQLite stores both)."""
 
 from __future__ import annotations
 
@@ -53,3 +53,60 @@ def test_a_nul_in_a_stored_string_is_an_invalid_request_on_every_broker(
             sock.close()
         written = broker.log_path.read_text(errors="replace")[log_start:]
         assert "handler failed" not in written and "Traceback" not in written, written[-2000:]
+
+
+LONG = "x" * 700
+
+
+def _long_txn_id_refused(answers: dict[int, Any]) -> None:
+    codes = sorted({answer.error_code for answer in answers.values()}, key=int)
+    # Only the transaction coordinator stores the id; the others answer NOT_COORDINATOR.
+    assert (
+        set(codes) <= {ErrorCode.not_coordinator, ErrorCode.invalid_request}
+        and ErrorCode.invalid_request in codes
+    )
+
+
+def _long_user_refused(answers: dict[int, Any]) -> None:
+    for answer in answers.values():
+        assert [(r.error_code, r.error_message) for r in answer.results] == [
+            (ErrorCode.unacceptable_credential, "Username is longer than 255 characters")
+        ]
+
+
+def _long_entity_refused(answers: dict[int, Any]) -> None:
+    for answer in answers.values():
+        assert [e.error_code for e in answer.entries] == [ErrorCode.invalid_request]
+
+
+@pytest.mark.parametrize(
+    ("sent", "check"),
+    [
+        (request(22, 4, transactional_id=LONG, transaction_timeout=60000, producer_id=-1, producer_epoch=-1),
+         _long_txn_id_refused),
+        (request(51, 0, deletions=[], upsertions=[{"name": LONG, "mechanism": 1, "iterations": 4096,
+                                                   "salt": b"s" * 16, "salted_password": b"p" * 32}]),
+         _long_user_refused),
+        (request(49, 1, validate_only=False, entries=[
+            {"entity": [{"entity_type": "user", "entity_name": LONG}],
+             "ops": [{"key": "producer_byte_rate", "value": 1000.0, "remove": False}]}]),
+         _long_entity_refused),
+    ],
+    ids=["InitProducerId-txn-id", "AlterUserScramCredentials-user", "AlterClientQuotas-entity"],
+)  # fmt: skip
+def test_a_name_longer_than_its_column_is_refused_on_every_broker(
+    healthy_cluster: LocalCluster, sent: Any, check: Any
+) -> None:
+    answers: dict[int, Any] = {}
+    for node_id, broker in sorted(healthy_cluster.running().items()):
+        log_start = broker.log_path.stat().st_size
+        sock = connect(broker.bootstrap)
+        try:
+            answers[node_id] = _answer(sock, sent)
+            versions = request(18, 3, client_software_name="raw", client_software_version="1")
+            assert _answer(sock, versions).error_code is ErrorCode.none  # the connection is still open
+        finally:
+            sock.close()
+        written = broker.log_path.read_text(errors="replace")[log_start:]
+        assert "handler failed" not in written and "Traceback" not in written, written[-2000:]
+    check(answers)

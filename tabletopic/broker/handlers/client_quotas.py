@@ -21,6 +21,7 @@ from tabletopic.broker.protocol.messages.client_quotas import (
 from tabletopic.broker.security.quota_service import QuotaService
 from tabletopic.broker.security.quotas import (
     ENTITY_TYPES,
+    MAX_ENCODED_ENTITY,
     QUOTA_KEYS,
     Entity,
     InvalidQuota,
@@ -88,6 +89,8 @@ def _changes(entry: QuotaAlteration) -> tuple[Entity, list[tuple[str, float | No
             changes.append((op.key, float(op.value)))
     if len({key for key, _ in changes}) != len(changes):
         raise InvalidQuota("A quota key appears twice for one entity")
+    if len(encode_entity(entity)) > MAX_ENCODED_ENTITY:
+        raise InvalidQuota(f"The entity's names are longer than the {MAX_ENCODED_ENTITY} characters stored")
     return entity, changes
 
 

@@ -17,6 +17,7 @@ from tabletopic.broker.protocol.messages.user_scram_credentials import (
     ScramCredentialDeletion,
     ScramCredentialUpsertion,
 )
+from tabletopic.broker.security.acl import MAX_NAME
 from tabletopic.broker.security.scram import (
     BY_WIRE_TYPE,
     MAX_ITERATIONS,
@@ -89,6 +90,11 @@ async def alter(
             continue
         if not user:
             errors[user] = (ErrorCode.unacceptable_credential, "Username must not be empty")
+        elif len(user) > MAX_NAME:
+            errors[user] = (
+                ErrorCode.unacceptable_credential,
+                f"Username is longer than {MAX_NAME} characters",
+            )
         elif seen[(user, entry.mechanism)] > 1:
             errors[user] = (ErrorCode.duplicate_resource, TWICE)
         elif upsertion is None:

@@ -13,6 +13,10 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+# The widest resource name, principal, host or SCRAM user name stored (the security tables' columns;
+# PostgreSQL refuses a longer value, SQLite would keep it).
+MAX_NAME = 255
+
 
 class ResourceType(enum.IntEnum):
     UNKNOWN = 0
@@ -114,6 +118,13 @@ class AclBinding:
             raise InvalidAcl(f"Could not parse principal from `{self.principal}` (no colon is present)")
         if not self.host:
             raise InvalidAcl("Host must not be empty")
+        for what, value in (
+            ("Resource name", self.resource_name),
+            ("Principal", self.principal),
+            ("Host", self.host),
+        ):
+            if len(value) > MAX_NAME:
+                raise InvalidAcl(f"{what} is longer than {MAX_NAME} characters")
 
 
 @dataclass(frozen=True, slots=True)

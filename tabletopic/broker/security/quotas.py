@@ -52,6 +52,10 @@ def make_entity(parts: Iterable[tuple[str, str | None]]) -> Entity:
     return tuple(sorted(seen.items()))
 
 
+# The widest encoded entity stored (the quota table's column; PostgreSQL refuses a longer value).
+MAX_ENCODED_ENTITY = 600
+
+
 def encode_entity(entity: Entity) -> str:
     return json.dumps(entity)
 

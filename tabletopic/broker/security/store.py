@@ -15,7 +15,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
-from tabletopic.broker.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
+from tabletopic.broker.security.acl import (
+    MAX_NAME,
+    AclBinding,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from tabletopic.broker.security.quotas import MAX_ENCODED_ENTITY
 from tabletopic.broker.security.scram import ScramCredential
 
 _metadata = sa.MetaData()
@@ -23,7 +31,7 @@ _metadata = sa.MetaData()
 scram_credentials = sa.Table(
     "security_scram_credentials",
     _metadata,
-    sa.Column("user_name", sa.String(255), primary_key=True),
+    sa.Column("user_name", sa.String(MAX_NAME), primary_key=True),
     sa.Column("mechanism", sa.String(32), primary_key=True),
     sa.Column("salt", sa.LargeBinary, nullable=False),
     sa.Column("iterations", sa.Integer, nullable=False),
@@ -35,10 +43,10 @@ acls = sa.Table(
     "security_acls",
     _metadata,
     sa.Column("resource_type", sa.SmallInteger, primary_key=True),
-    sa.Column("resource_name", sa.String(255), primary_key=True),
+    sa.Column("resource_name", sa.String(MAX_NAME), primary_key=True),
     sa.Column("pattern_type", sa.SmallInteger, primary_key=True),
-    sa.Column("principal", sa.String(255), primary_key=True),
-    sa.Column("host", sa.String(255), primary_key=True),
+    sa.Column("principal", sa.String(MAX_NAME), primary_key=True),
+    sa.Column("host", sa.String(MAX_NAME), primary_key=True),
     sa.Column("operation", sa.SmallInteger, primary_key=True),
     sa.Column("permission", sa.SmallInteger, primary_key=True),
 )
@@ -46,7 +54,7 @@ acls = sa.Table(
 client_quotas = sa.Table(
     "security_client_quotas",
     _metadata,
-    sa.Column("entity", sa.String(600), primary_key=True),  # quotas.encode_entity
+    sa.Column("entity", sa.String(MAX_ENCODED_ENTITY), primary_key=True),  # quotas.encode_entity
     sa.Column("quota_key", sa.String(64), primary_key=True),
     sa.Column("value", sa.Float, nullable=False),
 )

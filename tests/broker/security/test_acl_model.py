@@ -82,6 +82,8 @@ def test_authorized_operations_bitfield() -> None:
         acl(name=""),
         acl(principal="alice"),
         acl(rtype=C, name="other"),
+        acl(name="t" * 256),  # wider than the column that stores it (PostgreSQL refuses it)
+        acl(principal="User:" + "a" * 251),
     ],
 )
 def test_invalid_bindings_are_refused(binding: AclBinding) -> None:
