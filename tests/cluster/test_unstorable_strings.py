@@ -5,6 +5,8 @@ reads or stores them: the broker logged a traceback and closed the connection, o
 
 from __future__ import annotations
 
+import random
+import string
 from typing import Any
 
 import pytest
@@ -56,6 +58,14 @@ def test_a_nul_in_a_stored_string_is_an_invalid_request_on_every_broker(
 
 
 LONG = "x" * 700
+# Random letters: PostgreSQL compresses a repetitive key below its index limit.
+COMMITTED = {
+    "partition_index": 0,
+    "committed_offset": 0,
+    "committed_leader_epoch": -1,
+    "committed_metadata": None,
+}
+LONG_GROUP = "".join(random.Random(7).choices(string.ascii_letters, k=3000))
 
 
 def _long_txn_id_refused(answers: dict[int, Any]) -> None:
@@ -72,6 +82,11 @@ def _long_user_refused(answers: dict[int, Any]) -> None:
         assert [(r.error_code, r.error_message) for r in answer.results] == [
             (ErrorCode.unacceptable_credential, "Username is longer than 255 characters")
         ]
+
+
+def _long_group_refused(answers: dict[int, Any]) -> None:
+    for answer in answers.values():
+        assert [p.error_code for t in answer.topics for p in t.partitions] == [ErrorCode.invalid_group_id]
 
 
 def _long_entity_refused(answers: dict[int, Any]) -> None:
@@ -91,8 +106,11 @@ def _long_entity_refused(answers: dict[int, Any]) -> None:
             {"entity": [{"entity_type": "user", "entity_name": LONG}],
              "ops": [{"key": "producer_byte_rate", "value": 1000.0, "remove": False}]}]),
          _long_entity_refused),
+        (request(8, 8, group_id=LONG_GROUP, generation_id_or_member_epoch=-1, member_id="",
+                 group_instance_id=None, topics=[{"name": "t", "partitions": [COMMITTED]}]),
+         _long_group_refused),
     ],
-    ids=["InitProducerId-txn-id", "AlterUserScramCredentials-user", "AlterClientQuotas-entity"],
+    ids=["InitProducerId-txn-id", "ScramCredentials-user", "ClientQuotas-entity", "OffsetCommit-group"],
 )  # fmt: skip
 def test_a_name_longer_than_its_column_is_refused_on_every_broker(
     healthy_cluster: LocalCluster, sent: Any, check: Any

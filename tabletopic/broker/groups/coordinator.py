@@ -74,6 +74,9 @@ FENCED_LOG = RateLimitedLog(log, interval_s=10.0)
 # Safety net on top of the group's own rebalance/session timers: a held-back JoinGroup/SyncGroup is
 # answered at the latest this long after the member's own timeouts, whatever happens.
 _WAIT_GRACE_S = 30.0
+# The longest group id served (UTF-8 bytes): it leads the stored offsets' key, and PostgreSQL indexes
+# no key much over 2.7 kB. Kafka sets no limit; no client comes near this one.
+MAX_GROUP_ID_BYTES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +212,8 @@ class GroupCoordinator:
 
     def _refusal(self, group_id: str) -> ErrorCode | None:
         """The error a request about ``group_id`` gets before anything else, or None to serve it."""
+        if len(group_id.encode()) > MAX_GROUP_ID_BYTES:
+            return ErrorCode.invalid_group_id
         if not self._ready:
             return ErrorCode.coordinator_load_in_progress
         cluster = self._cluster

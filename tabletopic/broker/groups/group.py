@@ -51,9 +51,14 @@ JOIN_TIMER = TimerKey(TimerKind.JOIN)
 SYNC_TIMER = TimerKey(TimerKind.SYNC)
 
 
+# The most of a client id or instance id a member id begins with: member ids are part of a stored
+# key, and PostgreSQL indexes no key much over 2.7 kB (the uuid keeps ids unique).
+MEMBER_ID_PREFIX_CHARS = 255
+
+
 def random_member_id(prefix: str) -> str:
     """Kafka's scheme, ``<client.id or group.instance.id>-<uuid>``, so ids stay readable in tools."""
-    return f"{prefix}-{uuid.uuid4()}"
+    return f"{prefix[:MEMBER_ID_PREFIX_CHARS]}-{uuid.uuid4()}"
 
 
 def check_join(request: JoinRequest, config: GroupConfig) -> ErrorCode | None:

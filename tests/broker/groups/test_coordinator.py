@@ -10,7 +10,8 @@ from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups import subscription
-from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
+from tabletopic.broker.groups.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, OffsetToCommit
+from tabletopic.broker.groups.group import MEMBER_ID_PREFIX_CHARS, random_member_id
 from tabletopic.broker.groups.model import (
     GroupState,
     JoinRequest,
@@ -168,6 +169,25 @@ async def test_commit_to_unknown_topic_partition_or_with_huge_metadata_is_refuse
         ("orders", 1): ErrorCode.offset_metadata_too_large,
         ("orders", 0): ErrorCode.none,
     }
+
+
+async def test_a_group_id_over_1024_bytes_is_an_invalid_group_id_before_anything_is_stored(
+    coordinator: GroupCoordinator,
+) -> None:
+    """It leads the stored offsets' key, which PostgreSQL cannot index much over 2.7 kB."""
+    longest = "é" * (MAX_GROUP_ID_BYTES // 2)  # two bytes each: exactly the limit
+    refused = await coordinator.commit_offsets(longest + "x", "", None, -1, [OffsetToCommit("orders", 0, 1)])
+    assert refused == {("orders", 0): ErrorCode.invalid_group_id}
+    accepted = await coordinator.commit_offsets(longest, "", None, -1, [OffsetToCommit("orders", 0, 1)])
+    assert accepted == {("orders", 0): ErrorCode.none}
+
+
+def test_a_member_id_begins_with_at_most_255_characters_of_the_client_id() -> None:
+    member_id = random_member_id("c" * 4000)
+    assert (
+        member_id.startswith("c" * MEMBER_ID_PREFIX_CHARS + "-")
+        and len(member_id) == MEMBER_ID_PREFIX_CHARS + 37
+    )
 
 
 async def test_generation_commit_to_a_group_never_seen_is_an_illegal_generation(
