@@ -244,9 +244,21 @@ class TopicRegistry:
                 return Topic(name, uuid.uuid4(), [0] * partitions, checked)
             streams = await self._store.create_streams(partitions)
             topic = Topic(name, uuid.uuid4(), streams, checked)
-            await asyncio.to_thread(self._insert, topic)
-            self._by_name[name] = topic
-            self._by_id[topic.topic_id] = topic
+            try:
+                await asyncio.to_thread(self._insert, topic)
+            except sa.exc.IntegrityError:
+                # Another broker created it a moment ago (two clients auto-creating one topic at
+                # once), its notice still on the way: learn that topic and answer as Kafka does.
+                for stream_id in streams:
+                    await self._store.delete_stream(stream_id)
+                raced = True
+            else:
+                self._by_name[name] = topic
+                self._by_id[topic.topic_id] = topic
+                raced = False
+        if raced:
+            await self.reload([name])
+            raise TopicError(ErrorCode.topic_already_exists, f"topic {name} already exists")
         log.info("created topic %s with %d partitions", name, partitions)
         await self._changed(name)
         return topic
