@@ -106,7 +106,7 @@ async def answer(broker: BrokerService, ctx: RequestContext, request: MetadataRe
         topics = [topic_entry(broker, t) for t in sorted(broker.topics.all(), key=lambda t: t.name)]
     elif refusal := _ids_before_v12(requested, version):
         _warn.warning(
-            "metadata ids", "refused a Metadata v%d request from %s: %s", version, ctx.client_id, refusal
+            "metadata ids", "refused a Metadata v%d request from %r: %s", version, ctx.client_id, refusal
         )
         topics = [_error_entry(t.name or "", ErrorCode.invalid_request) for t in requested]
     else:
