@@ -26,3 +26,17 @@ def test_strings_in_arrays_and_nested_entities_are_named_by_path() -> None:
 
 def test_record_bytes_are_not_strings() -> None:
     assert nul_field("c", produce_request("t", 0, b"\x00" * 64)) is None
+
+
+def test_commit_metadata_is_stored_byte_exact_so_its_nul_is_kept() -> None:
+    partition = {
+        "partition_index": 0,
+        "committed_offset": 1,
+        "committed_leader_epoch": -1,
+        "committed_metadata": "a\x00b",
+    }
+    committed = request(
+        8, 8, group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+        topics=[{"name": "t", "partitions": [partition]}],
+    )  # fmt: skip
+    assert nul_field("c", committed) is None

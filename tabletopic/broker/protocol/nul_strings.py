@@ -5,8 +5,8 @@ transactional id, client id, ACL or user name holding one would fail the stateme
 and the request with it, only on a cluster. The server refuses such a request up front instead,
 with INVALID_REQUEST, the same on SQLite and PostgreSQL (see ``server.KafkaConnection``).
 
-A kio request type's string fields are found once (:func:`_string_paths`), so a request costs one
-check per string it carries.
+Strings stored as bytes are exempt (:data:`BYTE_EXACT_FIELDS`). A kio request type's string fields
+are found once (:func:`_string_paths`), so a request costs one check per string it carries.
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ from functools import cache
 from typing import Any
 
 from tabletopic.broker.protocol.entity_fields import field_shape
+
+# Strings stored byte-exact (``database.Utf8Bytes``), so a NUL in them is kept, as Kafka keeps it:
+# an offset's commit metadata (OffsetCommit, TxnOffsetCommit).
+BYTE_EXACT_FIELDS = frozenset({"committed_metadata"})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -31,6 +35,8 @@ def _string_paths(entity_type: type) -> tuple[_StringField, ...]:
     """The fields of ``entity_type`` that are strings or nested entities holding strings."""
     found = []
     for field in dataclasses.fields(entity_type):
+        if field.name in BYTE_EXACT_FIELDS:
+            continue
         shape = field_shape(field)
         if shape.is_entity:
             if _string_paths(shape.type_):
