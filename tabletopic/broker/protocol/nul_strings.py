@@ -12,7 +12,6 @@ are found once (:func:`_string_paths`), so a request costs one check per string 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -46,20 +45,23 @@ def _string_paths(entity_type: type) -> tuple[_StringField, ...]:
     return tuple(found)
 
 
-def _strings(entity: Any, path: str) -> Iterator[tuple[str, str]]:
+def _first_nul(entity: Any) -> str | None:
+    """The dotted name of the first string of ``entity`` holding a NUL; the name is only built for
+    a request that has one (this runs on every request)."""
     entity_type: type = type(entity)
     for field in _string_paths(entity_type):
         value = getattr(entity, field.name)
         if value is None:
             continue
-        items = value if field.is_array else (value,)
-        for item in items:
+        for item in value if field.is_array else (value,):
             if item is None:
                 continue
             if field.entity is None:
-                yield f"{path}{field.name}", item
-            else:
-                yield from _strings(item, f"{path}{field.name}.")
+                if "\x00" in item:
+                    return field.name
+            elif (inner := _first_nul(item)) is not None:
+                return f"{field.name}.{inner}"
+    return None
 
 
 def nul_field(client_id: str | None, body: Any) -> str | None:
@@ -67,7 +69,4 @@ def nul_field(client_id: str | None, body: Any) -> str | None:
     string holds a NUL, else None. ``body`` is a kio request object."""
     if client_id is not None and "\x00" in client_id:
         return "client_id"
-    for name, text in _strings(body, ""):
-        if "\x00" in text:
-            return name
-    return None
+    return _first_nul(body)
