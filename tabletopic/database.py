@@ -153,6 +153,13 @@ def _database_lock(engine: Engine) -> Iterator[None]:
             conn.commit()
 
 
+def driver_message(exc: sa.exc.DBAPIError) -> str:
+    """What the database driver said, without the statement and parameters SQLAlchemy adds: for a
+    client told why a value was refused (``value too long for type character varying(255)``), who
+    need not see the SQL."""
+    return str(exc.orig).strip() or type(exc.orig).__name__
+
+
 class Utf8Bytes(sa.types.TypeDecorator[str]):
     """A string stored as its UTF-8 bytes (BLOB on SQLite, bytea on PostgreSQL), so it comes back
     byte-exact whatever it holds: PostgreSQL's text types refuse a NUL character, and Kafka strings

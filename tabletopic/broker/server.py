@@ -25,6 +25,7 @@ import numpy as np
 import sqlalchemy.exc
 from kio.schema.errors import ErrorCode
 
+from tabletopic import database
 from tabletopic.broker import settings
 from tabletopic.broker.context import RequestContext, SecurityProtocol
 from tabletopic.broker.handlers import State, handlers_of
@@ -510,7 +511,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             except sqlalchemy.exc.DataError as exc:
                 # A value no check caught that the database refuses (PostgreSQL: a string longer than
                 # its column): the statement was rolled back, nothing of the request is stored.
-                return self._refuse_unstorable(request, f"the metadata database refused a value: {exc.orig}")
+                reason = f"the metadata database refused a value: {database.driver_message(exc)}"
+                return self._refuse_unstorable(request, reason)
         if fields is None:
             self._count(key, "none")
             return None

@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
+from tabletopic import database
 from tabletopic.schema_registry import db
 from tabletopic.schema_registry.errors import ErrorCode, RegistryError
 
@@ -22,10 +23,11 @@ T = TypeVar("T")
 WRITE_ATTEMPTS = 6
 
 
-def _reason(exc: DBAPIError) -> str:
-    """The driver's own words, without the statement and parameters SQLAlchemy adds (the client
-    need not see the registry's SQL)."""
-    return str(exc.orig).strip() or type(exc.orig).__name__
+def _store_error(doing: str, exc: DBAPIError) -> RegistryError:
+    """50001, in the driver's words (the client need not see the registry's SQL)."""
+    return RegistryError(
+        ErrorCode.STORE_ERROR, f"Error while {doing} the registry store: {database.driver_message(exc)}"
+    )
 
 
 class RegistryDatabase:
@@ -64,9 +66,7 @@ class RegistryDatabase:
             with self.read_engine.connect() as conn:
                 return fn(conn)
         except DBAPIError as exc:
-            raise RegistryError(
-                ErrorCode.STORE_ERROR, f"Error while reading the registry store: {_reason(exc)}"
-            ) from exc
+            raise _store_error("reading", exc) from exc
 
     def _write(self, fn: Callable[[Connection], T]) -> T:
         """Run ``fn`` in one transaction, retrying conflicts between nodes (a unique key taken by a
@@ -82,15 +82,11 @@ class RegistryDatabase:
                     return fn(conn)
             except (IntegrityError, OperationalError) as exc:
                 if attempt == WRITE_ATTEMPTS - 1:
-                    raise RegistryError(
-                        ErrorCode.STORE_ERROR, f"Error while writing the registry store: {_reason(exc)}"
-                    ) from exc
+                    raise _store_error("writing", exc) from exc
                 log.debug("registry write conflict, retrying: %s", exc)
                 time.sleep(0.01 * 2**attempt)
             except DBAPIError as exc:
-                raise RegistryError(
-                    ErrorCode.STORE_ERROR, f"Error while writing the registry store: {_reason(exc)}"
-                ) from exc
+                raise _store_error("writing", exc) from exc
         raise AssertionError("unreachable")
 
     def _write_grouped(self, fn: Callable[[Connection], T]) -> T:

@@ -22,6 +22,8 @@ from fastapi.responses import JSONResponse, Response
 from pyiceberg import exceptions as ice
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tabletopic import database
+
 log = logging.getLogger(__name__)
 
 
@@ -67,6 +69,8 @@ ERROR_TABLE: tuple[tuple[tuple[type[Exception], ...], int, str], ...] = (
             json.JSONDecodeError,
             ValueError,
             KeyError,
+            # A value the metadata database refuses (PostgreSQL: a NUL in a property).
+            sqlalchemy.exc.DataError,
         ),
         400,
         "BadRequestException",
@@ -90,10 +94,6 @@ def classify(exc: BaseException) -> tuple[int, str, str]:
         return 400, "BadRequestException", "a name or location is too long for the file system"
     if isinstance(exc, RecursionError):
         return 400, "BadRequestException", "request nests too deeply"
-    if isinstance(exc, sqlalchemy.exc.DataError):
-        # A value the metadata database refuses (PostgreSQL: a NUL in a property): the driver's
-        # own words name it, without the statement and parameters SQLAlchemy adds.
-        return 400, "BadRequestException", f"a value cannot be stored: {exc.orig}"
     for classes, status, error_type in ERROR_TABLE:
         if isinstance(exc, classes):
             return status, error_type, _message(exc)
@@ -107,6 +107,8 @@ def _message(exc: BaseException) -> str:
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
         )
         return f"malformed request: {details}"
+    if isinstance(exc, sqlalchemy.exc.DataError):
+        return f"a value cannot be stored: {database.driver_message(exc)}"
     text = str(exc) or type(exc).__name__
     return text.strip("'\"") if isinstance(exc, KeyError) else text
 
@@ -135,7 +137,6 @@ def install_error_handlers(app: FastAPI) -> None:
     # Known classes go to Starlette's ExceptionMiddleware (answered quietly); a bare ``Exception``
     # handler alone would run in ServerErrorMiddleware, which re-raises and logs every 404 as a crash.
     app.add_exception_handler(RestCatalogError, on_error)
-    app.add_exception_handler(sqlalchemy.exc.DataError, on_error)
     for classes, _status, _type in ERROR_TABLE:
         for cls in classes:
             app.add_exception_handler(cls, on_error)
