@@ -4,10 +4,7 @@ the connection is closed) or parse into a request every handler answers without 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import datetime
 import struct
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +13,7 @@ from hypothesis import strategies as st
 from tabletopic.broker.protocol import MalformedFrame, UnsupportedRequest, parse_request
 from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
 from tests.support.broker_calls import call
+from tests.support.request_fuzz import HANDLED, HANDLED_IDS, as_sent, requests_of, without_long_poll
 
 SERVED = [
     (key, version)
@@ -84,10 +82,6 @@ async def test_fetch_with_the_all_zero_topic_id_is_an_unknown_topic(broker_servi
     assert response.responses[0].partitions[0].error_code is ErrorCode.unknown_topic_id
 
 
-def _short_wait(fetch: Any) -> Any:
-    return dataclasses.replace(fetch, max_wait=min(fetch.max_wait, datetime.timedelta(milliseconds=50)))
-
-
 def _all_served() -> list[tuple[int, int]]:
     from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS
 
@@ -103,16 +97,14 @@ def test_the_length_guard_accepts_every_valid_request(api_key: int, version: int
 
     from kio.index import load_request_schema
     from kio.serial import entity_writer
-    from kio.static.primitive import Records
 
     from tabletopic.broker.protocol.guard import check_lengths
 
-    st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
     request_type = load_request_schema(api_key, version)
     write = entity_writer(request_type)
 
     @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.from_type(request_type))
+    @given(requests_of(api_key, version))
     def roundtrip(request: object) -> None:
         buffer = io.BytesIO()
         try:
@@ -124,40 +116,22 @@ def test_the_length_guard_accepts_every_valid_request(api_key: int, version: int
     roundtrip()
 
 
-# SaslHandshake (17) and SaslAuthenticate (36) are the connection's own, answered before any handler.
-_HANDLED = [(key, version) for key, version in _all_served() if key not in (17, 36)]
-
-
-@pytest.mark.parametrize(("api_key", "version"), _HANDLED, ids=[f"{k}v{v}" for k, v in _HANDLED])
+@pytest.mark.parametrize(("api_key", "version"), HANDLED, ids=HANDLED_IDS)
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 async def test_every_handler_answers_well_formed_requests_of_its_versions(
     broker_service, coordinator, api_key: int, version: int, data: st.DataObject
 ) -> None:
-    """Random well-formed requests (hypothesis builds them from kio's types; kio encodes them and
-    the server's parser reads them back, as off a socket) get an answer the client's version can
-    encode. A handler that raises, or answers a field the version cannot carry, makes the server
-    log a traceback and close the connection instead of answering in Kafka's terms (Metadata v10
-    asked by topic id named the topic null)."""
-    from kio.index import load_request_schema
-    from kio.static.primitive import Records
-
+    """Random well-formed requests get an answer the client's version can encode. A handler that
+    raises, or answers a field the version cannot carry, makes the server log a traceback and close
+    the connection instead of answering in Kafka's terms (Metadata v10 asked by topic id named the
+    topic null)."""
     from tabletopic.broker.handlers import GROUP_HANDLERS
-    from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS
-    from tests.support.raw_kafka_client import encode_request
 
-    st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
     if broker_service.topics.get("t") is None:
         await broker_service.topics.create("t", 2)
-    request = data.draw(st.from_type(load_request_schema(api_key, version)))
-    try:
-        frame = encode_request(request, 7)[4:]
-    except (ValueError, OverflowError, TypeError, UnicodeError, struct.error):
-        return  # hypothesis built a value the writer itself rejects: no client can send it
-    try:
-        body = parse_request(frame, {**MAX_VERSIONS, **GROUP_MAX_VERSIONS}).body
-    except MalformedFrame:
-        return  # e.g. a retention time past what a timedelta holds: the server closes the connection
-    if api_key == 1:  # a Fetch long-polls up to its max wait: 50 ms is enough here
-        body = _short_wait(body)
+    sent = as_sent(data.draw(requests_of(api_key, version)))
+    if sent is None:
+        return
+    body = without_long_poll(sent[1].body)
     await asyncio.wait_for(call(coordinator if api_key in GROUP_HANDLERS else broker_service, body), 20)

@@ -8,9 +8,7 @@ by topic id)."""
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import socket
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,27 +16,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
-from kio.static.primitive import Records
 
-from tabletopic.broker.protocol import MalformedFrame, parse_request
-from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, advertised_ranges
 from tests.support import raw_kafka_client as raw
 from tests.support.broker_process import BrokerProcess
+from tests.support.request_fuzz import HANDLED, HANDLED_IDS, as_sent, requests_of, without_long_poll
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
-
-# SaslHandshake (17) and SaslAuthenticate (36) are the connection's own, answered before any rule.
-SERVED = [
-    (key, version)
-    for key, low, high in advertised_ranges({**MAX_VERSIONS, **GROUP_MAX_VERSIONS})
-    if key not in (17, 36)
-    for version in range(low, high + 1)
-]
-SHORT_WAIT = datetime.timedelta(milliseconds=50)
 
 
 class Sessions:
@@ -92,31 +78,17 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sessions]:
     node.stop()
 
 
-def _answerable(request: Any) -> Any:
-    """The request with what would only make the test wait taken out: a Produce with acks=0 is
-    never answered, and a Fetch long-polls up to its max wait."""
-    if request.__api_key__ == 0 and request.acks == 0:
-        return dataclasses.replace(request, acks=1)
-    if request.__api_key__ == 1:
-        return dataclasses.replace(request, max_wait=min(request.max_wait, SHORT_WAIT))
-    return request
-
-
-@pytest.mark.parametrize(("api_key", "version"), SERVED, ids=[f"{k}v{v}" for k, v in SERVED])
+@pytest.mark.parametrize(("api_key", "version"), HANDLED, ids=HANDLED_IDS)
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_every_version_is_answered_refused_or_served_on_an_open_connection(
     sessions: Sessions, api_key: int, version: int, data: st.DataObject
 ) -> None:
-    st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
-    request = _answerable(data.draw(st.from_type(load_request_schema(api_key, version))))
-    try:
-        frame = raw.encode_request(request, 7)
-    except (ValueError, OverflowError, TypeError, UnicodeError, struct.error):
-        return  # hypothesis built a value the writer itself rejects: no client can send it
-    try:
-        parse_request(frame[4:], {**MAX_VERSIONS, **GROUP_MAX_VERSIONS})
-    except MalformedFrame:
-        return  # e.g. a retention time past what a timedelta holds: closed, as test_robustness shows
+    request = without_long_poll(data.draw(requests_of(api_key, version)))
+    if api_key == 0 and request.acks == 0:  # a Produce with acks=0 is never answered
+        request = dataclasses.replace(request, acks=1)
+    sent = as_sent(request)
+    if sent is None:
+        return
     for user in ("anonymous", "admin"):
-        assert sessions.answer(user, frame, api_key, version) is not None
+        assert sessions.answer(user, sent[0], api_key, version) is not None
