@@ -26,6 +26,24 @@ def _answer(sock: Any, sent: Any, client_id: str = "raw-test") -> Any:
     return decode_response(read_frame(sock), sent.__api_key__, sent.__version__)[1]
 
 
+def _every_broker_answers(cluster: LocalCluster, sent: Any, client_id: str = "raw-test") -> dict[int, Any]:
+    """Each broker's answer to ``sent``, after checking that its connection stayed open and that it
+    logged no traceback."""
+    answers: dict[int, Any] = {}
+    for node_id, broker in sorted(cluster.running().items()):
+        log_start = broker.log_path.stat().st_size
+        sock = connect(broker.bootstrap)
+        try:
+            answers[node_id] = _answer(sock, sent, client_id)
+            versions = request(18, 3, client_software_name="raw", client_software_version="1")
+            assert _answer(sock, versions).error_code is ErrorCode.none  # the connection is still open
+        finally:
+            sock.close()
+        written = broker.log_path.read_text(errors="replace")[log_start:]
+        assert "handler failed" not in written and "Traceback" not in written, written[-2000:]
+    return answers
+
+
 @pytest.mark.parametrize(
     ("sent", "client_id", "refused"),
     [
@@ -42,19 +60,8 @@ def _answer(sock: Any, sent: Any, client_id: str = "raw-test") -> Any:
 def test_a_nul_in_a_stored_string_is_an_invalid_request_on_every_broker(
     healthy_cluster: LocalCluster, sent: Any, client_id: str, refused: Any
 ) -> None:
-    for node_id, broker in sorted(healthy_cluster.running().items()):
-        log_start = broker.log_path.stat().st_size
-        sock = connect(broker.bootstrap)
-        try:
-            answer = _answer(sock, sent, client_id)
-            assert refused(answer) in (ErrorCode.invalid_request, ()), (node_id, answer)
-            assert _answer(
-                sock, request(18, 3, client_software_name="raw", client_software_version="1")
-            ).error_code is (ErrorCode.none)  # the connection is still open
-        finally:
-            sock.close()
-        written = broker.log_path.read_text(errors="replace")[log_start:]
-        assert "handler failed" not in written and "Traceback" not in written, written[-2000:]
+    for node_id, answer in _every_broker_answers(healthy_cluster, sent, client_id).items():
+        assert refused(answer) in (ErrorCode.invalid_request, ()), (node_id, answer)
 
 
 LONG = "x" * 700
@@ -115,16 +122,4 @@ def _long_entity_refused(answers: dict[int, Any]) -> None:
 def test_a_name_longer_than_its_column_is_refused_on_every_broker(
     healthy_cluster: LocalCluster, sent: Any, check: Any
 ) -> None:
-    answers: dict[int, Any] = {}
-    for node_id, broker in sorted(healthy_cluster.running().items()):
-        log_start = broker.log_path.stat().st_size
-        sock = connect(broker.bootstrap)
-        try:
-            answers[node_id] = _answer(sock, sent)
-            versions = request(18, 3, client_software_name="raw", client_software_version="1")
-            assert _answer(sock, versions).error_code is ErrorCode.none  # the connection is still open
-        finally:
-            sock.close()
-        written = broker.log_path.read_text(errors="replace")[log_start:]
-        assert "handler failed" not in written and "Traceback" not in written, written[-2000:]
-    check(answers)
+    check(_every_broker_answers(healthy_cluster, sent))
