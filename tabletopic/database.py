@@ -160,6 +160,19 @@ def driver_message(exc: sa.exc.DBAPIError) -> str:
     return str(exc.orig).strip() or type(exc.orig).__name__
 
 
+# What SQLAlchemy raises while the database cannot be reached (restarting, down, the network): the
+# statement did not run or its outcome is unknown. ``InvalidatePoolError`` escapes a pool checkout
+# that meets connections the outage invalidated.
+UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.InvalidatePoolError)
+
+
+def unreachable_message(exc: BaseException) -> str:
+    """One line on why the database could not be reached, for a log line in place of a traceback."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        return driver_message(exc).splitlines()[0]
+    return type(exc).__name__
+
+
 class Utf8Bytes(sa.types.TypeDecorator[str]):
     """A string stored as its UTF-8 bytes (BLOB on SQLite, bytea on PostgreSQL), so it comes back
     byte-exact whatever it holds: PostgreSQL's text types refuse a NUL character, and Kafka strings

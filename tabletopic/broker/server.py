@@ -465,6 +465,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if future.cancelled():
                 continue
             exc = future.exception()
+            if isinstance(exc, database.UNREACHABLE):
+                # The metadata database is restarting or away: what the request changed is
+                # unknown. A closed connection is what every client retries, as after a broker's
+                # restart; the traceback would say no more than this line.
+                self._close(f"the metadata database could not serve it: {database.unreachable_message(exc)}")
+                return
             if exc is not None:
                 log.error("handler failed on connection %d", self.connection_id, exc_info=exc)
                 self._close(f"internal error: {type(exc).__name__}")

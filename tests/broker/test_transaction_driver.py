@@ -1,15 +1,18 @@
 """The transaction driver against a fake marker writer (the narrow MarkerWriter Protocol): no broker,
 no partition, a real metadata database. Markers a leader could not write yet are retried until they
-are, the Complete state follows them, and a broker that lost the slot stops trying."""
+are, the Complete state follows them, and a broker that lost the slot stops trying. A row the
+database did not take leaves the transactional id as its row is, and the retry writes it."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import functools
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from tabletopic import database
 from tabletopic.broker.transactions.actions import Respond, WriteMarkers
@@ -101,3 +104,48 @@ async def test_a_coordinator_that_lost_the_slot_stops_retrying_markers(
     assert leaders.attempts == [("tx", 0)]  # the new coordinator finishes it
     stored = coordinator.store.load_one("t")
     assert stored is not None and stored.state is TxnState.PREPARE_ABORT
+
+
+def _refuse_once(coordinator: Driver, state: TxnState) -> list[str]:
+    """The next write of a row in ``state`` fails as when PostgreSQL restarts under it; returns the
+    states of the rows written."""
+    write, written = coordinator.store.write_row, []
+
+    def flaky(
+        conn: Any, tid: str, row: dict[str, object] | None, fence: Callable[[Any], bool] | None
+    ) -> None:
+        if row is not None and row["state"] == state and state not in written:
+            written.append(state)
+            raise sa.exc.OperationalError("UPDATE transactions", {}, Exception("terminating connection"))
+        write(conn, tid, row, fence)
+        written.append(str(row and row["state"]))
+
+    coordinator.store.write_row = flaky  # type: ignore[method-assign]
+    return written
+
+
+async def test_a_group_added_while_the_database_was_away_is_added_again_by_the_retry(
+    driver: tuple[Driver, FlakyLeaders, OneSlot],
+) -> None:
+    coordinator, _, _ = driver
+    _refuse_once(coordinator, TxnState.ONGOING)
+    add_group = functools.partial(coordinator.machine.add_offsets, "t", 1, 0, "copiers", 10)
+    with pytest.raises(sa.exc.OperationalError):
+        await coordinator.perform_event("t", add_group)
+    txn = coordinator.machine.get("t")
+    assert txn is not None and "copiers" not in txn.offsets  # as the row still is
+    assert await coordinator.perform_event("t", add_group) == Respond()  # the client's retry
+    stored = coordinator.store.load_one("t")
+    assert stored is not None and "copiers" in stored.offsets  # what TxnOffsetCommit is checked against
+
+
+async def test_a_complete_state_the_database_did_not_take_is_written_again(
+    driver: tuple[Driver, FlakyLeaders, OneSlot],
+) -> None:
+    coordinator, _, _ = driver
+    written = _refuse_once(coordinator, TxnState.COMPLETE_COMMIT)
+    await coordinator.perform_event("t", functools.partial(coordinator.machine.end_txn, "t", 1, 0, True, 10))
+    await asyncio.wait_for(coordinator.settled("t", None), 10)
+    assert written == ["PrepareCommit", "CompleteCommit", "CompleteCommit"]
+    stored = coordinator.store.load_one("t")
+    assert stored is not None and stored.state is TxnState.COMPLETE_COMMIT

@@ -140,10 +140,11 @@ class TransactionCoordinator(Driver):
             pid, epoch = producer_id, producer_epoch
             new_pid: int | None = None
             while True:
-                actions = self.machine.init_producer_id(
-                    transactional_id, timeout_ms, max_timeout, pid, epoch, _now_ms(), new_pid
-                )
-                outcome = await self.perform(actions)
+                event = functools.partial(
+                    self.machine.init_producer_id,
+                    transactional_id, timeout_ms, max_timeout, pid, epoch, _now_ms(), new_pid,
+                )  # fmt: skip
+                outcome = await self.perform_event(transactional_id, event)
                 if isinstance(outcome, NeedProducerId):
                     new_pid = await self._allocate()
                 elif isinstance(outcome, Again):
@@ -166,21 +167,20 @@ class TransactionCoordinator(Driver):
             joining += [key for key in wanted if key not in joining and not self._exists(*key)]
             starts = await asyncio.gather(*(self.participants.joining(t, p) for t, p in joining))
             found: dict[tuple[str, int], TxnPartition | None] = dict(zip(joining, starts, strict=True))
-            actions = self.machine.add_partitions(
-                transactional_id, producer_id, epoch, wanted, found, _now_ms()
+            event = functools.partial(
+                self.machine.add_partitions, transactional_id, producer_id, epoch, wanted, found, _now_ms()
             )
-            return dict(_answer(await self._respond(actions)).partitions)
+            return dict(_answer(await self._respond(transactional_id, event)).partitions)
 
     async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
         """AddOffsetsToTxn: the group's offsets will be committed with the transaction."""
         await self.settled(transactional_id)
         async with self._lock(transactional_id):
             self._serving(transactional_id)
-            _answer(
-                await self._respond(
-                    self.machine.add_offsets(transactional_id, producer_id, epoch, group_id, _now_ms())
-                )
+            event = functools.partial(
+                self.machine.add_offsets, transactional_id, producer_id, epoch, group_id, _now_ms()
             )
+            _answer(await self._respond(transactional_id, event))
 
     async def txn_offset_commit(self, commit: TxnOffsets) -> None:
         """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts).
@@ -192,7 +192,8 @@ class TransactionCoordinator(Driver):
             return
         async with self._lock(commit.transactional_id):
             self._serving(commit.transactional_id)
-            _answer(await self._respond(self.machine.txn_offset_commit(commit)))
+            event = functools.partial(self.machine.txn_offset_commit, commit)
+            _answer(await self._respond(commit.transactional_id, event))
 
     async def apply_pending_offsets(
         self, producer_id: int, accept: Callable[[str], bool], commit: bool
@@ -207,8 +208,10 @@ class TransactionCoordinator(Driver):
         await self.settled(transactional_id)
         async with self._lock(transactional_id):
             self._serving(transactional_id)
-            actions = self.machine.end_txn(transactional_id, producer_id, epoch, commit, _now_ms())
-            _answer(await self._respond(actions))
+            event = functools.partial(
+                self.machine.end_txn, transactional_id, producer_id, epoch, commit, _now_ms()
+            )
+            _answer(await self._respond(transactional_id, event))
 
     def check_produce(self, transactional_id: str, producer_id: int, epoch: int, stream_id: int) -> ErrorCode:
         """May this producer write a transactional batch to this stream now?"""
@@ -254,7 +257,7 @@ class TransactionCoordinator(Driver):
         idle_ms = int(self._broker.config.get(settings.ID_EXPIRATION.name))
         for tid in self.machine.idle(now, idle_ms):
             async with self._lock(tid):
-                await self.perform(self.machine.expire(tid, now, idle_ms))
+                await self.perform_event(tid, functools.partial(self.machine.expire, tid, now, idle_ms))
         return len(expired)
 
     # --- helpers --------------------------------------------------------------------------------
@@ -267,7 +270,7 @@ class TransactionCoordinator(Driver):
         topic = self._broker.topics.get(topic_name)
         return topic is not None and 0 <= index < topic.partition_count
 
-    async def _respond(self, actions: list[Action]) -> Respond | None:
-        outcome = await self.perform(actions)
+    async def _respond(self, tid: str, event: Callable[[], list[Action]]) -> Respond | None:
+        outcome = await self.perform_event(tid, event)
         assert not isinstance(outcome, NeedProducerId | Again), f"a request's event ended with {outcome}"
         return outcome

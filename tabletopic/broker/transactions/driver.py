@@ -105,15 +105,42 @@ class Driver:
                 return action
         return None
 
+    async def perform_event(self, tid: str, event: Callable[[], list[Action]]) -> Outcome:
+        """Hand ``tid`` an event and carry out the actions it returns; the caller holds the id's lock.
+
+        The state machine changes the id's record as it takes the event, before its row is written.
+        Should the actions fail short of a fence (the database did not answer), the record goes
+        back to what it was: left ahead of the row, it would answer the client's retry from a state
+        nothing durable holds (a retried AddOffsetsToTxn acknowledged while the row, which the
+        group's coordinator checks TxnOffsetCommit against, lacks the group). If the write did reach
+        the database and only its answer was lost, the row is a step ahead instead, which is safe:
+        only this coordinator acts on it, and the client, answered with an error, asks again."""
+        txn = self.machine.get(tid)
+        before = None if txn is None else txn.snapshot()
+        try:
+            return await self.perform(event())
+        except TxnError:
+            raise  # a refusal, or a fence: the slot and its records are gone already
+        except Exception:
+            if self.slots.owns(tid):
+                self.machine.put_back(tid, txn, before)
+            raise
+
     async def _run(self, event: Callable[[int | None], list[Action]], tid: str, why: str) -> None:
         """An event of the coordinator's own (recovery, a timeout): handed a new producer id if it
         asks for one (the epoch is exhausted)."""
-        actions = event(None)
-        if actions:
-            txn = self.machine.get(tid)
-            log.info("transaction %s %s in state %s: ending it", tid, why, txn and txn.state)
-        if isinstance(await self.perform(actions), NeedProducerId):
-            await self.perform(event(await self._allocate()))
+        txn = self.machine.get(tid)
+        state = None if txn is None else txn.state
+
+        def first() -> list[Action]:
+            actions = event(None)
+            if actions:
+                log.info("transaction %s %s in state %s: ending it", tid, why, state)
+            return actions
+
+        if isinstance(await self.perform_event(tid, first), NeedProducerId):
+            producer_id = await self._allocate()
+            await self.perform_event(tid, lambda: event(producer_id))
 
     async def _save(self, persist: Persist) -> None:
         await self._save_row(persist.txn.transactional_id, persist)
@@ -182,7 +209,9 @@ class Driver:
                 await self._write_markers(marked)
                 async with self._lock(tid):
                     if self._still_preparing(tid, txn):
-                        await self.perform(self.machine.markers_written(marked, _now_ms(), at_once=False))
+                        await self.perform_event(
+                            tid, lambda: self.machine.markers_written(marked, _now_ms(), at_once=False)
+                        )
                 return
             except TxnError as exc:
                 log.info("transaction %s not finished here: %s", tid, exc)

@@ -81,6 +81,16 @@ class TransactionMachine:
     def forget(self, transactional_id: str) -> None:
         self.txns.pop(transactional_id, None)
 
+    def put_back(self, transactional_id: str, txn: TxnMetadata | None, before: TxnMetadata | None) -> None:
+        """Undo an event whose actions could not be carried out: the id's record ``txn`` (the same
+        object, which a task finishing its markers recognises it by) takes back ``before``, its
+        :meth:`~TxnMetadata.snapshot` from before the event; an id the event created is dropped."""
+        if txn is None or before is None:
+            self.txns.pop(transactional_id, None)
+            return
+        txn.take_back(before)
+        self.txns[transactional_id] = txn
+
     def get(self, transactional_id: str) -> TxnMetadata | None:
         return self.txns.get(transactional_id)
 

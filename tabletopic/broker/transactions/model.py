@@ -87,5 +87,10 @@ class TxnMetadata:
             offsets={group: dict(offsets) for group, offsets in self.offsets.items()},
         )
 
+    def take_back(self, before: TxnMetadata) -> None:
+        """Become ``before`` again (a snapshot of this record), keeping this object."""
+        for name in (f.name for f in dataclasses.fields(self)):
+            setattr(self, name, getattr(before, name))
+
     def stream_ids(self) -> set[int]:
         return {part.stream_id for part in self.partitions.values()}
