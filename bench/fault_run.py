@@ -27,6 +27,7 @@ Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--every 20-40] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import random
@@ -39,6 +40,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,10 +270,73 @@ def worst_gap(writer: Writer, start: float, end: float) -> float:
     return worst
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+@dataclass
+class FaultRun:
+    """A run's settings from the command line (:func:`fault_arguments`) and, inside
+    :meth:`rig`, its cluster: PostgreSQL, SeaweedFS and three brokers, all under one directory."""
+
+    args: argparse.Namespace
+    kinds: list[str]
+    seed: int
+    rng: random.Random
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="fault-run-")))
+    clean: bool = False  # set by the run's verdict: an unclean run keeps its data to look into
+
+    @contextlib.contextmanager
+    def rig(self, database: str) -> Iterator[tuple[LocalCluster, PostgresServer, SeaweedFS]]:
+        postgres = PostgresServer(keep=True).start()  # its own directory, which the postgres user can reach
+        s3 = SeaweedFS(self.root / "s3").start()
+        s3_settings = {
+            "s3.endpoint": s3.endpoint, "s3.bucket": s3.bucket, "s3.region": "us-east-1",
+            "s3.access.key": ACCESS_KEY, "s3.secret.key": SECRET_KEY, "s3.path.style": "true",
+        }  # fmt: skip
+        url = postgres.create_database(database)
+        cluster = LocalCluster(self.root / "cluster", url, s3_settings, wal=self.args.wal)
+        print(f"seed {self.seed}; {self.args.wal} WAL; data under {self.root}")
+        try:
+            cluster.start_many([1, 2, 3], RACKS)
+            wait_until(lambda: len(cluster.metadata(1).brokers) == 3, timeout=60)
+            yield cluster, postgres, s3
+        finally:
+            cluster.stop_all()
+            s3.stop()
+            postgres.keep = not self.clean
+            postgres.stop()
+        # A run's data is about 1 GB: kept only when it has something to show.
+        if self.clean:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            print(f"the cluster's data and logs are kept under {self.root}")
+            print(f"its metadata database's files under {postgres.directory}")
+
+    def faults(
+        self, cluster: LocalCluster, postgres: PostgresServer, s3: SeaweedFS
+    ) -> list[tuple[str, float, float]]:
+        """One fault every ``--every`` seconds for ``--seconds``, then 10 s of writing on (the last
+        fault's unavailability window); each fault's kind, start and end."""
+        low, high = (float(x) for x in self.args.every.split("-"))
+        faults: list[tuple[str, float, float]] = []
+        began = time.monotonic()
+        time.sleep(self.rng.uniform(low, high) / 2)
+        while time.monotonic() - began < self.args.seconds:
+            supervise(cluster)
+            kind = self.rng.choice(self.kinds)
+            start = time.monotonic()
+            print(f"{start - began:6.1f} s  {kind}", flush=True)
+            apply_fault(kind, cluster, postgres, s3, self.rng)
+            faults.append((kind, start, time.monotonic()))
+            gap = self.rng.uniform(low, high)
+            if time.monotonic() + gap - began >= self.args.seconds:
+                time.sleep(10)
+                break
+            time.sleep(gap)
+        supervise(cluster)
+        return faults
+
+
+def fault_arguments(parser: argparse.ArgumentParser) -> FaultRun:
+    """Add the options every fault run takes, parse the command line, and check the faults named."""
     parser.add_argument("--seconds", type=float, default=300)
-    parser.add_argument("--rate", type=int, default=300)
     parser.add_argument("--every", default="20-40", help="seconds between faults, a range")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--wal", choices=("shared", "object"), default="shared")
@@ -285,58 +350,37 @@ def main() -> None:
     if unknown := [k for k in kinds if k not in FAULTS]:
         parser.error(f"unknown faults {unknown}; choose from {', '.join(FAULTS)}")
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
-    rng = random.Random(seed)
-    low, high = (float(x) for x in args.every.split("-"))
-    root = Path(tempfile.mkdtemp(prefix="fault-run-"))
-    postgres = PostgresServer(keep=True).start()  # its own directory, which the postgres user can reach
-    s3 = SeaweedFS(root / "s3").start()
-    s3_settings = {
-        "s3.endpoint": s3.endpoint, "s3.bucket": s3.bucket, "s3.region": "us-east-1",
-        "s3.access.key": ACCESS_KEY, "s3.secret.key": SECRET_KEY, "s3.path.style": "true",
-    }  # fmt: skip
-    cluster = LocalCluster(root / "cluster", postgres.create_database("faults"), s3_settings, wal=args.wal)
-    print(f"seed {seed}; {args.wal} WAL; data under {root}")
+    return FaultRun(args, kinds, seed, random.Random(seed))
+
+
+def answers(cluster: LocalCluster, node: int) -> bool:
+    """Whether broker ``node`` answers Metadata (a broker that does not has hung)."""
     try:
-        cluster.start_many([1, 2, 3], RACKS)
-        wait_until(lambda: len(cluster.metadata(1).brokers) == 3, timeout=60)
+        cluster.metadata(node)
+        return True
+    except Exception:
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=int, default=300)
+    run = fault_arguments(parser)
+    with run.rig("faults") as (cluster, postgres, s3):
         topic, table_topic = "orders", "orders-table"
         create_topic(cluster.bootstrap, topic, PARTITIONS)
         create_topic(
             cluster.bootstrap, table_topic, TABLE_PARTITIONS, table_configs(commit_interval_ms="2000")
         )
         writers = [
-            Writer(cluster.bootstrap, t, n, args.rate) for t, n in ((topic, PARTITIONS), (table_topic, 3))
+            Writer(cluster.bootstrap, t, n, run.args.rate) for t, n in ((topic, PARTITIONS), (table_topic, 3))
         ]
         group = Group(cluster.bootstrap, topic).start()
-        faults: list[tuple[str, float, float]] = []
-        began = time.monotonic()
-        time.sleep(rng.uniform(low, high) / 2)
-        while time.monotonic() - began < args.seconds:
-            supervise(cluster)
-            kind = rng.choice(kinds)
-            start = time.monotonic()
-            print(f"{start - began:6.1f} s  {kind}", flush=True)
-            apply_fault(kind, cluster, postgres, s3, rng)
-            faults.append((kind, start, time.monotonic()))
-            gap = rng.uniform(low, high)
-            if time.monotonic() + gap - began >= args.seconds:
-                time.sleep(10)  # the last fault's unavailability window, then the writing stops
-                break
-            time.sleep(gap)
+        faults = run.faults(cluster, postgres, s3)
         last_fault_end = faults[-1][2] if faults else time.monotonic()
         for writer in writers:
             writer.stop()
-        clean = report(cluster, writers, group, faults, last_fault_end)
-    finally:
-        cluster.stop_all()
-        s3.stop()
-        postgres.keep = False
-        postgres.stop()
-    # A run's data is about 1 GB: kept only when it has something to show.
-    if clean:
-        shutil.rmtree(root, ignore_errors=True)
-    else:
-        print(f"the cluster's data and logs are kept under {root}")
+        run.clean = report(cluster, writers, group, faults, last_fault_end)
 
 
 def report(
@@ -362,7 +406,7 @@ def report(
     lost = len(log.acked - set(found)) + sum(1 for _, value in log.unplaced if value not in found_values)
     duplicated = sum(1 for n in found_values.values() if n > 1)
     table = table_verdict(cluster, table_writer)
-    hung = [n for n in cluster.running() if not _answers(cluster, n)]
+    hung = [n for n in cluster.running() if not answers(cluster, n)]
     unplaced = len(log.unplaced) + len(table_writer.log.unplaced)
     print()
     print(f"acknowledged {len(main_writer.log.acked) + len(table_writer.log.acked) + unplaced} records, "
@@ -437,14 +481,6 @@ def _where(cluster: LocalCluster, writer: Writer, missing: set[tuple[int, int]])
         f"first {sample}; the topic holds the acknowledged record at {same}, another record at {other}, "
         f"nothing at {len(missing) - same - other}; {len(writer.log.collisions)} collisions"
     )
-
-
-def _answers(cluster: LocalCluster, node: int) -> bool:
-    try:
-        cluster.metadata(node)
-        return True
-    except Exception:
-        return False
 
 
 if __name__ == "__main__":

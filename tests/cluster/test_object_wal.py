@@ -22,32 +22,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
-from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster import LocalCluster, placed
+from tests.support.cluster_fixtures import one_broker
 from tests.support.kafka_clients import create_topic, failover_producer, read_values
 from tests.support.postgres import PostgresServer
-from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.support.seaweedfs import SeaweedFS, s3_settings_of
 from tests.support.table_node import DeliveryLog
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.s3]
-
-
-def _s3(seaweedfs: SeaweedFS, name: str) -> dict[str, str]:
-    return {
-        "s3.endpoint": seaweedfs.endpoint,
-        "s3.bucket": seaweedfs.bucket,
-        "s3.region": "us-east-1",
-        "s3.access.key": ACCESS_KEY,
-        "s3.secret.key": SECRET_KEY,
-        "s3.path.style": "true",
-        "s3.prefix": f"{name}-{uuid.uuid4().hex[:8]}/",
-    }
-
-
-def _one_broker(root: Path, url: str, s3: dict[str, str], settings: dict[str, str]) -> LocalCluster:
-    cluster = LocalCluster(root, url, s3, settings, wal="object")
-    cluster.start(1)
-    wait_until(lambda: len(cluster.metadata(1).brokers) == 1, timeout=30)
-    return cluster
 
 
 @pytest.fixture
@@ -56,7 +38,7 @@ def paced_broker(
 ) -> Iterator[LocalCluster]:
     url = postgres_server.create_database(f"paced_{uuid.uuid4().hex[:8]}")
     settings = {"s3stream.wal.object.batch.ms": "1000"}
-    cluster = _one_broker(tmp_path_factory.mktemp("paced"), url, _s3(seaweedfs, "paced"), settings)
+    cluster = one_broker(tmp_path_factory.mktemp("paced"), url, s3_settings_of(seaweedfs, "paced"), settings)
     try:
         yield cluster
     finally:
@@ -96,17 +78,6 @@ def test_a_produce_is_acknowledged_after_one_upload_not_after_the_batch_window(
 PARTITIONS, RESTARTS = 12, 8
 
 
-@pytest.fixture
-def own_postgres() -> Iterator[PostgresServer]:
-    """A PostgreSQL of this test's own: restarting the suite's would fail every other test's
-    sessions under way."""
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def test_no_acknowledged_record_is_lost_when_postgresql_restarts(
     tmp_path: Path, own_postgres: PostgresServer, seaweedfs: SeaweedFS
 ) -> None:
@@ -120,7 +91,7 @@ def test_no_acknowledged_record_is_lost_when_postgresql_restarts(
     partition, so without the fix one run in two lost a record or two; the unit tests in
     ``tests/broker/test_producers.py`` pin the rule itself."""
     url = own_postgres.create_database("restarts")
-    cluster = _one_broker(tmp_path / "cluster", url, _s3(seaweedfs, "restarts"), {})
+    cluster = one_broker(tmp_path / "cluster", url, s3_settings_of(seaweedfs, "restarts"))
     try:
         bootstrap = cluster.brokers[1].bootstrap
         topic = f"restarts-{uuid.uuid4().hex[:8]}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,27 @@ def cluster(
         yield local
     finally:
         local.stop_all()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL of the test's own, to restart: restarting the suite's would fail every other
+    test's sessions under way."""
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def one_broker(
+    root: Path, url: str, s3: dict[str, str], settings: dict[str, str] | None = None, wal: str = "object"
+) -> LocalCluster:
+    """A cluster of one broker on database ``url`` (its own, to restart or to pace), started."""
+    cluster = LocalCluster(root, url, s3, settings or {}, wal=wal)
+    cluster.start(1)
+    wait_until(lambda: len(cluster.metadata(1).brokers) == 1, timeout=30)
+    return cluster
 
 
 def use_wal(cluster: LocalCluster, wal: str) -> None:
