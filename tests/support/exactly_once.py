@@ -16,6 +16,7 @@ The cluster test and ``bench/txn_fault_run.py`` run it through faults.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -55,8 +56,12 @@ def _error(exc: KafkaException) -> KafkaError:
 def _ready_producer(bootstrap: str, transactional_id: str) -> Producer:
     """A transactional producer with ``init_transactions`` done, which also fences any earlier
     producer of the id and ends what it left open; asked again while no coordinator answers."""
+    # EXACTLY_ONCE_CLIENT_DEBUG=eos,cgrp: librdkafka's own account of each transactional call (to
+    # stderr), for telling what a call that hung was waiting for.
+    debug = os.environ.get("EXACTLY_ONCE_CLIENT_DEBUG")
+    logging = {"debug": debug, "log_level": 7} if debug else QUIET
     while True:
-        producer = Producer({**transactional_producer(bootstrap, transactional_id), **QUIET})
+        producer = Producer({**transactional_producer(bootstrap, transactional_id), **logging})
         try:
             producer.init_transactions(TRANSACTION_TIMEOUT_S)
             return producer

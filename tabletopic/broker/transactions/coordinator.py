@@ -174,13 +174,10 @@ class TransactionCoordinator(Driver):
 
     async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
         """AddOffsetsToTxn: the group's offsets will be committed with the transaction."""
-        await self.settled(transactional_id)
-        async with self._lock(transactional_id):
-            self._serving(transactional_id)
-            event = functools.partial(
-                self.machine.add_offsets, transactional_id, producer_id, epoch, group_id, _now_ms()
-            )
-            _answer(await self._respond(transactional_id, event))
+        await self._request(
+            transactional_id,
+            lambda: self.machine.add_offsets(transactional_id, producer_id, epoch, group_id, _now_ms()),
+        )
 
     async def txn_offset_commit(self, commit: TxnOffsets) -> None:
         """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts).
@@ -190,10 +187,9 @@ class TransactionCoordinator(Driver):
         if self.clustered:
             await self.participants.keep_pending_offsets(commit)
             return
-        async with self._lock(commit.transactional_id):
-            self._serving(commit.transactional_id)
-            event = functools.partial(self.machine.txn_offset_commit, commit)
-            _answer(await self._respond(commit.transactional_id, event))
+        await self._request(
+            commit.transactional_id, lambda: self.machine.txn_offset_commit(commit), settle=False
+        )
 
     async def apply_pending_offsets(
         self, producer_id: int, accept: Callable[[str], bool], commit: bool
@@ -205,13 +201,10 @@ class TransactionCoordinator(Driver):
         """EndTxn: answered once the Prepare state is durable; the markers follow in the
         background (a retried EndTxn waits for them like any call on the id)."""
         self.slots.check_owner(transactional_id)
-        await self.settled(transactional_id)
-        async with self._lock(transactional_id):
-            self._serving(transactional_id)
-            event = functools.partial(
-                self.machine.end_txn, transactional_id, producer_id, epoch, commit, _now_ms()
-            )
-            _answer(await self._respond(transactional_id, event))
+        await self._request(
+            transactional_id,
+            lambda: self.machine.end_txn(transactional_id, producer_id, epoch, commit, _now_ms()),
+        )
 
     def check_produce(self, transactional_id: str, producer_id: int, epoch: int, stream_id: int) -> ErrorCode:
         """May this producer write a transactional batch to this stream now?"""
@@ -269,6 +262,16 @@ class TransactionCoordinator(Driver):
     def _exists(self, topic_name: str, index: int) -> bool:
         topic = self._broker.topics.get(topic_name)
         return topic is not None and 0 <= index < topic.partition_count
+
+    async def _request(self, tid: str, event: Callable[[], list[Action]], settle: bool = True) -> Respond:
+        """A producer's request on ``tid``: handed to the state machine under the id's lock (once
+        the markers of its ended transaction are in, or the wait for them is over, unless not
+        ``settle``) and answered. Raises TxnError."""
+        if settle:
+            await self.settled(tid)
+        async with self._lock(tid):
+            self._serving(tid)
+            return _answer(await self._respond(tid, event))
 
     async def _respond(self, tid: str, event: Callable[[], list[Action]]) -> Respond | None:
         outcome = await self.perform_event(tid, event)
