@@ -39,6 +39,7 @@ from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.transactions.cluster import TxnCluster
+from tabletopic.broker.transactions.model import TxnOffsets
 from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.node import ClusterSettings
@@ -234,7 +235,12 @@ class BrokerComponent:
                 ],
             )
 
-        await service.transactions.set_offset_committer(commit_transaction_offsets)
+        def member_may_commit(commit: TxnOffsets) -> ErrorCode:
+            return groups.check_transactional_commit(
+                commit.group_id, commit.member_id, commit.group_instance_id, commit.generation_id
+            )
+
+        await service.transactions.set_offset_committer(commit_transaction_offsets, member_may_commit)
         service.topic_deleted_hooks.append(groups.delete_topic_offsets)
         service.topic_deleted_hooks.append(groups.share.partitions.delete_topic)
 

@@ -1,7 +1,8 @@
 """Transactions with real clients against ``tabletopic serve``: confluent-kafka's transactional
 producer committing and aborting, read_committed and read_uncommitted consumers, a zombie producer
-fenced by a newer one, consume-transform-produce with send_offsets_to_transaction, and
-kafka-python's and aiokafka's transactional producers."""
+fenced by a newer one, consume-transform-produce with send_offsets_to_transaction, a group member
+of an older generation refused its offsets (KIP-447), and kafka-python's and aiokafka's
+transactional producers."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import asyncio
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.support.kafka_clients import create_topic, read_values
+from tests.support.waiting import wait_until_sync
 
 
 def _name(prefix: str) -> str:
@@ -126,6 +128,50 @@ def test_consume_transform_produce_commits_offsets_with_the_transaction(bootstra
         consumer.close()
     assert committed.offset == 10
     assert _read(bootstrap, sink, 1, "read_committed", 10) == [f"M{i}".encode() for i in range(10)]
+
+
+def test_a_member_of_an_older_generation_cannot_commit_offsets_with_its_transaction(bootstrap: str) -> None:
+    """KIP-447's fence: a copier stalled past a rebalance still holds its old group metadata. Its
+    TxnOffsetCommit is refused ILLEGAL_GENERATION, which the producer must abort on, so the
+    partitions' new owner does not copy the same records under a second committed transaction."""
+    source, group = _name("zin"), _name("zombies")
+    create_topic(bootstrap, source, 2)
+    settings = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    }
+    first, second = Consumer(settings), Consumer(settings)
+    producer = _txn_producer(bootstrap, _name("tid"))
+    try:
+        first.subscribe([source])
+        wait_until_sync(lambda: first.poll(0.2) is None and first.assignment(), timeout=30)
+        stale = first.consumer_group_metadata()  # generation 1
+        second.subscribe([source])
+
+        def both_assigned() -> bool:  # the rebalance to generation 2, each member polling
+            first.poll(0.1)
+            second.poll(0.1)
+            return len(first.assignment()) == 1 and len(second.assignment()) == 1
+
+        wait_until_sync(both_assigned, timeout=30)
+        offsets = [TopicPartition(source, p, 5) for p in range(2)]
+        producer.begin_transaction()
+        with pytest.raises(KafkaException) as refused:
+            producer.send_offsets_to_transaction(offsets, stale, 30)
+        error = refused.value.args[0]
+        assert error.code() == KafkaError.ILLEGAL_GENERATION and error.txn_requires_abort(), error
+        producer.abort_transaction(30)
+
+        producer.begin_transaction()  # the same offsets under the current generation are taken
+        producer.send_offsets_to_transaction(offsets, first.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        assert [tp.offset for tp in first.committed(offsets, 30)] == [5, 5]
+    finally:
+        first.close()
+        second.close()
 
 
 def test_kafka_python_transactional_producer(bootstrap: str) -> None:

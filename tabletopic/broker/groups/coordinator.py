@@ -509,10 +509,32 @@ class GroupCoordinator:
                 results[key] = error
         return results
 
+    def check_transactional_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        """May this member send offsets with its transaction now (TxnOffsetCommit, KIP-447)? A
+        member the group no longer has, or of an older generation (member epoch), may not: its
+        partitions may belong to another member already, which reads from the committed offsets
+        and copies the same records again."""
+        if (refused := self._refusal(group_id)) is not None:
+            return refused
+        if generation_id < 0 and member_id == UNKNOWN_MEMBER_ID and group_instance_id is None:
+            return ErrorCode.none  # a producer from before KIP-447 names no member
+        if (consumer := self.consumer.group(group_id)) is not None and consumer.members:
+            error = consumer.check_offset_commit(member_id, generation_id)
+            # Kafka answers a transactional commit's stale epoch ILLEGAL_GENERATION, which
+            # producers abort on (STALE_MEMBER_EPOCH is for the consumer's own commits).
+            return ErrorCode.illegal_generation if error is ErrorCode.stale_member_epoch else error
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id  # Kafka makes the group, empty: no such member
+        return group.check_transactional_commit(member_id, group_instance_id, generation_id)
+
     async def commit_transactional_offsets(self, group_id: str, offsets: Sequence[OffsetToCommit]) -> None:
         """Store offsets a transaction committed (TxnOffsetCommit, then EndTxn COMMIT). The member
-        and generation are not checked here: Kafka checks them when the offsets are sent, and a
-        committed transaction's offsets must not be lost to a rebalance that happened since.
+        and generation are not checked here: they were when the offsets were sent
+        (:meth:`check_transactional_commit`), and a committed transaction's offsets must not be lost
+        to a rebalance that happened since.
 
         Raises:
             GroupFenced: this broker does not coordinate the group (any more); the transaction's

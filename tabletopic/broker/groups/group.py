@@ -189,6 +189,19 @@ class Group:
             return ErrorCode.unknown_member_id
         return ErrorCode.none
 
+    def check_transactional_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        """May this member commit offsets with its transaction (TxnOffsetCommit, KIP-447)? Kafka's
+        rules: as an OffsetCommit's for a member of the current generation, also while the group
+        completes a rebalance (the transaction's outcome decides later); one naming no member (a
+        producer from before KIP-447) whatever the group's state."""
+        if self.state is GroupState.DEAD:
+            return ErrorCode.coordinator_not_available
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            return self._check_member(member_id, group_instance_id, generation_id) or ErrorCode.none
+        return ErrorCode.none
+
     def on_timer(self, key: TimerKey) -> list[Action]:
         """A timer armed with :class:`SetTimer` expired."""
         _TIMER_HANDLERS[key.kind](self, key.member_id)

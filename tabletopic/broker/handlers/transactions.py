@@ -113,6 +113,9 @@ async def txn_offset_commit(
                 request.producer_epoch,
                 request.group_id,
                 tuple(o for o in offsets if (o.topic, o.partition) not in unknown),
+                request.member_id,
+                request.generation_id,
+                request.group_instance_id,
             )
         )
     except TxnError as exc:

@@ -40,7 +40,7 @@ from tabletopic.broker.transactions.driver import Driver
 from tabletopic.broker.transactions.machine import TransactionMachine, timeout_refusal
 from tabletopic.broker.transactions.markers import LeaderMarkers
 from tabletopic.broker.transactions.model import TxnMetadata, TxnOffsets, TxnPartition
-from tabletopic.broker.transactions.participants import OffsetCommitter, Participants, TxnError
+from tabletopic.broker.transactions.participants import MemberCheck, OffsetCommitter, Participants, TxnError
 from tabletopic.broker.transactions.ports import TxnBroker
 from tabletopic.broker.transactions.store import TxnStore
 from tabletopic.tasks import cancel_and_wait
@@ -110,10 +110,10 @@ class TransactionCoordinator(Driver):
             self._task = None
         await self.drain()
 
-    async def set_offset_committer(self, committer: OffsetCommitter) -> None:
+    async def set_offset_committer(self, committer: OffsetCommitter, check: MemberCheck) -> None:
         """Wire the group coordinator (started after this one); commits the offsets of
         transactions that recovery completed before it existed."""
-        await self.participants.group_offsets.wire(committer)
+        await self.participants.group_offsets.wire(committer, check)
 
     def attach_cluster(self, cluster: TxnCluster) -> None:
         """Coordinate only the slots ``cluster`` says this broker leads (from now on)."""
@@ -184,6 +184,7 @@ class TransactionCoordinator(Driver):
         In a cluster it is sent to the group's coordinator, which keeps them in the database
         until the transaction's coordinator tells it the outcome (WriteTxnMarkers for the group's
         slot, as Kafka's coordinator writes a marker to the group's __consumer_offsets partition)."""
+        self.participants.group_offsets.check_member(commit)
         if self.clustered:
             await self.participants.keep_pending_offsets(commit)
             return

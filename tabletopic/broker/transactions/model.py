@@ -63,6 +63,11 @@ class TxnOffsets:
     epoch: int
     group_id: str
     offsets: tuple[PendingOffset, ...]
+    # The consumer's place in its group (TxnOffsetCommit v3 on, KIP-447): checked like an
+    # OffsetCommit's, so a member the group has moved on from cannot commit its transaction.
+    member_id: str = ""
+    generation_id: int = -1
+    group_instance_id: str | None = None
 
 
 @dataclass(slots=True)

@@ -29,6 +29,8 @@ from tabletopic.s3stream.streams import StreamError
 
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
 OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
+# The group coordinator's answer to whether a TxnOffsetCommit's member may commit now.
+MemberCheck = Callable[[TxnOffsets], ErrorCode]
 
 
 class TxnError(Exception):
@@ -49,13 +51,28 @@ class GroupOffsets:
 
     def __init__(self) -> None:
         self._committer: OffsetCommitter | None = None
+        self._check: MemberCheck | None = None
         self._unapplied: list[tuple[str, dict[tuple[str, int], PendingOffset]]] = []
 
-    async def wire(self, committer: OffsetCommitter) -> None:
-        self._committer = committer
+    async def wire(self, committer: OffsetCommitter, check: MemberCheck) -> None:
+        self._committer, self._check = committer, check
         unapplied, self._unapplied = self._unapplied, []
         for group_id, offsets in unapplied:
             await committer(group_id, offsets)
+
+    def check_member(self, commit: TxnOffsets) -> None:
+        """KIP-447's fence against zombies: a TxnOffsetCommit whose member has left the group, or
+        whose generation the group has moved past, is refused (ILLEGAL_GENERATION,
+        UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID; librdkafka and the Java client abort the
+        transaction). Otherwise a member stalled past a rebalance would commit the output and the
+        offsets of records its partitions' new owner copies again. Raises TxnError."""
+        code = ErrorCode.none if self._check is None else self._check(commit)
+        if code is not ErrorCode.none:
+            raise TxnError(
+                code,
+                f"member {commit.member_id!r} of generation {commit.generation_id} may not commit "
+                f"offsets of group {commit.group_id!r}: {code.name}",
+            )
 
     async def commit(self, group_id: str, offsets: dict[tuple[str, int], PendingOffset]) -> None:
         if self._committer is None:

@@ -197,6 +197,26 @@ async def test_generation_commit_to_a_group_never_seen_is_an_illegal_generation(
     assert results == {("orders", 0): ErrorCode.illegal_generation}
 
 
+async def test_a_transactional_commit_is_checked_against_the_members_generation(
+    coordinator: GroupCoordinator,
+) -> None:
+    """TxnOffsetCommit (KIP-447): the current generation's member may, also mid-rebalance; an older
+    generation, an unknown member or a group never seen may not; a producer naming no member is
+    not checked."""
+    a = await join(coordinator)
+    await coordinator.sync_group(SyncRequest("g", a.member_id, None, 1, None, None, {a.member_id: b"A"}))
+    check = coordinator.check_transactional_commit
+    assert check("g", a.member_id, None, 1) is ErrorCode.none
+    assert check("g", a.member_id, None, 0) is ErrorCode.illegal_generation
+    assert check("g", "gone", None, 1) is ErrorCode.unknown_member_id
+    assert check("g", "", None, -1) is ErrorCode.none
+    assert check("ghost", a.member_id, None, 1) is ErrorCode.unknown_member_id
+    joining = asyncio.create_task(join(coordinator, client_id="b"))  # a rebalance begins
+    await wait_until(lambda: state(coordinator) is GroupState.PREPARING_REBALANCE, message="b joins")
+    assert check("g", a.member_id, None, 1) is ErrorCode.none
+    joining.cancel()
+
+
 async def test_delete_groups_refuses_active_groups_and_forgets_offsets_of_empty_ones(engine: Engine) -> None:
     coordinator = make_coordinator(engine)
     await coordinator.start()

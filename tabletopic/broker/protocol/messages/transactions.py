@@ -50,6 +50,9 @@ class TxnOffsetCommitRequest:
     producer_epoch: int
     # The topics and partitions of an OffsetCommit, field for field (the leader epoch from v2 here).
     topics: tuple[OffsetCommitTopic, ...]
+    generation_id: int = -1  # v3 on (KIP-447): the consumer's generation, or member epoch
+    member_id: str = ""  # v3 on
+    group_instance_id: str | None = None  # v3 on
 
 
 class AddOffsetsToTxnResponse(TypedDict):
