@@ -21,7 +21,7 @@ systemd or Kubernetes would. Then the writing stops and the run reports:
 - brokers that hung (did not answer Metadata within 10 s at the end).
 
 Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--every 20-40] [--seed N] [--wal shared|object]
-       [--faults "kill -9 controller,SIGTERM"]
+       [--faults "kill -9 controller,SIGTERM"] [--keep]
 """
 
 from __future__ import annotations
@@ -300,10 +300,10 @@ class FaultRun:
         finally:
             cluster.stop_all()
             s3.stop()
-            postgres.keep = not self.clean
+            postgres.keep = self.args.keep or not self.clean
             postgres.stop()
-        # A run's data is about 1 GB: kept only when it has something to show.
-        if self.clean:
+        # A run's data is about 1 GB: kept only when it has something to show (or --keep).
+        if self.clean and not self.args.keep:
             shutil.rmtree(self.root, ignore_errors=True)
         else:
             print(f"the cluster's data and logs are kept under {self.root}")
@@ -340,6 +340,7 @@ def fault_arguments(parser: argparse.ArgumentParser) -> FaultRun:
     parser.add_argument("--every", default="20-40", help="seconds between faults, a range")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--wal", choices=("shared", "object"), default="shared")
+    parser.add_argument("--keep", action="store_true", help="keep the data and logs of a clean run too")
     parser.add_argument(
         "--faults",
         default=",".join(FAULTS),

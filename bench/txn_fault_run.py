@@ -16,7 +16,7 @@ transaction. Then the writing stops and the run checks, reading both topics read
 - the group committed the end of every input partition, and no broker hung.
 
 Usage: python bench/txn_fault_run.py [--seconds 300] [--txn-rate 20] [--every 20-40] [--seed N]
-       [--wal shared|object] [--faults "kill -9 broker,SIGTERM"]
+       [--wal shared|object] [--faults "kill -9 broker,SIGTERM"] [--keep]
 """
 
 from __future__ import annotations
