@@ -67,6 +67,8 @@ class GroupOffsets:
         transaction). Otherwise a member stalled past a rebalance would commit the output and the
         offsets of records its partitions' new owner copies again. Raises TxnError."""
         code = ErrorCode.none if self._check is None else self._check(commit)
+        if code in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress):
+            raise TxnError(code, f"group {commit.group_id!r} is not coordinated here now: {code.name}")
         if code is not ErrorCode.none:
             raise TxnError(
                 code,
