@@ -291,7 +291,11 @@ class FaultRun:
             "s3.access.key": ACCESS_KEY, "s3.secret.key": SECRET_KEY, "s3.path.style": "true",
         }  # fmt: skip
         url = postgres.create_database(database)
-        cluster = LocalCluster(self.root / "cluster", url, s3_settings, wal=self.args.wal)
+        # Idle connections closed after 30 s (Kafka's default is 10 min): the close is what frees a
+        # librdkafka producer blocked in send_offsets_to_transaction on a group coordinator that
+        # left the cluster (librdkafka issues 5456 and 5511), within one fault's gap.
+        idle = {"connections.max.idle.ms": "30000"}
+        cluster = LocalCluster(self.root / "cluster", url, s3_settings, idle, wal=self.args.wal)
         print(f"seed {self.seed}; {self.args.wal} WAL; data under {self.root}")
         try:
             cluster.start_many([1, 2, 3], RACKS)

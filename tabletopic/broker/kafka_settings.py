@@ -115,13 +115,6 @@ _kafka("background.threads", int, 10, _THREADS, in_range(1))
 _kafka("num.recovery.threads.per.data.dir", int, 2, _THREADS, in_range(1))
 _kafka("socket.send.buffer.bytes", int, 102_400, "the operating system sizes socket buffers", in_range(-1))
 _kafka("socket.receive.buffer.bytes", int, 102_400, "the operating system sizes socket buffers", in_range(-1))
-_kafka(
-    "connections.max.idle.ms",
-    int,
-    600_000,
-    "idle connections are kept until the client closes them",
-    in_range(0),
-)
 _kafka("max.connections", int, INT_MAX, "connections are not counted", in_range(0))
 _kafka("max.connections.per.ip", int, INT_MAX, "connections are not counted", in_range(0))
 _kafka("replica.fetch.max.bytes", int, 1_048_576, _REPLICATION, in_range(0))

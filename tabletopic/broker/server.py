@@ -18,6 +18,7 @@ import itertools
 import logging
 import struct
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -58,6 +59,7 @@ from tabletopic.broker.security.tls import peer_principal
 from tabletopic.broker.service import BrokerService
 from tabletopic.config import Config, ConfigError, StartupError
 from tabletopic.log_limit import RateLimitedLog
+from tabletopic.tasks import cancel_and_wait
 
 # APIs whose handlers answer fields (so guards and quotas see them as they see every API's) but
 # whose answers are too large for kio's writer: Metadata of every topic of a large cluster.
@@ -250,6 +252,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._close_scheduled = False  # a failed authentication: closing after the delay
         self.connection_id = next(_connection_ids)
         self._peer = "?"
+        self.last_active = time.monotonic()  # the last request bytes read or response written
 
     # --- transport callbacks --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -291,6 +294,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return self._view[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = time.monotonic()
         if self._metrics is not None:
             self._metrics.bytes_in.inc(nbytes)
         if self._big is not None:
@@ -355,6 +359,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._transport.pause_reading()
             self._reading_paused = True
         asyncio.get_running_loop().call_later(self._failed_auth_delay_s, self._close, reason)
+
+    def close_if_idle(self, since: float) -> None:
+        """Close the connection if nothing was read or written since ``since`` (monotonic) and no
+        request is in flight: ``connections.max.idle.ms``, as a Kafka broker does. An ordinary
+        event, so one debug line, not the warning of :meth:`_close`."""
+        if self._closed or self._pending or self.last_active >= since or self._transport is None:
+            return
+        log.debug("closing connection %d from %s: idle", self.connection_id, self._peer)
+        self._closed = True
+        self._transport.close()
 
     def _close(self, reason: str) -> None:
         if not self._closed:
@@ -484,6 +498,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             else:
                 self._transport.write(data)
                 size = len(data)
+            self.last_active = time.monotonic()
             if self._metrics is not None:
                 self._metrics.bytes_out.inc(size)
         if self._close_after_flush is not None and not self._pending:
@@ -604,6 +619,8 @@ class KafkaServer:
         self._security = security
         self._servers: list[asyncio.Server] = []
         self.bound: list[Endpoint] = []
+        self._live: weakref.WeakSet[KafkaConnection] = weakref.WeakSet()
+        self._reaper: asyncio.Task[None] | None = None
 
     async def bind(self) -> None:
         """Bind every listener (not serving yet) and publish the advertised endpoints."""
@@ -656,17 +673,33 @@ class KafkaServer:
             sasl = security.sasl_server(protocol) if security is not None else None
             delay = security.failed_auth_delay_s if security is not None else 0.0
             before_auth = security.max_receive_before_auth if security is not None else None
-            return KafkaConnection(
+            connection = KafkaConnection(
                 self._dispatcher, endpoint.name, sasl, max_frame, max_inflight, delay, before_auth
             )
+            self._live.add(connection)
+            return connection
 
         return factory
 
     async def serve(self) -> None:
         for server in self._servers:
             await server.start_serving()
+        idle_s = self._broker.config.get(settings.CONNECTIONS_MAX_IDLE_MS) / 1000
+        self._reaper = asyncio.create_task(self._close_idle(idle_s), name="idle-connections")
+
+    async def _close_idle(self, idle_s: float) -> None:
+        """Close the connections idle for ``idle_s`` seconds, looking a few times per period (a
+        connection goes at most a quarter of the period late, and never more than 30 s)."""
+        while True:
+            await asyncio.sleep(min(idle_s / 4, 30.0))
+            since = time.monotonic() - idle_s
+            for connection in list(self._live):
+                connection.close_if_idle(since)
 
     async def stop(self) -> None:
+        if self._reaper is not None:
+            await cancel_and_wait([self._reaper])
+            self._reaper = None
         for server in self._servers:
             server.close()
         for server in self._servers:

@@ -77,6 +77,17 @@ SOCKET_REQUEST_MAX_BYTES = define(
     "broker",
     in_range(1024),
 )
+CONNECTIONS_MAX_IDLE_MS = define(
+    "connections.max.idle.ms",
+    int,
+    600_000,
+    "A client connection with no request or response for this long, and no request in flight, is "
+    "closed (Kafka's key and default). Besides freeing what a vanished client left open, the close "
+    "is what wakes a librdkafka transactional producer blocked in send_offsets_to_transaction on a "
+    "group coordinator that left the cluster (librdkafka issues 5456 and 5511).",
+    "broker",
+    in_range(1000),
+)
 QUEUED_MAX_REQUESTS = define(
     "queued.max.requests",
     int,
