@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from kio.schema.errors import ErrorCode
 
 from tabletopic import database
 from tabletopic.broker.transactions.actions import Respond, WriteMarkers
 from tabletopic.broker.transactions.driver import Driver
 from tabletopic.broker.transactions.machine import TransactionMachine
 from tabletopic.broker.transactions.model import TxnMetadata, TxnPartition, TxnState
-from tabletopic.broker.transactions.participants import GroupOffsets
+from tabletopic.broker.transactions.participants import GroupOffsets, TxnError
 from tabletopic.broker.transactions.store import TxnStore
 from tests.support.waiting import wait_until
 
@@ -149,3 +150,21 @@ async def test_a_complete_state_the_database_did_not_take_is_written_again(
     assert written == ["PrepareCommit", "CompleteCommit", "CompleteCommit"]
     stored = coordinator.store.load_one("t")
     assert stored is not None and stored.state is TxnState.COMPLETE_COMMIT
+
+
+async def test_a_broker_that_lost_the_slot_unknowingly_answers_not_coordinator_not_a_fatal_refusal(
+    driver: tuple[Driver, FlakyLeaders, OneSlot],
+) -> None:
+    """The old coordinator still holds the id's last transaction, Complete; the producer's next one
+    is Ongoing with the new coordinator. An EndTxn that reaches the old one before it learns of the
+    move must not be refused INVALID_TXN_STATE (fatal to librdkafka) from that memory."""
+    coordinator, _, cluster = driver
+    abort = functools.partial(coordinator.machine.end_txn, "t", 1, 0, False, 10)
+    await coordinator.perform_event("t", abort)
+    await asyncio.wait_for(coordinator.settled("t", None), 10)
+    cluster.held = False  # the controller moved the slot; this broker has not heard yet
+    commit = functools.partial(coordinator.machine.end_txn, "t", 1, 0, True, 20)
+    with pytest.raises(TxnError) as refused:
+        await coordinator.perform_event("t", commit)
+    assert refused.value.code is ErrorCode.not_coordinator
+    assert not coordinator.slots.owns("t")  # and it lets the slot go

@@ -162,7 +162,7 @@ class TransactionCoordinator(Driver):
             self._serving(transactional_id)
             refusal = self.machine.check(transactional_id, producer_id, epoch)
             if refusal is not None:
-                _answer(refusal)
+                _answer(await self.confirmed(transactional_id, refusal))
             joining = self.machine.to_join(transactional_id, wanted)
             joining += [key for key in wanted if key not in joining and not self._exists(*key)]
             starts = await asyncio.gather(*(self.participants.joining(t, p) for t, p in joining))

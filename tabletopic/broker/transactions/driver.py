@@ -10,7 +10,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -46,6 +46,18 @@ COMPLETION_WAIT_S = 0.5
 COMPLETE_SAVE_DELAY_S = 1.0
 
 Outcome = Respond | NeedProducerId | Again | None
+AnOutcome = TypeVar("AnOutcome", bound=Outcome)
+
+# The refusals librdkafka and the Java producer cannot go on from (fatal, or fencing): only the
+# id's current coordinator may send them (see Driver._confirm_coordinator).
+FATAL_REFUSALS = frozenset(
+    {
+        ErrorCode.invalid_txn_state,
+        ErrorCode.producer_fenced,
+        ErrorCode.invalid_producer_epoch,
+        ErrorCode.invalid_producer_id_mapping,
+    }
+)
 
 
 def _now_ms() -> int:
@@ -118,13 +130,31 @@ class Driver:
         txn = self.machine.get(tid)
         before = None if txn is None else txn.snapshot()
         try:
-            return await self.perform(event())
+            return await self.confirmed(tid, await self.perform(event()))
         except TxnError:
             raise  # a refusal, or a fence: the slot and its records are gone already
         except Exception:
             if self.slots.owns(tid):
                 self.machine.put_back(tid, txn, before)
             raise
+
+    async def confirmed(self, tid: str, outcome: AnOutcome) -> AnOutcome:
+        """``outcome``, once confirmed in the database, if it is a refusal the producer cannot
+        recover from, that this broker still coordinates ``tid``. Such a refusal is read from
+        memory, with no write to fence it, and a broker that has not yet learnt it lost the id's
+        slot would answer from the state it had: an EndTxn refused INVALID_TXN_STATE by the old
+        coordinator while the transaction is Ongoing with the new one. Raises
+        TxnError(NOT_COORDINATOR) instead, which the client retries at the id's coordinator."""
+        if not (isinstance(outcome, Respond) and outcome.code in FATAL_REFUSALS and self.clustered):
+            return outcome
+        slot, holds = self.slots.fence(tid)
+        if not await self._writer.run(holds):
+            log.info(
+                "transaction slot %d moved away; refusing %s's request as not coordinated here", slot, tid
+            )
+            self.slots_lost({slot})
+            raise TxnError(ErrorCode.not_coordinator, f"transaction slot {slot} of {tid} moved away")
+        return outcome
 
     async def _run(self, event: Callable[[int | None], list[Action]], tid: str, why: str) -> None:
         """An event of the coordinator's own (recovery, a timeout): handed a new producer id if it
