@@ -49,7 +49,7 @@ Outcome = Respond | NeedProducerId | Again | None
 AnOutcome = TypeVar("AnOutcome", bound=Outcome)
 
 # The refusals librdkafka and the Java producer cannot go on from (fatal, or fencing): only the
-# id's current coordinator may send them (see Driver._confirm_coordinator).
+# id's current coordinator may send them (see Driver.confirmed).
 FATAL_REFUSALS = frozenset(
     {
         ErrorCode.invalid_txn_state,
