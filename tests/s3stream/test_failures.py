@@ -63,8 +63,14 @@ async def test_local_wal_keeps_acknowledging_and_uploads_once_the_store_is_back(
 async def test_a_full_wal_pushes_back_then_fails_with_a_clear_error(
     local_harness: StoreHarness, switchable: FailingPuts
 ) -> None:
+    # Blocks are sealed by size alone (not by the 200 ms timer), so the WAL fills the same way on
+    # a slow machine: each seal starts a segment whose 4 KiB header counts against the capacity,
+    # and a timer-sealed small block would spend one of those headers on fewer records.
     store = await local_harness.open(
-        wal_capacity_bytes=64 * 1024, upload_bytes=16 * 1024, append_timeout_ms=300
+        wal_capacity_bytes=64 * 1024,
+        upload_bytes=16 * 1024,
+        upload_interval_ms=60_000,
+        append_timeout_ms=300,
     )
     sid = await store.create_stream()
     switchable.broken = True
