@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -161,60 +162,31 @@ def sink_target() -> Iterator[str]:
         process.wait(10)
 
 
-class NullStreamStore:
-    """Acknowledges appends without keeping them (the sink's storage)."""
+def null_stream_store() -> Any:
+    """A stream store that acknowledges appends without keeping them (the sink's storage): the
+    in-memory store's offsets and long polls, with no payload kept. Built on that store so it keeps
+    up with the StreamStore Protocol by itself."""
+    from tabletopic.s3stream.memory import MemoryStreamStore
+    from tabletopic.s3stream.streams import ACKNOWLEDGED, PendingAppend
 
-    def __init__(self) -> None:
-        self._ends: dict[int, int] = {}
+    class NullStreamStore(MemoryStreamStore):
+        def start_append(
+            self, stream_id: int, payload: bytes | memoryview, record_count: int, crc: int | None = None
+        ) -> tuple[int, PendingAppend]:
+            stream = self._get(stream_id)
+            base = stream.end
+            stream.end = base + record_count
+            stream.waiters.advance(stream.end)
+            return base, ACKNOWLEDGED
 
-    async def start(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def create_stream(self) -> int:
-        self._ends[len(self._ends) + 1] = 0
-        return len(self._ends)
-
-    async def delete_stream(self, stream_id: int) -> None:
-        self._ends.pop(stream_id, None)
-
-    def stream_info(self, stream_id: int):  # type: ignore[no-untyped-def]
-        from tabletopic.s3stream.streams import StreamInfo
-
-        end = self._ends[stream_id]
-        return StreamInfo(stream_id, end, end)
-
-    async def append(self, stream_id: int, payload: object, record_count: int) -> int:
-        base = self._ends[stream_id]
-        self._ends[stream_id] = base + record_count
-        return base
-
-    async def wait_for_room(self) -> None: ...
-
-    def start_append(self, stream_id: int, payload: object, record_count: int, crc: int | None = None):  # type: ignore[no-untyped-def]
-        from tabletopic.s3stream.streams import ACKNOWLEDGED
-
-        base = self._ends[stream_id]
-        self._ends[stream_id] = base + record_count
-        return base, ACKNOWLEDGED
-
-    async def fetch(
-        self, stream_id: int, start_offset: int, max_bytes: int, end_offset: int | None = None
-    ) -> list:
-        return []
-
-    async def trim(self, stream_id: int, new_start_offset: int) -> None: ...
-
-    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
-        return asyncio.get_running_loop().create_future()
+    return NullStreamStore()
 
 
 def serve_sink(port: int) -> None:
     import uvloop
 
     from tabletopic import database
-    from tabletopic.broker.component import HANDLERS
-    from tabletopic.broker.protocol.versions import MAX_VERSIONS, advertised_ranges
+    from tabletopic.broker.protocol.versions import advertised_ranges
     from tabletopic.broker.server import Dispatcher, KafkaServer
     from tabletopic.broker.service import BrokerService
     from tabletopic.config import Config
@@ -222,10 +194,11 @@ def serve_sink(port: int) -> None:
     async def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="sink-"))
         config = Config({"data.dir": str(tmp), "listeners": f"PLAINTEXT://127.0.0.1:{port}"})
-        service = BrokerService(config, database.create_engine(database.default_url(tmp)), NullStreamStore())
+        engine = database.create_engine(database.default_url(tmp))
+        service = BrokerService(config, engine, null_stream_store())
         await service.start()
         dispatcher = Dispatcher(service)
-        dispatcher.add(HANDLERS, service, MAX_VERSIONS)
+        dispatcher.add_broker_apis()
         service.api_ranges = advertised_ranges(dispatcher.max_versions)
         server = KafkaServer(service, dispatcher)
         await server.bind()
