@@ -162,6 +162,14 @@ class Load:
         self._producer.flush(60)
 
 
+def cluster_root(prefix: str) -> Path:
+    """A fresh directory for a cluster: as root, PostgreSQL runs as `postgres`, who must reach its
+    data directory below it (mkdtemp makes it 0700)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o711)
+    return root
+
+
 def leaders(bootstrap: str, topic: str) -> dict[int, int]:
     answer = call(
         bootstrap,
@@ -283,8 +291,7 @@ def kill_leaders(cluster: LocalCluster, load: Load, topic: str, kills: int) -> l
 def failover_on(wal: str, kills: int, rate: int) -> list[list[float]]:
     """The failover figures on a 3-broker cluster of its own on ``wal`` (``shared``: the WAL is
     taken over by a live broker before the partitions move; ``object``: nothing to take over)."""
-    root = Path(tempfile.mkdtemp(prefix=f"tabletopic-failover-{wal}-"))
-    root.chmod(0o711)  # as root, PostgreSQL runs as `postgres`, who must reach its directory
+    root = cluster_root(f"tabletopic-failover-{wal}-")
     cluster = LocalCluster(root, nodes=3, base_port=0, settings=SETTINGS, wal=wal)
     try:
         cluster.start()
@@ -382,7 +389,7 @@ def main() -> None:
         run_scale(args.partitions, args.topic_partitions, args.idle_seconds, args.compaction_interval_ms)
         return
     if args.only_transactions:
-        root = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-bench-"))
+        root = cluster_root("tabletopic-cluster-bench-")
         cluster = LocalCluster(root, nodes=1, base_port=0, settings=SETTINGS)
         print("(a 2-core machine shared with other jobs: figures are noisy)")
         try:
@@ -400,7 +407,7 @@ def main() -> None:
             run_balancer(balancing, args.balancer_repeats, args.balancer_rate)
     if args.only_balancer:
         return
-    root = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-bench-"))
+    root = cluster_root("tabletopic-cluster-bench-")
     cluster = LocalCluster(root, nodes=1, base_port=0, settings=SETTINGS, wal=args.wal[0])
     renew, session = SETTINGS["broker.heartbeat.interval.ms"], SETTINGS["broker.session.timeout.ms"]
     print(f"cluster under {root}; lease renewal {renew} ms, session timeout {session} ms")
@@ -462,7 +469,7 @@ def test_cluster(
 ) -> Iterator[TestCluster]:
     """PostgreSQL (``postgres`` when given, started here), SeaweedFS and ``nodes`` brokers, all
     stopped on exit."""
-    root = Path(tempfile.mkdtemp(prefix="tabletopic-cluster-bench-"))
+    root = cluster_root("tabletopic-cluster-bench-")
     postgres = (postgres or PostgresServer()).start()
     seaweed = SeaweedFS(root / "s3").start()
     s3 = {
