@@ -98,9 +98,6 @@ class SharedStreamStore(StreamStore, SnapshotReader, Protocol):
     async def reload_ranges(self, stream_ids: Iterable[int]) -> None:
         """Reload the object ranges of streams held or followed from the metadata database."""
 
-    async def recorded_end(self, stream_id: int) -> int:
-        """A stream's end offset as the metadata database records it (of a stream led elsewhere).
-
-        Raises:
-            StreamNotFound: no such stream.
-        """
+    async def recorded_ends(self, stream_ids: Sequence[int]) -> dict[int, int]:
+        """The end offsets the metadata database records for these streams (led elsewhere), in one
+        query; a stream that does not exist is left out."""

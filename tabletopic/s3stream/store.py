@@ -461,13 +461,13 @@ class S3StreamStore:
                     if stream is not None:
                         stream.set_ranges(ranges)
 
-    async def recorded_end(self, stream_id: int) -> int:
-        """The end offset of a stream as the metadata database records it (cluster mode: of a
-        stream another node may hold; what it acknowledged since may be missing). Raises
-        StreamNotFound."""
+    async def recorded_ends(self, stream_ids: Sequence[int]) -> dict[int, int]:
+        """The end offsets of streams as the metadata database records them (cluster mode: of
+        streams another node may hold; what it acknowledged since may be missing), in one query;
+        a stream that does not exist is left out."""
         state = self.state
-        _, end = await state.db(state.meta.load_stream, stream_id)
-        return end
+        ends = await state.db(state.meta.stream_ends, stream_ids)
+        return {stream_id: end for stream_id, (end, _) in ends.items()}
 
     def stream_ids(self) -> list[int]:
         return list(self.state.streams)

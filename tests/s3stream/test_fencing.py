@@ -155,7 +155,7 @@ async def test_a_deposed_owner_commits_nothing_from_its_later_uploads_either(sha
     for append in (first, second):
         with pytest.raises(StreamFenced):
             await append
-    assert await b.recorded_end(sid) == 0
+    assert await b.recorded_ends([sid]) == {sid: 0}
     assert await b.append(sid, b"z" * 100, 1) == 0
     c = await shared.open(owned_only=True)
     assert (await c.open_stream(sid, 3, owner=3)).end_offset == 1

@@ -165,7 +165,7 @@ class TransactionCoordinator(Driver):
                 _answer(await self.confirmed(transactional_id, refusal))
             joining = self.machine.to_join(transactional_id, wanted)
             joining += [key for key in wanted if key not in joining and not self._exists(*key)]
-            starts = await asyncio.gather(*(self.participants.joining(t, p) for t, p in joining))
+            starts = await self.participants.joining(joining)
             found: dict[tuple[str, int], TxnPartition | None] = dict(zip(joining, starts, strict=True))
             event = functools.partial(
                 self.machine.add_partitions, transactional_id, producer_id, epoch, wanted, found, _now_ms()
@@ -215,10 +215,10 @@ class TransactionCoordinator(Driver):
         self, transactional_id: str, producer_id: int, epoch: int, stream_id: int, topic: str, partition: int
     ) -> ErrorCode:
         """:meth:`check_produce` on a node; in a cluster against the transaction's row (see
-        :meth:`Participants.verify_produce`)."""
+        :mod:`.verification`)."""
         if not self.clustered:
             return self.check_produce(transactional_id, producer_id, epoch, stream_id)
-        return await self.participants.verify_produce(
+        return await self.participants.verifier.verify(
             transactional_id, producer_id, epoch, stream_id, topic, partition
         )
 

@@ -3,9 +3,9 @@
 A partition's leader keeps its open and aborted transactions (:class:`PartitionTransactions`),
 appends the markers (here for its own coordinator, or asked by another broker's through
 WriteTxnMarkers), refuses a marker from a deposed coordinator and, in a cluster, verifies a
-transactional produce against the transaction's row. A group's coordinator commits a committed
-transaction's offsets (:class:`GroupOffsets`), in a cluster from ``txn_pending_offsets`` where
-TxnOffsetCommit left them.
+transactional produce against the transaction's row (:mod:`.verification`). A group's coordinator
+commits a committed transaction's offsets (:class:`GroupOffsets`), in a cluster from
+``txn_pending_offsets`` where TxnOffsetCommit left them.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.transactions.model import PendingOffset, TxnOffsets, TxnPartition, TxnState
+from tabletopic.broker.transactions.model import PendingOffset, TxnOffsets, TxnPartition
 from tabletopic.broker.transactions.partitions import PartitionTransactions
 from tabletopic.broker.transactions.ports import TxnBroker
 from tabletopic.broker.transactions.store import TxnStore
+from tabletopic.broker.transactions.verification import ProduceVerifier
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.encoder import build_control_batch
 from tabletopic.records.transactions import ControlType
@@ -91,21 +92,41 @@ class Participants:
         self._store = store
         self.partitions = PartitionTransactions()
         self.group_offsets = GroupOffsets()
-        # Cluster mode: (stream id, producer id) -> (transactional id, epoch) a transactional
-        # produce was verified for against the database, until its marker.
-        self._verified: dict[tuple[int, int], tuple[str, int]] = {}
+        self.verifier = ProduceVerifier(store)
         # The newest coordinator epoch that wrote a marker for a producer id; a marker from an
         # older (deposed) coordinator is refused, as Kafka does.
         self._marker_epochs: dict[int, int] = {}
 
-    async def joining(self, topic_name: str, index: int) -> TxnPartition | None:
-        """Where the partition would join a transaction now (None: no such partition)."""
+    async def joining(self, partitions: Sequence[tuple[str, int]]) -> list[TxnPartition | None]:
+        """Where each partition would join a transaction now (None: no such partition), at a lower
+        bound of any offset the transaction writes next in its stream: the stream's end here, or
+        (cluster, another broker leads it) its end as the metadata database last recorded it. The
+        streams led elsewhere are read in one query: a transaction usually adds all its partitions
+        in one AddPartitionsToTxn, and its producer waits for the answer before it writes."""
+        located = [(topic, index, self._stream_of(topic, index)) for topic, index in partitions]
+        stream_ids = {stream_id for _, _, stream_id in located if stream_id is not None}
+        shared = self._shared_store
+        elsewhere = [
+            stream_id
+            for stream_id in stream_ids
+            if shared is not None and shared.owned_only and not shared.is_open(stream_id)
+        ]
+        ends = await shared.recorded_ends(elsewhere) if shared is not None and elsewhere else {}
+        for stream_id in stream_ids.difference(elsewhere):
+            try:
+                ends[stream_id] = self._broker.store.stream_info(stream_id).end_offset
+            except StreamError:
+                pass  # deleted meanwhile: no such partition
+        return [
+            TxnPartition(topic_name, index, stream_id, ends[stream_id])
+            if stream_id is not None and stream_id in ends
+            else None
+            for topic_name, index, stream_id in located
+        ]
+
+    def _stream_of(self, topic_name: str, index: int) -> int | None:
         topic = self._broker.topics.get(topic_name)
-        if topic is None or not 0 <= index < topic.partition_count:
-            return None
-        stream_id = topic.streams[index]
-        start = await self._stream_end(stream_id)
-        return None if start is None else TxnPartition(topic_name, index, stream_id, start)
+        return topic.streams[index] if topic is not None and 0 <= index < topic.partition_count else None
 
     @functools.cached_property
     def _shared_store(self) -> SharedStreamStore | None:
@@ -114,19 +135,6 @@ class Participants:
         store = self._broker.store
         return store if isinstance(store, SharedStreamStore) else None
 
-    async def _stream_end(self, stream_id: int) -> int | None:
-        """A lower bound of any offset the transaction writes next in the stream: its end here,
-        or (cluster, another broker leads it) its end as the metadata database last recorded it;
-        None for a stream that does not exist."""
-        store = self._broker.store
-        shared = self._shared_store
-        try:
-            if shared is not None and shared.owned_only and not shared.is_open(stream_id):
-                return await shared.recorded_end(stream_id)
-            return store.stream_info(stream_id).end_offset
-        except StreamError:
-            return None
-
     async def partitions_gained(self, stream_ids: Sequence[int]) -> None:
         """Cluster mode: this broker now leads these streams; rebuild their open transactions
         (from every unfinished transaction that added them: the stream offset it joined at bounds
@@ -134,9 +142,7 @@ class Participants:
         open_txns, aborted = await asyncio.to_thread(self._store.load_for_streams, list(stream_ids))
         for stream_id in stream_ids:
             self.partitions.forget_stream(stream_id)
-        gained = set(stream_ids)
-        for key in [k for k in self._verified if k[0] in gained]:
-            del self._verified[key]
+        self.verifier.forget_streams(set(stream_ids))
         for stream_id, pid, first, last in aborted:
             self.partitions.add_aborted(stream_id, pid, first, last)
         for stream_id, pid, start in open_txns:
@@ -155,6 +161,7 @@ class Participants:
         the transaction there (an abort enters the aborted index, from its first batch, else
         ``start``, else the marker). Returns the marker's offset. Raises StreamError."""
         control = ControlType.COMMIT if commit else ControlType.ABORT
+        self.verifier.marker_begins()
         marker = build_control_batch(
             control, producer_id, producer_epoch, coordinator_epoch=coordinator_epoch, timestamp=_now_ms()
         )
@@ -182,7 +189,7 @@ class Participants:
             await asyncio.to_thread(self._store.add_aborted, [entry])
             self.partitions.add_aborted(*entry)
         self.partitions.end(stream_id, producer_id)
-        self._verified.pop((stream_id, producer_id), None)
+        self.verifier.marker_written(stream_id, producer_id)
         return offset
 
     def accept_marker(self, producer_id: int, coordinator_epoch: int) -> bool:
@@ -192,25 +199,6 @@ class Participants:
             return False
         self._marker_epochs[producer_id] = coordinator_epoch
         return True
-
-    async def verify_produce(
-        self, transactional_id: str, producer_id: int, epoch: int, stream_id: int, topic: str, partition: int
-    ) -> ErrorCode:
-        """Cluster mode: the leader of the partition is usually not the transaction's coordinator,
-        so it checks the transaction's row in the database (written by AddPartitionsToTxn before it
-        answered) once per transaction and partition, as KIP-890's verification asks the
-        coordinator; the marker ends what was verified."""
-        if self._verified.get((stream_id, producer_id)) == (transactional_id, epoch):
-            return ErrorCode.none
-        txn = await asyncio.to_thread(self._store.load_one, transactional_id)
-        if txn is None or txn.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if epoch < txn.producer_epoch:
-            return ErrorCode.invalid_producer_epoch
-        if txn.state is not TxnState.ONGOING or (topic, partition) not in txn.partitions:
-            return ErrorCode.invalid_txn_state
-        self._verified[(stream_id, producer_id)] = (transactional_id, epoch)
-        return ErrorCode.none
 
     async def keep_pending_offsets(self, commit: TxnOffsets) -> None:
         """Cluster mode, the group's coordinator: keep a transaction's offsets in the database
