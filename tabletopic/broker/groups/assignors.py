@@ -99,16 +99,21 @@ def uniform(
             result[owner].add(tp)
         else:
             unassigned.append(tp)
-    # Partitions a member of their rack could take go first, to such a member while it is below its
-    # share; then the others, to whoever has the fewest.
-    unassigned.sort(key=lambda tp: not rack_served(tp))
+    # First every partition a member of its rack can take while below its share goes to such a
+    # member; only then the rest, to whoever has the fewest. Taken in one pass, a partition whose
+    # own rack's members were full could fill a member's share with another rack's partition and
+    # leave that partition to a member of a third rack.
+    leftover: list[TopicPartition] = []
     for tp in unassigned:
+        local = [m for m in subscribers.get(tp[0], []) if racks.same(m, tp) and len(result[m]) < quota[m]]
+        if local:
+            result[min(local, key=lambda m: (len(result[m]), m))].add(tp)
+        else:
+            leftover.append(tp)
+    for tp in leftover:
         candidates = subscribers.get(tp[0], [])
         if candidates:
-            chosen = min(
-                candidates,
-                key=lambda m: (len(result[m]) >= quota[m], not racks.same(m, tp), len(result[m]), m),
-            )
+            chosen = min(candidates, key=lambda m: (len(result[m]) >= quota[m], len(result[m]), m))
             result[chosen].add(tp)
     _rebalance(result, subscriptions)
     return {m: frozenset(tps) for m, tps in result.items()}

@@ -164,6 +164,19 @@ def test_racks_never_unbalance_an_assignment(assignor: Any) -> None:
     assert sorted(len(v) for v in result.values()) == [2, 2, 2]
 
 
+@pytest.mark.parametrize("assignor", [uniform, range_])
+def test_a_full_racks_partition_does_not_take_the_place_of_another_racks_own(assignor: Any) -> None:
+    """Rack c leads three partitions (0, 1, 4), rack b two (3, 5), rack a one (2); a member in each
+    and a share of two. Partition 4 cannot go to rack c's full member and must go to rack a's, whose
+    second place it fills, not to rack b's, whose second place is partition 5's. Taken in partition
+    order, the rack b member (first by id) took 4, and partition 5 went across racks."""
+    racks = Racks({"m1-b": "b", "m2-a": "a", "m3-c": "c"}, {("t", p): "ccabcb"[p] for p in range(6)})
+    result = assignor({m: frozenset({"t"}) for m in racks.members}, {"t": 6}, {}, racks)
+    assert sorted(len(v) for v in result.values()) == [2, 2, 2]
+    same_rack = sum(racks.same(m, tp) for m, tps in result.items() for tp in tps)
+    assert same_rack == 5, result
+
+
 def test_uniform_moves_a_partition_to_its_rack_only_where_a_member_is_there() -> None:
     subs = {"x": frozenset({"t"}), "y": frozenset({"t"})}
     current = {"x": frozenset({("t", 1), ("t", 4)}), "y": frozenset({("t", 0), ("t", 3)})}
