@@ -47,6 +47,11 @@ FAST_CLUSTER = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "4000",
     "transaction.state.log.num.partitions": "3",
+    # A librdkafka transactional producer whose group coordinator dies can stall in
+    # send_offsets_to_transaction (librdkafka issues 5456 and 5511) until one of its connections is
+    # closed; the brokers close idle ones after 20 s (Kafka's default is 10 minutes), so a test that
+    # meets the stall waits seconds, not minutes (docs/configuration.md, connections.max.idle.ms).
+    "connections.max.idle.ms": "20000",
     "log.cleaner.backoff.ms": "1000",
     # The controller merges the brokers' small objects often; replaced objects stay readable for
     # the grace, longer than a table job between locating its slices and reading them here.
