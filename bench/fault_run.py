@@ -1,13 +1,13 @@
 """A user's workload through random faults on a 3-broker cluster, judged as the user would judge it.
 
 PostgreSQL + SeaweedFS + 3 brokers (racks a, b, c) on loopback, on the test cluster's settings
-(the shared WAL, or ``--wal object`` at 20 ms; heartbeat 0.5 s, broker session timeout 3 s); a
-12-partition topic and a 3-partition
-table topic, each written by an idempotent acks=all producer at ``--rate`` records a second; a
-consumer group of two confluent-kafka members on the topic. Every ``--every`` seconds (drawn from a
-range) one fault, chosen at random: SIGKILL of a broker or of the controller (restarted 3 s later),
-SIGSTOP of a broker for 8 s, SIGTERM of a broker (restarted), SeaweedFS paused for 5 s, PostgreSQL
-restarted. The run acts as the brokers' supervisor too: a broker that ended with exit code 75 (it left
+(the shared WAL, or ``--wal object`` at 20 ms; heartbeat 0.5 s, broker session timeout 3 s); a topic
+of ``--partitions`` (12) and a 3-partition table topic, each written by an idempotent acks=all
+producer at ``--rate`` records a second; a consumer group of two confluent-kafka members on the
+topic. Every ``--every`` seconds (drawn from a range) one fault, chosen at random: SIGKILL of a
+broker or of the controller (restarted 3 s later), SIGSTOP of a broker for 8 s, SIGTERM of a broker
+(restarted), SeaweedFS paused for 5 s, PostgreSQL restarted.
+The run acts as the brokers' supervisor too: a broker that ended with exit code 75 (it left
 the cluster: paused past its lease on the shared WAL, its WAL was taken over) is started again, as
 systemd or Kubernetes would. Then the writing stops and the run reports:
 
@@ -20,7 +20,8 @@ systemd or Kubernetes would. Then the writing stops and the run reports:
   window around the fault (the target: <= 10 s),
 - brokers that hung (did not answer Metadata within 10 s at the end).
 
-Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--every 20-40] [--seed N] [--wal shared|object]
+Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--partitions 12] [--every 20-40] [--seed N]
+       [--wal shared|object]
        [--faults "kill -9 controller,SIGTERM"] [--keep]
 """
 
@@ -57,7 +58,7 @@ from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
 from tests.support.table_node import DeliveryLog, table_configs, table_positions  # noqa: E402
 
-PARTITIONS, TABLE_PARTITIONS = 12, 3
+TABLE_PARTITIONS = 3
 RACKS = {1: "a", 2: "b", 3: "c"}
 FAULTS = (
     "kill -9 broker",
@@ -102,9 +103,13 @@ class Writer:
             while sent < int((time.monotonic() - started) * self.rate):
                 value = f"{self.topic}-{sent}".encode()
                 key = str(sent).encode()
-                self._producer.produce(
-                    self.topic, value, key, partition=sent % self.partitions, on_delivery=self._delivered
-                )
+                try:
+                    self._producer.produce(
+                        self.topic, value, key, partition=sent % self.partitions, on_delivery=self._delivered
+                    )
+                except BufferError:  # librdkafka's queue is full while partitions move: wait, as users do
+                    self._producer.poll(0.1)
+                    continue
                 sent += 1
             self._producer.poll(0.01)
 
@@ -122,6 +127,7 @@ class Group:
 
     bootstrap: str
     topic: str
+    partitions: int
     group_id: str = field(default_factory=lambda: f"fault-run-{uuid.uuid4().hex[:6]}")
     seen: Counter[bytes] = field(default_factory=Counter)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -157,7 +163,7 @@ class Group:
     def committed_at_end(self) -> bool:
         probe = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id})
         try:
-            tps = [TopicPartition(self.topic, p) for p in range(PARTITIONS)]
+            tps = [TopicPartition(self.topic, p) for p in range(self.partitions)]
             committed = probe.committed(tps, timeout=10)
             ends = [probe.get_watermark_offsets(tp, timeout=10)[1] for tp in tps]
             return [tp.offset for tp in committed] == ends
@@ -370,17 +376,17 @@ def answers(cluster: LocalCluster, node: int) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=int, default=300)
+    parser.add_argument("--partitions", type=int, default=12, help="partitions of the plain topic")
     run = fault_arguments(parser)
     with run.rig("faults") as (cluster, postgres, s3):
         topic, table_topic = "orders", "orders-table"
-        create_topic(cluster.bootstrap, topic, PARTITIONS)
+        create_topic(cluster.bootstrap, topic, run.args.partitions)
         create_topic(
             cluster.bootstrap, table_topic, TABLE_PARTITIONS, table_configs(commit_interval_ms="2000")
         )
-        writers = [
-            Writer(cluster.bootstrap, t, n, run.args.rate) for t, n in ((topic, PARTITIONS), (table_topic, 3))
-        ]
-        group = Group(cluster.bootstrap, topic).start()
+        shapes = ((topic, run.args.partitions), (table_topic, TABLE_PARTITIONS))
+        writers = [Writer(cluster.bootstrap, t, n, run.args.rate) for t, n in shapes]
+        group = Group(cluster.bootstrap, topic, run.args.partitions).start()
         faults = run.faults(cluster, postgres, s3)
         last_fault_end = faults[-1][2] if faults else time.monotonic()
         for writer in writers:

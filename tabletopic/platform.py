@@ -49,6 +49,7 @@ from tabletopic.config import (
     write_endpoints,
 )
 from tabletopic.ids import LeaderEpoch
+from tabletopic.loop_watch import LoopWatch
 from tabletopic.s3stream import settings as s3stream_settings
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.s3stream.config import shared_wal_path
@@ -75,6 +76,9 @@ log = logging.getLogger(__name__)
 # controlled.shutdown.timeout.ms, 10 s by default); past this it logs what it still waits on,
 # which a supervisor's SIGKILL would otherwise leave unexplained.
 SHUTDOWN_REPORT_S = 20.0
+# An event loop blocked this long is logged with what it was running: past a heartbeat interval,
+# requests queue up and lease renewals wait.
+LOOP_STALL_REPORT_S = 0.5
 
 
 class BrokerTopics:
@@ -508,6 +512,7 @@ def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, S
 async def serve(config: Config, started: asyncio.Event | None = None) -> None:
     """Run a node until SIGINT/SIGTERM."""
     allocator.tune_for_large_buffers()
+    watch = LoopWatch(LOOP_STALL_REPORT_S).start()
     platform = Platform.create(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -549,3 +554,4 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
     finally:
         with StallReport("shutdown", SHUTDOWN_REPORT_S, log):
             await platform.stop()
+        watch.stop()

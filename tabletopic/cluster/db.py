@@ -344,10 +344,24 @@ class ClusterMetadata:
         self, node_id: NodeId, node_epoch: BrokerEpoch, lease_s: float
     ) -> ControllerEpoch | None:
         """Take the controller lease if it is free, expired, or held by an older incarnation of this
-        broker; returns the new controller epoch, or None."""
-        c = controller_table
+        broker; returns the new controller epoch, or None.
+
+        Only a live incarnation may: one whose lease lapsed or whose shared WAL was taken over
+        (stopped) learns it is over a moment later, and as controller meanwhile it would plan from a
+        cluster it is no longer part of and hold the lease from the brokers that are."""
+        c, n = controller_table, nodes_table
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(c).where(c.c.id == 1).with_for_update()).first()
+            live = conn.execute(
+                sa.select(n.c.node_id).where(
+                    n.c.node_id == node_id,
+                    n.c.node_epoch == node_epoch,
+                    n.c.state == "alive",
+                    n.c.lease_expires > sa.func.now(),
+                )
+            ).first()
+            if live is None:
+                return None
             if row is None:
                 conn.execute(
                     sa.insert(c).values(
@@ -393,11 +407,16 @@ class ClusterMetadata:
             return result.rowcount == 1
 
     def _check_controller(self, conn: Connection, node_id: NodeId, controller_epoch: ControllerEpoch) -> None:
+        """Raise NotController unless this controller epoch holds the lease, and keep it so until
+        the caller's transaction ends. FOR KEY SHARE: a contender's ``acquire_controller`` (FOR
+        UPDATE) waits for the round, while the controller's own renewal (an UPDATE of the lease)
+        does not: a round over thousands of partitions takes seconds under load, and a renewal
+        queued behind it let the controller's lease lapse in the middle of a failover."""
         c = controller_table
         row = conn.execute(
             sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now())
             .where(c.c.id == 1)
-            .with_for_update()
+            .with_for_update(read=True, key_share=True)
         ).first()
         if row is None or row[0] != node_id or row[1] != controller_epoch or not row[2]:
             raise NotController(f"broker {node_id} no longer holds controller epoch {controller_epoch}")

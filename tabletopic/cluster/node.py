@@ -1,6 +1,8 @@
-"""One broker's membership in the cluster, on its event loop: registration, lease renewal, the
-controller role when this broker holds the lease, and a current :class:`ClusterSnapshot` that the
-broker reads (leaders, live brokers) and is told about when it changes.
+"""One broker's membership in the cluster, on its event loop: registration, the controller role
+when this broker holds the lease, and a current :class:`ClusterSnapshot` that the broker reads
+(leaders, live brokers) and is told about when it changes. The leases (the broker's and the
+controller's) are renewed on threads of their own (:mod:`~tabletopic.cluster.renewal`), so that
+neither a busy loop nor a slow database call of the loop's delays a renewal.
 
 Waiting: a LISTEN thread wakes the loop on every NOTIFY (a node joined or left, leaders or topics
 changed), so a decision reaches every broker within a round trip; the loop also polls every
@@ -40,11 +42,14 @@ from tabletopic.cluster.db import (
     Version,
     run_listener,
 )
+from tabletopic.cluster.renewal import Renewal
 from tabletopic.config import Config
 from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.tasks import cancel_and_wait, woken
 
 log = logging.getLogger(__name__)
+STUCK_LOG = RateLimitedLog(log)
 T = TypeVar("T")
 
 # A controller plans a full round at least this often even when nothing seems to have changed: what
@@ -143,6 +148,9 @@ class ClusterNode:
         self._tasks: list[asyncio.Task[None]] = []
         self._listener: threading.Thread | None = None
         self._last_renewal = 0.0
+        self._loop_seen = 0.0  # when the event loop last ran its lease task (see _may_renew)
+        self._load_report: dict[str, list[int]] = {}  # what the next renewal reports, made on the loop
+        self._renewals: list[Renewal[Any]] = []
         self._read_once = False  # the snapshot came from the database (incremental reads may start)
         # The controller's view when it last planned a full round (see ``_plan_due``).
         self._replan = True
@@ -184,11 +192,25 @@ class ClusterNode:
         self.node_epoch = await self._db(
             self.meta.register, self.node_id, self.settings.rack, endpoints, self._lease_s, self.wal
         )
-        self._last_renewal = time.monotonic()
+        self._last_renewal = self._loop_seen = time.monotonic()
         log.info("broker %d joined the cluster with node epoch %d", self.node_id, self.node_epoch)
+        interval = self.settings.heartbeat_ms / 1000
+        self._renewals = [
+            Renewal("cluster-lease", interval, self._renew_node, self._node_renewed, self._may_renew, loop),
+            Renewal(
+                "controller-lease",
+                interval,
+                self._renew_controller,
+                self._controller_renewed,
+                lambda: self.controller_epoch is not None and self._may_renew(),
+                loop,
+            ),
+        ]
+        for renewal in self._renewals:
+            renewal.start()
         await self._refresh()
         self._tasks = [
-            asyncio.create_task(self._renew_loop(), name="cluster-renew"),
+            asyncio.create_task(self._lease_loop(), name="cluster-lease"),
             asyncio.create_task(self._main_loop(), name="cluster-main"),
         ]
 
@@ -196,6 +218,8 @@ class ClusterNode:
         """Leave: the lease ends now, so the controller moves what is left at once."""
         await cancel_and_wait(self._tasks)
         self._tasks = []
+        for renewal in self._renewals:
+            await renewal.stop(self._lease_s)
         if not self.fenced:
             try:
                 await self._db(self.meta.set_state, self.node_id, self.node_epoch, "stopped", True)
@@ -273,44 +297,80 @@ class ClusterNode:
             except Exception:
                 log.exception("cluster notification handler failed")
 
-    async def _renew_loop(self) -> None:
-        interval = self.settings.heartbeat_ms / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self._db(self.meta.renew, self.node_id, self.node_epoch, self._lease_s, self._load())
-                self._last_renewal = time.monotonic()
-                if self.expired:
-                    log.info(
-                        "lease renewed again: broker %d leads what the controller gives it", self.node_id
-                    )
-                    self.expired = False
-                    self._wake.set()
-            except NodeFenced as exc:
-                log.error("%s: this broker stops leading anything", exc)
-                self.leave(str(exc))
+    # Leases: renewed on threads of their own (see ``renewal.py``), judged here on the loop.
+
+    def _may_renew(self) -> bool:
+        """Asked on the renewal threads: not once the incarnation is over, nor while the event loop
+        has not run for a whole lease. A broker whose loop is stuck answers nobody, and must let its
+        lease lapse so that its partitions move."""
+        if self.fenced:
+            return False
+        stuck = time.monotonic() - self._loop_seen
+        if stuck <= self._lease_s:
+            return True
+        STUCK_LOG.warning(
+            "stuck", "the event loop has not run for %.1f s: broker %d no longer renews its lease", stuck,
+            self.node_id,
+        )  # fmt: skip
+        return False
+
+    def _renew_node(self) -> float:
+        """Renew; returns when the renewal began (the database extended the lease after that)."""
+        began = time.monotonic()
+        self.meta.renew(self.node_id, self.node_epoch, self._lease_s, self._load_report)
+        return began
+
+    def _node_renewed(self, outcome: float | Exception) -> None:
+        if self.fenced:
+            return
+        if isinstance(outcome, NodeFenced):
+            log.error("%s: this broker stops leading anything", outcome)
+            self.leave(str(outcome))
+            self._wake.set()
+        elif isinstance(outcome, Exception):
+            log.warning("lease renewal failed: %s", outcome)
+            self._check_lease()
+        else:
+            self._last_renewal = max(self._last_renewal, outcome)
+            if self.expired:
+                log.info("lease renewed again: broker %d leads what the controller gives it", self.node_id)
+                self.expired = False
                 self._wake.set()
-                return
-            except Exception as exc:
-                log.warning("lease renewal failed: %s", exc)
-                if not self.expired and time.monotonic() - self._last_renewal > self._lease_s:
-                    # Others may lead our partitions now; stream fencing already refuses our
-                    # commits, and we stop serving reads too until a renewal succeeds.
-                    log.error("lease expired without renewal: this broker stops leading anything")
-                    self.expired = True
-                    self._wake.set()
-                continue
-            if self.controller_epoch is not None:
-                try:
-                    held = await self._db(
-                        self.meta.renew_controller, self.node_id, self.controller_epoch, self._lease_s
-                    )
-                except Exception as exc:
-                    log.warning("controller lease renewal failed: %s", exc)
-                    held = False
-                if not held:
-                    log.warning("broker %d lost the controller lease", self.node_id)
-                    self.controller_epoch = None
+
+    def _check_lease(self) -> None:
+        """Stop leading once no renewal succeeded for a whole lease: others may lead our partitions
+        now. Stream fencing already refuses our commits; reads stop too until a renewal succeeds."""
+        if not self.expired and not self.fenced and time.monotonic() - self._last_renewal > self._lease_s:
+            log.error("lease expired without renewal: this broker stops leading anything")
+            self.expired = True
+            self._wake.set()
+
+    def _renew_controller(self) -> tuple[ControllerEpoch, bool] | None:
+        epoch = self.controller_epoch
+        if epoch is None:
+            return None
+        return epoch, self.meta.renew_controller(self.node_id, epoch, self._lease_s)
+
+    def _controller_renewed(self, outcome: tuple[ControllerEpoch, bool] | Exception | None) -> None:
+        if isinstance(outcome, Exception):
+            log.warning("controller lease renewal failed: %s", outcome)
+            self._controller_lost(self.controller_epoch)
+        elif outcome is not None and not outcome[1]:
+            self._controller_lost(outcome[0])
+
+    def _controller_lost(self, epoch: ControllerEpoch | None) -> None:
+        if epoch is not None and epoch == self.controller_epoch:
+            log.warning("broker %d lost the controller lease", self.node_id)
+            self.controller_epoch = None
+
+    async def _lease_loop(self) -> None:
+        """On the loop, every heartbeat: show the renewal threads that the loop runs, hand them the
+        load to report, and notice a lease that lapsed without a failed renewal (one that hangs)."""
+        while True:
+            self._loop_seen = time.monotonic()
+            self._load_report = self._load()
+            self._check_lease()
+            await asyncio.sleep(self.settings.heartbeat_ms / 1000)
 
     async def _main_loop(self) -> None:
         poll = self.settings.heartbeat_ms / 4000

@@ -20,14 +20,19 @@ def test_a_controller_stalled_mid_transaction_loses_its_locks_and_the_lease_move
     engine = database.create_engine(postgres_url, idle_transaction_timeout_ms=500)
     meta = ClusterMetadata(engine)
     meta.migrate()
-    assert meta.acquire_controller(1, 1, lease_s=0.2) == 1
+    epochs = {
+        node: meta.register(node, None, {"PLAINTEXT": ("127.0.0.1", 9092)}, lease_s=30) for node in (1, 2)
+    }
+    assert meta.acquire_controller(1, epochs[1], lease_s=0.2) == 1
     stalled = engine.connect()
     stalled.begin()  # the controller's round, frozen after locking its row
     stalled.execute(sa.select(controller_table).with_for_update()).all()
     time.sleep(0.3)  # the subject: its 0.2 s lease runs out while it holds the row
 
     taken: list[int | None] = []
-    contender = threading.Thread(target=lambda: taken.append(meta.acquire_controller(2, 1, lease_s=3.0)))
+    contender = threading.Thread(
+        target=lambda: taken.append(meta.acquire_controller(2, epochs[2], lease_s=3.0))
+    )
     started = time.monotonic()
     contender.start()
     contender.join(timeout=15)
@@ -36,4 +41,60 @@ def test_a_controller_stalled_mid_transaction_loses_its_locks_and_the_lease_move
     with pytest.raises(sa.exc.DBAPIError):  # the server ended the stalled session
         stalled.execute(sa.select(1))
     stalled.close()
+    engine.dispose()
+
+
+def test_only_a_live_incarnation_takes_the_controller_lease(postgres_url: str) -> None:
+    """A broker whose shared WAL was taken over (its row says stopped) or whose lease lapsed learns
+    that its incarnation is over a moment later; taking the free controller lease meanwhile, it
+    would hold it from the brokers that are still in the cluster (a fault run saw a broker woken
+    from SIGSTOP become controller 40 ms after it was told to leave)."""
+    engine = database.create_engine(postgres_url)
+    meta = ClusterMetadata(engine)
+    meta.migrate()
+    endpoints = {"PLAINTEXT": ("127.0.0.1", 9092)}
+    with engine.begin() as conn:  # no controller: the lease is free for whoever may take it
+        conn.execute(sa.update(controller_table).values(node_id=None))
+    taken_over = meta.register(11, None, endpoints, lease_s=30)
+    meta.set_state(11, taken_over, "stopped", expire=True)  # what a WAL takeover writes
+    lapsed = meta.register(12, None, endpoints, lease_s=-1)
+    live = meta.register(13, None, endpoints, lease_s=30)
+
+    assert meta.acquire_controller(11, taken_over, lease_s=30) is None
+    assert meta.acquire_controller(12, lapsed, lease_s=30) is None
+    assert meta.acquire_controller(13, live - 1, lease_s=30) is None  # an older incarnation
+    assert meta.acquire_controller(13, live, lease_s=30) is not None
+    engine.dispose()
+
+
+def test_a_controller_round_holds_off_contenders_but_not_its_own_renewal(postgres_url: str) -> None:
+    """A round over thousands of partitions takes seconds under load. A renewal that waited for it
+    let the controller's lease lapse in the middle of a failover; a contender must still wait, so
+    that no second controller decides while the round writes."""
+    engine = database.create_engine(postgres_url)
+    meta = ClusterMetadata(engine)
+    meta.migrate()
+    endpoints = {"PLAINTEXT": ("127.0.0.1", 9092)}
+    with engine.begin() as conn:
+        conn.execute(sa.update(controller_table).values(node_id=None))
+    controller, contender = (meta.register(n, None, endpoints, lease_s=30) for n in (21, 22))
+    epoch = meta.acquire_controller(21, controller, lease_s=0.5)
+    assert epoch is not None
+    with engine.connect() as round_conn, round_conn.begin():
+        meta._check_controller(round_conn, 21, epoch)  # the round's lock, held until it commits
+        renewed: list[bool] = []
+        renewal = threading.Thread(target=lambda: renewed.append(meta.renew_controller(21, epoch, 0.5)))
+        renewal.start()
+        renewal.join(timeout=5)
+        assert renewed == [True], "the controller's renewal waited for its own round to end"
+        taken: list[int | None] = []
+        waiting = threading.Thread(target=lambda: taken.append(meta.acquire_controller(22, contender, 30)))
+        waiting.start()
+        time.sleep(1.0)  # the subject: the lease (0.5 s) ran out while the round still runs
+        assert waiting.is_alive() and not taken, "a contender took the lease in the middle of a round"
+    waiting.join(timeout=15)
+    assert taken, "the contender still waits after the round ended"
+    # Its answer is the database's as of when it began to wait (now() is a transaction's start);
+    # the next try, as a broker's next round makes, finds the lapsed lease.
+    assert meta.acquire_controller(22, contender, lease_s=30) is not None
     engine.dispose()
