@@ -15,6 +15,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 import sqlalchemy.orm
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 log = logging.getLogger(__name__)
@@ -212,6 +213,29 @@ def text_to_utf8_bytes(table: str, keys: Sequence[str], old: str, new: str) -> M
             conn.execute(update, {"value": row[-1], **{f"k{i}": v for i, v in enumerate(row[:-1])}})
 
     return run
+
+
+def upsert_newer(
+    conn: Connection,
+    table: sa.Table,
+    key: sa.Column[int],
+    newer: sa.Column[int],
+    rows: Sequence[dict[str, object]],
+) -> None:
+    """Insert ``rows``, or replace the stored row of the same ``key`` where ``newer`` is not below
+    the stored one's, in one statement (INSERT ... ON CONFLICT, on PostgreSQL and SQLite alike).
+
+    Read, delete, insert in a transaction instead lets two writers of one key both delete nothing
+    and both insert: the second fails on the primary key."""
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    statement = insert(table)
+    replaced = {c.name: statement.excluded[c.name] for c in table.columns if c is not key}
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=[key], set_=replaced, where=newer <= statement.excluded[newer.name]
+        ),
+        list(rows),
+    )
 
 
 def create_tables(*tables: sa.Table) -> Migration:

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
+from tabletopic import database
 from tabletopic.broker.topics import producer_snapshots_table
 from tabletopic.ids import ProducerEpoch
 from tabletopic.records.header import NO_PRODUCER_ID, BatchHeader, validate_batches
@@ -313,24 +314,13 @@ class ProducerStates:
         ]
 
         def write() -> None:
+            # Never replace a snapshot with one covering less: a deposed leader's last write (at
+            # release, or a periodic one) may land after its successor's. Older yet consistent, it
+            # would only lengthen replays, but once retention trims past its coverage the producers
+            # of the trimmed part would come back with old sequences.
             table = producer_snapshots_table
             with self._engine.begin() as conn:
-                stored = dict(
-                    conn.execute(
-                        sa.select(table.c.stream_id, table.c.end_offset).where(
-                            table.c.stream_id.in_([r["stream_id"] for r in rows])
-                        )
-                    ).all()
-                )
-                # Never replace a snapshot with one covering less: a deposed leader's last write
-                # (at release, or a periodic one) may land after its successor's. Older yet
-                # consistent, it would only lengthen replays, but once retention trims past its
-                # coverage the producers of the trimmed part would come back with old sequences.
-                fresh = [r for r in rows if stored.get(r["stream_id"], -1) <= r["end_offset"]]
-                if not fresh:
-                    return
-                conn.execute(sa.delete(table).where(table.c.stream_id.in_([r["stream_id"] for r in fresh])))
-                conn.execute(sa.insert(table), fresh)
+                database.upsert_newer(conn, table, table.c.stream_id, table.c.end_offset, rows)
 
         try:
             await asyncio.to_thread(write)
