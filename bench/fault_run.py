@@ -49,7 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
 from tabletopic.config import EXIT_REJOIN  # noqa: E402
 from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
@@ -178,38 +178,38 @@ class Group:
             thread.join(30)
 
 
-def read_back(
-    bootstrap: str, topic: str, ends: dict[int, int]
-) -> tuple[Counter[tuple[int, int]], Counter[bytes]]:
-    """Every (partition, offset) holding a record, and every value read, reading each partition up
-    to ``ends``."""
+def read_back(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[bytes, set[tuple[int, int]]]:
+    """Every value read, with the (partition, offset) places it was read at, reading each partition
+    up to ``ends``. A value at two places was written twice; one place read twice is the read's."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False}
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-    found: Counter[tuple[int, int]] = Counter()
-    values: Counter[bytes] = Counter()
+    places: dict[bytes, set[tuple[int, int]]] = {}
     reached = dict.fromkeys(ends, 0)
     errors: Counter[str] = Counter()
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 120 + len(ends) / 10
     try:
         while time.monotonic() < deadline and any(reached[p] < end for p, end in ends.items()):
             for msg in consumer.consume(1000, 1.0):
                 if msg.error() is None:
-                    found[(msg.partition(), msg.offset())] += 1
-                    values[msg.value() or b""] += 1
+                    places.setdefault(msg.value() or b"", set()).add((msg.partition(), msg.offset()))
                     reached[msg.partition()] = max(reached[msg.partition()], msg.offset() + 1)
                 else:
                     errors[f"partition {msg.partition()}: {msg.error()}"] += 1
         for p, end in sorted(ends.items()):
             if reached[p] < end:  # say what a partition that could not be read answers
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                print(f"  read back: partition {p} read to {reached[p]} of {end} (log {low} to {high})")
+                try:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                    log = f"log {low} to {high}"
+                except KafkaException as exc:
+                    log = f"its offsets unknown: {exc}"
+                print(f"  read back: partition {p} read to {reached[p]} of {end} ({log})")
         for error, count in errors.most_common(10):
             print(f"  read back: {error} ({count}x)")
     finally:
         consumer.close()
-    return found, values
+    return places
 
 
 def apply_fault(
@@ -267,14 +267,14 @@ def supervise(cluster: LocalCluster) -> None:
             print(f"         broker {node_id} exited with code {process.returncode}", flush=True)
 
 
-def worst_gap(writer: Writer, start: float, end: float) -> float:
+def worst_gap(writer: Writer, start: float, end: float) -> tuple[float, int, float]:
     """The longest any partition went without an acknowledgement, among gaps overlapping
-    ``[start, end]``."""
-    worst = 0.0
-    for times in writer.acked_at.values():
+    ``[start, end]``: its length, the partition and when it began."""
+    worst = (0.0, -1, start)
+    for partition, times in writer.acked_at.items():
         for before, after in itertools.pairwise(times):
-            if after >= start and before <= end:
-                worst = max(worst, after - before)
+            if after >= start and before <= end and after - before > worst[0]:
+                worst = (after - before, partition, before)
     return worst
 
 
@@ -414,10 +414,12 @@ def report(
     except TimeoutError:
         caught_up = f"never (missing {len(values - set(group.seen))} of {len(values)})"
     group.stop()
-    found, found_values = read_back(cluster.bootstrap, main_writer.topic, log.end_offsets())
+    places = read_back(cluster.bootstrap, main_writer.topic, log.end_offsets())
+    found = {place for at in places.values() for place in at}
     # Records librdkafka acknowledged without an offset are looked for by value (each is unique).
-    lost = len(log.acked - set(found)) + sum(1 for _, value in log.unplaced if value not in found_values)
-    duplicated = sum(1 for n in found_values.values() if n > 1)
+    lost = len(log.acked - found) + sum(1 for _, value in log.unplaced if value not in places)
+    twice = {value: sorted(at) for value, at in places.items() if len(at) > 1}
+    duplicated = len(twice)
     table = table_verdict(cluster, table_writer)
     hung = [n for n in cluster.running() if not answers(cluster, n)]
     unplaced = len(log.unplaced) + len(table_writer.log.unplaced)
@@ -426,17 +428,21 @@ def report(
           f"producer errors {len(main_writer.log.errors) + len(table_writer.log.errors)}")  # fmt: skip
     note = f"; {unplaced} acknowledged without an offset (looked for by value)" if unplaced else ""
     print(f"lost {lost}, duplicated {duplicated}; table: {table}{note}")
-    missing = [(f"{p}@{o}", log.values[(p, o)]) for p, o in sorted(log.acked - set(found))]
-    missing += [(f"{p}@?", value) for p, value in log.unplaced if value not in found_values]
+    missing = [(f"{p}@{o}", log.values[(p, o)]) for p, o in sorted(log.acked - found)]
+    missing += [(f"{p}@?", value) for p, value in log.unplaced if value not in places]
+    for value, at in list(twice.items())[:20]:  # each place as partition@offset
+        print(f"  duplicated: {value!r} at {', '.join(f'{p}@{o}' for p, o in at)}")
     for where, value in missing[:20]:  # partition@offset as acknowledged (? without an offset)
         print(f"  lost: {where} {value!r}")
     print(f"consumer group caught up and committed {caught_up} after the last fault (target <= 30 s)")
     print(f"brokers hung: {hung or 'none'}")
-    print(f"\n{'fault':<20} {'at s':>7} {'worst partition gap s':>22}")
+    print(f"\n{'fault':<20} {'at s':>7} {'worst partition gap s':>22}  partition, gap from s")
     first = faults[0][1] if faults else 0.0
+    gaps = []
     for kind, start, end in faults:
-        print(f"{kind:<20} {start - first:7.1f} {worst_gap(main_writer, start, end + 10):22.2f}")
-    gaps = [worst_gap(main_writer, s, e + 10) for _, s, e in faults]
+        gap, partition, began = worst_gap(main_writer, start, end + 10)
+        gaps.append(gap)
+        print(f"{kind:<20} {start - first:7.1f} {gap:22.2f}  {partition}, {began - first:.1f}")
     if gaps:
         print(f"worst unavailability per fault: max {max(gaps):.2f} s (target <= 10 s)")
     return not lost and not duplicated and table == "exact" and not caught_up.startswith("never") and not hung
