@@ -1,11 +1,11 @@
-"""Says when the event loop stalls, and where: a node whose loop is blocked answers nobody and
-renews no lease, and without this nothing in the log says why its partitions moved away.
+"""Says when the event loop stalls, and where: a node whose loop is blocked answers nobody (and,
+blocked for two leases, gives up its lease), and without this nothing in the log says why.
 
-A thread of its own posts a tick to the loop every ``interval``; a tick that has not run after
-``threshold_s`` means the loop is stuck in one callback. The thread then samples the loop thread's
-stack (what it is running now, not what it awaits) and, once the loop runs again, logs how long it
-stalled with the innermost frames of that sample. Rate-limited, so a loop that stalls often writes
-a line every ``report_interval_s`` with a count of the rest.
+A thread of its own posts a tick to the loop every ``interval_s``; a tick that has not run after
+``threshold_s`` means the loop is held in one callback, or starved of the interpreter lock by the
+node's other threads. The thread then samples the loop thread's stack (what it is running now, not
+what it awaits) and, once the loop runs again, logs how long it stalled with the innermost frames
+of that sample. At most one line in 10 s, which counts the stalls not logged since the last.
 """
 
 from __future__ import annotations
@@ -63,8 +63,7 @@ class LoopWatch:
             self.worst_s = max(self.worst_s, stalled)
             STALL_LOG.warning(
                 "loop-stall",
-                "the event loop was blocked for %.2f s (requests, lease renewals and timers waited); "
-                "it was running:\n%s",
+                "the event loop was blocked for %.2f s (requests and timers waited); it was running:\n%s",
                 stalled,
                 stack,
             )

@@ -77,7 +77,7 @@ log = logging.getLogger(__name__)
 # which a supervisor's SIGKILL would otherwise leave unexplained.
 SHUTDOWN_REPORT_S = 20.0
 # An event loop blocked this long is logged with what it was running: past a heartbeat interval,
-# requests queue up and lease renewals wait.
+# requests queue up and timers (lease checks, session timeouts) run late.
 LOOP_STALL_REPORT_S = 0.5
 
 

@@ -351,20 +351,19 @@ class ClusterNode:
             self._wake.set()
 
     def _renew_controller(self) -> tuple[ControllerEpoch, bool] | None:
+        """Renew the controller lease; returns the epoch renewed and whether it is still held (a
+        failed renewal counts as lost, as a controller unsure of its lease must not plan)."""
         epoch = self.controller_epoch
         if epoch is None:
             return None
-        return epoch, self.meta.renew_controller(self.node_id, epoch, self._lease_s)
+        try:
+            return epoch, self.meta.renew_controller(self.node_id, epoch, self._lease_s)
+        except Exception as exc:
+            log.warning("controller lease renewal failed: %s", exc)
+            return epoch, False
 
     def _controller_renewed(self, outcome: tuple[ControllerEpoch, bool] | Exception | None) -> None:
-        if isinstance(outcome, Exception):
-            log.warning("controller lease renewal failed: %s", outcome)
-            self._controller_lost(self.controller_epoch)
-        elif outcome is not None and not outcome[1]:
-            self._controller_lost(outcome[0])
-
-    def _controller_lost(self, epoch: ControllerEpoch | None) -> None:
-        if epoch is not None and epoch == self.controller_epoch:
+        if isinstance(outcome, tuple) and not outcome[1] and outcome[0] == self.controller_epoch:
             log.warning("broker %d lost the controller lease", self.node_id)
             self.controller_epoch = None
 
