@@ -17,14 +17,12 @@ partitions move.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
