@@ -512,8 +512,9 @@ def _job_runner(config: Config, catalog: CatalogComponent) -> tuple[JobRunner, S
 async def serve(config: Config, started: asyncio.Event | None = None) -> None:
     """Run a node until SIGINT/SIGTERM."""
     allocator.tune_for_large_buffers()
-    watch = LoopWatch(LOOP_STALL_REPORT_S).start()
     platform = Platform.create(config)
+    # From here: building the platform above blocks the loop by design, with nothing yet to serve.
+    watch = LoopWatch(LOOP_STALL_REPORT_S).start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
