@@ -562,12 +562,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return self._tls_principal or "User:ANONYMOUS"
 
     async def _sasl_request(self, request: Request) -> dict[str, Any]:
-        if self._sasl is None:
-            return {
-                "error_code": ErrorCode.illegal_sasl_state,
-                "mechanisms": [],
-                "error_message": "this listener does not use SASL",
-            }
+        if self._sasl is None:  # as Kafka: ILLEGAL_SASL_STATE (SaslHandshake has no message field)
+            refused: dict[str, Any] = {"error_code": ErrorCode.illegal_sasl_state}
+            if request.api_key != 17:
+                refused["error_message"] = "this listener does not use SASL"
+            return refused
         if request.api_key == 17:
             code = self._sasl.handshake(request.body.mechanism, request.api_version)
             return {"error_code": code, "mechanisms": self._sasl.mechanisms}

@@ -12,6 +12,7 @@ from tabletopic.broker.security.sasl import SaslServer, SaslState, check_plain_p
 from tabletopic.config import ConfigError
 from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_clients import assert_refused
+from tests.support.raw_kafka_client import connect, roundtrip
 
 
 def SaslPlainServer(users: dict[str, str]) -> SaslServer:
@@ -142,3 +143,19 @@ def test_kafka_python_authenticates_with_plain(broker_process: BrokerProcess) ->
     )
     assert isinstance(admin.list_topics(), list)
     admin.close()
+
+
+@pytest.mark.integration
+def test_sasl_on_a_listener_without_sasl_is_refused_in_kafkas_terms(broker_process: BrokerProcess) -> None:
+    """A client set up for SASL but given the PLAINTEXT port gets ILLEGAL_SASL_STATE, as from Kafka.
+    The handshake's answer once named a field SaslHandshake does not have, so the broker failed to
+    build it, logged a traceback for every attempt and left the client waiting."""
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    with connect(f"127.0.0.1:{broker_process.kafka_port}") as sock:
+        handshake = roundtrip(sock, SaslHandshakeRequest(mechanism="PLAIN"))
+        assert handshake.error_code is ErrorCode.illegal_sasl_state
+        authenticate = roundtrip(sock, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"), 2)
+        assert authenticate.error_code is ErrorCode.illegal_sasl_state
+        assert authenticate.error_message == "this listener does not use SASL"
