@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from tabletopic.broker.protocol.responses import DescribeConfigsResourceResult
+
 RESOURCE_GROUP = 32
 SOURCE_GROUP_CONFIG = 8
 _STATE_PREFIX = "groupconfig."
@@ -95,7 +97,7 @@ def state_prefix(group_id: str) -> str:
     return f"{_STATE_PREFIX}{len(group_id)}.{group_id}."
 
 
-def describe_entries(explicit: Mapping[str, str]) -> list[dict[str, object]]:
+def describe_entries(explicit: Mapping[str, str]) -> list[DescribeConfigsResourceResult]:
     """DescribeConfigs entries of a group: every key, explicit ones as GROUP_CONFIG."""
     return [
         {

@@ -36,7 +36,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.ports import OpenTransactions, PartitionHost
 from tabletopic.broker.producers import ProducerStates, SequenceCheck
-from tabletopic.broker.protocol.messages.produce import PartitionProduceResponse
+from tabletopic.broker.protocol.responses import PartitionProduceResponse
 from tabletopic.broker.record_validation import RecordError, RecordValidator, Rejection
 from tabletopic.broker.topics import Topic
 from tabletopic.records.crc import whole_batch_crc

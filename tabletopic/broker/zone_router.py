@@ -21,7 +21,7 @@ import asyncio
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -32,6 +32,7 @@ from sqlalchemy.engine import Engine
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.leadership import ClusterMember
 from tabletopic.broker.partition_log import AppendResult, PartitionLog
+from tabletopic.broker.protocol.responses import MetadataResponseTopic
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.handoff import Handoffs, listen
 from tabletopic.cluster.zones import ZoneMap, client_zone, pick_broker_in_zone
@@ -150,7 +151,7 @@ class ZoneRouter:
         if nbytes and zone is not None and self.rack is not None and zone != self.rack:
             self.cross_zone_bytes.labels(direction).inc(nbytes)
 
-    def route_metadata(self, ctx: RequestContext, topics: list[dict[str, Any]]) -> None:
+    def route_metadata(self, ctx: RequestContext, topics: Sequence[MetadataResponseTopic]) -> None:
         """Name a broker of the client's zone as every partition's leader (client.id or CIDR zone;
         Metadata requests carry no rack)."""
         zone = self.zone_of(ctx)
@@ -160,7 +161,7 @@ class ZoneRouter:
             for entry in topic.get("partitions") or []:
                 node = self.route(zone, entry["leader_id"], entry["partition_index"])
                 if node != entry["leader_id"]:
-                    entry.update(leader_id=node, replica_nodes=[node], isr_nodes=[node])
+                    entry.update({"leader_id": node, "replica_nodes": [node], "isr_nodes": [node]})
 
     # Produce hand-over: proxy side -----------------------------------------------------------
 

@@ -23,10 +23,10 @@ import uuid
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from types import ModuleType
-from typing import Any, NotRequired, Protocol
+from typing import Any, Protocol
 
 import pytest
-from kio.schema.index import api_key_map, schema_name_map
+from kio.schema.index import api_key_map
 
 from tabletopic.broker.handlers import APIS, State
 from tabletopic.broker.protocol.messages import (
@@ -206,17 +206,6 @@ DATACLASSES: dict[int, type] = {
     14: join_group.SyncGroupRequest,
     15: groups.DescribeGroupsRequest,
     16: groups.ListGroupsRequest,
-}
-
-# api key -> the TypedDict its handler answers, in the newest version's shape.
-RESPONSES: dict[int, type] = {
-    0: produce.ProduceResponse,
-    2: list_offsets.ListOffsetsResponse,
-    22: init_producer_id.InitProducerIdResponse,
-    25: transactions.AddOffsetsToTxnResponse,
-    26: transactions.EndTxnResponse,
-    37: create_partitions.CreatePartitionsResponse,
-    60: describe_cluster.DescribeClusterResponse,
 }
 
 
@@ -540,40 +529,3 @@ def test_the_dispatch_table_lists_every_served_api_with_its_state() -> None:
     assert set(APIS) == {key for keys, _ in _STATES for key in keys}
     for keys, states in _STATES:
         assert {APIS[key].state for key in keys} <= states
-
-
-def kio_responses(api_key: int) -> list[type]:
-    """kio's response class of each version from the lowest served to the newest kio holds."""
-    newest = max(schema_name_map[api_key_map[api_key]])
-    return [kio_class(api_key, version, "response") for version in range(min_version(api_key), newest + 1)]
-
-
-def unknown_keys(response: Any, kio_class: Any, path: str = "") -> list[str]:
-    """The TypedDict's keys (nested ones as ``a.b``) that kio's response class has no field for."""
-    kio_hints = typing.get_type_hints(kio_class)
-    unknown = []
-    for name, hint in typing.get_type_hints(response).items():
-        if name not in kio_hints:
-            unknown.append(path + name)
-            continue
-        nested = element(typing.get_args(hint)[0] if typing.get_origin(hint) is NotRequired else hint)
-        if typing.is_typeddict(nested):
-            unknown += unknown_keys(nested, element(kio_hints[name]), f"{path}{name}.")
-    return unknown
-
-
-@pytest.mark.parametrize("api_key", sorted(RESPONSES))
-def test_a_response_type_names_only_fields_kio_has(api_key: int) -> None:
-    """Each key is a field of some version (the newest shape may be past the served versions, as
-    EndTxn's producer_id, and a served version may have fields a later one renamed, as Produce's
-    topic name); a misspelt key is in none."""
-    per_version = [set(unknown_keys(RESPONSES[api_key], cls)) for cls in kio_responses(api_key)]
-    assert set.intersection(*per_version) == set()
-
-
-def test_a_misspelt_response_key_is_found() -> None:
-    class Misspelt(typing.TypedDict):
-        throttle_time: int
-        eror_code: int
-
-    assert unknown_keys(Misspelt, kio_responses(26)[-1]) == ["eror_code"]

@@ -12,10 +12,11 @@ SaslAuthenticate are answered by the connection itself, before any handler.
 Every handler takes a request type of :mod:`tabletopic.broker.protocol.messages` (ApiVersions
 reads nothing of its request): the union of kio's class of every served version, which it reads as
 it is, or, where kio's classes differ per version, a version-free dataclass the request is read into
-by :func:`typed` below, the one place that maps them. Handlers return a dict (a TypedDict where
-the API has a response type) shaped like the newest response version (see
-:func:`tabletopic.broker.protocol.build_response`), a ``WireResponse`` they encoded themselves
-(Fetch's zero-copy path), or None when no response is to be sent (Produce with acks=0).
+by :func:`typed` below, the one place that maps them. Handlers return their API's response type
+of :mod:`tabletopic.broker.protocol.responses` (a TypedDict generated from kio's classes, shaped
+like the newest version, which :func:`tabletopic.broker.protocol.build_response` fits to the
+client's), a ``WireResponse`` they encoded themselves (Fetch's zero-copy path), or None when no
+response is to be sent (Produce with acks=0).
 :data:`HANDLERS` and :data:`GROUP_HANDLERS` are the table's broker and group APIs.
 """
 

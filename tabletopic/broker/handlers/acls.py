@@ -16,6 +16,15 @@ from tabletopic.broker.protocol.messages.acls import (
     DeleteAclsRequest,
     DescribeAclsRequest,
 )
+from tabletopic.broker.protocol.responses import (
+    AclCreationResult,
+    AclDescription,
+    CreateAclsResponse,
+    DeleteAclsFilterResult,
+    DeleteAclsResponse,
+    DescribeAclsResource,
+    DescribeAclsResponse,
+)
 from tabletopic.broker.security.acl import (
     AclBinding,
     AclFilter,
@@ -71,7 +80,7 @@ def filter_of(entry: AclsFilter) -> AclFilter:
     return acl_filter
 
 
-def _acl_fields(acl: AclBinding) -> dict[str, Any]:
+def _acl_fields(acl: AclBinding) -> AclDescription:
     return {
         "principal": acl.principal,
         "host": acl.host,
@@ -80,8 +89,8 @@ def _acl_fields(acl: AclBinding) -> dict[str, Any]:
     }
 
 
-async def create(acls: AclService, ctx: RequestContext, request: CreateAclsRequest) -> dict[str, Any]:
-    results: list[dict[str, Any]] = []
+async def create(acls: AclService, ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
+    results: list[AclCreationResult] = []
     accepted: list[AclBinding] = []
     for entry in request.creations:
         if not acls.enabled:
@@ -100,27 +109,29 @@ async def create(acls: AclService, ctx: RequestContext, request: CreateAclsReque
     return {"throttle_time": 0, "results": results}
 
 
-async def describe(acls: AclService, ctx: RequestContext, request: DescribeAclsRequest) -> dict[str, Any]:
+async def describe(
+    acls: AclService, ctx: RequestContext, request: DescribeAclsRequest
+) -> DescribeAclsResponse:
     if not acls.enabled:
         return {"throttle_time": 0, "error_code": ErrorCode.security_disabled, "error_message": NO_AUTHORIZER}
     try:
         acl_filter = filter_of(request)
     except InvalidAcl as exc:
         return {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "error_message": str(exc)}
-    grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    grouped: dict[tuple[int, str, int], list[AclDescription]] = {}
     for acl in acls.bindings():
         if acl_filter.matches(acl):
             key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
             grouped.setdefault(key, []).append(_acl_fields(acl))
-    resources = [
+    resources: list[DescribeAclsResource] = [
         {"resource_type": rtype, "resource_name": name, "pattern_type": ptype, "acls": entries}
         for (rtype, name, ptype), entries in sorted(grouped.items())
     ]
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "resources": resources}
 
 
-async def delete(acls: AclService, ctx: RequestContext, request: DeleteAclsRequest) -> dict[str, Any]:
-    results: list[dict[str, Any]] = []
+async def delete(acls: AclService, ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
+    results: list[DeleteAclsFilterResult] = []
     doomed: list[AclBinding] = []
     current = acls.bindings()
     for entry in request.filters:

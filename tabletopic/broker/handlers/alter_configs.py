@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -23,6 +23,10 @@ from tabletopic.broker.protocol.messages.alter_configs import (
     ConfigsAlteration,
 )
 from tabletopic.broker.protocol.messages.describe_configs import ConfigResource
+from tabletopic.broker.protocol.responses import (
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+)
 from tabletopic.broker.topics import Topic, TopicError
 from tabletopic.config import Config, ConfigError
 
@@ -65,10 +69,10 @@ async def alter_resources(
     topic_update: TopicUpdate[ResourceT],
     broker_update: BrokerUpdate[ResourceT],
     group_update: GroupUpdate[ResourceT],
-) -> dict[str, Any]:
+) -> AlterConfigsResponse:
     """The flow AlterConfigs and IncrementalAlterConfigs share: per resource, compute the new config
     set with the API's own rule, validate it, store it unless ``validate_only``, answer per resource."""
-    responses = []
+    responses: list[AlterConfigsResourceResponse] = []
     for resource in request.resources:
         try:
             if resource.resource_type == RESOURCE_TOPIC:
@@ -125,7 +129,9 @@ def _replace_broker_configs(
     return values, values
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: AlterConfigsRequest) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: AlterConfigsRequest
+) -> AlterConfigsResponse:
     alteration: ConfigsAlteration[AlterConfigsResource] = request
     return await alter_resources(
         broker,

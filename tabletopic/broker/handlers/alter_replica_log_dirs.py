@@ -5,12 +5,16 @@ instead of an unsupported API."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+from tabletopic.broker.protocol.responses import (
+    AlterReplicaLogDirPartitionResult,
+    AlterReplicaLogDirsResponse,
+)
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -18,9 +22,9 @@ if TYPE_CHECKING:
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: AlterReplicaLogDirsRequest
-) -> dict[str, Any]:
+) -> AlterReplicaLogDirsResponse:
     log_dir = str(broker.config.data_dir)
-    results: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
     for target in request.dirs:
         for wanted in target.topics:
             topic = broker.topics.get(wanted.name)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.responses import ApiVersionsResponse
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: object) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: object) -> ApiVersionsResponse:
     """Reads nothing of the request: the client software name and version (v3 on) are not kept."""
     return {
         "error_code": ErrorCode.none,

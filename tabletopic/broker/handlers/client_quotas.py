@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -17,6 +16,13 @@ from tabletopic.broker.protocol.messages.client_quotas import (
     DescribeClientQuotasRequest,
     QuotaAlteration,
     QuotaFilterComponent,
+)
+from tabletopic.broker.protocol.responses import (
+    AlterClientQuotasEntryData,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasEntryData,
+    DescribeClientQuotasResponse,
+    EntityData,
 )
 from tabletopic.broker.security.quota_service import QuotaService
 from tabletopic.broker.security.quotas import (
@@ -32,7 +38,7 @@ from tabletopic.broker.security.quotas import (
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 
 
-def _wire_entity(entity: Entity) -> list[dict[str, Any]]:
+def _wire_entity(entity: Entity) -> list[EntityData]:
     return [{"entity_type": t, "entity_name": n} for t, n in entity]
 
 
@@ -51,7 +57,7 @@ def _matches(entity: Entity, components: Sequence[QuotaFilterComponent], strict:
 
 async def describe(
     quotas: QuotaService, ctx: RequestContext, request: DescribeClientQuotasRequest
-) -> dict[str, Any]:
+) -> DescribeClientQuotasResponse:
     components: list[QuotaFilterComponent] = list(request.components)
     types = [c.entity_type for c in components]
     problem = None
@@ -63,7 +69,7 @@ async def describe(
         problem = "Unknown match type"
     if problem is not None:
         return {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "error_message": problem}
-    entries = [
+    entries: list[DescribeClientQuotasEntryData] = [
         {
             "entity": _wire_entity(entity),
             "values": [{"key": key, "value": value} for key, value in sorted(values.items())],
@@ -96,11 +102,13 @@ def _changes(entry: QuotaAlteration) -> tuple[Entity, list[tuple[str, float | No
 
 async def alter(
     quotas: QuotaService, ctx: RequestContext, request: AlterClientQuotasRequest
-) -> dict[str, Any]:
-    results: list[dict[str, Any]] = []
+) -> AlterClientQuotasResponse:
+    results: list[AlterClientQuotasEntryData] = []
     accepted: list[tuple[str, str, float | None]] = []
     for entry in request.entries:
-        wire = [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]
+        wire: list[EntityData] = [
+            {"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity
+        ]
         try:
             entity, changes = _changes(entry)
         except InvalidQuota as exc:

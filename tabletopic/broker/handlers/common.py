@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.messages.delete_records import DeleteRecordsPartition, DeleteRecordsRequest
+from tabletopic.broker.protocol.responses import DeleteRecordsPartitionResult, DeleteRecordsResponse
 from tabletopic.broker.topics import Topic
 
 if TYPE_CHECKING:
@@ -33,9 +35,8 @@ def typed(
     async def handle(state: Any, ctx: RequestContext, request: object) -> Any:
         return await handler(state, ctx, read_message(request_type, request))
 
-    handle.__qualname__ = handle.__name__ = getattr(handler, "__name__", "handle")
-    handle.__module__ = handler.__module__
-    return handle
+    # The handler's names, and ``__wrapped__`` for inspect.unwrap; not its annotations.
+    return functools.update_wrapper(handle, handler, assigned=("__module__", "__name__", "__qualname__"))
 
 
 # KIP-588 brought PRODUCER_FENCED (90) to the transaction APIs at these versions; a client on an
@@ -60,7 +61,14 @@ def txn_error(code: ErrorCode, api_key: int, api_version: int) -> ErrorCode:
     return code
 
 
-def error_fields(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+class ErrorFields(TypedDict):
+    """The two fields most results share, to be unpacked into a response struct's dict."""
+
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def error_fields(code: ErrorCode, message: str | None = None) -> ErrorFields:
     return {"error_code": code, "error_message": message}
 
 
@@ -93,7 +101,7 @@ def not_served(broker: BrokerService, name: str, index: int, current_leader_epoc
     return leader_epoch_error(current_leader_epoch, serving)
 
 
-def unknown_partition(name: str, index: int) -> dict[str, Any]:
+def unknown_partition(name: str, index: int) -> ErrorFields:
     """The error fields of a partition entry whose topic or partition does not exist."""
     return error_fields(ErrorCode.unknown_topic_or_partition, f"{name}-{index} does not exist")
 
@@ -101,8 +109,8 @@ def unknown_partition(name: str, index: int) -> dict[str, Any]:
 async def partitions_response(
     broker: BrokerService,
     request: DeleteRecordsRequest,
-    answer: Callable[[BrokerService, str, DeleteRecordsPartition], Awaitable[dict[str, Any]]],
-) -> dict[str, Any]:
+    answer: Callable[[BrokerService, str, DeleteRecordsPartition], Awaitable[DeleteRecordsPartitionResult]],
+) -> DeleteRecordsResponse:
     """The response of an API that answers each requested ``topics[].partitions[]`` entry on its
     own (DeleteRecords): ``answer(broker, topic name, partition entry)``, in order."""
     return {

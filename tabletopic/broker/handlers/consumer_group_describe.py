@@ -7,7 +7,7 @@ DescribeGroups), as in Kafka.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypedDict, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -16,16 +16,39 @@ from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.consumer_coordinator import TopicIds
 from tabletopic.broker.groups.consumer_group import ConsumerGroup
 from tabletopic.broker.groups.coordinator import GroupCoordinator
-from tabletopic.broker.handlers.consumer_group_heartbeat import wire_assignment
+from tabletopic.broker.handlers.consumer_group_heartbeat import assigned_by_topic
 from tabletopic.broker.handlers.describe_groups import _GROUP_OPERATIONS, _OPERATIONS_OMITTED
 from tabletopic.broker.protocol.messages.consumer_groups import GroupsDescription
+from tabletopic.broker.protocol.responses import (
+    ConsumerGroupDescribeAssignment,
+    ConsumerGroupDescribeDescribedGroup,
+    ConsumerGroupDescribeResponse,
+)
 
 
-def _assignment(partitions: Iterable[TopicPartition], topics: TopicIds) -> dict[str, Any]:
-    return wire_assignment(partitions, topics, names=True)
+def _assignment(partitions: Iterable[TopicPartition], topics: TopicIds) -> ConsumerGroupDescribeAssignment:
+    return {
+        "topic_partitions": [
+            {"topic_id": topic_id, "partitions": assigned, "topic_name": name}
+            for name, topic_id, assigned in assigned_by_topic(partitions, topics)
+        ]
+    }
 
 
-def _empty(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+class GroupHeader(TypedDict):
+    """The fields ConsumerGroupDescribe and ShareGroupDescribe show of every group id, whatever the
+    group's type; its assignor and members are the type's own."""
+
+    error_code: ErrorCode
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    authorized_operations: int
+
+
+def _empty(group_id: str, error: ErrorCode, message: str | None) -> GroupHeader:
     return {
         "error_code": error,
         "error_message": message,
@@ -33,8 +56,6 @@ def _empty(group_id: str, error: ErrorCode, message: str | None) -> dict[str, An
         "group_state": "Dead",
         "group_epoch": -1,
         "assignment_epoch": -1,
-        "assignor_name": "",
-        "members": [],
         "authorized_operations": _OPERATIONS_OMITTED,
     }
 
@@ -51,6 +72,7 @@ class DescribedGroup(Protocol):
 
 
 G = TypeVar("G", bound=DescribedGroup)
+D = TypeVar("D")
 
 
 def describe_groups(
@@ -58,43 +80,45 @@ def describe_groups(
     request: GroupsDescription,
     lookup: Callable[[str], G | None],
     kind: str,
-    fields: Callable[[G], dict[str, Any]],
-) -> dict[str, Any]:
+    fields: Callable[[GroupHeader, G | None], D],
+) -> list[D]:
     """ConsumerGroupDescribe and ShareGroupDescribe: each named group of its ``kind`` with its epochs
-    and the ``fields`` of its type; any other id is GROUP_ID_NOT_FOUND, as in Kafka."""
+    and the ``fields`` of its type (None: no group, no assignor, no members); any other id is
+    GROUP_ID_NOT_FOUND, as in Kafka."""
     operations = _GROUP_OPERATIONS if request.include_authorized_operations else _OPERATIONS_OMITTED
-    described = []
+    described: list[D] = []
     for group_id in request.group_ids:
         refused = coordinator.consumer.refusal(group_id)
         group = lookup(group_id)
         if refused is not None:
-            described.append(_empty(group_id, refused, None))
+            described.append(fields(_empty(group_id, refused, None), None))
         elif group is None:
             message = f"group {group_id} is not a {kind} group"
-            described.append(_empty(group_id, ErrorCode.group_id_not_found, message))
+            described.append(fields(_empty(group_id, ErrorCode.group_id_not_found, message), None))
         else:
-            described.append(
-                {
-                    "error_code": ErrorCode.none,
-                    "error_message": None,
-                    "group_id": group_id,
-                    "group_state": group.state,
-                    "group_epoch": group.group_epoch,
-                    "assignment_epoch": group.assignment_epoch,
-                    **fields(group),
-                    "authorized_operations": operations,
-                }
-            )
-    return {"throttle_time": 0, "groups": described}
+            header: GroupHeader = {
+                "error_code": ErrorCode.none,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": group.state,
+                "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "authorized_operations": operations,
+            }
+            described.append(fields(header, group))
+    return described
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: GroupsDescription
-) -> dict[str, Any]:
+) -> ConsumerGroupDescribeResponse:
     topics: TopicIds = coordinator.consumer.topics()
 
-    def fields(group: ConsumerGroup) -> dict[str, Any]:
+    def fields(header: GroupHeader, group: ConsumerGroup | None) -> ConsumerGroupDescribeDescribedGroup:
+        if group is None:
+            return {**header, "assignor_name": "", "members": []}
         return {
+            **header,
             "assignor_name": group.assignor,
             "members": [
                 {
@@ -114,4 +138,5 @@ async def handle(
             ],
         }
 
-    return describe_groups(coordinator, request, coordinator.consumer.group, "consumer", fields)
+    groups = describe_groups(coordinator, request, coordinator.consumer.group, "consumer", fields)
+    return {"throttle_time": 0, "groups": groups}

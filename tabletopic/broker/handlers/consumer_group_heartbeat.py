@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Iterable
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -24,6 +23,10 @@ from tabletopic.broker.protocol.messages.consumer_groups import (
     ConsumerGroupHeartbeatRequest,
     subscribed_topic_regex,
 )
+from tabletopic.broker.protocol.responses import (
+    ConsumerGroupHeartbeatAssignment,
+    ConsumerGroupHeartbeatResponse,
+)
 
 
 def _ms(value: datetime.timedelta | int) -> int:
@@ -34,7 +37,7 @@ def _ms(value: datetime.timedelta | int) -> int:
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
-) -> dict[str, Any]:
+) -> ConsumerGroupHeartbeatResponse:
     groups = coordinator.consumer
     topics = groups.topics()
     member_id = request.member_id
@@ -83,24 +86,30 @@ async def handle(
     }
 
 
-def wire_assignment(
-    assigned: Iterable[TopicPartition], topics: TopicIds, names: bool = False
-) -> dict[str, Any]:
-    """An assignment as the heartbeat answers carry it, partitions by topic id (``names``: with the
-    topic names too, as the Describe APIs show it)."""
+def assigned_by_topic(
+    assigned: Iterable[TopicPartition], topics: TopicIds
+) -> list[tuple[str, uuid.UUID, list[int]]]:
+    """An assignment's partitions by topic, as (name, id, partitions) of the topics that exist."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(assigned):
         by_topic.setdefault(topic, []).append(partition)
+    return [(name, topics[name][0], partitions) for name, partitions in by_topic.items() if name in topics]
+
+
+def wire_assignment(assigned: Iterable[TopicPartition], topics: TopicIds) -> ConsumerGroupHeartbeatAssignment:
+    """An assignment as the heartbeat answers carry it, partitions by topic id (the Describe APIs show
+    it with the topic names too: :func:`assigned_by_topic`)."""
     return {
         "topic_partitions": [
-            {"topic_id": topics[name][0], "partitions": partitions} | ({"topic_name": name} if names else {})
-            for name, partitions in by_topic.items()
-            if name in topics
+            {"topic_id": topic_id, "partitions": partitions}
+            for _, topic_id, partitions in assigned_by_topic(assigned, topics)
         ]
     }
 
 
-def _error(error: ErrorCode, message: str, request: ConsumerGroupHeartbeatRequest) -> dict[str, Any]:
+def _error(
+    error: ErrorCode, message: str, request: ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse:
     return {
         "throttle_time": 0,
         "error_code": error,

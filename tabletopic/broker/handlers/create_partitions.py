@@ -23,10 +23,9 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.create_partitions import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
-    CreatePartitionsResponse,
     CreatePartitionsTopic,
-    CreatePartitionsTopicResult,
 )
+from tabletopic.broker.protocol.responses import CreatePartitionsResponse, CreatePartitionsTopicResult
 from tabletopic.broker.topics import TopicError
 
 if TYPE_CHECKING:

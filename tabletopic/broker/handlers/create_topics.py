@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -13,6 +13,7 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import ZERO_UUID
 from tabletopic.broker.handlers.describe_configs import topic_config_entries
 from tabletopic.broker.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from tabletopic.broker.protocol.responses import CreatableTopicResult, CreateTopicsResponse
 from tabletopic.broker.topics import TopicError
 
 if TYPE_CHECKING:
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def _create(broker: BrokerService, wanted: CreatableTopic, validate_only: bool) -> dict[str, Any]:
-    result: dict[str, Any] = {
+async def _create(broker: BrokerService, wanted: CreatableTopic, validate_only: bool) -> CreatableTopicResult:
+    result: CreatableTopicResult = {
         "name": wanted.name,
         "topic_id": ZERO_UUID,
         "error_code": ErrorCode.none,
@@ -73,9 +74,11 @@ async def _create(broker: BrokerService, wanted: CreatableTopic, validate_only: 
     }
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: CreateTopicsRequest) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: CreateTopicsRequest
+) -> CreateTopicsResponse:
     counts = Counter(t.name for t in request.topics)
-    results = []
+    results: list[CreatableTopicResult] = []
     for wanted in request.topics:
         if counts[wanted.name] > 1:
             results.append(

@@ -3,16 +3,15 @@ share-partition state)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.protocol.messages.groups import DeleteGroupsRequest
+from tabletopic.broker.protocol.responses import DeleteGroupsResponse
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: DeleteGroupsRequest
-) -> dict[str, Any]:
+) -> DeleteGroupsResponse:
     names = list(dict.fromkeys(request.groups_names))
     shares = [
         g for g in names if coordinator.consumer.refusal(g) is None and await coordinator.share.exists(g)

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import partitions_response, topic_with_partition
 from tabletopic.broker.protocol.messages.delete_records import DeleteRecordsPartition, DeleteRecordsRequest
+from tabletopic.broker.protocol.responses import DeleteRecordsPartitionResult, DeleteRecordsResponse
 from tabletopic.s3stream.streams import StreamError
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-async def _partition(broker: BrokerService, name: str, p: DeleteRecordsPartition) -> dict[str, Any]:
-    result = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
+async def _partition(
+    broker: BrokerService, name: str, p: DeleteRecordsPartition
+) -> DeleteRecordsPartitionResult:
+    result: DeleteRecordsPartitionResult = {
+        "partition_index": p.partition_index,
+        "low_watermark": -1,
+        "error_code": ErrorCode.none,
+    }
     topic = topic_with_partition(broker, name, p.partition_index)
     if topic is None:
         return {**result, "error_code": ErrorCode.unknown_topic_or_partition}
@@ -32,5 +39,7 @@ async def _partition(broker: BrokerService, name: str, p: DeleteRecordsPartition
         return {**result, "error_code": ErrorCode.kafka_storage_error}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: DeleteRecordsRequest) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: DeleteRecordsRequest
+) -> DeleteRecordsResponse:
     return await partitions_response(broker, request, _partition)

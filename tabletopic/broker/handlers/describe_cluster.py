@@ -7,11 +7,8 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
-from tabletopic.broker.protocol.messages.describe_cluster import (
-    BROKERS_ENDPOINT,
-    NO_AUTHORIZED_OPERATIONS,
-    DescribeClusterResponse,
-)
+from tabletopic.broker.protocol.messages.describe_cluster import BROKERS_ENDPOINT, NO_AUTHORIZED_OPERATIONS
+from tabletopic.broker.protocol.responses import DescribeClusterResponse
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService

@@ -4,6 +4,7 @@ defaults) and broker configs."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -14,6 +15,12 @@ from tabletopic.broker.protocol.messages.describe_configs import (
     ConfigResource,
     DescribeConfigsRequest,
     DescribeConfigsResource,
+)
+from tabletopic.broker.protocol.responses import (
+    AlterConfigsResourceResponse,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
 )
 from tabletopic.broker.topic_config_keys import (
     TOPIC_CONFIG_KEYS,
@@ -56,8 +63,8 @@ READ_ONLY_BROKER_KEYS = {
 _PYTHON_TYPES = {bool: TYPE_BOOLEAN, int: TYPE_INT, float: TYPE_DOUBLE, list: TYPE_LIST, str: TYPE_STRING}
 
 
-def topic_config_entries(broker: BrokerService, topic: Topic) -> list[dict[str, Any]]:
-    entries = []
+def topic_config_entries(broker: BrokerService, topic: Topic) -> list[DescribeConfigsResourceResult]:
+    entries: list[DescribeConfigsResourceResult] = []
     for name in sorted(set(TOPIC_CONFIG_KEYS) | set(topic.configs)):
         if name in topic.configs:
             source = SOURCE_DYNAMIC_TOPIC
@@ -82,8 +89,8 @@ def topic_config_entries(broker: BrokerService, topic: Topic) -> list[dict[str, 
     return entries
 
 
-def broker_config_entries(broker: BrokerService) -> list[dict[str, Any]]:
-    entries = []
+def broker_config_entries(broker: BrokerService) -> list[DescribeConfigsResourceResult]:
+    entries: list[DescribeConfigsResourceResult] = []
     for name, value in sorted(broker.config.as_dict().items()):
         key = REGISTRY.get(name)
         if key is None:
@@ -133,7 +140,7 @@ def _text(value: Any) -> str | None:
 
 def resource_result(
     resource: ConfigResource, code: ErrorCode = ErrorCode.none, message: str | None = None
-) -> dict[str, Any]:
+) -> AlterConfigsResourceResponse:
     """One resource's outcome, as DescribeConfigs, AlterConfigs and IncrementalAlterConfigs answer
     it (DescribeConfigs adds the configs)."""
     return {
@@ -145,14 +152,17 @@ def resource_result(
 
 
 def _result(
-    resource: ConfigResource, code: ErrorCode, message: str | None, configs: list[dict[str, Any]]
-) -> dict[str, Any]:
+    resource: ConfigResource,
+    code: ErrorCode,
+    message: str | None,
+    configs: list[DescribeConfigsResourceResult],
+) -> DescribeConfigsResult:
     return {**resource_result(resource, code, message), "configs": configs}
 
 
 def describe(
     broker: BrokerService, resource: DescribeConfigsResource, include_documentation: bool
-) -> dict[str, Any]:
+) -> DescribeConfigsResult:
     if resource.resource_type == RESOURCE_TOPIC:
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
@@ -178,12 +188,14 @@ def describe(
 
 
 def _configs_result(
-    resource: DescribeConfigsResource, entries: list[dict[str, Any]], include_documentation: bool
-) -> dict[str, Any]:
+    resource: DescribeConfigsResource,
+    entries: Sequence[DescribeConfigsResourceResult],
+    include_documentation: bool,
+) -> DescribeConfigsResult:
     keys = resource.configuration_keys
     if keys is not None:
         entries = [e for e in entries if e["name"] in keys]
-    configs = [
+    configs: list[DescribeConfigsResourceResult] = [
         {
             "name": e["name"],
             "value": e["value"],
@@ -201,16 +213,16 @@ def _configs_result(
 
 async def _describe_group(
     broker: BrokerService, resource: DescribeConfigsResource, include_documentation: bool
-) -> dict[str, Any]:
+) -> DescribeConfigsResult:
     explicit = await broker.topics.state_items(state_prefix(resource.resource_name))
     return _configs_result(resource, describe_entries(explicit), include_documentation)
 
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: DescribeConfigsRequest
-) -> dict[str, Any]:
+) -> DescribeConfigsResponse:
     include_documentation = request.include_documentation
-    results = []
+    results: list[DescribeConfigsResult] = []
     for resource in request.resources:
         if resource.resource_type == RESOURCE_GROUP:
             results.append(await _describe_group(broker, resource, include_documentation))

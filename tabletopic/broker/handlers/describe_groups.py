@@ -6,8 +6,6 @@ An unknown group is described as a Dead group before v6 and answered GROUP_ID_NO
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
@@ -16,6 +14,7 @@ from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import GroupDescription, GroupState
 from tabletopic.broker.groups.share_group import SHARE_ASSIGNOR, ShareGroup, ShareMember
 from tabletopic.broker.protocol.messages.groups import DescribeGroupsRequest
+from tabletopic.broker.protocol.responses import DescribeGroupsDescribedGroup, DescribeGroupsResponse
 
 # "Authorized operations not computed" (INT32_MIN), what Kafka sends when not asked.
 _OPERATIONS_OMITTED = -(2**31)
@@ -24,7 +23,7 @@ _OPERATIONS_OMITTED = -(2**31)
 _GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
-def _described(description: GroupDescription, operations: int) -> dict[str, Any]:
+def _described(description: GroupDescription, operations: int) -> DescribeGroupsDescribedGroup:
     return {
         "error_code": ErrorCode.none,
         "error_message": None,
@@ -47,7 +46,7 @@ def _described(description: GroupDescription, operations: int) -> dict[str, Any]
     }
 
 
-def _not_described(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+def _not_described(group_id: str, error: ErrorCode, message: str | None) -> DescribeGroupsDescribedGroup:
     return {
         "error_code": error,
         "error_message": message,
@@ -60,7 +59,7 @@ def _not_described(group_id: str, error: ErrorCode, message: str | None) -> dict
     }
 
 
-def _consumer_described(group: ConsumerGroup | ShareGroup, operations: int) -> dict[str, Any]:
+def _consumer_described(group: ConsumerGroup | ShareGroup, operations: int) -> DescribeGroupsDescribedGroup:
     """A KIP-848 or KIP-932 group as classic clients see it: type "consumer" or "share", its members
     without the classic protocol's metadata and assignment bytes (ConsumerGroupDescribe and
     ShareGroupDescribe have those)."""
@@ -89,9 +88,9 @@ def _consumer_described(group: ConsumerGroup | ShareGroup, operations: int) -> d
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: DescribeGroupsRequest
-) -> dict[str, Any]:
+) -> DescribeGroupsResponse:
     operations = _GROUP_OPERATIONS if request.include_authorized_operations else _OPERATIONS_OMITTED
-    groups: list[dict[str, Any]] = []
+    groups: list[DescribeGroupsDescribedGroup] = []
     for group_id in request.groups:
         description = coordinator.describe_group(group_id)
         consumer = coordinator.consumer.group(group_id)

@@ -3,12 +3,13 @@ partition (they would need a full scan), so they read as 0."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from tabletopic.broker.protocol.responses import DescribeLogDirsResponse, DescribeLogDirsTopic
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -16,12 +17,12 @@ if TYPE_CHECKING:
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: DescribeLogDirsRequest
-) -> dict[str, Any]:
+) -> DescribeLogDirsResponse:
     if request.topics is None:
         wanted = [(t.name, list(range(t.partition_count))) for t in broker.topics.all()]
     else:
         wanted = [(t.topic, list(t.partitions)) for t in request.topics]
-    topics = []
+    topics: list[DescribeLogDirsTopic] = []
     for name, partitions in wanted:
         topic = broker.topics.get(name)
         if topic is None:

@@ -4,25 +4,26 @@ epoch, last acknowledged sequence and the start offset of their open transaction
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import topic_with_partition, unknown_partition
 from tabletopic.broker.protocol.messages.describe_producers import DescribeProducersRequest
+from tabletopic.broker.protocol.responses import DescribeProducersResponse, PartitionResponse, ProducerState
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-def _partition(broker: BrokerService, name: str, index: int) -> dict[str, Any]:
+def _partition(broker: BrokerService, name: str, index: int) -> PartitionResponse:
     topic = topic_with_partition(broker, name, index)
     if topic is None:
         return {"partition_index": index, **unknown_partition(name, index), "active_producers": []}
     stream_id = topic.streams[index]
     open_txns = broker.transactions.partitions
-    producers = [
+    producers: list[ProducerState] = [
         {
             "producer_id": pid,
             "producer_epoch": epoch,
@@ -47,7 +48,7 @@ def _or_minus_one(value: int | None) -> int:
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: DescribeProducersRequest
-) -> dict[str, Any]:
+) -> DescribeProducersResponse:
     return {
         "throttle_time": 0,
         "topics": [

@@ -4,12 +4,13 @@ metadata database, not in a Raft log), reported the way a one-voter KRaft quorum
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.describe_quorum import DescribeQuorumRequest
+from tabletopic.broker.protocol.responses import DescribeQuorumResponse, ReplicaState
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
@@ -17,9 +18,9 @@ if TYPE_CHECKING:
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: DescribeQuorumRequest
-) -> dict[str, Any]:
+) -> DescribeQuorumResponse:
     now = int(time.time() * 1000)
-    voter = {
+    voter: ReplicaState = {
         "replica_id": broker.node_id,
         "replica_directory_id": None,
         "log_end_offset": 0,

@@ -6,7 +6,7 @@ v0-3 answer one coordinator at the top level; v4+ answer ``coordinators[]`` for 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from kio.schema.errors import ErrorCode
 
@@ -17,14 +17,26 @@ from tabletopic.broker.protocol.messages.find_coordinator import (
     TRANSACTION_KEY,
     FindCoordinatorRequest,
 )
+from tabletopic.broker.protocol.responses import FindCoordinatorResponse
+
+
+class _Answer(TypedDict):
+    """The fields of one coordinator: a v4+ ``coordinators[]`` entry's (with its key) or, before v4,
+    the response's own."""
+
+    error_code: ErrorCode
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: FindCoordinatorRequest
-) -> dict[str, Any]:
+) -> FindCoordinatorResponse:
     key_type = request.key_type
 
-    def answer(key: str) -> dict[str, Any]:
+    def answer(key: str) -> _Answer:
         if key_type not in (GROUP_KEY, TRANSACTION_KEY):
             return {
                 "error_code": ErrorCode.invalid_request,
@@ -46,4 +58,12 @@ async def handle(
             "throttle_time": 0,
             "coordinators": [{"key": key, **answer(key)} for key in request.coordinator_keys],
         }
-    return {"throttle_time": 0, **answer(request.key)}
+    one = answer(request.key)  # v0-3: one coordinator, at the top level
+    return {
+        "throttle_time": 0,
+        "error_code": one["error_code"],
+        "error_message": one["error_message"],
+        "node_id": one["node_id"],
+        "host": one["host"],
+        "port": one["port"],
+    }

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.protocol.messages.join_group import HeartbeatRequest
+from tabletopic.broker.protocol.responses import HeartbeatResponse
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: HeartbeatRequest
-) -> dict[str, Any]:
+) -> HeartbeatResponse:
     error = await coordinator.heartbeat(
         request.group_id,
         request.member_id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -15,6 +15,7 @@ from tabletopic.broker.protocol.messages.alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResource,
 )
+from tabletopic.broker.protocol.responses import IncrementalAlterConfigsResponse
 from tabletopic.broker.topics import Topic, TopicError
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def apply_operations(
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: IncrementalAlterConfigsRequest
-) -> dict[str, Any]:
+) -> IncrementalAlterConfigsResponse:
     def topic_update(topic: Topic, resource: IncrementalAlterConfigsResource) -> dict[str, str]:
         return apply_operations(topic.configs, resource.configs, broker.effective_topic_configs(topic))
 

@@ -15,8 +15,8 @@ from tabletopic.broker.protocol.messages.init_producer_id import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     InitProducerIdRequest,
-    InitProducerIdResponse,
 )
+from tabletopic.broker.protocol.responses import InitProducerIdResponse
 from tabletopic.broker.transactions import TxnError
 
 if TYPE_CHECKING:

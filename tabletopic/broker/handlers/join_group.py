@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import datetime
 import re
-from typing import Any
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import JoinRequest
 from tabletopic.broker.protocol.messages.join_group import JoinGroupRequest
+from tabletopic.broker.protocol.responses import JoinGroupResponse
 
 _IPV4_WITH_PORT = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):\d+$")
 
@@ -33,7 +33,7 @@ def client_host(ctx: RequestContext) -> str:
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: JoinGroupRequest
-) -> dict[str, Any]:
+) -> JoinGroupResponse:
     version = ctx.api_version
     session_timeout_ms = _ms(request.session_timeout)
     # v0 has no rebalance timeout: Kafka uses the session timeout for both.

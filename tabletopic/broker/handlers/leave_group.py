@@ -6,19 +6,18 @@ reports each one's error.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import MemberIdentity
 from tabletopic.broker.protocol.messages.join_group import LeaveGroupRequest
+from tabletopic.broker.protocol.responses import LeaveGroupResponse
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: LeaveGroupRequest
-) -> dict[str, Any]:
+) -> LeaveGroupResponse:
     if ctx.api_version < 3:
         errors = await coordinator.leave_group(request.group_id, [MemberIdentity(request.member_id)])
         return {"throttle_time": 0, "error_code": errors[0], "members": []}

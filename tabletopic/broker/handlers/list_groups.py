@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.protocol.messages.groups import ListGroupsRequest
+from tabletopic.broker.protocol.responses import ListedGroup, ListGroupsResponse
 
 _CLASSIC = "classic"
 _CONSUMER = "consumer"  # KIP-848 groups
@@ -17,7 +16,7 @@ _SHARE = "share"  # KIP-932 groups
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: ListGroupsRequest
-) -> dict[str, Any]:
+) -> ListGroupsResponse:
     if not coordinator.ready:
         return {"throttle_time": 0, "error_code": ErrorCode.coordinator_load_in_progress, "groups": []}
     # Both filters match case-insensitively, as Kafka's do.
@@ -26,7 +25,7 @@ async def handle(
     # A KIP-848 group is listed as one (Empty once its members left) until the coordinator moves or
     # restarts; its offsets then keep it listed as an Empty classic group, as after a downgrade.
     consumer = {g.group_id: g for g in coordinator.consumer.groups() if coordinator.owns(g.group_id)}
-    listed = [
+    listed: list[ListedGroup] = [
         {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state, "group_type": _CONSUMER}
         for g in consumer.values()
     ]

@@ -29,10 +29,9 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import not_served
-from tabletopic.broker.protocol.messages.list_offsets import (
-    ListOffsetsPartition,
+from tabletopic.broker.protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest
+from tabletopic.broker.protocol.responses import (
     ListOffsetsPartitionResponse,
-    ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )

@@ -6,8 +6,9 @@ kio took 250-300 ms for one listing 10,000 partitions."""
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from kio.schema.errors import ErrorCode
 
@@ -20,6 +21,11 @@ from tabletopic.broker.protocol.messages.metadata import (
     allows_auto_creation,
     topic_id_of,
 )
+from tabletopic.broker.protocol.responses import (
+    MetadataResponse,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from tabletopic.broker.topics import Topic, TopicError, check_topic_name
 from tabletopic.log_limit import RateLimitedLog
 
@@ -30,7 +36,18 @@ log = logging.getLogger(__name__)
 _warn = RateLimitedLog(log)
 
 
-def partition_entry(broker: BrokerService, topic: str, index: int) -> dict[str, Any]:
+class FoundTopicFields(TypedDict):
+    """A found topic's fields but its partitions, to be unpacked into a topic dict of Metadata or
+    DescribeTopicPartitions (whose partition entries differ)."""
+
+    error_code: ErrorCode
+    name: str | None
+    topic_id: uuid.UUID | None
+    is_internal: bool
+    topic_authorized_operations: int
+
+
+def partition_entry(broker: BrokerService, topic: str, index: int) -> MetadataResponsePartition:
     """One partition as Metadata and DescribeTopicPartitions describe it: its leader (the predicted
     one while it moves, never none) with the leader epoch (KIP-320), the leader being its only
     replica (the data lives in shared object storage)."""
@@ -46,12 +63,12 @@ def partition_entry(broker: BrokerService, topic: str, index: int) -> dict[str, 
     }
 
 
-def topic_entry(broker: BrokerService, topic: Topic) -> dict[str, Any]:
+def topic_entry(broker: BrokerService, topic: Topic) -> MetadataResponseTopic:
     """One topic with every partition (:func:`partition_entry`, inlined: an answer for all topics
     describes 10,000 partitions at a time)."""
     leader = broker.leadership.leader
     name = topic.name
-    partitions = []
+    partitions: list[MetadataResponsePartition] = []
     none = ErrorCode.none
     for index in range(topic.partition_count):
         node, epoch = leader(name, index)
@@ -70,38 +87,44 @@ def topic_entry(broker: BrokerService, topic: Topic) -> dict[str, Any]:
     return found_topic_entry(topic, partitions)
 
 
-def found_topic_entry(topic: Topic, partitions: list[dict[str, Any]]) -> dict[str, Any]:
-    """A topic that exists, with the partition entries given (Metadata and DescribeTopicPartitions
-    answer a topic alike; authorized operations are not computed)."""
+def found_topic_fields(topic: Topic) -> FoundTopicFields:
+    """The fields of :func:`found_topic_entry` but the partitions (:class:`FoundTopicFields`)."""
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": False,
-        "partitions": partitions,
         "topic_authorized_operations": -2147483648,
     }
 
 
-def _error_entry(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) -> dict[str, Any]:
+def found_topic_entry(topic: Topic, partitions: list[MetadataResponsePartition]) -> MetadataResponseTopic:
+    """A topic that exists, with the partition entries given (Metadata and DescribeTopicPartitions
+    answer a topic alike; authorized operations are not computed)."""
+    return {**found_topic_fields(topic), "partitions": partitions}
+
+
+def _error_entry(
+    name: str | None, code: ErrorCode, topic_id: uuid.UUID | None = ZERO_UUID
+) -> MetadataResponseTopic:
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
+async def handle(broker: BrokerService, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     """The answer's fields; the server encodes them with the hand-written Metadata encoder
     (``protocol/metadata_encoder.py``). Fields, not bytes, so that the ACL guard can still hide
     topics and add refused ones, and quotas set the throttle, as for every other API."""
     return await answer(broker, ctx, request)
 
 
-async def answer(broker: BrokerService, ctx: RequestContext, request: MetadataRequest) -> dict[str, Any]:
+async def answer(broker: BrokerService, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     """The response's fields (newest shape)."""
     version = ctx.api_version
     requested = request.topics
     allow_auto = allows_auto_creation(request, version) and bool(
         broker.broker_config("auto.create.topics.enable")
     )
-    topics: list[dict[str, Any]] = []
+    topics: list[MetadataResponseTopic] = []
     if requested is None or (version == 0 and not requested):  # all topics: v1+ null, v0 empty
         topics = [topic_entry(broker, t) for t in sorted(broker.topics.all(), key=lambda t: t.name)]
     elif refusal := _ids_before_v12(requested, version):
@@ -153,7 +176,7 @@ def _ids_before_v12(requested: Sequence[MetadataRequestTopic], version: int) -> 
     return None
 
 
-async def _lookup_or_create(broker: BrokerService, name: str, allow_auto: bool) -> dict[str, Any]:
+async def _lookup_or_create(broker: BrokerService, name: str, allow_auto: bool) -> MetadataResponseTopic:
     topic = broker.topics.get(name)
     if topic is not None:
         return topic_entry(broker, topic)

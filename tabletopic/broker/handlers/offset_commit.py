@@ -6,16 +6,15 @@ to v9, every version of which names topics by name.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.protocol.messages.offset_commit import OffsetCommitRequest
+from tabletopic.broker.protocol.responses import OffsetCommitResponse, OffsetCommitResponseTopic
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: OffsetCommitRequest
-) -> dict[str, Any]:
+) -> OffsetCommitResponse:
     offsets = [
         OffsetToCommit(
             topic=topic.name,
@@ -34,7 +33,7 @@ async def handle(
         int(request.generation_id_or_member_epoch),
         offsets,
     )
-    topics = [
+    topics: list[OffsetCommitResponseTopic] = [
         {
             "name": topic.name,
             "topic_id": None,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.protocol.messages.offset_commit import OffsetDeleteRequest
+from tabletopic.broker.protocol.responses import OffsetDeleteResponse
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: OffsetDeleteRequest
-) -> dict[str, Any]:
+) -> OffsetDeleteResponse:
     error, results = await coordinator.delete_offsets(
         request.group_id,
         [(t.name, [int(p.partition_index) for p in t.partitions]) for t in request.topics],

@@ -7,7 +7,6 @@ v0-7 answer ``topics[]`` (and ``error_code``) at the top level for one group; v8
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -20,11 +19,17 @@ from tabletopic.broker.protocol.messages.offset_commit import (
     OffsetFetchRequest,
     OffsetFetchTopic,
 )
+from tabletopic.broker.protocol.responses import (
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponseTopics,
+)
 
 
 def _fetched_topics(
     fetched: Sequence[tuple[str, Sequence[tuple[int, CommittedOffset | None]]]], error: ErrorCode
-) -> list[dict[str, Any]]:
+) -> list[OffsetFetchResponseTopics]:
+    # v8+'s groups[].topics[] type; it fits v0-7's top-level topics[] too, which lack only its topic_id.
     return [
         {
             "name": topic,
@@ -63,9 +68,9 @@ def check_member_epoch(coordinator: GroupCoordinator, group: OffsetFetchGroup) -
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: OffsetFetchRequest
-) -> dict[str, Any]:
+) -> OffsetFetchResponse:
     if ctx.api_version >= BATCHED_FETCH_SINCE:
-        groups = []
+        groups: list[OffsetFetchResponseGroup] = []
         for group in request.groups:
             error, fetched = coordinator.fetch_offsets(group.group_id, _requested(group.topics))
             if (

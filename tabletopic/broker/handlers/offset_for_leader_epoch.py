@@ -13,7 +13,7 @@ metadata is told FENCED_LEADER_EPOCH, one ahead of this broker UNKNOWN_LEADER_EP
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -23,6 +23,10 @@ from tabletopic.broker.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
 )
+from tabletopic.broker.protocol.responses import (
+    OffsetForLeaderEpochEpochEndOffset,
+    OffsetForLeaderEpochResponse,
+)
 from tabletopic.s3stream.epochs import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from tabletopic.s3stream.streams import StreamError, StreamNotFound
 
@@ -30,8 +34,10 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-def _partition(broker: BrokerService, name: str, p: OffsetForLeaderPartition) -> dict[str, Any]:
-    result = {
+def _partition(
+    broker: BrokerService, name: str, p: OffsetForLeaderPartition
+) -> OffsetForLeaderEpochEpochEndOffset:
+    result: OffsetForLeaderEpochEpochEndOffset = {
         "partition": p.partition,
         "error_code": ErrorCode.none,
         "leader_epoch": UNDEFINED_EPOCH,
@@ -57,7 +63,7 @@ def _partition(broker: BrokerService, name: str, p: OffsetForLeaderPartition) ->
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: OffsetForLeaderEpochRequest
-) -> dict[str, Any]:
+) -> OffsetForLeaderEpochResponse:
     return {
         "throttle_time": 0,
         "topics": [

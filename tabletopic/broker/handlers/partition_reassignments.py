@@ -9,7 +9,7 @@ move not yet made.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -20,22 +20,30 @@ from tabletopic.broker.protocol.messages.partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ReassignablePartition,
 )
+from tabletopic.broker.protocol.responses import (
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponse,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+    ReassignablePartitionResponse,
+    ReassignableTopicResponse,
+)
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
-def _ok(index: int) -> dict[str, Any]:
+def _ok(index: int) -> ReassignablePartitionResponse:
     return {"partition_index": index, "error_code": ErrorCode.none, "error_message": None}
 
 
-def _error(index: int, code: ErrorCode, message: str) -> dict[str, Any]:
+def _error(index: int, code: ErrorCode, message: str) -> ReassignablePartitionResponse:
     return {"partition_index": index, "error_code": code, "error_message": message}
 
 
 def _check_partition(
     broker: BrokerService, topic: str, partition: ReassignablePartition, live: set[int]
-) -> tuple[dict[str, Any], tuple[str, int, int | None] | None]:
+) -> tuple[ReassignablePartitionResponse, tuple[str, int, int | None] | None]:
     """The partition's answer, and the move to ask for (None when there is nothing to do)."""
     index = partition.partition_index
     if topic_with_partition(broker, topic, index) is None:
@@ -63,12 +71,12 @@ def _check_partition(
 
 async def handle_alter(
     broker: BrokerService, ctx: RequestContext, request: AlterPartitionReassignmentsRequest
-) -> dict[str, Any]:
+) -> AlterPartitionReassignmentsResponse:
     live = {b.node_id for b in broker.leadership.brokers(ctx.listener)}
-    responses: list[dict[str, Any]] = []
+    responses: list[ReassignableTopicResponse] = []
     moves: list[tuple[str, int, int | None]] = []
     for t in request.topics:
-        answers = []
+        answers: list[ReassignablePartitionResponse] = []
         for p in t.partitions:
             answer, move = _check_partition(broker, t.name, p, live)
             answers.append(answer)
@@ -87,12 +95,12 @@ async def handle_alter(
 
 async def handle_list(
     broker: BrokerService, ctx: RequestContext, request: ListPartitionReassignmentsRequest
-) -> dict[str, Any]:
+) -> ListPartitionReassignmentsResponse:
     moving = broker.leadership.reassignments()
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.name, int(i)) for t in request.topics for i in t.partition_indexes}
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_topic: dict[str, list[OngoingPartitionReassignment]] = {}
     for (topic, index), (current, target) in sorted(moving.items()):
         if wanted is not None and (topic, index) not in wanted:
             continue
@@ -104,5 +112,7 @@ async def handle_list(
                 "removing_replicas": [current] if current >= 0 else [],
             }
         )
-    topics = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+    topics: list[OngoingTopicReassignment] = [
+        {"name": name, "partitions": parts} for name, parts in by_topic.items()
+    ]
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "topics": topics}

@@ -20,11 +20,8 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.partition_log import AppendResult
-from tabletopic.broker.protocol.messages.produce import (
-    PartitionProduceResponse,
-    ProduceRequest,
-    ProduceResponse,
-)
+from tabletopic.broker.protocol.messages.produce import ProduceRequest
+from tabletopic.broker.protocol.responses import PartitionProduceResponse, ProduceResponse
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService

@@ -5,32 +5,60 @@ The answer comes after the new share-partition state was written."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
 from tabletopic.broker.handlers.share_fetch import (
+    NO_LEADER,
     PartitionAnswer,
     apply_acks,
-    encode_answer,
+    current_leader,
+    group_by_topic,
     read_acks,
     requester,
-    top_error,
 )
 from tabletopic.broker.protocol.messages.share_groups import ShareAcknowledgeRequest
+from tabletopic.broker.protocol.responses import (
+    ShareAcknowledgePartitionData,
+    ShareAcknowledgeResponse,
+)
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 
+def _entry(index: int, answer: PartitionAnswer) -> ShareAcknowledgePartitionData:
+    return {
+        "partition_index": index,
+        "error_code": answer.error if answer.ack_error is None else answer.ack_error,
+        "current_leader": current_leader(answer.leader),
+    }
+
+
+def _unknown_entry(index: int, error: ErrorCode) -> ShareAcknowledgePartitionData:
+    return {"partition_index": index, "error_code": error, "current_leader": current_leader(NO_LEADER)}
+
+
+def top_error(error_code: ErrorCode, error_message: str | None = None) -> ShareAcknowledgeResponse:
+    """A ShareAcknowledge answer refused as a whole."""
+    return {
+        "throttle_time": 0,
+        "error_code": error_code,
+        "error_message": error_message,
+        "responses": [],
+        "node_endpoints": [],
+    }
+
+
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: ShareAcknowledgeRequest
-) -> dict[str, Any]:
+) -> ShareAcknowledgeResponse:
     identified = requester(broker, request)
-    if isinstance(identified, dict):
-        return identified
+    if not isinstance(identified, tuple):
+        return top_error(**identified)
     shares, group_id, member_id, epoch = identified
     if epoch == OPEN_SESSION_EPOCH:
         return top_error(
@@ -48,6 +76,11 @@ async def handle(
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "error_message": None,
-        "responses": encode_answer(broker, answers, unknown, with_records=False),
+        "responses": [
+            {"topic_id": topic_id, "partitions": partitions}
+            for topic_id, partitions in group_by_topic(
+                broker, answers, unknown, _entry, _unknown_entry
+            ).items()
+        ],
         "node_endpoints": [],
     }

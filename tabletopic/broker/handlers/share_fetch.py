@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -25,11 +25,18 @@ from tabletopic.broker.group_configs import state_prefix
 from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, AckBatch, ShareGroups
 from tabletopic.broker.groups.share_partitions import ShareFenced
+from tabletopic.broker.handlers.common import ErrorFields, error_fields
 from tabletopic.broker.handlers.fetch import add_batch
 from tabletopic.broker.protocol.messages.share_groups import (
     AcknowledgedTopic,
     ShareFetchRequest,
     ShareSessionRequest,
+)
+from tabletopic.broker.protocol.responses import (
+    AcquiredRecords,
+    LeaderIdAndEpoch,
+    ShareFetchPartitionData,
+    ShareFetchResponse,
 )
 from tabletopic.s3stream.streams import StreamError
 from tabletopic.tasks import first_of
@@ -38,6 +45,9 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 DEFAULT_MAX_RECORDS = 500
+NO_LEADER = (-1, -1)
+
+EntryT = TypeVar("EntryT")
 
 
 @dataclass(slots=True)
@@ -46,9 +56,9 @@ class PartitionAnswer:
 
     error: ErrorCode = ErrorCode.none
     ack_error: ErrorCode | None = None
-    records: list[Any] = field(default_factory=list)
-    acquired: list[dict[str, int]] = field(default_factory=list)
-    leader: tuple[int, int] = (-1, -1)
+    records: list[bytes | memoryview] = field(default_factory=list)
+    acquired: list[AcquiredRecords] = field(default_factory=list)
+    leader: tuple[int, int] = NO_LEADER
     waits_at: tuple[int, int] | None = None  # (stream id, offset) to long-poll on
 
 
@@ -114,37 +124,43 @@ async def apply_acks(
     return errors
 
 
-def encode_answer(
+def current_leader(leader: tuple[int, int]) -> LeaderIdAndEpoch:
+    return {"leader_id": leader[0], "leader_epoch": leader[1]}
+
+
+def group_by_topic(
     broker: BrokerService,
     answers: dict[TopicPartition, PartitionAnswer],
     unknown: dict[tuple[uuid.UUID | None, int], ErrorCode],
-    with_records: bool,
-) -> list[dict[str, Any]]:
-    """The ``responses`` list: partitions grouped by topic id."""
-    by_topic: dict[uuid.UUID | None, list[dict[str, Any]]] = {}
+    known_entry: Callable[[int, PartitionAnswer], EntryT],
+    unknown_entry: Callable[[int, ErrorCode], EntryT],
+) -> dict[uuid.UUID | None, list[EntryT]]:
+    """The partition entries of a ShareFetch or ShareAcknowledge answer by topic id: those answered
+    (``known_entry(index, answer)``), then those that do not exist (``unknown_entry(index, error)``)."""
+    by_topic: dict[uuid.UUID | None, list[EntryT]] = {}
     for (name, index), answer in sorted(answers.items()):
         topic = broker.topics.get(name)
         if topic is None:
             continue
-        entry: dict[str, Any] = {
-            "partition_index": index,
-            "error_code": answer.error if answer.ack_error is None or with_records else answer.ack_error,
-            "current_leader": {"leader_id": answer.leader[0], "leader_epoch": answer.leader[1]},
-        }
-        if with_records:
-            entry["acknowledge_error_code"] = answer.ack_error or ErrorCode.none
-            entry["records"] = b"".join(bytes(piece) for piece in answer.records)
-            entry["acquired_records"] = answer.acquired
-        by_topic.setdefault(topic.topic_id, []).append(entry)
+        by_topic.setdefault(topic.topic_id, []).append(known_entry(index, answer))
     for (topic_id, index), error in unknown.items():
-        by_topic.setdefault(topic_id, []).append(
-            {
-                "partition_index": index,
-                "error_code": error,
-                "current_leader": {"leader_id": -1, "leader_epoch": -1},
-            }
-        )
-    return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in by_topic.items()]
+        by_topic.setdefault(topic_id, []).append(unknown_entry(index, error))
+    return by_topic
+
+
+def _fetched_entry(index: int, answer: PartitionAnswer) -> ShareFetchPartitionData:
+    return {
+        "partition_index": index,
+        "error_code": answer.error,
+        "current_leader": current_leader(answer.leader),
+        "acknowledge_error_code": answer.ack_error or ErrorCode.none,
+        "records": b"".join(bytes(piece) for piece in answer.records),
+        "acquired_records": answer.acquired,
+    }
+
+
+def _unknown_entry(index: int, error: ErrorCode) -> ShareFetchPartitionData:
+    return {"partition_index": index, "error_code": error, "current_leader": current_leader(NO_LEADER)}
 
 
 async def _fetch_partition(
@@ -222,36 +238,38 @@ async def _wait(
     await first_of(waits, seconds)
 
 
-def top_error(error: ErrorCode, message: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A ShareFetch or ShareAcknowledge answer refused as a whole (``extra``: ShareFetch's lock)."""
+def top_error(error_code: ErrorCode, error_message: str | None = None) -> ShareFetchResponse:
+    """A ShareFetch answer refused as a whole."""
     return {
         "throttle_time": 0,
-        "error_code": error,
-        "error_message": message,
+        "error_code": error_code,
+        "error_message": error_message,
         "responses": [],
         "node_endpoints": [],
-        **extra,
+        "acquisition_lock_timeout": 0,
     }
 
 
 def requester(
     broker: BrokerService, request: ShareSessionRequest
-) -> tuple[ShareGroups, str, str, int] | dict[str, Any]:
+) -> tuple[ShareGroups, str, str, int] | ErrorFields:
     """The share groups, group id, member id and session epoch of a ShareFetch or ShareAcknowledge,
-    or the answer refusing it."""
+    or the error fields of the answer refusing it."""
     shares = broker.share_groups
     if shares is None:
-        return top_error(ErrorCode.coordinator_not_available)
+        return error_fields(ErrorCode.coordinator_not_available)
     group_id, member_id = request.group_id or "", request.member_id or ""
     if not group_id or not member_id:
-        return top_error(ErrorCode.invalid_request, "the request must name its group and member")
+        return error_fields(ErrorCode.invalid_request, "the request must name its group and member")
     return shares, group_id, member_id, int(request.share_session_epoch)
 
 
-async def handle(broker: BrokerService, ctx: RequestContext, request: ShareFetchRequest) -> dict[str, Any]:
+async def handle(
+    broker: BrokerService, ctx: RequestContext, request: ShareFetchRequest
+) -> ShareFetchResponse:
     identified = requester(broker, request)
-    if isinstance(identified, dict):
-        return identified | {"acquisition_lock_timeout": 0}
+    if not isinstance(identified, tuple):
+        return top_error(**identified)
     shares, group_id, member_id, epoch = identified
     acks, unknown = read_acks(broker, request.topics)
     names = topic_names(broker, (t.topic_id for t in request.forgotten_topics_data))
@@ -272,7 +290,7 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: ShareFetch
         added = []
     error, session = shares.session(group_id, member_id, epoch, added, forgotten)
     if error is not ErrorCode.none or session is None:
-        return top_error(error, acquisition_lock_timeout=0)
+        return top_error(error)
     ack_errors = await apply_acks(broker, shares, group_id, member_id, acks)
     answers = {tp: PartitionAnswer(ack_error=e) for tp, e in ack_errors.items()}
     if epoch == CLOSE_SESSION_EPOCH:
@@ -304,6 +322,11 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: ShareFetch
         "error_code": ErrorCode.none,
         "error_message": None,
         "acquisition_lock_timeout": shares.settings.record_lock_duration_ms,
-        "responses": encode_answer(broker, shown, unknown, with_records=True),
+        "responses": [
+            {"topic_id": topic_id, "partitions": partitions}
+            for topic_id, partitions in group_by_topic(
+                broker, shown, unknown, _fetched_entry, _unknown_entry
+            ).items()
+        ],
         "node_endpoints": [],
     }

@@ -3,22 +3,24 @@ that is not a share group is GROUP_ID_NOT_FOUND, as in Kafka."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.share_group import SHARE_ASSIGNOR, ShareGroup
-from tabletopic.broker.handlers.consumer_group_describe import _assignment, describe_groups
+from tabletopic.broker.handlers.consumer_group_describe import GroupHeader, _assignment, describe_groups
 from tabletopic.broker.protocol.messages.consumer_groups import GroupsDescription
+from tabletopic.broker.protocol.responses import ShareGroupDescribeDescribedGroup, ShareGroupDescribeResponse
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: GroupsDescription
-) -> dict[str, Any]:
+) -> ShareGroupDescribeResponse:
     topics = coordinator.consumer.topics()
 
-    def fields(group: ShareGroup) -> dict[str, Any]:
+    def fields(header: GroupHeader, group: ShareGroup | None) -> ShareGroupDescribeDescribedGroup:
+        if group is None:
+            return {**header, "assignor_name": "", "members": []}
         return {
+            **header,
             "assignor_name": SHARE_ASSIGNOR,
             "members": [
                 {
@@ -34,4 +36,5 @@ async def handle(
             ],
         }
 
-    return describe_groups(coordinator, request, coordinator.share.group, "share", fields)
+    groups = describe_groups(coordinator, request, coordinator.share.group, "share", fields)
+    return {"throttle_time": 0, "groups": groups}

@@ -6,8 +6,6 @@ by id on the wire and by name in the group (:mod:`tabletopic.broker.groups.share
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
@@ -16,13 +14,14 @@ from tabletopic.broker.groups.share_group import ShareHeartbeat
 from tabletopic.broker.handlers.consumer_group_heartbeat import wire_assignment
 from tabletopic.broker.handlers.join_group import client_host
 from tabletopic.broker.protocol.messages.share_groups import ShareGroupHeartbeatRequest
+from tabletopic.broker.protocol.responses import ShareGroupHeartbeatResponse
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: ShareGroupHeartbeatRequest
-) -> dict[str, Any]:
+) -> ShareGroupHeartbeatResponse:
     shares = coordinator.share
-    answer: dict[str, Any] = {
+    answer: ShareGroupHeartbeatResponse = {
         "throttle_time": 0,
         "member_id": request.member_id or None,
         "member_epoch": request.member_epoch,

@@ -9,8 +9,6 @@ offset with nothing in flight; a deleted one starts again by ``share.auto.offset
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
@@ -20,6 +18,16 @@ from tabletopic.broker.protocol.messages.share_groups import (
     AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
+)
+from tabletopic.broker.protocol.responses import (
+    AlterShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponsePartition,
+    AlterShareGroupOffsetsResponseTopic,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponseTopic,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+    DescribeShareGroupOffsetsResponsePartition,
 )
 
 
@@ -38,9 +46,9 @@ async def _group_error(coordinator: GroupCoordinator, group_id: str, changes: bo
 
 async def describe(
     coordinator: GroupCoordinator, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
-) -> dict[str, Any]:
+) -> DescribeShareGroupOffsetsResponse:
     shares, topics = coordinator.share, coordinator.consumer.topics()
-    groups = []
+    groups: list[DescribeShareGroupOffsetsResponseGroup] = []
     for wanted in request.groups:
         if (error := await _group_error(coordinator, wanted.group_id, changes=False)) is not None:
             groups.append({"group_id": wanted.group_id, "topics": [], "error_code": error})
@@ -51,10 +59,10 @@ async def describe(
             if wanted.topics is not None
             else set(states)
         )
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        by_topic: dict[str, list[DescribeShareGroupOffsetsResponsePartition]] = {}
         for name, index in sorted(asked):
             state = states.get((name, index))
-            entry: dict[str, Any] = {"partition_index": index, "leader_epoch": -1}
+            entry: DescribeShareGroupOffsetsResponsePartition = {"partition_index": index, "leader_epoch": -1}
             if name not in topics:
                 entry |= {"start_offset": -1, "error_code": ErrorCode.unknown_topic_or_partition}
             elif state is None:
@@ -82,14 +90,14 @@ async def describe(
 
 async def alter(
     coordinator: GroupCoordinator, ctx: RequestContext, request: AlterShareGroupOffsetsRequest
-) -> dict[str, Any]:
+) -> AlterShareGroupOffsetsResponse:
     group_id, topics = request.group_id, coordinator.consumer.topics()
     if (error := await _group_error(coordinator, group_id, changes=True)) is not None:
         return {"throttle_time": 0, "error_code": error, "responses": []}
-    responses = []
+    responses: list[AlterShareGroupOffsetsResponseTopic] = []
     for topic in request.topics:
         known = topics.get(topic.topic_name)
-        partitions = []
+        partitions: list[AlterShareGroupOffsetsResponsePartition] = []
         for p in topic.partitions:
             index = int(p.partition_index)
             if known is None or not 0 <= index < known[1]:
@@ -114,12 +122,12 @@ async def alter(
 
 async def delete(
     coordinator: GroupCoordinator, ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
-) -> dict[str, Any]:
+) -> DeleteShareGroupOffsetsResponse:
     group_id, topics = request.group_id, coordinator.consumer.topics()
     if (error := await _group_error(coordinator, group_id, changes=True)) is not None:
         return {"throttle_time": 0, "error_code": error, "responses": []}
     stored = await coordinator.share.partitions.stored(group_id)
-    responses = []
+    responses: list[DeleteShareGroupOffsetsResponseTopic] = []
     for topic in request.topics:
         name = topic.topic_name
         known = topics.get(name)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.coordinator import GroupCoordinator
 from tabletopic.broker.groups.model import SyncRequest
 from tabletopic.broker.protocol.messages.join_group import SyncGroupRequest
+from tabletopic.broker.protocol.responses import SyncGroupResponse
 
 
 async def handle(
     coordinator: GroupCoordinator, ctx: RequestContext, request: SyncGroupRequest
-) -> dict[str, Any]:
+) -> SyncGroupResponse:
     result = await coordinator.sync_group(
         SyncRequest(
             group_id=request.group_id,

@@ -6,7 +6,7 @@ DescribeTransactions (65) and ListTransactions (66). The state machine is
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -14,13 +14,22 @@ from tabletopic.broker.context import RequestContext
 from tabletopic.broker.handlers.common import txn_error
 from tabletopic.broker.protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
-    EndTxnResponse,
     ListTransactionsRequest,
     TxnOffsetCommitRequest,
+)
+from tabletopic.broker.protocol.responses import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsResponse,
+    DescribeTransactionsTransactionState,
+    EndTxnResponse,
+    ListTransactionsResponse,
+    ListTransactionsTransactionState,
+    TxnOffsetCommitResponse,
 )
 from tabletopic.broker.transactions import TxnError
 from tabletopic.broker.transactions.model import TxnOffsets
@@ -34,7 +43,7 @@ log = logging.getLogger(__name__)
 
 async def add_partitions(
     broker: BrokerService, ctx: RequestContext, request: AddPartitionsToTxnRequest
-) -> dict[str, Any]:
+) -> AddPartitionsToTxnResponse:
     """v0-3: one transaction per request (v4+ is the brokers' batched form, not advertised)."""
     wanted = [(t.name, int(p)) for t in request.v3_and_below_topics for p in t.partitions]
     try:
@@ -47,7 +56,7 @@ async def add_partitions(
     except TxnError as exc:
         log.info("AddPartitionsToTxn %r refused: %s", request.v3_and_below_transactional_id, exc)
         results = dict.fromkeys(wanted, exc.code)
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_topic: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
     for (topic, partition), code in results.items():
         code = txn_error(code, ctx.api_key, ctx.api_version)
         by_topic.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": code})
@@ -75,6 +84,8 @@ async def add_offsets(
 
 
 def _end_txn_answer(code: ErrorCode) -> EndTxnResponse:
+    """producer_id and producer_epoch (v5, transaction protocol 2) are -1: the broker never bumps
+    the epoch at the end of a transaction."""
     return {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1, "error_code": code}
 
 
@@ -91,7 +102,7 @@ async def end_txn(broker: BrokerService, ctx: RequestContext, request: EndTxnReq
 
 async def txn_offset_commit(
     broker: BrokerService, ctx: RequestContext, request: TxnOffsetCommitRequest
-) -> dict[str, Any]:
+) -> TxnOffsetCommitResponse:
     offsets = [
         PendingOffset(
             topic.name,
@@ -148,8 +159,8 @@ def _exists(broker: BrokerService, topic_name: str, partition: int) -> bool:
 
 async def describe(
     broker: BrokerService, ctx: RequestContext, request: DescribeTransactionsRequest
-) -> dict[str, Any]:
-    states = []
+) -> DescribeTransactionsResponse:
+    states: list[DescribeTransactionsTransactionState] = []
     for transactional_id in request.transactional_ids:
         txn = broker.transactions.describe(transactional_id)
         if txn is None:
@@ -186,11 +197,11 @@ async def describe(
 
 async def list_transactions(
     broker: BrokerService, ctx: RequestContext, request: ListTransactionsRequest
-) -> dict[str, Any]:
+) -> ListTransactionsResponse:
     state_filters = list(request.state_filters)
     producer_filters = {int(p) for p in request.producer_id_filters}
     unknown = [s for s in state_filters if s not in STATES]
-    listed = [
+    listed: list[ListTransactionsTransactionState] = [
         {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state}
         for t in broker.transactions.all()
         if (not state_filters or t.state in state_filters)

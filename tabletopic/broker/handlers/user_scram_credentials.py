@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -16,6 +15,13 @@ from tabletopic.broker.protocol.messages.user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     ScramCredentialDeletion,
     ScramCredentialUpsertion,
+)
+from tabletopic.broker.protocol.responses import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+    CredentialInfo,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResult,
 )
 from tabletopic.broker.security.acl import MAX_NAME
 from tabletopic.broker.security.scram import (
@@ -31,17 +37,19 @@ TWICE = "A user credential cannot be altered twice in the same request"
 MISSING = "Attempt to delete a user credential that does not exist"
 
 
-def _result(user: str, code: ErrorCode = ErrorCode.none, message: str | None = None) -> dict[str, Any]:
+def _result(
+    user: str, code: ErrorCode = ErrorCode.none, message: str | None = None
+) -> AlterUserScramCredentialsResult:
     return {"user": user, "error_code": code, "error_message": message}
 
 
 async def describe(
     store: SecurityStore, ctx: RequestContext, request: DescribeUserScramCredentialsRequest
-) -> dict[str, Any]:
+) -> DescribeUserScramCredentialsResponse:
     users = await asyncio.to_thread(store.users)
     wanted = [u.name for u in request.users] if request.users else sorted(users)
     counts = Counter(wanted)
-    results = []
+    results: list[DescribeUserScramCredentialsResult] = []
     for name in dict.fromkeys(wanted):
         if counts[name] > 1:
             message = f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"
@@ -50,7 +58,7 @@ async def describe(
             message = f"Attempt to describe a user credential that does not exist: {name}"
             results.append({**_result(name, ErrorCode.resource_not_found, message), "credential_infos": []})
         else:
-            infos = [
+            infos: list[CredentialInfo] = [
                 {"mechanism": SCRAM_MECHANISMS[mechanism].wire_type, "iterations": iterations}
                 for mechanism, iterations in users[name]
             ]
@@ -72,7 +80,7 @@ def _check_upsertion(entry: ScramCredentialUpsertion) -> tuple[ErrorCode, str] |
 
 async def alter(
     store: SecurityStore, ctx: RequestContext, request: AlterUserScramCredentialsRequest
-) -> dict[str, Any]:
+) -> AlterUserScramCredentialsResponse:
     """Each user's alterations are applied together or not at all (Kafka's rule): one bad entry
     fails that user, never the others."""
     existing = await asyncio.to_thread(store.users)

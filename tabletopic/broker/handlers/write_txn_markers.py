@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -15,6 +15,7 @@ from tabletopic.broker.groups.store import GroupFenced
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.broker.protocol.answers import write_txn_markers_answer
 from tabletopic.broker.protocol.messages.write_txn_markers import WritableTxnMarker, WriteTxnMarkersRequest
+from tabletopic.broker.protocol.responses import WriteTxnMarkersResponse
 from tabletopic.s3stream.streams import StreamError, StreamFenced, StreamNotFound
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 async def handle(
     broker: BrokerService, ctx: RequestContext, request: WriteTxnMarkersRequest
-) -> dict[str, Any]:
+) -> WriteTxnMarkersResponse:
     # Every marker at once: appended together, they share the next WAL write.
     jobs = [
         _write(broker, marker, topic.name, int(index))

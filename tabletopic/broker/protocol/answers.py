@@ -5,14 +5,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from tabletopic.broker.protocol.responses import WriteTxnMarkersResponse
 
 
-def write_txn_markers_answer(request: WriteTxnMarkersRequest, codes: Iterator[ErrorCode]) -> dict[str, Any]:
+def write_txn_markers_answer(
+    request: WriteTxnMarkersRequest, codes: Iterator[ErrorCode]
+) -> WriteTxnMarkersResponse:
     """WriteTxnMarkers' response: each partition of each marker with the next of ``codes``, in
     request order."""
     return {

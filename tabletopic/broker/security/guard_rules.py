@@ -664,7 +664,8 @@ async def write_txn_markers(
     every marker says CLUSTER_AUTHORIZATION_FAILED (the response has no top-level error)."""
     if check.cluster(Operation.CLUSTER_ACTION):
         return await call(request)
-    return write_txn_markers_answer(request, itertools.repeat(CLUSTER_DENIED))
+    # A plain dict, as every answer the guard passes on: quotas and rules edit answers in place.
+    return dict(write_txn_markers_answer(request, itertools.repeat(CLUSTER_DENIED)))
 
 
 def _refused_entries(entries: Sequence[object], **extra: Any) -> list[dict[str, Any]]:

@@ -1,9 +1,8 @@
-"""Version-free request and response types, one module per API (or small family of APIs), with
-field names as Kafka's schemas spell them: a handler takes the request type and returns the
-response type, so a misspelt field is a mypy error rather than a default on the wire.
-:mod:`~tabletopic.broker.protocol.messages.convert` reads kio's class of any version into them and
-turns responses into what the response builder fits to the client's version; ``broker/handlers``
-maps each typed API to its types in its dispatch table.
+"""Version-free request types, one module per API (or small family of APIs), with field names as
+Kafka's schemas spell them: a handler takes the request type (and returns its response type of
+:mod:`tabletopic.broker.protocol.responses`), so a misspelt field is a mypy error rather than a
+default on the wire. :mod:`~tabletopic.broker.protocol.messages.convert` reads kio's class of any
+version into them; ``broker/handlers`` maps each typed API to its types in its dispatch table.
 
 Every API the broker serves has its request type here (ApiVersions reads nothing of its request).
 Where every served version has the fields the handler reads, the type is the union of kio's class
@@ -14,9 +13,9 @@ string naming modules imported for mypy alone (``if TYPE_CHECKING:``): importing
 request modules would double the broker's start-up (0.86 s against 0.92 s), and a running broker
 imports only those of the versions its clients use. Where versions differ in shape, the type is a
 frozen dataclass read once from kio's class of any version. Shapes several APIs share (what an ACL
-rule reads, a config resource, a topic's partition indexes) are Protocols. Responses are
-TypedDicts for Produce, ListOffsets, InitProducerId, AddOffsetsToTxn, EndTxn, CreatePartitions and
-DescribeCluster, dicts elsewhere. ``tests/broker/test_typed_requests.py`` checks each union names
+rule reads, a config resource, a topic's partition indexes) are Protocols. Response types are
+generated from kio's classes into :mod:`tabletopic.broker.protocol.responses`.
+``tests/broker/test_typed_requests.py`` checks each union names
 exactly the served versions, and each Protocol and dataclass against kio's class of every served
 version.
 """

@@ -1,17 +1,14 @@
-"""InitProducerId (22), version-free: a producer's request for its id and epoch, and the answer.
+"""InitProducerId (22), version-free: a producer's request for its id and epoch.
 
 From v3 a producer names the id and epoch it already has (KIP-360, to bump its epoch rather than
 get a new id), so the request is a frozen dataclass read once from kio's class of any version; an
-older version names none (-1). The response is a TypedDict, the same in every version.
+older version names none (-1).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypedDict
-
-from kio.schema.errors import ErrorCode
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -23,10 +20,3 @@ class InitProducerIdRequest:
     transaction_timeout: timedelta
     producer_id: int = NO_PRODUCER_ID  # v3 on
     producer_epoch: int = NO_PRODUCER_EPOCH  # v3 on
-
-
-class InitProducerIdResponse(TypedDict):
-    throttle_time: int
-    error_code: ErrorCode
-    producer_id: int
-    producer_epoch: int

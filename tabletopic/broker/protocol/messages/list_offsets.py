@@ -1,18 +1,15 @@
 """ListOffsets (2), version-free: the offsets asked for by timestamp (or a sentinel of
-:mod:`~tabletopic.broker.protocol.sentinels`) and the answers.
+:mod:`~tabletopic.broker.protocol.sentinels`).
 
 Versions differ in what a request holds (``isolation_level`` from v2, ``current_leader_epoch`` from
 v4), so the request is a frozen dataclass read from kio's class of any version
 (:func:`~tabletopic.broker.protocol.messages.convert.read_message`), a missing field taking its
-default here. The response is a TypedDict in the newest version's shape.
+default here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
-
-from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol.sentinels import READ_UNCOMMITTED
 
@@ -37,21 +34,3 @@ class ListOffsetsRequest:
     topics: tuple[ListOffsetsTopic, ...]
     replica_id: int = -1
     isolation_level: int = READ_UNCOMMITTED  # v2 on
-
-
-class ListOffsetsPartitionResponse(TypedDict):
-    partition_index: int
-    error_code: ErrorCode
-    timestamp: int
-    offset: int
-    leader_epoch: int
-
-
-class ListOffsetsTopicResponse(TypedDict):
-    name: str
-    partitions: list[ListOffsetsPartitionResponse]
-
-
-class ListOffsetsResponse(TypedDict):
-    throttle_time: int
-    topics: list[ListOffsetsTopicResponse]

@@ -1,17 +1,13 @@
-"""Produce (0): what the broker reads of a request and what it answers.
+"""Produce (0): what the broker reads of a request.
 
 Every Produce version the broker serves (v3 to v12) has the same request fields, so the hot path
 reads the request kio parsed (or :mod:`~tabletopic.broker.protocol.produce_reader` built, each
-partition's ``records`` lent by the request's frame, never copied) without converting it. The
-response is a TypedDict in the newest version's shape, which the response builder fits to the
-client's version: a dict at run time, a checked type for mypy.
+partition's ``records`` lent by the request's frame, never copied) without converting it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NotRequired, TypeAlias, TypedDict
-
-from kio.schema.errors import ErrorCode
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from kio.schema.produce.v3 import request as v3
@@ -36,28 +32,3 @@ PartitionProduceData: TypeAlias = (
     "v9.PartitionProduceData | v10.PartitionProduceData | v11.PartitionProduceData | "
     "v12.PartitionProduceData"
 )
-
-
-class BatchIndexAndErrorMessage(TypedDict):
-    batch_index: int
-    batch_index_error_message: str | None
-
-
-class PartitionProduceResponse(TypedDict):
-    index: int
-    error_code: ErrorCode
-    error_message: str | None
-    base_offset: int
-    log_append_time: int
-    log_start_offset: int
-    record_errors: NotRequired[list[BatchIndexAndErrorMessage]]
-
-
-class TopicProduceResponse(TypedDict):
-    name: str
-    partition_responses: list[PartitionProduceResponse]
-
-
-class ProduceResponse(TypedDict):
-    responses: list[TopicProduceResponse]
-    throttle_time: int

@@ -11,9 +11,7 @@ per request; v4 on is the brokers' batched form, not served).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, TypedDict
-
-from kio.schema.errors import ErrorCode
+from typing import TYPE_CHECKING, TypeAlias
 
 from tabletopic.broker.protocol.messages.offset_commit import OffsetCommitTopic
 
@@ -53,21 +51,6 @@ class TxnOffsetCommitRequest:
     generation_id: int = -1  # v3 on (KIP-447): the consumer's generation, or member epoch
     member_id: str = ""  # v3 on
     group_instance_id: str | None = None  # v3 on
-
-
-class AddOffsetsToTxnResponse(TypedDict):
-    throttle_time: int
-    error_code: ErrorCode
-
-
-class EndTxnResponse(TypedDict):
-    """The newest version's shape: producer_id and producer_epoch (v5, transaction protocol 2) are
-    -1 here, as the broker never bumps the epoch at the end of a transaction."""
-
-    throttle_time: int
-    error_code: ErrorCode
-    producer_id: int
-    producer_epoch: int
 
 
 AddPartitionsToTxnRequest: TypeAlias = (
