@@ -49,9 +49,34 @@ class WalTakeovers:
         as long as they reach the recorded directories."""
         for wal in self.store.recovered_wals:
             await asyncio.to_thread(self.node.meta.wal_recovered, self.node.node_id, wal)
+        await self._release_earlier_streams()
         self.node.on_change.append(lambda _snapshot: self._wake.set())
         self._task = asyncio.create_task(self._loop(), name="wal-takeovers")
         self._wake.set()
+
+    async def _release_earlier_streams(self) -> None:
+        """Before this start leads anything: disown the streams earlier starts of this broker still
+        hold, once none of their shared WALs is left to recover. A stream with nothing left in such
+        a WAL (all of it uploaded, or never written) is named by no recovery, so it kept this node
+        as its owner; :meth:`held_elsewhere` then made every other broker to lead it wait for a
+        close or a takeover that only the end of this start would bring (a restarted broker's former
+        partitions moved elsewhere stayed unavailable for as long as it lived)."""
+        node = self.node
+        taken_back = set(self.store.recovered_wals)
+        pending = [
+            w.wal
+            for w in node.snapshot.wals
+            if w.node_id == node.node_id and w.node_epoch != node.node_epoch and w.wal not in taken_back
+        ]
+        if pending:  # another broker's takeover will commit those, then its partitions move
+            log.info("streams of earlier starts stay held until their WALs are recovered: %s", pending)
+            return
+        state = self.store.state
+        released = await state.db(state.meta.disown, node.node_id)
+        if released:
+            log.info(
+                "released %d streams that earlier starts of broker %d still held", released, node.node_id
+            )
 
     async def held_elsewhere(self, stream_ids: Iterable[int]) -> set[int]:
         """The streams among ``stream_ids`` a new leader must not open yet: the metadata database

@@ -558,6 +558,19 @@ class StreamMetadata:
                 )
         return moved
 
+    def disown(self, owner: int) -> int:
+        """Clear ``owner`` from every open stream it holds; returns how many. For a broker's start,
+        once every shared WAL its earlier starts wrote is recovered: a stream an earlier start held
+        with nothing left in its WAL (all uploaded, or never appended to) is named by no recovery,
+        so it kept this node as owner, and every other broker to lead it waited for a close or a WAL
+        takeover that only this start's own end would bring."""
+        s = streams_table
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                sa.update(s).where(s.c.owner == owner, s.c.state == StreamStatus.OPEN).values(owner=None)
+            )
+        return int(result.rowcount)
+
     def stream_ends(self, stream_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
         """``{stream_id: (end_offset, owner)}`` of the open streams among ``stream_ids``."""
         s = streams_table

@@ -196,3 +196,34 @@ def test_a_broker_refuses_a_shared_wal_directory_a_live_broker_writes(
     config = Config.load(overrides=[f"{k}={v}" for k, v in settings.items() if v], data_dir=tmp_path)
     with pytest.raises(ConfigError, match=r"s3stream\.wal\.path.*live broker 1"):
         Platform.create(config)
+
+
+def test_a_broker_started_again_at_once_leaves_none_of_its_former_partitions_unavailable(
+    healthy_cluster: LocalCluster,
+) -> None:
+    """A broker killed -9 and started again at once takes its shared WAL back itself. Its former
+    partitions the controller then places on other brokers must take writes there within seconds.
+    Streams the killed start held with nothing in its WAL (here: never written) kept it as their
+    owner, and the brokers to lead them waited for its close or a takeover of its WAL, which only
+    the end of the new start brought: minutes of unavailability in a fault run."""
+    cluster = healthy_cluster
+    topic, partitions, victim = f"restarted-{uuid.uuid4().hex[:8]}", 24, 3
+    create_topic(cluster.bootstrap, topic, partitions)
+    former = [p for p, (leader, _) in placed(cluster, topic, partitions).items() if leader == victim]
+    assert former
+    process = cluster.brokers[victim].process
+    assert process is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    cluster.brokers[victim].process = None
+    cluster.start(victim)
+    moved = {p: leader for p, (leader, _) in placed(cluster, topic, partitions).items() if p in former}
+    elsewhere = [p for p, leader in moved.items() if leader != victim]
+    assert elsewhere, f"the controller placed every former partition on broker {victim} again: {moved}"
+    acks = Acks()
+    producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 20_000}))
+    for p in elsewhere:
+        producer.produce(topic, value=f"after-{p}".encode(), partition=p, on_delivery=acks)
+    assert producer.flush(40) == 0
+    assert not acks.failed, acks.failed[:3]
+    assert len(acks.acked) == len(elsewhere)

@@ -337,3 +337,16 @@ async def test_a_store_tells_which_streams_hold_acknowledged_appends_not_uploade
     assert a.not_uploaded([pending, quiet, 999]) == [pending]
     await a.flush([pending])
     assert a.not_uploaded([pending, quiet]) == []
+
+
+async def test_disowning_a_node_clears_its_open_streams_and_no_one_elses(brokers: Brokers) -> None:
+    """What a restarted broker does before it leads anything (``broker/wal_takeover.py``): streams
+    its earlier starts held are disowned; streams another broker holds keep their owner."""
+    a, mine, _ = await _stream_written_by_broker_1(brokers, 2)
+    b = await brokers.open(2)
+    theirs = await b.create_stream()
+    await b.open_stream(theirs, 1, owner=2)
+    meta = a.state.meta
+    assert await asyncio.to_thread(meta.disown, 1) == 1
+    ends = await asyncio.to_thread(meta.stream_ends, [mine, theirs])
+    assert (ends[mine][1], ends[theirs][1]) == (None, 2)
