@@ -61,7 +61,8 @@ from kio.schema.errors import ErrorCode
 
 @dataclasses.dataclass
 class _Struct:
-    """One schema struct, merged over the served versions: field name -> field."""
+    """One schema struct, merged over its versions (the lowest served to the newest kio holds):
+    field name -> field."""
 
     name: str
     fields: dict[str, _Field] = dataclasses.field(default_factory=dict)
