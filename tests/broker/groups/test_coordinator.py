@@ -4,6 +4,8 @@ membership across a restart on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -276,3 +278,70 @@ async def test_offsets_of_a_deleted_topic_are_forgotten(coordinator: GroupCoordi
     await coordinator.delete_topic_offsets("orders")
     _, fetched = coordinator.fetch_offsets("g", None)
     assert [topic for topic, _ in fetched] == ["events"]
+
+
+async def test_commits_arriving_while_a_write_runs_join_one_write_and_the_last_offset_wins(
+    coordinator: GroupCoordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group committing faster than the database writes waits for two writes, not a queue of
+    them: what arrives while the first runs is written together, each caller answered after it."""
+    store = coordinator._store
+    written: list[dict[tuple[str, int], int]] = []
+    release = threading.Event()
+    commit = store.commit_offsets
+
+    def slow_commit(group_id: str, offsets: dict[Any, Any], fence: Any = None) -> None:
+        written.append({key: value.offset for key, value in offsets.items()})
+        release.wait(10)
+        commit(group_id, offsets, fence)
+
+    monkeypatch.setattr(store, "commit_offsets", slow_commit)
+
+    def commit_one(partition: int, offset: int) -> asyncio.Task[dict[tuple[str, int], ErrorCode]]:
+        batch = [OffsetToCommit("orders", partition, offset)]
+        return asyncio.ensure_future(coordinator.commit_offsets("g", "", None, -1, batch))
+
+    first = commit_one(0, 1)
+    await wait_until(lambda: len(written) == 1)
+    later = [commit_one(0, 2), commit_one(1, 3), commit_one(0, 4), commit_one(2, 5)]
+    await asyncio.sleep(0.05)  # the subject: nothing more is written while the first write runs
+    assert len(written) == 1 and not any(task.done() for task in later)
+    release.set()
+    answers = await asyncio.gather(first, *later)
+    assert all(set(answer.values()) == {ErrorCode.none} for answer in answers)
+    assert written == [{("orders", 0): 1}, {("orders", 0): 4, ("orders", 1): 3, ("orders", 2): 5}]
+    _, fetched = coordinator.fetch_offsets("g", None)
+    offsets = {p: v.offset for _, partitions in fetched for p, v in partitions if v is not None}
+    assert offsets == {0: 4, 1: 3, 2: 5}
+
+
+async def test_a_commit_queued_after_another_write_of_its_group_does_not_overtake_it(
+    coordinator: GroupCoordinator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offsets join a queued commit only while it is the group's last write: a commit after an
+    OffsetDelete is written after the delete, so the delete cannot remove it."""
+    store = coordinator._store
+    started, release = threading.Event(), threading.Event()
+    commit = store.commit_offsets
+
+    def slow_commit(group_id: str, offsets: dict[Any, Any], fence: Any = None) -> None:
+        started.set()
+        release.wait(10)
+        commit(group_id, offsets, fence)
+
+    def commit_one(offset: int) -> asyncio.Task[dict[tuple[str, int], ErrorCode]]:
+        return asyncio.ensure_future(
+            coordinator.commit_offsets("g", "", None, -1, [OffsetToCommit("orders", 0, offset)])
+        )
+
+    monkeypatch.setattr(store, "commit_offsets", slow_commit)
+    running = commit_one(1)
+    await wait_until(started.is_set)
+    queued = commit_one(2)  # waits behind the running write, open to later offsets
+    deleted = asyncio.ensure_future(coordinator.delete_offsets("g", [("orders", [0])]))
+    await asyncio.sleep(0)
+    after = commit_one(9)  # queued after the delete, not joined to the commit before it
+    release.set()
+    await asyncio.gather(running, queued, deleted, after)
+    _, fetched = coordinator.fetch_offsets("g", None)
+    assert [(p, v.offset) for _, partitions in fetched for p, v in partitions if v is not None] == [(0, 9)]
