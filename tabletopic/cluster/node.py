@@ -108,6 +108,32 @@ class Leader:
     leader_epoch: LeaderEpoch
 
 
+def reported_leader(snap: ClusterSnapshot, key: PartitionKey) -> Leader | None:
+    """The leader Metadata names for a partition, from one broker's snapshot.
+
+    A placed leader whose incarnation is alive is named with its epoch. So is one whose incarnation
+    is newer than this snapshot knows: the controller saw it alive and this broker's view of the
+    nodes lags. Guessing there named another broker at the next epoch, above the real placement's,
+    and a client that had the placement took the guess and then ignored the placement as older.
+    Otherwise (a leader dead or restarted since, a partition not placed yet) the broker names the
+    leader it predicts, the move's target or :func:`predicted_leader`, at the epoch the controller
+    will give it (one above the placement's), so that the client's first fetch there names the
+    epoch the leader serves with.
+    """
+    row = snap.partitions.get(key)
+    if row is not None and row.leader is not None:
+        known = snap.nodes.get(row.leader)
+        alive = snap.live.get(row.leader) == row.leader_node_epoch
+        if alive or known is None or known.node_epoch < row.leader_node_epoch:
+            return Leader(row.leader, row.leader_epoch)
+    epoch = LeaderEpoch(row.leader_epoch + 1 if row is not None else 1)
+    candidates = snap.eligible
+    if row is not None and row.target is not None and row.target in candidates:
+        return Leader(row.target, epoch)
+    node = predicted_leader(key, candidates)
+    return None if node is None else Leader(node, epoch)
+
+
 class ClusterNode:
     """This broker in the cluster. ``wanted`` lists every partition (the broker's topics, read from
     the database; the controller places them); ``load`` reports per-partition bytes in/out with
@@ -259,16 +285,7 @@ class ClusterNode:
     def leader(self, key: PartitionKey) -> Leader | None:
         """The leader to report for a partition (a few dict lookups: Metadata asks this for every
         partition, so what depends only on the snapshot is computed once per snapshot)."""
-        snap = self.snapshot
-        row = snap.partitions.get(key)
-        if row is not None and row.leader is not None and snap.live.get(row.leader) == row.leader_node_epoch:
-            return Leader(row.leader, row.leader_epoch)
-        epoch = row.leader_epoch if row is not None else 0
-        candidates = snap.eligible
-        if row is not None and row.target is not None and row.target in candidates:
-            return Leader(row.target, LeaderEpoch(epoch + 1))
-        node = predicted_leader(key, candidates)
-        return None if node is None else Leader(node, LeaderEpoch(epoch + 1))
+        return reported_leader(self.snapshot, key)
 
     def my_assignments(self) -> dict[PartitionKey, LeaderEpoch]:
         """``{partition: leader epoch}`` the controller gave this incarnation."""
