@@ -78,6 +78,9 @@ class AppendResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     record_errors: tuple[RecordError, ...] = ()
+    # NOT_LEADER_OR_FOLLOWER: the broker that leads instead and its epoch, as Metadata would name
+    # them. Produce v10+ carries them (KIP-951), so a client moves without asking Metadata first.
+    leader: tuple[int, int] | None = None
 
     @classmethod
     def failed(
@@ -85,9 +88,9 @@ class AppendResult:
     ) -> AppendResult:
         return cls(code, message, record_errors=record_errors)
 
-    def response(self, index: int) -> PartitionProduceResponse:
+    def response(self, index: int, name_leader: bool = True) -> PartitionProduceResponse:
         """Partition ``index``'s entry of a Produce response (also the zone router's stored
-        hand-over answer)."""
+        hand-over answer); ``name_leader``: with the leader a refusal names, if any."""
         response: PartitionProduceResponse = {
             "index": index,
             "error_code": self.error_code,
@@ -101,6 +104,8 @@ class AppendResult:
                 {"batch_index": error.batch_index, "batch_index_error_message": error.message}
                 for error in self.record_errors
             ]
+        if name_leader and self.leader is not None:
+            response["current_leader"] = {"leader_id": self.leader[0], "leader_epoch": self.leader[1]}
         return response
 
     @classmethod
@@ -240,9 +245,10 @@ class PartitionLog:
         """NOT_LEADER_OR_FOLLOWER, naming the broker that leads the partition."""
         host = self._host
         leader, epoch = host.leadership.leader(topic, index)
-        return AppendResult.failed(
+        return AppendResult(
             ErrorCode.not_leader_or_follower,
             f"broker {host.node_id} does not lead {topic}-{index} (broker {leader} does, epoch {epoch})",
+            leader=(leader, epoch),
         )
 
     async def _admit(

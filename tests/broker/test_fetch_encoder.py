@@ -4,12 +4,14 @@ version the broker serves."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol import build_response, encode_response
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, FetchedTopic, encode_fetch_response
+from tabletopic.broker.protocol.responses import NodeEndpoint
 from tests.support.kafka_requests import make_batch
 
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
@@ -30,8 +32,10 @@ def _topics() -> list[FetchedTopic]:
     ]
 
 
-def _kio_bytes(version: int, topics: list[FetchedTopic]) -> bytes:
-    fields = {
+def _kio_bytes(
+    version: int, topics: list[FetchedTopic], endpoints: list[NodeEndpoint] | None = None
+) -> bytes:
+    fields: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "session_id": 0,
@@ -50,13 +54,23 @@ def _kio_bytes(version: int, topics: list[FetchedTopic]) -> bytes:
                         "preferred_read_replica": -1,
                         "records": b"".join(bytes(x) for x in p.pieces),
                     }
+                    | _leader_fields(p)
                     for p in t.partitions
                 ],
             }
             for t in topics
         ],
     }
+    if endpoints:
+        fields["node_endpoints"] = endpoints
     return encode_response(99, build_response(1, version, fields))
+
+
+def _leader_fields(partition: FetchedPartition) -> dict[str, Any]:
+    if partition.current_leader is None:
+        return {}
+    leader_id, leader_epoch = partition.current_leader
+    return {"current_leader": {"leader_id": leader_id, "leader_epoch": leader_epoch}}
 
 
 @pytest.mark.parametrize("version", range(4, 18))
@@ -64,6 +78,19 @@ def test_encoder_matches_kio_byte_for_byte(version: int) -> None:
     topics = _topics()
     ours = b"".join(bytes(piece) for piece in encode_fetch_response(99, version, 0, topics))
     assert ours == _kio_bytes(version, topics)
+
+
+@pytest.mark.parametrize("version", range(12, 18))
+def test_a_refused_partitions_current_leader_and_its_endpoint_match_kio(version: int) -> None:
+    """KIP-951: the current leader of a partition refused NOT_LEADER_OR_FOLLOWER (v12 on, a tagged
+    field) and the endpoints of the leaders named (v16 on); kio leaves both out of older versions."""
+    topics = _topics()
+    refused = FetchedPartition(2, int(ErrorCode.not_leader_or_follower), current_leader=(3, 7))
+    unknown = FetchedPartition(3, int(ErrorCode.not_leader_or_follower), current_leader=(-1, -1))
+    topics[0].partitions = [*topics[0].partitions, refused, unknown]
+    endpoints: list[NodeEndpoint] = [{"node_id": 3, "host": "broker-3", "port": 9093, "rack": "az-c"}]
+    ours = encode_fetch_response(99, version, 0, topics, endpoints=endpoints)
+    assert b"".join(bytes(piece) for piece in ours) == _kio_bytes(version, topics, endpoints)
 
 
 def test_record_data_is_passed_through_not_copied() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.leadership import SingleNode
+from tabletopic.broker.leadership import BrokerEndpoint, SingleNode
 from tabletopic.records.header import HEADER
 from tabletopic.s3stream.epochs import EpochHistory
 from tests.support.broker_calls import call
@@ -19,7 +19,7 @@ class _LeaderAtEpoch(SingleNode):
     """This broker leads everything at ``epoch`` (a cluster broker after some leader changes)."""
 
     def __init__(self, broker: Any, epoch: int) -> None:
-        super().__init__(broker.node_id, lambda listener: None)  # type: ignore[arg-type,return-value]
+        super().__init__(broker.node_id, lambda listener: BrokerEndpoint(broker.node_id, "localhost", 9092))
         self.epoch = epoch
 
     def serving_epoch(self, topic: str, partition: int) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from kio.schema.errors import ErrorCode
@@ -13,7 +13,11 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol.messages.convert import read_message
 from tabletopic.broker.protocol.messages.delete_records import DeleteRecordsPartition, DeleteRecordsRequest
-from tabletopic.broker.protocol.responses import DeleteRecordsPartitionResult, DeleteRecordsResponse
+from tabletopic.broker.protocol.responses import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    NodeEndpoint,
+)
 from tabletopic.broker.topics import Topic
 
 if TYPE_CHECKING:
@@ -79,6 +83,18 @@ def topic_with_partition(broker: BrokerService, name: str, index: int) -> Topic 
 
 
 NO_LEADER_EPOCH = -1  # a request's current_leader_epoch when the client does not name one
+
+
+def node_endpoints(
+    broker: BrokerService, ctx: RequestContext, node_ids: Collection[int]
+) -> list[NodeEndpoint]:
+    """KIP-951's NodeEndpoints: where the brokers an answer names as leaders listen, on the
+    client's listener, so that a client can go to a leader it has no address for yet."""
+    return [
+        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        for b in broker.leadership.brokers(ctx.listener)
+        if b.node_id in node_ids
+    ]
 
 
 def leader_epoch_error(requested: int, serving: int) -> ErrorCode | None:

@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.fetch_sessions import PartitionKey, SessionPartition
-from tabletopic.broker.handlers.common import ZERO_UUID, leader_epoch_error
+from tabletopic.broker.handlers.common import ZERO_UUID, leader_epoch_error, node_endpoints
 from tabletopic.broker.protocol import WireResponse
 from tabletopic.broker.protocol.fetch_encoder import FetchedPartition, encode_fetch_response
 from tabletopic.broker.protocol.messages.fetch import FetchRequest, client_rack
@@ -303,6 +303,23 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: FetchReque
     topics, error, session_id = await fetch(broker, request, ctx.api_version, zone)
     if router is not None:
         router.count(zone, sum(r.size for t in topics for r in t.partitions), "out")
+    # A consumer of a zone is sent to its zone's brokers, never to a leader elsewhere.
+    leaders = _name_leaders(broker, topics) if zone is None else set()
+    endpoints = node_endpoints(broker, ctx, leaders) if leaders else []
     return WireResponse(
-        encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics, session_id)
+        encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics, session_id, endpoints)
     )
+
+
+def _name_leaders(broker: BrokerService, topics: list[TopicRead]) -> set[int]:
+    """Name the current leader of each partition refused for want of leadership or for a stale
+    epoch (KIP-951); returns their node ids."""
+    named: set[int] = set()
+    for topic in topics:
+        if topic.topic is None:
+            continue
+        for read in topic.partitions:
+            if read.error_code in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
+                read.current_leader = broker.leadership.leader(topic.topic.name, read.partition_index)
+                named.add(read.current_leader[0])
+    return named

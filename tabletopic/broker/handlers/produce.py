@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.handlers.common import node_endpoints
 from tabletopic.broker.partition_log import AppendResult
 from tabletopic.broker.protocol.messages.produce import ProduceRequest
 from tabletopic.broker.protocol.responses import PartitionProduceResponse, ProduceResponse
@@ -67,13 +68,19 @@ async def handle(
     results = await asyncio.shield(appends)
     if acks == 0:
         return None
+    # A client of a zone is sent to its zone's brokers by Metadata, never to a leader elsewhere.
+    name_leaders = zone is None
     responses: dict[str, list[PartitionProduceResponse]] = {}
     for (name, index), result in zip(shape, results, strict=True):
-        responses.setdefault(name, []).append(result.response(index))
-    return {
+        responses.setdefault(name, []).append(result.response(index, name_leaders))
+    answer: ProduceResponse = {
         "responses": [{"name": name, "partition_responses": parts} for name, parts in responses.items()],
         "throttle_time": 0,
     }
+    leaders = {result.leader[0] for result in results if result.leader is not None}
+    if name_leaders and leaders:
+        answer["node_endpoints"] = node_endpoints(broker, ctx, leaders)
+    return answer
 
 
 def _retrieve(appends: asyncio.Future[Any]) -> None:

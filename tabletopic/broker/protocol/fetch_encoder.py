@@ -6,8 +6,10 @@ that copy and the per-field Python dispatch dominate the broker's CPU on the con
 itself and returns a list of buffers — framing bytes interleaved with the stored batches (with
 their base offsets patched in as separate 8-byte pieces) — for ``transport.writelines``.
 
-Covers Fetch v4-v17 (v17 changes only the request). It writes only what the broker fills; tagged
-fields stay empty. The unit tests check its output decodes with kio's reader for every version.
+Covers Fetch v4-v17 (v17 changes only the request). It writes only what the broker fills: of the
+tagged fields, a refused partition's current leader (v12 on) and the endpoints of the leaders named
+(v16 on), KIP-951's way of sending a consumer to the new leader without a Metadata round trip. The
+unit tests check its output decodes with kio's reader for every version.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.protocol.responses import NodeEndpoint
 from tabletopic.records.encoder import uvarint
 
 _I16 = struct.Struct(">h")
@@ -43,6 +46,8 @@ class FetchedPartition:
     aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
     # KIP-392: the broker the consumer should fetch this partition from instead (-1: here).
     preferred_read_replica: int = -1
+    # KIP-951, with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: (leader's node id, leader epoch).
+    current_leader: tuple[int, int] | None = None
 
 
 class TopicAnswer(Protocol):
@@ -66,7 +71,12 @@ class FetchedTopic:
 
 
 def encode_fetch_response(
-    correlation_id: int, version: int, error_code: int, topics: Sequence[TopicAnswer], session_id: int = 0
+    correlation_id: int,
+    version: int,
+    error_code: int,
+    topics: Sequence[TopicAnswer],
+    session_id: int = 0,
+    endpoints: Sequence[NodeEndpoint] = (),
 ) -> list[Any]:
     """The complete wire form (length prefix included) as a list of buffers."""
     flexible = version >= 12
@@ -113,12 +123,41 @@ def encode_fetch_response(
                 buffers.extend(partition.pieces)
                 current = bytearray()
             if flexible:
-                current += b"\x00"  # partition tagged fields
+                current += _partition_tags(partition.current_leader)
         if flexible:
             current += b"\x00"  # topic tagged fields
     if flexible:
-        current += b"\x00"  # response tagged fields
+        current += _endpoint_tags(endpoints) if version >= 16 else b"\x00"
     buffers.append(current)
     total = sum(len(b) for b in buffers)
     buffers.insert(0, _I32.pack(total))
     return buffers
+
+
+_CURRENT_LEADER_TAG = 1  # PartitionData's CurrentLeader (v12 on)
+_NODE_ENDPOINTS_TAG = 0  # the response's NodeEndpoints (v16 on)
+
+
+def _tagged(tag: int, data: bytes) -> bytes:
+    """One tagged field, alone in its section: count, tag, size, data."""
+    return b"\x01" + uvarint(tag) + uvarint(len(data)) + data
+
+
+def _partition_tags(leader: tuple[int, int] | None) -> bytes:
+    if leader is None or leader == (-1, -1):  # kio's default, which Kafka's writers leave out
+        return b"\x00"
+    return _tagged(_CURRENT_LEADER_TAG, _I32.pack(leader[0]) + _I32.pack(leader[1]) + b"\x00")
+
+
+def _endpoint_tags(endpoints: Sequence[NodeEndpoint]) -> bytes:
+    if not endpoints:
+        return b"\x00"
+    data = bytearray(uvarint(len(endpoints) + 1))
+    for endpoint in endpoints:
+        host = endpoint["host"].encode()
+        rack_name = endpoint.get("rack")
+        rack = None if rack_name is None else rack_name.encode()
+        data += _I32.pack(endpoint["node_id"]) + uvarint(len(host) + 1) + host + _I32.pack(endpoint["port"])
+        data += b"\x00" if rack is None else uvarint(len(rack) + 1) + rack
+        data += b"\x00"  # endpoint tagged fields
+    return _tagged(_NODE_ENDPOINTS_TAG, bytes(data))
