@@ -36,6 +36,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.metrics import BrokerMetrics
 from tabletopic.broker.ports import OpenTransactions, PartitionHost
 from tabletopic.broker.producers import ProducerStates, SequenceCheck
+from tabletopic.broker.protocol.answers import current_leader
 from tabletopic.broker.protocol.responses import PartitionProduceResponse
 from tabletopic.broker.record_validation import RecordError, RecordValidator, Rejection
 from tabletopic.broker.topics import Topic
@@ -105,7 +106,7 @@ class AppendResult:
                 for error in self.record_errors
             ]
         if name_leader and self.leader is not None:
-            response["current_leader"] = {"leader_id": self.leader[0], "leader_epoch": self.leader[1]}
+            response["current_leader"] = current_leader(self.leader)
         return response
 
     @classmethod

@@ -15,11 +15,11 @@ from tabletopic.broker.handlers.share_fetch import (
     NO_LEADER,
     PartitionAnswer,
     apply_acks,
-    current_leader,
     group_by_topic,
     read_acks,
     requester,
 )
+from tabletopic.broker.protocol.answers import current_leader
 from tabletopic.broker.protocol.messages.share_groups import ShareAcknowledgeRequest
 from tabletopic.broker.protocol.responses import (
     ShareAcknowledgePartitionData,

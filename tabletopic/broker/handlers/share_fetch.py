@@ -27,6 +27,7 @@ from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, AckB
 from tabletopic.broker.groups.share_partitions import ShareFenced
 from tabletopic.broker.handlers.common import ErrorFields, error_fields
 from tabletopic.broker.handlers.fetch import add_batch
+from tabletopic.broker.protocol.answers import current_leader
 from tabletopic.broker.protocol.messages.share_groups import (
     AcknowledgedTopic,
     ShareFetchRequest,
@@ -34,7 +35,6 @@ from tabletopic.broker.protocol.messages.share_groups import (
 )
 from tabletopic.broker.protocol.responses import (
     AcquiredRecords,
-    LeaderIdAndEpoch,
     ShareFetchPartitionData,
     ShareFetchResponse,
 )
@@ -122,10 +122,6 @@ async def apply_acks(
         errors[(name, index)] = shares.acknowledge(key, member_id, batches)
     await shares.partitions.flush((group_id, *tp) for tp in acks)
     return errors
-
-
-def current_leader(leader: tuple[int, int]) -> LeaderIdAndEpoch:
-    return {"leader_id": leader[0], "leader_epoch": leader[1]}
 
 
 def group_by_topic(

@@ -9,7 +9,13 @@ from collections.abc import Iterator
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
-from tabletopic.broker.protocol.responses import WriteTxnMarkersResponse
+from tabletopic.broker.protocol.responses import LeaderIdAndEpoch, WriteTxnMarkersResponse
+
+
+def current_leader(leader: tuple[int, int]) -> LeaderIdAndEpoch:
+    """A refused partition's CurrentLeader (KIP-951): ``(node id, leader epoch)``, (-1, -1) when
+    unknown."""
+    return {"leader_id": leader[0], "leader_epoch": leader[1]}
 
 
 def write_txn_markers_answer(
