@@ -12,14 +12,14 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, OPEN_SESSION_EPOCH
 from tabletopic.broker.handlers.share_fetch import (
-    NO_LEADER,
     PartitionAnswer,
     apply_acks,
     group_by_topic,
+    name_leaders,
     read_acks,
     requester,
 )
-from tabletopic.broker.protocol.answers import current_leader
+from tabletopic.broker.protocol.answers import NO_LEADER, current_leader
 from tabletopic.broker.protocol.messages.share_groups import ShareAcknowledgeRequest
 from tabletopic.broker.protocol.responses import (
     ShareAcknowledgePartitionData,
@@ -72,6 +72,7 @@ async def handle(
     if epoch == CLOSE_SESSION_EPOCH:
         shares.close_session(group_id, member_id)
     answers = {tp: PartitionAnswer(ack_error=e) for tp, e in errors.items()}
+    endpoints = name_leaders(broker, ctx, answers)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
@@ -82,5 +83,5 @@ async def handle(
                 broker, answers, unknown, _entry, _unknown_entry
             ).items()
         ],
-        "node_endpoints": [],
+        "node_endpoints": endpoints,
     }

@@ -25,9 +25,9 @@ from tabletopic.broker.group_configs import state_prefix
 from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.share_coordinator import CLOSE_SESSION_EPOCH, AckBatch, ShareGroups
 from tabletopic.broker.groups.share_partitions import ShareFenced
-from tabletopic.broker.handlers.common import ErrorFields, error_fields
+from tabletopic.broker.handlers.common import ErrorFields, error_fields, node_endpoints
 from tabletopic.broker.handlers.fetch import add_batch
-from tabletopic.broker.protocol.answers import current_leader
+from tabletopic.broker.protocol.answers import NO_LEADER, current_leader
 from tabletopic.broker.protocol.messages.share_groups import (
     AcknowledgedTopic,
     ShareFetchRequest,
@@ -35,6 +35,7 @@ from tabletopic.broker.protocol.messages.share_groups import (
 )
 from tabletopic.broker.protocol.responses import (
     AcquiredRecords,
+    NodeEndpoint,
     ShareFetchPartitionData,
     ShareFetchResponse,
 )
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService
 
 DEFAULT_MAX_RECORDS = 500
-NO_LEADER = (-1, -1)
 
 EntryT = TypeVar("EntryT")
 
@@ -122,6 +122,24 @@ async def apply_acks(
         errors[(name, index)] = shares.acknowledge(key, member_id, batches)
     await shares.partitions.flush((group_id, *tp) for tp in acks)
     return errors
+
+
+def name_leaders(
+    broker: BrokerService, ctx: RequestContext, answers: dict[TopicPartition, PartitionAnswer]
+) -> list[NodeEndpoint]:
+    """KIP-951 for share groups, as for Fetch: name the current leader of every partition refused
+    NOT_LEADER_OR_FOLLOWER (for its records or its acknowledgements), so that the member fetches
+    there without asking Metadata first; returns the named leaders' endpoints. Not for a client of
+    a zone (zone routing sends it to its zone's brokers)."""
+    router = broker.zone_router
+    if router is not None and router.zone_of(ctx) is not None:
+        return []
+    named: set[int] = set()
+    for (name, index), answer in answers.items():
+        if ErrorCode.not_leader_or_follower in (answer.error, answer.ack_error):
+            answer.leader = broker.leadership.leader(name, index)
+            named.add(answer.leader[0])
+    return node_endpoints(broker, ctx, named) if named else []
 
 
 def group_by_topic(
@@ -305,7 +323,9 @@ async def handle(
             remaining = deadline - loop.time()
             # A member that left stops waiting (known on a single node; in a cluster the coordinator has it).
             gone = shares.members_known_here and not shares.is_member(group_id, member_id)
-            if budget < max_records or remaining <= 0 or gone:
+            # A refused partition is answered at once, as Fetch does: its member has to go elsewhere.
+            refused = any(a.error is not ErrorCode.none for a in answers.values())
+            if budget < max_records or remaining <= 0 or gone or refused:
                 break
             await _wait(broker, shares, answers.values(), remaining)
     shown = {
@@ -313,6 +333,7 @@ async def handle(
         for tp, a in answers.items()
         if a.acquired or a.ack_error is not None or a.error is not ErrorCode.none
     }
+    endpoints = name_leaders(broker, ctx, shown)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,
@@ -324,5 +345,5 @@ async def handle(
                 broker, shown, unknown, _fetched_entry, _unknown_entry
             ).items()
         ],
-        "node_endpoints": [],
+        "node_endpoints": endpoints,
     }

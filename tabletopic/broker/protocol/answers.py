@@ -11,6 +11,8 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from tabletopic.broker.protocol.responses import LeaderIdAndEpoch, WriteTxnMarkersResponse
 
+NO_LEADER = (-1, -1)  # ``(node id, leader epoch)`` of a partition whose leader an answer does not name
+
 
 def current_leader(leader: tuple[int, int]) -> LeaderIdAndEpoch:
     """A refused partition's CurrentLeader (KIP-951): ``(node id, leader epoch)``, (-1, -1) when

@@ -12,6 +12,7 @@ from typing import Protocol
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
+from tabletopic.broker.protocol.answers import NO_LEADER, current_leader
 from tabletopic.broker.protocol.messages.share_groups import (
     DescribeShareGroupOffsetsRequest,
     ShareGroupHeartbeatRequest,
@@ -22,7 +23,6 @@ from tabletopic.broker.security.guard import Call, Check, Response, Rule, narrow
 
 TOPIC_DENIED = ErrorCode.topic_authorization_failed
 GROUP_DENIED = ErrorCode.group_authorization_failed
-_NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 
 
 class ShareGroupOffsetsChange(Protocol):
@@ -64,7 +64,7 @@ async def share_records(
                 {
                     "partition_index": p.partition_index,
                     "error_code": TOPIC_DENIED,
-                    "current_leader": _NO_LEADER,
+                    "current_leader": current_leader(NO_LEADER),
                 }
                 for p in topic.partitions
             ]
