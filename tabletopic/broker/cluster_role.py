@@ -296,6 +296,8 @@ class ClusterRole:
                 failures = 0
 
     async def _reconcile(self) -> None:
+        # Here, not in a task of its own: it must not run while streams are being opened.
+        await self.takeovers.release_earlier_streams()
         desired = self.node.my_assignments()
         lost = [k for k, epoch in self.opened.items() if desired.get(k) != epoch]
         if lost:

@@ -41,6 +41,10 @@ class WalTakeovers:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._not_before: dict[tuple[int, int], float] = {}
+        # Streams earlier starts of this broker may still own: released once none of their shared
+        # WALs is left to recover (:meth:`release_earlier_streams`).
+        self._earlier_owned = True
+        self._told_held: list[str] = []
 
     async def start(self) -> None:
         """After the node registered: mark the WALs the store took back at its start recovered,
@@ -49,18 +53,26 @@ class WalTakeovers:
         as long as they reach the recorded directories."""
         for wal in self.store.recovered_wals:
             await asyncio.to_thread(self.node.meta.wal_recovered, self.node.node_id, wal)
-        await self._release_earlier_streams()
+        await self.release_earlier_streams()
         self.node.on_change.append(lambda _snapshot: self._wake.set())
         self._task = asyncio.create_task(self._loop(), name="wal-takeovers")
         self._wake.set()
 
-    async def _release_earlier_streams(self) -> None:
-        """Before this start leads anything: disown the streams earlier starts of this broker still
-        hold, once none of their shared WALs is left to recover. A stream with nothing left in such
-        a WAL (all of it uploaded, or never written) is named by no recovery, so it kept this node
-        as its owner; :meth:`held_elsewhere` then made every other broker to lead it wait for a
-        close or a takeover that only the end of this start would bring (a restarted broker's former
-        partitions moved elsewhere stayed unavailable for as long as it lived)."""
+    async def release_earlier_streams(self) -> None:
+        """Disown the streams earlier starts of this broker still hold, once none of their shared
+        WALs is left to recover; called at start, before this start leads anything, and then by the
+        leadership loop between its opens (never during one) until it has run.
+
+        A stream with nothing left in such a WAL (all of it uploaded, or never written) is named by
+        no recovery, so it kept this node as its owner; :meth:`held_elsewhere` then made every
+        other broker to lead it wait for a close or a takeover that only the end of this start
+        would bring (a restarted broker's former partitions moved elsewhere stayed unavailable for
+        as long as it lived). When this start began while another broker was still taking over an
+        earlier start's WAL, that takeover commits the streams its WAL names, and the rest are
+        released here once it is done: every stream this node owns then belongs to an earlier start
+        (whose acknowledged appends are committed) or is open here, and those open here are kept."""
+        if not self._earlier_owned:
+            return
         node = self.node
         taken_back = set(self.store.recovered_wals)
         pending = [
@@ -69,10 +81,13 @@ class WalTakeovers:
             if w.node_id == node.node_id and w.node_epoch != node.node_epoch and w.wal not in taken_back
         ]
         if pending:  # another broker's takeover will commit those, then its partitions move
-            log.info("streams of earlier starts stay held until their WALs are recovered: %s", pending)
+            if pending != self._told_held:
+                log.info("streams of earlier starts stay held until their WALs are recovered: %s", pending)
+                self._told_held = pending
             return
         state = self.store.state
-        released = await state.db(state.meta.disown, node.node_id)
+        released = await state.db(state.meta.disown, node.node_id, set(state.streams))
+        self._earlier_owned = False
         if released:
             log.info(
                 "released %d streams that earlier starts of broker %d still held", released, node.node_id

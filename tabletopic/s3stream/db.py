@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -558,18 +558,29 @@ class StreamMetadata:
                 )
         return moved
 
-    def disown(self, owner: int) -> int:
-        """Clear ``owner`` from every open stream it holds; returns how many. For a broker's start,
-        once every shared WAL its earlier starts wrote is recovered: a stream an earlier start held
-        with nothing left in its WAL (all uploaded, or never appended to) is named by no recovery,
-        so it kept this node as owner, and every other broker to lead it waited for a close or a WAL
-        takeover that only this start's own end would bring."""
+    def disown(self, owner: int, keep: Collection[int] = ()) -> int:
+        """Clear ``owner`` from every open stream it holds but those in ``keep``; returns how many.
+        For a broker's start, once every shared WAL its earlier starts wrote is recovered: a stream
+        an earlier start held with nothing left in its WAL (all uploaded, or never appended to) is
+        named by no recovery, so it kept this node as owner, and every other broker to lead it
+        waited for a close or a WAL takeover that only this start's own end would bring. ``keep``:
+        the streams this start holds itself (when the last such WAL was recovered after it began
+        leading partitions)."""
         s = streams_table
+        kept = set(keep)
         with self.engine.begin() as conn:
-            result = conn.execute(
-                sa.update(s).where(s.c.owner == owner, s.c.state == StreamStatus.OPEN).values(owner=None)
+            held = conn.execute(
+                sa.select(s.c.stream_id).where(s.c.owner == owner, s.c.state == StreamStatus.OPEN)
             )
-        return int(result.rowcount)
+            released = [sid for (sid,) in held if int(sid) not in kept]
+            for first in range(0, len(released), _IN_LIST):
+                chunk = released[first : first + _IN_LIST]
+                conn.execute(
+                    sa.update(s)
+                    .where(s.c.stream_id.in_(chunk), s.c.owner == owner, s.c.state == StreamStatus.OPEN)
+                    .values(owner=None)
+                )
+        return len(released)
 
     def stream_ends(self, stream_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
         """``{stream_id: (end_offset, owner)}`` of the open streams among ``stream_ids``."""

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tabletopic import crashpoints
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind, StreamMetadata
 from tabletopic.s3stream.objects import build_object
@@ -250,7 +251,15 @@ def take_back(
         directory = Path(node_directory) / name
         token = WalToken.here(Role.FENCED, node_id, incarnation)
         try:
-            result = recover_wal(directory, node_id, token, meta, objects, settings)
+            result = recover_wal(
+                directory,
+                node_id,
+                token,
+                meta,
+                objects,
+                settings,
+                lambda: crashpoints.crash_point("wal_take_back.after_fence"),
+            )
         except TakeoverLost as exc:
             log.info("shared WAL %s: %s", directory, exc)
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import threading
 import time
 import uuid
 import zlib
@@ -227,3 +228,66 @@ def test_a_broker_started_again_at_once_leaves_none_of_its_former_partitions_una
     assert producer.flush(40) == 0
     assert not acks.failed, acks.failed[:3]
     assert len(acks.acked) == len(elsewhere)
+
+
+def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees_its_partitions(
+    healthy_cluster: LocalCluster,
+) -> None:
+    """The test above when another broker fences the earlier start's WAL after the new start did
+    (the last fencer recovers it): the start cannot take that WAL back, so it may release its
+    earlier start's streams only once the other takeover is done. Before, it never did, and its
+    former partitions placed on other brokers took no write for as long as it lived.
+
+    The order is made with two freezes: the new start right after fencing its old WAL, the
+    recoverer the controller names right after fencing it again; then the new start goes on (its
+    take-back lost), and then the recoverer (or, if its lease ran out meanwhile, it leaves and the
+    WAL goes to another recoverer)."""
+    cluster = healthy_cluster
+    victim, first, second = _victim_and_its_recoverers(cluster)
+    cluster.brokers[first].stop()  # controlled, as in the tests above
+    cluster.start(first, env={"TABLETOPIC_PAUSE_AT": "wal_takeover.after_fence"})
+    wait_until(lambda: len(cluster.metadata(second).brokers) == 3, timeout=30)
+    topic, partitions = f"again-{uuid.uuid4().hex[:8]}", 24
+    create_topic(cluster.brokers[second].bootstrap, topic, partitions)
+    former = [p for p, (leader, _) in placed(cluster, topic, partitions).items() if leader == victim]
+    recoverer = cluster.brokers[first].process
+    assert recoverer is not None
+    # Nothing written: the streams are named by no WAL record, so no recovery clears their owner.
+    victim_process = cluster.brokers[victim].process
+    assert victim_process is not None
+    os.kill(victim_process.pid, signal.SIGKILL)
+    victim_process.wait(10)
+    cluster.brokers[victim].process = None
+    log_start = cluster.brokers[victim].log_path.stat().st_size
+    restart = threading.Thread(
+        target=cluster.start,
+        args=(victim,),
+        kwargs={"env": {"TABLETOPIC_PAUSE_AT": "wal_take_back.after_fence"}},
+    )
+    restart.start()
+    try:
+        wait_until(lambda: (p := cluster.brokers[victim].process) is not None and _stopped(p.pid), timeout=60)
+        wait_until(lambda: _stopped(recoverer.pid), timeout=60)  # fenced after the new start
+    finally:
+        started = cluster.brokers[victim].process
+        if started is not None:
+            os.kill(started.pid, signal.SIGCONT)
+        restart.join(90)
+        os.kill(recoverer.pid, signal.SIGCONT)
+    new_start_log = cluster.brokers[victim].log_path.read_text(errors="replace")[log_start:]
+    assert "stay held until their WALs are recovered" in new_start_log, "the take-back was not lost"
+    elsewhere: set[int] = set()
+
+    def writable(p: int) -> bool:
+        leader = cluster.leaders(topic, via=second)[p][0]
+        if leader not in (victim, -1):
+            elsewhere.add(p)
+        return (
+            leader in cluster.running() and produce_raw(cluster, leader, topic, p, f"again-{p}".encode()) == 0
+        )
+
+    for p in former:
+        wait_until(functools.partial(writable, p), timeout=90)
+    assert elsewhere, f"every former partition went back to broker {victim}: nothing was shown"
+    # Leave the cluster whole or the frozen broker gone (the fixture then starts it again).
+    wait_until(lambda: recoverer.poll() is not None or len(cluster.metadata(second).brokers) == 3, timeout=60)

@@ -350,3 +350,15 @@ async def test_disowning_a_node_clears_its_open_streams_and_no_one_elses(brokers
     assert await asyncio.to_thread(meta.disown, 1) == 1
     ends = await asyncio.to_thread(meta.stream_ends, [mine, theirs])
     assert (ends[mine][1], ends[theirs][1]) == (None, 2)
+
+
+async def test_disowning_later_keeps_the_streams_the_new_start_holds(brokers: Brokers) -> None:
+    """A start that began while another broker still took over an earlier start's WAL disowns
+    later, when it may already lead partitions of its own: those streams keep it as owner."""
+    a, earlier, _ = await _stream_written_by_broker_1(brokers, 2)
+    now = await a.create_stream()
+    await a.open_stream(now, 2, owner=1)
+    meta = a.state.meta
+    assert await asyncio.to_thread(meta.disown, 1, {now}) == 1
+    ends = await asyncio.to_thread(meta.stream_ends, [earlier, now])
+    assert (ends[earlier][1], ends[now][1]) == (None, 1)
