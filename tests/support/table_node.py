@@ -201,6 +201,17 @@ class TableNode:
     def trigger_commit(self, topic: str) -> None:
         httpx.post(f"{self.admin_url}/v1/tables/{topic}/commit", timeout=10)
 
+    def pause(self, topic: str) -> None:
+        """Start no more ingest cycles of ``topic``; returns once none runs (a cycle triggered while
+        another ran starts again at once when it ends, so a commit just awaited may be followed by
+        one more)."""
+        httpx.post(f"{self.admin_url}/v1/tables/{topic}/pause", timeout=10).raise_for_status()
+        self.wait_status(topic, lambda s: s["state"] == "PAUSED", timeout=60, what="paused")
+
+    def resume(self, topic: str) -> None:
+        """Undo :meth:`pause`; the next cycle runs at once."""
+        httpx.post(f"{self.admin_url}/v1/tables/{topic}/resume", timeout=10).raise_for_status()
+
     def wait_status(
         self, topic: str, predicate: Callable[[dict[str, Any]], bool], timeout: float, what: str
     ) -> dict[str, Any]:

@@ -80,6 +80,7 @@ def test_fresh_read_shows_uncommitted_records_once_and_the_same_rows_after_the_c
     produce(node, topic_name, [(str(i), f"a{i}", i % 2) for i in range(6)])
     node.trigger_commit(topic_name)
     node.wait_committed(topic_name, {0: 3, 1: 3})
+    node.pause(topic_name)  # the first cycle may have run when triggered: no second one now
     produce(node, topic_name, [(str(i), f"b{i}", i % 2) for i in range(6, 16)])  # not committed
 
     query = (
@@ -94,7 +95,7 @@ def test_fresh_read_shows_uncommitted_records_once_and_the_same_rows_after_the_c
         [f"a{i}" for i in range(6)] + [f"b{i}" for i in range(6, 16)]
     )
 
-    node.trigger_commit(topic_name)
+    node.resume(topic_name)
     node.wait_committed(topic_name, {0: 8, 1: 8})
     assert rows_of(sql(node, "--engine", "duckdb", query)) == fresh
     assert rows_of(sql(node, "--fresh", query)) == fresh
