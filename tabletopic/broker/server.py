@@ -511,6 +511,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._metrics.requests.labels(api_name(api_key), error).inc()
 
     async def _serve(self, request: Request) -> bytes | list[Any] | None:
+        if self._metrics is None:
+            return await self._answer(request)
+        answered = self._metrics.request_started(request.api_key)
+        try:
+            return await self._answer(request)
+        finally:
+            answered()
+
+    async def _answer(self, request: Request) -> bytes | list[Any] | None:
         key = request.api_key
         ctx = RequestContext(
             api_key=key,

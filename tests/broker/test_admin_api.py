@@ -35,6 +35,7 @@ def test_metrics_expose_broker_counters_in_prometheus_text(admin: httpx.Client, 
     assert 'tabletopic_broker_requests_total{api="produce",error="none"}' in text
     assert "tabletopic_broker_request_seconds_bucket" in text
     assert "tabletopic_broker_partitions" in text
+    assert 'tabletopic_broker_requests_in_flight{api="produce"} 0.0' in text
 
 
 def test_cluster_names_this_node_and_its_listeners(
