@@ -61,19 +61,26 @@ def unrecovered(
 
 def assign_recoverers(
     wals: Iterable[WalRow], live: Mapping[NodeId, BrokerEpoch], eligible: Sequence[NodeId]
-) -> dict[tuple[NodeId, BrokerEpoch], NodeId]:
+) -> dict[tuple[NodeId, BrokerEpoch], NodeId | None]:
     """Recoverers to (re)assign: ``{(node_id, node_epoch): broker}`` for each WAL whose writer is
     gone and whose recoverer is none, dead or no longer eligible. The broker itself, back as a new
     incarnation, takes its own WAL back (it already did at start, so the takeover is quick);
-    otherwise a stable choice among the eligible brokers spreads the takeovers."""
+    otherwise a stable choice among the eligible brokers spreads the takeovers.
+
+    A WAL whose writer is live again (its lease lapsed for a moment, and it renewed before the
+    recoverer fenced the WAL) loses its recoverer (``None``): that decision was made among the
+    brokers eligible then, and the writer's real end is decided afresh among those eligible at
+    that time."""
     gone = unrecovered(wals, live)
     candidates = sorted(eligible)
-    decided: dict[tuple[NodeId, BrokerEpoch], NodeId] = {}
-    if not candidates:
-        return decided
+    decided: dict[tuple[NodeId, BrokerEpoch], NodeId | None] = {}
     for row in wals:
         key = (row.node_id, row.node_epoch)
-        if key not in gone or (row.recoverer is not None and row.recoverer in candidates):
+        if key not in gone:
+            if row.recoverer is not None:
+                decided[key] = None
+            continue
+        if not candidates or (row.recoverer is not None and row.recoverer in candidates):
             continue
         if row.node_id in candidates:
             decided[key] = row.node_id

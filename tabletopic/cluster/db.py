@@ -584,7 +584,9 @@ class ClusterMetadata:
             return moves, version
 
     @staticmethod
-    def _assign_recoverers(conn: Connection, decided: dict[tuple[NodeId, BrokerEpoch], NodeId]) -> None:
+    def _assign_recoverers(
+        conn: Connection, decided: dict[tuple[NodeId, BrokerEpoch], NodeId | None]
+    ) -> None:
         """Write the controller's takeover decisions (in its round's transaction)."""
         w = wals_table
         for (node_id, node_epoch), recoverer in decided.items():

@@ -51,6 +51,15 @@ def test_a_recoverer_is_named_among_eligible_brokers_and_kept_while_it_lives() -
     assert assign_recoverers(kept, {1: 1, 2: 1}, [1, 2]) == {}
 
 
+def test_a_recoverer_named_while_the_writer_was_gone_for_a_moment_is_dropped_when_it_is_back() -> None:
+    """Named among the brokers eligible during the lapse (broker 2 was down then), it would still be
+    the recoverer when the writer really dies, whoever is eligible by then."""
+    back = [WalRow(3, 1, "c", recoverer=1)]
+    assert assign_recoverers(back, {1: 1, 2: 1, 3: 1}, [1, 2, 3]) == {(3, 1): None}
+    chosen = assign_recoverers([WalRow(3, 1, "c")], {1: 1, 2: 1}, [1, 2])[(3, 1)]
+    assert chosen in (1, 2)  # the stable choice among the brokers eligible when it dies
+
+
 def test_a_dead_recoverer_is_replaced() -> None:
     wals = [WalRow(3, 1, "c", recoverer=2)]
     assert assign_recoverers(wals, {1: 1}, [1]) == {(3, 1): 1}
