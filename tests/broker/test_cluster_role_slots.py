@@ -21,6 +21,11 @@ def _role(assignments: dict[Any, int]) -> ClusterRole:
     role.on_groups_gained, role.on_groups_lost = [], []
     role.on_txn_slots_gained, role.on_txn_slots_lost = [], []
     role._wake = asyncio.Event()
+
+    async def no_earlier_streams() -> None:
+        return None
+
+    role.takeovers = SimpleNamespace(release_earlier_streams=no_earlier_streams)  # type: ignore[assignment]
     return role
 
 

@@ -238,11 +238,20 @@ def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees
     earlier start's streams only once the other takeover is done. Before, it never did, and its
     former partitions placed on other brokers took no write for as long as it lived.
 
-    The order is made with two freezes: the new start right after fencing its old WAL, the
-    recoverer the controller names right after fencing it again; then the new start goes on (its
-    take-back lost), and then the recoverer (or, if its lease ran out meanwhile, it leaves and the
-    WAL goes to another recoverer)."""
+    The order is made with a long lease and two freezes. The killed incarnation's lease is 8 s, so
+    the new start fences first (and freezes right after); the recoverer the controller names once
+    that lease ends fences after it (and freezes right after). Then the new start goes on, its
+    take-back lost, and then the recoverer (or, if its lease ran out meanwhile, it leaves and the WAL
+    goes to another recoverer)."""
     cluster = healthy_cluster
+    doomed = cluster.brokers[3]
+    normal = dict(doomed.overrides)
+    doomed.overrides["broker.session.timeout.ms"] = "8000"
+    doomed.stop()
+    try:
+        cluster.start(3)
+    finally:
+        doomed.overrides = normal  # the next start has the usual lease
     victim, first, second = _victim_and_its_recoverers(cluster)
     cluster.brokers[first].stop()  # controlled, as in the tests above
     cluster.start(first, env={"TABLETOPIC_PAUSE_AT": "wal_takeover.after_fence"})
