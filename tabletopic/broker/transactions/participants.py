@@ -24,6 +24,7 @@ from tabletopic.broker.transactions.store import TxnStore
 from tabletopic.broker.transactions.verification import ProduceVerifier
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.encoder import build_control_batch
+from tabletopic.records.header import validate_batches
 from tabletopic.records.transactions import ControlType
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError
@@ -82,6 +83,10 @@ class GroupOffsets:
             self._unapplied.append((group_id, dict(offsets)))
         else:
             await self._committer(group_id, offsets)
+
+
+# What a new leader reads at a time of a stream's tail to rebuild an open transaction.
+_REOPEN_READ_BYTES = 1 << 20
 
 
 class Participants:
@@ -146,7 +151,45 @@ class Participants:
         for stream_id, pid, first, last in aborted:
             self.partitions.add_aborted(stream_id, pid, first, last)
         for stream_id, pid, start in open_txns:
-            self.partitions.appended(stream_id, pid, start)
+            await self._reopen(stream_id, pid, start)
+
+    async def _reopen(self, stream_id: int, producer_id: int, start: int) -> None:
+        """Rebuild a producer's open transaction in a stream gained from another leader. ``start``
+        (where its coordinator says it joined) is a lower bound that may lie before the producer's
+        previous transaction in this stream, so the log from there is read: the producer's last
+        marker (which closes that transaction) is noted, and the open one starts at the producer's
+        first transactional batch after it (none yet: nothing to hold back until one comes)."""
+        last_marker: int | None = None
+        first: int | None = None
+        offset = start
+        try:
+            end = self._broker.store.stream_info(stream_id).end_offset
+            while offset < end:
+                batches = await self._broker.store.fetch(stream_id, offset, _REOPEN_READ_BYTES)
+                if not batches:
+                    break
+                for stored in batches:
+                    if stored.next_offset <= offset:
+                        continue
+                    for header in validate_batches(stored.payload, verify_crc=False):
+                        if header.producer_id != producer_id or not header.is_transactional:
+                            continue
+                        if header.is_control:
+                            last_marker, first = stored.base_offset, None
+                        elif first is None:
+                            first = stored.base_offset
+                offset = batches[-1].next_offset
+        except (StreamError, ValueError):
+            # Unreadable here: keep the coordinator's lower bound, which only holds the last
+            # stable offset back.
+            self.partitions.appended(stream_id, producer_id, start)
+            return
+        if last_marker is not None:
+            self.partitions.end(stream_id, producer_id, last_marker)
+            if first is not None:
+                self.partitions.appended(stream_id, producer_id, first)
+        else:
+            self.partitions.appended(stream_id, producer_id, start if first is None else first)
 
     async def write_marker(
         self,
@@ -168,13 +211,11 @@ class Participants:
         offset = await self._broker.store.append(stream_id, marker, 1)
         self._broker.producers.note_append(stream_id, offset + 1)
         crash_point("transaction.marker")
-        first = self.partitions.first_offset(stream_id, producer_id)
+        known_first = self.partitions.first_offset(stream_id, producer_id)
         if not commit:
-            if first is not None:
-                entry = (stream_id, producer_id, first, offset)
-            else:
-                first = offset if start is None else start
-                entry = (stream_id, producer_id, first, offset)
+            first = self.partitions.aborted_from(stream_id, producer_id, start, offset)
+            entry = (stream_id, producer_id, first, offset)
+            if known_first is None:
                 # Written again (a restart, a retry): the first marker's entry already covers the
                 # records; it is stored again in case that is what failed.
                 for pid, earlier_first, earlier_last in self.partitions.aborted_transactions(
@@ -188,7 +229,7 @@ class Participants:
             # aborted index from the database, so the entry must be there by then.
             await asyncio.to_thread(self._store.add_aborted, [entry])
             self.partitions.add_aborted(*entry)
-        self.partitions.end(stream_id, producer_id)
+        self.partitions.end(stream_id, producer_id, offset)
         self.verifier.marker_written(stream_id, producer_id)
         return offset
 
