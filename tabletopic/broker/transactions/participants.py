@@ -25,7 +25,7 @@ from tabletopic.broker.transactions.verification import ProduceVerifier
 from tabletopic.crashpoints import crash_point
 from tabletopic.records.encoder import build_control_batch
 from tabletopic.records.header import validate_batches
-from tabletopic.records.transactions import ControlType
+from tabletopic.records.transactions import ControlType, control_type_of
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError
 
@@ -156,10 +156,13 @@ class Participants:
     async def _reopen(self, stream_id: int, producer_id: int, start: int) -> None:
         """Rebuild a producer's open transaction in a stream gained from another leader. ``start``
         (where its coordinator says it joined) is a lower bound that may lie before the producer's
-        previous transaction in this stream, so the log from there is read: the producer's last
-        marker (which closes that transaction) is noted, and the open one starts at the producer's
-        first transactional batch after it (none yet: nothing to hold back until one comes)."""
-        last_marker: int | None = None
+        previous, committed transaction in this stream, so the log from there is read: the
+        producer's last COMMIT marker is noted, and the open transaction starts at the producer's
+        first transactional batch after it (none: nothing to hold back until one comes). An ABORT
+        marker after it does not move that start: it may be this very transaction's, appended by
+        the leader that failed before it stored the aborted entry, which the coordinator's retry
+        then stores from the first batch."""
+        last_commit: int | None = None
         first: int | None = None
         offset = start
         try:
@@ -174,18 +177,18 @@ class Participants:
                     for header in validate_batches(stored.payload, verify_crc=False):
                         if header.producer_id != producer_id or not header.is_transactional:
                             continue
-                        if header.is_control:
-                            last_marker, first = stored.base_offset, None
-                        elif first is None:
-                            first = stored.base_offset
+                        if not header.is_control:
+                            first = stored.base_offset if first is None else first
+                        elif control_type_of(stored.payload, header) == ControlType.COMMIT:
+                            last_commit, first = stored.base_offset, None
                 offset = batches[-1].next_offset
         except (StreamError, ValueError):
             # Unreadable here: keep the coordinator's lower bound, which only holds the last
             # stable offset back.
             self.partitions.appended(stream_id, producer_id, start)
             return
-        if last_marker is not None:
-            self.partitions.end(stream_id, producer_id, last_marker)
+        if last_commit is not None:
+            self.partitions.committed(stream_id, producer_id, last_commit)
             if first is not None:
                 self.partitions.appended(stream_id, producer_id, first)
         else:
@@ -229,7 +232,7 @@ class Participants:
             # aborted index from the database, so the entry must be there by then.
             await asyncio.to_thread(self._store.add_aborted, [entry])
             self.partitions.add_aborted(*entry)
-        self.partitions.end(stream_id, producer_id, offset)
+        self.partitions.end(stream_id, producer_id, offset, committed=commit)
         self.verifier.marker_written(stream_id, producer_id)
         return offset
 

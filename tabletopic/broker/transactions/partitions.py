@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 class _Stream:
     open: dict[int, int] = field(default_factory=dict)  # producer id -> first offset (or lower bound)
     aborted: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, pid) by first
-    # producer id -> offset of the last marker this broker wrote for it in the stream
-    last_marker: dict[int, int] = field(default_factory=dict)
+    # producer id -> offset of its last COMMIT marker in the stream that this broker knows
+    last_commit: dict[int, int] = field(default_factory=dict)
 
 
 class PartitionTransactions:
@@ -34,27 +34,34 @@ class PartitionTransactions:
         stream = self._streams.get(stream_id)
         return None if stream is None else stream.open.get(producer_id)
 
-    def end(self, stream_id: int, producer_id: int, marker_offset: int) -> None:
+    def end(self, stream_id: int, producer_id: int, marker_offset: int, committed: bool) -> None:
         """The producer's transaction in this stream was closed by its marker at ``marker_offset``."""
         stream = self._streams.setdefault(stream_id, _Stream())
         stream.open.pop(producer_id, None)
-        stream.last_marker[producer_id] = max(marker_offset, stream.last_marker.get(producer_id, -1))
+        if committed:
+            self.committed(stream_id, producer_id, marker_offset)
+
+    def committed(self, stream_id: int, producer_id: int, marker_offset: int) -> None:
+        """The producer has a COMMIT marker at ``marker_offset`` in this stream."""
+        last = self._streams.setdefault(stream_id, _Stream()).last_commit
+        last[producer_id] = max(marker_offset, last.get(producer_id, -1))
 
     def aborted_from(self, stream_id: int, producer_id: int, start: int | None, marker_offset: int) -> int:
         """The first offset of an aborted transaction's entry in the aborted index: its first batch
         here, else ``start`` (where the coordinator says it joined), else its marker; never at or
-        before the producer's previous marker in this stream.
+        before the producer's previous COMMIT marker in this stream.
 
         ``start`` is a lower bound only (for a stream led elsewhere, its end as the metadata
         database last recorded it, which lags the leader), and so is a first batch rebuilt from it
         after a leader change. Readers skip the producer's batches from the entry's first offset to
         the ABORT marker, whatever markers come between, so an entry starting before the previous
-        COMMIT marker would hide the records of that committed transaction."""
+        COMMIT marker would hide the records of that committed transaction. (Reaching back over an
+        ABORT marker hides nothing that is not aborted already.)"""
         stream = self._streams.get(stream_id)
         first = None if stream is None else stream.open.get(producer_id)
         if first is None:
             first = marker_offset if start is None else start
-        previous = None if stream is None else stream.last_marker.get(producer_id)
+        previous = None if stream is None else stream.last_commit.get(producer_id)
         if previous is not None and previous < marker_offset:
             first = max(first, previous + 1)
         return min(first, marker_offset)
