@@ -26,7 +26,9 @@ cores): what a cluster of stateless brokers costs and how fast ownership moves.
   then kill -9 of one broker that is not the controller: seconds until the controller placed all
   its partitions elsewhere, and per partition it led until a produce to it is acknowledged (p50
   and the last). Targets at 10,000 partitions: Metadata <= 100 ms, idle CPU <= 10 % of a core per
-  broker and <= 5 % for PostgreSQL, creation <= 20 s.
+  broker and <= 5 % for PostgreSQL, creation <= 20 s. With ``--open-transactions`` a transactional
+  producer first writes one record to every partition the doomed broker leads and leaves its
+  transaction open, so each new leader also rebuilds an open transaction from the partition's log.
 
 AutoMQ's published figures for comparison: partition reassignment about 1.5 s; failover is bounded
 by its broker session timeout (9 s by default) plus the reassignment; its AutoBalancer reports
@@ -48,12 +50,14 @@ Usage: python bench/cluster_bench.py [--kills 5] [--moves 5] [--seconds 5] [--ra
        python bench/cluster_bench.py --only-write-path [--wal-kinds local,object,shared] [--rate 2000]
        [--seconds 10] [--broker-set s3stream.wal.object.max.in.flight.uploads=2]
        python bench/cluster_bench.py --partitions 10000 [--topic-partitions 100] [--idle-seconds 20]
+       [--open-transactions]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import socket
@@ -344,6 +348,11 @@ def main() -> None:
     parser.add_argument("--topic-partitions", type=int, default=100, help="partitions per topic (scale)")
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle CPU window (scale)")
     parser.add_argument(
+        "--open-transactions",
+        action="store_true",
+        help="scale: leave a transaction open on every partition of the killed broker",
+    )
+    parser.add_argument(
         "--compaction-interval-ms", type=int, default=60_000, help="object compaction interval (scale)"
     )
     parser.add_argument("--only-write-path", action="store_true", help="the write path of each WAL kind")
@@ -386,7 +395,13 @@ def main() -> None:
             print_failover(wal, kills)
         return
     if args.partitions:
-        run_scale(args.partitions, args.topic_partitions, args.idle_seconds, args.compaction_interval_ms)
+        run_scale(
+            args.partitions,
+            args.topic_partitions,
+            args.idle_seconds,
+            args.compaction_interval_ms,
+            args.open_transactions,
+        )
         return
     if args.only_transactions:
         root = cluster_root("tabletopic-cluster-bench-")
@@ -624,7 +639,50 @@ def idle(figures: list[tuple[str, str]], groups: dict[str, int], seconds: float,
         print(figures[-1])
 
 
-def run_scale(partitions: int, per_topic: int, idle_seconds: float, compaction_ms: int = 60_000) -> None:
+REBUILT = re.compile(r"producer and transaction state rebuilt in ([0-9.]+) s")
+
+
+def leave_open(bootstrap: str, partitions: list[tuple[str, int]]) -> tuple[Producer, str]:
+    """One transaction with a record in every one of ``partitions``, flushed and left open (its
+    timeout outlasts the bench): a new leader of each must rebuild it from the log. The producer
+    is returned to be kept: closing it could end the transaction."""
+    txn = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "scale-open",
+            "transaction.timeout.ms": 900_000,
+            "linger.ms": 5,
+            "queue.buffering.max.messages": max(100_000, 2 * len(partitions)),
+        }
+    )
+    txn.init_transactions(60)
+    txn.begin_transaction()
+    for topic, p in partitions:
+        txn.produce(topic, value=b"t" * 100, partition=p)
+    left = txn.flush(300)
+    return txn, f"{len(partitions) - left:,} of {len(partitions):,} partitions"
+
+
+def rebuild_seconds(logs: dict[Path, int]) -> str:
+    """What brokers logged, past the given length of each log, of rebuilding producer and
+    transaction state before serving the partitions they gained: seconds per broker, summed
+    over its rounds of gains."""
+    per_broker = []
+    for path, length in logs.items():
+        with path.open("rb") as log:
+            log.seek(length)
+            found = REBUILT.findall(log.read().decode(errors="replace"))
+        per_broker.append(sum(float(s) for s in found))
+    return ", ".join(f"{s:.2f} s" for s in per_broker)
+
+
+def run_scale(
+    partitions: int,
+    per_topic: int,
+    idle_seconds: float,
+    compaction_ms: int = 60_000,
+    open_transactions: bool = False,
+) -> None:
     """See the module docstring (scale)."""
     topics = [f"scale-{i:05d}" for i in range((partitions + per_topic - 1) // per_topic)]
     counts = {t: min(per_topic, partitions - i * per_topic) for i, t in enumerate(topics)}
@@ -709,8 +767,15 @@ def run_scale(partitions: int, per_topic: int, idle_seconds: float, compaction_m
         led = [
             k for k, row in snapshot.partitions.items() if row.leader == victim and k[0].startswith("scale-")
         ]
+        kept_open: Producer | None = None
+        if open_transactions:
+            kept_open, summary = leave_open(bootstrap, led)
+            figures.append(("a transaction left open on its partitions", summary))
+            print(figures[-1])
         acked.clear()
         errors.clear()
+        logs = [cluster.brokers[n].data_dir / "broker.log" for n in cluster.running() if n != victim]
+        survivor_logs = {path: path.stat().st_size for path in logs}
         process = cluster.brokers[victim].process
         assert process is not None
         os.kill(process.pid, signal.SIGKILL)
@@ -736,6 +801,10 @@ def run_scale(partitions: int, per_topic: int, idle_seconds: float, compaction_m
                         f"{max(waits, default=float('nan')):.1f} s ({len(waits):,} of {len(led):,}, "
                         f"{len(errors)} errors)"))  # fmt: skip
         print(figures[-2], figures[-1])
+        rebuilt = rebuild_seconds(survivor_logs)
+        figures.append(("  survivors' producer and transaction state rebuilt in", rebuilt))
+        print(figures[-1])
+        del kept_open
         engine.dispose()
     print()
     print(f"scale bench, {partitions:,} partitions on 3 brokers (shared 2-core machine: indicative);")

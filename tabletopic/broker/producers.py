@@ -27,7 +27,7 @@ from tabletopic import database
 from tabletopic.broker.topics import producer_snapshots_table
 from tabletopic.ids import ProducerEpoch
 from tabletopic.records.header import NO_PRODUCER_ID, BatchHeader, validate_batches
-from tabletopic.s3stream.streams import OffsetOutOfRange, PendingAppend, StreamError, StreamStore
+from tabletopic.s3stream.streams import PendingAppend, StreamError, StreamStore, read_to_end
 
 log = logging.getLogger(__name__)
 
@@ -257,40 +257,17 @@ class ProducerStates:
         except StreamError:
             return 0
         replayed = 0
-        offset = max(start, info.start_offset)
-        while offset < info.end_offset:
+        # Serving with a state that misses acknowledged batches would refuse the producer's next
+        # one (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for librdkafka): a short read raises.
+        async for stored in read_to_end(self._store, stream_id, start, REPLAY_CHUNK_BYTES):
             try:
-                batches = await self._store.fetch(stream_id, offset, REPLAY_CHUNK_BYTES)
-            except OffsetOutOfRange as exc:
-                offset = self._trimmed_past(stream_id, offset, exc)
+                (header,) = validate_batches(stored.payload, verify_crc=False)
+            except ValueError:  # a RecordBatchError, or not exactly one batch
                 continue
-            if not batches:
-                # Serving with a state that misses acknowledged batches would refuse the
-                # producer's next one (OUT_OF_ORDER_SEQUENCE_NUMBER, fatal for librdkafka).
-                raise StreamError(
-                    f"stream {stream_id}: replay of producer state stopped at offset {offset} "
-                    f"of {info.end_offset}"
-                )
-            for stored in batches:
-                if stored.next_offset <= offset:
-                    continue
-                try:
-                    (header,) = validate_batches(stored.payload, verify_crc=False)
-                except ValueError:  # a RecordBatchError, or not exactly one batch
-                    continue
-                self._apply_replayed(stream_id, header, stored.base_offset)
-                replayed += 1
-            offset = batches[-1].next_offset
+            self._apply_replayed(stream_id, header, stored.base_offset)
+            replayed += 1
         self._covered[stream_id] = info.end_offset
         return replayed
-
-    def _trimmed_past(self, stream_id: int, offset: int, exc: OffsetOutOfRange) -> int:
-        """Where replay goes on when ``offset`` left the stream: its new start if retention
-        trimmed it meanwhile (that data's producers are as gone as in Kafka), else it fails."""
-        start = self._store.stream_info(stream_id).start_offset
-        if start > offset:
-            return start
-        raise StreamError(f"stream {stream_id}: replay of producer state failed at offset {offset}") from exc
 
     def _read_snapshots(self) -> dict[int, tuple[int, str]]:
         with self._engine.begin() as conn:

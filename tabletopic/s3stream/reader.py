@@ -1,5 +1,6 @@
 """Reads from objects: the per-object block index, the BlockCache, range GETs with readahead,
-background prefetch for sequential readers, and deduplication of concurrent reads of one block."""
+background prefetch for sequential readers, and deduplication of concurrent reads of one block or
+one object's index."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import asyncio
 import bisect
 import logging
 from collections import OrderedDict
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Generic, TypeVar
 
 from tabletopic.s3stream.cache import BlockCache
 from tabletopic.s3stream.db import RangeRow
@@ -22,6 +23,41 @@ log = logging.getLogger(__name__)
 INDEX_CACHE_ENTRIES = 4096
 MAX_PREFETCHES = 8
 
+Key = TypeVar("Key")
+Value = TypeVar("Value")
+# An object's index: its blocks, by stream.
+BlocksByStream = dict[int, list[BlockEntry]]
+
+
+class SingleFlight(Generic[Key, Value]):
+    """Concurrent loads of one key share the first caller's GET, its result or its error. A
+    broker that gains many partitions at once reads their tails together, and one object holds
+    many of them: without this, every reader that came before the first finished would GET and
+    parse the same index or block again."""
+
+    def __init__(self) -> None:
+        self._running: dict[Key, asyncio.Future[Value]] = {}
+
+    def __contains__(self, key: Key) -> bool:
+        return key in self._running
+
+    async def load(self, key: Key, work: Callable[[], Awaitable[Value]]) -> Value:
+        running = self._running.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        future: asyncio.Future[Value] = asyncio.get_running_loop().create_future()
+        self._running[key] = future
+        try:
+            value = await work()
+            future.set_result(value)
+            return value
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: an error no other caller waited for is not logged
+            raise
+        finally:
+            del self._running[key]
+
 
 class ObjectReader:
     def __init__(
@@ -31,8 +67,9 @@ class ObjectReader:
         self.block_cache = block_cache
         self.metrics = metrics
         self.readahead_bytes = readahead_bytes
-        self._index_cache: OrderedDict[str, dict[int, list[BlockEntry]]] = OrderedDict()
-        self._inflight_reads: dict[tuple[str, int], asyncio.Future[list[StoredBatch]]] = {}
+        self._index_cache: OrderedDict[str, BlocksByStream] = OrderedDict()
+        self._index_reads: SingleFlight[str, BlocksByStream] = SingleFlight()
+        self._block_reads: SingleFlight[tuple[str, int], list[StoredBatch]] = SingleFlight()
         self._prefetches: set[asyncio.Future[None]] = set()
         self._crossing: set[int] = set()  # streams with a prefetch into their next range under way
 
@@ -63,22 +100,9 @@ class ObjectReader:
         self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int
     ) -> list[StoredBatch]:
         """Read ``blocks[first]`` (and readahead) unless the same read is already under way."""
-        key = (rng.object_key, blocks[first].position)
-        inflight = self._inflight_reads.get(key)
-        if inflight is not None:
-            return await asyncio.shield(inflight)
-        future: asyncio.Future[list[StoredBatch]] = asyncio.get_running_loop().create_future()
-        self._inflight_reads[key] = future
-        try:
-            batches = await self._read_blocks(rng, blocks, first, want)
-            future.set_result(batches)
-            return batches
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()
-            raise
-        finally:
-            del self._inflight_reads[key]
+        return await self._block_reads.load(
+            (rng.object_key, blocks[first].position), lambda: self._read_blocks(rng, blocks, first, want)
+        )
 
     def _maybe_prefetch(
         self, stream_id: int, ranges: list[RangeRow], range_index: int, blocks: list[BlockEntry], current: int
@@ -96,7 +120,7 @@ class ObjectReader:
                 return
             key = (rng.object_key, blocks[index].position)
             if key not in self.block_cache:
-                if key not in self._inflight_reads:
+                if key not in self._block_reads:
                     self._spawn(self._prefetch(rng, blocks, index, window))
                 return
             ahead += blocks[index].size
@@ -141,17 +165,21 @@ class ObjectReader:
         """The blocks of ``rng`` from the object's index (read once, then cached per stream)."""
         by_stream = self._index_cache.get(rng.object_key)
         if by_stream is None:
-            entries = await self.objects.run(read_index, self.objects.store, rng.object_key, rng.object_size)
-            by_stream = {}
-            for entry in entries:
-                by_stream.setdefault(entry.stream_id, []).append(entry)
-            self._index_cache[rng.object_key] = by_stream
-            while len(self._index_cache) > INDEX_CACHE_ENTRIES:
-                self._index_cache.popitem(last=False)
+            by_stream = await self._index_reads.load(rng.object_key, lambda: self._read_index(rng))
         else:
             self._index_cache.move_to_end(rng.object_key)
         end = rng.position + rng.size
         return [b for b in by_stream.get(rng.stream_id, ()) if rng.position <= b.position < end]
+
+    async def _read_index(self, rng: RangeRow) -> BlocksByStream:
+        entries = await self.objects.run(read_index, self.objects.store, rng.object_key, rng.object_size)
+        by_stream: BlocksByStream = {}
+        for entry in entries:
+            by_stream.setdefault(entry.stream_id, []).append(entry)
+        self._index_cache[rng.object_key] = by_stream
+        while len(self._index_cache) > INDEX_CACHE_ENTRIES:
+            self._index_cache.popitem(last=False)
+        return by_stream
 
     async def _read_blocks(
         self, rng: RangeRow, blocks: list[BlockEntry], first: int, want: int

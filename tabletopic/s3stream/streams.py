@@ -17,7 +17,7 @@ Every engine implements :class:`StreamStore`. The semantics every engine must ke
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import AsyncIterator, Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -226,3 +226,34 @@ class StreamStore(Protocol):
     async def locate(self, stream_id: int, start_offset: int, end_offset: int) -> list[ObjectSlice]:
         """Object slices covering ``[start_offset, end_offset)`` in order; call :meth:`flush` first.
         Raises OffsetOutOfRange when the range is not (yet) in object storage."""
+
+
+async def read_to_end(
+    store: StreamStore, stream_id: int, offset: int, chunk_bytes: int
+) -> AsyncIterator[StoredBatch]:
+    """The stream's batches from the one holding ``offset`` to the end it has when called, read
+    ``chunk_bytes`` at a time so that memory stays bounded: how a new leader rebuilds what it keeps
+    of a stream (producer sequences, open transactions) from its log. What retention trimmed,
+    before or during the read, is skipped, as Kafka forgets what it deletes.
+
+    Raises:
+        StreamError: the stream is gone, or a read stopped short of the end it had (state
+            rebuilt from part of the log would be wrong, not just old).
+    """
+    info = store.stream_info(stream_id)
+    offset = max(offset, info.start_offset)
+    while offset < info.end_offset:
+        try:
+            batches = await store.fetch(stream_id, offset, chunk_bytes)
+        except OffsetOutOfRange as exc:
+            start = store.stream_info(stream_id).start_offset
+            if start <= offset:
+                raise StreamError(f"stream {stream_id}: read failed at offset {offset}") from exc
+            offset = start
+            continue
+        if not batches:
+            raise StreamError(f"stream {stream_id}: read stopped at offset {offset} of {info.end_offset}")
+        for stored in batches:
+            if stored.next_offset > offset:
+                yield stored
+        offset = batches[-1].next_offset

@@ -5,13 +5,24 @@ run's copying pipeline lost four copies that way, committed but invisible read_c
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import pytest
 
 from tabletopic.broker.transactions.partitions import PartitionTransactions
 from tabletopic.records.encoder import Record, build_batch, build_control_batch
 from tabletopic.records.transactions import ControlType
 
 STREAM, PRODUCER = 7, 1000
+
+
+def data(sequence: int, producer_id: int = PRODUCER) -> bytes:
+    """Two records of a producer's transaction."""
+    records = [Record(None, b"a"), Record(None, b"b")]
+    return build_batch(
+        records, transactional=True, producer_id=producer_id, producer_epoch=0, base_sequence=sequence
+    )
 
 
 def test_an_abort_starts_at_its_first_batch() -> None:
@@ -57,6 +68,24 @@ def test_other_producers_markers_do_not_bound_it() -> None:
     assert partitions.aborted_from(STREAM, PRODUCER, start=30, marker_offset=41) == 30
 
 
+async def a_committed_transaction(broker: Any) -> tuple[Any, int]:
+    """A partition's store and stream holding a committed transaction of PRODUCER: 0-1, COMMIT 2."""
+    await broker.topics.create("t", 1, {})
+    stream = broker.topics.get("t").streams[0]
+    await broker.store.append(stream, data(0), 2)
+    await broker.store.append(stream, build_control_batch(ControlType.COMMIT, PRODUCER, 0), 1)
+    return broker.store, stream
+
+
+async def reopened_from_0(broker: Any, stream: int) -> Any:
+    """The broker's participants after they rebuilt PRODUCER's open transaction in ``stream`` as a
+    new leader does, from the coordinator's lower bound 0."""
+    participants = broker.transactions.participants
+    participants.partitions.forget_stream(stream)
+    await participants._reopen(stream, PRODUCER, 0)
+    return participants
+
+
 async def test_a_new_leader_rebuilds_an_open_transaction_from_the_log_not_from_the_stale_start(
     broker_service: Any,
 ) -> None:
@@ -65,23 +94,54 @@ async def test_a_new_leader_rebuilds_an_open_transaction_from_the_log_not_from_t
     gains the stream reads the log from there: the open transaction starts at its first batch (3),
     and its abort (retried: the failed leader appended an ABORT marker at 5 but stored no entry)
     covers 3-4 and cannot reach back over offsets 0-2."""
-    broker = broker_service
-    await broker.topics.create("t", 1, {})
-    stream = broker.topics.get("t").streams[0]
-    store = broker.store
-
-    def data(sequence: int) -> bytes:
-        records = [Record(None, b"a"), Record(None, b"b")]
-        return build_batch(
-            records, transactional=True, producer_id=PRODUCER, producer_epoch=0, base_sequence=sequence
-        )
-
-    await store.append(stream, data(0), 2)
-    await store.append(stream, build_control_batch(ControlType.COMMIT, PRODUCER, 0), 1)
+    store, stream = await a_committed_transaction(broker_service)
     await store.append(stream, data(2), 2)
     await store.append(stream, build_control_batch(ControlType.ABORT, PRODUCER, 0), 1)  # its own
-    participants = broker.transactions.participants
-    participants.partitions.forget_stream(stream)
-    await participants._reopen(stream, PRODUCER, 0)
+    participants = await reopened_from_0(broker_service, stream)
     assert participants.partitions.first_offset(stream, PRODUCER) == 3
     assert participants.partitions.aborted_from(stream, PRODUCER, start=0, marker_offset=6) == 3
+
+
+async def test_a_rebuild_from_a_start_retention_trimmed_reads_from_the_streams_start(
+    broker_service: Any,
+) -> None:
+    """The coordinator's lower bound (0) lies before what retention kept (3 on): the log is read
+    from its start, so the open transaction starts at its first batch, not at the trimmed bound
+    that would hold the last stable offset back over nothing."""
+    store, stream = await a_committed_transaction(broker_service)
+    await store.trim(stream, 3)
+    await store.append(stream, data(2), 2)
+    participants = await reopened_from_0(broker_service, stream)
+    assert participants.partitions.first_offset(stream, PRODUCER) == 3
+
+
+async def test_a_new_leader_reads_the_tails_of_open_transactions_several_at_once(
+    broker_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker gaining partitions from a failed leader reads each open transaction's tail from
+    object storage; one after another, a thousand of them at tens of milliseconds each would keep
+    the partitions from serving for tens of seconds."""
+    broker = broker_service
+    await broker.topics.create("t", 8, {})
+    streams = broker.topics.get("t").streams
+    for producer, stream in enumerate(streams, start=PRODUCER):
+        await broker.store.append(stream, data(0, producer), 2)
+    reading, most = 0, 0
+    fetch = broker.store.fetch
+
+    async def slow_fetch(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reading, most
+        reading += 1
+        most = max(most, reading)
+        await asyncio.sleep(0.05)
+        reading -= 1
+        return await fetch(*args, **kwargs)
+
+    participants = broker.transactions.participants
+    open_txns = [(stream, producer, 0) for producer, stream in enumerate(streams, start=PRODUCER)]
+    monkeypatch.setattr(participants._store, "load_for_streams", lambda ids: (open_txns, []))
+    monkeypatch.setattr(broker.store, "fetch", slow_fetch)
+    await participants.partitions_gained(streams)
+    assert most == len(streams)
+    for producer, stream in enumerate(streams, start=PRODUCER):
+        assert participants.partitions.first_offset(stream, producer) == 0

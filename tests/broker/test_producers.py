@@ -163,7 +163,7 @@ async def test_a_replay_that_cannot_read_the_tail_refuses_to_guess(
         return []
 
     monkeypatch.setattr(broker_service.store, "fetch", nothing)
-    with pytest.raises(StreamError, match="replay of producer state stopped at offset 0 of 1"):
+    with pytest.raises(StreamError, match="read stopped at offset 0 of 1"):
         await _restarted_states(broker_service)
 
 

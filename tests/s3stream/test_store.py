@@ -8,8 +8,14 @@ import weakref
 
 import pytest
 
-from tabletopic.s3stream import fetch_slice, open_object_store
-from tabletopic.s3stream.streams import OffsetOutOfRange, StorageUnavailable, StreamNotFound, StreamStore
+from tabletopic.s3stream import fetch_slice, open_object_store, reader
+from tabletopic.s3stream.streams import (
+    OffsetOutOfRange,
+    StorageUnavailable,
+    StreamNotFound,
+    StreamStore,
+    read_to_end,
+)
 from tests.support.store_harness import StoreHarness, payload_for
 from tests.support.waiting import wait_until
 
@@ -23,14 +29,7 @@ async def fill(store, stream_id: int, count: int, size: int = 1000, records: int
 
 
 async def read_all(store, stream_id: int, start: int = 0, max_bytes: int = 64 * 1024):
-    info = store.stream_info(stream_id)
-    batches, offset = [], start
-    while offset < info.end_offset:
-        chunk = await store.fetch(stream_id, offset, max_bytes)
-        assert chunk, f"fetch at {offset} returned nothing before the end {info.end_offset}"
-        batches.extend(chunk)
-        offset = chunk[-1].next_offset
-    return batches
+    return [batch async for batch in read_to_end(store, stream_id, start, max_bytes)]
 
 
 def assert_stream(batches, stream_id: int, count: int, size: int = 1000, records: int = 3) -> None:
@@ -362,6 +361,31 @@ async def test_sequential_cold_reads_are_served_by_readahead(local_harness: Stor
     hits = store.state.metrics.cache_requests.labels("block", "hit")._value.get()
     misses = store.state.metrics.cache_requests.labels("block", "miss")._value.get()
     assert hits > 5 * misses
+
+
+async def test_streams_of_one_object_read_together_read_its_index_once(
+    local_harness: StoreHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker gaining many partitions reads their tails at once, and one object holds many of
+    them: its index is read by the first reader, and the others wait for that read."""
+    store = await local_harness.open()
+    streams = [await store.create_stream() for _ in range(40)]
+    await asyncio.gather(*(store.append(sid, payload_for(sid, 0, 100), 1) for sid in streams))
+    await store.flush()
+    store = await local_harness.reopen(store)
+    store.state.log_cache.capacity = 0
+    store.state.log_cache.evict()
+    indexes_read: list[str] = []
+    read_index = reader.read_index
+
+    def counted(objects, key: str, size: int):
+        indexes_read.append(key)
+        return read_index(objects, key, size)
+
+    monkeypatch.setattr(reader, "read_index", counted)
+    read = await asyncio.gather(*(store.fetch(sid, 0, 1000) for sid in streams))
+    assert [bytes(batch.payload) for [batch] in read] == [payload_for(sid, 0, 100) for sid in streams]
+    assert indexes_read and sorted(indexes_read) == sorted(set(indexes_read))
 
 
 async def fill_from(store, stream_id: int, first: int, count: int, size: int) -> None:

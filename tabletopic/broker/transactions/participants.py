@@ -27,7 +27,7 @@ from tabletopic.records.encoder import build_control_batch
 from tabletopic.records.header import validate_batches
 from tabletopic.records.transactions import ControlType, control_type_of
 from tabletopic.s3stream.shared import SharedStreamStore
-from tabletopic.s3stream.streams import StreamError
+from tabletopic.s3stream.streams import StreamError, read_to_end
 
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
 OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
@@ -85,8 +85,10 @@ class GroupOffsets:
             await self._committer(group_id, offsets)
 
 
-# What a new leader reads at a time of a stream's tail to rebuild an open transaction.
+# What a new leader reads at a time of a stream's tail to rebuild an open transaction, and how
+# many such reads it runs at once (so at most 16 MiB read and not yet scanned).
 _REOPEN_READ_BYTES = 1 << 20
+_REOPENS_AT_ONCE = 16
 
 
 class Participants:
@@ -150,8 +152,15 @@ class Participants:
         self.verifier.forget_streams(set(stream_ids))
         for stream_id, pid, first, last in aborted:
             self.partitions.add_aborted(stream_id, pid, first, last)
-        for stream_id, pid, start in open_txns:
-            await self._reopen(stream_id, pid, start)
+        # Each reopen reads a stream tail, from object storage on a broker that just gained it:
+        # several at once, as producer state is replayed, with memory bounded by the chunk size.
+        gate = asyncio.Semaphore(_REOPENS_AT_ONCE)
+
+        async def reopen(stream_id: int, producer_id: int, start: int) -> None:
+            async with gate:
+                await self._reopen(stream_id, producer_id, start)
+
+        await asyncio.gather(*(reopen(stream_id, pid, start) for stream_id, pid, start in open_txns))
 
     async def _reopen(self, stream_id: int, producer_id: int, start: int) -> None:
         """Rebuild a producer's open transaction in a stream gained from another leader. ``start``
@@ -164,24 +173,15 @@ class Participants:
         then stores from the first batch."""
         last_commit: int | None = None
         first: int | None = None
-        offset = start
         try:
-            end = self._broker.store.stream_info(stream_id).end_offset
-            while offset < end:
-                batches = await self._broker.store.fetch(stream_id, offset, _REOPEN_READ_BYTES)
-                if not batches:
-                    break
-                for stored in batches:
-                    if stored.next_offset <= offset:
+            async for stored in read_to_end(self._broker.store, stream_id, start, _REOPEN_READ_BYTES):
+                for header in validate_batches(stored.payload, verify_crc=False):
+                    if header.producer_id != producer_id or not header.is_transactional:
                         continue
-                    for header in validate_batches(stored.payload, verify_crc=False):
-                        if header.producer_id != producer_id or not header.is_transactional:
-                            continue
-                        if not header.is_control:
-                            first = stored.base_offset if first is None else first
-                        elif control_type_of(stored.payload, header) == ControlType.COMMIT:
-                            last_commit, first = stored.base_offset, None
-                offset = batches[-1].next_offset
+                    if not header.is_control:
+                        first = stored.base_offset if first is None else first
+                    elif control_type_of(stored.payload, header) == ControlType.COMMIT:
+                        last_commit, first = stored.base_offset, None
         except (StreamError, ValueError):
             # Unreadable here: keep the coordinator's lower bound, which only holds the last
             # stable offset back.
