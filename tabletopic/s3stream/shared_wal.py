@@ -146,10 +146,17 @@ def recover_wal(
         after_fence()
     try:
         records = read_wal(directory)
-        latest = fence.read()
     except FileNotFoundError:
-        if directory.exists():
+        # A segment went between listing and reading: a later fencer recovered the WAL and is
+        # removing it (files first, the directory last). Its fence, or none, says so below.
+        latest = fence.read()
+        if latest is not None and recoverer.same_holder(latest):
             raise
+        raise TakeoverLost(
+            f"{directory} was recovered by another broker, which is removing it, while "
+            f"{recoverer.describe()} read it"
+        ) from None
+    latest = fence.read()
     if not directory.exists():
         # Frozen after fencing (a long pause), this recoverer woke to find that a later one had
         # recovered the WAL and removed it: the same outcome as being fenced again.

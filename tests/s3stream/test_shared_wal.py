@@ -221,6 +221,33 @@ async def test_a_recoverer_paused_after_its_fence_loses_to_one_that_finished_and
     await _assert_led_by(brokers, 3, sid, written)
 
 
+async def test_a_recoverer_reading_while_the_winner_removes_the_wal_file_by_file_loses(
+    brokers: Brokers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The winner removes a recovered WAL's files before its directory: a reader that listed the
+    segments finds one gone while the directory is still there. It lost the takeover; the broker
+    must not end (a start taking back its earlier WAL did, with FileNotFoundError)."""
+    a, sid, written = await _stream_written_by_broker_1(brokers, 4)
+    assert a.wal_incarnation is not None
+    directory = brokers.path / "1" / a.wal_incarnation
+    finished: list[int] = []
+    read_segment = shared_wal.read_segment
+
+    def winner_removes_files_meanwhile(path: Path, index: int) -> Any:
+        if not finished:
+            finished.append(0)  # the winner's own reads go straight through
+            finished[0] = brokers.recover(a, 1, 3).records
+            for file in directory.iterdir():
+                file.unlink()
+        return read_segment(path, index)
+
+    monkeypatch.setattr(shared_wal, "read_segment", winner_removes_files_meanwhile)
+    with pytest.raises(TakeoverLost, match="which is removing it"):
+        await asyncio.to_thread(brokers.recover, a, 1, 2)
+    assert finished == [4]
+    await _assert_led_by(brokers, 3, sid, written)
+
+
 async def test_recoverer_dying_before_its_commit_leaves_the_takeover_to_the_next(
     brokers: Brokers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
