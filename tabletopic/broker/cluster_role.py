@@ -147,6 +147,10 @@ class ClusterRole:
             return self.node.node_id, self.opened.get((topic, partition), 0)
         return found.node_id, found.leader_epoch
 
+    def leaders_version(self) -> int | None:
+        # With no broker eligible to lead, :meth:`leader` falls back on what this broker opened.
+        return self.node.leaders_version if self.node.snapshot.eligible else None
+
     def brokers(self, listener: str) -> list[BrokerEndpoint]:
         result = []
         for info in sorted(self.node.snapshot.nodes.values(), key=lambda n: n.node_id):

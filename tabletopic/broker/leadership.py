@@ -51,6 +51,10 @@ class Leadership(Protocol):
     def leader(self, topic: str, partition: int) -> tuple[int, int]:
         """``(node id, leader epoch)`` to report; a predicted leader while a partition moves."""
 
+    def leaders_version(self) -> int | None:
+        """A number that changes whenever :meth:`leader` may answer differently for any partition,
+        so Metadata can keep a topic's partition entries until it does; None: keep nothing."""
+
     def brokers(self, listener: str) -> list[BrokerEndpoint]:
         """Live brokers with their endpoint on ``listener`` (the client's security protocol)."""
 
@@ -105,6 +109,9 @@ class SingleNode:
 
     def leader(self, topic: str, partition: int) -> tuple[int, int]:
         return self._node_id, 0
+
+    def leaders_version(self) -> int | None:
+        return 0
 
     def brokers(self, listener: str) -> list[BrokerEndpoint]:
         return [self._endpoint(listener)]

@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.leadership import ClusterMember
 from tabletopic.broker.partition_log import AppendResult, PartitionLog
-from tabletopic.broker.protocol.responses import MetadataResponseTopic
+from tabletopic.broker.protocol.responses import MetadataResponsePartition, MetadataResponseTopic
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.handoff import Handoffs, listen
 from tabletopic.cluster.zones import ZoneMap, client_zone, pick_broker_in_zone
@@ -158,10 +158,15 @@ class ZoneRouter:
         if zone is None:
             return
         for topic in topics:
-            for entry in topic.get("partitions") or []:
-                node = self.route(zone, entry["leader_id"], entry["partition_index"])
-                if node != entry["leader_id"]:
-                    entry.update({"leader_id": node, "replica_nodes": [node], "isr_nodes": [node]})
+            topic["partitions"] = [self._routed(zone, entry) for entry in topic.get("partitions") or []]
+
+    def _routed(self, zone: str, entry: MetadataResponsePartition) -> MetadataResponsePartition:
+        """The entry naming the broker of ``zone``: a new one, never a change to ``entry``, which
+        Metadata shares between answers."""
+        node = self.route(zone, entry["leader_id"], entry["partition_index"])
+        if node == entry["leader_id"]:
+            return entry
+        return {**entry, "leader_id": node, "replica_nodes": [node], "isr_nodes": [node]}
 
     # Produce hand-over: proxy side -----------------------------------------------------------
 

@@ -157,6 +157,9 @@ class ClusterNode:
         self.node_epoch = BrokerEpoch(0)
         self.controller_epoch: ControllerEpoch | None = None  # set while this broker is the controller
         self.snapshot = ClusterSnapshot({}, None, 0, {})
+        # Counts the snapshots that differed from the one before: what :func:`reported_leader`
+        # answers changes only with it, so a Metadata answer's partitions can be kept until then.
+        self.leaders_version = 0
         self.fenced = False  # out of the cluster for good (see leave): this one leads nothing
         # Set with fenced, for the node to end (a restart joins again as a new incarnation).
         self.left = asyncio.Event()
@@ -515,6 +518,7 @@ class ClusterNode:
         changed = not snap.same_as(self.snapshot)
         self.snapshot = snap  # also when unchanged: the loads the brokers reported are new
         if changed:
+            self.leaders_version += 1
             self._publish(snap)
 
     def _publish(self, snap: ClusterSnapshot) -> None:
