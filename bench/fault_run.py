@@ -278,6 +278,18 @@ def worst_gap(writer: Writer, start: float, end: float) -> tuple[float, int, flo
     return worst
 
 
+def over_target(writer: Writer, target: float) -> list[tuple[float, int, float]]:
+    """Every partition's longest gap between acknowledgements, where it is over ``target``
+    seconds: ``(gap, partition, when it began)``, longest first."""
+    worst = []
+    for partition, times in writer.acked_at.items():
+        gaps = [(after - before, partition, before) for before, after in itertools.pairwise(times)]
+        longest = max(gaps, default=(0.0, partition, 0.0))
+        if longest[0] > target:
+            worst.append(longest)
+    return sorted(worst, reverse=True)
+
+
 @dataclass
 class FaultRun:
     """A run's settings from the command line (:func:`fault_arguments`) and, inside
@@ -445,6 +457,9 @@ def report(
         print(f"{kind:<20} {start - first:7.1f} {gap:22.2f}  {partition}, {began - first:.1f}")
     if gaps:
         print(f"worst unavailability per fault: max {max(gaps):.2f} s (target <= 10 s)")
+        long_gaps = over_target(main_writer, 10.0)
+        shown = ", ".join(f"{p} ({g:.0f} s from {b - first:.1f})" for g, p, b in long_gaps[:8])
+        print(f"partitions that went over 10 s without an acknowledgement: {len(long_gaps)}  {shown}")
     return not lost and not duplicated and table == "exact" and not caught_up.startswith("never") and not hung
 
 

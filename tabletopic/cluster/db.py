@@ -41,6 +41,7 @@ from tabletopic.cluster.controller import (
     PartitionKey,
     WalRow,
     assign_recoverers,
+    leader_epoch_step,
     plan,
     unrecovered,
 )
@@ -551,7 +552,7 @@ class ClusterMetadata:
             wals = self._open_wals(conn)
             held = unrecovered(wals, live)
             moves = plan(wanted, current, live, draining, max_moves, apart, held)
-            eligible = [nid for nid in live if nid not in draining]
+            eligible = sorted(nid for nid in live if nid not in draining)
             self._assign_recoverers(conn, assign_recoverers(wals, live, eligible))
             # Targets reached (or impossible because the target is gone) are cleared.
             reached = [
@@ -572,7 +573,7 @@ class ClusterMetadata:
                     ),
                     [{"k_topic": t, "k_p": i} for t, i in gone],
                 )
-            self._set_leaders(conn, moves, live, current, version.version)
+            self._set_leaders(conn, moves, live, eligible, current, version.version)
             if reached:
                 conn.execute(
                     sa.update(p)
@@ -615,11 +616,13 @@ class ClusterMetadata:
         conn: Connection,
         moves: dict[PartitionKey, NodeId],
         live: dict[NodeId, BrokerEpoch],
+        eligible: list[NodeId],
         current: dict[PartitionKey, Assignment],
         version: int,
     ) -> None:
         """Write the round's new leaders: one INSERT for the partitions placed the first time, one
-        UPDATE (executed for many rows) for the others, whose leader epoch grows by one."""
+        UPDATE (executed for many rows) for the others, whose leader epoch grows by one, or by two
+        where Metadata guessed another broker (:func:`leader_epoch_step`)."""
         p = partitions_table
         placed = [
             {
@@ -627,7 +630,7 @@ class ClusterMetadata:
                 "partition": partition,
                 "leader_node": leader,
                 "leader_node_epoch": live[leader],
-                "leader_epoch": 1,
+                "leader_epoch": leader_epoch_step((topic, partition), None, leader, live, eligible),
                 "target_node": None,
                 "pinned": False,
                 "version": version,
@@ -649,6 +652,7 @@ class ClusterMetadata:
                         "k_leader": leader,
                         "k_node_epoch": live[leader],
                         "k_target": target,
+                        "k_step": leader_epoch_step(key, row, leader, live, eligible),
                     }
                 )
         if moved:
@@ -658,7 +662,7 @@ class ClusterMetadata:
                 .values(
                     leader_node=sa.bindparam("k_leader"),
                     leader_node_epoch=sa.bindparam("k_node_epoch"),
-                    leader_epoch=p.c.leader_epoch + 1,
+                    leader_epoch=p.c.leader_epoch + sa.bindparam("k_step"),
                     target_node=sa.bindparam("k_target"),
                     updated_at=sa.func.now(),
                     version=version,

@@ -4,7 +4,7 @@ at the epoch the controller will give."""
 
 from __future__ import annotations
 
-from tabletopic.cluster.controller import Assignment, predicted_leader
+from tabletopic.cluster.controller import Assignment, leader_epoch_step, predicted_leader
 from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
 from tabletopic.cluster.node import Leader, reported_leader
 from tabletopic.ids import BrokerEpoch, LeaderEpoch, NodeId
@@ -65,3 +65,40 @@ def test_an_unplaced_partition_is_predicted_at_epoch_one_and_none_without_broker
     snap = snapshot([node(1, 1), node(2, 1)], None)
     assert reported_leader(snap, KEY) == Leader(guess(1, 2), LeaderEpoch(1))
     assert reported_leader(snapshot([node(1, 1, alive=False)], None), KEY) is None
+
+
+# Where the controller places a partition Metadata was guessing for: the guess's epoch if it is
+# the guess, else one more, so that no client that took the guess ignores the placement.
+
+
+def test_a_partition_failing_over_to_the_guess_gets_the_guessed_epoch() -> None:
+    row = placed(3, 1, 7)
+    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
+    reported = reported_leader(snapshot([node(1, 1), node(2, 1), node(3, 1, alive=False)], row), KEY)
+    assert reported == Leader(guess(1, 2), LeaderEpoch(8))
+    assert leader_epoch_step(KEY, row, guess(1, 2), live, [NodeId(1), NodeId(2)]) == 1
+
+
+def test_a_partition_placed_elsewhere_than_the_guess_skips_the_guessed_epoch() -> None:
+    row = placed(3, 1, 7)
+    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
+    elsewhere = NodeId(3 - guess(1, 2))
+    assert leader_epoch_step(KEY, row, elsewhere, live, [NodeId(1), NodeId(2)]) == 2
+
+
+def test_a_new_partition_placed_elsewhere_than_the_guess_starts_at_epoch_two() -> None:
+    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
+    assert reported_leader(snapshot([node(1, 1), node(2, 1)], None), KEY) == Leader(
+        guess(1, 2), LeaderEpoch(1)
+    )
+    assert leader_epoch_step(KEY, None, guess(1, 2), live, [NodeId(1), NodeId(2)]) == 1
+    assert leader_epoch_step(KEY, None, NodeId(3 - guess(1, 2)), live, [NodeId(1), NodeId(2)]) == 2
+
+
+def test_a_move_of_a_live_leader_or_to_its_target_moves_the_epoch_by_one() -> None:
+    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
+    eligible = [NodeId(1), NodeId(2)]
+    assert leader_epoch_step(KEY, placed(1, 1, 7), NodeId(2), live, eligible) == 1  # balancing
+    dead_with_target = placed(3, 1, 7, target=2)
+    assert leader_epoch_step(KEY, dead_with_target, NodeId(2), live, eligible) == 1
+    assert leader_epoch_step(KEY, dead_with_target, NodeId(1), live, eligible) == 2

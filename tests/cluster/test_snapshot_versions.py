@@ -12,7 +12,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
+from tabletopic.cluster.controller import predicted_leader
 from tabletopic.cluster.db import ClusterMetadata
+from tabletopic.ids import NodeId
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -123,3 +125,21 @@ def test_deleted_partitions_disappear_from_an_incremental_poll(
 
     assert after.version.purges == before.version.purges + 1
     assert set(after.partitions) == set(_keys("orders", 10))
+
+
+def test_new_partitions_placed_elsewhere_than_metadata_guessed_skip_the_guessed_epoch(
+    engine: Engine, controller: tuple[ClusterMetadata, int]
+) -> None:
+    """Broker 1 holds every partition of a first topic; broker 2 joins; the next topic's partitions
+    that Metadata guessed for broker 1 go to broker 2 (the least loaded) at epoch 2, so a client
+    that took the guess at epoch 1 accepts the placement; those guessed for broker 2 stay at 1."""
+    meta, epoch = controller
+    meta.reconcile(1, epoch, _keys("first", 40), max_moves=0)
+    meta.register(2, None, ENDPOINTS, lease_s=30)
+    meta.reconcile(1, epoch, _keys("first", 40) + _keys("second", 20), max_moves=0)
+    rows = meta.snapshot().partitions
+    for key in _keys("second", 20):
+        guessed = predicted_leader(key, [NodeId(1), NodeId(2)])
+        expected = 1 if rows[key].leader == guessed else 2
+        assert (rows[key].leader, rows[key].leader_epoch) == (2, expected), key
+    assert {rows[k].leader_epoch for k in _keys("second", 20)} == {1, 2}
