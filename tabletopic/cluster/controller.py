@@ -121,11 +121,15 @@ def leader_epoch_step(
     """
     if row is not None and row.leader is not None and live.get(row.leader) == row.leader_node_epoch:
         return 1  # Metadata names the live leader, not a guess
+    return 1 if guessed_leader(key, row, eligible) == leader else 2
+
+
+def guessed_leader(key: PartitionKey, row: Assignment | None, eligible: Sequence[NodeId]) -> NodeId | None:
+    """The broker Metadata names for a partition without a live leader: the move's target while
+    it may lead, else :func:`predicted_leader` among ``eligible`` (sorted)."""
     if row is not None and row.target is not None and row.target in eligible:
-        guess: NodeId | None = row.target
-    else:
-        guess = predicted_leader(key, eligible)
-    return 1 if guess == leader else 2
+        return row.target
+    return predicted_leader(key, eligible)
 
 
 def plan(

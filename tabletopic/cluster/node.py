@@ -33,7 +33,7 @@ from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.autobalance import AutoBalancer, AutoBalancerSettings
 from tabletopic.cluster.balancer import BalancerSettings
-from tabletopic.cluster.controller import PartitionKey, WalRow, predicted_leader
+from tabletopic.cluster.controller import PartitionKey, WalRow, guessed_leader
 from tabletopic.cluster.db import (
     ClusterMetadata,
     ClusterSnapshot,
@@ -116,9 +116,9 @@ def reported_leader(snap: ClusterSnapshot, key: PartitionKey) -> Leader | None:
     nodes lags. Guessing there named another broker at the next epoch, above the real placement's,
     and a client that had the placement took the guess and then ignored the placement as older.
     Otherwise (a leader dead or restarted since, a partition not placed yet) the broker names the
-    leader it predicts, the move's target or :func:`predicted_leader`, at the epoch the controller
-    will give it (one above the placement's), so that the client's first fetch there names the
-    epoch the leader serves with.
+    leader it predicts, :func:`guessed_leader` (the move's target or :func:`predicted_leader`), at
+    the epoch the controller gives it if it places it there (one above the placement's), so that
+    the client's first fetch there names the epoch the leader serves with.
     """
     row = snap.partitions.get(key)
     if row is not None and row.leader is not None:
@@ -127,10 +127,7 @@ def reported_leader(snap: ClusterSnapshot, key: PartitionKey) -> Leader | None:
         if alive or known is None or known.node_epoch < row.leader_node_epoch:
             return Leader(row.leader, row.leader_epoch)
     epoch = LeaderEpoch(row.leader_epoch + 1 if row is not None else 1)
-    candidates = snap.eligible
-    if row is not None and row.target is not None and row.target in candidates:
-        return Leader(row.target, epoch)
-    node = predicted_leader(key, candidates)
+    node = guessed_leader(key, row, snap.eligible)
     return None if node is None else Leader(node, epoch)
 
 
