@@ -9,7 +9,9 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
@@ -42,6 +44,19 @@ async def woken(event: asyncio.Event, timeout_s: float) -> None:
     sleep that a wake-up cuts short (a wake-up during the pass that follows is not lost)."""
     await set_or_timeout(event, timeout_s)
     event.clear()
+
+
+async def gather_at_most(limit: int, works: Iterable[Callable[[], Awaitable[T]]]) -> list[T]:
+    """The results of ``works`` in order, at most ``limit`` of them running at a time: reads of
+    many streams at once (a new leader rebuilding the state of thousands of partitions) without
+    holding every read's data in memory together."""
+    gate = asyncio.Semaphore(limit)
+
+    async def run(work: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await work()
+
+    return await asyncio.gather(*(run(work) for work in works))
 
 
 async def first_of(waits: Iterable[asyncio.Future[Any]], timeout_s: float) -> None:

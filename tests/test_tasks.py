@@ -5,12 +5,13 @@ time says nothing); the waits every loop shares lose no cancellation and leave n
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 
 import pytest
 
-from tabletopic.tasks import StallReport, first_of, woken
+from tabletopic.tasks import StallReport, first_of, gather_at_most, woken
 
 
 async def _waits_forever(event: asyncio.Event) -> None:
@@ -81,3 +82,19 @@ async def test_first_of_nothing_to_wait_on_sleeps_the_timeout_out() -> None:
     began = asyncio.get_running_loop().time()
     await first_of([], 0.05)
     assert asyncio.get_running_loop().time() - began >= 0.05
+
+
+async def test_gather_at_most_keeps_the_limit_and_the_order() -> None:
+    running, most = 0, 0
+
+    async def work(value: int) -> int:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return value
+
+    results = await gather_at_most(3, [functools.partial(work, v) for v in range(10)])
+    assert results == list(range(10))
+    assert most == 3

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import json
 import logging
 import time
@@ -28,6 +29,7 @@ from tabletopic.broker.topics import producer_snapshots_table
 from tabletopic.ids import ProducerEpoch
 from tabletopic.records.header import NO_PRODUCER_ID, BatchHeader, validate_batches
 from tabletopic.s3stream.streams import PendingAppend, StreamError, StreamStore, read_to_end
+from tabletopic.tasks import gather_at_most
 
 log = logging.getLogger(__name__)
 
@@ -236,13 +238,8 @@ class ProducerStates:
         once (a new leader gaining thousands of partitions must not read their tails one after
         another), at most :data:`REPLAY_CONCURRENCY` at a time so memory stays bounded."""
         snapshots = await asyncio.to_thread(self._read_snapshots)
-        gate = asyncio.Semaphore(REPLAY_CONCURRENCY)
-
-        async def replay(stream_id: int) -> int:
-            async with gate:
-                return await self._replay(stream_id, snapshots.get(stream_id))
-
-        replayed = sum(await asyncio.gather(*(replay(sid) for sid in stream_ids)))
+        replays = [functools.partial(self._replay, sid, snapshots.get(sid)) for sid in stream_ids]
+        replayed = sum(await gather_at_most(REPLAY_CONCURRENCY, replays))
         if replayed:
             log.info("replayed %d batches to rebuild idempotent producer state", replayed)
 

@@ -28,6 +28,7 @@ from tabletopic.records.header import validate_batches
 from tabletopic.records.transactions import ControlType, control_type_of
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, read_to_end
+from tabletopic.tasks import gather_at_most
 
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
 OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
@@ -154,13 +155,8 @@ class Participants:
             self.partitions.add_aborted(stream_id, pid, first, last)
         # Each reopen reads a stream tail, from object storage on a broker that just gained it:
         # several at once, as producer state is replayed, with memory bounded by the chunk size.
-        gate = asyncio.Semaphore(_REOPENS_AT_ONCE)
-
-        async def reopen(stream_id: int, producer_id: int, start: int) -> None:
-            async with gate:
-                await self._reopen(stream_id, producer_id, start)
-
-        await asyncio.gather(*(reopen(stream_id, pid, start) for stream_id, pid, start in open_txns))
+        reopens = [functools.partial(self._reopen, *txn) for txn in open_txns]
+        await gather_at_most(_REOPENS_AT_ONCE, reopens)
 
     async def _reopen(self, stream_id: int, producer_id: int, start: int) -> None:
         """Rebuild a producer's open transaction in a stream gained from another leader. ``start``
