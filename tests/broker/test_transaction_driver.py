@@ -19,7 +19,7 @@ from tabletopic import database
 from tabletopic.broker.transactions.actions import Respond, WriteMarkers
 from tabletopic.broker.transactions.driver import Driver
 from tabletopic.broker.transactions.machine import TransactionMachine
-from tabletopic.broker.transactions.model import TxnMetadata, TxnPartition, TxnState
+from tabletopic.broker.transactions.model import TxnMetadata, TxnOffsets, TxnPartition, TxnState
 from tabletopic.broker.transactions.participants import GroupOffsets, TxnError
 from tabletopic.broker.transactions.store import TxnStore
 from tests.support.waiting import wait_until
@@ -168,3 +168,32 @@ async def test_a_broker_that_lost_the_slot_unknowingly_answers_not_coordinator_n
         await coordinator.perform_event("t", commit)
     assert refused.value.code is ErrorCode.not_coordinator
     assert not coordinator.slots.owns("t")  # and it lets the slot go
+
+
+async def test_offsets_the_row_refuses_are_refused_with_what_the_row_says(
+    driver: tuple[Driver, FlakyLeaders, OneSlot],
+) -> None:
+    """The group's coordinator checks TxnOffsetCommit against the row, not against the memory of
+    the transaction's coordinator (another broker): its refusal says what the row held."""
+    coordinator, _, _ = driver
+    await coordinator.perform_event(
+        "t", functools.partial(coordinator.machine.add_offsets, "t", 1, 0, "copiers", 10)
+    )
+    keep = coordinator.store.add_pending_offsets
+    assert keep(TxnOffsets("t", 1, 0, "others", ())) == (
+        "invalid_txn_state",
+        "the transaction's row is Ongoing with groups copiers",
+    )
+    assert keep(TxnOffsets("t", 1, 1, "copiers", ())) == (
+        "producer_fenced",
+        "the transaction's row has epoch 0",
+    )
+    assert keep(TxnOffsets("t", 2, 0, "copiers", ())) == (
+        "invalid_producer_id_mapping",
+        "the transactional id has a row with producer id 1",
+    )
+    assert keep(TxnOffsets("nobody", 1, 0, "copiers", ())) == (
+        "invalid_producer_id_mapping",
+        "the transactional id has no row",
+    )
+    assert keep(TxnOffsets("t", 1, 0, "copiers", ())) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -29,6 +30,8 @@ from tabletopic.records.transactions import ControlType, control_type_of
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, read_to_end
 from tabletopic.tasks import gather_at_most
+
+log = logging.getLogger(__name__)
 
 # Commits a transaction's pending group offsets: (group id, {(topic, partition): PendingOffset}).
 OffsetCommitter = Callable[[str, dict[tuple[str, int], PendingOffset]], Awaitable[None]]
@@ -248,7 +251,10 @@ class Participants:
             raise TxnError(ErrorCode.not_coordinator, f"this broker does not coordinate group {group_id}")
         refused = await asyncio.to_thread(self._store.add_pending_offsets, commit)
         if refused is not None:
-            raise TxnError(ErrorCode[refused], f"offsets of group {group_id} refused: {refused}")
+            code, why = refused
+            message = f"offsets of group {group_id} for {commit.transactional_id} refused ({code}): {why}"
+            log.info("TxnOffsetCommit %s", message)
+            raise TxnError(ErrorCode[code], message)
 
     async def apply_pending_offsets(
         self, producer_id: int, accept: Callable[[str], bool], commit: bool

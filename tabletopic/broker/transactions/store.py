@@ -229,10 +229,12 @@ class TxnStore:
         if conn.execute(_UPDATE_ROW, {"key": transactional_id, **row}).rowcount == 0:
             conn.execute(sa.insert(transactions_table), [row])
 
-    def add_pending_offsets(self, commit: TxnOffsets) -> str | None:
+    def add_pending_offsets(self, commit: TxnOffsets) -> tuple[str, str] | None:
         """Keep a transaction's offsets for its group until its outcome, if the transaction is
         open with this producer and epoch and added the group (checked under the transaction row's
-        lock, so its coordinator cannot end it meanwhile); otherwise the refusal's reason."""
+        lock, so its coordinator cannot end it meanwhile); otherwise the refusal: its error code's
+        name and what the row said (the group's coordinator logs it, as the transaction's
+        coordinator, another broker, knows the transaction only from its memory)."""
         t, o = transactions_table, pending_offsets_table
         producer_id, group_id = commit.producer_id, commit.group_id
         with self.engine.begin() as conn:
@@ -241,11 +243,13 @@ class TxnStore:
             ).first()
             txn = None if row is None else _from_row(row)
             if txn is None or txn.producer_id != producer_id:
-                return "invalid_producer_id_mapping"
+                found = "no row" if txn is None else f"a row with producer id {txn.producer_id}"
+                return "invalid_producer_id_mapping", f"the transactional id has {found}"
             if txn.producer_epoch != commit.epoch:
-                return "producer_fenced"
+                return "producer_fenced", f"the transaction's row has epoch {txn.producer_epoch}"
             if txn.state is not TxnState.ONGOING or group_id not in txn.offsets:
-                return "invalid_txn_state"
+                groups = ", ".join(sorted(txn.offsets)) or "none"
+                return "invalid_txn_state", f"the transaction's row is {txn.state} with groups {groups}"
             for offset in commit.offsets:
                 key = (o.c.producer_id == producer_id) & (o.c.group_id == group_id)
                 conn.execute(
