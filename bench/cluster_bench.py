@@ -639,7 +639,7 @@ def idle(figures: list[tuple[str, str]], groups: dict[str, int], seconds: float,
         print(figures[-1])
 
 
-REBUILT = re.compile(r"producer and transaction state rebuilt in ([0-9.]+) s")
+REBUILT = re.compile(r"producer state rebuilt in ([0-9.]+) s, transaction state in ([0-9.]+) s")
 
 
 def leave_open(bootstrap: str, partitions: list[tuple[str, int]]) -> tuple[Producer, str]:
@@ -672,7 +672,7 @@ def rebuild_seconds(logs: dict[Path, int]) -> str:
         with path.open("rb") as log:
             log.seek(length)
             found = REBUILT.findall(log.read().decode(errors="replace"))
-        per_broker.append(sum(float(s) for s in found))
+        per_broker.append(sum(float(producers) + float(transactions) for producers, transactions in found))
     return ", ".join(f"{s:.2f} s" for s in per_broker)
 
 

@@ -317,9 +317,10 @@ class ClusterRole:
             await self.service.topics.reload()
         opened = await self._open(partitions)
         streams = [sid for sid in opened if sid is not None]
-        took_open = time.monotonic() - started
+        opened_at = time.monotonic()
         if streams:
             await self.service.producers.recover(streams)
+            replayed_at = time.monotonic()
             # Open and aborted transactions of these partitions, before they are served.
             await self.service.transactions.partitions_gained(streams)
         for (key, epoch), sid in zip(partitions.items(), opened, strict=True):
@@ -327,12 +328,13 @@ class ClusterRole:
                 self.opened[key] = epoch
         if streams:
             log.info(
-                "now leading %d more partitions (%d in all): streams opened in %.2f s, producer and "
-                "transaction state rebuilt in %.2f s",
+                "now leading %d more partitions (%d in all): streams opened in %.2f s, producer state "
+                "rebuilt in %.2f s, transaction state in %.2f s",
                 len(streams),
                 len(self.opened),
-                took_open,
-                time.monotonic() - started - took_open,
+                opened_at - started,
+                replayed_at - opened_at,
+                time.monotonic() - replayed_at,
             )
         if slots:
             for callback in self.on_groups_gained:
