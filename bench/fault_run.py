@@ -18,6 +18,9 @@ systemd or Kubernetes would. Then the writing stops and the run reports:
   last fault, so this is the group's own catch-up, not the run's length,
 - per fault, the worst unavailability: the longest a partition went without an acknowledgement in a
   window around the fault (the target: <= 10 s),
+- the partitions that went over 10 s without an acknowledgement, and those of them whose leader
+  (Metadata read every second) never changed during the gap: a gap the leaders cannot explain,
+  next to how far the writer fell behind its rate and how often librdkafka's queue was full,
 - brokers that hung (did not answer Metadata within 10 s at the end).
 
 Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--partitions 12] [--every 20-40] [--seed N]
@@ -78,6 +81,10 @@ class Writer:
         self.topic, self.partitions, self.rate = topic, partitions, rate
         self.log = DeliveryLog()
         self.acked_at: dict[int, list[float]] = {p: [] for p in range(partitions)}
+        # How far the writer itself fell behind its rate, and how often librdkafka's queue was
+        # full: a partition's gap is the cluster's only if the writer kept sending to it.
+        self.most_behind_s = 0.0
+        self.queue_full = 0
         self._stop = threading.Event()
         # Brokers killed on purpose: their refused connections are no news (log_level 2).
         # FAULT_RUN_PRODUCER_DEBUG=eos,msg: librdkafka's own account of sequences, epochs and acks
@@ -101,6 +108,8 @@ class Writer:
         sent, started = 0, time.monotonic()
         while not self._stop.is_set():
             while sent < int((time.monotonic() - started) * self.rate):
+                behind = time.monotonic() - started - sent / self.rate
+                self.most_behind_s = max(self.most_behind_s, behind)
                 value = f"{self.topic}-{sent}".encode()
                 key = str(sent).encode()
                 try:
@@ -108,6 +117,7 @@ class Writer:
                         self.topic, value, key, partition=sent % self.partitions, on_delivery=self._delivered
                     )
                 except BufferError:  # librdkafka's queue is full while partitions move: wait, as users do
+                    self.queue_full += 1
                     self._producer.poll(0.1)
                     continue
                 sent += 1
@@ -119,6 +129,50 @@ class Writer:
         left = self._producer.flush(300)
         if left:
             self.log.errors.append(f"{left} records never acknowledged")
+
+
+class LeaderWatch:
+    """Each partition's leader as Metadata reports it, read every second: the report tells the
+    partitions whose leader changed during a long gap from those whose leader stayed, whose gap
+    the brokers that moved leaders cannot explain."""
+
+    def __init__(self, cluster: LocalCluster, topic: str) -> None:
+        self.cluster, self.topic = cluster, topic
+        self.changed_at: dict[int, list[float]] = {}  # partition -> when a new leader was first seen
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="leader-watch")
+        self._thread.start()
+
+    def _run(self) -> None:
+        last: dict[int, int] = {}
+        while not self._stop.wait(1.0):
+            leaders = self._ask()
+            now = time.monotonic()
+            for partition, (leader, _) in leaders.items():
+                if last.get(partition, leader) != leader:
+                    self.changed_at.setdefault(partition, []).append(now)
+                last[partition] = leader
+
+    def _ask(self) -> dict[int, tuple[int, int]]:
+        """The leaders as the first broker that answers reports them (none answering: no news)."""
+        try:
+            nodes = list(self.cluster.running())
+        except RuntimeError:  # the fault thread changed the brokers meanwhile
+            return {}
+        for node in nodes:
+            try:
+                return self.cluster.leaders(self.topic, via=node)
+            except (OSError, EOFError, ValueError):
+                continue  # killed meanwhile: ask another broker
+        return {}
+
+    def changed(self, partition: int, start: float, end: float) -> bool:
+        """Whether a new leader was seen from ``start`` to a second after ``end`` (one sample)."""
+        return any(start <= at <= end + 1.0 for at in self.changed_at.get(partition, ()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
 
 
 @dataclass
@@ -401,17 +455,20 @@ def main() -> None:
         shapes = ((topic, run.args.partitions), (table_topic, TABLE_PARTITIONS))
         writers = [Writer(cluster.bootstrap, t, n, run.args.rate) for t, n in shapes]
         group = Group(cluster.bootstrap, topic, run.args.partitions).start()
+        leaders = LeaderWatch(cluster, topic)
         faults = run.faults(cluster, postgres, s3)
         last_fault_end = faults[-1][2] if faults else time.monotonic()
         for writer in writers:
             writer.stop()
-        run.clean = report(cluster, writers, group, faults, last_fault_end)
+        leaders.stop()
+        run.clean = report(cluster, writers, group, leaders, faults, last_fault_end)
 
 
 def report(
     cluster: LocalCluster,
     writers: list[Writer],
     group: Group,
+    leaders: LeaderWatch,
     faults: list[tuple[str, float, float]],
     last: float,
 ) -> bool:
@@ -460,6 +517,11 @@ def report(
         long_gaps = over_target(main_writer, 10.0)
         shown = ", ".join(f"{p} ({g:.0f} s from {b - first:.1f})" for g, p, b in long_gaps[:8])
         print(f"partitions that went over 10 s without an acknowledgement: {len(long_gaps)}  {shown}")
+        kept = [(g, p, b) for g, p, b in long_gaps if not leaders.changed(p, b, b + g)]
+        shown = ", ".join(f"{p} ({g:.0f} s from {b - first:.1f})" for g, p, b in kept[:8])
+        print(f"  of which kept their leader throughout the gap: {len(kept)}  {shown}")
+        print(f"the writer fell at most {main_writer.most_behind_s:.1f} s behind its rate; librdkafka's "
+              f"queue was full {main_writer.queue_full} times")  # fmt: skip
     return not lost and not duplicated and table == "exact" and not caught_up.startswith("never") and not hung
 
 
