@@ -180,20 +180,16 @@ async def test_offsets_the_row_refuses_are_refused_with_what_the_row_says(
         "t", functools.partial(coordinator.machine.add_offsets, "t", 1, 0, "copiers", 10)
     )
     keep = coordinator.store.add_pending_offsets
-    assert keep(TxnOffsets("t", 1, 0, "others", ())) == (
-        "invalid_txn_state",
-        "the transaction's row is Ongoing with groups copiers",
-    )
-    assert keep(TxnOffsets("t", 1, 1, "copiers", ())) == (
-        "producer_fenced",
-        "the transaction's row has epoch 0",
-    )
-    assert keep(TxnOffsets("t", 2, 0, "copiers", ())) == (
-        "invalid_producer_id_mapping",
-        "the transactional id has a row with producer id 1",
-    )
-    assert keep(TxnOffsets("nobody", 1, 0, "copiers", ())) == (
-        "invalid_producer_id_mapping",
-        "the transactional id has no row",
-    )
+    refused = [
+        (("t", 1, 0, "others"), "invalid_txn_state", "the transaction's row is Ongoing with groups copiers"),
+        (("t", 1, 1, "copiers"), "producer_fenced", "the transaction's row has epoch 0"),
+        (
+            ("t", 2, 0, "copiers"),
+            "invalid_producer_id_mapping",
+            "the transactional id has a row with producer id 1",
+        ),
+        (("nobody", 1, 0, "copiers"), "invalid_producer_id_mapping", "the transactional id has no row"),
+    ]
+    for (tid, producer_id, epoch, group), code, why in refused:
+        assert keep(TxnOffsets(tid, producer_id, epoch, group, ())) == (code, why)
     assert keep(TxnOffsets("t", 1, 0, "copiers", ())) is None
