@@ -8,6 +8,8 @@ import uuid
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.support.waiting import wait_until_sync
+
 
 def _produce(bootstrap: str, topic: str, key: bytes | None, value: bytes | None) -> KafkaError | None:
     outcome: list[KafkaError | None] = []
@@ -44,6 +46,10 @@ def test_keyless_records_are_named_in_record_errors_and_the_rest_of_the_batch_fa
     producer = Producer(
         {"bootstrap.servers": bootstrap, "retries": 0, "linger.ms": 5000, "enable.idempotence": False}
     )
+    # The partition's leader known before the first record: the four join the partition's queue
+    # together, never by way of the queue of records waiting for the topic's metadata. (A loaded
+    # run once saw the first record accepted in a batch of its own; its cause is not confirmed.)
+    wait_until_sync(lambda: producer.list_topics(topic, timeout=5).topics[topic].partitions[0].leader >= 0)
     outcome: dict[bytes, int | None] = {}
     for value, key in ((b"0", b"k0"), (b"1", None), (b"2", b"k2"), (b"3", None)):
         producer.produce(
