@@ -212,6 +212,8 @@ class PartitionLog:
                 ErrorCode.unknown_topic_or_partition, f"{topic_name}-{index} does not exist"
             )
         if not host.leadership.leads(topic_name, index):
+            if records:
+                self._note_refused(topic.streams[index], records)
             return self.not_leader(topic_name, index)
         if not records:
             return AppendResult.failed(ErrorCode.invalid_record, "empty record set")
@@ -241,6 +243,15 @@ class PartitionLog:
         if isinstance(admitted, AppendResult):
             return admitted
         return await self._acknowledge(topic_name, index, stream_id, admitted)
+
+    def _note_refused(self, stream_id: int, records: Records) -> None:
+        """Tell the producer state which idempotent batches are refused as not led here (headers
+        only, no CRC: nothing of them is kept)."""
+        try:
+            headers = validate_batches(records, verify_crc=False)
+        except RecordBatchError:
+            return
+        self._host.producers.note_refused(stream_id, headers)
 
     def not_leader(self, topic: str, index: int) -> AppendResult:
         """NOT_LEADER_OR_FOLLOWER, naming the broker that leads the partition."""
@@ -298,6 +309,7 @@ class PartitionLog:
         if not host.leadership.leads(topic_name, index):
             # Deposed (or not yet done rebuilding the producer state after gaining it again) while
             # this request waited: its state is not the one to check against.
+            host.producers.note_refused(stream_id, headers)
             return self.not_leader(topic_name, index)
         producers = host.producers
         checks: list[SequenceCheck] = []

@@ -18,6 +18,7 @@ import functools
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -37,6 +38,9 @@ MAX_CACHED_BATCHES = 5
 INT32_MAX = 2**31 - 1
 REPLAY_CHUNK_BYTES = 4 << 20
 REPLAY_CONCURRENCY = 16  # stream tails replayed at once when leadership is gained (x 4 MiB chunks)
+# How long a batch refused here as "not the leader" explains a gap in its producer's sequences.
+REFUSED_MEMORY_S = 30.0
+MAX_REFUSED_PRODUCERS = 10_000  # (stream, producer) pairs remembered; memory stays bounded
 
 
 @dataclass(slots=True)
@@ -93,6 +97,10 @@ class ProducerStates:
         self._covered: dict[int, int] = {}  # stream -> offset the in-memory state covers up to
         self._dirty: set[int] = set()
         self._turns: dict[int, asyncio.Lock] = {}
+        # (stream, producer id) -> {base sequence: when}: batches refused because this broker did
+        # not lead the stream's partition (yet). Kept apart from the streams' state, which gaining
+        # the partition resets.
+        self._refused: dict[tuple[int, int], dict[int, float]] = {}
 
     def ordering(self, stream_id: int) -> asyncio.Lock:
         """The lock a produce holds from its first await until its batches have offsets, so the
@@ -136,6 +144,12 @@ class ProducerStates:
                 if cached.first_sequence == first and cached.last_sequence == last:
                     return SequenceCheck(duplicate=cached)
             expected = next_sequence(entry.last_sequence)
+            if first != expected and self._refused_here(stream_id, producer_id, expected):
+                return SequenceCheck(
+                    ErrorCode.not_leader_or_follower,
+                    f"producer {producer_id} sent sequence {first} before {expected}, which this broker "
+                    "refused while it did not lead the partition yet: send that one first",
+                )
             if first != expected:
                 # Also for a sequence older than every cached batch, as Kafka answers: never
                 # DUPLICATE_SEQUENCE_NUMBER, which librdkafka takes for "delivered" (were this state
@@ -184,6 +198,38 @@ class ProducerStates:
             return
         entry.batches.remove(reservation)
         _follow_newest(entry)
+
+    def note_refused(self, stream_id: int, headers: Sequence[BatchHeader]) -> None:
+        """These batches were refused NOT_LEADER_OR_FOLLOWER: this broker did not lead the partition
+        (yet). Their producer resends them; a later batch of it that arrives first is answered
+        NOT_LEADER_OR_FOLLOWER too (see :meth:`check`), not OUT_OF_ORDER_SEQUENCE_NUMBER. librdkafka
+        takes the latter, behind a failed request, for sequences lost: it bumps the producer's
+        epoch and numbers every unacknowledged batch again, and a batch whose first send reached
+        the failed leader's log is then written a second time (a kill -9 fault run traced this)."""
+        now = time.monotonic()
+        for header in headers:
+            if header.producer_id == NO_PRODUCER_ID or header.base_sequence < 0:
+                continue
+            if len(self._refused) >= MAX_REFUSED_PRODUCERS:
+                self._forget_refusals(now)
+            refused = self._refused.setdefault((stream_id, header.producer_id), {})
+            refused[header.base_sequence] = now
+
+    def _refused_here(self, stream_id: int, producer_id: int, sequence: int) -> bool:
+        refused = self._refused.get((stream_id, producer_id))
+        at = None if refused is None else refused.get(sequence)
+        return at is not None and time.monotonic() - at < REFUSED_MEMORY_S
+
+    def _forget_refusals(self, now: float) -> None:
+        """Drop refusals older than :data:`REFUSED_MEMORY_S` (all of them if none is)."""
+        cutoff = now - REFUSED_MEMORY_S
+        for key, refused in list(self._refused.items()):
+            for sequence in [s for s, at in refused.items() if at < cutoff]:
+                del refused[sequence]
+            if not refused:
+                del self._refused[key]
+        if len(self._refused) >= MAX_REFUSED_PRODUCERS:
+            self._refused.clear()
 
     def note_append(self, stream_id: int, next_offset: int) -> None:
         """A batch without producer id was appended: the snapshot coverage moves on (and is

@@ -242,3 +242,30 @@ async def test_a_fenced_instances_late_append_does_not_move_the_new_epoch(broker
     states.committed(sid, 10, zombie, 0, 1)
     states.failed(sid, 10, fresh, RuntimeError("the batch object commit failed"))
     assert states.check(sid, _header(10, 1, 0)).reservation is not None
+
+
+async def test_a_batch_ahead_of_one_refused_before_leading_is_told_to_retry_not_out_of_order(
+    broker_service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill -9 fault run: the new leader refused sequence 5 NOT_LEADER_OR_FOLLOWER (still
+    rebuilding), then, ready, got 6 from the same producer. OUT_OF_ORDER_SEQUENCE_NUMBER there made
+    librdkafka bump its epoch and number every unacknowledged batch again, and a batch of another
+    partition whose first send had reached the killed leader's log was written twice. 6 is now told
+    to retry, and the two land in order once 5 is sent again."""
+    await broker_service.topics.create("t", 1)
+    for seq in range(5):
+        batch = make_batch([b"x"], producer_id=9, producer_epoch=0, base_sequence=seq)
+        await call(broker_service, produce_request("t", 0, batch))
+    batch = {seq: make_batch([b"x"], producer_id=9, producer_epoch=0, base_sequence=seq) for seq in (5, 6, 9)}
+    leads = broker_service.leadership.leads
+    monkeypatch.setattr(broker_service.leadership, "leads", lambda topic, partition: False)
+    refused = _partition(await call(broker_service, produce_request("t", 0, batch[5])))
+    assert refused.error_code is ErrorCode.not_leader_or_follower
+    monkeypatch.setattr(broker_service.leadership, "leads", leads)
+    ahead = _partition(await call(broker_service, produce_request("t", 0, batch[6])))
+    assert ahead.error_code is ErrorCode.not_leader_or_follower
+    for seq in (5, 6):
+        result = _partition(await call(broker_service, produce_request("t", 0, batch[seq])))
+        assert (result.error_code, result.base_offset) == (ErrorCode.none, seq)
+    gap = _partition(await call(broker_service, produce_request("t", 0, batch[9])))
+    assert gap.error_code is ErrorCode.out_of_order_sequence_number  # a gap nobody refused here
