@@ -69,11 +69,17 @@ async def test_a_broker_not_leading_the_partition_names_the_leader_and_appends_n
         topics=SimpleNamespace(get=lambda name: topic if name == "t" else None),
         leadership=leadership,
         store=SimpleNamespace(start_append=lambda *args: appended.append(args)),
+        # The refused batches' sequences, kept so that a later one of the producer is refused too.
+        producers=SimpleNamespace(
+            note_refused=lambda stream, headers: refused.append((stream, len(headers)))
+        ),
     )
+    refused: list[tuple[int, int]] = []
     log = PartitionLog(host)
     result = await log.append("t", 0, make_batch([b"a"]))
     assert result.error_code is ErrorCode.not_leader_or_follower
     assert result.error_message == "broker 1 does not lead t-0 (broker 2 does, epoch 5)"
+    assert refused == [(11, 1)]
     missing = await log.append("t", 1, make_batch([b"a"]))
     assert missing.error_code is ErrorCode.unknown_topic_or_partition
     assert appended == []
