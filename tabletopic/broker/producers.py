@@ -144,13 +144,13 @@ class ProducerStates:
                 if cached.first_sequence == first and cached.last_sequence == last:
                     return SequenceCheck(duplicate=cached)
             expected = next_sequence(entry.last_sequence)
-            if first != expected and self._refused_here(stream_id, producer_id, expected):
-                return SequenceCheck(
-                    ErrorCode.not_leader_or_follower,
-                    f"producer {producer_id} sent sequence {first} before {expected}, which this broker "
-                    "refused while it did not lead the partition yet: send that one first",
-                )
             if first != expected:
+                if self._refused_here(stream_id, producer_id, expected):
+                    return SequenceCheck(
+                        ErrorCode.not_leader_or_follower,
+                        f"producer {producer_id} sent sequence {first} before {expected}, which this "
+                        "broker refused while it did not lead the partition yet: send that one first",
+                    )
                 # Also for a sequence older than every cached batch, as Kafka answers: never
                 # DUPLICATE_SEQUENCE_NUMBER, which librdkafka takes for "delivered" (were this state
                 # ever behind the log, the batch would be reported written and be lost).
