@@ -515,11 +515,13 @@ def report(
     if gaps:
         print(f"worst unavailability per fault: max {max(gaps):.2f} s (target <= 10 s)")
         long_gaps = over_target(main_writer, 10.0)
-        shown = ", ".join(f"{p} ({g:.0f} s from {b - first:.1f})" for g, p, b in long_gaps[:8])
-        print(f"partitions that went over 10 s without an acknowledgement: {len(long_gaps)}  {shown}")
         kept = [(g, p, b) for g, p, b in long_gaps if not leaders.changed(p, b, b + g)]
-        shown = ", ".join(f"{p} ({g:.0f} s from {b - first:.1f})" for g, p, b in kept[:8])
-        print(f"  of which kept their leader throughout the gap: {len(kept)}  {shown}")
+        for label, listed in (
+            ("partitions that went over 10 s without an acknowledgement", long_gaps),
+            ("  of which kept their leader throughout the gap", kept),
+        ):
+            shown = ", ".join(f"{p} ({g:.0f} s from {b - first:.1f})" for g, p, b in listed[:8])
+            print(f"{label}: {len(listed)}  {shown}")
         print(f"the writer fell at most {main_writer.most_behind_s:.1f} s behind its rate; librdkafka's "
               f"queue was full {main_writer.queue_full} times")  # fmt: skip
     return not lost and not duplicated and table == "exact" and not caught_up.startswith("never") and not hung
