@@ -8,6 +8,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DATA   ?= ./data
 PYTEST_ARGS ?=
+# The server tests in one worker, the in-process tests in the other (tests/conftest.py): the suite's
+# time is the server tests' alone. XDIST= runs everything in one process.
+XDIST ?= -n 2 --dist loadgroup
 
 .PHONY: serve cluster test test-fast lint format docs bench clean venv venv-test
 
@@ -33,7 +36,7 @@ test: venv-test
 	$(BIN)/ruff check tabletopic tests bench
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 # The quick inner loop: no Spark, no servers.
 test-fast: venv-test

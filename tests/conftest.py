@@ -9,6 +9,8 @@ subject of their test (a pause that must elapse, a rate, watching that nothing h
 in a comment on the line.
 """
 
+import pytest
+
 from tests.support.broker_process import BrokerProcess
 
 pytest_plugins = [
@@ -23,3 +25,32 @@ pytest_plugins = [
 # (group.initial.rebalance.delay.ms) for more members to arrive, and every group a test forms is
 # new, so each one paid 3 s. No test here is about that wait (the group state tests cover it).
 BrokerProcess.defaults = {"group.initial.rebalance.delay.ms": "0"}
+
+
+# `make test` runs the suite in two pytest-xdist workers (`--dist loadgroup`): one runs every module
+# that needs a shared server, the other every module that runs in-process. The servers stay one set
+# per run, and the in-process tests (CPU-bound, a few minutes) run while the server tests wait on
+# their processes, on a 2-core machine as on a larger one.
+SERVER_MARKERS = ("integration", "s3", "postgres", "spark")
+
+
+def _needs_shared_servers(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(name) for name in SERVER_MARKERS):
+        return True
+    fixture_info = getattr(item, "_fixtureinfo", None)
+    if fixture_info is None:
+        return False
+    return any(
+        definition.scope == "session" and definition.func.__module__.startswith("tests.")
+        for definitions in fixture_info.name2fixturedefs.values()
+        for definition in definitions
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Gives each module one xdist group, ``servers`` if any of its tests needs a shared server."""
+    modules_with_servers = {item.path for item in items if _needs_shared_servers(item)}
+    for item in items:
+        group = "servers" if item.path in modules_with_servers else "in-process"
+        item.add_marker(pytest.mark.xdist_group(group))
