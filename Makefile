@@ -8,8 +8,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DATA   ?= ./data
 PYTEST_ARGS ?=
-# The server tests in one worker, the in-process tests in the other (tests/conftest.py): the suite's
-# time is the server tests' alone. XDIST= runs everything in one process.
+# The modules that use the session's shared servers in one worker, the rest in the other
+# (tests/conftest.py). XDIST= runs everything in one process.
 XDIST ?= -n 2 --dist loadgroup
 
 .PHONY: serve cluster test test-fast lint format docs bench clean venv venv-test

@@ -7,13 +7,14 @@ WAL has it and uploads it later (``s3stream.upload.interval.ms``), so the databa
 watermark clients see, and with the object store paused it stops moving altogether. Both the admin
 API (:mod:`tabletopic.api.cluster_view`) and ``tabletopic cluster status`` show the leaders' answer
 and keep the database's figure for a partition whose leader does not answer in time (a broker dead
-and not yet replaced). The call blocks.
+and not yet replaced), each leader's partitions apart from the others'. The call blocks.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -44,23 +45,49 @@ def leader_high_watermarks(
 ) -> dict[tuple[str, int], int]:
     """``{(topic, partition): high watermark}`` as each partition's leader answers it, asked by a
     client with librdkafka settings ``config``; a partition whose leader did not answer within
-    ``timeout`` is left out (the caller keeps what it had)."""
-    from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__ entry
+    ``timeout`` is left out (the caller keeps what it had).
 
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    wanted = {TopicPartition(topic, partition): latest for topic, partition in partitions}
+    One ListOffsets call per leader, all in flight at once: librdkafka answers a call that spans
+    several leaders only when every one of them has, so a single leader that hangs (paused, or
+    waiting on the object store) would time the others' partitions out with it."""
+    from confluent_kafka import TopicPartition
+
+    wanted = set(partitions)
     if not wanted:
         return {}
+    deadline = time.monotonic() + timeout
+    admin = admin_client(config)
     try:
-        futures = admin_client(config).list_offsets(wanted, request_timeout=timeout)
-    except Exception as exc:  # a refused request: every figure stays the caller's
+        leaders = _leaders(admin.list_topics(timeout=timeout), wanted)
+        futures: dict[Any, Any] = {}
+        for led in leaders.values():
+            asked = {TopicPartition(topic, partition): _latest() for topic, partition in led}
+            futures.update(admin.list_offsets(asked, request_timeout=timeout))
+    except Exception as exc:  # no metadata, or a refused request: every figure stays the caller's
         log.debug("leaders' offsets unavailable: %s", exc)
         return {}
     answers: dict[tuple[str, int], int] = {}
     for tp, future in futures.items():
         try:
-            answers[(tp.topic, tp.partition)] = int(future.result(timeout=timeout).offset)
+            answer = future.result(timeout=max(0.0, deadline - time.monotonic()))
+            answers[(tp.topic, tp.partition)] = int(answer.offset)
         except Exception as exc:
             log.debug("no high watermark from the leader of %s-%d: %s", tp.topic, tp.partition, exc)
     return answers
+
+
+def _leaders(metadata: Any, wanted: set[tuple[str, int]]) -> dict[int, list[tuple[str, int]]]:
+    """``wanted`` by the leader the cluster's Metadata names (-1: none known; librdkafka looks)."""
+    by_leader: dict[int, list[tuple[str, int]]] = {}
+    for topic, partition in sorted(wanted):
+        topic_metadata = metadata.topics.get(topic)
+        partition_metadata = None if topic_metadata is None else topic_metadata.partitions.get(partition)
+        leader = -1 if partition_metadata is None else int(partition_metadata.leader)
+        by_leader.setdefault(leader, []).append((topic, partition))
+    return by_leader
+
+
+def _latest() -> Any:
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__ entry
+
+    return OffsetSpec.latest()  # type: ignore[no-untyped-call]

@@ -28,15 +28,12 @@ BrokerProcess.defaults = {"group.initial.rebalance.delay.ms": "0"}
 
 
 # `make test` runs the suite in two pytest-xdist workers (`--dist loadgroup`): one runs every module
-# that needs a shared server, the other every module that runs in-process. The servers stay one set
-# per run, and the in-process tests (CPU-bound, a few minutes) run while the server tests wait on
-# their processes, on a 2-core machine as on a larger one.
-SERVER_MARKERS = ("integration", "s3", "postgres", "spark")
+# that uses a server shared by the session (a session-scoped fixture of tests/), the other every module
+# whose tests run in-process or start processes of their own. The shared servers stay one set per
+# run, and the suite takes about as long as the shared-server modules alone.
 
 
-def _needs_shared_servers(item: pytest.Item) -> bool:
-    if any(item.get_closest_marker(name) for name in SERVER_MARKERS):
-        return True
+def _uses_shared_servers(item: pytest.Item) -> bool:
     fixture_info = getattr(item, "_fixtureinfo", None)
     if fixture_info is None:
         return False
@@ -49,8 +46,9 @@ def _needs_shared_servers(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Gives each module one xdist group, ``servers`` if any of its tests needs a shared server."""
-    modules_with_servers = {item.path for item in items if _needs_shared_servers(item)}
+    """Gives each module one xdist group: ``shared-servers`` if any of its tests uses one, else
+    ``own-processes``."""
+    shared = {item.path for item in items if _uses_shared_servers(item)}
     for item in items:
-        group = "servers" if item.path in modules_with_servers else "in-process"
+        group = "shared-servers" if item.path in shared else "own-processes"
         item.add_marker(pytest.mark.xdist_group(group))

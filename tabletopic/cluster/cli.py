@@ -392,6 +392,11 @@ def _high_watermarks(engine: sa.Engine) -> dict[tuple[str, int], int]:
         return {}
 
 
+#: ``cluster status`` starts its client cold (a connection, Metadata, then ListOffsets) and runs once:
+#: it waits longer for the leaders than the console's refreshes, whose client is warm.
+STATUS_LEADER_TIMEOUT_S = 5.0
+
+
 def _leaders_high_watermarks(snapshot: ClusterSnapshot) -> dict[tuple[str, int], int]:
     """Each partition's high watermark as its leader answers it (the database's trails it by the
     upload interval on the shared WAL); none where the brokers cannot be reached from here or want
@@ -405,7 +410,7 @@ def _leaders_high_watermarks(snapshot: ClusterSnapshot) -> dict[tuple[str, int],
     if not addresses:
         return {}
     config = {"bootstrap.servers": ",".join(addresses), "log_level": 0}
-    return leader_high_watermarks(config, list(snapshot.partitions))
+    return leader_high_watermarks(config, list(snapshot.partitions), timeout=STATUS_LEADER_TIMEOUT_S)
 
 
 def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
