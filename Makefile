@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DATA   ?= ./data
 PYTEST_ARGS ?=
-# The modules that use the session's shared servers in one worker, the rest in the other
+# The modules that start servers in one worker, the in-process modules in the other
 # (tests/conftest.py). XDIST= runs everything in one process.
 XDIST ?= -n 2 --dist loadgroup
 

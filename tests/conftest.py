@@ -28,12 +28,15 @@ BrokerProcess.defaults = {"group.initial.rebalance.delay.ms": "0"}
 
 
 # `make test` runs the suite in two pytest-xdist workers (`--dist loadgroup`): one runs every module
-# that uses a server shared by the session (a session-scoped fixture of tests/), the other every module
-# whose tests run in-process or start processes of their own. The shared servers stay one set per
-# run, and the suite takes about as long as the shared-server modules alone.
+# that starts servers (a mark below, or a session-scoped fixture of tests/: the shared servers stay one
+# set per run), the other every module that runs in-process, beside it. Two workers that both start
+# servers starved each other's brokers on a 2-core machine (group heartbeats over 5 s).
+SERVER_MARKERS = ("integration", "s3", "postgres", "spark")
 
 
-def _uses_shared_servers(item: pytest.Item) -> bool:
+def _starts_servers(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(name) for name in SERVER_MARKERS):
+        return True
     fixture_info = getattr(item, "_fixtureinfo", None)
     if fixture_info is None:
         return False
@@ -46,9 +49,9 @@ def _uses_shared_servers(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Gives each module one xdist group: ``shared-servers`` if any of its tests uses one, else
-    ``own-processes``."""
-    shared = {item.path for item in items if _uses_shared_servers(item)}
+    """Gives each module one xdist group: ``servers`` if any of its tests starts one, else
+    ``in-process``."""
+    with_servers = {item.path for item in items if _starts_servers(item)}
     for item in items:
-        group = "shared-servers" if item.path in shared else "own-processes"
+        group = "servers" if item.path in with_servers else "in-process"
         item.add_marker(pytest.mark.xdist_group(group))

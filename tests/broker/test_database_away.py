@@ -13,6 +13,8 @@ import pytest
 import sqlalchemy as sa
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker import server
+from tabletopic.log_limit import RateLimitedLog
 from tests.support.inproc_broker import inproc_broker
 from tests.support.kafka_requests import request
 from tests.support.raw_kafka_client import connect, encode_request, is_closed_by_peer, roundtrip
@@ -38,8 +40,11 @@ def _closed_without_answer(bootstrap: str) -> bool:
 
 
 async def test_a_request_meeting_the_database_away_closes_its_connection_with_one_line(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The close line is rate-limited per process: a connection an earlier test closed in the last
+    # 10 s would hold this one back.
+    monkeypatch.setattr(server, "CLOSE_LOG", RateLimitedLog(server.log, interval_s=10.0))
     async with inproc_broker(tmp_path) as (broker, proxy):
         bootstrap = f"127.0.0.1:{proxy.port}"
         store = broker.transactions.store
