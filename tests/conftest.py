@@ -34,7 +34,7 @@ BrokerProcess.defaults = {"group.initial.rebalance.delay.ms": "0"}
 # set per run), the other every module that runs in-process, beside it. Two workers that both start
 # servers starved each other's brokers on a 2-core machine (group heartbeats over 5 s), and the
 # in-process worker runs at a lower priority (``os.nice``): it takes the CPU the brokers leave
-# (two clean runs without it each had one cluster test fail on timing).
+# (a clean run without it had a cluster test fail on timing).
 SERVER_MARKERS = ("integration", "s3", "postgres", "spark")
 
 
