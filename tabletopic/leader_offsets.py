@@ -51,7 +51,9 @@ def leader_high_watermarks(
     several leaders only when every one of them has, so a single leader that hangs (paused, or
     waiting on the object store) would time the others' partitions out with it."""
     from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__ entry
 
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
     wanted = set(partitions)
     if not wanted:
         return {}
@@ -61,7 +63,7 @@ def leader_high_watermarks(
         leaders = _leaders(admin.list_topics(timeout=timeout), wanted)
         futures: dict[Any, Any] = {}
         for led in leaders.values():
-            asked = {TopicPartition(topic, partition): _latest() for topic, partition in led}
+            asked = {TopicPartition(topic, partition): latest for topic, partition in led}
             futures.update(admin.list_offsets(asked, request_timeout=timeout))
     except Exception as exc:  # no metadata, or a refused request: every figure stays the caller's
         log.debug("leaders' offsets unavailable: %s", exc)
@@ -85,9 +87,3 @@ def _leaders(metadata: Any, wanted: set[tuple[str, int]]) -> dict[int, list[tupl
         leader = -1 if partition_metadata is None else int(partition_metadata.leader)
         by_leader.setdefault(leader, []).append((topic, partition))
     return by_leader
-
-
-def _latest() -> Any:
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__ entry
-
-    return OffsetSpec.latest()  # type: ignore[no-untyped-call]

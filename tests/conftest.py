@@ -62,6 +62,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 IN_PROCESS_NICENESS = 10
+_niced = False
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -74,6 +75,3 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if marker is not None and marker.args and marker.args[0] == "in-process":
         os.nice(IN_PROCESS_NICENESS)
         _niced = True
-
-
-_niced = False
