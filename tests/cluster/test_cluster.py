@@ -62,9 +62,9 @@ def _assert_names_the_leader(
 def test_produce_and_fetch_refused_by_a_non_leader_name_the_leader_and_its_endpoint(
     healthy_cluster: LocalCluster,
 ) -> None:
-    """KIP-951: from Produce v10 and Fetch v16 a NOT_LEADER_OR_FOLLOWER names the leader, its epoch
-    and where it listens, so a client (librdkafka 2.4+, Kafka's Java client 3.7+) moves there
-    without asking Metadata first."""
+    """KIP-951: from Produce v10 and Fetch v16 (not before) a NOT_LEADER_OR_FOLLOWER names the
+    leader, its epoch and where it listens, so a client (librdkafka 2.4+, Kafka's Java client 3.7+)
+    moves there without asking Metadata first."""
     cluster = healthy_cluster
     topic = f"route-{uuid.uuid4().hex[:8]}"
     create_topic(cluster.brokers[2].bootstrap, topic, 3)
@@ -79,6 +79,12 @@ def test_produce_and_fetch_refused_by_a_non_leader_name_the_leader_and_its_endpo
     _assert_names_the_leader(
         cluster, fetched.responses[0].partitions[0], fetched.node_endpoints, leader, epoch
     )
+    # Before v16 no endpoint could go with the name, so none is named (as in Kafka): a name alone
+    # sent kafka-python to a broker it might have no address for.
+    older = _ask(cluster, other, fetch_request(topic, 0, 0, version=15, topic_id=topic_id))
+    refused = older.responses[0].partitions[0]
+    assert refused.error_code is ErrorCode.not_leader_or_follower
+    assert refused.current_leader.leader_id == -1
 
 
 def test_a_share_fetch_refused_by_a_non_leader_names_the_leader_at_once(

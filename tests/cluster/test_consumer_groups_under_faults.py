@@ -41,6 +41,9 @@ class GroupMember:
     def __init__(self, name: str, poll: Callable[[], list[bytes]], close: Callable[[], None]) -> None:
         self.seen: set[bytes] = set()
         self.name = name
+        # What ended the member's thread, if anything did: a client that raised out of poll()
+        # has stopped consuming, which the failure must say rather than a thread warning.
+        self.error: BaseException | None = None
         self._poll, self._close = poll, close
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
@@ -50,6 +53,8 @@ class GroupMember:
         try:
             while not self._stop.is_set():
                 self.seen.update(self._poll())
+        except Exception as exc:
+            self.error = exc
         finally:
             self._close()
 
@@ -167,6 +172,7 @@ def test_consumer_groups_catch_up_after_a_leader_kill_a_move_and_a_controller_ki
             )
         for group in groups.values():
             wait_until(partial(_committed_at_end, cluster.bootstrap, topic, group), timeout=30, interval=1)
+        assert not [(m.name, m.error) for m in members if m.error is not None]
     finally:
         for member in members:
             member.stop()
@@ -182,7 +188,8 @@ def _wait_for_every_record(acked: set[bytes], members: list[GroupMember], group:
         gone = sorted(int(v.split()[1]) for v in missing())
         by_partition = Counter(n % PARTITIONS for n in gone)
         first = {p: next(n for n in gone if n % PARTITIONS == p) for p in sorted(by_partition)}
+        died = [f"{m.name} stopped: {m.error!r}" for m in members if m.error is not None]
         raise AssertionError(
             f"group {group} never received {len(gone)} of {len(acked)} records: per partition "
-            f"{sorted(by_partition.items())}, the first missing record number of each {first}"
+            f"{sorted(by_partition.items())}, the first missing record number of each {first}; {died}"
         ) from exc

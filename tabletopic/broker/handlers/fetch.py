@@ -50,6 +50,12 @@ if TYPE_CHECKING:
 _BATCH_PREFIX = struct.Struct(">qii")
 _BATCH_LENGTH = struct.Struct(">i")
 _PREFIX_SIZE = 16
+# The first version whose answer carries NodeEndpoints (KIP-951): a refused partition names its
+# current leader from here on only, as Kafka does, so that the leader's address always goes with its
+# name. Named alone (v12-v15 have the field), a leader the client's metadata lacks (a broker started
+# since it last asked) is one it cannot reach: kafka-python 3.0.12 then raised UnknownBrokerIdError
+# out of poll() and its consumer stopped.
+LEADER_HINTS_SINCE = 16
 
 
 def add_batch(pieces: list[Any], base_offset: int, payload: memoryview, epochs: EpochHistory) -> None:
@@ -304,7 +310,8 @@ async def handle(broker: BrokerService, ctx: RequestContext, request: FetchReque
     if router is not None:
         router.count(zone, sum(r.size for t in topics for r in t.partitions), "out")
     # A consumer of a zone is sent to its zone's brokers, never to a leader elsewhere.
-    leaders = _name_leaders(broker, topics) if zone is None else set()
+    hints = zone is None and ctx.api_version >= LEADER_HINTS_SINCE
+    leaders = _name_leaders(broker, topics) if hints else set()
     endpoints = node_endpoints(broker, ctx, leaders) if leaders else []
     return WireResponse(
         encode_fetch_response(ctx.correlation_id, ctx.api_version, int(error), topics, session_id, endpoints)
