@@ -129,8 +129,9 @@ class SteadyProducer:
         return f"record {n}".encode()
 
     def acked_values(self) -> set[bytes]:
-        """The values of the records acknowledged so far."""
-        return {self.value(n) for n in list(self.log.values.values())}
+        """The values of the records acknowledged so far, with or without an offset."""
+        numbers = list(self.log.values.values()) + [n for _, n in list(self.log.unplaced)]
+        return {self.value(n) for n in numbers}
 
     def start(self) -> SteadyProducer:
         self._thread.start()
