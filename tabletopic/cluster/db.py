@@ -349,7 +349,13 @@ class ClusterMetadata:
 
         Only a live incarnation may: one whose lease lapsed or whose shared WAL was taken over
         (stopped) learns it is over a moment later, and as controller meanwhile it would plan from a
-        cluster it is no longer part of and hold the lease from the brokers that are."""
+        cluster it is no longer part of and hold the lease from the brokers that are.
+
+        An expired lease is taken from another broker only once that broker's own lease lapsed too
+        (or it drains or stopped). The two leases are renewed apart, so a killed controller's
+        broker lease outlives its controller lease by up to a heartbeat; a successor that took over
+        in between planned with the dead broker alive and placed a new topic's partitions on it.
+        The holder itself may take its lapsed lease back at once."""
         c, n = controller_table, nodes_table
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(c).where(c.c.id == 1).with_for_update()).first()
@@ -369,10 +375,20 @@ class ClusterMetadata:
                         id=1, node_id=None, node_epoch=0, controller_epoch=0, lease_expires=sa.func.now()
                     )
                 )
+            holder_alive = (
+                sa.select(n.c.node_id)
+                .where(
+                    n.c.node_id == c.c.node_id,
+                    n.c.node_epoch == c.c.node_epoch,
+                    n.c.state == "alive",
+                    n.c.lease_expires > sa.func.now(),
+                )
+                .exists()
+            )
             expired = conn.execute(
                 sa.select(
                     c.c.node_id.is_(None)
-                    | (c.c.lease_expires < sa.func.now())
+                    | ((c.c.lease_expires < sa.func.now()) & ((c.c.node_id == node_id) | ~holder_alive))
                     | ((c.c.node_id == node_id) & (c.c.node_epoch < node_epoch))
                 ).where(c.c.id == 1)
             ).scalar_one()

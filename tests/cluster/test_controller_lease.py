@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from tabletopic import database
-from tabletopic.cluster.db import ClusterMetadata, controller_table
+from tabletopic.cluster.db import ClusterMetadata, controller_table, nodes_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -24,6 +24,7 @@ def test_a_controller_stalled_mid_transaction_loses_its_locks_and_the_lease_move
         node: meta.register(node, None, {"PLAINTEXT": ("127.0.0.1", 9092)}, lease_s=30) for node in (1, 2)
     }
     assert meta.acquire_controller(1, epochs[1], lease_s=0.2) == 1
+    _lapse(engine, 1)  # a stalled broker renews neither of its leases
     stalled = engine.connect()
     stalled.begin()  # the controller's round, frozen after locking its row
     stalled.execute(sa.select(controller_table).with_for_update()).all()
@@ -94,7 +95,40 @@ def test_a_controller_round_holds_off_contenders_but_not_its_own_renewal(postgre
         assert waiting.is_alive() and not taken, "a contender took the lease in the middle of a round"
     waiting.join(timeout=15)
     assert taken, "the contender still waits after the round ended"
+    _lapse(engine, 21)  # the controller's broker is gone too: only then may another take over
     # Its answer is the database's as of when it began to wait (now() is a transaction's start);
     # the next try, as a broker's next round makes, finds the lapsed lease.
     assert meta.acquire_controller(22, contender, lease_s=30) is not None
     engine.dispose()
+
+
+def test_a_lapsed_controller_lease_waits_for_its_brokers_lease_before_another_takes_it(
+    postgres_url: str,
+) -> None:
+    """The controller lease and its broker's lease are renewed apart: a killed controller's broker
+    lease outlives its controller lease by up to a heartbeat. A successor that took over in between
+    planned with the dead broker alive, and a topic created then got leaders on it (a clean run)."""
+    engine = database.create_engine(postgres_url)
+    meta = ClusterMetadata(engine)
+    meta.migrate()
+    endpoints = {"PLAINTEXT": ("127.0.0.1", 9092)}
+    with engine.begin() as conn:
+        conn.execute(sa.update(controller_table).values(node_id=None))
+    holder, successor = (meta.register(n, None, endpoints, lease_s=30) for n in (31, 32))
+    assert meta.acquire_controller(31, holder, lease_s=-1) is not None  # lapsed at once
+
+    assert meta.acquire_controller(32, successor, lease_s=30) is None  # 31's broker lease runs on
+    assert meta.acquire_controller(31, holder, lease_s=-1) is not None  # the holder takes it back
+    _lapse(engine, 31)
+    assert meta.acquire_controller(32, successor, lease_s=30) is not None
+    engine.dispose()
+
+
+def _lapse(engine: sa.Engine, node: int) -> None:
+    """End broker ``node``'s lease now, as a broker that stopped renewing it finds it."""
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(nodes_table)
+            .where(nodes_table.c.node_id == node)
+            .values(lease_expires=sa.func.now() - sa.text("interval '1 second'"))
+        )
