@@ -65,6 +65,9 @@ def test_balancer_converges_from_a_skewed_load_and_then_stays_put(healthy_cluste
             )  # fmt: skip
             assert done.returncode == 0, done.stderr
             # Piped, the load table is plain tab-separated lines: its header, then a row per broker.
-            assert "broker\tin\tout" in done.stdout and "within tolerance" in done.stdout, done.stdout
+            # Balanced, the plan moves nothing. Its note says why, from the rates of that moment:
+            # "within tolerance", or, when one broker's rate dipped (a run saw -26 % with two
+            # partitions a broker), that no move improves the balance.
+            assert "broker\tin\tout" in done.stdout and "\nno moves: " in done.stdout, done.stdout
     finally:
         engine.dispose()
