@@ -15,6 +15,8 @@ from tabletopic.cluster.db import ClusterMetadata, controller_table, nodes_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
+ENDPOINTS = {"PLAINTEXT": ("127.0.0.1", 9092)}
+
 
 def test_a_controller_stalled_mid_transaction_loses_its_locks_and_the_lease_moves(postgres_url: str) -> None:
     engine = database.create_engine(postgres_url, idle_transaction_timeout_ms=500)
@@ -50,16 +52,11 @@ def test_only_a_live_incarnation_takes_the_controller_lease(postgres_url: str) -
     that its incarnation is over a moment later; taking the free controller lease meanwhile, it
     would hold it from the brokers that are still in the cluster (a fault run saw a broker woken
     from SIGSTOP become controller 40 ms after it was told to leave)."""
-    engine = database.create_engine(postgres_url)
-    meta = ClusterMetadata(engine)
-    meta.migrate()
-    endpoints = {"PLAINTEXT": ("127.0.0.1", 9092)}
-    with engine.begin() as conn:  # no controller: the lease is free for whoever may take it
-        conn.execute(sa.update(controller_table).values(node_id=None))
-    taken_over = meta.register(11, None, endpoints, lease_s=30)
+    engine, meta = _without_controller(postgres_url)
+    taken_over = meta.register(11, None, ENDPOINTS, lease_s=30)
     meta.set_state(11, taken_over, "stopped", expire=True)  # what a WAL takeover writes
-    lapsed = meta.register(12, None, endpoints, lease_s=-1)
-    live = meta.register(13, None, endpoints, lease_s=30)
+    lapsed = meta.register(12, None, ENDPOINTS, lease_s=-1)
+    live = meta.register(13, None, ENDPOINTS, lease_s=30)
 
     assert meta.acquire_controller(11, taken_over, lease_s=30) is None
     assert meta.acquire_controller(12, lapsed, lease_s=30) is None
@@ -72,13 +69,8 @@ def test_a_controller_round_holds_off_contenders_but_not_its_own_renewal(postgre
     """A round over thousands of partitions takes seconds under load. A renewal that waited for it
     let the controller's lease lapse in the middle of a failover; a contender must still wait, so
     that no second controller decides while the round writes."""
-    engine = database.create_engine(postgres_url)
-    meta = ClusterMetadata(engine)
-    meta.migrate()
-    endpoints = {"PLAINTEXT": ("127.0.0.1", 9092)}
-    with engine.begin() as conn:
-        conn.execute(sa.update(controller_table).values(node_id=None))
-    controller, contender = (meta.register(n, None, endpoints, lease_s=30) for n in (21, 22))
+    engine, meta = _without_controller(postgres_url)
+    controller, contender = (meta.register(n, None, ENDPOINTS, lease_s=30) for n in (21, 22))
     epoch = meta.acquire_controller(21, controller, lease_s=0.5)
     assert epoch is not None
     with engine.connect() as round_conn, round_conn.begin():
@@ -108,13 +100,8 @@ def test_a_lapsed_controller_lease_waits_for_its_brokers_lease_before_another_ta
     """The controller lease and its broker's lease are renewed apart: a killed controller's broker
     lease outlives its controller lease by up to a heartbeat. A successor that took over in between
     planned with the dead broker alive, and a topic created then got leaders on it (a clean run)."""
-    engine = database.create_engine(postgres_url)
-    meta = ClusterMetadata(engine)
-    meta.migrate()
-    endpoints = {"PLAINTEXT": ("127.0.0.1", 9092)}
-    with engine.begin() as conn:
-        conn.execute(sa.update(controller_table).values(node_id=None))
-    holder, successor = (meta.register(n, None, endpoints, lease_s=30) for n in (31, 32))
+    engine, meta = _without_controller(postgres_url)
+    holder, successor = (meta.register(n, None, ENDPOINTS, lease_s=30) for n in (31, 32))
     assert meta.acquire_controller(31, holder, lease_s=-1) is not None  # lapsed at once
 
     assert meta.acquire_controller(32, successor, lease_s=30) is None  # 31's broker lease runs on
@@ -132,3 +119,13 @@ def _lapse(engine: sa.Engine, node: int) -> None:
             .where(nodes_table.c.node_id == node)
             .values(lease_expires=sa.func.now() - sa.text("interval '1 second'"))
         )
+
+
+def _without_controller(postgres_url: str) -> tuple[sa.Engine, ClusterMetadata]:
+    """The cluster tables, with the controller lease free for whoever may take it."""
+    engine = database.create_engine(postgres_url)
+    meta = ClusterMetadata(engine)
+    meta.migrate()
+    with engine.begin() as conn:
+        conn.execute(sa.update(controller_table).values(node_id=None))
+    return engine, meta
