@@ -10,6 +10,7 @@ in a comment on the line.
 """
 
 import os
+from typing import Any
 
 import pytest
 
@@ -59,6 +60,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         group = "servers" if item.path in with_servers else "in-process"
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Stops a ``--dist loadgroup`` run whose worker's test ids lack their group.
+
+    xdist hands a test to a worker by the ``@group`` it appends to the test's id; with a pytest
+    whose ids xdist can no longer change (pytest 9.2 with xdist 3.8), every group was lost without
+    a word: servers ran in both workers, the suite took twice as long and timing tests failed."""
+    if node.config.getoption("dist") != "loadgroup":
+        return
+    lost = [test_id for test_id in ids if "@" not in test_id]
+    if lost:
+        pytest.exit(
+            f"pytest-xdist lost the xdist_group of {len(lost)} of {len(ids)} tests (first: {lost[0]}): "
+            "this pytest and pytest-xdist do not work together (see the pin in pyproject.toml)",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 IN_PROCESS_NICENESS = 10
