@@ -238,7 +238,7 @@ def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees
     earlier start's streams only once the other takeover is done. Before, it never did, and its
     former partitions placed on other brokers took no write for as long as it lived.
 
-    The order is made with a long lease and two freezes. The killed incarnation's lease is 8 s, so
+    The order is made with a long lease and two freezes. The killed incarnation's lease is 20 s, so
     the new start fences first (and freezes right after); the recoverer the controller names once
     that lease ends fences after it (and freezes right after). Then the new start goes on, its
     take-back lost, and then the recoverer (or, if its lease ran out meanwhile, it leaves and the WAL
@@ -246,7 +246,8 @@ def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees
     cluster = healthy_cluster
     doomed = cluster.brokers[3]
     normal = dict(doomed.overrides)
-    doomed.overrides["broker.session.timeout.ms"] = "8000"
+    # A CI run's new start took over 8 s to reach its fence on a loaded machine: the lease must outlast it.
+    doomed.overrides["broker.session.timeout.ms"] = "20000"
     doomed.stop()
     try:
         cluster.start(3)

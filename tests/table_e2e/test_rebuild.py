@@ -17,7 +17,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(500
 
 
 class Trickle:
-    """A producer writing a few records every 50 ms from a thread, recording acknowledgements."""
+    """A producer writing a record every 50 ms from a thread, recording acknowledgements.
+
+    A rebuild reads up to the high watermarks of its start, so the faster the trickle, the more
+    rounds a resumed rebuild runs: at 100 records a second, a CI run on a loaded machine started its
+    resumed rebuild so late and ran its rounds so slowly that it took over 240 s."""
 
     def __init__(self, bootstrap: str, topic: str, log: DeliveryLog) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
@@ -29,11 +33,10 @@ class Trickle:
     def _run(self) -> None:
         i = 0
         while not self._stop.is_set():
-            for _ in range(5):
-                self.producer.produce(
-                    self.topic, key=f"t{i}", value=f"trickle {i}", on_delivery=self.log.callback()
-                )
-                i += 1
+            self.producer.produce(
+                self.topic, key=f"t{i}", value=f"trickle {i}", on_delivery=self.log.callback()
+            )
+            i += 1
             self.producer.poll(0.05)
 
     def stop(self) -> None:
@@ -67,7 +70,7 @@ def test_rebuild_repairs_a_corrupted_table_through_kill_9_while_ingest_goes_on(
         )
         assert crashed.returncode == -9, crashed.stdout + crashed.stderr
         assert tables_cli(node, "verify", topic, "--quiet").returncode == 1  # main untouched so far
-        resumed = tables_cli(node, "rebuild", topic, "--quiet", "--round-records", "100")
+        resumed = tables_cli(node, "rebuild", topic, "--quiet", "--round-records", "500")
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "(resumed)" in resumed.stdout, resumed.stdout
         node.wait_committed(topic, log.end_offsets())  # the live pipeline commits on the swapped-in table
