@@ -91,7 +91,7 @@ async def test_gather_at_most_keeps_the_limit_and_the_order() -> None:
         nonlocal running, most
         running += 1
         most = max(most, running)
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # the subject: work long enough for calls to overlap unless bounded
         running -= 1
         return value
 

@@ -20,7 +20,7 @@ def test_requests_in_flight_and_the_oldest_ones_age_follow_the_requests() -> Non
     registry = CollectorRegistry()
     metrics = BrokerMetrics(registry, lambda: 0)
     first = metrics.request_started(OFFSET_COMMIT)
-    time.sleep(0.05)
+    time.sleep(0.05)  # the subject: the first request ages before the second starts
     second = metrics.request_started(OFFSET_COMMIT)
     assert _sample(registry, "tabletopic_broker_requests_in_flight") == 2
     oldest = _sample(registry, "tabletopic_broker_oldest_request_in_flight_seconds")

@@ -133,7 +133,7 @@ async def test_a_new_leader_reads_the_tails_of_open_transactions_several_at_once
         nonlocal reading, most
         reading += 1
         most = max(most, reading)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # the subject: reads slow enough to overlap unless bounded
         reading -= 1
         return await fetch(*args, **kwargs)
 

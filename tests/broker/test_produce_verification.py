@@ -86,7 +86,7 @@ async def test_a_partition_added_after_a_shared_read_began_is_read_again_not_ref
     await wait_until(lambda: rows.waiting == 1, message="the first read under way")
     # AddPartitionsToTxn adds partition 1 while that read is out; its produce joins the read.
     late = verify(verifier, 1)
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn of the loop: the late produce reaches the read under way
     rows.release()
     assert await first is ErrorCode.none
     rows.row = ongoing(0, 1)
@@ -105,7 +105,7 @@ async def test_a_read_that_began_before_a_marker_lets_no_zombie_in_after_it() ->
     first = verify(verifier, 0)
     await wait_until(lambda: rows.waiting == 1, message="the first read under way")
     zombie = verify(verifier, 1)
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn of the loop: the zombie's produce reaches the read under way
     verifier.marker_begins()  # the abort marker of the transaction begins here
     rows.release()
     assert await first is ErrorCode.none  # read before the marker: answered, but not kept

@@ -67,7 +67,7 @@ def _ready_producer(bootstrap: str, transactional_id: str) -> Producer:
             return producer
         except KafkaException as exc:
             print(f"         {transactional_id}: init_transactions: {_error(exc)}", flush=True)
-            time.sleep(1)
+            time.sleep(1)  # a pause before asking again, as an application would
 
 
 def _commit(producer: Producer) -> None:
@@ -101,7 +101,7 @@ class TransactionalWriter:
         started, n = time.monotonic(), 0
         while not self._stop.is_set():
             if n >= (time.monotonic() - started) * self.rate:
-                time.sleep(0.005)
+                time.sleep(0.005)  # the writer's rate: ahead of it, wait for the clock
                 continue
             values = [f"w{n}-{i}".encode() for i in range(self.rng.randint(1, 6))]
             self.outcomes.append((self._transaction(values, commit=self.rng.random() >= 0.25), values))
@@ -241,7 +241,7 @@ def _rewind(consumer: Consumer) -> None:
             return
         except KafkaException as exc:  # the group's coordinator moving
             print(f"         rewind: {_error(exc)}; asking again", flush=True)
-            time.sleep(0.5)
+            time.sleep(0.5)  # a pause before asking again, as an application would
 
 
 def latest_offsets(admin: AdminClient, topic: str, partitions: int, level: IsolationLevel) -> dict[int, int]:

@@ -339,7 +339,7 @@ async def test_a_commit_queued_after_another_write_of_its_group_does_not_overtak
     await wait_until(started.is_set)
     queued = commit_one(2)  # waits behind the running write, open to later offsets
     deleted = asyncio.ensure_future(coordinator.delete_offsets("g", [("orders", [0])]))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn of the loop: the delete queues behind the running write
     after = commit_one(9)  # queued after the delete, not joined to the commit before it
     release.set()
     await asyncio.gather(running, queued, deleted, after)
