@@ -203,14 +203,16 @@ def test_a_broker_started_again_at_once_leaves_none_of_its_former_partitions_una
     healthy_cluster: LocalCluster,
 ) -> None:
     """A broker killed -9 and started again at once takes its shared WAL back itself. Its former
-    partitions the controller then places on other brokers must take writes there within seconds.
-    Streams the killed start held with nothing in its WAL (here: never written) kept it as their
-    owner, and the brokers to lead them waited for its close or a takeover of its WAL, which only
-    the end of the new start brought: minutes of unavailability in a fault run."""
+    partitions must then take writes within seconds wherever the controller places them. Those it
+    placed on other brokers once waited: streams the killed start held with nothing in its WAL
+    (here: never written) kept it as their owner, and the brokers to lead them waited for its close
+    or a takeover of its WAL, which only the end of the new start brought: minutes of
+    unavailability in a fault run. (tests/s3stream/test_shared_wal.py checks the release itself.)"""
     cluster = healthy_cluster
     topic, partitions, victim = f"restarted-{uuid.uuid4().hex[:8]}", 24, 3
     create_topic(cluster.bootstrap, topic, partitions)
-    former = [p for p, (leader, _) in placed(cluster, topic, partitions).items() if leader == victim]
+    before = placed(cluster, topic, partitions)
+    former = [p for p, (leader, _) in before.items() if leader == victim]
     assert former
     process = cluster.brokers[victim].process
     assert process is not None
@@ -218,16 +220,25 @@ def test_a_broker_started_again_at_once_leaves_none_of_its_former_partitions_una
     process.wait(10)
     cluster.brokers[victim].process = None
     cluster.start(victim)
-    moved = {p: leader for p, (leader, _) in placed(cluster, topic, partitions).items() if p in former}
-    elsewhere = [p for p, leader in moved.items() if leader != victim]
-    assert elsewhere, f"the controller placed every former partition on broker {victim} again: {moved}"
+
+    def replaced() -> dict[int, int] | None:
+        """The former partitions' leaders once the controller has placed every one of them again
+        (a later leader epoch). Where depends on the counts: on a cluster holding many partitions
+        (the suite's, after its other tests) some go to other brokers, the case this test is
+        about; on a quiet one the new start may get them all back."""
+        now = placed(cluster, topic, partitions)
+        if all(now[p][1] > before[p][1] for p in former):
+            return {p: now[p][0] for p in former}
+        return None
+
+    moved: dict[int, int] = wait_until(replaced, timeout=30)
     acks = Acks()
     producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 20_000}))
-    for p in elsewhere:
+    for p in former:
         producer.produce(topic, value=f"after-{p}".encode(), partition=p, on_delivery=acks)
     assert producer.flush(40) == 0
-    assert not acks.failed, acks.failed[:3]
-    assert len(acks.acked) == len(elsewhere)
+    assert not acks.failed, (acks.failed[:3], moved)
+    assert len(acks.acked) == len(former)
 
 
 def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees_its_partitions(
