@@ -22,9 +22,7 @@ def test_a_controller_stalled_mid_transaction_loses_its_locks_and_the_lease_move
     engine = database.create_engine(postgres_url, idle_transaction_timeout_ms=500)
     meta = ClusterMetadata(engine)
     meta.migrate()
-    epochs = {
-        node: meta.register(node, None, {"PLAINTEXT": ("127.0.0.1", 9092)}, lease_s=30) for node in (1, 2)
-    }
+    epochs = {node: meta.register(node, None, ENDPOINTS, lease_s=30) for node in (1, 2)}
     assert meta.acquire_controller(1, epochs[1], lease_s=0.2) == 1
     _lapse(engine, 1)  # a stalled broker renews neither of its leases
     stalled = engine.connect()
