@@ -21,7 +21,14 @@ from confluent_kafka import KafkaError, Producer
 
 from tabletopic import database
 from tabletopic.cluster.db import ClusterMetadata
-from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw, wait_until
+from tests.support.cluster import (
+    CLUSTER_TEST_MARKS,
+    LocalCluster,
+    ask_moves,
+    placed,
+    produce_raw,
+    wait_until,
+)
 from tests.support.kafka_clients import create_topic, failover_producer, read_values
 
 pytestmark = CLUSTER_TEST_MARKS
@@ -199,6 +206,13 @@ def test_a_broker_refuses_a_shared_wal_directory_a_live_broker_writes(
         Platform.create(config)
 
 
+def _half_elsewhere(former: list[int], to: tuple[int, ...]) -> dict[int, int]:
+    """Every other one of a killed broker's ``former`` partitions (at least one), each to one of
+    the brokers ``to`` in turn: moves that place some of them elsewhere however the counts stand."""
+    assert former
+    return {p: to[i % len(to)] for i, p in enumerate(former[::2])}
+
+
 def test_a_broker_started_again_at_once_leaves_none_of_its_former_partitions_unavailable(
     healthy_cluster: LocalCluster,
 ) -> None:
@@ -219,19 +233,23 @@ def test_a_broker_started_again_at_once_leaves_none_of_its_former_partitions_una
     os.kill(process.pid, signal.SIGKILL)
     process.wait(10)
     cluster.brokers[victim].process = None
+    # Left to the counts, the controller may give every former partition back to the new start
+    # (their predicted leader, and it leads the fewest). An operator's moves, asked for while the
+    # broker is down, place every other one elsewhere once its WAL is taken back.
+    away = _half_elsewhere(former, to=(1, 2))
+    ask_moves(cluster, topic, away, via=1)
     cluster.start(victim)
 
     def replaced() -> dict[int, int] | None:
         """The former partitions' leaders once the controller has placed every one of them again
-        (a later leader epoch). Where depends on the counts: on a cluster holding many partitions
-        (the suite's, after its other tests) some go to other brokers, the case this test is
-        about; on a quiet one the new start may get them all back."""
+        (a later leader epoch)."""
         now = placed(cluster, topic, partitions)
         if all(now[p][1] > before[p][1] for p in former):
             return {p: now[p][0] for p in former}
         return None
 
     moved: dict[int, int] = wait_until(replaced, timeout=30)
+    assert {p: moved[p] for p in away} == away, moved
     acks = Acks()
     producer = Producer(failover_producer(cluster.bootstrap, {"message.timeout.ms": 20_000}))
     for p in former:
@@ -253,7 +271,8 @@ def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees
     the new start fences first (and freezes right after); the recoverer the controller names once
     that lease ends fences after it (and freezes right after). Then the new start goes on, its
     take-back lost, and then the recoverer (or, if its lease ran out meanwhile, it leaves and the WAL
-    goes to another recoverer)."""
+    goes to another recoverer). Every other former partition is moved to the broker that is never
+    frozen, so that some are led elsewhere whatever the counts."""
     cluster = healthy_cluster
     doomed = cluster.brokers[3]
     normal = dict(doomed.overrides)
@@ -279,6 +298,8 @@ def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees
     os.kill(victim_process.pid, signal.SIGKILL)
     victim_process.wait(10)
     cluster.brokers[victim].process = None
+    away = _half_elsewhere(former, to=(second,))  # as in the test above
+    ask_moves(cluster, topic, away, via=second)
     log_start = cluster.brokers[victim].log_path.stat().st_size
     restart = threading.Thread(
         target=cluster.start,
@@ -297,18 +318,16 @@ def test_a_broker_started_again_during_another_brokers_takeover_of_its_wal_frees
         os.kill(recoverer.pid, signal.SIGCONT)
     new_start_log = cluster.brokers[victim].log_path.read_text(errors="replace")[log_start:]
     assert "stay held until their WALs are recovered" in new_start_log, "the take-back was not lost"
-    elsewhere: set[int] = set()
+    written_at: dict[int, int] = {}
 
     def writable(p: int) -> bool:
         leader = cluster.leaders(topic, via=second)[p][0]
-        if leader not in (victim, -1):
-            elsewhere.add(p)
-        return (
-            leader in cluster.running() and produce_raw(cluster, leader, topic, p, f"again-{p}".encode()) == 0
-        )
+        if leader in cluster.running() and produce_raw(cluster, leader, topic, p, f"again-{p}".encode()) == 0:
+            written_at[p] = leader
+        return p in written_at
 
     for p in former:
         wait_until(functools.partial(writable, p), timeout=90)
-    assert elsewhere, f"every former partition went back to broker {victim}: nothing was shown"
+    assert {p: written_at[p] for p in away} == away, written_at
     # Leave the cluster whole or the frozen broker gone (the fixture then starts it again).
     wait_until(lambda: recoverer.poll() is not None or len(cluster.metadata(second).brokers) == 3, timeout=60)

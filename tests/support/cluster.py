@@ -216,6 +216,28 @@ def move_with_cli(cluster: LocalCluster, topic: str, partition: int, target: int
     assert done.returncode == 0, done.stderr
 
 
+def ask_moves(cluster: LocalCluster, topic: str, moves: dict[int, int], via: int) -> None:
+    """One AlterPartitionReassignments to broker ``via``: ``{partition: target broker}``. Unlike
+    :func:`move_with_cli` it neither starts a process nor waits for the moves, so a test can ask
+    while a partition's leader is down, at a moment it must not miss. Fails the test on a refusal."""
+    partitions = [{"partition_index": p, "replicas": [node]} for p, node in moves.items()]
+    sock = connect(cluster.brokers[via].bootstrap)
+    try:
+        answer = roundtrip(
+            sock, request(45, 0, timeout=10_000, topics=[{"name": topic, "partitions": partitions}])
+        )
+    finally:
+        sock.close()
+    assert answer.error_code.value == 0, answer.error_message
+    refused = [
+        (p.partition_index, p.error_message)
+        for t in answer.responses
+        for p in t.partitions
+        if p.error_code.value
+    ]
+    assert not refused, refused
+
+
 def produce_raw(cluster: LocalCluster, node: int, topic: str, partition: int, value: bytes) -> int:
     """Send one Produce straight to ``node``; returns the partition's error code."""
     return produce_raw_answer(cluster, node, topic, partition, value)[0]
