@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+
+def few_of(items: Sequence[str], shown: int = 5) -> str:
+    """The first ``shown`` of ``items`` and how many more: ``"a, b, c and 12 more"``. A line about
+    a thousand partitions (a broker's failover, a fenced upload) must stay one line a reader can
+    take in, in a log as in a client's error message."""
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 class RateLimitedLog:

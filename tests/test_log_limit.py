@@ -1,4 +1,5 @@
-"""Garbage from peers is logged, but rate-limited: one WARNING per kind per interval, with a count."""
+"""Garbage from peers is logged, but rate-limited: one WARNING per kind per interval, with a count;
+and a line about many things names a few of them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 
 import pytest
 
-from tabletopic.log_limit import RateLimitedLog
+from tabletopic.log_limit import RateLimitedLog, few_of
 
 
 def test_repeated_warnings_are_held_back_and_counted(caplog: pytest.LogCaptureFixture) -> None:
@@ -24,3 +25,10 @@ def test_repeated_warnings_are_held_back_and_counted(caplog: pytest.LogCaptureFi
     assert len(messages) == 3
     assert messages[0] == "closing connection 1: garbage"
     assert messages[2].startswith("closing connection 999: garbage (500 more like it")
+
+
+def test_few_of_names_the_first_five_and_counts_the_rest() -> None:
+    assert few_of([]) == ""
+    assert few_of(["a", "b"]) == "a, b"
+    assert few_of([f"p{i}" for i in range(5)]) == "p0, p1, p2, p3, p4"
+    assert few_of([f"p{i}" for i in range(1000)]) == "p0, p1, p2, p3, p4 and 995 more"

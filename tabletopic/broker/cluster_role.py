@@ -31,7 +31,7 @@ from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
 from tabletopic.ids import LeaderEpoch, StreamId
-from tabletopic.log_limit import RateLimitedLog
+from tabletopic.log_limit import RateLimitedLog, few_of
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
 from tabletopic.tasks import cancel_and_wait
@@ -44,11 +44,6 @@ RECONCILE_LOG = RateLimitedLog(log, interval_s=30.0)
 
 RANGES = "ranges"  # NOTIFY kind: "ranges:<stream ids>" moved to new objects by compaction
 TOPICS = "topics"  # NOTIFY kind: "topics:<name>" changed (created, deleted, altered); "topics": any
-
-
-def _first(items: list[str], shown: int = 5) -> str:
-    """A few of many, for one log line instead of one per partition."""
-    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -382,9 +377,9 @@ class ClusterRole:
             else:
                 self.service.producers.forget_stream(sid)
         if fenced:
-            log.warning("cannot lead %d partitions at the epochs given: %s", len(fenced), _first(fenced))
+            log.warning("cannot lead %d partitions at the epochs given: %s", len(fenced), few_of(fenced))
         if failed:
-            log.warning("opening %d partitions failed, retrying: %s", len(failed), _first(failed))
+            log.warning("opening %d partitions failed, retrying: %s", len(failed), few_of(failed))
             self._retry_soon()
         ok = {sid for sid, result in results.items() if not isinstance(result, StreamError)}
         return [wanted[key] if wanted.get(key) in ok else None for key in partitions]
@@ -440,7 +435,7 @@ class ClusterRole:
             failed = {}
         if failed:
             given_up = [f"{streams[sid][0]}-{streams[sid][1]}" for sid in failed]
-            log.info("gave up %d partitions already taken over: %s (%s)", len(failed), _first(given_up),
+            log.info("gave up %d partitions already taken over: %s (%s)", len(failed), few_of(given_up),
                      next(iter(failed.values())))  # fmt: skip
         for sid in streams:
             self.service.producers.forget_stream(sid)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, CursorResult, Engine
 
 from tabletopic import database
+from tabletopic.log_limit import few_of
 from tabletopic.s3stream.epochs import EpochHistory
 from tabletopic.s3stream.objects import StreamRange
 from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamFenced, StreamNotFound
@@ -500,10 +501,9 @@ class StreamMetadata:
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             fenced, registered = conn.exec_driver_sql(_COMMIT_UPLOAD_SQL, params).one()
         if fenced:
-            now = {sid: None if epoch is None else (epoch, owner) for sid, epoch, owner in fenced}
-            lost = tuple(sorted(now))
-            details = ", ".join(f"{sid} (now {now[sid]}, ours {fences[sid]})" for sid in lost)
-            raise StreamFenced(f"fenced: streams taken over by a newer owner: {details}", lost)
+            raise _fenced(
+                {sid: None if epoch is None else (epoch, owner) for sid, epoch, owner in fenced}, fences
+            )
         if registered != len(objects):
             raise CommitConflict(f"objects {params['o_id']} are no longer all prepared (garbage-collected?)")
 
@@ -811,7 +811,14 @@ def check_fences(conn: Connection, fences: dict[int, Fence]) -> None:
         .with_for_update()
     ).all()
     held = {int(r.stream_id): (int(r.epoch), None if r.owner is None else int(r.owner)) for r in rows}
-    fenced = tuple(sorted(sid for sid, fence in fences.items() if held.get(sid) != fence))
-    if fenced:
-        details = ", ".join(f"{sid} (now {held.get(sid)}, ours {fences[sid]})" for sid in fenced)
-        raise StreamFenced(f"fenced: streams taken over by a newer owner: {details}", fenced)
+    if fenced := {sid: held.get(sid) for sid, fence in fences.items() if held.get(sid) != fence}:
+        raise _fenced(fenced, fences)
+
+
+def _fenced(now: Mapping[int, tuple[int, int | None] | None], fences: Mapping[int, Fence]) -> StreamFenced:
+    """The error for streams whose fence moved, ``now`` naming who holds each: all of them in its
+    ``stream_ids``, the first few in its message (a broker deposed from a thousand partitions logs
+    it, and may answer a client with it)."""
+    lost = tuple(sorted(now))
+    details = few_of([f"{sid} (now {now[sid]}, ours {fences[sid]})" for sid in lost])
+    return StreamFenced(f"fenced: streams taken over by a newer owner: {details}", lost)

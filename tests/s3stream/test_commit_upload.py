@@ -78,6 +78,24 @@ def test_a_moved_fence_commits_nothing_and_names_the_stream(meta: StreamMetadata
     assert _state(meta, sids) == ({sid: 0 for sid in sids}, 0, ["prepared"])
 
 
+def test_a_fence_moved_on_many_streams_names_them_all_but_says_only_a_few(meta: StreamMetadata) -> None:
+    """A broker deposed from a thousand partitions logs this error (and may answer a client with
+    it): one line a reader can take in, not one entry per stream."""
+    sids = meta.create_streams(40)
+    for sid in sids:
+        meta.open_stream(sid, 1, 7)
+    obj = _upload(meta, sids, 5)
+    for sid in sids:
+        meta.open_stream(sid, 2, 8)
+
+    with pytest.raises(StreamFenced) as raised:
+        meta.commit_upload([obj], {sid: 5 for sid in sids}, {sid: (1, 7) for sid in sids})
+
+    assert raised.value.stream_ids == tuple(sids)
+    assert str(raised.value).endswith("and 35 more")
+    assert len(str(raised.value)) < 300
+
+
 def test_an_object_no_longer_prepared_commits_nothing(meta: StreamMetadata) -> None:
     sids = meta.create_streams(2)
     for sid in sids:
