@@ -27,11 +27,13 @@ from sqlalchemy.engine import Engine
 from tabletopic import allocator, database, settings
 from tabletopic.api import settings as admin_settings
 from tabletopic.api.app import AdminApiComponent
+from tabletopic.api.cluster_tables import TablePeers
 from tabletopic.api.sources import ConsoleSources
+from tabletopic.api.table_routes import tables_router
 from tabletopic.broker import settings as broker_settings
 from tabletopic.broker.component import BrokerComponent
 from tabletopic.broker.leadership import Leadership
-from tabletopic.broker.security.http_auth import BrokerHttpSecurity
+from tabletopic.broker.security.http_auth import BrokerHttpSecurity, https_client_options
 from tabletopic.broker.topic_config_keys import TopicConfigExtension
 from tabletopic.broker.topics import Topic
 from tabletopic.broker.transactions.stable import CommittedOffsets
@@ -59,7 +61,6 @@ from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.schema_registry.component import RegistryComponent
 from tabletopic.table import settings as table_settings
 from tabletopic.table import table_config
-from tabletopic.table.admin_routes import tables_router
 from tabletopic.table.component import TableComponent
 from tabletopic.table.lease import Lease, LeaseFenced, LeaseManager
 from tabletopic.table.ports import PartitionView, SparkProvider, TopicView
@@ -308,7 +309,7 @@ class Platform:
         )
 
         def routers() -> list[APIRouter]:
-            served = [tables_router(tables.coordinator)]
+            served = [tables_router(tables.coordinator, peers)]
             if config.get(admin_settings.SQL_ENABLE):
                 # `tabletopic sql` runs its statements in this warm session rather than its own,
                 # and its DuckDB ones here too (the imports and the catalog are warm).
@@ -319,6 +320,10 @@ class Platform:
 
         sources = ConsoleSources(
             metrics, broker, engine=engine, tables=tables, registry=registry, catalog=catalog
+        )
+        # Any broker answers for every table topic of the cluster, asking the broker coordinating it.
+        sources.peers = peers = TablePeers(
+            sources.broker_service, engine if clustered else None, https_client_options(config)
         )
         admin = AdminApiComponent(
             config,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from tabletopic.api import views
@@ -148,11 +148,16 @@ class Console:
 
         @router.get("/tables", response_class=HTMLResponse)
         async def tables(request: Request) -> HTMLResponse:
-            return self._render(request, "tables", tables=views.tables(src))
+            listed = await views.cluster_tables(src, request.headers)
+            return self._render(request, "tables", tables=listed, this_node=views.this_node(src))
 
-        @router.get("/tables/{topic}", response_class=HTMLResponse)
-        async def table(request: Request, topic: str) -> HTMLResponse:
-            return self._render(request, "table", topic=topic, table=await views.table(src, topic))
+        @router.get("/tables/{topic}", response_class=HTMLResponse, response_model=None)
+        async def table(request: Request, topic: str) -> Response:
+            found = await views.table(src, topic)
+            if found is None and (elsewhere := await views.table_page_elsewhere(src, topic)) is not None:
+                # Its freshness plots and controls live with its coordinator: show that broker's page.
+                return RedirectResponse(elsewhere, status_code=307)
+            return self._render(request, "table", topic=topic, table=found)
 
         @router.post("/tables/{topic}/{action}", response_class=HTMLResponse)
         async def table_action(request: Request, topic: str, action: str) -> Response:

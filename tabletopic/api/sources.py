@@ -16,6 +16,7 @@ from tabletopic.component import NotStarted
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
+    from tabletopic.api.cluster_tables import TablePeers
     from tabletopic.broker.groups.coordinator import GroupCoordinator
     from tabletopic.broker.service import BrokerService
     from tabletopic.catalog.component import CatalogComponent
@@ -48,6 +49,8 @@ class ConsoleSources:
     tables: TableComponent | None = None
     registry: RegistryComponent | None = None
     catalog: CatalogComponent | None = None
+    # The other brokers' table coordinators (a cluster's table topics run on several brokers).
+    peers: TablePeers | None = None
 
     def broker_service(self) -> BrokerService | None:
         return _if_started(lambda: self.broker.service, None)

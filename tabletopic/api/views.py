@@ -15,7 +15,9 @@ import json
 import logging
 import struct
 import uuid
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from tabletopic.api import cluster_groups, cluster_view
 from tabletopic.api.sources import ConsoleSources
@@ -278,8 +280,41 @@ async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
     }
 
 
+def this_node(src: ConsoleSources) -> int | None:
+    service = src.broker_service()
+    return None if service is None else service.node_id
+
+
 def tables(src: ConsoleSources) -> list[dict[str, Any]]:
-    return [p.status.as_dict() for _, p in sorted(src.pipelines().items())]
+    """The table topics this node coordinates."""
+    here = this_node(src)
+    return [{**p.status.as_dict(), "coordinator": here} for _, p in sorted(src.pipelines().items())]
+
+
+async def cluster_tables(src: ConsoleSources, headers: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every table topic of the cluster (:mod:`tabletopic.api.cluster_tables`); a row another
+    broker coordinates carries ``page``, its page on that broker's console (where its plots are)."""
+    peers = src.peers
+    if peers is None or not peers.clustered():
+        return tables(src)
+    rows = await peers.listing(tables(src), headers)
+    urls = await peers.admin_urls()
+    for row in rows:
+        url = urls.get(row["coordinator"]) if row["coordinator"] != this_node(src) else None
+        row["page"] = None if url is None else f"{url.rstrip('/')}/tables/{quote(row['topic'], safe='')}"
+    return rows
+
+
+async def table_page_elsewhere(src: ConsoleSources, topic: str) -> str | None:
+    """``topic``'s console page on the broker that coordinates it, when that is another one."""
+    peers = src.peers
+    if peers is None or not peers.clustered():
+        return None
+    owner = peers.coordinator_of(topic)
+    if owner is None or owner == this_node(src) or topic not in peers.table_topics():
+        return None
+    url = (await peers.admin_urls()).get(owner)
+    return None if url is None else f"{url.rstrip('/')}/tables/{quote(topic, safe='')}"
 
 
 def _dlq_size(src: ConsoleSources, configs: dict[str, str]) -> dict[str, Any] | None:

@@ -65,6 +65,9 @@ nodes_table = sa.Table(
     sa.Column("lease_expires", _ts, nullable=False),
     sa.Column("registered_at", _ts, nullable=False),
     sa.Column("load", sa.Text, nullable=False, server_default="{}"),  # JSON {"topic/p": [in, out]}
+    # Where the other brokers reach this broker's admin API (table topics it coordinates are
+    # answered there); NULL when it serves none.
+    sa.Column("admin_url", sa.Text, nullable=True),
 )
 controller_table = sa.Table(
     "cluster_controller",
@@ -120,11 +123,18 @@ def _add_versions(conn: Connection) -> None:
         conn.execute(sa.insert(version_table).values(id=1, version=0, purges=0))
 
 
+def _add_admin_url(conn: Connection) -> None:
+    """Migration 5: each broker's admin URL (fresh databases already have it from migration 1)."""
+    if "admin_url" not in {c["name"] for c in sa.inspect(conn).get_columns("cluster_nodes")}:
+        conn.execute(sa.text("ALTER TABLE cluster_nodes ADD COLUMN admin_url TEXT"))
+
+
 MIGRATIONS = [
     database.create_tables(nodes_table, controller_table, partitions_table),
     _add_versions,
     create_events_table,
     database.create_tables(wals_table),
+    _add_admin_url,
 ]
 
 
@@ -151,6 +161,8 @@ class NodeInfo:
     # Not compared: a new report with every renewal is not a change brokers act on (only the
     # controller's balancer reads it, from the current snapshot).
     load: dict[str, list[int]] = field(default_factory=dict, compare=False)
+    # Registered with the incarnation, so it changes only with the node epoch.
+    admin_url: str | None = field(default=None, compare=False)
 
 
 class Version(NamedTuple):
@@ -254,10 +266,12 @@ class ClusterMetadata:
         endpoints: dict[str, tuple[str, int]],
         lease_s: float,
         wal: str | None = None,
+        admin_url: str | None = None,
     ) -> BrokerEpoch:
         """Register (or re-register) ``node_id`` as a new incarnation; returns its node epoch.
         ``wal``: the shared WAL directory this incarnation writes, recorded in the same
-        transaction, so no incarnation can lead a partition without its WAL being known."""
+        transaction, so no incarnation can lead a partition without its WAL being known.
+        ``admin_url``: where the other brokers reach its admin API."""
         n = nodes_table
         with self.engine.begin() as conn:
             row = conn.execute(
@@ -272,6 +286,7 @@ class ClusterMetadata:
                 "lease_expires": _lease(lease_s),
                 "registered_at": sa.func.now(),
                 "load": "{}",
+                "admin_url": admin_url,
             }
             if row is None:
                 conn.execute(sa.insert(n).values(node_id=node_id, **values))
@@ -325,6 +340,15 @@ class ClusterMetadata:
                     .values(lease_expires=sa.func.now())
                 )
             _notify(conn, "nodes")
+
+    def admin_urls(self) -> dict[NodeId, str]:
+        """Where each live broker serves its admin API (those serving none left out): a dead one's
+        address may not even refuse a connection, and every caller would wait for it."""
+        n = nodes_table
+        live = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(n.c.node_id, n.c.admin_url).where(n.c.admin_url.is_not(None), live))
+            return {NodeId(int(r[0])): str(r[1]) for r in rows}
 
     def live_nodes_other_than(self, node_id: int) -> list[int]:
         """Brokers with a valid lease besides ``node_id`` (empty when the tables do not exist)."""
@@ -472,6 +496,7 @@ class ClusterMetadata:
                         row.state,
                         bool(row.alive),
                         json.loads(row.load or "{}"),
+                        row.admin_url,
                     )
                 ctrl = conn.execute(
                     sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now()).where(

@@ -26,9 +26,11 @@ from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.engine import Engine
 
+from tabletopic import settings as node_keys
 from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.autobalance import AutoBalancer, AutoBalancerSettings
@@ -75,6 +77,9 @@ class ClusterSettings:
     shutdown_timeout_ms: int = 10_000
     balance_max_moves: int = 8
     auto_balancer: AutoBalancerSettings = field(default_factory=AutoBalancerSettings)
+    # ``admin.listener``: registered (see :func:`reachable_admin_url`) so that any broker can
+    # answer for the table topics this one coordinates.
+    admin_listener: str | None = None
 
     @classmethod
     def from_config(cls, config: Config, node_id: NodeId) -> ClusterSettings:
@@ -96,7 +101,21 @@ class ClusterSettings:
             session_timeout_ms=config.get(keys.SESSION_TIMEOUT_MS),
             shutdown_timeout_ms=config.get(keys.CONTROLLED_SHUTDOWN_TIMEOUT_MS),
             balance_max_moves=config.get(keys.BALANCE_MAX_MOVES),
+            admin_listener=config.get(node_keys.ADMIN_LISTENER) or None,
         )
+
+
+def reachable_admin_url(listener: str | None, endpoints: Mapping[str, tuple[str, int]]) -> str | None:
+    """The admin listener as another broker reaches it: a wildcard host (``0.0.0.0``, ``::``) is
+    replaced by the host this broker advertises to Kafka clients, which they already reach."""
+    if not listener:
+        return None
+    parts = urlsplit(listener.rstrip("/"))
+    if parts.hostname not in ("0.0.0.0", "::", None, ""):
+        return urlunsplit(parts)
+    host = next(iter(endpoints.values()), ("127.0.0.1", 0))[0]
+    netloc = f"[{host}]" if ":" in host else host
+    return urlunsplit(parts._replace(netloc=f"{netloc}:{parts.port}" if parts.port else netloc))
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +239,13 @@ class ClusterNode:
         )
         self._listener.start()
         self.node_epoch = await self._db(
-            self.meta.register, self.node_id, self.settings.rack, endpoints, self._lease_s, self.wal
+            self.meta.register,
+            self.node_id,
+            self.settings.rack,
+            endpoints,
+            self._lease_s,
+            self.wal,
+            reachable_admin_url(self.settings.admin_listener, endpoints),
         )
         self._last_renewal = self._loop_seen = time.monotonic()
         log.info("broker %d joined the cluster with node epoch %d", self.node_id, self.node_epoch)

@@ -63,6 +63,16 @@ def _ago(seconds: float | None) -> str:
     return "-" if seconds is None else f"{time.time() - seconds:.0f}s ago"
 
 
+def _shown(value: object) -> str:
+    """A figure, or ``-`` where the coordinator could not tell (a row of an unreachable one)."""
+    return "-" if value is None else str(value)
+
+
+def _on(row: dict[str, Any]) -> str:
+    coordinator = row.get("coordinator")
+    return "-" if coordinator is None else f"broker {coordinator}"
+
+
 def last_commit(when: float | None, snapshot: int | None) -> str:
     """``last commit 12s ago (snapshot 123)``, or ``no commit yet`` (never ``snapshot None``)."""
     if snapshot is None:
@@ -75,21 +85,25 @@ def list_tables(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Every table topic: table, state, last commit, rows, lag, skipped records."""
+    """Every table topic of the node or cluster: table, state, coordinating broker, last commit,
+    rows, lag, skipped records."""
     rows = _get(ctx.obj, "/v1/tables")
     if as_json:
         console.print_json(json.dumps(rows))
         return
-    table = RichTable("topic", "table", "state", "last commit", "rows", "lag (records)", "skipped", "error")
+    table = RichTable(
+        "topic", "table", "state", "coordinator", "last commit", "rows", "lag (records)", "skipped", "error"
+    )
     for r in rows:
         table.add_row(
             r["topic"],
             r["table"],
             r["state"],
+            _on(r),
             _ago(r["last_commit_time"]),
-            str(r["rows_committed"]),
-            str(r["lag_records"]),
-            str(r["records_skipped"]),
+            _shown(r["rows_committed"]),
+            _shown(r["lag_records"]),
+            _shown(r["records_skipped"]),
             (r["last_error"] or "")[:60],
         )
     print_table(table)
@@ -99,7 +113,7 @@ def list_tables(
 def describe_table(ctx: typer.Context, topic: str) -> None:
     """One table topic in detail: committed offsets against high watermarks per partition."""
     r = _get(ctx.obj, f"/v1/tables/{topic}")
-    console.print(f"[bold]{r['topic']}[/bold] -> {r['table']}  state {r['state']}")
+    console.print(f"[bold]{r['topic']}[/bold] -> {r['table']}  state {r['state']}  on {_on(r)}")
     console.print(
         f"{last_commit(r['last_commit_time'], r['last_commit_snapshot'])}, "
         f"{r['commits']} commits, {r['rows_committed']} rows, {r['records_skipped']} skipped, "

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 from confluent_kafka import Producer
 
+from tabletopic.api.cluster_tables import FORWARDED
 from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, wait_until
 from tests.support.kafka_clients import create_topic
 from tests.support.table_node import table_configs
@@ -34,10 +35,11 @@ def _rows(cluster: LocalCluster, topic: str) -> list[dict[str, Any]]:
 
 
 def _coordinators(cluster: LocalCluster, topic: str) -> list[int]:
-    """Brokers running a pipeline for ``topic`` (not stopped)."""
+    """Brokers running a pipeline for ``topic`` (not stopped): each asked for its own alone (as a
+    peer asks it), since any broker lists every table topic of the cluster."""
     found = []
     for node, broker in cluster.running().items():
-        answer = httpx.get(f"{broker.admin_url}/v1/tables", timeout=10).json()
+        answer = httpx.get(f"{broker.admin_url}/v1/tables", headers={FORWARDED: "1"}, timeout=10).json()
         if any(t.get("topic") == topic and t.get("state") != "STOPPED" for t in answer):
             found.append(node)
     return found

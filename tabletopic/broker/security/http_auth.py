@@ -88,6 +88,22 @@ def https_options(config: Config, listener: str) -> dict[str, Any]:
     return options
 
 
+def https_client_options(config: Config) -> dict[str, Any]:
+    """httpx's TLS options for one broker calling another's HTTPS admin API: trust the
+    ``http.ssl.truststore.location`` (else ``ssl.truststore.location``, else the system's CAs) and
+    present the broker's own certificate, which a peer asking for client certificates checks."""
+    s = settings
+    tls = TlsSettings(config, HTTP_PREFIX)
+    options: dict[str, Any] = {"verify": tls.get(s.SSL_TRUSTSTORE_LOCATION) or True}
+    keystore = tls.get(s.SSL_KEYSTORE_LOCATION)
+    cert, key = tls.get(s.SSL_CERTIFICATE_LOCATION), tls.get(s.SSL_KEY_LOCATION)
+    if keystore:
+        options["cert"] = keystore
+    elif cert and key:
+        options["cert"] = (cert, key)
+    return options
+
+
 class BrokerHttpSecurity:
     """:class:`~tabletopic.http_auth.HttpSecurity` from the node's configuration and its SASL users."""
 
