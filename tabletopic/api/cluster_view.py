@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC, TXN_SLOTS_TOPIC
 from tabletopic.cluster import events
 from tabletopic.cluster.autobalance import plan_for
-from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
+from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, broker_state
 from tabletopic.cluster.node import ClusterSettings
 from tabletopic.cluster.settings import RACK
 from tabletopic.leader_offsets import leader_high_watermarks
@@ -60,14 +60,6 @@ def size(value: int) -> str:
             return f"{number:.0f} {unit}" if unit == "B" else f"{number:.1f} {unit}"
         number /= 1024
     return f"{number:.1f} TiB"  # pragma: no cover
-
-
-def broker_state(node: NodeInfo) -> str:
-    """``stopped`` (left cleanly), ``dead`` (lease ran out without leaving), else ``alive`` or
-    ``draining`` as it registered (the words ``cluster status`` uses)."""
-    if node.state == "stopped":
-        return "stopped"
-    return node.state if node.alive else "dead"
 
 
 @dataclass(frozen=True)

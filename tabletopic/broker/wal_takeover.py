@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tabletopic import crashpoints
 from tabletopic.cluster.controller import WalRow
+from tabletopic.cluster.db import RETIRED
 from tabletopic.cluster.node import ClusterNode
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.shared_wal import recover_wal, remove_wal
@@ -134,7 +135,7 @@ class WalTakeovers:
 
     async def _deposed(self) -> bool:
         """Whether another broker took this broker's own WAL over (it was paused or cut off past
-        its lease): every append now fails, so leave the cluster for good (as stopped, so that the
+        its lease): every append now fails, so leave the cluster for good (as retired, so that the
         controller gives this incarnation nothing more) and end the node; a restart joins again
         with a new WAL."""
         wal = self.store.state.wal
@@ -145,9 +146,9 @@ class WalTakeovers:
             "%s; broker %d leaves the cluster and stops (a restart joins again)", wal.failure, node.node_id
         )
         try:
-            await asyncio.to_thread(node.meta.set_state, node.node_id, node.node_epoch, "stopped", True)
+            await asyncio.to_thread(node.meta.set_state, node.node_id, node.node_epoch, RETIRED, True)
         except Exception as exc:
-            log.warning("could not record broker %d as stopped: %s", node.node_id, exc)
+            log.warning("could not record broker %d as retired: %s", node.node_id, exc)
         node.leave(f"its shared WAL was taken over by another broker ({wal.failure})")
         return True
 
@@ -160,7 +161,7 @@ class WalTakeovers:
         # That incarnation is over from here on, even if it wakes and renews its lease before the
         # fence below: retired, it can neither renew nor be counted live, so the controller never
         # hands partitions back to a broker whose WAL can acknowledge nothing more.
-        await asyncio.to_thread(self.node.meta.set_state, row.node_id, row.node_epoch, "stopped", True)
+        await asyncio.to_thread(self.node.meta.set_state, row.node_id, row.node_epoch, RETIRED, True)
         result = await asyncio.to_thread(
             recover_wal,
             directory,

@@ -31,7 +31,7 @@ from tabletopic.cli_common import (
 from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
-from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, NodeInfo
+from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, broker_state
 from tabletopic.cluster.events import ClusterEvent
 
 if TYPE_CHECKING:
@@ -418,14 +418,6 @@ def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
         return []
     with engine.connect() as conn:
         return list(conn.execute(sa.text(query)))
-
-
-def broker_state(node: NodeInfo) -> str:
-    """One word per broker: ``stopped`` (left cleanly), ``dead`` (its lease ran out without it
-    leaving: killed, paused, cut off), else what it registered (``alive`` or ``draining``)."""
-    if node.state == "stopped":
-        return "stopped"
-    return node.state if node.alive else "dead"
 
 
 def is_internal(topic: str) -> bool:

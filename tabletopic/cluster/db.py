@@ -54,6 +54,12 @@ CHANNEL = "tabletopic_cluster"
 _md = sa.MetaData()
 _ts = sa.DateTime(timezone=True)
 
+# The ``state`` of a broker that left: ``stopped`` on its own (SIGTERM, a controlled shutdown),
+# ``retired`` when another broker took its shared WAL over (it was killed, paused or cut off past its
+# lease). Neither counts as live nor renews its lease; ``cluster status`` shows the second as dead.
+STOPPED, RETIRED = "stopped", "retired"
+GONE = (STOPPED, RETIRED)
+
 nodes_table = sa.Table(
     "cluster_nodes",
     _md,
@@ -61,7 +67,7 @@ nodes_table = sa.Table(
     sa.Column("node_epoch", sa.BigInteger, nullable=False),
     sa.Column("rack", sa.Text, nullable=True),
     sa.Column("endpoints", sa.Text, nullable=False),  # JSON {"PLAINTEXT": ["host", port], ...}
-    sa.Column("state", sa.String(16), nullable=False),  # alive | draining | stopped
+    sa.Column("state", sa.String(16), nullable=False),  # alive | draining | stopped | retired
     sa.Column("lease_expires", _ts, nullable=False),
     sa.Column("registered_at", _ts, nullable=False),
     sa.Column("load", sa.Text, nullable=False, server_default="{}"),  # JSON {"topic/p": [in, out]}
@@ -108,6 +114,24 @@ wals_table = sa.Table(
     sa.Column("recoverer", sa.Integer, nullable=True),
     sa.Column("updated_at", _ts, nullable=False),
 )
+
+
+def _not_gone(n: sa.Table = nodes_table) -> sa.ColumnElement[bool]:
+    return n.c.state.not_in(GONE)
+
+
+def live_broker(n: sa.Table = nodes_table) -> sa.ColumnElement[bool]:
+    """A broker incarnation counted live: its lease runs and it has not left."""
+    return (n.c.lease_expires > sa.func.now()) & _not_gone(n)
+
+
+def broker_state(node: NodeInfo) -> str:
+    """One word per broker, as ``cluster status`` and the console show it: ``stopped`` (left on its
+    own), ``dead`` (its lease ran out, or its WAL was taken over, without it leaving: killed,
+    paused, cut off), else what it registered (``alive`` or ``draining``)."""
+    if node.state == STOPPED:
+        return STOPPED
+    return node.state if node.alive and node.state != RETIRED else "dead"
 
 
 def _add_versions(conn: Connection) -> None:
@@ -314,7 +338,7 @@ class ClusterMetadata:
         with self.engine.begin() as conn:
             result = conn.execute(
                 sa.update(n)
-                .where(n.c.node_id == node_id, n.c.node_epoch == node_epoch, n.c.state != "stopped")
+                .where(n.c.node_id == node_id, n.c.node_epoch == node_epoch, _not_gone(n))
                 .values(lease_expires=_lease(lease_s), load=json.dumps(load))
             )
             if result.rowcount != 1:
@@ -328,10 +352,11 @@ class ClusterMetadata:
         values: dict[str, Any] = {"state": state}
         if expire:
             values["lease_expires"] = sa.func.now()
+        which = [n.c.node_id == node_id, n.c.node_epoch == node_epoch]
+        if state == RETIRED:  # a broker that stopped cleanly keeps saying so when its WAL is taken over
+            which.append(n.c.state != STOPPED)
         with self.engine.begin() as conn:
-            conn.execute(
-                sa.update(n).where(n.c.node_id == node_id, n.c.node_epoch == node_epoch).values(**values)
-            )
+            conn.execute(sa.update(n).where(*which).values(**values))
             if expire:  # let a successor take the controller lease at once
                 c = controller_table
                 conn.execute(
@@ -345,9 +370,10 @@ class ClusterMetadata:
         """Where each live broker serves its admin API (those serving none left out): a dead one's
         address may not even refuse a connection, and every caller would wait for it."""
         n = nodes_table
-        live = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(n.c.node_id, n.c.admin_url).where(n.c.admin_url.is_not(None), live))
+            rows = conn.execute(
+                sa.select(n.c.node_id, n.c.admin_url).where(n.c.admin_url.is_not(None), live_broker(n))
+            )
             return {NodeId(int(r[0])): str(r[1]) for r in rows}
 
     def live_nodes_other_than(self, node_id: int) -> list[int]:
@@ -356,11 +382,7 @@ class ClusterMetadata:
             return []
         n = nodes_table
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(n.c.node_id).where(
-                    n.c.node_id != node_id, n.c.lease_expires > sa.func.now(), n.c.state != "stopped"
-                )
-            )
+            rows = conn.execute(sa.select(n.c.node_id).where(n.c.node_id != node_id, live_broker(n)))
             return sorted(int(r[0]) for r in rows)
 
     # Controller lease ----------------------------------------------------------------------------
@@ -484,8 +506,7 @@ class ClusterMetadata:
                 conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 nodes = {}
-                alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
-                for row in conn.execute(sa.select(n, alive_expr.label("alive"))):
+                for row in conn.execute(sa.select(n, live_broker(n).label("alive"))):
                     endpoints = {k: (str(e[0]), int(e[1])) for k, e in json.loads(row.endpoints).items()}
                     node_id = NodeId(int(row.node_id))
                     nodes[node_id] = NodeInfo(
@@ -645,7 +666,7 @@ class ClusterMetadata:
         conn: Connection,
     ) -> tuple[dict[NodeId, tuple[BrokerEpoch, str, bool]], dict[PartitionKey, Assignment]]:
         n, p = nodes_table, partitions_table
-        alive_expr = (n.c.lease_expires > sa.func.now()) & (n.c.state != "stopped")
+        alive_expr = live_broker(n)
         nodes = {
             NodeId(int(r[0])): (BrokerEpoch(int(r[1])), str(r[2]), bool(r[3]))
             for r in conn.execute(sa.select(n.c.node_id, n.c.node_epoch, n.c.state, alive_expr))
@@ -755,8 +776,7 @@ class ClusterMetadata:
                 p.c.leader_node_epoch == node_epoch,
                 p.c.leader_epoch == leader_epoch,
                 n.c.node_epoch == node_epoch,
-                n.c.lease_expires > sa.func.now(),
-                n.c.state != "stopped",
+                live_broker(n),
             )
         )
         with self.engine.connect() as conn:
@@ -782,8 +802,7 @@ def check_leadership(
         sa.select(sa.func.count()).where(
             n.c.node_id == node_id,
             n.c.node_epoch == node_epoch,
-            n.c.lease_expires > sa.func.now(),
-            n.c.state != "stopped",
+            live_broker(n),
         )
     ).scalar_one()
     return bool(alive)

@@ -37,6 +37,7 @@ from tabletopic.cluster.autobalance import AutoBalancer, AutoBalancerSettings
 from tabletopic.cluster.balancer import BalancerSettings
 from tabletopic.cluster.controller import PartitionKey, WalRow, guessed_leader
 from tabletopic.cluster.db import (
+    STOPPED,
     ClusterMetadata,
     ClusterSnapshot,
     NodeFenced,
@@ -277,7 +278,7 @@ class ClusterNode:
             await renewal.stop(self._lease_s)
         if not self.fenced:
             try:
-                await self._db(self.meta.set_state, self.node_id, self.node_epoch, "stopped", True)
+                await self._db(self.meta.set_state, self.node_id, self.node_epoch, STOPPED, True)
             except Exception:
                 log.exception("could not deregister broker %d", self.node_id)
         self._stop.set()

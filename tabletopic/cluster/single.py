@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
-from tabletopic.cluster.db import nodes_table
+from tabletopic.cluster.db import live_broker, nodes_table
 
 _md = sa.MetaData()
 lease_table = sa.Table(
@@ -69,9 +69,7 @@ class SingleNodeLease:
         with self.engine.connect() as conn:
             if inspector.has_table(nodes_table.name):
                 n = nodes_table
-                rows = conn.execute(
-                    sa.select(n.c.node_id).where(n.c.lease_expires > sa.func.now(), n.c.state != "stopped")
-                )
+                rows = conn.execute(sa.select(n.c.node_id).where(live_broker(n)))
                 brokers = sorted(int(r[0]) for r in rows)
             if inspector.has_table(lease_table.name):
                 row = conn.execute(

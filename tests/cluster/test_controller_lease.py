@@ -11,7 +11,14 @@ import pytest
 import sqlalchemy as sa
 
 from tabletopic import database
-from tabletopic.cluster.db import ClusterMetadata, controller_table, nodes_table
+from tabletopic.cluster.db import (
+    RETIRED,
+    ClusterMetadata,
+    NodeFenced,
+    broker_state,
+    controller_table,
+    nodes_table,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -46,17 +53,26 @@ def test_a_controller_stalled_mid_transaction_loses_its_locks_and_the_lease_move
 
 
 def test_only_a_live_incarnation_takes_the_controller_lease(postgres_url: str) -> None:
-    """A broker whose shared WAL was taken over (its row says stopped) or whose lease lapsed learns
+    """A broker whose shared WAL was taken over (its row says retired) or whose lease lapsed learns
     that its incarnation is over a moment later; taking the free controller lease meanwhile, it
     would hold it from the brokers that are still in the cluster (a fault run saw a broker woken
     from SIGSTOP become controller 40 ms after it was told to leave)."""
     engine, meta = _without_controller(postgres_url)
     taken_over = meta.register(11, None, ENDPOINTS, lease_s=30)
-    meta.set_state(11, taken_over, "stopped", expire=True)  # what a WAL takeover writes
+    meta.set_state(11, taken_over, RETIRED, expire=True)  # what a WAL takeover writes
     lapsed = meta.register(12, None, ENDPOINTS, lease_s=-1)
     live = meta.register(13, None, ENDPOINTS, lease_s=30)
 
     assert meta.acquire_controller(11, taken_over, lease_s=30) is None
+    with pytest.raises(NodeFenced):  # woken from a pause, it cannot renew its way back in either
+        meta.renew(11, taken_over, 30, {})
+    assert 11 not in meta.live_nodes_other_than(13)
+    assert broker_state(meta.snapshot().nodes[11]) == "dead"  # not "stopped": it did not leave
+    # One that left cleanly has its WAL taken over too, and keeps saying it stopped.
+    left = meta.register(14, None, ENDPOINTS, lease_s=30)
+    meta.set_state(14, left, "stopped", expire=True)
+    meta.set_state(14, left, RETIRED, expire=True)
+    assert broker_state(meta.snapshot().nodes[14]) == "stopped"
     assert meta.acquire_controller(12, lapsed, lease_s=30) is None
     assert meta.acquire_controller(13, live - 1, lease_s=30) is None  # an older incarnation
     assert meta.acquire_controller(13, live, lease_s=30) is not None

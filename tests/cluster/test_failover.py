@@ -10,6 +10,7 @@ import time
 import uuid
 from collections import Counter
 
+import httpx
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tabletopic.config import EXIT_REJOIN
@@ -119,6 +120,10 @@ def test_a_paused_broker_whose_lease_was_taken_cannot_acknowledge(healthy_cluste
         # again (at once: it no longer tries to upload what its recoverer owns, which took the
         # whole append.timeout.ms of 30 s), and started again it joins as a new incarnation.
         assert process.wait(timeout=20) == EXIT_REJOIN
+        # It did not leave on its own: the takeover retired it, and every broker shows it dead,
+        # as a killed one (it was shown "stopped", as if shut down cleanly).
+        shown = httpx.get(f"{cluster.brokers[others[0]].admin_url}/v1/cluster", timeout=15).json()
+        assert {b["node_id"]: b["state"] for b in shown["brokers"]}[victim] == "dead"
         cluster.start_many([victim])
         wait_until(lambda: all(len(cluster.metadata(n).brokers) == 3 for n in (1, 2, 3)), timeout=30)
 

@@ -16,6 +16,7 @@ def snapshot() -> ClusterSnapshot:
         2: NodeInfo(2, 1, "b", {"PLAINTEXT": ("127.0.0.1", 9102)}, "alive", False, load),  # lease ran out
         3: NodeInfo(3, 2, None, {}, "stopped", False, {}),
         4: NodeInfo(4, 5, "a", {}, "draining", True, {}),
+        5: NodeInfo(5, 1, "c", {}, "retired", False, {}),  # its WAL was taken over
     }
     partitions = {
         ("orders", 0): Assignment(1, 3, 4),
@@ -45,7 +46,13 @@ def test_each_broker_shows_one_state_and_a_dead_one_carries_no_bytes() -> None:
     assert "ALIVE" not in header and "STATE" in header
     rows = node_lines(report)
     state = header.index("STATE")
-    assert {n: rows[n][state] for n in rows} == {"1": "alive", "2": "dead", "3": "stopped", "4": "draining"}
+    assert {n: rows[n][state] for n in rows} == {
+        "1": "alive",
+        "2": "dead",
+        "3": "stopped",
+        "4": "draining",
+        "5": "dead",
+    }
     bytes_in, bytes_out = header.index("BYTES IN"), header.index("BYTES OUT")
     assert rows["1"][bytes_in] == "2.50 MB/s" and rows["1"][bytes_out] == "1.0 kB/s"
     assert rows["2"][bytes_in] == "0 B/s" and rows["2"][bytes_out] == "0 B/s"
