@@ -300,6 +300,7 @@ def _single_node(service: BrokerService, engine: Engine | None) -> dict[str, Any
         ],
         **_totals(topics),
         "timeline": [],
+        "decisions": [],
         "balancer": {
             "enabled": False,
             "note": "a single node has nothing to balance",
@@ -361,9 +362,12 @@ def read(service: BrokerService, engine: Engine | None, with_partitions: bool = 
         summaries.append(_topic_summary(topic.name, rows))
         partitions[topic.name] = rows
     try:
-        timeline = [e.as_dict() for e in events.recent(engine, TIMELINE_EVENTS)]
+        kept = events.recent(engine, events.KEEP)
+        timeline = [e.as_dict() for e in kept[:TIMELINE_EVENTS]]
+        decisions = [d.as_dict() for d in events.decisions(kept)[:TIMELINE_EVENTS]]
     except Exception as exc:
         timeline = [{"kind": "error", "reason": f"timeline unavailable: {exc}"}]
+        decisions = [{"kind": "error", "cause": timeline[0]["reason"], "where": "", "went_to": ""}]
     answer = {
         "cluster_id": service.cluster_id,
         "mode": "cluster",
@@ -377,6 +381,7 @@ def read(service: BrokerService, engine: Engine | None, with_partitions: bool = 
             TXN_SLOTS_TOPIC: sum(1 for t, _ in snapshot.partitions if t == TXN_SLOTS_TOPIC),
         },
         "timeline": timeline,
+        "decisions": decisions,
         "balancer": _plan(service, snapshot),
     }
     if with_partitions:

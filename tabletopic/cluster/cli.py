@@ -359,7 +359,7 @@ def status(
             "table_coordinator_leases",
         )
         marks = {**_high_watermarks(engine), **_leaders_high_watermarks(snapshot)}
-        timeline = events.recent(engine, limit=20)
+        timeline = events.recent(engine, limit=TIMELINE_READ)
     finally:
         engine.dispose()
     report = render(
@@ -395,6 +395,10 @@ def _high_watermarks(engine: sa.Engine) -> dict[tuple[str, int], int]:
 #: ``cluster status`` starts its client cold (a connection, Metadata, then ListOffsets) and runs once:
 #: it waits longer for the leaders than the console's refreshes, whose client is warm.
 STATUS_LEADER_TIMEOUT_S = 5.0
+# The timeline's newest entries `cluster status` prints, each one decision (a broker's failover is
+# one entry, whatever its partition count), read from this many rows.
+TIMELINE_SHOWN = 20
+TIMELINE_READ = 2000
 
 
 def _leaders_high_watermarks(snapshot: ClusterSnapshot) -> dict[tuple[str, int], int]:
@@ -507,9 +511,8 @@ def render(
         lines.append("  (no table topics)")
     if timeline is not None:
         lines += ["", "timeline (failovers, moves, balancing; newest first):"]
-        for event in timeline:
-            where = f" {event.topic}-{event.partition}" if event.topic is not None else ""
-            lines.append(f"  {event.at or '-'}  {event.kind}{where}: {event.reason}")
+        for decision in events.decisions(timeline)[:TIMELINE_SHOWN]:
+            lines.append(f"  {decision.at or '-'}  {decision.line()}")
         if not timeline:
             lines.append("  (nothing yet)")
     return "\n".join(lines)

@@ -11,7 +11,8 @@ timeline row lost to a database hiccup must not undo or delay it. The table keep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,8 +20,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic.cluster.controller import PartitionKey
+from tabletopic.log_limit import few_of
 
 KEEP = 2000
+# A controller move's reason is its cause, this, then who took the partition: rows of one decision
+# share the cause, which is what :func:`decisions` groups them by.
+CAUSE_END = "; "
 
 _md = sa.MetaData()
 events_table = sa.Table(
@@ -89,18 +94,16 @@ def classify(
             continue
         source = row.leader
         if source not in live:
-            kind, reason = "failover", f"broker {source} is dead (its lease expired); broker {node} took over"
+            kind, cause, effect = "failover", f"broker {source} is dead (its lease expired)", "took over"
         elif live[source] != row.leader_node_epoch:
-            kind, reason = (
-                "failover",
-                f"broker {source} restarted (a new incarnation); broker {node} took over",
-            )
+            kind, cause, effect = "failover", f"broker {source} restarted (a new incarnation)", "took over"
         elif source in leaving:
-            kind, reason = "drain", f"broker {source} is shutting down (draining); handed to broker {node}"
+            kind, cause, effect = "drain", f"broker {source} is shutting down (draining)", "took it"
         elif row.target == node:
-            kind, reason = "reassignment", f"move to broker {node} asked for (operator or auto-balancer)"
+            kind, cause, effect = "reassignment", "a move asked for (operator or auto-balancer)", "took it"
         else:
-            kind, reason = "count-balance", f"partition counts evened out: broker {source} -> broker {node}"
+            kind, cause, effect = "count-balance", "partition counts evened out", "took it"
+        reason = f"{cause}{CAUSE_END}broker {node} {effect}"
         events.append(ClusterEvent(kind, reason, topic, partition, source, node))
     return events
 
@@ -154,3 +157,68 @@ def recent(engine: Engine, limit: int = 200, include_placed: bool = False) -> li
         )
         for r in rows
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The rows of one controller decision with one cause, read back as one entry: the partitions
+    a dead broker led are moved in one round, and at 10,000 partitions one row each would push
+    everything else out of any page that shows the timeline."""
+
+    kind: str
+    cause: str  # the whole reason of a decision that moved one partition
+    at: str | None
+    from_node: int | None
+    partitions: tuple[str, ...]  # "topic-partition", user topics first
+    to_nodes: tuple[tuple[int, int], ...]  # (broker, partitions it took), most first
+
+    def where(self) -> str:
+        """The partitions, the first five named: ``orders-0, orders-3 and 19 more``."""
+        return few_of(self.partitions)
+
+    def went_to(self) -> str:
+        """``broker 1 (11), broker 3 (10)``."""
+        return ", ".join(f"broker {node} ({count})" for node, count in self.to_nodes)
+
+    def line(self) -> str:
+        """One line of ``cluster status``: a single move with its whole reason."""
+        if len(self.partitions) == 1:
+            return f"{self.kind} {self.partitions[0]}: {self.cause}"
+        count = len(self.partitions)
+        return f"{self.kind} of {count} partitions ({self.where()}): {self.cause}; to {self.went_to()}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "cause": self.cause,
+            "at": self.at,
+            "from_node": self.from_node,
+            "partitions": list(self.partitions),
+            "to_nodes": [{"node_id": n, "partitions": c} for n, c in self.to_nodes],
+            "where": self.where() if len(self.partitions) == 1 else f"{len(self.partitions)}: {self.where()}",
+            "went_to": self.went_to(),
+            "summary": self.line(),
+        }
+
+
+def _cause(event: ClusterEvent) -> str:
+    return event.reason.split(CAUSE_END, 1)[0]
+
+
+def decisions(events: Sequence[ClusterEvent]) -> list[Decision]:
+    """``events`` (newest first, as :func:`recent` reads them) with the rows of one decision and
+    cause folded into one :class:`Decision`: same time (one transaction), kind, source broker and
+    cause. An auto-balancer move keeps its own entry (each has its own reason)."""
+    groups: dict[tuple[str | None, str, int | None, str], list[ClusterEvent]] = {}
+    for event in events:
+        groups.setdefault((event.at, event.kind, event.from_node, _cause(event)), []).append(event)
+    out = []
+    for (at, kind, source, cause), rows in groups.items():
+        moved = sorted(
+            rows, key=lambda e: ((e.topic or "").startswith("__"), e.topic or "", e.partition or 0)
+        )
+        names = tuple(f"{e.topic}-{e.partition}" if e.topic is not None else "-" for e in moved)
+        taken = Counter(e.to_node for e in rows if e.to_node is not None)
+        whole = cause if len(rows) > 1 else rows[0].reason
+        out.append(Decision(kind, whole, at, source, names, tuple(taken.most_common())))
+    return out

@@ -46,3 +46,29 @@ def test_the_timeline_keeps_the_newest_events_and_leaves_first_placements_out_un
         assert all(e.kind != "placed" for e in events.recent(engine, include_placed=True))  # pruned
     finally:
         engine.dispose()
+
+
+def test_a_failover_of_many_partitions_reads_back_as_one_entry_with_user_topics_named_first() -> None:
+    at = "2026-12-02T06:15:17+00:00"
+    dead = "broker 2 is dead (its lease expired); broker {} took over"
+    rows = [
+        events.ClusterEvent(
+            "failover", dead.format(1 + i % 2 * 2), "__transaction_state", i, 2, 1 + i % 2 * 2, at
+        )
+        for i in range(17)
+    ]
+    rows += [events.ClusterEvent("failover", dead.format(3), "walk", p, 2, 3, at) for p in (9, 0, 3)]
+    later = events.ClusterEvent("failover", dead.format(1), "walk", 6, 2, 1, "2026-12-02T06:20:00+00:00")
+    balanced = [
+        events.ClusterEvent("auto-balance", f"broker 1 is {n} MB/s over", "walk", n, 1, 3, at) for n in (1, 2)
+    ]
+    found = events.decisions([later, *rows, *balanced])
+    assert [d.kind for d in found] == ["failover", "failover", "auto-balance", "auto-balance"]
+    assert found[0].line() == f"failover walk-6: {dead.format(1)}"  # one move: its whole reason
+    many = found[1]
+    assert many.partitions[:3] == ("walk-0", "walk-3", "walk-9") and len(many.partitions) == 20
+    assert many.line() == (
+        "failover of 20 partitions (walk-0, walk-3, walk-9, __transaction_state-0, __transaction_state-1 "
+        "and 15 more): broker 2 is dead (its lease expired); to broker 3 (11), broker 1 (9)"
+    )
+    assert [d.cause for d in found[2:]] == ["broker 1 is 1 MB/s over", "broker 1 is 2 MB/s over"]

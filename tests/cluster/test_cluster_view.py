@@ -116,8 +116,15 @@ def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster:
         target = ask_for_a_move()
         event = wait_until(lambda: moved(3), timeout=30, interval=0.5)
     assert event["to_node"] == target and event["from_node"] != target
-    assert f"move to broker {target} asked for" in str(event["reason"]) and event["at"]
+    assert str(event["reason"]) == f"a move asked for (operator or auto-balancer); broker {target} took it"
+    assert event["at"]
     assert moved(1) == event  # the same history from another broker
+    # The console's timeline shows decisions: this one moved one partition, with its whole reason.
+    body = httpx.get(f"{healthy_cluster.brokers[2].admin_url}/v1/cluster", timeout=30).json()
+    assert any(
+        d["where"] == f"{topic}-0" and d["kind"] == "reassignment" and d["cause"] == event["reason"]
+        for d in body["decisions"]
+    )
 
 
 def test_the_message_browser_and_group_pages_of_one_broker_reach_partitions_and_groups_of_others(

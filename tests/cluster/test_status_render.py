@@ -120,3 +120,21 @@ def test_status_shows_each_partitions_high_watermark_and_the_timeline_when_given
     assert "\tHIGH WATERMARK" in plain
     assert any(line.startswith("orders\t0\t") and line.endswith("\t7") for line in plain.splitlines()), plain
     assert "failover orders-0: broker 2 is dead" in plain
+
+
+def test_a_broker_failover_is_one_line_of_the_timeline_whatever_its_partition_count() -> None:
+    from tabletopic.cluster.events import ClusterEvent
+
+    at = "2026-01-01T10:00:00+00:00"
+    timeline = [
+        ClusterEvent(
+            "failover", "broker 2 is dead (its lease expired); broker 1 took over", "orders", p, 2, 1, at
+        )
+        for p in range(300)
+    ]
+    plain = render(snapshot(), [], [], 6, plain=True, timeline=timeline)
+    shown = plain.split("timeline (failovers, moves, balancing; newest first):\n")[1].splitlines()
+    assert shown == [
+        f"  {at}  failover of 300 partitions (orders-0, orders-1, orders-2, orders-3, orders-4 "
+        "and 295 more): broker 2 is dead (its lease expired); to broker 1 (300)"
+    ]
