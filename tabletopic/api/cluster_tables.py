@@ -197,10 +197,11 @@ class TablePeers:
                 out.append(found[owner])
             elif current:
                 out.append(current[0])
-            elif owner in failed:
-                out.append(
-                    {**stub(topic, self.table_name(topic), UNREACHABLE, failed[owner]), "coordinator": owner}
+            elif owner is not None and owner not in rows:
+                why = (
+                    failed.get(owner) or f"broker {owner} is not alive: its partitions move to another broker"
                 )
+                out.append({**stub(topic, self.table_name(topic), UNREACHABLE, why), "coordinator": owner})
             else:
                 # Its partition 0 has just moved: the new leader is starting the pipeline.
                 starting = str(PipelineState.STARTING)

@@ -74,9 +74,12 @@ def tables_router(coordinator: TableCoordinator, peers: TablePeers) -> APIRouter
     async def control(request: Request, topic: str, action: str) -> dict[str, Any] | JSONResponse:
         if topic not in coordinator.pipelines:
             return await elsewhere(request, topic, f"/v1/tables/{topic}/{action}")
-        {"commit": coordinator.trigger, "pause": coordinator.pause, "resume": coordinator.resume}[action](
-            topic
-        )
+        if action == "commit":
+            coordinator.trigger(topic)
+        elif action == "pause":
+            coordinator.pause(topic)
+        else:
+            coordinator.resume(topic)
         return {_DONE[action]: topic}
 
     @router.post("/{topic}/commit", summary="Run the topic's next ingest cycle now", response_model=None)

@@ -48,9 +48,9 @@ def _row(topic: str, state: str = "IDLE", rows: int = 7) -> dict[str, Any]:
 
 
 def test_a_listing_keeps_each_topics_row_from_its_coordinator_and_says_why_when_there_is_none() -> None:
-    peers = _peers({"here": 1, "there": 2, "moved": 3, "dark": 3, "new": 2})
+    peers = _peers({"here": 1, "there": 2, "moved": 3, "dark": 3, "new": 2, "gone": 4})
     merged = peers._merge(
-        {"here": 1, "there": 2, "moved": 3, "dark": 3, "new": 2},
+        {"here": 1, "there": 2, "moved": 3, "dark": 3, "new": 2, "gone": 4},
         {
             1: [_row("here"), _row("moved", "STOPPED", 1)],
             2: [_row("there"), _row("moved", "IDLE", 9)],
@@ -64,6 +64,8 @@ def test_a_listing_keeps_each_topics_row_from_its_coordinator_and_says_why_when_
     assert rows["moved"]["coordinator"] == 2 and rows["moved"]["rows_committed"] == 9
     assert rows["dark"]["state"] == UNREACHABLE and rows["dark"]["coordinator"] == 3
     assert "broker 3 did not answer" in rows["dark"]["last_error"] and rows["dark"]["rows_committed"] is None
+    # Broker 4's lease ran out (not asked): its topics wait for their next coordinator.
+    assert rows["gone"]["state"] == UNREACHABLE and "broker 4 is not alive" in rows["gone"]["last_error"]
     # Broker 2 answered but has not started the pipeline it has just been given.
     assert rows["new"]["state"] == "STARTING" and rows["new"]["lag_records"] is None
     assert rows["new"]["table"] == "default.new"
