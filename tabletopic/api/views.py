@@ -52,8 +52,8 @@ async def overview(src: ConsoleSources) -> dict[str, Any]:
         "cluster_id": service.cluster_id if service else None,
         "topics": cluster.get("topics", 0),
         "partitions": cluster.get("partitions", 0),
-        "groups": len(g.list_groups()) if (g := src.groups()) is not None and g.ready else 0,
-        "tables": len(src.pipelines()),
+        "groups": await _group_count(src),
+        "tables": _table_count(src),
         "storage": {
             "wal_bytes": src.metric("tabletopic_s3stream_wal_bytes"),
             "cache_hit_ratio": src.metric("tabletopic_s3stream_cache_hit_ratio"),
@@ -62,6 +62,27 @@ async def overview(src: ConsoleSources) -> dict[str, Any]:
             "deleted_objects": src.metric("tabletopic_s3stream_deleted_objects_total"),
         },
     }
+
+
+async def _group_count(src: ConsoleSources) -> int:
+    """The cluster's groups (ListGroups of every broker), or this node's own."""
+    asked = _cluster_client(src)
+    if asked is not None:
+        try:
+            return len(await asyncio.to_thread(cluster_groups.group_ids, asked))
+        except Exception as exc:
+            log.warning("the cluster's groups could not be counted: %s", exc)
+            return 0
+    coordinator = src.groups()
+    return len(coordinator.list_groups()) if coordinator is not None and coordinator.ready else 0
+
+
+def _table_count(src: ConsoleSources) -> int:
+    """The cluster's table topics (any broker may coordinate them), or this node's own."""
+    peers = src.peers
+    if peers is not None and peers.clustered():
+        return len(peers.table_topics())
+    return len(src.pipelines())
 
 
 async def stored_objects(src: ConsoleSources) -> dict[str, Any]:

@@ -5,6 +5,7 @@ one controller, every broker's rack; with the object store paused, what the lead
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -156,6 +157,8 @@ def test_the_message_browser_and_group_pages_of_one_broker_reach_partitions_and_
     # Every broker's console shows the group, the coordinator's and the two others alike.
     for node in (1, 2, 3):
         url = healthy_cluster.brokers[node].admin_url
+        counted = re.search(r'<a href="/groups">(\d+) consumer groups</a>', httpx.get(url, timeout=30).text)
+        assert counted is not None and int(counted.group(1)) >= 1, f"broker {node} counts no group"
         page = httpx.get(f"{url}/groups/{group}", timeout=30).text
         row = next(r for r in page.split("<tr>") if r.startswith(f"<td>{topic}</td><td>{partition}</td>"))
         assert "<td>1</td><td>4</td><td>3</td>" in row, (node, coordinator, row)  # committed, HW, lag

@@ -111,6 +111,10 @@ def test_a_broker_that_does_not_coordinate_a_table_topic_lists_describes_and_dri
     moved = httpx.get(f"{one}/tables/{topic}", timeout=15, follow_redirects=False)
     assert moved.status_code == 307 and moved.headers["location"] == f"{three}/tables/{topic}"
 
+    # Its overview counts every table topic of the cluster, as the listing does.
+    every = httpx.get(f"{one}/v1/tables", timeout=3 * PEER_TIMEOUT_S).json()
+    assert f'<a href="/tables">{len(every)} table topics</a>' in httpx.get(f"{one}/", timeout=15).text
+
     missing = httpx.get(f"{one}/v1/tables/no-such-{topic}", timeout=15)
     assert missing.status_code == 404 and "is not a table topic" in missing.json()["detail"]
 
