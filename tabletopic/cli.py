@@ -77,6 +77,10 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "Run SQL against the platform's Iceberg catalog: in the node's warm Spark, or DuckDB in process.",
     ),
     "topics": LazyCommand("tabletopic.broker.cli:topics_app", "Manage Kafka topics."),
+    "groups": LazyCommand(
+        "tabletopic.api.groups_cli:groups_app",
+        "Consumer groups: members, committed offsets and lag, offset resets.",
+    ),
     "partitions": LazyCommand(
         "tabletopic.broker.cli:partitions_app", "Move partitions between brokers (cluster mode)."
     ),
@@ -208,6 +212,7 @@ def bench(
 # Options of a command group that users also type after its subcommand (`tables list --admin-url U`).
 GROUP_OPTIONS = {
     "tables": {"--admin-url", "--data-dir", "-d", "--config", "-c", "--override", "-o"},
+    "groups": {"--admin-url", "--data-dir", "-d", "--config", "-c", "--override", "-o"},
     "topics": {"--data-dir", "-d", "--override", "-o"},
     "users": {"--data-dir", "-d", "--override", "-o"},
     "acls": {"--data-dir", "-d", "--override"},  # -o is --operation there

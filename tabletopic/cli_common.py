@@ -10,7 +10,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -116,6 +116,50 @@ def setup_logging(level: str) -> None:
     # Third-party chatter that says nothing a user can act on.
     for noisy in ("py4j", "botocore", "urllib3", "uvicorn.error", "aiokafka", "kafka"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+AdminOption = Annotated[
+    str | None, typer.Option("--admin-url", help="Admin API of the node (default: admin.listener).")
+]
+
+
+def admin_node(
+    ctx: typer.Context,
+    admin_url: AdminOption = None,
+    data_dir: DataDirOption = None,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Where the node's admin API is: ``--admin-url``, or ``admin.listener`` of the node's config
+    (``ctx.obj``); the config itself in ``ctx.meta["tabletopic.config"]``, for the commands that
+    also reach Kafka and the catalog. The options callback of the commands that use the admin API."""
+    cfg = load_config(data_dir, config, override)
+    ctx.meta["tabletopic.config"] = cfg
+    ctx.obj = admin_url or cfg.get("admin.listener")
+
+
+def admin_call(url: str, path: str, method: str = "GET", body: Any = None) -> Any:
+    """``method path`` on a node's admin API, its JSON answer; a refusal or an unreachable node is
+    printed (the node's own words) and ends the command with exit code 1."""
+    import httpx
+
+    try:
+        response = httpx.request(method, url.rstrip("/") + path, json=body, timeout=30)
+    except httpx.HTTPError as exc:
+        err_console.print(
+            f"[red]cannot reach the admin API at {url}:[/red] {exc} (is `tabletopic serve` running?)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from exc
+    if response.status_code >= 400:
+        try:
+            answer = response.json()
+            detail = answer.get("detail") or answer.get("message") or response.text
+        except ValueError:
+            detail = response.text or response.reason_phrase
+        err_console.print(f"[red]{escape(str(detail))}[/red]", soft_wrap=True)
+        raise typer.Exit(1)
+    return response.json()
 
 
 # ------------------------------------------------------------------------------ finding the node

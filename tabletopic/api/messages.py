@@ -4,6 +4,8 @@
   last N, each with key, value, headers and metadata; values and keys in Confluent's wire format
   are decoded through this node's schema registry (Avro, Protobuf, JSON Schema);
 - ``POST /v1/topics/{name}/messages``: produce a test message;
+- ``GET /v1/groups`` and ``GET /v1/groups/{group}``: consumer groups with their members, committed
+  offsets and lag (``tabletopic groups``), the cluster's from any broker;
 - ``POST /v1/groups/{group}/offsets``: reset a group's committed offsets on a topic (to the
   earliest, the latest, a timestamp or an offset);
 - ``GET|POST|DELETE /v1/acls`` and ``GET|POST|DELETE /v1/scram-users``: ACLs and SCRAM users, when
@@ -26,10 +28,10 @@ import struct
 import time
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from tabletopic.api import cluster_view
+from tabletopic.api import cluster_view, views
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.topics import TopicApiError
 from tabletopic.broker.security.acls import configured_authorizer
@@ -531,6 +533,21 @@ def messages_router(browser: MessageBrowser) -> APIRouter:
     @router.post("/v1/topics/{name}/messages", status_code=201, summary="Produce a test message")
     async def produce(name: str, body: ProduceMessage) -> dict[str, Any]:
         return await asyncio.to_thread(browser.produce, name, body)
+
+    @router.get("/v1/groups", tags=["groups"], summary="Every consumer group: state, members, total lag")
+    async def list_groups() -> list[dict[str, Any]]:
+        return await views.groups(browser.sources)
+
+    @router.get(
+        "/v1/groups/{group}",
+        tags=["groups"],
+        summary="One group: state, members with their assignments, committed offsets and lag",
+    )
+    async def describe_group(group: str) -> dict[str, Any]:
+        found = await views.group(browser.sources, group)
+        if found is None:
+            raise HTTPException(404, f"no consumer group {group}")
+        return found
 
     @router.post("/v1/groups/{group}/offsets", summary="Reset a group's committed offsets on a topic")
     async def reset(group: str, body: OffsetReset) -> dict[str, Any]:

@@ -11,52 +11,15 @@ import typer
 from rich.table import Table as RichTable
 
 from tabletopic.cli_common import (
-    ConfigFileOption,
-    DataDirOption,
-    OverrideOption,
+    admin_call,
+    admin_node,
     console,
-    err_console,
-    load_config,
     print_table,
 )
 
 app = typer.Typer(help="Table topics: their Iceberg tables, commits and lag.", no_args_is_help=True)
 
-AdminOption = Annotated[
-    str | None, typer.Option("--admin-url", help="Admin API of the node (default: admin.listener).")
-]
-
-
-def _get(url: str, path: str, method: str = "GET") -> Any:
-    import httpx
-
-    try:
-        response = httpx.request(method, url.rstrip("/") + path, timeout=10)
-    except httpx.HTTPError as exc:
-        err_console.print(
-            f"[red]cannot reach the admin API at {url}:[/red] {exc} (is `tabletopic serve` running?)",
-            soft_wrap=True,
-        )
-        raise typer.Exit(1) from exc
-    if response.status_code >= 400:
-        detail = response.json().get("detail", response.text) if response.content else response.reason_phrase
-        err_console.print(f"[red]{detail}[/red]")
-        raise typer.Exit(1)
-    return response.json()
-
-
-@app.callback()
-def _options(
-    ctx: typer.Context,
-    admin_url: AdminOption = None,
-    data_dir: DataDirOption = None,
-    config: ConfigFileOption = None,
-    override: OverrideOption = None,
-) -> None:
-    """Where the node's admin API is: ``--admin-url``, or ``admin.listener`` of the node's config."""
-    cfg = load_config(data_dir, config, override)
-    ctx.meta["tabletopic.config"] = cfg  # for the commands that also reach Kafka and the catalog
-    ctx.obj = admin_url or cfg.get("admin.listener")
+app.callback()(admin_node)
 
 
 def _ago(seconds: float | None) -> str:
@@ -87,7 +50,7 @@ def list_tables(
 ) -> None:
     """Every table topic of the node or cluster: table, state, coordinating broker, last commit,
     rows, lag, skipped records."""
-    rows = _get(ctx.obj, "/v1/tables")
+    rows = admin_call(ctx.obj, "/v1/tables")
     if as_json:
         console.print_json(json.dumps(rows))
         return
@@ -112,7 +75,7 @@ def list_tables(
 @app.command("describe")
 def describe_table(ctx: typer.Context, topic: str) -> None:
     """One table topic in detail: committed offsets against high watermarks per partition."""
-    r = _get(ctx.obj, f"/v1/tables/{topic}")
+    r = admin_call(ctx.obj, f"/v1/tables/{topic}")
     console.print(f"[bold]{r['topic']}[/bold] -> {r['table']}  state {r['state']}  on {_on(r)}")
     console.print(
         f"{last_commit(r['last_commit_time'], r['last_commit_snapshot'])}, "
@@ -132,14 +95,14 @@ def describe_table(ctx: typer.Context, topic: str) -> None:
 @app.command("commit")
 def commit_now(ctx: typer.Context, topic: str) -> None:
     """Run the topic's next ingest cycle now instead of at the end of its commit interval."""
-    _get(ctx.obj, f"/v1/tables/{topic}/commit", method="POST")
+    admin_call(ctx.obj, f"/v1/tables/{topic}/commit", method="POST")
     console.print(f"commit of {topic} triggered")
 
 
 @app.command("pause")
 def pause(ctx: typer.Context, topic: str) -> None:
     """Start no more ingest cycles for the topic (records keep arriving and wait) until resumed."""
-    _get(ctx.obj, f"/v1/tables/{topic}/pause", method="POST")
+    admin_call(ctx.obj, f"/v1/tables/{topic}/pause", method="POST")
     console.print(f"{topic} paused")
 
 
@@ -147,5 +110,5 @@ def pause(ctx: typer.Context, topic: str) -> None:
 def resume(ctx: typer.Context, topic: str) -> None:
     """Resume a paused topic, or let a FAILED one try again now instead of after its backoff: it
     starts from the offsets its table holds, so every record is committed once."""
-    _get(ctx.obj, f"/v1/tables/{topic}/resume", method="POST")
+    admin_call(ctx.obj, f"/v1/tables/{topic}/resume", method="POST")
     console.print(f"{topic} resumed (see `tabletopic tables describe {topic}`)")

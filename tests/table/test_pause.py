@@ -83,7 +83,7 @@ def test_tables_pause_and_resume_post_to_the_nodes_admin_api(monkeypatch: pytest
 
     calls: list[tuple[str, str]] = []
 
-    def request(method: str, url: str, timeout: float) -> httpx.Response:
+    def request(method: str, url: str, **_options: object) -> httpx.Response:
         calls.append((method, url))
         return httpx.Response(200, json={})
 
