@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from tabletopic.config import ENDPOINTS_FILE, EXIT_REJOIN, make_private_dir
+from tabletopic.config import ENDPOINTS_FILE, EXIT_REJOIN, env_name, make_private_dir
 
 ACCESS_KEY = "tabletopic"
 SECRET_KEY = "tabletopic-secret"
+# Settings a broker is given through its environment (``TABLETOPIC_S3_SECRET_KEY``), never as an
+# ``--override`` on its command line.
+_SECRET_WORDS = ("secret", "password")
 
 # Where `cluster up` serves, so nobody has to copy ports from its output: broker 1 on the ports a
 # single node uses, broker N on the same ports + 10 x (N - 1). A port something else holds is
@@ -413,14 +416,16 @@ class ServeProcess:
     def start(self, timeout: float = 90.0) -> Self:
         make_private_dir(self.data_dir)
         args = [sys.executable, "-m", "tabletopic", "serve", "--data-dir", str(self.data_dir)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
         for key, value in self.serve_settings().items():
-            args += ["--override", f"{key}={value}"]
+            if any(word in key for word in _SECRET_WORDS):
+                env[env_name(key)] = value  # not on the command line, which `ps` shows to everyone
+            else:
+                args += ["--override", f"{key}={value}"]
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         # The node's log is as private as the rest of its data directory.
         log = os.fdopen(os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
-        self.process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
-        )
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

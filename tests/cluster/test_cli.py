@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tabletopic.cluster.local import SECRET_KEY
 from tests.support.cluster import CLUSTER_TEST_MARKS, wait_until
 from tests.support.kafka_clients import create_topic
 
@@ -151,6 +152,19 @@ def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flag
     assert "controller: broker" in report
     listed = cli("topics", "list", cwd=here)  # the first broker's endpoints, written beside
     assert listed.returncode == 0 and "orders" in listed.stdout, listed.stdout + listed.stderr
+    # The brokers (up and reaching the object store, as above) got the S3 secret through their
+    # environment: a command line is there for every user of the machine to read.
+    brokers_seen = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if " serve " in cmdline and str(cluster_dir) in cmdline:
+            brokers_seen += 1
+            assert SECRET_KEY not in cmdline and "secret.key" not in cmdline, cmdline
+            assert f"TABLETOPIC_S3_SECRET_KEY={SECRET_KEY}".encode() in (proc / "environ").read_bytes()
+    assert brokers_seen == len(brokers), brokers_seen
 
 
 def test_cluster_status_without_a_cluster_says_how_to_find_one(tmp_path: Path) -> None:
