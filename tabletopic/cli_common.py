@@ -138,6 +138,11 @@ def admin_node(
     ctx.obj = admin_url or cfg.get("admin.listener")
 
 
+def or_dash(value: object) -> str:
+    """A figure in a table, or ``-`` where the node had none to give (``null`` in its answer)."""
+    return "-" if value is None else str(value)
+
+
 def admin_call(url: str, path: str, method: str = "GET", body: Any = None) -> Any:
     """``method path`` on a node's admin API, its JSON answer; a refusal or an unreachable node is
     printed (the node's own words) and ends the command with exit code 1."""

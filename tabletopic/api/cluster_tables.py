@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from sqlalchemy.engine import Engine
 
+from tabletopic.api import cluster_view
 from tabletopic.cluster.db import ClusterMetadata
 from tabletopic.log_limit import RateLimitedLog
 from tabletopic.table.coordinator import PipelineState, PipelineStatus
@@ -97,8 +98,7 @@ class TablePeers:
         return None if service is None else service.node_id
 
     def clustered(self) -> bool:
-        service = self._service()
-        return bool(service is not None and service.clustered and self._engine is not None)
+        return cluster_view.clustered(self._service(), self._engine)
 
     def table_topics(self) -> list[str]:
         service = self._service()
@@ -158,14 +158,17 @@ class TablePeers:
             body = {"detail": response.text}
         return PeerAnswer(response.status_code, body)
 
-    async def listing(self, local: list[dict[str, Any]], headers: Mapping[str, str]) -> list[dict[str, Any]]:
+    async def listing(
+        self, local: list[dict[str, Any]], headers: Mapping[str, str], urls: dict[int, str] | None = None
+    ) -> list[dict[str, Any]]:
         """``local`` (this broker's rows) with every other table topic of the cluster: each from the
-        broker that coordinates it, else a stub saying why there is nothing better."""
+        broker that coordinates it, else a stub saying why there is nothing better. ``urls``: the
+        :meth:`admin_urls` a caller has read already."""
         if not self.clustered():
             return local
         # Who coordinates what, as this broker sees it when it asks (not once the answers are in).
         expected = {topic: self.coordinator_of(topic) for topic in self.table_topics()}
-        urls = await self.admin_urls()
+        urls = await self.admin_urls() if urls is None else urls
         answers = await asyncio.gather(
             *(self.ask(n, url, "GET", "/v1/tables", headers) for n, url in urls.items()),
             return_exceptions=True,

@@ -18,6 +18,7 @@ from tabletopic.cli_common import (
     admin_call,
     admin_node,
     console,
+    or_dash,
     print_table,
 )
 
@@ -26,10 +27,6 @@ groups_app = typer.Typer(
 )
 
 groups_app.callback()(admin_node)
-
-
-def _shown(value: object) -> str:
-    return "-" if value is None else str(value)
 
 
 def _path(group: str) -> str:
@@ -69,9 +66,9 @@ def describe_group(ctx: typer.Context, group: str) -> None:
         offsets.add_row(
             o["topic"],
             str(o["partition"]),
-            _shown(o["committed"]),
-            _shown(o["high_watermark"]),
-            _shown(o["lag"]),
+            or_dash(o["committed"]),
+            or_dash(o["high_watermark"]),
+            or_dash(o["lag"]),
         )
     print_table(offsets)
 

@@ -318,11 +318,11 @@ async def cluster_tables(src: ConsoleSources, headers: Mapping[str, str]) -> lis
     peers = src.peers
     if peers is None or not peers.clustered():
         return tables(src)
-    rows = await peers.listing(tables(src), headers)
-    urls = await peers.admin_urls()
+    urls = await peers.admin_urls()  # the other live brokers': a row of this one gets no page
+    rows = await peers.listing(tables(src), headers, urls)
     for row in rows:
-        url = urls.get(row["coordinator"]) if row["coordinator"] != this_node(src) else None
-        row["page"] = None if url is None else f"{url.rstrip('/')}/tables/{quote(row['topic'], safe='')}"
+        url = urls.get(row["coordinator"])
+        row["page"] = None if url is None else _table_page(url, row["topic"])
     return rows
 
 
@@ -335,7 +335,11 @@ async def table_page_elsewhere(src: ConsoleSources, topic: str) -> str | None:
     if owner is None or owner == this_node(src) or topic not in peers.table_topics():
         return None
     url = (await peers.admin_urls()).get(owner)
-    return None if url is None else f"{url.rstrip('/')}/tables/{quote(topic, safe='')}"
+    return None if url is None else _table_page(url, topic)
+
+
+def _table_page(admin_url: str, topic: str) -> str:
+    return f"{admin_url.rstrip('/')}/tables/{quote(topic, safe='')}"
 
 
 def _dlq_size(src: ConsoleSources, configs: dict[str, str]) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from tabletopic.cli_common import (
     console,
     err_console,
     load_config,
+    or_dash,
     print_table,
 )
 from tabletopic.cluster import events
@@ -359,7 +360,7 @@ def status(
             "table_coordinator_leases",
         )
         marks = {**_high_watermarks(engine), **_leaders_high_watermarks(snapshot)}
-        timeline = events.recent(engine, limit=TIMELINE_READ)
+        timeline = events.recent(engine, limit=events.KEEP)
     finally:
         engine.dispose()
     report = render(
@@ -396,9 +397,8 @@ def _high_watermarks(engine: sa.Engine) -> dict[tuple[str, int], int]:
 #: it waits longer for the leaders than the console's refreshes, whose client is warm.
 STATUS_LEADER_TIMEOUT_S = 5.0
 # The timeline's newest entries `cluster status` prints, each one decision (a broker's failover is
-# one entry, whatever its partition count), read from this many rows.
+# one entry, whatever its partition count), read from every row kept.
 TIMELINE_SHOWN = 20
-TIMELINE_READ = 2000
 
 
 def _leaders_high_watermarks(snapshot: ClusterSnapshot) -> dict[tuple[str, int], int]:
@@ -489,8 +489,7 @@ def render(
         leader = str(row.leader) if row.leader is not None else "-1"
         cells = [topic, str(partition), leader, str(row.leader_epoch), moving]
         if high_watermarks is not None:
-            mark = high_watermarks.get((topic, partition))
-            cells.append("-" if mark is None else str(mark))
+            cells.append(or_dash(high_watermarks.get((topic, partition))))
         partitions.append(cells)
     lines += ["", *_columns(partitions, {1, 2, 3, 5}, plain)]
     hidden = sorted({t for t, _ in snapshot.partitions if is_internal(t)})

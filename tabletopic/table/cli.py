@@ -14,6 +14,7 @@ from tabletopic.cli_common import (
     admin_call,
     admin_node,
     console,
+    or_dash,
     print_table,
 )
 
@@ -24,11 +25,6 @@ app.callback()(admin_node)
 
 def _ago(seconds: float | None) -> str:
     return "-" if seconds is None else f"{time.time() - seconds:.0f}s ago"
-
-
-def _shown(value: object) -> str:
-    """A figure, or ``-`` where the coordinator could not tell (a row of an unreachable one)."""
-    return "-" if value is None else str(value)
 
 
 def _on(row: dict[str, Any]) -> str:
@@ -64,9 +60,9 @@ def list_tables(
             r["state"],
             _on(r),
             _ago(r["last_commit_time"]),
-            _shown(r["rows_committed"]),
-            _shown(r["lag_records"]),
-            _shown(r["records_skipped"]),
+            or_dash(r["rows_committed"]),
+            or_dash(r["lag_records"]),
+            or_dash(r["records_skipped"]),
             (r["last_error"] or "")[:60],
         )
     print_table(table)

@@ -60,17 +60,16 @@ def https_options(config: Config, listener: str) -> dict[str, Any]:
         return {}
     s = settings
     tls = TlsSettings(config, HTTP_PREFIX)
-    keystore = tls.get(s.SSL_KEYSTORE_LOCATION)
-    cert, key = tls.get(s.SSL_CERTIFICATE_LOCATION), tls.get(s.SSL_KEY_LOCATION)
-    if keystore:
-        options: dict[str, Any] = {"ssl_certfile": keystore}
-    elif cert and key:
-        options = {"ssl_certfile": cert, "ssl_keyfile": key}
-    else:
+    own = _own_certificate(tls)
+    if own is None:
         raise ConfigError(
             f"{listener} is https: set ssl.keystore.location (or ssl.certificate.location and "
             "ssl.key.location), or the same keys with the http. prefix for the HTTPS services alone"
         )
+    certfile, keyfile = own
+    options: dict[str, Any] = {"ssl_certfile": certfile}
+    if keyfile is not None:
+        options["ssl_keyfile"] = keyfile
     if tls.get(s.SSL_KEY_PASSWORD):
         options["ssl_keyfile_password"] = tls.get(s.SSL_KEY_PASSWORD)
     # Not a uvicorn option: HttpService applies it to the context uvicorn builds.
@@ -92,16 +91,26 @@ def https_client_options(config: Config) -> dict[str, Any]:
     """httpx's TLS options for one broker calling another's HTTPS admin API: trust the
     ``http.ssl.truststore.location`` (else ``ssl.truststore.location``, else the system's CAs) and
     present the broker's own certificate, which a peer asking for client certificates checks."""
-    s = settings
     tls = TlsSettings(config, HTTP_PREFIX)
-    options: dict[str, Any] = {"verify": tls.get(s.SSL_TRUSTSTORE_LOCATION) or True}
+    options: dict[str, Any] = {"verify": tls.get(settings.SSL_TRUSTSTORE_LOCATION) or True}
+    own = _own_certificate(tls)
+    if own is not None:
+        certfile, keyfile = own
+        options["cert"] = certfile if keyfile is None else (certfile, keyfile)
+    return options
+
+
+def _own_certificate(tls: TlsSettings) -> tuple[str, str | None] | None:
+    """The HTTPS services' certificate and key files: a PEM keystore holding both (key ``None``),
+    else the certificate and key locations; None when neither is set."""
+    s = settings
     keystore = tls.get(s.SSL_KEYSTORE_LOCATION)
     cert, key = tls.get(s.SSL_CERTIFICATE_LOCATION), tls.get(s.SSL_KEY_LOCATION)
     if keystore:
-        options["cert"] = keystore
-    elif cert and key:
-        options["cert"] = (cert, key)
-    return options
+        return str(keystore), None
+    if cert and key:
+        return str(cert), str(key)
+    return None
 
 
 class BrokerHttpSecurity:
