@@ -10,7 +10,9 @@ import asyncio
 import json
 import shutil
 import subprocess
+import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -150,6 +152,29 @@ def confluent_produce(
                 producer.poll(0.05)
     assert producer.flush(60) == 0
     assert not errors, errors[:3]
+
+
+def close_within(*consumers: Any, seconds: float = 30) -> None:
+    """Close confluent-kafka group consumers together, giving up after ``seconds``.
+
+    librdkafka's close waits for the group's outstanding requests: a JoinGroup the coordinator holds
+    until every member rejoins waits on a member that is not being polled, as one closed after the
+    other is not, and blocks in C (confluent-kafka-python issue 1667), where pytest-timeout's alarm
+    does not reach it; one such close held a CI worker for minutes. Closed together, each member's
+    close serves its own part of the rebalance; a test whose subject is not the close closes through
+    this, so a stuck close costs ``seconds`` and a warning, not the run.
+    """
+    closers = [threading.Thread(target=c.close, name="consumer-close", daemon=True) for c in consumers]
+    for closer in closers:
+        closer.start()
+    deadline = time.monotonic() + seconds
+    for closer in closers:
+        closer.join(max(0.0, deadline - time.monotonic()))
+    stuck = sum(closer.is_alive() for closer in closers)
+    if stuck:
+        warnings.warn(
+            f"{stuck} consumer close(s) did not return in {seconds:g} s; left to daemon threads", stacklevel=2
+        )
 
 
 def confluent_consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Message]:

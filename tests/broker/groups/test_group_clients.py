@@ -292,8 +292,7 @@ def test_confluent_static_member_restart_keeps_its_partitions_without_a_rebalanc
         b.poll(0.1)
     assert assignments["a"][-1] == a_partitions
     assert len(assignments["b"]) == b_rounds, "the other member saw a rebalance"
-    restarted.close()
-    b.close()
+    clients.close_within(restarted, b)
 
 
 def test_confluent_admin_lists_describes_alters_and_deletes_groups(bootstrap: str) -> None:
