@@ -26,6 +26,16 @@ class CertFiles:
         path.write_bytes(self.key.read_bytes() + self.cert.read_bytes())
         return path
 
+    def encrypted_key(self, password: str) -> Path:
+        """The key again, encrypted with ``password`` (``ssl.key.password``)."""
+        key = serialization.load_pem_private_key(self.key.read_bytes(), password=None)
+        path = self.key.with_suffix(".encrypted.key")
+        encryption = serialization.BestAvailableEncryption(password.encode())
+        path.write_bytes(
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+        )
+        return path
+
 
 def _name(common_name: str, organization: str = "tabletopic tests") -> x509.Name:
     return x509.Name(

@@ -90,14 +90,27 @@ def https_options(config: Config, listener: str) -> dict[str, Any]:
 def https_client_options(config: Config) -> dict[str, Any]:
     """httpx's TLS options for one broker calling another's HTTPS admin API: trust the
     ``http.ssl.truststore.location`` (else ``ssl.truststore.location``, else the system's CAs) and
-    present the broker's own certificate, which a peer asking for client certificates checks."""
+    present the broker's own certificate, which a peer asking for client certificates checks.
+
+    One SSL context, built here: it reads an encrypted key with ``ssl.key.password`` (httpx's
+    ``cert=`` tuple is deprecated), and a missing or unreadable file is found at start, with the key
+    to change, not by the first peer call.
+    """
     tls = TlsSettings(config, HTTP_PREFIX)
-    options: dict[str, Any] = {"verify": tls.get(settings.SSL_TRUSTSTORE_LOCATION) or True}
-    own = _own_certificate(tls)
-    if own is not None:
-        certfile, keyfile = own
-        options["cert"] = certfile if keyfile is None else (certfile, keyfile)
-    return options
+    truststore = tls.get(settings.SSL_TRUSTSTORE_LOCATION)
+    try:
+        context = ssl.create_default_context(cafile=str(truststore) if truststore else None)
+        own = _own_certificate(tls)
+        if own is not None:
+            certfile, keyfile = own
+            context.load_cert_chain(certfile, keyfile, password=tls.get(settings.SSL_KEY_PASSWORD) or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(
+            f"the HTTPS client certificate or truststore of the admin API could not be read ({exc}): check "
+            f"{tls.name(settings.SSL_TRUSTSTORE_LOCATION)}, the keystore or certificate and key locations, "
+            f"and {tls.name(settings.SSL_KEY_PASSWORD)}"
+        ) from exc
+    return {"verify": context}
 
 
 def _own_certificate(tls: TlsSettings) -> tuple[str, str | None] | None:

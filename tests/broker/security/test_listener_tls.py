@@ -4,8 +4,10 @@ broker-wide ``ssl.*``, ``ssl.client.auth`` on SASL_SSL listeners only from the l
 
 from __future__ import annotations
 
+import http.server
 import logging
 import ssl
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 from tabletopic import database
 from tabletopic.broker.context import SecurityProtocol
 from tabletopic.broker.listeners import Endpoint
-from tabletopic.broker.security.http_auth import https_options
+from tabletopic.broker.security.http_auth import https_client_options, https_options
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.store import SecurityStore
@@ -134,6 +136,46 @@ def test_a_listener_may_have_its_own_certificate(ca: TestCA, server_cert: CertFi
     config = Config({"listener.name.external.ssl.keystore.location": str(own.combined)})
     context = _security(config, tmp_path, external).tls_context(external)
     assert context is not None and context.verify_mode == ssl.CERT_NONE
+
+
+def test_a_broker_calls_a_peers_https_api_with_its_encrypted_key(ca: TestCA, server_cert: CertFiles) -> None:
+    """The admin API client one broker uses to ask another (the cluster's table topics) presents
+    its certificate, whose key ``ssl.key.password`` opens, to a peer that asks for one."""
+    own = ca.issue("broker-2")
+    keys = {
+        "http.ssl.certificate.location": str(own.cert),
+        "http.ssl.key.location": str(own.encrypted_key("k3y-pw")),
+        "http.ssl.truststore.location": str(ca.cert),
+    }
+    peer = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(ca.cert))
+    peer.load_cert_chain(server_cert.cert, server_cert.key)
+    peer.verify_mode = ssl.CERT_REQUIRED
+    seen: list[str] = []
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            subject = dict(pair[0] for pair in self.connection.getpeercert()["subject"])  # type: ignore[attr-defined]
+            seen.append(subject["commonName"])
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+    server.socket = peer.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        options = https_client_options(Config({**keys, "http.ssl.key.password": "k3y-pw"}))
+        answer = httpx.get(f"https://localhost:{server.server_address[1]}/v1/tables", timeout=10, **options)
+        assert answer.status_code == 200 and seen == ["broker-2"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    with pytest.raises(ConfigError, match=r"http\.ssl\.key\.password"):
+        https_client_options(Config({**keys, "http.ssl.key.password": "wrong"}))
 
 
 def test_the_brokers_own_client_uses_its_listeners_keys(ca: TestCA) -> None:
