@@ -146,30 +146,20 @@ class _Column:
         return cls(spans, is_key, starts, ends, ids, np.flatnonzero((lengths >= 0) & ~wire))
 
 
+@dataclass(eq=False)
 class SchemaValidator:
-    """The node's :class:`~tabletopic.broker.record_validation.RecordValidator`.
+    """The node's :class:`~tabletopic.broker.record_validation.RecordValidator`."""
 
-    Args:
-        lookup: the registry's cached in-process lookup (late-bound: the registry starts after the
-            broker).
-        subjects_of: the subjects a schema id is registered under (not deleted ones).
-        refresh_s: how old a cache entry must be before a failed check re-reads the registry.
-    """
-
-    def __init__(
-        self,
-        lookup: Callable[[], SchemaLookup],
-        subjects_of: Callable[[int], Sequence[str]],
-        refresh_s: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._lookup = lookup
-        self._subjects_of = subjects_of
-        self._refresh_s = refresh_s
-        self._clock = clock
-        self._entries: dict[int, _Entry] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._warn = RateLimitedLog(log)
+    # The registry's cached in-process lookup, late-bound: the registry starts after the broker.
+    lookup: Callable[[], SchemaLookup]
+    # The subjects a schema id is registered under (not deleted ones).
+    subjects_of: Callable[[int], Sequence[str]]
+    # How old a cache entry must be before a failed check reads the registry again.
+    refresh_s: float = 1.0
+    clock: Callable[[], float] = time.monotonic
+    _entries: dict[int, _Entry] = field(default_factory=dict, init=False)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    _warn: RateLimitedLog = field(default_factory=lambda: RateLimitedLog(log), init=False)
 
     def enabled(self, configs: Mapping[str, str]) -> bool:
         return _on(configs.get(VALUE_VALIDATION)) or _on(configs.get(KEY_VALIDATION))
@@ -241,14 +231,14 @@ class SchemaValidator:
 
     # --- registry reads (worker thread) ---------------------------------------------------------
     def _read(self, ids: set[int]) -> None:
-        lookup = self._lookup()
+        lookup = self.lookup()
         for schema_id in ids:
-            now = self._clock()
+            now = self.clock()
             try:
                 schema: RegisteredSchema | None = lookup.by_id(schema_id)
             except SchemaNotFound:
                 schema = None
-            subjects = frozenset(self._subjects_of(schema_id)) if schema is not None else frozenset()
+            subjects = frozenset(self.subjects_of(schema_id)) if schema is not None else frozenset()
             self._entries[schema_id] = _Entry(schema, subjects, now)
         if len(self._entries) > 10_000:  # ids are few in practice; a flood of random ids is not
             for old in list(self._entries)[: len(self._entries) // 2]:
@@ -275,7 +265,7 @@ class SchemaValidator:
         for i in column.not_wire.tolist():
             failures[i] = wire
         raw = column.spans.raw
-        now = self._clock()
+        now = self.clock()
         for value in np.unique(column.ids).tolist():
             if value < 0:
                 continue
@@ -290,7 +280,7 @@ class SchemaValidator:
             )
             for path, (members, bodies_at) in groups.items():
                 reason = self._subject_problem(topic, what, strategy, schema_id, entry, path)
-                if reason is not None and now - entry.read_at > self._refresh_s:
+                if reason is not None and now - entry.read_at > self.refresh_s:
                     stale.add(schema_id)
                 check: Check | str | None = None
                 if reason is None:

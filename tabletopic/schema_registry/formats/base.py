@@ -98,50 +98,38 @@ class SameByCanonicalText:
         return self.canonical()
 
 
+@dataclass(frozen=True)
 class GuardedFormat:
     """The guard rails every format plug-in owes the registry, around the format's own functions:
     ``parse`` raises only :class:`InvalidSchema` (bad input is 42201, never a 500), and
     ``reader_can_read`` never raises (a defect in a rule answers "incompatible", the safe side, with
     the reason, and leaves the traceback in the log)."""
 
-    def __init__(
-        self,
-        schema_type: str,
-        label: str,
-        parsed_type: type,
-        parse: Callable[[str, Mapping[str, str]], Any],
-        check: Callable[[Any, Any], list[Incompatibility]],
-        root: str,
-    ) -> None:
-        self._schema_type = schema_type
-        self._label = label
-        self._parsed_type = parsed_type
-        self._parse = parse
-        self._check = check
-        self._root = root
-
-    @property
-    def schema_type(self) -> str:
-        return self._schema_type
+    schema_type: str
+    label: str  # the format's name in messages: "invalid Protobuf schema: ..."
+    parsed_type: type
+    parse_text: Callable[[str, Mapping[str, str]], Any]
+    check: Callable[[Any, Any], list[Incompatibility]]
+    root: str  # the path compatibility messages give the whole schema: "#/" or "#"
 
     def parse(self, text: str, references: Mapping[str, str]) -> Any:
         try:
-            return self._parse(text, references)
+            return self.parse_text(text, references)
         except InvalidSchema:
             raise
         except Exception as exc:
-            raise InvalidSchema(f"invalid {self._label} schema: {exc}") from exc
+            raise InvalidSchema(f"invalid {self.label} schema: {exc}") from exc
 
     def reader_can_read(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
-        if not isinstance(reader, self._parsed_type) or not isinstance(writer, self._parsed_type):
+        if not isinstance(reader, self.parsed_type) or not isinstance(writer, self.parsed_type):
             message = f"cannot compare {reader.schema_type} with {writer.schema_type}"
-            return [Incompatibility("SCHEMA_TYPE_CHANGED", self._root, message)]
+            return [Incompatibility("SCHEMA_TYPE_CHANGED", self.root, message)]
         try:
-            return self._check(reader, writer)
+            return self.check(reader, writer)
         except Exception as exc:
-            _log.exception("%s compatibility check failed", self._label)
+            _log.exception("%s compatibility check failed", self.label)
             return [
                 Incompatibility(
-                    "COMPATIBILITY_CHECK_FAILED", self._root, f"the check could not complete: {exc}"
+                    "COMPATIBILITY_CHECK_FAILED", self.root, f"the check could not complete: {exc}"
                 )
             ]

@@ -14,7 +14,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyiceberg.table import Table
@@ -38,26 +38,21 @@ class MaintenanceSchedule:
     orphan_min_age: float = 3 * 86400.0
 
 
+@dataclass(eq=False)
 class TableMaintenance:
     """The maintenance callable of the coordinator: ``(table, config) -> report``."""
 
-    def __init__(
-        self,
-        schedule: MaintenanceSchedule,
-        spark: SparkFactory | None,
-        spark_catalog: str,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._schedule = schedule
-        self._spark = spark
-        self._catalog = spark_catalog
-        self._clock = clock
-        self._last: dict[tuple[str, str], float] = {}
+    schedule: MaintenanceSchedule
+    spark: SparkFactory | None
+    spark_catalog: str
+    clock: Callable[[], float] = time.monotonic
+    # When each (table, task) last ran: a task is due ``interval`` after its last run.
+    _last: dict[tuple[str, str], float] = field(default_factory=dict, init=False)
 
     def _due(self, table: str, task: str, interval: float) -> bool:
         if not interval:
             return False
-        now = self._clock()
+        now = self.clock()
         last = self._last.setdefault((table, task), now)
         if now - last < interval:
             return False
@@ -71,11 +66,15 @@ class TableMaintenance:
         name = ".".join(table.name())
         report: dict[str, Any] = {}
         report["expire_snapshots"] = {"expired": expire_snapshots(table, config)}
-        if self._spark is None:
+        if self.spark is None:
             return report
-        schedule = self._schedule
+        schedule = self.schedule
         tasks: list[tuple[str, float, Callable[[], dict[str, Any]]]] = [
-            ("compaction", schedule.compaction, lambda: compact(self._spark_or_fail, self._catalog, table)),
+            (
+                "compaction",
+                schedule.compaction,
+                lambda: compact(self._spark_or_fail, self.spark_catalog, table),
+            ),
             ("orphan_cleanup", schedule.orphan_cleanup, lambda: self._remove_orphans(table)),
         ]
         if config.writes_deletes:
@@ -91,13 +90,13 @@ class TableMaintenance:
         return report
 
     def _spark_or_fail(self) -> Any:
-        assert self._spark is not None
-        return self._spark()
+        assert self.spark is not None
+        return self.spark()
 
     def _merge_deletes(self, table: Table) -> dict[str, Any]:
         """Fold the many small position-delete files of an upsert/CDC table into fewer."""
         name = self._spark_name(table)
-        call = f"CALL {self._catalog}.system.rewrite_position_delete_files(table => '{name}')"
+        call = f"CALL {self.spark_catalog}.system.rewrite_position_delete_files(table => '{name}')"
         row = self._spark_or_fail().sql(call).first()
         result = row.asDict() if row is not None else {}
         log.info("merged delete files of %s: %s", self._spark_name(table), result)
@@ -106,12 +105,12 @@ class TableMaintenance:
     def _remove_orphans(self, table: Table) -> dict[str, Any]:
         """Delete files under the table's location that no snapshot references (a job killed after
         writing, a conflict that re-planned), older than ``orphan_min_age``."""
-        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=self._schedule.orphan_min_age)
+        cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=self.schedule.orphan_min_age)
         stamp = cutoff.strftime("%Y-%m-%d %H:%M:%S")
         rows = (
             self._spark_or_fail()
             .sql(
-                f"CALL {self._catalog}.system.remove_orphan_files(table => '{self._spark_name(table)}', "
+                f"CALL {self.spark_catalog}.system.remove_orphan_files(table => '{self._spark_name(table)}', "
                 f"older_than => TIMESTAMP '{stamp}')"
             )
             .collect()
