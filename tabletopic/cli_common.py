@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from tabletopic.config import (
     DEFAULT_CLUSTER_DIR,
+    DEFAULT_DATA_DIR,
     ENDPOINT_KEYS,
     ENDPOINTS_FILE,
     Config,
@@ -87,13 +88,15 @@ def load_config(
 ) -> Config:
     """The configuration as ``tabletopic serve`` reads it. With ``endpoints`` (client commands), the
     addresses a node last served on from this data directory fill in the listener keys that the file,
-    the environment and the overrides leave unset; without a data directory of a node that served,
-    the first broker of a ``tabletopic cluster up`` run from here (``./cluster-data``)."""
+    the environment and the overrides leave unset. Where no data directory is named (the default
+    ``./data``), the first broker of a ``tabletopic cluster up`` run from here (``./cluster-data``)
+    serves instead when it started later than that node, or that node never served: after ``make
+    serve``, stopped, and ``make cluster``, the commands find the cluster, not the stopped node."""
     try:
         cfg = Config.load(config_file=config_file, overrides=overrides or [], data_dir=data_dir)
         served = cfg.data_dir / ENDPOINTS_FILE
-        if not served.exists() and data_dir is None:
-            served = DEFAULT_CLUSTER_DIR / ENDPOINTS_FILE
+        if data_dir is None and cfg.data_dir == Path(DEFAULT_DATA_DIR).resolve():
+            served = _started_last(served, DEFAULT_CLUSTER_DIR / ENDPOINTS_FILE)
         if not endpoints or not served.exists():
             return cfg
         explicit = set(parse_overrides(overrides or []))
@@ -106,6 +109,16 @@ def load_config(
     except ConfigError as exc:
         err_console.print(f"[red]configuration error:[/red] {exc}")
         raise typer.Exit(2) from exc
+
+
+def _started_last(node: Path, cluster: Path) -> Path:
+    """Of a node's and a cluster's endpoints files, the one written last (each is written as its
+    node or first broker starts)."""
+    if not cluster.exists():
+        return node
+    if not node.exists():
+        return cluster
+    return cluster if cluster.stat().st_mtime > node.stat().st_mtime else node
 
 
 def setup_logging(level: str) -> None:

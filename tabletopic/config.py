@@ -444,8 +444,11 @@ def render_docs() -> str:
 # the same data directory (``tabletopic topics -d DIR``, or run from the same place) reach a node whose
 # ports were moved without repeating every listener setting.
 ENDPOINTS_FILE = "endpoints.properties"
+# A node's data directory when none is named (``data.dir``'s default).
+DEFAULT_DATA_DIR = "./data"
 # Where `tabletopic cluster up` keeps everything by default; it writes the first broker's endpoints
-# there too, so client commands run beside it find the cluster when no node data directory has any.
+# there too, so client commands run beside it find the cluster when it started after the node of the
+# default data directory, or no node served from there.
 DEFAULT_CLUSTER_DIR = Path("cluster-data")
 ENDPOINT_KEYS = (
     "listeners",

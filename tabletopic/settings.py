@@ -1,11 +1,11 @@
 """Platform-wide configuration keys (those not owned by one subsystem)."""
 
-from tabletopic.config import define, one_of
+from tabletopic.config import DEFAULT_DATA_DIR, define, one_of
 
 DATA_DIR = define(
     "data.dir",
     str,
-    "./data",
+    DEFAULT_DATA_DIR,
     "Directory for everything a node keeps locally: the WAL, the local object store, the SQLite "
     "metadata database and the default Iceberg warehouse.",
     "platform",

@@ -16,7 +16,7 @@ import pytest
 from rich.table import Table
 
 from tabletopic.cli import GROUP_OPTIONS, bench_names
-from tabletopic.cli_common import hoist_group_options, kafka_bootstrap, print_table
+from tabletopic.cli_common import hoist_group_options, kafka_bootstrap, load_config, print_table
 from tabletopic.config import Config
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until_sync
@@ -55,6 +55,29 @@ def test_the_bootstrap_comes_from_the_nodes_listeners() -> None:
     assert kafka_bootstrap(Config({"listeners": "PLAINTEXT://0.0.0.0:9999"})) == "127.0.0.1:9999"
     advertised = Config({"listeners": "PLAINTEXT://0.0.0.0:1", "advertised.listeners": "PLAINTEXT://k:2"})
     assert kafka_bootstrap(advertised) == "k:2"
+
+
+def test_without_a_data_dir_commands_find_the_node_or_cluster_started_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make serve``, stopped, then ``make cluster`` in the same place: the commands reach the
+    cluster, not the stopped node, and the other way round; a named data directory is always used."""
+    monkeypatch.chdir(tmp_path)
+    node, cluster = Path("data/endpoints.properties"), Path("cluster-data/endpoints.properties")
+    for path, port in ((node, 1111), (cluster, 2222)):
+        path.parent.mkdir()
+        path.write_text(f"listeners=PLAINTEXT://127.0.0.1:{port}\n")
+
+    def found(data_dir: Path | None = None) -> str:
+        return kafka_bootstrap(load_config(data_dir, None, None))
+
+    os.utime(node, (time.time() - 60, time.time() - 60))
+    assert found() == "127.0.0.1:2222"
+    assert found(Path("data")) == "127.0.0.1:1111"
+    os.utime(cluster, (time.time() - 120, time.time() - 120))
+    assert found() == "127.0.0.1:1111"
+    node.unlink()
+    assert found() == "127.0.0.1:2222"
 
 
 def test_topics_with_the_node_down_fail_in_one_line_quickly(tmp_path: Path) -> None:
