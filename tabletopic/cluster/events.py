@@ -185,7 +185,13 @@ class Decision:
         if len(self.partitions) == 1:
             return f"{self.kind} {self.partitions[0]}: {self.cause}"
         count = len(self.partitions)
-        return f"{self.kind} of {count} partitions ({self.where()}): {self.cause}; to {self.went_to()}"
+        # One round can balance partitions away from two brokers for one cause: two entries, told
+        # apart by their source, unless the cause names it ("broker 2 is dead").
+        named = self.from_node is not None and f"broker {self.from_node} " not in self.cause
+        source = f"from broker {self.from_node} " if named else ""
+        return (
+            f"{self.kind} of {count} partitions ({self.where()}): {self.cause}; {source}to {self.went_to()}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

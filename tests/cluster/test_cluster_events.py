@@ -72,3 +72,13 @@ def test_a_failover_of_many_partitions_reads_back_as_one_entry_with_user_topics_
         "and 15 more): broker 2 is dead (its lease expired); to broker 3 (11), broker 1 (9)"
     )
     assert [d.cause for d in found[2:]] == ["broker 1 is 1 MB/s over", "broker 1 is 2 MB/s over"]
+    evened = "partition counts evened out; broker 3 took it"
+    balanced_from = [
+        events.ClusterEvent("count-balance", evened, "walk", p, p % 2 + 1, 3, at) for p in range(4)
+    ]
+    shown = [d.line() for d in events.decisions(balanced_from)]
+    assert shown == [
+        f"count-balance of 2 partitions (walk-{a}, walk-{b}): partition counts evened out; "
+        f"from broker {source} to broker 3 (2)"
+        for a, b, source in ((0, 2, 1), (1, 3, 2))
+    ]
