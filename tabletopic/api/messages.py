@@ -296,7 +296,16 @@ class MessageBrowser:
         from confluent_kafka.admin import AdminClient
 
         topic = self._topic(body.topic)
-        partitions = body.partitions if body.partitions is not None else list(range(topic.partition_count))
+        count = topic.partition_count
+        partitions = sorted(set(body.partitions)) if body.partitions is not None else list(range(count))
+        unknown = [p for p in partitions if not 0 <= p < count]
+        if unknown:
+            raise TopicApiError(
+                404,
+                "UNKNOWN_TOPIC_OR_PARTITION",
+                f"topic {body.topic} has partitions 0 to {count - 1}: no partition "
+                + ", ".join(map(str, unknown)),
+            )
         if body.to in ("timestamp", "offset") and body.value is None:
             raise TopicApiError(400, "INVALID_REQUEST", f"to={body.to} needs a value")
         config = self.client_config()

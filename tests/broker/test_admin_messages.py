@@ -139,6 +139,15 @@ def test_a_groups_offsets_reset_to_earliest_a_timestamp_and_an_offset(
     assert after.json()["offsets"] == {"0": 5, "1": 5}  # nothing that late: the end
     needs_value = admin.post(f"/v1/groups/{group}/offsets", json={"topic": name, "to": "offset"})
     assert needs_value.status_code == 400 and "needs a value" in needs_value.json()["message"]
+    beyond = admin.post(
+        f"/v1/groups/{group}/offsets", json={"topic": name, "to": "earliest", "partitions": [1, 7]}
+    )
+    assert beyond.status_code == 404, beyond.text
+    assert beyond.json()["message"] == f"topic {name} has partitions 0 to 1: no partition 7"
+    twice = admin.post(
+        f"/v1/groups/{group}/offsets", json={"topic": name, "to": "latest", "partitions": [1, 1]}
+    )
+    assert twice.json()["offsets"] == {"1": 5}, twice.text
 
 
 def test_the_console_deletes_a_topic_only_when_its_name_is_typed_again(
