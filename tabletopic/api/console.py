@@ -142,7 +142,7 @@ class Console:
         async def groups(request: Request) -> HTMLResponse:
             return self._render(request, "groups", groups=await views.groups(src))
 
-        @router.get("/groups/{group_id}", response_class=HTMLResponse)
+        @router.get("/groups/{group_id:path}", response_class=HTMLResponse)  # ids may hold a slash
         async def group(request: Request, group_id: str) -> HTMLResponse:
             return self._render(request, "group", group_id=group_id, group=await views.group(src, group_id))
 

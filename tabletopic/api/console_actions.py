@@ -155,7 +155,7 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
             return _note(f"not produced: {exc.error_code}: {exc.message}", error=True)
         return _note(f"produced to {done['topic']} partition {done['partition']} at offset {done['offset']}")
 
-    @router.post("/groups/{group_id}/reset", response_class=HTMLResponse)
+    @router.post("/groups/{group_id:path}/reset", response_class=HTMLResponse)
     async def reset(request: Request, group_id: str) -> Response:
         data = await _confirmed_form(request, group_id, "not reset", "the group's name")
         if isinstance(data, HTMLResponse):

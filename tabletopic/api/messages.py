@@ -548,7 +548,7 @@ def messages_router(browser: MessageBrowser) -> APIRouter:
         return await views.groups(browser.sources)
 
     @router.get(
-        "/v1/groups/{group}",
+        "/v1/groups/{group:path}",  # a group id may hold a slash
         tags=["groups"],
         summary="One group: state, members with their assignments, committed offsets and lag",
     )
@@ -558,7 +558,7 @@ def messages_router(browser: MessageBrowser) -> APIRouter:
             raise HTTPException(404, f"no consumer group {group}")
         return found
 
-    @router.post("/v1/groups/{group}/offsets", summary="Reset a group's committed offsets on a topic")
+    @router.post("/v1/groups/{group:path}/offsets", summary="Reset a group's committed offsets on a topic")
     async def reset(group: str, body: OffsetReset) -> dict[str, Any]:
         return await asyncio.to_thread(browser.reset_offsets, group, body)
 

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -148,6 +149,12 @@ def test_a_groups_offsets_reset_to_earliest_a_timestamp_and_an_offset(
         f"/v1/groups/{group}/offsets", json={"topic": name, "to": "latest", "partitions": [1, 1]}
     )
     assert twice.json()["offsets"] == {"1": 5}, twice.text
+    # Kafka's group ids may hold a slash; the path takes the whole id (the CLI quotes it).
+    slashed = quote(f"team/{group}", safe="")
+    moved = admin.post(f"/v1/groups/{slashed}/offsets", json={"topic": name, "to": "latest"})
+    assert moved.status_code == 200 and moved.json()["group"] == f"team/{group}", moved.text
+    described = admin.get(f"/v1/groups/{slashed}")
+    assert described.status_code == 200 and described.json()["group_id"] == f"team/{group}", described.text
 
 
 def test_the_console_deletes_a_topic_only_when_its_name_is_typed_again(
