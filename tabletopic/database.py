@@ -102,6 +102,19 @@ def create_engine(
     return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, connect_args=connect_args)
 
 
+def schema_version(engine: Engine, component: str) -> int:
+    """The schema version of ``component`` the database holds (0: never migrated). A reader that
+    is not the one to migrate (a CLI beside running brokers) checks it before it reads tables a
+    release it does not match may shape otherwise."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(_migrations_table.name):
+            return 0
+        row = conn.execute(
+            sa.select(_migrations_table.c.version).where(_migrations_table.c.component == component)
+        ).first()
+    return int(row[0]) if row else 0
+
+
 def migrate(engine: Engine, component: str, migrations: Sequence[Migration]) -> int:
     """Apply the migrations of ``component`` not yet recorded; return the resulting version.
 

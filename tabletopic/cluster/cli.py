@@ -32,7 +32,7 @@ from tabletopic.cli_common import (
 from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
-from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, broker_state
+from tabletopic.cluster.db import MIGRATIONS, ClusterMetadata, ClusterSnapshot, broker_state
 from tabletopic.cluster.events import ClusterEvent
 
 if TYPE_CHECKING:
@@ -285,6 +285,33 @@ def _no_metadata_url(data_dir: Path) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _cluster_database(url: str) -> sa.Engine:
+    """The brokers' metadata database, once its cluster tables are the ones this release reads:
+    brokers migrate it as they start, so a CLI newer than every running broker meets a schema
+    without the columns it selects (and an older one, columns it does not know)."""
+    engine = database.create_engine(url)
+    found, known = database.schema_version(engine, "cluster"), len(MIGRATIONS)
+    if found == known:
+        return engine
+    engine.dispose()
+    if found == 0:
+        err_console.print("[red]error:[/red] no cluster is registered in this database")
+    elif found < known:
+        err_console.print(
+            f"[red]error:[/red] the cluster's metadata schema is at version {found} and this tabletopic "
+            f"reads version {known}: start one broker of this release (it migrates the database as it "
+            "starts), or run the tabletopic the brokers run",
+            highlight=False,
+        )
+    else:
+        err_console.print(
+            f"[red]error:[/red] the cluster's metadata schema is at version {found}, newer than this "
+            f"tabletopic knows ({known}): run the tabletopic the brokers run",
+            highlight=False,
+        )
+    raise typer.Exit(1)
+
+
 @cluster_app.command("restart")
 def restart(
     node_id: Annotated[int, typer.Argument(help="The broker to restart (its broker.id).", min=1)],
@@ -347,11 +374,8 @@ def status(
     url = cluster_metadata_url(metadata_url, cfg.get(METADATA_URL), data_dir)
     if not url:
         raise _no_metadata_url(data_dir)
-    engine = database.create_engine(url)
+    engine = _cluster_database(url)
     try:
-        if not sa.inspect(engine).has_table("cluster_nodes"):
-            err_console.print("[red]error:[/red] no cluster is registered in this database")
-            raise typer.Exit(1)
         snapshot = ClusterMetadata(engine).snapshot()
         groups = _rows(engine, "SELECT group_id FROM group_metadata", "group_metadata")
         tables = _rows(
@@ -549,7 +573,7 @@ def balance(
     if not url.startswith("postgresql"):
         err_console.print("[red]error:[/red] give --metadata-url (the brokers' PostgreSQL metadata.url)")
         raise typer.Exit(2)
-    engine = database.create_engine(url)
+    engine = _cluster_database(url)
     try:
         meta = ClusterMetadata(engine)
         plan = plan_for(meta.snapshot(), ClusterSettings.from_config(loaded, NodeId(0)).auto_balancer.planner)
