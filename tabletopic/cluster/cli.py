@@ -286,27 +286,21 @@ def _no_metadata_url(data_dir: Path) -> typer.Exit:
 
 
 def _cluster_database(url: str) -> sa.Engine:
-    """The brokers' metadata database, once its cluster tables are the ones this release reads:
-    brokers migrate it as they start, so a CLI newer than every running broker meets a schema
-    without the columns it selects (and an older one, columns it does not know)."""
+    """The brokers' metadata database, once it holds the cluster tables this release reads: brokers
+    migrate it as they start, so a CLI newer than every running broker meets a schema without the
+    columns it selects. An older CLI reads a newer schema (its migrations only add)."""
     engine = database.create_engine(url)
     found, known = database.schema_version(engine, "cluster"), len(MIGRATIONS)
-    if found == known:
+    if found >= known:
         return engine
     engine.dispose()
     if found == 0:
         err_console.print("[red]error:[/red] no cluster is registered in this database")
-    elif found < known:
+    else:
         err_console.print(
             f"[red]error:[/red] the cluster's metadata schema is at version {found} and this tabletopic "
             f"reads version {known}: start one broker of this release (it migrates the database as it "
             "starts), or run the tabletopic the brokers run",
-            highlight=False,
-        )
-    else:
-        err_console.print(
-            f"[red]error:[/red] the cluster's metadata schema is at version {found}, newer than this "
-            f"tabletopic knows ({known}): run the tabletopic the brokers run",
             highlight=False,
         )
     raise typer.Exit(1)
