@@ -16,7 +16,7 @@ from tabletopic.broker.security import settings
 from tabletopic.broker.security.acls import parse_super_users
 from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.store import SecurityStore
-from tabletopic.broker.security.tls import TlsSettings, client_auth, enabled_versions
+from tabletopic.broker.security.tls import TlsSettings, client_auth, client_context, enabled_versions
 from tabletopic.config import Config, ConfigError
 from tabletopic.http_auth import HTTP_PREFIX, PROCESS_TOKEN_SECRET, HttpAuthenticator, Tokens
 from tabletopic.http_service import TLS_VERSIONS
@@ -88,28 +88,13 @@ def https_options(config: Config, listener: str) -> dict[str, Any]:
 
 
 def https_client_options(config: Config) -> dict[str, Any]:
-    """httpx's TLS options for one broker calling another's HTTPS admin API: trust the
-    ``http.ssl.truststore.location`` (else ``ssl.truststore.location``, else the system's CAs) and
-    present the broker's own certificate, which a peer asking for client certificates checks.
-
-    One SSL context, built here: it reads an encrypted key with ``ssl.key.password`` (httpx's
-    ``cert=`` tuple is deprecated), and a missing or unreadable file is found at start, with the key
-    to change, not by the first peer call.
-    """
-    tls = TlsSettings(config, HTTP_PREFIX)
-    truststore = tls.get(settings.SSL_TRUSTSTORE_LOCATION)
-    try:
-        context = ssl.create_default_context(cafile=str(truststore) if truststore else None)
-        own = _own_certificate(tls)
-        if own is not None:
-            certfile, keyfile = own
-            context.load_cert_chain(certfile, keyfile, password=tls.get(settings.SSL_KEY_PASSWORD) or None)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(
-            f"the HTTPS client certificate or truststore of the admin API could not be read ({exc}): check "
-            f"{tls.name(settings.SSL_TRUSTSTORE_LOCATION)}, the keystore or certificate and key locations, "
-            f"and {tls.name(settings.SSL_KEY_PASSWORD)}"
-        ) from exc
+    """httpx's TLS options for one broker calling another's HTTPS admin API: the broker's TLS client
+    context as the HTTPS services' keys give it (the ``http.`` prefixed keys, else the plain ones).
+    It trusts the truststore (else the system's CAs) and presents the broker's own certificate,
+    which a peer asking for client certificates checks, with an encrypted key opened by
+    ``ssl.key.password``. Built once, at start: a file that cannot be read stops the start with the
+    key to change, not the first peer call."""
+    context, _ = client_context(TlsSettings(config, HTTP_PREFIX))
     return {"verify": context}
 
 

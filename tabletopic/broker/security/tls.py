@@ -163,7 +163,10 @@ def _load_keys(
             if chain
             else s.SSL_CERTIFICATE_LOCATION
         )
-        raise ConfigError(f"{which}: cannot load the broker's key and certificate: {exc}") from exc
+        raise ConfigError(
+            f"{which}: cannot load the broker's key and certificate (an encrypted key needs "
+            f"{tls.name(s.SSL_KEY_PASSWORD)}): {exc}"
+        ) from exc
     if required:
         p = tls.prefix
         raise ConfigError(
@@ -263,8 +266,13 @@ def client_context(config: Config | TlsSettings) -> tuple[ssl.SSLContext, dict[s
     """The broker's own TLS client side, for its connections to its cluster's SSL listeners (the
     keys as its inter-broker listener sees them): it trusts the truststore (else the system's CAs)
     and shows its own certificate when it has one. Also the same settings spelled for librdkafka
-    (the node's own confluent-kafka clients)."""
+    (the node's own confluent-kafka clients).
+
+    A truststore replaces the system's CAs, as in Kafka and librdkafka: a cluster on a private CA
+    accepts no certificate a public CA issued for a broker's name."""
     tls = _settings(config)
-    context = ssl.create_default_context()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname checked, certificate required
     rdkafka = _load_truststore(context, tls)
+    if not rdkafka:
+        context.load_default_certs()
     return context, rdkafka | _load_keys(context, tls, required=False)

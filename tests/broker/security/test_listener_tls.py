@@ -22,7 +22,7 @@ from tabletopic.broker.security.http_auth import https_client_options, https_opt
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.store import SecurityStore
-from tabletopic.broker.security.tls import unused_listener_keys
+from tabletopic.broker.security.tls import client_context, unused_listener_keys
 from tabletopic.config import Config, ConfigError
 from tests.broker.security.conftest import SCRAM_USERS, create_scram_users
 from tests.broker.security.test_scram import _roundtrip
@@ -174,8 +174,20 @@ def test_a_broker_calls_a_peers_https_api_with_its_encrypted_key(ca: TestCA, ser
         server.shutdown()
         server.server_close()
 
-    with pytest.raises(ConfigError, match=r"http\.ssl\.key\.password"):
+    with pytest.raises(ConfigError, match=r"http\.ssl\.certificate\.location: .*http\.ssl\.key\.password"):
         https_client_options(Config({**keys, "http.ssl.key.password": "wrong"}))
+
+
+def test_a_truststore_replaces_the_system_cas_in_the_brokers_own_clients(ca: TestCA) -> None:
+    context, _ = client_context(Config({"ssl.truststore.location": str(ca.cert)}))
+    assert [cert["subject"] for cert in context.get_ca_certs()] == [
+        (
+            (("countryName", "NL"),),
+            (("organizationName", "tabletopic tests"),),
+            (("commonName", "tabletopic test CA"),),
+        )
+    ]
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
 def test_the_brokers_own_client_uses_its_listeners_keys(ca: TestCA) -> None:
