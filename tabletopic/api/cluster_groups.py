@@ -1,9 +1,11 @@
-"""Consumer groups as the whole cluster knows them, for the console of any broker.
+"""Consumer groups as the whole cluster (or the single node) knows them, for the console and the
+admin API of any broker.
 
 A group lives on one coordinator (the broker leading its ``__consumer_offsets`` slot); the broker
-asked may be another one, whose own coordinator knows nothing of it. So in a cluster the console asks
-the way any client would: ListGroups of every broker, DescribeGroups and OffsetFetch of each group's
-coordinator (librdkafka finds them), through a client that logs in as this broker. The lag is each
+asked may be another one, whose own coordinator knows nothing of it. So the console asks the way any
+client would: ListGroups of every broker, DescribeGroups (or ConsumerGroupDescribe, for a KIP-848
+group) and OffsetFetch of each group's coordinator (librdkafka finds them), through a client that
+logs in as this broker. A single node is asked the same way, so every group type shows alike. The lag is each
 committed offset against the high watermark its partition's leader answers
 (:func:`tabletopic.api.views.partition_ends`).
 

@@ -83,16 +83,16 @@ class Sampler:
         if groups is not None and groups.ready:
             # Consumption as consumer groups commit it: records/s of committed-offset progress.
             consumed = 0
-            for listed in groups.list_groups():
-                _error, committed = groups.fetch_offsets(listed.group_id, None)
+            for group_id in groups.group_ids():
+                _error, committed = groups.fetch_offsets(group_id, None)
                 group_total = sum(o.offset for _, parts in committed for _, o in parts if o is not None)
                 consumed += group_total
-                totals[sep("group", listed.group_id, "records_per_s")] = float(group_total)
+                totals[sep("group", group_id, "records_per_s")] = float(group_total)
                 for topic_name, partitions in committed:
                     for partition, offset in partitions:
                         mark = high_watermarks.get((topic_name, partition))
                         if offset is not None and mark is not None:
-                            values[sep("group", listed.group_id, topic_name, partition, "lag")] = max(
+                            values[sep("group", group_id, topic_name, partition, "lag")] = max(
                                 mark - offset.offset, 0
                             )
             totals["node|consumed_records_per_s"] = float(consumed)

@@ -13,7 +13,6 @@ import decimal
 import difflib
 import json
 import logging
-import struct
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -65,16 +64,15 @@ async def overview(src: ConsoleSources) -> dict[str, Any]:
 
 
 async def _group_count(src: ConsoleSources) -> int:
-    """The cluster's groups (ListGroups of every broker), or this node's own."""
-    asked = _cluster_client(src)
-    if asked is not None:
-        try:
-            return len(await asyncio.to_thread(cluster_groups.group_ids, asked))
-        except Exception as exc:
-            log.warning("the cluster's groups could not be counted: %s", exc)
-            return 0
-    coordinator = src.groups()
-    return len(coordinator.list_groups()) if coordinator is not None and coordinator.ready else 0
+    """The groups of the node or cluster (ListGroups of every broker)."""
+    asked = _group_client(src)
+    if asked is None:
+        return 0
+    try:
+        return len(await asyncio.to_thread(cluster_groups.group_ids, asked))
+    except Exception as exc:
+        log.warning("the groups could not be counted: %s", exc)
+        return 0
 
 
 def _table_count(src: ConsoleSources) -> int:
@@ -162,12 +160,14 @@ Ends = dict[str, list[tuple[int, int]]]
 
 
 async def partition_ends(src: ConsoleSources) -> Ends | None:
-    """``{topic: [(log start, high watermark), ...]}`` from the database and the leaders in a cluster
-    (a broker's own store knows only what it leads); None on a single node (its store is right)."""
+    """``{topic: [(log start, high watermark), ...]}``: from the database and the leaders in a
+    cluster (a broker's own store knows only what it leads), from the node's store on a single node."""
     service = src.broker_service()
     engine = src.engine
-    if service is None or engine is None or not cluster_view.clustered(service, engine):
+    if service is None:
         return None
+    if engine is None or not cluster_view.clustered(service, engine):
+        return {t.name: list(service.partition_offsets(t)) for t in service.topics.all()}
 
     def read() -> Ends:
         all_topics = list(service.topics.all())
@@ -181,124 +181,42 @@ async def partition_ends(src: ConsoleSources) -> Ends | None:
         return None
 
 
-def _cluster_client(src: ConsoleSources) -> dict[str, Any] | None:
-    """Client settings to ask the cluster as this broker, in a cluster; None on a single node (its
-    own coordinator holds every group)."""
+def _group_client(src: ConsoleSources) -> dict[str, Any] | None:
+    """Client settings to ask about groups as this broker, the way any Kafka client does: ListGroups,
+    DescribeGroups or ConsumerGroupDescribe, and OffsetFetch of each group's coordinator. One path
+    for a single node and a cluster, so every group type is seen alike (the node's own coordinator,
+    read in process, knew its classic groups only: KIP-848 groups were missing). None before the
+    broker has started."""
     service = src.broker_service()
-    if service is None or not cluster_view.clustered(service, src.engine):
-        return None
-    return cluster_view.console_client_config(service)
+    return None if service is None else cluster_view.console_client_config(service)
 
 
 async def groups(src: ConsoleSources) -> list[dict[str, Any]]:
-    """Every group: in a cluster as the coordinators answer (see :mod:`~tabletopic.api.cluster_groups`),
-    on a single node from its own coordinator."""
-    asked = _cluster_client(src)
-    if asked is not None:
-        ends = await partition_ends(src)
-        try:
-            return await asyncio.to_thread(cluster_groups.groups, asked, ends)
-        except Exception as exc:
-            log.warning("the cluster's groups could not be listed: %s", exc)
-            return []
-    coordinator = src.groups()
-    if coordinator is None or not coordinator.ready:
+    """Every group of the node or cluster, as its coordinator answers (see
+    :mod:`~tabletopic.api.cluster_groups`)."""
+    asked = _group_client(src)
+    if asked is None:
         return []
     ends = await partition_ends(src)
-    out = []
-    for listed in sorted(coordinator.list_groups(), key=lambda g: g.group_id):
-        described = coordinator.describe_group(listed.group_id)
-        lag = sum(p["lag"] or 0 for p in group_offsets(src, listed.group_id, ends))
-        out.append(
-            {
-                "group_id": listed.group_id,
-                "state": listed.state.value,
-                "protocol_type": listed.protocol_type,
-                "members": len(described.members) if described else 0,
-                "lag": lag,
-            }
-        )
-    return out
-
-
-def decode_assignment(raw: bytes) -> dict[str, list[int]] | None:
-    """ConsumerProtocolAssignment (any version): ``int16 version, int32 n, n x (string topic,
-    int32 m, m x int32 partition)``; ``None`` when the bytes are something else."""
     try:
-        offset = 2
-        (count,) = struct.unpack_from(">i", raw, offset)
-        offset += 4
-        if count < 0 or count > len(raw):
-            return None
-        out: dict[str, list[int]] = {}
-        for _ in range(count):
-            (length,) = struct.unpack_from(">h", raw, offset)
-            offset += 2
-            name = bytes(raw[offset : offset + length]).decode("utf-8")
-            offset += length
-            (partitions,) = struct.unpack_from(">i", raw, offset)
-            offset += 4
-            if partitions < 0 or partitions * 4 > len(raw) - offset:
-                return None
-            out[name] = list(struct.unpack_from(f">{partitions}i", raw, offset))
-            offset += 4 * partitions
-        return out
-    except (struct.error, UnicodeDecodeError):
-        return None
-
-
-def group_offsets(src: ConsoleSources, group_id: str, ends: Ends | None = None) -> list[dict[str, Any]]:
-    """Committed offsets with high watermark and lag per partition (``ends``: the cluster's
-    high watermarks, see :func:`partition_ends`; else this node's store)."""
-    coordinator, service = src.groups(), src.broker_service()
-    if coordinator is None or service is None:
+        return await asyncio.to_thread(cluster_groups.groups, asked, ends)
+    except Exception as exc:
+        log.warning("the groups could not be listed: %s", exc)
         return []
-    _error, committed = coordinator.fetch_offsets(group_id, None)
-    rows = []
-    for topic_name, partitions in committed:
-        found = service.topics.get(topic_name)
-        if ends is not None:
-            offsets = ends.get(topic_name, [])
-        else:
-            offsets = service.partition_offsets(found) if found is not None else []
-        for partition, value in partitions:
-            committed_offset = value.offset if value is not None else None
-            rows.append(cluster_groups.offset_row(topic_name, partition, committed_offset, offsets))
-    return rows
 
 
 async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
-    asked = _cluster_client(src)
-    if asked is not None:
-        ends = await partition_ends(src)
-        try:
-            return await asyncio.to_thread(cluster_groups.group, asked, group_id, ends)
-        except Exception as exc:
-            log.warning("group %s could not be described: %s", group_id, exc)
-            return None
-    coordinator = src.groups()
-    if coordinator is None or not coordinator.ready:
+    """One group's page: state, members and their assignments, committed offsets and lag; None for
+    a group the node or cluster does not know."""
+    asked = _group_client(src)
+    if asked is None:
         return None
-    described = coordinator.describe_group(group_id)
-    if described is None:
+    ends = await partition_ends(src)
+    try:
+        return await asyncio.to_thread(cluster_groups.group, asked, group_id, ends)
+    except Exception as exc:
+        log.warning("group %s could not be described: %s", group_id, exc)
         return None
-    return {
-        "group_id": group_id,
-        "state": described.state.value,
-        "protocol_type": described.protocol_type,
-        "protocol_name": described.protocol_name,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "instance_id": m.group_instance_id,
-                "assignment": decode_assignment(m.assignment) if m.assignment else None,
-            }
-            for m in described.members
-        ],
-        "offsets": group_offsets(src, group_id, await partition_ends(src)),
-    }
 
 
 def this_node(src: ConsoleSources) -> int | None:

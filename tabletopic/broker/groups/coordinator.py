@@ -680,6 +680,13 @@ class GroupCoordinator:
             if g.state is not GroupState.DEAD and self.owns(g.group_id)
         ]
 
+    def group_ids(self) -> list[str]:
+        """Every group this broker coordinates that commits offsets: classic and KIP-848 consumer
+        groups (a share group's progress is its share state, not committed offsets)."""
+        classic = [g.group_id for g in self.list_groups()]
+        consumer = [g.group_id for g in self.consumer.groups() if self.owns(g.group_id)]
+        return sorted(set(classic) | set(consumer))
+
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         """DeleteGroups: only Empty groups (NON_EMPTY_GROUP while members are active); offsets go
         with the group."""

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support import kafka_clients as clients
@@ -31,7 +32,7 @@ SESSION_TIMEOUT_MS = 6000
 
 
 @pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One broker for this module, with a short heartbeat interval and session timeout so that
     rebalances and the fencing of a killed member take seconds."""
     overrides = {
@@ -39,8 +40,13 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     }
     process = BrokerProcess(tmp_path_factory.mktemp("kip848"), overrides=overrides).start()
-    yield process.bootstrap
+    yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(node: BrokerProcess) -> str:
+    return node.bootstrap
 
 
 def _config(bootstrap: str, group: str) -> dict[str, object]:
@@ -321,3 +327,50 @@ def test_static_member_restarting_within_its_session_gets_its_partitions_back(bo
         for consumer in (first, again, other):
             if consumer is not None:
                 consumer.close()
+
+
+def test_a_consumer_group_is_listed_and_described_with_its_members_by_the_admin_api_and_cli(
+    node: BrokerProcess,
+) -> None:
+    """`tabletopic groups` and the console's pages (the same /v1/groups) show a KIP-848 group with
+    its members and their partitions, as they show a classic one: they read the single node's
+    classic groups alone, and said 'no consumer groups' beside two members consuming."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic, group = f"shown-{uuid.uuid4().hex[:6]}", f"gshown-{uuid.uuid4().hex[:6]}"
+    clients.create_topic(node.bootstrap, topic, 3)
+    _produce(node.bootstrap, topic, 3, 0, 30)
+    members = [Consumer({**_config(node.bootstrap, group), "client.id": f"m{i}"}) for i in range(2)]
+    admin = httpx.Client(base_url=node.admin_url, timeout=30)
+    try:
+        for member in members:
+            member.subscribe([topic])
+
+        def owned() -> list[set[int]]:
+            for member in members:
+                member.poll(0.1)
+            return [{tp.partition for tp in m.assignment()} for m in members]
+
+        wait_until(lambda: sorted(len(o) for o in owned()) == [1, 2], timeout=60, interval=0)
+        for member in members:  # every record of each partition read: committed at its end
+            mine = [TopicPartition(topic, tp.partition, 10) for tp in member.assignment()]
+            member.commit(offsets=mine, asynchronous=False)
+        listed = {g["group_id"]: g for g in admin.get("/v1/groups").json()}
+        assert listed[group]["members"] == 2 and listed[group]["state"] == "Stable", listed.get(group)
+        assert "KIP-848" in listed[group]["protocol_type"] and listed[group]["lag"] == 0
+        described = admin.get(f"/v1/groups/{group}").json()
+        assigned = sorted(p for m in described["members"] for p in m["assignment"][topic])
+        assert assigned == [0, 1, 2] and {m["client_id"] for m in described["members"]} == {"m0", "m1"}
+        assert [(o["partition"], o["committed"], o["lag"]) for o in described["offsets"]] == [
+            (p, 10, 0) for p in range(3)
+        ]
+        shown = subprocess.run(
+            [sys.executable, "-m", "tabletopic", "groups", "--admin-url", node.admin_url, "describe", group],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0 and "consumer (KIP-848)" in shown.stdout, shown.stdout + shown.stderr
+    finally:
+        admin.close()
+        clients.close_within(*members)
