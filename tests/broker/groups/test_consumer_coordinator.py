@@ -6,6 +6,7 @@ session timer fencing a silent member."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import uuid
 from types import SimpleNamespace
@@ -210,4 +211,17 @@ async def test_heartbeat_handler_refuses_bad_requests_in_the_protocols_terms(
     if error is ErrorCode.none:
         assert response.member_id and response.member_epoch == 1
         assert {t.topic_id for t in response.assignment.topic_partitions} == {TOPIC_IDS["orders"][0]}
+    await coordinator.stop()
+
+
+async def test_group_ids_name_the_classic_and_the_consumer_groups_the_console_samples(
+    sqlite_engine: Engine,
+) -> None:
+    """The console's lag plots sample the groups of :meth:`GroupCoordinator.group_ids`: a KIP-848
+    group is one of them, beside the classic ones (it was left out, so it had no lag plot)."""
+    coordinator = await started(sqlite_engine)
+    joined(coordinator, "m1")
+    classic = dataclasses.replace(classic_join("", subscription.encode(["orders"])), group_id="c")
+    await coordinator.join_group(classic)
+    assert coordinator.group_ids() == ["c", "g"]
     await coordinator.stop()
