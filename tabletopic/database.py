@@ -123,11 +123,7 @@ def migrate(engine: Engine, component: str, migrations: Sequence[Migration]) -> 
     """
     with _migrate_lock, _database_lock(engine):
         _migrations_table.create(engine, checkfirst=True)
-        with engine.begin() as conn:
-            row = conn.execute(
-                sa.select(_migrations_table.c.version).where(_migrations_table.c.component == component)
-            ).first()
-        current = row[0] if row else 0
+        current = schema_version(engine, component)
         if current > len(migrations):
             raise RuntimeError(
                 f"metadata database has {component} schema version {current}, newer than this "
