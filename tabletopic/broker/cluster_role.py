@@ -30,7 +30,7 @@ from tabletopic.broker.wal_takeover import WalTakeovers
 from tabletopic.cluster.controller import PartitionKey
 from tabletopic.cluster.load import LoadMeter
 from tabletopic.cluster.node import ClusterNode, ClusterSettings
-from tabletopic.ids import LeaderEpoch, StreamId
+from tabletopic.ids import LeaderEpoch, NodeId, StreamId
 from tabletopic.log_limit import RateLimitedLog, few_of
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, StreamFenced
@@ -183,6 +183,9 @@ class ClusterRole:
 
     async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[PartitionKey]:
         return await self.node.request_moves(moves)
+
+    async def unregister(self, node_id: int, by: str) -> None:
+        await self.node.unregister(NodeId(node_id), by)
 
     def record_bytes(self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0) -> None:
         key = (topic, partition)

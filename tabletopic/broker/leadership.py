@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from tabletopic.cluster.controller import PartitionKey, group_slot
+from tabletopic.cluster.db import BrokerNotRegistered, UnregisterRefused
 from tabletopic.cluster.node import ClusterNode
 
 __all__ = [
@@ -74,6 +75,10 @@ class Leadership(Protocol):
         """Ask for ``(topic, partition, node)`` moves (node None cancels one); returns the
         partitions the controller does not know (yet)."""
 
+    async def unregister(self, node_id: int, by: str) -> None:
+        """Remove broker ``node_id``, which left for good, from the cluster (``by``: who asked).
+        Raises :class:`~tabletopic.cluster.db.UnregisterRefused` saying why not."""
+
 
 class ClusterMember(Leadership, Protocol):
     """Leadership in a cluster, with what the coordinators and the zone router need besides:
@@ -130,3 +135,10 @@ class SingleNode:
 
     async def reassign(self, moves: list[tuple[str, int, int | None]]) -> list[tuple[str, int]]:
         return []
+
+    async def unregister(self, node_id: int, by: str) -> None:
+        if node_id == self._node_id:
+            raise UnregisterRefused(f"broker {node_id} is this single node, and it is alive")
+        raise BrokerNotRegistered(
+            f"broker {node_id} is not registered: this single node is broker {self._node_id}"
+        )

@@ -1,6 +1,7 @@
 """``tabletopic cluster up`` (a whole cluster on this machine), ``tabletopic cluster status``
 (who is alive, who leads what, who coordinates which group and table), read from the metadata
-database the brokers share, and ``tabletopic cluster balance [--dry-run]`` (the auto-balancer's
+database the brokers share, ``tabletopic cluster unregister N`` (remove a broker that left for
+good) and ``tabletopic cluster balance [--dry-run]`` (the auto-balancer's
 plan for the cluster as it is now, every move with its reason; without ``--dry-run`` the moves are
 asked for the way the controller's own rounds ask: reassignment targets, not pinned)."""
 
@@ -32,7 +33,13 @@ from tabletopic.cli_common import (
 from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
 from tabletopic.cluster.controller import group_slot
-from tabletopic.cluster.db import MIGRATIONS, ClusterMetadata, ClusterSnapshot, broker_state
+from tabletopic.cluster.db import (
+    MIGRATIONS,
+    ClusterMetadata,
+    ClusterSnapshot,
+    UnregisterRefused,
+    broker_state,
+)
 from tabletopic.cluster.events import ClusterEvent
 
 if TYPE_CHECKING:
@@ -350,6 +357,36 @@ def restart(
         err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
     console.print(message, highlight=False)
+
+
+@cluster_app.command("unregister")
+def unregister(
+    node_id: Annotated[int, typer.Argument(help="The broker to remove (its broker.id).", min=0)],
+    metadata_url: MetadataUrlOption = None,
+    data_dir: ClusterDirOption = DEFAULT_CLUSTER_DIR,
+    config: ConfigFileOption = None,
+    override: OverrideOption = None,
+) -> None:
+    """Remove a broker that left for good (scaled in, its machine gone) from the cluster, as
+    `kafka-cluster unregister` does: `cluster status` and the console stop listing it. Refused
+    while it is alive or anything still waits on it."""
+    cfg = load_config(None, config, override)
+    url = cluster_metadata_url(metadata_url, cfg.get(METADATA_URL), data_dir)
+    if not url:
+        raise _no_metadata_url(data_dir)
+    engine = _cluster_database(url)
+    try:
+        epoch = ClusterMetadata(engine).unregister(NodeId(node_id), by="`tabletopic cluster unregister`")
+    except UnregisterRefused as exc:
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
+    console.print(
+        f"unregistered broker {node_id}: `cluster status` and the console no longer list it; a broker "
+        f"started again with broker.id={node_id} joins as a new incarnation (epoch {epoch + 1})",
+        highlight=False,
+    )
 
 
 @cluster_app.command("status")

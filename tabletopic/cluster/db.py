@@ -36,6 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from tabletopic import database
+from tabletopic.cluster import events
 from tabletopic.cluster.controller import (
     Assignment,
     PartitionKey,
@@ -56,9 +57,13 @@ _ts = sa.DateTime(timezone=True)
 
 # The ``state`` of a broker that left: ``stopped`` on its own (SIGTERM, a controlled shutdown),
 # ``retired`` when another broker took its shared WAL over (it was killed, paused or cut off past its
-# lease). Neither counts as live nor renews its lease; ``cluster status`` shows the second as dead.
-STOPPED, RETIRED = "stopped", "retired"
-GONE = (STOPPED, RETIRED)
+# lease), ``unregistered`` when an operator removed it from the cluster (``cluster unregister``,
+# Kafka's ``kafka-cluster unregister``). None counts as live nor renews its lease; ``cluster status``
+# shows the second as dead and leaves the third out. The row of an unregistered broker stays: its
+# ``node_epoch`` is where a broker started again with the same id continues, so an incarnation of
+# before the removal can never pass for a new one.
+STOPPED, RETIRED, UNREGISTERED = "stopped", "retired", "unregistered"
+GONE = (STOPPED, RETIRED, UNREGISTERED)
 
 nodes_table = sa.Table(
     "cluster_nodes",
@@ -67,7 +72,7 @@ nodes_table = sa.Table(
     sa.Column("node_epoch", sa.BigInteger, nullable=False),
     sa.Column("rack", sa.Text, nullable=True),
     sa.Column("endpoints", sa.Text, nullable=False),  # JSON {"PLAINTEXT": ["host", port], ...}
-    sa.Column("state", sa.String(16), nullable=False),  # alive | draining | stopped | retired
+    sa.Column("state", sa.String(16), nullable=False),  # alive | draining | stopped | retired | unregistered
     sa.Column("lease_expires", _ts, nullable=False),
     sa.Column("registered_at", _ts, nullable=False),
     sa.Column("load", sa.Text, nullable=False, server_default="{}"),  # JSON {"topic/p": [in, out]}
@@ -172,6 +177,14 @@ class NodeFenced(ClusterError, Fenced):
 
 class NotController(ClusterError):
     """The controller lease is held by someone else (or this holder's epoch is over)."""
+
+
+class UnregisterRefused(ClusterError):
+    """A broker cannot be removed yet; the message says why, in words."""
+
+
+class BrokerNotRegistered(UnregisterRefused):
+    """No broker of that id is registered (Kafka's BROKER_ID_NOT_REGISTERED)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +379,58 @@ class ClusterMetadata:
                 )
             _notify(conn, "nodes")
 
+    def unregister(self, node_id: NodeId, by: str) -> BrokerEpoch:
+        """Remove a broker that left for good from the cluster, as Kafka's UnregisterBroker does:
+        it no longer shows in ``cluster status``, the console or anything else that lists brokers,
+        and the timeline says who removed it (``by``). Returns the epoch of its last incarnation.
+
+        Refused (:class:`UnregisterRefused`, saying why) while anything still depends on it: while
+        its lease runs (it may still write), while it leads a partition or holds the controller
+        lease (the controller moves what it led once its lease ran out), and while its shared WAL
+        waits for a takeover (what the WAL holds is acknowledged data). The node row is locked
+        first, so a registration of the same id cannot slip in between the checks and the
+        change."""
+        n, p, c = nodes_table, partitions_table, controller_table
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(n.c.node_epoch, n.c.state, live_broker(n).label("alive"))
+                .where(n.c.node_id == node_id)
+                .with_for_update()
+            ).first()
+            if row is None or row.state == UNREGISTERED:
+                raise BrokerNotRegistered(f"broker {node_id} is not registered in this cluster")
+            if row.alive:
+                raise UnregisterRefused(
+                    f"broker {node_id} is {row.state}: stop it first (SIGTERM hands its partitions to "
+                    "the other brokers, then it exits)"
+                )
+            led = conn.execute(sa.select(sa.func.count()).where(p.c.leader_node == node_id)).scalar_one()
+            controls = conn.execute(
+                sa.select(c.c.id).where(c.c.node_id == node_id, c.c.lease_expires > sa.func.now())
+            ).first()
+            if led or controls is not None:
+                what = f"{led} partition(s)" if led else "the controller lease"
+                raise UnregisterRefused(
+                    f"broker {node_id} still holds {what}: the controller moves them once its lease ran "
+                    "out (broker.session.timeout.ms); try again in a few seconds"
+                )
+            waiting = [r.wal for r in self._open_wals(conn) if r.node_id == node_id]
+            if waiting:
+                raise UnregisterRefused(
+                    f"broker {node_id}'s shared WAL {waiting[0]} waits for a live broker to take it over "
+                    "(it may hold acknowledged records); try again in a few seconds"
+                )
+            conn.execute(
+                sa.update(n)
+                .where(n.c.node_id == node_id)
+                .values(state=UNREGISTERED, load="{}", admin_url=None, lease_expires=sa.func.now())
+            )
+            epoch = BrokerEpoch(int(row.node_epoch))
+            reason = f"broker {node_id} unregistered by {by} (its last incarnation was epoch {epoch})"
+            events.append(conn, [events.ClusterEvent(events.UNREGISTERED, reason, from_node=node_id)], None)
+            _notify(conn, "nodes")
+            return epoch
+
     def admin_urls(self) -> dict[NodeId, str]:
         """Where each live broker serves its admin API (those serving none left out): a dead one's
         address may not even refuse a connection, and every caller would wait for it."""
@@ -506,7 +571,8 @@ class ClusterMetadata:
                 conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 nodes = {}
-                for row in conn.execute(sa.select(n, live_broker(n).label("alive"))):
+                known = sa.select(n, live_broker(n).label("alive")).where(n.c.state != UNREGISTERED)
+                for row in conn.execute(known):
                     endpoints = {k: (str(e[0]), int(e[1])) for k, e in json.loads(row.endpoints).items()}
                     node_id = NodeId(int(row.node_id))
                     nodes[node_id] = NodeInfo(

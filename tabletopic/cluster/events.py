@@ -26,6 +26,9 @@ KEEP = 2000
 # A controller move's reason is its cause, this, then who took the partition: rows of one decision
 # share the cause, which is what :func:`decisions` groups them by.
 CAUSE_END = "; "
+# What names the partitions of an event about a broker alone (one unregistered by an operator).
+NO_PARTITION = "-"
+UNREGISTERED = "unregistered"  # the kind of that event
 
 _md = sa.MetaData()
 events_table = sa.Table(
@@ -35,7 +38,7 @@ events_table = sa.Table(
         "event_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
     ),
     sa.Column("at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
-    # placed | failover | drain | reassignment | count-balance | auto-balance
+    # placed | failover | drain | reassignment | count-balance | auto-balance | unregistered
     sa.Column("kind", sa.String(24), nullable=False),
     sa.Column("topic", sa.Text, nullable=True),
     sa.Column("partition", sa.Integer, nullable=True),
@@ -110,28 +113,33 @@ def classify(
 
 def record(engine: Engine, events: list[ClusterEvent], controller_epoch: int | None) -> None:
     """Append events (one statement) and drop those beyond the last :data:`KEEP`."""
-    if not events:
-        return
+    if events:
+        with engine.begin() as conn:
+            append(conn, events, controller_epoch)
+
+
+def append(conn: Connection, events: list[ClusterEvent], controller_epoch: int | None) -> None:
+    """:func:`record` inside the caller's transaction, for a change and its event to commit
+    together."""
     e = events_table
-    with engine.begin() as conn:
-        conn.execute(
-            sa.insert(e),
-            [
-                {
-                    "kind": ev.kind,
-                    "reason": ev.reason,
-                    "topic": ev.topic,
-                    "partition": ev.partition,
-                    "from_node": ev.from_node,
-                    "to_node": ev.to_node,
-                    "controller_epoch": controller_epoch,
-                }
-                for ev in events
-            ],
-        )
-        newest = conn.execute(sa.select(sa.func.max(e.c.event_id))).scalar()
-        if newest is not None and int(newest) > KEEP:
-            conn.execute(sa.delete(e).where(e.c.event_id <= int(newest) - KEEP))
+    conn.execute(
+        sa.insert(e),
+        [
+            {
+                "kind": ev.kind,
+                "reason": ev.reason,
+                "topic": ev.topic,
+                "partition": ev.partition,
+                "from_node": ev.from_node,
+                "to_node": ev.to_node,
+                "controller_epoch": controller_epoch,
+            }
+            for ev in events
+        ],
+    )
+    newest = conn.execute(sa.select(sa.func.max(e.c.event_id))).scalar()
+    if newest is not None and int(newest) > KEEP:
+        conn.execute(sa.delete(e).where(e.c.event_id <= int(newest) - KEEP))
 
 
 def recent(engine: Engine, limit: int = 200, include_placed: bool = False) -> list[ClusterEvent]:
@@ -183,7 +191,8 @@ class Decision:
     def line(self) -> str:
         """One line of ``cluster status``: a single move with its whole reason."""
         if len(self.partitions) == 1:
-            return f"{self.kind} {self.partitions[0]}: {self.cause}"
+            where = "" if self.partitions[0] == NO_PARTITION else f" {self.partitions[0]}"
+            return f"{self.kind}{where}: {self.cause}"
         count = len(self.partitions)
         # One round can balance partitions away from two brokers for one cause: two entries, told
         # apart by their source, unless the cause names it ("broker 2 is dead").
@@ -223,7 +232,7 @@ def decisions(events: Sequence[ClusterEvent]) -> list[Decision]:
         moved = sorted(
             rows, key=lambda e: ((e.topic or "").startswith("__"), e.topic or "", e.partition or 0)
         )
-        names = tuple(f"{e.topic}-{e.partition}" if e.topic is not None else "-" for e in moved)
+        names = tuple(f"{e.topic}-{e.partition}" if e.topic is not None else NO_PARTITION for e in moved)
         taken = Counter(e.to_node for e in rows if e.to_node is not None)
         whole = cause if len(rows) > 1 else rows[0].reason
         out.append(Decision(kind, whole, at, source, names, tuple(taken.most_common())))

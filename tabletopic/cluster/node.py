@@ -554,6 +554,9 @@ class ClusterNode:
     async def request_moves(self, moves: list[tuple[str, int, int | None]]) -> list[PartitionKey]:
         return await self._db(self.meta.request_moves, moves)
 
+    async def unregister(self, node_id: NodeId, by: str) -> None:
+        await self._db(self.meta.unregister, node_id, by)
+
     async def notify(self, kind: str) -> None:
         await self._db(self.meta.notify, kind)
 

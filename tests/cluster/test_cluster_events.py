@@ -82,3 +82,12 @@ def test_a_failover_of_many_partitions_reads_back_as_one_entry_with_user_topics_
         f"from broker {source} to broker 3 (2)"
         for a, b, source in ((0, 2, 1), (1, 3, 2))
     ]
+
+
+def test_a_broker_unregistered_reads_back_as_one_entry_about_the_broker_alone() -> None:
+    reason = "broker 4 unregistered by `tabletopic cluster unregister` (its last incarnation was epoch 2)"
+    event = events.ClusterEvent(events.UNREGISTERED, reason, from_node=4, at="2026-12-02T17:28:37+00:00")
+    (found,) = events.decisions([event])
+    assert found.line() == f"unregistered: {reason}"  # no partition to name
+    shown = found.as_dict()
+    assert (shown["where"], shown["went_to"], shown["from_node"]) == ("-", "", 4)

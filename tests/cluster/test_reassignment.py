@@ -3,6 +3,8 @@ and receives partitions, and SIGTERM drains a broker's partitions before it exit
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -12,10 +14,12 @@ from tests.support.cluster import (
     LocalCluster,
     move_with_cli,
     new_topic,
+    one_request,
     produce_raw,
     wait_until,
 )
 from tests.support.kafka_clients import produce_values, read_values
+from tests.support.kafka_requests import request
 from tests.support.table_producers import SteadyProducer
 
 pytestmark = CLUSTER_TEST_MARKS
@@ -60,7 +64,12 @@ def test_partitions_move_under_load_with_the_cli(healthy_cluster: LocalCluster) 
     _check_exactly_once(cluster, load, 6)
 
 
-def test_a_new_broker_receives_partitions_and_sigterm_drains_it(healthy_cluster: LocalCluster) -> None:
+def test_a_new_broker_receives_partitions_sigterm_drains_it_and_unregister_removes_it(
+    healthy_cluster: LocalCluster,
+) -> None:
+    """Scaling out and back in, as an operator does it: broker 4 joins under load and receives
+    partitions, SIGTERM drains it, and once it is gone `cluster unregister` (or Kafka's
+    UnregisterBroker) removes it from every listing, refusing it while it was alive."""
     cluster = healthy_cluster
     topic, _ = new_topic(cluster, "scale", 12)
     with SteadyProducer(cluster.bootstrap, topic, 12) as load:
@@ -68,6 +77,8 @@ def test_a_new_broker_receives_partitions_and_sigterm_drains_it(healthy_cluster:
         try:
             # The balancer evens out partition counts over every topic of the shared cluster.
             wait_until(lambda: _led_by(cluster, 4) >= 2, timeout=30)
+            refused = _unregister_with_cli(cluster, 4)
+            assert refused.returncode == 1 and "broker 4 is alive: stop it first" in refused.stderr
             _wait_more_acks(load)
             cluster.brokers[4].stop()  # SIGTERM: controlled shutdown
             assert _led_by(cluster, 4) == 0
@@ -76,6 +87,43 @@ def test_a_new_broker_receives_partitions_and_sigterm_drains_it(healthy_cluster:
             cluster.brokers[4].kill()
             del cluster.brokers[4]
     _check_exactly_once(cluster, load, 12)
+    assert 4 in _brokers_listed(_status(cluster))  # stopped, and listed so until unregistered
+    # A stopped broker's shared WAL is taken over first: refused (saying so) until then.
+    wait_until(lambda: _unregister_broker(cluster, 4, via=2)[0] == 0, timeout=30)
+    assert 4 not in _brokers_listed(status := _status(cluster))
+    assert "unregistered: broker 4 unregistered by UnregisterBroker from User:ANONYMOUS" in status
+    assert _unregister_broker(cluster, 4, via=1) == (102, "broker 4 is not registered in this cluster")
+    gone = _unregister_with_cli(cluster, 4)
+    assert gone.returncode == 1 and "broker 4 is not registered in this cluster" in gone.stderr
+
+
+def _unregister_broker(cluster: LocalCluster, node: int, via: int) -> tuple[int, str | None]:
+    """UnregisterBroker (64), what `kafka-cluster unregister --id` sends: error code and message."""
+    answer = one_request(cluster, via, request(64, 0, broker_id=node))
+    return int(answer.error_code.value), answer.error_message
+
+
+def _unregister_with_cli(cluster: LocalCluster, node: int) -> subprocess.CompletedProcess[str]:
+    command = ["cluster", "unregister", str(node), "--metadata-url", cluster.metadata_url]
+    return subprocess.run(
+        [sys.executable, "-m", "tabletopic", *command], capture_output=True, text=True, timeout=60
+    )
+
+
+def _brokers_listed(status: str) -> set[int]:
+    """The NODE column of `cluster status`'s broker table."""
+    lines = status.split("\n\n")[1].splitlines()
+    assert lines[0].startswith("NODE\t"), status
+    return {int(line.split("\t")[0]) for line in lines[1:]}
+
+
+def _status(cluster: LocalCluster) -> str:
+    command = ["cluster", "status", "--metadata-url", cluster.metadata_url]
+    done = subprocess.run(
+        [sys.executable, "-m", "tabletopic", *command], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_a_kafka_python_consumer_follows_its_partition_to_a_broker_it_has_never_seen(

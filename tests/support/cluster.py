@@ -216,7 +216,7 @@ def move_with_cli(cluster: LocalCluster, topic: str, partition: int, target: int
     assert done.returncode == 0, done.stderr
 
 
-def _one_request(cluster: LocalCluster, node: int, kafka_request: Any) -> Any:
+def one_request(cluster: LocalCluster, node: int, kafka_request: Any) -> Any:
     """Send ``kafka_request`` straight to broker ``node`` on a connection of its own; its answer."""
     sock = connect(cluster.brokers[node].bootstrap)
     try:
@@ -230,7 +230,7 @@ def ask_moves(cluster: LocalCluster, topic: str, moves: dict[int, int], via: int
     :func:`move_with_cli` it neither starts a process nor waits for the moves, so a test can ask
     while a partition's leader is down, at a moment it must not miss. Fails the test on a refusal."""
     partitions = [{"partition_index": p, "replicas": [node]} for p, node in moves.items()]
-    answer = _one_request(
+    answer = one_request(
         cluster, via, request(45, 0, timeout=10_000, topics=[{"name": topic, "partitions": partitions}])
     )
     assert answer.error_code.value == 0, answer.error_message
@@ -253,7 +253,7 @@ def produce_raw_answer(
 ) -> tuple[int, str | None]:
     """Send one Produce straight to ``node``; returns the partition's error code and message (what
     a failing wait should report)."""
-    answer = _one_request(cluster, node, produce_request(topic, partition, make_batch([value])))
+    answer = one_request(cluster, node, produce_request(topic, partition, make_batch([value])))
     entry = answer.responses[0].partition_responses[0]
     return int(entry.error_code.value), entry.error_message
 
@@ -261,7 +261,7 @@ def produce_raw_answer(
 def find_coordinator(cluster: LocalCluster, node: int, key: str, key_type: int = 1) -> int:
     """The node ``node`` names as coordinator of ``key`` (FindCoordinator; 1: a transactional id,
     0: a group)."""
-    answer = _one_request(cluster, node, request(10, 4, key_type=key_type, coordinator_keys=[key]))
+    answer = one_request(cluster, node, request(10, 4, key_type=key_type, coordinator_keys=[key]))
     entry = answer.coordinators[0]
     assert entry.error_code.value == 0, entry
     return int(entry.node_id)

@@ -70,6 +70,7 @@ from tabletopic.broker.handlers import (
     share_group_offsets,
     sync_group,
     transactions,
+    unregister_broker,
     user_scram_credentials,
     write_txn_markers,
 )
@@ -155,6 +156,7 @@ APIS: dict[int, Api] = {
     55: Api(_BROKER, describe_quorum.handle),
     60: Api(_BROKER, describe_cluster.handle),
     61: Api(_BROKER, describe_producers.handle),
+    64: Api(_BROKER, unregister_broker.handle),
     65: Api(_BROKER, transactions.describe),
     66: Api(_BROKER, transactions.list_transactions),
     68: Api(_GROUPS, consumer_group_heartbeat.handle),

@@ -866,6 +866,12 @@ class DescribeProducersResponse(TypedDict, total=False):
     topics: Sequence[TopicResponse]
 
 
+class UnregisterBrokerResponse(TypedDict, total=False):
+    throttle_time: int | datetime.timedelta
+    error_code: ErrorCode
+    error_message: str | None
+
+
 class DescribeTransactionsTopicData(TypedDict, total=False):
     topic: str
     partitions: Sequence[int]

@@ -49,6 +49,7 @@ MAX_VERSIONS: dict[int, int] = {
     55: 2,  # DescribeQuorum
     60: 2,  # DescribeCluster (v2: include_fenced_brokers; we list live brokers only)
     61: 0,  # DescribeProducers
+    64: 0,  # UnregisterBroker (kafka-cluster unregister; Kafka serves it on the controller)
     65: 0,  # DescribeTransactions
     66: 1,  # ListTransactions
     75: 0,  # DescribeTopicPartitions

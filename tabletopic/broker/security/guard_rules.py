@@ -760,6 +760,7 @@ RULES: dict[int, Rule] = {
     55: cluster_rule(Operation.DESCRIBE, throttled=False),  # DescribeQuorum has no throttle time
     60: describe_cluster,
     61: topics_rule(PRODUCERS, Operation.READ),
+    64: cluster_rule(Operation.ALTER),  # UnregisterBroker
     65: describe_transactions,
     66: list_transactions,
     75: describe_topic_partitions,
