@@ -9,12 +9,18 @@ logs in as this broker. A single node is asked the same way, so every group type
 committed offset against the high watermark its partition's leader answers
 (:func:`tabletopic.api.views.partition_ends`).
 
+Share groups (KIP-932) commit no offsets and librdkafka's admin API leaves them out: its
+ListConsumerGroups filters them away and its DescribeConsumerGroups refuses them. Its older
+``list_groups`` (ListGroups, then DescribeGroups, of every broker) lists every group with its
+protocol type, state and members, so share groups are read from it, with their members and no lag.
+
 Every call blocks: callers run them in a thread.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 from tabletopic.leader_offsets import admin_client
@@ -35,6 +41,8 @@ _STATES = {
 
 Ends = dict[str, list[tuple[int, int]]]
 
+SHARE = "share"  # the protocol type ListGroups gives a share group
+
 
 def _state(value: Any) -> str:
     name = getattr(value, "name", str(value))
@@ -49,11 +57,24 @@ def _protocol_type(description: Any) -> str:
 
 
 def group_ids(config: dict[str, Any]) -> list[str]:
-    """Every group of the cluster (ListGroups of every broker)."""
+    """Every consumer group of the cluster (ListGroups of every broker); share groups apart."""
     listed = admin_client(config).list_consumer_groups(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
     for error in listed.errors:
         log.debug("a broker did not list its groups: %s", error)
     return sorted(g.group_id for g in listed.valid)
+
+
+def share_groups(config: dict[str, Any]) -> dict[str, Any]:
+    """``{group id: GroupMetadata}`` of every share group of the cluster; empty when the brokers
+    could not be asked (the consumer groups still show)."""
+    try:
+        with warnings.catch_warnings():  # deprecated for consumer groups, the only way to share ones
+            warnings.simplefilter("ignore", DeprecationWarning)
+            listed = admin_client(config).list_groups(timeout=TIMEOUT_S)
+    except Exception as exc:
+        log.debug("share groups not listed: %s", exc)
+        return {}
+    return {g.id: g for g in listed if g.protocol_type == SHARE}
 
 
 def describe(config: dict[str, Any], ids: list[str]) -> dict[str, Any]:
@@ -116,7 +137,17 @@ def groups(config: dict[str, Any], ends: Ends | None) -> list[dict[str, Any]]:
                 "lag": lag,
             }
         )
-    return out
+    for share in share_groups(config).values():
+        out.append(
+            {
+                "group_id": share.id,
+                "state": share.state,
+                "protocol_type": SHARE,
+                "members": len(share.members),
+                "lag": None,  # a share group acknowledges records, it commits no offsets
+            }
+        )
+    return sorted(out, key=lambda row: row["group_id"])
 
 
 def group(config: dict[str, Any], group_id: str, ends: Ends | None) -> dict[str, Any] | None:
@@ -124,7 +155,8 @@ def group(config: dict[str, Any], group_id: str, ends: Ends | None) -> dict[str,
     None for a group the cluster does not know."""
     description = describe(config, [group_id]).get(group_id)
     if description is None or _state(description.state) == "Dead":
-        return None
+        share = share_groups(config).get(group_id)
+        return None if share is None else _share_group(share)
     members = []
     for m in description.members:
         assignment: dict[str, list[int]] = {}
@@ -147,4 +179,28 @@ def group(config: dict[str, Any], group_id: str, ends: Ends | None) -> dict[str,
         "coordinator": getattr(description.coordinator, "id", None),
         "members": members,
         "offsets": committed_offsets(config, group_id, ends),
+    }
+
+
+def _share_group(share: Any) -> dict[str, Any]:
+    """A share group's page as :func:`group` shapes one: its members, no assignments (a share
+    group's lives in ShareGroupDescribe, which librdkafka does not send) and no committed offsets."""
+    members = [
+        {
+            "member_id": m.id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "instance_id": None,
+            "assignment": None,
+        }
+        for m in share.members
+    ]
+    return {
+        "group_id": share.id,
+        "state": share.state,
+        "protocol_type": SHARE,
+        "protocol_name": share.protocol or None,
+        "coordinator": getattr(share.broker, "id", None),
+        "members": members,
+        "offsets": [],
     }

@@ -39,7 +39,9 @@ def list_groups(ctx: typer.Context) -> None:
     rows = admin_call(ctx.obj, "/v1/groups")
     table = RichTable("group", "state", "type", "members", "lag")
     for r in rows:
-        table.add_row(r["group_id"], r["state"], r["protocol_type"] or "-", str(r["members"]), str(r["lag"]))
+        table.add_row(
+            r["group_id"], r["state"], r["protocol_type"] or "-", str(r["members"]), or_dash(r["lag"])
+        )
     print_table(table)
     if not rows:
         console.print("no consumer groups")
@@ -61,6 +63,9 @@ def describe_group(ctx: typer.Context, group: str) -> None:
         assigned = "; ".join(f"{t}: {', '.join(map(str, p))}" for t, p in (m["assignment"] or {}).items())
         members.add_row(m["member_id"], m["client_id"], m["client_host"], assigned or "-")
     print_table(members)
+    if found.get("protocol_type") == "share":
+        console.print("a share group acknowledges each record instead of committing offsets")
+        return
     offsets = RichTable("topic", "partition", "committed offset", "high watermark", "lag")
     for o in found["offsets"]:
         offsets.add_row(

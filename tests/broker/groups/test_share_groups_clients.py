@@ -5,6 +5,7 @@ lock of a killed member running out, the delivery count limit, and the share sta
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -38,12 +41,17 @@ _OVERRIDES = {
 
 
 @pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One broker for the module, with a short acquisition lock and heartbeat interval so that
     redeliveries take seconds."""
     process = BrokerProcess(tmp_path_factory.mktemp("kip932"), overrides=dict(_OVERRIDES)).start()
-    yield process.bootstrap
+    yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(node: BrokerProcess) -> str:
+    return node.bootstrap
 
 
 def _new_group_and_topic(bootstrap: str, prefix: str) -> tuple[str, str]:
@@ -233,6 +241,48 @@ def _stored_delivery_counts(data_dir: Path, group: str) -> dict[int, int]:
             for run in snapshot.ranges:
                 counts.update(dict.fromkeys(range(run.first, run.last + 1), run.delivery_count))
     return counts
+
+
+def test_a_share_group_is_listed_and_described_with_its_members_by_the_admin_api_and_cli(
+    node: BrokerProcess,
+) -> None:
+    """`tabletopic groups` and the console list a share group beside the consumer groups, and
+    describe it with its members: librdkafka's admin API, which they read groups through, leaves
+    share groups out, and a user of share groups saw none."""
+    topic, group = _new_group_and_topic(node.bootstrap, "shown")
+    clients.produce_values(node.bootstrap, topic, [f"v{i}" for i in range(10)])
+    consumer = _share_consumer(node.bootstrap, group)
+    admin = httpx.Client(base_url=node.admin_url, timeout=30)
+    try:
+        consumer.subscribe([topic])
+        got: list[Any] = []
+        wait_until(lambda: len(got.__iadd__(_poll(consumer))) >= 10, timeout=30, interval=0)
+        listed = {g["group_id"]: g for g in admin.get("/v1/groups").json()}
+        assert listed[group] == {
+            "group_id": group,
+            "state": "Stable",
+            "protocol_type": "share",
+            "members": 1,
+            "lag": None,
+        }
+        described = admin.get(f"/v1/groups/{quote(group, safe='')}").json()
+        assert (described["protocol_type"], len(described["members"]), described["offsets"]) == (
+            "share",
+            1,
+            [],
+        )
+        page = admin.get(f"/groups/{quote(group, safe='')}").text
+        assert f"Share group {group}" in page and "no consumer group" not in page
+        cli = [sys.executable, "-m", "tabletopic", "groups", "--admin-url", node.admin_url]
+        shown = subprocess.run([*cli, "list"], capture_output=True, text=True, timeout=60)
+        assert re.search(rf"^{group}\s+Stable\s+share\s+1\s+-$", shown.stdout, re.M), (
+            shown.stdout + shown.stderr
+        )
+        shown = subprocess.run([*cli, "describe", group], capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0 and "protocol share/" in shown.stdout, shown.stdout + shown.stderr
+    finally:
+        admin.close()
+        consumer.close()
 
 
 def test_share_state_survives_a_kill_9_of_the_node(tmp_path: Path) -> None:
