@@ -88,6 +88,8 @@ def list_topics(ctx: typer.Context, bootstrap: BootstrapOption = None) -> None:
         raise client_failure(exc) from exc
     for name in sorted(metadata.topics):
         typer.echo(f"{name}\t{len(metadata.topics[name].partitions)}")
+    if not metadata.topics:  # said on stderr: what a script reads stays empty
+        typer.echo(f"no topics on {bootstrap} yet: create one with `tabletopic topics create NAME`", err=True)
 
 
 @topics_app.command("describe")

@@ -137,6 +137,9 @@ def test_cluster_up_serves_on_documented_ports_and_commands_find_it_without_flag
     assert "broker 1 (rack a)" in text and "broker 2 (rack b)" in text
     assert "tabletopic cluster status\n" in text  # no flag to copy
     assert recorded["metadata_url"] in text
+    empty = cli("topics", "list", cwd=here)  # a new cluster: nothing to list, and said so apart
+    assert (empty.returncode, empty.stdout) == (0, ""), empty.stderr
+    assert "no topics on 127.0.0.1:" in empty.stderr and "tabletopic topics create NAME" in empty.stderr
     create_topic(recorded["bootstrap_servers"], "orders", 4)
 
     def status() -> str:
