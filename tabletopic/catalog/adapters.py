@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 CATALOG_PREFIX = "automq.table.topic.catalog."
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
+# Where a table topic's table lives unless its automq.table.topic.namespace says otherwise; Spark's
+# current namespace in the platform's catalog, so `SELECT * FROM orders` and `SHOW TABLES` find the
+# table topics (without it Spark's namespace is empty and both fail: "Invalid namespace").
+DEFAULT_NAMESPACE = "default"
 HADOOP_FILE_IO = "org.apache.iceberg.hadoop.HadoopFileIO"
 S3A_FILESYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
@@ -199,6 +203,7 @@ def spark_catalog_properties(spec: CatalogSpec) -> dict[str, str]:
     props: dict[str, str] = {
         # The table pipeline commits every few seconds and users expect to see it: no stale cache.
         "cache-enabled": "false",
+        "default-namespace": DEFAULT_NAMESPACE,
     }
     if spec.spark_access == SparkAccess.REST:
         if spec.rest_uri is None:

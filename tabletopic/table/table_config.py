@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
+from tabletopic.catalog.adapters import DEFAULT_NAMESPACE
 from tabletopic.config import nearest_name
 
 PREFIX = "automq.table.topic."
@@ -152,7 +153,7 @@ class TableTopicConfig:
     enabled: bool = False
     commit_interval_ms: int = 60_000
     commit_max_bytes: int = 256 * 1024 * 1024
-    namespace: str = "default"
+    namespace: str = DEFAULT_NAMESPACE
     table_name: str | None = None
     value_converter: ConverterConfig = field(default_factory=lambda: ConverterConfig(ConvertType.RAW))
     key_converter: ConverterConfig = field(default_factory=lambda: ConverterConfig(ConvertType.STRING))
@@ -448,7 +449,7 @@ def _converter(
 
 
 def _namespace(raw: Mapping[str, str]) -> str:
-    text = raw.get(NAMESPACE, "") or "default"
+    text = raw.get(NAMESPACE, "") or DEFAULT_NAMESPACE
     for part in text.split("."):
         if not _NAME_RE.fullmatch(part):
             raise ValueError(

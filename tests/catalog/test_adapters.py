@@ -35,6 +35,7 @@ def test_builtin_is_the_default_with_a_file_warehouse_under_the_data_dir(tmp_pat
     assert props["type"] == "rest"
     assert props["uri"] == "http://127.0.0.1:8181"
     assert props["cache-enabled"] == "false"
+    assert props["default-namespace"] == "default"  # unqualified names find the table topics
     assert "io-impl" not in props
 
 

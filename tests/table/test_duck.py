@@ -25,3 +25,22 @@ def test_statements_name_catalog_tables_quoted_and_run_on_fresh_scans(tmp_path: 
     table.append(pa.table({"id": pa.array([4], pa.int64())}))
     assert list(session.execute("SELECT count(*) FROM default.orders")[1]) == [(4,)]
     session.close()
+
+
+def test_a_bare_table_name_after_from_or_join_is_the_default_namespaces_as_in_spark(tmp_path: Path) -> None:
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    catalog.create_namespace("default")
+    orders = catalog.create_table("default.orders", schema=pa.schema([("id", pa.int64())]))
+    orders.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    session = DuckSession(catalog)
+    text, named = session.rewrite("SELECT o.id AS orders FROM orders o JOIN\n  orders p ON o.id = p.id")
+    assert (
+        text == 'SELECT o.id AS orders FROM "default"."orders" o JOIN\n  "default"."orders" p ON o.id = p.id'
+    )
+    assert named == [("default", "orders")]
+    assert list(session.execute("SELECT count(*) FROM orders")[1]) == [(3,)]
+    # A CTE of that name is the statement's own, and a literal is left as it is.
+    cte = "WITH orders AS (SELECT 7 AS id) SELECT id, 'FROM orders' FROM orders"
+    assert session.rewrite(cte) == (cte, [])
+    assert list(session.execute(cte)[1]) == [(7, "FROM orders")]
+    session.close()

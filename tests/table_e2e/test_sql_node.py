@@ -67,6 +67,10 @@ def test_sql_runs_in_the_nodes_warm_spark_session(node: TableNode, topic_name: s
     done = sql(node, f"SELECT count(*) AS n, max(_kafka_metadata.offset) AS top FROM default.{topic_name}")
     assert rows_of(done) == [{"n": 20, "top": 9}]
     assert "starting Spark in this process" not in done.stderr, done.stderr
+    # Unqualified, as a user types it: the table topics' namespace is Spark's current one (it was
+    # empty: "Invalid namespace" for SHOW TABLES, TABLE_OR_VIEW_NOT_FOUND for the bare name).
+    assert rows_of(sql(node, f"SELECT count(*) AS n FROM {topic_name}")) == [{"n": 20}]
+    assert topic_name in [row["tableName"] for row in rows_of(sql(node, "SHOW TABLES"))]
     refused = sql(node, "SELECT * FROM default.no_such_table_here")
     assert refused.returncode == 1 and "no_such_table_here" in refused.stderr, refused.stderr
 

@@ -2,8 +2,9 @@
 DuckDB queries them in process. It starts in well under a second and needs no network (DuckDB's own
 ``iceberg`` extension is downloaded at run time, so it is not used).
 
-Each statement registers the tables it names (``namespace.table``), freshly scanned, as DuckDB
-views of the same name; ``default`` is a reserved word in DuckDB, so unquoted references to known
+Each statement registers the tables it names (``namespace.table``, or a bare table name of the
+``default`` namespace after FROM or JOIN, as Spark resolves it), freshly scanned, as DuckDB views
+of the same name; ``default`` is a reserved word in DuckDB, so unquoted references to known
 tables are quoted before DuckDB parses the statement. Scans read whole tables: the embedded engine
 is for small and medium tables; ``--engine spark`` runs the same SQL on Spark.
 """
@@ -15,6 +16,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pyiceberg.catalog import Catalog
+
+from tabletopic.catalog.adapters import DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -60,6 +63,17 @@ class DuckSession:
                     parts[index] = replaced
                     if (namespace, table) not in named:
                         named.append((namespace, table))
+            for table in {t for ns, t in self.known_tables() if ns == DEFAULT_NAMESPACE}:
+                # A bare name after FROM or JOIN is a table topic's table, as in Spark, unless the
+                # statement names a CTE so.
+                if re.search(rf"(?<![\w.]){re.escape(table)}\s+AS\s*\(", statement, re.IGNORECASE):
+                    continue
+                bare_table = re.compile(rf'\b(FROM|JOIN)(\s+)"?{re.escape(table)}"?(?![\w."])', re.IGNORECASE)
+                replaced, count = bare_table.subn(rf'\1\2"{DEFAULT_NAMESPACE}"."{table}"', parts[index])
+                if count:
+                    parts[index] = replaced
+                    if (DEFAULT_NAMESPACE, table) not in named:
+                        named.append((DEFAULT_NAMESPACE, table))
             for namespace in {ns for ns, _ in self.known_tables()}:
                 # Other names in a known namespace: quoted too, so DuckDB says the table is missing
                 # rather than failing to parse the reserved word.
