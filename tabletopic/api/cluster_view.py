@@ -207,9 +207,8 @@ def _brokers(
     out = []
     for node in sorted(snapshot.nodes.values(), key=lambda n: n.node_id):
         state = broker_state(node)
-        live = state in ("alive", "draining")  # a dead broker's last report is stale
-        bytes_in = sum(v[0] for v in node.load.values() if len(v) >= 2) if live else 0
-        bytes_out = sum(v[1] for v in node.load.values() if len(v) >= 2) if live else 0
+        live = state in ("alive", "draining")
+        bytes_in, bytes_out = node.traffic()
         counts = led.get(node.node_id, {"partitions": 0, "group": 0, "txn": 0})
         tables = sorted(t for t, owner in table_owners.items() if _owner_node(owner) == node.node_id)
         out.append(

@@ -7,7 +7,9 @@ committed offsets and the table pipelines' status. No I/O, so it runs on the eve
 Series names are ``kind|name|...|measure`` (``|`` because topic names may hold dots):
 ``node|produce_bytes_per_s``, ``node|produced_records_per_s``, ``node|consumed_records_per_s`` (as
 groups commit), ``topic|orders|records_per_s``, ``group|g1|orders|0|lag``, ``group|g1|records_per_s``,
-``table|orders|freshness_seconds``, ``storage|wal_bytes`` ….
+``table|orders|freshness_seconds``, ``storage|wal_bytes`` …. In a cluster, every broker's traffic
+as it reports it with its lease (``cluster|bytes_in_per_s|broker_2``): a broker's own counters
+cover only what it serves, and the console of any broker plots the whole cluster.
 """
 
 from __future__ import annotations
@@ -79,6 +81,13 @@ class Sampler:
                     if service.leadership.leads(topic.name, partition):
                         led[(topic.name, partition)] = end
             values.update(self._produced(now, led))
+        snapshot = src.cluster_snapshot()
+        if snapshot is not None:
+            for node in snapshot.nodes.values():
+                if node.alive:
+                    bytes_in, bytes_out = node.traffic()
+                    values[sep("cluster", "bytes_in_per_s", f"broker_{node.node_id}")] = bytes_in
+                    values[sep("cluster", "bytes_out_per_s", f"broker_{node.node_id}")] = bytes_out
         groups = src.groups()
         if groups is not None and groups.ready:
             # Consumption as consumer groups commit it: records/s of committed-offset progress.

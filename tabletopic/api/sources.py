@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tabletopic.broker.groups.coordinator import GroupCoordinator
     from tabletopic.broker.service import BrokerService
     from tabletopic.catalog.component import CatalogComponent
+    from tabletopic.cluster.db import ClusterSnapshot
     from tabletopic.schema_registry.component import RegistryComponent
     from tabletopic.schema_registry.registry import SchemaRegistry
     from tabletopic.table.component import TableComponent
@@ -54,6 +55,12 @@ class ConsoleSources:
 
     def broker_service(self) -> BrokerService | None:
         return _if_started(lambda: self.broker.service, None)
+
+    def cluster_snapshot(self) -> ClusterSnapshot | None:
+        """What this broker last read of the cluster (kept in memory, refreshed as the database
+        changes); None on a single node."""
+        role = self.broker.role
+        return None if role is None else role.node.snapshot
 
     def groups(self) -> GroupCoordinator | None:
         return _if_started(lambda: self.broker.groups, None)

@@ -201,6 +201,14 @@ class NodeInfo:
     # Registered with the incarnation, so it changes only with the node epoch.
     admin_url: str | None = field(default=None, compare=False)
 
+    def traffic(self) -> tuple[float, float]:
+        """Bytes in and out per second over the balancer's window, as the broker last reported
+        them with its lease; zero for one not alive (its last report is stale)."""
+        if not self.alive:
+            return 0.0, 0.0
+        rates = [v for v in self.load.values() if len(v) >= 2]
+        return float(sum(v[0] for v in rates)), float(sum(v[1] for v in rates))
+
 
 class Version(NamedTuple):
     """Where a snapshot's partitions stand: the cluster version, and how many purges (deletions

@@ -14,6 +14,8 @@ from tabletopic.component import NotStarted
 
 
 class NotStartedBroker:
+    role = None  # a single node
+
     @property
     def service(self) -> Any:
         raise NotStarted("broker")
@@ -80,6 +82,8 @@ def test_a_restarted_pipeline_plots_no_lag_or_rows_until_it_has_read_its_table()
 class Broker:
     """A started broker with one topic whose high watermarks and leadership a test sets."""
 
+    role: Any = None  # a single node, unless a test gives it a cluster snapshot
+
     def __init__(self) -> None:
         self.marks = [0, 0]
         self.led = {0}
@@ -113,3 +117,33 @@ def test_a_partition_gained_by_failover_adds_no_false_spike_of_records_produced(
     assert third["topic|orders|records_per_s"] == 2.0 and third["node|produced_records_per_s"] == 2.0
     broker.marks = [120, 45_010]
     assert sampler.sample(now=115.0)["node|produced_records_per_s"] == 2.0
+
+
+def test_a_cluster_brokers_console_plots_every_live_brokers_traffic_as_each_reports_it() -> None:
+    """A broker's own counters cover only what it serves: the whole cluster's traffic comes from
+    the load every broker reports with its lease (the dead broker's last report is stale)."""
+    from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
+    from tabletopic.ids import BrokerEpoch, NodeId
+
+    def node(node_id: int, alive: bool, load: dict[str, list[int]]) -> NodeInfo:
+        return NodeInfo(NodeId(node_id), BrokerEpoch(1), None, {}, "alive", alive, load)
+
+    nodes = [
+        node(1, True, {"orders/0": [1000, 3000], "orders/1": [500, 0]}),
+        node(2, True, {}),
+        node(3, False, {"orders/2": [9999, 9999]}),
+    ]
+    broker = Broker()
+    broker.role = type(
+        "Role",
+        (),
+        {"node": type("Node", (), {"snapshot": ClusterSnapshot({n.node_id: n for n in nodes}, 1, 1, {})})()},
+    )()
+    values = Sampler(ConsoleSources(CollectorRegistry(), broker), SeriesRing(points=4)).sample(now=100.0)  # type: ignore[arg-type]
+    plotted = {k: v for k, v in values.items() if k.startswith("cluster|")}
+    assert plotted == {
+        "cluster|bytes_in_per_s|broker_1": 1500.0,
+        "cluster|bytes_out_per_s|broker_1": 3000.0,
+        "cluster|bytes_in_per_s|broker_2": 0.0,
+        "cluster|bytes_out_per_s|broker_2": 0.0,
+    }

@@ -76,6 +76,30 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
     assert "moves" in body["balancer"] and isinstance(body["timeline"], list)
 
 
+def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalCluster) -> None:
+    """The overview's charts on a cluster: a broker's own counters cover only what it serves, so
+    broker 1 plots the bytes every broker reports (here broker 2's, which leads what is written)
+    and says which of its charts are its own."""
+    topic = f"plotted-{uuid.uuid4().hex[:8]}"
+    create_topic(healthy_cluster.brokers[1].bootstrap, topic, 12)
+    of_broker_2 = [p for p, (node, _) in placed(healthy_cluster, topic, 12).items() if node == 2]
+    admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=30)
+
+    def plotted() -> float:
+        for p in of_broker_2:
+            assert produce_raw(healthy_cluster, 2, topic, p, b"x" * 1000) == 0
+        columns = admin.get("/console/series", params={"prefix": "cluster|bytes_in_per_s|"}).json()
+        return max((v or 0 for v in columns.get("cluster|bytes_in_per_s|broker_2", [])), default=0)
+
+    try:
+        assert wait_until(lambda: plotted() > 0, timeout=60, interval=1)  # a sample every 5 s
+        page = admin.get("/").text
+        assert 'data-prefix="cluster|bytes_in_per_s|"' in page and "Bytes in per broker" in page
+        assert "Produce on this broker" in page
+    finally:
+        admin.close()
+
+
 def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster: LocalCluster) -> None:
     from tabletopic import database
     from tabletopic.cluster.db import ClusterMetadata
