@@ -116,6 +116,9 @@ class Console:
                 "query": request.url.query,
                 "fragment": fragment,
                 "interval_ms": int(self.interval_s * 1000),
+                # A broker of a cluster: its own counters cover only what it serves (page titles say
+                # so) and the whole cluster's traffic is plotted from every broker's reports.
+                "clustered": self.sources.cluster_snapshot() is not None,
                 **context,
             },
         )

@@ -8,8 +8,9 @@ Series names are ``kind|name|...|measure`` (``|`` because topic names may hold d
 ``node|produce_bytes_per_s``, ``node|produced_records_per_s``, ``node|consumed_records_per_s`` (as
 groups commit), ``topic|orders|records_per_s``, ``group|g1|orders|0|lag``, ``group|g1|records_per_s``,
 ``table|orders|freshness_seconds``, ``storage|wal_bytes`` …. In a cluster, every broker's traffic
-as it reports it with its lease (``cluster|bytes_in_per_s|broker_2``): a broker's own counters
-cover only what it serves, and the console of any broker plots the whole cluster.
+and every topic's bytes in, as the brokers report them with their leases
+(``cluster|bytes_in_per_s|broker_2``, ``topic|orders|cluster_bytes_in_per_s``): a broker's own
+counters cover only what it serves, and the console of any broker plots the whole cluster.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.timeseries import SeriesRing
+
+if TYPE_CHECKING:
+    from tabletopic.cluster.db import ClusterSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,27 @@ NODE_GAUGES = {
 
 def sep(*parts: object) -> str:
     return "|".join(str(p) for p in parts)
+
+
+def _cluster_traffic(snapshot: ClusterSnapshot) -> dict[str, float]:
+    """Bytes in and out per second of every live broker, and bytes in per second of every topic
+    summed over its leaders, as the brokers last reported them with their leases (the balancer's
+    window): the whole cluster, where the broker's own counters cover what it serves."""
+    values: dict[str, float] = {}
+    by_topic: dict[str, float] = {}
+    for node in snapshot.nodes.values():
+        if not node.alive:  # its last report is stale
+            continue
+        bytes_in, bytes_out = node.traffic()
+        values[sep("cluster", "bytes_in_per_s", f"broker_{node.node_id}")] = bytes_in
+        values[sep("cluster", "bytes_out_per_s", f"broker_{node.node_id}")] = bytes_out
+        for key, rates in node.load.items():  # "topic/partition": [in, out]
+            if len(rates) >= 2:
+                topic = key.rpartition("/")[0]
+                by_topic[topic] = by_topic.get(topic, 0.0) + rates[0]
+    for topic, rate in by_topic.items():
+        values[sep("topic", topic, "cluster_bytes_in_per_s")] = rate
+    return values
 
 
 class Sampler:
@@ -83,11 +109,7 @@ class Sampler:
             values.update(self._produced(now, led))
         snapshot = src.cluster_snapshot()
         if snapshot is not None:
-            for node in snapshot.nodes.values():
-                if node.alive:
-                    bytes_in, bytes_out = node.traffic()
-                    values[sep("cluster", "bytes_in_per_s", f"broker_{node.node_id}")] = bytes_in
-                    values[sep("cluster", "bytes_out_per_s", f"broker_{node.node_id}")] = bytes_out
+            values.update(_cluster_traffic(snapshot))
         groups = src.groups()
         if groups is not None and groups.ready:
             # Consumption as consumer groups commit it: records/s of committed-offset progress.

@@ -119,7 +119,7 @@ def test_a_partition_gained_by_failover_adds_no_false_spike_of_records_produced(
     assert sampler.sample(now=115.0)["node|produced_records_per_s"] == 2.0
 
 
-def test_a_cluster_brokers_console_plots_every_live_brokers_traffic_as_each_reports_it() -> None:
+def test_a_cluster_brokers_console_plots_every_live_brokers_and_topics_traffic_as_reported() -> None:
     """A broker's own counters cover only what it serves: the whole cluster's traffic comes from
     the load every broker reports with its lease (the dead broker's last report is stale)."""
     from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
@@ -140,10 +140,11 @@ def test_a_cluster_brokers_console_plots_every_live_brokers_traffic_as_each_repo
         {"node": type("Node", (), {"snapshot": ClusterSnapshot({n.node_id: n for n in nodes}, 1, 1, {})})()},
     )()
     values = Sampler(ConsoleSources(CollectorRegistry(), broker), SeriesRing(points=4)).sample(now=100.0)  # type: ignore[arg-type]
-    plotted = {k: v for k, v in values.items() if k.startswith("cluster|")}
+    plotted = {k: v for k, v in values.items() if "cluster" in k}
     assert plotted == {
         "cluster|bytes_in_per_s|broker_1": 1500.0,
         "cluster|bytes_out_per_s|broker_1": 3000.0,
         "cluster|bytes_in_per_s|broker_2": 0.0,
         "cluster|bytes_out_per_s|broker_2": 0.0,
+        "topic|orders|cluster_bytes_in_per_s": 1500.0,  # its partitions on every live broker
     }

@@ -77,9 +77,9 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
 
 
 def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalCluster) -> None:
-    """The overview's charts on a cluster: a broker's own counters cover only what it serves, so
-    broker 1 plots the bytes every broker reports (here broker 2's, which leads what is written)
-    and says which of its charts are its own."""
+    """The charts on a cluster: a broker's own counters cover only what it serves, so broker 1
+    plots the bytes every broker reports (here broker 2's, which leads what is written), per broker
+    and per topic, and says which of its charts are its own."""
     topic = f"plotted-{uuid.uuid4().hex[:8]}"
     create_topic(healthy_cluster.brokers[1].bootstrap, topic, 12)
     of_broker_2 = [p for p, (node, _) in placed(healthy_cluster, topic, 12).items() if node == 2]
@@ -96,6 +96,11 @@ def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalC
         page = admin.get("/").text
         assert 'data-prefix="cluster|bytes_in_per_s|"' in page and "Bytes in per broker" in page
         assert "Produce on this broker" in page
+        columns = admin.get(
+            "/console/series", params={"prefix": f"topic|{topic}|cluster_bytes_in_per_s"}
+        ).json()
+        assert max(v or 0 for v in columns[f"topic|{topic}|cluster_bytes_in_per_s"]) > 0
+        assert f'data-prefix="topic|{topic}|cluster_bytes_in_per_s"' in admin.get("/topics").text
     finally:
         admin.close()
 
