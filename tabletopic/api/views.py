@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from tabletopic.api import cluster_groups, cluster_view
 from tabletopic.api.sources import ConsoleSources
+from tabletopic.ids import NodeId
 from tabletopic.schema_registry.contexts import public_id
 
 log = logging.getLogger(__name__)
@@ -213,10 +214,27 @@ async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
         return None
     ends = await partition_ends(src)
     try:
-        return await asyncio.to_thread(cluster_groups.group, asked, group_id, ends)
+        found = await asyncio.to_thread(cluster_groups.group, asked, group_id, ends)
     except Exception as exc:
         log.warning("group %s could not be described: %s", group_id, exc)
         return None
+    if found is not None:
+        found["page"] = _plotted_elsewhere(
+            src, found.get("coordinator"), f"/groups/{quote(group_id, safe='')}"
+        )
+    return found
+
+
+def _plotted_elsewhere(src: ConsoleSources, coordinator: int | None, path: str) -> str | None:
+    """``path`` on the console of ``coordinator`` when that is another live broker of the cluster:
+    a group's lag is sampled by the broker coordinating it, so its plots are drawn there."""
+    snapshot = src.cluster_snapshot()
+    if snapshot is None or coordinator is None or coordinator == this_node(src):
+        return None
+    node = snapshot.nodes.get(NodeId(coordinator))
+    if node is None or not node.alive or node.admin_url is None:
+        return None
+    return f"{node.admin_url.rstrip('/')}{path}"
 
 
 def this_node(src: ConsoleSources) -> int | None:

@@ -191,6 +191,11 @@ def test_the_message_browser_and_group_pages_of_one_broker_reach_partitions_and_
         page = httpx.get(f"{url}/groups/{group}", timeout=30).text
         row = next(r for r in page.split("<tr>") if r.startswith(f"<td>{topic}</td><td>{partition}</td>"))
         assert "<td>1</td><td>4</td><td>3</td>" in row, (node, coordinator, row)  # committed, HW, lag
+        # The lag is sampled, and plotted, by the coordinator: the others link to its page.
+        there = f"{healthy_cluster.brokers[coordinator].admin_url}/groups/{group}"
+        link = f'<a href="{there}">broker {coordinator}</a>'
+        assert (link in page) == (node != coordinator), (node, coordinator)
+        assert ('data-match="|lag"' in page) == (node == coordinator), (node, coordinator)
         listing = httpx.get(f"{url}/groups", timeout=30).text
         line = next(r for r in listing.split("<tr>") if f">{group}</a>" in r)
         assert "<td>0</td><td>3</td>" in line, (node, line)  # no members, lag 3
