@@ -44,7 +44,7 @@ from tabletopic.cluster.events import ClusterEvent
 
 if TYPE_CHECKING:
     from tabletopic.cluster.local import LocalCluster
-from tabletopic.config import DEFAULT_CLUSTER_DIR
+from tabletopic.config import DEFAULT_CLUSTER_DIR, Config
 from tabletopic.ids import NodeId
 from tabletopic.leader_offsets import leader_high_watermarks
 from tabletopic.settings import METADATA_URL
@@ -292,10 +292,20 @@ def _no_metadata_url(data_dir: Path) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _cluster_database(url: str) -> sa.Engine:
-    """The brokers' metadata database, once it holds the cluster tables this release reads: brokers
-    migrate it as they start, so a CLI newer than every running broker meets a schema without the
-    columns it selects. An older CLI reads a newer schema (its migrations only add)."""
+def _cluster_database(
+    metadata_url: str | None, data_dir: Path, cfg: Config, changes: bool = False
+) -> sa.Engine:
+    """The brokers' metadata database (found as :func:`cluster_metadata_url` says), once it holds
+    the cluster tables this release reads: brokers migrate it as they start, so a CLI newer than
+    every running broker meets a schema without the columns it selects. An older CLI reads a newer
+    schema (its migrations only add). A command that ``changes`` the cluster needs PostgreSQL,
+    whose NOTIFY wakes the brokers."""
+    url = cluster_metadata_url(metadata_url, cfg.get(METADATA_URL), data_dir)
+    if not url:
+        raise _no_metadata_url(data_dir)
+    if changes and not url.startswith("postgresql"):
+        err_console.print("[red]error:[/red] give --metadata-url (the brokers' PostgreSQL metadata.url)")
+        raise typer.Exit(2)
     engine = database.create_engine(url)
     found, known = database.schema_version(engine, "cluster"), len(MIGRATIONS)
     if found >= known:
@@ -371,10 +381,7 @@ def unregister(
     `kafka-cluster unregister` does: `cluster status` and the console stop listing it. Refused
     while it is alive or anything still waits on it."""
     cfg = load_config(None, config, override)
-    url = cluster_metadata_url(metadata_url, cfg.get(METADATA_URL), data_dir)
-    if not url:
-        raise _no_metadata_url(data_dir)
-    engine = _cluster_database(url)
+    engine = _cluster_database(metadata_url, data_dir, cfg, changes=True)
     try:
         epoch = ClusterMetadata(engine).unregister(NodeId(node_id), by="`tabletopic cluster unregister`")
     except UnregisterRefused as exc:
@@ -402,10 +409,7 @@ def status(
     """Brokers (id, rack, epoch, state alive/draining/dead/stopped, load), the controller, leaders per
     partition (user topics; --internal adds Kafka's own), group and table coordinators."""
     cfg = load_config(None, config, override)
-    url = cluster_metadata_url(metadata_url, cfg.get(METADATA_URL), data_dir)
-    if not url:
-        raise _no_metadata_url(data_dir)
-    engine = _cluster_database(url)
+    engine = _cluster_database(metadata_url, data_dir, cfg)
     try:
         snapshot = ClusterMetadata(engine).snapshot()
         groups = _rows(engine, "SELECT group_id FROM group_metadata", "group_metadata")
@@ -598,13 +602,7 @@ def balance(
     from tabletopic.cluster.node import ClusterSettings
 
     loaded = load_config(None, config, override)
-    url = cluster_metadata_url(metadata_url, loaded.get(METADATA_URL), data_dir)
-    if not url:
-        raise _no_metadata_url(data_dir)
-    if not url.startswith("postgresql"):
-        err_console.print("[red]error:[/red] give --metadata-url (the brokers' PostgreSQL metadata.url)")
-        raise typer.Exit(2)
-    engine = _cluster_database(url)
+    engine = _cluster_database(metadata_url, data_dir, loaded, changes=not dry_run)
     try:
         meta = ClusterMetadata(engine)
         plan = plan_for(meta.snapshot(), ClusterSettings.from_config(loaded, NodeId(0)).auto_balancer.planner)

@@ -7,16 +7,22 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.table import Table
 
 from tabletopic.table.ops.duck import DuckSession
 
 
-def test_statements_name_catalog_tables_quoted_and_run_on_fresh_scans(tmp_path: Path) -> None:
+def _orders(tmp_path: Path) -> tuple[DuckSession, Table]:
+    """A session over a catalog holding ``default.orders`` with ids 1, 2 and 3."""
     catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
     catalog.create_namespace("default")
     table = catalog.create_table("default.orders", schema=pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
-    session = DuckSession(catalog)
+    return DuckSession(catalog), table
+
+
+def test_statements_name_catalog_tables_quoted_and_run_on_fresh_scans(tmp_path: Path) -> None:
+    session, table = _orders(tmp_path)
     text, named = session.rewrite("SELECT 'default.orders' AS s, sum(id) FROM default.orders")
     assert text == 'SELECT \'default.orders\' AS s, sum(id) FROM "default"."orders"'
     assert named == [("default", "orders")]
@@ -28,11 +34,7 @@ def test_statements_name_catalog_tables_quoted_and_run_on_fresh_scans(tmp_path: 
 
 
 def test_a_bare_table_name_after_from_or_join_is_the_default_namespaces_as_in_spark(tmp_path: Path) -> None:
-    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
-    catalog.create_namespace("default")
-    orders = catalog.create_table("default.orders", schema=pa.schema([("id", pa.int64())]))
-    orders.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
-    session = DuckSession(catalog)
+    session, _ = _orders(tmp_path)
     text, named = session.rewrite("SELECT o.id AS orders FROM orders o JOIN\n  orders p ON o.id = p.id")
     assert (
         text == 'SELECT o.id AS orders FROM "default"."orders" o JOIN\n  "default"."orders" p ON o.id = p.id'
