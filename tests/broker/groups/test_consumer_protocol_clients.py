@@ -15,7 +15,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +28,16 @@ from tests.support.cluster import wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
 SESSION_TIMEOUT_MS = 6000
-
-
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker for this module, with a short heartbeat interval and session timeout so that
-    rebalances and the fencing of a killed member take seconds."""
-    overrides = {
-        "group.consumer.heartbeat.interval.ms": "300",
-        "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-    }
-    process = BrokerProcess(tmp_path_factory.mktemp("kip848"), overrides=overrides).start()
-    yield process
-    process.stop()
+# The module's broker (the ``node`` fixture): rebalances and the fencing of a killed member take seconds.
+NODE_OVERRIDES = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+}
 
 
 @pytest.fixture(scope="module")
 def bootstrap(node: BrokerProcess) -> str:
+    """The module's broker (``node``, in the conftest), not the session's shared one."""
     return node.bootstrap
 
 

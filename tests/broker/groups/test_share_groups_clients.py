@@ -14,7 +14,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -32,7 +31,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240
 
 LOCK_MS = 3000
 DELIVERY_LIMIT = 3
-_OVERRIDES = {
+# The module's broker (the ``node`` fixture): a short acquisition lock and heartbeat interval, so
+# that redeliveries take seconds.
+NODE_OVERRIDES = {
     "group.share.record.lock.duration.ms": str(LOCK_MS),
     "group.share.delivery.count.limit": str(DELIVERY_LIMIT),
     "group.share.heartbeat.interval.ms": "300",
@@ -41,16 +42,8 @@ _OVERRIDES = {
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker for the module, with a short acquisition lock and heartbeat interval so that
-    redeliveries take seconds."""
-    process = BrokerProcess(tmp_path_factory.mktemp("kip932"), overrides=dict(_OVERRIDES)).start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
 def bootstrap(node: BrokerProcess) -> str:
+    """The module's broker (``node``, in the conftest), not the session's shared one."""
     return node.bootstrap
 
 
@@ -288,7 +281,7 @@ def test_a_share_group_is_listed_and_described_with_its_members_by_the_admin_api
 def test_share_state_survives_a_kill_9_of_the_node(tmp_path: Path) -> None:
     """Acknowledged records are not delivered again after the node was killed and restarted;
     records acquired but not acknowledged are, with their delivery count kept."""
-    broker = BrokerProcess(tmp_path / "node", overrides=dict(_OVERRIDES)).start()
+    broker = BrokerProcess(tmp_path / "node", overrides=dict(NODE_OVERRIDES)).start()
     try:
         topic, group = _new_group_and_topic(broker.bootstrap, "sharekill")
         clients.produce_values(broker.bootstrap, topic, [f"a{i}" for i in range(10)])
