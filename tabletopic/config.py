@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +230,13 @@ def one_of(*choices: str) -> Callable[[Any], None]:
             raise ValueError(f"must be one of {', '.join(choices)}")
 
     return check
+
+
+def http_url(value: Any) -> None:
+    """A URL others open: http or https, with a host."""
+    parts = urlsplit(str(value))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// URL with a host")
 
 
 def load_all_settings() -> None:

@@ -1,6 +1,6 @@
 """Platform-wide configuration keys (those not owned by one subsystem)."""
 
-from tabletopic.config import DEFAULT_DATA_DIR, define, one_of
+from tabletopic.config import DEFAULT_DATA_DIR, define, http_url, one_of
 
 DATA_DIR = define(
     "data.dir",
@@ -33,4 +33,15 @@ ADMIN_LISTENER = define(
     "http://127.0.0.1:8080",
     "Where the admin HTTP API (`/health`, `/metrics`, `/v1/...`) listens. Empty disables it.",
     "platform",
+)
+ADMIN_ADVERTISED_URI = define(
+    "admin.advertised.uri",
+    str,
+    None,
+    "URL other brokers and people's browsers use to reach this node's admin API and console in a "
+    "cluster (default: `admin.listener`, a wildcard host replaced by the host advertised to Kafka "
+    "clients). Set it when that is not where they reach it: a container's port mapping, a load "
+    "balancer, TLS ended in front.",
+    "platform",
+    http_url,
 )

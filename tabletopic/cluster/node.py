@@ -79,8 +79,10 @@ class ClusterSettings:
     balance_max_moves: int = 8
     auto_balancer: AutoBalancerSettings = field(default_factory=AutoBalancerSettings)
     # ``admin.listener``: registered (see :func:`reachable_admin_url`) so that any broker can
-    # answer for the table topics this one coordinates.
+    # answer for the table topics this one coordinates, and consoles link to this one's pages.
     admin_listener: str | None = None
+    # ``admin.advertised.uri``: registered as it is, instead of the listener.
+    admin_advertised: str | None = None
 
     @classmethod
     def from_config(cls, config: Config, node_id: NodeId) -> ClusterSettings:
@@ -103,14 +105,20 @@ class ClusterSettings:
             shutdown_timeout_ms=config.get(keys.CONTROLLED_SHUTDOWN_TIMEOUT_MS),
             balance_max_moves=config.get(keys.BALANCE_MAX_MOVES),
             admin_listener=config.get(node_keys.ADMIN_LISTENER) or None,
+            admin_advertised=config.get(node_keys.ADMIN_ADVERTISED_URI) or None,
         )
 
 
-def reachable_admin_url(listener: str | None, endpoints: Mapping[str, tuple[str, int]]) -> str | None:
-    """The admin listener as another broker reaches it: a wildcard host (``0.0.0.0``, ``::``) is
-    replaced by the host this broker advertises to Kafka clients, which they already reach."""
+def reachable_admin_url(
+    listener: str | None, endpoints: Mapping[str, tuple[str, int]], advertised: str | None = None
+) -> str | None:
+    """The admin listener as another broker reaches it: ``advertised`` (``admin.advertised.uri``)
+    when set, else the listener with a wildcard host (``0.0.0.0``, ``::``) replaced by the host this
+    broker advertises to Kafka clients, which they already reach."""
     if not listener:
         return None
+    if advertised:
+        return advertised.rstrip("/")
     parts = urlsplit(listener.rstrip("/"))
     if parts.hostname not in ("0.0.0.0", "::", None, ""):
         return urlunsplit(parts)
@@ -246,7 +254,7 @@ class ClusterNode:
             endpoints,
             self._lease_s,
             self.wal,
-            reachable_admin_url(self.settings.admin_listener, endpoints),
+            reachable_admin_url(self.settings.admin_listener, endpoints, self.settings.admin_advertised),
         )
         self._last_renewal = self._loop_seen = time.monotonic()
         log.info("broker %d joined the cluster with node epoch %d", self.node_id, self.node_epoch)

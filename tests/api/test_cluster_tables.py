@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from tabletopic.api.cluster_tables import FORWARDED, UNREACHABLE, TablePeers, passed_on
@@ -22,6 +23,16 @@ def test_a_wildcard_admin_listener_is_registered_with_the_host_kafka_clients_are
     assert reachable_admin_url("https://[::]:8443/", {"P": ("fe80::1", 9092)}) == "https://[fe80::1]:8443"
     assert reachable_admin_url("http://admin.example:8080/", ENDPOINTS) == "http://admin.example:8080"
     assert reachable_admin_url("", ENDPOINTS) is None  # admin API switched off
+
+
+def test_admin_advertised_uri_is_registered_as_it_is_and_must_be_a_url() -> None:
+    from tabletopic.config import Config, ConfigError
+
+    advertised = "https://console.example/broker-1/"
+    assert reachable_admin_url("http://0.0.0.0:8080", ENDPOINTS, advertised) == advertised.rstrip("/")
+    assert reachable_admin_url("", ENDPOINTS, advertised) is None  # no admin API to reach
+    with pytest.raises(ConfigError, match=r"admin\.advertised\.uri: must be an http:// or https:// URL"):
+        Config({"admin.advertised.uri": "broker1:8080"})
 
 
 def test_a_forwarded_request_carries_the_callers_credentials_and_nothing_else() -> None:

@@ -9,6 +9,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from tabletopic import database
+from tabletopic.cluster.db import ClusterMetadata
 from tests.support.cluster import (
     CLUSTER_TEST_MARKS,
     LocalCluster,
@@ -20,6 +22,7 @@ from tests.support.cluster import (
 )
 from tests.support.kafka_clients import produce_values, read_values
 from tests.support.kafka_requests import request
+from tests.support.ports import free_port
 from tests.support.table_producers import SteadyProducer
 
 pytestmark = CLUSTER_TEST_MARKS
@@ -72,11 +75,17 @@ def test_a_new_broker_receives_partitions_sigterm_drains_it_and_unregister_remov
     UnregisterBroker) removes it from every listing, refusing it while it was alive."""
     cluster = healthy_cluster
     topic, _ = new_topic(cluster, "scale", 12)
+    port = free_port()  # its admin API, advertised under another name, as behind a port mapping
+    advertised = {
+        "admin.listener": f"http://127.0.0.1:{port}",
+        "admin.advertised.uri": f"http://localhost:{port}",
+    }
     with SteadyProducer(cluster.bootstrap, topic, 12) as load:
-        cluster.start(4)
+        cluster.start(4, **advertised)
         try:
             # The balancer evens out partition counts over every topic of the shared cluster.
             wait_until(lambda: _led_by(cluster, 4) >= 2, timeout=30)
+            assert _admin_urls(cluster)[4] == f"http://localhost:{port}"  # where peers and consoles go
             refused = _unregister_with_cli(cluster, 4)
             assert refused.returncode == 1 and "broker 4 is alive: stop it first" in refused.stderr
             _wait_more_acks(load)
@@ -95,6 +104,14 @@ def test_a_new_broker_receives_partitions_sigterm_drains_it_and_unregister_remov
     assert _unregister_broker(cluster, 4, via=1) == (102, "broker 4 is not registered in this cluster")
     gone = _unregister_with_cli(cluster, 4)
     assert gone.returncode == 1 and "broker 4 is not registered in this cluster" in gone.stderr
+
+
+def _admin_urls(cluster: LocalCluster) -> dict[int, str]:
+    engine = database.create_engine(cluster.metadata_url)
+    try:
+        return {int(n): url for n, url in ClusterMetadata(engine).admin_urls().items()}
+    finally:
+        engine.dispose()
 
 
 def _unregister_broker(cluster: LocalCluster, node: int, via: int) -> tuple[int, str | None]:
