@@ -12,7 +12,8 @@ committed offset against the high watermark its partition's leader answers
 Share groups (KIP-932) commit no offsets and librdkafka's admin API leaves them out: its
 ListConsumerGroups filters them away and its DescribeConsumerGroups refuses them. Its older
 ``list_groups`` (ListGroups, then DescribeGroups, of every broker) lists every group with its
-protocol type, state and members, so share groups are read from it, with their members and no lag.
+protocol type, state and members, so share groups are read from it; their progress (start offsets and
+lag) comes from their coordinator (:mod:`tabletopic.api.share_offsets`).
 
 Every call blocks: callers run them in a thread.
 """
@@ -144,7 +145,7 @@ def groups(config: dict[str, Any], ends: Ends | None) -> list[dict[str, Any]]:
                 "state": share.state,
                 "protocol_type": SHARE,
                 "members": len(share.members),
-                "lag": None,  # a share group acknowledges records, it commits no offsets
+                "lag": None,  # no committed offsets: its coordinator tells (share_offsets)
             }
         )
     return sorted(out, key=lambda row: row["group_id"])
@@ -184,7 +185,8 @@ def group(config: dict[str, Any], group_id: str, ends: Ends | None) -> dict[str,
 
 def _share_group(share: Any) -> dict[str, Any]:
     """A share group's page as :func:`group` shapes one: its members, no assignments (a share
-    group's lives in ShareGroupDescribe, which librdkafka does not send) and no committed offsets."""
+    group's lives in ShareGroupDescribe, which librdkafka does not send) and no committed offsets
+    (the caller adds the share partitions' start offsets, :mod:`tabletopic.api.share_offsets`)."""
     members = [
         {
             "member_id": m.id,

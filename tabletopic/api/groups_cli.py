@@ -63,10 +63,9 @@ def describe_group(ctx: typer.Context, group: str) -> None:
         assigned = "; ".join(f"{t}: {', '.join(map(str, p))}" for t, p in (m["assignment"] or {}).items())
         members.add_row(m["member_id"], m["client_id"], m["client_host"], assigned or "-")
     print_table(members)
-    if found.get("protocol_type") == "share":
-        console.print("a share group acknowledges each record instead of committing offsets")
-        return
-    offsets = RichTable("topic", "partition", "committed offset", "high watermark", "lag")
+    # A share group's partitions start at their first record not yet acknowledged (no commits).
+    start = "start offset" if found.get("protocol_type") == "share" else "committed offset"
+    offsets = RichTable("topic", "partition", start, "high watermark", "lag")
     for o in found["offsets"]:
         offsets.add_row(
             o["topic"],

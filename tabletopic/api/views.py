@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tabletopic.api import cluster_groups, cluster_view
+from tabletopic.api.share_offsets import share_offsets
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.ids import NodeId
 from tabletopic.schema_registry.contexts import public_id
@@ -200,10 +201,18 @@ async def groups(src: ConsoleSources) -> list[dict[str, Any]]:
         return []
     ends = await partition_ends(src)
     try:
-        return await asyncio.to_thread(cluster_groups.groups, asked, ends)
+        rows = await asyncio.to_thread(cluster_groups.groups, asked, ends)
     except Exception as exc:
         log.warning("the groups could not be listed: %s", exc)
         return []
+    service = src.broker_service()
+    shares = [row for row in rows if row["protocol_type"] == cluster_groups.SHARE]
+    if service is not None and shares:
+        progress = await asyncio.gather(*(share_offsets(service, row["group_id"]) for row in shares))
+        for row, offsets in zip(shares, progress, strict=True):
+            lags = [o["lag"] for o in offsets or [] if o["lag"] is not None]
+            row["lag"] = sum(lags) if offsets is not None else None
+    return rows
 
 
 async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
@@ -218,10 +227,20 @@ async def group(src: ConsoleSources, group_id: str) -> dict[str, Any] | None:
     except Exception as exc:
         log.warning("group %s could not be described: %s", group_id, exc)
         return None
-    if found is not None:
-        found["page"] = _plotted_elsewhere(
-            src, found.get("coordinator"), f"/groups/{quote(group_id, safe='')}"
-        )
+    if found is None:
+        return None
+    path = f"/groups/{quote(group_id, safe='')}"
+    found["page"] = _plotted_elsewhere(src, found.get("coordinator"), path)
+    service = src.broker_service()
+    if found["protocol_type"] == cluster_groups.SHARE and service is not None:
+        # Each share partition's start offset stands where a consumer group's committed offset does.
+        found["offsets"] = [
+            cluster_groups.offset_row(
+                o["topic"], o["partition"], o["start_offset"], (ends or {}).get(o["topic"], [])
+            )
+            | {"lag": o["lag"]}  # what is still to deliver: acknowledged records past the start count not
+            for o in await share_offsets(service, group_id) or []
+        ]
     return found
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import httpx
 import pytest
 from confluent_kafka import ShareConsumer
 
@@ -60,6 +61,14 @@ def test_share_group_survives_its_coordinator_and_partition_leader_dying(
     assert sorted(m.offset() for m in accepted) == list(range(20))
 
     produce_values(cluster.bootstrap, topic, [f"b{i}" for i in range(10)])
+    # Another broker's admin API asks the coordinator for the share partition's start and lag.
+    other = next(n for n in (1, 2, 3) if n != old_leader)
+
+    def progress() -> list[tuple[int, int | None, int | None]]:
+        found = httpx.get(f"{cluster.brokers[other].admin_url}/v1/groups/{group}", timeout=30).json()
+        return [(o["partition"], o["committed"], o["lag"]) for o in found["offsets"]]
+
+    wait_until(lambda: progress() == [(0, 20, 10)], timeout=30)
     holder = ShareConsumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
     )

@@ -240,8 +240,9 @@ def test_a_share_group_is_listed_and_described_with_its_members_by_the_admin_api
     node: BrokerProcess,
 ) -> None:
     """`tabletopic groups` and the console list a share group beside the consumer groups, and
-    describe it with its members: librdkafka's admin API, which they read groups through, leaves
-    share groups out, and a user of share groups saw none."""
+    describe it with its members and each share partition's start offset and lag: librdkafka's
+    admin API, which they read groups through, leaves share groups out, and a user of share groups
+    saw none."""
     topic, group = _new_group_and_topic(node.bootstrap, "shown")
     clients.produce_values(node.bootstrap, topic, [f"v{i}" for i in range(10)])
     consumer = _share_consumer(node.bootstrap, group)
@@ -250,29 +251,33 @@ def test_a_share_group_is_listed_and_described_with_its_members_by_the_admin_api
         consumer.subscribe([topic])
         got: list[Any] = []
         wait_until(lambda: len(got.__iadd__(_poll(consumer))) >= 10, timeout=30, interval=0)
+        consumer.commit_sync()  # the 10 records acknowledged: the share partition starts at 10
+        clients.produce_values(node.bootstrap, topic, [f"w{i}" for i in range(5)])  # 5 to deliver
         listed = {g["group_id"]: g for g in admin.get("/v1/groups").json()}
         assert listed[group] == {
             "group_id": group,
             "state": "Stable",
             "protocol_type": "share",
             "members": 1,
-            "lag": None,
+            "lag": 5,
         }
         described = admin.get(f"/v1/groups/{quote(group, safe='')}").json()
-        assert (described["protocol_type"], len(described["members"]), described["offsets"]) == (
-            "share",
-            1,
-            [],
-        )
+        assert (described["protocol_type"], len(described["members"])) == ("share", 1)
+        assert described["offsets"] == [
+            {"topic": topic, "partition": 0, "committed": 10, "high_watermark": 15, "lag": 5}
+        ]
         page = admin.get(f"/groups/{quote(group, safe='')}").text
-        assert f"Share group {group}" in page and "no consumer group" not in page
+        assert f"Share group {group}" in page and "<th>start offset</th>" in page
+        assert f"<td>{topic}</td><td>0</td><td>10</td><td>15</td><td>5</td>" in page
         cli = [sys.executable, "-m", "tabletopic", "groups", "--admin-url", node.admin_url]
         shown = subprocess.run([*cli, "list"], capture_output=True, text=True, timeout=60)
-        assert re.search(rf"^{group}\s+Stable\s+share\s+1\s+-$", shown.stdout, re.M), (
-            shown.stdout + shown.stderr
-        )
+        listing = shown.stdout + shown.stderr
+        assert re.search(rf"^{group}\s+Stable\s+share\s+1\s+5$", shown.stdout, re.M), listing
         shown = subprocess.run([*cli, "describe", group], capture_output=True, text=True, timeout=60)
         assert shown.returncode == 0 and "protocol share/" in shown.stdout, shown.stdout + shown.stderr
+        assert "start offset" in shown.stdout and re.search(
+            rf"^{topic}\s+0\s+10\s+15\s+5$", shown.stdout, re.M
+        )
     finally:
         admin.close()
         consumer.close()
