@@ -46,3 +46,14 @@ def test_a_bare_table_name_after_from_or_join_is_the_default_namespaces_as_in_sp
     assert session.rewrite(cte) == (cte, [])
     assert list(session.execute(cte)[1]) == [(7, "FROM orders")]
     session.close()
+
+
+def test_show_tables_lists_the_catalogs_tables_of_the_default_namespace_or_the_one_named(
+    tmp_path: Path,
+) -> None:
+    session, _ = _orders(tmp_path)
+    assert session.execute("show tables;")[0] == ["namespace", "tableName"]
+    assert list(session.execute("SHOW TABLES")[1]) == [("default", "orders")]
+    assert list(session.execute('SHOW TABLES IN "default"')[1]) == [("default", "orders")]
+    assert list(session.execute("SHOW TABLES FROM shop")[1]) == []
+    session.close()

@@ -49,6 +49,12 @@ def test_duckdb_engine_queries_a_table_topic_with_the_node_up_and_down(tmp_path:
         up = duck_sql(node, "--format", "json", query)
         assert up.returncode == 0, up.stderr
         assert json.loads(up.stdout) == {"n": 50, "pages": 5, "top": 24}
+        # As a user types it in the shell: the table topics' namespace is the current one.
+        bare = duck_sql(
+            node, "--format", "csv", stdin="SHOW TABLES;\nSELECT count(*) AS n FROM duck_clicks;\n"
+        )
+        assert bare.returncode == 0, bare.stderr
+        assert bare.stdout.splitlines() == ["namespace,tableName", "default,duck_clicks", "n", "50"]
     finally:
         node.stop()
 

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 RowSource = Callable[[Catalog, tuple[str, str]], "pa.Table | None"]
 
 
+# SHOW TABLES [IN|FROM namespace], answered from the catalog.
+_SHOW_TABLES = re.compile(r'\s*SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+("?[\w.]+"?))?\s*;?\s*', re.IGNORECASE)
+
+
 class DuckSession:
     """One DuckDB connection over a pyiceberg catalog."""
 
@@ -92,6 +96,11 @@ class DuckSession:
 
     def execute(self, statement: str) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run one statement; its column names and rows."""
+        if (shown := _SHOW_TABLES.fullmatch(statement)) is not None:
+            # The catalog's tables, as Spark lists them: DuckDB knows only those a statement named.
+            namespace = (shown.group(1) or DEFAULT_NAMESPACE).strip('"')
+            tables = [(ns, t) for ns, t in self.known_tables() if ns.lower() == namespace.lower()]
+            return ["namespace", "tableName"], iter(sorted(tables))
         text, named = self.rewrite(statement)
         for namespace, table in named:
             self._register(namespace, table)
