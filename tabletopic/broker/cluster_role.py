@@ -90,6 +90,9 @@ class ClusterRole:
         # What the next reload reads: the topics named since the last one, or all (None).
         self._topics_named: set[str] | None = set()
         self._background: set[asyncio.Task[None]] = set()
+        # Broker-local copies of shared state, by the NOTIFY kind that says another broker changed
+        # it, with what re-reads it (see ``follow``).
+        self._followed: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
         # Partition hand-overs still uploading and closing their streams: a controlled shutdown
         # waits for them (cancelling one would leave acknowledged appends to nobody's upload).
         self._releasing = 0
@@ -240,7 +243,19 @@ class ClusterRole:
         task.add_done_callback(self._background.discard)
         task.add_done_callback(_log_failure)
 
+    def follow(
+        self, kind: str, reload: Callable[[], Coroutine[Any, Any, None]]
+    ) -> Callable[[], Coroutine[Any, Any, None]]:
+        """Keep a broker-local copy of shared state (ACLs, client quotas) current: ``reload`` runs
+        whenever a broker announces ``kind``, and after the LISTEN connection was re-established (a
+        NOTIFY may have been missed). Returns the announcement to await after a change made here."""
+        self._followed[kind] = reload
+        return lambda: self.node.notify(kind)
+
     def _notified(self, kind: str) -> None:
+        for followed, reload in self._followed.items():
+            if kind in (followed, "reconnected"):
+                self._spawn(reload(), f"cluster-{followed}-reload")
         if kind.startswith(RANGES):
             self._ranges_moved(kind)
             return

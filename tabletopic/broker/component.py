@@ -34,6 +34,7 @@ from tabletopic.broker.security.http_auth import http_authenticator
 from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_listener_keys
 from tabletopic.broker.security.quota_guard import QuotaGuard
 from tabletopic.broker.security.quota_service import QuotaService
+from tabletopic.broker.security.shared_cache import SharedCache
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.server import Dispatcher, KafkaServer
 from tabletopic.broker.service import BrokerService
@@ -130,7 +131,7 @@ class BrokerComponent:
         await server.bind()
         await self._start_groups(service, dispatcher)
         if self._clustered:
-            await self._join_cluster(service)
+            await self._join_cluster(service, [acls, quotas])
         service.api_ranges = advertised_ranges(dispatcher.max_versions)
         await server.serve()
 
@@ -139,8 +140,9 @@ class BrokerComponent:
         """This broker's part in the cluster (None on a single node)."""
         return self._role
 
-    async def _join_cluster(self, service: BrokerService) -> None:
-        """Register with the cluster; serve partitions and groups as the controller assigns them."""
+    async def _join_cluster(self, service: BrokerService, shared: list[SharedCache]) -> None:
+        """Register with the cluster; serve partitions and groups as the controller assigns them;
+        keep the ``shared`` caches (ACLs, quotas) in step with the other brokers'."""
         groups = self.groups
         role = ClusterRole(
             service,
@@ -170,6 +172,8 @@ class BrokerComponent:
         role.on_groups_lost.append(groups.slots_lost)
         role.on_txn_slots_gained.append(txn_gained)
         role.on_txn_slots_lost.append(transactions.slots_lost)
+        for cache in shared:
+            cache.on_change.append(role.follow(f"security:{cache.kind}", cache.refresh))
         await role.start()
         service.leadership = role
         service.byte_counter = role.record_bytes

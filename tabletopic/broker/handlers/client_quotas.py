@@ -5,7 +5,6 @@ per-entry INVALID_REQUEST answers, over the node's
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
@@ -119,6 +118,5 @@ async def alter(
         accepted += [(encode_entity(entity), key, value) for key, value in changes]
         results.append({"error_code": ErrorCode.none, "error_message": None, "entity": wire})
     if accepted and not request.validate_only:
-        await asyncio.to_thread(quotas.store.alter_quotas, accepted)
-        await quotas.refresh()
+        await quotas.alter(accepted)
     return {"throttle_time": 0, "entries": results}

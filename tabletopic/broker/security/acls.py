@@ -1,22 +1,19 @@
 """The node's ACLs: the stored bindings, the current :class:`~tabletopic.broker.security.acl.Authorizer`
 snapshot every request is checked against, and the settings that shape it.
 
-The snapshot is rebuilt after every change made through this node and re-read from the database
-every few seconds, so ACLs changed through another node of a cluster take effect here shortly after.
+The snapshot is rebuilt after every change made through this node, and in a cluster when another
+broker announces one (see :mod:`~tabletopic.broker.security.shared_cache`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 
 from tabletopic.broker.security import settings
 from tabletopic.broker.security.acl import AclBinding, Authorizer
+from tabletopic.broker.security.shared_cache import SharedCache
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.config import Config, ConfigError
-from tabletopic.tasks import cancel_and_wait
-
-log = logging.getLogger(__name__)
 
 AUTHORIZER_CLASSES = frozenset(
     {
@@ -25,7 +22,6 @@ AUTHORIZER_CLASSES = frozenset(
         "kafka.security.auth.SimpleAclAuthorizer",
     }
 )
-REFRESH_SECONDS = 5.0
 
 
 def configured_authorizer(config: Config) -> str:
@@ -44,7 +40,7 @@ def parse_super_users(text: str) -> list[str]:
     return users
 
 
-class AclService:
+class AclService(SharedCache):
     """ACL storage and decisions of one node.
 
     Raises:
@@ -52,7 +48,11 @@ class AclService:
             is malformed.
     """
 
+    what = "ACLs"
+    kind = "acls"
+
     def __init__(self, config: Config, store: SecurityStore) -> None:
+        super().__init__()
         name = configured_authorizer(config)
         if name and name not in AUTHORIZER_CLASSES:
             raise ConfigError(
@@ -64,21 +64,13 @@ class AclService:
         self._super_users = parse_super_users(config.get(settings.SUPER_USERS) or "")
         self._allow_if_no_acl: bool = config.get(settings.ALLOW_EVERYONE_IF_NO_ACL_FOUND)
         self.authorizer = Authorizer((), self._super_users, self._allow_if_no_acl)
-        self._task: asyncio.Task[None] | None = None
 
     @property
     def store(self) -> SecurityStore:
         return self._store
 
-    async def start(self) -> None:
-        await self.refresh()
-        if self.enabled:
-            self._task = asyncio.create_task(self._refresh_loop(), name="acl-refresh")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            await cancel_and_wait([self._task])
-            self._task = None
+    async def start(self, poll: bool = True) -> None:
+        await super().start(poll and self.enabled)  # without an authorizer no ACL is checked
 
     async def refresh(self) -> None:
         bindings = await asyncio.to_thread(self._store.acls)
@@ -89,16 +81,8 @@ class AclService:
 
     async def add(self, bindings: list[AclBinding]) -> None:
         await asyncio.to_thread(self._store.add_acls, bindings)
-        await self.refresh()
+        await self.changed()
 
     async def remove(self, bindings: list[AclBinding]) -> None:
         await asyncio.to_thread(self._store.remove_acls, bindings)
-        await self.refresh()
-
-    async def _refresh_loop(self) -> None:
-        while True:
-            await asyncio.sleep(REFRESH_SECONDS)
-            try:
-                await self.refresh()
-            except Exception:  # keep the last snapshot; the database may be back soon
-                log.warning("could not re-read ACLs; keeping the previous ones", exc_info=True)
+        await self.changed()
