@@ -9,8 +9,9 @@ import logging
 import os
 import sys
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 from rich.console import Console
@@ -186,10 +187,18 @@ def admin_call(url: str, path: str, method: str = "GET", body: Any = None) -> An
 # TABLETOPIC_* environment, server.properties), so moving a port is one setting, not a flag per call.
 
 
-def kafka_bootstrap(cfg: Config) -> str:
-    """``host:port`` of the node's first PLAINTEXT listener (by ``listener.security.protocol.map``,
-    so ``INTERNAL://...`` mapped to PLAINTEXT counts), as ``advertised.listeners`` names it, else the
-    first listener; a wildcard host means this machine."""
+class KafkaListener(NamedTuple):
+    """The node's Kafka listener a client command connects to."""
+
+    name: str  # as ``listeners`` names it: PLAINTEXT, SASL_SSL, INTERNAL...
+    address: str  # host:port
+    protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+
+
+def kafka_listener(cfg: Config) -> KafkaListener:
+    """The node's first PLAINTEXT listener (by ``listener.security.protocol.map``, so
+    ``INTERNAL://...`` mapped to PLAINTEXT counts), at the address ``advertised.listeners`` names,
+    else the first listener; a wildcard host means this machine."""
     protocols = {
         "PLAINTEXT": "PLAINTEXT",
         "SSL": "SSL",
@@ -204,11 +213,15 @@ def kafka_bootstrap(cfg: Config) -> str:
         for entry in cfg.get(key) or []:
             name, _, host_port = str(entry).strip().partition("://")
             by_name[name.strip().upper()] = host_port
-    plain = [hp for name, hp in by_name.items() if protocols.get(name) == "PLAINTEXT"] or list(
-        by_name.values()
-    )
-    host, _, port = plain[0].rpartition(":")
-    return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+    plain = [name for name in by_name if protocols.get(name) == "PLAINTEXT"] or list(by_name)
+    host, _, port = by_name[plain[0]].rpartition(":")
+    address = f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+    return KafkaListener(plain[0], address, protocols.get(plain[0], "PLAINTEXT"))
+
+
+def kafka_bootstrap(cfg: Config) -> str:
+    """``host:port`` of the node's Kafka listener for client commands (:func:`kafka_listener`)."""
+    return kafka_listener(cfg).address
 
 
 BootstrapOption = Annotated[
@@ -228,20 +241,104 @@ def remember_node(ctx: typer.Context, data_dir: Path | None, override: list[str]
     ctx.obj = (data_dir, override)
 
 
-def node_bootstrap(ctx: typer.Context, bootstrap: str | None) -> str:
+def node_bootstrap(ctx: typer.Context, bootstrap: str | None, settings: Mapping[str, str]) -> str:
     """Which broker a Kafka client command talks to: ``--bootstrap-server`` (or
     ``TABLETOPIC_BOOTSTRAP``), else the node's configuration as ``tabletopic serve`` reads it (the
     group's ``--data-dir``/``--override``, the environment, the endpoints the node last served on);
-    exits with one line when nothing listens there."""
+    exits with one line when nothing listens there, or when that listener asks for TLS or a login
+    that the client ``settings`` do not give."""
     if bootstrap is None:
         data_dir, override = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
-        bootstrap = kafka_bootstrap(load_config(data_dir, None, override))
+        listener = kafka_listener(load_config(data_dir, None, override))
+        require_client_security(listener, settings)
+        bootstrap = listener.address
     require_listening(
         bootstrap,
         "Kafka listener",
         "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or --override listeners=...",
     )
     return bootstrap
+
+
+def require_client_security(listener: KafkaListener, settings: Mapping[str, str]) -> None:
+    """Exit with one line when the node's listener is SSL or SASL and the client settings name no
+    ``security.protocol``: the broker closes a connection that skips TLS or the login, and the
+    client would only say ``Broker transport failure`` after its timeout."""
+    if listener.protocol == "PLAINTEXT" or "security.protocol" in settings:
+        return
+    mapped = (
+        f" (listener {listener.name} in listener.security.protocol.map)"
+        if listener.name != listener.protocol
+        else ""
+    )
+    example = " ".join(f"-X {item}" for item in _client_security_example(listener.protocol))
+    err_console.print(
+        f"[red]error:[/red] the Kafka listener at {escape(listener.address)} is {listener.protocol}"
+        f"{mapped} and the client settings name no security.protocol: give them with --command-config "
+        f"FILE or {example}, or point at a PLAINTEXT listener with --bootstrap-server",
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(1)
+
+
+def _client_security_example(protocol: str) -> list[str]:
+    """The client settings (librdkafka's keys) a listener of ``protocol`` asks for, values elided."""
+    items = [f"security.protocol={protocol}"]
+    if protocol.endswith("SSL"):
+        items.append("ssl.ca.location=CA.pem")
+    if protocol.startswith("SASL_"):
+        items += ["sasl.mechanism=PLAIN", "sasl.username=...", "sasl.password=..."]
+    return items
+
+
+CommandConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        exists=True,
+        dir_okay=False,
+        help="Properties file with the client's security settings (security.protocol, sasl.*, ssl.*), "
+        "as Kafka's tools take it.",
+    ),
+]
+ClientOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-X",
+        help="Client setting key=value (security.protocol, sasl.*, ssl.*), repeatable; wins over "
+        "--command-config.",
+    ),
+]
+
+
+def key_value_pairs(items: list[str] | None, option: str) -> dict[str, str]:
+    """``key=value`` items of a repeatable ``option`` as a dict (a later key wins); an item without
+    ``=`` is a usage error that names the option and the item."""
+    pairs: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{option} expects key=value, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def client_settings(command_config: Path | None, x: list[str] | None) -> dict[str, str]:
+    """A Kafka client's own settings (librdkafka's keys): the ``--command-config`` file, with the
+    ``-X key=value`` items over it (kcat's way of adding one setting to a file's)."""
+    from_file = read_properties(command_config) if command_config is not None else {}
+    return {**from_file, **key_value_pairs(x, "-X")}
+
+
+def node_client_config(
+    ctx: typer.Context, bootstrap: str | None, command_config: Path | None, x: list[str] | None
+) -> dict[str, str]:
+    """A Kafka client's configuration for the node: its settings (:func:`client_settings`) and
+    ``bootstrap.servers`` (:func:`node_bootstrap`). The settings are read first, so a malformed
+    ``-X`` is a usage error even when no node is running."""
+    settings = client_settings(command_config, x)
+    return {**settings, "bootstrap.servers": node_bootstrap(ctx, bootstrap, settings)}
 
 
 def client_error(exc: BaseException) -> str:

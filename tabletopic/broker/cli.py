@@ -1,6 +1,7 @@
 """``tabletopic topics``: create, list, describe, delete and alter-config, through the Kafka admin
 protocol (confluent-kafka's AdminClient) against any bootstrap server, so it works as well against
-a remote node as a local one.
+a remote node as a local one. The client's own security settings (a SASL or SSL listener) come from
+``--command-config`` and ``-X``, as for ``tabletopic users``.
 
 ``confluent_kafka.admin`` is the documented home of NewTopic, ConfigResource and friends, but the
 package imports them from private modules without re-exporting them for type checkers, hence the
@@ -9,18 +10,28 @@ package imports them from private modules without re-exporting them for type che
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from tabletopic.cli_common import (
     BootstrapOption,
+    ClientOption,
+    CommandConfigOption,
     DataDirOption,
     OverrideOption,
     client_failure,
-    node_bootstrap,
+    key_value_pairs,
+    node_client_config,
     remember_node,
 )
+
+if TYPE_CHECKING:
+    import ssl
+
+    from tabletopic.broker.wire_client import Connect
 
 topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True)
 
@@ -37,24 +48,19 @@ def _options(
     remember_node(ctx, data_dir, override)
 
 
-_bootstrap = node_bootstrap
+def _client_config(
+    ctx: typer.Context, bootstrap: str | None, command_config: Path | None, x: list[str] | None
+) -> dict[str, str]:
+    """The configuration of the command's Kafka clients (:func:`~tabletopic.cli_common.node_client_config`).
+    log_level 2 (critical only): a node that goes away mid-command must not print a line per retry;
+    ``-X log_level=7`` still shows them."""
+    return {"log_level": "2", **node_client_config(ctx, bootstrap, command_config, x)}
 
 
-def _admin(bootstrap: str) -> Any:
+def _admin(config: Mapping[str, str]) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    # log_level 2 (critical only): a node that goes away mid-command must not print a line per retry.
-    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
-
-
-def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
-    result = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"{what} expects key=value, got {item!r}")
-        result[key.strip()] = value.strip()
-    return result
+    return AdminClient(dict(config))
 
 
 @topics_app.command("create")
@@ -64,14 +70,17 @@ def create(
     bootstrap: BootstrapOption = None,
     partitions: Annotated[int, typer.Option("--partitions", "-p", help="Partition count.")] = 1,
     config: Annotated[list[str] | None, typer.Option("--config", "-c", help="key=value, repeatable.")] = None,
+    command_config: CommandConfigOption = None,
+    x: ClientOption = None,
 ) -> None:
     """Create a topic."""
-    bootstrap = _bootstrap(ctx, bootstrap)
+    topic_config = key_value_pairs(config, "--config")
+    client = _client_config(ctx, bootstrap, command_config, x)
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=_pairs(config, "--config"))
+    topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=topic_config)
     try:
-        admin = _admin(bootstrap)  # must outlive the future, or librdkafka destroys the request
+        admin = _admin(client)  # must outlive the future, or librdkafka destroys the request
         admin.create_topics([topic], request_timeout=TIMEOUT_S)[name].result(TIMEOUT_S)
     except Exception as exc:
         raise client_failure(exc) from exc
@@ -79,11 +88,17 @@ def create(
 
 
 @topics_app.command("list")
-def list_topics(ctx: typer.Context, bootstrap: BootstrapOption = None) -> None:
+def list_topics(
+    ctx: typer.Context,
+    bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
+    x: ClientOption = None,
+) -> None:
     """List topics with their partition counts."""
-    bootstrap = _bootstrap(ctx, bootstrap)
+    client = _client_config(ctx, bootstrap, command_config, x)
+    bootstrap = client["bootstrap.servers"]
     try:
-        metadata = _admin(bootstrap).list_topics(timeout=TIMEOUT_S)
+        metadata = _admin(client).list_topics(timeout=TIMEOUT_S)
     except Exception as exc:
         raise client_failure(exc) from exc
     for name in sorted(metadata.topics):
@@ -93,13 +108,19 @@ def list_topics(ctx: typer.Context, bootstrap: BootstrapOption = None) -> None:
 
 
 @topics_app.command("describe")
-def describe(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -> None:
+def describe(
+    ctx: typer.Context,
+    name: str,
+    bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
+    x: ClientOption = None,
+) -> None:
     """Partitions with their offsets, and the topic's configs."""
-    bootstrap = _bootstrap(ctx, bootstrap)
+    client = _client_config(ctx, bootstrap, command_config, x)
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 
-    admin = _admin(bootstrap)
+    admin = _admin(client)
     try:
         metadata = admin.list_topics(name, timeout=TIMEOUT_S)
         topic = metadata.topics[name]
@@ -107,7 +128,7 @@ def describe(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -
             raise RuntimeError(str(topic.error))
         resource = ConfigResource(ResourceType.TOPIC, name)
         configs = admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource].result(TIMEOUT_S)
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tabletopic-cli", "log_level": 2})
+        consumer = Consumer({**client, "group.id": "tabletopic-cli"})
         try:
             offsets = {
                 p: consumer.get_watermark_offsets(TopicPartition(name, p), timeout=TIMEOUT_S)
@@ -131,11 +152,17 @@ def describe(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -
 
 
 @topics_app.command("delete")
-def delete(ctx: typer.Context, name: str, bootstrap: BootstrapOption = None) -> None:
+def delete(
+    ctx: typer.Context,
+    name: str,
+    bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
+    x: ClientOption = None,
+) -> None:
     """Delete a topic and its data."""
-    bootstrap = _bootstrap(ctx, bootstrap)
+    client = _client_config(ctx, bootstrap, command_config, x)
     try:
-        admin = _admin(bootstrap)
+        admin = _admin(client)
         admin.delete_topics([name], request_timeout=TIMEOUT_S)[name].result(TIMEOUT_S)
     except Exception as exc:
         raise client_failure(exc) from exc
@@ -154,9 +181,10 @@ def alter_config(
         ),
     ] = None,
     delete_: Annotated[list[str] | None, typer.Option("--delete", help="key to remove, repeatable.")] = None,
+    command_config: CommandConfigOption = None,
+    x: ClientOption = None,
 ) -> None:
     """Set or remove topic configs (IncrementalAlterConfigs)."""
-    bootstrap = _bootstrap(ctx, bootstrap)
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AlterConfigOpType,
         ConfigEntry,
@@ -166,13 +194,14 @@ def alter_config(
 
     entries = [
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-        for k, v in _pairs(set_, "--config").items()
+        for k, v in key_value_pairs(set_, "--config").items()
     ] + [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete_ or []]
     if not entries:
         raise typer.BadParameter("give --config key=value and/or --delete key")
     resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+    client = _client_config(ctx, bootstrap, command_config, x)
     try:
-        admin = _admin(bootstrap)
+        admin = _admin(client)
         admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
     except Exception as exc:
         raise client_failure(exc) from exc
@@ -192,6 +221,8 @@ def move(
     wait: Annotated[
         float, typer.Option("--wait", help="Seconds to wait for the new leader (0: no wait).")
     ] = 10,
+    command_config: CommandConfigOption = None,
+    x: ClientOption = None,
 ) -> None:
     """Move a partition's leadership to another broker (AlterPartitionReassignments): no data is
     copied, the new leader opens the partition's stream from object storage."""
@@ -199,7 +230,8 @@ def move(
 
     from tabletopic.broker.wire_client import WireError, call
 
-    bootstrap = _bootstrap(ctx, bootstrap)
+    client = _client_config(ctx, bootstrap, command_config, x)
+    bootstrap, connect = client["bootstrap.servers"], _wire_connect(client)
     started = time.monotonic()
     try:
         answer = call(
@@ -207,6 +239,7 @@ def move(
             45,
             0,
             timeout=int(TIMEOUT_S * 1000),
+            connect=connect,
             topics=[{"name": topic, "partitions": [{"partition_index": partition, "replicas": [to]}]}],
         )
     except WireError as exc:
@@ -217,7 +250,7 @@ def move(
         message = answer.error_message if result is None else result.error_message
         raise client_failure(RuntimeError(f"{code.name}: {message}"))
     while wait > 0 and time.monotonic() - started < wait:
-        leader = _leader(bootstrap, topic, partition)
+        leader = _leader(bootstrap, connect, topic, partition)
         if leader == to:
             typer.echo(f"{topic}-{partition} is led by broker {to} ({time.monotonic() - started:.2f} s)")
             return
@@ -227,7 +260,7 @@ def move(
     typer.echo(f"asked to move {topic}-{partition} to broker {to}")
 
 
-def _leader(bootstrap: str, topic: str, partition: int) -> int | None:
+def _leader(bootstrap: str, connect: Connect, topic: str, partition: int) -> int | None:
     from tabletopic.broker.wire_client import WireError, call
 
     try:
@@ -235,6 +268,7 @@ def _leader(bootstrap: str, topic: str, partition: int) -> int | None:
             bootstrap,
             3,
             12,
+            connect=connect,
             topics=[{"name": topic, "topic_id": None}],
             allow_auto_topic_creation=False,
             include_topic_authorized_operations=False,
@@ -245,3 +279,55 @@ def _leader(bootstrap: str, topic: str, partition: int) -> int | None:
         if p.partition_index == partition:
             return int(p.leader_id)
     return None
+
+
+WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _wire_connect(settings: Mapping[str, str]) -> Connect:
+    """How ``partitions move`` connects with the broker's own wire client (confluent-kafka offers no
+    AlterPartitionReassignments): TLS and the SASL login that the client settings ask for, read as
+    librdkafka reads them, so one ``--command-config`` serves every command."""
+    from tabletopic.broker.wire_client import plain_connect
+
+    protocol = settings.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise typer.BadParameter(
+            f"security.protocol={protocol}: one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
+        )
+    if protocol == "PLAINTEXT":
+        return plain_connect
+    from tabletopic.broker.security.inter_broker import InterBrokerClient
+
+    mechanism = username = password = None
+    if protocol.startswith("SASL_"):
+        mechanism = settings.get("sasl.mechanism", "GSSAPI").upper()  # librdkafka's default
+        if mechanism not in WIRE_SASL_MECHANISMS:
+            known = ", ".join(WIRE_SASL_MECHANISMS)
+            raise typer.BadParameter(f"partitions move logs in with sasl.mechanism {known}, not {mechanism}")
+        username, password = settings.get("sasl.username", ""), settings.get("sasl.password", "")
+    tls = _tls_context(settings) if protocol.endswith("SSL") else None
+    credentials_from = "sasl.username and sasl.password of --command-config or -X"
+    return InterBrokerClient(
+        "client", protocol, mechanism, username, password, tls, credentials_from=credentials_from
+    ).connect
+
+
+def _tls_context(settings: Mapping[str, str]) -> ssl.SSLContext:
+    """The TLS side of librdkafka's ``ssl.*`` settings: ``ssl.ca.location`` replaces the system's CAs,
+    ``ssl.certificate.location``/``ssl.key.location`` are the client's certificate, and the broker's
+    name is checked unless ``ssl.endpoint.identification.algorithm=none``."""
+    import ssl
+
+    try:
+        context = ssl.create_default_context(cafile=settings.get("ssl.ca.location"))
+        if "ssl.certificate.location" in settings:
+            context.load_cert_chain(
+                settings["ssl.certificate.location"],
+                settings.get("ssl.key.location"),
+                settings.get("ssl.key.password"),
+            )
+    except OSError as exc:  # a missing or unreadable file, a key that does not match (ssl.SSLError)
+        raise typer.BadParameter(f"the client's ssl.* settings: {exc}") from exc
+    context.check_hostname = settings.get("ssl.endpoint.identification.algorithm", "https").lower() != "none"
+    return context

@@ -8,8 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
-from tabletopic.broker.security.cli import ClientOption, CommandConfigOption, admin_client
-from tabletopic.cli_common import BootstrapOption, DataDirOption, client_failure, remember_node
+from tabletopic.broker.security.cli import admin_client
+from tabletopic.cli_common import (
+    BootstrapOption,
+    ClientOption,
+    CommandConfigOption,
+    DataDirOption,
+    client_failure,
+    remember_node,
+)
 
 acls_app = typer.Typer(help="Manage ACLs (needs authorizer.class.name on the broker).", no_args_is_help=True)
 TIMEOUT_S = 30

@@ -18,24 +18,17 @@ import typer
 from tabletopic.broker.security.scram import MIN_ITERATIONS, SCRAM_MECHANISMS
 from tabletopic.cli_common import (
     BootstrapOption,
+    ClientOption,
+    CommandConfigOption,
     DataDirOption,
     OverrideOption,
     client_failure,
-    node_bootstrap,
+    node_client_config,
     remember_node,
 )
-from tabletopic.config import read_properties
 
 users_app = typer.Typer(help="Manage SCRAM users (SASL/SCRAM and PLAIN logins).", no_args_is_help=True)
 
-CommandConfigOption = Annotated[
-    Path | None,
-    typer.Option("--command-config", help="Properties file with the client's security settings."),
-]
-ClientOption = Annotated[
-    list[str] | None,
-    typer.Option("-X", help="Client setting key=value (security.protocol, sasl.*, ssl.*), repeatable."),
-]
 MechanismOption = Annotated[
     list[str] | None,
     typer.Option("--mechanism", "-m", help="SCRAM-SHA-256 or SCRAM-SHA-512, repeatable (default: both)."),
@@ -52,17 +45,11 @@ def _options(ctx: typer.Context, data_dir: DataDirOption = None, override: Overr
 def admin_client(
     ctx: typer.Context, bootstrap: str | None, command_config: Path | None, settings: list[str] | None
 ) -> Any:
-    """An AdminClient for the node (:func:`~tabletopic.cli_common.node_bootstrap`) with the client
-    settings of ``--command-config`` and ``-X``."""
+    """An AdminClient for the node (:func:`~tabletopic.cli_common.node_client_config`) with the
+    client settings of ``--command-config`` and ``-X``."""
     from confluent_kafka.admin import AdminClient
 
-    config: dict[str, str] = dict(read_properties(command_config)) if command_config else {}
-    for item in settings or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"-X expects key=value, got {item!r}")
-        config[key.strip()] = value.strip()
-    return AdminClient({**config, "bootstrap.servers": node_bootstrap(ctx, bootstrap)})
+    return AdminClient({**node_client_config(ctx, bootstrap, command_config, settings)})
 
 
 def _mechanisms(names: list[str] | None) -> list[Any]:

@@ -60,6 +60,8 @@ class InterBrokerClient:
     password: str | None = None
     tls: ssl.SSLContext | None = None
     tls_rdkafka: tuple[tuple[str, str], ...] = ()  # the same TLS settings spelled for librdkafka
+    # Where a refused login's credentials came from, named in the error (default: the JAAS key).
+    credentials_from: str | None = None
     pool: wire_client.ConnectionPool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -156,7 +158,7 @@ class InterBrokerClient:
         if answer.error_code.value != 0:
             raise ConnectionRefusedError(
                 f"SASL login as {self.username} refused: {answer.error_message} "
-                f"(check {jaas_key(self.listener, self.mechanism or '')})"
+                f"(check {self.credentials_from or jaas_key(self.listener, self.mechanism or '')})"
             )
         return bytes(answer.auth_bytes)
 
