@@ -29,8 +29,6 @@ from tabletopic.cli_common import (
 )
 
 if TYPE_CHECKING:
-    import ssl
-
     from tabletopic.broker.wire_client import Connect
 
 topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True)
@@ -54,7 +52,11 @@ def _client_config(
     """The configuration of the command's Kafka clients (:func:`~tabletopic.cli_common.node_client_config`).
     log_level 2 (critical only): a node that goes away mid-command must not print a line per retry;
     ``-X log_level=7`` still shows them."""
-    return {"log_level": "2", **node_client_config(ctx, bootstrap, command_config, x)}
+    from tabletopic.broker.security.client_login import require_login
+
+    config = {"log_level": "2", **node_client_config(ctx, bootstrap, command_config, x)}
+    require_login(config)
+    return config
 
 
 def _admin(config: Mapping[str, str]) -> Any:
@@ -228,10 +230,11 @@ def move(
     copied, the new leader opens the partition's stream from object storage."""
     import time
 
+    from tabletopic.broker.security.client_login import wire_connect
     from tabletopic.broker.wire_client import WireError, call
 
     client = _client_config(ctx, bootstrap, command_config, x)
-    bootstrap, connect = client["bootstrap.servers"], _wire_connect(client)
+    bootstrap, connect = client["bootstrap.servers"], wire_connect(client)
     started = time.monotonic()
     try:
         answer = call(
@@ -279,55 +282,3 @@ def _leader(bootstrap: str, connect: Connect, topic: str, partition: int) -> int
         if p.partition_index == partition:
             return int(p.leader_id)
     return None
-
-
-WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
-def _wire_connect(settings: Mapping[str, str]) -> Connect:
-    """How ``partitions move`` connects with the broker's own wire client (confluent-kafka offers no
-    AlterPartitionReassignments): TLS and the SASL login that the client settings ask for, read as
-    librdkafka reads them, so one ``--command-config`` serves every command."""
-    from tabletopic.broker.wire_client import plain_connect
-
-    protocol = settings.get("security.protocol", "PLAINTEXT").upper()
-    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-        raise typer.BadParameter(
-            f"security.protocol={protocol}: one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"
-        )
-    if protocol == "PLAINTEXT":
-        return plain_connect
-    from tabletopic.broker.security.inter_broker import InterBrokerClient
-
-    mechanism = username = password = None
-    if protocol.startswith("SASL_"):
-        mechanism = settings.get("sasl.mechanism", "GSSAPI").upper()  # librdkafka's default
-        if mechanism not in WIRE_SASL_MECHANISMS:
-            known = ", ".join(WIRE_SASL_MECHANISMS)
-            raise typer.BadParameter(f"partitions move logs in with sasl.mechanism {known}, not {mechanism}")
-        username, password = settings.get("sasl.username", ""), settings.get("sasl.password", "")
-    tls = _tls_context(settings) if protocol.endswith("SSL") else None
-    credentials_from = "sasl.username and sasl.password of --command-config or -X"
-    return InterBrokerClient(
-        "client", protocol, mechanism, username, password, tls, credentials_from=credentials_from
-    ).connect
-
-
-def _tls_context(settings: Mapping[str, str]) -> ssl.SSLContext:
-    """The TLS side of librdkafka's ``ssl.*`` settings: ``ssl.ca.location`` replaces the system's CAs,
-    ``ssl.certificate.location``/``ssl.key.location`` are the client's certificate, and the broker's
-    name is checked unless ``ssl.endpoint.identification.algorithm=none``."""
-    import ssl
-
-    try:
-        context = ssl.create_default_context(cafile=settings.get("ssl.ca.location"))
-        if "ssl.certificate.location" in settings:
-            context.load_cert_chain(
-                settings["ssl.certificate.location"],
-                settings.get("ssl.key.location"),
-                settings.get("ssl.key.password"),
-            )
-    except OSError as exc:  # a missing or unreadable file, a key that does not match (ssl.SSLError)
-        raise typer.BadParameter(f"the client's ssl.* settings: {exc}") from exc
-    context.check_hostname = settings.get("ssl.endpoint.identification.algorithm", "https").lower() != "none"
-    return context

@@ -49,7 +49,11 @@ def admin_client(
     client settings of ``--command-config`` and ``-X``."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({**node_client_config(ctx, bootstrap, command_config, settings)})
+    from tabletopic.broker.security.client_login import require_login
+
+    config = node_client_config(ctx, bootstrap, command_config, settings)
+    require_login(config)
+    return AdminClient({**config})
 
 
 def _mechanisms(names: list[str] | None) -> list[Any]:

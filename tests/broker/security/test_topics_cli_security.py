@@ -5,6 +5,7 @@ in one line naming the options, not with librdkafka's ``Broker transport failure
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -126,3 +127,28 @@ def test_a_missing_command_config_file_is_a_usage_error(tmp_path: Path) -> None:
     missing = tmp_path / "client.properties"
     result = _run("topics", "list", "-b", "127.0.0.1:1", "--command-config", str(missing))
     assert result.exit_code == 2 and "does not exist" in result.output, result.output
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("group", "command"), [("topics", ["list"]), ("users", ["list"])])
+def test_a_refused_login_is_named_at_once_not_after_the_clients_timeout(
+    secure_broker: SecureBroker, group: str, command: list[str]
+) -> None:
+    wrong = _x("security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=alice")
+    started = time.monotonic()
+    refused = _run(group, *command, "-b", secure_broker.sasl_plaintext, *wrong, "-X", "sasl.password=wrong")
+    # The broker holds a refusal back connection.failed.authentication.delay.ms; librdkafka would
+    # retry for the commands' 30 s timeout and then say "Broker transport failure".
+    assert time.monotonic() - started < 10
+    assert refused.exit_code == 1, refused.output
+    assert "the login at" in refused.stderr and "sasl.password of --command-config or -X" in refused.stderr
+
+
+@pytest.mark.integration
+def test_a_broker_certificate_the_client_does_not_trust_is_named_at_once(secure_broker: SecureBroker) -> None:
+    untrusting = _x("security.protocol=SASL_SSL", "sasl.mechanism=PLAIN", "sasl.username=alice")
+    refused = _run(
+        "topics", "list", "-b", secure_broker.sasl_ssl, *untrusting, "-X", "sasl.password=alice-secret"
+    )
+    assert refused.exit_code == 1, refused.output
+    assert "the TLS handshake at" in refused.stderr and "ssl.ca.location" in refused.stderr

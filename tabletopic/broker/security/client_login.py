@@ -1,0 +1,100 @@
+"""The CLI's own side of a secured listener: the client settings of ``--command-config``/``-X``
+(librdkafka's keys) turned into a connection the broker's wire client can use, and a login tried
+before a command starts.
+
+Why the check: librdkafka answers a refused login by retrying until its timeout and then reporting
+``Broker transport failure``, with the broker's "Invalid username or password" in a log line the
+commands keep quiet. One login tried here, with the same settings, fails in a fraction of a second
+and names the settings to check. ``partitions move`` also sends its requests through
+:func:`wire_connect`, because confluent-kafka has no AlterPartitionReassignments.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+
+import typer
+from rich.markup import escape
+
+from tabletopic.broker.security.inter_broker import InterBrokerClient
+from tabletopic.broker.wire_client import Connect, plain_connect
+from tabletopic.cli_common import err_console
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+CREDENTIALS_FROM = "sasl.username and sasl.password of --command-config or -X"
+LOGIN_CHECK_TIMEOUT_S = 10.0
+
+
+def wire_connect(settings: Mapping[str, str]) -> Connect:
+    """TLS and the SASL login (PLAIN or SCRAM) that the client settings ask for, read as librdkafka
+    reads them, so one ``--command-config`` serves every command. Raises typer.BadParameter for a
+    protocol or mechanism it cannot speak and for unreadable ``ssl.*`` files."""
+    protocol = settings.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in PROTOCOLS:
+        raise typer.BadParameter(f"security.protocol={protocol}: one of {', '.join(PROTOCOLS)}")
+    if protocol == "PLAINTEXT":
+        return plain_connect
+    mechanism = username = password = None
+    if protocol.startswith("SASL_"):
+        mechanism = settings.get("sasl.mechanism", "GSSAPI").upper()  # librdkafka's default
+        if mechanism not in WIRE_SASL_MECHANISMS:
+            known = ", ".join(WIRE_SASL_MECHANISMS)
+            raise typer.BadParameter(f"this command logs in with sasl.mechanism {known}, not {mechanism}")
+        username, password = settings.get("sasl.username", ""), settings.get("sasl.password", "")
+    tls = tls_context(settings) if protocol.endswith("SSL") else None
+    client = InterBrokerClient(
+        "client", protocol, mechanism, username, password, tls, credentials_from=CREDENTIALS_FROM
+    )
+    return client.connect
+
+
+def tls_context(settings: Mapping[str, str]) -> ssl.SSLContext:
+    """The TLS side of librdkafka's ``ssl.*`` settings: ``ssl.ca.location`` replaces the system's CAs,
+    ``ssl.certificate.location``/``ssl.key.location`` are the client's certificate, and the broker's
+    name is checked unless ``ssl.endpoint.identification.algorithm=none``."""
+    try:
+        context = ssl.create_default_context(cafile=settings.get("ssl.ca.location"))
+        if "ssl.certificate.location" in settings:
+            context.load_cert_chain(
+                settings["ssl.certificate.location"],
+                settings.get("ssl.key.location"),
+                settings.get("ssl.key.password"),
+            )
+    except OSError as exc:  # a missing or unreadable file, a key that does not match (ssl.SSLError)
+        raise typer.BadParameter(f"the client's ssl.* settings: {exc}") from exc
+    context.check_hostname = settings.get("ssl.endpoint.identification.algorithm", "https").lower() != "none"
+    return context
+
+
+def require_login(config: Mapping[str, str]) -> None:
+    """Exit with one line when the first reachable server of ``bootstrap.servers`` refuses the
+    client's TLS handshake or SASL login. Settings this module cannot speak (another mechanism) and
+    servers that cannot be reached are left to the Kafka client, which reports them itself."""
+    protocol = config.get("security.protocol", "PLAINTEXT").upper()
+    sasl = protocol.startswith("SASL_")
+    if protocol not in PROTOCOLS[1:] or (
+        sasl and config.get("sasl.mechanism", "").upper() not in WIRE_SASL_MECHANISMS
+    ):
+        return
+    connect = wire_connect(config)
+    for server in config["bootstrap.servers"].split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            connect(host.strip("[]"), int(port), LOGIN_CHECK_TIMEOUT_S).close()
+            return
+        except (ConnectionRefusedError, ssl.SSLError) as exc:
+            if not isinstance(exc, ssl.SSLError) and exc.errno is not None:
+                continue  # nothing listens there (ECONNREFUSED): try the next server
+            tls = isinstance(exc, ssl.SSLError)
+            check = " (check ssl.ca.location and the broker's certificate)" if tls else ""
+            err_console.print(
+                f"[red]error:[/red] the {'TLS handshake' if tls else 'login'} at {escape(server.strip())} "
+                f"failed: {escape(str(exc))}{check}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(1) from exc
+        except (OSError, ValueError):
+            continue
