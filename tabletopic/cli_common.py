@@ -230,8 +230,8 @@ BootstrapOption = Annotated[
         "--bootstrap-server",
         "-b",
         envvar="TABLETOPIC_BOOTSTRAP",
-        help="host:port of a broker (default: the node's first PLAINTEXT listener, as -d/--override/"
-        "TABLETOPIC_* and the node's endpoints.properties set it).",
+        help="host:port of a broker (default: the node's first PLAINTEXT listener, else its first "
+        "listener, as -d/--override/TABLETOPIC_* and the node's endpoints.properties set it).",
     ),
 ]
 

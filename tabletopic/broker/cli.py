@@ -211,6 +211,7 @@ def alter_config(
 
 
 partitions_app = typer.Typer(help="Move partitions between brokers (cluster mode).", no_args_is_help=True)
+partitions_app.callback()(_options)  # the node is found as for topics: -d, --override, -b
 
 
 @partitions_app.command("move")

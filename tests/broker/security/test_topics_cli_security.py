@@ -102,12 +102,11 @@ def test_a_secured_listener_found_through_the_configuration_asks_for_the_client_
 def test_a_listener_named_after_its_protocol_is_refused_without_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``partitions`` has no node options of its own: the environment describes the node. Refused
+    """``partitions`` finds the node as ``topics`` does (here ``-d`` and ``--override``). Refused
     before any connection, so no broker is needed."""
     monkeypatch.delenv("TABLETOPIC_BOOTSTRAP", raising=False)
-    monkeypatch.chdir(tmp_path)  # no ./data or ./cluster-data endpoints to find instead
-    env: dict[str, str | None] = {"TABLETOPIC_LISTENERS": "SASL_SSL://0.0.0.0:1"}
-    refused = _run("partitions", "move", "t", "0", "--to", "1", env=env)
+    node = ["partitions", "-d", str(tmp_path), "--override", "listeners=SASL_SSL://0.0.0.0:1"]
+    refused = _run(*node, "move", "t", "0", "--to", "1")
     assert refused.exit_code == 1, refused.output
     line = refused.stderr.strip()
     assert "\n" not in line and "the Kafka listener at 127.0.0.1:1 is SASL_SSL and" in line, line
