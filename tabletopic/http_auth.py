@@ -112,10 +112,16 @@ class Tokens:
         self.lifetime_s = lifetime_s
         self._clock = clock
 
-    def issue(self, user: str, role: str, version: str = "") -> str:
-        """A token for ``user`` in ``role``; ``version`` is the digest of the user's credentials
-        (:meth:`HttpAuthenticator.identify` refuses the token once they change)."""
-        claims = [user, role, self._clock() + self.lifetime_s, version]
+    def issue(self, user: str, role: str, version: str = "", lifetime_s: float | None = None) -> str:
+        """A token for ``user`` in ``role``, valid ``lifetime_s`` (default: the configured lifetime);
+        ``version`` is the digest of the user's credentials (:meth:`HttpAuthenticator.identify`
+        refuses the token once they change)."""
+        claims = [
+            user,
+            role,
+            self._clock() + (self.lifetime_s if lifetime_s is None else lifetime_s),
+            version,
+        ]
         payload = base64.urlsafe_b64encode(json.dumps(claims).encode())
         signature = base64.urlsafe_b64encode(hmac.new(self._secret, payload, hashlib.sha256).digest())
         return f"{payload.decode()}.{signature.decode()}"
@@ -146,6 +152,10 @@ MAX_BACKOFF_S = 60.0
 # How long a user's credential version is trusted before it is read again (a changed password or a
 # deleted user ends that user's tokens and remembered logins within this time).
 VERSION_TTL_S = 2.0
+# The principal of the node's own engines (its Spark session) at its REST catalog, and how long
+# their token lasts: as long as the authenticator that issued it, whose nonce it carries.
+NODE_PRINCIPAL = "tabletopic-node"
+NODE_TOKEN_LIFETIME_S = 100 * 365 * 24 * 3600.0
 # Without http.oauth.token.secret: one key for the whole node, so a token from the catalog's
 # endpoint is accepted by the registry and the admin API of the same node, as documented.
 PROCESS_TOKEN_SECRET = secrets.token_bytes(32)
@@ -183,6 +193,16 @@ class HttpAuthenticator:
         self._verified: dict[tuple[str, bytes], tuple[float, str]] = {}
         self._versions: dict[str, tuple[float, str | None]] = {}
         self._failures: dict[tuple[str, str], tuple[int, float]] = {}
+        # The credential version of node_token(): random, so no user's tokens carry it and no other
+        # authenticator (another service, node or restart) accepts the node's token.
+        self._node_version = "node:" + secrets.token_hex(16)
+
+    def node_token(self) -> str:
+        """A read-write bearer token for the node's own Spark session, valid at the services this
+        authenticator guards for as long as the process runs. Spark's Iceberg REST client sends it
+        on every request (``token``); without it a node with ``authentication.method=BASIC`` could
+        not reach its own catalog, and every ingest job run on Spark failed with 401."""
+        return self.tokens.issue(NODE_PRINCIPAL, WRITE, self._node_version, lifetime_s=NODE_TOKEN_LIFETIME_S)
 
     def role_of(self, user: str) -> str:
         return WRITE if "*" in self._writers or user in self._writers else READ
@@ -239,7 +259,9 @@ class HttpAuthenticator:
         scheme, _, value = authorization.partition(" ")
         if scheme.lower() == "bearer":
             claims = self.tokens.claims(value.strip())
-            if claims is None or claims[2] != self.version_of(claims[0]):
+            if claims is None:
+                return None
+            if claims[2] != self._node_version and claims[2] != self.version_of(claims[0]):
                 return None  # forged, expired, or issued before a password change or deletion
             return claims[0], claims[1]
         if scheme.lower() != "basic":

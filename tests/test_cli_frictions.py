@@ -119,6 +119,13 @@ def test_print_config_comment_lines_all_start_with_a_hash(tmp_path: Path) -> Non
     assert "Warning" not in result.stderr and "Deprecat" not in result.stderr
 
 
+def test_print_config_says_how_to_log_in_to_a_catalog_that_asks_for_one(tmp_path: Path) -> None:
+    guarded = cli("sql", "--print-config", "-d", str(tmp_path), "-o", "authentication.method=BASIC")
+    assert guarded.returncode == 0, guarded.stderr
+    assert "--conf spark.sql.catalog.tabletopic.credential=USER:PASSWORD" in guarded.stdout, guarded.stdout
+    assert "credential=" not in cli("sql", "--print-config", "-d", str(tmp_path)).stdout
+
+
 def test_bench_help_and_readme_list_the_same_benchmarks() -> None:
     readme = (ROOT / "README.md").read_text()
     listed = re.search(r"^tabletopic bench\s+(\S+)", readme, re.MULTILINE)

@@ -35,7 +35,7 @@ from tabletopic.catalog.backends import SparkAccess
 from tabletopic.catalog.rest import CatalogService, create_app
 from tabletopic.component import started
 from tabletopic.config import Config
-from tabletopic.http_auth import ICEBERG_REST, HttpSecurity, protect
+from tabletopic.http_auth import ICEBERG_REST, HttpAuthenticator, HttpSecurity
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -114,9 +114,11 @@ class CatalogComponent:
         catalog = await asyncio.to_thread(create_catalog, spec, self._engine)
         self._catalog = catalog
         listener = config.get(catalog_settings.CATALOG_LISTENER)
+        authenticator: HttpAuthenticator | None = None
         if spec.fronted_by_rest and listener:
             app = rest_app_for(catalog, spec, config.get(catalog_settings.CATALOG_PAGE_SIZE))
-            served = protect(app, self._http_security, ICEBERG_REST)
+            authenticator = self._http_security.authenticator()
+            served = authenticator.wrap(app, ICEBERG_REST) if authenticator is not None else app
             self._http = HttpService(
                 "Iceberg REST catalog",
                 served,
@@ -127,7 +129,10 @@ class CatalogComponent:
             await self._http.start()
             if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):
                 spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))
-        self._spark_conf = spark_catalog_conf(spec.name, spark_catalog_properties(spec))
+        spark_properties = spark_catalog_properties(spec)
+        if spec.fronted_by_rest and authenticator is not None:
+            spark_properties["token"] = authenticator.node_token()  # the node's Spark logs in too
+        self._spark_conf = spark_catalog_conf(spec.name, spark_properties)
         self._spec = spec
         log.info(
             "Iceberg catalog %s (%s) ready; Spark reaches it %s",

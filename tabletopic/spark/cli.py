@@ -380,8 +380,15 @@ def _print_config(cfg: Config, spec: CatalogSpec) -> None:
         soft_wrap=True,  # a wrapped comment line would lose its '#'
     )
     if spec.spark_access is SparkAccess.REST:
+        login = str(cfg.get("authentication.method") or "NONE").upper() != "NONE"
         console.print(
-            f"# The catalog is served by `tabletopic serve` at {spec.rest_uri}.",
+            f"# The catalog is served by `tabletopic serve` at {spec.rest_uri}."
+            + (
+                f"\n# It asks for a login (authentication.method): add --conf "
+                f"spark.sql.catalog.{spec.name}.credential=USER:PASSWORD"
+                if login
+                else ""
+            ),
             markup=False,
             highlight=False,
             soft_wrap=True,
