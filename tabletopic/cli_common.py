@@ -157,19 +157,48 @@ def or_dash(value: object) -> str:
     return "-" if value is None else str(value)
 
 
+# The user client commands log in as where a node's HTTP services ask for one
+# (authentication.method=BASIC): a SASL user of the node, as for any HTTP client of it.
+HTTP_USER_ENV = "TABLETOPIC_HTTP_USER"
+HTTP_PASSWORD_ENV = "TABLETOPIC_HTTP_PASSWORD"
+
+
+def http_login() -> tuple[str, str] | None:
+    """HTTP Basic credentials from :data:`HTTP_USER_ENV` and :data:`HTTP_PASSWORD_ENV`, if set (a URL
+    with ``user:password@`` works too: httpx sends what it holds)."""
+    user = os.environ.get(HTTP_USER_ENV)
+    return (user, os.environ.get(HTTP_PASSWORD_ENV, "")) if user else None
+
+
+def http_login_refused(url: str) -> typer.Exit:
+    """Print why a node's HTTP service at ``url`` answered 401 and what to set; the exit to raise."""
+    login = http_login()
+    if login is None:
+        advice = (
+            f"it asks for a login (authentication.method=BASIC): set {HTTP_USER_ENV} and "
+            f"{HTTP_PASSWORD_ENV} to a user of the node (sasl.plain.users or a SCRAM user)"
+        )
+    else:
+        advice = f"it refused the login as {login[0]}: check {HTTP_USER_ENV} and {HTTP_PASSWORD_ENV}"
+    err_console.print(f"[red]error:[/red] {escape(url)}: {advice}", highlight=False, soft_wrap=True)
+    return typer.Exit(1)
+
+
 def admin_call(url: str, path: str, method: str = "GET", body: Any = None) -> Any:
     """``method path`` on a node's admin API, its JSON answer; a refusal or an unreachable node is
     printed (the node's own words) and ends the command with exit code 1."""
     import httpx
 
     try:
-        response = httpx.request(method, url.rstrip("/") + path, json=body, timeout=30)
+        response = httpx.request(method, url.rstrip("/") + path, json=body, timeout=30, auth=http_login())
     except httpx.HTTPError as exc:
         err_console.print(
             f"[red]cannot reach the admin API at {url}:[/red] {exc} (is `tabletopic serve` running?)",
             soft_wrap=True,
         )
         raise typer.Exit(1) from exc
+    if response.status_code == 401:
+        raise http_login_refused(url)
     if response.status_code >= 400:
         try:
             answer = response.json()

@@ -36,6 +36,8 @@ from tabletopic.cli_common import (
     OverrideOption,
     console,
     err_console,
+    http_login,
+    http_login_refused,
     load_config,
     print_table,
     setup_logging,
@@ -226,7 +228,7 @@ class NodeSql:
         import httpx
 
         self.url = url.rstrip("/") + "/v1/sql"
-        self._client = httpx.Client(timeout=httpx.Timeout(10, read=None))
+        self._client = httpx.Client(timeout=httpx.Timeout(10, read=None), auth=http_login())
 
     def execute(
         self, statement: str, limit: int | None, engine: str = "spark", fresh: bool = False
@@ -276,6 +278,9 @@ def node_sql(admin_url: str | None, engine: str = "spark") -> NodeSql | None:
         answer = remote._client.get(remote.url, timeout=2)
     except httpx.HTTPError:
         answer = None
+    if answer is not None and answer.status_code == 401:
+        remote.close()
+        raise http_login_refused(admin_url)
     if answer is None or answer.status_code != 200:
         remote.close()
         return None

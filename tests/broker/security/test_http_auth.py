@@ -226,3 +226,35 @@ def test_a_bearer_token_ends_when_its_users_password_changes(http_node: SecureHt
         interval=0.2,
     )
     assert httpx.get(f"{http_node.catalog}/v1/namespaces", headers=bearer, verify=verify).status_code == 401
+
+
+@pytest.mark.integration
+def test_client_commands_log_in_as_the_http_user_of_their_environment(
+    http_node: SecureHttpNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tabletopic tables``/``groups`` (the admin API) and ``sql`` (its ``/v1/sql``) send
+    ``TABLETOPIC_HTTP_USER``/``TABLETOPIC_HTTP_PASSWORD``. Without them a guarded node was answered
+    with a bare "Unauthorized", and ``sql`` started a Spark of its own on another catalog instead."""
+    from typer.testing import CliRunner
+
+    from tabletopic.cli import app
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(http_node.ca.cert))  # httpx trusts the test CA
+    monkeypatch.delenv("TABLETOPIC_HTTP_USER", raising=False)
+    monkeypatch.delenv("TABLETOPIC_HTTP_PASSWORD", raising=False)
+    admin = ["--admin-url", http_node.admin]
+
+    for command in (["tables", *admin, "list"], ["groups", *admin, "list"], ["sql", *admin, "SELECT 1"]):
+        refused = CliRunner().invoke(app, command)
+        assert refused.exit_code == 1, (command, refused.output)
+        assert "asks for a login (authentication.method=BASIC)" in refused.stderr, refused.stderr
+        assert "TABLETOPIC_HTTP_USER" in refused.stderr and "TABLETOPIC_HTTP_PASSWORD" in refused.stderr
+
+    monkeypatch.setenv("TABLETOPIC_HTTP_USER", "reader")
+    monkeypatch.setenv("TABLETOPIC_HTTP_PASSWORD", "r-pw")
+    listed = CliRunner().invoke(app, ["groups", *admin, "list"])
+    assert listed.exit_code == 0, listed.output
+
+    monkeypatch.setenv("TABLETOPIC_HTTP_PASSWORD", "wrong")
+    wrong = CliRunner().invoke(app, ["tables", *admin, "list"])
+    assert wrong.exit_code == 1 and "refused the login as reader" in wrong.stderr, wrong.output
