@@ -127,8 +127,9 @@ def setup_logging(level: str) -> None:
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
     )
-    # Third-party chatter that says nothing a user can act on.
-    for noisy in ("py4j", "botocore", "urllib3", "uvicorn.error", "aiokafka", "kafka"):
+    # Third-party chatter that says nothing a user can act on (httpx: a line per request a broker
+    # forwards to another's admin API).
+    for noisy in ("py4j", "botocore", "urllib3", "uvicorn.error", "aiokafka", "kafka", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

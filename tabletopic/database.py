@@ -224,6 +224,14 @@ def text_to_utf8_bytes(table: str, keys: Sequence[str], old: str, new: str) -> M
     return run
 
 
+def insert_missing(conn: Connection, table: sa.Table, key: sa.Column[int], row: dict[str, object]) -> None:
+    """Insert ``row`` unless a row of its ``key`` exists (INSERT ... ON CONFLICT DO NOTHING, on
+    PostgreSQL and SQLite alike): brokers that start together and each create a singleton row
+    must not fail on the primary key, which the one that loses a check-then-insert race does."""
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    conn.execute(insert(table).values(**row).on_conflict_do_nothing(index_elements=[key]))
+
+
 def upsert_newer(
     conn: Connection,
     table: sa.Table,

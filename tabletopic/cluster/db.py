@@ -488,12 +488,10 @@ class ClusterMetadata:
             ).first()
             if live is None:
                 return None
-            if row is None:
-                conn.execute(
-                    sa.insert(c).values(
-                        id=1, node_id=None, node_epoch=0, controller_epoch=0, lease_expires=sa.func.now()
-                    )
-                )
+            if row is None:  # the cluster's first controller round, perhaps on several brokers at once
+                first = {"id": 1, "node_id": None, "node_epoch": 0, "controller_epoch": 0}
+                database.insert_missing(conn, c, c.c.id, {**first, "lease_expires": sa.func.now()})
+                conn.execute(sa.select(c).where(c.c.id == 1).with_for_update())  # lock it, as above
             holder_alive = (
                 sa.select(n.c.node_id)
                 .where(

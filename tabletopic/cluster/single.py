@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
@@ -91,10 +90,8 @@ class SingleNodeLease:
         self.migrate()
         t = lease_table
         with self.engine.begin() as conn:
-            conn.execute(
-                insert(t)
-                .values(id=1, holder=self.holder, lease_expires=sa.func.now())
-                .on_conflict_do_nothing(index_elements=[t.c.id])
+            database.insert_missing(
+                conn, t, t.c.id, {"id": 1, "holder": self.holder, "lease_expires": sa.func.now()}
             )
             # The row lock serialises two single nodes starting at once: the second sees the first.
             row = conn.execute(

@@ -143,3 +143,34 @@ def _without_controller(postgres_url: str) -> tuple[sa.Engine, ClusterMetadata]:
     with engine.begin() as conn:
         conn.execute(sa.update(controller_table).values(node_id=None))
     return engine, meta
+
+
+def test_brokers_starting_together_on_a_fresh_database_take_the_first_lease_without_an_error(
+    postgres_url: str,
+) -> None:
+    """The controller row is created by the first round that finds none. Three brokers of a new
+    cluster start at once (``cluster up``): the ones that lost the race to insert it failed their
+    round on the primary key ("cluster round failed: UniqueViolation" in every first start's log)."""
+    engine = database.create_engine(postgres_url)
+    meta = ClusterMetadata(engine)
+    meta.migrate()
+    epochs = {node: meta.register(node, None, ENDPOINTS, lease_s=30) for node in (1, 2, 3)}
+    start = threading.Barrier(len(epochs))
+    results: dict[int, object] = {}
+
+    def first_round(node: int) -> None:
+        start.wait()
+        try:
+            results[node] = meta.acquire_controller(node, epochs[node], lease_s=30)
+        except Exception as exc:  # what the round would log
+            results[node] = exc
+
+    rounds = [threading.Thread(target=first_round, args=(node,)) for node in epochs]
+    for thread in rounds:
+        thread.start()
+    for thread in rounds:
+        thread.join(timeout=15)
+
+    assert not [r for r in results.values() if isinstance(r, Exception)], results
+    assert [r for r in results.values() if r is not None] == [1], results  # one controller, epoch 1
+    engine.dispose()
