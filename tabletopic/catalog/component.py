@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
@@ -79,6 +79,7 @@ class CatalogComponent:
         self._engine = engine
         self._http_security = http_security
         self._http: HttpService | None = None
+        self._loopback: HttpService | None = None  # where the node's Spark reaches an HTTPS catalog
         self._catalog: Catalog | None = None
         self._spec: CatalogSpec | None = None
         self._spark_conf: dict[str, str] | None = None
@@ -106,30 +107,29 @@ class CatalogComponent:
         return spec.rest_uri if spec.fronted_by_rest else None
 
     async def start(self) -> None:
-        from tabletopic.http_service import HttpService
-
         config = self._config
         spec = catalog_spec(config)
         # Opening may talk to a remote metastore or migrate the metadata DB: keep it off the loop.
         catalog = await asyncio.to_thread(create_catalog, spec, self._engine)
         self._catalog = catalog
         listener = config.get(catalog_settings.CATALOG_LISTENER)
+        spark_spec = spec
         authenticator: HttpAuthenticator | None = None
         if spec.fronted_by_rest and listener:
             app = rest_app_for(catalog, spec, config.get(catalog_settings.CATALOG_PAGE_SIZE))
             authenticator = self._http_security.authenticator()
             served = authenticator.wrap(app, ICEBERG_REST) if authenticator is not None else app
-            self._http = HttpService(
-                "Iceberg REST catalog",
-                served,
-                listener,
-                key=catalog_settings.CATALOG_LISTENER.name,
-                tls=self._http_security.https_options(listener),
-            )
-            await self._http.start()
+            tls = self._http_security.https_options(listener)
+            self._http = await self._serve(served, listener, tls)
             if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):
-                spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))
-        spark_properties = spark_catalog_properties(spec)
+                spec = spark_spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))
+            if tls:
+                # The node's Spark (a JVM) does not trust the CA of the node's own certificate, a
+                # private one as a rule: it reaches the same catalog on loopback, where nothing
+                # leaves the machine, guarded as the listener is.
+                self._loopback = await self._serve(served, "http://127.0.0.1:0", {})
+                spark_spec = spec.with_rest_uri(f"http://127.0.0.1:{self._loopback.port}")
+        spark_properties = spark_catalog_properties(spark_spec)
         if spec.fronted_by_rest and authenticator is not None:
             spark_properties["token"] = authenticator.node_token()  # the node's Spark logs in too
         self._spark_conf = spark_catalog_conf(spec.name, spark_properties)
@@ -138,13 +138,24 @@ class CatalogComponent:
             "Iceberg catalog %s (%s) ready; Spark reaches it %s",
             spec.name,
             spec.type,
-            "through " + str(spec.rest_uri) if spec.spark_access is SparkAccess.REST else "directly",
+            "through " + str(spark_spec.rest_uri) if spec.spark_access is SparkAccess.REST else "directly",
         )
 
+    async def _serve(self, app: object, listener: str, tls: dict[str, Any]) -> HttpService:
+        """One listener of the REST catalog, started."""
+        from tabletopic.http_service import HttpService
+
+        service = HttpService(
+            "Iceberg REST catalog", app, listener, key=catalog_settings.CATALOG_LISTENER.name, tls=tls
+        )
+        await service.start()
+        return service
+
     async def stop(self) -> None:
-        if self._http is not None:
-            await self._http.stop()
-            self._http = None
+        for service in (self._http, self._loopback):
+            if service is not None:
+                await service.stop()
+        self._http = self._loopback = None
         if self._catalog is not None:
             close = getattr(self._catalog, "close", None)
             if close is not None:

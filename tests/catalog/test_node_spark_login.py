@@ -24,6 +24,7 @@ from tabletopic.broker.security.store import SecurityStore
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.config import Config
 from tabletopic.spark.session import register_catalogs
+from tests.support.tls_certs import TestCA
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,24 +32,27 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(300)]
 
 
-def _config(tmp_path: Path) -> Config:
-    return Config(
-        {
-            "data.dir": str(tmp_path),
-            "catalog.listener": "http://127.0.0.1:0",
-            "authentication.method": "BASIC",
-            "sasl.plain.users": "admin:admin-secret",
-        }
-    )
+def _config(tmp_path: Path, **extra: str) -> Config:
+    values = {
+        "data.dir": str(tmp_path),
+        "catalog.listener": "http://127.0.0.1:0",
+        "authentication.method": "BASIC",
+        "sasl.plain.users": "admin:admin-secret",
+    }
+    return Config({**values, **extra})
 
 
-@pytest.fixture
-async def guarded_catalog(tmp_path: Path) -> AsyncIterator[CatalogComponent]:
-    config = _config(tmp_path)
+async def _started(config: Config) -> CatalogComponent:
     engine = database.create_engine(database.default_url(config.data_dir))
     SecurityStore(engine).migrate()  # what the broker does at start: the SCRAM users' tables
     component = CatalogComponent(config, engine, http_security=BrokerHttpSecurity(config, engine))
     await component.start()
+    return component
+
+
+@pytest.fixture
+async def guarded_catalog(tmp_path: Path) -> AsyncIterator[CatalogComponent]:
+    component = await _started(_config(tmp_path))
     yield component
     await component.stop()
 
@@ -108,3 +112,32 @@ async def test_another_authenticators_node_token_is_refused(
     async with httpx.AsyncClient(base_url=uri) as client:
         answer = await client.get("/v1/config", headers={"Authorization": f"Bearer {other.node_token()}"})
     assert answer.status_code == 401
+
+
+async def test_the_nodes_spark_reaches_an_https_catalog_on_loopback(
+    tmp_path: Path, spark: SparkSession, spark_catalog_name: str
+) -> None:
+    """The hardening checklist puts the catalog on HTTPS with a certificate of a private CA, which
+    the node's JVM does not trust: every Spark ingest job failed with "PKIX path building failed".
+    The node's Spark reaches the same catalog on a loopback listener instead, guarded alike."""
+    ca = TestCA(tmp_path / "ca")
+    server = ca.issue("localhost", server=True)
+    config = _config(
+        tmp_path, **{"catalog.listener": "https://127.0.0.1:0", "ssl.keystore.location": str(server.combined)}
+    )
+    component = await _started(config)
+    try:
+        public, conf = component.rest_uri, component.spark_conf
+        loopback = conf["spark.sql.catalog.tabletopic.uri"]
+        assert public is not None and public.startswith("https://")
+        assert loopback.startswith("http://127.0.0.1:") and loopback != public
+        async with httpx.AsyncClient(verify=str(ca.cert)) as client:
+            assert (await client.get(f"{public}/v1/config")).status_code == 401  # the listener as it was
+            assert (await client.get(f"{loopback}/v1/config")).status_code == 401  # guarded alike
+
+        register_catalogs(spark, _renamed(conf, spark_catalog_name))
+        await _sql(spark, f"CREATE NAMESPACE {spark_catalog_name}.db")
+        await _sql(spark, f"CREATE TABLE {spark_catalog_name}.db.t AS SELECT 1 AS a")
+        assert (await _sql(spark, f"SELECT count(*) FROM {spark_catalog_name}.db.t"))[0][0] == 1
+    finally:
+        await component.stop()
