@@ -193,8 +193,14 @@ def admin_call(url: str, path: str, method: str = "GET", body: Any = None) -> An
     try:
         response = httpx.request(method, url.rstrip("/") + path, json=body, timeout=30, auth=http_login())
     except httpx.HTTPError as exc:
+        untrusted = "CERTIFICATE_VERIFY_FAILED" in str(exc)
+        hint = (
+            "set SSL_CERT_FILE to the CA file that signed the node's certificate"
+            if untrusted
+            else "is `tabletopic serve` running?"
+        )
         err_console.print(
-            f"[red]cannot reach the admin API at {url}:[/red] {exc} (is `tabletopic serve` running?)",
+            f"[red]cannot reach the admin API at {escape(url)}:[/red] {escape(str(exc))} ({hint})",
             soft_wrap=True,
         )
         raise typer.Exit(1) from exc

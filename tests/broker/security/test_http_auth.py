@@ -239,10 +239,14 @@ def test_client_commands_log_in_as_the_http_user_of_their_environment(
 
     from tabletopic.cli import app
 
-    monkeypatch.setenv("SSL_CERT_FILE", str(http_node.ca.cert))  # httpx trusts the test CA
     monkeypatch.delenv("TABLETOPIC_HTTP_USER", raising=False)
     monkeypatch.delenv("TABLETOPIC_HTTP_PASSWORD", raising=False)
     admin = ["--admin-url", http_node.admin]
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    untrusted = CliRunner().invoke(app, ["tables", *admin, "list"])  # the test CA is nobody's
+    assert untrusted.exit_code == 1, untrusted.output
+    assert "set SSL_CERT_FILE to the CA file" in untrusted.stderr, untrusted.stderr
+    monkeypatch.setenv("SSL_CERT_FILE", str(http_node.ca.cert))  # httpx trusts the test CA
 
     for command in (["tables", *admin, "list"], ["groups", *admin, "list"], ["sql", *admin, "SELECT 1"]):
         refused = CliRunner().invoke(app, command)
