@@ -333,13 +333,10 @@ def _stop_spark() -> None:
 
 
 def rest_catalog_alive(uri: str, timeout: float = 1.0) -> bool:
-    """Whether an Iceberg REST catalog answers ``GET /v1/config`` at ``uri``."""
-    import httpx
+    """Whether an Iceberg REST catalog answers ``GET /v1/config`` at ``uri`` without a login."""
+    from tabletopic.table.ops.access import rest_alive
 
-    try:
-        return httpx.get(f"{uri}/v1/config", timeout=timeout).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return rest_alive(uri, timeout)
 
 
 def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 
-from tabletopic.cli_common import kafka_bootstrap
+from tabletopic.cli_common import (
+    HTTP_PASSWORD_ENV,
+    HTTP_USER_ENV,
+    err_console,
+    http_login,
+    http_login_refused,
+    kafka_bootstrap,
+)
 from tabletopic.config import Config
 
 if TYPE_CHECKING:
@@ -21,13 +28,20 @@ def bootstrap_servers(cfg: Config) -> str:
     return kafka_bootstrap(cfg)
 
 
-def rest_alive(uri: str, timeout: float = 1.0) -> bool:
+def rest_answer(uri: str, timeout: float = 1.0) -> int | None:
+    """The HTTP status a REST catalog at ``uri`` answers ``GET /v1/config`` with; None when nothing
+    answers there (a 401 is a catalog that asks for a login, not a missing one)."""
     import httpx
 
     try:
-        return httpx.get(f"{uri}/v1/config", timeout=timeout).status_code == 200
+        return httpx.get(f"{uri}/v1/config", timeout=timeout).status_code
     except httpx.HTTPError:
-        return False
+        return None
+
+
+def rest_alive(uri: str, timeout: float = 1.0) -> bool:
+    """Whether an Iceberg REST catalog at ``uri`` serves this client as it is (no login asked)."""
+    return rest_answer(uri, timeout) == 200
 
 
 def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
@@ -39,8 +53,23 @@ def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
     from tabletopic.catalog.backends import CatalogKind
 
     spec = catalog_spec(cfg)
-    if spec.rest_uri and spec.fronted_by_rest and rest_alive(spec.rest_uri):
+    answer = rest_answer(spec.rest_uri) if spec.rest_uri and spec.fronted_by_rest else None
+    if answer == 200:
         return load_catalog(spec.name, type="rest", uri=spec.rest_uri)
+    if answer == 401:  # authentication.method=BASIC: go through it as the HTTP user, if one is set
+        login = http_login()
+        if login is not None:
+            from pyiceberg.exceptions import OAuthError
+
+            try:
+                return load_catalog(spec.name, type="rest", uri=spec.rest_uri, credential=":".join(login))
+            except OAuthError as exc:  # the catalog's token endpoint refused the user
+                raise http_login_refused(str(spec.rest_uri)) from exc
+        err_console.print(
+            f"[dim]the catalog at {spec.rest_uri} asks for a login (set {HTTP_USER_ENV} and "
+            f"{HTTP_PASSWORD_ENV} to go through it); reading it from the metadata database[/dim]",
+            soft_wrap=True,
+        )
     engine = None
     if spec.type is CatalogKind.BUILTIN:
         from tabletopic import database, settings  # SQLAlchemy: only when no node serves the catalog

@@ -8,6 +8,7 @@ import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -262,3 +263,39 @@ def test_client_commands_log_in_as_the_http_user_of_their_environment(
     monkeypatch.setenv("TABLETOPIC_HTTP_PASSWORD", "wrong")
     wrong = CliRunner().invoke(app, ["tables", *admin, "list"])
     assert wrong.exit_code == 1 and "refused the login as reader" in wrong.stderr, wrong.output
+
+
+@pytest.mark.integration
+def test_operations_commands_read_a_guarded_catalog_as_the_http_user(
+    http_node: SecureHttpNode, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``tabletopic sql -e duckdb`` and the ``tables`` operations open the node's catalog. A 401 read
+    as "no catalog server": they opened the metadata database of their own data directory instead,
+    which outside the node's (a ``cluster up`` directory) held no tables at all."""
+    from contextlib import ExitStack
+
+    import typer
+    from pyiceberg.catalog.rest import RestCatalog
+
+    from tabletopic.config import Config
+    from tabletopic.table.ops.access import open_catalog
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(http_node.ca.cert))  # httpx
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(http_node.ca.cert))  # pyiceberg's requests
+    ssl = {"cabundle": str(http_node.ca.cert)}
+    RestCatalog("w", uri=http_node.catalog, credential="writer:w-pw", ssl=ssl).create_namespace("ops_seen")
+    cfg = Config({"data.dir": str(tmp_path), "catalog.listener": http_node.catalog})
+
+    monkeypatch.setenv("TABLETOPIC_HTTP_USER", "reader")
+    monkeypatch.setenv("TABLETOPIC_HTTP_PASSWORD", "r-pw")
+    with ExitStack() as stack:
+        catalog = open_catalog(cfg, stack)
+        assert isinstance(catalog, RestCatalog) and ("ops_seen",) in catalog.list_namespaces()
+
+    monkeypatch.setenv("TABLETOPIC_HTTP_PASSWORD", "wrong")
+    with ExitStack() as stack, pytest.raises(typer.Exit):
+        open_catalog(cfg, stack)
+
+    monkeypatch.delenv("TABLETOPIC_HTTP_USER")
+    with ExitStack() as stack:  # no login: the metadata database, as before (said on stderr)
+        assert not isinstance(open_catalog(cfg, stack), RestCatalog)
