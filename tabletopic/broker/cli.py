@@ -24,7 +24,6 @@ from tabletopic.cli_common import (
     OverrideOption,
     client_failure,
     key_value_pairs,
-    node_client_config,
     remember_node,
 )
 
@@ -49,14 +48,12 @@ def _options(
 def _client_config(
     ctx: typer.Context, bootstrap: str | None, command_config: Path | None, x: list[str] | None
 ) -> dict[str, str]:
-    """The configuration of the command's Kafka clients (:func:`~tabletopic.cli_common.node_client_config`).
+    """The configuration of the command's Kafka clients, its login tried (``logged_in_client_config``).
     log_level 2 (critical only): a node that goes away mid-command must not print a line per retry;
     ``-X log_level=7`` still shows them."""
-    from tabletopic.broker.security.client_login import require_login
+    from tabletopic.broker.security.client_login import logged_in_client_config
 
-    config = {"log_level": "2", **node_client_config(ctx, bootstrap, command_config, x)}
-    require_login(config)
-    return config
+    return {"log_level": "2", **logged_in_client_config(ctx, bootstrap, command_config, x)}
 
 
 def _admin(config: Mapping[str, str]) -> Any:

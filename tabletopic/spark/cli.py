@@ -334,9 +334,9 @@ def _stop_spark() -> None:
 
 def rest_catalog_alive(uri: str, timeout: float = 1.0) -> bool:
     """Whether an Iceberg REST catalog answers ``GET /v1/config`` at ``uri`` without a login."""
-    from tabletopic.table.ops.access import rest_alive
+    from tabletopic.table.ops.access import rest_answer
 
-    return rest_alive(uri, timeout)
+    return rest_answer(uri, timeout) == 200
 
 
 def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:

@@ -23,7 +23,6 @@ from tabletopic.cli_common import (
     DataDirOption,
     OverrideOption,
     client_failure,
-    node_client_config,
     remember_node,
 )
 
@@ -45,15 +44,13 @@ def _options(ctx: typer.Context, data_dir: DataDirOption = None, override: Overr
 def admin_client(
     ctx: typer.Context, bootstrap: str | None, command_config: Path | None, settings: list[str] | None
 ) -> Any:
-    """An AdminClient for the node (:func:`~tabletopic.cli_common.node_client_config`) with the
-    client settings of ``--command-config`` and ``-X``."""
+    """An AdminClient for the node with the client settings of ``--command-config`` and ``-X``
+    (:func:`~tabletopic.broker.security.client_login.logged_in_client_config`)."""
     from confluent_kafka.admin import AdminClient
 
-    from tabletopic.broker.security.client_login import require_login
+    from tabletopic.broker.security.client_login import logged_in_client_config
 
-    config = node_client_config(ctx, bootstrap, command_config, settings)
-    require_login(config)
-    return AdminClient({**config})
+    return AdminClient({**logged_in_client_config(ctx, bootstrap, command_config, settings)})
 
 
 def _mechanisms(names: list[str] | None) -> list[Any]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
+from pathlib import Path
 
 import typer
 from rich.markup import escape
 
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.wire_client import Connect, plain_connect
-from tabletopic.cli_common import err_console
+from tabletopic.cli_common import err_console, node_client_config
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -68,33 +69,48 @@ def tls_context(settings: Mapping[str, str]) -> ssl.SSLContext:
     return context
 
 
+def logged_in_client_config(
+    ctx: typer.Context, bootstrap: str | None, command_config: Path | None, x: list[str] | None
+) -> dict[str, str]:
+    """A Kafka client's configuration for the node (:func:`~tabletopic.cli_common.node_client_config`),
+    once its login has been tried (:func:`require_login`): what every client command builds its
+    clients from."""
+    config = node_client_config(ctx, bootstrap, command_config, x)
+    require_login(config)
+    return config
+
+
 def require_login(config: Mapping[str, str]) -> None:
     """Exit with one line when the first reachable server of ``bootstrap.servers`` refuses the
     client's TLS handshake or SASL login. Settings this module cannot speak (another mechanism) and
     servers that cannot be reached are left to the Kafka client, which reports them itself."""
     protocol = config.get("security.protocol", "PLAINTEXT").upper()
-    sasl = protocol.startswith("SASL_")
-    if protocol not in PROTOCOLS[1:] or (
-        sasl and config.get("sasl.mechanism", "").upper() not in WIRE_SASL_MECHANISMS
-    ):
+    if protocol == "PLAINTEXT" or protocol not in PROTOCOLS:
+        return
+    if protocol.startswith("SASL_") and config.get("sasl.mechanism", "").upper() not in WIRE_SASL_MECHANISMS:
         return
     connect = wire_connect(config)
-    for server in config["bootstrap.servers"].split(","):
-        host, _, port = server.strip().rpartition(":")
+    for server in (s.strip() for s in config["bootstrap.servers"].split(",")):
+        host, _, port = server.rpartition(":")
         try:
             connect(host.strip("[]"), int(port), LOGIN_CHECK_TIMEOUT_S).close()
             return
-        except (ConnectionRefusedError, ssl.SSLError) as exc:
-            if not isinstance(exc, ssl.SSLError) and exc.errno is not None:
-                continue  # nothing listens there (ECONNREFUSED): try the next server
-            tls = isinstance(exc, ssl.SSLError)
-            check = " (check ssl.ca.location and the broker's certificate)" if tls else ""
-            err_console.print(
-                f"[red]error:[/red] the {'TLS handshake' if tls else 'login'} at {escape(server.strip())} "
-                f"failed: {escape(str(exc))}{check}",
-                highlight=False,
-                soft_wrap=True,
-            )
-            raise typer.Exit(1) from exc
+        except ssl.SSLError as exc:
+            raise _refused(
+                "TLS handshake", server, exc, " (check ssl.ca.location and the broker's certificate)"
+            ) from exc
+        except ConnectionRefusedError as exc:
+            if exc.errno is None:  # the broker refused the login (nothing listening has ECONNREFUSED)
+                raise _refused("login", server, exc) from exc
         except (OSError, ValueError):
-            continue
+            pass  # not reachable: try the next server
+
+
+def _refused(what: str, server: str, exc: Exception, check: str = "") -> typer.Exit:
+    """Print a refused handshake or login in one line; the exit to raise."""
+    err_console.print(
+        f"[red]error:[/red] the {what} at {escape(server)} failed: {escape(str(exc))}{check}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return typer.Exit(1)

@@ -39,11 +39,6 @@ def rest_answer(uri: str, timeout: float = 1.0) -> int | None:
         return None
 
 
-def rest_alive(uri: str, timeout: float = 1.0) -> bool:
-    """Whether an Iceberg REST catalog at ``uri`` serves this client as it is (no login asked)."""
-    return rest_answer(uri, timeout) == 200
-
-
 def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
     """The node's catalog: through its REST endpoint when the node serves one, else opened directly
     (the built-in catalog from the metadata database), so the commands work on a stopped node too."""
