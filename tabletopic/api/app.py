@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -143,6 +144,7 @@ def create_app(
     return app
 
 
+@dataclass(eq=False)
 class AdminApiComponent:
     """The admin HTTP API of a node.
 
@@ -155,43 +157,32 @@ class AdminApiComponent:
 
     name = "admin-api"
 
-    def __init__(
-        self,
-        config: Config,
-        metrics: CollectorRegistry,
-        broker: BrokerComponent,
-        parts: StartedParts,
-        routers: Callable[[], list[APIRouter]] = list,
-        sources: ConsoleSources | None = None,
-    ) -> None:
-        self._config = config
-        self._metrics = metrics
-        self._broker = broker
-        self._parts = parts
-        self._routers = routers
-        self._sources = sources
-        self._service: HttpService | None = None
-        self.console: Console | None = None
+    config: Config
+    metrics: CollectorRegistry
+    broker: BrokerComponent
+    parts: StartedParts
+    routers: Callable[[], list[APIRouter]] = list
+    sources: ConsoleSources | None = None
+    _service: HttpService | None = field(default=None, init=False)
+    console: Console | None = field(default=None, init=False)
 
     async def start(self) -> None:
-        listener = self._config.get(settings.ADMIN_LISTENER)
+        listener = self.config.get(settings.ADMIN_LISTENER)
         if not listener:
             log.info("admin API disabled (admin.listener is empty)")
             return
-        cfg = self._config
-        if self._sources is not None and cfg.get(admin_settings.CONSOLE_ENABLE):
+        cfg = self.config
+        if self.sources is not None and cfg.get(admin_settings.CONSOLE_ENABLE):
             self.console = Console(
-                self._sources,
+                self.sources,
                 interval_s=cfg.get(admin_settings.CONSOLE_SAMPLE_INTERVAL_MS) / 1000,
                 points=cfg.get(admin_settings.CONSOLE_POINTS),
                 max_series=cfg.get(admin_settings.CONSOLE_MAX_SERIES),
             )
-        engine = self._sources.engine if self._sources is not None else None
-        browser = MessageBrowser(self._sources) if self._sources is not None else None
-        app = create_app(
-            self._metrics, self._broker, self._parts, self._routers(), self.console, engine, browser
-        )
-        auth = self._broker.http_authenticator()
+        engine = self.sources.engine if self.sources is not None else None
+        browser = MessageBrowser(self.sources) if self.sources is not None else None
+        app = create_app(self.metrics, self.broker, self.parts, self.routers(), self.console, engine, browser)
+        auth = self.broker.http_authenticator()
         served = auth.wrap(app, ADMIN_API) if auth is not None else app
         self._service = HttpService(
             "admin API", served, listener, key=settings.ADMIN_LISTENER.name, tls=https_options(cfg, listener)

@@ -8,6 +8,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -45,7 +46,7 @@ from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster import settings as cluster_settings
 from tabletopic.cluster.node import ClusterSettings
 from tabletopic.cluster.zones import ZoneMap
-from tabletopic.component import started
+from tabletopic.component import Started
 from tabletopic.config import Config
 from tabletopic.http_auth import HttpAuthenticator
 from tabletopic.ids import LeaderEpoch, NodeId
@@ -55,6 +56,7 @@ from tabletopic.s3stream.streams import StreamError
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class BrokerComponent:
     """The broker over ``storage``'s stream store.
 
@@ -67,58 +69,41 @@ class BrokerComponent:
 
     name = "broker"
 
-    def __init__(
-        self,
-        config: Config,
-        engine: Engine,
-        metrics: CollectorRegistry,
-        storage: StorageComponent,
-        config_extensions: Sequence[TopicConfigExtension] = (),
-        clustered: bool = False,
-        record_validator: RecordValidator | None = None,
-    ) -> None:
-        self._clustered = clustered
-        self._role: ClusterRole | None = None
-        self._config = config
-        self._engine = engine
-        self._metrics = metrics
-        self._storage = storage
-        self._config_extensions = tuple(config_extensions)
-        self._record_validator = record_validator
-        self._service: BrokerService | None = None
-        self._server: KafkaServer | None = None
-        self._groups: GroupCoordinator | None = None
-        self._background: set[asyncio.Future[None]] = set()
-        self._acls: AclService | None = None
-        self._quotas: QuotaService | None = None
+    config: Config
+    engine: Engine
+    metrics: CollectorRegistry
+    storage: StorageComponent
+    config_extensions: Sequence[TopicConfigExtension] = ()
+    clustered: bool = False
+    record_validator: RecordValidator | None = None
+    _role: ClusterRole | None = field(default=None, init=False)
+    _service: BrokerService | None = field(default=None, init=False)
+    _server: KafkaServer | None = field(default=None, init=False)
+    _groups: GroupCoordinator | None = field(default=None, init=False)
+    _background: set[asyncio.Future[None]] = field(default_factory=set, init=False)
+    _acls: AclService | None = field(default=None, init=False)
+    _quotas: QuotaService | None = field(default=None, init=False)
 
-    @property
-    def service(self) -> BrokerService:
-        """The started broker service."""
-        return started(self._service, self.name, "broker service")
-
-    @property
-    def groups(self) -> GroupCoordinator:
-        """The started consumer-group coordinator."""
-        return started(self._groups, self.name, "group coordinator")
+    service = Started[BrokerService]("broker service")
+    groups = Started[GroupCoordinator]("group coordinator")  # the consumer-group coordinator
 
     async def start(self) -> None:
         service = BrokerService(
-            self._config,
-            self._engine,
-            self._storage.store,
-            config_extensions=self._config_extensions,
-            clustered=self._clustered,
+            self.config,
+            self.engine,
+            self.storage.store,
+            config_extensions=self.config_extensions,
+            clustered=self.clustered,
         )
-        service.metrics = BrokerMetrics(self._metrics, service.topics.partition_count)
-        service.record_validator = self._record_validator
+        service.metrics = BrokerMetrics(self.metrics, service.topics.partition_count)
+        service.record_validator = self.record_validator
         await service.start()
         dispatcher = Dispatcher(service)
         security = await self._start_security()
-        acls = AclService(self._config, security.store)
+        acls = AclService(self.config, security.store)
         await acls.start()
         self._acls = acls
-        quotas = QuotaService(self._config, security.store)
+        quotas = QuotaService(self.config, security.store)
         await quotas.start()
         self._quotas = quotas
         guard, quota_guard = Guard(acls, service, guard_rules.RULES), QuotaGuard(quotas)
@@ -130,7 +115,7 @@ class BrokerComponent:
         self._service, self._server = service, server
         await server.bind()
         await self._start_groups(service, dispatcher)
-        if self._clustered:
+        if self.clustered:
             await self._join_cluster(service, [acls, quotas])
         service.api_ranges = advertised_ranges(dispatcher.max_versions)
         await server.serve()
@@ -146,11 +131,11 @@ class BrokerComponent:
         groups = self.groups
         role = ClusterRole(
             service,
-            self._storage.store,
-            self._engine,
-            ClusterSettings.from_config(self._config, NodeId(service.node_id)),
-            self._config.get(cluster_settings.GROUP_PARTITIONS),
-            self._config.get(cluster_settings.TXN_PARTITIONS),
+            self.storage.store,
+            self.engine,
+            ClusterSettings.from_config(self.config, NodeId(service.node_id)),
+            self.config.get(cluster_settings.GROUP_PARTITIONS),
+            self.config.get(cluster_settings.TXN_PARTITIONS),
         )
         groups.attach_cluster(GroupCluster(role))
         transactions = service.transactions
@@ -181,25 +166,25 @@ class BrokerComponent:
         router = ZoneRouter(
             service.partition_log,
             role,
-            self._storage.store.state.objects,
-            self._engine,
-            ZoneMap.parse(self._config.get(cluster_settings.CLIENT_ZONE_CIDRS) or ""),
-            self._metrics,
+            self.storage.store.state.objects,
+            self.engine,
+            ZoneMap.parse(self.config.get(cluster_settings.CLIENT_ZONE_CIDRS) or ""),
+            self.metrics,
         )
         await router.start()
         service.zone_router = router
 
     def http_authenticator(self) -> HttpAuthenticator | None:
         """What the node's HTTP services check requests with (``authentication.method``)."""
-        return http_authenticator(self._config, self._engine)
+        return http_authenticator(self.config, self.engine)
 
     async def _start_security(self) -> ListenerSecurity:
         """The SCRAM credential store and what each listener needs (TLS context, SASL)."""
-        store = SecurityStore(self._engine)
+        store = SecurityStore(self.engine)
         await asyncio.to_thread(store.migrate)
-        listeners = configured_listeners(self._config)
-        warn_unused_listener_keys(self._config, listeners)
-        return ListenerSecurity(self._config, store, listeners)
+        listeners = configured_listeners(self.config)
+        warn_unused_listener_keys(self.config, listeners)
+        return ListenerSecurity(self.config, store, listeners)
 
     async def _start_groups(self, service: BrokerService, dispatcher: Dispatcher) -> None:
         """Serve the consumer-group APIs; a deleted topic's committed offsets go with it."""
@@ -210,15 +195,15 @@ class BrokerComponent:
             return topic.partition_count if topic is not None else None
 
         groups = GroupCoordinator(
-            self._engine,
+            self.engine,
             service.node_id,
             endpoint.host,
             endpoint.port,
             topic_partitions,
-            config=group_config(self._config),
-            clustered=self._clustered,
-            consumer_settings=consumer_group_settings(self._config),
-            share_settings=share_group_settings(self._config),
+            config=group_config(self.config),
+            clustered=self.clustered,
+            consumer_settings=consumer_group_settings(self.config),
+            share_settings=share_group_settings(self.config),
         )
         groups.consumer.topics = lambda: {
             t.name: (t.topic_id, t.partition_count) for t in service.topics.all()

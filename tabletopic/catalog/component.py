@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
@@ -33,7 +34,7 @@ from tabletopic.catalog.adapters import (
 )
 from tabletopic.catalog.backends import SparkAccess
 from tabletopic.catalog.rest import CatalogService, create_app
-from tabletopic.component import started
+from tabletopic.component import Started, started
 from tabletopic.config import Config
 from tabletopic.http_auth import ICEBERG_REST, HttpAuthenticator, HttpSecurity
 
@@ -64,35 +65,26 @@ def advertised_uri(listener: str, bound_port: int) -> str:
     return f"{scheme}://{host}:{bound_port}"
 
 
+@dataclass(eq=False)
 class CatalogComponent:
-    """Opens the catalog and runs the built-in REST catalog server (see module docstring).
-
-    Args:
-        http_security: who may call the REST catalog and its TLS keys (the broker's users and keys,
-            handed down by the assembly).
-    """
+    """Opens the catalog and runs the built-in REST catalog server (see module docstring), guarded by
+    the node's :class:`~tabletopic.http_auth.HttpSecurity`."""
 
     name = "catalog"
 
-    def __init__(self, config: Config, engine: Engine, *, http_security: HttpSecurity) -> None:
-        self._config = config
-        self._engine = engine
-        self._http_security = http_security
-        self._http: HttpService | None = None
-        self._loopback: HttpService | None = None  # where the node's Spark reaches an HTTPS catalog
-        self._catalog: Catalog | None = None
-        self._spec: CatalogSpec | None = None
-        self._spark_conf: dict[str, str] | None = None
+    config: Config
+    engine: Engine
+    _: KW_ONLY
+    http_security: HttpSecurity
+    _http: HttpService | None = field(default=None, init=False)
+    # Where the node's Spark reaches an HTTPS catalog.
+    _loopback: HttpService | None = field(default=None, init=False)
+    _catalog: Catalog | None = field(default=None, init=False)
+    _spec: CatalogSpec | None = field(default=None, init=False)
+    _spark_conf: dict[str, str] | None = field(default=None, init=False)
 
-    @property
-    def catalog(self) -> Catalog:
-        """The opened pyiceberg catalog."""
-        return started(self._catalog, self.name, "catalog")
-
-    @property
-    def spec(self) -> CatalogSpec:
-        """The resolved catalog spec, with the REST URI actually bound."""
-        return started(self._spec, self.name, "catalog spec")
+    catalog = Started["Catalog"]("catalog")  # the opened pyiceberg catalog
+    spec = Started[CatalogSpec]("catalog spec")  # resolved, with the REST URI actually bound
 
     @property
     def spark_conf(self) -> dict[str, str]:
@@ -107,19 +99,19 @@ class CatalogComponent:
         return spec.rest_uri if spec.fronted_by_rest else None
 
     async def start(self) -> None:
-        config = self._config
+        config = self.config
         spec = catalog_spec(config)
         # Opening may talk to a remote metastore or migrate the metadata DB: keep it off the loop.
-        catalog = await asyncio.to_thread(create_catalog, spec, self._engine)
+        catalog = await asyncio.to_thread(create_catalog, spec, self.engine)
         self._catalog = catalog
         listener = config.get(catalog_settings.CATALOG_LISTENER)
         spark_spec = spec
         authenticator: HttpAuthenticator | None = None
         if spec.fronted_by_rest and listener:
             app = rest_app_for(catalog, spec, config.get(catalog_settings.CATALOG_PAGE_SIZE))
-            authenticator = self._http_security.authenticator()
+            authenticator = self.http_security.authenticator()
             served = authenticator.wrap(app, ICEBERG_REST) if authenticator is not None else app
-            tls = self._http_security.https_options(listener)
+            tls = self.http_security.https_options(listener)
             self._http = await self._serve(served, listener, tls)
             if not config.get(catalog_settings.CATALOG_ADVERTISED_URI):
                 spec = spark_spec = spec.with_rest_uri(advertised_uri(listener, self._http.port))

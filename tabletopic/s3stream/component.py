@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from tabletopic.component import NotStarted, started
+from tabletopic.component import Started
 from tabletopic.config import Config
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import (
@@ -37,43 +38,35 @@ def build_store(
     )
 
 
+@dataclass(eq=False)
 class StorageComponent:
+    """The node's stream store.
+
+    Args:
+        metrics: where the store's metrics go (None: nowhere).
+        owned_only: cluster mode (see :class:`~tabletopic.s3stream.store.S3StreamStore`).
+    """
+
     name = "storage"
 
-    def __init__(
-        self,
-        config: Config,
-        engine: Engine,
-        metrics: CollectorRegistry | None = None,
-        owned_only: bool = False,
-    ) -> None:
-        self._owned_only = owned_only
-        self._config = config
-        self._engine = engine
-        self._metrics = metrics
-        self._store: S3StreamStore | None = None
-        self._object_store_spec: ObjectStoreSpec | None = None
+    config: Config
+    engine: Engine
+    metrics: CollectorRegistry | None = None
+    owned_only: bool = False
+    _store: S3StreamStore | None = field(default=None, init=False)
+    _object_store_spec: ObjectStoreSpec | None = field(default=None, init=False)
 
-    @property
-    def store(self) -> S3StreamStore:
-        """The started store."""
-        return started(self._store, self.name, "stream store")
-
-    @property
-    def object_store_spec(self) -> ObjectStoreSpec:
-        """Where the objects live, for Spark executors (frozen, picklable)."""
-        spec = self._object_store_spec
-        if spec is None:  # not ``started()``: mypy does not solve its type variable for a union
-            raise NotStarted(f"the {self.name} component has not started, so it has no object store spec yet")
-        return spec
+    store = Started[S3StreamStore]("stream store")
+    # Where the objects live, for Spark executors (frozen, picklable).
+    object_store_spec = Started[ObjectStoreSpec]("object store spec")
 
     async def start(self) -> None:
-        self._object_store_spec = object_store_spec(self._config)
+        self._object_store_spec = object_store_spec(self.config)
         objects = open_object_store(self._object_store_spec)
         if isinstance(objects, S3ObjectStore):
             await asyncio.to_thread(objects.check_bucket)  # a user-fixable failure reads as one line
         store = S3StreamStore(
-            StoreSettings.from_config(self._config), self._engine, objects, self._metrics, self._owned_only
+            StoreSettings.from_config(self.config), self.engine, objects, self.metrics, self.owned_only
         )
         await store.start()
         self._store = store

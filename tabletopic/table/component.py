@@ -14,6 +14,7 @@ import logging
 import socket
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -21,7 +22,7 @@ from sqlalchemy.engine import Engine
 
 from tabletopic.catalog.component import CatalogComponent
 from tabletopic.catalog.settings import CATALOG_NAME
-from tabletopic.component import started
+from tabletopic.component import Started
 from tabletopic.config import Config
 from tabletopic.s3stream.component import StorageComponent
 from tabletopic.table import settings, table_config
@@ -40,6 +41,7 @@ from tabletopic.table.worker import TableWorker
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class TableComponent:
     """The table pipeline of one node.
 
@@ -57,63 +59,50 @@ class TableComponent:
 
     name = "table topics"
 
-    def __init__(
-        self,
-        config: Config,
-        engine: Engine,
-        metrics: CollectorRegistry,
-        broker: LocalBroker,
-        storage: StorageComponent,
-        catalog: CatalogComponent,
-        runner: JobRunner,
-        spark: SparkProvider | None,
-        registry_url: str | None,
-        leases: CoordinatorLeases | None = None,
-    ) -> None:
-        self._leases = leases
-        self._config = config
-        self._engine = engine
-        self._metrics = metrics
-        self._broker = broker
-        self._storage = storage
-        self._catalog = catalog
-        self._runner = runner
-        self._spark = spark
-        self._registry_url = registry_url
-        self._coordinator: TableCoordinator | None = None
-        self._warmup: asyncio.Task[None] | None = None
-        self._warm_lock = threading.Lock()
-        self._warm_started = False
-        self._keeper = WorkerKeeper(spark) if spark is not None else None
-        self._producer: Any = None
-        self._lag_collector: LiveLagCollector[TopicPipeline] | None = None
+    config: Config
+    engine: Engine
+    metrics: CollectorRegistry
+    broker: LocalBroker
+    storage: StorageComponent
+    catalog: CatalogComponent
+    runner: JobRunner
+    spark: SparkProvider | None
+    registry_url: str | None
+    leases: CoordinatorLeases | None = None
+    _coordinator: TableCoordinator | None = field(default=None, init=False)
+    _warmup: asyncio.Task[None] | None = field(default=None, init=False)
+    _warm_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _warm_started: bool = field(default=False, init=False)
+    _keeper: WorkerKeeper | None = field(init=False)
+    _producer: Any = field(default=None, init=False)
+    _lag_collector: LiveLagCollector[TopicPipeline] | None = field(default=None, init=False)
 
-    @property
-    def coordinator(self) -> TableCoordinator:
-        """The started table coordinator."""
-        return started(self._coordinator, self.name, "table coordinator")
+    coordinator = Started[TableCoordinator]("table coordinator")
+
+    def __post_init__(self) -> None:
+        self._keeper = WorkerKeeper(self.spark) if self.spark is not None else None
 
     async def start(self) -> None:
-        config = self._config
+        config = self.config
         ctx = CoordinatorContext(
-            directory=self._broker,
+            directory=self.broker,
             worker=TableWorker(
-                self._storage.store,
+                self.storage.store,
                 config.get(settings.MAX_TASK_BYTES),
-                self._broker if isinstance(self._broker, TransactionView) else None,
+                self.broker if isinstance(self.broker, TransactionView) else None,
             ),
-            catalog=self._catalog.catalog,
-            runner=self._runner,
-            leases=self._leases
+            catalog=self.catalog.catalog,
+            runner=self.runner,
+            leases=self.leases
             or LeaseManager(
-                self._engine,
-                f"{socket.gethostname()}/broker-{self._broker.node_id}",
+                self.engine,
+                f"{socket.gethostname()}/broker-{self.broker.node_id}",
                 config.get(settings.LEASE_TTL_MS) / 1000,
             ),
-            object_store_spec=self._storage.object_store_spec,
-            schema_registry_url=self._registry_url,
+            object_store_spec=self.storage.object_store_spec,
+            schema_registry_url=self.registry_url,
             dead_letters=self._dead_letters,
-            observer=TableMetrics(self._metrics),
+            observer=TableMetrics(self.metrics),
             maintenance=self._maintenance(),
             spark_catalog=config.get(CATALOG_NAME),
             native_decode=config.get(settings.NATIVE_DECODE),
@@ -129,8 +118,8 @@ class TableComponent:
         coordinator.start()
         self._coordinator = coordinator
         self._lag_collector = LiveLagCollector(lambda: coordinator.pipelines, coordinator.refresh_watermarks)
-        self._metrics.register(self._lag_collector)
-        if self._spark is not None and self._broker.table_topics():
+        self.metrics.register(self._lag_collector)
+        if self.spark is not None and self.broker.table_topics():
             # Restarting with table topics: start Spark and its Python workers now, in the
             # background, so the first commit after a restart does not pay for them.
             self._warm_started = True
@@ -141,8 +130,8 @@ class TableComponent:
         table's schema): see :func:`tabletopic.table.tables.check_topic_configs`. Raises ValueError."""
         from tabletopic.table.tables import check_topic_configs
 
-        catalog = self._catalog.catalog if self._coordinator is not None else None
-        check_topic_configs(topic, configs, self._broker.table_topics(), catalog)
+        catalog = self.catalog.catalog if self._coordinator is not None else None
+        check_topic_configs(topic, configs, self.broker.table_topics(), catalog)
         if configs.get(table_config.ENABLE, "").strip().lower() == "true":
             self._warm_in_background()
 
@@ -152,21 +141,21 @@ class TableComponent:
         :class:`~tabletopic.table.keep_warm.WorkerKeeper`: about 1 GB for the driver JVM and two
         Python workers with the pipeline's imports, on local[2])."""
         with self._warm_lock:
-            if self._spark is None or self._warm_started:
+            if self.spark is None or self._warm_started:
                 return
             self._warm_started = True
         threading.Thread(target=self._warm_spark, name="spark-warmup", daemon=True).start()
 
     def _warm_spark(self) -> None:
-        assert self._spark is not None
+        assert self.spark is not None
         try:
             started = time.monotonic()
-            warm_helper = getattr(self._runner, "warm", None)
+            warm_helper = getattr(self.runner, "warm", None)
             if warm_helper is not None:
                 # First the helper process for small jobs (tabletopic.table.job_process), ready in
                 # a second or two: a new topic's first commits are small and run there.
                 warm_helper()
-            spark = self._spark()
+            spark = self.spark()
             # One task per core, each importing what an ingest task imports, so every Python
             # worker a job will reuse is started and has paid its imports; shaped as an ingest job
             # (a local DataFrame of item rows through mapInArrow), so the JVM's side of that path is
@@ -183,20 +172,20 @@ class TableComponent:
     def _maintenance(self) -> Maintenance:
         from tabletopic.table.ops.maintenance import MaintenanceSchedule, TableMaintenance
 
-        config = self._config
+        config = self.config
         schedule = MaintenanceSchedule(
             compaction=config.get(settings.COMPACTION_INTERVAL_MS) / 1000,
             delete_merge=config.get(settings.DELETE_MERGE_INTERVAL_MS) / 1000,
             orphan_cleanup=config.get(settings.ORPHAN_CLEANUP_INTERVAL_MS) / 1000,
             orphan_min_age=config.get(settings.ORPHAN_MIN_AGE_MS) / 1000,
         )
-        return TableMaintenance(schedule, self._spark, config.get(CATALOG_NAME))
+        return TableMaintenance(schedule, self.spark, config.get(CATALOG_NAME))
 
     async def _dead_letters(self, dlq_topic: str, source_topic: str, records: list[FailedRecord]) -> None:
         """Write skipped records to the dead-letter topic through this broker's own listener (logged
         in as the broker itself), with headers saying why; waits until every record is
         acknowledged."""
-        client_config = self._broker.client_config()
+        client_config = self.broker.client_config()
 
         def send() -> None:
             from confluent_kafka import Producer
@@ -231,12 +220,12 @@ class TableComponent:
         if self._keeper is not None:
             self._keeper.stop()
         if self._lag_collector is not None:
-            self._metrics.unregister(self._lag_collector)
+            self.metrics.unregister(self._lag_collector)
             self._lag_collector = None
         if self._coordinator is not None:
             await self._coordinator.stop()
         if self._producer is not None:
             await asyncio.to_thread(self._producer.flush, 5)
-        close_runner = getattr(self._runner, "close", None)
+        close_runner = getattr(self.runner, "close", None)
         if close_runner is not None:
             await asyncio.to_thread(close_runner)
