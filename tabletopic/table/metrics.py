@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -12,34 +13,24 @@ from tabletopic.table.job import JobResult
 
 class TableMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.rows = Counter(
-            "tabletopic_table_rows_committed",
-            "Rows committed to Iceberg tables",
-            ["topic"],
-            registry=registry,
-        )
-        self.bytes = Counter(
-            "tabletopic_table_bytes_read", "Stored bytes the ingest jobs read", ["topic"], registry=registry
-        )
-        self.skipped = Counter(
+        # Every metric here is per topic, in the node's registry.
+        counter = partial(Counter, labelnames=["topic"], registry=registry)
+        histogram = partial(Histogram, labelnames=["topic"], registry=registry)
+        self.rows = counter("tabletopic_table_rows_committed", "Rows committed to Iceberg tables")
+        self.bytes = counter("tabletopic_table_bytes_read", "Stored bytes the ingest jobs read")
+        self.skipped = counter(
             "tabletopic_table_records_skipped",
             "Records skipped under errors.tolerance (and sent to the DLQ when set)",
-            ["topic"],
-            registry=registry,
         )
-        self.commit_seconds = Histogram(
+        self.commit_seconds = histogram(
             "tabletopic_table_commit_duration_seconds",
             "Plan + job + commit time of one ingest cycle",
-            ["topic"],
             buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
-            registry=registry,
         )
-        self.delay = Histogram(
+        self.delay = histogram(
             "tabletopic_table_commit_delay_seconds",
             "Time from the newest record's timestamp to the commit that made it visible",
-            ["topic"],
             buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
-            registry=registry,
         )
         # Lag and freshness gauges are computed at scrape time: tabletopic.table.ops.lag.
 
