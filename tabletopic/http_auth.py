@@ -20,7 +20,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qs
 
@@ -161,6 +161,7 @@ NODE_TOKEN_LIFETIME_S = 100 * 365 * 24 * 3600.0
 PROCESS_TOKEN_SECRET = secrets.token_bytes(32)
 
 
+@dataclass(eq=False, repr=False)  # no repr: it would show who logged in
 class HttpAuthenticator:
     """Who a request is and what it may do.
 
@@ -175,27 +176,18 @@ class HttpAuthenticator:
         clock: monotonic seconds.
     """
 
-    def __init__(
-        self,
-        check_password: Callable[[str, str], bool],
-        writers: set[str],
-        realm: str,
-        tokens: Tokens,
-        credential_version: Callable[[str], str | None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._check_password = check_password
-        self._writers = writers
-        self.realm = realm
-        self.tokens = tokens
-        self._credential_version = credential_version
-        self._clock = clock
-        self._verified: dict[tuple[str, bytes], tuple[float, str]] = {}
-        self._versions: dict[str, tuple[float, str | None]] = {}
-        self._failures: dict[tuple[str, str], tuple[int, float]] = {}
-        # The credential version of node_token(): random, so no user's tokens carry it and no other
-        # authenticator (another service, node or restart) accepts the node's token.
-        self._node_version = "node:" + secrets.token_hex(16)
+    check_password: Callable[[str, str], bool]
+    writers: set[str]
+    realm: str
+    tokens: Tokens
+    credential_version: Callable[[str], str | None] | None = None
+    clock: Callable[[], float] = time.monotonic
+    _verified: dict[tuple[str, bytes], tuple[float, str]] = field(default_factory=dict, init=False)
+    _versions: dict[str, tuple[float, str | None]] = field(default_factory=dict, init=False)
+    _failures: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict, init=False)
+    # The credential version of node_token(): random, so no user's tokens carry it and no other
+    # authenticator (another service, node or restart) accepts the node's token.
+    _node_version: str = field(default_factory=lambda: "node:" + secrets.token_hex(16), init=False)
 
     def node_token(self) -> str:
         """A read-write bearer token for the node's own Spark session, valid at the services this
@@ -205,18 +197,18 @@ class HttpAuthenticator:
         return self.tokens.issue(NODE_PRINCIPAL, WRITE, self._node_version, lifetime_s=NODE_TOKEN_LIFETIME_S)
 
     def role_of(self, user: str) -> str:
-        return WRITE if "*" in self._writers or user in self._writers else READ
+        return WRITE if "*" in self.writers or user in self.writers else READ
 
     def version_of(self, user: str) -> str | None:
         """The user's credential version ("" when versions are not checked), read at most every
         ``VERSION_TTL_S``."""
-        if self._credential_version is None:
+        if self.credential_version is None:
             return ""
-        now = self._clock()
+        now = self.clock()
         cached = self._versions.get(user)
         if cached is not None and cached[0] > now:
             return cached[1]
-        version = self._credential_version(user)
+        version = self.credential_version(user)
         if len(self._versions) > 10_000:
             self._versions.clear()
         self._versions[user] = (now + VERSION_TTL_S, version)
@@ -225,7 +217,7 @@ class HttpAuthenticator:
     def login(self, user: str, password: str, client: str = "") -> bool:
         """Check a password, remembering a success for a minute (PBKDF2 per request would dominate)
         while the user's credentials stay the same; wrong passwords back off (``FREE_FAILURES``)."""
-        now = self._clock()
+        now = self.clock()
         failures, refused_until = self._failures.get((client, user), (0, 0.0))
         if refused_until > now:
             return False
@@ -234,7 +226,7 @@ class HttpAuthenticator:
         if remembered is not None and remembered[0] > now and remembered[1] == self.version_of(user):
             self._failures.pop((client, user), None)
             return True
-        if not self._check_password(user, password):
+        if not self.check_password(user, password):
             failures += 1
             backoff = (
                 0.0
