@@ -8,8 +8,10 @@ AlterUserScramCredentials request.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -65,6 +67,17 @@ MIGRATIONS: list[database.Migration] = [
     database.create_tables(client_quotas),
 ]
 
+# A credential row holds every field of ScramCredential under the same name, keyed by its user.
+_CREDENTIAL_COLUMNS = tuple(scram_credentials.c[f.name] for f in dataclasses.fields(ScramCredential))
+
+
+def _credential(row: sa.Row[Any]) -> ScramCredential:
+    """The credential of a row of :data:`_CREDENTIAL_COLUMNS` (binary columns as bytes, whatever
+    the driver hands back)."""
+    return ScramCredential(
+        row.mechanism, bytes(row.salt), row.iterations, bytes(row.stored_key), bytes(row.server_key)
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class CredentialChange:
@@ -88,30 +101,17 @@ class SecurityStore:
         c = scram_credentials.c
         with self._engine.connect() as conn:
             row = conn.execute(
-                sa.select(c.salt, c.iterations, c.stored_key, c.server_key).where(
-                    c.user_name == user, c.mechanism == mechanism
-                )
+                sa.select(*_CREDENTIAL_COLUMNS).where(c.user_name == user, c.mechanism == mechanism)
             ).first()
-        if row is None:
-            return None
-        return ScramCredential(
-            mechanism, bytes(row.salt), row.iterations, bytes(row.stored_key), bytes(row.server_key)
-        )
+        return None if row is None else _credential(row)
 
     def credentials_of(self, user: str) -> list[ScramCredential]:
         c = scram_credentials.c
         with self._engine.connect() as conn:
             rows = conn.execute(
-                sa.select(c.mechanism, c.salt, c.iterations, c.stored_key, c.server_key)
-                .where(c.user_name == user)
-                .order_by(c.mechanism)
+                sa.select(*_CREDENTIAL_COLUMNS).where(c.user_name == user).order_by(c.mechanism)
             ).all()
-        return [
-            ScramCredential(
-                r.mechanism, bytes(r.salt), r.iterations, bytes(r.stored_key), bytes(r.server_key)
-            )
-            for r in rows
-        ]
+        return [_credential(r) for r in rows]
 
     def users(self) -> dict[str, list[tuple[str, int]]]:
         """Every user with SCRAM credentials -> ``[(mechanism, iterations), ...]``."""
@@ -137,15 +137,9 @@ class SecurityStore:
                 )
                 cred = change.credential
                 if cred is not None:
+                    # The credential names its mechanism, the change's.
                     conn.execute(
-                        sa.insert(scram_credentials).values(
-                            user_name=change.user,
-                            mechanism=change.mechanism,
-                            salt=cred.salt,
-                            iterations=cred.iterations,
-                            stored_key=cred.stored_key,
-                            server_key=cred.server_key,
-                        )
+                        sa.insert(scram_credentials).values(user_name=change.user, **dataclasses.asdict(cred))
                     )
 
     # --- ACLs ------------------------------------------------------------------------------------
