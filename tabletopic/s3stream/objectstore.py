@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -490,18 +490,11 @@ def open_object_store(spec: ObjectStoreSpec) -> LocalObjectStore | S3ObjectStore
     """Build a blocking store from an :data:`ObjectStoreSpec` (works without a Config)."""
     if isinstance(spec, LocalObjectStoreSpec):
         return LocalObjectStore(spec.root)
-    return S3ObjectStore(
-        bucket=spec.bucket,
-        endpoint=spec.endpoint,
-        region=spec.region or "us-east-1",
-        access_key=spec.access_key,
-        secret_key=spec.secret_key,
-        path_style=spec.path_style,
-        prefix=spec.prefix,
-        retries=spec.retries,
-        multipart_threshold=spec.multipart_threshold,
-        part_size=spec.part_size,
-    )
+    # The store takes every field of the spec but its kind, under the same name.
+    settings = asdict(spec)
+    del settings["kind"]
+    settings["region"] = spec.region or "us-east-1"
+    return S3ObjectStore(**settings)
 
 
 class AsyncObjectStore:
