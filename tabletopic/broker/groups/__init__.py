@@ -4,15 +4,16 @@ the same shape (``consumer_group.py`` pure, ``consumer_coordinator.py`` its driv
 ``assignors.py``), sharing the offsets and slot checks of the classic coordinator. The Kafka APIs
 that reach them have their handlers in ``broker/handlers/`` like every other API."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tabletopic.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tabletopic.broker.groups.coordinator import GroupCoordinator
     from tabletopic.broker.groups.model import GroupConfig, GroupState
 
-# Re-exports loaded on first use: importing this package's settings module (every command loads
-# every key) must not pull in the coordinator, its database and Kafka codec.
+# Re-exports loaded on first use (see tabletopic.lazy_exports): importing this package's settings
+# module must not pull in the coordinator, its database and Kafka codec.
 _EXPORTS = {
     "GroupCoordinator": "tabletopic.broker.groups.coordinator",
     "GroupConfig": "tabletopic.broker.groups.model",
@@ -21,9 +22,4 @@ _EXPORTS = {
 
 __all__ = ["GroupConfig", "GroupCoordinator", "GroupState"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
