@@ -118,7 +118,9 @@ def decode_protocols(raw: bytes) -> Protocols:
     return tuple(result)
 
 
-# A member row holds every field of MemberSnapshot under the same name (protocols encoded).
+# A group row holds every field of GroupSnapshot but its members (rows of their own) under the same
+# name; a member row every field of MemberSnapshot (protocols encoded).
+_GROUP_FIELDS = tuple(f.name for f in dataclasses.fields(GroupSnapshot) if f.name != "members")
 _MEMBER_FIELDS = tuple(f.name for f in dataclasses.fields(MemberSnapshot))
 
 
@@ -162,12 +164,7 @@ class GroupStore:
             members.setdefault(row["group_id"], []).append(_member_snapshot(row))
         groups = [
             GroupSnapshot(
-                group_id=row["group_id"],
-                generation_id=row["generation_id"],
-                protocol_type=row["protocol_type"],
-                protocol_name=row["protocol_name"],
-                leader_id=row["leader_id"],
-                members=tuple(members.get(row["group_id"], ())),
+                **{name: row[name] for name in _GROUP_FIELDS}, members=tuple(members.get(row["group_id"], ()))
             )
             for row in group_rows
         ]
@@ -188,16 +185,8 @@ class GroupStore:
             _check(conn, snapshot.group_id, fence)
             conn.execute(sa.delete(members_table).where(members_table.c.group_id == snapshot.group_id))
             conn.execute(sa.delete(groups_table).where(groups_table.c.group_id == snapshot.group_id))
-            conn.execute(
-                sa.insert(groups_table).values(
-                    group_id=snapshot.group_id,
-                    generation_id=snapshot.generation_id,
-                    protocol_type=snapshot.protocol_type,
-                    protocol_name=snapshot.protocol_name,
-                    leader_id=snapshot.leader_id,
-                    updated_ms=now,
-                )
-            )
+            group_row = {name: getattr(snapshot, name) for name in _GROUP_FIELDS}
+            conn.execute(sa.insert(groups_table).values(**group_row, updated_ms=now))
             if snapshot.members:
                 conn.execute(
                     sa.insert(members_table),
