@@ -140,6 +140,13 @@ _UPDATE_ROW = (
 _DELETE_ROW = sa.delete(transactions_table).where(_KEY)
 
 
+def _aborted_in(conn: Connection, *where: sa.ColumnElement[bool]) -> list[tuple[int, int, int, int]]:
+    """The aborted transactions ``(stream, pid, first, last)`` that match ``where``, by first offset."""
+    a = aborted_table
+    rows = conn.execute(sa.select(a).where(*where).order_by(a.c.first_offset))
+    return [(int(r.stream_id), int(r.producer_id), int(r.first_offset), int(r.last_offset)) for r in rows]
+
+
 class TxnFenced(Fenced):
     """A cluster broker no longer leads the transaction's coordinator slot: nothing was written."""
 
@@ -161,10 +168,7 @@ class TxnStore:
         """Every transactional id, and every aborted transaction ``(stream, pid, first, last)``."""
         with self.engine.begin() as conn:
             txns = [_from_row(row) for row in conn.execute(sa.select(transactions_table))]
-            aborted = [
-                (int(r.stream_id), int(r.producer_id), int(r.first_offset), int(r.last_offset))
-                for r in conn.execute(sa.select(aborted_table).order_by(aborted_table.c.first_offset))
-            ]
+            aborted = _aborted_in(conn)
         return txns, aborted
 
     def load_transactions(self, accept: Callable[[str], bool]) -> list[TxnMetadata]:
@@ -198,12 +202,7 @@ class TxnStore:
                 for _, _, stream_id, start in json.loads(row.partitions)
                 if stream_id in wanted
             ]
-            aborted = [
-                (int(r.stream_id), int(r.producer_id), int(r.first_offset), int(r.last_offset))
-                for r in conn.execute(
-                    sa.select(a).where(a.c.stream_id.in_(wanted)).order_by(a.c.first_offset)
-                )
-            ]
+            aborted = _aborted_in(conn, a.c.stream_id.in_(wanted))
         return open_txns, aborted
 
     def save(self, txn: TxnMetadata, fence: Fence | None = None, delete: bool = False) -> None:
