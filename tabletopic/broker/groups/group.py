@@ -360,12 +360,7 @@ class Group:
         if member.join_ticket is not None and member.join_ticket != ticket:
             # A duplicate JoinGroup (client retried on a new connection): the newest one waits.
             self._respond(member.join_ticket, JoinResult(ErrorCode.rebalance_in_progress, member.member_id))
-        member.protocols = request.protocols
-        member.session_timeout_ms = request.session_timeout_ms
-        member.rebalance_timeout_ms = request.rebalance_timeout_ms
-        member.client_id = request.client_id
-        member.client_host = request.client_host
-        member.supports_skip_assignment = request.supports_skip_assignment
+        member.refresh(request)
         member.join_ticket = ticket
 
     def _replace_static_member(

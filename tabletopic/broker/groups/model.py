@@ -82,19 +82,14 @@ class Member:
         cls, request: JoinRequest, member_id: str, *, join_ticket: int | None = None, assignment: bytes = b""
     ) -> Member:
         """A new member as its JoinGroup request describes it."""
-        return cls(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            session_timeout_ms=request.session_timeout_ms,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            protocol_type=request.protocol_type,
-            protocols=request.protocols,
-            assignment=assignment,
-            join_ticket=join_ticket,
-            supports_skip_assignment=request.supports_skip_assignment,
-        )
+        described = {name: getattr(request, name) for name in _DESCRIBED_MEMBER_FIELDS}
+        return cls(member_id=member_id, assignment=assignment, join_ticket=join_ticket, **described)
+
+    def refresh(self, request: JoinRequest) -> None:
+        """The member as its new JoinGroup describes it, but for its instance id and protocol type:
+        those placed it in the group (and among the static members) when it first joined."""
+        for name in _REFRESHED_MEMBER_FIELDS:
+            setattr(self, name, getattr(request, name))
 
     @classmethod
     def restored(cls, snapshot: MemberSnapshot) -> Member:
@@ -136,6 +131,18 @@ class JoinRequest:
     require_known_member_id: bool = True
     supports_skip_assignment: bool = False
     reason: str | None = None
+
+
+# What a JoinGroup tells of its member: the fields JoinRequest and Member share, but the member id
+# (which the group may hand out).
+_DESCRIBED_MEMBER_FIELDS = tuple(
+    f.name
+    for f in dataclasses.fields(JoinRequest)
+    if f.name != "member_id" and f.name in {g.name for g in dataclasses.fields(Member)}
+)
+_REFRESHED_MEMBER_FIELDS = tuple(
+    name for name in _DESCRIBED_MEMBER_FIELDS if name not in ("group_instance_id", "protocol_type")
+)
 
 
 @dataclass(frozen=True, slots=True)
