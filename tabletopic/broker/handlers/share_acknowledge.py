@@ -43,14 +43,9 @@ def _unknown_entry(index: int, error: ErrorCode) -> ShareAcknowledgePartitionDat
 
 
 def top_error(error_code: ErrorCode, error_message: str | None = None) -> ShareAcknowledgeResponse:
-    """A ShareAcknowledge answer refused as a whole."""
-    return {
-        "throttle_time": 0,
-        "error_code": error_code,
-        "error_message": error_message,
-        "responses": [],
-        "node_endpoints": [],
-    }
+    """A ShareAcknowledge answer refused as a whole (the response builder leaves the other fields
+    zero or empty)."""
+    return {"error_code": error_code, "error_message": error_message}
 
 
 async def handle(

@@ -253,15 +253,9 @@ async def _wait(
 
 
 def top_error(error_code: ErrorCode, error_message: str | None = None) -> ShareFetchResponse:
-    """A ShareFetch answer refused as a whole."""
-    return {
-        "throttle_time": 0,
-        "error_code": error_code,
-        "error_message": error_message,
-        "responses": [],
-        "node_endpoints": [],
-        "acquisition_lock_timeout": 0,
-    }
+    """A ShareFetch answer refused as a whole (the response builder leaves the other fields zero or
+    empty)."""
+    return {"error_code": error_code, "error_message": error_message}
 
 
 def requester(
