@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tabletopic.broker.groups.assignors import assignor_name
 from tabletopic.broker.groups.model import GroupConfig
-from tabletopic.config import Config, define, in_range
+from tabletopic.config import Config, ConfigKey, define, in_range
 
 _DEFAULTS = GroupConfig()
 
@@ -138,48 +138,38 @@ CONSUMER_MAX_SIZE = define(
 )
 
 
-def configured_int(config: Config, key: str, default: int) -> int:
-    """An int key of a running configuration; ``default`` for a key it does not know (a coordinator
-    built before the broker imported the key's module)."""
+def configured_int(config: Config, key: ConfigKey[int]) -> int:
+    """An int key of a running configuration; the key's own default where the configuration does
+    not know it (a coordinator built before the broker imported the key's module)."""
     try:
-        return int(str(config.get(key)))
+        return int(str(config.get(key.name)))
     except KeyError:
-        return default
+        return key.default
 
 
 def consumer_group_settings(config: Config) -> GroupSettings:
     """The ``group.consumer.*`` settings of a running configuration (defaults for unknown keys)."""
-
-    def get(key: str, default: int) -> int:
-        return configured_int(config, key, default)
-
     try:
         raw = config.get(CONSUMER_ASSIGNORS.name)
     except KeyError:
         raw = CONSUMER_ASSIGNORS.default
     names = tuple(name for n in _names(raw) if (name := assignor_name(n)) is not None)
     return GroupSettings(
-        session_timeout_ms=get(CONSUMER_SESSION_TIMEOUT.name, _CONSUMER.session_timeout_ms),
-        heartbeat_interval_ms=get(CONSUMER_HEARTBEAT_INTERVAL.name, _CONSUMER.heartbeat_interval_ms),
+        session_timeout_ms=configured_int(config, CONSUMER_SESSION_TIMEOUT),
+        heartbeat_interval_ms=configured_int(config, CONSUMER_HEARTBEAT_INTERVAL),
         assignors=names or _CONSUMER.assignors,
-        max_size=get(CONSUMER_MAX_SIZE.name, _CONSUMER.max_size),
+        max_size=configured_int(config, CONSUMER_MAX_SIZE),
     )
 
 
 def group_config(config: Config) -> GroupConfig:
     """The coordinator limits of a running configuration."""
-
-    def get(key: str, default: int) -> int:
-        return configured_int(config, key, default)
-
     return GroupConfig(
-        min_session_timeout_ms=get(MIN_SESSION_TIMEOUT.name, _DEFAULTS.min_session_timeout_ms),
-        max_session_timeout_ms=get(MAX_SESSION_TIMEOUT.name, _DEFAULTS.max_session_timeout_ms),
-        initial_rebalance_delay_ms=get(INITIAL_REBALANCE_DELAY.name, _DEFAULTS.initial_rebalance_delay_ms),
-        max_size=get(MAX_SIZE.name, _DEFAULTS.max_size),
-        offset_metadata_max_bytes=get(OFFSET_METADATA_MAX_BYTES.name, _DEFAULTS.offset_metadata_max_bytes),
-        offsets_retention_ms=get(OFFSETS_RETENTION.name, _DEFAULTS.offsets_retention_ms // 60_000) * 60_000,
-        offsets_retention_check_interval_ms=get(
-            OFFSETS_RETENTION_CHECK_INTERVAL.name, _DEFAULTS.offsets_retention_check_interval_ms
-        ),
+        min_session_timeout_ms=configured_int(config, MIN_SESSION_TIMEOUT),
+        max_session_timeout_ms=configured_int(config, MAX_SESSION_TIMEOUT),
+        initial_rebalance_delay_ms=configured_int(config, INITIAL_REBALANCE_DELAY),
+        max_size=configured_int(config, MAX_SIZE),
+        offset_metadata_max_bytes=configured_int(config, OFFSET_METADATA_MAX_BYTES),
+        offsets_retention_ms=configured_int(config, OFFSETS_RETENTION) * 60_000,
+        offsets_retention_check_interval_ms=configured_int(config, OFFSETS_RETENTION_CHECK_INTERVAL),
     )

@@ -77,17 +77,11 @@ SHARE_MAX_SIZE = define(
 
 def share_group_settings(config: Config) -> ShareSettings:
     """The ``group.share.*`` settings of a running configuration (defaults for unknown keys)."""
-
-    def get(key: str, default: int) -> int:
-        return configured_int(config, key, default)
-
     return ShareSettings(
-        heartbeat_interval_ms=get(SHARE_HEARTBEAT_INTERVAL.name, _SHARE.heartbeat_interval_ms),
-        session_timeout_ms=get(SHARE_SESSION_TIMEOUT.name, _SHARE.session_timeout_ms),
-        record_lock_duration_ms=get(SHARE_RECORD_LOCK_DURATION.name, _SHARE.record_lock_duration_ms),
-        delivery_count_limit=get(SHARE_DELIVERY_COUNT_LIMIT.name, _SHARE.delivery_count_limit),
-        partition_max_record_locks=get(
-            SHARE_PARTITION_MAX_RECORD_LOCKS.name, _SHARE.partition_max_record_locks
-        ),
-        max_size=get(SHARE_MAX_SIZE.name, _SHARE.max_size),
+        heartbeat_interval_ms=configured_int(config, SHARE_HEARTBEAT_INTERVAL),
+        session_timeout_ms=configured_int(config, SHARE_SESSION_TIMEOUT),
+        record_lock_duration_ms=configured_int(config, SHARE_RECORD_LOCK_DURATION),
+        delivery_count_limit=configured_int(config, SHARE_DELIVERY_COUNT_LIMIT),
+        partition_max_record_locks=configured_int(config, SHARE_PARTITION_MAX_RECORD_LOCKS),
+        max_size=configured_int(config, SHARE_MAX_SIZE),
     )
