@@ -68,40 +68,30 @@ class TxnCluster:
     ) -> dict[tuple[str, int], ErrorCode]:
         """Ask each partition's leader to write the marker, one request per leader, all at once;
         each partition's error code (a retriable one when its leader could not be reached)."""
+        marker: dict[str, Any] = {
+            "producer_id": producer_id,
+            "producer_epoch": producer_epoch,
+            "transaction_result": commit,
+            "coordinator_epoch": epoch,
+        }
         by_leader: dict[int, list[tuple[str, int]]] = {}
         for topic, partition in partitions:
             by_leader.setdefault(self._role.leader(topic, partition)[0], []).append((topic, partition))
         answers = await asyncio.gather(
-            *(
-                self._send(node, items, producer_id, producer_epoch, commit, epoch)
-                for node, items in by_leader.items()
-            )
+            *(self._send(node, items, marker) for node, items in by_leader.items())
         )
         return {key: code for answer in answers for key, code in answer.items()}
 
     async def _send(
-        self,
-        node: int,
-        items: list[tuple[str, int]],
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        epoch: int,
+        self, node: int, items: list[tuple[str, int]], marker: dict[str, Any]
     ) -> dict[tuple[str, int], ErrorCode]:
+        """One WriteTxnMarkers request to ``node``: ``marker`` (the transaction's fields of the
+        marker, the same for every leader) for the partitions ``items``."""
         topics: dict[str, list[int]] = {}
         for topic, partition in items:
             topics.setdefault(topic, []).append(partition)
-        fields: dict[str, Any] = {
-            "markers": [
-                {
-                    "producer_id": producer_id,
-                    "producer_epoch": producer_epoch,
-                    "transaction_result": commit,
-                    "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()],
-                    "coordinator_epoch": epoch,
-                }
-            ]
-        }
+        named = [{"name": t, "partition_indexes": p} for t, p in topics.items()]
+        fields: dict[str, Any] = {"markers": [{**marker, "topics": named}]}
         brokers = self._role.brokers(self._client.listener)
         try:
             answer = await self._client.call(brokers, node, WRITE_TXN_MARKERS, 1, MARKER_TIMEOUT_S, **fields)
