@@ -72,11 +72,6 @@ async def handle(
         "throttle_time": 0,
         "error_code": ErrorCode.none,
         "error_message": None,
-        "responses": [
-            {"topic_id": topic_id, "partitions": partitions}
-            for topic_id, partitions in group_by_topic(
-                broker, answers, unknown, _entry, _unknown_entry
-            ).items()
-        ],
+        "responses": group_by_topic(broker, answers, unknown, _entry, _unknown_entry),
         "node_endpoints": endpoints,
     }

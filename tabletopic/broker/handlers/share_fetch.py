@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -142,15 +142,24 @@ def name_leaders(
     return node_endpoints(broker, ctx, named) if named else []
 
 
+class TopicAnswer(TypedDict, Generic[EntryT], total=False):
+    """A topic of a ShareFetch or ShareAcknowledge answer, with its API's partition entries (the
+    shape of both APIs' generated topic structs)."""
+
+    topic_id: uuid.UUID | None
+    partitions: Sequence[EntryT]
+
+
 def group_by_topic(
     broker: BrokerService,
     answers: dict[TopicPartition, PartitionAnswer],
     unknown: dict[tuple[uuid.UUID | None, int], ErrorCode],
     known_entry: Callable[[int, PartitionAnswer], EntryT],
     unknown_entry: Callable[[int, ErrorCode], EntryT],
-) -> dict[uuid.UUID | None, list[EntryT]]:
-    """The partition entries of a ShareFetch or ShareAcknowledge answer by topic id: those answered
-    (``known_entry(index, answer)``), then those that do not exist (``unknown_entry(index, error)``)."""
+) -> list[TopicAnswer[EntryT]]:
+    """The topics of a ShareFetch or ShareAcknowledge answer with their partition entries: those
+    answered (``known_entry(index, answer)``), then those that do not exist
+    (``unknown_entry(index, error)``)."""
     by_topic: dict[uuid.UUID | None, list[EntryT]] = {}
     for (name, index), answer in sorted(answers.items()):
         topic = broker.topics.get(name)
@@ -159,7 +168,7 @@ def group_by_topic(
         by_topic.setdefault(topic.topic_id, []).append(known_entry(index, answer))
     for (topic_id, index), error in unknown.items():
         by_topic.setdefault(topic_id, []).append(unknown_entry(index, error))
-    return by_topic
+    return [{"topic_id": topic_id, "partitions": partitions} for topic_id, partitions in by_topic.items()]
 
 
 def _fetched_entry(index: int, answer: PartitionAnswer) -> ShareFetchPartitionData:
@@ -333,11 +342,6 @@ async def handle(
         "error_code": ErrorCode.none,
         "error_message": None,
         "acquisition_lock_timeout": shares.settings.record_lock_duration_ms,
-        "responses": [
-            {"topic_id": topic_id, "partitions": partitions}
-            for topic_id, partitions in group_by_topic(
-                broker, shown, unknown, _fetched_entry, _unknown_entry
-            ).items()
-        ],
+        "responses": group_by_topic(broker, shown, unknown, _fetched_entry, _unknown_entry),
         "node_endpoints": endpoints,
     }
