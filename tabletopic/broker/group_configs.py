@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tabletopic.broker.protocol.responses import DescribeConfigsResourceResult
+from tabletopic.broker.topic_config_keys import InvalidTopicConfig, choice, int_range
 
 RESOURCE_GROUP = 32
 SOURCE_GROUP_CONFIG = 8
@@ -26,26 +27,6 @@ class InvalidGroupConfig(ValueError):
     """A group config key is unknown or its value is invalid; the message names the key."""
 
 
-def _int_between(low: int, high: int) -> Callable[[str], None]:
-    def check(value: str) -> None:
-        try:
-            number = int(value)
-        except ValueError:
-            raise InvalidGroupConfig(f"{value!r} is not an integer") from None
-        if not low <= number <= high:
-            raise InvalidGroupConfig(f"{number} is outside [{low}, {high}]")
-
-    return check
-
-
-def _choice(*choices: str) -> Callable[[str], None]:
-    def check(value: str) -> None:
-        if value not in choices:
-            raise InvalidGroupConfig(f"{value!r} is not one of {', '.join(choices)}")
-
-    return check
-
-
 @dataclass(frozen=True, slots=True)
 class GroupConfigKey:
     name: str
@@ -58,16 +39,16 @@ class GroupConfigKey:
 
 # Defaults and bounds are Kafka 4's broker defaults (group.consumer.min.session.timeout.ms, ...).
 _KEYS = [
-    GroupConfigKey("consumer.session.timeout.ms", "45000", _int_between(45_000, 60_000), 3, _CLASSIC),
-    GroupConfigKey("consumer.heartbeat.interval.ms", "5000", _int_between(5_000, 15_000), 3, _CLASSIC),
-    GroupConfigKey("share.session.timeout.ms", "45000", _int_between(45_000, 60_000), 3, _SHARE),
-    GroupConfigKey("share.heartbeat.interval.ms", "5000", _int_between(5_000, 15_000), 3, _SHARE),
-    GroupConfigKey("share.record.lock.duration.ms", "30000", _int_between(15_000, 60_000), 3, _SHARE),
+    GroupConfigKey("consumer.session.timeout.ms", "45000", int_range(45_000, 60_000), 3, _CLASSIC),
+    GroupConfigKey("consumer.heartbeat.interval.ms", "5000", int_range(5_000, 15_000), 3, _CLASSIC),
+    GroupConfigKey("share.session.timeout.ms", "45000", int_range(45_000, 60_000), 3, _SHARE),
+    GroupConfigKey("share.heartbeat.interval.ms", "5000", int_range(5_000, 15_000), 3, _SHARE),
+    GroupConfigKey("share.record.lock.duration.ms", "30000", int_range(15_000, 60_000), 3, _SHARE),
     GroupConfigKey(
-        "share.auto.offset.reset", "latest", _choice("latest", "earliest", "by_duration"), 2, "", True
+        "share.auto.offset.reset", "latest", choice("latest", "earliest", "by_duration"), 2, "", True
     ),
     GroupConfigKey(
-        "share.isolation.level", "read_uncommitted", _choice("read_uncommitted", "read_committed"), 2, _SHARE
+        "share.isolation.level", "read_uncommitted", choice("read_uncommitted", "read_committed"), 2, _SHARE
     ),
 ]
 GROUP_CONFIG_KEYS: dict[str, GroupConfigKey] = {key.name: key for key in _KEYS}
@@ -85,7 +66,7 @@ def validate_group_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
             raise InvalidGroupConfig(f"config {name} has a null value")
         try:
             key.validate(value)
-        except InvalidGroupConfig as exc:
+        except InvalidTopicConfig as exc:  # the value checks are the topic configs'
             raise InvalidGroupConfig(f"invalid value for {name}: {exc}") from None
         result[name] = value
     return result

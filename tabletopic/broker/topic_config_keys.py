@@ -45,7 +45,8 @@ def _int(low: int | None = None) -> Callable[[str], None]:
     return check
 
 
-def _int_range(low: int, high: int) -> Callable[[str], None]:
+def int_range(low: int, high: int) -> Callable[[str], None]:
+    """A check that a value is an integer within ``[low, high]`` (topic and group configs)."""
     at_least = _int(low)
 
     def check(value: str) -> None:
@@ -63,7 +64,10 @@ def _float(value: str) -> None:
         raise InvalidTopicConfig(f"{value!r} is not a number") from None
 
 
-def _choice(*choices: str, multi: bool = False) -> Callable[[str], None]:
+def choice(*choices: str, multi: bool = False) -> Callable[[str], None]:
+    """A check that a value (each of its comma-separated parts with ``multi``) is one of ``choices``
+    (topic and group configs)."""
+
     def check(value: str) -> None:
         parts = [p.strip() for p in value.split(",")] if multi else [value]
         for part in parts:
@@ -92,27 +96,25 @@ class TopicConfigKey:
 
 
 _KEYS = [
-    TopicConfigKey(
-        "cleanup.policy", "delete", _choice("delete", "compact", multi=True), "log.cleanup.policy"
-    ),
+    TopicConfigKey("cleanup.policy", "delete", choice("delete", "compact", multi=True), "log.cleanup.policy"),
     TopicConfigKey("retention.ms", "604800000", _int(-1), "log.retention.ms"),
     TopicConfigKey("retention.bytes", "-1", _int(-1), "log.retention.bytes"),
     TopicConfigKey("max.message.bytes", "1048588", _int(0), "message.max.bytes"),
     TopicConfigKey(
         "message.timestamp.type",
         "CreateTime",
-        _choice("CreateTime", "LogAppendTime"),
+        choice("CreateTime", "LogAppendTime"),
         "log.message.timestamp.type",
     ),
     TopicConfigKey(
         "compression.type",
         "producer",
-        _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
         "compression.type",
     ),
-    TopicConfigKey("compression.gzip.level", "-1", _int_range(-1, 9), "compression.gzip.level"),
-    TopicConfigKey("compression.lz4.level", "9", _int_range(1, 17), "compression.lz4.level"),
-    TopicConfigKey("compression.zstd.level", "3", _int_range(-131072, 22), "compression.zstd.level"),
+    TopicConfigKey("compression.gzip.level", "-1", int_range(-1, 9), "compression.gzip.level"),
+    TopicConfigKey("compression.lz4.level", "9", int_range(1, 17), "compression.lz4.level"),
+    TopicConfigKey("compression.zstd.level", "3", int_range(-131072, 22), "compression.zstd.level"),
     TopicConfigKey("segment.bytes", "1073741824", _int(14), "log.segment.bytes"),
     TopicConfigKey("segment.ms", "604800000", _int(1)),
     TopicConfigKey("segment.index.bytes", "10485760", _int(4), "log.index.size.max.bytes"),
