@@ -272,8 +272,12 @@ BootstrapOption = Annotated[
 ]
 
 
-def remember_node(ctx: typer.Context, data_dir: Path | None, override: list[str] | None) -> None:
-    """Keep a command group's ``--data-dir``/``--override`` for :func:`node_bootstrap`."""
+def remember_node(
+    ctx: typer.Context, data_dir: DataDirOption = None, override: OverrideOption = None
+) -> None:
+    """Keep a command group's ``--data-dir``/``--override`` for :func:`node_bootstrap`: which node a
+    client command talks to when ``--bootstrap-server`` names none. The options callback of the Kafka
+    client command groups (``topics``, ``partitions``, ``users``)."""
     ctx.obj = (data_dir, override)
 
 

@@ -20,8 +20,6 @@ from tabletopic.cli_common import (
     BootstrapOption,
     ClientOption,
     CommandConfigOption,
-    DataDirOption,
-    OverrideOption,
     client_failure,
     key_value_pairs,
     remember_node,
@@ -30,19 +28,9 @@ from tabletopic.cli_common import (
 if TYPE_CHECKING:
     from tabletopic.broker.wire_client import Connect
 
-topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True)
+topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True, callback=remember_node)
 
 TIMEOUT_S = 30
-
-
-@topics_app.callback()
-def _options(
-    ctx: typer.Context,
-    data_dir: DataDirOption = None,
-    override: OverrideOption = None,
-) -> None:
-    """Which node: ``--bootstrap-server``, else the node's own configuration (``listeners``)."""
-    remember_node(ctx, data_dir, override)
 
 
 def _client_config(
@@ -207,8 +195,10 @@ def alter_config(
     typer.echo(f"altered configs of {name}")
 
 
-partitions_app = typer.Typer(help="Move partitions between brokers (cluster mode).", no_args_is_help=True)
-partitions_app.callback()(_options)  # the node is found as for topics: -d, --override, -b
+# The node is found as for topics: -d, --override, -b.
+partitions_app = typer.Typer(
+    help="Move partitions between brokers (cluster mode).", no_args_is_help=True, callback=remember_node
+)
 
 
 @partitions_app.command("move")

@@ -20,25 +20,19 @@ from tabletopic.cli_common import (
     BootstrapOption,
     ClientOption,
     CommandConfigOption,
-    DataDirOption,
-    OverrideOption,
     client_failure,
     remember_node,
 )
 
-users_app = typer.Typer(help="Manage SCRAM users (SASL/SCRAM and PLAIN logins).", no_args_is_help=True)
+users_app = typer.Typer(
+    help="Manage SCRAM users (SASL/SCRAM and PLAIN logins).", no_args_is_help=True, callback=remember_node
+)
 
 MechanismOption = Annotated[
     list[str] | None,
     typer.Option("--mechanism", "-m", help="SCRAM-SHA-256 or SCRAM-SHA-512, repeatable (default: both)."),
 ]
 TIMEOUT_S = 30
-
-
-@users_app.callback()
-def _options(ctx: typer.Context, data_dir: DataDirOption = None, override: OverrideOption = None) -> None:
-    """Which node: ``--bootstrap-server``, else the node's own configuration (``listeners``)."""
-    remember_node(ctx, data_dir, override)
 
 
 def admin_client(
