@@ -18,8 +18,10 @@ RESOURCE_GROUP = 32
 SOURCE_GROUP_CONFIG = 8
 _STATE_PREFIX = "groupconfig."
 _NOTE = "Kafka group key, accepted and reported for compatibility; no effect here: {}."
-_CLASSIC = "tabletopic's groups use the classic protocol, whose members choose their own timeouts"
-_SHARE = "share groups take it from the broker's group.share.* keys"
+_CLASSIC = _NOTE.format(
+    "tabletopic's groups use the classic protocol, whose members choose their own timeouts"
+)
+_SHARE = _NOTE.format("share groups take it from the broker's group.share.* keys")
 _EFFECTIVE = "Kafka group key: where a share group's partitions start when first fetched."
 
 
@@ -33,8 +35,7 @@ class GroupConfigKey:
     default: str
     validate: Callable[[str], None]
     config_type: int  # DescribeConfigs type code: 3 INT, 2 STRING
-    why: str
-    effective: bool = False
+    documentation: str  # what DescribeConfigs says the key does (most: that it does nothing here)
 
 
 # Defaults and bounds are Kafka 4's broker defaults (group.consumer.min.session.timeout.ms, ...).
@@ -45,7 +46,7 @@ _KEYS = [
     GroupConfigKey("share.heartbeat.interval.ms", "5000", int_range(5_000, 15_000), 3, _SHARE),
     GroupConfigKey("share.record.lock.duration.ms", "30000", int_range(15_000, 60_000), 3, _SHARE),
     GroupConfigKey(
-        "share.auto.offset.reset", "latest", choice("latest", "earliest", "by_duration"), 2, "", True
+        "share.auto.offset.reset", "latest", choice("latest", "earliest", "by_duration"), 2, _EFFECTIVE
     ),
     GroupConfigKey(
         "share.isolation.level", "read_uncommitted", choice("read_uncommitted", "read_committed"), 2, _SHARE
@@ -86,7 +87,7 @@ def describe_entries(explicit: Mapping[str, str]) -> list[DescribeConfigsResourc
             "value": explicit.get(key.name, key.default),
             "config_source": SOURCE_GROUP_CONFIG if key.name in explicit else 5,
             "config_type": key.config_type,
-            "documentation": _EFFECTIVE if key.effective else _NOTE.format(key.why),
+            "documentation": key.documentation,
         }
         for key in _KEYS
     ]
