@@ -66,10 +66,13 @@ def test_a_cluster_broker_refuses_a_database_a_single_node_holds(postgres_url: s
 def test_a_lease_taken_over_after_it_expired_fails_its_next_renewal(postgres_url: str) -> None:
     engine = database.create_engine(postgres_url)
     try:
-        stalled = SingleNodeLease(engine, "stalled", lease_s=0.3)
+        # Long at first, so a slow machine cannot let it lapse before the other node looks; only
+        # the last renewal is short, and nothing bounds how long after it the takeover comes.
+        stalled = SingleNodeLease(engine, "stalled", lease_s=30)
         other = SingleNodeLease(engine, "other", lease_s=30)
         assert stalled.acquire().single is None
         assert other.acquire().single == "stalled"
+        stalled.lease_s = 0.3
         assert stalled.renew()
         time.sleep(0.5)  # the subject: the 0.3 s lease runs out
         assert other.acquire().single is None
