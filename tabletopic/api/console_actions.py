@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import html
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from fastapi.routing import APIRoute
 
 from tabletopic.api.messages import (
     AclEntry,
@@ -39,30 +40,47 @@ def _note(text: str, error: bool = False) -> HTMLResponse:
     return HTMLResponse(f'<span class="{kind}">{html.escape(text)} ({stamp})</span>')
 
 
-def _refused(request: Request) -> HTMLResponse | None:
+class _Refused(Exception):
+    """An action answered before its work: its form came from another site's page, or its
+    confirmation does not repeat the name. Raised while the form is read, so an action reads its
+    form in one line, and answered with ``response`` by :class:`_ActionRoute`."""
+
+    def __init__(self, response: HTMLResponse) -> None:
+        super().__init__()
+        self.response = response
+
+
+class _ActionRoute(APIRoute):
+    """The routes of the console's actions and pages here: a :class:`_Refused` raised while one
+    answers is its answer."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def answer(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except _Refused as refused:
+                return refused.response
+
+        return answer
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An URL-encoded form (what htmx posts) as a dict of the last value of each field, refused
+    (:class:`_Refused`) when another site's page sent it: every console action checks that first.
+    Parsed here rather than with Starlette's ``request.form()``, which needs python-multipart."""
     if not same_origin({k.lower(): v for k, v in request.headers.items()}, required=True):
-        return HTMLResponse("refused: not sent by this console's own page", status_code=403)
-    return None
-
-
-async def _form(request: Request) -> dict[str, str] | HTMLResponse:
-    """An URL-encoded form (what htmx posts) as a dict of the last value of each field, or the
-    refusal to answer when another site's page sent it (every console action checks that first);
-    parsed here rather than with Starlette's ``request.form()``, which needs python-multipart."""
-    if (refused := _refused(request)) is not None:
-        return refused
+        raise _Refused(HTMLResponse("refused: not sent by this console's own page", status_code=403))
     body = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", errors="replace")
     return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
 
 
-async def _confirmed_form(
-    request: Request, name: str, undone: str, what: str
-) -> dict[str, str] | HTMLResponse:
-    """The form of a destructive action (:func:`_form`), or the note refusing it when its confirm
-    field does not repeat ``name`` (``undone``: "not deleted", say; ``what``: "the topic's name")."""
-    data = await _form(request)
-    if not isinstance(data, HTMLResponse) and str(data.get("confirm") or "") != name:
-        return _note(f"{undone}: type {what} ({name}) to confirm", error=True)
+def _confirmed(data: dict[str, str], name: str, undone: str, what: str) -> dict[str, str]:
+    """The form of a destructive action, refused with a note when its confirm field does not
+    repeat ``name`` (``undone``: "not deleted", say; ``what``: "the topic's name")."""
+    if str(data.get("confirm") or "") != name:
+        raise _Refused(_note(f"{undone}: type {what} ({name}) to confirm", error=True))
     return data
 
 
@@ -93,7 +111,7 @@ def _timestamp(value: Any) -> int | None:
 
 
 def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
-    router = APIRouter(include_in_schema=False)
+    router = APIRouter(include_in_schema=False, route_class=_ActionRoute)
 
     async def run(fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, *args)
@@ -136,8 +154,6 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     @router.post("/messages/produce", response_class=HTMLResponse)
     async def produce(request: Request) -> Response:
         data = await _form(request)
-        if isinstance(data, HTMLResponse):
-            return data
         headers = {}
         for line in str(data.get("headers") or "").splitlines():
             key, sep, value = line.partition("=")
@@ -157,9 +173,7 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/groups/{group_id:path}/reset", response_class=HTMLResponse)
     async def reset(request: Request, group_id: str) -> Response:
-        data = await _confirmed_form(request, group_id, "not reset", "the group's name")
-        if isinstance(data, HTMLResponse):
-            return data
+        data = _confirmed(await _form(request), group_id, "not reset", "the group's name")
         to = str(data.get("to") or "")
         value = _timestamp(data.get("value")) if to == "timestamp" else _int(data.get("value"))
         try:
@@ -177,9 +191,7 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
 
     @router.post("/topics/{name}/delete", response_class=HTMLResponse)
     async def delete_topic(request: Request, name: str) -> Response:
-        data = await _confirmed_form(request, name, "not deleted", "the topic's name")
-        if isinstance(data, HTMLResponse):
-            return data
+        _confirmed(await _form(request), name, "not deleted", "the topic's name")
         service = browser.sources.broker_service()
         if service is None:
             return _note("not deleted: the broker is not running", error=True)
@@ -209,8 +221,6 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     @router.post("/security/acls/{action}", response_class=HTMLResponse)
     async def acl(request: Request, action: str) -> Response:
         data = await _form(request)
-        if isinstance(data, HTMLResponse):
-            return data
         try:
             entry = AclEntry.model_validate({k: str(v) for k, v in data.items() if v != ""})
         except ValueError as exc:
@@ -228,13 +238,10 @@ def actions_router(browser: MessageBrowser, render: Render) -> APIRouter:
     @router.post("/security/users/{action}", response_class=HTMLResponse)
     async def user(request: Request, action: str) -> Response:
         data = await _form(request)
-        if isinstance(data, HTMLResponse):
-            return data
         name = str(data.get("name") or "")
         try:
             if action == "delete":
-                if str(data.get("confirm") or "") != name:
-                    return _note(f"not deleted: type the user's name ({name}) to confirm", error=True)
+                _confirmed(data, name, "not deleted", "the user's name")
                 await run(browser.delete_scram_user, name)
                 return _note(f"user {name} deleted")
             user = ScramUser.model_validate(

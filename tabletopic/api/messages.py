@@ -26,6 +26,8 @@ import json
 import logging
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException
@@ -156,6 +158,29 @@ class MessageBrowser:
             raise TopicApiError(503, "BROKER_NOT_AVAILABLE", "the broker is not running")
         return cluster_view.console_client_config(service)
 
+    @contextmanager
+    def _consumer(self, settings: dict[str, Any]) -> Iterator[Any]:
+        """A consumer logged in as this broker, with ``settings``, for the reads of one request and
+        closed after them; a client failure while it reads answers 502 KAFKA_ERROR."""
+        from confluent_kafka import Consumer
+
+        consumer = Consumer(
+            {
+                **self.client_config(),
+                "group.id": "tabletopic-console",  # assigned, never subscribed or committed
+                "enable.auto.commit": False,
+                **settings,
+            }
+        )
+        try:
+            yield consumer
+        except TopicApiError:
+            raise
+        except Exception as exc:
+            raise TopicApiError(502, "KAFKA_ERROR", client_error(exc)) from exc
+        finally:
+            consumer.close()
+
     def _topic(self, name: str) -> Any:
         service = self.sources.broker_service()
         topic = service.topics.get(name) if service is not None else None
@@ -173,7 +198,7 @@ class MessageBrowser:
     ) -> dict[str, Any]:
         """Up to ``limit`` records of one partition from ``offset`` (or the first at or after
         ``timestamp`` ms; neither: the last ``limit``), read committed."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
         topic = self._topic(name)
         if not 0 <= partition < topic.partition_count:
@@ -181,18 +206,13 @@ class MessageBrowser:
                 404, "UNKNOWN_TOPIC_OR_PARTITION", f"topic {name} has no partition {partition}"
             )
         limit = max(1, min(limit, MAX_MESSAGES))
-        consumer = Consumer(
-            {
-                **self.client_config(),
-                "group.id": "tabletopic-console",  # assigned, never subscribed or committed
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "fetch.queue.backoff.ms": 1,
-            }
-        )
-        try:
+        settings = {
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "fetch.queue.backoff.ms": 1,
+        }
+        with self._consumer(settings) as consumer:
             low, high = consumer.get_watermark_offsets(
                 TopicPartition(name, partition), timeout=CLIENT_TIMEOUT_S, cached=False
             )
@@ -206,12 +226,6 @@ class MessageBrowser:
             else:
                 start = max(high - limit, low)
             records = self._poll(consumer, name, partition, start, high, limit)
-        except TopicApiError:
-            raise
-        except Exception as exc:
-            raise TopicApiError(502, "KAFKA_ERROR", client_error(exc)) from exc
-        finally:
-            consumer.close()
         return {
             "topic": name,
             "partition": partition,
@@ -292,8 +306,7 @@ class MessageBrowser:
     def reset_offsets(self, group: str, body: OffsetReset) -> dict[str, Any]:
         """Commit the chosen offsets for the group through its coordinator (Kafka refuses while the
         group has members: stop its consumers first)."""
-        from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
-        from confluent_kafka.admin import AdminClient
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         topic = self._topic(body.topic)
         count = topic.partition_count
@@ -308,9 +321,7 @@ class MessageBrowser:
             )
         if body.to in ("timestamp", "offset") and body.value is None:
             raise TopicApiError(400, "INVALID_REQUEST", f"to={body.to} needs a value")
-        config = self.client_config()
-        consumer = Consumer({**config, "group.id": "tabletopic-console", "enable.auto.commit": False})
-        try:
+        with self._consumer({}) as consumer:
             wanted: list[Any] = []
             if body.to == "timestamp":
                 assert body.value is not None
@@ -330,13 +341,7 @@ class MessageBrowser:
                     assert body.value is not None
                     target = min(max(body.value, low), high)
                 wanted.append(TopicPartition(body.topic, p, target))
-        except TopicApiError:
-            raise
-        except Exception as exc:
-            raise TopicApiError(502, "KAFKA_ERROR", client_error(exc)) from exc
-        finally:
-            consumer.close()
-        admin = AdminClient(config)
+        admin = self._admin()
         try:
             futures = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, wanted)])
             result = futures[group].result(CLIENT_TIMEOUT_S)
