@@ -203,11 +203,10 @@ class Decision:
         )
 
     def as_dict(self) -> dict[str, Any]:
+        """Its fields (``to_nodes`` spelled out as objects) and the text derived from them, as the
+        console and the status API show a decision."""
         return {
-            "kind": self.kind,
-            "cause": self.cause,
-            "at": self.at,
-            "from_node": self.from_node,
+            **asdict(self),
             "partitions": list(self.partitions),
             "to_nodes": [{"node_id": n, "partitions": c} for n, c in self.to_nodes],
             "where": self.where() if len(self.partitions) == 1 else f"{len(self.partitions)}: {self.where()}",

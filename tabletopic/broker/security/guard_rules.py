@@ -13,6 +13,7 @@ dataclass where it only reads fields (FindCoordinator, DescribeGroups, InitProdu
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 from collections.abc import Callable, Sequence
@@ -104,14 +105,14 @@ FETCH_BY_ID = TopicShape(
     "topics", "topic_id", "partitions", "partition", "responses", "topic_id", "partitions", "partition_index",
     FETCH_BY_NAME.error_fields, FETCH_BY_NAME.top_fields,
 )  # fmt: skip
-LIST_OFFSETS = TopicShape(
-    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
-    (("timestamp", -1), ("offset", -1)),
+# Kafka's usual names, in the request as in the response: a list "topics" of topics by "name", each
+# with a list "partitions" of partitions by "partition_index". The APIs that keep them differ only
+# in what a refused partition carries besides its error code.
+_USUAL_NAMES = TopicShape(
+    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index"
 )  # fmt: skip
-DELETE_RECORDS = TopicShape(
-    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index",
-    (("low_watermark", -1),),
-)  # fmt: skip
+LIST_OFFSETS = dataclasses.replace(_USUAL_NAMES, error_fields=(("timestamp", -1), ("offset", -1)))
+DELETE_RECORDS = dataclasses.replace(_USUAL_NAMES, error_fields=(("low_watermark", -1),))
 LEADER_EPOCH = TopicShape(
     "topics", "topic", "partitions", "partition", "topics", "topic", "partitions", "partition",
     (("leader_epoch", -1), ("end_offset", -1)),
@@ -120,9 +121,7 @@ PRODUCERS = TopicShape(
     "topics", "name", "partition_indexes", None, "topics", "name", "partitions", "partition_index",
     (("active_producers", []),),
 )  # fmt: skip
-OFFSET_COMMIT = TopicShape(
-    "topics", "name", "partitions", "partition_index", "topics", "name", "partitions", "partition_index"
-)  # fmt: skip
+OFFSET_COMMIT = _USUAL_NAMES
 OFFSET_DELETE = OFFSET_COMMIT
 
 

@@ -76,7 +76,10 @@ class Respond:
     reason: str = field(default="", compare=False)
 
 
-Action = Persist | Delete | WriteMarkers | NeedProducerId | Again | Respond
+# The actions that end an event: the driver hands them back to the event's caller instead of
+# carrying them out (an answer, or a request to hand the event in again).
+Outcome = NeedProducerId | Again | Respond
+Action = Persist | Delete | WriteMarkers | Outcome
 
 
 def refuse(code: ErrorCode, reason: str) -> list[Action]:

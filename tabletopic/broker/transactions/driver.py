@@ -16,9 +16,9 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.transactions.actions import (
     Action,
-    Again,
     Delete,
     NeedProducerId,
+    Outcome,
     Persist,
     Respond,
     WriteMarkers,
@@ -45,8 +45,7 @@ COMPLETION_WAIT_S = 0.5
 # per transaction fewer). Losing it to a crash only makes the restart write the markers once more.
 COMPLETE_SAVE_DELAY_S = 1.0
 
-Outcome = Respond | NeedProducerId | Again | None
-AnOutcome = TypeVar("AnOutcome", bound=Outcome)
+AnOutcome = TypeVar("AnOutcome", bound=Outcome | None)
 
 # The refusals librdkafka and the Java producer cannot go on from (fatal, or fencing): only the
 # id's current coordinator may send them (see Driver.confirmed).
@@ -93,7 +92,7 @@ class Driver:
         return self._locks.setdefault(transactional_id, asyncio.Lock())
 
     # --- performing actions ---------------------------------------------------------------------
-    async def perform(self, actions: Iterable[Action]) -> Outcome:
+    async def perform(self, actions: Iterable[Action]) -> Outcome | None:
         """Carry out ``actions`` in order; the caller holds the transactional id's lock. Returns
         the event's outcome: the answer, or a request to hand the event in again."""
         for action in actions:
@@ -117,7 +116,7 @@ class Driver:
                 return action
         return None
 
-    async def perform_event(self, tid: str, event: Callable[[], list[Action]]) -> Outcome:
+    async def perform_event(self, tid: str, event: Callable[[], list[Action]]) -> Outcome | None:
         """Hand ``tid`` an event and carry out the actions it returns; the caller holds the id's lock.
 
         The state machine changes the id's record as it takes the event, before its row is written.
