@@ -30,7 +30,7 @@ from tabletopic.broker.retention import RetentionTask
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.topic_config_keys import TOPIC_CONFIG_KEYS, TopicConfigExtension
 from tabletopic.broker.topics import Topic, TopicError, TopicRegistry
-from tabletopic.broker.transactions import TransactionCoordinator
+from tabletopic.broker.transactions.coordinator import TransactionCoordinator
 from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster.settings import RACK
 from tabletopic.config import Config

@@ -15,7 +15,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.leadership import BrokerEndpoint
-from tabletopic.broker.transactions import TransactionCoordinator
+from tabletopic.broker.transactions.coordinator import TransactionCoordinator
 from tabletopic.broker.transactions.stable import CommittedOffsets
 from tabletopic.records.encoder import Record, build_batch
 from tests.support.broker_calls import call

@@ -9,7 +9,8 @@ import dataclasses
 
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.transactions import TransactionCoordinator, TxnError
+from tabletopic.broker.transactions.coordinator import TransactionCoordinator
+from tabletopic.broker.transactions.participants import TxnError
 from tabletopic.records.encoder import Record, build_batch
 from tests.support.broker_calls import call
 from tests.support.kafka_requests import produce_request, request

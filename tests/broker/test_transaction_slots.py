@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tabletopic.broker.transactions import TxnError
+from tabletopic.broker.transactions.participants import TxnError
 
 
 class FakeSlots:

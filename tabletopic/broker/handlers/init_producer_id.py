@@ -17,7 +17,7 @@ from tabletopic.broker.protocol.messages.init_producer_id import (
     InitProducerIdRequest,
 )
 from tabletopic.broker.protocol.responses import InitProducerIdResponse
-from tabletopic.broker.transactions import TxnError
+from tabletopic.broker.transactions.participants import TxnError
 
 if TYPE_CHECKING:
     from tabletopic.broker.service import BrokerService

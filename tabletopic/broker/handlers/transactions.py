@@ -1,7 +1,7 @@
 """The transaction APIs a producer sends to its transaction coordinator: AddPartitionsToTxn (24),
 AddOffsetsToTxn (25), EndTxn (26) and TxnOffsetCommit (28); and the admin views
 DescribeTransactions (65) and ListTransactions (66). The state machine is
-:class:`~tabletopic.broker.transactions.TransactionCoordinator`; these only translate."""
+:class:`~tabletopic.broker.transactions.coordinator.TransactionCoordinator`; these only translate."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from tabletopic.broker.protocol.responses import (
     ListTransactionsTransactionState,
     TxnOffsetCommitResponse,
 )
-from tabletopic.broker.transactions import TxnError
 from tabletopic.broker.transactions.model import TxnOffsets
+from tabletopic.broker.transactions.participants import TxnError
 from tabletopic.broker.transactions.store import STATES, PendingOffset
 
 if TYPE_CHECKING:
