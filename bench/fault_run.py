@@ -4,9 +4,10 @@ PostgreSQL + SeaweedFS + 3 brokers (racks a, b, c) on loopback, on the test clus
 (the shared WAL, or ``--wal object`` at 20 ms; heartbeat 0.5 s, broker session timeout 3 s); a topic
 of ``--partitions`` (12) and a 3-partition table topic, each written by an idempotent acks=all
 producer at ``--rate`` records a second; a consumer group of two confluent-kafka members on the
-topic. Every ``--every`` seconds (drawn from a range) one fault, chosen at random: SIGKILL of a
-broker or of the controller (restarted 3 s later), SIGSTOP of a broker for 8 s, SIGTERM of a broker
-(restarted), SeaweedFS paused for 5 s, PostgreSQL restarted.
+topic (the classic protocol, or KIP-848's with ``--group-protocol consumer``). Every ``--every``
+seconds (drawn from a range) one fault, chosen at random: SIGKILL of a broker or of the controller
+(restarted 3 s later), SIGSTOP of a broker for 8 s, SIGTERM of a broker (restarted), SeaweedFS
+paused for 5 s, PostgreSQL restarted.
 The run acts as the brokers' supervisor too: a broker that ended with exit code 75 (it left
 the cluster: paused past its lease on the shared WAL, its WAL was taken over) is started again, as
 systemd or Kubernetes would. Then the writing stops and the run reports:
@@ -24,7 +25,7 @@ systemd or Kubernetes would. Then the writing stops and the run reports:
 - brokers that hung (did not answer Metadata within 10 s at the end).
 
 Usage: python bench/fault_run.py [--seconds 300] [--rate 300] [--partitions 12] [--every 20-40] [--seed N]
-       [--wal shared|object]
+       [--wal shared|object] [--group-protocol classic|consumer]
        [--faults "kill -9 controller,SIGTERM"] [--keep]
 """
 
@@ -177,11 +178,13 @@ class LeaderWatch:
 
 @dataclass
 class Group:
-    """Two confluent-kafka members of one group, consuming from threads."""
+    """Two confluent-kafka members of one group, consuming from threads (``protocol``: librdkafka's
+    ``group.protocol``, classic or KIP-848's consumer)."""
 
     bootstrap: str
     topic: str
     partitions: int
+    protocol: str = "classic"
     group_id: str = field(default_factory=lambda: f"fault-run-{uuid.uuid4().hex[:6]}")
     seen: Counter[bytes] = field(default_factory=Counter)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -202,6 +205,7 @@ class Group:
                 "auto.offset.reset": "earliest",
                 "auto.commit.interval.ms": 500,
                 "topic.metadata.refresh.interval.ms": 1000,
+                "group.protocol": self.protocol,
                 "log_level": 2,
             }
         )
@@ -445,6 +449,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=int, default=300)
     parser.add_argument("--partitions", type=int, default=12, help="partitions of the plain topic")
+    parser.add_argument(
+        "--group-protocol", choices=("classic", "consumer"), default="classic", help="the group's protocol"
+    )
     run = fault_arguments(parser)
     with run.rig("faults") as (cluster, postgres, s3):
         topic, table_topic = "orders", "orders-table"
@@ -454,7 +461,7 @@ def main() -> None:
         )
         shapes = ((topic, run.args.partitions), (table_topic, TABLE_PARTITIONS))
         writers = [Writer(cluster.bootstrap, t, n, run.args.rate) for t, n in shapes]
-        group = Group(cluster.bootstrap, topic, run.args.partitions).start()
+        group = Group(cluster.bootstrap, topic, run.args.partitions, run.args.group_protocol).start()
         leaders = LeaderWatch(cluster, topic)
         faults = run.faults(cluster, postgres, s3)
         last_fault_end = faults[-1][2] if faults else time.monotonic()

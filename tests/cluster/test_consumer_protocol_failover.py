@@ -1,13 +1,16 @@
 """A KIP-848 consumer group (confluent-kafka, ``group.protocol=consumer``) across the death of its
-group coordinator: the group's slot moves to another broker, which knows no members (membership is
-rebuilt from heartbeats), the members join it again and resume from the committed offsets, which
-moved with the slot. Every record reaches the group and the committed offsets reach the end."""
+group coordinator: the group's slot moves to another broker, which loads the members, their epochs
+and assignments with the committed offsets. So nobody rebalances: no member loses or gives up a
+partition, no record is read twice, every record reaches the group and the committed offsets reach
+the end."""
 
 from __future__ import annotations
 
 import threading
 import uuid
+from collections import Counter
 from functools import partial
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -34,15 +37,23 @@ class _Member(threading.Thread):
                 "auto.commit.interval.ms": 300,
             }
         )
-        self.consumer.subscribe([topic])
-        self.seen: set[bytes] = set()
+        self.consumer.subscribe([topic], on_revoke=self._taken, on_lost=self._taken)
+        self.seen: Counter[bytes] = Counter()
+        self.taken = 0  # partitions revoked or lost
+        self.holds = False  # set by this thread: librdkafka's handle is not for two threads at once
+        self.lock = threading.Lock()
         self.stop = threading.Event()
+
+    def _taken(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.taken += len(partitions)
 
     def run(self) -> None:
         while not self.stop.is_set():
             message = self.consumer.poll(0.2)
+            self.holds = bool(self.consumer.assignment())
             if message is not None and message.error() is None:
-                self.seen.add(bytes(message.value() or b""))
+                with self.lock:
+                    self.seen[bytes(message.value() or b"")] += 1
         self.consumer.close()
 
 
@@ -71,16 +82,34 @@ def test_consumer_protocol_group_survives_its_coordinator_dying(healthy_cluster:
     for member in members:
         member.start()
     try:
-        wait_until(lambda: set().union(*(m.seen for m in members)) >= sent, timeout=90)
+        wait_until(lambda: _seen(members) >= sent, timeout=90)
         wait_until(partial(_committed_at_end, cluster.bootstrap, topic, group, 200), timeout=60, interval=1)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        coordinator = admin.describe_consumer_groups([group])[group].result(timeout=30).coordinator.id
-        cluster.brokers[coordinator].kill()
-        sent |= _produce(cluster.bootstrap, topic, 200, 200)
-        wait_until(lambda: set().union(*(m.seen for m in members)) >= sent, timeout=120, interval=0.5)
+        described = admin.describe_consumer_groups([group])[group].result(timeout=30)
+        wait_until(lambda: all(m.holds for m in members), timeout=60)
+        taken_before = [m.taken for m in members]
+        cluster.brokers[described.coordinator.id].kill()
+        after = _produce(cluster.bootstrap, topic, 200, 200)
+        sent |= after
+        wait_until(lambda: _seen(members) >= sent, timeout=120, interval=0.5)
         wait_until(partial(_committed_at_end, cluster.bootstrap, topic, group, 400), timeout=60, interval=1)
+        assert [m.taken for m in members] == taken_before, "a member gave up partitions"
+        counts = []
+        for member in members:
+            with member.lock:
+                counts.append(Counter(member.seen))
+        read_twice = sorted(v for c in counts for v, n in c.items() if v in after and n > 1)
+        assert not read_twice and not set(counts[0]) & set(counts[1]) & after
     finally:
         for member in members:
             member.stop.set()
         for member in members:
             member.join(30)
+
+
+def _seen(members: list[_Member]) -> set[bytes]:
+    seen: set[bytes] = set()
+    for member in members:
+        with member.lock:
+            seen |= set(member.seen)
+    return seen

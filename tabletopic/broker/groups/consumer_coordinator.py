@@ -2,15 +2,17 @@
 it keeps the groups of this coordinator, feeds them heartbeats with the current topics, and turns
 their timer actions into event-loop timers. Everything that decides lives in the pure module.
 
-What is durable: committed offsets only, through the classic coordinator's store (so a restart or a
-coordinator failover keeps them, fenced like every group write in a cluster). Membership and
-assignments are rebuilt from heartbeats, as KIP-848 clients tolerate: after a restart a member's
-next heartbeat gets UNKNOWN_MEMBER_ID, it gives up its partitions and joins again with epoch 0.
+What is durable, through the classic coordinator's store and fenced like every group write in a
+cluster: committed offsets, and each group's members, epochs, subscriptions and assignments
+(:mod:`tabletopic.broker.groups.consumer_records`), written after each heartbeat or timer that
+changed them. So a restart or a coordinator failover keeps the members where they were: they
+heartbeat to the new coordinator with their epochs and keep their partitions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +34,7 @@ from tabletopic.broker.groups.consumer_group import (
     TimerKind,
     check_regex,
 )
+from tabletopic.broker.groups.consumer_records import restored_group
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
     JoinRequest,
@@ -80,6 +83,9 @@ class ConsumerGroups:
         self._upgrade_classic = upgrade_classic
         # Whether a group id is a share group's (set by the coordinator that holds both).
         self.is_share_group: Callable[[str], bool] = lambda group_id: False
+        # Called with a group id whose state changed, to write it (set by the coordinator that
+        # holds the store); the write is queued, the answer does not wait for it.
+        self.persist: Callable[[str], None] = lambda group_id: None
         self._groups: dict[str, ConsumerGroup] = {}
         self._timers: dict[tuple[str, TimerKind, str], asyncio.TimerHandle] = {}
 
@@ -127,6 +133,7 @@ class ConsumerGroups:
                 )
                 self._groups[group_id] = group
                 self._apply(group_id, actions)
+                self.persist(group_id)
                 log.info(
                     "group %s upgraded from classic to consumer at epoch %d with its %d member(s)",
                     group_id,
@@ -141,8 +148,11 @@ class ConsumerGroups:
             )
         counts = {name: count for name, (_, count) in self.topics().items()}
         before = (group.group_epoch, len(group.members))
+        stored = _stored_part(group, request.member_id)
         result, actions = group.heartbeat(request, counts)
         self._apply(group_id, actions)
+        if _stored_part(group, request.member_id) != stored:
+            self.persist(group_id)
         if (group.group_epoch, len(group.members)) != before:
             log.info(
                 "consumer group %s: epoch %d, %d members, state %s",
@@ -231,6 +241,18 @@ class ConsumerGroups:
             self.heartbeat(group_id, HeartbeatRequest(i.member_id, LEAVE_EPOCH)).error for i in identities
         ]
 
+    def restore(self, group_id: str, record: str) -> None:
+        """Take over a stored group (this coordinator now serves it), arming its members' timers;
+        an unreadable record is logged and skipped (its members rejoin, as without one)."""
+        try:
+            group, actions = restored_group(group_id, record, self.settings, self._racks_of)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            log.warning("consumer group %s: stored state unreadable (%s), its members rejoin", group_id, exc)
+            return
+        self.unload(lambda g: g == group_id)
+        self._groups[group_id] = group
+        self._apply(group_id, actions)
+
     def unload(self, accept: Callable[[str], bool]) -> None:
         """Forget the groups ``accept`` selects (another broker coordinates them now)."""
         for group_id in [g for g in self._groups if accept(g)]:
@@ -263,4 +285,23 @@ class ConsumerGroups:
             return
         log.info("consumer group %s: member %s fenced (%s timeout)", group_id, member_id, kind.value)
         counts = {name: count for name, (_, count) in self.topics().items()}
-        self._apply(group_id, group.on_timer(kind, member_id, counts))
+        actions = group.on_timer(kind, member_id, counts)
+        self._apply(group_id, actions)
+        if actions:
+            self.persist(group_id)
+
+
+def _stored_part(group: ConsumerGroup, member_id: str) -> tuple[object, ...]:
+    """What a heartbeat of ``member_id`` can change of the stored state: the group's epochs and
+    size, and that member (a join, a static member's return or a leave adds or removes it; a
+    target computed anew moves the assignment epoch)."""
+    member = group.members.get(member_id)
+    return (
+        group.group_epoch,
+        group.assignment_epoch,
+        len(group.members),
+        None if member is None else tuple(getattr(member, name) for name in _MEMBER_FIELDS),
+    )
+
+
+_MEMBER_FIELDS = tuple(f.name for f in dataclasses.fields(ConsumerMember))

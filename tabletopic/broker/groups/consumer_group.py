@@ -188,7 +188,7 @@ class ConsumerGroup:
             group.target[member.member_id] = member.assigned
             if member.instance_id is not None:
                 group.static_members[member.instance_id] = member.member_id
-        return group, [group._session_timer(m) for m in members]
+        return group, [group.session_timer(m) for m in members]
 
     # -----------------------------------------------------------------------------------------
     # Queries
@@ -263,7 +263,7 @@ class ConsumerGroup:
         elif not self._epoch_acceptable(member, request):
             return HeartbeatResult(ErrorCode.fenced_member_epoch, request.member_id, epoch), actions
         self._update(member, request, topics)
-        actions.append(self._session_timer(member))
+        actions.append(self.session_timer(member))
         before = (member.member_epoch, member.assigned)
         self._reconcile(member, request.owned, actions)
         changed = (member.member_epoch, member.assigned) != before
@@ -273,7 +273,8 @@ class ConsumerGroup:
         )
         return result, actions
 
-    def _session_timer(self, member: ConsumerMember) -> SetTimer:
+    def session_timer(self, member: ConsumerMember) -> SetTimer:
+        """The timer that fences ``member`` unless it heartbeats again in time."""
         timeout = member.session_timeout_ms or self.settings.session_timeout_ms
         return SetTimer(TimerKind.SESSION, member.member_id, timeout)
 
@@ -292,7 +293,7 @@ class ConsumerGroup:
             and member.assigned == self.target.get(member_id, frozenset())
         )
         error = ErrorCode.none if settled else ErrorCode.rebalance_in_progress
-        return error, [self._session_timer(member)]
+        return error, [self.session_timer(member)]
 
     def _epoch_acceptable(self, member: ConsumerMember, request: HeartbeatRequest) -> bool:
         if request.member_epoch == member.member_epoch:
@@ -436,7 +437,7 @@ class ConsumerGroup:
             # Keeps its partitions for a session timeout, for the same instance to come back.
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = STATIC_LEAVE_EPOCH
-            actions.append(self._session_timer(member))
+            actions.append(self.session_timer(member))
             return HeartbeatResult(ErrorCode.none, member.member_id, STATIC_LEAVE_EPOCH)
         self._remove(member.member_id, actions)
         self._compute_target(topics)

@@ -43,6 +43,7 @@ from tabletopic.broker.groups import subscription
 from tabletopic.broker.groups.cluster import GroupSlots, SlotFence
 from tabletopic.broker.groups.consumer_coordinator import ClassicHandover, ConsumerGroups
 from tabletopic.broker.groups.consumer_group import ConsumerMember
+from tabletopic.broker.groups.consumer_records import group_record
 from tabletopic.broker.groups.group import Group, MemberIdFactory, check_join, random_member_id
 from tabletopic.broker.groups.model import (
     CONSUMER_PROTOCOL_TYPE,
@@ -74,6 +75,7 @@ from tabletopic.log_limit import RateLimitedLog
 log = logging.getLogger(__name__)
 # A deposed coordinator may see many refused writes (every member's timer, every commit) at once.
 FENCED_LOG = RateLimitedLog(log, interval_s=10.0)
+WRITE_FAILED_LOG = RateLimitedLog(log, interval_s=10.0)
 
 # Safety net on top of the group's own rebalance/session timers: a held-back JoinGroup/SyncGroup is
 # answered at the latest this long after the member's own timeouts, whatever happens.
@@ -158,6 +160,9 @@ class GroupCoordinator:
         self._tails: dict[str, asyncio.Task[Any]] = {}
         # Each group's queued commit that has not started, which later commits join.
         self._queued_commits: dict[str, _QueuedCommit] = {}
+        # Each KIP-848 group's queued state write that has not started (it writes the state as it
+        # is when it starts, so later changes join it).
+        self._queued_records: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._seen: dict[str, tuple[GroupState, int]] = {}
         # When each group entered its current state (epoch ms), for offset retention.
@@ -181,6 +186,7 @@ class GroupCoordinator:
             lambda group_id: group_id in self._groups or self.consumer.group(group_id) is not None,
         )
         self.consumer.is_share_group = lambda group_id: self.share.group(group_id) is not None
+        self.consumer.persist = self._save_consumer_group
         self.share.members_known_here = not clustered
 
     # ---------------------------------------------------------------------------------------------
@@ -208,6 +214,7 @@ class GroupCoordinator:
         for group_id in offsets:
             if group_id not in self._groups:
                 self._groups[group_id] = self._new_group(group_id)
+        await self._restore_consumer_groups(lambda group_id: True)
         self._ready = True
         self._expiry = asyncio.ensure_future(self._expire_periodically())
         log.info("group coordinator loaded %d groups", len(self._groups))
@@ -315,7 +322,16 @@ class GroupCoordinator:
                 self._offsets[group_id] = committed
                 if group_id not in self._groups:
                     self._groups[group_id] = self._new_group(group_id)
+        taken += await self._restore_consumer_groups(accept)
         log.info("group coordinator took over %d groups", taken)
+
+    async def _restore_consumer_groups(self, accept: Callable[[str], bool]) -> int:
+        """Take over the stored KIP-848 groups ``accept`` selects; returns how many."""
+        records = await asyncio.to_thread(self._store.load_consumer_groups)
+        taken = [group_id for group_id in records if accept(group_id)]
+        for group_id in taken:
+            self.consumer.restore(group_id, records[group_id])
+        return len(taken)
 
     def unload(self, accept: Callable[[str], bool]) -> int:
         """Forget the groups ``accept`` selects (another broker coordinates them now): their timers
@@ -862,6 +878,27 @@ class GroupCoordinator:
         queued.offsets.update(valid)
         await self._await_write(group_id, fence, queued.write)
 
+    def _save_consumer_group(self, group_id: str) -> None:
+        """Queue a write of a KIP-848 group's state, behind the group's earlier writes; a write
+        already queued and not started takes this change too. Nobody waits for it: a refusal drops
+        the slot (:meth:`_unawaited_write_ended`), a failure is logged, and a member whose state was
+        not written rejoins after a failover, as without any record."""
+        if group_id in self._queued_records:
+            return
+        fence = self._fence(group_id)
+
+        async def write() -> None:
+            del self._queued_records[group_id]  # started: later changes queue a write of their own
+            group = self.consumer.group(group_id)
+            if group is None:
+                return  # another broker coordinates it now, or it was deleted
+            record = group_record(group) if group.members else None
+            await asyncio.to_thread(self._store.save_consumer_group, group_id, record, fence)
+
+        task = self._enqueue(group_id, write)
+        self._queued_records[group_id] = task
+        task.add_done_callback(functools.partial(self._unawaited_write_ended, group_id, fence))
+
     def _queue_commit(self, group_id: str, fence: Fence | None) -> _QueuedCommit:
         """A commit write of ``group_id`` at the end of its queue, open to later offsets until it
         starts."""
@@ -908,19 +945,21 @@ class GroupCoordinator:
         except asyncio.CancelledError:
             # The caller left (its connection closed, the broker is stopping); the write goes on,
             # and its outcome is still this coordinator's to handle.
-            write.add_done_callback(functools.partial(self._left_write_ended, group_id, fence))
+            write.add_done_callback(functools.partial(self._unawaited_write_ended, group_id, fence))
             raise
 
-    def _left_write_ended(self, group_id: str, fence: Fence | None, write: asyncio.Task[None]) -> None:
-        """The end of a write whose caller was cancelled: a refusal drops the slot as if the
-        caller had seen it, any other failure is logged once (nobody else will see it)."""
+    def _unawaited_write_ended(self, group_id: str, fence: Fence | None, write: asyncio.Task[None]) -> None:
+        """The end of a write nobody awaits (its caller was cancelled, or it was queued in the
+        background): a refusal drops the slot as if a caller had seen it, any other failure is
+        logged (rate-limited a group: a database down fails every write until it is back)."""
         if write.cancelled():
             return
         error = write.exception()
         if isinstance(error, GroupFenced):
             self._fenced(group_id, fence)
         elif error is not None:
-            log.warning("a write of group %s whose caller left failed: %s", group_id, error)
+            message = "a write of group %s that nobody awaited failed: %s"
+            WRITE_FAILED_LOG.warning(group_id, message, group_id, error)
 
     def _enqueue(self, group_id: str, job: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         """Queue a database write of ``group_id`` behind the ones queued before it.

@@ -1,9 +1,10 @@
 """Durable group state in the metadata database (SQLAlchemy Core; SQLite or PostgreSQL).
 
-Three tables: the group row (generation, protocol, leader), its members (with the protocols they
-joined with and their current assignment) and committed offsets. Methods are blocking and meant to
-run in a worker thread (``asyncio.to_thread``); each write is one transaction, so an OffsetCommit is
-acknowledged only after its transaction committed (SQLite runs with ``synchronous=FULL``).
+Four tables: a classic group's row (generation, protocol, leader), its members (with the protocols
+they joined with and their current assignment), committed offsets, and a KIP-848 group's record.
+Methods are blocking and meant to run in a worker thread (``asyncio.to_thread``); each write is one
+transaction, so an OffsetCommit is acknowledged only after its transaction committed (SQLite runs
+with ``synchronous=FULL``).
 
 In a cluster every write takes a *fence*: a check run first in the write's own transaction (it locks
 the group's coordinator slot row, which the controller changes leaders under), so a broker that no
@@ -69,11 +70,22 @@ offsets_table = sa.Table(
     sa.Column("commit_ms", sa.BigInteger, nullable=False),
 )
 
+# A KIP-848 group's members, subscriptions and assignments, one JSON document a group (see
+# ``consumer_records.py``); its offsets are in ``group_offsets`` like every group's.
+consumer_groups_table = sa.Table(
+    "consumer_group_state",
+    _md,
+    sa.Column("group_id", sa.Text, primary_key=True),
+    sa.Column("record", sa.Text, nullable=False),
+    sa.Column("updated_ms", sa.BigInteger, nullable=False),
+)
+
 MIGRATIONS = [
     database.create_tables(groups_table, members_table, offsets_table),
     database.text_to_utf8_bytes(
         "group_offsets", ("group_id", "topic", "partition"), "metadata", "metadata_utf8"
     ),
+    database.create_tables(consumer_groups_table),
 ]
 
 Fence = Callable[[Connection], bool]
@@ -197,8 +209,26 @@ class GroupStore:
         """Forget the group, its members and its offsets (DeleteGroups). Raises GroupFenced."""
         with self.engine.begin() as conn:
             _check(conn, group_id, fence)
-            for table in (offsets_table, members_table, groups_table):
+            for table in (offsets_table, members_table, groups_table, consumer_groups_table):
                 conn.execute(sa.delete(table).where(table.c.group_id == group_id))
+
+    def load_consumer_groups(self) -> dict[str, str]:
+        """Every stored KIP-848 group record (JSON text, read by ``consumer_records``), by group id."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(consumer_groups_table.c.group_id, consumer_groups_table.c.record))
+            return {str(group_id): str(record) for group_id, record in rows}
+
+    def save_consumer_group(self, group_id: str, record: str | None, fence: Fence | None = None) -> None:
+        """Replace a KIP-848 group's record (None: it has no members left, forget it). Raises
+        GroupFenced."""
+        now = int(self._clock() * 1000)
+        with self.engine.begin() as conn:
+            _check(conn, group_id, fence)
+            table = consumer_groups_table
+            conn.execute(sa.delete(table).where(table.c.group_id == group_id))
+            if record is not None:
+                values = {"group_id": group_id, "record": record, "updated_ms": now}
+                conn.execute(sa.insert(table).values(**values))
 
     def commit_offsets(
         self, group_id: str, offsets: dict[TopicPartition, CommittedOffset], fence: Fence | None = None

@@ -1,7 +1,7 @@
 """The KIP-848 driver inside the group coordinator (SQLite): member epochs checked on OffsetCommit
-and OffsetFetch, committed offsets kept across a restart while membership is rebuilt from
-heartbeats, a classic member joining the group (its assignment withheld until released), and the
-session timer fencing a silent member."""
+and OffsetFetch, committed offsets and membership kept across a restart (a rebalance carries on
+where it stopped; an unreadable record makes the members rejoin), a classic member joining the group
+(its assignment withheld until released), and the session timer fencing a silent member."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
 from tabletopic.broker.groups import subscription
+from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.consumer_group import HeartbeatRequest
 from tabletopic.broker.groups.coordinator import GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.model import JoinRequest, SyncRequest
 from tabletopic.broker.groups.settings import GroupSettings
+from tabletopic.broker.groups.store import GroupStore
 from tabletopic.broker.handlers.offset_fetch import check_member_epoch
 from tests.broker.conftest import FAST, TOPICS
 from tests.support.waiting import wait_until
@@ -72,9 +74,60 @@ async def test_offset_commit_and_fetch_check_member_epochs_and_offsets_survive_a
     error, fetched = restarted.fetch_offsets("g", [("orders", [0])])
     committed = fetched[0][1][0][1]
     assert error is ErrorCode.none and committed is not None and committed.offset == 42
-    # Membership is not persisted: the member is told to join again.
+    # Membership is stored too: the member carries on at its epoch, without joining again.
+    again = restarted.consumer.heartbeat("g", HeartbeatRequest("m1", epoch))
+    assert again.error is ErrorCode.none and again.member_epoch == epoch
+    await restarted.stop()
+
+
+def beat(coordinator: GroupCoordinator, member: str, epoch: int, owned: frozenset[TopicPartition]) -> int:
+    result = coordinator.consumer.heartbeat("g", HeartbeatRequest(member, epoch, owned=owned))
+    assert result.error is ErrorCode.none, result
+    return result.member_epoch
+
+
+async def test_a_new_coordinator_carries_on_a_rebalance_where_the_last_one_stopped(
+    sqlite_engine: Engine,
+) -> None:
+    coordinator = await started(sqlite_engine)
+    first_epoch = joined(coordinator, "m1")
+    group = coordinator.consumer.group("g")
+    assert group is not None
+    everything = group.members["m1"].assigned
+    second_epoch = joined(coordinator, "m2")
+    # m1 is asked to give up half of the partitions; it has not said it did when the broker goes.
+    assert beat(coordinator, "m1", first_epoch, everything) == first_epoch
+    before = group.members["m1"]
+    assert before.pending_revocation and group.members["m2"].assigned == frozenset()
+    await coordinator.stop()
+
+    restarted = await started(sqlite_engine)
+    carried = restarted.consumer.group("g")
+    assert carried is not None and carried.group_epoch == group.group_epoch
+    assert carried.members["m1"].pending_revocation == before.pending_revocation
+    assert carried.target == group.target
+    # m1 lets go of them; m2 then gets them, and nobody ever owns a partition twice.
+    kept = carried.members["m1"].assigned
+    assert beat(restarted, "m1", first_epoch, kept) == carried.assignment_epoch
+    assert beat(restarted, "m2", second_epoch, frozenset()) == carried.assignment_epoch
+    assert carried.members["m2"].assigned == everything - kept
+    assert set(carried.owners()) == everything and carried.state == "Stable"
+    await restarted.stop()
+
+
+@pytest.mark.parametrize("record", ['{"version": 99}', "not json", '{"version": 1, "target": []}'])
+async def test_an_unreadable_stored_group_is_logged_and_its_members_rejoin(
+    sqlite_engine: Engine, caplog: pytest.LogCaptureFixture, record: str
+) -> None:
+    coordinator = await started(sqlite_engine)
+    epoch = joined(coordinator, "m1")
+    await coordinator.stop()
+    GroupStore(sqlite_engine).save_consumer_group("g", record)
+
+    restarted = await started(sqlite_engine)
     again = restarted.consumer.heartbeat("g", HeartbeatRequest("m1", epoch))
     assert again.error is ErrorCode.unknown_member_id
+    assert "consumer group g: stored state unreadable" in caplog.text
     await restarted.stop()
 
 

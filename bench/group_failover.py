@@ -1,0 +1,176 @@
+"""Consumer groups across the death of their group coordinator, one protocol after the other on one
+3-broker cluster (PostgreSQL, SeaweedFS, the fault run's settings): what a consuming application
+sees when the broker that coordinates its group is killed with kill -9 and started again.
+
+Per protocol (classic with cooperative-sticky; KIP-848 ``group.protocol=consumer``): a topic of
+``--partitions``, an idempotent acks=all producer at ``--rate`` records a second, a group of
+``--members`` confluent-kafka consumers (auto-commit every 500 ms). Once every member holds
+partitions, the group's coordinator is killed, started again ``--down`` seconds later, and the
+writing goes on to ``--seconds``. The report, per protocol:
+
+- acknowledged records, and those the group never read (must be 0),
+- duplicate deliveries: records read more than once (a rebalance re-reads what was read but not yet
+  committed; a coordinator move that keeps the members causes none),
+- partitions the members gave up (revoked or lost) after the kill: 0 when the new coordinator
+  carries the group on, all of them when it makes every member rejoin,
+- seconds from the end of the writing until the group had read every record and committed the end.
+
+Usage: python bench/group_failover.py [--members 20] [--partitions 60] [--rate 850] [--seconds 45]
+       [--down 10] [--protocols classic,consumer] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from fault_run import RACKS, FaultRun, Writer  # noqa: E402
+
+from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
+from tests.support.kafka_clients import create_topic  # noqa: E402
+
+SETTINGS = {
+    "classic": {"partition.assignment.strategy": "cooperative-sticky"},
+    "consumer": {"group.protocol": "consumer"},
+}
+
+
+class Member(threading.Thread):
+    """One consumer of the group, in its own thread: what it read, and the partitions taken from it."""
+
+    def __init__(self, bootstrap: str, topic: str, group_id: str, protocol: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group_id,
+                "auto.offset.reset": "earliest",
+                "auto.commit.interval.ms": 500,
+                "log_level": 2,
+                **SETTINGS[protocol],
+            }
+        )
+        self.consumer.subscribe([topic], on_revoke=self._taken, on_lost=self._taken)
+        self.seen: Counter[bytes] = Counter()
+        self.taken = 0
+        self.holds = False
+        self.stopping = threading.Event()
+
+    def _taken(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.taken += len(partitions)
+
+    def run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                for msg in self.consumer.consume(500, 0.5):
+                    if msg.error() is None:
+                        self.seen[msg.value()] += 1
+                self.holds = bool(self.consumer.assignment())
+        finally:
+            self.consumer.close()
+
+
+def committed_at_end(bootstrap: str, topic: str, group_id: str, ends: dict[int, int]) -> bool:
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id})
+    try:
+        committed = probe.committed([TopicPartition(topic, p) for p in ends], timeout=10)
+        return all(max(tp.offset, 0) >= ends[tp.partition] for tp in committed)
+    finally:
+        probe.close()
+
+
+def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace) -> str:
+    topic, group_id = f"failover-{protocol}", f"failover-{protocol}-{uuid.uuid4().hex[:6]}"
+    create_topic(cluster.bootstrap, topic, args.partitions)
+    writer = Writer(cluster.bootstrap, topic, args.partitions, args.rate)
+    began = time.monotonic()
+    members = [Member(cluster.bootstrap, topic, group_id, protocol) for _ in range(args.members)]
+    for member in members:
+        member.start()
+    wait_until(lambda: all(m.holds for m in members), timeout=120, interval=0.5)
+    time.sleep(3)  # let the last rebalance's revocations settle before counting from the kill
+    taken_before = sum(m.taken for m in members)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    coordinator = admin.describe_consumer_groups([group_id])[group_id].result(timeout=30).coordinator.id
+    print(
+        f"  {protocol}: group stable after {time.monotonic() - began:.1f} s; kill -9 of broker {coordinator}"
+    )
+    cluster.brokers[coordinator].kill()
+    time.sleep(args.down)
+    cluster.start(coordinator, RACKS[coordinator])
+    time.sleep(max(0.0, args.seconds - (time.monotonic() - began)))
+    writer.stop()
+    stopped = time.monotonic()
+    ends = writer.log.end_offsets()
+    acked = {writer.log.values[position] for position in writer.log.acked}
+
+    def caught_up() -> bool:
+        read: set[bytes] = set().union(*(set(m.seen) for m in members))
+        return acked <= read and committed_at_end(cluster.bootstrap, topic, group_id, ends)
+
+    try:
+        wait_until(caught_up, timeout=120, interval=1)
+        catch_up = f"{time.monotonic() - stopped:.1f} s"
+    except TimeoutError:
+        catch_up = "not within 120 s"
+    taken = sum(m.taken for m in members) - taken_before  # before close() revokes everything
+    for member in members:
+        member.stopping.set()
+    for member in members:
+        member.join(30)
+    seen: Counter[bytes] = Counter()
+    for member in members:
+        seen.update(member.seen)
+    missing = len(acked - set(seen))
+    duplicates = sum(n - 1 for value, n in seen.items() if n > 1)
+    share = duplicates / max(len(acked), 1)
+    counts = f"{len(acked):>8,} {missing:>8,} {duplicates:>11,} ({share:4.0%})"
+    return f"{protocol:<9} {counts} {taken:>10,} {catch_up:>12}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--members", type=int, default=20)
+    parser.add_argument("--partitions", type=int, default=60)
+    parser.add_argument("--rate", type=int, default=850, help="records a second")
+    parser.add_argument("--seconds", type=float, default=45, help="writing time of each protocol")
+    parser.add_argument("--down", type=float, default=10, help="seconds the coordinator stays dead")
+    parser.add_argument("--protocols", default="classic,consumer")
+    parser.add_argument("--keep", action="store_true", help="keep the data and logs")
+    args = parser.parse_args()
+    args.wal = "shared"
+    protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+    if unknown := [p for p in protocols if p not in SETTINGS]:
+        parser.error(f"unknown protocols {unknown}; choose from {', '.join(SETTINGS)}")
+    run = FaultRun(args, [], 0, random.Random(0))
+    rows = []
+    with run.rig("group_failover") as (cluster, _postgres, _s3):
+        for protocol in protocols:
+            rows.append(run_protocol(cluster, protocol, args))
+        run.clean = True
+    print(
+        f"\n{args.members} members, {args.partitions} partitions, {args.rate} records/s, "
+        f"coordinator down {args.down:.0f} s"
+    )
+    print(
+        f"{'protocol':<9} {'acked':>8} {'missing':>8} {'duplicates':>18} {'given up':>10} {'caught up':>12}"
+    )
+    for row in rows:
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
