@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Connection
@@ -26,6 +26,15 @@ log = logging.getLogger(__name__)
 
 WRITE_TXN_MARKERS = 27
 MARKER_TIMEOUT_S = 10.0
+
+
+class _TransactionFields(TypedDict):
+    """A WriteTxnMarkers marker's fields that name the transaction (the same for every leader)."""
+
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    coordinator_epoch: int
 
 
 class TxnCluster:
@@ -68,12 +77,12 @@ class TxnCluster:
     ) -> dict[tuple[str, int], ErrorCode]:
         """Ask each partition's leader to write the marker, one request per leader, all at once;
         each partition's error code (a retriable one when its leader could not be reached)."""
-        marker: dict[str, Any] = {
-            "producer_id": producer_id,
-            "producer_epoch": producer_epoch,
-            "transaction_result": commit,
-            "coordinator_epoch": epoch,
-        }
+        marker = _TransactionFields(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transaction_result=commit,
+            coordinator_epoch=epoch,
+        )
         by_leader: dict[int, list[tuple[str, int]]] = {}
         for topic, partition in partitions:
             by_leader.setdefault(self._role.leader(topic, partition)[0], []).append((topic, partition))
@@ -83,7 +92,7 @@ class TxnCluster:
         return {key: code for answer in answers for key, code in answer.items()}
 
     async def _send(
-        self, node: int, items: list[tuple[str, int]], marker: dict[str, Any]
+        self, node: int, items: list[tuple[str, int]], marker: _TransactionFields
     ) -> dict[tuple[str, int], ErrorCode]:
         """One WriteTxnMarkers request to ``node``: ``marker`` (the transaction's fields of the
         marker, the same for every leader) for the partitions ``items``."""
