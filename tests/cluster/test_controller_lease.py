@@ -85,7 +85,9 @@ def test_a_controller_round_holds_off_contenders_but_not_its_own_renewal(postgre
     that no second controller decides while the round writes."""
     engine, meta = _without_controller(postgres_url)
     controller, contender = (meta.register(n, None, ENDPOINTS, lease_s=30) for n in (21, 22))
-    epoch = meta.acquire_controller(21, controller, lease_s=0.5)
+    # A long lease first, so a slow machine cannot let it lapse before the round and the renewal
+    # run; the renewal makes it short, and nothing bounds how long after it the sleep below ends.
+    epoch = meta.acquire_controller(21, controller, lease_s=30)
     assert epoch is not None
     with engine.connect() as round_conn, round_conn.begin():
         meta._check_controller(round_conn, 21, epoch)  # the round's lock, held until it commits
