@@ -23,6 +23,11 @@ from tabletopic.broker.protocol import build_entity
 Connect = Callable[[str, int, float], socket.socket]
 
 
+# The largest answer read (Kafka's own socket.request.max.bytes default): a size beyond it means the
+# other side does not speak Kafka here, and reading it would allocate that much.
+MAX_ANSWER_BYTES = 100 * 1024 * 1024
+
+
 class WireError(Exception):
     """The broker could not be reached or answered something unreadable."""
 
@@ -53,6 +58,8 @@ def exchange(sock: socket.socket, api_key: int, version: int, correlation_id: in
     body = buffer.getvalue()
     sock.sendall(struct.pack(">i", len(body)) + body)
     (length,) = struct.unpack(">i", _read(sock, 4))
+    if length > MAX_ANSWER_BYTES:  # a TLS alert read as a size is 0x15030300: not a Kafka answer
+        raise ConnectionError(f"an answer of {length} bytes is not a Kafka response")
     frame = _read(sock, length)
     if length < 4 or struct.unpack_from(">i", frame)[0] != correlation_id:
         raise ConnectionError(f"answer to another request than correlation id {correlation_id}")

@@ -1,17 +1,19 @@
 """The CLI's own side of a secured listener: the client settings of ``--command-config``/``-X``
 (librdkafka's keys) turned into a connection the broker's wire client can use, and a login tried
-before a command starts.
+before a command starts (with ``-b`` and no security settings, a plaintext request).
 
 Why the check: librdkafka answers a refused login by retrying until its timeout and then reporting
 ``Broker transport failure``, with the broker's "Invalid username or password" in a log line the
 commands keep quiet. One login tried here, with the same settings, fails in a fraction of a second
-and names the settings to check. ``partitions move`` also sends its requests through
+and names the settings to check. It answers a secured listener given with ``-b`` but no settings
+the same way. ``partitions move`` also sends its requests through
 :func:`wire_connect`, because confluent-kafka has no AlterPartitionReassignments.
 """
 
 from __future__ import annotations
 
 import ssl
+import struct
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,13 +21,15 @@ import typer
 from rich.markup import escape
 
 from tabletopic.broker.security.inter_broker import InterBrokerClient
-from tabletopic.broker.wire_client import Connect, plain_connect
+from tabletopic.broker.wire_client import Connect, exchange, plain_connect
 from tabletopic.cli_common import err_console, node_client_config
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 CREDENTIALS_FROM = "sasl.username and sasl.password of --command-config or -X"
 LOGIN_CHECK_TIMEOUT_S = 10.0
+# The plaintext check's request: Metadata v1 for no topic, which every Kafka broker answers.
+METADATA, METADATA_VERSION = 3, 1
 
 
 def wire_connect(settings: Mapping[str, str]) -> Connect:
@@ -77,6 +81,8 @@ def logged_in_client_config(
     clients from."""
     config = node_client_config(ctx, bootstrap, command_config, x)
     require_login(config)
+    if bootstrap is not None:  # found through the configuration, a secured listener is named already
+        require_plaintext(config)
     return config
 
 
@@ -104,6 +110,33 @@ def require_login(config: Mapping[str, str]) -> None:
                 raise _refused("login", server, exc) from exc
         except (OSError, ValueError):
             pass  # not reachable: try the next server
+
+
+def require_plaintext(config: Mapping[str, str]) -> None:
+    """Exit with one line when the client settings say PLAINTEXT (or nothing) and the first
+    reachable server of ``bootstrap.servers`` does not answer a plaintext Metadata request: its
+    listener wants TLS (the bytes are not a handshake) or a SASL login (it closes the connection).
+    librdkafka would retry until the command's timeout and report ``Broker transport failure``.
+    A server that cannot be reached is left to the Kafka client, as in :func:`require_login`."""
+    if config.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
+        return
+    for server in (s.strip() for s in config["bootstrap.servers"].split(",")):
+        host, _, port = server.rpartition(":")
+        try:
+            sock = plain_connect(host.strip("[]"), int(port), LOGIN_CHECK_TIMEOUT_S)
+        except (OSError, ValueError):
+            continue  # not reachable: try the next server
+        try:
+            with sock:
+                exchange(sock, METADATA, METADATA_VERSION, topics=[])
+            return
+        except (OSError, ValueError, struct.error) as exc:
+            check = (
+                " (its listener may want TLS or a SASL login: give security.protocol, with the"
+                " ssl.* and sasl.* settings it needs, through --command-config or -X)"
+            )
+            reason = str(exc) or type(exc).__name__
+            raise _refused("plaintext Kafka request", server, RuntimeError(reason), check) from exc
 
 
 def _refused(what: str, server: str, exc: Exception, check: str = "") -> typer.Exit:

@@ -151,3 +151,20 @@ def test_a_broker_certificate_the_client_does_not_trust_is_named_at_once(secure_
     )
     assert refused.exit_code == 1, refused.output
     assert "the TLS handshake at" in refused.stderr and "ssl.ca.location" in refused.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("listener", ["sasl_plaintext", "ssl", "sasl_ssl"])
+def test_a_secured_listener_given_with_b_and_no_settings_is_named_at_once(
+    secure_broker: SecureBroker, listener: str
+) -> None:
+    server = getattr(secure_broker, listener)
+    started = time.monotonic()
+    refused = _run("topics", "list", "-b", server)
+    # librdkafka would retry for the command's 30 s and then say "Broker transport failure".
+    assert time.monotonic() - started < 10
+    assert refused.exit_code == 1, refused.output
+    assert f"the plaintext Kafka request at {server} failed" in refused.stderr, refused.stderr
+    assert "security.protocol" in refused.stderr and "\n" not in refused.stderr.strip()
+    listed = _run("topics", "list", "-b", secure_broker.plaintext)  # the plaintext listener still works
+    assert listed.exit_code == 0, listed.output
