@@ -10,7 +10,7 @@ DATA   ?= ./data
 PYTEST_ARGS ?=
 # The modules that start servers in one worker, the in-process modules in the other
 # (tests/conftest.py). XDIST= runs everything in one process.
-XDIST ?= -n 2 --dist loadgroup
+XDIST ?= -n 2 --dist loadgroup --max-worker-restart=1
 
 .PHONY: serve cluster test test-fast lint format docs bench clean venv venv-test
 
