@@ -11,7 +11,7 @@ import itertools
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
@@ -30,6 +30,16 @@ MAX_ANSWER_BYTES = 100 * 1024 * 1024
 
 class WireError(Exception):
     """The broker could not be reached or answered something unreadable."""
+
+
+def bootstrap_servers(bootstrap: str) -> Iterator[tuple[str, str, int]]:
+    """Each ``host:port`` of a ``bootstrap.servers`` list, in order, as (the entry as written, host,
+    port): an IPv6 host loses its brackets, and an entry without a numeric port is skipped (the
+    Kafka client names it when it parses the same list)."""
+    for entry in (part.strip() for part in bootstrap.split(",")):
+        host, _, port = entry.rpartition(":")
+        if port.isdigit():
+            yield entry, host.strip("[]"), int(port)
 
 
 def plain_connect(host: str, port: int, timeout: float) -> socket.socket:
@@ -80,10 +90,9 @@ def call(
     """Send one request to the first reachable server of ``bootstrap`` and return the decoded
     response body."""
     last: Exception | None = None
-    for server in bootstrap.split(","):
-        host, _, port = server.strip().rpartition(":")
+    for _, host, port in bootstrap_servers(bootstrap):
         try:
-            with connect(host, int(port), timeout) as sock:
+            with connect(host, port, timeout) as sock:
                 return exchange(sock, api_key, version, **fields)
         except OSError as exc:
             last = exc

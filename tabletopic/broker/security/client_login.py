@@ -21,7 +21,7 @@ import typer
 from rich.markup import escape
 
 from tabletopic.broker.security.inter_broker import InterBrokerClient
-from tabletopic.broker.wire_client import Connect, exchange, plain_connect
+from tabletopic.broker.wire_client import Connect, bootstrap_servers, exchange, plain_connect
 from tabletopic.cli_common import err_console, node_client_config
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -96,10 +96,9 @@ def require_login(config: Mapping[str, str]) -> None:
     if protocol.startswith("SASL_") and config.get("sasl.mechanism", "").upper() not in WIRE_SASL_MECHANISMS:
         return
     connect = wire_connect(config)
-    for server in (s.strip() for s in config["bootstrap.servers"].split(",")):
-        host, _, port = server.rpartition(":")
+    for server, host, port in bootstrap_servers(config["bootstrap.servers"]):
         try:
-            connect(host.strip("[]"), int(port), LOGIN_CHECK_TIMEOUT_S).close()
+            connect(host, port, LOGIN_CHECK_TIMEOUT_S).close()
             return
         except ssl.SSLError as exc:
             raise _refused(
@@ -117,19 +116,21 @@ def require_plaintext(config: Mapping[str, str]) -> None:
     reachable server of ``bootstrap.servers`` does not answer a plaintext Metadata request: its
     listener wants TLS (the bytes are not a handshake) or a SASL login (it closes the connection).
     librdkafka would retry until the command's timeout and report ``Broker transport failure``.
-    A server that cannot be reached is left to the Kafka client, as in :func:`require_login`."""
+    A server that cannot be reached, or accepts and does not answer (a stopped process), is left to
+    the Kafka client, as in :func:`require_login`: neither says anything of its listener."""
     if config.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
         return
-    for server in (s.strip() for s in config["bootstrap.servers"].split(",")):
-        host, _, port = server.rpartition(":")
+    for server, host, port in bootstrap_servers(config["bootstrap.servers"]):
         try:
-            sock = plain_connect(host.strip("[]"), int(port), LOGIN_CHECK_TIMEOUT_S)
+            sock = plain_connect(host, port, LOGIN_CHECK_TIMEOUT_S)
         except (OSError, ValueError):
             continue  # not reachable: try the next server
         try:
             with sock:
                 exchange(sock, METADATA, METADATA_VERSION, topics=[])
             return
+        except TimeoutError:
+            continue  # no answer in time: try the next server
         except (OSError, ValueError, struct.error) as exc:
             check = (
                 " (its listener may want TLS or a SASL login: give security.protocol, with the"
