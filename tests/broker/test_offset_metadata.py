@@ -71,9 +71,9 @@ def test_metadata_of_the_text_column_is_carried_over_by_the_migration(
             )
         store = GroupStore(engine)
         store.migrate()
-        _groups, offsets = store.load()
+        offsets = store.load().offsets
         assert offsets["g"][("t", 0)].metadata == "old ü" and offsets["g"][("t", 1)].metadata is None
         store.commit_offsets("g", {("t", 2): CommittedOffset(9, -1, METADATA, 2)})
-        assert store.load()[1]["g"][("t", 2)].metadata == METADATA
+        assert store.load().offsets["g"][("t", 2)].metadata == METADATA
     finally:
         engine.dispose()

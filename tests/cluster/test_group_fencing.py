@@ -91,7 +91,7 @@ def test_a_restarted_broker_does_not_rewrite_a_group_another_broker_coordinates(
 
     def stored() -> tuple[Any, Any]:
         """The group's row with its members, and its committed offsets, as the database holds them."""
-        groups, offsets = store.load()
+        groups, offsets, _ = store.load()
         return next((g for g in groups if g.group_id == group), None), offsets.get(group, {})
 
     def settled() -> tuple[Any, Any] | None:

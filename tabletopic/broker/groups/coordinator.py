@@ -205,16 +205,7 @@ class GroupCoordinator:
             self._ready = True
             self._expiry = asyncio.ensure_future(self._expire_periodically())
             return
-        snapshots, offsets = await asyncio.to_thread(self._store.load)
-        self._offsets = offsets
-        for snapshot in snapshots:
-            group, actions = Group.restore(snapshot, self.config, self._new_member_id)
-            self._groups[group.group_id] = group
-            self._apply(group, actions)
-        for group_id in offsets:
-            if group_id not in self._groups:
-                self._groups[group_id] = self._new_group(group_id)
-        await self._restore_consumer_groups(lambda group_id: True)
+        await self._take_over(lambda group_id: True)
         self._ready = True
         self._expiry = asyncio.ensure_future(self._expire_periodically())
         log.info("group coordinator loaded %d groups", len(self._groups))
@@ -307,9 +298,15 @@ class GroupCoordinator:
     async def reload(self, accept: Callable[[str], bool]) -> None:
         """Take over the groups ``accept`` selects from the database (this broker became their
         coordinator): their in-memory state is replaced by what the previous coordinator wrote."""
-        snapshots, offsets = await asyncio.to_thread(self._store.load)
+        taken = await self._take_over(accept)
+        log.info("group coordinator took over %d groups", taken)
+
+    async def _take_over(self, accept: Callable[[str], bool]) -> int:
+        """Load the stored groups ``accept`` selects (classic and KIP-848, with their offsets) over
+        whatever this coordinator held of them; returns how many groups it restored."""
+        stored = await asyncio.to_thread(self._store.load)
         taken = 0
-        for snapshot in snapshots:
+        for snapshot in stored.groups:
             if not accept(snapshot.group_id):
                 continue
             self._cancel_timers(snapshot.group_id)
@@ -317,21 +314,16 @@ class GroupCoordinator:
             self._groups[group.group_id] = group
             self._apply(group, actions)
             taken += 1
-        for group_id, committed in offsets.items():
+        for group_id, committed in stored.offsets.items():
             if accept(group_id):
                 self._offsets[group_id] = committed
                 if group_id not in self._groups:
                     self._groups[group_id] = self._new_group(group_id)
-        taken += await self._restore_consumer_groups(accept)
-        log.info("group coordinator took over %d groups", taken)
-
-    async def _restore_consumer_groups(self, accept: Callable[[str], bool]) -> int:
-        """Take over the stored KIP-848 groups ``accept`` selects; returns how many."""
-        records = await asyncio.to_thread(self._store.load_consumer_groups)
-        taken = [group_id for group_id in records if accept(group_id)]
-        for group_id in taken:
-            self.consumer.restore(group_id, records[group_id])
-        return len(taken)
+        for group_id, record in stored.consumer_records.items():
+            if accept(group_id):
+                self.consumer.restore(group_id, record)
+                taken += 1
+        return taken
 
     def unload(self, accept: Callable[[str], bool]) -> int:
         """Forget the groups ``accept`` selects (another broker coordinates them now): their timers

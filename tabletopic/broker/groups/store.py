@@ -18,7 +18,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -108,6 +108,16 @@ class CommittedOffset:
 TopicPartition = tuple[str, int]
 
 
+class StoredGroups(NamedTuple):
+    """What a coordinator loads: the classic groups, every group's committed offsets (offsets of
+    groups that never had members, i.e. "simple" committers, come without a group), and each
+    KIP-848 group's record (JSON text, read by ``consumer_records``), by group id."""
+
+    groups: list[GroupSnapshot]
+    offsets: dict[str, dict[TopicPartition, CommittedOffset]]
+    consumer_records: dict[str, str]
+
+
 def encode_protocols(protocols: Protocols) -> bytes:
     """``(name, metadata)`` pairs as length-prefixed bytes (binary metadata, no JSON detour)."""
     out = bytearray()
@@ -158,9 +168,9 @@ class GroupStore:
     def migrate(self) -> None:
         database.migrate(self.engine, "groups", MIGRATIONS)
 
-    def load(self) -> tuple[list[GroupSnapshot], dict[str, dict[TopicPartition, CommittedOffset]]]:
-        """Every persisted group and every committed offset (offsets of groups that never had
-        members, i.e. "simple" committers, come without a group row)."""
+    def load(self) -> StoredGroups:
+        """Every persisted group, committed offset and KIP-848 group record, read on one
+        connection (a coordinator taking over a slot reads them together)."""
         with self.engine.connect() as conn:
             group_rows = conn.execute(sa.select(groups_table)).mappings().all()
             member_rows = (
@@ -171,6 +181,8 @@ class GroupStore:
                 .all()
             )
             offset_rows = conn.execute(sa.select(offsets_table)).mappings().all()
+            table = consumer_groups_table
+            records = {str(g): str(r) for g, r in conn.execute(sa.select(table.c.group_id, table.c.record))}
         members: dict[str, list[MemberSnapshot]] = {}
         for row in member_rows:
             members.setdefault(row["group_id"], []).append(_member_snapshot(row))
@@ -188,7 +200,7 @@ class GroupStore:
                 metadata=row["metadata_utf8"],
                 commit_ms=row["commit_ms"],
             )
-        return groups, offsets
+        return StoredGroups(groups, offsets, records)
 
     def save_group(self, snapshot: GroupSnapshot, fence: Fence | None = None) -> None:
         """Replace the group's row and members with ``snapshot``. Raises GroupFenced."""
@@ -211,12 +223,6 @@ class GroupStore:
             _check(conn, group_id, fence)
             for table in (offsets_table, members_table, groups_table, consumer_groups_table):
                 conn.execute(sa.delete(table).where(table.c.group_id == group_id))
-
-    def load_consumer_groups(self) -> dict[str, str]:
-        """Every stored KIP-848 group record (JSON text, read by ``consumer_records``), by group id."""
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(consumer_groups_table.c.group_id, consumer_groups_table.c.record))
-            return {str(group_id): str(record) for group_id, record in rows}
 
     def save_consumer_group(self, group_id: str, record: str | None, fence: Fence | None = None) -> None:
         """Replace a KIP-848 group's record (None: it has no members left, forget it). Raises
