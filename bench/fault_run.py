@@ -57,6 +57,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from tabletopic.config import EXIT_REJOIN  # noqa: E402
 from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
+from tests.support.group_member import GroupMember, committed_offsets, read_by  # noqa: E402
 from tests.support.kafka_clients import create_topic, failover_producer  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
@@ -186,54 +187,29 @@ class Group:
     partitions: int
     protocol: str = "classic"
     group_id: str = field(default_factory=lambda: f"fault-run-{uuid.uuid4().hex[:6]}")
-    seen: Counter[bytes] = field(default_factory=Counter)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
+    members: list[GroupMember] = field(default_factory=list)
 
     def start(self) -> Group:
-        for i in range(2):
-            thread = threading.Thread(target=self._member, daemon=True, name=f"member-{i}")
-            thread.start()
-            self._threads.append(thread)
+        settings = {"topic.metadata.refresh.interval.ms": 1000, "group.protocol": self.protocol}
+        self.members = [GroupMember(self.bootstrap, self.topic, self.group_id, settings) for _ in range(2)]
+        for member in self.members:
+            member.start()
         return self
 
-    def _member(self) -> None:
-        consumer = Consumer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": self.group_id,
-                "auto.offset.reset": "earliest",
-                "auto.commit.interval.ms": 500,
-                "topic.metadata.refresh.interval.ms": 1000,
-                "group.protocol": self.protocol,
-                "log_level": 2,
-            }
-        )
-        consumer.subscribe([self.topic])
-        try:
-            while not self._stop.is_set():
-                for msg in consumer.consume(500, 0.5):
-                    if msg.error() is None:
-                        self.seen[msg.value()] += 1
-        finally:
-            consumer.close()
+    def seen(self) -> set[bytes]:
+        """Every value the members read."""
+        return set(read_by(self.members))
 
     def committed_at_end(self, ends: dict[int, int]) -> bool:
         """Whether the group committed ``ends`` (the acknowledged end of every partition): one
         OffsetFetch. The high watermarks, one ListOffsets per partition, took longer than the
         report's wait at 1,200 partitions."""
-        probe = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id})
-        try:
-            tps = [TopicPartition(self.topic, p) for p in range(self.partitions)]
-            committed = probe.committed(tps, timeout=10)
-            return all(max(tp.offset, 0) == ends.get(tp.partition, 0) for tp in committed)
-        finally:
-            probe.close()
+        committed = committed_offsets(self.bootstrap, self.group_id, self.topic, range(self.partitions))
+        return all(max(offset, 0) == ends.get(p, 0) for p, offset in committed.items())
 
     def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(30)
+        for member in self.members:
+            member.stop()
 
 
 def read_back(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[bytes, set[tuple[int, int]]]:
@@ -484,11 +460,11 @@ def report(
     log = main_writer.log
     values = {log.values[pos] for pos in log.acked} | {value for _, value in log.unplaced}
     try:
-        wait_until(lambda: values <= set(group.seen), timeout=120, interval=0.5)
+        wait_until(lambda: values <= group.seen(), timeout=120, interval=0.5)
         wait_until(lambda: group.committed_at_end(log.end_offsets()), timeout=60, interval=1)
         caught_up = f"{time.monotonic() - last:.1f} s"
     except TimeoutError:
-        caught_up = f"never (missing {len(values - set(group.seen))} of {len(values)})"
+        caught_up = f"never (missing {len(values - group.seen())} of {len(values)})"
     group.stop()
     places = read_back(cluster.bootstrap, main_writer.topic, log.end_offsets())
     found = {place for at in places.values() for place in at}

@@ -24,72 +24,20 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import threading
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from fault_run import RACKS, FaultRun, Writer  # noqa: E402
 
 from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
+from tests.support.group_member import PROTOCOL_SETTINGS, GroupMember, committed_offsets, read_by  # noqa: E402
 from tests.support.kafka_clients import create_topic  # noqa: E402
-
-SETTINGS = {
-    "classic": {"partition.assignment.strategy": "cooperative-sticky"},
-    "consumer": {"group.protocol": "consumer"},
-}
-
-
-class Member(threading.Thread):
-    """One consumer of the group, in its own thread: what it read, and the partitions taken from it."""
-
-    def __init__(self, bootstrap: str, topic: str, group_id: str, protocol: str) -> None:
-        super().__init__(daemon=True)
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group_id,
-                "auto.offset.reset": "earliest",
-                "auto.commit.interval.ms": 500,
-                "log_level": 2,
-                **SETTINGS[protocol],
-            }
-        )
-        self.consumer.subscribe([topic], on_revoke=self._taken, on_lost=self._taken)
-        self.seen: Counter[bytes] = Counter()
-        self.taken = 0
-        self.holds = False
-        self.stopping = threading.Event()
-
-    def _taken(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        self.taken += len(partitions)
-
-    def run(self) -> None:
-        try:
-            while not self.stopping.is_set():
-                for msg in self.consumer.consume(500, 0.5):
-                    if msg.error() is None:
-                        self.seen[msg.value()] += 1
-                self.holds = bool(self.consumer.assignment())
-        finally:
-            self.consumer.close()
-
-
-def committed_at_end(bootstrap: str, topic: str, group_id: str, ends: dict[int, int]) -> bool:
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id})
-    try:
-        committed = probe.committed([TopicPartition(topic, p) for p in ends], timeout=10)
-        return all(max(tp.offset, 0) >= ends[tp.partition] for tp in committed)
-    finally:
-        probe.close()
 
 
 def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace) -> str:
@@ -97,7 +45,8 @@ def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace)
     create_topic(cluster.bootstrap, topic, args.partitions)
     writer = Writer(cluster.bootstrap, topic, args.partitions, args.rate)
     began = time.monotonic()
-    members = [Member(cluster.bootstrap, topic, group_id, protocol) for _ in range(args.members)]
+    settings = PROTOCOL_SETTINGS[protocol]
+    members = [GroupMember(cluster.bootstrap, topic, group_id, settings) for _ in range(args.members)]
     for member in members:
         member.start()
     wait_until(lambda: all(m.holds for m in members), timeout=120, interval=0.5)
@@ -118,8 +67,10 @@ def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace)
     acked = {writer.log.values[position] for position in writer.log.acked}
 
     def caught_up() -> bool:
-        read: set[bytes] = set().union(*(set(m.seen) for m in members))
-        return acked <= read and committed_at_end(cluster.bootstrap, topic, group_id, ends)
+        if not acked <= set(read_by(members)):
+            return False
+        committed = committed_offsets(cluster.bootstrap, group_id, topic, ends)
+        return all(committed[p] >= end for p, end in ends.items())
 
     try:
         wait_until(caught_up, timeout=120, interval=1)
@@ -128,12 +79,8 @@ def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace)
         catch_up = "not within 120 s"
     taken = sum(m.taken for m in members) - taken_before  # before close() revokes everything
     for member in members:
-        member.stopping.set()
-    for member in members:
-        member.join(30)
-    seen: Counter[bytes] = Counter()
-    for member in members:
-        seen.update(member.seen)
+        member.stop()
+    seen = read_by(members)
     missing = len(acked - set(seen))
     duplicates = sum(n - 1 for value, n in seen.items() if n > 1)
     share = duplicates / max(len(acked), 1)
@@ -153,8 +100,8 @@ def main() -> None:
     args = parser.parse_args()
     args.wal = "shared"
     protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
-    if unknown := [p for p in protocols if p not in SETTINGS]:
-        parser.error(f"unknown protocols {unknown}; choose from {', '.join(SETTINGS)}")
+    if unknown := [p for p in protocols if p not in PROTOCOL_SETTINGS]:
+        parser.error(f"unknown protocols {unknown}; choose from {', '.join(PROTOCOL_SETTINGS)}")
     run = FaultRun(args, [], 0, random.Random(0))
     rows = []
     with run.rig("group_failover") as (cluster, _postgres, _s3):

@@ -36,6 +36,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from tests.support.group_member import committed_offsets
 from tests.support.kafka_clients import transactional_producer
 from tests.support.waiting import wait_until_sync as wait_until
 
@@ -360,14 +361,10 @@ def judge(writer: TransactionalWriter, group: CopyingGroup, since: float) -> Ver
 
 
 def _caught_up(group: CopyingGroup, admin: AdminClient) -> bool:
-    probe = Consumer({"bootstrap.servers": group.bootstrap, "group.id": group.group_id, **QUIET})
-    try:
-        asked = [TopicPartition(group.source, p) for p in range(group.partitions)]
-        committed = probe.committed(asked, timeout=10)
-        ends = latest_offsets(admin, group.source, group.partitions, IsolationLevel.READ_COMMITTED)
-        return all(tp.offset >= ends[tp.partition] for tp in committed)
-    finally:
-        probe.close()
+    partitions = range(group.partitions)
+    committed = committed_offsets(group.bootstrap, group.group_id, group.source, partitions, **QUIET)
+    ends = latest_offsets(admin, group.source, group.partitions, IsolationLevel.READ_COMMITTED)
+    return all(offset >= ends[p] for p, offset in committed.items())
 
 
 def _violations(
