@@ -10,7 +10,7 @@ import uuid
 from confluent_kafka import Consumer, Producer
 
 from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, find_coordinator, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.kafka_clients import close_within, create_topic
 
 pytestmark = CLUSTER_TEST_MARKS
 
@@ -45,27 +45,29 @@ def test_any_broker_lists_describes_and_resets_a_group_another_broker_coordinate
     consumer = Consumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
     )
-    consumer.subscribe([topic])
-    seen = 0
+    try:
+        consumer.subscribe([topic])
+        seen = 0
 
-    def read_some() -> bool:
-        nonlocal seen
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen += 1
-        return seen >= READ
+        def read_some() -> bool:
+            nonlocal seen
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen += 1
+            return seen >= READ
 
-    wait_until(read_some, timeout=60, interval=0)
-    consumer.commit(asynchronous=False)
+        wait_until(read_some, timeout=60, interval=0)
+        consumer.commit(asynchronous=False)
 
-    # With a member, the group shows it and the reset is refused in Kafka's words.
-    described = _groups(admin_url, "describe", group)
-    assert described.returncode == 0, described.stderr
-    assert "Stable" in described.stdout and topic in described.stdout, described.stdout
-    refused = _groups(admin_url, "reset-offsets", group, "--topic", topic, "--to", "earliest")
-    assert refused.returncode == 1 and refused.stderr.strip(), refused
+        # With a member, the group shows it and the reset is refused in Kafka's words.
+        described = _groups(admin_url, "describe", group)
+        assert described.returncode == 0, described.stderr
+        assert "Stable" in described.stdout and topic in described.stdout, described.stdout
+        refused = _groups(admin_url, "reset-offsets", group, "--topic", topic, "--to", "earliest")
+        assert refused.returncode == 1 and refused.stderr.strip(), refused
 
-    consumer.close()
+    finally:
+        close_within(consumer)  # whatever failed: no member left in the group past the test
     listed = _groups(admin_url, "list")
     assert listed.returncode == 0, listed.stderr
     line = next(line for line in listed.stdout.splitlines() if group in line)

@@ -24,6 +24,7 @@ import pytest
 from tests.support import kafka_clients as clients
 from tests.support.broker_process import BrokerProcess
 from tests.support.cluster import wait_until
+from tests.support.group_member import committed_offsets
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -127,7 +128,6 @@ def _produce(bootstrap: str, topic: str, partitions: int, start: int, count: int
 
 
 def test_members_joining_leaving_and_killed_consume_every_record_once(bootstrap: str, tmp_path: Path) -> None:
-    from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
     topic, group = f"kip848-{uuid.uuid4().hex[:6]}", f"g848-{uuid.uuid4().hex[:6]}"
@@ -155,42 +155,44 @@ def test_members_joining_leaving_and_killed_consume_every_record_once(bootstrap:
 
         wait_until(done, timeout=90)
 
-    first, second = start(), start()
-    produce_and_consume()  # two members
-    third = start()
-    wait_until(lambda: third.assigned, timeout=60)
-    produce_and_consume()  # a third joined and took partitions over
-    first.leave.set()
-    first.join(30)
-    wait_until(lambda: len(second.assigned) + len(third.assigned) == partitions, timeout=60)
-    produce_and_consume()  # one left; the others own everything again
-
-    killed = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_MEMBER, bootstrap, group, topic],
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
+    # Every member leaves whatever fails: a member thread left polling would stay in the group,
+    # and in the module's broker, through the tests after this one.
     try:
-        assert killed.stdout is not None and killed.stdout.readline().strip() == b"assigned"
-        os.kill(killed.pid, signal.SIGKILL)  # no leave: its partitions wait for the session timeout
-    finally:
-        killed.kill()
-        killed.wait(10)
-    produce_and_consume()  # the survivors took the killed member's partitions after its session
+        first, second = start(), start()
+        produce_and_consume()  # two members
+        third = start()
+        wait_until(lambda: third.assigned, timeout=60)
+        produce_and_consume()  # a third joined and took partitions over
+        first.leave.set()
+        first.join(30)
+        wait_until(lambda: len(second.assigned) + len(third.assigned) == partitions, timeout=60)
+        produce_and_consume()  # one left; the others own everything again
 
-    for member in (second, third):
-        member.leave.set()
-        member.join(30)
+        killed = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_MEMBER, bootstrap, group, topic],
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        try:
+            assert killed.stdout is not None and killed.stdout.readline().strip() == b"assigned"
+            os.kill(killed.pid, signal.SIGKILL)  # no leave: its partitions wait for the session timeout
+        finally:
+            killed.kill()
+            killed.wait(10)
+        produce_and_consume()  # the survivors took the killed member's partitions after its session
+    finally:
+        for member in members:
+            member.leave.set()
+        for member in members:
+            member.join(30)
     assert not [e for m in members for e in m.errors]
     counts = Counter(seen)
     assert not {k: v for k, v in counts.items() if v > 1}, "records consumed more than once"
     assert set(counts) == {(p, o) for p in range(partitions) for o in range(produced // partitions)}
 
     # The committed offsets are at the end of every partition, read back by a classic consumer.
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    committed = reader.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
-    reader.close()
-    assert [tp.offset for tp in committed] == [produced // partitions] * partitions
+    committed = committed_offsets(bootstrap, group, topic, range(partitions))
+    assert list(committed.values()) == [produced // partitions] * partitions
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     listed = admin.list_consumer_groups().result(timeout=10)

@@ -274,25 +274,30 @@ def test_confluent_static_member_restart_keeps_its_partitions_without_a_rebalanc
                 member.poll(0.1)
         assert condition(), assignments  # type: ignore[operator]
 
-    a, b = consumer("a"), consumer("b")
-
     def split_between_both() -> bool:
         if not (assignments["a"] and assignments["b"]):
             return False
         mine, theirs = assignments["a"][-1], assignments["b"][-1]
         return len(mine) + len(theirs) == 4 and not mine & theirs and bool(mine) and bool(theirs)
 
-    poll_until(split_between_both, a, b)
-    a_partitions = assignments["a"][-1]
-    b_rounds = len(assignments["b"])
-    a.close()  # a static member does not leave the group on close
-    restarted = consumer("a")
-    poll_until(lambda: len(assignments["a"]) >= 2, restarted, b)
-    for _ in range(10):
-        b.poll(0.1)
-    assert assignments["a"][-1] == a_partitions
-    assert len(assignments["b"]) == b_rounds, "the other member saw a rebalance"
-    clients.close_within(restarted, b)
+    # Every consumer is closed whatever fails, within a bound (close_within): a failed assertion
+    # leaves no member polling, heartbeating or waiting in a close into the tests after it.
+    a, b = consumer("a"), consumer("b")
+    restarted = None
+    try:
+        poll_until(split_between_both, a, b)
+        a_partitions = assignments["a"][-1]
+        b_rounds = len(assignments["b"])
+        a.close()  # a static member does not leave the group on close
+        a = None
+        restarted = consumer("a")
+        poll_until(lambda: len(assignments["a"]) >= 2, restarted, b)
+        for _ in range(10):
+            b.poll(0.1)
+        assert assignments["a"][-1] == a_partitions
+        assert len(assignments["b"]) == b_rounds, "the other member saw a rebalance"
+    finally:
+        clients.close_within(*(c for c in (a, restarted, b) if c is not None))
 
 
 def test_confluent_admin_lists_describes_alters_and_deletes_groups(bootstrap: str) -> None:
@@ -312,24 +317,25 @@ def test_confluent_admin_lists_describes_alters_and_deletes_groups(bootstrap: st
         }
     )
     assigned: list[int] = []
-    consumer.subscribe([topic], on_assign=lambda _c, parts: assigned.extend(p.partition for p in parts))
-    deadline = time.monotonic() + 60
-    while len(assigned) < 2 and time.monotonic() < deadline:
-        consumer.poll(0.1)
-    assert sorted(assigned) == [0, 1]
-    consumer.commit(offsets=[TP(topic, 0, 7), TP(topic, 1, 3)], asynchronous=False)
+    try:
+        consumer.subscribe([topic], on_assign=lambda _c, parts: assigned.extend(p.partition for p in parts))
+        deadline = time.monotonic() + 60
+        while len(assigned) < 2 and time.monotonic() < deadline:
+            consumer.poll(0.1)
+        assert sorted(assigned) == [0, 1]
+        consumer.commit(offsets=[TP(topic, 0, 7), TP(topic, 1, 3)], asynchronous=False)
 
-    described = admin.describe_consumer_groups([group])[group].result(30)
-    assert described.state == ConsumerGroupState.STABLE
-    [member] = described.members
-    assert member.client_id == "adm-client"
-    assert sorted(p.partition for p in member.assignment.topic_partitions) == [0, 1]
-    listed = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(30)
-    assert group in {g.group_id for g in listed.valid}
-    with pytest.raises(KafkaException, match="NON_EMPTY_GROUP"):
-        admin.delete_consumer_groups([group])[group].result(30)
-
-    consumer.close()
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        assert described.state == ConsumerGroupState.STABLE
+        [member] = described.members
+        assert member.client_id == "adm-client"
+        assert sorted(p.partition for p in member.assignment.topic_partitions) == [0, 1]
+        listed = admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(30)
+        assert group in {g.group_id for g in listed.valid}
+        with pytest.raises(KafkaException, match="NON_EMPTY_GROUP"):
+            admin.delete_consumer_groups([group])[group].result(30)
+    finally:
+        clients.close_within(consumer)  # whatever failed, as in the static member test
     request = [ConsumerGroupTopicPartitions(group, [TP(topic, 0)])]
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TP(topic, 0, 11)])])[
         group
@@ -365,30 +371,32 @@ def test_group_and_offsets_survive_a_broker_kill_without_a_rebalance(tmp_path: P
                 "heartbeat.interval.ms": 500,
             }
         )
-        consumer.subscribe([topic], on_assign=lambda _c, parts: rounds.append({p.partition for p in parts}))
-        seen: list[tuple[int, int]] = []
-        deadline = time.monotonic() + 60
-        while len(seen) < 40 and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=10, timeout=0.2):
-                seen.append((message.partition(), message.offset()))
-        consumer.commit(asynchronous=False)
-        committed = {p: max(o for q, o in seen if q == p) + 1 for p, _ in seen}
+        try:
+            consumer.subscribe([topic], on_assign=lambda _c, ps: rounds.append({p.partition for p in ps}))
+            seen: list[tuple[int, int]] = []
+            deadline = time.monotonic() + 60
+            while len(seen) < 40 and time.monotonic() < deadline:
+                for message in consumer.consume(num_messages=10, timeout=0.2):
+                    seen.append((message.partition(), message.offset()))
+            consumer.commit(asynchronous=False)
+            committed = {p: max(o for q, o in seen if q == p) + 1 for p, _ in seen}
 
-        broker.kill()
-        broker.start()
+            broker.kill()
+            broker.start()
 
-        deadline = time.monotonic() + 90
-        while len(seen) < 100 and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=10, timeout=0.2):
-                assert message.error() is None, message.error()
-                seen.append((message.partition(), message.offset()))
-        assert sorted(seen) == sorted((p, o) for p in (0, 1) for o in range(50))
-        assert rounds == [{0, 1}], "the group rebalanced across the restart"
-        from confluent_kafka import TopicPartition as TP
+            deadline = time.monotonic() + 90
+            while len(seen) < 100 and time.monotonic() < deadline:
+                for message in consumer.consume(num_messages=10, timeout=0.2):
+                    assert message.error() is None, message.error()
+                    seen.append((message.partition(), message.offset()))
+            assert sorted(seen) == sorted((p, o) for p in (0, 1) for o in range(50))
+            assert rounds == [{0, 1}], "the group rebalanced across the restart"
+            from confluent_kafka import TopicPartition as TP
 
-        stored = consumer.committed([TP(topic, 0), TP(topic, 1)], timeout=30)
-        assert {tp.partition: tp.offset for tp in stored} == {p: committed.get(p, -1001) for p in (0, 1)}
-        consumer.close()
+            stored = consumer.committed([TP(topic, 0), TP(topic, 1)], timeout=30)
+            assert {tp.partition: tp.offset for tp in stored} == {p: committed.get(p, -1001) for p in (0, 1)}
+        finally:
+            clients.close_within(consumer)  # whatever failed, before the broker stops
     finally:
         broker.stop()
 
