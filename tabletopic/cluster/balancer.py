@@ -187,9 +187,10 @@ def plan_round(
         return Plan((), before, before, mean_in, mean_out, note)
     recent = recently_moved or {}
     moves: list[Move] = []
+    moved: set[str] = set()  # a round moves a partition once, whatever the cooldown (it may be 0)
     score = _score(loads, mean_in, mean_out)
     while len(moves) < settings.max_moves:
-        best = _best_move(loads, mean_in, mean_out, settings, recent, now, score)
+        best = _best_move(loads, mean_in, mean_out, settings, recent, now, score, moved)
         if best is None:
             break
         part, source, target, new_score = best
@@ -200,6 +201,7 @@ def plan_round(
         )
         moves.append(Move(part.topic, part.partition, source.broker, target.broker, reason))
         _apply(part, source, target)
+        moved.add(part.name)
         recent = {**recent, part.name: now}
         score = new_score
     after = {b: (load.bytes_in, load.bytes_out) for b, load in loads.items()}
@@ -229,6 +231,7 @@ def _best_move(
     recent: Mapping[str, float],
     now: float,
     score: float,
+    moved: set[str],
 ) -> tuple[PartitionLoad, BrokerLoad, BrokerLoad, float] | None:
     """The single move that lowers the score most, from a broker outside the band."""
     best: tuple[PartitionLoad, BrokerLoad, BrokerLoad, float] | None = None
@@ -238,7 +241,7 @@ def _best_move(
             continue
         for part in list(source.partitions):
             moved_at = recent.get(part.name)
-            if moved_at is not None and now - moved_at < settings.cooldown_seconds:
+            if part.name in moved or (moved_at is not None and now - moved_at < settings.cooldown_seconds):
                 continue
             for target in loads.values():
                 if target is source:
