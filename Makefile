@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DATA   ?= ./data
 PYTEST_ARGS ?=
-# The modules that start servers in one worker, the in-process modules in the other
+# The tests that use the run's shared servers in one worker, every other test in the other
 # (tests/conftest.py). XDIST= runs everything in one process.
 XDIST ?= -n 2 --dist loadgroup --max-worker-restart=1
 

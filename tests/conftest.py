@@ -30,17 +30,23 @@ pytest_plugins = [
 BrokerProcess.defaults = {"group.initial.rebalance.delay.ms": "0"}
 
 
-# `make test` runs the suite in two pytest-xdist workers (`--dist loadgroup`): one runs every module
-# that starts servers (a mark below, or a session-scoped fixture of tests/: the shared servers stay one
-# set per run), the other every module that runs in-process, beside it. Two workers that both start
-# servers starved each other's brokers on a 2-core machine (group heartbeats over 5 s), and the
-# in-process worker runs at a lower priority (``os.nice``): it takes the CPU the brokers leave
-# (a clean run without it had a cluster test fail on timing).
-SERVER_MARKERS = ("integration", "s3", "postgres", "spark")
+# `make test` runs the suite in two pytest-xdist workers (`--dist loadgroup`). One runs every test
+# that uses the run's shared servers (a mark below, or a session-scoped fixture of tests/), so those
+# stay one set per run; the other runs every other test: the in-process ones, and those that start
+# and kill their own nodes. Grouping by test, not by module, matters: a module with one test on the
+# shared servers used to put all its other tests on that worker too, about seven minutes of the
+# suite's critical path, while the other worker sat idle after its first five.
+#
+# The second worker runs at a lower priority (``os.nice``), and so do the nodes it starts: it takes
+# the CPU the shared servers leave. Two workers that both ran brokers at one priority starved each
+# other on a 2-core machine (group heartbeats over 5 s; a cluster test failed on timing).
+SHARED_SERVER_MARKERS = ("s3", "postgres", "spark")
+SHARED = "shared-servers"
+ALONE = "alone"
 
 
-def _starts_servers(item: pytest.Item) -> bool:
-    if any(item.get_closest_marker(name) for name in SERVER_MARKERS):
+def _uses_shared_servers(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(name) for name in SHARED_SERVER_MARKERS):
         return True
     fixture_info = getattr(item, "_fixtureinfo", None)
     if fixture_info is None:
@@ -54,12 +60,10 @@ def _starts_servers(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Gives each module one xdist group: ``servers`` if any of its tests starts one, else
-    ``in-process``."""
-    with_servers = {item.path for item in items if _starts_servers(item)}
+    """Gives each test its xdist group: ``shared-servers`` if it uses the run's servers, else
+    ``alone``."""
     for item in items:
-        group = "servers" if item.path in with_servers else "in-process"
-        item.add_marker(pytest.mark.xdist_group(group))
+        item.add_marker(pytest.mark.xdist_group(SHARED if _uses_shared_servers(item) else ALONE))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -80,17 +84,17 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         )
 
 
-IN_PROCESS_NICENESS = 10
+ALONE_NICENESS = 10
 _niced = False
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """In an xdist worker running the in-process group, lower the worker's priority once."""
+    """In an xdist worker running the ``alone`` group, lower the worker's priority once."""
     global _niced
     if _niced or "PYTEST_XDIST_WORKER" not in os.environ:
         return
     marker = item.get_closest_marker("xdist_group")
-    if marker is not None and marker.args and marker.args[0] == "in-process":
-        os.nice(IN_PROCESS_NICENESS)
+    if marker is not None and marker.args and marker.args[0] == ALONE:
+        os.nice(ALONE_NICENESS)
         _niced = True
