@@ -9,9 +9,8 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -108,8 +107,15 @@ def load_config(
         ]
         return Config.load(config_file=config_file, overrides=[*known, *(overrides or [])], data_dir=data_dir)
     except ConfigError as exc:
-        err_console.print(f"[red]configuration error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise config_refused(exc) from exc
+
+
+def config_refused(exc: ConfigError) -> typer.Exit:
+    """Print a configuration error (its message names the key) and give the exit to raise: ``raise
+    config_refused(exc) from exc``. For what a command reads of the configuration after
+    :func:`load_config`, such as the listeners a client command looks for the node at."""
+    err_console.print(f"[red]configuration error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
 
 
 def _started_last(node: Path, cluster: Path) -> Path:
@@ -223,43 +229,6 @@ def admin_call(url: str, path: str, method: str = "GET", body: Any = None) -> An
 # TABLETOPIC_* environment, server.properties), so moving a port is one setting, not a flag per call.
 
 
-class KafkaListener(NamedTuple):
-    """The node's Kafka listener a client command connects to."""
-
-    name: str  # as ``listeners`` names it: PLAINTEXT, SASL_SSL, INTERNAL...
-    address: str  # host:port
-    protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
-
-
-def kafka_listener(cfg: Config) -> KafkaListener:
-    """The node's first PLAINTEXT listener (by ``listener.security.protocol.map``, so
-    ``INTERNAL://...`` mapped to PLAINTEXT counts), at the address ``advertised.listeners`` names,
-    else the first listener; a wildcard host means this machine."""
-    protocols = {
-        "PLAINTEXT": "PLAINTEXT",
-        "SSL": "SSL",
-        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
-        "SASL_SSL": "SASL_SSL",
-    }
-    for entry in cfg.get("listener.security.protocol.map") or []:
-        name, _, protocol = str(entry).partition(":")
-        protocols[name.strip().upper()] = protocol.strip().upper()
-    by_name: dict[str, str] = {}
-    for key in ("listeners", "advertised.listeners"):  # advertised addresses replace bound ones per name
-        for entry in cfg.get(key) or []:
-            name, _, host_port = str(entry).strip().partition("://")
-            by_name[name.strip().upper()] = host_port
-    plain = [name for name in by_name if protocols.get(name) == "PLAINTEXT"] or list(by_name)
-    host, _, port = by_name[plain[0]].rpartition(":")
-    address = f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
-    return KafkaListener(plain[0], address, protocols.get(plain[0], "PLAINTEXT"))
-
-
-def kafka_bootstrap(cfg: Config) -> str:
-    """``host:port`` of the node's Kafka listener for client commands (:func:`kafka_listener`)."""
-    return kafka_listener(cfg).address
-
-
 BootstrapOption = Annotated[
     str | None,
     typer.Option(
@@ -275,61 +244,11 @@ BootstrapOption = Annotated[
 def remember_node(
     ctx: typer.Context, data_dir: DataDirOption = None, override: OverrideOption = None
 ) -> None:
-    """Keep a command group's ``--data-dir``/``--override`` for :func:`node_bootstrap`: which node a
-    client command talks to when ``--bootstrap-server`` names none. The options callback of the Kafka
-    client command groups (``topics``, ``partitions``, ``users``)."""
+    """Keep a command group's ``--data-dir``/``--override`` for the broker's ``node_bootstrap``
+    (``broker/security/client_login.py``): which node a client command talks to when
+    ``--bootstrap-server`` names none. The options callback of the Kafka client command groups
+    (``topics``, ``partitions``, ``users``)."""
     ctx.obj = (data_dir, override)
-
-
-def node_bootstrap(ctx: typer.Context, bootstrap: str | None, settings: Mapping[str, str]) -> str:
-    """Which broker a Kafka client command talks to: ``--bootstrap-server`` (or
-    ``TABLETOPIC_BOOTSTRAP``), else the node's configuration as ``tabletopic serve`` reads it (the
-    group's ``--data-dir``/``--override``, the environment, the endpoints the node last served on);
-    exits with one line when nothing listens there, or when that listener asks for TLS or a login
-    that the client ``settings`` do not give."""
-    if bootstrap is None:
-        data_dir, override = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
-        listener = kafka_listener(load_config(data_dir, None, override))
-        require_client_security(listener, settings)
-        bootstrap = listener.address
-    require_listening(
-        bootstrap,
-        "Kafka listener",
-        "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or --override listeners=...",
-    )
-    return bootstrap
-
-
-def require_client_security(listener: KafkaListener, settings: Mapping[str, str]) -> None:
-    """Exit with one line when the node's listener is SSL or SASL and the client settings name no
-    ``security.protocol``: the broker closes a connection that skips TLS or the login, and the
-    client would only say ``Broker transport failure`` after its timeout."""
-    if listener.protocol == "PLAINTEXT" or "security.protocol" in settings:
-        return
-    mapped = (
-        f" (listener {listener.name} in listener.security.protocol.map)"
-        if listener.name != listener.protocol
-        else ""
-    )
-    example = " ".join(f"-X {item}" for item in _client_security_example(listener.protocol))
-    err_console.print(
-        f"[red]error:[/red] the Kafka listener at {escape(listener.address)} is {listener.protocol}"
-        f"{mapped} and the client settings name no security.protocol: give them with --command-config "
-        f"FILE or {example}, or point at a PLAINTEXT listener with --bootstrap-server",
-        highlight=False,
-        soft_wrap=True,
-    )
-    raise typer.Exit(1)
-
-
-def _client_security_example(protocol: str) -> list[str]:
-    """The client settings (librdkafka's keys) a listener of ``protocol`` asks for, values elided."""
-    items = [f"security.protocol={protocol}"]
-    if protocol.endswith("SSL"):
-        items.append("ssl.ca.location=CA.pem")
-    if protocol.startswith("SASL_"):
-        items += ["sasl.mechanism=PLAIN", "sasl.username=...", "sasl.password=..."]
-    return items
 
 
 CommandConfigOption = Annotated[
@@ -369,16 +288,6 @@ def client_settings(command_config: Path | None, x: list[str] | None) -> dict[st
     ``-X key=value`` items over it (kcat's way of adding one setting to a file's)."""
     from_file = read_properties(command_config) if command_config is not None else {}
     return {**from_file, **key_value_pairs(x, "-X")}
-
-
-def node_client_config(
-    ctx: typer.Context, bootstrap: str | None, command_config: Path | None, x: list[str] | None
-) -> dict[str, str]:
-    """A Kafka client's configuration for the node: its settings (:func:`client_settings`) and
-    ``bootstrap.servers`` (:func:`node_bootstrap`). The settings are read first, so a malformed
-    ``-X`` is a usage error even when no node is running."""
-    settings = client_settings(command_config, x)
-    return {**settings, "bootstrap.servers": node_bootstrap(ctx, bootstrap, settings)}
 
 
 def client_error(exc: BaseException) -> str:

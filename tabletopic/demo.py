@@ -21,15 +21,17 @@ from urllib.parse import quote
 import typer
 
 from tabletopic import settings
+from tabletopic.broker.listeners import client_endpoint
 from tabletopic.cli_common import (
     ConfigFileOption,
     DataDirOption,
     OverrideOption,
+    config_refused,
     console,
     err_console,
-    kafka_bootstrap,
     load_config,
 )
+from tabletopic.config import ConfigError
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.table import settings as table_settings
 
@@ -68,7 +70,10 @@ class Endpoints:
 def endpoints(cfg: Config, bootstrap: str | None) -> Endpoints:
     """The node's Kafka bootstrap, admin API and schema registry addresses from its configuration."""
     if bootstrap is None:
-        bootstrap = kafka_bootstrap(cfg)
+        try:
+            bootstrap = client_endpoint(cfg).address
+        except ConfigError as exc:
+            raise config_refused(exc) from exc
     registry = cfg.get(table_settings.SCHEMA_REGISTRY_URL) or cfg.get(registry_settings.LISTENER)
     return Endpoints(bootstrap, cfg.get(settings.ADMIN_LISTENER).rstrip("/"), registry.rstrip("/"))
 

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from rich.table import Table
 
+from tabletopic.broker.listeners import client_endpoint
 from tabletopic.cli import GROUP_OPTIONS, bench_names
-from tabletopic.cli_common import hoist_group_options, kafka_bootstrap, load_config, print_table
-from tabletopic.config import Config
+from tabletopic.cli_common import hoist_group_options, load_config, print_table
+from tabletopic.config import Config, ConfigError
 from tests.support.ports import free_port
 from tests.support.waiting import wait_until_sync
 
@@ -51,10 +52,35 @@ def test_group_options_after_the_subcommand_are_moved_before_it() -> None:
     ]  # fmt: skip
 
 
+def bootstrap_of(config: Config) -> str:
+    return client_endpoint(config).address
+
+
 def test_the_bootstrap_comes_from_the_nodes_listeners() -> None:
-    assert kafka_bootstrap(Config({"listeners": "PLAINTEXT://0.0.0.0:9999"})) == "127.0.0.1:9999"
+    assert bootstrap_of(Config({"listeners": "PLAINTEXT://0.0.0.0:9999"})) == "127.0.0.1:9999"
     advertised = Config({"listeners": "PLAINTEXT://0.0.0.0:1", "advertised.listeners": "PLAINTEXT://k:2"})
-    assert kafka_bootstrap(advertised) == "k:2"
+    assert bootstrap_of(advertised) == "k:2"
+    # The first listener mapped to PLAINTEXT wins over an earlier secured one; an IPv6 host keeps
+    # its brackets in bootstrap.servers.
+    mapped = Config(
+        {
+            "listeners": "SASL_SSL://0.0.0.0:1,INTERNAL://[::1]:2",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT",
+        }
+    )
+    assert bootstrap_of(mapped) == "[::1]:2"
+    assert bootstrap_of(Config({"listeners": "SSL://h:3"})) == "h:3"
+
+
+def test_a_malformed_listener_names_its_key_to_a_client_command() -> None:
+    """The CLI reads the listeners with the broker's own parser, so a client command refuses what
+    the broker would refuse, in the same words."""
+    with pytest.raises(
+        ConfigError, match=r"^listener\.security\.protocol\.map: .*LISTENER_NAME:SECURITY_PROTOCOL"
+    ):
+        client_endpoint(Config({"listeners": "PLAINTEXT://h:1", "listener.security.protocol.map": "X"}))
+    with pytest.raises(ConfigError, match=r"^listeners: .*add INTERNAL:PROTOCOL"):
+        client_endpoint(Config({"listeners": "INTERNAL://h:1"}))
 
 
 def test_without_a_data_dir_commands_find_the_node_or_cluster_started_last(
@@ -69,7 +95,7 @@ def test_without_a_data_dir_commands_find_the_node_or_cluster_started_last(
         path.write_text(f"listeners=PLAINTEXT://127.0.0.1:{port}\n")
 
     def found(data_dir: Path | None = None) -> str:
-        return kafka_bootstrap(load_config(data_dir, None, None))
+        return bootstrap_of(load_config(data_dir, None, None))
 
     os.utime(node, (time.time() - 60, time.time() - 60))
     assert found() == "127.0.0.1:2222"

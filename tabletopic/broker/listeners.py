@@ -38,6 +38,11 @@ class Endpoint:
     def at(self, host: str, port: int) -> Endpoint:
         return Endpoint(self.protocol, host, port, self.name)
 
+    @property
+    def address(self) -> str:
+        """``host:port`` as a client's ``bootstrap.servers`` takes it (an IPv6 host in brackets)."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
 
 def parse_protocol_map(entries: Iterable[str]) -> dict[str, SecurityProtocol]:
     """``["INTERNAL:PLAINTEXT", ...]`` -> ``{"INTERNAL": PLAINTEXT}``; the four protocol names
@@ -153,3 +158,16 @@ def inter_broker_listener(config: Config, names: Iterable[str]) -> str:
             )
         return chosen
     return str(SecurityProtocol.PLAINTEXT) if SecurityProtocol.PLAINTEXT in listed else listed[0]
+
+
+def client_endpoint(config: Config) -> Endpoint:
+    """The listener a client command on this machine uses: the first whose security protocol is
+    PLAINTEXT (by ``listener.security.protocol.map``, so ``INTERNAL://...`` mapped to PLAINTEXT
+    counts), else the first, at the address ``advertised.listeners`` gives it.
+
+    Raises:
+        ConfigError: the listeners are malformed (the message names the key).
+    """
+    endpoints = list(advertised_endpoints(config, configured_listeners(config)).values())
+    plain = [e for e in endpoints if e.protocol is SecurityProtocol.PLAINTEXT]
+    return (plain or endpoints)[0]

@@ -179,7 +179,7 @@ class BrokerService:
         the broker (the table workers, the console's browser and views): routed like any client."""
         endpoint = self.advertised_for(None)
         return {
-            "bootstrap.servers": f"{endpoint.host}:{endpoint.port}",
+            "bootstrap.servers": endpoint.address,
             **self.inter_broker_client.librdkafka(),
         }
 

@@ -1,4 +1,5 @@
-"""The CLI's own side of a secured listener: the client settings of ``--command-config``/``-X``
+"""The CLI's own side of a Kafka listener: which of the node's listeners a client command talks to
+when ``--bootstrap-server`` names none, the client settings of ``--command-config``/``-X``
 (librdkafka's keys) turned into a connection the broker's wire client can use, and a login tried
 before a command starts (with ``-b`` and no security settings, a plaintext request).
 
@@ -20,9 +21,12 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from tabletopic.broker.context import SecurityProtocol
+from tabletopic.broker.listeners import Endpoint, client_endpoint
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.wire_client import Connect, bootstrap_servers, exchange, plain_connect
-from tabletopic.cli_common import err_console, node_client_config
+from tabletopic.cli_common import client_settings, config_refused, err_console, load_config, require_listening
+from tabletopic.config import ConfigError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -73,13 +77,69 @@ def tls_context(settings: Mapping[str, str]) -> ssl.SSLContext:
     return context
 
 
+def node_bootstrap(ctx: typer.Context, bootstrap: str | None, settings: Mapping[str, str]) -> str:
+    """Which broker a Kafka client command talks to: ``--bootstrap-server`` (or
+    ``TABLETOPIC_BOOTSTRAP``), else the node's configuration as ``tabletopic serve`` reads it (the
+    group's ``--data-dir``/``--override`` kept by ``cli_common.remember_node``, the environment, the
+    endpoints the node last served on); exits with one line when nothing listens there, or when that
+    listener asks for TLS or a login that the client ``settings`` do not give."""
+    if bootstrap is None:
+        data_dir, override = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
+        try:
+            listener = client_endpoint(load_config(data_dir, None, override))
+        except ConfigError as exc:
+            raise config_refused(exc) from exc
+        require_client_security(listener, settings)
+        bootstrap = listener.address
+    require_listening(
+        bootstrap,
+        "Kafka listener",
+        "Point at the node with --bootstrap-server, TABLETOPIC_BOOTSTRAP or --override listeners=...",
+    )
+    return bootstrap
+
+
+def require_client_security(listener: Endpoint, settings: Mapping[str, str]) -> None:
+    """Exit with one line when the node's listener is SSL or SASL and the client settings name no
+    ``security.protocol``: the broker closes a connection that skips TLS or the login, and the
+    client would only say ``Broker transport failure`` after its timeout."""
+    if listener.protocol is SecurityProtocol.PLAINTEXT or "security.protocol" in settings:
+        return
+    mapped = (
+        f" (listener {listener.name} in listener.security.protocol.map)"
+        if listener.name != listener.protocol
+        else ""
+    )
+    example = " ".join(f"-X {item}" for item in _client_security_example(listener.protocol))
+    err_console.print(
+        f"[red]error:[/red] the Kafka listener at {escape(listener.address)} is {listener.protocol}"
+        f"{mapped} and the client settings name no security.protocol: give them with --command-config "
+        f"FILE or {example}, or point at a PLAINTEXT listener with --bootstrap-server",
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(1)
+
+
+def _client_security_example(protocol: SecurityProtocol) -> list[str]:
+    """The client settings (librdkafka's keys) a listener of ``protocol`` asks for, values elided."""
+    items = [f"security.protocol={protocol}"]
+    if protocol.endswith("SSL"):
+        items.append("ssl.ca.location=CA.pem")
+    if protocol.startswith("SASL_"):
+        items += ["sasl.mechanism=PLAIN", "sasl.username=...", "sasl.password=..."]
+    return items
+
+
 def logged_in_client_config(
     ctx: typer.Context, bootstrap: str | None, command_config: Path | None, x: list[str] | None
 ) -> dict[str, str]:
-    """A Kafka client's configuration for the node (:func:`~tabletopic.cli_common.node_client_config`),
-    once its login has been tried (:func:`require_login`): what every client command builds its
-    clients from."""
-    config = node_client_config(ctx, bootstrap, command_config, x)
+    """A Kafka client's configuration for the node: its settings (``cli_common.client_settings``) and
+    ``bootstrap.servers`` (:func:`node_bootstrap`), once its login has been tried
+    (:func:`require_login`): what every client command builds its clients from. The settings are
+    read first, so a malformed ``-X`` is a usage error even when no node is running."""
+    settings = client_settings(command_config, x)
+    config = {**settings, "bootstrap.servers": node_bootstrap(ctx, bootstrap, settings)}
     require_login(config)
     if bootstrap is not None:  # found through the configuration, a secured listener is named already
         require_plaintext(config)

@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 
+from tabletopic.broker.listeners import client_endpoint
 from tabletopic.cli_common import (
     HTTP_PASSWORD_ENV,
     HTTP_USER_ENV,
+    config_refused,
     err_console,
     http_login,
     http_login_refused,
-    kafka_bootstrap,
 )
-from tabletopic.config import Config
+from tabletopic.config import Config, ConfigError
 
 if TYPE_CHECKING:
     from tabletopic.table.convert.rows import RecordConverter
@@ -25,7 +26,10 @@ if TYPE_CHECKING:
 
 def bootstrap_servers(cfg: Config) -> str:
     """``host:port`` of the node's PLAINTEXT listener (advertised one first)."""
-    return kafka_bootstrap(cfg)
+    try:
+        return client_endpoint(cfg).address
+    except ConfigError as exc:
+        raise config_refused(exc) from exc
 
 
 def rest_answer(uri: str, timeout: float = 1.0) -> int | None:
