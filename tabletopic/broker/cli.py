@@ -26,11 +26,12 @@ from tabletopic.cli_common import (
 )
 
 if TYPE_CHECKING:
-    from tabletopic.broker.wire_client import Connect
+    from tabletopic.broker.wire_client import ConnectionPool
 
 topics_app = typer.Typer(help="Manage Kafka topics.", no_args_is_help=True, callback=remember_node)
 
 TIMEOUT_S = 30
+LEADER_POLL_TIMEOUT_S = 10.0  # one Metadata question while `partitions move` waits
 
 
 def _client_config(
@@ -216,21 +217,30 @@ def move(
 ) -> None:
     """Move a partition's leadership to another broker (AlterPartitionReassignments): no data is
     copied, the new leader opens the partition's stream from object storage."""
-    import time
-
     from tabletopic.broker.security.client_login import wire_connect
-    from tabletopic.broker.wire_client import WireError, call
+    from tabletopic.broker.wire_client import ConnectionPool
 
     client = _client_config(ctx, bootstrap, command_config, x)
-    bootstrap, connect = client["bootstrap.servers"], wire_connect(client)
+    bootstrap = client["bootstrap.servers"]
+    pool = ConnectionPool(wire_connect(client))  # one login for the request and every poll after it
+    try:
+        _move(pool, bootstrap, topic, partition, to, wait)
+    finally:
+        pool.close()
+
+
+def _move(pool: ConnectionPool, bootstrap: str, topic: str, partition: int, to: int, wait: float) -> None:
+    import time
+
+    from tabletopic.broker.wire_client import WireError
+
     started = time.monotonic()
     try:
-        answer = call(
+        answer = pool.call_first(
             bootstrap,
             45,
             0,
-            timeout=int(TIMEOUT_S * 1000),
-            connect=connect,
+            TIMEOUT_S,
             topics=[{"name": topic, "partitions": [{"partition_index": partition, "replicas": [to]}]}],
         )
     except WireError as exc:
@@ -241,7 +251,7 @@ def move(
         message = answer.error_message if result is None else result.error_message
         raise client_failure(RuntimeError(f"{code.name}: {message}"))
     while wait > 0 and time.monotonic() - started < wait:
-        leader = _leader(bootstrap, connect, topic, partition)
+        leader = _leader(pool, bootstrap, topic, partition)
         if leader == to:
             typer.echo(f"{topic}-{partition} is led by broker {to} ({time.monotonic() - started:.2f} s)")
             return
@@ -251,15 +261,15 @@ def move(
     typer.echo(f"asked to move {topic}-{partition} to broker {to}")
 
 
-def _leader(bootstrap: str, connect: Connect, topic: str, partition: int) -> int | None:
-    from tabletopic.broker.wire_client import WireError, call
+def _leader(pool: ConnectionPool, bootstrap: str, topic: str, partition: int) -> int | None:
+    from tabletopic.broker.wire_client import WireError
 
     try:
-        answer = call(
+        answer = pool.call_first(
             bootstrap,
             3,
             12,
-            connect=connect,
+            LEADER_POLL_TIMEOUT_S,
             topics=[{"name": topic, "topic_id": None}],
             allow_auto_topic_creation=False,
             include_topic_authorized_operations=False,

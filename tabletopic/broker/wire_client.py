@@ -87,16 +87,17 @@ def call(
     connect: Connect = plain_connect,
     **fields: Any,
 ) -> Any:
-    """Send one request to the first reachable server of ``bootstrap`` and return the decoded
-    response body."""
-    last: Exception | None = None
-    for _, host, port in bootstrap_servers(bootstrap):
-        try:
-            with connect(host, port, timeout) as sock:
-                return exchange(sock, api_key, version, **fields)
-        except OSError as exc:
-            last = exc
-    raise WireError(f"no broker of {bootstrap} answered: {last}")
+    """Send one request to the first reachable server of ``bootstrap`` on a connection of its own
+    and return the decoded response body (:meth:`ConnectionPool.call_first` for several).
+
+    Raises:
+        WireError: no server of ``bootstrap`` could be reached.
+    """
+    pool = ConnectionPool(connect)
+    try:
+        return pool.call_first(bootstrap, api_key, version, timeout, **fields)
+    finally:
+        pool.close()
 
 
 class ConnectionPool:
@@ -136,8 +137,25 @@ class ConnectionPool:
             except ConnectionError:
                 pass  # stale: the peer closed it; once more on a new connection
         host, _, port = address.rpartition(":")
-        sock = self._connect(host, int(port), timeout)
+        sock = self._connect(host.strip("[]"), int(port), timeout)
         return self._exchange(address, sock, api_key, version, timeout, fields)
+
+    def call_first(self, bootstrap: str, api_key: int, version: int, timeout: float, **fields: Any) -> Any:
+        """One request to the first server of ``bootstrap`` (a ``bootstrap.servers`` list) that can
+        be reached, on its kept connection: a command that asks again and again (``partitions move``
+        waiting for the new leader) logs in once, not once a question.
+
+        Raises:
+            WireError: no server of ``bootstrap`` could be reached.
+            ValueError: the answer could not be decoded.
+        """
+        last: Exception | None = None
+        for server, _, _ in bootstrap_servers(bootstrap):
+            try:
+                return self.call(server, api_key, version, timeout, **fields)
+            except OSError as exc:
+                last = exc
+        raise WireError(f"no broker of {bootstrap} answered: {last}")
 
     def _exchange(
         self,

@@ -4,6 +4,8 @@ producer): TLS with its truststore and SASL with the credentials of
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from tabletopic.broker import wire_client
@@ -11,6 +13,7 @@ from tabletopic.broker.security.inter_broker import InterBrokerClient, jaas_cred
 from tabletopic.config import Config, ConfigError
 from tests.broker.security.conftest import SCRAM_USERS, SecureBroker
 from tests.broker.security.test_scram import _roundtrip
+from tests.support.ports import free_port
 
 API_VERSIONS, METADATA = 18, 3
 
@@ -68,3 +71,33 @@ def test_a_wrong_inter_broker_password_says_which_key_to_check(secure_broker: Se
         wire_client.WireError, match=r"listener\.name\.sasl_ssl\.scram-sha-256\.sasl\.jaas\.config"
     ):
         wire_client.call(secure_broker.sasl_ssl, API_VERSIONS, 3, 10.0, client.connect)
+
+
+@pytest.mark.integration
+def test_a_pool_asks_the_first_reachable_server_again_on_the_connection_it_logged_in_with(
+    secure_broker: SecureBroker,
+) -> None:
+    """``partitions move`` asks for the leader every 50 ms until it moved: one TLS handshake and
+    SCRAM login for all of them, not one a question (a SCRAM login costs the broker a PBKDF2)."""
+    client = _client(secure_broker, "SCRAM-SHA-512", "carol", SCRAM_USERS["carol"], "SASL_SSL")
+    opened: list[tuple[str, int]] = []
+
+    def counting_connect(host: str, port: int, timeout: float) -> socket.socket:
+        opened.append((host, port))
+        return client.connect(host, port, timeout)
+
+    pool = wire_client.ConnectionPool(counting_connect)
+    unreachable = f"127.0.0.1:{free_port()}"  # nothing listens there
+    try:
+        for _ in range(5):
+            answer = pool.call_first(
+                f"{unreachable},{secure_broker.sasl_ssl}", METADATA, 9, 10.0, topics=None
+            )
+            assert [b.node_id for b in answer.brokers]
+    finally:
+        pool.close()
+    broker_host, _, broker_port = secure_broker.sasl_ssl.rpartition(":")
+    # The unreachable server is tried each time (it might come back), the broker connected to once.
+    assert opened.count((broker_host, int(broker_port))) == 1
+    with pytest.raises(wire_client.WireError, match="no broker of"):
+        wire_client.ConnectionPool(counting_connect).call_first(unreachable, METADATA, 9, 1.0, topics=None)
