@@ -21,17 +21,14 @@ from urllib.parse import quote
 import typer
 
 from tabletopic import settings
-from tabletopic.broker.listeners import client_endpoint
 from tabletopic.cli_common import (
     ConfigFileOption,
     DataDirOption,
     OverrideOption,
-    config_refused,
     console,
     err_console,
     load_config,
 )
-from tabletopic.config import ConfigError
 from tabletopic.schema_registry import settings as registry_settings
 from tabletopic.table import settings as table_settings
 
@@ -70,10 +67,9 @@ class Endpoints:
 def endpoints(cfg: Config, bootstrap: str | None) -> Endpoints:
     """The node's Kafka bootstrap, admin API and schema registry addresses from its configuration."""
     if bootstrap is None:
-        try:
-            bootstrap = client_endpoint(cfg).address
-        except ConfigError as exc:
-            raise config_refused(exc) from exc
+        from tabletopic.broker.security.client_login import node_listener
+
+        bootstrap = node_listener(cfg).address
     registry = cfg.get(table_settings.SCHEMA_REGISTRY_URL) or cfg.get(registry_settings.LISTENER)
     return Endpoints(bootstrap, cfg.get(settings.ADMIN_LISTENER).rstrip("/"), registry.rstrip("/"))
 

@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import typer
 from rich.table import Table
 
 from tabletopic.broker.listeners import client_endpoint
+from tabletopic.broker.security.client_login import node_listener
 from tabletopic.cli import GROUP_OPTIONS, bench_names
 from tabletopic.cli_common import hoist_group_options, load_config, print_table
 from tabletopic.config import Config, ConfigError
@@ -81,6 +83,10 @@ def test_a_malformed_listener_names_its_key_to_a_client_command() -> None:
         client_endpoint(Config({"listeners": "PLAINTEXT://h:1", "listener.security.protocol.map": "X"}))
     with pytest.raises(ConfigError, match=r"^listeners: .*add INTERNAL:PROTOCOL"):
         client_endpoint(Config({"listeners": "INTERNAL://h:1"}))
+    # A client command ends with the configuration error's exit code, not a traceback.
+    with pytest.raises(typer.Exit) as ended:
+        node_listener(Config({"listeners": "INTERNAL://h:1"}))
+    assert ended.value.exit_code == 2
 
 
 def test_without_a_data_dir_commands_find_the_node_or_cluster_started_last(

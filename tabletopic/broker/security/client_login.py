@@ -26,7 +26,7 @@ from tabletopic.broker.listeners import Endpoint, client_endpoint
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.wire_client import Connect, bootstrap_servers, exchange, plain_connect
 from tabletopic.cli_common import client_settings, config_refused, err_console, load_config, require_listening
-from tabletopic.config import ConfigError
+from tabletopic.config import Config, ConfigError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -77,6 +77,15 @@ def tls_context(settings: Mapping[str, str]) -> ssl.SSLContext:
     return context
 
 
+def node_listener(config: Config) -> Endpoint:
+    """The node's listener a client command talks to (:func:`~tabletopic.broker.listeners.client_endpoint`);
+    a malformed listener ends the command with one line that names the key (exit 2)."""
+    try:
+        return client_endpoint(config)
+    except ConfigError as exc:
+        raise config_refused(exc) from exc
+
+
 def node_bootstrap(ctx: typer.Context, bootstrap: str | None, settings: Mapping[str, str]) -> str:
     """Which broker a Kafka client command talks to: ``--bootstrap-server`` (or
     ``TABLETOPIC_BOOTSTRAP``), else the node's configuration as ``tabletopic serve`` reads it (the
@@ -85,10 +94,7 @@ def node_bootstrap(ctx: typer.Context, bootstrap: str | None, settings: Mapping[
     listener asks for TLS or a login that the client ``settings`` do not give."""
     if bootstrap is None:
         data_dir, override = ctx.obj if isinstance(ctx.obj, tuple) else (None, None)
-        try:
-            listener = client_endpoint(load_config(data_dir, None, override))
-        except ConfigError as exc:
-            raise config_refused(exc) from exc
+        listener = node_listener(load_config(data_dir, None, override))
         require_client_security(listener, settings)
         bootstrap = listener.address
     require_listening(

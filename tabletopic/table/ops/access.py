@@ -8,16 +8,15 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 
-from tabletopic.broker.listeners import client_endpoint
+from tabletopic.broker.security.client_login import node_listener
 from tabletopic.cli_common import (
     HTTP_PASSWORD_ENV,
     HTTP_USER_ENV,
-    config_refused,
     err_console,
     http_login,
     http_login_refused,
 )
-from tabletopic.config import Config, ConfigError
+from tabletopic.config import Config
 
 if TYPE_CHECKING:
     from tabletopic.table.convert.rows import RecordConverter
@@ -26,10 +25,7 @@ if TYPE_CHECKING:
 
 def bootstrap_servers(cfg: Config) -> str:
     """``host:port`` of the node's PLAINTEXT listener (advertised one first)."""
-    try:
-        return client_endpoint(cfg).address
-    except ConfigError as exc:
-        raise config_refused(exc) from exc
+    return node_listener(cfg).address
 
 
 def rest_answer(uri: str, timeout: float = 1.0) -> int | None:
