@@ -3,8 +3,7 @@ in-process broker service and group coordinator the handler tests call directly.
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,8 @@ from sqlalchemy.engine import Engine
 
 from tabletopic import database
 from tabletopic.broker.groups.coordinator import GroupCoordinator
-from tabletopic.broker.groups.model import GroupConfig
 from tests.support.broker_process import BrokerProcess
-
-TOPICS = {"orders": 3, "events": 1}
-
-FAST = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10)
+from tests.support.group_coordinators import make_coordinator
 
 
 @pytest.fixture(scope="session")
@@ -50,25 +45,6 @@ async def broker_service(tmp_path):  # type: ignore[no-untyped-def]
     yield service
     await service.stop()
     engine.dispose()
-
-
-class ManualClock:
-    """A wall clock (epoch seconds) that moves only when a test says so."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def make_coordinator(
-    engine: Engine, config: GroupConfig = FAST, clock: Callable[[], float] = time.time
-) -> GroupCoordinator:
-    return GroupCoordinator(engine, 1, "127.0.0.1", 9092, TOPICS.get, config=config, clock=clock)
 
 
 @pytest.fixture

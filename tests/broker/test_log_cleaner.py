@@ -18,8 +18,8 @@ from tabletopic.crashpoints import ENV
 from tabletopic.records.encoder import Record, build_batch
 from tabletopic.records.header import parse_stored_header
 from tabletopic.s3stream.streams import StoredBatch
-from tests.broker.test_log_cleaner_support import decoded
 from tests.support.broker_process import BrokerProcess
+from tests.support.decoded_batches import decoded
 from tests.support.waiting import wait_until_sync
 
 NOW = 1_700_000_100_000

@@ -12,9 +12,8 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 
 from tabletopic.crashpoints import ENV
-from tests.broker.test_transactions import _read, _txn_producer
 from tests.support.broker_process import BrokerProcess
-from tests.support.kafka_clients import create_topic
+from tests.support.kafka_clients import create_topic, read_isolated, started_transactional_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -30,7 +29,7 @@ def test_open_transaction_is_aborted_after_sigkill(crash_broker: BrokerProcess) 
     crash_broker.start()
     topic = f"txcrash-{uuid.uuid4().hex[:8]}"
     create_topic(crash_broker.bootstrap, topic, 2)
-    producer = _txn_producer(crash_broker.bootstrap, "crash-open")
+    producer = started_transactional_producer(crash_broker.bootstrap, "crash-open")
     producer.begin_transaction()
     for i in range(6):
         producer.produce(topic, f"open-{i}".encode(), partition=i % 2)
@@ -41,8 +40,8 @@ def test_open_transaction_is_aborted_after_sigkill(crash_broker: BrokerProcess) 
     plain.produce(topic, b"after-restart", partition=0)
     plain.flush(30)
     # Aborted, and no longer holding back the last stable offset.
-    assert _read(crash_broker.bootstrap, topic, 2, "read_committed", 1) == [b"after-restart"]
-    assert len(_read(crash_broker.bootstrap, topic, 2, "read_uncommitted", 7)) == 7
+    assert read_isolated(crash_broker.bootstrap, topic, 2, "read_committed", 1) == [b"after-restart"]
+    assert len(read_isolated(crash_broker.bootstrap, topic, 2, "read_uncommitted", 7)) == 7
 
 
 @pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
@@ -78,10 +77,10 @@ def test_transaction_ended_but_interrupted_while_writing_markers_is_finished_aft
     monkeypatch.delenv(ENV)
     crash_broker.start()
     if commit:
-        values = _read(crash_broker.bootstrap, topic, 2, "read_committed", 6)
+        values = read_isolated(crash_broker.bootstrap, topic, 2, "read_committed", 6)
         assert sorted(values) == sorted(f"ended-{i}".encode() for i in range(6))
     else:
         plain = Producer({"bootstrap.servers": crash_broker.bootstrap})
         plain.produce(topic, b"after-restart", partition=1)
         plain.flush(30)
-        assert _read(crash_broker.bootstrap, topic, 2, "read_committed", 1) == [b"after-restart"]
+        assert read_isolated(crash_broker.bootstrap, topic, 2, "read_committed", 1) == [b"after-restart"]

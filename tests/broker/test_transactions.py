@@ -12,7 +12,11 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.support.kafka_clients import create_topic, read_values
+from tests.support.kafka_clients import (
+    create_topic,
+    read_isolated,
+    started_transactional_producer,
+)
 from tests.support.waiting import wait_until_sync
 
 
@@ -20,29 +24,10 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _txn_producer(bootstrap: str, transactional_id: str) -> Producer:
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": transactional_id,
-            "transaction.timeout.ms": 60_000,
-        }
-    )
-    producer.init_transactions(30)
-    return producer
-
-
-def _read(bootstrap: str, topic: str, partitions: int, isolation: str, expect: int) -> list[bytes]:
-    """Every value a consumer at ``isolation`` gets from the start (see ``read_values``): reaching
-    the end of every partition (the last stable offset at read_committed) shows nothing more is
-    readable, and the half second after it would show extra records."""
-    return read_values(bootstrap, topic, partitions, expect, {"isolation.level": isolation})
-
-
 def test_committed_transaction_is_read_and_aborted_one_is_not(bootstrap: str) -> None:
     topic = _name("txn")
     create_topic(bootstrap, topic, 2)
-    producer = _txn_producer(bootstrap, _name("tid"))
+    producer = started_transactional_producer(bootstrap, _name("tid"))
     producer.begin_transaction()
     for i in range(5):
         producer.produce(topic, f"aborted-{i}".encode(), partition=i % 2)
@@ -52,43 +37,43 @@ def test_committed_transaction_is_read_and_aborted_one_is_not(bootstrap: str) ->
     for i in range(6):
         producer.produce(topic, f"committed-{i}".encode(), partition=i % 2)
     producer.commit_transaction(30)
-    committed = _read(bootstrap, topic, 2, "read_committed", 6)
+    committed = read_isolated(bootstrap, topic, 2, "read_committed", 6)
     assert sorted(committed) == sorted(f"committed-{i}".encode() for i in range(6))
-    everything = _read(bootstrap, topic, 2, "read_uncommitted", 11)
+    everything = read_isolated(bootstrap, topic, 2, "read_uncommitted", 11)
     assert len(everything) == 11
 
 
 def test_open_transaction_is_invisible_to_read_committed_until_commit(bootstrap: str) -> None:
     topic = _name("open")
     create_topic(bootstrap, topic, 1)
-    producer = _txn_producer(bootstrap, _name("tid"))
+    producer = started_transactional_producer(bootstrap, _name("tid"))
     producer.begin_transaction()
     producer.produce(topic, b"pending", partition=0)
     producer.flush(30)
     plain = Producer({"bootstrap.servers": bootstrap})
     plain.produce(topic, b"after", partition=0)
     plain.flush(30)
-    assert _read(bootstrap, topic, 1, "read_committed", 0) == []  # both wait behind the open txn
+    assert read_isolated(bootstrap, topic, 1, "read_committed", 0) == []  # both wait behind the open txn
     producer.commit_transaction(30)
-    assert _read(bootstrap, topic, 1, "read_committed", 2) == [b"pending", b"after"]
+    assert read_isolated(bootstrap, topic, 1, "read_committed", 2) == [b"pending", b"after"]
 
 
 def test_zombie_producer_is_fenced_by_a_newer_one(bootstrap: str) -> None:
     topic = _name("zombie")
     create_topic(bootstrap, topic, 1)
     transactional_id = _name("tid")
-    zombie = _txn_producer(bootstrap, transactional_id)
+    zombie = started_transactional_producer(bootstrap, transactional_id)
     zombie.begin_transaction()
     zombie.produce(topic, b"zombie", partition=0)
     zombie.flush(30)
-    successor = _txn_producer(bootstrap, transactional_id)  # aborts the zombie's transaction
+    successor = started_transactional_producer(bootstrap, transactional_id)  # aborts the zombie's transaction
     successor.begin_transaction()
     successor.produce(topic, b"successor", partition=0)
     successor.commit_transaction(30)
     with pytest.raises(KafkaException) as info:
         zombie.commit_transaction(30)
     assert info.value.args[0].fatal() or "fenced" in str(info.value).lower()
-    assert _read(bootstrap, topic, 1, "read_committed", 1) == [b"successor"]
+    assert read_isolated(bootstrap, topic, 1, "read_committed", 1) == [b"successor"]
 
 
 def test_consume_transform_produce_commits_offsets_with_the_transaction(bootstrap: str) -> None:
@@ -109,7 +94,7 @@ def test_consume_transform_produce_commits_offsets_with_the_transaction(bootstra
         }
     )
     consumer.subscribe([source])
-    producer = _txn_producer(bootstrap, _name("tid"))
+    producer = started_transactional_producer(bootstrap, _name("tid"))
     seen = 0
     try:
         while seen < 10:
@@ -127,7 +112,7 @@ def test_consume_transform_produce_commits_offsets_with_the_transaction(bootstra
     finally:
         consumer.close()
     assert committed.offset == 10
-    assert _read(bootstrap, sink, 1, "read_committed", 10) == [f"M{i}".encode() for i in range(10)]
+    assert read_isolated(bootstrap, sink, 1, "read_committed", 10) == [f"M{i}".encode() for i in range(10)]
 
 
 def test_a_member_of_an_older_generation_cannot_commit_offsets_with_its_transaction(bootstrap: str) -> None:
@@ -144,7 +129,7 @@ def test_a_member_of_an_older_generation_cannot_commit_offsets_with_its_transact
         "isolation.level": "read_committed",
     }
     first, second = Consumer(settings), Consumer(settings)
-    producer = _txn_producer(bootstrap, _name("tid"))
+    producer = started_transactional_producer(bootstrap, _name("tid"))
     try:
         first.subscribe([source])
         wait_until_sync(lambda: first.poll(0.2) is None and first.assignment(), timeout=30)
@@ -189,7 +174,7 @@ def test_kafka_python_transactional_producer(bootstrap: str) -> None:
     producer.send(topic, b"kept", partition=0)
     producer.commit_transaction()
     producer.close()
-    assert _read(bootstrap, topic, 1, "read_committed", 1) == [b"kept"]
+    assert read_isolated(bootstrap, topic, 1, "read_committed", 1) == [b"kept"]
 
 
 def test_aiokafka_transactional_producer(bootstrap: str) -> None:
@@ -211,4 +196,4 @@ def test_aiokafka_transactional_producer(bootstrap: str) -> None:
             await producer.stop()
 
     asyncio.run(run())
-    assert _read(bootstrap, topic, 1, "read_committed", 1) == [b"kept"]
+    assert read_isolated(bootstrap, topic, 1, "read_committed", 1) == [b"kept"]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.cluster.test_cluster_tables import committed, create_table_topic, load_table, move_partition
 from tests.support.cluster import LocalCluster, placed, wait_until
+from tests.support.cluster_tables import committed, create_table_topic, load_table, move_partition
 from tests.support.spark_standalone import SparkStandalone
 from tests.support.table_node import DeliveryLog, assert_exactly_once
 

@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tabletopic.api.cluster_tables import FORWARDED, PEER_TIMEOUT_S, UNREACHABLE
 from tabletopic.table.table_config import sanitize_table_name
-from tests.cluster.test_cluster_tables import move_partition
 from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, wait_until
+from tests.support.cluster_tables import move_partition
 from tests.support.table_node import table_configs
 
 pytestmark = CLUSTER_TEST_MARKS

@@ -419,3 +419,25 @@ def assert_refused(config: Mapping[str, Any], reported: list[str], needle: str =
         raise AssertionError(f"no error reported containing {needle!r}: {reported}") from exc
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=0.5)
+
+
+def started_transactional_producer(bootstrap: str, transactional_id: str) -> Any:
+    """A confluent-kafka transactional producer, its transactions initialised."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 60_000,
+        }
+    )
+    producer.init_transactions(30)
+    return producer
+
+
+def read_isolated(bootstrap: str, topic: str, partitions: int, isolation: str, expect: int) -> list[bytes]:
+    """Every value a consumer at ``isolation`` gets from the start (see ``read_values``): reaching
+    the end of every partition (the last stable offset at read_committed) shows nothing more is
+    readable, and the half second after it would show extra records."""
+    return read_values(bootstrap, topic, partitions, expect, {"isolation.level": isolation})

@@ -151,3 +151,17 @@ DEBEZIUM_ROW = avro_record(
     "Value", {"id": "int", "email": "string"}, namespace="dbserver.inventory.customers"
 )
 DEBEZIUM_ENVELOPE = debezium_envelope(DEBEZIUM_ROW, "dbserver.inventory.customers")
+
+
+# A user record and its evolution (id widened to long, an optional email, a decimal balance): what
+# the conversion and schema-evolution tests evolve a table through.
+USER_V1 = avro_record("User", {"id": "int", "name": "string", "created": TIMESTAMP_MILLIS}, namespace="shop")
+USER_V2 = {
+    **USER_V1,
+    "fields": [
+        {"name": "id", "type": "long"},
+        *USER_V1["fields"][1:],
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "balance", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+    ],
+}

@@ -11,13 +11,15 @@ from pyiceberg.catalog.sql import SqlCatalog
 from sqlalchemy.engine import Engine
 
 from tabletopic import database
+from tabletopic.records.compression import Compression
+from tabletopic.records.encoder import Record, build_batch
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
 from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.coordinator import CoordinatorContext
 from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.lease import LeaseManager
-from tabletopic.table.ports import TopicView
+from tabletopic.table.ports import PartitionView, TopicView
 from tabletopic.table.worker import TableWorker
 
 
@@ -67,3 +69,29 @@ async def start_coordinator_parts(tmp_path: Path, schema_registry_url: str | Non
         schema_registry_url=schema_registry_url,
     )
     return CoordinatorParts(engine, store, catalog, directory, ctx)
+
+
+@dataclass
+class Node:
+    """The started parts, with the steps a test takes on them: add a table topic, produce to it."""
+
+    store: S3StreamStore
+    catalog: SqlCatalog
+    directory: Directory
+    ctx: CoordinatorContext
+
+    async def add_topic(self, name: str, partitions: int, **configs: str) -> TopicView:
+        views = [PartitionView(p, await self.store.create_stream()) for p in range(partitions)]
+        base = {"automq.table.topic.enable": "true", "automq.table.topic.namespace": "kafka"}
+        view = TopicView(name, f"id-{name}", {**base, **configs}, tuple(views))
+        self.directory.topics[name] = view
+        return view
+
+    async def produce(self, view: TopicView, partition: int, values: list[bytes]) -> None:
+        batch = build_batch([Record(b"k", v, [("h", b"1")]) for v in values], compression=Compression.LZ4)
+        await self.store.append(view.partitions[partition].stream_id, batch, len(values))
+
+
+def offsets_in_table(node: Node, name: str) -> list[tuple[int, int]]:
+    rows = node.catalog.load_table(("kafka", name)).scan().to_arrow().column("_kafka_metadata").to_pylist()
+    return sorted((r["partition"], r["offset"]) for r in rows)

@@ -17,7 +17,8 @@ from tabletopic.table.convert.rows import (
 )
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tests.support.schemas import (
-    TIMESTAMP_MILLIS,
+    USER_V1,
+    USER_V2,
     MemoryLookup,
     avro_bytes,
     avro_record,
@@ -25,16 +26,6 @@ from tests.support.schemas import (
     wire,
 )
 
-USER_V1 = avro_record("User", {"id": "int", "name": "string", "created": TIMESTAMP_MILLIS}, namespace="shop")
-USER_V2 = {
-    **USER_V1,
-    "fields": [
-        {"name": "id", "type": "long"},
-        *USER_V1["fields"][1:],
-        {"name": "email", "type": ["null", "string"], "default": None},
-        {"name": "balance", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
-    ],
-}
 T0 = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC)
 
 

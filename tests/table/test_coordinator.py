@@ -8,55 +8,20 @@ import dataclasses
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from tabletopic.records.compression import Compression
 from tabletopic.records.encoder import Record, build_batch
-from tabletopic.s3stream.store import S3StreamStore
 from tabletopic.table.commit import committed_state
 from tabletopic.table.coordinator import CoordinatorContext, TableCoordinator, TopicPipeline
 from tabletopic.table.ingest_task import InProcessRunner
 from tabletopic.table.job import JobResult, JobSpec
-from tabletopic.table.ports import PartitionView, TopicView
+from tabletopic.table.ports import TopicView
 from tabletopic.table.worker import TableWorker
-from tests.support.table_coordinator import Directory, start_coordinator_parts
+from tests.support.table_coordinator import Node, offsets_in_table
 from tests.support.waiting import wait_until
-
-
-@dataclass
-class Node:
-    store: S3StreamStore
-    catalog: SqlCatalog
-    directory: Directory
-    ctx: CoordinatorContext
-
-    async def add_topic(self, name: str, partitions: int, **configs: str) -> TopicView:
-        views = [PartitionView(p, await self.store.create_stream()) for p in range(partitions)]
-        base = {"automq.table.topic.enable": "true", "automq.table.topic.namespace": "kafka"}
-        view = TopicView(name, f"id-{name}", {**base, **configs}, tuple(views))
-        self.directory.topics[name] = view
-        return view
-
-    async def produce(self, view: TopicView, partition: int, values: list[bytes]) -> None:
-        batch = build_batch([Record(b"k", v, [("h", b"1")]) for v in values], compression=Compression.LZ4)
-        await self.store.append(view.partitions[partition].stream_id, batch, len(values))
-
-
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    parts = await start_coordinator_parts(tmp_path)
-    yield Node(parts.store, parts.catalog, parts.directory, parts.ctx)
-    await parts.close()
-
-
-def offsets_in_table(node: Node, name: str) -> list[tuple[int, int]]:
-    rows = node.catalog.load_table(("kafka", name)).scan().to_arrow().column("_kafka_metadata").to_pylist()
-    return sorted((r["partition"], r["offset"]) for r in rows)
 
 
 async def test_a_cycle_commits_every_record_once_with_offsets_in_the_snapshot(node: Node) -> None:

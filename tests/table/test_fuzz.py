@@ -12,20 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabletopic.table.convert.avro import AvroDecoder
+from tests.support.avro_samples import EVERY_TYPE, every_type_value
 from tests.support.schemas import avro_bytes
-from tests.table.test_avro import SCHEMA, make
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_mutated_avro_records_fail_individually_on_both_decoder_paths(data: st.DataObject) -> None:
-    good = avro_bytes(SCHEMA, make(random.Random(data.draw(st.integers(0, 1000)))))
+    good = avro_bytes(EVERY_TYPE, every_type_value(random.Random(data.draw(st.integers(0, 1000)))))
     bad = bytearray(good)
     for _ in range(data.draw(st.integers(1, 3))):
         bad[data.draw(st.integers(0, len(bad) - 1))] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(bad)))
     payloads = [good, bytes(bad[:cut]), good]
-    text = json.dumps(SCHEMA)
+    text = json.dumps(EVERY_TYPE)
     fast, fast_failures = AvroDecoder(text).decode(payloads)
     slow, slow_failures = AvroDecoder(text, columnar=False).decode(payloads)
     assert set(fast_failures) <= {1} and set(slow_failures) <= {1}

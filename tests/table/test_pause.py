@@ -7,10 +7,10 @@ import pytest
 
 from tabletopic.table.coordinator import CoordinatorContext, PipelineState, TableCoordinator
 from tabletopic.table.job import JobResult, JobSpec
-from tests.table.test_coordinator import Node, node, offsets_in_table  # noqa: F401 - the coordinator tests' fixture
+from tests.support.table_coordinator import Node, offsets_in_table
 
 
-async def test_a_paused_topic_commits_nothing_until_resumed(node: Node) -> None:  # noqa: F811
+async def test_a_paused_topic_commits_nothing_until_resumed(node: Node) -> None:
     view = await node.add_topic("paused", 1)
     coordinator = TableCoordinator(node.ctx)
     await node.produce(view, 0, [b"a"])
@@ -28,7 +28,7 @@ async def test_a_paused_topic_commits_nothing_until_resumed(node: Node) -> None:
     assert coordinator.pipelines["paused"].status.state is not PipelineState.PAUSED
 
 
-async def test_pausing_during_a_cycle_reads_paused_once_the_cycle_ends_not_idle(node: Node) -> None:  # noqa: F811
+async def test_pausing_during_a_cycle_reads_paused_once_the_cycle_ends_not_idle(node: Node) -> None:
     import asyncio
 
     view = await node.add_topic("paused-midway", 1)
@@ -59,7 +59,7 @@ class FailsOnce:
         return self.inner.run(spec)
 
 
-async def test_resume_lets_a_failed_topic_try_again_now_and_commit_every_record_once(node: Node) -> None:  # noqa: F811
+async def test_resume_lets_a_failed_topic_try_again_now_and_commit_every_record_once(node: Node) -> None:
     view = await node.add_topic("failing", 1)
     coordinator = TableCoordinator(CoordinatorContext(**{**node.ctx.__dict__, "runner": FailsOnce()}))
     await node.produce(view, 0, [b"a", b"b"])

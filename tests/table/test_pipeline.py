@@ -15,8 +15,7 @@ from tabletopic.table.convert import RecordConverter, conform_batch, convert_sli
 from tabletopic.table.schema_evolution import create_table_for_topic, evolve_table_schema
 from tabletopic.table.table_config import ErrorsTolerance, TableTopicConfig
 from tests.records.samples import stored
-from tests.support.schemas import MemoryLookup, avro_bytes, wire
-from tests.table.test_convert import USER_V1, USER_V2
+from tests.support.schemas import USER_V1, USER_V2, MemoryLookup, avro_bytes, wire
 
 T0 = datetime.datetime(2024, 5, 1, tzinfo=datetime.UTC)
 

@@ -15,7 +15,7 @@ import pytest
 from tabletopic.table import coordinator as coordinator_module
 from tabletopic.table.coordinator import CoordinatorContext, TopicPipeline
 from tabletopic.table.ops.maintenance import MaintenanceSchedule, TableMaintenance
-from tests.table.test_coordinator import Node, node  # noqa: F401 - the shared fixture
+from tests.support.table_coordinator import Node
 
 
 class FakeSpark:
@@ -74,7 +74,7 @@ def test_a_failing_task_is_reported_and_the_others_still_run() -> None:
 
 
 async def test_the_pipeline_status_shows_the_last_maintenance_run(
-    node: Node,  # noqa: F811
+    node: Node,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(coordinator_module, "MAINTENANCE_INTERVAL_S", 0.0)

@@ -13,13 +13,13 @@ from tabletopic.records.encoder import Record, build_batch
 from tabletopic.table.coordinator import PipelineStatus, TableCoordinator, TopicPipeline
 from tabletopic.table.ops.lag import LiveLagCollector
 from tabletopic.table.ops.status import COMMITS_PROPERTY, table_facts
+from tests.support.table_coordinator import Node
 from tests.support.waiting import wait_until
-from tests.table.test_coordinator import Node, node  # noqa: F401 - the shared fixture
 
 QUIET = {"automq.table.topic.commit.interval.ms": "900000", "automq.table.topic.convert.value.type": "string"}
 
 
-async def test_a_restarted_coordinator_reports_rows_and_commits_from_the_table(node: Node) -> None:  # noqa: F811
+async def test_a_restarted_coordinator_reports_rows_and_commits_from_the_table(node: Node) -> None:
     view = await node.add_topic("orders", 2, **QUIET)
     await node.produce(view, 0, [b"a", b"b", b"c"])
     await node.produce(view, 1, [b"d"])
@@ -48,7 +48,7 @@ async def test_a_restarted_coordinator_reports_rows_and_commits_from_the_table(n
     assert (again.status.commits, again.status.rows_committed) == (2, 6)
 
 
-async def test_lag_before_the_first_commit_is_against_the_live_high_watermark(node: Node) -> None:  # noqa: F811
+async def test_lag_before_the_first_commit_is_against_the_live_high_watermark(node: Node) -> None:
     view = await node.add_topic("waiting", 1, **QUIET)
     coordinator = TableCoordinator(node.ctx)
     await coordinator.run_due()  # first cycle at once: nothing yet; the next is 15 minutes away
@@ -67,7 +67,7 @@ async def test_lag_before_the_first_commit_is_against_the_live_high_watermark(no
     assert 'tabletopic_table_lag_records{topic="waiting"} 1005.0' in text
 
 
-async def test_lag_seconds_is_the_age_of_the_oldest_uncommitted_record(node: Node) -> None:  # noqa: F811
+async def test_lag_seconds_is_the_age_of_the_oldest_uncommitted_record(node: Node) -> None:
     view = await node.add_topic("aged", 1, **QUIET)
     coordinator = TableCoordinator(node.ctx)
     await coordinator.run_due()
@@ -97,7 +97,7 @@ def test_lag_seconds_is_zero_when_caught_up_and_counts_only_the_current_oldest_r
     assert status.lag_records == 2 and status.lag_seconds_at(2_000.0) == 0.0
 
 
-async def test_a_commit_triggered_during_a_cycle_runs_right_after_it(node: Node) -> None:  # noqa: F811
+async def test_a_commit_triggered_during_a_cycle_runs_right_after_it(node: Node) -> None:
     import asyncio
 
     from tabletopic.table.coordinator import CoordinatorContext

@@ -24,8 +24,7 @@ from tabletopic.broker.groups.model import GroupState, MemberIdentity, SyncReque
 from tabletopic.broker.groups.store import GroupStore
 from tabletopic.broker.leadership import GROUP_SLOTS_TOPIC
 from tabletopic.cluster.db import ClusterMetadata, partitions_table
-from tests.broker.conftest import FAST, TOPICS
-from tests.broker.groups.test_coordinator import join
+from tests.support.group_coordinators import FAST, TOPICS, join
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(60)

@@ -23,7 +23,7 @@ from tabletopic.broker.groups.model import JoinRequest, SyncRequest
 from tabletopic.broker.groups.settings import GroupSettings
 from tabletopic.broker.groups.store import GroupStore
 from tabletopic.broker.handlers.offset_fetch import check_member_epoch
-from tests.broker.conftest import FAST, TOPICS
+from tests.support.group_coordinators import FAST, TOPICS
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(60)

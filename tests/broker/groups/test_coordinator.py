@@ -11,19 +11,15 @@ import pytest
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
 
-from tabletopic.broker.groups import subscription
 from tabletopic.broker.groups.coordinator import MAX_GROUP_ID_BYTES, GroupCoordinator, OffsetToCommit
 from tabletopic.broker.groups.group import MEMBER_ID_PREFIX_CHARS, random_member_id
 from tabletopic.broker.groups.model import (
     GroupState,
-    JoinRequest,
-    JoinResult,
     Member,
     MemberIdentity,
     SyncRequest,
 )
-from tests.broker.conftest import make_coordinator
-from tests.support.group_harness import join_request as harness_join_request
+from tests.support.group_coordinators import join, join_request, make_coordinator
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,32 +34,6 @@ def member(coordinator: GroupCoordinator, member_id: str) -> Member:
     group = coordinator.group("g")
     assert group is not None
     return group.members[member_id]
-
-
-def join_request(
-    member_id: str = "",
-    *,
-    session_ms: int = 10_000,
-    topics: list[str] | None = None,
-    instance: str | None = None,
-    client_id: str = "client",
-) -> JoinRequest:
-    protocols = (("range", subscription.encode(topics or ["orders"])),)
-    return harness_join_request(
-        member_id,
-        protocols,
-        instance=instance,
-        client_id=client_id,
-        session_ms=session_ms,
-        rebalance_ms=5_000,
-    )
-
-
-async def join(coordinator: GroupCoordinator, **kwargs: object) -> JoinResult:
-    """The two-phase join of a dynamic v4+ member."""
-    first = await coordinator.join_group(join_request(**kwargs))  # type: ignore[arg-type]
-    assert first.error is ErrorCode.member_id_required
-    return await coordinator.join_group(join_request(first.member_id, **kwargs))  # type: ignore[arg-type]
 
 
 async def test_two_members_join_concurrently_and_receive_the_leaders_assignment(

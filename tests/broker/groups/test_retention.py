@@ -13,7 +13,7 @@ from tabletopic.broker.groups.group import Group
 from tabletopic.broker.groups.model import MemberIdentity
 from tabletopic.broker.groups.retention import expired_offsets
 from tabletopic.broker.groups.store import CommittedOffset
-from tests.broker.conftest import FAST, ManualClock, make_coordinator
+from tests.support.group_coordinators import FAST, ManualClock, make_coordinator
 from tests.support.group_harness import Driver
 
 DAY = 24 * 3600 * 1000

@@ -1,10 +1,10 @@
-"""One broker process with every kind of listener (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL), a
-throwaway CA for its certificates, and SCRAM users created through the Kafka admin API."""
+"""The secured brokers this package's tests share, one process each for the session: one with every
+kind of listener (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL) and SCRAM users, one with named
+listeners and an OAUTHBEARER issuer (described in ``tests/support/secure_brokers.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,63 +12,15 @@ import pytest
 from tests.support.broker_process import BrokerProcess
 from tests.support.jwt_issuer import JwtIssuer
 from tests.support.ports import free_port
-from tests.support.tls_certs import CertFiles, TestCA
-
-SCRAM_USERS = {"carol": "carol-secret", "dave": "dave-secret"}
-
-
-@dataclass
-class SecureBroker:
-    process: BrokerProcess
-    ca: TestCA
-    client: CertFiles
-    ssl_port: int
-    sasl_ssl_port: int
-
-    @property
-    def plaintext(self) -> str:
-        return self.process.bootstrap
-
-    @property
-    def sasl_plaintext(self) -> str:
-        return f"127.0.0.1:{self.process.sasl_port}"
-
-    @property
-    def ssl(self) -> str:
-        return f"127.0.0.1:{self.ssl_port}"
-
-    @property
-    def sasl_ssl(self) -> str:
-        return f"127.0.0.1:{self.sasl_ssl_port}"
-
-
-def secure_overrides(ca: TestCA, server: CertFiles, **ports: int) -> dict[str, str]:
-    listeners = ",".join(f"{protocol.upper()}://127.0.0.1:{port}" for protocol, port in ports.items())
-    return {
-        "listeners": listeners,
-        "ssl.keystore.location": str(server.combined),
-        "ssl.truststore.location": str(ca.cert),
-    }
-
-
-def create_scram_users(bootstrap: str, users: dict[str, str], mechanisms: tuple[str, ...]) -> None:
-    from confluent_kafka.admin import (  # type: ignore[attr-defined]
-        AdminClient,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
-    )
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    upsertions = [
-        UserScramCredentialUpsertion(
-            user, ScramCredentialInfo(getattr(ScramMechanism, m.replace("-", "_")), 4096), password.encode()
-        )
-        for user, password in users.items()
-        for m in mechanisms
-    ]
-    for future in admin.alter_user_scram_credentials(upsertions).values():
-        future.result(30)
+from tests.support.secure_brokers import (
+    SCRAM_USERS,
+    NamedListenersBroker,
+    SecureBroker,
+    create_scram_users,
+    named_listener_overrides,
+    secure_overrides,
+)
+from tests.support.tls_certs import TestCA
 
 
 @pytest.fixture(scope="session")
@@ -97,34 +49,6 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
         yield SecureBroker(process, ca, client, ssl_port, sasl_ssl_port)
     finally:
         process.stop()
-
-
-@dataclass
-class NamedListenersBroker:
-    """INTERNAL (PLAINTEXT, what the node's own clients use) and EXTERNAL (SASL_PLAINTEXT with PLAIN
-    and OAUTHBEARER, advertised as ``localhost``) listeners on one broker; ``issuer`` signs tokens."""
-
-    process: BrokerProcess
-    internal_port: int
-    external_port: int
-    issuer: JwtIssuer
-
-    @property
-    def internal(self) -> str:
-        return f"127.0.0.1:{self.internal_port}"
-
-    @property
-    def external(self) -> str:
-        return f"127.0.0.1:{self.external_port}"
-
-
-def named_listener_overrides(internal_port: int, external_port: int) -> dict[str, str]:
-    return {
-        "listeners": f"INTERNAL://127.0.0.1:{internal_port},EXTERNAL://127.0.0.1:{external_port}",
-        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
-        "advertised.listeners": f"EXTERNAL://localhost:{external_port}",
-        "inter.broker.listener.name": "INTERNAL",
-    }
 
 
 @pytest.fixture(scope="session")

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from tests.broker.security.conftest import SecureBroker
 from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_clients import share_group_starts_earliest
 from tests.support.kafka_requests import request
 from tests.support.raw_kafka_client import connect, roundtrip
+from tests.support.secure_brokers import SecureBroker
 
 USERS = {"admin": "admin-pw", "alice": "alice-pw", "bob": "bob-pw"}
 

@@ -211,7 +211,7 @@ def test_admin_api_roles_and_open_health(http_node: SecureHttpNode) -> None:
 
 @pytest.mark.integration
 def test_a_bearer_token_ends_when_its_users_password_changes(http_node: SecureHttpNode) -> None:
-    from tests.broker.security.conftest import create_scram_users
+    from tests.support.secure_brokers import create_scram_users
 
     verify = str(http_node.ca.cert)
     create_scram_users(http_node.process.bootstrap, {"erin": "first"}, ("SCRAM-SHA-256",))

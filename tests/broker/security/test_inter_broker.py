@@ -11,9 +11,8 @@ import pytest
 from tabletopic.broker import wire_client
 from tabletopic.broker.security.inter_broker import InterBrokerClient, jaas_credentials
 from tabletopic.config import Config, ConfigError
-from tests.broker.security.conftest import SCRAM_USERS, SecureBroker
-from tests.broker.security.test_scram import _roundtrip
 from tests.support.ports import free_port
+from tests.support.secure_brokers import SCRAM_USERS, SecureBroker, round_trip
 
 API_VERSIONS, METADATA = 18, 3
 
@@ -61,7 +60,7 @@ def test_the_broker_logs_in_to_a_secured_listener(
     # Metadata is refused before a SASL login: an answer proves the login went through.
     answer = wire_client.call(address, METADATA, 9, 10.0, client.connect, topics=None)
     assert [b.node_id for b in answer.brokers]
-    _roundtrip(address, client.librdkafka())  # the same settings, as the dead-letter producer uses them
+    round_trip(address, client.librdkafka())  # the same settings, as the dead-letter producer uses them
 
 
 @pytest.mark.integration

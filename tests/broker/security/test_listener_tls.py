@@ -24,11 +24,10 @@ from tabletopic.broker.security.listener import ListenerSecurity, warn_unused_li
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.security.tls import client_context, unused_listener_keys
 from tabletopic.config import Config, ConfigError
-from tests.broker.security.conftest import SCRAM_USERS, create_scram_users
-from tests.broker.security.test_scram import _roundtrip
 from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_clients import assert_refused
 from tests.support.ports import free_port
+from tests.support.secure_brokers import SCRAM_USERS, create_scram_users, round_trip
 from tests.support.tls_certs import CertFiles, TestCA
 
 SSL, SASL_SSL = SecurityProtocol.SSL, SecurityProtocol.SASL_SSL
@@ -328,7 +327,7 @@ def test_the_ssl_listener_still_requires_a_client_certificate(split_node: SplitT
         "error_cb": lambda err: reported.append(str(err)),
     }
     assert_refused(anonymous, reported)
-    _roundtrip(bootstrap, _ssl_client(split_node, split_node.ca.issue("split-app")))
+    round_trip(bootstrap, _ssl_client(split_node, split_node.ca.issue("split-app")))
 
 
 @pytest.mark.integration
@@ -340,14 +339,14 @@ def test_a_scram_client_without_a_certificate_logs_in_on_sasl_ssl(split_node: Sp
         "sasl.username": "carol",
         "sasl.password": SCRAM_USERS["carol"],
     }
-    _roundtrip(f"127.0.0.1:{split_node.sasl_ssl_port}", config)
+    round_trip(f"127.0.0.1:{split_node.sasl_ssl_port}", config)
 
 
 @pytest.mark.integration
 def test_an_ssl_listener_with_its_own_client_auth_takes_clients_without_a_certificate(
     split_node: SplitTlsNode,
 ) -> None:
-    _roundtrip(f"127.0.0.1:{split_node.partner_port}", _ssl_client(split_node))
+    round_trip(f"127.0.0.1:{split_node.partner_port}", _ssl_client(split_node))
 
 
 @pytest.mark.integration

@@ -16,7 +16,7 @@ from tabletopic.broker.listeners import (
     parse_listener,
 )
 from tabletopic.config import Config, ConfigError
-from tests.broker.security.conftest import NamedListenersBroker
+from tests.support.secure_brokers import NamedListenersBroker
 
 
 def test_listener_names_take_their_protocol_from_the_map(tmp_path: Any) -> None:

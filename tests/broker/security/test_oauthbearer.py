@@ -15,9 +15,9 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.security.oauthbearer import INVALID_TOKEN, TokenValidator, parse_client_first
 from tabletopic.broker.security.sasl import SaslServer
 from tabletopic.config import Config, ConfigError
-from tests.broker.security.conftest import NamedListenersBroker
 from tests.support.jwt_issuer import JwtIssuer
 from tests.support.kafka_clients import assert_refused
+from tests.support.secure_brokers import NamedListenersBroker
 
 
 def client_first(token: str, authzid: str = "") -> bytes:

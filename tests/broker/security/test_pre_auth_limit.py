@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.broker.security.conftest import SCRAM_USERS, SecureBroker
+from tests.support.secure_brokers import SCRAM_USERS, SecureBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

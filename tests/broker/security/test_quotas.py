@@ -18,9 +18,9 @@ from tabletopic.broker.security.quotas import (
     make_entity,
     throttle_ms,
 )
-from tests.broker.security.conftest import SecureBroker
 from tests.support.kafka_requests import request
 from tests.support.raw_kafka_client import connect, roundtrip
+from tests.support.secure_brokers import SecureBroker
 
 
 def test_most_specific_entity_wins() -> None:

@@ -22,8 +22,8 @@ from tabletopic.broker.security.scram import (
     ScramFailure,
     ScramServerExchange,
 )
-from tests.broker.security.conftest import SCRAM_USERS, SecureBroker
 from tests.support.kafka_clients import assert_refused
+from tests.support.secure_brokers import SCRAM_USERS, SecureBroker, round_trip, sasl_login
 
 
 class ScramClient:
@@ -177,38 +177,15 @@ def test_without_reauth_a_second_handshake_is_illegal() -> None:
 # --- real clients --------------------------------------------------------------------------------
 
 
-def _auth(mechanism: str, user: str, password: str, protocol: str = "SASL_PLAINTEXT") -> dict[str, str]:
-    return {
-        "security.protocol": protocol,
-        "sasl.mechanism": mechanism,
-        "sasl.username": user,
-        "sasl.password": password,
-    }
-
-
-def _roundtrip(bootstrap: str, config: dict[str, str]) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
-    topic = f"sec-{uuid.uuid4().hex[:8]}"
-    producer = Producer({"bootstrap.servers": bootstrap, **config})
-    producer.produce(topic, b"guarded")
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, **config})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    message = consumer.poll(15)
-    consumer.close()
-    assert message is not None and message.error() is None and message.value() == b"guarded"
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_confluent_kafka_logs_in_with_scram(secure_broker: SecureBroker, mechanism: str) -> None:
-    _roundtrip(secure_broker.sasl_plaintext, _auth(mechanism, "carol", SCRAM_USERS["carol"]))
+    round_trip(secure_broker.sasl_plaintext, sasl_login(mechanism, "carol", SCRAM_USERS["carol"]))
 
 
 @pytest.mark.integration
 def test_plain_accepts_a_scram_users_password(secure_broker: SecureBroker) -> None:
-    _roundtrip(secure_broker.sasl_plaintext, _auth("PLAIN", "dave", SCRAM_USERS["dave"]))
+    round_trip(secure_broker.sasl_plaintext, sasl_login("PLAIN", "dave", SCRAM_USERS["dave"]))
 
 
 @pytest.mark.integration
@@ -226,7 +203,7 @@ def test_wrong_password_is_answered_with_kafkas_error_for_every_mechanism(
     reported: list[str] = []
     config = {
         "bootstrap.servers": secure_broker.sasl_plaintext,
-        **_auth(mechanism, "carol", "not-the-password"),
+        **sasl_login(mechanism, "carol", "not-the-password"),
         "error_cb": lambda err: reported.append(str(err)),
     }
     # librdkafka shows the broker's SaslAuthenticate error, not "Broker transport failure".
@@ -285,10 +262,10 @@ def test_deleted_credential_can_no_longer_log_in(secure_broker: SecureBroker) ->
         UserScramCredentialDeletion,
     )
 
-    from tests.broker.security.conftest import create_scram_users
+    from tests.support.secure_brokers import create_scram_users
 
     create_scram_users(secure_broker.plaintext, {"erin": "erin-pw"}, ("SCRAM-SHA-256",))
-    _roundtrip(secure_broker.sasl_plaintext, _auth("SCRAM-SHA-256", "erin", "erin-pw"))
+    round_trip(secure_broker.sasl_plaintext, sasl_login("SCRAM-SHA-256", "erin", "erin-pw"))
     admin = AdminClient({"bootstrap.servers": secure_broker.plaintext})
     admin.alter_user_scram_credentials([UserScramCredentialDeletion("erin", ScramMechanism.SCRAM_SHA_256)])[
         "erin"
@@ -301,7 +278,7 @@ def test_deleted_credential_can_no_longer_log_in(secure_broker: SecureBroker) ->
 
     refused: list[object] = []
     producer = Producer(
-        {"bootstrap.servers": secure_broker.sasl_plaintext, **_auth("SCRAM-SHA-256", "erin", "erin-pw")}
+        {"bootstrap.servers": secure_broker.sasl_plaintext, **sasl_login("SCRAM-SHA-256", "erin", "erin-pw")}
         | {"message.timeout.ms": "3000", "error_cb": refused.append}
     )
     producer.produce(

@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
-from tests.broker.security.conftest import SecureBroker
 from tests.support.kafka_requests import request
 from tests.support.raw_kafka_client import connect, roundtrip
+from tests.support.secure_brokers import SecureBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -18,11 +18,10 @@ from tabletopic.broker.security.listener import ListenerSecurity
 from tabletopic.broker.security.store import SecurityStore
 from tabletopic.broker.security.tls import peer_principal, server_context
 from tabletopic.config import Config, ConfigError
-from tests.broker.security.conftest import SCRAM_USERS, SecureBroker, secure_overrides
-from tests.broker.security.test_scram import _roundtrip
 from tests.support.broker_process import BrokerProcess
 from tests.support.kafka_clients import assert_refused
 from tests.support.ports import free_port
+from tests.support.secure_brokers import SCRAM_USERS, SecureBroker, round_trip, secure_overrides
 from tests.support.tls_certs import TestCA
 
 
@@ -113,13 +112,13 @@ def _ssl(secure: SecureBroker, **extra: str) -> dict[str, str]:
 
 @pytest.mark.integration
 def test_confluent_kafka_over_ssl(secure_broker: SecureBroker) -> None:
-    _roundtrip(secure_broker.ssl, _ssl(secure_broker))
+    round_trip(secure_broker.ssl, _ssl(secure_broker))
 
 
 @pytest.mark.integration
 def test_confluent_kafka_over_ssl_with_a_client_certificate(secure_broker: SecureBroker) -> None:
     client = secure_broker.client
-    _roundtrip(
+    round_trip(
         secure_broker.ssl,
         _ssl(
             secure_broker,
@@ -138,7 +137,7 @@ def test_confluent_kafka_over_sasl_ssl(secure_broker: SecureBroker, mechanism: s
         "sasl.username": "carol",
         "sasl.password": SCRAM_USERS["carol"],
     }
-    _roundtrip(secure_broker.sasl_ssl, config)
+    round_trip(secure_broker.sasl_ssl, config)
 
 
 @pytest.mark.integration
@@ -203,7 +202,7 @@ def test_plaintext_bytes_on_the_ssl_port_do_not_hurt_the_listener(secure_broker:
             sock.recv(100)
         except OSError:
             pass
-    _roundtrip(secure_broker.ssl, _ssl(secure_broker))
+    round_trip(secure_broker.ssl, _ssl(secure_broker))
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +242,7 @@ def test_required_client_auth_refuses_clients_without_a_certificate(
         "ssl.certificate.location": str(client.cert),
         "ssl.key.location": str(client.key),
     }
-    _roundtrip(bootstrap, config)
+    round_trip(bootstrap, config)
 
 
 @pytest.mark.integration

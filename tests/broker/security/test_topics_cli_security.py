@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from tabletopic.cli import app
-from tests.broker.security.conftest import SecureBroker
+from tests.support.secure_brokers import SecureBroker
 
 # How a test's commands log in: the options they get, for a broker and a directory to write files in.
 ClientOptions = Callable[[SecureBroker, Path], list[str]]

@@ -6,8 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tabletopic.cli import app
-from tests.broker.security.conftest import SecureBroker
-from tests.broker.security.test_scram import _auth, _roundtrip
+from tests.support.secure_brokers import SecureBroker, round_trip, sasl_login
 
 
 @pytest.mark.integration
@@ -27,7 +26,7 @@ def test_users_add_list_delete_over_sasl_ssl(secure_broker: SecureBroker, tmp_pa
     assert added.exit_code == 0, added.output
     listed = runner.invoke(app, ["users", "list", *common])
     assert "frank\tSCRAM-SHA-256 (iterations 4096)" in listed.output, listed.output
-    _roundtrip(secure_broker.sasl_plaintext, _auth("SCRAM-SHA-256", "frank", "frank-pw"))
+    round_trip(secure_broker.sasl_plaintext, sasl_login("SCRAM-SHA-256", "frank", "frank-pw"))
     deleted = runner.invoke(app, ["users", "delete", "frank", *common])
     assert deleted.exit_code == 0, deleted.output
     assert "frank" not in runner.invoke(app, ["users", "list", *common]).output

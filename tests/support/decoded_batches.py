@@ -1,4 +1,4 @@
-"""Decoding helper for the log cleaner tests."""
+"""Stored batches read back as records, for the tests that check what a compaction kept."""
 
 from __future__ import annotations
 
