@@ -10,8 +10,8 @@ Ordering guarantees:
 * Timer and response actions are applied synchronously, in the order the group emitted them, so a
   later re-arm can never be overtaken by an earlier one.
 * Database writes of one group (membership snapshots, offset commits, deletion) run one at a time
-  in submission order (each queued behind the group's last); a response that follows a ``Persist``
-  in the same batch is released only after that write finished.
+  in submission order, each queued behind the group's last (:mod:`.write_queue`); a response that
+  follows a ``Persist`` in the same batch is released only after that write finished.
 * Offset commits that arrive while a write of their group runs join one queued write, the last
   in the group's queue, and are answered together when it commits: a group whose members commit
   faster than the database writes (auto-commit every half second over hundreds of partitions, on a
@@ -32,9 +32,8 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 from sqlalchemy.engine import Engine
@@ -69,13 +68,13 @@ from tabletopic.broker.groups.share_coordinator import ShareGroups
 from tabletopic.broker.groups.share_settings import ShareSettings
 from tabletopic.broker.groups.share_store import ShareStateStore
 from tabletopic.broker.groups.store import CommittedOffset, Fence, GroupFenced, GroupStore, TopicPartition
+from tabletopic.broker.groups.write_queue import GroupWriteQueue
 from tabletopic.ids import LeaderEpoch
 from tabletopic.log_limit import RateLimitedLog
 
 log = logging.getLogger(__name__)
 # A deposed coordinator may see many refused writes (every member's timer, every commit) at once.
 FENCED_LOG = RateLimitedLog(log, interval_s=10.0)
-WRITE_FAILED_LOG = RateLimitedLog(log, interval_s=10.0)
 
 # Safety net on top of the group's own rebalance/session timers: a held-back JoinGroup/SyncGroup is
 # answered at the latest this long after the member's own timeouts, whatever happens.
@@ -156,14 +155,12 @@ class GroupCoordinator:
         self._tickets: dict[int, asyncio.Future[JoinResult | SyncResult | None]] = {}
         self._ticket_groups: dict[int, str] = {}  # whose request each ticket holds back
         self._ticket_ids = itertools.count(1)
-        # The last queued database write of each group; the next one starts after it.
-        self._tails: dict[str, asyncio.Task[Any]] = {}
+        self._writes = GroupWriteQueue(self._fence, self._fenced)
         # Each group's queued commit that has not started, which later commits join.
         self._queued_commits: dict[str, _QueuedCommit] = {}
         # Each KIP-848 group's queued state write that has not started (it writes the state as it
         # is when it starts, so later changes join it).
         self._queued_records: dict[str, asyncio.Task[None]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._seen: dict[str, tuple[GroupState, int]] = {}
         # When each group entered its current state (epoch ms), for offset retention.
         self._state_since: dict[str, int] = {}
@@ -358,8 +355,7 @@ class GroupCoordinator:
         for future in self._tickets.values():
             if not future.done():
                 future.set_result(None)
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._writes.drain()
 
     @property
     def ready(self) -> bool:
@@ -718,7 +714,7 @@ class GroupCoordinator:
                 await asyncio.to_thread(self._store.delete_group, group_id, fence)
 
             try:
-                await self._write(group_id, write)
+                await self._writes.write(group_id, write)
             except GroupFenced:
                 results[group_id] = ErrorCode.not_coordinator
                 continue
@@ -783,7 +779,9 @@ class GroupCoordinator:
                     handle.cancel()
             elif isinstance(action, Persist):
                 fence = self._fence(action.group_id)
-                barrier = self._enqueue(action.group_id, functools.partial(self._persist, action, fence))
+                barrier = self._writes.enqueue(
+                    action.group_id, functools.partial(self._persist, action, fence)
+                )
             elif isinstance(action, Respond):
                 if barrier is None:
                     self._resolve(action.ticket, action.result)
@@ -857,7 +855,7 @@ class GroupCoordinator:
         return int(self._clock() * 1000)
 
     async def _commit_offsets(self, group_id: str, valid: dict[TopicPartition, CommittedOffset]) -> None:
-        """Write offsets to the database, then to the cache (see :meth:`_write`).
+        """Write offsets to the database, then to the cache (a queued write: :mod:`.write_queue`).
 
         The offsets join the group's queued commit when that has not started, is the last write in
         the group's queue (nothing queued after it is overtaken) and has the same fence; a later
@@ -865,16 +863,16 @@ class GroupCoordinator:
         """
         fence = self._fence(group_id)
         queued = self._queued_commits.get(group_id)
-        if queued is None or queued.fence != fence or self._tails.get(group_id) is not queued.write:
+        if queued is None or queued.fence != fence or not self._writes.is_last(group_id, queued.write):
             queued = self._queue_commit(group_id, fence)
         queued.offsets.update(valid)
-        await self._await_write(group_id, fence, queued.write)
+        await self._writes.wait(group_id, fence, queued.write)
 
     def _save_consumer_group(self, group_id: str) -> None:
         """Queue a write of a KIP-848 group's state, behind the group's earlier writes; a write
         already queued and not started takes this change too. Nobody waits for it: a refusal drops
-        the slot (:meth:`_unawaited_write_ended`), a failure is logged, and a member whose state was
-        not written rejoins after a failover, as without any record."""
+        the slot and a failure is logged (:meth:`.GroupWriteQueue.in_background`), and a member
+        whose state was not written rejoins after a failover, as without any record."""
         if group_id in self._queued_records:
             return
         fence = self._fence(group_id)
@@ -887,9 +885,9 @@ class GroupCoordinator:
             record = group_record(group) if group.members else None
             await asyncio.to_thread(self._store.save_consumer_group, group_id, record, fence)
 
-        task = self._enqueue(group_id, write)
+        task = self._writes.enqueue(group_id, write)
         self._queued_records[group_id] = task
-        task.add_done_callback(functools.partial(self._unawaited_write_ended, group_id, fence))
+        self._writes.in_background(group_id, fence, task)
 
     def _queue_commit(self, group_id: str, fence: Fence | None) -> _QueuedCommit:
         """A commit write of ``group_id`` at the end of its queue, open to later offsets until it
@@ -901,13 +899,13 @@ class GroupCoordinator:
             await asyncio.to_thread(self._store.commit_offsets, group_id, queued.offsets, fence)
             self._offsets.setdefault(group_id, {}).update(queued.offsets)
 
-        queued = _QueuedCommit(fence, {}, self._enqueue(group_id, write))
+        queued = _QueuedCommit(fence, {}, self._writes.enqueue(group_id, write))
         self._queued_commits[group_id] = queued
         return queued
 
     async def _delete_offsets(self, group_id: str, doomed: list[TopicPartition]) -> None:
-        """Delete some of a group's offsets: from the database, then from the cache (see
-        :meth:`_write`)."""
+        """Delete some of a group's offsets: from the database, then from the cache (a queued
+        write: :mod:`.write_queue`)."""
 
         async def write(fence: Fence | None) -> None:
             await asyncio.to_thread(self._store.delete_offsets, group_id, doomed, fence)
@@ -915,65 +913,4 @@ class GroupCoordinator:
             for key in doomed:
                 cache.pop(key, None)
 
-        await self._write(group_id, write)
-
-    async def _write(self, group_id: str, job: Callable[[Fence | None], Awaitable[None]]) -> None:
-        """Run ``job`` with the fence of ``group_id`` decided now, queued behind the group's earlier
-        writes (:meth:`_enqueue`) and shielded: a cancelled caller does not cancel the write.
-
-        Raises:
-            GroupFenced: the write was refused; the slot is dropped first (:meth:`_fenced`).
-        """
-        fence = self._fence(group_id)
-        await self._await_write(group_id, fence, self._enqueue(group_id, lambda: job(fence)))
-
-    async def _await_write(self, group_id: str, fence: Fence | None, write: asyncio.Task[None]) -> None:
-        """Wait for a queued write, shielded (see :meth:`_write`)."""
-        try:
-            await asyncio.shield(write)
-        except GroupFenced:
-            self._fenced(group_id, fence)
-            raise
-        except asyncio.CancelledError:
-            # The caller left (its connection closed, the broker is stopping); the write goes on,
-            # and its outcome is still this coordinator's to handle.
-            write.add_done_callback(functools.partial(self._unawaited_write_ended, group_id, fence))
-            raise
-
-    def _unawaited_write_ended(self, group_id: str, fence: Fence | None, write: asyncio.Task[None]) -> None:
-        """The end of a write nobody awaits (its caller was cancelled, or it was queued in the
-        background): a refusal drops the slot as if a caller had seen it, any other failure is
-        logged (rate-limited a group: a database down fails every write until it is back)."""
-        if write.cancelled():
-            return
-        error = write.exception()
-        if isinstance(error, GroupFenced):
-            self._fenced(group_id, fence)
-        elif error is not None:
-            message = "a write of group %s that nobody awaited failed: %s"
-            WRITE_FAILED_LOG.warning(group_id, message, group_id, error)
-
-    def _enqueue(self, group_id: str, job: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
-        """Queue a database write of ``group_id`` behind the ones queued before it.
-
-        The place in the queue is taken synchronously, at the moment the state machine decided,
-        so a membership snapshot emitted before a DeleteGroups can never land after it.
-        """
-        previous = self._tails.get(group_id)
-
-        async def run() -> None:
-            if previous is not None:
-                await asyncio.wait([previous])  # its outcome belongs to its own caller
-            await job()
-
-        task: asyncio.Task[None] = asyncio.ensure_future(run())
-        self._tails[group_id] = task
-        self._tasks.add(task)
-
-        def done(finished: asyncio.Task[None]) -> None:
-            self._tasks.discard(finished)
-            if self._tails.get(group_id) is finished:
-                del self._tails[group_id]
-
-        task.add_done_callback(done)
-        return task
+        await self._writes.write(group_id, write)
