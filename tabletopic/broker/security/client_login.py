@@ -13,6 +13,7 @@ the same way. ``partitions move`` also sends its requests through
 
 from __future__ import annotations
 
+import functools
 import ssl
 import struct
 from collections.abc import Mapping
@@ -23,13 +24,14 @@ from rich.markup import escape
 
 from tabletopic.broker.context import SecurityProtocol
 from tabletopic.broker.listeners import Endpoint, client_endpoint
+from tabletopic.broker.security import oauth_client
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.wire_client import Connect, bootstrap_servers, exchange, plain_connect
 from tabletopic.cli_common import client_settings, config_refused, err_console, load_config, require_listening
 from tabletopic.config import Config, ConfigError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+WIRE_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 CREDENTIALS_FROM = "sasl.username and sasl.password of --command-config or -X"
 LOGIN_CHECK_TIMEOUT_S = 10.0
 # The plaintext check's request: Metadata v1 for no topic, which every Kafka broker answers.
@@ -37,9 +39,11 @@ METADATA, METADATA_VERSION = 3, 1
 
 
 def wire_connect(settings: Mapping[str, str]) -> Connect:
-    """TLS and the SASL login (PLAIN or SCRAM) that the client settings ask for, read as librdkafka
-    reads them, so one ``--command-config`` serves every command. Raises typer.BadParameter for a
-    protocol or mechanism it cannot speak and for unreadable ``ssl.*`` files."""
+    """TLS and the SASL login (PLAIN, SCRAM, or OAUTHBEARER with a token from the identity
+    provider: :mod:`.oauth_client`) that the client settings ask for, read as librdkafka reads
+    them, so one ``--command-config`` serves every command. Raises typer.BadParameter for a
+    protocol or mechanism it cannot speak, OAUTHBEARER settings it cannot use and unreadable
+    ``ssl.*`` files."""
     protocol = settings.get("security.protocol", "PLAINTEXT").upper()
     if protocol not in PROTOCOLS:
         raise typer.BadParameter(f"security.protocol={protocol}: one of {', '.join(PROTOCOLS)}")
@@ -53,6 +57,17 @@ def wire_connect(settings: Mapping[str, str]) -> Connect:
             raise typer.BadParameter(f"this command logs in with sasl.mechanism {known}, not {mechanism}")
         username, password = settings.get("sasl.username", ""), settings.get("sasl.password", "")
     tls = tls_context(settings) if protocol.endswith("SSL") else None
+    if mechanism == "OAUTHBEARER":
+        try:
+            credentials = oauth_client.ClientCredentials.from_settings(settings)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from exc
+        token = functools.partial(credentials.fetch_token, LOGIN_CHECK_TIMEOUT_S)
+        client = InterBrokerClient(
+            "client", protocol, mechanism, credentials.client_id, None, tls,
+            credentials_from=oauth_client.CREDENTIALS_FROM, token=token,
+        )  # fmt: skip
+        return client.connect
     client = InterBrokerClient(
         "client", protocol, mechanism, username, password, tls, credentials_from=CREDENTIALS_FROM
     )

@@ -14,12 +14,13 @@ import logging
 import re
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tabletopic.broker import wire_client
 from tabletopic.broker.security import settings
+from tabletopic.broker.security.oauth_client import client_first
 from tabletopic.broker.security.scram import SCRAM_MECHANISMS, ScramClientExchange, ScramFailure
 from tabletopic.broker.security.tls import TlsSettings, client_context, listener_prefix
 from tabletopic.config import Config, ConfigError
@@ -62,6 +63,8 @@ class InterBrokerClient:
     tls_rdkafka: tuple[tuple[str, str], ...] = ()  # the same TLS settings spelled for librdkafka
     # Where a refused login's credentials came from, named in the error (default: the JAAS key).
     credentials_from: str | None = None
+    # OAUTHBEARER: a fresh token for each login (the CLI's, from its identity provider).
+    token: Callable[[], str] | None = None
     pool: wire_client.ConnectionPool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -136,13 +139,17 @@ class InterBrokerClient:
         return sock
 
     def _login(self, sock: socket.socket) -> None:
-        assert self.mechanism is not None and self.username is not None and self.password is not None
+        assert self.mechanism is not None
         answer = wire_client.exchange(sock, SASL_HANDSHAKE, 1, mechanism=self.mechanism)
         if answer.error_code.value != 0:
             raise ConnectionRefusedError(
                 f"SASL mechanism {self.mechanism} refused (offered: {', '.join(answer.mechanisms)}): "
                 f"change {settings.SASL_MECHANISM_INTER_BROKER_PROTOCOL.name}"
             )
+        if self.mechanism == "OAUTHBEARER":
+            self._bearer_login(sock)
+            return
+        assert self.username is not None and self.password is not None
         if self.mechanism == "PLAIN":
             self._authenticate(sock, f"\0{self.username}\0{self.password}".encode())
             return
@@ -152,6 +159,15 @@ class InterBrokerClient:
             scram.verify(self._authenticate(sock, scram.final(server_first)))
         except (ScramFailure, ValueError) as exc:
             raise ConnectionRefusedError(f"SCRAM login as {self.username}: {exc}") from exc
+
+    def _bearer_login(self, sock: socket.socket) -> None:
+        """RFC 7628: a refused token is answered first with an error challenge, which the client
+        acknowledges with a lone 0x01 to get the refusal itself."""
+        assert self.token is not None
+        challenge = self._authenticate(sock, client_first(self.token()))
+        if challenge:
+            self._authenticate(sock, b"\x01")
+            raise ConnectionRefusedError(f"SASL login as {self.username} refused: {challenge.decode()}")
 
     def _authenticate(self, sock: socket.socket, token: bytes) -> bytes:
         answer = wire_client.exchange(sock, SASL_AUTHENTICATE, 2, auth_bytes=token)

@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
+from typer.testing import CliRunner
 
+from tabletopic.broker.security.oauth_client import ClientCredentials
 from tabletopic.broker.security.oauthbearer import INVALID_TOKEN, TokenValidator, parse_client_first
 from tabletopic.broker.security.sasl import SaslServer
+from tabletopic.cli import app
 from tabletopic.config import Config, ConfigError
-from tests.support.jwt_issuer import JwtIssuer
+from tests.support.jwt_issuer import JwtIssuer, TokenEndpoint
 from tests.support.kafka_clients import assert_refused
 from tests.support.secure_brokers import NamedListenersBroker
 
@@ -149,3 +152,79 @@ def test_confluent_kafka_is_told_sasl_authentication_failed_for_a_bad_token(
     reported: list[str] = []
     token = named_listeners_broker.issuer.token("svc-orders", **claims)
     assert_refused(oauth_client(named_listeners_broker, token, reported), reported, "invalid_token")
+
+
+def _oidc_login(bootstrap: str, endpoint: TokenEndpoint, secret: str = "ops-secret") -> list[str]:
+    """The options of a client command logging in with a token from ``endpoint``, in librdkafka's
+    keys, as a ``--command-config`` file would hold them."""
+    settings = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": endpoint.url,
+        "sasl.oauthbearer.client.id": "ops-cli",
+        "sasl.oauthbearer.client.secret": secret,
+    }
+    return ["-b", bootstrap, *(word for key, value in settings.items() for word in ("-X", f"{key}={value}"))]
+
+
+@pytest.mark.integration
+def test_client_commands_and_partitions_move_log_in_with_a_token_from_the_identity_provider(
+    named_listeners_broker: NamedListenersBroker,
+) -> None:
+    """librdkafka fetches its own token for ``topics``; ``partitions move`` (the broker's wire
+    client, as confluent-kafka has no AlterPartitionReassignments) and the login check every command
+    runs first fetch theirs from the same settings."""
+    broker = named_listeners_broker
+    topic = f"oidc-{uuid.uuid4().hex[:8]}"
+    with TokenEndpoint(broker.issuer, {"ops-cli": "ops-secret"}) as endpoint:
+        login = _oidc_login(broker.external, endpoint)
+        created = CliRunner().invoke(app, ["topics", "create", topic, "--partitions", "1", *login])
+        assert created.exit_code == 0, created.output
+        before = endpoint.requests
+        moved = CliRunner().invoke(app, ["partitions", "move", topic, "0", "--to", "1", *login])
+        assert moved.exit_code == 0 and f"{topic}-0 is led by broker 1" in moved.stdout, moved.output
+        assert endpoint.requests - before == 2  # the login check's, then one for the kept connection
+
+
+@pytest.mark.integration
+def test_a_client_secret_the_identity_provider_refuses_is_named_at_once(
+    named_listeners_broker: NamedListenersBroker,
+) -> None:
+    with TokenEndpoint(named_listeners_broker.issuer, {"ops-cli": "ops-secret"}) as endpoint:
+        started = time.monotonic()
+        login = _oidc_login(named_listeners_broker.external, endpoint, secret="wrong")
+        listed = CliRunner().invoke(app, ["topics", "list", *login])
+    assert listed.exit_code == 1 and time.monotonic() - started < 10, listed.output
+    assert "answered 401: unknown client or wrong secret" in listed.output
+    assert "sasl.oauthbearer.client.secret" in listed.output
+    # librdkafka's default method signs nothing, so the broker would refuse its token: said at once.
+    unsigned = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER"]
+    refused = CliRunner().invoke(
+        app, ["partitions", "move", "t", "0", "--to", "1", "-b", named_listeners_broker.external, *unsigned]
+    )
+    assert refused.exit_code == 2 and "sasl.oauthbearer.method=oidc" in refused.output, refused.output
+
+
+def test_oauthbearer_without_oidc_settings_names_the_keys_to_set() -> None:
+    with pytest.raises(ValueError, match=r"sasl\.oauthbearer\.method=oidc"):
+        ClientCredentials.from_settings({"sasl.mechanism": "OAUTHBEARER"})
+    needs = r"needs sasl\.oauthbearer\.client\.id, sasl\.oauthbearer\.client\.secret"
+    with pytest.raises(ValueError, match=needs):
+        ClientCredentials.from_settings(
+            {"sasl.oauthbearer.method": "OIDC", "sasl.oauthbearer.token.endpoint.url": "http://idp/token"}
+        )
+
+
+@pytest.mark.integration
+def test_a_token_the_broker_refuses_ends_partitions_move_with_its_challenge(
+    named_listeners_broker: NamedListenersBroker, tmp_path: Path
+) -> None:
+    """Signed by a key the broker's JWKS lacks: the wire client acknowledges the RFC 7628 error
+    challenge, as a client must, and the command ends with it."""
+    stranger = JwtIssuer(tmp_path / "stranger")
+    with TokenEndpoint(stranger, {"ops-cli": "ops-secret"}) as endpoint:
+        login = _oidc_login(named_listeners_broker.external, endpoint)
+        moved = CliRunner().invoke(app, ["partitions", "move", "t", "0", "--to", "1", *login])
+    assert moved.exit_code == 1, moved.output
+    assert 'login as ops-cli refused: {"status":"invalid_token"}' in moved.output, moved.output
