@@ -48,6 +48,8 @@ class CatalogSpec:
         properties: pass-through properties with pyiceberg's names (no ``type``/``warehouse``).
         spark_access: ``DIRECT`` or ``REST``, already resolved from ``AUTO``.
         rest_uri: where Spark and other engines reach the built-in REST catalog (``None`` if disabled).
+        rest_credential: ``user:password`` with which Spark gets a token at that catalog when it
+            asks for a login (``authentication.method``): Iceberg's REST ``credential``.
     """
 
     name: str
@@ -56,6 +58,7 @@ class CatalogSpec:
     properties: dict[str, str] = field(default_factory=dict)
     spark_access: SparkAccess = SparkAccess.REST
     rest_uri: str | None = None
+    rest_credential: str | None = field(default=None, repr=False)  # a password: kept out of logs
 
     @property
     def backend(self) -> CatalogBackend:
@@ -209,6 +212,8 @@ def spark_catalog_properties(spec: CatalogSpec) -> dict[str, str]:
         if spec.rest_uri is None:
             raise ConfigError("the built-in REST catalog is disabled (catalog.listener is empty)")
         props.update({"type": "rest", "uri": spec.rest_uri})
+        if spec.rest_credential is not None:
+            props["credential"] = spec.rest_credential  # a token from the catalog's /v1/oauth/tokens
     else:
         direct = spec.backend.spark_direct
         if direct is None:

@@ -23,6 +23,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -31,6 +32,8 @@ import typer
 
 from tabletopic.catalog.backends import CatalogKind, SparkAccess
 from tabletopic.cli_common import (
+    HTTP_PASSWORD_ENV,
+    HTTP_USER_ENV,
     ConfigFileOption,
     DataDirOption,
     OverrideOption,
@@ -332,17 +335,32 @@ def _stop_spark() -> None:
     stop_spark()
 
 
-def rest_catalog_alive(uri: str, timeout: float = 1.0) -> bool:
-    """Whether an Iceberg REST catalog answers ``GET /v1/config`` at ``uri`` without a login."""
+def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:
+    """The spec with a REST endpoint that answers: the node's (logged in as the HTTP user of
+    ``TABLETOPIC_HTTP_USER`` when it asks for a login), or one served from this process."""
     from tabletopic.table.ops.access import rest_answer
 
-    return rest_answer(uri, timeout) == 200
-
-
-def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:
-    """The spec with a REST endpoint that answers: the node's, or one served from this process."""
-    if spec.spark_access is not SparkAccess.REST or (spec.rest_uri and rest_catalog_alive(spec.rest_uri)):
+    if spec.spark_access is not SparkAccess.REST:
         return spec
+    answer = rest_answer(spec.rest_uri) if spec.rest_uri else None
+    if answer == 200:
+        return spec
+    if answer == 401:  # authentication.method=BASIC: Spark gets a token as the HTTP user, if one is set
+        login = http_login()
+        if login is not None:
+            return replace(spec, rest_credential=":".join(login))
+        reason = (
+            f"the catalog at {spec.rest_uri} asks for a login (set {HTTP_USER_ENV} and "
+            f"{HTTP_PASSWORD_ENV} to go through it)"
+        )
+    else:
+        reason = f"no catalog server at {spec.rest_uri}"
+    return _served_here(cfg, spec, stack, reason)
+
+
+def _served_here(cfg: Config, spec: CatalogSpec, stack: ExitStack, reason: str) -> CatalogSpec:
+    """The spec pointing at the node's catalog served from this process for the command (the
+    catalog opened from the metadata database, as the node opens it), saying ``reason``."""
     from tabletopic import database, settings
     from tabletopic.catalog.adapters import create_catalog
     from tabletopic.catalog.component import rest_app_for
@@ -357,8 +375,8 @@ def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogS
     server = EmbeddedRestCatalog(rest_app_for(catalog, spec)).start()
     stack.callback(server.stop)
     err_console.print(
-        f"[dim]no catalog server at {spec.rest_uri}; serving the {spec.type} catalog from this "
-        f"process at {server.uri}[/dim]"
+        f"[dim]{reason}; serving the {spec.type} catalog from this process at {server.uri}[/dim]",
+        soft_wrap=True,
     )
     return spec.with_rest_uri(server.uri)
 

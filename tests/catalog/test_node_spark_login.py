@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,11 @@ import pytest
 from tabletopic import database
 from tabletopic.broker.security.http_auth import BrokerHttpSecurity
 from tabletopic.broker.security.store import SecurityStore
+from tabletopic.catalog.adapters import catalog_spec, spark_catalog_conf, spark_catalog_properties
 from tabletopic.catalog.component import CatalogComponent
+from tabletopic.cli_common import HTTP_PASSWORD_ENV, HTTP_USER_ENV
 from tabletopic.config import Config
+from tabletopic.spark.cli import reachable_spec
 from tabletopic.spark.session import register_catalogs
 from tests.support.tls_certs import TestCA
 
@@ -141,3 +145,41 @@ async def test_the_nodes_spark_reaches_an_https_catalog_on_loopback(
         assert (await _sql(spark, f"SELECT count(*) FROM {spark_catalog_name}.db.t"))[0][0] == 1
     finally:
         await component.stop()
+
+
+async def test_spark_started_by_the_cli_logs_in_to_a_guarded_catalog_as_the_http_user(
+    guarded_catalog: CatalogComponent,
+    spark: SparkSession,
+    spark_catalog_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``tabletopic sql`` and ``tables verify --engine spark`` start Spark in the CLI when no admin
+    API answers. Given TABLETOPIC_HTTP_USER and TABLETOPIC_HTTP_PASSWORD, that Spark logs in to the
+    node's guarded catalog (Iceberg's REST ``credential``: a token from ``/v1/oauth/tokens``);
+    without them the command serves the catalog itself and says why. It used to do that even with
+    a login at hand."""
+    uri = guarded_catalog.rest_uri
+    assert uri is not None
+    config = _config(tmp_path, **{"catalog.listener": uri})  # the node, as the CLI reads its settings
+    monkeypatch.setenv(HTTP_USER_ENV, "admin")
+    monkeypatch.setenv(HTTP_PASSWORD_ENV, "admin-secret")
+    with ExitStack() as stack:  # on a thread: the catalog is served by this test's event loop
+        spec = await asyncio.to_thread(reachable_spec, config, catalog_spec(config), stack)
+    properties = spark_catalog_properties(spec)
+    assert spec.rest_uri == uri and properties["credential"] == "admin:admin-secret"
+    assert "admin-secret" not in repr(spec)
+    guarded_catalog.catalog.create_namespace("cli_db")
+    register_catalogs(spark, spark_catalog_conf(spark_catalog_name, properties))
+    # admin has the read-only role (no http.readwrite.users): enough to read, refused a write.
+    assert [row[0] for row in await _sql(spark, f"SHOW NAMESPACES IN {spark_catalog_name}")] == ["cli_db"]
+    with pytest.raises(Exception, match="read-only role"):
+        await _sql(spark, f"CREATE NAMESPACE {spark_catalog_name}.other")
+
+    monkeypatch.delenv(HTTP_USER_ENV)
+    with ExitStack() as stack:
+        served = await asyncio.to_thread(reachable_spec, config, catalog_spec(config), stack)
+        assert served.rest_uri != uri and served.rest_credential is None
+    said = capsys.readouterr().err
+    assert f"the catalog at {uri} asks for a login (set {HTTP_USER_ENV}" in said, said

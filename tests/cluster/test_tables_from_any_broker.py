@@ -36,7 +36,13 @@ def _table_topic(cluster: LocalCluster, prefix: str, coordinator: int, commit_in
     admin.create_topics([new])[topic].result(30)
     placed(cluster, topic, PARTITIONS)
     move_partition(cluster, topic, 0, coordinator)
-    wait_until(lambda: topic in _own_tables(cluster, coordinator), timeout=30)
+
+    def coordinated_there_alone() -> bool:
+        # The broker that led partition 0 first lets its coordinator go at its next poll, a moment
+        # after the partition moved: until then both list the topic as their own.
+        return all((topic in _own_tables(cluster, n)) == (n == coordinator) for n in cluster.running())
+
+    wait_until(coordinated_there_alone, timeout=30)
     return topic
 
 
