@@ -32,8 +32,6 @@ import typer
 
 from tabletopic.catalog.backends import CatalogKind, SparkAccess
 from tabletopic.cli_common import (
-    HTTP_PASSWORD_ENV,
-    HTTP_USER_ENV,
     ConfigFileOption,
     DataDirOption,
     OverrideOption,
@@ -338,24 +336,14 @@ def _stop_spark() -> None:
 def reachable_spec(cfg: Config, spec: CatalogSpec, stack: ExitStack) -> CatalogSpec:
     """The spec with a REST endpoint that answers: the node's (logged in as the HTTP user of
     ``TABLETOPIC_HTTP_USER`` when it asks for a login), or one served from this process."""
-    from tabletopic.table.ops.access import rest_answer
+    from tabletopic.table.ops.access import reach_rest_catalog
 
     if spec.spark_access is not SparkAccess.REST:
         return spec
-    answer = rest_answer(spec.rest_uri) if spec.rest_uri else None
-    if answer == 200:
-        return spec
-    if answer == 401:  # authentication.method=BASIC: Spark gets a token as the HTTP user, if one is set
-        login = http_login()
-        if login is not None:
-            return replace(spec, rest_credential=":".join(login))
-        reason = (
-            f"the catalog at {spec.rest_uri} asks for a login (set {HTTP_USER_ENV} and "
-            f"{HTTP_PASSWORD_ENV} to go through it)"
-        )
-    else:
-        reason = f"no catalog server at {spec.rest_uri}"
-    return _served_here(cfg, spec, stack, reason)
+    reach = reach_rest_catalog(spec.rest_uri)
+    if reach.usable:
+        return replace(spec, rest_credential=reach.credential)
+    return _served_here(cfg, spec, stack, reach.why_not(spec.rest_uri))
 
 
 def _served_here(cfg: Config, spec: CatalogSpec, stack: ExitStack, reason: str) -> CatalogSpec:

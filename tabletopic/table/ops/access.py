@@ -4,6 +4,7 @@ configuration (the same ``--data-dir``/``--config``/``--override`` the node was 
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
@@ -39,6 +40,40 @@ def rest_answer(uri: str, timeout: float = 1.0) -> int | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class CatalogReach:
+    """How a command reaches the node's REST catalog: ``usable`` as it is, or with ``credential``
+    (``user:password``, Iceberg's REST ``credential``) when it asks for a login; not usable when
+    nothing answers, or when it asks for a login (``asks_login``) and none is set."""
+
+    usable: bool
+    credential: str | None = None
+    asks_login: bool = False
+
+    def why_not(self, uri: str | None) -> str:
+        if self.asks_login:
+            return (
+                f"the catalog at {uri} asks for a login (set {HTTP_USER_ENV} and {HTTP_PASSWORD_ENV} "
+                f"to go through it)"
+            )
+        return f"no catalog server at {uri}"
+
+
+def reach_rest_catalog(uri: str | None) -> CatalogReach:
+    """Ask the REST catalog at ``uri``: usable when it answers; when it asks for a login
+    (``authentication.method=BASIC``), usable as the HTTP user of ``TABLETOPIC_HTTP_USER`` if one is
+    set (the commands and the CLI's Spark get a token with it)."""
+    answer = rest_answer(uri) if uri else None
+    if answer == 200:
+        return CatalogReach(usable=True)
+    if answer == 401:
+        login = http_login()
+        if login is None:
+            return CatalogReach(usable=False, asks_login=True)
+        return CatalogReach(usable=True, credential=":".join(login))
+    return CatalogReach(usable=False)
+
+
 def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
     """The node's catalog: through its REST endpoint when the node serves one, else opened directly
     (the built-in catalog from the metadata database), so the commands work on a stopped node too."""
@@ -48,21 +83,19 @@ def open_catalog(cfg: Config, stack: ExitStack) -> Catalog:
     from tabletopic.catalog.backends import CatalogKind
 
     spec = catalog_spec(cfg)
-    answer = rest_answer(spec.rest_uri) if spec.rest_uri and spec.fronted_by_rest else None
-    if answer == 200:
+    reach = reach_rest_catalog(spec.rest_uri if spec.fronted_by_rest else None)
+    if reach.usable and reach.credential is None:
         return load_catalog(spec.name, type="rest", uri=spec.rest_uri)
-    if answer == 401:  # authentication.method=BASIC: go through it as the HTTP user, if one is set
-        login = http_login()
-        if login is not None:
-            from pyiceberg.exceptions import OAuthError
+    if reach.usable:
+        from pyiceberg.exceptions import OAuthError
 
-            try:
-                return load_catalog(spec.name, type="rest", uri=spec.rest_uri, credential=":".join(login))
-            except OAuthError as exc:  # the catalog's token endpoint refused the user
-                raise http_login_refused(str(spec.rest_uri)) from exc
+        try:
+            return load_catalog(spec.name, type="rest", uri=spec.rest_uri, credential=reach.credential)
+        except OAuthError as exc:  # the catalog's token endpoint refused the user
+            raise http_login_refused(str(spec.rest_uri)) from exc
+    if reach.asks_login:
         err_console.print(
-            f"[dim]the catalog at {spec.rest_uri} asks for a login (set {HTTP_USER_ENV} and "
-            f"{HTTP_PASSWORD_ENV} to go through it); reading it from the metadata database[/dim]",
+            f"[dim]{reach.why_not(spec.rest_uri)}; reading it from the metadata database[/dim]",
             soft_wrap=True,
         )
     engine = None
