@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import ssl
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import typer
@@ -49,27 +49,26 @@ def wire_connect(settings: Mapping[str, str]) -> Connect:
         raise typer.BadParameter(f"security.protocol={protocol}: one of {', '.join(PROTOCOLS)}")
     if protocol == "PLAINTEXT":
         return plain_connect
-    mechanism = username = password = None
-    if protocol.startswith("SASL_"):
-        mechanism = settings.get("sasl.mechanism", "GSSAPI").upper()  # librdkafka's default
-        if mechanism not in WIRE_SASL_MECHANISMS:
-            known = ", ".join(WIRE_SASL_MECHANISMS)
-            raise typer.BadParameter(f"this command logs in with sasl.mechanism {known}, not {mechanism}")
-        username, password = settings.get("sasl.username", ""), settings.get("sasl.password", "")
-    tls = tls_context(settings) if protocol.endswith("SSL") else None
+    if not protocol.startswith("SASL_"):
+        return InterBrokerClient("client", protocol, tls=tls_context(settings)).connect
+    mechanism = settings.get("sasl.mechanism", "GSSAPI").upper()  # librdkafka's default
+    if mechanism not in WIRE_SASL_MECHANISMS:
+        known = ", ".join(WIRE_SASL_MECHANISMS)
+        raise typer.BadParameter(f"this command logs in with sasl.mechanism {known}, not {mechanism}")
+    tls = tls_context(settings) if protocol == "SASL_SSL" else None
+    token: Callable[[], str] | None = None
     if mechanism == "OAUTHBEARER":
         try:
             credentials = oauth_client.ClientCredentials.from_settings(settings)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
+        username, password, source = credentials.client_id, None, oauth_client.CREDENTIALS_FROM
         token = functools.partial(credentials.fetch_token, LOGIN_CHECK_TIMEOUT_S)
-        client = InterBrokerClient(
-            "client", protocol, mechanism, credentials.client_id, None, tls,
-            credentials_from=oauth_client.CREDENTIALS_FROM, token=token,
-        )  # fmt: skip
-        return client.connect
+    else:
+        username, password = settings.get("sasl.username", ""), settings.get("sasl.password", "")
+        source = CREDENTIALS_FROM
     client = InterBrokerClient(
-        "client", protocol, mechanism, username, password, tls, credentials_from=CREDENTIALS_FROM
+        "client", protocol, mechanism, username, password, tls, credentials_from=source, token=token
     )
     return client.connect
 
