@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tabletopic.catalog import settings as catalog_settings
 from tabletopic.catalog.backends import CatalogBackend, CatalogKind, SparkAccess, backend_for
 from tabletopic.config import Config, ConfigError
+from tabletopic.http_auth import TOKEN_PATH
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -213,7 +214,10 @@ def spark_catalog_properties(spec: CatalogSpec) -> dict[str, str]:
             raise ConfigError("the built-in REST catalog is disabled (catalog.listener is empty)")
         props.update({"type": "rest", "uri": spec.rest_uri})
         if spec.rest_credential is not None:
-            props["credential"] = spec.rest_credential  # a token from the catalog's /v1/oauth/tokens
+            # Spark trades the credential for a token at the catalog's own token endpoint; named, as
+            # Iceberg's REST client will stop guessing it from the catalog's uri.
+            props["credential"] = spec.rest_credential
+            props["oauth2-server-uri"] = spec.rest_uri.rstrip("/") + TOKEN_PATH
     else:
         direct = spec.backend.spark_direct
         if direct is None:

@@ -11,6 +11,7 @@ fresh name: the same properties the node's own session starts with."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -135,7 +136,7 @@ async def test_the_nodes_spark_reaches_an_https_catalog_on_loopback(
         loopback = conf["spark.sql.catalog.tabletopic.uri"]
         assert public is not None and public.startswith("https://")
         assert loopback.startswith("http://127.0.0.1:") and loopback != public
-        async with httpx.AsyncClient(verify=str(ca.cert)) as client:
+        async with httpx.AsyncClient(verify=ssl.create_default_context(cafile=str(ca.cert))) as client:
             assert (await client.get(f"{public}/v1/config")).status_code == 401  # the listener as it was
             assert (await client.get(f"{loopback}/v1/config")).status_code == 401  # guarded alike
 
@@ -169,6 +170,7 @@ async def test_spark_started_by_the_cli_logs_in_to_a_guarded_catalog_as_the_http
         spec = await asyncio.to_thread(reachable_spec, config, catalog_spec(config), stack)
     properties = spark_catalog_properties(spec)
     assert spec.rest_uri == uri and properties["credential"] == "admin:admin-secret"
+    assert properties["oauth2-server-uri"] == f"{uri.rstrip('/')}/v1/oauth/tokens"
     assert "admin-secret" not in repr(spec)
     guarded_catalog.catalog.create_namespace("cli_db")
     register_catalogs(spark, spark_catalog_conf(spark_catalog_name, properties))
