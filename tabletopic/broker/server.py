@@ -64,6 +64,10 @@ from tabletopic.tasks import cancel_and_wait
 # APIs whose handlers answer fields (so guards and quotas see them as they see every API's) but
 # whose answers are too large for kio's writer: Metadata of every topic of a large cluster.
 HAND_ENCODED: dict[int, Callable[[int, int, dict[str, Any]], list[Any]]] = {3: encode_metadata_response}
+# How deep the request counter looks for an answer's error (first_error), where not 4: Metadata's
+# partition entries carry no error of their own (a topic's does), and walking thousands of them
+# for each answer took a third of the time of encoding them.
+ERROR_DEPTH = {3: 2}
 log = logging.getLogger(__name__)
 # Connections closed for protocol violations (garbage, oversized frames, failed SASL): one warning per
 # kind every 10 s, with a count of the rest, so a misbehaving client cannot flood the log.
@@ -558,7 +562,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             data = encode_response(request.correlation_id, build_response(key, request.api_version, fields))
         if self._metrics is not None:
             self._metrics.latency.labels(api_name(key)).observe(time.perf_counter() - started)
-            self._count(key, first_error(fields))
+            self._count(key, first_error(fields, ERROR_DEPTH.get(key, 4)))
         return data
 
     # --- SASL -----------------------------------------------------------------------------------

@@ -152,6 +152,19 @@ def test_first_error_finds_nested_partition_errors() -> None:
     assert first_error({"error_code": ErrorCode.none, "topics": []}) == "none"
 
 
+def test_metadata_is_counted_by_its_topics_errors() -> None:
+    """The request counter looks no deeper than Metadata's topics (ERROR_DEPTH): its partition
+    entries carry no error, and walking thousands of them cost a third of encoding them."""
+    from kio.schema.errors import ErrorCode
+
+    from tabletopic.broker.server import ERROR_DEPTH, first_error
+
+    missing = {"error_code": ErrorCode.unknown_topic_or_partition, "partitions": []}
+    found = {"error_code": ErrorCode.none, "partitions": [{"error_code": ErrorCode.none}] * 3}
+    assert first_error({"topics": [found, missing]}, ERROR_DEPTH[3]) == "unknown_topic_or_partition"
+    assert first_error({"topics": [found]}, ERROR_DEPTH[3]) == "none"
+
+
 async def test_global_request_budget_pauses_reading_until_answers_drain(broker_service) -> None:
     from tests.support.kafka_requests import fetch_request
 

@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.context import RequestContext
 from tabletopic.broker.protocol import WireResponse, build_response, encode_response
-from tabletopic.broker.protocol.metadata_encoder import encode_metadata_response
+from tabletopic.broker.protocol.metadata_encoder import SharedPartitions, encode_metadata_response
 from tabletopic.broker.security.quota_guard import with_throttle
 
 
@@ -78,3 +78,16 @@ def test_a_quota_throttle_is_patched_into_the_encoded_answer_where_the_version_h
     wire = b"".join(bytes(piece) for piece in throttled.buffers)
     expected = {**fields, "throttle_time": 250} if version >= 3 else fields
     assert wire == bytes(encode_response(7, build_response(3, version, expected)))
+
+
+@pytest.mark.parametrize("version", range(14))
+def test_shared_partitions_encode_as_a_list_of_the_same_entries_does(version: int) -> None:
+    """The wire form a :class:`SharedPartitions` keeps is the bytes the entries make as a list,
+    the first time and every time after."""
+    listed = _fields()
+    shared = _fields()
+    for topic in shared["topics"]:
+        topic["partitions"] = SharedPartitions(topic["partitions"])
+    expected = b"".join(bytes(piece) for piece in encode_metadata_response(5, version, listed))
+    for _ in range(2):
+        assert b"".join(bytes(piece) for piece in encode_metadata_response(5, version, shared)) == expected

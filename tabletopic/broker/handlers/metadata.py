@@ -9,7 +9,7 @@ import logging
 import uuid
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -23,6 +23,7 @@ from tabletopic.broker.protocol.messages.metadata import (
     allows_auto_creation,
     topic_id_of,
 )
+from tabletopic.broker.protocol.metadata_encoder import SharedPartitions
 from tabletopic.broker.protocol.responses import (
     MetadataResponse,
     MetadataResponsePartition,
@@ -81,16 +82,17 @@ class PartitionEntries:
     each NOT_LEADER_OR_FOLLOWER, so while a killed broker's partitions move, every client asks
     several times a second for a topic of maybe thousands of partitions, on the very brokers that
     are rebuilding those partitions' state: building the entries of 1,200 partitions took 5-10 ms
-    an answer. An answer gets its own list (the zone router replaces entries in it); the entries
-    are shared and never changed."""
+    an answer. Answers share each topic's entries as one :class:`SharedPartitions`, which also
+    keeps their wire form. Memory: at most ``MAX_TOPICS`` topics, each its entries and their wire
+    form for the few versions the clients speak."""
 
     MAX_TOPICS = 10_000  # bounds memory when topics come and go between changes of leaders
 
     def __init__(self) -> None:
         self._version: int | None = None
-        self._topics: dict[tuple[str, int], list[MetadataResponsePartition]] = {}
+        self._topics: dict[tuple[str, int], SharedPartitions] = {}
 
-    def entries(self, leadership: Leadership, topic: Topic) -> list[MetadataResponsePartition]:
+    def entries(self, leadership: Leadership, topic: Topic) -> Sequence[MetadataResponsePartition]:
         version = leadership.leaders_version()
         if version is None:
             return _partition_entries(leadership, topic)
@@ -100,8 +102,8 @@ class PartitionEntries:
         key = (topic.name, topic.partition_count)
         kept = self._topics.get(key)
         if kept is None:
-            kept = self._topics[key] = _partition_entries(leadership, topic)
-        return list(kept)
+            kept = self._topics[key] = SharedPartitions(_partition_entries(leadership, topic))
+        return cast(Sequence[MetadataResponsePartition], kept)
 
 
 # Per broker (several run in one process in tests), forgotten with it.
@@ -141,7 +143,7 @@ def found_topic_fields(topic: Topic) -> FoundTopicFields:
     }
 
 
-def found_topic_entry(topic: Topic, partitions: list[MetadataResponsePartition]) -> MetadataResponseTopic:
+def found_topic_entry(topic: Topic, partitions: Sequence[MetadataResponsePartition]) -> MetadataResponseTopic:
     """A topic that exists, with the partition entries given (Metadata and DescribeTopicPartitions
     answer a topic alike; authorized operations are not computed)."""
     return {**found_topic_fields(topic), "partitions": partitions}
