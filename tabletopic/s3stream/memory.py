@@ -8,16 +8,16 @@ batches and wake-ups from both.
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import itertools
 from collections.abc import Iterable
 
 from tabletopic.s3stream.epochs import NO_EPOCHS, EpochHistory
-from tabletopic.s3stream.semantics import DataWaiters, check_rewrite, take_batches
+from tabletopic.s3stream.semantics import DataWaiters, check_rewrite, take_batches, watch_streams
 from tabletopic.s3stream.streams import (
     ACKNOWLEDGED,
     BatchTransform,
+    DataWatch,
     ObjectSlice,
     OffsetOutOfRange,
     PendingAppend,
@@ -49,7 +49,7 @@ class MemoryStreamStore:
 
     async def close(self) -> None:
         for stream in self._streams.values():
-            stream.waiters.cancel()
+            stream.waiters.wake_all()
 
     def _get(self, stream_id: int) -> _MemoryStream:
         try:
@@ -75,7 +75,7 @@ class MemoryStreamStore:
 
     async def delete_stream(self, stream_id: int) -> None:
         self._get(stream_id)
-        del self._streams[stream_id]
+        self._streams.pop(stream_id).waiters.wake_all()  # as the engine: its long polls end now
 
     def stream_info(self, stream_id: int) -> StreamInfo:
         stream = self._get(stream_id)
@@ -136,9 +136,12 @@ class MemoryStreamStore:
         del stream.batches[:keep]
         del stream.bases[:keep]
 
-    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
-        stream = self._get(stream_id)
-        return stream.waiters.wait(stream.end, offset)
+    def wait_for_data(self, wanted: Iterable[tuple[int, int]]) -> DataWatch:
+        return watch_streams(wanted, self._waiters)
+
+    def _waiters(self, stream_id: int) -> tuple[DataWaiters, int] | None:
+        stream = self._streams.get(stream_id)
+        return None if stream is None else (stream.waiters, stream.end)
 
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         return None

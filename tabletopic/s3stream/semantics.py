@@ -4,16 +4,15 @@ so that both answer a fetch and resolve a long poll the same way:
 
 - which batches a ``fetch`` returns: whole batches from the one holding the offset, at least one,
   then as many as fit in ``max_bytes``, none at or past the limit (:func:`take_batches`);
-- when a ``wait_for_data`` future resolves: once the stream's end passes its offset
-  (:class:`DataWaiters`).
+- when a ``wait_for_data`` watch wakes: once a stream's end passes its offset, or the stream is gone
+  from here (:class:`DataWaiters`, :func:`watch_streams`).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from tabletopic.s3stream.streams import StoredBatch
+from tabletopic.s3stream.streams import DataWatch, StoredBatch
 
 
 def take_batches(
@@ -51,53 +50,61 @@ def take_batches(
 
 
 class DataWaiters:
-    """The futures of ``wait_for_data`` calls on one stream, each waiting for the stream's end
+    """The watches of ``wait_for_data`` calls on one stream, each waiting for the stream's end
     offset to pass the offset it asked for (Fetch long polls)."""
 
     __slots__ = ("_pending",)
 
     def __init__(self) -> None:
-        self._pending: list[tuple[int, asyncio.Future[None]]] = []
+        self._pending: list[tuple[int, DataWatch, int]] = []  # (offset, watch, stream id)
 
-    def wait(self, end: int, offset: int) -> asyncio.Future[None]:
-        """A future resolved once the end passes ``offset`` (already resolved if ``end`` does)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def add(self, stream_id: int, end: int, offset: int, watch: DataWatch) -> None:
+        """Wake ``watch`` once the end passes ``offset`` (at once if ``end`` does)."""
         if end > offset:
-            future.set_result(None)
-        else:
-            # Callers time their waits out; drop theirs so that idle streams do not accumulate them.
-            self._pending = [(o, w) for o, w in self._pending if not w.done()]
-            self._pending.append((offset, future))
-        return future
+            watch.wake(stream_id)
+            return
+        # Pollers time their watches out; drop closed ones so that idle streams do not keep them.
+        if self._pending:
+            self._pending = [entry for entry in self._pending if not entry[1].closed]
+        self._pending.append((offset, watch, stream_id))
 
     def advance(self, end: int) -> None:
-        """The stream's end moved to ``end``: resolve every waiter it passes."""
+        """The stream's end moved to ``end``: wake every watch it passes."""
         if not self._pending:
             return
         keep = []
-        for offset, waiter in self._pending:
-            if waiter.done():
+        for entry in self._pending:
+            offset, watch, stream_id = entry
+            if watch.closed:
                 continue
             if end > offset:
-                waiter.set_result(None)
+                watch.wake(stream_id)
             else:
-                keep.append((offset, waiter))
+                keep.append(entry)
         self._pending = keep
 
-    def fail(self, error: Exception) -> None:
-        """The stream is gone: every waiter gets ``error`` (marked retrieved, so an abandoned
-        waiter logs nothing)."""
-        for _, waiter in self._pending:
-            if not waiter.done():
-                waiter.set_exception(error)
-                waiter.exception()
-        self._pending = []
+    def wake_all(self) -> None:
+        """The stream is gone from here (closed, deleted, lost) or the store is closing: wake every
+        watch, whose poller re-reads the stream and answers what it then finds."""
+        pending, self._pending = self._pending, []
+        for _, watch, stream_id in pending:
+            if not watch.closed:
+                watch.wake(stream_id)
 
-    def cancel(self) -> None:
-        """The store is closing: cancel every waiter."""
-        for _, waiter in self._pending:
-            if not waiter.done():
-                waiter.cancel()
+
+def watch_streams(
+    wanted: Iterable[tuple[int, int]], held: Callable[[int], tuple[DataWaiters, int] | None]
+) -> DataWatch:
+    """A :class:`DataWatch` over the ``(stream_id, offset)`` pairs; ``held`` gives a stream's
+    waiters and end offset, None for a stream not held here (which wakes the watch at once)."""
+    watch = DataWatch()
+    for stream_id, offset in wanted:
+        found = held(stream_id)
+        if found is None:
+            watch.wake(stream_id)
+        else:
+            found[0].add(stream_id, found[1], offset, watch)
+    return watch
 
 
 def check_rewrite(before: Sequence[StoredBatch], after: Sequence[StoredBatch]) -> list[StoredBatch]:

@@ -38,12 +38,13 @@ from tabletopic.s3stream.epochs import EpochHistory
 from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
 from tabletopic.s3stream.reader import ObjectReader
-from tabletopic.s3stream.semantics import take_batches
+from tabletopic.s3stream.semantics import DataWaiters, take_batches, watch_streams
 from tabletopic.s3stream.settings import WalMode
 from tabletopic.s3stream.shared_wal import open_shared_wal
 from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import (
     BatchTransform,
+    DataWatch,
     ObjectSlice,
     OffsetOutOfRange,
     PendingAppend,
@@ -240,7 +241,7 @@ class S3StreamStore:
         if state.wal is not None:
             await state.wal.close()
         for stream in state.streams.values():
-            stream.waiters.cancel()
+            stream.waiters.wake_all()
         state.objects.close()
         state.db_executor.shutdown(wait=True)
 
@@ -317,8 +318,7 @@ class S3StreamStore:
                 continue
             current = state.streams.get(stream_id)
             if current is not None:  # an older ownership of ours: whatever it had pending is not ours
-                reopened = StreamFenced(f"stream {stream_id} reopened with epoch {epoch}", (stream_id,))
-                current.waiters.fail(reopened)
+                current.waiters.wake_all()
                 state.log_cache.forget_stream(stream_id)
             stream = StreamState(found.start_offset, found.end_offset, (epoch, owner), found.epochs)
             stream.set_ranges(by_stream.get(stream_id, []))
@@ -389,7 +389,7 @@ class S3StreamStore:
             if state.streams.get(sid) is stream:
                 del state.streams[sid]
                 state.log_cache.forget_stream(sid)
-                stream.waiters.fail(StreamNotFound(f"stream {sid} was closed here"))
+                stream.waiters.wake_all()
 
     def is_open(self, stream_id: int) -> bool:
         return stream_id in self.state.streams
@@ -402,7 +402,7 @@ class S3StreamStore:
         stream = state.streams.pop(stream_id, None)
         state.log_cache.forget_stream(stream_id)
         if stream is not None:
-            stream.waiters.fail(StreamNotFound(f"stream {stream_id} was deleted"))
+            stream.waiters.wake_all()
 
     def stream_info(self, stream_id: int) -> StreamInfo:
         stream = self._readable(stream_id)
@@ -481,9 +481,12 @@ class S3StreamStore:
         await state.db(state.meta.trim_stream, stream_id, new_start, stream.fence)
         stream.start = max(stream.start, new_start)
 
-    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
-        stream = self.state.stream(stream_id)
-        return stream.waiters.wait(stream.confirmed_end, offset)
+    def wait_for_data(self, wanted: Iterable[tuple[int, int]]) -> DataWatch:
+        return watch_streams(wanted, self._waiters)
+
+    def _waiters(self, stream_id: int) -> tuple[DataWaiters, int] | None:
+        stream = self.state.streams.get(stream_id)
+        return None if stream is None else (stream.waiters, stream.confirmed_end)
 
     # Append ----------------------------------------------------------------------------------
 

@@ -147,6 +147,35 @@ class _Acknowledged:
 ACKNOWLEDGED: PendingAppend = _Acknowledged()
 
 
+class DataWatch:
+    """One long poll over any number of streams (a Fetch's partitions, however many).
+
+    :attr:`ready` resolves when the first of them passes the offset it was watched at, or is
+    closed, lost or deleted here (the poller then re-reads it and finds out which); until the
+    poller calls :meth:`close`, :attr:`woken` collects every stream that did so, so that it
+    re-reads only those. One future for the whole poll: a Fetch of 170 partitions used to make 170
+    futures and wait on them all, which cost more than reading the partitions.
+    """
+
+    __slots__ = ("closed", "ready", "woken")
+
+    def __init__(self) -> None:
+        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.woken: set[int] = set()
+        self.closed = False
+
+    def wake(self, stream_id: int) -> None:
+        self.woken.add(stream_id)
+        if not self.ready.done():
+            self.ready.set_result(None)
+
+    def close(self) -> None:
+        """The poller is done with it: the streams drop it at their next change."""
+        self.closed = True
+        if not self.ready.done():
+            self.ready.cancel()
+
+
 @runtime_checkable
 class StreamStore(Protocol):
     """A node's stream storage. All methods are coroutines except the cheap in-memory offset reads."""
@@ -199,9 +228,11 @@ class StreamStore(Protocol):
     async def trim(self, stream_id: int, new_start_offset: int) -> None:
         """Advance the start offset (never backwards); older data becomes garbage."""
 
-    def wait_for_data(self, stream_id: int, offset: int) -> asyncio.Future[None]:
-        """A future resolved once ``end_offset(stream) > offset`` (immediately if already so).
-        Used for Fetch long polls; callers bound the wait with ``asyncio.wait_for``."""
+    def wait_for_data(self, wanted: Iterable[tuple[int, int]]) -> DataWatch:
+        """A watch over the ``(stream_id, offset)`` pairs, woken by each stream once
+        ``end_offset(stream) > offset`` (at once if already so) or once the stream is closed,
+        deleted or lost here (a stream not held here wakes it at once). Used for Fetch long polls;
+        callers bound the wait on :attr:`DataWatch.ready` and then :meth:`DataWatch.close` it."""
 
     async def flush(self, stream_ids: Iterable[int] | None = None) -> None:
         """Make every acknowledged batch of these streams (all if None) readable from object

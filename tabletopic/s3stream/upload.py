@@ -354,7 +354,7 @@ class Uploader:
             lost = state.streams.pop(sid, None)
             state.log_cache.forget_stream(sid)
             if lost is not None:
-                lost.waiters.fail(exc)
+                lost.waiters.wake_all()
 
     def _release_pending(self, block: Block) -> None:
         state = self.state

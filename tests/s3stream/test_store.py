@@ -103,11 +103,16 @@ async def test_unknown_and_deleted_streams_raise_stream_not_found(harness: Store
 async def test_wait_for_data_resolves_when_an_append_is_acknowledged(harness: StoreHarness) -> None:
     store = await harness.open()
     sid = await store.create_stream()
-    waiter = store.wait_for_data(sid, 0)
-    assert not waiter.done()
+    other = await store.create_stream()
+    watch = store.wait_for_data([(other, 0), (sid, 0)])
+    assert not watch.ready.done()
     await store.append(sid, b"hello", 1)
-    await asyncio.wait_for(waiter, 5)
-    assert store.wait_for_data(sid, 0).done()
+    await asyncio.wait_for(watch.ready, 5)
+    assert watch.woken == {sid}
+    watch.close()
+    assert store.wait_for_data([(sid, 0)]).woken == {sid}  # already past: woken at once
+    # A stream not held here wakes it at once: the poller re-reads it and finds out why.
+    assert store.wait_for_data([(other, 0), (12345, 0)]).woken == {12345}
 
 
 async def test_cold_reads_after_flush_return_identical_bytes(harness: StoreHarness) -> None:

@@ -137,18 +137,35 @@ def _resolve(
     return list(by_topic.values())
 
 
+def _rereads(read: PartitionRead, woken: set[int] | None) -> bool:
+    """Whether a read after a long poll reads this partition again: a partition served from
+    object storage always (nothing wakes a poll for it), any other if its stream woke the poll."""
+    return woken is None or read.snapshot or read.stream_id in woken
+
+
 async def _read(
-    broker: BrokerService, topics: list[TopicRead], max_bytes: int, committed: bool = False
+    broker: BrokerService,
+    topics: list[TopicRead],
+    max_bytes: int,
+    committed: bool = False,
+    woken: set[int] | None = None,
 ) -> int:
-    """Fill each partition with batches; returns the total bytes read. ``committed``
+    """Fill each partition with batches; returns the total bytes the answer holds. ``committed``
     (read_committed isolation) reads only below the last stable offset and lists the aborted
-    transactions of the range read."""
+    transactions of the range read. ``woken``: after a long poll, the streams that woke it; only
+    those are read again (with an incremental session of 170 partitions, re-reading all of them
+    for the one that has data cost more than the rest of the Fetch), the others keep what the read
+    before the poll found."""
     store = broker.store
     txns = broker.transactions.partitions
     total = 0
+    if woken is not None:
+        total = sum(r.size for t in topics for r in t.partitions if not _rereads(r, woken))
     for topic in topics:
         for read in topic.partitions:
             if read.error_code is not ErrorCode.none and read.error_code is not ErrorCode.offset_out_of_range:
+                continue
+            if not _rereads(read, woken):
                 continue
             read.pieces, read.size = [], 0
             if read.snapshot:
@@ -156,7 +173,6 @@ async def _read(
                 continue
             try:
                 info = store.stream_info(read.stream_id)
-                epochs = store.epochs(read.stream_id)
             except StreamNotFound:
                 # In a cluster the stream closes when leadership moves away mid-request.
                 moved = broker.clustered
@@ -176,6 +192,7 @@ async def _read(
                 continue
             if read.preferred_read_replica >= 0:
                 continue  # the consumer is sent to a broker of its zone: no data from here
+            epochs = store.epochs(read.stream_id)  # no await since stream_info: still here
             try:
                 batches = await store.fetch(read.stream_id, read.fetch_offset, max(budget, 1), limit)
             except OffsetOutOfRange:
@@ -240,22 +257,26 @@ async def _read_snapshot(
 
 async def _wait_for_any(
     broker: BrokerService, topics: list[TopicRead], wait_seconds: float, committed: bool = False
-) -> None:
-    futures = []
-    if any(read.snapshot for topic in topics for read in topic.partitions):
-        # Reads from object storage have no local append to wake them: poll at a short interval.
-        wait_seconds = min(wait_seconds, 0.05)
+) -> set[int]:
+    """Wait until a partition read here has data past its fetch offset, or its stream leaves
+    this broker, at most ``wait_seconds``; returns the streams that did (to read again)."""
+    wanted = []
     for topic in topics:
         for read in topic.partitions:
-            if read.error_code is ErrorCode.none and read.stream_id >= 0:
+            if read.snapshot:
+                # Reads from object storage have no local append to wake them: poll at a short interval.
+                wait_seconds = min(wait_seconds, 0.05)
+            elif read.error_code is ErrorCode.none and read.stream_id >= 0:
                 # Data past the last stable offset does not help a read_committed fetch: wait for
                 # the next append instead (the transaction's marker is one).
                 offset = max(read.fetch_offset, read.high_watermark) if committed else read.fetch_offset
-                try:
-                    futures.append(broker.store.wait_for_data(read.stream_id, offset))
-                except StreamError:
-                    continue
-    await first_of(futures, wait_seconds)
+                wanted.append((read.stream_id, offset))
+    watch = broker.store.wait_for_data(wanted)
+    try:
+        await first_of([watch.ready], wait_seconds)
+    finally:
+        watch.close()
+    return watch.woken
 
 
 async def fetch(
@@ -294,13 +315,23 @@ async def _fetch_topics(
     deadline = loop.time() + request.max_wait.total_seconds()
     min_bytes = max(request.min_bytes, 1)
     committed = request.isolation_level == READ_COMMITTED
+    woken: set[int] | None = None
     while True:
-        total = await _read(broker, topics, max_bytes, committed)
+        total = await _read(broker, topics, max_bytes, committed, woken)
         remaining = deadline - loop.time()
-        errors = any(r.error_code is not ErrorCode.none for t in topics for r in t.partitions)
-        if total >= min_bytes or remaining <= 0 or errors:
+        if total >= min_bytes or total >= max_bytes or remaining <= 0 or _answer_now(topics):
             return topics
-        await _wait_for_any(broker, topics, remaining, committed)
+        woken = await _wait_for_any(broker, topics, remaining, committed)
+
+
+def _answer_now(topics: list[TopicRead]) -> bool:
+    """Whether the answer goes out without waiting for ``min_bytes``, as Kafka's does: a partition
+    has an error, or a consumer is sent to a broker of its zone (its data is there, not here)."""
+    return any(
+        r.error_code is not ErrorCode.none or r.preferred_read_replica >= 0
+        for t in topics
+        for r in t.partitions
+    )
 
 
 async def handle(broker: BrokerService, ctx: RequestContext, request: FetchRequest) -> WireResponse:

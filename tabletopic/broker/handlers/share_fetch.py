@@ -16,7 +16,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Generic, TypedDict, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -251,14 +251,12 @@ async def _wait(
     broker: BrokerService, shares: ShareGroups, answers: Iterable[PartitionAnswer], seconds: float
 ) -> None:
     """Until new records arrive in a fetched partition or records are released, at most ``seconds``."""
-    waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(shares.availability().wait())]
-    for answer in answers:
-        if answer.waits_at is not None:
-            try:
-                waits.append(broker.store.wait_for_data(*answer.waits_at))
-            except StreamError:
-                continue
-    await first_of(waits, seconds)
+    released = asyncio.ensure_future(shares.availability().wait())
+    watch = broker.store.wait_for_data(a.waits_at for a in answers if a.waits_at is not None)
+    try:
+        await first_of([released, watch.ready], seconds)
+    finally:
+        watch.close()
 
 
 def top_error(error_code: ErrorCode, error_message: str | None = None) -> ShareFetchResponse:
