@@ -5,7 +5,8 @@
 The shape a consumer group of a 1,000-partition topic gives each broker of a three-broker
 cluster: every member's fetch session names ~170 partitions of that broker, records arrive on one
 of them at a time, and each incremental Fetch long-polls until some partition has data. The
-broker's handler is called in process over the in-memory stream store (no socket, no client), so
+broker's handler is called in process over the s3stream engine on a local WAL and object directory
+(or, with ``--store memory``, the in-memory stream store), with no socket and no client, so
 what is measured is the handler's own work per Fetch: resolving the session's partitions, reading
 them, waiting on them and choosing what the answer lists.
 
@@ -39,7 +40,11 @@ from tabletopic.broker.handlers import HANDLERS  # noqa: E402
 from tabletopic.broker.listeners import Endpoint  # noqa: E402
 from tabletopic.broker.service import BrokerService  # noqa: E402
 from tabletopic.config import Config  # noqa: E402
+from tabletopic.s3stream.config import StoreSettings  # noqa: E402
 from tabletopic.s3stream.memory import MemoryStreamStore  # noqa: E402
+from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store  # noqa: E402
+from tabletopic.s3stream.store import S3StreamStore  # noqa: E402
+from tabletopic.s3stream.streams import StreamStore  # noqa: E402
 from tests.support.kafka_requests import make_batch, request  # noqa: E402
 
 VERSION = 12  # names topics (v13+ names ids); librdkafka 2.x sends 11-16
@@ -104,10 +109,20 @@ class Session:
         self.moved, self.read = self.read, {}
 
 
-async def _run(partitions: int, session_size: int, fetches: int, tmp: Path) -> dict[str, float]:
+def _store(kind: str, tmp: Path) -> StreamStore:
+    if kind == "memory":
+        return MemoryStreamStore()
+    # The engine as a node runs it on defaults: local WAL, objects in a local directory.
+    settings = StoreSettings(wal_mode="local", wal_dir=tmp / "wal")
+    objects = open_object_store(LocalObjectStoreSpec(root=str(tmp / "objects")))
+    return S3StreamStore(settings, database.create_engine(database.default_url(tmp / "store")), objects)
+
+
+async def _run(partitions: int, session_size: int, fetches: int, kind: str, tmp: Path) -> dict[str, float]:
     config = Config({"data.dir": str(tmp), "log.retention.check.interval.ms": "3600000"})
     engine = database.create_engine(database.default_url(tmp))
-    store = MemoryStreamStore()
+    store = _store(kind, tmp)
+    await store.start()
     broker = BrokerService(config, engine, store)
     broker.advertised = {"PLAINTEXT": Endpoint("PLAINTEXT", "127.0.0.1", 9092)}
     await broker.start()
@@ -144,6 +159,7 @@ async def _run(partitions: int, session_size: int, fetches: int, tmp: Path) -> d
         return figures
     finally:
         await broker.stop()
+        await store.close()
         engine.dispose()
 
 
@@ -154,10 +170,19 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1000, help="partitions of the topic")
     parser.add_argument("--session", type=int, default=170, help="partitions in the fetch session")
     parser.add_argument("--fetches", type=int, default=2000, help="fetches per case")
+    parser.add_argument(
+        "--store",
+        choices=["memory", "engine"],
+        default="engine",
+        help="the in-memory store or the s3stream engine",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        figures = asyncio.run(_run(args.partitions, args.session, args.fetches, Path(tmp)))
-    print(f"topic of {args.partitions} partitions, {args.fetches} fetches a case, CPU µs per Fetch")
+        figures = asyncio.run(_run(args.partitions, args.session, args.fetches, args.store, Path(tmp)))
+    print(
+        f"{args.store} store, topic of {args.partitions} partitions, {args.fetches} fetches a case:"
+        " CPU µs per Fetch"
+    )
     for case in ("ready", "wake"):
         many, one = figures[f"{case}/{args.session}"], figures[f"{case}/1"]
         print(

@@ -96,8 +96,10 @@ def _resolve(
     """Group the partitions to read by topic (in request order) and find their streams; ``zone``
     is the client's, for rack-aware routing (None when unknown)."""
     router = broker.zone_router
+    serving_epoch = broker.leadership.serving_epoch
     by_topic: dict[str | uuid.UUID, TopicRead] = {}
-    for (topic_key, index), cached in wanted:
+    for key, cached in wanted:
+        topic_key, index = key
         read = by_topic.get(topic_key)
         if read is None:
             if version >= 13:
@@ -108,14 +110,15 @@ def _resolve(
                 topic = broker.topics.get(str(topic_key))
                 read = TopicRead(str(topic_key), topic.topic_id if topic else ZERO_UUID, [], topic)
             by_topic[topic_key] = read
-        partition = PartitionRead(index, fetch_offset=cached.fetch_offset, max_bytes=cached.max_bytes)
-        partition.key = (topic_key, index)
+        partition = PartitionRead(
+            index, fetch_offset=cached.fetch_offset, max_bytes=cached.max_bytes, key=key
+        )
         topic = read.topic
-        if topic is None or not 0 <= index < topic.partition_count:
+        if topic is None or not 0 <= index < len(topic.streams):
             partition.error_code = (
                 ErrorCode.unknown_topic_id if version >= 13 else ErrorCode.unknown_topic_or_partition
             )
-        elif (serving := broker.leadership.serving_epoch(topic.name, index)) is None:
+        elif (serving := serving_epoch(topic.name, index)) is None:
             if router is not None and router.serves_here(zone):
                 partition.stream_id, partition.snapshot = topic.streams[index], True
                 known = broker.leadership.leader(topic.name, index)[1]
@@ -165,7 +168,7 @@ async def _read(
         for read in topic.partitions:
             if read.error_code is not ErrorCode.none and read.error_code is not ErrorCode.offset_out_of_range:
                 continue
-            if not _rereads(read, woken):
+            if woken is not None and not _rereads(read, woken):
                 continue
             read.pieces, read.size = [], 0
             if read.snapshot:
