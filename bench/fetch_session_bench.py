@@ -45,7 +45,7 @@ from tabletopic.s3stream.memory import MemoryStreamStore  # noqa: E402
 from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store  # noqa: E402
 from tabletopic.s3stream.store import S3StreamStore  # noqa: E402
 from tabletopic.s3stream.streams import StreamStore  # noqa: E402
-from tests.support.kafka_requests import make_batch, request  # noqa: E402
+from tests.support.kafka_requests import make_batch, session_fetch_request  # noqa: E402
 
 VERSION = 12  # names topics (v13+ names ids); librdkafka 2.x sends 11-16
 FETCH = 1
@@ -53,29 +53,8 @@ BATCH = make_batch([b"x" * 100])
 
 
 def fetch_request(session_id: int, epoch: int, offsets: dict[int, int], max_wait_ms: int) -> Any:
-    return request(
-        FETCH,
-        VERSION,
-        replica_id=-1,
-        max_wait=max_wait_ms,
-        min_bytes=1,
-        max_bytes=50 << 20,
-        isolation_level=0,
-        session_id=session_id,
-        session_epoch=epoch,
-        forgotten_topics_data=[],
-        rack_id="",
-        topics=[
-            {
-                "topic": "many",
-                "partitions": [
-                    {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20}
-                    for p, o in offsets.items()
-                ],
-            }
-        ]
-        if offsets
-        else [],
+    return session_fetch_request(
+        "many", offsets, session=(session_id, epoch), max_wait=max_wait_ms, max_bytes=50 << 20
     )
 
 

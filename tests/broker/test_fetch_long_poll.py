@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from tabletopic.records.header import validate_batches
 from tests.support.broker_calls import call
-from tests.support.kafka_requests import make_batch, produce_request, request
+from tests.support.kafka_requests import make_batch, produce_request, session_fetch_request
 from tests.support.waiting import wait_until
 
 PARTITIONS = 5
@@ -25,28 +25,8 @@ def _fetch(
     min_bytes: int = 1,
     rack_id: str = "",
 ) -> Any:
-    return request(
-        1,
-        11,
-        max_wait=max_wait,
-        min_bytes=min_bytes,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=session[0],
-        session_epoch=session[1],
-        forgotten_topics_data=[],
-        rack_id=rack_id,
-        topics=[
-            {
-                "topic": "t",
-                "partitions": [
-                    {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20}
-                    for p, o in offsets.items()
-                ],
-            }
-        ]
-        if offsets
-        else [],
+    return session_fetch_request(
+        "t", offsets, session=session, max_wait=max_wait, min_bytes=min_bytes, rack_id=rack_id
     )
 
 

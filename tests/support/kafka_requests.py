@@ -89,3 +89,33 @@ def fetch_request(
             }
         ],
     )
+
+
+def session_fetch_request(
+    topic: str,
+    offsets: dict[int, int],
+    *,
+    session: tuple[int, int] = (0, -1),
+    max_wait: int = 5000,
+    min_bytes: int = 1,
+    max_bytes: int = 1 << 20,
+    rack_id: str = "",
+) -> Any:
+    """A Fetch (v11) of ``offsets`` (partition -> offset) of one topic inside a fetch session
+    ``(session_id, epoch)``; an empty ``offsets`` is an incremental fetch naming nothing."""
+    partitions = [
+        {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20} for p, o in offsets.items()
+    ]
+    return request(
+        1,
+        11,
+        max_wait=max_wait,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=session[0],
+        session_epoch=session[1],
+        forgotten_topics_data=[],
+        rack_id=rack_id,
+        topics=[{"topic": topic, "partitions": partitions}] if offsets else [],
+    )
