@@ -250,14 +250,13 @@ class Compactor:
         fences: dict[int, Fence] | None = None,
         starts: Mapping[int, int] | None = None,
     ) -> bool:
-        # Streams' batches from every object, then ordered by offset and cut where offsets jump.
-        per_stream: dict[int, list[StoredBatch]] = {}
+        # The live part of every range, cut on the loop (the streams' start offsets live here).
+        pieces: list[tuple[int, memoryview, int]] = []
         for obj in group:
             loaded = await self._read_verified(obj)
             if loaded is None:
                 return False
-            data, _ = loaded
-            view = memoryview(data)
+            view = memoryview(loaded[0])
             for rng in ranges[obj.object_id]:
                 stream = self.state.streams.get(rng.stream_id)
                 if stream is not None:
@@ -270,31 +269,15 @@ class Compactor:
                     start = starts[rng.stream_id]
                 else:
                     continue  # deleted
-                batches = split_batches(view[rng.position : rng.position + rng.size])
-                per_stream.setdefault(rng.stream_id, []).extend(b for b in batches if b.next_offset > start)
-        runs: list[tuple[int, list[StoredBatch]]] = []
-        big: list[list[tuple[int, list[StoredBatch]]]] = []
-        for stream_id in sorted(per_stream):
-            batches = sorted(per_stream[stream_id], key=lambda b: b.base_offset)
-            if transforms and stream_id in transforms:
-                try:
-                    batches = check_rewrite(batches, transforms[stream_id](batches))
-                except Exception:
-                    log.exception("rewrite of stream %d failed; its objects are left as they are", stream_id)
-                    return False
-            stream_runs: list[tuple[int, list[StoredBatch]]] = []
-            for batch in batches:
-                if stream_runs and stream_runs[-1][1][-1].next_offset == batch.base_offset:
-                    stream_runs[-1][1].append(batch)
-                else:
-                    stream_runs.append((stream_id, [batch]))
-            total = sum(len(b.payload) for b in batches)
-            if total >= self.settings.split_bytes or all(o.kind == ObjectKind.STREAM_OBJECT for o in group):
-                big.append(stream_runs)
-            else:
-                runs.extend(stream_runs)
-        layouts: Layouts = [(ObjectKind.STREAM_SET, runs)] if runs else []
-        layouts += [(ObjectKind.STREAM_OBJECT, r) for r in big]
+                pieces.append((rng.stream_id, view[rng.position : rng.position + rng.size], start))
+        # Splitting, ordering and laying out a merge of up to max.object.bytes is up to seconds of
+        # CPU (and a log-compaction transform decodes every record): on the loop it would hold
+        # every produce and fetch that long. In a thread the loop gets the interpreter back every
+        # switch interval (5 ms), except while a full pass of the cyclic collector runs.
+        whole = all(o.kind == ObjectKind.STREAM_OBJECT for o in group)
+        layouts = await asyncio.to_thread(lay_out, pieces, self.settings.split_bytes, whole, transforms)
+        if layouts is None:
+            return False
         state = self.state
         reserved = await state.db(self.meta.prepare_objects, [kind for kind, _ in layouts]) if layouts else []
         state.inflight_objects.update(oid for oid, _ in reserved)
@@ -313,7 +296,8 @@ class Compactor:
         state = self.state
         db = state.db
         replaced = [o.object_id for o in group]
-        built = [build_object(r, self.settings.block_bytes) for _, r in layouts]
+        block_bytes = self.settings.block_bytes
+        built = await asyncio.to_thread(lambda: [build_object(r, block_bytes) for _, r in layouts])
         for (_, key), obj in zip(reserved, built, strict=True):
             await self.limiter.take(obj.size)
             await state.objects.put(key, obj.parts)
@@ -359,3 +343,42 @@ class Compactor:
             state.reader.forget_object(key)
         state.metrics.deleted_objects.inc(len(expired))
         return len(expired)
+
+
+def lay_out(
+    pieces: list[tuple[int, memoryview, int]],
+    split_bytes: int,
+    whole: bool,
+    transforms: Mapping[int, BatchTransform] | None = None,
+) -> Layouts | None:
+    """The new objects' layout for the ``(stream_id, bytes of whole batches, start offset)``
+    pieces of a merge: each stream's batches past its start in offset order, cut into runs where
+    offsets jump; a stream of ``split_bytes`` or more (every stream, when the merge is ``whole``
+    stream objects) gets a stream object of its own, the rest share one stream-set object.
+    ``transforms`` rewrite a stream's batches first (None when one fails: the merge is left).
+    Pure, like the transforms: it runs in a worker thread."""
+    per_stream: dict[int, list[StoredBatch]] = {}
+    for stream_id, data, start in pieces:
+        per_stream.setdefault(stream_id, []).extend(b for b in split_batches(data) if b.next_offset > start)
+    runs: list[tuple[int, list[StoredBatch]]] = []
+    big: list[list[tuple[int, list[StoredBatch]]]] = []
+    for stream_id in sorted(per_stream):
+        batches = sorted(per_stream[stream_id], key=lambda b: b.base_offset)
+        if transforms and stream_id in transforms:
+            try:
+                batches = check_rewrite(batches, transforms[stream_id](batches))
+            except Exception:
+                log.exception("rewrite of stream %d failed; its objects are left as they are", stream_id)
+                return None
+        stream_runs: list[tuple[int, list[StoredBatch]]] = []
+        for batch in batches:
+            if stream_runs and stream_runs[-1][1][-1].next_offset == batch.base_offset:
+                stream_runs[-1][1].append(batch)
+            else:
+                stream_runs.append((stream_id, [batch]))
+        if whole or sum(len(b.payload) for b in batches) >= split_bytes:
+            big.append(stream_runs)
+        else:
+            runs.extend(stream_runs)
+    layouts: Layouts = [(ObjectKind.STREAM_SET, runs)] if runs else []
+    return layouts + [(ObjectKind.STREAM_OBJECT, r) for r in big]

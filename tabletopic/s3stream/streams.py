@@ -247,7 +247,8 @@ class StreamStore(Protocol):
         runs of consecutive batches in offset order; the result must cover exactly the same offsets,
         batch for batch), atomically: a crash leaves either every old or every new batch. Batches
         not yet in object storage are left alone. Returns the bytes rewritten. Used for log
-        compaction; rate-limited like the store's own compaction."""
+        compaction; rate-limited like the store's own compaction. ``transform`` may run in a
+        worker thread: it must depend on its batches alone, not on state the event loop changes."""
 
     async def refresh(self, stream_ids: Iterable[int]) -> None:
         """Read streams this store does not hold from the metadata database, so that

@@ -4,10 +4,14 @@ offset."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from tabletopic.s3stream import compaction
 from tabletopic.s3stream.compaction import RateLimiter
 from tabletopic.s3stream.db import CommitConflict
 from tests.support.store_harness import StoreHarness, payload_for
@@ -72,6 +76,34 @@ async def test_a_big_stream_is_split_out_into_its_own_stream_object(local_harnes
     drop_caches(store)
     await assert_intact(store, [big], 8, 10_000)
     await assert_intact(store, [small], 8, 100)
+
+
+async def test_a_merge_and_a_rewrite_do_their_cpu_work_off_the_event_loop(
+    local_harness: StoreHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Splitting, ordering and laying out a merge of up to max.object.bytes (and a log-compaction
+    transform over it) is up to seconds of CPU: on the loop it would hold every produce and fetch."""
+    threads: dict[str, set[int]] = {"split": set(), "build": set(), "transform": set()}
+
+    def recorded(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            threads[name].add(threading.get_ident())
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(compaction, "split_batches", recorded("split", compaction.split_batches))
+    monkeypatch.setattr(compaction, "build_object", recorded("build", compaction.build_object))
+    store = await local_harness.open()
+    streams = [await store.create_stream() for _ in range(3)]
+    await uploads(store, streams, 4, 500)
+    assert (await store.compactor.run_once()).merged_stream_set == 4
+    await uploads(store, streams, 2, 500, start=4)
+    assert await store.rewrite(streams[0], recorded("transform", lambda batches: batches)) > 0
+    loop_thread = threading.get_ident()
+    assert all(seen and loop_thread not in seen for seen in threads.values()), threads
+    drop_caches(store)
+    await assert_intact(store, streams, 6, 500)
 
 
 async def test_adjacent_small_stream_objects_of_a_stream_are_merged(local_harness: StoreHarness) -> None:

@@ -1,0 +1,135 @@
+"""How long an s3stream compaction holds the event loop, beside the loop's idle baseline.
+
+A broker's produce and fetch answers, lease renewals and group heartbeats all run on one event
+loop. Compaction merges small stream-set objects (up to ``s3stream.compaction.max.object.bytes``
+of them at once) by splitting every object into its batches, ordering them per stream and laying
+the result out as new objects: CPU work that, done on the loop, holds every other request until it
+ends. This bench writes ``--megabytes`` of ``--batch``-byte appends spread over ``--streams``
+streams into stream-set objects of ``--object-mb`` each, then runs one compaction pass while a
+ticker on the same loop sleeps 1 ms at a time and records how late each wake-up is. It prints the
+pass's rate and the loop's longest and p99 stall during the pass, beside the same ticker on the
+idle loop (the baseline) and their ratio.
+
+    .venv/bin/python bench/compaction_bench.py
+    .venv/bin/python bench/compaction_bench.py --megabytes 256 --batch 200 --streams 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tabletopic import database
+from tabletopic.s3stream.config import StoreSettings
+from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
+from tabletopic.s3stream.store import S3StreamStore
+
+MiB = 1024 * 1024
+TICK_S = 0.001
+
+
+class Ticker:
+    """Sleeps ``TICK_S`` over and over on the loop and keeps how late each wake-up came."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(TICK_S)
+            self.lags.append(time.perf_counter() - asked - TICK_S)
+
+    def __enter__(self) -> Ticker:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+    def summary(self) -> tuple[float, float, float]:
+        """Longest stall, p99 stall (ms) and the seconds the loop spent more than 10 ms late."""
+        ordered = sorted(self.lags) or [0.0]
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        late = sum(lag for lag in ordered if lag > 0.010)
+        return ordered[-1] * 1000, p99 * 1000, late
+
+
+async def run(args: argparse.Namespace, root: Path) -> None:
+    settings = StoreSettings(
+        wal_dir=root / "wal",
+        compaction_interval_ms=0,
+        compaction_rate=8 * 1024 * MiB,  # the rate limit is not what is measured
+        delete_grace_ms=3_600_000,
+        log_cache_bytes=64 * MiB,
+    )
+    engine = database.create_engine(database.default_url(root))
+    store = S3StreamStore(settings, engine, open_object_store(LocalObjectStoreSpec(str(root / "objects"))))
+    await store.start()
+    gc.collect()  # as a node does once it is up (tabletopic.platform): start-up objects frozen
+    gc.freeze()
+    try:
+        streams = await store.create_streams(args.streams)
+        payload = os.urandom(args.batch)
+        per_object = max(1, args.object_mb * MiB // args.batch)
+        total = args.megabytes * MiB // args.batch
+        written = 0
+        while written < total:
+            count = min(per_object, total - written)
+            await asyncio.gather(
+                *(store.append(streams[(written + i) % len(streams)], payload, 1) for i in range(count))
+            )
+            await store.flush()
+            written += count
+        print(
+            f"compaction bench: {args.megabytes} MiB in {args.batch} B batches over {args.streams} streams, "
+            f"stream-set objects of {args.object_mb} MiB, {os.cpu_count()} cores, "
+            f"load {os.getloadavg()[0]:.2f}"
+        )
+        with Ticker() as idle:
+            await asyncio.sleep(1.0)
+        idle_max, idle_p99, _ = idle.summary()
+        print(f"  idle loop (baseline)     longest stall {idle_max:8.2f} ms   p99 {idle_p99:6.2f} ms")
+        with Ticker() as busy:
+            started = time.perf_counter()
+            report = await store.compactor.run_once()
+            seconds = time.perf_counter() - started
+        busy_max, busy_p99, late = busy.summary()
+        print(
+            f"  compaction pass          {report.merged_stream_set} objects merged in {seconds:.2f} s "
+            f"({args.megabytes / seconds:.0f} MiB/s)"
+        )
+        print(
+            f"  loop during the pass     longest stall {busy_max:8.2f} ms   p99 {busy_p99:6.2f} ms   "
+            f"{late:.2f} s of {seconds:.2f} s spent over 10 ms late"
+        )
+        print(f"  ratio to idle            longest stall {busy_max / max(idle_max, 1e-3):.0f}x")
+    finally:
+        await store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--megabytes", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=1024, help="bytes per append (one stored batch)")
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--object-mb", type=int, default=8, help="MiB per stream-set object before the pass")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="compaction-bench-") as root:
+        asyncio.run(run(args, Path(root)))
+
+
+if __name__ == "__main__":
+    main()
