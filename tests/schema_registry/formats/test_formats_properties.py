@@ -102,6 +102,25 @@ def test_json_schema_parse_of_any_json_value_raises_only_invalid_schema(value: A
         ]
     }
 )
+# Found by this test in CI: the same merge inside a reader's anyOf, whose branch was compared with
+# the merged writer only.
+@example(
+    {
+        "anyOf": [
+            {
+                "allOf": [
+                    {"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+                    {
+                        "type": "object",
+                        "properties": {"a": {}},
+                        "required": ["a"],
+                        "additionalProperties": False,
+                    },
+                ]
+            }
+        ]
+    }
+)
 def test_json_schema_is_compatible_with_itself_and_its_normalized_form(schema: Any) -> None:
     parsed = JSON_FORMAT.parse(json.dumps(schema), {})
     normalized = JSON_FORMAT.parse(parsed.normalized(), {})

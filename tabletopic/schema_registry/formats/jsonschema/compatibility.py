@@ -179,7 +179,16 @@ class _Checker:
             return out + self._writer_sum(r, rres, w, wres, wsum, loc)
         rsum = next((k for k in SUM_KEYWORDS if isinstance(r.get(k), list)), None)
         if rsum is not None:
-            out += self._reader_sum(r[rsum], rres, w, wres, rsum, loc)
+            found = self._reader_sum(r[rsum], rres, w, wres, rsum, loc)
+            # As for the reader's allOf above: where the merged writer lost a constraint, a reader
+            # branch that reads the writer as written (one of its allOf branches) still proves it.
+            if (
+                found
+                and unflattened is not w
+                and not self._reader_sum(r[rsum], rres, unflattened, wres, rsum, loc)
+            ):
+                found = []
+            out += found
             r = without(r, rsum)
 
         out += self._compare_not(r, rres, w, wres, loc)
