@@ -83,6 +83,9 @@ class Writer:
         self.topic, self.partitions, self.rate = topic, partitions, rate
         self.log = DeliveryLog()
         self.acked_at: dict[int, list[float]] = {p: [] for p in range(partitions)}
+        # (when, seconds from produce() to the acknowledgement) of every acknowledged record.
+        self.latencies: list[tuple[float, float]] = []
+        self.began = time.monotonic()
         # How far the writer itself fell behind its rate, and how often librdkafka's queue was
         # full: a partition's gap is the cluster's only if the writer kept sending to it.
         self.most_behind_s = 0.0
@@ -104,7 +107,9 @@ class Writer:
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
         self.log.callback(msg.value())(err, msg)
         if err is None:
-            self.acked_at[msg.partition()].append(time.monotonic())
+            now = time.monotonic()
+            self.acked_at[msg.partition()].append(now)
+            self.latencies.append((now, msg.latency() or 0.0))
 
     def _run(self) -> None:
         sent, started = 0, time.monotonic()
@@ -488,6 +493,7 @@ def report(
         print(f"  lost: {where} {value!r}")
     print(f"consumer group caught up and committed {caught_up} after the last fault (target <= 30 s)")
     print(f"brokers hung: {hung or 'none'}")
+    print(steady_latency(main_writer, faults[0][1] if faults else time.monotonic()))
     print(f"\n{'fault':<20} {'at s':>7} {'worst partition gap s':>22}  partition, gap from s")
     first = faults[0][1] if faults else 0.0
     gaps = []
@@ -508,6 +514,19 @@ def report(
         print(f"the writer fell at most {main_writer.most_behind_s:.1f} s behind its rate; librdkafka's "
               f"queue was full {main_writer.queue_full} times")  # fmt: skip
     return not lost and not duplicated and table == "exact" and not caught_up.startswith("never") and not hung
+
+
+def steady_latency(writer: Writer, until: float) -> str:
+    """The writer's acknowledgement latency from 10 s after it began until ``until`` (the first
+    fault): what the workload costs the cluster before anything fails."""
+    took = sorted(seconds for at, seconds in writer.latencies if writer.began + 10 <= at < until)
+    if not took:
+        return "acknowledgement latency before the first fault: no records"
+    p50, p99 = (took[min(len(took) - 1, int(len(took) * q))] * 1000 for q in (0.5, 0.99))
+    return (
+        f"acknowledgement latency before the first fault: p50 {p50:.0f} ms, p99 {p99:.0f} ms, "
+        f"max {took[-1] * 1000:.0f} ms over {len(took)} records"
+    )
 
 
 def table_verdict(cluster: LocalCluster, writer: Writer) -> str:
