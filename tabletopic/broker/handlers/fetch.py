@@ -170,7 +170,7 @@ async def _read(
                 continue
             if woken is not None and not _rereads(read, woken):
                 continue
-            read.pieces, read.size = [], 0
+            read.pieces, read.size = (), 0
             if read.snapshot:
                 total += await _read_snapshot(broker, topic.name, read, max_bytes - total, total)
                 continue
@@ -204,13 +204,15 @@ async def _read(
             except StreamError:
                 read.error_code = ErrorCode.kafka_storage_error
                 continue
+            pieces: list[Any] = []
+            read.pieces = pieces
             for batch in batches:
                 payload = memoryview(batch.payload)
                 # Kafka's rule: only the response's very first batch may exceed a limit (so a
                 # consumer always progresses); any other batch must fit both limits.
                 if read.size + len(payload) > budget and (total > 0 or read.size > 0):
                     break
-                add_batch(read.pieces, batch.base_offset, payload, epochs)
+                add_batch(pieces, batch.base_offset, payload, epochs)
                 read.size += len(payload)
                 read.next_offset = batch.next_offset
             if committed and read.size:
@@ -249,9 +251,11 @@ async def _read_snapshot(
     if budget <= 0 and total > 0:
         return 0
     epochs = store.epochs(read.stream_id) if batches else NO_EPOCHS
+    pieces: list[Any] = []
+    read.pieces = pieces
     for batch in batches:
         payload = memoryview(batch.payload)
-        add_batch(read.pieces, batch.base_offset, payload, epochs)
+        add_batch(pieces, batch.base_offset, payload, epochs)
         read.size += len(payload)
     if broker.zone_router is not None:
         broker.zone_router.routed_bytes.labels("read").inc(read.size)

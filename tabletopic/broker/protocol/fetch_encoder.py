@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
@@ -40,10 +40,12 @@ class FetchedPartition:
     error_code: int = ErrorCode.none
     high_watermark: int = -1
     log_start_offset: int = -1
-    pieces: list[Any] = field(default_factory=list)  # buffers making up the records field
+    # Buffers making up the records field; empty tuples by default, not new lists: a Fetch makes one
+    # of these per partition of its session, most of which have nothing to say.
+    pieces: Sequence[Any] = ()
     size: int = 0
     last_stable_offset: int = -2  # -2: same as the high watermark
-    aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
+    aborted: Sequence[tuple[int, int]] = ()  # (producer id, first offset)
     # KIP-392: the broker the consumer should fetch this partition from instead (-1: here).
     preferred_read_replica: int = -1
     # KIP-951, with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: (leader's node id, leader epoch).
