@@ -85,7 +85,6 @@ class Writer:
         self.acked_at: dict[int, list[float]] = {p: [] for p in range(partitions)}
         # (when, seconds from produce() to the acknowledgement) of every acknowledged record.
         self.latencies: list[tuple[float, float]] = []
-        self.began = time.monotonic()
         # How far the writer itself fell behind its rate, and how often librdkafka's queue was
         # full: a partition's gap is the cluster's only if the writer kept sending to it.
         self.most_behind_s = 0.0
@@ -102,6 +101,7 @@ class Writer:
             )
         )
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self.began = time.monotonic()  # the rate is kept from here
         self._thread.start()
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
@@ -112,7 +112,7 @@ class Writer:
             self.latencies.append((now, msg.latency() or 0.0))
 
     def _run(self) -> None:
-        sent, started = 0, time.monotonic()
+        sent, started = 0, self.began
         while not self._stop.is_set():
             while sent < int((time.monotonic() - started) * self.rate):
                 behind = time.monotonic() - started - sent / self.rate
