@@ -37,18 +37,19 @@ load every 10 s and detects every 60 s.
 - write path (``--only-write-path``, run alone; see bench/write_path.py): one node on its local WAL,
   the 3-broker cluster on the object WAL and on the shared WAL (``--wal-kinds``): p50/p99 at
   ``--rate`` msg/s, MB/s flat out, ratios to the single node, PUTs/s per broker and their monthly
-  cost at S3 Standard and S3 Express One Zone request prices.
+  cost at S3 Standard and S3 Express One Zone request prices; ``--write-path-partitions`` spreads the
+  same rate over more partitions (1,200 is the fault run's large size).
 
 Failover is measured per WAL kind (``--wal shared --wal object``, default both; each on a cluster of
 its own, ``--only-failover`` for nothing else): on the shared WAL it includes the takeover (fence,
 replay, commit) between the lease expiry and the partitions' move.
 
 Usage: python bench/cluster_bench.py [--kills 5] [--moves 5] [--seconds 5] [--rate 2000] [--wal K]
+       [--balancer-repeats 3] [--only-balancer] [--txn-size 1000] [--only-transactions]
        python bench/cluster_bench.py --only-failover [--wal shared] [--kills 5] [--rate 2000]
        python bench/cluster_bench.py --only-write-path [--wal-kinds local,object,shared] [--rate 2000]
-       [--balancer-repeats 3] [--only-balancer] [--txn-size 1000] [--only-transactions]
-       python bench/cluster_bench.py --only-write-path [--wal-kinds local,object,shared] [--rate 2000]
-       [--seconds 10] [--broker-set s3stream.wal.object.max.in.flight.uploads=2]
+       [--seconds 10] [--write-path-partitions 12] [--linger-ms 5] [--split-cores]
+       [--broker-set s3stream.wal.object.max.in.flight.uploads=2]
        python bench/cluster_bench.py --partitions 10000 [--topic-partitions 100] [--idle-seconds 20]
        [--open-transactions]
 """
@@ -380,11 +381,25 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a setting of the write path's cluster brokers (repeatable)",
     )
+    parser.add_argument(
+        "--write-path-partitions",
+        type=int,
+        default=12,
+        help="partitions of each write-path topic: at 1,200 the two clients part (see bench/write_path.py)",
+    )
     args = parser.parse_args()
     if args.only_write_path:
         kinds = [k.strip() for k in args.wal_kinds.split(",") if k.strip()]
         extra = dict(kv.split("=", 1) for kv in args.broker_set)
-        run_write_path(kinds, args.rate, args.seconds, extra, args.linger_ms, args.split_cores)
+        run_write_path(
+            kinds,
+            args.rate,
+            args.seconds,
+            extra,
+            args.linger_ms,
+            args.split_cores,
+            partitions=args.write_path_partitions,
+        )
         return
     args.wal = list(dict.fromkeys(args.wal or ["shared", "object"]))
     if args.only_failover:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from percentiles import nearest_rank
+
 from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_store
@@ -59,10 +61,8 @@ class Ticker:
 
     def summary(self) -> tuple[float, float, float]:
         """Longest stall, p99 stall (ms) and the seconds the loop spent more than 10 ms late."""
-        ordered = sorted(self.lags) or [0.0]
-        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-        late = sum(lag for lag in ordered if lag > 0.010)
-        return ordered[-1] * 1000, p99 * 1000, late
+        late = sum(lag for lag in self.lags if lag > 0.010)
+        return nearest_rank(self.lags, 1.0) * 1000, nearest_rank(self.lags, 0.99) * 1000, late
 
 
 async def run(args: argparse.Namespace, root: Path) -> None:

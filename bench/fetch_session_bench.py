@@ -11,14 +11,18 @@ what is measured is the handler's own work per Fetch: resolving the session's pa
 them, waiting on them and choosing what the answer lists.
 
 Two cases, each printed as microseconds of CPU per Fetch (process time, which neighbours on a
-shared machine distort less than wall time) with the append's own cost measured alone and taken
-off:
+shared machine distort less than wall time). Each request reaches the handler as the server parses
+it from a socket; the appends' own cost and the client's (building and encoding the requests) are
+measured alone and taken off:
 
 - ``wake``: the Fetch waits (max_wait 500 ms), one append to one partition of the session wakes it;
 - ``ready``: a partition already has data when the Fetch arrives (no wait).
 
 Also printed: the same two cases with a session of one partition, the floor a Fetch costs whatever
-its session holds, and the ratio of the two.
+its session holds, and the ratio of the two; and the same partitions fetched without a session, as
+librdkafka fetches (it never opens one: each Fetch names every partition, each answer lists every
+one), which is what a confluent-kafka consumer group costs a broker; and the encoder alone on an
+answer of that many partitions with nothing to say, timed apart from the rest (its least of five).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import asyncio
 import sys
 import tempfile
 import time
+import timeit
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,12 @@ from tabletopic import database  # noqa: E402
 from tabletopic.broker.context import RequestContext  # noqa: E402
 from tabletopic.broker.handlers import HANDLERS  # noqa: E402
 from tabletopic.broker.listeners import Endpoint  # noqa: E402
+from tabletopic.broker.protocol.codec import parse_request  # noqa: E402
+from tabletopic.broker.protocol.fetch_encoder import (  # noqa: E402
+    FetchedPartition,
+    FetchedTopic,
+    encode_fetch_response,
+)
 from tabletopic.broker.service import BrokerService  # noqa: E402
 from tabletopic.config import Config  # noqa: E402
 from tabletopic.s3stream.config import StoreSettings  # noqa: E402
@@ -46,6 +58,7 @@ from tabletopic.s3stream.objectstore import LocalObjectStoreSpec, open_object_st
 from tabletopic.s3stream.store import S3StreamStore  # noqa: E402
 from tabletopic.s3stream.streams import StreamStore  # noqa: E402
 from tests.support.kafka_requests import make_batch, session_fetch_request  # noqa: E402
+from tests.support.raw_kafka_client import encode_request  # noqa: E402
 
 VERSION = 12  # names topics (v13+ names ids); librdkafka 2.x sends 11-16
 FETCH = 1
@@ -59,29 +72,47 @@ def fetch_request(session_id: int, epoch: int, offsets: dict[int, int], max_wait
 
 
 class Session:
-    """One consumer's fetch session over ``partitions``, as librdkafka drives it: a full fetch,
-    then incremental ones naming only the partitions whose position moved."""
+    """One consumer's Fetches of some partitions, starting at ``ends``. ``incremental``: as the
+    Java client drives a fetch session (KIP-227), a full fetch, then incremental ones naming only
+    the partitions whose position moved. Otherwise as librdkafka fetches, which never opens a
+    session: every Fetch (session id 0, epoch -1) names every partition and the answer lists every
+    one."""
 
-    def __init__(self, broker: BrokerService, partitions: list[int]) -> None:
+    def __init__(self, broker: BrokerService, ends: dict[int, int], incremental: bool = True) -> None:
         self.broker = broker
-        self.partitions = partitions
+        self.partitions = list(ends)
+        self.incremental = incremental
         self.session_id = 0
         self.epoch = 0
         self.moved: dict[int, int] = {}  # named by the next incremental Fetch
         self.read: dict[int, int] = {}  # what the Fetch in progress returns
-        self.positions = dict.fromkeys(partitions, 0)
+        # Each partition's end: a case starts caught up with what the cases before it appended.
+        self.positions = dict(ends)
+        self.consumed = dict(ends)  # what the Fetches so far returned
 
     def appended(self, partition: int) -> None:
         self.positions[partition] += 1
         self.read[partition] = self.positions[partition]
 
+    def frame(self, max_wait_ms: int) -> bytes:
+        """The next Fetch as the client sends it: built and encoded here, the client's cost, which
+        the bench measures apart and takes off."""
+        if self.incremental:
+            named = dict(self.positions) if self.epoch == 0 else self.moved
+            request = fetch_request(self.session_id, self.epoch, named, max_wait_ms)
+        else:
+            request = fetch_request(0, -1, self.consumed, max_wait_ms)
+        return encode_request(request, 1)[4:]
+
     async def fetch(self, max_wait_ms: int) -> None:
-        handler = HANDLERS[FETCH]
-        named = dict(self.positions) if self.epoch == 0 else self.moved
-        req = fetch_request(self.session_id, self.epoch, named, max_wait_ms)
+        """Parse the next Fetch as the server does and answer it."""
+        request = parse_request(self.frame(max_wait_ms))
         ctx = RequestContext(FETCH, VERSION, 1, "bench", "127.0.0.1", 1)
-        await handler(self.broker, ctx, req)
+        await HANDLERS[FETCH](self.broker, ctx, request.body)
         # The answer is already encoded; the consumer's positions follow from what was appended.
+        if not self.incremental:
+            self.consumed = dict(self.positions)
+            return
         if self.epoch == 0:
             self.session_id = next(reversed(self.broker.fetch_sessions._sessions))
         self.epoch += 1
@@ -114,19 +145,29 @@ async def _run(partitions: int, session_size: int, fetches: int, kind: str, tmp:
             await store.append(topic.streams[p], BATCH, 1)
             session.appended(p)
 
-        for size in (session_size, 1):
-            session = Session(broker, list(range(size)))
+        for size, incremental in ((session_size, True), (1, True), (session_size, False)):
+            ends = {p: store.stream_info(topic.streams[p]).end_offset for p in range(size)}
+            session = Session(broker, ends, incremental)
+            mode = "" if incremental else "sessionless/"
             await session.fetch(0)  # the full fetch that opens the session
             started = time.process_time()
             for i in range(fetches):
                 await append(session, i)
             appends = time.process_time() - started
             await session.fetch(0)  # drain what those appends left
+            # A Fetch of each case names one moved partition (incremental) or all (sessionless).
+            moved, session.moved = session.moved, dict(list(session.positions.items())[:1])
+            started = time.process_time()
+            for _ in range(fetches):
+                session.frame(500)
+            session.moved = moved
+            # The appends' and the client's own CPU, taken off each case below.
+            others = appends + time.process_time() - started
             started = time.process_time()
             for i in range(fetches):
                 await append(session, i)
                 await session.fetch(500)
-            figures[f"ready/{size}"] = (time.process_time() - started - appends) / fetches * 1e6
+            figures[f"{mode}ready/{size}"] = (time.process_time() - started - others) / fetches * 1e6
             started = time.process_time()
             for i in range(fetches):
                 waiting = asyncio.ensure_future(session.fetch(500))
@@ -134,12 +175,22 @@ async def _run(partitions: int, session_size: int, fetches: int, kind: str, tmp:
                     await asyncio.sleep(0)  # let the Fetch reach its wait
                 await append(session, i)
                 await waiting
-            figures[f"wake/{size}"] = (time.process_time() - started - appends) / fetches * 1e6
+            figures[f"{mode}wake/{size}"] = (time.process_time() - started - others) / fetches * 1e6
         return figures
     finally:
         await broker.stop()
         await store.close()
         engine.dispose()
+
+
+def encode_quiet_answer(partitions: int) -> float:
+    """µs to encode a v12 answer listing ``partitions`` partitions with nothing to say (what most of
+    a sessionless Fetch's answer is), the least of five timings of 2,000: the encoder alone, apart
+    from the rest of the handler and the machine's noise."""
+    quiet = [FetchedPartition(i, 0, 1000 + i, 0) for i in range(partitions)]
+    topics = [FetchedTopic("many", uuid.UUID(int=1), quiet)]
+    runs = timeit.repeat(lambda: encode_fetch_response(1, VERSION, 0, topics), number=2000, repeat=5)
+    return min(runs) / 2000 * 1e6
 
 
 def main() -> None:
@@ -164,10 +215,13 @@ def main() -> None:
     )
     for case in ("ready", "wake"):
         many, one = figures[f"{case}/{args.session}"], figures[f"{case}/1"]
+        full = figures[f"sessionless/{case}/{args.session}"]
         print(
             f"  {case:5}  session of {args.session}: {many:8.1f} µs   of 1: {one:7.1f} µs"
-            f"   ratio {many / one:5.1f}x"
+            f"   ratio {many / one:5.1f}x   {args.session} partitions without a session: {full:8.1f} µs"
         )
+    print(f"  encoding alone, an answer of {args.session} partitions with nothing to say: "
+          f"{encode_quiet_answer(args.session):.1f} µs")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from percentiles import nearest_rank
+
 from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.objectstore import (
@@ -49,13 +51,6 @@ class Result:
     quiet_p99_ms: float
     tail_mbps: float
     cold_mbps: float
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def run_case(
@@ -138,10 +133,10 @@ async def run_case(
         mode,
         size,
         appended / append_seconds / MiB,
-        percentile(latencies, 0.5) * 1000,
-        percentile(latencies, 0.99) * 1000,
-        percentile(quiet, 0.5) * 1000,
-        percentile(quiet, 0.99) * 1000,
+        nearest_rank(latencies, 0.5) * 1000,
+        nearest_rank(latencies, 0.99) * 1000,
+        nearest_rank(quiet, 0.5) * 1000,
+        nearest_rank(quiet, 0.99) * 1000,
         tail_bytes / tail_seconds / MiB,
         cold_bytes / cold_seconds / MiB,
     )

@@ -64,6 +64,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from percentiles import nearest_rank  # noqa: E402
+
 from tests.support.table_node import TableNode, table_configs  # noqa: E402
 
 FIELDS: list[dict[str, Any]] = [{"name": "id", "type": "long"}]
@@ -537,12 +539,6 @@ def wait_spark_warm(node: TableNode, timeout: float = 120.0) -> float:
     return time.monotonic() - started
 
 
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    return values[min(int(q * len(values)), len(values) - 1)]
-
-
 def say_upsert(
     args: argparse.Namespace, work: Path | None = None, say: Callable[[str], None] = print
 ) -> None:
@@ -655,8 +651,8 @@ def main() -> None:
             say(
                 f"steady {st['achieved_rate']:,.0f} rec/s (asked {args.steady_rate:,.0f}), "
                 "commit interval 1 s: "
-                f"produce->visible p50 {pct(lat, 0.5):.2f}s  p99 {pct(lat, 0.99):.2f}s  "
-                f"max {pct(lat, 1.0):.2f}s "
+                f"produce->visible p50 {nearest_rank(lat, 0.5):.2f}s  p99 {nearest_rank(lat, 0.99):.2f}s  "
+                f"max {nearest_rank(lat, 1.0):.2f}s "
                 f"({len(lat):,} records)"
             )
             keys = sorted({k for j in st["jobs"] for k in j})

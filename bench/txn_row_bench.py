@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from percentiles import nearest_rank
+
 from tabletopic import database
 from tabletopic.broker.transactions.model import TxnState
 from tabletopic.broker.transactions.row_writer import RowWriter
@@ -63,7 +65,7 @@ async def measure(directory: Path, synchronous: str, writes: int) -> None:
         engine.dispose()
     p50 = {name: statistics.median(values) * 1e6 for name, values in runs.items()}
     for name, values in runs.items():
-        p99 = sorted(values)[int(len(values) * 0.99)] * 1e6
+        p99 = nearest_rank(values, 0.99) * 1e6
         mean = statistics.mean(values) * 1e6
         print(
             f"  synchronous={synchronous:<6} {name:<16} "

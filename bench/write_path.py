@@ -31,6 +31,11 @@ requests in flight per connection, so 12 partitions on one broker take turns for
 acknowledgement then waits for its partition's turn as well as for the broker, about twice the
 broker's own time when that is ~10 ms (the object WAL). aiokafka, as the Java client, sends every
 ready partition of a broker in one request, which shows what the broker itself answers in.
+
+``--write-path-partitions`` (default 12) spreads the same rate over that many partitions. At 1,200
+and 600 msg/s each partition gets a record every 2 s: what the brokers cost at that size when only
+producing, apart from the consumers, table and faults that ``bench/fault_run.py --partitions 1200``
+adds on the same cores.
 """
 
 from __future__ import annotations
@@ -52,11 +57,12 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from percentiles import nearest_rank
 
 from tabletopic.cluster.local import LocalCluster, SeaweedFS
 from tests.support.broker_process import BrokerProcess
 
-PARTITIONS = 12
+PARTITIONS = 12  # the default; --write-path-partitions sets another
 VALUE = b"v" * 1024
 SECONDS_PER_MONTH = 30 * 24 * 3600
 # Request prices per 1,000 PUT requests, us-east-1, from the Amazon S3 pricing page ("Requests &
@@ -123,12 +129,12 @@ def phase_means(
     return means
 
 
-def create_topic(bootstrap: str) -> str:
+def create_topic(bootstrap: str, partitions: int) -> str:
     topic = f"write-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(60)
     warm = producer(bootstrap)
-    for partition in range(PARTITIONS):  # every leader placed and answering before timing
+    for partition in range(partitions):  # every leader placed and answering before timing
         warm.produce(topic, value=b"warm", partition=partition)
     if warm.flush(60):
         raise RuntimeError(f"topic {topic}: warm-up writes not acknowledged within 60 s")
@@ -151,7 +157,7 @@ def warm_producer(bootstrap: str, topic: str, extra: dict[str, object] | None = 
 
 
 def fixed_rate(
-    bootstrap: str, topic: str, rate: int, seconds: float, linger_ms: float | None = None
+    bootstrap: str, topic: str, partitions: int, rate: int, seconds: float, linger_ms: float | None = None
 ) -> tuple[list[float], int]:
     """Acknowledgement times (seconds from produce() to the delivery report) of ``rate`` msg/s,
     from a producer that has its producer id: librdkafka asks for one only after a 500 ms timer when
@@ -173,7 +179,7 @@ def fixed_rate(
     started = next_at = time.monotonic()
     i = 0
     while time.monotonic() - started < seconds:
-        client.produce(topic, value=VALUE, partition=i % PARTITIONS, on_delivery=delivered)
+        client.produce(topic, value=VALUE, partition=i % partitions, on_delivery=delivered)
         i += 1
         client.poll(0)
         next_at += interval
@@ -184,7 +190,9 @@ def fixed_rate(
     return latencies, errors[0]
 
 
-async def _batching_fixed_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
+async def _batching_fixed_rate(
+    bootstrap: str, topic: str, partitions: int, rate: int, seconds: float
+) -> list[float]:
     client = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=0)
     await client.start()
     latencies: list[float] = []
@@ -200,7 +208,7 @@ async def _batching_fixed_rate(bootstrap: str, topic: str, rate: int, seconds: f
         i = 0
         while time.monotonic() - started < seconds:
             sent_at = time.perf_counter()
-            delivery = await client.send(topic, VALUE, partition=i % PARTITIONS)
+            delivery = await client.send(topic, VALUE, partition=i % partitions)
             waits.append(asyncio.ensure_future(acknowledged(delivery, sent_at)))
             i += 1
             next_at += 1 / rate
@@ -213,17 +221,16 @@ async def _batching_fixed_rate(bootstrap: str, topic: str, rate: int, seconds: f
     return latencies
 
 
-def batching_fixed_rate(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[float, float]:
+def batching_fixed_rate(
+    bootstrap: str, topic: str, partitions: int, rate: int, seconds: float
+) -> tuple[float, float]:
     """p50 and p99 (ms) of ``rate`` msg/s from aiokafka, which sends all the partitions a broker
     leads in one request (see the module docstring)."""
-    latencies = sorted(asyncio.run(_batching_fixed_rate(bootstrap, topic, rate, seconds)))
-    if not latencies:
-        return float("nan"), float("nan")
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    return statistics.median(latencies) * 1000, p99 * 1000
+    latencies = asyncio.run(_batching_fixed_rate(bootstrap, topic, partitions, rate, seconds))
+    return nearest_rank(latencies, 0.5) * 1000, nearest_rank(latencies, 0.99) * 1000
 
 
-def flat_out(bootstrap: str, topic: str, seconds: float) -> float:
+def flat_out(bootstrap: str, topic: str, partitions: int, seconds: float) -> float:
     """MB/s (10^6 bytes of values) acknowledged to one idempotent producer writing 1 KiB values as
     fast as it can."""
     client = warm_producer(bootstrap, topic, {"linger.ms": 20, "batch.size": 1 << 20})
@@ -237,7 +244,7 @@ def flat_out(bootstrap: str, topic: str, seconds: float) -> float:
     i = 0
     while time.monotonic() - started < seconds:
         try:
-            client.produce(topic, value=VALUE, partition=i % PARTITIONS, on_delivery=delivered)
+            client.produce(topic, value=VALUE, partition=i % partitions, on_delivery=delivered)
             i += 1
         except BufferError:
             client.poll(0.01)
@@ -246,22 +253,24 @@ def flat_out(bootstrap: str, topic: str, seconds: float) -> float:
     return acked[0] * len(VALUE) / (time.monotonic() - started) / 1e6
 
 
-def measure(kind: str, target: Target, rate: int, seconds: float, linger_ms: float | None = None) -> Figures:
-    topic = create_topic(target.bootstrap)
+def measure(
+    kind: str, target: Target, partitions: int, rate: int, seconds: float, linger_ms: float | None = None
+) -> Figures:
+    topic = create_topic(target.bootstrap, partitions)
     before = [scrape(url) for url in target.metrics_urls]
     began = time.monotonic()
-    latencies, errors = fixed_rate(target.bootstrap, topic, rate, seconds, linger_ms)
+    latencies, errors = fixed_rate(target.bootstrap, topic, partitions, rate, seconds, linger_ms)
     elapsed = time.monotonic() - began
     after = [scrape(url) for url in target.metrics_urls]
     puts = [(a[0] - b[0]) / elapsed for a, b in zip(after, before, strict=True)]
     phases = phase_means([b[1] for b in before], [a[1] for a in after])
-    latencies.sort()
-    p50 = statistics.median(latencies) if latencies else float("nan")
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else float("nan")
-    batching = batching_fixed_rate(target.bootstrap, create_topic(target.bootstrap), rate, seconds)
-    flat_topic = create_topic(target.bootstrap)
+    p50, p99 = nearest_rank(latencies, 0.5), nearest_rank(latencies, 0.99)
+    batching = batching_fixed_rate(
+        target.bootstrap, create_topic(target.bootstrap, partitions), partitions, rate, seconds
+    )
+    flat_topic = create_topic(target.bootstrap, partitions)
     cpu_before, flat_began = cpu_seconds(), time.monotonic()
-    mb_per_s = flat_out(target.bootstrap, flat_topic, seconds)
+    mb_per_s = flat_out(target.bootstrap, flat_topic, partitions, seconds)
     gigabytes = mb_per_s * (time.monotonic() - flat_began) / 1000
     cpu_used = {role: spent - cpu_before.get(role, 0.0) for role, spent in cpu_seconds().items()}
     cpu_per_gb = {role: spent / gigabytes for role, spent in cpu_used.items()} if gigabytes else {}
@@ -403,6 +412,7 @@ def run_write_path(
     extra: dict[str, str] | None = None,
     linger_ms: float | None = None,
     split: bool = False,
+    partitions: int = PARTITIONS,
 ) -> list[Figures]:
     """Measure every kind in ``kinds`` (local, object, shared) and print the table; ``extra``
     settings go to the cluster's brokers."""
@@ -417,7 +427,7 @@ def run_write_path(
         "shared-1": lambda: cluster("shared", brokers=1, extra=extra),
     }
     print(f"write path: {rate} msg/s of 1 KiB for {seconds:.0f} s, then flat out for {seconds:.0f} s; "
-          "confluent-kafka idempotent acks=all, 12 partitions")  # fmt: skip
+          f"confluent-kafka idempotent acks=all, {partitions:,} partitions")  # fmt: skip
     if extra:
         print("cluster brokers set: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
     if linger_ms is not None:
@@ -434,7 +444,7 @@ def run_write_path(
             with targets[kind]() as target:
                 if split:
                     print(f"{kind}: {split_cores()}")
-                results.append(measure(kind, target, rate, seconds, linger_ms))
+                results.append(measure(kind, target, partitions, rate, seconds, linger_ms))
         except Exception as exc:  # a kind this build does not support: say so and go on
             print(f"{kind}: skipped, it did not start or run: {' '.join(str(exc).split())[:400]}")
     report(results)

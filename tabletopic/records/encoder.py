@@ -156,9 +156,15 @@ def zigzag(value: int) -> bytes:
 def uvarint(value: int) -> bytes:
     """``value`` (not negative) as an unsigned base-128 varint, low groups first (Kafka's compact
     lengths of flexible versions, and the body of every zig-zag varint)."""
+    if value < 0x80:
+        return _ONE_BYTE[value]  # most lengths and counts: no loop, no new object
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+# The varints of 0-127: one byte each, built once.
+_ONE_BYTE = [bytes([value]) for value in range(0x80)]

@@ -52,6 +52,7 @@ class StoreMetrics:
         self.deleted_objects = counter("deleted_objects", "Objects deleted from the store.")
         self._hits = 0
         self._reads = 0
+        self._cache_children: dict[tuple[str, bool], Counter] = {}
         self.cache_hit_ratio.set_function(self._ratio)
 
     def _ratio(self) -> float:
@@ -60,4 +61,9 @@ class StoreMetrics:
     def cache_read(self, cache: str, hit: bool) -> None:
         self._reads += 1
         self._hits += hit
-        self.cache_requests.labels(cache, "hit" if hit else "miss").inc()
+        child = self._cache_children.get((cache, hit))
+        if child is None:  # labels() takes a lock and builds a key: once per cache and outcome
+            child = self._cache_children[cache, hit] = self.cache_requests.labels(
+                cache, "hit" if hit else "miss"
+            )
+        child.inc()

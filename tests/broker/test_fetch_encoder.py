@@ -48,10 +48,14 @@ def _kio_bytes(
                         "partition_index": p.partition_index,
                         "error_code": ErrorCode(p.error_code),
                         "high_watermark": p.high_watermark,
-                        "last_stable_offset": p.high_watermark,
+                        "last_stable_offset": p.high_watermark
+                        if p.last_stable_offset == -2
+                        else p.last_stable_offset,
                         "log_start_offset": p.log_start_offset,
-                        "aborted_transactions": [],
-                        "preferred_read_replica": -1,
+                        "aborted_transactions": [
+                            {"producer_id": producer, "first_offset": first} for producer, first in p.aborted
+                        ],
+                        "preferred_read_replica": p.preferred_read_replica,
                         "records": b"".join(bytes(x) for x in p.pieces),
                     }
                     | _leader_fields(p)
@@ -91,6 +95,22 @@ def test_a_refused_partitions_current_leader_and_its_endpoint_match_kio(version:
     endpoints: list[NodeEndpoint] = [{"node_id": 3, "host": "broker-3", "port": 9093, "rack": "az-c"}]
     ours = encode_fetch_response(99, version, 0, topics, endpoints=endpoints)
     assert b"".join(bytes(piece) for piece in ours) == _kio_bytes(version, topics, endpoints)
+
+
+@pytest.mark.parametrize("version", range(11, 18))
+def test_partitions_without_records_match_kio_whatever_they_say(version: int) -> None:
+    """Most partitions of an answer have no records (from v12 they are written in one piece): their
+    offsets, a last stable offset behind the high watermark, a preferred read replica (KIP-392) and
+    aborted transactions must still come out as kio writes them."""
+    topics = _topics()
+    topics[0].partitions = [
+        *topics[0].partitions,
+        FetchedPartition(7, 0, 9_000_000_000, 3, last_stable_offset=8_999_999_990, preferred_read_replica=2),
+        FetchedPartition(300, 0, 12, 0, aborted=[(41, 5), (42, 8)], last_stable_offset=4),
+        FetchedPartition(2**31 - 1, int(ErrorCode.kafka_storage_error)),
+    ]
+    ours = b"".join(bytes(piece) for piece in encode_fetch_response(99, version, 0, topics))
+    assert ours == _kio_bytes(version, topics)
 
 
 def test_record_data_is_passed_through_not_copied() -> None:

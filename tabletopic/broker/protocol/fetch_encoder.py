@@ -30,6 +30,11 @@ _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">ihqq")  # partition_index, error_code, high_watermark, last_stable
 _I64 = struct.Struct(">q")
 _ABORTED = struct.Struct(">qq")  # producer_id, first_offset
+# A partition of a flexible answer (v12 on) with no records, no aborted transaction and no leader
+# to name: most of a session's partitions, every time. partition_index, error_code, high_watermark,
+# last_stable_offset, log_start_offset, then the empty aborted list (compact length 1),
+# preferred_read_replica, the empty records (compact length 1) and no tagged fields.
+_QUIET_PARTITION = struct.Struct(">ihqqqBiBB")
 
 
 @dataclass(slots=True)
@@ -102,6 +107,19 @@ def encode_fetch_response(
         current += uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for partition in partitions:
             stable = partition.last_stable_offset
+            if flexible and not partition.size and not partition.aborted and partition.current_leader is None:
+                current += _QUIET_PARTITION.pack(
+                    partition.partition_index,
+                    partition.error_code,
+                    partition.high_watermark,
+                    partition.high_watermark if stable == -2 else stable,
+                    partition.log_start_offset,
+                    1,
+                    partition.preferred_read_replica,
+                    1,
+                    0,
+                )
+                continue
             current += _PARTITION_HEAD.pack(
                 partition.partition_index,
                 partition.error_code,
