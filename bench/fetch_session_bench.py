@@ -149,7 +149,7 @@ async def _run(partitions: int, session_size: int, fetches: int, kind: str, tmp:
             ends = {p: store.stream_info(topic.streams[p]).end_offset for p in range(size)}
             session = Session(broker, ends, incremental)
             mode = "" if incremental else "sessionless/"
-            await session.fetch(0)  # the full fetch that opens the session
+            await session.fetch(0)  # the first, full Fetch (it opens an incremental case's session)
             started = time.process_time()
             for i in range(fetches):
                 await append(session, i)
