@@ -28,7 +28,7 @@ the kind of change as payload, so waiters wake at once instead of polling.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -47,6 +47,7 @@ from tabletopic.cluster.controller import (
     unrecovered,
 )
 from tabletopic.cluster.events import create_events_table
+from tabletopic.cluster.load import LoadReport
 from tabletopic.fencing import Fenced
 from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
 
@@ -197,7 +198,7 @@ class NodeInfo:
     alive: bool
     # Not compared: a new report with every renewal is not a change brokers act on (only the
     # controller's balancer reads it, from the current snapshot).
-    load: dict[str, list[int]] = field(default_factory=dict, compare=False)
+    load: Mapping[str, list[int]] = field(default_factory=dict, compare=False)
     # Registered with the incarnation, so it changes only with the node epoch.
     admin_url: str | None = field(default=None, compare=False)
 
@@ -588,7 +589,7 @@ class ClusterMetadata:
                         endpoints,
                         row.state,
                         bool(row.alive),
-                        json.loads(row.load or "{}"),
+                        LoadReport(row.load or "{}"),
                         row.admin_url,
                     )
                 ctrl = conn.execute(

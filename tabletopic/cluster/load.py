@@ -5,8 +5,9 @@ renewal; the controller reads them from the nodes' rows."""
 
 from __future__ import annotations
 
+import json
 from collections import deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -37,3 +38,33 @@ class LoadMeter(Generic[K]):
             before_in, before_out = old.get(key, (0, 0))
             result[key] = (max(bytes_in - before_in, 0) / elapsed, max(bytes_out - before_out, 0) / elapsed)
         return result
+
+
+class LoadReport(Mapping[str, list[int]]):
+    """One broker's reported rates, ``{"topic/partition": [bytes in/s, bytes out/s]}``, kept as the
+    JSON text of its node row and parsed on first use.
+
+    Every broker reads every node's row on each poll of the cluster metadata, but only the
+    controller's balancer, the console and ``cluster status`` read the rates. At 1,200 partitions,
+    parsing them all on every poll cost each broker about 2 % of a core.
+    """
+
+    __slots__ = ("_parsed", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._parsed: dict[str, list[int]] | None = None
+
+    def _rates(self) -> dict[str, list[int]]:
+        if self._parsed is None:
+            self._parsed = json.loads(self._text or "{}")
+        return self._parsed
+
+    def __getitem__(self, key: str) -> list[int]:
+        return self._rates()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rates())
+
+    def __len__(self) -> int:
+        return len(self._rates())

@@ -3,11 +3,13 @@ reports count, when rounds run, cooldown, and the switch between load and count 
 
 from __future__ import annotations
 
+import pytest
+
 from tabletopic.cluster.autobalance import AutoBalancer, AutoBalancerSettings, parse_load_key, plan_for
 from tabletopic.cluster.balancer import BalancerSettings
 from tabletopic.cluster.controller import Assignment
 from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
-from tabletopic.cluster.load import LoadMeter
+from tabletopic.cluster.load import LoadMeter, LoadReport
 
 MB = 1_000_000
 
@@ -42,6 +44,18 @@ def test_load_meter_does_not_count_old_bytes_of_a_partition_led_again() -> None:
     meter: LoadMeter[str] = LoadMeter(window_s=10.0)
     meter.rates({"a": (5000, 0)}, now=0.0)
     assert meter.rates({"a": (5000, 0), "b": (100, 0)}, now=1.0)["a"] == (0.0, 0.0)
+
+
+def test_a_load_report_is_read_from_its_json_only_when_asked() -> None:
+    """Every broker reads every node's row on each metadata poll; the rates in it are parsed only
+    by what reads them (the balancer, the console), so a poll never parses them."""
+    report = LoadReport('{"orders/0": [5, 7], "orders/1": [1, 0]}')
+    assert dict(report) == {"orders/0": [5, 7], "orders/1": [1, 0]}
+    assert len(report) == 2 and report["orders/0"] == [5, 7]
+    unread = LoadReport("{not json")  # built without parsing: a poll holding it does not fail
+    with pytest.raises(ValueError):
+        len(unread)
+    assert dict(LoadReport("")) == {}
 
 
 def test_load_keys_parse_and_garbage_is_ignored() -> None:
