@@ -589,7 +589,7 @@ class ClusterMetadata:
                         endpoints,
                         row.state,
                         bool(row.alive),
-                        LoadReport(row.load or "{}"),
+                        LoadReport(row.load),
                         row.admin_url,
                     )
                 ctrl = conn.execute(

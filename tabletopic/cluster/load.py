@@ -51,8 +51,8 @@ class LoadReport(Mapping[str, list[int]]):
 
     __slots__ = ("_parsed", "_text")
 
-    def __init__(self, text: str) -> None:
-        self._text = text
+    def __init__(self, text: str | None) -> None:
+        self._text = text  # None or empty: no report yet
         self._parsed: dict[str, list[int]] | None = None
 
     def _rates(self) -> dict[str, list[int]]:

@@ -156,7 +156,7 @@ def zigzag(value: int) -> bytes:
 def uvarint(value: int) -> bytes:
     """``value`` (not negative) as an unsigned base-128 varint, low groups first (Kafka's compact
     lengths of flexible versions, and the body of every zig-zag varint)."""
-    if value < 0x80:
+    if 0 <= value < 0x80:
         return _ONE_BYTE[value]  # most lengths and counts: no loop, no new object
     out = bytearray()
     while value >= 0x80:

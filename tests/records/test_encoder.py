@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tabletopic.records.columns import DecodedRecords
 from tabletopic.records.compression import Compression
 from tabletopic.records.decoder import decode_records
-from tabletopic.records.encoder import Record, build_batch, build_control_batch, zigzag
+from tabletopic.records.encoder import Record, build_batch, build_control_batch, uvarint, zigzag
 from tabletopic.records.header import validate_batches
 from tabletopic.records.transactions import ControlType, control_type_of
 from tests.records.samples import RECORDS, T0, batch, stored
@@ -66,6 +66,21 @@ def test_control_type_of_an_unreadable_control_batch_is_none() -> None:
     data = batch([Record(b"\x00", b"")], control=True, transactional=True)
     (header,) = validate_batches(data)
     assert control_type_of(data, header) is None
+
+
+def test_unsigned_varints_of_one_byte_and_more_and_a_negative_value_is_refused() -> None:
+    """Values below 128 come from a table; a negative one is a caller's bug and must not be read
+    from its end (it would be written as a valid-looking byte)."""
+    assert [uvarint(v) for v in (0, 1, 127, 128, 300, 2**21)] == [
+        b"\x00",
+        b"\x01",
+        b"\x7f",
+        b"\x80\x01",
+        b"\xac\x02",
+        b"\x80\x80\x80\x01",
+    ]
+    with pytest.raises(ValueError):
+        uvarint(-1)
 
 
 @pytest.mark.parametrize(
