@@ -91,6 +91,57 @@ def test_migrations_run_on_postgres(postgres_url: str) -> None:
         assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 1
 
 
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_upsert_inserts_or_replaces_rows_by_their_primary_key_in_one_statement(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
+    """One statement for every row, whatever is stored (a delete and an insert per row cost twice the
+    CPU of an offset commit); ``newer`` keeps a stored row that is ahead of the new one."""
+    url = database.default_url(tmp_path) if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    engine = database.create_engine(url)
+    table = sa.Table(
+        f"upserted_{backend}",
+        sa.MetaData(),
+        sa.Column("group_id", sa.Text, primary_key=True),
+        sa.Column("partition", sa.Integer, primary_key=True),
+        sa.Column("offset", sa.BigInteger, nullable=False),
+        sa.Column("note", sa.Text, nullable=True),
+    )
+    statements: list[str] = []
+    try:
+        with engine.begin() as conn:
+            table.drop(conn, checkfirst=True)
+            table.create(conn)
+            database.upsert(
+                conn, table, [{"group_id": "g", "partition": p, "offset": 5, "note": "a"} for p in range(3)]
+            )
+        sa.event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+        with engine.begin() as conn:
+            database.upsert(
+                conn,
+                table,
+                [{"group_id": "g", "partition": p, "offset": 7, "note": None} for p in (1, 2, 3)],
+            )
+            database.upsert(conn, table, [], newer=table.c.offset)
+            database.upsert(
+                conn,
+                table,
+                [{"group_id": "g", "partition": p, "offset": o, "note": "b"} for p, o in ((0, 4), (1, 7))],
+                newer=table.c.offset,
+            )
+            rows = conn.execute(sa.select(table).order_by(table.c.partition)).all()
+        assert [tuple(r) for r in rows] == [
+            ("g", 0, 5, "a"),
+            ("g", 1, 7, "b"),
+            ("g", 2, 7, None),
+            ("g", 3, 7, None),
+        ]
+        verbs = [s.split()[0].upper() for s in statements]
+        assert verbs.count("INSERT") == 2 and "DELETE" not in verbs, statements
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.s3
 def test_seaweedfs_serves_the_bucket(s3_settings: dict[str, str]) -> None:
     import boto3

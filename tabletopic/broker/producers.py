@@ -340,7 +340,7 @@ class ProducerStates:
             # of the trimmed part would come back with old sequences.
             table = producer_snapshots_table
             with self._engine.begin() as conn:
-                database.upsert_newer(conn, table, table.c.stream_id, table.c.end_offset, rows)
+                database.upsert(conn, table, rows, newer=table.c.end_offset)
 
         try:
             await asyncio.to_thread(write)

@@ -141,16 +141,14 @@ def _snapshot(row: sa.Row[Any]) -> Snapshot:
 
 def _replace(conn: Connection, key: ShareKey, snapshot: Snapshot, leader_epoch: int) -> None:
     group_id, topic, partition = key
-    conn.execute(sa.delete(share_state_table).where(_where(key)))
-    conn.execute(
-        sa.insert(share_state_table).values(
-            group_id=group_id,
-            topic=topic,
-            partition=partition,
-            state_epoch=snapshot.state_epoch,
-            start_offset=snapshot.start_offset,
-            end_offset=snapshot.end_offset,
-            ranges=encode_ranges(snapshot.ranges),
-            leader_epoch=leader_epoch,
-        )
-    )
+    row: dict[str, object] = {
+        "group_id": group_id,
+        "topic": topic,
+        "partition": partition,
+        "state_epoch": snapshot.state_epoch,
+        "start_offset": snapshot.start_offset,
+        "end_offset": snapshot.end_offset,
+        "ranges": encode_ranges(snapshot.ranges),
+        "leader_epoch": leader_epoch,
+    }
+    database.upsert(conn, share_state_table, [row])

@@ -239,28 +239,25 @@ class GroupStore:
     def commit_offsets(
         self, group_id: str, offsets: dict[TopicPartition, CommittedOffset], fence: Fence | None = None
     ) -> None:
-        """Upsert offsets in one transaction (delete + insert keeps it portable across engines).
-        Raises GroupFenced."""
+        """Insert or replace offsets in one transaction (:func:`database.upsert`). Raises
+        GroupFenced."""
         if not offsets:
             return
         with self.engine.begin() as conn:
             _check(conn, group_id, fence)
-            _delete_offset_rows(conn, group_id, offsets)
-            conn.execute(
-                sa.insert(offsets_table),
-                [
-                    {
-                        "group_id": group_id,
-                        "topic": topic,
-                        "partition": partition,
-                        "committed_offset": value.offset,
-                        "leader_epoch": value.leader_epoch,
-                        "metadata_utf8": value.metadata,
-                        "commit_ms": value.commit_ms,
-                    }
-                    for (topic, partition), value in offsets.items()
-                ],
-            )
+            rows: list[dict[str, object]] = [
+                {
+                    "group_id": group_id,
+                    "topic": topic,
+                    "partition": partition,
+                    "committed_offset": value.offset,
+                    "leader_epoch": value.leader_epoch,
+                    "metadata_utf8": value.metadata,
+                    "commit_ms": value.commit_ms,
+                }
+                for (topic, partition), value in offsets.items()
+            ]
+            database.upsert(conn, offsets_table, rows)
 
     def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition], fence: Fence | None = None

@@ -249,24 +249,19 @@ class TxnStore:
             if txn.state is not TxnState.ONGOING or group_id not in txn.offsets:
                 groups = ", ".join(sorted(txn.offsets)) or "none"
                 return "invalid_txn_state", f"the transaction's row is {txn.state} with groups {groups}"
-            for offset in commit.offsets:
-                key = (o.c.producer_id == producer_id) & (o.c.group_id == group_id)
-                conn.execute(
-                    sa.delete(o).where(
-                        key & (o.c.topic == offset.topic) & (o.c.partition == offset.partition)
-                    )
-                )
-                conn.execute(
-                    sa.insert(o).values(
-                        producer_id=producer_id,
-                        group_id=group_id,
-                        topic=offset.topic,
-                        partition=offset.partition,
-                        committed_offset=offset.offset,
-                        leader_epoch=offset.leader_epoch,
-                        metadata_utf8=offset.metadata,
-                    )
-                )
+            rows: list[dict[str, object]] = [
+                {
+                    "producer_id": producer_id,
+                    "group_id": group_id,
+                    "topic": offset.topic,
+                    "partition": offset.partition,
+                    "committed_offset": offset.offset,
+                    "leader_epoch": offset.leader_epoch,
+                    "metadata_utf8": offset.metadata,
+                }
+                for offset in commit.offsets
+            ]
+            database.upsert(conn, o, rows)
         return None
 
     def pending_offsets(
