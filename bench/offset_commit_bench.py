@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tabletopic import database  # noqa: E402
-from tabletopic.broker.groups.store import CommittedOffset, GroupStore, offsets_table  # noqa: E402
+from tabletopic.broker.groups.store import CommittedOffset, GroupStore, offset_rows, offsets_table  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 
 Offsets = dict[tuple[str, int], CommittedOffset]
@@ -79,18 +79,7 @@ def measure(label: str, url: str, partitions: int, commits: int) -> None:
         committed = offsets(partitions, n)
 
         def write() -> None:
-            rows = [
-                {
-                    "group_id": "bench-group",
-                    "topic": topic,
-                    "partition": partition,
-                    "committed_offset": value.offset,
-                    "leader_epoch": value.leader_epoch,
-                    "metadata_utf8": value.metadata,
-                    "commit_ms": value.commit_ms,
-                }
-                for (topic, partition), value in committed.items()
-            ]
+            rows = offset_rows("bench-group", committed)
             with engine.begin() as conn:
                 conn.execute(sa.insert(floor_table), rows)
 

@@ -146,6 +146,23 @@ _GROUP_FIELDS = tuple(f.name for f in dataclasses.fields(GroupSnapshot) if f.nam
 _MEMBER_FIELDS = tuple(f.name for f in dataclasses.fields(MemberSnapshot))
 
 
+def offset_rows(group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> list[dict[str, object]]:
+    """The rows of ``offsets_table`` that hold ``offsets`` (a commit writes them, the offset-commit
+    bench times inserting the same rows as its floor)."""
+    return [
+        {
+            "group_id": group_id,
+            "topic": topic,
+            "partition": partition,
+            "committed_offset": value.offset,
+            "leader_epoch": value.leader_epoch,
+            "metadata_utf8": value.metadata,
+            "commit_ms": value.commit_ms,
+        }
+        for (topic, partition), value in offsets.items()
+    ]
+
+
 def _member_row(group_id: str, position: int, member: MemberSnapshot) -> dict[str, Any]:
     row = {name: getattr(member, name) for name in _MEMBER_FIELDS}
     row.update(group_id=group_id, position=position, protocols=encode_protocols(member.protocols))
@@ -245,19 +262,7 @@ class GroupStore:
             return
         with self.engine.begin() as conn:
             _check(conn, group_id, fence)
-            rows: list[dict[str, object]] = [
-                {
-                    "group_id": group_id,
-                    "topic": topic,
-                    "partition": partition,
-                    "committed_offset": value.offset,
-                    "leader_epoch": value.leader_epoch,
-                    "metadata_utf8": value.metadata,
-                    "commit_ms": value.commit_ms,
-                }
-                for (topic, partition), value in offsets.items()
-            ]
-            database.upsert(conn, offsets_table, rows)
+            database.upsert(conn, offsets_table, offset_rows(group_id, offsets))
 
     def delete_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition], fence: Fence | None = None
