@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from percentiles import nearest_rank
 
 from tabletopic import database
-from tabletopic.s3stream.config import StoreSettings
+from tabletopic.s3stream.config import StoreSettings, WalMode
 from tabletopic.s3stream.objectstore import (
     LocalObjectStoreSpec,
     ObjectStoreSpec,
@@ -63,7 +63,7 @@ async def run_case(
         objects = dataclasses.replace(objects, prefix=f"{directory.name}/")
     engine = database.create_engine(database.default_url(directory))
     settings = StoreSettings(
-        wal_mode=mode,
+        wal_mode=WalMode(mode),
         wal_dir=directory / "wal",
         log_cache_bytes=1024 * MiB,
         compaction_interval_ms=0,
@@ -142,6 +142,50 @@ async def run_case(
     )
 
 
+async def takeover_tails(objects: ObjectStoreSpec, streams: int, per_object: int, root: Path) -> None:
+    """What a broker pays to read the tails of partitions it has just taken over: ``streams``
+    streams of one 1 KiB batch each, uploaded ``per_object`` to a stream-set object, read at once
+    (one Fetch each) by a store opened on the same metadata and objects, every cache cold: one
+    index read per object, one block read per stream. Baseline: the same objects' index-sized tail
+    GETs through the blocking store on an 8-thread pool, as the reader made them before (boto3)."""
+    directory = Path(tempfile.mkdtemp(prefix="bench-tails-", dir=root))
+    if isinstance(objects, LocalObjectStoreSpec):
+        objects = dataclasses.replace(objects, root=str(directory / "objects"))
+    else:
+        objects = dataclasses.replace(objects, prefix=f"{directory.name}/")
+    engine = database.create_engine(database.default_url(directory))
+    settings = StoreSettings(wal_mode=WalMode.LOCAL, wal_dir=directory / "wal", compaction_interval_ms=0)
+    store = S3StreamStore(settings, engine, open_object_store(objects))
+    await store.start()
+    ids = [await store.create_stream() for _ in range(streams)]
+    for first in range(0, streams, per_object):
+        for sid in ids[first : first + per_object]:
+            await store.append(sid, os.urandom(1024), 1)
+        await store.flush()
+    await store.close()
+    store = S3StreamStore(settings, engine, open_object_store(objects))
+    await store.start()
+    cpu, wall = time.process_time(), time.perf_counter()
+    read = await asyncio.gather(*(store.fetch(sid, 0, MiB) for sid in ids))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert all(len(batches) == 1 for batches in read)
+    objects_read = -(-streams // per_object)
+    blocking = open_object_store(objects)
+    listed = blocking.list("")  # this case's objects alone (its own prefix or directory)
+    await store.close()
+    engine.dispose()
+    with ThreadPoolExecutor(8) as pool:
+        base_cpu, base_wall = time.process_time(), time.perf_counter()
+        list(pool.map(lambda item: blocking.get_range(item[0], max(0, item[1] - 65536), item[1]), listed))
+        base_wall, base_cpu = time.perf_counter() - base_wall, time.process_time() - base_cpu
+    print(
+        f"takeover tails on {objects.kind}: {streams} streams in {objects_read} objects read at once: "
+        f"{wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU | baseline {len(listed)} blocking tail GETs "
+        f"on 8 threads {base_wall * 1000:.0f} ms wall, {base_cpu * 1000:.0f} ms CPU | "
+        f"ratio {wall / base_wall:.2f} wall, {cpu / base_cpu:.2f} CPU"
+    )
+
+
 def raw_fsync_baseline(root: Path, size: int, seconds: float) -> float:
     """write+fdatasync in groups of 1 MiB (at least one write): the best a group commit can do."""
     path = root / f"raw-{size}.bin"
@@ -195,6 +239,9 @@ async def main() -> None:
     parser.add_argument("--streams", type=int, default=16)
     parser.add_argument("--backends", default="dir,s3", help="dir and/or s3")
     parser.add_argument("--modes", default="local,object")
+    parser.add_argument(
+        "--tail-streams", type=int, default=400, help="streams whose tails a takeover reads at once"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     root = Path(tempfile.mkdtemp(prefix="s3stream-bench-"))
@@ -241,6 +288,8 @@ async def main() -> None:
                         f"{result.append_mbps / base:11.2f} {result.cold_mbps / raw[name][1]:8.2f}",
                         flush=True,
                     )
+        for objects in backends.values():
+            await takeover_tails(objects, args.tail_streams, 4, root)
         print("\nappend/base: local WAL vs raw write+fdatasync; object WAL vs raw PUT of 8 MiB objects.")
         print("cold/GET: cold fetch through the block cache vs raw GET of 8 MiB objects.")
         print("p50/p99: latency under the throughput load (many appends in flight);")

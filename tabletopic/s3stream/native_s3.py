@@ -1,7 +1,8 @@
 """The hot S3 requests through obstore (Rust's ``object_store``) instead of boto3.
 
 In ``s3stream.wal.mode=object`` every acknowledgement waits for a batch object's PUT, and a
-consumer catching up waits for block reads. boto3 spends about 1.5 ms of Python CPU on each request
+consumer catching up (or a broker reading the tails of partitions it took over) waits for index
+and block reads. boto3 spends about 1.5 ms of Python CPU on each request
 (request building, signing, its event hooks) and holds an I/O thread for the whole round trip,
 competing with the event loop for the GIL: measured against SeaweedFS on loopback, a 20 KB PUT took
 3.4–4.4 ms through boto3 and 1.6–1.9 ms through obstore, whose requests cost the calling process

@@ -172,7 +172,7 @@ class ObjectReader:
         return [b for b in by_stream.get(rng.stream_id, ()) if rng.position <= b.position < end]
 
     async def _read_index(self, rng: RangeRow) -> BlocksByStream:
-        entries = await self.objects.run(read_index, self.objects.store, rng.object_key, rng.object_size)
+        entries = await read_index(self.objects.get_range, rng.object_key, rng.object_size)
         by_stream: BlocksByStream = {}
         for entry in entries:
             by_stream.setdefault(entry.stream_id, []).append(entry)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -389,14 +390,44 @@ async def test_streams_of_one_object_read_together_read_its_index_once(
     indexes_read: list[str] = []
     read_index = reader.read_index
 
-    def counted(objects, key: str, size: int):
+    async def counted(get_range, key: str, size: int):
         indexes_read.append(key)
-        return read_index(objects, key, size)
+        return await read_index(get_range, key, size)
 
     monkeypatch.setattr(reader, "read_index", counted)
     read = await asyncio.gather(*(store.fetch(sid, 0, 1000) for sid in streams))
     assert [bytes(batch.payload) for [batch] in read] == [payload_for(sid, 0, 100) for sid in streams]
     assert indexes_read and sorted(indexes_read) == sorted(set(indexes_read))
+
+
+@pytest.mark.s3
+async def test_a_cold_read_on_s3_reads_indexes_and_blocks_through_obstore_not_boto3(
+    s3_settings: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker taking over partitions reads their tails with every cache cold: each object's
+    index and each block go through the native client, none through boto3 on a thread."""
+    from tests.support.store_harness import s3_object_settings
+
+    harness = StoreHarness(
+        tmp_path, "local", s3_object_settings(s3_settings), f"sqlite:///{tmp_path}/meta.db"
+    )
+    try:
+        store = await harness.open()
+        streams = [await store.create_stream() for _ in range(6)]
+        for first in (0, 3):  # two objects of three streams each
+            for sid in streams[first : first + 3]:
+                await store.append(sid, payload_for(sid, 0, 100), 1)
+            await store.flush()
+        store = await harness.reopen(store)
+        objects = store.state.objects
+        blocking_reads: list[str] = []
+        monkeypatch.setattr(objects.store, "get_range", lambda key, *_: blocking_reads.append(key))
+        read = await asyncio.gather(*(store.fetch(sid, 0, 1000) for sid in streams))
+        assert [bytes(batch.payload) for [batch] in read] == [payload_for(sid, 0, 100) for sid in streams]
+        assert blocking_reads == []
+        assert objects.native_requests >= 2 + len(streams)  # two indexes, then the blocks
+    finally:
+        await harness.close_all()
 
 
 async def fill_from(store, stream_id: int, first: int, count: int, size: int) -> None:
