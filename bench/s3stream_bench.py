@@ -28,6 +28,7 @@ from percentiles import nearest_rank
 
 from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings, WalMode
+from tabletopic.s3stream.objects import TAIL_GUESS
 from tabletopic.s3stream.objectstore import (
     LocalObjectStoreSpec,
     ObjectStoreSpec,
@@ -174,9 +175,14 @@ async def takeover_tails(objects: ObjectStoreSpec, streams: int, per_object: int
     listed = blocking.list("")  # this case's objects alone (its own prefix or directory)
     await store.close()
     engine.dispose()
+
+    def tail(item: tuple[str, int]) -> bytes:
+        key, size = item
+        return blocking.get_range(key, max(0, size - TAIL_GUESS), size)
+
     with ThreadPoolExecutor(8) as pool:
         base_cpu, base_wall = time.process_time(), time.perf_counter()
-        list(pool.map(lambda item: blocking.get_range(item[0], max(0, item[1] - 65536), item[1]), listed))
+        list(pool.map(tail, listed))
         base_wall, base_cpu = time.perf_counter() - base_wall, time.process_time() - base_cpu
     print(
         f"takeover tails on {objects.kind}: {streams} streams in {objects_read} objects read at once: "

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tabletopic import database
 from tabletopic.s3stream import fetch_slice, open_object_store, reader
 from tabletopic.s3stream.streams import (
     OffsetOutOfRange,
@@ -17,7 +18,7 @@ from tabletopic.s3stream.streams import (
     StreamStore,
     read_to_end,
 )
-from tests.support.store_harness import StoreHarness, payload_for
+from tests.support.store_harness import StoreHarness, payload_for, s3_object_settings
 from tests.support.waiting import wait_until
 
 
@@ -406,11 +407,7 @@ async def test_a_cold_read_on_s3_reads_indexes_and_blocks_through_obstore_not_bo
 ) -> None:
     """A broker taking over partitions reads their tails with every cache cold: each object's
     index and each block go through the native client, none through boto3 on a thread."""
-    from tests.support.store_harness import s3_object_settings
-
-    harness = StoreHarness(
-        tmp_path, "local", s3_object_settings(s3_settings), f"sqlite:///{tmp_path}/meta.db"
-    )
+    harness = StoreHarness(tmp_path, "local", s3_object_settings(s3_settings), database.default_url(tmp_path))
     try:
         store = await harness.open()
         streams = [await store.create_stream() for _ in range(6)]
