@@ -17,7 +17,9 @@ import dataclasses
 import os
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from tabletopic.s3stream.objects import TAIL_GUESS
 from tabletopic.s3stream.objectstore import (
     LocalObjectStoreSpec,
     ObjectStoreSpec,
+    S3ObjectStore,
     S3ObjectStoreSpec,
     open_object_store,
 )
@@ -176,9 +179,13 @@ async def takeover_tails(objects: ObjectStoreSpec, streams: int, per_object: int
     await store.close()
     engine.dispose()
 
+    boto3_read = (
+        blocking.get_range_through_boto3 if isinstance(blocking, S3ObjectStore) else blocking.get_range
+    )
+
     def tail(item: tuple[str, int]) -> bytes:
         key, size = item
-        return blocking.get_range(key, max(0, size - TAIL_GUESS), size)
+        return boto3_read(key, max(0, size - TAIL_GUESS), size)
 
     with ThreadPoolExecutor(8) as pool:
         base_cpu, base_wall = time.process_time(), time.perf_counter()
@@ -190,6 +197,52 @@ async def takeover_tails(objects: ObjectStoreSpec, streams: int, per_object: int
         f"on 8 threads {base_wall * 1000:.0f} ms wall, {base_cpu * 1000:.0f} ms CPU | "
         f"ratio {wall / base_wall:.2f} wall, {cpu / base_cpu:.2f} CPU"
     )
+
+
+def slice_reads(objects: S3ObjectStoreSpec, reads: int, size: int) -> None:
+    """What the table pipeline's tasks pay to read slices: ``reads`` blocking ranged GETs of
+    ``size`` bytes from one thread, while this thread counts how far it gets in pure Python (the
+    interpreter lock the GETs leave it), through ``S3ObjectStore.get_range`` (obstore first) and,
+    the baseline, through boto3 alone, as they read before."""
+    store = open_object_store(dataclasses.replace(objects, prefix="slice-reads/"))
+    assert isinstance(store, S3ObjectStore)
+    store.put("slices", os.urandom(size * 16))
+
+    def spin(done: threading.Event) -> int:
+        count = 0
+        while not done.is_set():
+            count += 1
+        return count
+
+    figures: dict[str, tuple[float, float, int]] = {}
+    for name, read in (("boto3", store.get_range_through_boto3), ("obstore", store.get_range)):
+        done = threading.Event()
+
+        def reader(read: Callable[[str, int, int], bytes] = read, done: threading.Event = done) -> None:
+            for i in range(reads):
+                start = (i % 16) * size
+                read("slices", start, start + size)
+            done.set()
+
+        thread = threading.Thread(target=reader)
+        cpu, wall = time.process_time(), time.perf_counter()
+        thread.start()
+        spun = spin(done)
+        thread.join()
+        figures[name] = (time.perf_counter() - wall, time.process_time() - cpu, spun)
+    # The spinning thread's own CPU is in the process time: take it off at its rate alone.
+    alone = threading.Event()
+    threading.Timer(0.5, alone.set).start()
+    cpu = time.process_time()
+    rate = spin(alone) / (time.process_time() - cpu)
+    for name, (wall, cpu, spun) in figures.items():
+        reader_cpu = max(cpu - spun / rate, 0.0)
+        print(
+            f"slice reads through {name:7}: {reads} GETs of {size // 1024} KiB from one thread "
+            f"{reads / wall:6.0f} GETs/s, {reader_cpu / reads * 1000:.2f} ms CPU per GET, "
+            f"the other thread got {spun / wall / rate:.0%} of a core"
+        )
+    store.delete(["slices"])
 
 
 def raw_fsync_baseline(root: Path, size: int, seconds: float) -> float:
@@ -296,6 +349,8 @@ async def main() -> None:
                     )
         for objects in backends.values():
             await takeover_tails(objects, args.tail_streams, 4, root)
+        if isinstance(s3 := backends.get("s3"), S3ObjectStoreSpec):
+            slice_reads(s3, 300, 20 * 1024)
         print("\nappend/base: local WAL vs raw write+fdatasync; object WAL vs raw PUT of 8 MiB objects.")
         print("cold/GET: cold fetch through the block cache vs raw GET of 8 MiB objects.")
         print("p50/p99: latency under the throughput load (many appends in flight);")

@@ -2,17 +2,18 @@
 
 In ``s3stream.wal.mode=object`` every acknowledgement waits for a batch object's PUT, and a
 consumer catching up (or a broker reading the tails of partitions it took over) waits for index
-and block reads. boto3 spends about 1.5 ms of Python CPU on each request
-(request building, signing, its event hooks) and holds an I/O thread for the whole round trip,
-competing with the event loop for the GIL: measured against SeaweedFS on loopback, a 20 KB PUT took
-3.4–4.4 ms through boto3 and 1.6–1.9 ms through obstore, whose requests cost the calling process
-0.2–0.4 ms of CPU and run on obstore's own (Rust) runtime.
+and block reads. boto3 spends about 1.5 ms of Python CPU on each request (request building,
+signing, its event hooks) and holds an I/O thread for the whole round trip, competing with the event
+loop for the GIL: measured against SeaweedFS on loopback, a 20 KB PUT took 3.4–4.4 ms through boto3
+and 1.6–1.9 ms through obstore, whose requests cost the calling process 0.2–0.4 ms of CPU and run on
+obstore's own (Rust) runtime.
 
-Only the two requests on those paths go this way, and only as a first attempt:
-:class:`~tabletopic.s3stream.objectstore.AsyncObjectStore` falls back to the boto3 store on any
-failure, which keeps one retry policy and one mapping of S3 errors to ours (a missing key, refused
-credentials, a throttled bucket) for every request. A PUT of a reserved key is idempotent, so the
-second attempt is safe. obstore's own retries are off for the same reason.
+Only the two requests on those paths go this way (ranged GETs also from a blocking
+:class:`~tabletopic.s3stream.objectstore.S3ObjectStore`, with which the table pipeline's tasks read
+their slices), and only as a first attempt: both fall back to boto3 on any failure, which keeps one
+retry policy and one mapping of S3 errors to ours (a missing key, refused credentials, a throttled
+bucket) for every request. A PUT of a reserved key is idempotent, so the second attempt is safe.
+obstore's own retries are off for the same reason.
 """
 
 from __future__ import annotations
@@ -66,3 +67,10 @@ class NativeS3:
         import obstore
 
         return bytes(await obstore.get_range_async(self._store, key, start=start, end=end))
+
+    def get_range_blocking(self, key: str, start: int, end: int) -> bytes:
+        """The same GET for a caller on its own thread (an ingest task): obstore waits for it on
+        its runtime with the GIL released, where boto3 holds it for ~1.5 ms of every request."""
+        import obstore
+
+        return bytes(obstore.get_range(self._store, key, start=start, end=end))

@@ -185,6 +185,11 @@ class S3ObjectStore:
         self.description = f"bucket {bucket!r} at {self.endpoint}"
         self._endpoint, self._region, self._path_style = endpoint, region, path_style
         self._access_key, self._secret_key = access_key, secret_key
+        self._native: NativeS3 | None = None
+        self._native_opened = False
+        self.native_reads = 0  # ranged GETs answered by the native client
+        self.native_failures = 0  # failed there and retried through boto3
+        self._native_warnings = RateLimitedLog(log, interval_s=60)
         self._client = boto3.client(
             "s3",
             endpoint_url=endpoint or None,
@@ -342,6 +347,26 @@ class S3ObjectStore:
         return body
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
+        """A ranged GET, through :meth:`native` first: the table pipeline's tasks read every slice
+        this way, in the broker (the in-process runner), its helper process or a Spark executor;
+        any failure there is retried once through boto3, whose retries and error mapping decide."""
+        if end <= start:
+            return b""
+        native = self.native()
+        if native is not None:
+            try:
+                data = native.get_range_blocking(self.prefix + key, start, end)
+                self.native_reads += 1
+                return data
+            except Exception as exc:
+                self.native_failures += 1
+                self._native_warnings.warning(
+                    "native", "GET %s through obstore failed, retrying through boto3: %s", key, exc
+                )
+        return self.get_range_through_boto3(key, start, end)
+
+    def get_range_through_boto3(self, key: str, start: int, end: int) -> bytes:
+        """A ranged GET through boto3 alone (what a failed native attempt falls back to)."""
         if end <= start:
             return b""
         full = self.prefix + key
@@ -391,13 +416,20 @@ class S3ObjectStore:
             token = page.get("NextContinuationToken")
 
     def native(self) -> NativeS3 | None:
-        """A client of this bucket for the hot requests (see native_s3.py), or None."""
-        try:
-            endpoint, region, path_style = self._endpoint, self._region, self._path_style
-            return NativeS3(self.bucket, endpoint, region, self._access_key, self._secret_key, path_style)
-        except Exception as exc:  # not installed, or a configuration obstore reads differently
-            log.warning("S3 requests go through boto3 only: obstore could not open %r: %s", self.bucket, exc)
-            return None
+        """This bucket's client for the hot requests (see native_s3.py), opened on first use and
+        shared by every thread, or None where obstore cannot open it."""
+        if not self._native_opened:
+            self._native_opened = True  # a thread asking meanwhile goes through boto3 once
+            try:
+                endpoint, region, path_style = self._endpoint, self._region, self._path_style
+                self._native = NativeS3(
+                    self.bucket, endpoint, region, self._access_key, self._secret_key, path_style
+                )
+            except Exception as exc:  # not installed, or a configuration obstore reads differently
+                log.warning(
+                    "S3 requests go through boto3 only: obstore could not open %r: %s", self.bucket, exc
+                )
+        return self._native
 
     def check(self) -> None:
         """Fail fast with a clear message when the bucket is missing or the credentials are wrong."""
@@ -564,6 +596,8 @@ class AsyncObjectStore:
                 return data
             except Exception as exc:
                 self._native_failed("GET", key, exc)
+            assert isinstance(self.store, S3ObjectStore)  # the only store with a native client
+            return await self.run(self.store.get_range_through_boto3, key, start, end)
         return await self.run(self.store.get_range, key, start, end)
 
     async def delete(self, keys: Iterable[str]) -> None:

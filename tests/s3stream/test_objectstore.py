@@ -18,6 +18,7 @@ from tabletopic.s3stream.objectstore import (
     ObjectNotFound,
     ObjectStoreError,
     ObjectStoreSpec,
+    S3ObjectStore,
     S3ObjectStoreSpec,
     object_store_spec,
     open_object_store,
@@ -114,6 +115,38 @@ async def test_a_failing_obstore_request_is_retried_through_boto3(
             await store.get_range("missing", 0, 3)  # boto3 names a missing key as before
     finally:
         store.close()
+
+
+@pytest.mark.s3
+def test_a_blocking_ranged_get_goes_through_obstore_and_falls_back_to_boto3(
+    s3_settings: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The table pipeline's tasks read slices with the blocking store: through obstore (the GIL
+    released while it waits), and through boto3 only when that fails."""
+    spec = dataclasses.replace(s3_object_settings(s3_settings), prefix="blocking/")
+    store = open_object_store(spec)
+    assert isinstance(store, S3ObjectStore)
+    store.put("obj", b"hello world")
+    boto3_reads = 0
+    boto3_read = store.get_range_through_boto3
+
+    def counted(key: str, start: int, end: int) -> bytes:
+        nonlocal boto3_reads
+        boto3_reads += 1
+        return boto3_read(key, start, end)
+
+    monkeypatch.setattr(store, "get_range_through_boto3", counted)
+    assert store.get_range("obj", 6, 11) == b"world"
+    assert (store.native_reads, store.native_failures, boto3_reads) == (1, 0, 0)
+    # obstore pointed at a port nobody listens on; boto3 keeps the right endpoint.
+    store._native = open_object_store(
+        dataclasses.replace(spec, endpoint=f"http://127.0.0.1:{free_port()}")
+    ).native()  # type: ignore[union-attr]
+    assert store.get_range("obj", 0, 5) == b"hello"
+    with pytest.raises(ObjectNotFound):
+        store.get_range("missing", 0, 3)  # boto3 names a missing key as before
+    assert (store.native_failures, boto3_reads) == (2, 2)
+    assert len([r for r in caplog.records if "through obstore failed" in r.getMessage()]) == 1
 
 
 @pytest.mark.s3
