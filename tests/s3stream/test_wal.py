@@ -14,6 +14,7 @@ from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
 from tabletopic.s3stream.streams import StorageUnavailable
 from tabletopic.s3stream.wal import Group, LocalWal, WalCorruption, segment_files
 from tabletopic.s3stream.wal_format import FRAME, SEGMENT_SUFFIX, SPARE_SUFFIX, scan_segment
+from tests.support.waiting import wait_until
 
 SEGMENT = 1 << 20
 
@@ -128,6 +129,8 @@ async def test_segments_roll_before_overflowing_and_released_ones_are_reused(tmp
     for offset in range(12):  # 2.4 MB: three segments of 1 MiB at least
         await wal.append(1, offset, 1, payload).future
     assert wal.current_segment >= 3
+    # The segment after the current one is opened ahead on the executor: created, then preallocated.
+    await wait_until(lambda: wal._next is not None)
     assert all(p.stat().st_size == SEGMENT for p in segment_files(tmp_path))
     await wal.release(wal.current_segment)
     spares = files(tmp_path, SPARE_SUFFIX)
