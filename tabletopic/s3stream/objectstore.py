@@ -187,8 +187,8 @@ class S3ObjectStore:
         self._access_key, self._secret_key = access_key, secret_key
         self._native: NativeS3 | None = None
         self._native_opened = False
-        self.native_reads = 0  # ranged GETs answered by the native client
-        self.native_failures = 0  # failed there and retried through boto3
+        self.native_reads = 0  # blocking ranged GETs answered by the native client
+        self.native_failures = 0  # native requests (blocking or async) that failed and went to boto3
         self._native_warnings = RateLimitedLog(log, interval_s=60)
         self._client = boto3.client(
             "s3",
@@ -359,10 +359,7 @@ class S3ObjectStore:
                 self.native_reads += 1
                 return data
             except Exception as exc:
-                self.native_failures += 1
-                self._native_warnings.warning(
-                    "native", "GET %s through obstore failed, retrying through boto3: %s", key, exc
-                )
+                self.native_failed("GET", key, exc)
         return self.get_range_through_boto3(key, start, end)
 
     def get_range_through_boto3(self, key: str, start: int, end: int) -> bytes:
@@ -414,6 +411,14 @@ class S3ObjectStore:
             if not page.get("IsTruncated"):
                 return result
             token = page.get("NextContinuationToken")
+
+    def native_failed(self, what: str, key: str, exc: Exception) -> None:
+        """Count a native request that failed and say so at most once a minute for the bucket,
+        whichever path made it: boto3 retries the request at once and reports it if it fails too."""
+        self.native_failures += 1
+        self._native_warnings.warning(
+            "native", "%s %s through obstore failed, retrying through boto3: %s", what, key, exc
+        )
 
     def native(self) -> NativeS3 | None:
         """This bucket's client for the hot requests (see native_s3.py), opened on first use and
@@ -541,18 +546,22 @@ class AsyncObjectStore:
         self.store = store
         self.description = store.description
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="s3stream-io")
-        self._native = store.native() if isinstance(store, S3ObjectStore) else None
-        self._native_limit = store.multipart_threshold if isinstance(store, S3ObjectStore) else 0
+        self._s3 = store if isinstance(store, S3ObjectStore) else None
+        self._native = self._s3.native() if self._s3 is not None else None
+        self._native_limit = self._s3.multipart_threshold if self._s3 is not None else 0
         self.native_requests = 0  # answered by the native client
-        self.native_failures = 0  # failed there and retried through the blocking store
-        self._native_warnings = RateLimitedLog(log, interval_s=60)
+
+    @property
+    def native_failures(self) -> int:
+        """Native requests that failed and went to boto3 (counted by the S3 store, with its own)."""
+        return self._s3.native_failures if self._s3 is not None else 0
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking call (one of the store's, or a function given ``store``) on the I/O pool."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def put(self, key: str, data: bytes | memoryview | list[bytes | memoryview]) -> None:
-        if self._native is not None:
+        if self._s3 is not None and self._native is not None:
             parts = _as_parts(data)
             size = sum(len(p) for p in parts)
             if size < self._native_limit:
@@ -562,7 +571,7 @@ class AsyncObjectStore:
                     self.native_requests += 1
                     return
                 except Exception as exc:
-                    self._native_failed("PUT", key, exc)
+                    self._s3.native_failed("PUT", key, exc)
         await self.run(self.store.put, key, data)
 
     async def _joined(self, parts: list[bytes | memoryview], size: int) -> bytes:
@@ -577,27 +586,18 @@ class AsyncObjectStore:
         """The bucket key of a store key (the S3 store's prefix in front)."""
         return self.store.prefix + key if isinstance(self.store, S3ObjectStore) else key
 
-    def _native_failed(self, what: str, key: str, exc: Exception) -> None:
-        """Count a fast-path failure and say so at most once a minute: the blocking store retries
-        the request at once and reports it itself if it fails there too."""
-        self.native_failures += 1
-        self._native_warnings.warning(
-            "native", "%s %s through obstore failed, retrying through boto3: %s", what, key, exc
-        )
-
     async def get(self, key: str) -> bytes:
         return await self.run(self.store.get, key)
 
     async def get_range(self, key: str, start: int, end: int) -> bytes:
-        if self._native is not None and end > start:
+        if self._s3 is not None and self._native is not None and end > start:
             try:
                 data = await self._native.get_range(self.store_key(key), start, end)
                 self.native_requests += 1
                 return data
             except Exception as exc:
-                self._native_failed("GET", key, exc)
-            assert isinstance(self.store, S3ObjectStore)  # the only store with a native client
-            return await self.run(self.store.get_range_through_boto3, key, start, end)
+                self._s3.native_failed("GET", key, exc)
+            return await self.run(self._s3.get_range_through_boto3, key, start, end)
         return await self.run(self.store.get_range, key, start, end)
 
     async def delete(self, keys: Iterable[str]) -> None:
