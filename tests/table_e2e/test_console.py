@@ -205,6 +205,25 @@ def test_overview_topics_groups_and_schemas_pages_show_the_node(
     page.screenshot(path=str(screenshots / "schema-diff.png"), full_page=True)
 
 
+@pytest.mark.parametrize("samples", [1, 0], ids=["one-sample", "no-sample"])
+def test_a_chart_with_one_sample_or_none_spans_a_minute_not_years(
+    node: TableNode, page: Any, samples: int
+) -> None:
+    """A node's first sample (or a restarted node's) drawn alone: uPlot padded the lone instant in
+    proportion to its size and the time axis ran over years."""
+    now = time.time()
+    series = {"t": [now] * samples, "node|produce_bytes_per_s": [1024.0] * samples}
+    page.route("**/console/series?*", lambda route: route.fulfill(json=series))
+    page.goto(node.admin_url + "/")
+    chart = page.locator('.chart[data-prefix="node|produce_bytes_per_s"]')
+    chart.locator("canvas").wait_for()
+    page.wait_for_function(
+        "el => el.dataset.spanSeconds !== undefined", arg=chart.element_handle(), timeout=5_000
+    )
+    assert chart.get_attribute("data-span-seconds") == "60"
+    assert chart_points(page, '.chart[data-prefix="node|produce_bytes_per_s"]') == samples
+
+
 def test_console_and_api_docs_load_nothing_from_outside_the_node(
     node: TableNode, page: Any, screenshots: Path
 ) -> None:

@@ -32,6 +32,28 @@
     return words(rest.replace(/\|lag$/, "").replace(/\|(\d+)$/, "[$1]").replace(/\|(\d+)\|/, "[$1] ").replace(/\|/g, " "));
   }
 
+  // The least span of time a chart shows. uPlot widens a lone instant to a thousand days (a day in
+  // its milliseconds, our times being seconds), so a node's first sample (or a restarted node's)
+  // made an axis of years: while all the samples lie within a minute, the axis is that minute and
+  // they fill in from its right. A range the reader zooms to is left as it is.
+  const MIN_SPAN_S = 60;
+
+  function timeRange(u, min, max) {
+    const times = u.data[0];
+    if (!times || !times.length) {
+      const now = Date.now() / 1000;
+      return [now - MIN_SPAN_S, now];
+    }
+    const first = times[0], last = times[times.length - 1];
+    const whole = min <= first && max >= last;
+    return whole && last - first < MIN_SPAN_S ? [last - MIN_SPAN_S, last] : [min, max];
+  }
+
+  // What a chart shows, for a reader of the page (and its tests): the seconds its time axis spans.
+  function noteSpan(u, key) {
+    if (key === "x") u.root.parentElement.dataset.spanSeconds = String(Math.round(u.scales.x.max - u.scales.x.min));
+  }
+
   function clock(seconds) {
     return new Date(seconds * 1000).toLocaleTimeString();
   }
@@ -64,11 +86,11 @@
       title: spark ? undefined : el.dataset.title,
       legend: { show: !spark },
       cursor: { show: !spark },
-      scales: { x: { time: true } },
+      scales: { x: { time: true, range: timeRange } },
       axes: spark
         ? [{ show: false }, { show: false }]
         : [{}, { size: 70, values: (u, values) => values.map((v) => human(v, unit)) }],
-      hooks: spark ? {} : { setCursor: [showLatest], ready: [showLatest] },
+      hooks: spark ? { setScale: [noteSpan] } : { setCursor: [showLatest], ready: [showLatest], setScale: [noteSpan] },
       series: [{ label: "time", value: (u, v) => (v === null || v === undefined ? "" : clock(v)) }, ...names.map((n, i) => ({
         label: label(n, prefix, el.dataset.label),
         stroke: COLORS[i % COLORS.length],
