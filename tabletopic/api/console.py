@@ -73,7 +73,14 @@ def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
+def _by_partition(offsets: dict[str, int] | dict[int, int]) -> list[tuple[str | int, int]]:
+    """A table's offsets per partition in partition order: the status carries its partitions as
+    JSON keys (strings), which Jinja's ``dictsort`` put in text order (0, 1, 10, 11, 2, ...)."""
+    return sorted(offsets.items(), key=lambda item: int(item[0]))
+
+
 TEMPLATES.env.filters["bytes"] = _bytes
+TEMPLATES.env.filters["by_partition"] = _by_partition
 TEMPLATES.env.filters["shown"] = _shown
 TEMPLATES.env.filters["when"] = _when
 TEMPLATES.env.filters["ago"] = _ago

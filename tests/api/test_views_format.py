@@ -11,6 +11,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
 from pyiceberg.types import NestedField, StringType, TimestampType
 
+from tabletopic.api.console import TEMPLATES
 from tabletopic.api.views import cell, spec_text
 
 
@@ -40,3 +41,14 @@ def test_the_partition_spec_reads_as_partition_by_writes_it() -> None:
     )
     assert spec_text(spec, schema) == "day(ts), bucket(16, customer), truncate(4, region), region"
     assert spec_text(PartitionSpec(), schema) == "unpartitioned"
+
+
+def test_a_tables_offsets_are_listed_in_partition_order_not_text_order() -> None:
+    # The status carries partitions as JSON keys; the console listed 0, 1, 10, 11, 2, ... for 12.
+    offsets = {str(p): 100 + p for p in (10, 0, 2, 11, 1)}
+    listing = TEMPLATES.env.from_string(
+        "{% for p, hw in offsets | by_partition %}{{ p }}:{{ hw }} {% endfor %}"
+    )
+    assert listing.render(offsets=offsets).split() == ["0:100", "1:101", "2:102", "10:110", "11:111"]
+    table_page = TEMPLATES.env.loader.get_source(TEMPLATES.env, "table.html")[0]  # type: ignore[union-attr]
+    assert "s.high_watermarks | by_partition" in table_page
