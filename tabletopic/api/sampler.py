@@ -55,7 +55,9 @@ def _cluster_traffic(snapshot: ClusterSnapshot) -> dict[str, float]:
     summed over its leaders, as the brokers last reported them with their leases (the balancer's
     window): the whole cluster, where the broker's own counters cover what it serves."""
     values: dict[str, float] = {}
-    by_topic: dict[str, float] = {}
+    # A broker leaves its idle partitions out of its report, so a topic nobody writes to is 0, not
+    # a gap (its chart stopped at the last write). Internal topics are never reported: no series.
+    by_topic = {topic: 0.0 for topic, _ in snapshot.partitions if not topic.startswith("__")}
     for node in snapshot.nodes.values():
         if not node.alive:  # its last report is stale
             continue

@@ -122,8 +122,9 @@ def test_a_partition_gained_by_failover_adds_no_false_spike_of_records_produced(
 def test_a_cluster_brokers_console_plots_every_live_brokers_and_topics_traffic_as_reported() -> None:
     """A broker's own counters cover only what it serves: the whole cluster's traffic comes from
     the load every broker reports with its lease (the dead broker's last report is stale)."""
+    from tabletopic.cluster.controller import Assignment
     from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
-    from tabletopic.ids import BrokerEpoch, NodeId
+    from tabletopic.ids import BrokerEpoch, LeaderEpoch, NodeId
 
     def node(node_id: int, alive: bool, load: dict[str, list[int]]) -> NodeInfo:
         return NodeInfo(NodeId(node_id), BrokerEpoch(1), None, {}, "alive", alive, load)
@@ -133,11 +134,14 @@ def test_a_cluster_brokers_console_plots_every_live_brokers_and_topics_traffic_a
         node(2, True, {}),
         node(3, False, {"orders/2": [9999, 9999]}),
     ]
+    # "idle" had no write in the window: its leader leaves it out of the report.
+    led_by_1 = Assignment(NodeId(1), BrokerEpoch(1), LeaderEpoch(1))
+    led = {key: led_by_1 for key in [("orders", 0), ("orders", 1), ("idle", 0), ("__consumer_offsets", 0)]}
     broker = Broker()
     broker.role = type(
         "Role",
         (),
-        {"node": type("Node", (), {"snapshot": ClusterSnapshot({n.node_id: n for n in nodes}, 1, 1, {})})()},
+        {"node": type("Node", (), {"snapshot": ClusterSnapshot({n.node_id: n for n in nodes}, 1, 1, led)})()},
     )()
     values = Sampler(ConsoleSources(CollectorRegistry(), broker), SeriesRing(points=4)).sample(now=100.0)  # type: ignore[arg-type]
     plotted = {k: v for k, v in values.items() if "cluster" in k}
@@ -147,4 +151,5 @@ def test_a_cluster_brokers_console_plots_every_live_brokers_and_topics_traffic_a
         "cluster|bytes_in_per_s|broker_2": 0.0,
         "cluster|bytes_out_per_s|broker_2": 0.0,
         "topic|orders|cluster_bytes_in_per_s": 1500.0,  # its partitions on every live broker
+        "topic|idle|cluster_bytes_in_per_s": 0.0,  # idle, not a gap in its chart
     }
