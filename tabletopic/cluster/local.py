@@ -671,15 +671,18 @@ class LocalCluster:
     def _rejoin(self, node: NodeProcess) -> str:
         """Start again a broker that left the cluster (its WAL was taken over while it was paused),
         as a supervisor would: it joins as a new incarnation."""
-        last = next((line for line in reversed(node.log_tail().splitlines()) if line.strip()), "")
+        # The broker's last line says why it left, in words of its own ("stopped: broker 3 left the
+        # cluster: ..."): quoted after what was done, not wrapped in it.
+        last = next((line for line in reversed(node.log_tail().splitlines()) if line.strip()), "").strip()
         try:
             node.start()
         except RuntimeError as exc:
             return (
-                f"broker {node.node_id} left the cluster ({last.strip()}) and did not start again: {exc}. "
-                f"Restart it with: tabletopic cluster restart {node.node_id}"
+                f"broker {node.node_id} left the cluster and did not start again: {exc}. Its last log "
+                f"line: {last}. Restart it with: tabletopic cluster restart {node.node_id}"
             )
-        return f"broker {node.node_id} left the cluster ({last.strip()}); started it again to rejoin"
+        rejoined = f"broker {node.node_id} started again to rejoin the cluster it had left."
+        return f"{rejoined} Its last log line: {last}"
 
     def restart_broker(self, node_id: int) -> NodeProcess:
         """Stop broker ``node_id`` if it runs (gracefully), then start it again on its ports.
