@@ -150,7 +150,13 @@ def up(
         raise typer.Exit(1) from exc
     finally:
         console.print("stopping the cluster …")
+        began = time.monotonic()
         cluster.stop()
+        console.print(
+            f"cluster stopped ({time.monotonic() - began:.1f} s); its data stays in {cluster.root}, "
+            "and the same command starts it again",
+            highlight=False,
+        )
 
 
 def takeover_report(node_id: int, partitions: set[tuple[str, int]], snapshot: ClusterSnapshot) -> str | None:
