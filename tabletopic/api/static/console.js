@@ -49,6 +49,21 @@
     return whole && last - first < MIN_SPAN_S ? [last - MIN_SPAN_S, last] : [min, max];
   }
 
+  // One line a tick: the time of day, with seconds while the axis spans under ten minutes, and the
+  // date in front once it spans a day. uPlot's own ticks put the date of the first one on a second
+  // line, where it ran into the next minute's label on a narrow chart.
+  const TICK_SPACE_PX = 90;
+
+  function ticks(u, splits) {
+    const span = u.scales.x.max - u.scales.x.min;
+    const shown = span < 600 ? { hour: "numeric", minute: "2-digit", second: "2-digit" } : { hour: "numeric", minute: "2-digit" };
+    return splits.map((s) => {
+      const at = new Date(s * 1000);
+      const time = at.toLocaleTimeString([], shown);
+      return span >= 86400 ? at.toLocaleDateString() + " " + time : time;
+    });
+  }
+
   // What a chart shows, for a reader of the page (and its tests): the seconds its time axis spans.
   function noteSpan(u, key) {
     if (key === "x") u.root.parentElement.dataset.spanSeconds = String(Math.round(u.scales.x.max - u.scales.x.min));
@@ -89,7 +104,7 @@
       scales: { x: { time: true, range: timeRange } },
       axes: spark
         ? [{ show: false }, { show: false }]
-        : [{}, { size: 70, values: (u, values) => values.map((v) => human(v, unit)) }],
+        : [{ space: TICK_SPACE_PX, values: ticks }, { size: 70, values: (u, values) => values.map((v) => human(v, unit)) }],
       hooks: spark ? { setScale: [noteSpan] } : { setCursor: [showLatest], ready: [showLatest], setScale: [noteSpan] },
       series: [{ label: "time", value: (u, v) => (v === null || v === undefined ? "" : clock(v)) }, ...names.map((n, i) => ({
         label: label(n, prefix, el.dataset.label),
