@@ -409,11 +409,16 @@ def status(
     internal: Annotated[
         bool, typer.Option("--internal", help="Also list Kafka's internal topics (__consumer_offsets, ...).")
     ] = False,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", help="List only this topic's partitions (repeatable; internal ones too)."),
+    ] = None,
     config: ConfigFileOption = None,
     override: OverrideOption = None,
 ) -> None:
     """Brokers (id, rack, epoch, state alive/draining/dead/stopped, load), the controller, leaders per
-    partition (user topics; --internal adds Kafka's own), group and table coordinators."""
+    partition (user topics; --internal adds Kafka's own, --topic picks some), group and table
+    coordinators."""
     cfg = load_config(None, config, override)
     engine = _cluster_database(metadata_url, data_dir, cfg)
     try:
@@ -434,6 +439,7 @@ def status(
         tables,
         cfg.get(keys.GROUP_PARTITIONS),
         internal=internal,
+        topics=set(topic) if topic else None,
         plain=not console.is_terminal,
         high_watermarks=marks,
         timeline=timeline,
@@ -516,9 +522,12 @@ def render(
     plain: bool = False,
     high_watermarks: dict[tuple[str, int], int] | None = None,
     timeline: list[ClusterEvent] | None = None,
+    topics: set[str] | None = None,
 ) -> str:
     """The status report as text (kept apart from I/O so it can be tested): aligned columns, or
-    tab-separated ones when ``plain`` (piped). Kafka's internal topics only with ``internal``.
+    tab-separated ones when ``plain`` (piped). Kafka's internal topics only with ``internal``;
+    ``topics``, when given, are the only ones whose partitions are listed (a cluster of 10,000
+    partitions otherwise lists every one, as ``kafka-topics --describe`` does).
     ``high_watermarks`` (each partition's committed stream end) adds a column; ``timeline`` (the
     controller's latest decisions, newest first) a section."""
     leaders: dict[int, int] = {}
@@ -548,7 +557,7 @@ def render(
     for (topic, partition), row in sorted(
         snapshot.partitions.items(), key=lambda kv: (is_internal(kv[0][0]), kv[0])
     ):
-        if is_internal(topic) and not internal:
+        if (topic not in topics) if topics is not None else (is_internal(topic) and not internal):
             continue
         moving = "-" if row.target is None or row.target == row.leader else str(row.target)
         leader = str(row.leader) if row.leader is not None else "-1"
@@ -558,7 +567,11 @@ def render(
         partitions.append(cells)
     lines += ["", *_columns(partitions, {1, 2, 3, 5}, plain)]
     hidden = sorted({t for t, _ in snapshot.partitions if is_internal(t)})
-    if hidden and not internal:
+    if topics is not None:
+        unknown = sorted(topics - {t for t, _ in snapshot.partitions})
+        if unknown:
+            lines.append(f"(no such topic: {', '.join(unknown)})")
+    elif hidden and not internal:
         lines.append(
             f"({len(hidden)} internal topics not listed: {', '.join(hidden)}; --internal lists them)"
         )

@@ -138,3 +138,13 @@ def test_a_broker_failover_is_one_line_of_the_timeline_whatever_its_partition_co
         f"  {at}  failover of 300 partitions (orders-0, orders-1, orders-2, orders-3, orders-4 "
         "and 295 more): broker 2 is dead (its lease expired); to broker 1 (300)"
     ]
+
+
+def test_topic_picks_the_partitions_listed_and_names_a_topic_that_does_not_exist() -> None:
+    plain = render(snapshot(), [], [], 6, plain=True, topics={"clicks", "__transaction_state", "nope"})
+    listed = [line.split("\t")[0] for line in plain.splitlines()]
+    assert [t for t in listed if t in ("orders", "clicks", "__transaction_state")] == [
+        "clicks",
+        "__transaction_state",
+    ]
+    assert "(no such topic: nope)" in plain and "internal topics not listed" not in plain
