@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.timeseries import SeriesRing
+from tabletopic.cluster.status_report import is_internal
 
 if TYPE_CHECKING:
     from tabletopic.cluster.db import ClusterSnapshot
@@ -57,7 +58,7 @@ def _cluster_traffic(snapshot: ClusterSnapshot) -> dict[str, float]:
     values: dict[str, float] = {}
     # A broker leaves its idle partitions out of its report, so a topic nobody writes to is 0, not
     # a gap (its chart stopped at the last write). Internal topics are never reported: no series.
-    by_topic = {topic: 0.0 for topic, _ in snapshot.partitions if not topic.startswith("__")}
+    by_topic = {topic: 0.0 for topic, _ in snapshot.partitions if not is_internal(topic)}
     for node in snapshot.nodes.values():
         if not node.alive:  # its last report is stale
             continue

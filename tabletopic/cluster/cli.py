@@ -1,9 +1,10 @@
 """``tabletopic cluster up`` (a whole cluster on this machine), ``tabletopic cluster status``
 (who is alive, who leads what, who coordinates which group and table), read from the metadata
-database the brokers share, ``tabletopic cluster unregister N`` (remove a broker that left for
-good) and ``tabletopic cluster balance [--dry-run]`` (the auto-balancer's
-plan for the cluster as it is now, every move with its reason; without ``--dry-run`` the moves are
-asked for the way the controller's own rounds ask: reassignment targets, not pinned)."""
+database the brokers share and written by ``status_report``, ``tabletopic cluster unregister N``
+(remove a broker that left for good) and ``tabletopic cluster balance [--dry-run]`` (the
+auto-balancer's plan for the cluster as it is now, every move with its reason; without
+``--dry-run`` the moves are asked for the way the controller's own rounds ask: reassignment
+targets, not pinned)."""
 
 from __future__ import annotations
 
@@ -27,20 +28,17 @@ from tabletopic.cli_common import (
     console,
     err_console,
     load_config,
-    or_dash,
     print_table,
 )
 from tabletopic.cluster import events
 from tabletopic.cluster import settings as keys
-from tabletopic.cluster.controller import group_slot
 from tabletopic.cluster.db import (
     MIGRATIONS,
     ClusterMetadata,
     ClusterSnapshot,
     UnregisterRefused,
-    broker_state,
 )
-from tabletopic.cluster.events import ClusterEvent
+from tabletopic.cluster.status_report import rate, render
 
 if TYPE_CHECKING:
     from tabletopic.cluster.local import LocalCluster
@@ -50,8 +48,6 @@ from tabletopic.leader_offsets import leader_high_watermarks
 from tabletopic.settings import METADATA_URL
 
 cluster_app = typer.Typer(help="Run and inspect a cluster of brokers.", no_args_is_help=True)
-
-GROUP_SLOTS_TOPIC = "__consumer_offsets"
 
 
 class WalChoice(StrEnum):
@@ -467,9 +463,6 @@ def _high_watermarks(engine: sa.Engine) -> dict[tuple[str, int], int]:
 #: ``cluster status`` starts its client cold (a connection, Metadata, then ListOffsets) and runs once:
 #: it waits longer for the leaders than the console's refreshes, whose client is warm.
 STATUS_LEADER_TIMEOUT_S = 5.0
-# The timeline's newest entries `cluster status` prints, each one decision (a broker's failover is
-# one entry, whatever its partition count), read from every row kept.
-TIMELINE_SHOWN = 20
 
 
 def _leaders_high_watermarks(snapshot: ClusterSnapshot) -> dict[tuple[str, int], int]:
@@ -493,112 +486,6 @@ def _rows(engine: sa.Engine, query: str, table: str) -> list[Any]:
         return []
     with engine.connect() as conn:
         return list(conn.execute(sa.text(query)))
-
-
-def is_internal(topic: str) -> bool:
-    """Kafka's own topics (``__consumer_offsets`` slots, ``__transaction_state``, ...)."""
-    return topic.startswith("__")
-
-
-def _columns(rows: list[list[str]], right: set[int], plain: bool) -> list[str]:
-    """Rows as aligned columns (the first row is the header), or tab-separated when ``plain``."""
-    if plain:
-        return ["\t".join(row) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(
-            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)
-        ).rstrip()
-        for row in rows
-    ]
-
-
-def render(
-    snapshot: ClusterSnapshot,
-    groups: list[str],
-    tables: list[Any],
-    slots: int,
-    internal: bool = False,
-    plain: bool = False,
-    high_watermarks: dict[tuple[str, int], int] | None = None,
-    timeline: list[ClusterEvent] | None = None,
-    topics: set[str] | None = None,
-) -> str:
-    """The status report as text (kept apart from I/O so it can be tested): aligned columns, or
-    tab-separated ones when ``plain`` (piped). Kafka's internal topics only with ``internal``;
-    ``topics``, when given, are the only ones whose partitions are listed (a cluster of 10,000
-    partitions otherwise lists every one, as ``kafka-topics --describe`` does).
-    ``high_watermarks`` (each partition's committed stream end) adds a column; ``timeline`` (the
-    controller's latest decisions, newest first) a section."""
-    leaders: dict[int, int] = {}
-    for (topic, _), row in snapshot.partitions.items():
-        if not is_internal(topic) and row.leader is not None:
-            leaders[row.leader] = leaders.get(row.leader, 0) + 1
-    controller = "none" if snapshot.controller_id is None else f"broker {snapshot.controller_id}"
-    lines = [f"controller: {controller} (controller epoch {snapshot.controller_epoch})", ""]
-    nodes = [["NODE", "RACK", "EPOCH", "STATE", "LEADS", "BYTES IN", "BYTES OUT", "ENDPOINTS"]]
-    for node in sorted(snapshot.nodes.values(), key=lambda n: n.node_id):
-        state = broker_state(node)
-        # A dead or stopped broker's last report is stale: it carries nothing now.
-        live = state in ("alive", "draining")
-        bytes_in = sum(v[0] for v in node.load.values()) if live else 0
-        bytes_out = sum(v[1] for v in node.load.values()) if live else 0
-        endpoints = " ".join(f"{k}://{h}:{p}" for k, (h, p) in node.endpoints.items())
-        nodes.append(
-            [str(node.node_id), node.rack or "-", str(node.node_epoch), state,
-             str(leaders.get(node.node_id, 0)), _rate(bytes_in), _rate(bytes_out), endpoints]
-        )  # fmt: skip
-    lines += _columns(nodes, {0, 2, 4, 5, 6}, plain)
-    partitions = [
-        ["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"]
-        + (["HIGH WATERMARK"] if high_watermarks is not None else [])
-    ]
-    # User topics first, then (with --internal) Kafka's own.
-    for (topic, partition), row in sorted(
-        snapshot.partitions.items(), key=lambda kv: (is_internal(kv[0][0]), kv[0])
-    ):
-        if (topic not in topics) if topics is not None else (is_internal(topic) and not internal):
-            continue
-        moving = "-" if row.target is None or row.target == row.leader else str(row.target)
-        leader = str(row.leader) if row.leader is not None else "-1"
-        cells = [topic, str(partition), leader, str(row.leader_epoch), moving]
-        if high_watermarks is not None:
-            cells.append(or_dash(high_watermarks.get((topic, partition))))
-        partitions.append(cells)
-    lines += ["", *_columns(partitions, {1, 2, 3, 5}, plain)]
-    hidden = sorted({t for t, _ in snapshot.partitions if is_internal(t)})
-    if topics is not None:
-        unknown = sorted(topics - {t for t, _ in snapshot.partitions})
-        if unknown:
-            lines.append(f"(no such topic: {', '.join(unknown)})")
-    elif hidden and not internal:
-        lines.append(
-            f"({len(hidden)} internal topics not listed: {', '.join(hidden)}; --internal lists them)"
-        )
-    lines += ["", "group coordinators:"]
-    for group in sorted(groups):
-        slot = snapshot.partitions.get((GROUP_SLOTS_TOPIC, group_slot(group, slots)))
-        lines.append(f"  {group}: broker {slot.leader if slot is not None else '?'}")
-    if not groups:
-        lines.append("  (no groups)")
-    lines += ["", "table coordinators:"]
-    for topic, owner, epoch, claim, _expires in sorted(tables):
-        lines.append(f"  {topic}: {owner} (lease epoch {epoch}, partition-0 leader epoch {claim})")
-    if not tables:
-        lines.append("  (no table topics)")
-    if timeline is not None:
-        lines += ["", "timeline (failovers, moves, balancing; newest first):"]
-        for decision in events.decisions(timeline)[:TIMELINE_SHOWN]:
-            lines.append(f"  {decision.at or '-'}  {decision.line()}")
-        if not timeline:
-            lines.append("  (nothing yet)")
-    return "\n".join(lines)
-
-
-def _rate(value: float) -> str:
-    if value == 0:
-        return "0 B/s"
-    return f"{value / 1e6:.2f} MB/s" if value >= 1e5 else f"{value / 1e3:.1f} kB/s"
 
 
 def _deviation(value: float, mean: float) -> str:
@@ -632,10 +519,10 @@ def balance(
             after_in, after_out = plan.after[broker]
             table.add_row(
                 str(broker),
-                f"{_rate(bytes_in)} ({_deviation(bytes_in, plan.mean_in)})",
-                f"{_rate(bytes_out)} ({_deviation(bytes_out, plan.mean_out)})",
-                f"{_rate(after_in)} ({_deviation(after_in, plan.mean_in)})",
-                f"{_rate(after_out)} ({_deviation(after_out, plan.mean_out)})",
+                f"{rate(bytes_in)} ({_deviation(bytes_in, plan.mean_in)})",
+                f"{rate(bytes_out)} ({_deviation(bytes_out, plan.mean_out)})",
+                f"{rate(after_in)} ({_deviation(after_in, plan.mean_in)})",
+                f"{rate(after_out)} ({_deviation(after_out, plan.mean_out)})",
             )
         print_table(table)
         if not plan.moves:

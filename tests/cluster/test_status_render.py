@@ -4,9 +4,9 @@ tab-separated columns when piped."""
 
 from __future__ import annotations
 
-from tabletopic.cluster.cli import render
 from tabletopic.cluster.controller import Assignment
 from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
+from tabletopic.cluster.status_report import render
 
 
 def snapshot() -> ClusterSnapshot:
