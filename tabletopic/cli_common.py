@@ -8,6 +8,7 @@ import importlib
 import logging
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -157,6 +158,20 @@ def admin_node(
     cfg = load_config(data_dir, config, override)
     ctx.meta["tabletopic.config"] = cfg
     ctx.obj = admin_url or cfg.get("admin.listener")
+
+
+def ago(epoch: float | None, never: str = "never") -> str:
+    """How long ago ``epoch`` (seconds) was, in the unit a reader takes in: seconds up to two
+    minutes, then minutes up to two hours, then hours; ``never`` when there was no such moment.
+    The console and the command line say it alike."""
+    if not epoch:
+        return never
+    seconds = max(time.time() - epoch, 0.0)
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.1f} h ago"
 
 
 def or_dash(value: object) -> str:

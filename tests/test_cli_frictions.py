@@ -380,6 +380,17 @@ def test_tables_describe_never_prints_snapshot_none() -> None:
     assert "None" not in last_commit(time.time() - 5, None)
 
 
+def test_the_command_line_says_how_long_ago_in_the_consoles_words() -> None:
+    # `tables list` said "1967s ago" where the console said "33 min ago".
+    from tabletopic.cli_common import ago
+    from tabletopic.table.cli import last_commit
+
+    now = time.time()
+    assert ago(now - 5) == "5 s ago" and ago(now - 1967) == "33 min ago" and ago(now - 9000) == "2.5 h ago"
+    assert ago(None) == "never" and ago(None, never="-") == "-"
+    assert last_commit(now - 1967, 7) == "last commit 33 min ago (snapshot 7)"
+
+
 @pytest.mark.integration
 def test_topic_config_typos_and_alter_config_with_config_against_a_node(node_dir: Path) -> None:
     data_dir = node_dir

@@ -26,6 +26,7 @@ from tabletopic.api.origin import same_origin
 from tabletopic.api.sampler import Sampler
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.timeseries import SeriesRing
+from tabletopic.cli_common import ago
 from tabletopic.tasks import cancel_and_wait
 
 HERE = Path(__file__).parent
@@ -53,17 +54,6 @@ def _when(epoch: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
 
 
-def _ago(epoch: float | None) -> str:
-    if not epoch:
-        return "never"
-    seconds = max(time.time() - epoch, 0.0)
-    if seconds < 120:
-        return f"{seconds:.0f} s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago"
-    return f"{seconds / 3600:.1f} h ago"
-
-
 def _shown(value: Any) -> str:
     """A decoded key, value or header as text: ``null``, strings as they are, the rest as JSON."""
     if value is None:
@@ -83,7 +73,7 @@ TEMPLATES.env.filters["bytes"] = _bytes
 TEMPLATES.env.filters["by_partition"] = _by_partition
 TEMPLATES.env.filters["shown"] = _shown
 TEMPLATES.env.filters["when"] = _when
-TEMPLATES.env.filters["ago"] = _ago
+TEMPLATES.env.filters["ago"] = ago
 
 
 class Console:

@@ -4,7 +4,6 @@ node, and its controls."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Annotated, Any
 
 import typer
@@ -13,6 +12,7 @@ from rich.table import Table as RichTable
 from tabletopic.cli_common import (
     admin_call,
     admin_node,
+    ago,
     console,
     or_dash,
     print_table,
@@ -23,20 +23,16 @@ app = typer.Typer(help="Table topics: their Iceberg tables, commits and lag.", n
 app.callback()(admin_node)
 
 
-def _ago(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{time.time() - seconds:.0f}s ago"
-
-
 def _on(row: dict[str, Any]) -> str:
     coordinator = row.get("coordinator")
     return "-" if coordinator is None else f"broker {coordinator}"
 
 
 def last_commit(when: float | None, snapshot: int | None) -> str:
-    """``last commit 12s ago (snapshot 123)``, or ``no commit yet`` (never ``snapshot None``)."""
+    """``last commit 12 s ago (snapshot 123)``, or ``no commit yet`` (never ``snapshot None``)."""
     if snapshot is None:
-        return "no commit yet" if when is None else f"last commit {_ago(when)}"
-    return f"last commit {_ago(when)} (snapshot {snapshot})"
+        return "no commit yet" if when is None else f"last commit {ago(when)}"
+    return f"last commit {ago(when)} (snapshot {snapshot})"
 
 
 @app.command("list")
@@ -59,7 +55,7 @@ def list_tables(
             r["table"],
             r["state"],
             _on(r),
-            _ago(r["last_commit_time"]),
+            ago(r["last_commit_time"], never="-"),
             or_dash(r["rows_committed"]),
             or_dash(r["lag_records"]),
             or_dash(r["records_skipped"]),
