@@ -72,7 +72,7 @@ def describe_table(ctx: typer.Context, topic: str) -> None:
     console.print(
         f"{last_commit(r['last_commit_time'], r['last_commit_snapshot'])}, "
         f"{r['commits']} commits, {r['rows_committed']} rows, {r['records_skipped']} skipped, "
-        f"lag {r['lag_records']} records" + f" / {r['lag_seconds']:.0f}s",
+        f"lag {r['lag_records']} records / {r['lag_seconds']:.0f} s",
         highlight=False,
     )
     if r["last_error"]:
