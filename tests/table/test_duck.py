@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
@@ -56,4 +57,25 @@ def test_show_tables_lists_the_catalogs_tables_of_the_default_namespace_or_the_o
     assert list(session.execute("SHOW TABLES")[1]) == [("default", "orders")]
     assert list(session.execute('SHOW TABLES IN "default"')[1]) == [("default", "orders")]
     assert list(session.execute("SHOW TABLES FROM shop")[1]) == []
+    session.close()
+
+
+def test_a_table_the_catalog_lacks_is_named_in_words_not_as_duckdbs_parse_or_schema_error(
+    tmp_path: Path,
+) -> None:
+    """``default`` is reserved in DuckDB: before the namespace's first table (a table topic queried
+    before its first commit) it was left unquoted and DuckDB failed to parse the statement; in a
+    known namespace DuckDB said the schema did not exist."""
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    session = DuckSession(catalog)  # no namespace, no table yet
+    text, named = session.rewrite("SELECT * FROM default.clicks WHERE note = 'default.x'")
+    assert text == "SELECT * FROM \"default\".clicks WHERE note = 'default.x'" and named == []
+    with pytest.raises(LookupError, match=r"no table default\.clicks in the catalog.*first commit"):
+        session.execute("SELECT * FROM default.clicks")
+    session.close()
+
+    session, _ = _orders(tmp_path)
+    with pytest.raises(LookupError, match=r"no table default\.ordres, default\.my-topic in the catalog"):
+        session.execute('SELECT * FROM default.ordres JOIN default."my-topic" USING (id)')
+    assert list(session.execute('SELECT count(*) FROM "default"."orders"')[1]) == [(3,)]
     session.close()

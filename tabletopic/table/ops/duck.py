@@ -32,6 +32,10 @@ RowSource = Callable[[Catalog, tuple[str, str]], "pa.Table | None"]
 _SHOW_TABLES = re.compile(r'\s*SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+("?[\w.]+"?))?\s*;?\s*', re.IGNORECASE)
 
 
+# ``"namespace".table`` (or ``"namespace"."table"``) as :meth:`DuckSession.rewrite` leaves it.
+_QUOTED_NAMESPACE_REFERENCE = re.compile(r'(?<![\w."])"([^"]+)"\s*\.\s*(?:"([^"]+)"|([A-Za-z_]\w*))')
+
+
 class DuckSession:
     """One DuckDB connection over a pyiceberg catalog."""
 
@@ -78,12 +82,30 @@ class DuckSession:
                     parts[index] = replaced
                     if (DEFAULT_NAMESPACE, table) not in named:
                         named.append((DEFAULT_NAMESPACE, table))
-            for namespace in {ns for ns, _ in self.known_tables()}:
-                # Other names in a known namespace: quoted too, so DuckDB says the table is missing
-                # rather than failing to parse the reserved word.
+            for namespace in self._namespaces():
+                # Other names in a known namespace (or ``default``, before its first table): quoted
+                # too, so that DuckDB never fails to parse the reserved word; :meth:`missing` names
+                # them.
                 bare = re.compile(rf'(?<![\w."]){re.escape(namespace)}(?=\s*\.\s*[A-Za-z_"])', re.IGNORECASE)
                 parts[index] = bare.sub(f'"{namespace}"', parts[index])
         return "'".join(parts), named
+
+    def _namespaces(self) -> set[str]:
+        return {ns for ns, _ in self.known_tables()} | {DEFAULT_NAMESPACE}
+
+    def missing(self, rewritten: str) -> list[tuple[str, str]]:
+        """The tables a rewritten statement names in a catalog namespace that the catalog lacks,
+        in the order named: a table topic's table before its first commit, or a misspelt name."""
+        known = {(ns.lower(), t.lower()) for ns, t in self.known_tables()}
+        namespaces = {ns.lower() for ns in self._namespaces()}
+        found: list[tuple[str, str]] = []
+        for part in rewritten.split("'")[::2]:  # outside single-quoted literals
+            for namespace, quoted, plain in _QUOTED_NAMESPACE_REFERENCE.findall(part):
+                table = quoted or plain
+                key = (namespace.lower(), table.lower())
+                if key[0] in namespaces and key not in known and (namespace, table) not in found:
+                    found.append((namespace, table))
+        return found
 
     def _register(self, namespace: str, table: str) -> None:
         arrow = self._rows(self._catalog, (namespace, table)) if self._rows is not None else None
@@ -102,6 +124,13 @@ class DuckSession:
             tables = [(ns, t) for ns, t in self.known_tables() if ns.lower() == namespace.lower()]
             return ["namespace", "tableName"], iter(sorted(tables))
         text, named = self.rewrite(statement)
+        if missing := self.missing(text):
+            names = ", ".join(f"{ns}.{t}" for ns, t in missing)
+            raise LookupError(
+                f"no table {names} in the catalog; a table topic's table is created by its first "
+                "commit (`tabletopic tables list` shows which have committed, `tabletopic tables "
+                "commit TOPIC` commits now)"
+            )
         for namespace, table in named:
             self._register(namespace, table)
         cursor = self._con.execute(text)
