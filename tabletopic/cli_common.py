@@ -174,6 +174,21 @@ def ago(epoch: float | None, never: str = "never") -> str:
     return f"{seconds / 3600:.1f} h ago"
 
 
+def columns(rows: list[list[str]], right: set[int] | None = None, plain: bool = False) -> list[str]:
+    """Rows as aligned columns (the first row is the header; the columns in ``right``, figures,
+    flush right), or tab-separated when ``plain`` (piped into another program)."""
+    if plain:
+        return ["\t".join(row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    flush_right = right or set()
+    return [
+        "  ".join(
+            cell.rjust(widths[i]) if i in flush_right else cell.ljust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+
+
 def or_dash(value: object) -> str:
     """A figure in a table, or ``-`` where the node had none to give (``null`` in its answer)."""
     return "-" if value is None else str(value)

@@ -41,11 +41,15 @@ def admin_client(config: Mapping[str, Any]) -> Any:
 
 
 def leader_high_watermarks(
-    config: Mapping[str, Any], partitions: Iterable[tuple[str, int]], timeout: float = LEADER_TIMEOUT_S
+    config: Mapping[str, Any],
+    partitions: Iterable[tuple[str, int]],
+    timeout: float = LEADER_TIMEOUT_S,
+    log_starts: bool = False,
 ) -> dict[tuple[str, int], int]:
-    """``{(topic, partition): high watermark}`` as each partition's leader answers it, asked by a
-    client with librdkafka settings ``config``; a partition whose leader did not answer within
-    ``timeout`` is left out (the caller keeps what it had).
+    """``{(topic, partition): high watermark}`` (the log start offset instead when
+    ``log_starts``) as each partition's leader answers it, asked by a client with librdkafka
+    settings ``config``; a partition whose leader did not answer within ``timeout`` is left out
+    (the caller keeps what it had).
 
     One ListOffsets call per leader, all in flight at once: librdkafka answers a call that spans
     several leaders only when every one of them has, so a single leader that hangs (paused, or
@@ -53,7 +57,7 @@ def leader_high_watermarks(
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # no __all__ entry
 
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    spec = OffsetSpec.earliest() if log_starts else OffsetSpec.latest()  # type: ignore[no-untyped-call]
     wanted = set(partitions)
     if not wanted:
         return {}
@@ -63,7 +67,7 @@ def leader_high_watermarks(
         leaders = _leaders(admin.list_topics(timeout=timeout), wanted)
         futures: dict[Any, Any] = {}
         for led in leaders.values():
-            asked = {TopicPartition(topic, partition): latest for topic, partition in led}
+            asked = {TopicPartition(topic, partition): spec for topic, partition in led}
             futures.update(admin.list_offsets(asked, request_timeout=timeout))
     except Exception as exc:  # no metadata, or a refused request: every figure stays the caller's
         log.debug("leaders' offsets unavailable: %s", exc)

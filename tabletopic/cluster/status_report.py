@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabletopic.cli_common import or_dash
+from tabletopic.cli_common import columns, or_dash
 from tabletopic.cluster import events
 from tabletopic.cluster.controller import group_slot
 from tabletopic.cluster.db import ClusterSnapshot, broker_state
@@ -23,19 +23,6 @@ TIMELINE_SHOWN = 20
 def is_internal(topic: str) -> bool:
     """Kafka's own topics (``__consumer_offsets`` slots, ``__transaction_state``, ...)."""
     return topic.startswith("__")
-
-
-def columns(rows: list[list[str]], right: set[int], plain: bool) -> list[str]:
-    """Rows as aligned columns (the first row is the header), or tab-separated when ``plain``."""
-    if plain:
-        return ["\t".join(row) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(
-            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)
-        ).rstrip()
-        for row in rows
-    ]
 
 
 def render(

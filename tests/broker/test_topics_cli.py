@@ -7,6 +7,7 @@ import sys
 import uuid
 
 import pytest
+from confluent_kafka import Producer
 
 pytestmark = pytest.mark.integration
 
@@ -26,9 +27,16 @@ def test_create_list_describe_alter_delete(bootstrap: str) -> None:
     assert created.returncode == 0, created.stderr
     listed = _cli(bootstrap, "list")
     assert f"{name}\t3" in listed.stdout
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(3):
+        producer.produce(name, value=b"v%d" % i, partition=2)
+    assert producer.flush(30) == 0
     described = _cli(bootstrap, "describe", name)
     assert described.returncode == 0, described.stderr
-    assert "partition 2" in described.stdout
+    # One aligned row a partition: partition, leader, log start, high watermark.
+    cells = [line.split() for line in described.stdout.splitlines()]
+    rows = [c for c in cells if c[:1] in (["0"], ["1"], ["2"])]
+    assert [(r[0], r[2], r[3]) for r in rows] == [("0", "0", "0"), ("1", "0", "0"), ("2", "0", "3")]
     assert "retention.ms=123456  (set)" in described.stdout
     altered = _cli(
         bootstrap, "alter-config", name, "--set", "retention.bytes=1000", "--delete", "retention.ms"
