@@ -337,7 +337,12 @@ class LocalWal:
                     raise
                 self._next = (index, fd)
             except OSError as exc:  # the roll that needs it tries again, and fails the group
-                log.warning("could not prepare WAL segment %d in %s: %s", index, self.directory, exc)
+                if not self.directory.exists():
+                    # A broker that takes a shared WAL over removes its directory once recovered:
+                    # this one was paused meanwhile, and its next write meets the fence and says so.
+                    log.info("WAL segment %d not prepared: %s is gone (taken over?)", index, self.directory)
+                else:
+                    log.warning("could not prepare WAL segment %d in %s: %s", index, self.directory, exc)
 
     def _switch_to_next(self) -> None:
         """Make the next segment current (prepared ahead, or here if it is not ready) and start

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import shutil
 import threading
 from pathlib import Path
 
@@ -230,3 +232,21 @@ async def test_frames_of_payloads_with_known_crcs_are_the_same_bytes(tmp_path: P
         segments.append(written_segment(directory))
     assert segments[0] == segments[1]
     assert replayed(tmp_path / "True") == payloads
+
+
+async def test_a_segment_not_prepared_in_a_directory_taken_over_and_removed_is_no_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A broker paused past its lease finds its shared WAL's directory removed by the broker that
+    # recovered it: preparing the next segment fails, and the fence, not a warning, says why.
+    directory = tmp_path / "wal"
+    wal = LocalWal(directory, SEGMENT, lambda group: None)
+    list(wal.replay())
+    await wal.start()
+    await wait_until(lambda: wal._next is not None)
+    shutil.rmtree(directory)
+    with caplog.at_level(logging.INFO, logger="tabletopic.s3stream.wal"):
+        await wal.roll().done  # takes the segment prepared ahead; the one after it cannot be made
+        await wait_until(lambda: "is gone (taken over?)" in caplog.text)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    await wal.close()
