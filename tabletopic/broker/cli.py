@@ -26,7 +26,7 @@ from tabletopic.cli_common import (
     or_dash,
     remember_node,
 )
-from tabletopic.leader_offsets import leader_high_watermarks
+from tabletopic.leader_offsets import leader_log_ranges
 
 if TYPE_CHECKING:
     from tabletopic.broker.wire_client import ConnectionPool
@@ -124,8 +124,7 @@ def describe(
     # took 2.7 s on one node over loopback, now 1.5 s, and each round trip more over a network); a
     # partition whose leader does not answer in time shows "-".
     wanted = [(name, p) for p in sorted(topic.partitions)]
-    starts = leader_high_watermarks(client, wanted, timeout=TIMEOUT_S, log_starts=True)
-    ends = leader_high_watermarks(client, wanted, timeout=TIMEOUT_S)
+    starts, ends = leader_log_ranges(client, wanted, timeout=TIMEOUT_S)
     typer.echo(f"topic {name}  partitions {len(topic.partitions)}")
     rows = [["partition", "leader", "log-start", "high-watermark"]]
     for tp in wanted:
