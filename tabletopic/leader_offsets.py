@@ -89,7 +89,7 @@ def leader_log_ranges(
                 answered[(tp.topic, tp.partition)] = int(answer.offset)
             except Exception as exc:
                 log.debug("no offset from the leader of %s-%d: %s", tp.topic, tp.partition, exc)
-    return (answers[0], answers[1]) if log_starts else ({}, answers[0])
+    return (answers[0] if log_starts else {}), answers[-1]
 
 
 def _leaders(metadata: Any, wanted: set[tuple[str, int]]) -> dict[int, list[tuple[str, int]]]:

@@ -78,4 +78,6 @@ def test_a_table_the_catalog_lacks_is_named_in_words_not_as_duckdbs_parse_or_sch
     with pytest.raises(LookupError, match=r"no table default\.ordres, default\.my-topic in the catalog"):
         session.execute('SELECT * FROM default.ordres JOIN default."my-topic" USING (id)')
     assert list(session.execute('SELECT count(*) FROM "default"."orders"')[1]) == [(3,)]
+    # Only what a statement reads is looked up: a column of an alias named like a namespace is not.
+    assert session.missing('SELECT "default".id FROM "default"."orders" AS "default"') == []
     session.close()

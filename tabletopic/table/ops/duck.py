@@ -32,8 +32,12 @@ RowSource = Callable[[Catalog, tuple[str, str]], "pa.Table | None"]
 _SHOW_TABLES = re.compile(r'\s*SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+("?[\w.]+"?))?\s*;?\s*', re.IGNORECASE)
 
 
-# ``"namespace".table`` (or ``"namespace"."table"``) as :meth:`DuckSession.rewrite` leaves it.
-_QUOTED_NAMESPACE_REFERENCE = re.compile(r'(?<![\w."])"([^"]+)"\s*\.\s*(?:"([^"]+)"|([A-Za-z_]\w*))')
+# A table named after FROM or JOIN as ``"namespace".table`` (or ``"namespace"."table"``), as
+# :meth:`DuckSession.rewrite` leaves it. Only there: elsewhere ``name.x`` may be a column of a table
+# or alias that shares its name with a namespace, which DuckDB resolves itself.
+_QUOTED_TABLE_REFERENCE = re.compile(
+    r'\b(?:FROM|JOIN)\s+"([^"]+)"\s*\.\s*(?:"([^"]+)"|([A-Za-z_]\w*))', re.IGNORECASE
+)
 
 
 class DuckSession:
@@ -94,13 +98,14 @@ class DuckSession:
         return {ns for ns, _ in self.known_tables()} | {DEFAULT_NAMESPACE}
 
     def missing(self, rewritten: str) -> list[tuple[str, str]]:
-        """The tables a rewritten statement names in a catalog namespace that the catalog lacks,
-        in the order named: a table topic's table before its first commit, or a misspelt name."""
+        """The tables a rewritten statement reads (after FROM or JOIN) in a catalog namespace that
+        the catalog lacks, in the order named: a table topic's table before its first commit, or a
+        misspelt name."""
         known = {(ns.lower(), t.lower()) for ns, t in self.known_tables()}
         namespaces = {ns.lower() for ns in self._namespaces()}
         found: list[tuple[str, str]] = []
         for part in rewritten.split("'")[::2]:  # outside single-quoted literals
-            for namespace, quoted, plain in _QUOTED_NAMESPACE_REFERENCE.findall(part):
+            for namespace, quoted, plain in _QUOTED_TABLE_REFERENCE.findall(part):
                 table = quoted or plain
                 key = (namespace.lower(), table.lower())
                 if key[0] in namespaces and key not in known and (namespace, table) not in found:
