@@ -157,13 +157,17 @@ def confluent_produce(
 def close_within(*consumers: Any, seconds: float = 30) -> None:
     """Close confluent-kafka group consumers together, giving up after ``seconds``.
 
-    librdkafka's close waits for the group's outstanding requests: a JoinGroup the coordinator holds
-    until every member rejoins waits on a member that is not being polled, as one closed after the
-    other is not, and blocks in C (confluent-kafka-python issue 1667), where pytest-timeout's alarm
-    does not reach it; one such close held a CI worker for minutes. Closed together, each member's
-    close serves its own part of the rebalance; a test whose subject is not the close closes through
-    this, so a stuck close costs ``seconds`` and a warning, not the run.
+    Each consumer first leaves its subscription and serves what its queue holds (see
+    ``_serve_pending_rebalance``), so its close finds no rebalance event waiting; then all are
+    closed together. librdkafka's close waits for the group's outstanding requests: a JoinGroup the
+    coordinator holds until every member rejoins waits on a member that is not being polled, as one
+    closed after the other is not, and blocks in C (confluent-kafka-python issue 1667), where
+    pytest-timeout's alarm does not reach it; one such close held a CI worker for minutes. Closed
+    together, each member's close serves its own part of the rebalance; a test whose subject is not
+    the close closes through this, so a stuck close costs ``seconds`` and a warning, not the run.
     """
+    for consumer in consumers:
+        _serve_pending_rebalance(consumer)
     closers = [threading.Thread(target=c.close, name="consumer-close", daemon=True) for c in consumers]
     for closer in closers:
         closer.start()
@@ -175,6 +179,25 @@ def close_within(*consumers: Any, seconds: float = 30) -> None:
         warnings.warn(
             f"{stuck} consumer close(s) did not return in {seconds:g} s; left to daemon threads", stacklevel=2
         )
+
+
+def _serve_pending_rebalance(consumer: Any, seconds: float = 10) -> None:
+    """Unsubscribe ``consumer`` and poll until its queue is empty, while its group still answers.
+
+    A close that finds a rebalance event the application has not served yet (an assignment that
+    arrived after the last poll) stops the group first and hands the event over afterwards; the
+    binding's default handling of it asks the stopped group for its rebalance protocol, which no
+    thread answers any more, and waits forever holding the GIL (librdkafka issue 4041). The whole
+    test process froze until faulthandler ended the worker. Unsubscribed, the group takes no new
+    assignment, and the events already queued are served here, where the group is alive to answer.
+    """
+    try:
+        consumer.unsubscribe()
+        deadline = time.monotonic() + seconds
+        while consumer.consume(10_000, 0.2) and time.monotonic() < deadline:
+            pass
+    except RuntimeError:
+        pass  # closed already by the test: nothing is queued for a close to find
 
 
 def confluent_consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[Message]:
