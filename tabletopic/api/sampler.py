@@ -8,8 +8,9 @@ Series names are ``kind|name|...|measure`` (``|`` because topic names may hold d
 ``node|produce_bytes_per_s``, ``node|produced_records_per_s``, ``node|consumed_records_per_s`` (as
 groups commit), ``topic|orders|records_per_s``, ``group|g1|orders|0|lag``, ``group|g1|records_per_s``,
 ``table|orders|freshness_seconds``, ``storage|wal_bytes`` …. In a cluster, every broker's traffic
-and every topic's bytes in, as the brokers report them with their leases
-(``cluster|bytes_in_per_s|broker_2``, ``topic|orders|cluster_bytes_in_per_s``): a broker's own
+and every topic's bytes and records in, as the brokers report them with their leases
+(``cluster|bytes_in_per_s|broker_2``, ``cluster|records_in_per_s|broker_2``,
+``topic|orders|cluster_bytes_in_per_s``, ``topic|orders|cluster_records_in_per_s``): a broker's own
 counters cover only what it serves, and the console of any broker plots the whole cluster.
 """
 
@@ -52,25 +53,33 @@ def sep(*parts: object) -> str:
 
 
 def _cluster_traffic(snapshot: ClusterSnapshot) -> dict[str, float]:
-    """Bytes in and out per second of every live broker, and bytes in per second of every topic
-    summed over its leaders, as the brokers last reported them with their leases (the balancer's
-    window): the whole cluster, where the broker's own counters cover what it serves."""
+    """Bytes in and out and records in per second of every live broker, and bytes and records in
+    per second of every topic summed over its leaders, as the brokers last reported them with their
+    leases (the balancer's window): the whole cluster, where the broker's own counters cover what it
+    serves."""
     values: dict[str, float] = {}
     # A broker leaves its idle partitions out of its report, so a topic nobody writes to is 0, not
     # a gap (its chart stopped at the last write). Internal topics are never reported: no series.
-    by_topic = {topic: 0.0 for topic, _ in snapshot.partitions if not is_internal(topic)}
+    topics = {topic: [0.0, 0.0] for topic, _ in snapshot.partitions if not is_internal(topic)}
     for node in snapshot.nodes.values():
         if not node.alive:  # its last report is stale
             continue
         bytes_in, bytes_out = node.traffic()
-        values[sep("cluster", "bytes_in_per_s", f"broker_{node.node_id}")] = bytes_in
-        values[sep("cluster", "bytes_out_per_s", f"broker_{node.node_id}")] = bytes_out
-        for key, rates in node.load.items():  # "topic/partition": [in, out]
+        broker = f"broker_{node.node_id}"
+        records_in = 0.0
+        for key, rates in node.load.items():  # "topic/partition": [bytes in, bytes out, records in]
             if len(rates) >= 2:
-                topic = key.rpartition("/")[0]
-                by_topic[topic] = by_topic.get(topic, 0.0) + rates[0]
-    for topic, rate in by_topic.items():
-        values[sep("topic", topic, "cluster_bytes_in_per_s")] = rate
+                topic = topics.setdefault(key.rpartition("/")[0], [0.0, 0.0])
+                topic[0] += rates[0]
+                if len(rates) >= 3:  # a broker of an earlier release reports bytes only
+                    topic[1] += rates[2]
+                    records_in += rates[2]
+        values[sep("cluster", "bytes_in_per_s", broker)] = bytes_in
+        values[sep("cluster", "bytes_out_per_s", broker)] = bytes_out
+        values[sep("cluster", "records_in_per_s", broker)] = records_in
+    for name, (bytes_in, records_in) in topics.items():
+        values[sep("topic", name, "cluster_bytes_in_per_s")] = bytes_in
+        values[sep("topic", name, "cluster_records_in_per_s")] = records_in
     return values
 
 

@@ -161,7 +161,7 @@ class BrokerComponent:
             cache.on_change.append(role.follow(f"security:{cache.kind}", cache.refresh))
         await role.start()
         service.leadership = role
-        service.byte_counter = role.record_bytes
+        service.traffic_counter = role.record_traffic
         self._role = role
         router = ZoneRouter(
             service.partition_log,

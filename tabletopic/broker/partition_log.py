@@ -160,8 +160,10 @@ class LogHost(PartitionHost, Protocol):
     @property
     def metrics(self) -> BrokerMetrics | None: ...
 
-    def record_bytes(self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0) -> None:
-        """Count bytes of a partition for balancing (cluster mode)."""
+    def record_traffic(
+        self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0, records_in: int = 0
+    ) -> None:
+        """Count a partition's bytes and records (cluster mode: balancing, the console's cluster charts)."""
         ...
 
 
@@ -417,7 +419,7 @@ class PartitionLog:
                 producers.note_append(stream_id, next_offset)
             if host.metrics is not None:
                 host.metrics.records_bytes_in.inc(header.size)
-            host.record_bytes(topic_name, index, bytes_in=header.size)
+            host.record_traffic(topic_name, index, bytes_in=header.size, records_in=header.record_count)
             first_offset = base if first_offset < 0 else first_offset
         if failure is not None:
             return self._append_failed(topic_name, index, failure)

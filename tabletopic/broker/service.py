@@ -87,8 +87,9 @@ class BrokerService:
         self.topic_deleted_hooks: list[Callable[[str], Awaitable[None]]] = []
         # Who leads what; replaced by the cluster role in cluster mode.
         self.leadership: Leadership = SingleNode(self.node_id, self.endpoint_on)
-        # Per-partition byte counts for balancing (set in cluster mode): (topic, partition, in, out).
-        self.byte_counter: Callable[[str, int, int, int], None] | None = None
+        # Per-partition traffic for balancing and the console's cluster charts (set in cluster mode):
+        # (topic, partition, bytes in, bytes out, records in).
+        self.traffic_counter: Callable[[str, int, int, int, int], None] | None = None
         # Rack-aware routing (cluster mode): zones of clients, same-zone brokers, hand-overs.
         self.zone_router: ZoneRouter | None = None
         # Record contents checked on Produce for topics that ask (schema validation), if the node has one.
@@ -134,9 +135,11 @@ class BrokerService:
             except Exception:
                 log.exception("producer state snapshot failed; retrying next interval")
 
-    def record_bytes(self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0) -> None:
-        if self.byte_counter is not None:
-            self.byte_counter(topic, partition, bytes_in, bytes_out)
+    def record_traffic(
+        self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0, records_in: int = 0
+    ) -> None:
+        if self.traffic_counter is not None:
+            self.traffic_counter(topic, partition, bytes_in, bytes_out, records_in)
 
     # --- configuration ------------------------------------------------------------------------
     def broker_config(self, key: str) -> Any:

@@ -198,7 +198,7 @@ class NodeInfo:
     alive: bool
     # Not compared: a new report with every renewal is not a change brokers act on (only the
     # controller's balancer reads it, from the current snapshot).
-    load: Mapping[str, list[int]] = field(default_factory=dict, compare=False)
+    load: Mapping[str, list[float]] = field(default_factory=dict, compare=False)
     # Registered with the incarnation, so it changes only with the node epoch.
     admin_url: str | None = field(default=None, compare=False)
 
@@ -353,7 +353,7 @@ class ClusterMetadata:
             return epoch
 
     def renew(
-        self, node_id: NodeId, node_epoch: BrokerEpoch, lease_s: float, load: dict[str, list[int]]
+        self, node_id: NodeId, node_epoch: BrokerEpoch, lease_s: float, load: dict[str, list[float]]
     ) -> None:
         """Extend this incarnation's lease. Raises NodeFenced when a newer one registered."""
         n = nodes_table

@@ -1,7 +1,8 @@
 """Per-partition network load as the auto-balancer wants it: bytes per second over a sliding
-window, from the cumulative byte counters the broker keeps (every Produce adds to bytes in, every
-Fetch to bytes out). Each broker reports these rates for the partitions it leads with its lease
-renewal; the controller reads them from the nodes' rows."""
+window, from the cumulative counters the broker keeps (every Produce adds to bytes in and records
+in, every Fetch to bytes out). Each broker reports these rates for the partitions it leads with its
+lease renewal; the controller's balancer reads the bytes from the nodes' rows, and the console of
+every broker plots bytes and records across the cluster from them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ K = TypeVar("K", bound=Hashable)
 
 
 class LoadMeter(Generic[K]):
-    """Turns cumulative ``{key: (bytes in, bytes out)}`` samples into rates over ``window_s``.
+    """Turns cumulative ``{key: (bytes in, bytes out, records in)}`` samples into rates over ``window_s``.
 
     A key seen for the first time counts from the oldest sample in the window (0 before), so a
     partition a broker just took over starts at its real rate after one window, not at a spike.
@@ -22,27 +23,29 @@ class LoadMeter(Generic[K]):
 
     def __init__(self, window_s: float) -> None:
         self.window_s = window_s
-        self._samples: deque[tuple[float, dict[K, tuple[int, int]]]] = deque()
+        self._samples: deque[tuple[float, dict[K, tuple[int, ...]]]] = deque()
 
-    def rates(self, totals: Mapping[K, tuple[int, int]], now: float) -> dict[K, tuple[float, float]]:
-        """Record ``totals`` at ``now`` (monotonic seconds) and return each key's rates."""
+    def rates(self, totals: Mapping[K, tuple[int, ...]], now: float) -> dict[K, tuple[float, ...]]:
+        """Record ``totals`` at ``now`` (monotonic seconds) and return each key's rates, figure by
+        figure (every key's tuple has the same length)."""
         self._samples.append((now, dict(totals)))
         while len(self._samples) > 2 and now - self._samples[1][0] >= self.window_s:
             self._samples.popleft()
         then, old = self._samples[0]
         elapsed = now - then
         if elapsed <= 0:
-            return {key: (0.0, 0.0) for key in totals}
+            return {key: tuple(0.0 for _ in figures) for key, figures in totals.items()}
         result = {}
-        for key, (bytes_in, bytes_out) in totals.items():
-            before_in, before_out = old.get(key, (0, 0))
-            result[key] = (max(bytes_in - before_in, 0) / elapsed, max(bytes_out - before_out, 0) / elapsed)
+        for key, figures in totals.items():
+            before = old.get(key) or (0,) * len(figures)
+            result[key] = tuple(max(f - b, 0) / elapsed for f, b in zip(figures, before, strict=True))
         return result
 
 
-class LoadReport(Mapping[str, list[int]]):
-    """One broker's reported rates, ``{"topic/partition": [bytes in/s, bytes out/s]}``, kept as the
-    JSON text of its node row and parsed on first use.
+class LoadReport(Mapping[str, list[float]]):
+    """One broker's reported rates, ``{"topic/partition": [bytes in/s, bytes out/s, records in/s]}``
+    (a broker of an earlier release reports the first two), kept as the JSON text of its node row and
+    parsed on first use.
 
     Every broker reads every node's row on each poll of the cluster metadata, but only the
     controller's balancer, the console and ``cluster status`` read the rates. At 1,200 partitions,
@@ -53,14 +56,14 @@ class LoadReport(Mapping[str, list[int]]):
 
     def __init__(self, text: str | None) -> None:
         self._text = text  # None or empty: no report yet
-        self._parsed: dict[str, list[int]] | None = None
+        self._parsed: dict[str, list[float]] | None = None
 
-    def _rates(self) -> dict[str, list[int]]:
+    def _rates(self) -> dict[str, list[float]]:
         if self._parsed is None:
             self._parsed = json.loads(self._text or "{}")
         return self._parsed
 
-    def __getitem__(self, key: str) -> list[int]:
+    def __getitem__(self, key: str) -> list[float]:
         return self._rates()[key]
 
     def __iter__(self) -> Iterator[str]:

@@ -170,7 +170,7 @@ class ClusterNode:
         engine: Engine,
         settings: ClusterSettings,
         wanted: Callable[[], list[PartitionKey]],
-        load: Callable[[], dict[str, list[int]]] = dict,
+        load: Callable[[], dict[str, list[float]]] = dict,
         apart: Collection[str] = (),
         wal: str | None = None,
     ) -> None:
@@ -207,7 +207,7 @@ class ClusterNode:
         self._listener: threading.Thread | None = None
         self._last_renewal = 0.0
         self._loop_seen = 0.0  # when the event loop last ran its lease task (see _may_renew)
-        self._load_report: dict[str, list[int]] = {}  # what the next renewal reports, made on the loop
+        self._load_report: dict[str, list[float]] = {}  # what the next renewal reports, made on the loop
         self._renewals: list[Renewal[Any]] = []
         self._read_once = False  # the snapshot came from the database (incremental reads may start)
         # The controller's view when it last planned a full round (see ``_plan_due``).

@@ -92,9 +92,9 @@ AUTO_BALANCER_METRICS_WINDOW_MS = define(
     "auto.balancer.metrics.window.ms",
     int,
     10_000,
-    "Brokers report each partition's bytes in/out per second averaged over this window, with their "
-    "lease renewal. After a round that moved something, the next waits at least 1.5 windows so the "
-    "new leaders' reports cover the load they took.",
+    "Brokers report each partition's bytes in/out and records in per second averaged over this "
+    "window, with their lease renewal. After a round that moved something, the next waits at least "
+    "1.5 windows so the new leaders' reports cover the load they took.",
     "cluster",
     in_range(100),
 )

@@ -78,8 +78,8 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
 
 def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalCluster) -> None:
     """The charts on a cluster: a broker's own counters cover only what it serves, so broker 1
-    plots the bytes every broker reports (here those of another broker, which leads what is
-    written), per broker and per topic, and says which of its charts are its own."""
+    plots the bytes and records every broker reports (here those of another broker, which leads
+    what is written), per broker and per topic, and says which of its charts are its own."""
     topic = f"plotted-{uuid.uuid4().hex[:8]}"
     create_topic(healthy_cluster.brokers[1].bootstrap, topic, 12)
     leaders = placed(healthy_cluster, topic, 12)
@@ -96,14 +96,24 @@ def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalC
             assert produce_raw(healthy_cluster, owner, topic, p, b"x" * 1000) == 0
         # The shared cluster's other tests write too: the topic's own series tells this one's bytes.
         by_topic = latest(f"topic|{topic}|cluster_bytes_in_per_s")
-        return by_topic > 0 and latest(f"cluster|bytes_in_per_s|broker_{owner}") >= by_topic
+        records = latest(f"topic|{topic}|cluster_records_in_per_s")
+        return (
+            by_topic > 0
+            and latest(f"cluster|bytes_in_per_s|broker_{owner}") >= by_topic
+            and records > 0
+            and latest(f"cluster|records_in_per_s|broker_{owner}") >= records
+        )
 
     try:
         assert wait_until(plotted, timeout=60, interval=1)  # a sample every 5 s
         page = admin.get("/").text
         assert 'data-prefix="cluster|bytes_in_per_s|"' in page and "Bytes in per broker" in page
+        assert 'data-prefix="cluster|records_in_per_s|"' in page and "Records in per broker" in page
         assert "Produce on this broker" in page
-        assert f'data-prefix="topic|{topic}|cluster_bytes_in_per_s"' in admin.get("/topics").text
+        assert f'data-prefix="topic|{topic}|cluster_records_in_per_s"' in admin.get("/topics").text
+        topic_page = admin.get(f"/topics/{topic}").text
+        assert f'data-prefix="topic|{topic}|cluster_bytes_in_per_s"' in topic_page
+        assert f'data-prefix="topic|{topic}|cluster_records_in_per_s"' in topic_page
     finally:
         admin.close()
 
