@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import subprocess
 import sys
@@ -45,7 +46,7 @@ class LazyGroup(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in LAZY_COMMANDS:
             return _Placeholder(cmd_name, help=LAZY_COMMANDS[cmd_name].help)
-        return command
+        return None if command is None else one_line_summaries(command)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -107,6 +108,23 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
 }
 
 
+def one_line_summaries(command: click.Command) -> click.Command:
+    """Give ``command`` and every command below it a one-line summary: its docstring's first
+    paragraph with the line breaks of the source taken out.
+
+    A group's help lists its commands with that paragraph, and Typer (0.29, rich mode) keeps its
+    line breaks there, so ``tabletopic --help`` broke serve's line after "table pipeline," and
+    ``cluster --help`` restart's after "(stopped gracefully", wherever the source wrapped.
+    """
+    if command.short_help is None and command.help:
+        first_paragraph = inspect.cleandoc(command.help).split("\n\n")[0]
+        command.short_help = " ".join(first_paragraph.split())
+    if isinstance(command, TyperGroup):  # every group Typer builds
+        for subcommand in command.commands.values():
+            one_line_summaries(subcommand)
+    return command
+
+
 def load_command(name: str) -> click.Command:
     """Import subcommand ``name`` and turn it into the click command Typer would have built."""
     module, _, attribute = LAZY_COMMANDS[name].target.partition(":")
@@ -120,7 +138,7 @@ def load_command(name: str) -> click.Command:
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
-    return command
+    return one_line_summaries(command)
 
 
 app = typer.Typer(

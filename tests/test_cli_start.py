@@ -62,3 +62,18 @@ def test_a_lazy_group_of_one_subcommand_stays_a_group() -> None:
 
     command = load_command("partitions")
     assert "move" in getattr(command, "commands", {}), command
+
+
+def test_a_groups_listing_shows_each_commands_summary_on_one_line_not_broken_where_the_source_was() -> None:
+    """Typer's rich listing kept the line breaks of a docstring's first paragraph: ``--help`` broke
+    serve's summary after "table pipeline," and ``cluster --help`` restart's after "(stopped
+    gracefully", with the rest of the line empty. Wide enough, each summary is one line."""
+    wide = {"COLUMNS": "400"}
+    top = CliRunner().invoke(app, ["--help"], env=wide).output
+    assert "table pipeline, admin API. Stops cleanly on Ctrl-C / SIGTERM." in top
+    listing = CliRunner().invoke(app, ["cluster", "--help"], env=wide).output
+    assert "(stopped gracefully first if it still runs), on the same ports." in listing
+    for name in LAZY_COMMANDS:
+        command = load_command(name)
+        for subcommand in getattr(command, "commands", {}).values():
+            assert "\n" not in (subcommand.short_help or ""), (name, subcommand.name)
