@@ -17,6 +17,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from tests.support.kafka_clients import leave_and_drain
+
 # Each group protocol's client settings as the benches run them: a classic group rebalances
 # cooperatively, as a KIP-848 group (the consumer protocol) always does.
 PROTOCOL_SETTINGS: dict[str, dict[str, object]] = {
@@ -61,6 +63,7 @@ class GroupMember(threading.Thread):
                     self._seen.update(read)
                 self.holds = bool(self.consumer.assignment())
         finally:
+            leave_and_drain(self.consumer)  # a close that finds a rebalance unserved can hang
             self.consumer.close()
 
     def seen(self) -> Counter[bytes]:

@@ -158,7 +158,7 @@ def close_within(*consumers: Any, seconds: float = 30) -> None:
     """Close confluent-kafka group consumers together, giving up after ``seconds``.
 
     Each consumer first leaves its subscription and serves what its queue holds (see
-    ``_serve_pending_rebalance``), so its close finds no rebalance event waiting; then all are
+    ``leave_and_drain``), so its close finds no rebalance event waiting; then all are
     closed together. librdkafka's close waits for the group's outstanding requests: a JoinGroup the
     coordinator holds until every member rejoins waits on a member that is not being polled, as one
     closed after the other is not, and blocks in C (confluent-kafka-python issue 1667), where
@@ -167,7 +167,7 @@ def close_within(*consumers: Any, seconds: float = 30) -> None:
     the close closes through this, so a stuck close costs ``seconds`` and a warning, not the run.
     """
     for consumer in consumers:
-        _serve_pending_rebalance(consumer)
+        leave_and_drain(consumer)
     closers = [threading.Thread(target=c.close, name="consumer-close", daemon=True) for c in consumers]
     for closer in closers:
         closer.start()
@@ -181,8 +181,9 @@ def close_within(*consumers: Any, seconds: float = 30) -> None:
         )
 
 
-def _serve_pending_rebalance(consumer: Any, seconds: float = 10) -> None:
-    """Unsubscribe ``consumer`` and poll until its queue is empty, while its group still answers.
+def leave_and_drain(consumer: Any, seconds: float = 10) -> None:
+    """Unsubscribe ``consumer`` and poll until its queue is empty, while its group still answers:
+    what to do before closing a confluent-kafka group consumer (from the thread that polls it).
 
     A close that finds a rebalance event the application has not served yet (an assignment that
     arrived after the last poll) stops the group first and hands the event over afterwards; the
