@@ -344,26 +344,32 @@ def client_failure(exc: BaseException) -> typer.Exit:
 
 def require_listening(host_port: str, what: str, hint: str, timeout: float = 2.0) -> None:
     """Exit with one line when nothing accepts connections at ``host_port``, instead of letting a
-    client library retry for half a minute and log every attempt."""
+    client library retry for half a minute and log every attempt. ``host_port`` may be a
+    comma-separated list, as Kafka's ``--bootstrap-server`` takes: one address that answers is enough."""
     import socket
 
-    host, _, port = host_port.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
-            return
-    except ValueError:
-        err_console.print(
-            f"[red]error:[/red] {what} address {host_port!r} is not host:port",
-            highlight=False,
-            soft_wrap=True,
-        )
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        err_console.print(
-            f"[red]error:[/red] no {what} at {host_port} ({reason}); is `tabletopic serve` running? {hint}",
-            highlight=False,
-            soft_wrap=True,
-        )
+    addresses = [a.strip() for a in host_port.split(",") if a.strip()] or [host_port]
+    reasons = []
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+                return
+        except ValueError:
+            err_console.print(
+                f"[red]error:[/red] {what} address {address!r} is not host:port",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(1) from None
+        except OSError as exc:
+            reasons.append(exc.strerror or type(exc).__name__)
+    reason, where = "; ".join(dict.fromkeys(reasons)), ", ".join(addresses)
+    err_console.print(
+        f"[red]error:[/red] no {what} at {where} ({reason}); is `tabletopic serve` running? {hint}",
+        highlight=False,
+        soft_wrap=True,
+    )
     raise typer.Exit(1)
 
 

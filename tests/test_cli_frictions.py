@@ -127,6 +127,24 @@ def test_topics_with_the_node_down_fail_in_one_line_quickly(tmp_path: Path) -> N
     assert by_env.returncode == 1 and f"127.0.0.1:{port}" in by_env.stderr
 
 
+def test_a_bootstrap_list_is_reached_through_any_of_its_brokers(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--bootstrap-server a:1,b:2`` as Kafka's tools take it (and as ``cluster up`` prints it):
+    one broker that answers is enough; with none, every address is named. It was refused whole as
+    'no Kafka listener at a:1,b:2 (Name or service not known)'."""
+    from tabletopic.cli_common import require_listening
+
+    dead = [free_port(), free_port()]
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        alive = listening.getsockname()[1]
+        require_listening(f"127.0.0.1:{dead[0]}, 127.0.0.1:{alive}", "Kafka listener", "")
+        with pytest.raises(typer.Exit):
+            require_listening(",".join(f"127.0.0.1:{p}" for p in dead), "Kafka listener", "")
+    said = capsys.readouterr().err
+    assert f"no Kafka listener at 127.0.0.1:{dead[0]}, 127.0.0.1:{dead[1]} (Connection refused)" in said, said
+
+
 def test_tables_takes_admin_url_after_the_subcommand() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     result = cli("tables", "list", "--admin-url", url)
