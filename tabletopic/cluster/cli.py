@@ -1,4 +1,5 @@
-"""``tabletopic cluster up`` (a whole cluster on this machine), ``tabletopic cluster status``
+"""``tabletopic cluster up`` (a whole cluster on this machine, whose brokers ``cluster add|stop|restart``
+start and stop while it runs), ``tabletopic cluster status``
 (who is alive, who leads what, who coordinates which group and table), read from the metadata
 database the brokers share and written by ``status_report``, ``tabletopic cluster unregister N``
 (remove a broker that left for good) and ``tabletopic cluster balance [--dry-run]`` (the
@@ -15,7 +16,7 @@ import threading
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 import typer
@@ -39,9 +40,6 @@ from tabletopic.cluster.db import (
     UnregisterRefused,
 )
 from tabletopic.cluster.status_report import rate, render
-
-if TYPE_CHECKING:
-    from tabletopic.cluster.local import LocalCluster
 from tabletopic.config import DEFAULT_CLUSTER_DIR, Config
 from tabletopic.ids import NodeId
 from tabletopic.leader_offsets import leader_high_watermarks
@@ -88,6 +86,7 @@ def up(
 ) -> None:
     """Start PostgreSQL, SeaweedFS and N brokers on loopback; Ctrl-C stops everything."""
     from tabletopic.cluster.local import CLUSTER_FILE, LocalCluster, missing_for_cluster_up
+    from tabletopic.cluster.up_control import not_started, serve_requests
 
     missing = missing_for_cluster_up()
     if missing:
@@ -114,6 +113,13 @@ def up(
         assert cluster.seaweedfs is not None
         for note in cluster.notes:
             console.print(f"note: {note}", highlight=False)
+        for absent in not_started(cluster.metadata_url, set(cluster.brokers)):
+            console.print(
+                f"note: broker {absent} of this cluster was not started (--nodes {nodes}): "
+                f"`tabletopic cluster add --id {absent}` starts it, `tabletopic cluster unregister "
+                f"{absent}` removes it for good",
+                highlight=False,
+            )
         console.print(f"bootstrap servers: {cluster.bootstrap}", highlight=False)
         console.print(f"metadata.url:      {cluster.metadata_url}", highlight=False)
         console.print(f"S3 endpoint:       {cluster.seaweedfs.endpoint} (bucket {cluster.seaweedfs.bucket})")
@@ -135,7 +141,7 @@ def up(
                 for node_id, message in cluster.check_brokers():
                     err_console.print(f"[red]broker down:[/red] {message}", highlight=False, soft_wrap=True)
                     takeovers.watch(node_id)
-                _serve_restart_requests(cluster)
+                serve_requests(cluster, lambda line: console.print(line, highlight=False))
                 running = {n for n, node in cluster.brokers.items() if node.process is not None}
                 for line in takeovers.poll(running):
                     console.print(line, highlight=False)
@@ -230,30 +236,6 @@ class TakeoverWatch:
             self.engine.dispose()
 
 
-# `cluster restart N` asks the `cluster up` process (which owns the brokers' processes) through files
-# in the data directory: it writes the request, `cluster up` restarts the broker and writes the result.
-RESTART_REQUEST = "restart-{node_id}.request"
-RESTART_RESULT = "restart-{node_id}.result"
-
-
-def _serve_restart_requests(cluster: LocalCluster) -> None:
-    for request in sorted(cluster.root.glob(RESTART_REQUEST.format(node_id="*"))):
-        node_id = int(request.name.split("-")[1].split(".")[0])
-        result = cluster.root / RESTART_RESULT.format(node_id=node_id)
-        console.print(f"restarting broker {node_id} (asked by `tabletopic cluster restart`) …")
-        try:
-            node = cluster.restart_broker(node_id)
-        except KeyError:
-            outcome = f"error: there is no broker {node_id} (brokers: {', '.join(map(str, cluster.brokers))})"
-        except RuntimeError as exc:
-            outcome = f"error: broker {node_id} did not start: {exc}"
-        else:
-            outcome = f"ok: broker {node_id} is up again (kafka {node.bootstrap}, pid {node.process_id})"
-        console.print(outcome.partition(": ")[2], highlight=False)
-        result.write_text(outcome, encoding="utf-8")
-        request.unlink(missing_ok=True)
-
-
 MetadataUrlOption = Annotated[
     str | None,
     typer.Option(
@@ -325,26 +307,21 @@ def _cluster_database(
     raise typer.Exit(1)
 
 
-@cluster_app.command("restart")
-def restart(
-    node_id: Annotated[int, typer.Argument(help="The broker to restart (its broker.id).", min=1)],
-    data_dir: Annotated[
-        Path, typer.Option("--data-dir", help="The data directory of the running `tabletopic cluster up`.")
-    ] = DEFAULT_CLUSTER_DIR,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for it.")] = 150.0,
-) -> None:
-    """Restart one broker of the `tabletopic cluster up` running on --data-dir (stopped gracefully
-    first if it still runs), on the same ports."""
-    import os
-    import time
+UpDirOption = Annotated[
+    Path, typer.Option("--data-dir", help="The data directory of the running `tabletopic cluster up`.")
+]
+WaitOption = Annotated[float, typer.Option("--timeout", help="Seconds to wait for it.")]
 
+
+def _ask_cluster_up(data_dir: Path, action: str, node_id: int | None, timeout: float) -> None:
+    """Have the running ``cluster up`` on ``data_dir`` do ``action`` (see ``up_control``), print
+    what it says and exit 1 when it was not done."""
     from tabletopic.cluster.local import CLUSTER_FILE
+    from tabletopic.cluster.up_control import NotRunning, ask, next_broker_id, running_cluster
 
     try:
-        recorded = json.loads((data_dir / CLUSTER_FILE).read_text(encoding="utf-8"))
-        owner = int(recorded["pid"])
-        os.kill(owner, 0)
-    except (OSError, ValueError, KeyError, TypeError):
+        recorded = running_cluster(data_dir, CLUSTER_FILE)
+    except NotRunning:
         err_console.print(
             f"[red]error:[/red] no `tabletopic cluster up` is running on {data_dir} (its {CLUSTER_FILE} "
             "names none alive); start the cluster again with `tabletopic cluster up`",
@@ -352,23 +329,49 @@ def restart(
             soft_wrap=True,
         )
         raise typer.Exit(1) from None
-    result = data_dir / RESTART_RESULT.format(node_id=node_id)
-    result.unlink(missing_ok=True)
-    (data_dir / RESTART_REQUEST.format(node_id=node_id)).write_text("", encoding="utf-8")
-    console.print(f"asked `cluster up` (pid {owner}) to restart broker {node_id} …")
-    deadline = time.monotonic() + timeout
-    while not result.exists():
-        if time.monotonic() > deadline:
-            err_console.print(f"[red]error:[/red] broker {node_id} was not restarted within {timeout:.0f} s")
-            raise typer.Exit(1)
-        time.sleep(0.3)
-    outcome = result.read_text(encoding="utf-8")
-    result.unlink(missing_ok=True)
-    status, _, message = outcome.partition(": ")
-    if status != "ok":
-        err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    node_id = next_broker_id(recorded) if node_id is None else node_id
+    owner = recorded["pid"]
+    console.print(f"asked `cluster up` (pid {owner}) to {action} broker {node_id} …", highlight=False)
+    done, message = ask(data_dir, action, node_id, timeout)
+    if not done:
+        err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
-    console.print(message, highlight=False)
+    console.print(message, highlight=False, soft_wrap=True)
+
+
+@cluster_app.command("restart")
+def restart(
+    node_id: Annotated[int, typer.Argument(help="The broker to restart (its broker.id).", min=1)],
+    data_dir: UpDirOption = DEFAULT_CLUSTER_DIR,
+    timeout: WaitOption = 150.0,
+) -> None:
+    """Restart one broker of the `tabletopic cluster up` running on --data-dir (stopped gracefully
+    first if it still runs), on the same ports."""
+    _ask_cluster_up(data_dir, "restart", node_id, timeout)
+
+
+@cluster_app.command("add")
+def add(
+    node_id: Annotated[
+        int | None, typer.Option("--id", help="Its broker.id (default: one past the highest).", min=1)
+    ] = None,
+    data_dir: UpDirOption = DEFAULT_CLUSTER_DIR,
+    timeout: WaitOption = 150.0,
+) -> None:
+    """Start one more broker in the `tabletopic cluster up` running on --data-dir (scaling out): it
+    registers and the controller's balancing gives it partitions, with no data copied."""
+    _ask_cluster_up(data_dir, "add", node_id, timeout)
+
+
+@cluster_app.command("stop")
+def stop(
+    node_id: Annotated[int, typer.Argument(help="The broker to stop (its broker.id).", min=1)],
+    data_dir: UpDirOption = DEFAULT_CLUSTER_DIR,
+    timeout: WaitOption = 150.0,
+) -> None:
+    """Stop one broker of the `tabletopic cluster up` running on --data-dir as SIGTERM does (scaling
+    in): it hands its partitions to the other brokers, then exits and stays stopped."""
+    _ask_cluster_up(data_dir, "stop", node_id, timeout)
 
 
 @cluster_app.command("unregister")

@@ -684,6 +684,15 @@ class LocalCluster:
         rejoined = f"broker {node.node_id} started again to rejoin the cluster it had left."
         return f"{rejoined} Its last log line: {last}"
 
+    def stop_broker(self, node_id: int, grace_seconds: float) -> None:
+        """SIGTERM broker ``node_id``: it hands its partitions to the others (controlled shutdown)
+        and exits, killed if it outlasts ``grace_seconds``. It stays stopped until started again.
+
+        Raises:
+            KeyError: no such broker in this cluster.
+        """
+        self.brokers[node_id].stop(grace_seconds)
+
     def restart_broker(self, node_id: int) -> NodeProcess:
         """Stop broker ``node_id`` if it runs (gracefully), then start it again on its ports.
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +23,9 @@ import pytest
 
 from tabletopic.cluster.local import SECRET_KEY
 from tests.support.cluster import CLUSTER_TEST_MARKS, wait_until
-from tests.support.kafka_clients import create_topic
+from tests.support.group_member import GroupMember
+from tests.support.kafka_clients import create_topic, read_values
+from tests.support.table_producers import SteadyProducer
 
 pytestmark = CLUSTER_TEST_MARKS
 
@@ -189,6 +193,27 @@ def test_as_root_a_data_directory_postgres_cannot_reach_is_named(tmp_path: Path)
         PostgresServer(locked / "postgres", keep=True).start()
 
 
+def test_cluster_up_names_the_registered_brokers_it_did_not_start(postgres_url: str) -> None:
+    """A broker added by `cluster add` in an earlier run, beyond --nodes, is named at start (how to
+    start it or remove it) instead of showing up only as dead in `cluster status`."""
+    from tabletopic import database
+    from tabletopic.cluster.db import ClusterMetadata
+    from tabletopic.cluster.up_control import not_started
+    from tabletopic.ids import NodeId
+
+    url = postgres_url
+    engine = database.create_engine(url)
+    try:
+        meta = ClusterMetadata(engine)
+        meta.migrate()
+        for node in (1, 2, 4):
+            meta.register(NodeId(node), None, {"PLAINTEXT": ("127.0.0.1", 9092)}, lease_s=30)
+    finally:
+        engine.dispose()
+    assert not_started(url, {1, 2}) == [4]
+    assert not_started(url, {1, 2, 4}) == []
+
+
 def test_cluster_up_reports_a_dead_broker_and_cluster_restart_brings_it_back(
     running: Running, cluster_dir: Path
 ) -> None:
@@ -215,6 +240,65 @@ def test_cluster_up_reports_a_dead_broker_and_cluster_restart_brings_it_back(
     assert again[2]["pid"] not in (None, victim["pid"]) and again[2]["kafka"] == victim["kafka"]
     missing = cli("cluster", "restart", "7", "--data-dir", str(cluster_dir), timeout=60)
     assert missing.returncode == 1 and "there is no broker 7" in missing.stderr, missing.stderr
+
+
+def test_cluster_add_scales_out_and_cluster_stop_scales_in_under_a_producer_and_a_group(
+    running: Running, cluster_dir: Path
+) -> None:
+    """What a user scaling the local cluster sees: `cluster add` starts broker 3, which the balancer
+    gives partitions; `cluster stop 3` has it hand them back and exit; `cluster unregister 3` removes
+    it. Meanwhile an idempotent producer writes and a consumer group reads: every acknowledged
+    record is in the topic once, the group reads every one and commits to the end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    running.up.wait_for("cluster is up")
+    where = ("--data-dir", str(cluster_dir))
+    bootstrap = json.loads((cluster_dir / "cluster.json").read_text())["bootstrap_servers"]
+    topic, group, partitions = f"scaled-{uuid.uuid4().hex[:6]}", f"scaled-{uuid.uuid4().hex[:6]}", 6
+    create_topic(bootstrap, topic, partitions)
+
+    def leads(node: int) -> int:
+        """How many of the topic's partitions broker ``node`` leads, as `cluster status` says."""
+        rows = [line.split("\t") for line in cli("cluster", "status", *where).stdout.splitlines()]
+        return sum(1 for row in rows if len(row) > 2 and row[0] == topic and row[2] == str(node))
+
+    member = GroupMember(bootstrap, topic, group)
+    member.start()
+    try:
+        with SteadyProducer(bootstrap, topic, partitions, rate=100) as writer:
+            wait_until(lambda: bool(member.seen()), timeout=60)
+            added = cli("cluster", "add", *where, timeout=200)
+            assert added.returncode == 0, added.stdout + added.stderr
+            assert "broker 3 is up (rack a," in added.stdout, added.stdout
+            wait_until(lambda: leads(3) > 0, timeout=60, interval=1)  # partitions came to it
+            stopped = cli("cluster", "stop", "3", *where, timeout=200)
+            assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+            assert "broker 3 stopped (" in stopped.stdout and "after handing its partitions" in stopped.stdout
+            wait_until(lambda: leads(3) == 0, timeout=30, interval=1)
+            time.sleep(2)  # writes go on to the brokers left
+        acked = writer.acked_values()
+        stored = read_values(bootstrap, topic, partitions, len(acked))
+        assert sorted(stored) == sorted(acked)  # each acknowledged record once, nothing else
+        wait_until(lambda: acked <= set(member.seen()), timeout=60, interval=0.5)
+
+        def committed_to_the_end() -> bool:
+            probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+            try:
+                asked = [TopicPartition(topic, p) for p in range(partitions)]
+                ends = [probe.get_watermark_offsets(tp, timeout=10)[1] for tp in asked]
+                return [tp.offset for tp in probe.committed(asked, timeout=10)] == ends
+            finally:
+                probe.close()
+
+        wait_until(committed_to_the_end, timeout=30, interval=1)
+    finally:
+        member.stop()
+    again = cli("cluster", "stop", "3", *where, timeout=60)
+    assert again.returncode == 1 and "broker 3 is not running (running: 1, 2)" in again.stderr, again.stderr
+    removed = cli("cluster", "unregister", "3", *where)
+    assert removed.returncode == 0, removed.stderr
+    assert "\n3\t" not in cli("cluster", "status", *where).stdout
+    assert "adding broker 3 (asked by `tabletopic cluster add`)" in running.up.text
 
 
 def test_a_second_cluster_up_on_the_same_directory_keeps_the_topics(
