@@ -367,11 +367,13 @@ def add(
 def stop(
     node_id: Annotated[int, typer.Argument(help="The broker to stop (its broker.id).", min=1)],
     data_dir: UpDirOption = DEFAULT_CLUSTER_DIR,
-    timeout: WaitOption = 150.0,
 ) -> None:
     """Stop one broker of the `tabletopic cluster up` running on --data-dir as SIGTERM does (scaling
     in): it hands its partitions to the other brokers, then exits and stays stopped."""
-    _ask_cluster_up(data_dir, "stop", node_id, timeout)
+    from tabletopic.cluster.up_control import STOP_GRACE_S
+
+    # No --timeout: `cluster up` kills a broker that has not stopped within STOP_GRACE_S.
+    _ask_cluster_up(data_dir, "stop", node_id, STOP_GRACE_S + 30)
 
 
 @cluster_app.command("unregister")
