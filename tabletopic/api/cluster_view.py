@@ -31,6 +31,7 @@ from tabletopic.cluster.autobalance import plan_for
 from tabletopic.cluster.db import ClusterMetadata, ClusterSnapshot, broker_state
 from tabletopic.cluster.node import ClusterSettings
 from tabletopic.cluster.settings import RACK
+from tabletopic.cluster.status_report import records_rate
 from tabletopic.leader_offsets import leader_high_watermarks
 from tabletopic.s3stream.db import ObjectState, objects_table, ranges_table, streams_table
 
@@ -209,6 +210,7 @@ def _brokers(
         state = broker_state(node)
         live = state in ("alive", "draining")
         bytes_in, bytes_out = node.traffic()
+        records_in = node.records_in()
         counts = led.get(node.node_id, {"partitions": 0, "group": 0, "txn": 0})
         tables = sorted(t for t, owner in table_owners.items() if _owner_node(owner) == node.node_id)
         out.append(
@@ -228,6 +230,8 @@ def _brokers(
                 "bytes_out_per_second": bytes_out,
                 "bytes_in": rate(bytes_in),
                 "bytes_out": rate(bytes_out),
+                "records_in_per_second": records_in,
+                "records_in": records_rate(records_in),
                 "listeners": [
                     {"protocol": name, "host": host, "port": port}
                     for name, (host, port) in node.endpoints.items()

@@ -210,6 +210,13 @@ class NodeInfo:
         rates = [v for v in self.load.values() if len(v) >= 2]
         return float(sum(v[0] for v in rates)), float(sum(v[1] for v in rates))
 
+    def records_in(self) -> float:
+        """Records appended per second over the balancer's window, as the broker last reported
+        them; zero for one not alive, and from a broker of an earlier release (bytes only)."""
+        if not self.alive:
+            return 0.0
+        return float(sum(v[2] for v in self.load.values() if len(v) >= 3))
+
 
 class Version(NamedTuple):
     """Where a snapshot's partitions stand: the cluster version, and how many purges (deletions

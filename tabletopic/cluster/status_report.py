@@ -48,19 +48,21 @@ def render(
             leaders[row.leader] = leaders.get(row.leader, 0) + 1
     controller = "none" if snapshot.controller_id is None else f"broker {snapshot.controller_id}"
     lines = [f"controller: {controller} (controller epoch {snapshot.controller_epoch})", ""]
-    nodes = [["NODE", "RACK", "EPOCH", "STATE", "LEADS", "BYTES IN", "BYTES OUT", "ENDPOINTS"]]
+    nodes = [["NODE", "RACK", "EPOCH", "STATE", "LEADS", "BYTES IN", "BYTES OUT", "RECORDS IN", "ENDPOINTS"]]
     for node in sorted(snapshot.nodes.values(), key=lambda n: n.node_id):
         state = broker_state(node)
         # A dead or stopped broker's last report is stale: it carries nothing now.
         live = state in ("alive", "draining")
         bytes_in = sum(v[0] for v in node.load.values()) if live else 0
         bytes_out = sum(v[1] for v in node.load.values()) if live else 0
+        records_in = node.records_in() if live else 0.0
         endpoints = " ".join(f"{k}://{h}:{p}" for k, (h, p) in node.endpoints.items())
         nodes.append(
             [str(node.node_id), node.rack or "-", str(node.node_epoch), state,
-             str(leaders.get(node.node_id, 0)), rate(bytes_in), rate(bytes_out), endpoints]
+             str(leaders.get(node.node_id, 0)), rate(bytes_in), rate(bytes_out), records_rate(records_in),
+             endpoints]
         )  # fmt: skip
-    lines += columns(nodes, {0, 2, 4, 5, 6}, plain)
+    lines += columns(nodes, {0, 2, 4, 5, 6, 7}, plain)
     partitions = [
         ["TOPIC", "PART", "LEADER", "EPOCH", "MOVING TO"]
         + (["HIGH WATERMARK"] if high_watermarks is not None else [])
@@ -105,6 +107,16 @@ def render(
         if not timeline:
             lines.append("  (nothing yet)")
     return "\n".join(lines)
+
+
+def records_rate(value: float) -> str:
+    """Records per second: to a tenth below 100 (a topic written now and then is not 0), then
+    whole, then in thousands and millions."""
+    if value >= 1e6:
+        return f"{value / 1e6:.2f} M/s"
+    if value >= 1e4:
+        return f"{value / 1e3:.1f} k/s"
+    return f"{value:.1f}/s" if value < 100 else f"{value:.0f}/s"
 
 
 def rate(value: float) -> str:

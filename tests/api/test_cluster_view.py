@@ -13,8 +13,9 @@ from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
 def test_each_broker_row_counts_partitions_and_coordinator_slots_apart_and_a_dead_brokers_load_is_zero() -> (
     None
 ):
+    reported = {"t/0": [2_500_000, 1000, 25_000]}  # bytes in, bytes out, records in per second
     nodes = {
-        1: NodeInfo(1, 3, "a", {"PLAINTEXT": ("127.0.0.1", 9092)}, "alive", True, {"t/0": [2_500_000, 1000]}),
+        1: NodeInfo(1, 3, "a", {"PLAINTEXT": ("127.0.0.1", 9092)}, "alive", True, reported),
         2: NodeInfo(2, 1, "b", {"PLAINTEXT": ("127.0.0.1", 9102)}, "alive", False, {"t/1": [9_000_000, 0]}),
     }
     partitions = {
@@ -37,6 +38,7 @@ def test_each_broker_row_counts_partitions_and_coordinator_slots_apart_and_a_dea
         rows[1]["transaction_coordinator_slots"],
     ) == (1, 2, 0)
     assert rows[1]["bytes_in"] == "2.50 MB/s" and rows[1]["bytes_out"] == "1.00 kB/s"
+    assert rows[1]["records_in"] == "25.0 k/s" and rows[2]["records_in"] == "0.0/s"
     assert rows[2]["state"] == "dead" and rows[2]["bytes_in"] == "0 B/s"  # its last report is stale
     assert rows[2]["table_coordinators"] == ["orders"] and rows[1]["table_coordinators"] == []
     assert rows[1]["rack"] == "a" and rows[1]["listeners"] == [

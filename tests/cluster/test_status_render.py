@@ -10,7 +10,7 @@ from tabletopic.cluster.status_report import render
 
 
 def snapshot() -> ClusterSnapshot:
-    load = {"orders/0": [2_500_000, 1_000]}
+    load = {"orders/0": [2_500_000, 1_000, 12.5], "orders/1": [1_500, 0]}  # an earlier release: bytes only
     nodes = {
         1: NodeInfo(1, 3, "a", {"PLAINTEXT": ("127.0.0.1", 9092)}, "alive", True, load),
         2: NodeInfo(2, 1, "b", {"PLAINTEXT": ("127.0.0.1", 9102)}, "alive", False, load),  # lease ran out
@@ -54,8 +54,11 @@ def test_each_broker_shows_one_state_and_a_dead_one_carries_no_bytes() -> None:
         "5": "dead",
     }
     bytes_in, bytes_out = header.index("BYTES IN"), header.index("BYTES OUT")
+    records_in = header.index("RECORDS IN")
     assert rows["1"][bytes_in] == "2.50 MB/s" and rows["1"][bytes_out] == "1.0 kB/s"
+    assert rows["1"][records_in] == "12.5/s"
     assert rows["2"][bytes_in] == "0 B/s" and rows["2"][bytes_out] == "0 B/s"
+    assert rows["2"][records_in] == "0.0/s"
 
 
 def test_internal_topics_are_listed_only_on_request_after_the_user_topics() -> None:
