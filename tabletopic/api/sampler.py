@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.timeseries import SeriesRing
+from tabletopic.cluster.load import BYTES_IN, RECORDS_CONSUMED, RECORDS_IN, figure
 from tabletopic.cluster.status_report import is_internal
 
 if TYPE_CHECKING:
@@ -53,33 +54,36 @@ def sep(*parts: object) -> str:
 
 
 def _cluster_traffic(snapshot: ClusterSnapshot) -> dict[str, float]:
-    """Bytes in and out and records in per second of every live broker, and bytes and records in
-    per second of every topic summed over its leaders, as the brokers last reported them with their
-    leases (the balancer's window): the whole cluster, where the broker's own counters cover what it
-    serves."""
+    """Per second, as the live brokers last reported with their leases (the balancer's window):
+    each broker's bytes in and out and records in; the cluster's records in and consumed (as groups
+    commit); and each topic's bytes and records in and records consumed, summed over the brokers.
+    The whole cluster, where a broker's own counters cover only what it serves."""
     values: dict[str, float] = {}
     # A broker leaves its idle partitions out of its report, so a topic nobody writes to is 0, not
     # a gap (its chart stopped at the last write). Internal topics are never reported: no series.
-    topics = {topic: [0.0, 0.0] for topic, _ in snapshot.partitions if not is_internal(topic)}
+    topics = {topic: [0.0, 0.0, 0.0] for topic, _ in snapshot.partitions if not is_internal(topic)}
+    records_in = consumed = 0.0
     for node in snapshot.nodes.values():
         if not node.alive:  # its last report is stale
             continue
         bytes_in, bytes_out = node.traffic()
         broker = f"broker_{node.node_id}"
-        records_in = 0.0
-        for key, rates in node.load.items():  # "topic/partition": [bytes in, bytes out, records in]
-            if len(rates) >= 2:
-                topic = topics.setdefault(key.rpartition("/")[0], [0.0, 0.0])
-                topic[0] += rates[0]
-                if len(rates) >= 3:  # a broker of an earlier release reports bytes only
-                    topic[1] += rates[2]
-                    records_in += rates[2]
         values[sep("cluster", "bytes_in_per_s", broker)] = bytes_in
         values[sep("cluster", "bytes_out_per_s", broker)] = bytes_out
-        values[sep("cluster", "records_in_per_s", broker)] = records_in
-    for name, (bytes_in, records_in) in topics.items():
+        values[sep("cluster", "records_in_per_s", broker)] = node.records_in()
+        for key, rates in node.load.items():
+            topic = topics.setdefault(key.rpartition("/")[0], [0.0, 0.0, 0.0])
+            topic[0] += figure(rates, BYTES_IN)
+            topic[1] += figure(rates, RECORDS_IN)
+            topic[2] += figure(rates, RECORDS_CONSUMED)
+            consumed += figure(rates, RECORDS_CONSUMED)
+        records_in += node.records_in()
+    values[sep("cluster", "records_per_s", "in")] = records_in
+    values[sep("cluster", "records_per_s", "consumed")] = consumed
+    for name, (bytes_in, topic_records_in, topic_consumed) in topics.items():
         values[sep("topic", name, "cluster_bytes_in_per_s")] = bytes_in
-        values[sep("topic", name, "cluster_records_in_per_s")] = records_in
+        values[sep("topic", name, "cluster_records_in_per_s")] = topic_records_in
+        values[sep("topic", name, "cluster_records_consumed_per_s")] = topic_consumed
     return values
 
 

@@ -73,10 +73,12 @@ class ClusterRole:
         )
         self.takeovers = WalTakeovers(self.node, store)
         self.opened: dict[PartitionKey, LeaderEpoch] = {}  # what this broker serves, with its leader epoch
-        # Per partition bytes in and out and records in since start (reported with the lease).
+        # Per partition bytes in and out and records in since start (reported with the lease), and
+        # records consumed as the groups this broker coordinates commit (any partition's).
         self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
         self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
         self.records_in: defaultdict[PartitionKey, int] = defaultdict(int)
+        self.records_consumed: defaultdict[PartitionKey, int] = defaultdict(int)
         # Called with the group slots gained, with their leader epochs (the group coordinator
         # reloads those groups and fences its writes with the epoch) and lost (it forgets them).
         self.on_groups_gained: list[Callable[[dict[int, LeaderEpoch]], None]] = []
@@ -192,7 +194,13 @@ class ClusterRole:
         await self.node.unregister(NodeId(node_id), by)
 
     def record_traffic(
-        self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0, records_in: int = 0
+        self,
+        topic: str,
+        partition: int,
+        bytes_in: int = 0,
+        bytes_out: int = 0,
+        records_in: int = 0,
+        records_consumed: int = 0,
     ) -> None:
         key = (topic, partition)
         if bytes_in:
@@ -200,6 +208,8 @@ class ClusterRole:
             self.records_in[key] += records_in
         if bytes_out:
             self.bytes_out[key] += bytes_out
+        if records_consumed:
+            self.records_consumed[key] += records_consumed
 
     # Internals -------------------------------------------------------------------------------
 
@@ -213,23 +223,25 @@ class ClusterRole:
         )
 
     def _load(self) -> dict[str, list[float]]:
-        """Bytes in/out and records in per second of every partition this broker leads that had
-        any, over the balancer's metrics window (reported with each lease renewal). Idle partitions
-        are left out (the balancer reads a missing one as idle): with 10,000 of them the report
-        would otherwise be a 100 kB JSON document written with every renewal."""
-        keys = set(self.bytes_in) | set(self.bytes_out)
-        totals = {
-            k: (self.bytes_in.get(k, 0), self.bytes_out.get(k, 0), self.records_in.get(k, 0)) for k in keys
-        }
+        """Per second over the balancer's metrics window (reported with each lease renewal): bytes
+        in and out and records in of every partition this broker leads, and records consumed of
+        any partition (as the groups it coordinates commit; 0 bytes where another broker leads).
+        Idle partitions are left out (the balancer reads a missing one as idle): with 10,000 of
+        them the report would otherwise be a 100 kB JSON document written with every renewal."""
+        counters = (self.bytes_in, self.bytes_out, self.records_in, self.records_consumed)
+        keys = set().union(*counters)
+        totals = {k: tuple(counter.get(k, 0) for counter in counters) for k in keys}
         rates = self._meter.rates(totals, time.monotonic())
         report = {}
-        for key in self.opened:
-            if key[0] not in SLOT_TOPICS:
-                bytes_in, bytes_out, records_in = rates.get(key, (0.0, 0.0, 0.0))
-                # Records to a tenth: a topic written a record every few seconds is not 0 records/s.
-                figures = [round(bytes_in), round(bytes_out), round(records_in, 1)]
-                if any(figures):
-                    report[f"{key[0]}/{key[1]}"] = figures
+        for key, (bytes_in, bytes_out, records_in, consumed) in rates.items():
+            if key[0] in SLOT_TOPICS:
+                continue
+            if key not in self.opened:  # led elsewhere now: its bytes are that leader's to report
+                bytes_in = bytes_out = records_in = 0.0
+            # Records to a tenth: a topic written a record every few seconds is not 0 records/s.
+            figures = [round(bytes_in), round(bytes_out), round(records_in, 1), round(consumed, 1)]
+            if any(figures):
+                report[f"{key[0]}/{key[1]}"] = figures
         return report
 
     def _objects_swapped(self, stream_ids: set[int]) -> None:

@@ -161,7 +161,13 @@ class LogHost(PartitionHost, Protocol):
     def metrics(self) -> BrokerMetrics | None: ...
 
     def record_traffic(
-        self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0, records_in: int = 0
+        self,
+        topic: str,
+        partition: int,
+        bytes_in: int = 0,
+        bytes_out: int = 0,
+        records_in: int = 0,
+        records_consumed: int = 0,
     ) -> None:
         """Count a partition's bytes and records (cluster mode: balancing, the console's cluster charts)."""
         ...

@@ -88,8 +88,8 @@ class BrokerService:
         # Who leads what; replaced by the cluster role in cluster mode.
         self.leadership: Leadership = SingleNode(self.node_id, self.endpoint_on)
         # Per-partition traffic for balancing and the console's cluster charts (set in cluster mode):
-        # (topic, partition, bytes in, bytes out, records in).
-        self.traffic_counter: Callable[[str, int, int, int, int], None] | None = None
+        # (topic, partition, bytes in, bytes out, records in, records consumed as groups commit).
+        self.traffic_counter: Callable[[str, int, int, int, int, int], None] | None = None
         # Rack-aware routing (cluster mode): zones of clients, same-zone brokers, hand-overs.
         self.zone_router: ZoneRouter | None = None
         # Record contents checked on Produce for topics that ask (schema validation), if the node has one.
@@ -136,10 +136,16 @@ class BrokerService:
                 log.exception("producer state snapshot failed; retrying next interval")
 
     def record_traffic(
-        self, topic: str, partition: int, bytes_in: int = 0, bytes_out: int = 0, records_in: int = 0
+        self,
+        topic: str,
+        partition: int,
+        bytes_in: int = 0,
+        bytes_out: int = 0,
+        records_in: int = 0,
+        records_consumed: int = 0,
     ) -> None:
         if self.traffic_counter is not None:
-            self.traffic_counter(topic, partition, bytes_in, bytes_out, records_in)
+            self.traffic_counter(topic, partition, bytes_in, bytes_out, records_in, records_consumed)
 
     # --- configuration ------------------------------------------------------------------------
     def broker_config(self, key: str) -> Any:

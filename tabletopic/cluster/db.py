@@ -47,7 +47,7 @@ from tabletopic.cluster.controller import (
     unrecovered,
 )
 from tabletopic.cluster.events import create_events_table
-from tabletopic.cluster.load import LoadReport
+from tabletopic.cluster.load import RECORDS_IN, LoadReport, figure
 from tabletopic.fencing import Fenced
 from tabletopic.ids import BrokerEpoch, ControllerEpoch, LeaderEpoch, NodeId
 
@@ -215,7 +215,7 @@ class NodeInfo:
         them; zero for one not alive, and from a broker of an earlier release (bytes only)."""
         if not self.alive:
             return 0.0
-        return float(sum(v[2] for v in self.load.values() if len(v) >= 3))
+        return sum(figure(v, RECORDS_IN) for v in self.load.values())
 
 
 class Version(NamedTuple):

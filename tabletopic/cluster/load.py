@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
+# The figures of a partition's entry in a broker's report, in order, per second. Bytes for the
+# balancer; records in and records consumed (how far the groups the broker coordinates committed,
+# of any partition) for the console and `cluster status`. A broker of an earlier release reports
+# the first two or three.
+BYTES_IN, BYTES_OUT, RECORDS_IN, RECORDS_CONSUMED = range(4)
+
+
+def figure(rates: Sequence[float], which: int) -> float:
+    """One figure of a report's entry; 0 where its broker reports no such figure."""
+    return float(rates[which]) if len(rates) > which else 0.0
+
 
 class LoadMeter(Generic[K]):
-    """Turns cumulative ``{key: (bytes in, bytes out, records in)}`` samples into rates over ``window_s``.
+    """Turns cumulative ``{key: (figure, ...)}`` samples (the report's figures: bytes in, bytes out,
+    records in, records consumed) into rates over ``window_s``.
 
     A key seen for the first time counts from the oldest sample in the window (0 before), so a
     partition a broker just took over starts at its real rate after one window, not at a spike.
@@ -43,8 +55,8 @@ class LoadMeter(Generic[K]):
 
 
 class LoadReport(Mapping[str, list[float]]):
-    """One broker's reported rates, ``{"topic/partition": [bytes in/s, bytes out/s, records in/s]}``
-    (a broker of an earlier release reports the first two), kept as the JSON text of its node row and
+    """One broker's reported rates, ``{"topic/partition": [bytes in/s, bytes out/s, records in/s,
+    records consumed/s]}`` (see :data:`BYTES_IN` ...), kept as the JSON text of its node row and
     parsed on first use.
 
     Every broker reads every node's row on each poll of the cluster metadata, but only the

@@ -129,10 +129,13 @@ def test_a_cluster_brokers_console_plots_every_live_brokers_and_topics_traffic_a
     def node(node_id: int, alive: bool, load: dict[str, list[float]]) -> NodeInfo:
         return NodeInfo(NodeId(node_id), BrokerEpoch(1), None, {}, "alive", alive, load)
 
+    # [bytes in, bytes out, records in, records consumed as the groups a broker coordinates commit]
     nodes = [
-        node(1, True, {"orders/0": [1000, 3000, 10], "orders/1": [500, 0, 2.5]}),
+        node(
+            1, True, {"orders/0": [1000, 3000, 10, 4], "orders/1": [500, 0, 2.5, 0], "orders/3": [0, 0, 0, 6]}
+        ),
         node(2, True, {"orders/3": [200, 0]}),  # a broker of an earlier release reports bytes only
-        node(3, False, {"orders/2": [9999, 9999, 99]}),
+        node(3, False, {"orders/2": [9999, 9999, 99, 99]}),
     ]
     # "idle" had no write in the window: its leader leaves it out of the report.
     led_by_1 = Assignment(NodeId(1), BrokerEpoch(1), LeaderEpoch(1))
@@ -152,8 +155,12 @@ def test_a_cluster_brokers_console_plots_every_live_brokers_and_topics_traffic_a
         "cluster|bytes_in_per_s|broker_2": 200.0,
         "cluster|bytes_out_per_s|broker_2": 0.0,
         "cluster|records_in_per_s|broker_2": 0.0,
+        "cluster|records_per_s|in": 12.5,
+        "cluster|records_per_s|consumed": 10.0,
         "topic|orders|cluster_bytes_in_per_s": 1700.0,  # its partitions on every live broker
         "topic|orders|cluster_records_in_per_s": 12.5,
+        "topic|orders|cluster_records_consumed_per_s": 10.0,
         "topic|idle|cluster_bytes_in_per_s": 0.0,  # idle, not a gap in its chart
         "topic|idle|cluster_records_in_per_s": 0.0,
+        "topic|idle|cluster_records_consumed_per_s": 0.0,
     }

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw, wait_until
 from tests.support.cluster_fixtures import RACKS
+from tests.support.group_member import GroupMember
 from tests.support.kafka_clients import create_topic, failover_producer, make_messages, read_values
 from tests.support.seaweedfs import SeaweedFS
 
@@ -79,13 +80,16 @@ def test_any_broker_shows_every_broker_and_other_brokers_partitions_with_their_t
 def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalCluster) -> None:
     """The charts on a cluster: a broker's own counters cover only what it serves, so broker 1
     plots the bytes and records every broker reports (here those of another broker, which leads
-    what is written), per broker and per topic, and says which of its charts are its own."""
+    what is written, and those of the group's coordinator, which counts what the group commits),
+    per broker, per topic and for the whole cluster, and says which of its charts are its own."""
     topic = f"plotted-{uuid.uuid4().hex[:8]}"
     create_topic(healthy_cluster.brokers[1].bootstrap, topic, 12)
     leaders = placed(healthy_cluster, topic, 12)
     owner = next(n for _, (n, _) in sorted(leaders.items()) if n != 1)
     written = [p for p, (node, _) in leaders.items() if node == owner]
     admin = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=30)
+    reader = GroupMember(healthy_cluster.bootstrap, topic, f"plotted-{uuid.uuid4().hex[:8]}")
+    reader.start()  # commits what it read every half second
 
     def latest(series: str) -> float:
         column = admin.get("/console/series", params={"prefix": series}).json().get(series, [])
@@ -102,6 +106,8 @@ def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalC
             and latest(f"cluster|bytes_in_per_s|broker_{owner}") >= by_topic
             and records > 0
             and latest(f"cluster|records_in_per_s|broker_{owner}") >= records
+            and latest(f"topic|{topic}|cluster_records_consumed_per_s") > 0
+            and latest("cluster|records_per_s|consumed") > 0
         )
 
     try:
@@ -109,12 +115,14 @@ def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalC
         page = admin.get("/").text
         assert 'data-prefix="cluster|bytes_in_per_s|"' in page and "Bytes in per broker" in page
         assert 'data-prefix="cluster|records_in_per_s|"' in page and "Records in per broker" in page
+        assert 'data-prefix="cluster|records_per_s|"' in page and "Records in and consumed, whole" in page
         assert "Produce on this broker" in page
         assert f'data-prefix="topic|{topic}|cluster_records_in_per_s"' in admin.get("/topics").text
         topic_page = admin.get(f"/topics/{topic}").text
         assert f'data-prefix="topic|{topic}|cluster_bytes_in_per_s"' in topic_page
-        assert f'data-prefix="topic|{topic}|cluster_records_in_per_s"' in topic_page
+        assert f'data-prefix="topic|{topic}|cluster_records_"' in topic_page
     finally:
+        reader.stop()
         admin.close()
 
 

@@ -151,6 +151,9 @@ class GroupCoordinator:
         self._store = GroupStore(engine, clock)
         self._groups: dict[str, Group] = {}
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # Told how far each commit moved a group on a partition (records consumed, as committed):
+        # in a cluster the brokers report it with their leases for the console's cluster charts.
+        self.on_consumed: Callable[[str, int, int], None] | None = None
         self._timers: dict[tuple[str, TimerKey], asyncio.TimerHandle] = {}
         self._tickets: dict[int, asyncio.Future[JoinResult | SyncResult | None]] = {}
         self._ticket_groups: dict[int, str] = {}  # whose request each ticket holds back
@@ -897,11 +900,29 @@ class GroupCoordinator:
             if self._queued_commits.get(group_id) is queued:
                 del self._queued_commits[group_id]  # started: what it writes is fixed from here
             await asyncio.to_thread(self._store.commit_offsets, group_id, queued.offsets, fence)
-            self._offsets.setdefault(group_id, {}).update(queued.offsets)
+            cache = self._offsets.setdefault(group_id, {})
+            if self.on_consumed is not None:
+                self._count_consumed(cache, queued.offsets, self.on_consumed)
+            cache.update(queued.offsets)
 
         queued = _QueuedCommit(fence, {}, self._writes.enqueue(group_id, write))
         self._queued_commits[group_id] = queued
         return queued
+
+    @staticmethod
+    def _count_consumed(
+        before: dict[TopicPartition, CommittedOffset],
+        committed: dict[TopicPartition, CommittedOffset],
+        tell: Callable[[str, int, int], None],
+    ) -> None:
+        """Tell how far each committed offset moved past the group's last one. A partition the
+        group commits for the first time counts nothing: its offset says where the group started
+        (the whole log for a new group reading from the start), not what it read since the last
+        commit; an offset moved back (a reset) counts nothing either."""
+        for (topic, partition), offset in committed.items():
+            last = before.get((topic, partition))
+            if last is not None and offset.offset > last.offset:
+                tell(topic, partition, offset.offset - last.offset)
 
     async def _delete_offsets(self, group_id: str, doomed: list[TopicPartition]) -> None:
         """Delete some of a group's offsets: from the database, then from the cache (a queued

@@ -315,3 +315,25 @@ async def test_a_commit_queued_after_another_write_of_its_group_does_not_overtak
     await asyncio.gather(running, queued, deleted, after)
     _, fetched = coordinator.fetch_offsets("g", None)
     assert [(p, v.offset) for _, partitions in fetched for p, v in partitions if v is not None] == [(0, 9)]
+
+
+async def test_each_commit_tells_how_far_it_moved_the_group_on_a_partition(
+    coordinator: GroupCoordinator,
+) -> None:
+    """What a cluster's brokers report as records consumed: the distance from the group's last
+    committed offset, never a first commit (where the group started, maybe the whole log) or an
+    offset moved back (a reset)."""
+    told: list[tuple[str, int, int]] = []
+    coordinator.on_consumed = lambda topic, partition, records: told.append((topic, partition, records))
+
+    async def commit(*offsets: tuple[int, int]) -> None:
+        commits = [OffsetToCommit("orders", p, o) for p, o in offsets]
+        assert set((await coordinator.commit_offsets("g", "", None, -1, commits)).values()) == {
+            ErrorCode.none
+        }
+
+    await commit((0, 500), (1, 7))
+    assert told == []
+    await commit((0, 530), (1, 7))
+    await commit((0, 20), (1, 9))  # partition 0 reset back, partition 1 read on
+    assert told == [("orders", 0, 30), ("orders", 1, 2)]
