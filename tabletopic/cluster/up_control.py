@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tabletopic.cluster.db import ClusterSnapshot
     from tabletopic.cluster.local import LocalCluster
 
 ACTIONS = ("restart", "add", "stop")
@@ -60,12 +61,21 @@ def not_started(metadata_url: str, started: set[int]) -> list[int]:
     """The brokers registered in the cluster (not unregistered) that this ``cluster up`` did not
     start: added by ``cluster add`` in an earlier run, beyond ``--nodes``. Without a word they would
     only show as dead in ``cluster status``."""
+    return sorted(int(n) for n in _snapshot(metadata_url).nodes if int(n) not in started)
+
+
+def still_led_by(metadata_url: str, node_id: int) -> int:
+    """How many partitions broker ``node_id`` still leads (user topics and coordinator slots)."""
+    return sum(1 for row in _snapshot(metadata_url).partitions.values() if row.leader == node_id)
+
+
+def _snapshot(metadata_url: str) -> ClusterSnapshot:
     from tabletopic import database
     from tabletopic.cluster.db import ClusterMetadata
 
     engine = database.create_engine(metadata_url)
     try:
-        return sorted(int(n) for n in ClusterMetadata(engine).snapshot().nodes if int(n) not in started)
+        return ClusterMetadata(engine).snapshot()
     finally:
         engine.dispose()
 
@@ -150,8 +160,17 @@ def _stop(cluster: LocalCluster, node_id: int, say: Callable[[str], None]) -> st
     say(f"stopping broker {node_id} (asked by `tabletopic cluster stop`): it hands its partitions over …")
     began = time.monotonic()
     cluster.stop_broker(node_id, STOP_GRACE_S)
-    return (
-        f"ok: broker {node_id} stopped ({time.monotonic() - began:.1f} s) after handing its partitions "
-        f"to the other brokers; `tabletopic cluster restart {node_id}` starts it again, "
-        f"`tabletopic cluster unregister {node_id}` removes it for good"
+    took = time.monotonic() - began
+    then = (
+        f"`tabletopic cluster restart {node_id}` starts it again, `tabletopic cluster unregister "
+        f"{node_id}` removes it for good"
     )
+    left = still_led_by(cluster.metadata_url, node_id)
+    if left:  # no live broker took them within controlled.shutdown.timeout.ms (none left, say)
+        return (
+            f"ok: broker {node_id} stopped ({took:.1f} s) without handing over {left} partitions and "
+            "coordinator slots (no other live broker took them within controlled.shutdown.timeout.ms): "
+            f"a live broker leads them once the controller places them (tabletopic cluster status); {then}"
+        )
+    handed = "after handing its partitions to the other brokers"
+    return f"ok: broker {node_id} stopped ({took:.1f} s) {handed}; {then}"
