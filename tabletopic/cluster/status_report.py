@@ -12,6 +12,7 @@ from tabletopic.cluster import events
 from tabletopic.cluster.controller import group_slot
 from tabletopic.cluster.db import ClusterSnapshot, broker_state
 from tabletopic.cluster.events import ClusterEvent
+from tabletopic.cluster.load import RECORDS_CONSUMED, figure
 
 GROUP_SLOTS_TOPIC = "__consumer_offsets"
 
@@ -47,7 +48,11 @@ def render(
         if not is_internal(topic) and row.leader is not None:
             leaders[row.leader] = leaders.get(row.leader, 0) + 1
     controller = "none" if snapshot.controller_id is None else f"broker {snapshot.controller_id}"
-    lines = [f"controller: {controller} (controller epoch {snapshot.controller_epoch})", ""]
+    lines = [
+        f"controller: {controller} (controller epoch {snapshot.controller_epoch})",
+        traffic(snapshot),
+        "",
+    ]
     nodes = [["NODE", "RACK", "EPOCH", "STATE", "LEADS", "BYTES IN", "BYTES OUT", "RECORDS IN", "ENDPOINTS"]]
     for node in sorted(snapshot.nodes.values(), key=lambda n: n.node_id):
         state = broker_state(node)
@@ -107,6 +112,19 @@ def render(
         if not timeline:
             lines.append("  (nothing yet)")
     return "\n".join(lines)
+
+
+def traffic(snapshot: ClusterSnapshot) -> str:
+    """The whole cluster's traffic in one line, summed over the live brokers' last reports."""
+    live = [node for node in snapshot.nodes.values() if node.alive]  # a dead one's report is stale
+    bytes_in = sum(node.traffic()[0] for node in live)
+    bytes_out = sum(node.traffic()[1] for node in live)
+    records_in = sum(node.records_in() for node in live)
+    consumed = sum(figure(rates, RECORDS_CONSUMED) for node in live for rates in node.load.values())
+    return (
+        f"traffic: {records_rate(records_in)} records in, {records_rate(consumed)} consumed (as groups "
+        f"commit); {rate(bytes_in)} in, {rate(bytes_out)} out"
+    )
 
 
 def records_rate(value: float) -> str:

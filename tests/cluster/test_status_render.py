@@ -10,7 +10,8 @@ from tabletopic.cluster.status_report import render
 
 
 def snapshot() -> ClusterSnapshot:
-    load = {"orders/0": [2_500_000, 1_000, 12.5], "orders/1": [1_500, 0]}  # an earlier release: bytes only
+    # [bytes in, bytes out, records in, records consumed] per second; an earlier release: bytes only
+    load = {"orders/0": [2_500_000, 1_000, 12.5, 3], "orders/1": [1_500, 0]}
     nodes = {
         1: NodeInfo(1, 3, "a", {"PLAINTEXT": ("127.0.0.1", 9092)}, "alive", True, load),
         2: NodeInfo(2, 1, "b", {"PLAINTEXT": ("127.0.0.1", 9102)}, "alive", False, load),  # lease ran out
@@ -42,7 +43,12 @@ def node_lines(report: str) -> dict[str, list[str]]:
 
 def test_each_broker_shows_one_state_and_a_dead_one_carries_no_bytes() -> None:
     report = render(snapshot(), [], [], 6, plain=True)
-    header = report.splitlines()[2].split("\t")
+    # The whole cluster's traffic, under the controller: the live brokers' reports only.
+    assert (
+        report.splitlines()[1]
+        == "traffic: 12.5/s records in, 3.0/s consumed (as groups commit); 2.50 MB/s in, 1.0 kB/s out"
+    )
+    header = next(line for line in report.splitlines() if line.startswith("NODE")).split("\t")
     assert "ALIVE" not in header and "STATE" in header
     rows = node_lines(report)
     state = header.index("STATE")
