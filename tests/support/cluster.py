@@ -118,10 +118,23 @@ class LocalCluster:
         """Start (or restart) a broker; ``env`` is added to its environment for this start only
         (e.g. a crash point, ``TABLETOPIC_CRASH_AT``)."""
         broker = self.brokers.get(node_id)
-        if broker is None:
-            broker = BrokerProcess(self.root / f"node-{node_id}", {**self.overrides(node_id, rack), **extra})
-            self.brokers[node_id] = broker
-        return start_with_env(broker, env)
+        if broker is not None:
+            return start_with_env(broker, env)  # a restart: on the ports it had
+        try:
+            return start_with_env(self._new_broker(node_id, rack, extra), env)
+        except RuntimeError as exc:
+            if "the port is in use" not in str(exc):
+                raise
+        # Another test process's server took one of the ports this new broker was given between
+        # choosing and binding (each process hands its ports out on its own): choose them again.
+        self.catalog_ports.pop(node_id, None)
+        self.registry_ports.pop(node_id, None)
+        return start_with_env(self._new_broker(node_id, rack, extra), env)
+
+    def _new_broker(self, node_id: int, rack: str | None, extra: dict[str, str]) -> BrokerProcess:
+        broker = BrokerProcess(self.root / f"node-{node_id}", {**self.overrides(node_id, rack), **extra})
+        self.brokers[node_id] = broker
+        return broker
 
     def start_many(self, node_ids: list[int], racks: dict[int, str] | None = None) -> None:
         """Start brokers at once (each start mostly waits for Python to import)."""

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tabletopic.cluster.db import ClusterSnapshot
+from tabletopic.cluster.load import BYTES_IN, figure
 
 TOLERANCE = 0.2
 
@@ -50,11 +51,11 @@ def broker_loads(snapshot: ClusterSnapshot, topic: str) -> dict[int, float]:
     """Bytes in per second of ``topic`` on each live broker, as the leaders reported it."""
     loads = {n: 0.0 for n, info in snapshot.nodes.items() if info.alive}
     for node, info in snapshot.nodes.items():
-        for key, (bytes_in, _out) in info.load.items():
+        for key, rates in info.load.items():
             name, _, partition = key.rpartition("/")
             row = snapshot.partitions.get((name, int(partition))) if name == topic else None
             if row is not None and row.leader == node:
-                loads[node] += bytes_in
+                loads[node] += figure(rates, BYTES_IN)
     return loads
 
 
