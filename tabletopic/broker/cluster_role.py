@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -73,12 +72,11 @@ class ClusterRole:
         )
         self.takeovers = WalTakeovers(self.node, store)
         self.opened: dict[PartitionKey, LeaderEpoch] = {}  # what this broker serves, with its leader epoch
-        # Per partition bytes in and out and records in since start (reported with the lease), and
-        # records consumed as the groups this broker coordinates commit (any partition's).
-        self.bytes_in: defaultdict[PartitionKey, int] = defaultdict(int)
-        self.bytes_out: defaultdict[PartitionKey, int] = defaultdict(int)
-        self.records_in: defaultdict[PartitionKey, int] = defaultdict(int)
-        self.records_consumed: defaultdict[PartitionKey, int] = defaultdict(int)
+        # Per partition, since this broker started: bytes in, bytes out and records in (appended
+        # here as its leader) and records consumed (committed by the groups this broker
+        # coordinates, of any partition); reported as rates with each lease renewal.
+        self.traffic: dict[PartitionKey, list[int]] = {}
+        self._report_names: dict[PartitionKey, str] = {}  # "topic/partition", made once
         # Called with the group slots gained, with their leader epochs (the group coordinator
         # reloads those groups and fences its writes with the epoch) and lost (it forgets them).
         self.on_groups_gained: list[Callable[[dict[int, LeaderEpoch]], None]] = []
@@ -202,14 +200,13 @@ class ClusterRole:
         records_in: int = 0,
         records_consumed: int = 0,
     ) -> None:
-        key = (topic, partition)
-        if bytes_in:
-            self.bytes_in[key] += bytes_in
-            self.records_in[key] += records_in
-        if bytes_out:
-            self.bytes_out[key] += bytes_out
-        if records_consumed:
-            self.records_consumed[key] += records_consumed
+        counts = self.traffic.get((topic, partition))
+        if counts is None:
+            counts = self.traffic[(topic, partition)] = [0, 0, 0, 0]
+        counts[0] += bytes_in
+        counts[1] += bytes_out
+        counts[2] += records_in
+        counts[3] += records_consumed
 
     # Internals -------------------------------------------------------------------------------
 
@@ -228,20 +225,21 @@ class ClusterRole:
         any partition (as the groups it coordinates commit; 0 bytes where another broker leads).
         Idle partitions are left out (the balancer reads a missing one as idle): with 10,000 of
         them the report would otherwise be a 100 kB JSON document written with every renewal."""
-        counters = (self.bytes_in, self.bytes_out, self.records_in, self.records_consumed)
-        keys = set().union(*counters)
-        totals = {k: tuple(counter.get(k, 0) for counter in counters) for k in keys}
-        rates = self._meter.rates(totals, time.monotonic())
+        rates = self._meter.rates(self.traffic, time.monotonic())
         report = {}
-        for key, (bytes_in, bytes_out, records_in, consumed) in rates.items():
+        names, opened = self._report_names, self.opened
+        for key, (bytes_in, bytes_out, records_in, records_consumed) in rates.items():
             if key[0] in SLOT_TOPICS:
                 continue
-            if key not in self.opened:  # led elsewhere now: its bytes are that leader's to report
+            if key not in opened:  # led elsewhere now: its bytes are that leader's to report
                 bytes_in = bytes_out = records_in = 0.0
             # Records to a tenth: a topic written a record every few seconds is not 0 records/s.
-            figures = [round(bytes_in), round(bytes_out), round(records_in, 1), round(consumed, 1)]
+            figures = [round(bytes_in), round(bytes_out), round(records_in, 1), round(records_consumed, 1)]
             if any(figures):
-                report[f"{key[0]}/{key[1]}"] = figures
+                name = names.get(key)
+                if name is None:
+                    name = names[key] = f"{key[0]}/{key[1]}"
+                report[name] = figures
         return report
 
     def _objects_swapped(self, stream_ids: set[int]) -> None:

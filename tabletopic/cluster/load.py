@@ -25,32 +25,49 @@ def figure(rates: Sequence[float], which: int) -> float:
     return float(rates[which]) if len(rates) > which else 0.0
 
 
+# One partition's cumulative counts, as the broker keeps them: bytes in, bytes out, records in,
+# records consumed (the report's figures, per second once metered).
+Counts = tuple[int, int, int, int]
+Rates = tuple[float, float, float, float]
+_NONE: Counts = (0, 0, 0, 0)
+
+
 class LoadMeter(Generic[K]):
-    """Turns cumulative ``{key: (figure, ...)}`` samples (the report's figures: bytes in, bytes out,
-    records in, records consumed) into rates over ``window_s``.
+    """Turns cumulative counts (``{key: [bytes in, bytes out, records in, records consumed]}``)
+    into rates over ``window_s``.
 
     A key seen for the first time counts from the oldest sample in the window (0 before), so a
     partition a broker just took over starts at its real rate after one window, not at a spike.
+    Runs on the event loop with every lease renewal, over every partition ever counted: one pass
+    copies the counts and takes the rates, the four figures unpacked by name (at 10,000 partitions
+    a generic loop over the figures took twice as long).
     """
 
     def __init__(self, window_s: float) -> None:
         self.window_s = window_s
-        self._samples: deque[tuple[float, dict[K, tuple[int, ...]]]] = deque()
+        self._samples: deque[tuple[float, dict[K, Counts]]] = deque()
 
-    def rates(self, totals: Mapping[K, tuple[int, ...]], now: float) -> dict[K, tuple[float, ...]]:
-        """Record ``totals`` at ``now`` (monotonic seconds) and return each key's rates, figure by
-        figure (every key's tuple has the same length)."""
-        self._samples.append((now, dict(totals)))
-        while len(self._samples) > 2 and now - self._samples[1][0] >= self.window_s:
-            self._samples.popleft()
-        then, old = self._samples[0]
+    def rates(self, totals: Mapping[K, Sequence[int]], now: float) -> dict[K, Rates]:
+        """Record ``totals`` at ``now`` (monotonic seconds; copied, so the caller's counts may go
+        on changing) and return each key's rates."""
+        samples = self._samples
+        while len(samples) >= 2 and now - samples[1][0] >= self.window_s:
+            samples.popleft()
+        then, old = samples[0] if samples else (now, {})
         elapsed = now - then
-        if elapsed <= 0:
-            return {key: tuple(0.0 for _ in figures) for key, figures in totals.items()}
-        result = {}
-        for key, figures in totals.items():
-            before = old.get(key) or (0,) * len(figures)
-            result[key] = tuple(max(f - b, 0) / elapsed for f, b in zip(figures, before, strict=True))
+        per_second = 1 / elapsed if elapsed > 0 else 0.0
+        sample: dict[K, Counts] = {}
+        result: dict[K, Rates] = {}
+        for key, (bytes_in, bytes_out, records_in, consumed) in totals.items():
+            sample[key] = (bytes_in, bytes_out, records_in, consumed)
+            was_in, was_out, was_records, was_consumed = old.get(key, _NONE)
+            result[key] = (
+                max(bytes_in - was_in, 0) * per_second,
+                max(bytes_out - was_out, 0) * per_second,
+                max(records_in - was_records, 0) * per_second,
+                max(consumed - was_consumed, 0) * per_second,
+            )
+        samples.append((now, sample))
         return result
 
 

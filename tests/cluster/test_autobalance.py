@@ -31,20 +31,23 @@ def skewed() -> ClusterSnapshot:
 
 def test_load_meter_reports_rates_over_the_window() -> None:
     meter: LoadMeter[str] = LoadMeter(window_s=2.0)
-    # Bytes in, bytes out, records in.
-    assert meter.rates({"a": (0, 0, 0)}, now=0.0) == {"a": (0.0, 0.0, 0.0)}
-    meter.rates({"a": (1000, 10, 4)}, now=1.0)
-    assert meter.rates({"a": (2000, 20, 9)}, now=2.0) == {"a": (1000.0, 10.0, 4.5)}
+    # Bytes in, bytes out, records in, records consumed; the counts are copied, not kept.
+    counts = [0, 0, 0, 0]
+    assert meter.rates({"a": counts}, now=0.0) == {"a": (0.0, 0.0, 0.0, 0.0)}
+    counts[:] = [1000, 10, 4, 2]
+    meter.rates({"a": counts}, now=1.0)
+    counts[:] = [2000, 20, 9, 6]
+    assert meter.rates({"a": counts}, now=2.0) == {"a": (1000.0, 10.0, 4.5, 3.0)}
     # Old samples leave the window: the rate follows the recent traffic only.
-    meter.rates({"a": (2000, 20, 9)}, now=3.0)
-    meter.rates({"a": (2000, 20, 9)}, now=4.0)
-    assert meter.rates({"a": (2000, 20, 9)}, now=5.0)["a"] == (0.0, 0.0, 0.0)
+    meter.rates({"a": counts}, now=3.0)
+    meter.rates({"a": counts}, now=4.0)
+    assert meter.rates({"a": counts}, now=5.0)["a"] == (0.0, 0.0, 0.0, 0.0)
 
 
 def test_load_meter_does_not_count_old_bytes_of_a_partition_led_again() -> None:
     meter: LoadMeter[str] = LoadMeter(window_s=10.0)
-    meter.rates({"a": (5000, 0)}, now=0.0)
-    assert meter.rates({"a": (5000, 0), "b": (100, 0)}, now=1.0)["a"] == (0.0, 0.0)
+    meter.rates({"a": (5000, 0, 5, 0)}, now=0.0)
+    assert meter.rates({"a": (5000, 0, 5, 0), "b": (100, 0, 1, 0)}, now=1.0)["a"] == (0.0, 0.0, 0.0, 0.0)
 
 
 def test_a_load_report_is_read_from_its_json_only_when_asked() -> None:
