@@ -81,3 +81,25 @@ def test_a_table_the_catalog_lacks_is_named_in_words_not_as_duckdbs_parse_or_sch
     # Only what a statement reads is looked up: a column of an alias named like a namespace is not.
     assert session.missing('SELECT "default".id FROM "default"."orders" AS "default"') == []
     session.close()
+
+
+def test_tables_after_a_comma_or_in_a_subquery_are_read_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    """Which tables a query reads is asked of DuckDB's parser, not only found after FROM or JOIN:
+    ``FROM orders o, orders p`` read the second ``orders`` as a table DuckDB did not have, and a
+    missing table after a comma got DuckDB's words, not the catalog's."""
+    session, _ = _orders(tmp_path)
+    rows = session.execute("SELECT count(*) FROM orders o, orders p WHERE o.id = p.id")[1]
+    assert list(rows) == [(3,)]
+    nested = "SELECT id FROM default.orders WHERE id IN (SELECT max(id) FROM orders, (SELECT 1) AS one)"
+    assert list(session.execute(nested)[1]) == [(3,)]
+    assert session.read_tables('SELECT 1 FROM "default"."orders", x, (SELECT 2 FROM y.z)') == [
+        ("default", "orders"),
+        ("", "x"),
+        ("y", "z"),
+    ]
+    with pytest.raises(LookupError, match=r"no table default\.refunds in the catalog"):
+        session.execute("SELECT * FROM orders o, default.refunds r WHERE o.id = r.id")
+    # A table of DuckDB's own that the session made stays its own.
+    session.execute("CREATE TABLE scratch AS SELECT 42 AS answer")
+    assert list(session.execute("SELECT answer FROM scratch, orders LIMIT 1")[1]) == [(42,)]
+    session.close()

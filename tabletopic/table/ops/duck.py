@@ -3,14 +3,17 @@ DuckDB queries them in process. It starts in well under a second and needs no ne
 ``iceberg`` extension is downloaded at run time, so it is not used).
 
 Each statement registers the tables it names (``namespace.table``, or a bare table name of the
-``default`` namespace after FROM or JOIN, as Spark resolves it), freshly scanned, as DuckDB views
-of the same name; ``default`` is a reserved word in DuckDB, so unquoted references to known
-tables are quoted before DuckDB parses the statement. Scans read whole tables: the embedded engine
-is for small and medium tables; ``--engine spark`` runs the same SQL on Spark.
+``default`` namespace, as Spark resolves it), freshly scanned, as DuckDB views of the same name;
+``default`` is a reserved word in DuckDB, so unquoted references to known tables are quoted before
+DuckDB parses the statement. Which tables a query reads is then asked of DuckDB's own parser
+(``json_serialize_sql``), so a table after a comma (``FROM a, b``) or in any subquery is found as
+one after FROM or JOIN is. Scans read whole tables: the embedded engine is for small and medium
+tables; ``--engine spark`` runs the same SQL on Spark.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -40,6 +43,21 @@ _QUOTED_TABLE_REFERENCE = re.compile(
 )
 
 
+def _base_tables(node: Any, found: list[tuple[str, str]]) -> None:
+    """Collect the ``(schema, table)`` of every table reference in a serialized query, in the
+    order the statement names them."""
+    if isinstance(node, dict):
+        if node.get("type") == "BASE_TABLE":
+            reference = (str(node.get("schema_name", "")), str(node.get("table_name", "")))
+            if reference not in found:
+                found.append(reference)
+        for value in node.values():
+            _base_tables(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _base_tables(value, found)
+
+
 class DuckSession:
     """One DuckDB connection over a pyiceberg catalog."""
 
@@ -49,6 +67,8 @@ class DuckSession:
         self._catalog = catalog
         self._rows = rows
         self._con = duckdb.connect()
+        # Parses statements apart: the session's own connection may hold a result still read.
+        self._parser = self._con.cursor()
         self._known: list[tuple[str, str]] | None = None
 
     def known_tables(self) -> list[tuple[str, str]]:
@@ -97,6 +117,14 @@ class DuckSession:
     def _namespaces(self) -> set[str]:
         return {ns for ns, _ in self.known_tables()} | {DEFAULT_NAMESPACE}
 
+    def _missing_of(self, read: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Of the tables a query reads, those in a catalog namespace that the catalog lacks."""
+        known = {(ns.lower(), t.lower()) for ns, t in self.known_tables()}
+        namespaces = {ns.lower() for ns in self._namespaces()}
+        return [
+            (ns, t) for ns, t in read if ns.lower() in namespaces and (ns.lower(), t.lower()) not in known
+        ]
+
     def missing(self, rewritten: str) -> list[tuple[str, str]]:
         """The tables a rewritten statement reads (after FROM or JOIN) in a catalog namespace that
         the catalog lacks, in the order named: a table topic's table before its first commit, or a
@@ -112,14 +140,30 @@ class DuckSession:
                     found.append((namespace, table))
         return found
 
-    def _register(self, namespace: str, table: str) -> None:
+    def read_tables(self, rewritten: str) -> list[tuple[str, str]] | None:
+        """The tables a rewritten query reads, ``(schema, table)`` with ``""`` for no schema, as
+        DuckDB's parser finds them wherever they stand (after a comma, in a subquery); None for a
+        statement it does not serialize (anything but a query) or cannot parse (then DuckDB says
+        why when it runs it)."""
+        answer = self._parser.execute("SELECT json_serialize_sql(?)", [rewritten]).fetchone()
+        tree = json.loads(answer[0]) if answer else {"error": True}
+        if tree.get("error"):
+            return None
+        found: list[tuple[str, str]] = []
+        _base_tables(tree, found)
+        return found
+
+    def _register(self, namespace: str, table: str, schema: str | None = None) -> None:
+        """Register ``namespace.table`` freshly scanned as the view ``schema.table`` (its namespace
+        by default; ``main``, DuckDB's own, for a table named without one)."""
         arrow = self._rows(self._catalog, (namespace, table)) if self._rows is not None else None
         if arrow is None:
             arrow = self._catalog.load_table((*namespace.split("."), table)).scan().to_arrow()
         scratch = f"__tabletopic_{namespace}_{table}".replace(".", "_")
+        schema = schema or namespace
         self._con.register(scratch, arrow)
-        self._con.execute(f'CREATE SCHEMA IF NOT EXISTS "{namespace}"')
-        self._con.execute(f'CREATE OR REPLACE VIEW "{namespace}"."{table}" AS SELECT * FROM "{scratch}"')
+        self._con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        self._con.execute(f'CREATE OR REPLACE VIEW "{schema}"."{table}" AS SELECT * FROM "{scratch}"')
 
     def execute(self, statement: str) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run one statement; its column names and rows."""
@@ -129,7 +173,8 @@ class DuckSession:
             tables = [(ns, t) for ns, t in self.known_tables() if ns.lower() == namespace.lower()]
             return ["namespace", "tableName"], iter(sorted(tables))
         text, named = self.rewrite(statement)
-        if missing := self.missing(text):
+        read = self.read_tables(text)
+        if missing := (self.missing(text) if read is None else self._missing_of(read)):
             names = ", ".join(f"{ns}.{t}" for ns, t in missing)
             raise LookupError(
                 f"no table {names} in the catalog; a table topic's table is created by its first "
@@ -138,6 +183,11 @@ class DuckSession:
             )
         for namespace, table in named:
             self._register(namespace, table)
+        # A bare name the rewrite left (after a comma, say) that is a table of ``default``: as Spark.
+        defaults = {t.lower(): t for ns, t in self.known_tables() if ns == DEFAULT_NAMESPACE}
+        for schema, table in read or ():
+            if not schema and (known := defaults.get(table.lower())) is not None:
+                self._register(DEFAULT_NAMESPACE, known, schema="main")
         cursor = self._con.execute(text)
         if not cursor.description:  # DDL and other statements without a result
             return [], iter(())
@@ -150,4 +200,5 @@ class DuckSession:
         return columns, rows()
 
     def close(self) -> None:
+        self._parser.close()
         self._con.close()
