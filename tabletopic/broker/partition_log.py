@@ -160,16 +160,8 @@ class LogHost(PartitionHost, Protocol):
     @property
     def metrics(self) -> BrokerMetrics | None: ...
 
-    def record_traffic(
-        self,
-        topic: str,
-        partition: int,
-        bytes_in: int = 0,
-        bytes_out: int = 0,
-        records_in: int = 0,
-        records_consumed: int = 0,
-    ) -> None:
-        """Count a partition's bytes and records (cluster mode: balancing, the console's cluster charts)."""
+    def count_append(self, topic: str, partition: int, size: int, records: int) -> None:
+        """Count what was appended to a partition (cluster mode: balancing, the cluster charts)."""
         ...
 
 
@@ -425,7 +417,7 @@ class PartitionLog:
                 producers.note_append(stream_id, next_offset)
             if host.metrics is not None:
                 host.metrics.records_bytes_in.inc(header.size)
-            host.record_traffic(topic_name, index, bytes_in=header.size, records_in=header.record_count)
+            host.count_append(topic_name, index, header.size, header.record_count)
             first_offset = base if first_offset < 0 else first_offset
         if failure is not None:
             return self._append_failed(topic_name, index, failure)

@@ -135,17 +135,19 @@ class BrokerService:
             except Exception:
                 log.exception("producer state snapshot failed; retrying next interval")
 
-    def record_traffic(
-        self,
-        topic: str,
-        partition: int,
-        bytes_in: int = 0,
-        bytes_out: int = 0,
-        records_in: int = 0,
-        records_consumed: int = 0,
-    ) -> None:
+    # What moved on each partition, for the cluster role's lease report (a no-op on a single node):
+    # appended by Produce, read by Fetch, committed past by the groups this broker coordinates.
+    def count_append(self, topic: str, partition: int, size: int, records: int) -> None:
         if self.traffic_counter is not None:
-            self.traffic_counter(topic, partition, bytes_in, bytes_out, records_in, records_consumed)
+            self.traffic_counter(topic, partition, size, 0, records, 0)
+
+    def count_read(self, topic: str, partition: int, size: int) -> None:
+        if self.traffic_counter is not None:
+            self.traffic_counter(topic, partition, 0, size, 0, 0)
+
+    def count_consumed(self, topic: str, partition: int, records: int) -> None:
+        if self.traffic_counter is not None:
+            self.traffic_counter(topic, partition, 0, 0, 0, records)
 
     # --- configuration ------------------------------------------------------------------------
     def broker_config(self, key: str) -> Any:

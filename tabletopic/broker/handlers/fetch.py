@@ -219,7 +219,7 @@ async def _read(
                 read.aborted = txns.aborted_between(read.stream_id, read.fetch_offset, read.next_offset)
             total += read.size
             if read.size and topic.name is not None:
-                broker.record_traffic(topic.name, read.partition_index, bytes_out=read.size)
+                broker.count_read(topic.name, read.partition_index, read.size)
     return total
 
 
