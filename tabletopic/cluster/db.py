@@ -345,6 +345,9 @@ class ClusterMetadata:
                 conn.execute(sa.insert(n).values(node_id=node_id, **values))
             else:
                 conn.execute(sa.update(n).where(n.c.node_id == node_id).values(**values))
+            where = f" in rack {rack}" if rack else ""
+            joined = f"broker {node_id} registered{where} (node epoch {epoch})"
+            events.append(conn, [events.ClusterEvent(events.JOINED, joined, to_node=node_id)], None)
             if wal is not None:
                 conn.execute(
                     sa.insert(wals_table).values(
@@ -381,11 +384,14 @@ class ClusterMetadata:
         values: dict[str, Any] = {"state": state}
         if expire:
             values["lease_expires"] = sa.func.now()
-        which = [n.c.node_id == node_id, n.c.node_epoch == node_epoch]
+        which = [n.c.node_id == node_id, n.c.node_epoch == node_epoch, n.c.state != state]
         if state == RETIRED:  # a broker that stopped cleanly keeps saying so when its WAL is taken over
             which.append(n.c.state != STOPPED)
         with self.engine.begin() as conn:
-            conn.execute(sa.update(n).where(*which).values(**values))
+            changed = conn.execute(sa.update(n).where(*which).values(**values)).rowcount
+            if changed and state == STOPPED:
+                stopped = f"broker {node_id} stopped cleanly (node epoch {node_epoch})"
+                events.append(conn, [events.ClusterEvent(events.STOPPED, stopped, from_node=node_id)], None)
             if expire:  # let a successor take the controller lease at once
                 c = controller_table
                 conn.execute(

@@ -1,6 +1,7 @@
 """The cluster's timeline: what the controller decided and why (failovers, moves asked for,
-balancing rounds), kept in the metadata database so that every broker's console and the CLI show
-the same history, whichever broker was the controller at the time.
+balancing rounds), and the brokers that joined, stopped or were unregistered, kept in the metadata
+database so that every broker's console and the CLI show the same history, whichever broker was the
+controller at the time.
 
 The controller writes one row per partition whose leader changed, with the reason it can tell from
 the snapshot it planned from (:func:`classify`), and one row per auto-balancer move with the
@@ -29,6 +30,7 @@ CAUSE_END = "; "
 # What names the partitions of an event about a broker alone (one unregistered by an operator).
 NO_PARTITION = "-"
 UNREGISTERED = "unregistered"  # the kind of that event
+JOINED, STOPPED = "joined", "stopped"  # a broker registered (an incarnation), one stopped cleanly
 
 _md = sa.MetaData()
 events_table = sa.Table(
@@ -38,7 +40,8 @@ events_table = sa.Table(
         "event_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
     ),
     sa.Column("at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
-    # placed | failover | drain | reassignment | count-balance | auto-balance | unregistered
+    # placed | failover | drain | reassignment | count-balance | auto-balance | unregistered |
+    # joined | stopped
     sa.Column("kind", sa.String(24), nullable=False),
     sa.Column("topic", sa.Text, nullable=True),
     sa.Column("partition", sa.Integer, nullable=True),

@@ -8,6 +8,7 @@ import pytest
 from tabletopic import database
 from tabletopic.cluster import events
 from tabletopic.cluster.db import ClusterMetadata
+from tabletopic.ids import NodeId
 
 
 def test_each_move_of_a_controller_round_gets_the_reason_the_controller_had() -> None:
@@ -91,3 +92,24 @@ def test_a_broker_unregistered_reads_back_as_one_entry_about_the_broker_alone() 
     assert found.line() == f"unregistered: {reason}"  # no partition to name
     shown = found.as_dict()
     assert (shown["where"], shown["went_to"], shown["from_node"]) == ("-", "", 4)
+
+
+@pytest.mark.postgres
+def test_a_broker_joining_and_stopping_cleanly_are_on_the_timeline(postgres_url: str) -> None:
+    """Scaling out and in shows on every broker's timeline: a registration (each incarnation) and
+    a clean stop, each one entry about the broker alone."""
+    engine = database.create_engine(postgres_url)
+    try:
+        meta = ClusterMetadata(engine)
+        meta.migrate()
+        epoch = meta.register(NodeId(4), "a", {"PLAINTEXT": ("127.0.0.1", 9122)}, lease_s=30)
+        meta.set_state(NodeId(4), epoch, "draining")  # not an entry: the moves it causes are
+        meta.set_state(NodeId(4), epoch, "stopped", expire=True)
+        meta.set_state(NodeId(4), epoch, "stopped", expire=True)  # said once
+        shown = [d.line() for d in events.decisions(events.recent(engine))]
+        assert shown == [
+            "stopped: broker 4 stopped cleanly (node epoch 1)",
+            "joined: broker 4 registered in rack a (node epoch 1)",
+        ]
+    finally:
+        engine.dispose()
