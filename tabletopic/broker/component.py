@@ -212,7 +212,7 @@ class BrokerComponent:
         groups.share.topics = lambda: {t.name: t.partition_count for t in service.topics.all()}
         groups.share.end_offset = functools.partial(_end_offset, service)
         service.share_groups = groups.share  # ShareFetch/ShareAcknowledge read the log: broker APIs
-        groups.on_consumed = service.count_consumed
+        groups.on_consumed = groups.share.on_consumed = service.count_consumed
         await groups.start()
         self._groups = groups
 

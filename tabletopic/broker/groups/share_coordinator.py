@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from tabletopic.broker.groups.assignors import TopicPartition
 from tabletopic.broker.groups.consumer_group import HeartbeatResult, SetTimer
 from tabletopic.broker.groups.share_group import ShareAction, ShareGroup, ShareHeartbeat
-from tabletopic.broker.groups.share_partition import AcquiredRange
+from tabletopic.broker.groups.share_partition import AckType, AcquiredRange
 from tabletopic.broker.groups.share_partitions import SharePartitions
 from tabletopic.broker.groups.share_settings import ShareSettings
 from tabletopic.broker.groups.share_store import ShareKey, ShareStateStore
@@ -54,6 +54,14 @@ class AckBatch:
     types: tuple[int, ...]
 
 
+def _accepted(batch: AckBatch) -> int:
+    """How many records an applied acknowledgement batch accepted (one type for the whole batch,
+    or one per offset)."""
+    if len(batch.types) == 1:
+        return batch.last - batch.first + 1 if batch.types[0] == AckType.ACCEPT else 0
+    return sum(1 for ack in batch.types if ack == AckType.ACCEPT)
+
+
 class ShareGroups:
     """The share groups of this broker, their share-partitions and sessions.
 
@@ -78,6 +86,9 @@ class ShareGroups:
         self.topics = topics
         # A partition's log end offset (None if unknown here), for the lag of DescribeShareGroupOffsets.
         self.end_offset: Callable[[str, int], int | None] = lambda topic, partition: None
+        # Told how many records of a partition a member accepted (a share group's consumption, as
+        # a consumer group's commits are): in a cluster, reported with the lease for the console.
+        self.on_consumed: Callable[[str, int, int], None] | None = None
         self._store = store
         self._clock = clock
         self._groups: dict[str, ShareGroup] = {}
@@ -240,11 +251,16 @@ class ShareGroups:
         if partition is None:
             return ErrorCode.invalid_record_state
         error = ErrorCode.none
+        accepted = 0
         for batch in batches:
             result = partition.acknowledge(member_id, batch.first, batch.last, batch.types)
             if result is not ErrorCode.none:
                 error = result
+            else:
+                accepted += _accepted(batch)
         self.partitions.changed(key, released=True)
+        if accepted and self.on_consumed is not None:
+            self.on_consumed(key[1], key[2], accepted)
         return error
 
     def _release(self, group_id: str, member_id: str) -> None:

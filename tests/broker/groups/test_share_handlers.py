@@ -99,6 +99,9 @@ async def test_share_fetch_sessions_and_acknowledgement_errors(
     share_broker: tuple[BrokerService, GroupCoordinator],
 ) -> None:
     broker, coordinator = share_broker
+    # What the records accepted tell the broker (a share group's consumption, for the cluster's charts).
+    accepted_records: list[tuple[str, int, int]] = []
+    coordinator.share.on_consumed = lambda topic, p, n: accepted_records.append((topic, p, n))
     assert (await call(broker, _fetch(broker, 0))).error_code is ErrorCode.unknown_member_id  # not joined
     await call(coordinator, _heartbeat("m1", 0, ["t"]))
     assert (await call(broker, _fetch(broker, 3))).error_code is ErrorCode.share_session_not_found
@@ -127,6 +130,7 @@ async def test_share_fetch_sessions_and_acknowledgement_errors(
     assert (await call(broker, _fetch(broker, 4))).error_code is ErrorCode.share_session_not_found
     share_partition = coordinator.share.partitions.get(("g", "t", 0))
     assert share_partition is not None and share_partition.spso == 2
+    assert accepted_records == [("t", 0, 2)]  # neither the refused batch nor the released one
 
 
 async def test_describe_and_list_show_the_share_group(
