@@ -8,9 +8,9 @@ Series names are ``kind|name|...|measure`` (``|`` because topic names may hold d
 ``node|produce_bytes_per_s``, ``node|produced_records_per_s``, ``node|consumed_records_per_s`` (as
 groups commit), ``topic|orders|records_per_s``, ``group|g1|orders|0|lag``, ``group|g1|records_per_s``,
 ``table|orders|freshness_seconds``, ``storage|wal_bytes`` …. In a cluster, every broker's traffic
-and every topic's bytes and records in, as the brokers report them with their leases
-(``cluster|bytes_in_per_s|broker_2``, ``cluster|records_in_per_s|broker_2``,
-``topic|orders|cluster_bytes_in_per_s``, ``topic|orders|cluster_records_in_per_s``): a broker's own
+and every topic's bytes and records in and records consumed, as the brokers report them with their
+leases (``cluster|bytes_in_per_s|broker_2``, ``cluster|records_in_per_s|broker_2``,
+``cluster|records_per_s|consumed``, ``topic|orders|cluster_records_in_per_s``): a broker's own
 counters cover only what it serves, and the console of any broker plots the whole cluster.
 """
 
@@ -67,17 +67,18 @@ def _cluster_traffic(snapshot: ClusterSnapshot) -> dict[str, float]:
         if not node.alive:  # its last report is stale
             continue
         bytes_in, bytes_out = node.traffic()
+        node_records_in = node.records_in()
+        records_in += node_records_in
         broker = f"broker_{node.node_id}"
         values[sep("cluster", "bytes_in_per_s", broker)] = bytes_in
         values[sep("cluster", "bytes_out_per_s", broker)] = bytes_out
-        values[sep("cluster", "records_in_per_s", broker)] = node.records_in()
+        values[sep("cluster", "records_in_per_s", broker)] = node_records_in
         for key, rates in node.load.items():
             topic = topics.setdefault(key.rpartition("/")[0], [0.0, 0.0, 0.0])
             topic[0] += figure(rates, BYTES_IN)
             topic[1] += figure(rates, RECORDS_IN)
             topic[2] += figure(rates, RECORDS_CONSUMED)
             consumed += figure(rates, RECORDS_CONSUMED)
-        records_in += node.records_in()
     values[sep("cluster", "records_per_s", "in")] = records_in
     values[sep("cluster", "records_per_s", "consumed")] = consumed
     for name, (bytes_in, topic_records_in, topic_consumed) in topics.items():

@@ -60,13 +60,22 @@ def next_broker_id(recorded: dict[str, object]) -> int:
 def not_started(metadata_url: str, started: set[int]) -> list[int]:
     """The brokers registered in the cluster (not unregistered) that this ``cluster up`` did not
     start: added by ``cluster add`` in an earlier run, beyond ``--nodes``. Without a word they would
-    only show as dead in ``cluster status``."""
-    return sorted(int(n) for n in _snapshot(metadata_url).nodes if int(n) not in started)
+    only show as dead in ``cluster status``. None named when the database does not answer."""
+    try:
+        snapshot = _snapshot(metadata_url)
+    except Exception:
+        return []
+    return sorted(int(n) for n in snapshot.nodes if int(n) not in started)
 
 
-def still_led_by(metadata_url: str, node_id: int) -> int:
-    """How many partitions broker ``node_id`` still leads (user topics and coordinator slots)."""
-    return sum(1 for row in _snapshot(metadata_url).partitions.values() if row.leader == node_id)
+def still_led_by(metadata_url: str, node_id: int) -> int | None:
+    """How many partitions broker ``node_id`` still leads (user topics and coordinator slots); None
+    when the metadata database does not answer (it may be restarting)."""
+    try:
+        snapshot = _snapshot(metadata_url)
+    except Exception:
+        return None
+    return sum(1 for row in snapshot.partitions.values() if row.leader == node_id)
 
 
 def _snapshot(metadata_url: str) -> ClusterSnapshot:
@@ -124,6 +133,8 @@ def _carry_out(cluster: LocalCluster, action: str, node_id: int, say: Callable[[
         return _stop(cluster, node_id, say)
     except RuntimeError as exc:  # a start that failed: the message holds the log's tail
         return f"error: broker {node_id} did not start: {exc}"
+    except Exception as exc:  # the cluster keeps running whatever one request met
+        return f"error: {action} of broker {node_id} failed: {type(exc).__name__}: {exc}"
     finally:
         cluster.write_cluster_file()
 
@@ -166,6 +177,8 @@ def _stop(cluster: LocalCluster, node_id: int, say: Callable[[str], None]) -> st
         f"{node_id}` removes it for good"
     )
     left = still_led_by(cluster.metadata_url, node_id)
+    if left is None:
+        return f"ok: broker {node_id} stopped ({took:.1f} s); {then}"
     if left:  # no live broker took them within controlled.shutdown.timeout.ms (none left, say)
         return (
             f"ok: broker {node_id} stopped ({took:.1f} s) without handing over {left} partitions and "

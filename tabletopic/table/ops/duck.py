@@ -128,17 +128,13 @@ class DuckSession:
     def missing(self, rewritten: str) -> list[tuple[str, str]]:
         """The tables a rewritten statement reads (after FROM or JOIN) in a catalog namespace that
         the catalog lacks, in the order named: a table topic's table before its first commit, or a
-        misspelt name."""
-        known = {(ns.lower(), t.lower()) for ns, t in self.known_tables()}
-        namespaces = {ns.lower() for ns in self._namespaces()}
-        found: list[tuple[str, str]] = []
+        misspelt name. For statements DuckDB's parser does not serialize (:meth:`read_tables`)."""
+        named: list[tuple[str, str]] = []
         for part in rewritten.split("'")[::2]:  # outside single-quoted literals
             for namespace, quoted, plain in _QUOTED_TABLE_REFERENCE.findall(part):
-                table = quoted or plain
-                key = (namespace.lower(), table.lower())
-                if key[0] in namespaces and key not in known and (namespace, table) not in found:
-                    found.append((namespace, table))
-        return found
+                if (namespace, quoted or plain) not in named:
+                    named.append((namespace, quoted or plain))
+        return self._missing_of(named)
 
     def read_tables(self, rewritten: str) -> list[tuple[str, str]] | None:
         """The tables a rewritten query reads, ``(schema, table)`` with ``""`` for no schema, as
