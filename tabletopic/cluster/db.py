@@ -384,12 +384,14 @@ class ClusterMetadata:
         values: dict[str, Any] = {"state": state}
         if expire:
             values["lease_expires"] = sa.func.now()
-        which = [n.c.node_id == node_id, n.c.node_epoch == node_epoch, n.c.state != state]
+        which = [n.c.node_id == node_id, n.c.node_epoch == node_epoch]
         if state == RETIRED:  # a broker that stopped cleanly keeps saying so when its WAL is taken over
             which.append(n.c.state != STOPPED)
         with self.engine.begin() as conn:
+            # What it was, for the timeline: a stop said once, however often it is set.
+            was = conn.execute(sa.select(n.c.state).where(*which).with_for_update()).scalar()
             changed = conn.execute(sa.update(n).where(*which).values(**values)).rowcount
-            if changed and state == STOPPED:
+            if changed and state == STOPPED and was != STOPPED:
                 stopped = f"broker {node_id} stopped cleanly (node epoch {node_epoch})"
                 events.append(conn, [events.ClusterEvent(events.STOPPED, stopped, from_node=node_id)], None)
             if expire:  # let a successor take the controller lease at once
