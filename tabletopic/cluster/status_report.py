@@ -117,8 +117,9 @@ def render(
 def traffic(snapshot: ClusterSnapshot) -> str:
     """The whole cluster's traffic in one line, summed over the live brokers' last reports."""
     live = [node for node in snapshot.nodes.values() if node.alive]  # a dead one's report is stale
-    bytes_in = sum(node.traffic()[0] for node in live)
-    bytes_out = sum(node.traffic()[1] for node in live)
+    traffics = [node.traffic() for node in live]
+    bytes_in = sum(bytes_in for bytes_in, _ in traffics)
+    bytes_out = sum(bytes_out for _, bytes_out in traffics)
     records_in = sum(node.records_in() for node in live)
     consumed = sum(figure(rates, RECORDS_CONSUMED) for node in live for rates in node.load.values())
     return (

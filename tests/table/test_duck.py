@@ -90,6 +90,12 @@ def test_tables_after_a_comma_or_in_a_subquery_are_read_and_a_missing_one_is_nam
     session, _ = _orders(tmp_path)
     rows = session.execute("SELECT count(*) FROM orders o, orders p WHERE o.id = p.id")[1]
     assert list(rows) == [(3,)]
+    # Named twice (once rewritten, once bare), the table is scanned once.
+    scans: list[tuple[str, str]] = []
+    counted = DuckSession(session._catalog, lambda _catalog, name: scans.append(name))  # None: a plain scan
+    assert list(counted.execute("SELECT count(*) FROM orders o, orders p WHERE o.id = p.id")[1]) == [(3,)]
+    assert scans == [("default", "orders")]
+    counted.close()
     nested = "SELECT id FROM default.orders WHERE id IN (SELECT max(id) FROM orders, (SELECT 1) AS one)"
     assert list(session.execute(nested)[1]) == [(3,)]
     assert session.read_tables('SELECT 1 FROM "default"."orders", x, (SELECT 2 FROM y.z)') == [

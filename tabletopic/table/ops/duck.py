@@ -149,17 +149,15 @@ class DuckSession:
         _base_tables(tree, found)
         return found
 
-    def _register(self, namespace: str, table: str, schema: str | None = None) -> None:
-        """Register ``namespace.table`` freshly scanned as the view ``schema.table`` (its namespace
-        by default; ``main``, DuckDB's own, for a table named without one)."""
+    def _register(self, namespace: str, table: str) -> None:
+        """Register ``namespace.table``, freshly scanned, as the view of that name."""
         arrow = self._rows(self._catalog, (namespace, table)) if self._rows is not None else None
         if arrow is None:
             arrow = self._catalog.load_table((*namespace.split("."), table)).scan().to_arrow()
         scratch = f"__tabletopic_{namespace}_{table}".replace(".", "_")
-        schema = schema or namespace
         self._con.register(scratch, arrow)
-        self._con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        self._con.execute(f'CREATE OR REPLACE VIEW "{schema}"."{table}" AS SELECT * FROM "{scratch}"')
+        self._con.execute(f'CREATE SCHEMA IF NOT EXISTS "{namespace}"')
+        self._con.execute(f'CREATE OR REPLACE VIEW "{namespace}"."{table}" AS SELECT * FROM "{scratch}"')
 
     def execute(self, statement: str) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
         """Run one statement; its column names and rows."""
@@ -177,13 +175,15 @@ class DuckSession:
                 "commit (`tabletopic tables list` shows which have committed, `tabletopic tables "
                 "commit TOPIC` commits now)"
             )
-        for namespace, table in named:
-            self._register(namespace, table)
         # A bare name the rewrite left (after a comma, say) that is a table of ``default``: as Spark.
         defaults = {t.lower(): t for ns, t in self.known_tables() if ns == DEFAULT_NAMESPACE}
-        for schema, table in read or ():
-            if not schema and (known := defaults.get(table.lower())) is not None:
-                self._register(DEFAULT_NAMESPACE, known, schema="main")
+        bare = [defaults[t.lower()] for schema, t in read or () if not schema and t.lower() in defaults]
+        for namespace, table in dict.fromkeys([*named, *((DEFAULT_NAMESPACE, t) for t in bare)]):
+            self._register(namespace, table)  # each table scanned once, however it is named
+        for table in bare:  # DuckDB's own schema, where a bare name is looked up
+            self._con.execute(
+                f'CREATE OR REPLACE VIEW main."{table}" AS SELECT * FROM "{DEFAULT_NAMESPACE}"."{table}"'
+            )
         cursor = self._con.execute(text)
         if not cursor.description:  # DDL and other statements without a result
             return [], iter(())
