@@ -74,7 +74,8 @@ class ClusterRole:
         self.opened: dict[PartitionKey, LeaderEpoch] = {}  # what this broker serves, with its leader epoch
         # Per partition, since this broker started: bytes in, bytes out and records in (appended
         # here as its leader) and records consumed (committed by the groups this broker
-        # coordinates, of any partition); reported as rates with each lease renewal.
+        # coordinates, of any partition); reported as rates with each lease renewal, and
+        # forgotten once a whole metrics window passes without a change.
         self.traffic: dict[PartitionKey, list[int]] = {}
         self._report_names: dict[PartitionKey, str] = {}  # "topic/partition", made once
         # Called with the group slots gained, with their leader epochs (the group coordinator
@@ -240,6 +241,8 @@ class ClusterRole:
                 if name is None:
                     name = names[key] = f"{key[0]}/{key[1]}"
                 report[name] = figures
+        for key in self._meter.forget_idle(self.traffic):
+            names.pop(key, None)
         return report
 
     def _objects_swapped(self, stream_ids: set[int]) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 # The figures of a partition's entry in a broker's report, in order, per second. Bytes for the
 # balancer; records in and records consumed (how far the groups the broker coordinates committed,
@@ -38,7 +39,7 @@ class LoadMeter(Generic[K]):
 
     A key seen for the first time counts from the oldest sample in the window (0 before), so a
     partition a broker just took over starts at its real rate after one window, not at a spike.
-    Runs on the event loop with every lease renewal, over every partition ever counted: one pass
+    Runs on the event loop with every lease renewal, over every partition counted in the last window: one pass
     copies the counts and takes the rates, the four figures unpacked by name (at 10,000 partitions
     a generic loop over the figures took twice as long).
     """
@@ -69,6 +70,28 @@ class LoadMeter(Generic[K]):
             )
         samples.append((now, sample))
         return result
+
+    def forget_idle(self, totals: MutableMapping[K, V]) -> list[K]:
+        """Drop from ``totals``, and from the samples, every key whose counts have not moved across
+        a whole window, and return those keys.
+
+        Without it a broker would keep counts, and report names, for every partition it ever
+        counted: of topics deleted since, and of partitions led elsewhere for months. A key dropped
+        and counted again is a key seen for the first time (see the class), so its rate is right.
+        What is kept is bounded by the partitions that moved in the last window.
+        """
+        samples = self._samples
+        if len(samples) < 2:
+            return []
+        (then, oldest), (now, newest) = samples[0], samples[-1]
+        if now - then < self.window_s:
+            return []
+        idle = [key for key, counts in newest.items() if oldest.get(key) == counts]
+        for key in idle:
+            totals.pop(key, None)
+            for _, sample in samples:
+                sample.pop(key, None)
+        return idle
 
 
 class LoadReport(Mapping[str, list[float]]):

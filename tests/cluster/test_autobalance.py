@@ -50,6 +50,26 @@ def test_load_meter_does_not_count_old_bytes_of_a_partition_led_again() -> None:
     assert meter.rates({"a": (5000, 0, 5, 0), "b": (100, 0, 1, 0)}, now=1.0)["a"] == (0.0, 0.0, 0.0, 0.0)
 
 
+def test_load_meter_forgets_what_stayed_still_for_a_whole_window() -> None:
+    """A broker counts every partition it serves and every one its groups commit; a deleted topic,
+    or a partition led elsewhere since, must not stay in its counts (and its report) for ever."""
+    meter: LoadMeter[str] = LoadMeter(window_s=2.0)
+    totals: dict[str, list[int]] = {"gone": [500, 0, 5, 0], "busy": [0, 0, 0, 0]}
+    for second in range(2):
+        totals["busy"][0] += 100
+        meter.rates(totals, now=float(second))
+        assert meter.forget_idle(totals) == []  # the window is not yet whole
+    totals["busy"][0] += 100
+    meter.rates(totals, now=2.0)
+    assert meter.forget_idle(totals) == ["gone"]
+    assert list(totals) == ["busy"]
+    # Counted again later, it counts as a partition seen for the first time: no negative rate,
+    # no count from before it was forgotten.
+    totals["gone"] = [50, 0, 1, 0]
+    totals["busy"][0] += 100
+    assert meter.rates(totals, now=3.0)["gone"] == (25.0, 0.0, 0.5, 0.0)
+
+
 def test_a_load_report_is_read_from_its_json_only_when_asked() -> None:
     """Every broker reads every node's row on each metadata poll; the rates in it are parsed only
     by what reads them (the balancer, the console), so a poll never parses them."""
