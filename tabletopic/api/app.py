@@ -172,17 +172,18 @@ class AdminApiComponent:
             log.info("admin API disabled (admin.listener is empty)")
             return
         cfg = self.config
+        auth = self.broker.http_authenticator()
         if self.sources is not None and cfg.get(admin_settings.CONSOLE_ENABLE):
             self.console = Console(
                 self.sources,
                 interval_s=cfg.get(admin_settings.CONSOLE_SAMPLE_INTERVAL_MS) / 1000,
                 points=cfg.get(admin_settings.CONSOLE_POINTS),
                 max_series=cfg.get(admin_settings.CONSOLE_MAX_SERIES),
+                history_from_peers=auth is None,  # a peer would refuse this broker's call
             )
         engine = self.sources.engine if self.sources is not None else None
         browser = MessageBrowser(self.sources) if self.sources is not None else None
         app = create_app(self.metrics, self.broker, self.parts, self.routers(), self.console, engine, browser)
-        auth = self.broker.http_authenticator()
         served = auth.wrap(app, ADMIN_API) if auth is not None else app
         self._service = HttpService(
             "admin API", served, listener, key=settings.ADMIN_LISTENER.name, tls=https_options(cfg, listener)

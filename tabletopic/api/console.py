@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,10 @@ from fastapi.templating import Jinja2Templates
 
 from tabletopic.api import views
 from tabletopic.api.console_actions import actions_router
+from tabletopic.api.console_history import CLUSTER_SERIES_PATH, carry_over
 from tabletopic.api.messages import MessageBrowser
 from tabletopic.api.origin import same_origin
-from tabletopic.api.sampler import Sampler
+from tabletopic.api.sampler import Sampler, cluster_wide
 from tabletopic.api.sources import ConsoleSources
 from tabletopic.api.timeseries import SeriesRing
 from tabletopic.cli_common import ago
@@ -32,6 +34,7 @@ from tabletopic.tasks import cancel_and_wait
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
+log = logging.getLogger(__name__)
 
 PAGES = (("/", "Overview"), ("/topics", "Topics"), ("/messages", "Messages"), ("/groups", "Consumer groups"),
          ("/tables", "Table topics"), ("/schemas", "Schemas"), ("/security", "Security"))  # fmt: skip
@@ -86,16 +89,32 @@ class Console:
     """
 
     def __init__(
-        self, sources: ConsoleSources, interval_s: float = 5.0, points: int = 720, max_series: int = 1000
+        self,
+        sources: ConsoleSources,
+        interval_s: float = 5.0,
+        points: int = 720,
+        max_series: int = 1000,
+        history_from_peers: bool = True,
     ) -> None:
         self.sources = sources
         self.interval_s = interval_s
         self.ring = SeriesRing(points=points, max_series=max_series)
         self.sampler = Sampler(sources, self.ring)
+        # Whether to start the cluster's charts with another broker's (see console_history).
+        self.history_from_peers = history_from_peers
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self.sampler.run(self.interval_s), name="console-sampler")
+        self._task = asyncio.create_task(self._sample(), name="console-sampler")
+
+    async def _sample(self) -> None:
+        peers = self.sources.peers
+        if self.history_from_peers and peers is not None:
+            try:
+                await carry_over(self.ring, peers)
+            except Exception:  # the charts start empty, as they did before
+                log.exception("console: could not carry the cluster's charts over from another broker")
+        await self.sampler.run(self.interval_s)
 
     async def stop(self) -> None:
         await cancel_and_wait([self._task])
@@ -194,5 +213,11 @@ class Console:
         async def series(prefix: str = "", since: float | None = None) -> JSONResponse:
             """Aligned columns for uPlot: ``{"t": [...], name: [...]}`` of series under ``prefix``."""
             return JSONResponse(self.ring.window(prefix, since))
+
+        @router.get(CLUSTER_SERIES_PATH)
+        async def cluster_series() -> JSONResponse:
+            """The series of the whole cluster, the same on every broker: a broker that starts
+            begins its charts with another's (see :mod:`tabletopic.api.console_history`)."""
+            return JSONResponse(self.ring.window(keep=cluster_wide))
 
         return router

@@ -53,6 +53,12 @@ def sep(*parts: object) -> str:
     return "|".join(str(p) for p in parts)
 
 
+def cluster_wide(series: str) -> bool:
+    """A series of the whole cluster, the same on every broker (it is sampled from every broker's
+    lease report), as opposed to what this broker alone counts. Topic names hold no ``|``."""
+    return series.startswith("cluster|") or (series.startswith("topic|") and "|cluster_" in series)
+
+
 def _cluster_traffic(snapshot: ClusterSnapshot) -> dict[str, float]:
     """Per second, as the live brokers last reported with their leases (the balancer's window):
     each broker's bytes in and out and records in; the cluster's records in and consumed (as groups

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 NAN = float("nan")
@@ -67,17 +67,43 @@ class SeriesRing:
         self._head = (slot + 1) % self.points
         self._count = min(self._count + 1, self.points)
 
+    def preload(self, times: Sequence[float], columns: Mapping[str, Sequence[float | None]]) -> int:
+        """Start an empty ring with samples taken elsewhere (``times`` oldest first, each column as
+        long as ``times``); the newest ``points`` are kept. Returns the samples loaded: 0 where the
+        ring already holds samples of its own. A column that does not fit raises ValueError."""
+        if self._count:
+            return 0
+        if any(len(column) != len(times) for column in columns.values()):
+            raise ValueError("every column must have one value per sample time")
+        kept = len(times) - min(len(times), self.points)
+        for slot, at in enumerate(times[kept:]):
+            self._times[slot] = float(at)
+        for name, column in columns.items():
+            if len(self._series) >= self.max_series:
+                self.refused += 1
+                continue
+            ring = array("d", [NAN] * self.points)
+            for slot, value in enumerate(column[kept:]):
+                ring[slot] = NAN if value is None else float(value)
+            self._series[name] = ring
+        self._count = len(times) - kept
+        self._head = self._count % self.points
+        return self._count
+
     def _order(self) -> list[int]:
         start = (self._head - self._count) % self.points
         return [(start + i) % self.points for i in range(self._count)]
 
-    def window(self, prefix: str = "", since: float | None = None) -> dict[str, list[float | None]]:
+    def window(
+        self, prefix: str = "", since: float | None = None, keep: Callable[[str], bool] | None = None
+    ) -> dict[str, list[float | None]]:
         """Oldest first: ``{"t": [...], name: [...]}`` for every series whose name starts with
-        ``prefix`` (JSON-ready: NaN becomes None), optionally only samples at or after ``since``."""
+        ``prefix`` (and that ``keep`` keeps, if given; JSON-ready: NaN becomes None), optionally
+        only samples at or after ``since``."""
         order = [i for i in self._order() if since is None or self._times[i] >= since]
         out: dict[str, list[float | None]] = {"t": [self._times[i] for i in order]}
         for name in sorted(self._series):
-            if name.startswith(prefix):
+            if name.startswith(prefix) and (keep is None or keep(name)):
                 ring = self._series[name]
                 out[name] = [None if math.isnan(ring[i]) else ring[i] for i in order]
         return out

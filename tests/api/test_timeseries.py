@@ -63,3 +63,22 @@ def test_nan_values_never_reach_json() -> None:
 def test_a_ring_needs_room() -> None:
     with pytest.raises(ValueError):
         SeriesRing(points=1)
+
+
+def test_an_empty_ring_starts_with_samples_taken_elsewhere_and_its_own_follow() -> None:
+    """A restarted broker begins its cluster charts with another broker's: the newest samples that
+    fit, gaps kept, and its own samples after them on the same axis."""
+    ring = SeriesRing(points=3)
+    loaded = ring.preload([1.0, 2.0, 3.0, 4.0], {"cluster|a": [1.0, None, 3.0, 4.0], "cluster|b": [5.0] * 4})
+    assert loaded == 3
+    ring.record(9.0, {"cluster|a": 9.0, "node|own": 1.0})
+    assert ring.window() == {
+        "t": [3.0, 4.0, 9.0],
+        "cluster|a": [3.0, 4.0, 9.0],
+        "cluster|b": [5.0, 5.0, None],
+        "node|own": [None, None, 1.0],
+    }
+    # A ring with samples of its own keeps them.
+    assert ring.preload([1.0], {"cluster|a": [0.0]}) == 0
+    with pytest.raises(ValueError):
+        SeriesRing().preload([1.0, 2.0], {"cluster|a": [1.0]})

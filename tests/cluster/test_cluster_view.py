@@ -9,11 +9,13 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import httpx
 import pytest
 
+from tabletopic.api.console_history import CLUSTER_SERIES_PATH
 from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, placed, produce_raw, wait_until
 from tests.support.cluster_fixtures import RACKS
 from tests.support.group_member import GroupMember
@@ -124,6 +126,46 @@ def test_any_brokers_console_plots_every_brokers_traffic(healthy_cluster: LocalC
     finally:
         reader.stop()
         admin.close()
+
+
+def test_a_restarted_broker_plots_the_cluster_from_before_its_restart(healthy_cluster: LocalCluster) -> None:
+    """Each broker keeps its charts in memory: one killed and started again begins the charts of
+    the whole cluster with another broker's samples, so its console shows the cluster's last hour
+    and not an empty chart; the charts of its own counters start at its start."""
+    others = httpx.Client(base_url=healthy_cluster.brokers[1].admin_url, timeout=30)
+
+    def sampled() -> list[float]:
+        return list(others.get(CLUSTER_SERIES_PATH).json()["t"])
+
+    assert wait_until(lambda: len(sampled()) >= 2, timeout=30, interval=1)  # a sample every 5 s
+    broker = healthy_cluster.brokers[3]
+    broker.kill()
+    restarted_at = time.time()
+    healthy_cluster.start(3)
+    restarted = httpx.Client(base_url=broker.admin_url, timeout=30)
+
+    def carried_over() -> dict[str, list[float | None]]:
+        return dict(restarted.get(CLUSTER_SERIES_PATH).json())
+
+    try:
+        assert wait_until(lambda: any(t < restarted_at for t in carried_over()["t"]), timeout=30)
+        series = carried_over()
+        before = [i for i, t in enumerate(series["t"]) if t is not None and t < restarted_at]
+        plotted = [
+            n for n in series if n.startswith("cluster|") and any(series[n][i] is not None for i in before)
+        ]
+        assert "cluster|records_per_s|in" in plotted, series
+        own = restarted.get("/console/series", params={"prefix": "node|"}).json()
+        assert all(
+            value is None
+            for name, column in own.items()
+            if name != "t"
+            for at, value in zip(own["t"], column, strict=True)
+            if at < restarted_at
+        )
+    finally:
+        others.close()
+        restarted.close()
 
 
 def test_a_move_shows_on_every_brokers_timeline_with_its_reason(healthy_cluster: LocalCluster) -> None:
