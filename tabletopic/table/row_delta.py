@@ -50,6 +50,7 @@ from tabletopic.table.commit import (
     _without_commit_retries,
     check_planned,
     conditional_commit,
+    new_transaction,
 )
 from tabletopic.table.convert.rows import DELETE_MARKER_COLUMN, METADATA_COLUMN
 from tabletopic.table.key_index import THREADS, KeyCache, KeyLocator, Match, composite, key_arrays
@@ -307,7 +308,7 @@ def commit_upsert(
     stats.timings["write"] = time.perf_counter() - clock
     crash_point("table.upsert_files_written")  # files written, nothing committed: orphans, replayed
     clock = time.perf_counter()
-    transaction = table.transaction()
+    transaction = new_transaction(table)
     operation = Operation.OVERWRITE if delete_files else Operation.APPEND
     producer = _RowDelta(operation, transaction, table.io, snapshot_properties=dict(properties))
     with producer:

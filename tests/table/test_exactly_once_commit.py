@@ -199,3 +199,31 @@ def test_a_coordinator_paused_after_its_fence_commits_exactly_when_its_successor
         commit_data_files(table, files_for(table, [1]), {0: 1}, planned, taken[0].epoch, None)
     table.refresh()
     assert committed_state(table).offsets == {0: 1} and table.scan().to_arrow().num_rows == 1
+
+
+def test_a_commit_works_the_staged_metadata_out_once_not_at_every_read(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Working the staged metadata out deep-copies the table's whole history (a second of CPU per
+    commit past a few thousand snapshots): pyiceberg's own transaction did it about twenty times per
+    append; the pipeline's does it once per staged change (and the catalog once more)."""
+    import pyiceberg.catalog
+    import pyiceberg.table
+
+    from tabletopic.table import commit
+
+    calls: list[int] = []
+    for module in (pyiceberg.table, pyiceberg.catalog, commit):
+        counted = functools.partial(_counting, module.update_table_metadata, calls)
+        monkeypatch.setattr(module, "update_table_metadata", counted)
+    for offset in (1, 2):
+        calls.clear()
+        commit_data_files(table, files_for(table, [offset]), {0: offset}, committed_state(table), 1, None)
+        table.refresh()
+        assert len(calls) <= 2, len(calls)
+    assert table.scan().to_arrow().num_rows == 2 and committed_state(table).offsets == {0: 2}
+
+
+def _counting(wrapped, calls: list[int], *args, **kwargs):  # type: ignore[no-untyped-def]
+    calls.append(1)
+    return wrapped(*args, **kwargs)

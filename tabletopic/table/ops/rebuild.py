@@ -49,6 +49,7 @@ from tabletopic.table.commit import (
     commit_data_files,
     committed_state,
     encode_offsets,
+    new_transaction,
 )
 from tabletopic.table.convert.rows import RecordConverter
 from tabletopic.table.convert.unify import SchemaConflict, conform_batch, unify_schemas
@@ -206,7 +207,7 @@ def _commit_round(
         "tabletopic.rows": str(sum(b.num_rows for b in batches)),
     }
     for attempt in range(COMMIT_ATTEMPTS):
-        transaction = table.transaction()
+        transaction = new_transaction(table)
         update = transaction.update_snapshot(snapshot_properties=props, branch=REBUILD_BRANCH)
         with update.fast_append() as append:
             for data_file in files:
