@@ -146,11 +146,20 @@ def encode_offsets(offsets: Mapping[int, int]) -> str:
     return json.dumps({str(p): int(o) for p, o in sorted(offsets.items())}, separators=(",", ":"))
 
 
-def _without_commit_retries(table: Table) -> Table:
-    """The same table with pyiceberg's automatic rebase-and-retry switched off for this commit only
-    (an in-memory copy of the metadata; nothing is written to the table's properties)."""
+def commit_view(table: Table) -> Table:
+    """The same table as the pipeline commits to it, in an in-memory copy of its metadata (nothing
+    is written to the table's properties):
+
+    - pyiceberg's automatic rebase-and-retry is off (see the module docstring);
+    - appends merge manifests unless the table says otherwise (``commit.manifest-merge.enabled``),
+      the default of Iceberg's own writers (Java's, so Spark's and the Kafka Connect sink's), not
+      pyiceberg's: a fast append adds one manifest per commit, and every reader opens each one, so
+      after an hour of one-second commits a scan planned 3,600 manifests (1,000 took pyiceberg
+      1.1 s). Merged, a snapshot keeps about ``commit.manifest.min-count-to-merge`` (100).
+    """
     properties = dict(table.metadata.properties)
     properties[TableProperties.COMMIT_NUM_RETRIES] = "0"
+    properties.setdefault(TableProperties.MANIFEST_MERGE_ENABLED, "true")
     metadata = table.metadata.model_copy(update={"properties": properties})
     return Table(
         identifier=table.name(),
@@ -217,11 +226,11 @@ def commit_data_files(
             earlier attempt of ours that did land); nothing was committed.
         Whatever ``fence`` raises: nothing was committed.
     """
-    table = _without_commit_retries(table)
+    table = commit_view(table)
     check_planned(table, planned)
     properties = offset_properties(planned, offsets, epoch, topic_id, extra_properties)
     transaction = new_transaction(table)
-    with transaction.update_snapshot(snapshot_properties=properties).fast_append() as append:
+    with transaction.update_snapshot(snapshot_properties=properties).merge_append() as append:
         for data_file in data_files:
             append.append_data_file(data_file)
     committed = conditional_commit(transaction, str(table.name()), fence)

@@ -47,8 +47,8 @@ from tabletopic.crashpoints import crash_point
 from tabletopic.table.commit import (
     CommittedState,
     Fence,
-    _without_commit_retries,
     check_planned,
+    commit_view,
     conditional_commit,
     new_transaction,
 )
@@ -282,7 +282,7 @@ def commit_upsert(
 
     stats = RowDeltaStats(batch_rows=rows.num_rows)
     clock = time.perf_counter()
-    table = _without_commit_retries(table)
+    table = commit_view(table)
     check_planned(table, planned)
     latest = latest_per_key(rows, id_columns)
     stats.latest_rows = latest.num_rows

@@ -227,3 +227,26 @@ def test_a_commit_works_the_staged_metadata_out_once_not_at_every_read(
 def _counting(wrapped, calls: list[int], *args, **kwargs):  # type: ignore[no-untyped-def]
     calls.append(1)
     return wrapped(*args, **kwargs)
+
+
+@pytest.mark.parametrize("merge", [None, "false"])
+def test_appends_merge_manifests_as_icebergs_own_writers_do_unless_the_table_says_not(
+    table: Table, merge: str | None
+) -> None:
+    """A fast append (pyiceberg's default) adds a manifest per commit, and every reader opens each:
+    the pipeline's appends merge them (Iceberg's Java default), unless the table turns it off."""
+    with table.transaction() as setting:
+        setting.set_properties({"commit.manifest.min-count-to-merge": "3"})
+        if merge is not None:
+            setting.set_properties({"commit.manifest-merge.enabled": merge})
+    for offset in range(1, 7):
+        commit_data_files(table, files_for(table, [offset]), {0: offset}, committed_state(table), 1, None)
+        table.refresh()
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    manifests = len(snapshot.manifests(table.io))
+    assert manifests == 6 if merge == "false" else manifests < 6
+    assert sorted(table.scan().to_arrow()["v"].to_pylist()) == [1, 2, 3, 4, 5, 6]
+    assert committed_state(table).offsets == {0: 6}
+    # Merging is the commit's own setting: nothing is written to the table's properties.
+    assert "commit.manifest-merge.enabled" not in table.properties or merge is not None
