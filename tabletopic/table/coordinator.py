@@ -39,7 +39,7 @@ from tabletopic.table.commit import (
 )
 from tabletopic.table.convert.rows import FailedRecord
 from tabletopic.table.ingest_task import InProcessRunner
-from tabletopic.table.job import JobResult, JobRunner, JobSpec
+from tabletopic.table.job import JobResult, JobRunner, JobSpec, task_metadata_json
 from tabletopic.table.key_index import KeyCache
 from tabletopic.table.lease import CoordinatorLeases, Lease, LeaseFenced
 from tabletopic.table.ops.lag import record_high_watermarks, refresh_oldest_waiting
@@ -461,7 +461,7 @@ class TopicPipeline:
                 topic=view.name,
                 topic_configs=dict(view.configs),
                 items=items,
-                table_metadata_json=None if table is None else table.metadata.model_dump_json(),
+                table_metadata_json=None if table is None else task_metadata_json(table.metadata),
                 # A fresh directory per attempt: a retried job never mixes with an earlier one's files.
                 stage_dir=None
                 if table is None or not config.writes_deletes

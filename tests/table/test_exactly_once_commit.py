@@ -250,3 +250,20 @@ def test_appends_merge_manifests_as_icebergs_own_writers_do_unless_the_table_say
     assert committed_state(table).offsets == {0: 6}
     # Merging is the commit's own setting: nothing is written to the table's properties.
     assert "commit.manifest-merge.enabled" not in table.properties or merge is not None
+
+
+def test_a_jobs_tasks_get_the_tables_schema_and_layout_without_its_history(table: Table) -> None:
+    """Tasks write data files against the table's schema, spec and properties; its history grows
+    with every snapshot kept and would be parsed again by every task."""
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    from tabletopic.table.job import task_metadata_json
+
+    for offset in (1, 2, 3):
+        commit_data_files(table, files_for(table, [offset]), {0: offset}, committed_state(table), 1, None)
+        table.refresh()
+    shipped = TableMetadataUtil.parse_raw(task_metadata_json(table.metadata))
+    assert shipped.snapshots == [] and shipped.current_snapshot() is None
+    assert shipped.schema() == table.schema() and shipped.spec() == table.spec()
+    assert shipped.location == table.location() and shipped.properties == table.properties
+    assert len(table.metadata.snapshots) == 3  # the table's own metadata is untouched
