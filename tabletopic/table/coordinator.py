@@ -225,6 +225,7 @@ class TopicPipeline:
         # The last cycle left ready records behind on purpose (an upsert cycle's cap): the next
         # one runs at once instead of a commit interval later.
         self.more_ready = False
+        self._history_warning: str | None = None  # the last said (TableTopicConfig.history_warning)
 
     async def run_cycle(self) -> bool:
         """One plan → job → commit round. Returns True when it committed something."""
@@ -239,6 +240,11 @@ class TopicPipeline:
         if not config.enabled:
             self.status.state = PipelineState.STOPPED
             return False
+        heavy = config.history_warning(len(view.partitions))
+        if heavy != self._history_warning:  # said once a setting, not every cycle
+            self._history_warning = heavy
+            if heavy is not None:
+                log.warning("table topic %s: %s", view.name, heavy)
         if self._failed_config is not None:
             if self._failed_config == dict(view.configs) and time.monotonic() < self._retry_at:
                 return False  # stopped by a fatal error: until the configs change, resume or backoff

@@ -51,6 +51,11 @@ EXPIRE_SNAPSHOT_RETAIN_LAST = PREFIX + "expire.snapshot.retain.last"
 ICEBERG_AUTO_CREATE_PROPERTIES = PREFIX + "iceberg.auto-create.properties"
 FORMAT_VERSION = PREFIX + "format.version"
 
+# What one partition's next offset weighs in a snapshot's summary, as the metadata file holds it
+# (``"123":4567890,`` escaped inside a JSON string), and the metadata weight worth a warning.
+OFFSET_BYTES_PER_PARTITION = 17
+HEAVY_HISTORY_BYTES = 32_000_000
+
 # Iceberg table format versions the pipeline writes. Version 3 (deletion vectors) is refused: every
 # commit is written by pyiceberg, and pyiceberg 0.12 writes no v3 manifest or manifest list (see
 # docs/table-topics.md, "Iceberg format version 3").
@@ -168,6 +173,30 @@ class TableTopicConfig:
     expire_snapshot_older_than_hours: int = 1
     expire_snapshot_retain_last: int = 1
     iceberg_auto_create_properties: tuple[tuple[str, str], ...] = DEFAULT_AUTO_CREATE_PROPERTIES
+
+    def history_warning(self, partitions: int) -> str | None:
+        """What to tell an operator whose commit interval makes the table's metadata heavy for a
+        topic this wide, else None.
+
+        Every snapshot's summary lists the next offset of every partition, and every commit
+        rewrites the metadata file with every snapshot kept (``docs/table-topics.md``): a
+        one-second interval on 1,000 partitions keeps about 61 MB of offsets in it."""
+        if not self.expire_snapshot_enabled:
+            return None  # nothing bounds the history: the operator chose that
+        kept = max(
+            self.expire_snapshot_retain_last,
+            self.expire_snapshot_older_than_hours * 3_600_000 // self.commit_interval_ms,
+        )
+        weight = kept * partitions * OFFSET_BYTES_PER_PARTITION
+        if weight < HEAVY_HISTORY_BYTES:
+            return None
+        return (
+            f"a commit every {self.commit_interval_ms / 1000:g} s keeps about {kept:,} snapshots "
+            f"({EXPIRE_SNAPSHOT_OLDER_THAN_HOURS}={self.expire_snapshot_older_than_hours}), each listing "
+            f"the offsets of {partitions:,} partitions: the table's metadata file grows to about "
+            f"{weight / 1e6:,.0f} MB, written whole at every commit; raise {COMMIT_INTERVAL_MS} for a "
+            f"topic this wide"
+        )
 
     @property
     def id_columns_from_debezium_key(self) -> bool:

@@ -637,3 +637,26 @@ async def test_a_failed_table_topic_that_fails_again_backs_off_longer_each_time(
     started = clock[0]
     assert not await pipeline.run_cycle()
     assert pipeline._retry_at - started == FAILED_RETRY_S
+
+
+async def test_a_setting_that_makes_the_tables_metadata_heavy_is_said_once_with_the_key_to_raise(
+    node: Node, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A day of one-second commits of 40 partitions' offsets: about 59 MB of metadata, rewritten at
+    every commit. Said at the first cycle, not at every one."""
+    view = await node.add_topic(
+        "wide",
+        40,
+        **{
+            "automq.table.topic.convert.value.type": "string",
+            "automq.table.topic.commit.interval.ms": "1000",
+            "automq.table.topic.expire.snapshot.older.than.hours": "24",
+        },
+    )
+    pipeline = TopicPipeline(node.ctx, "wide")
+    for value in (b"a", b"b"):
+        await node.produce(view, 0, [value])
+        assert await pipeline.run_cycle()
+    said = [r.getMessage() for r in caplog.records if "written whole at every commit" in r.getMessage()]
+    assert len(said) == 1 and "86,400 snapshots" in said[0], said
+    assert "automq.table.topic.commit.interval.ms" in said[0]

@@ -255,3 +255,18 @@ def test_partition_by_without_flatten_names_only_existing_kafka_columns() -> Non
 def test_format_version_2_is_accepted_and_the_default() -> None:
     validate_table_topic_configs({P + "enable": "true", P + "format.version": "2"}, "orders")
     validate_table_topic_configs({P + "enable": "true"}, "orders")
+
+
+def test_a_commit_interval_that_makes_a_wide_tables_metadata_heavy_is_named_with_the_key_to_raise() -> None:
+    """Every snapshot lists every partition's offset and every commit rewrites them all."""
+    fast = TableTopicConfig.from_topic_configs({"automq.table.topic.commit.interval.ms": "1000"})
+    said = fast.history_warning(1000)
+    assert said is not None
+    assert "3,600 snapshots" in said and "61 MB" in said and "automq.table.topic.commit.interval.ms" in said
+    assert fast.history_warning(100) is None  # a narrow topic: 6 MB
+    assert TableTopicConfig.from_topic_configs({}).history_warning(10_000) is None  # the default: 10 MB
+    unbounded = {
+        "automq.table.topic.commit.interval.ms": "1000",
+        "automq.table.topic.expire.snapshot.enabled": "false",
+    }
+    assert TableTopicConfig.from_topic_configs(unbounded).history_warning(1000) is None
