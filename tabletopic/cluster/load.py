@@ -39,9 +39,9 @@ class LoadMeter(Generic[K]):
 
     A key seen for the first time counts from the oldest sample in the window (0 before), so a
     partition a broker just took over starts at its real rate after one window, not at a spike.
-    Runs on the event loop with every lease renewal, over every partition counted in the last window: one pass
-    copies the counts and takes the rates, the four figures unpacked by name (at 10,000 partitions
-    a generic loop over the figures took twice as long).
+    Runs on the event loop with every lease renewal, over every partition counted in the last
+    window: one pass copies the counts and takes the rates, the four figures unpacked by name (at
+    10,000 partitions a generic loop over the figures took twice as long).
     """
 
     def __init__(self, window_s: float) -> None:
