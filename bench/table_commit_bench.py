@@ -13,7 +13,11 @@ then the manifests of the current snapshot and the time pyiceberg takes to plan 
 every reader pays: a fast append, pyiceberg's default, adds a manifest per commit; the pipeline's
 appends merge them as Iceberg's Java writers do).
 
-Usage: python bench/table_commit_bench.py [--depths 10,100,500,1000] [--commits 5]
+Last, the table's maintenance expiring ``--expire`` snapshots of the deepest table, as it does every
+minute (a minute of one-second commits leaves an hour's history each minute): pyiceberg's own
+expiry, then the pipeline's (``maintenance.expire_snapshots``), CPU milliseconds each.
+
+Usage: python bench/table_commit_bench.py [--depths 10,100,500,1000] [--commits 5] [--expire 60]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
 from pyiceberg.manifest import DataFile  # noqa: E402
 from pyiceberg.table import Table, Transaction  # noqa: E402
+from pyiceberg.table.update.snapshot import ExpireSnapshots  # noqa: E402
 
 from tabletopic.table import commit  # noqa: E402
 
@@ -61,6 +66,7 @@ def main() -> None:
     )
     parser.add_argument("--depths", default="10,100,500,1000", help="snapshots kept, comma list")
     parser.add_argument("--commits", type=int, default=5, help="commits per arm and depth")
+    parser.add_argument("--expire", type=int, default=60, help="snapshots each expiry removes")
     args = parser.parse_args()
     depths = sorted(int(d) for d in args.depths.split(","))
     work = Path(tempfile.mkdtemp(prefix="table-commit-bench-"))
@@ -95,6 +101,30 @@ def main() -> None:
             f"{kept:>9}  {theirs:>12.1f}  {ours:>11.1f}  {ratio:4.1f}x  {manifests:>9}  {plan_ms:>7.0f}"
             f"   (grown in {grown_s:.0f} s)"
         )
+
+    print(expiry(table, args.expire))
+
+
+def expiry(table: Table, count: int) -> str:
+    """Expire the oldest ``count`` snapshots with pyiceberg's expiry, then the next ``count`` with
+    the pipeline's: the CPU of each."""
+    spent = []
+    table.refresh()
+    kept = len(table.metadata.snapshots)
+    for pipelines in (False, True):
+        table.refresh()
+        oldest = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)[:count]
+        ids = [s.snapshot_id for s in oldest]
+        started = time.process_time()
+        if pipelines:
+            ExpireSnapshots(commit.new_transaction(table, autocommit=True)).by_ids(ids).commit()
+        else:
+            table.maintenance.expire_snapshots().by_ids(ids).commit()
+        spent.append((time.process_time() - started) * 1000)
+    return (
+        f"expiring {count} of {kept:,} snapshots: pyiceberg {spent[0]:,.0f} ms, pipeline {spent[1]:,.0f} ms"
+        f"  {spent[0] / spent[1]:.1f}x"
+    )
 
 
 if __name__ == "__main__":

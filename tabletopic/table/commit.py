@@ -80,9 +80,10 @@ class _StagedMetadataTransaction(Transaction):
         return staged[2]
 
 
-def new_transaction(table: Table) -> Transaction:
-    """A transaction on ``table`` (see :class:`_StagedMetadataTransaction` for why not pyiceberg's)."""
-    return _StagedMetadataTransaction(table)
+def new_transaction(table: Table, autocommit: bool = False) -> Transaction:
+    """A transaction on ``table`` (see :class:`_StagedMetadataTransaction` for why not pyiceberg's);
+    ``autocommit``: each staged change is committed at once, as pyiceberg's maintenance does."""
+    return _StagedMetadataTransaction(table, autocommit=autocommit)
 
 
 def conditional_commit(transaction: Transaction, name: str, fence: Fence | None) -> Table:

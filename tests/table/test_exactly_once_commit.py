@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 import uuid
 from pathlib import Path
 
@@ -267,3 +268,31 @@ def test_a_jobs_tasks_get_the_tables_schema_and_layout_without_its_history(table
     assert shipped.schema() == table.schema() and shipped.spec() == table.spec()
     assert shipped.location == table.location() and shipped.properties == table.properties
     assert len(table.metadata.snapshots) == 3  # the table's own metadata is untouched
+
+
+def test_expiry_keeps_the_offsets_and_rows_and_copies_the_history_once_not_twice_a_snapshot(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Maintenance expires old snapshots every minute; pyiceberg's own expiry worked the staged
+    metadata out (a copy of the whole history) twice for every snapshot it expired."""
+    import pyiceberg.catalog
+    import pyiceberg.table
+
+    from tabletopic.table import commit
+    from tabletopic.table.maintenance import expire_snapshots
+    from tabletopic.table.table_config import TableTopicConfig
+
+    for offset in range(1, 7):
+        commit_data_files(table, files_for(table, [offset]), {0: offset}, committed_state(table), 1, None)
+        table.refresh()
+    calls: list[int] = []
+    for module in (pyiceberg.table, pyiceberg.catalog, commit):
+        counted = functools.partial(_counting, module.update_table_metadata, calls)
+        monkeypatch.setattr(module, "update_table_metadata", counted)
+    config = TableTopicConfig.from_topic_configs({"automq.table.topic.expire.snapshot.retain.last": "2"})
+    assert expire_snapshots(table, config, now=time.time() + 2 * 3600) == 4
+    assert len(calls) <= 2, len(calls)
+    table.refresh()
+    assert len(table.metadata.snapshots) == 2
+    assert committed_state(table).offsets == {0: 6}
+    assert sorted(table.scan().to_arrow()["v"].to_pylist()) == [1, 2, 3, 4, 5, 6]
