@@ -208,6 +208,18 @@ def test_a_commit_works_the_staged_metadata_out_once_not_at_every_read(
     """Working the staged metadata out deep-copies the table's whole history (a second of CPU per
     commit past a few thousand snapshots): pyiceberg's own transaction did it about twenty times per
     append; the pipeline's does it once per staged change (and the catalog once more)."""
+    calls = count_metadata_work(monkeypatch)
+    for offset in (1, 2):
+        calls.clear()
+        commit_data_files(table, files_for(table, [offset]), {0: offset}, committed_state(table), 1, None)
+        table.refresh()
+        assert len(calls) <= 2, len(calls)
+    assert table.scan().to_arrow().num_rows == 2 and committed_state(table).offsets == {0: 2}
+
+
+def count_metadata_work(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, a 1 in the list returned for every time pyiceberg (its transaction, its
+    catalogs) or the pipeline works a table's staged metadata out: a copy of its whole history."""
     import pyiceberg.catalog
     import pyiceberg.table
 
@@ -217,12 +229,7 @@ def test_a_commit_works_the_staged_metadata_out_once_not_at_every_read(
     for module in (pyiceberg.table, pyiceberg.catalog, commit):
         counted = functools.partial(_counting, module.update_table_metadata, calls)
         monkeypatch.setattr(module, "update_table_metadata", counted)
-    for offset in (1, 2):
-        calls.clear()
-        commit_data_files(table, files_for(table, [offset]), {0: offset}, committed_state(table), 1, None)
-        table.refresh()
-        assert len(calls) <= 2, len(calls)
-    assert table.scan().to_arrow().num_rows == 2 and committed_state(table).offsets == {0: 2}
+    return calls
 
 
 def _counting(wrapped, calls: list[int], *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -275,20 +282,13 @@ def test_expiry_keeps_the_offsets_and_rows_and_copies_the_history_once_not_twice
 ) -> None:
     """Maintenance expires old snapshots every minute; pyiceberg's own expiry worked the staged
     metadata out (a copy of the whole history) twice for every snapshot it expired."""
-    import pyiceberg.catalog
-    import pyiceberg.table
-
-    from tabletopic.table import commit
     from tabletopic.table.maintenance import expire_snapshots
     from tabletopic.table.table_config import TableTopicConfig
 
     for offset in range(1, 7):
         commit_data_files(table, files_for(table, [offset]), {0: offset}, committed_state(table), 1, None)
         table.refresh()
-    calls: list[int] = []
-    for module in (pyiceberg.table, pyiceberg.catalog, commit):
-        counted = functools.partial(_counting, module.update_table_metadata, calls)
-        monkeypatch.setattr(module, "update_table_metadata", counted)
+    calls = count_metadata_work(monkeypatch)
     config = TableTopicConfig.from_topic_configs({"automq.table.topic.expire.snapshot.retain.last": "2"})
     assert expire_snapshots(table, config, now=time.time() + 2 * 3600) == 4
     assert len(calls) <= 2, len(calls)
