@@ -77,6 +77,8 @@ def describe_table(ctx: typer.Context, topic: str) -> None:
     )
     if r["last_error"]:
         console.print(f"[red]last error:[/red] {r['last_error']}")
+    if r.get("warning"):  # a coordinator of an earlier release sends none
+        console.print(f"[yellow]warning:[/yellow] {r['warning']}")
     partitions = RichTable("partition", "committed offset", "high watermark", "lag")
     for p, hw in r["high_watermarks"].items():
         committed = r["committed_offsets"].get(p, 0)

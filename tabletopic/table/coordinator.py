@@ -105,6 +105,8 @@ class PipelineStatus:
     records_lost_to_retention: int = 0
     commits: int = 0
     last_error: str | None = None
+    # A setting worth changing though nothing failed (TableTopicConfig.history_warning).
+    warning: str | None = None
     last_job_seconds: float | None = None
     # Stored bytes per record the last job read: estimates pending bytes for commit.max.bytes.
     bytes_per_record: float | None = None
@@ -167,6 +169,7 @@ class PipelineStatus:
             "records_lost_to_retention": self.records_lost_to_retention,
             "commits": self.commits,
             "last_error": self.last_error,
+            "warning": self.warning,
             "last_job_seconds": self.last_job_seconds,
             "last_job_timings": dict(self.last_job_timings),
             "maintenance": {k: dict(v) for k, v in self.maintenance.items()},
@@ -225,7 +228,6 @@ class TopicPipeline:
         # The last cycle left ready records behind on purpose (an upsert cycle's cap): the next
         # one runs at once instead of a commit interval later.
         self.more_ready = False
-        self._history_warning: str | None = None  # the last said (TableTopicConfig.history_warning)
 
     async def run_cycle(self) -> bool:
         """One plan → job → commit round. Returns True when it committed something."""
@@ -241,8 +243,8 @@ class TopicPipeline:
             self.status.state = PipelineState.STOPPED
             return False
         heavy = config.history_warning(len(view.partitions))
-        if heavy != self._history_warning:  # said once a setting, not every cycle
-            self._history_warning = heavy
+        if heavy != self.status.warning:  # logged once a setting, not every cycle
+            self.status.warning = heavy
             if heavy is not None:
                 log.warning("table topic %s: %s", view.name, heavy)
         if self._failed_config is not None:

@@ -643,7 +643,7 @@ async def test_a_setting_that_makes_the_tables_metadata_heavy_is_said_once_with_
     node: Node, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A day of one-second commits of 40 partitions' offsets: about 59 MB of metadata, rewritten at
-    every commit. Said at the first cycle, not at every one."""
+    every commit. Logged at the first cycle, not at every one, and kept in the topic's status."""
     view = await node.add_topic(
         "wide",
         40,
@@ -660,3 +660,5 @@ async def test_a_setting_that_makes_the_tables_metadata_heavy_is_said_once_with_
     said = [r.getMessage() for r in caplog.records if "written whole at every commit" in r.getMessage()]
     assert len(said) == 1 and "86,400 snapshots" in said[0], said
     assert "automq.table.topic.commit.interval.ms" in said[0]
+    # Shown where the table's state is (the console's table page, `tables describe`), not only logged.
+    assert said[0].endswith(pipeline.status.as_dict()["warning"])
