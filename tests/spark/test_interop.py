@@ -220,3 +220,38 @@ def test_spark_create_table_as_select_is_visible_to_pyiceberg(spark: SparkSessio
     spark.sql(f"CREATE TABLE {ns}.ctas USING iceberg AS SELECT id, id * 2 AS twice FROM range(5)")
     table = interop.pyiceberg.load_table(f"{interop.namespace}.ctas")
     assert sorted(table.scan().to_arrow().column("twice").to_pylist()) == [0, 2, 4, 6, 8]
+
+
+def test_spark_reads_every_row_of_a_table_whose_appends_merged_their_manifests(
+    spark: SparkSession, make_catalog: CatalogFactory
+) -> None:
+    """The pipeline's appends merge manifests once enough small ones pile up (pyiceberg writes the
+    merged manifest, its entries now EXISTING): Spark reads every row through them, once."""
+    import uuid as uuid_module
+
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+    from tabletopic.catalog.adapters import spark_catalog_conf
+    from tabletopic.spark.session import register_catalogs
+    from tabletopic.table.commit import commit_data_files, committed_state
+
+    handle = make_catalog()
+    client = handle.rest_client()
+    name = f"merged_{uuid_module.uuid4().hex[:6]}"
+    register_catalogs(spark, spark_catalog_conf(name, handle.spark_properties()))
+    namespace = f"ns_{uuid_module.uuid4().hex[:8]}"
+    client.create_namespace(namespace)
+    table = client.create_table(
+        f"{namespace}.merged",
+        pa.schema([("v", pa.int64())]),
+        properties={"commit.manifest.min-count-to-merge": "3"},
+    )
+    for value in range(1, 8):
+        rows = pa.table({"v": pa.array([value], pa.int64())})
+        files = _dataframe_to_data_files(table.metadata, df=rows, io=table.io, write_uuid=uuid_module.uuid4())
+        commit_data_files(table, list(files), {0: value}, committed_state(table), 1, None)
+        table.refresh()
+    manifests = spark.sql(f"SELECT count(*) AS n FROM {name}.{namespace}.merged.manifests").collect()[0].n
+    assert manifests < 7
+    values = [r.v for r in spark.sql(f"SELECT v FROM {name}.{namespace}.merged ORDER BY v").collect()]
+    assert values == [1, 2, 3, 4, 5, 6, 7]
