@@ -255,3 +255,6 @@ def test_spark_reads_every_row_of_a_table_whose_appends_merged_their_manifests(
     assert manifests < 7
     values = [r.v for r in spark.sql(f"SELECT v FROM {name}.{namespace}.merged ORDER BY v").collect()]
     assert values == [1, 2, 3, 4, 5, 6, 7]
+    # Each file keeps the sequence number of the commit that added it (deletes are matched by it).
+    entries = spark.sql(f"SELECT sequence_number FROM {name}.{namespace}.merged.entries").collect()
+    assert sorted(r.sequence_number for r in entries) == [1, 2, 3, 4, 5, 6, 7]
