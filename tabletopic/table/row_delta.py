@@ -41,7 +41,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.table.update.snapshot import _FastAppendFiles
+from pyiceberg.table.update.snapshot import _MergeAppendFiles
 
 from tabletopic.crashpoints import crash_point
 from tabletopic.table.commit import (
@@ -132,9 +132,11 @@ class _DeleteManifestWriter(ManifestWriterV2):
         return {**super()._meta, "content": "deletes"}
 
 
-class _RowDelta(_FastAppendFiles):
-    """A fast append that also adds position-delete files (Iceberg's RowDelta, which pyiceberg has
-    no public API for): one data manifest, one delete manifest per partition spec."""
+class _RowDelta(_MergeAppendFiles):
+    """An append that also adds position-delete files (Iceberg's RowDelta, which pyiceberg has no
+    public API for): one data manifest, one delete manifest per partition spec. Data manifests
+    merge as an append's do (:func:`~tabletopic.table.commit.commit_view`); merged entries keep
+    each file's sequence number, which deletes are matched by."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

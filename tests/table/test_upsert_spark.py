@@ -162,3 +162,29 @@ async def test_an_update_and_a_tombstone_in_one_spark_task_commit_on_an_upsert_t
         assert users.rows() == expected
         assert committed_state(users.table()).offsets == {0: 502, 1: 501}
         assert spark_rows(spark, users) == expected
+
+
+async def test_upserts_whose_data_manifests_merged_read_the_same_in_pyiceberg_and_spark(
+    tmp_path: Path, spark: Any, make_catalog: Any
+) -> None:
+    """Upsert commits merge their data manifests too (delete manifests stay apart): deletes still
+    find the rows they delete by each file's sequence number, in both readers."""
+    async with users_table(tmp_path, spark, make_catalog, partitions=1) as users:
+        pipeline = users.pipeline
+        await users.produce(0, [(b"k%d" % i, b"v0") for i in range(5)])
+        assert await pipeline.run_cycle(), pipeline.status.last_error
+        with users.table().transaction() as setting:
+            setting.set_properties({"commit.manifest.min-count-to-merge": "2"})
+        expected = {f"k{i}": "v0" for i in range(5)}
+        for round_ in range(1, 7):
+            updated, deleted = f"k{round_ % 5}", f"k{(round_ + 2) % 5}"
+            await users.produce(0, [(updated.encode(), b"v%d" % round_), (deleted.encode(), None)])
+            expected[updated] = f"v{round_}"
+            expected.pop(deleted, None)
+            assert await pipeline.run_cycle(), pipeline.status.last_error
+        snapshot = users.table().current_snapshot()
+        assert snapshot is not None
+        data_manifests = [m for m in snapshot.manifests(users.table().io) if m.content == 0]
+        assert len(data_manifests) < 7, len(data_manifests)
+        assert users.rows() == expected
+        assert spark_rows(spark, users) == expected
