@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import pytest
 from kio.schema.index import api_key_map
 
+from tabletopic.broker.fetch_sessions import requested
 from tabletopic.broker.handlers import APIS, State
 from tabletopic.broker.protocol.messages import (
     acls,
@@ -423,9 +424,12 @@ def test_fetch_session_fields_take_no_session_before_the_versions_that_carry_the
     [partition] = topic.partitions
     if version >= fetch.LEADER_EPOCH_SINCE:
         partition = dataclasses.replace(partition, current_leader_epoch=4)
-    assert fetch.leader_epoch_of(partition, version) == (4 if version >= fetch.LEADER_EPOCH_SINCE else -1)
+    topic = dataclasses.replace(topic, partitions=(partition,))
     expected_key = uuid.UUID(int=0) if version >= fetch.TOPIC_ID_SINCE else ""
     assert fetch.topic_key(topic, version) == expected_key
+    [(key, named)] = requested(dataclasses.replace(request, topics=(topic,)), version)
+    assert key == (expected_key, partition.partition)
+    assert named.current_leader_epoch == (4 if version >= fetch.LEADER_EPOCH_SINCE else -1)
 
 
 def test_a_protocol_field_a_served_version_lacks_is_found() -> None:

@@ -117,10 +117,3 @@ def topic_key(topic: FetchTopic | ForgottenTopic, version: int) -> str | uuid.UU
     if version >= TOPIC_ID_SINCE:
         return cast(TopicById, topic).topic_id or _NO_TOPIC_ID
     return cast(TopicByName, topic).topic
-
-
-def leader_epoch_of(partition: FetchPartition, version: int) -> int:
-    """The leader epoch the client knows of a partition (none before v9)."""
-    if version < LEADER_EPOCH_SINCE:
-        return NO_LEADER_EPOCH
-    return cast(LeaderEpochFetchPartition, partition).current_leader_epoch
