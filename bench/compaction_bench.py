@@ -10,8 +10,15 @@ ticker on the same loop sleeps 1 ms at a time and records how late each wake-up 
 pass's rate and the loop's longest and p99 stall during the pass, beside the same ticker on the
 idle loop (the baseline) and their ratio.
 
+With ``--again-mb``, it then writes that many MiB more and times a second pass, which merges the
+first pass's object again with the new ones (as a controller does every
+``s3stream.compaction.interval.ms`` while the merged object is still under
+``s3stream.compaction.small.object.bytes``: keep ``--megabytes`` under it, 32 MiB by default). The
+blocks of an older object go into the new one whole, so this pass costs per block, not per batch.
+
     .venv/bin/python bench/compaction_bench.py
     .venv/bin/python bench/compaction_bench.py --megabytes 256 --batch 200 --streams 1000
+    .venv/bin/python bench/compaction_bench.py --megabytes 24 --batch 150 --object-mb 2 --again-mb 2
 """
 
 from __future__ import annotations
@@ -80,17 +87,7 @@ async def run(args: argparse.Namespace, root: Path) -> None:
     gc.freeze()
     try:
         streams = await store.create_streams(args.streams)
-        payload = os.urandom(args.batch)
-        per_object = max(1, args.object_mb * MiB // args.batch)
-        total = args.megabytes * MiB // args.batch
-        written = 0
-        while written < total:
-            count = min(per_object, total - written)
-            await asyncio.gather(
-                *(store.append(streams[(written + i) % len(streams)], payload, 1) for i in range(count))
-            )
-            await store.flush()
-            written += count
+        await write(store, streams, args.batch, args.object_mb, args.megabytes)
         print(
             f"compaction bench: {args.megabytes} MiB in {args.batch} B batches over {args.streams} streams, "
             f"stream-set objects of {args.object_mb} MiB, {os.cpu_count()} cores, "
@@ -114,8 +111,32 @@ async def run(args: argparse.Namespace, root: Path) -> None:
             f"{late:.2f} s of {seconds:.2f} s spent over 10 ms late"
         )
         print(f"  ratio to idle            longest stall {busy_max / max(idle_max, 1e-3):.0f}x")
+        if args.again_mb:
+            await write(store, streams, args.batch, args.object_mb, args.again_mb)
+            cpu, started = time.process_time(), time.perf_counter()
+            report = await store.compactor.run_once()
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            print(
+                f"  pass again, {args.again_mb} MiB more   {report.merged_stream_set} objects merged in "
+                f"{seconds:.2f} s, {cpu:.2f} s of CPU ({args.megabytes + args.again_mb} MiB rewritten)"
+            )
     finally:
         await store.close()
+
+
+async def write(store: S3StreamStore, streams: list[int], batch: int, object_mb: int, megabytes: int) -> None:
+    """``megabytes`` of ``batch``-byte appends round the streams, flushed every ``object_mb``."""
+    payload = os.urandom(batch)
+    per_object = max(1, object_mb * MiB // batch)
+    total = megabytes * MiB // batch
+    written = 0
+    while written < total:
+        count = min(per_object, total - written)
+        await asyncio.gather(
+            *(store.append(streams[(written + i) % len(streams)], payload, 1) for i in range(count))
+        )
+        await store.flush()
+        written += count
 
 
 def main() -> None:
@@ -126,6 +147,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1024, help="bytes per append (one stored batch)")
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--object-mb", type=int, default=8, help="MiB per stream-set object before the pass")
+    parser.add_argument(
+        "--again-mb", type=int, default=0, help="then write this many MiB more and time a second pass"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="compaction-bench-") as root:
         asyncio.run(run(args, Path(root)))

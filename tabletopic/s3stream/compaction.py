@@ -31,6 +31,8 @@ briefly both active are safe, as the swap refuses objects that changed meanwhile
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -48,11 +50,14 @@ from tabletopic.s3stream.db import (
 )
 from tabletopic.s3stream.objects import (
     BlockEntry,
+    StoredBlock,
+    StoredPiece,
     StreamRange,
     build_object,
     parse_footer,
     parse_index,
     split_batches,
+    stored_bytes,
     verify_block,
 )
 from tabletopic.s3stream.semantics import check_rewrite
@@ -250,13 +255,15 @@ class Compactor:
         fences: dict[int, Fence] | None = None,
         starts: Mapping[int, int] | None = None,
     ) -> bool:
-        # The live part of every range, cut on the loop (the streams' start offsets live here).
-        pieces: list[tuple[int, memoryview, int]] = []
+        # The blocks of every range with their stream's start, taken on the loop (the streams'
+        # start offsets live here); what lies below the start is left in the thread.
+        pieces: list[tuple[BlockEntry, memoryview, int]] = []
         for obj in group:
             loaded = await self._read_verified(obj)
             if loaded is None:
                 return False
             view = memoryview(loaded[0])
+            blocks = loaded[1]
             for rng in ranges[obj.object_id]:
                 stream = self.state.streams.get(rng.stream_id)
                 if stream is not None:
@@ -269,7 +276,14 @@ class Compactor:
                     start = starts[rng.stream_id]
                 else:
                     continue  # deleted
-                pieces.append((rng.stream_id, view[rng.position : rng.position + rng.size], start))
+                in_range = _blocks_of(blocks, rng)
+                if in_range is None:
+                    log.error(
+                        "compaction skips object %s: its index does not cover stream %d's range at %d+%d",
+                        obj.object_key, rng.stream_id, rng.position, rng.size,
+                    )  # fmt: skip
+                    return False
+                pieces.extend((b, view[b.position : b.position + b.size], start) for b in in_range)
         # Splitting, ordering and laying out a merge of up to max.object.bytes is up to seconds of
         # CPU (and a log-compaction transform decodes every record): on the loop it would hold
         # every produce and fetch that long. In a thread the loop gets the interpreter back every
@@ -289,7 +303,7 @@ class Compactor:
     async def _write_and_swap(
         self,
         group: list[ObjectRow],
-        layouts: Layouts,
+        layouts: Layouts[StoredPiece],
         reserved: list[tuple[int, str]],
         fences: dict[int, Fence] | None = None,
     ) -> bool:
@@ -345,40 +359,69 @@ class Compactor:
         return len(expired)
 
 
+def _blocks_of(blocks: list[BlockEntry], rng: StreamRange) -> list[BlockEntry] | None:
+    """The blocks (in position order) that make up ``rng``; None when they do not tile it exactly
+    (the index and the metadata disagree: the object is not merged)."""
+    end = rng.position + rng.size
+    first = bisect.bisect_left(blocks, rng.position, key=lambda b: b.position)
+    found = []
+    position = rng.position
+    for block in itertools.islice(blocks, first, None):
+        if block.position >= end:
+            break
+        if block.position != position or block.stream_id != rng.stream_id:
+            return None
+        found.append(block)
+        position += block.size
+    return found if position == end else None
+
+
 def lay_out(
-    pieces: list[tuple[int, memoryview, int]],
+    pieces: list[tuple[BlockEntry, memoryview, int]],
     split_bytes: int,
     whole: bool,
     transforms: Mapping[int, BatchTransform] | None = None,
-) -> Layouts | None:
-    """The new objects' layout for the ``(stream_id, bytes of whole batches, start offset)``
-    pieces of a merge: each stream's batches past its start in offset order, cut into runs where
-    offsets jump; a stream of ``split_bytes`` or more (every stream, when the merge is ``whole``
-    stream objects) gets a stream object of its own, the rest share one stream-set object.
-    ``transforms`` rewrite a stream's batches first (None when one fails: the merge is left).
+) -> Layouts[StoredPiece] | None:
+    """The new objects' layout for the ``(block, its bytes, its stream's start offset)`` pieces of
+    a merge: each stream's data past its start in offset order, cut into runs where offsets jump; a
+    stream of ``split_bytes`` or more stored bytes (every stream, when the merge is ``whole`` stream
+    objects) gets a stream object of its own, the rest share one stream-set object.
+
+    A block wholly past its stream's start goes on whole (:class:`StoredBlock`): a merge of small
+    objects, which the controller repeats as they pile up, costs Python work per block, not per
+    batch. Only a block the start cuts through, and every block of a stream that ``transforms``
+    rewrites, is split into its batches. A transform that fails returns None (the merge is left).
     Pure, like the transforms: it runs in a worker thread."""
-    per_stream: dict[int, list[StoredBatch]] = {}
-    for stream_id, data, start in pieces:
-        per_stream.setdefault(stream_id, []).extend(b for b in split_batches(data) if b.next_offset > start)
-    runs: list[tuple[int, list[StoredBatch]]] = []
-    big: list[list[tuple[int, list[StoredBatch]]]] = []
+    per_stream: dict[int, list[StoredPiece]] = {}
+    for block, data, start in pieces:
+        if block.end_offset <= start:
+            continue
+        kept = per_stream.setdefault(block.stream_id, [])
+        if block.start_offset >= start and not (transforms and block.stream_id in transforms):
+            kept.append(StoredBlock(block.start_offset, block.end_offset, data, block.crc))
+        else:
+            kept.extend(b for b in split_batches(data) if b.next_offset > start)
+    runs: list[tuple[int, list[StoredPiece]]] = []
+    big: list[list[tuple[int, list[StoredPiece]]]] = []
     for stream_id in sorted(per_stream):
-        batches = sorted(per_stream[stream_id], key=lambda b: b.base_offset)
+        stored = sorted(per_stream[stream_id], key=lambda b: b.base_offset)
         if transforms and stream_id in transforms:
+            # Split above: every piece of a rewritten stream is a batch.
+            batches = [b for b in stored if isinstance(b, StoredBatch)]
             try:
-                batches = check_rewrite(batches, transforms[stream_id](batches))
+                stored = [*check_rewrite(batches, transforms[stream_id](batches))]
             except Exception:
                 log.exception("rewrite of stream %d failed; its objects are left as they are", stream_id)
                 return None
-        stream_runs: list[tuple[int, list[StoredBatch]]] = []
-        for batch in batches:
-            if stream_runs and stream_runs[-1][1][-1].next_offset == batch.base_offset:
-                stream_runs[-1][1].append(batch)
+        stream_runs: list[tuple[int, list[StoredPiece]]] = []
+        for piece in stored:
+            if stream_runs and stream_runs[-1][1][-1].next_offset == piece.base_offset:
+                stream_runs[-1][1].append(piece)
             else:
-                stream_runs.append((stream_id, [batch]))
-        if whole or sum(len(b.payload) for b in batches) >= split_bytes:
+                stream_runs.append((stream_id, [piece]))
+        if whole or sum(stored_bytes(b) for b in stored) >= split_bytes:
             big.append(stream_runs)
         else:
             runs.extend(stream_runs)
-    layouts: Layouts = [(ObjectKind.STREAM_SET, runs)] if runs else []
+    layouts: Layouts[StoredPiece] = [(ObjectKind.STREAM_SET, runs)] if runs else []
     return layouts + [(ObjectKind.STREAM_OBJECT, r) for r in big]

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, CursorResult, Engine
@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection, CursorResult, Engine
 from tabletopic import database
 from tabletopic.log_limit import few_of
 from tabletopic.s3stream.epochs import EpochHistory
-from tabletopic.s3stream.objects import StreamRange
+from tabletopic.s3stream.objects import StoredPiece, StreamRange
 from tabletopic.s3stream.streams import StoredBatch, StreamError, StreamFenced, StreamNotFound
 
 _md = sa.MetaData()
@@ -108,8 +108,11 @@ class ObjectKind(StrEnum):
     STREAM_OBJECT = "stream"  # blocks of one stream
 
 
-# What one upload or compaction writes: per object, its kind and its streams' runs of batches.
-Layouts = list[tuple[ObjectKind, list[tuple[int, list[StoredBatch]]]]]
+# What one upload or compaction writes: per object, its kind and its streams' runs, of batches
+# (``Layouts[StoredBatch]``, an upload's) or of batches and older blocks (``Layouts[StoredPiece]``,
+# a merge's).
+Piece = TypeVar("Piece", StoredBatch, StoredPiece)
+Layouts = list[tuple[ObjectKind, list[tuple[int, list[Piece]]]]]
 
 
 class ObjectState(StrEnum):

@@ -67,6 +67,31 @@ class StreamRange:
     size: int
 
 
+@dataclass(frozen=True, slots=True)
+class StoredBlock:
+    """A verified block of an existing object, stored batches with their headers, carried into a
+    new object as it is: a merge of small objects copies each block it keeps instead of splitting it
+    into batches and writing every header again (compaction's per-batch Python cost, which for a
+    cluster of many quiet partitions is nearly all of it). ``crc`` is the CRC32C of ``data``."""
+
+    base_offset: int
+    next_offset: int
+    data: bytes | memoryview
+    crc: int
+
+
+# What an object's run of one stream holds, in offset order: appended batches, or blocks of an
+# older object.
+StoredPiece = StoredBatch | StoredBlock
+
+
+def stored_bytes(piece: StoredPiece) -> int:
+    """The bytes ``piece`` takes in an object, batch headers included."""
+    if isinstance(piece, StoredBlock):
+        return len(piece.data)
+    return BATCH_HEADER.size + len(piece.payload)
+
+
 @dataclass
 class BuiltObject:
     parts: list[bytes | memoryview]
@@ -75,14 +100,17 @@ class BuiltObject:
     ranges: list[StreamRange]
 
 
-def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes: int) -> BuiltObject:
-    """Lay out ``(stream_id, batches in offset order)`` runs as one object.
+def build_object(runs: Sequence[tuple[int, Sequence[StoredPiece]]], block_bytes: int) -> BuiltObject:
+    """Lay out ``(stream_id, batches or older blocks in offset order)`` runs as one object.
 
     A block of small batches is joined into one buffer and checksummed with one CRC32C call: one
     memory copy per byte is far cheaper than two checksum calls per (often 1 KiB) batch, and the
     result is a short list of large parts for ``writev`` or an S3 body. A block of large batches
     (``IN_PLACE_AVERAGE_BYTES`` per header-and-payload piece on average) is checksummed piece by
-    piece and its batches become parts themselves, uncopied.
+    piece and its batches become parts themselves, uncopied. An older block joins the block being
+    filled whole, with the CRC it was verified against; the block is closed first when the older
+    one would take it past ``block_bytes``, so no block grows beyond what one batch past
+    ``block_bytes`` makes.
     """
     parts: list[bytes | memoryview] = []
     blocks: list[BlockEntry] = []
@@ -120,11 +148,19 @@ def build_object(runs: Sequence[tuple[int, Sequence[StoredBatch]]], block_bytes:
         pending = 0
         block_first = batches[0].base_offset
         for batch in batches:
-            pieces.append(pack(batch.base_offset, batch.record_count, len(batch.payload)))
-            pieces.append(batch.payload)
-            crcs.append(None)
-            crcs.append(batch.crc)
-            pending += header_size + len(batch.payload)
+            if isinstance(batch, StoredBlock):
+                if pending and pending + len(batch.data) > block_bytes:
+                    close_block(stream_id, block_first, batch.base_offset, pieces, crcs)
+                    pieces, crcs, pending, block_first = [], [], 0, batch.base_offset
+                pieces.append(batch.data)
+                crcs.append(batch.crc)
+                pending += len(batch.data)
+            else:
+                pieces.append(pack(batch.base_offset, batch.record_count, len(batch.payload)))
+                pieces.append(batch.payload)
+                crcs.append(None)
+                crcs.append(batch.crc)
+                pending += header_size + len(batch.payload)
             if pending >= block_bytes:
                 close_block(stream_id, block_first, batch.next_offset, pieces, crcs)
                 pieces, crcs, pending, block_first = [], [], 0, batch.next_offset

@@ -229,7 +229,7 @@ def _store(
     sizes = {sid: sum(len(b.payload) for b in batches) for sid, batches in runs.items()}
     big = [(sid, b) for sid, b in runs.items() if sizes[sid] >= settings.split_bytes]
     small = [(sid, b) for sid, b in runs.items() if sizes[sid] < settings.split_bytes]
-    layouts: Layouts = [(ObjectKind.STREAM_SET, small)] if small else []
+    layouts: Layouts[StoredBatch] = [(ObjectKind.STREAM_SET, small)] if small else []
     layouts += [(ObjectKind.STREAM_OBJECT, [item]) for item in big]
     reserved = meta.prepare_objects([kind for kind, _ in layouts])
     result = []

@@ -217,7 +217,7 @@ class Uploader:
         big = [(sid, b) for sid, b in runs.items() if sizes[sid] >= state.settings.split_bytes]
         big_ids = {sid for sid, _ in big}
         small = [(sid, b) for sid, b in runs.items() if sid not in big_ids]
-        layouts: Layouts = [(ObjectKind.STREAM_SET, small)] if small else []
+        layouts: Layouts[StoredBatch] = [(ObjectKind.STREAM_SET, small)] if small else []
         layouts += [(ObjectKind.STREAM_OBJECT, [item]) for item in big]
         reserved: list[tuple[int, str]] = []
         try:
@@ -263,7 +263,9 @@ class Uploader:
         state.log_cache.evict()
         state.metrics.upload_seconds.observe(time.perf_counter() - started)
 
-    async def _store(self, layouts: Layouts, reserved: list[tuple[int, str]]) -> list[BuiltObject]:
+    async def _store(
+        self, layouts: Layouts[StoredBatch], reserved: list[tuple[int, str]]
+    ) -> list[BuiltObject]:
         """Build and PUT the reserved objects (concurrently). A small upload (the object WAL's
         usual batch) is built on the loop: indexing a few hundred KiB takes less than handing it to
         a thread and back, which on a busy machine costs milliseconds on every acknowledgement."""

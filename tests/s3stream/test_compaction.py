@@ -14,6 +14,7 @@ import pytest
 from tabletopic.s3stream import compaction
 from tabletopic.s3stream.compaction import RateLimiter
 from tabletopic.s3stream.db import CommitConflict
+from tabletopic.s3stream.objects import BlockEntry, StreamRange
 from tests.support.store_harness import StoreHarness, payload_for
 from tests.support.waiting import wait_until
 
@@ -134,6 +135,60 @@ async def test_trimmed_and_deleted_data_is_dropped(local_harness: StoreHarness) 
     ]
     drop_caches(store)
     await assert_intact(store, [keep], 4, 800, first=2)
+
+
+async def test_a_merge_copies_whole_blocks_and_splits_only_the_one_a_start_cuts(
+    local_harness: StoreHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller merges small objects again as new ones pile up: a block wholly past its
+    stream's start goes into the new object as it is, so the merge costs per block, not per batch."""
+    split: list[int] = []
+
+    def counted(data: Any) -> Any:
+        split.append(len(data))
+        return real_split(data)
+
+    real_split = compaction.split_batches
+    monkeypatch.setattr(compaction, "split_batches", counted)
+    store = await local_harness.open()
+    streams = [await store.create_stream() for _ in range(3)]
+    await uploads(store, streams, 6, 300)
+    assert (await store.compactor.run_once()).merged_stream_set == 6
+    assert split == []  # nothing to cut: every block was copied
+    # The merged object holds one block per stream (offsets 0-6); a start inside it cuts it.
+    await uploads(store, streams, 4, 300, start=6)
+    await store.trim(streams[0], 3)
+    assert (await store.compactor.run_once()).merged_stream_set == 5
+    assert len(split) == 1
+    drop_caches(store)
+    await assert_intact(store, streams[1:], 10, 300)
+    await assert_intact(store, streams[:1], 10, 300, first=3)
+    objects = await committed(store)
+    assert len(objects) == 1
+    ranges = await asyncio.to_thread(store.state.meta.ranges_of, [objects[0].object_id])
+    assert sorted((r.stream_id, r.start_offset, r.end_offset) for r in ranges[objects[0].object_id]) == [
+        (streams[0], 3, 10),
+        (streams[1], 0, 10),
+        (streams[2], 0, 10),
+    ]
+    store = await local_harness.reopen(store)
+    drop_caches(store)
+    await assert_intact(store, streams[1:], 10, 300)
+
+
+def test_an_index_that_does_not_tile_a_range_leaves_the_object_unmerged() -> None:
+    """The blocks of a range come from the object's own index; should it and the metadata
+    disagree, the merge is not made from a guess."""
+    blocks = [
+        BlockEntry(1, 0, 5, 0, 100, 0),
+        BlockEntry(1, 5, 9, 100, 80, 0),
+        BlockEntry(2, 0, 3, 180, 50, 0),
+    ]
+    assert compaction._blocks_of(blocks, StreamRange(1, 0, 9, 0, 180)) == blocks[:2]
+    assert compaction._blocks_of(blocks, StreamRange(2, 0, 3, 180, 50)) == blocks[2:]
+    assert compaction._blocks_of(blocks, StreamRange(1, 0, 9, 0, 150)) is None  # ends inside a block
+    assert compaction._blocks_of(blocks, StreamRange(1, 0, 3, 0, 230)) is None  # takes another stream's
+    assert compaction._blocks_of(blocks, StreamRange(1, 0, 9, 10, 170)) is None  # starts inside one
 
 
 async def test_objects_whose_data_is_all_trimmed_become_garbage(local_harness: StoreHarness) -> None:

@@ -13,6 +13,7 @@ from tabletopic.s3stream.objects import (
     FOOTER,
     IN_PLACE_AVERAGE_BYTES,
     CorruptObject,
+    StoredBlock,
     build_object,
     parse_footer,
     parse_index,
@@ -160,3 +161,30 @@ def test_an_object_of_batches_with_known_crcs_is_the_same_bytes(size: int) -> No
             for s, run in runs(False)
         ]
         assert build_object(wrong, 3 * size).blocks != plain.blocks
+
+
+def test_older_blocks_are_carried_whole_and_joined_up_to_the_block_size() -> None:
+    """A merge hands build_object the blocks of older objects: each goes in whole with the CRC it
+    was verified against, joined with its neighbours while the block stays within block_bytes."""
+    old = build_object([(3, batches(3, 12, 100))], block_bytes=300)
+    data = b"".join(old.parts)
+    carried = [
+        StoredBlock(b.start_offset, b.end_offset, data[b.position : b.position + b.size], b.crc)
+        for b in old.blocks
+    ]
+    assert len(carried) == 4 and all(b.next_offset - b.base_offset == 6 for b in carried)
+    # Two old blocks (348 bytes each) fit a block of 1,000, a third would not.
+    new = build_object([(3, carried[:3]), (4, batches(4, 2, 10))], block_bytes=1000)
+    merged = b"".join(new.parts)
+    three = [b for b in new.blocks if b.stream_id == 3]
+    assert [(b.start_offset, b.end_offset) for b in three] == [(0, 12), (12, 18)]
+    assert all(b.size <= 1000 for b in three)
+    assert three[1].crc == carried[2].crc  # alone in its block: its CRC as verified
+    for block in new.blocks:
+        assert crc32c.crc32c(merged[block.position : block.position + block.size]) == block.crc
+    rng = next(r for r in new.ranges if r.stream_id == 3)
+    assert (rng.start_offset, rng.end_offset) == (0, 18)
+    got = read_slice(merged[rng.position : rng.position + rng.size])
+    assert [(b.base_offset, bytes(b.payload)) for b in got] == [
+        (b.base_offset, bytes(b.payload)) for b in batches(3, 9, 100)
+    ]
