@@ -8,7 +8,8 @@ loop for the GIL: measured against SeaweedFS on loopback, a 20 KB PUT took 3.4�
 and 1.6–1.9 ms through obstore, whose requests cost the calling process 0.2–0.4 ms of CPU and run on
 obstore's own (Rust) runtime.
 
-Only the two requests on those paths go this way (ranged GETs also from a blocking
+Only the requests on those paths go this way (and whole GETs: compaction reads every object it
+merges, dozens a pass on a controller of many quiet partitions; ranged GETs also from a blocking
 :class:`~tabletopic.s3stream.objectstore.S3ObjectStore`, with which the table pipeline's tasks read
 their slices), and only as a first attempt: both fall back to boto3 on any failure, which keeps one
 retry policy and one mapping of S3 errors to ours (a missing key, refused credentials, a throttled
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class NativeS3:
-    """PUT and ranged GET of whole keys (the store's prefix already applied) on one bucket."""
+    """PUT, GET and ranged GET of whole keys (the store's prefix already applied) on one bucket."""
 
     def __init__(
         self,
@@ -62,6 +63,13 @@ class NativeS3:
         import obstore
 
         await obstore.put_async(self._store, key, body, use_multipart=False)
+
+    async def get(self, key: str) -> bytes:
+        """A whole object (compaction reads every object it merges this way)."""
+        import obstore
+
+        result = await obstore.get_async(self._store, key)
+        return bytes(await result.bytes_async())
 
     async def get_range(self, key: str, start: int, end: int) -> bytes:
         import obstore

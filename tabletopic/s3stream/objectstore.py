@@ -537,7 +537,7 @@ def open_object_store(spec: ObjectStoreSpec) -> LocalObjectStore | S3ObjectStore
 class AsyncObjectStore:
     """Runs a blocking store's calls on its own thread pool so the event loop never waits on I/O.
 
-    An S3 store's PUTs and ranged GETs are first tried through its :meth:`S3ObjectStore.native`
+    An S3 store's PUTs and GETs are first tried through its :meth:`S3ObjectStore.native`
     client (see native_s3.py), which holds no thread; any failure there is retried once through the
     blocking store, whose retries and error mapping then decide.
     """
@@ -587,6 +587,13 @@ class AsyncObjectStore:
         return self.store.prefix + key if isinstance(self.store, S3ObjectStore) else key
 
     async def get(self, key: str) -> bytes:
+        if self._s3 is not None and self._native is not None:
+            try:
+                data = await self._native.get(self.store_key(key))
+                self.native_requests += 1
+                return data
+            except Exception as exc:
+                self._s3.native_failed("GET", key, exc)
         return await self.run(self.store.get, key)
 
     async def get_range(self, key: str, start: int, end: int) -> bytes:

@@ -91,6 +91,7 @@ async def test_puts_and_ranged_reads_go_through_obstore_and_boto3_reads_them(
         big = bytes(range(256)) * 4096  # 1 MiB in two parts: joined off the event loop
         await store.put("big", [big[:1000], memoryview(big)[1000:]])
         assert blocking.get("big") == big and store.native_requests == 3
+        assert await store.get("big") == big and store.native_requests == 4  # compaction's whole GET
     finally:
         store.close()
 
@@ -108,11 +109,14 @@ async def test_a_failing_obstore_request_is_retried_through_boto3(
         await store.put("fallback", b"payload")
         await store.put("fallback2", b"payload")
         assert await store.get_range("fallback", 0, 3) == b"pay"
-        assert store.native_failures == 3
+        assert await store.get("fallback2") == b"payload"
+        assert store.native_failures == 4
         warnings = [r for r in caplog.records if "through obstore failed" in r.getMessage()]
         assert len(warnings) == 1  # once a minute, with a count
         with pytest.raises(ObjectNotFound):
             await store.get_range("missing", 0, 3)  # boto3 names a missing key as before
+        with pytest.raises(ObjectNotFound):
+            await store.get("missing")
     finally:
         store.close()
 
