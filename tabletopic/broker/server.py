@@ -51,6 +51,7 @@ from tabletopic.broker.protocol import (
     parse_request,
 )
 from tabletopic.broker.protocol.metadata_encoder import encode_metadata_response
+from tabletopic.broker.protocol.produce_encoder import encode_produce_response
 from tabletopic.broker.protocol.versions import GROUP_MAX_VERSIONS, MAX_VERSIONS, SECURITY_MAX_VERSIONS
 from tabletopic.broker.security.inter_broker import InterBrokerClient
 from tabletopic.broker.security.listener import ListenerSecurity
@@ -62,8 +63,12 @@ from tabletopic.log_limit import RateLimitedLog
 from tabletopic.tasks import cancel_and_wait
 
 # APIs whose handlers answer fields (so guards and quotas see them as they see every API's) but
-# whose answers are too large for kio's writer: Metadata of every topic of a large cluster.
-HAND_ENCODED: dict[int, Callable[[int, int, dict[str, Any]], list[Any]]] = {3: encode_metadata_response}
+# whose answers kio's writer makes too slowly: Metadata of every topic of a large cluster, and
+# Produce, answered once per partition and batch to librdkafka.
+HAND_ENCODED: dict[int, Callable[[int, int, dict[str, Any]], list[Any]]] = {
+    0: encode_produce_response,
+    3: encode_metadata_response,
+}
 # How deep the request counter looks for an answer's error (first_error), where not 4: Metadata's
 # partition entries carry no error of their own (a topic's does), and walking thousands of them
 # for each answer took a third of the time of encoding them.

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.protocol.responses import NodeEndpoint
+from tabletopic.broker.protocol.wire_writer import endpoint_tags, leader_tags
 from tabletopic.records.encoder import uvarint
 
 _I16 = struct.Struct(">h")
@@ -143,11 +144,11 @@ def encode_fetch_response(
                 buffers.extend(partition.pieces)
                 current = bytearray()
             if flexible:
-                current += _partition_tags(partition.current_leader)
+                current += leader_tags(_CURRENT_LEADER_TAG, partition.current_leader)
         if flexible:
             current += b"\x00"  # topic tagged fields
     if flexible:
-        current += _endpoint_tags(endpoints) if version >= 16 else b"\x00"
+        current += endpoint_tags(endpoints) if version >= 16 else b"\x00"
     buffers.append(current)
     total = sum(len(b) for b in buffers)
     buffers.insert(0, _I32.pack(total))
@@ -155,29 +156,3 @@ def encode_fetch_response(
 
 
 _CURRENT_LEADER_TAG = 1  # PartitionData's CurrentLeader (v12 on)
-_NODE_ENDPOINTS_TAG = 0  # the response's NodeEndpoints (v16 on)
-
-
-def _tagged(tag: int, data: bytes) -> bytes:
-    """One tagged field, alone in its section: count, tag, size, data."""
-    return b"\x01" + uvarint(tag) + uvarint(len(data)) + data
-
-
-def _partition_tags(leader: tuple[int, int] | None) -> bytes:
-    if leader is None or leader == (-1, -1):  # kio's default, which Kafka's writers leave out
-        return b"\x00"
-    return _tagged(_CURRENT_LEADER_TAG, _I32.pack(leader[0]) + _I32.pack(leader[1]) + b"\x00")
-
-
-def _endpoint_tags(endpoints: Sequence[NodeEndpoint]) -> bytes:
-    if not endpoints:
-        return b"\x00"
-    data = bytearray(uvarint(len(endpoints) + 1))
-    for endpoint in endpoints:
-        host = endpoint["host"].encode()
-        rack_name = endpoint.get("rack")
-        rack = None if rack_name is None else rack_name.encode()
-        data += _I32.pack(endpoint["node_id"]) + uvarint(len(host) + 1) + host + _I32.pack(endpoint["port"])
-        data += b"\x00" if rack is None else uvarint(len(rack) + 1) + rack
-        data += b"\x00"  # endpoint tagged fields
-    return _tagged(_NODE_ENDPOINTS_TAG, bytes(data))

@@ -15,10 +15,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tabletopic.records.encoder import uvarint
+from tabletopic.broker.protocol.wire_writer import I16, I32, WireWriter
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _PARTITION = struct.Struct(">hii")  # error_code, partition_index, leader_id
 _BROKER = struct.Struct(">i")
 _ZERO_UUID = uuid.UUID(int=0)
@@ -35,34 +33,6 @@ def _led_by_one(version: int) -> struct.Struct:
 
 
 _LED_BY_ONE = {version: _led_by_one(version) for version in range(14)}
-
-
-class _Writer:
-    """Kafka's primitive encodings for one version (flexible from v9: compact arrays and strings,
-    tagged fields)."""
-
-    def __init__(self, flexible: bool) -> None:
-        self.flexible = flexible
-        self.out = bytearray()
-
-    def length(self, count: int) -> None:
-        self.out += uvarint(count + 1) if self.flexible else _I32.pack(count)
-
-    def string(self, value: str | None) -> None:
-        if value is None:
-            self.out += b"\x00" if self.flexible else _I16.pack(-1)
-            return
-        data = value.encode()
-        self.out += (uvarint(len(data) + 1) if self.flexible else _I16.pack(len(data))) + data
-
-    def int32s(self, values: Sequence[int]) -> None:
-        self.length(len(values))
-        for value in values:
-            self.out += _I32.pack(value)
-
-    def tags(self) -> None:
-        if self.flexible:
-            self.out += b"\x00"
 
 
 def _pack_led_by_one(version: int, entry: Mapping[str, Any], leader: int) -> bytes:
@@ -96,7 +66,7 @@ class SharedPartitions(tuple[Mapping[str, Any], ...]):
 
 def _partitions_wire(version: int, partitions: Sequence[Mapping[str, Any]]) -> bytes:
     """A topic entry's partitions array: its length, then each partition."""
-    w = _Writer(flexible=version >= 9)
+    w = WireWriter(flexible=version >= 9)
     out = w.out
     w.length(len(partitions))
     for entry in partitions:
@@ -107,7 +77,7 @@ def _partitions_wire(version: int, partitions: Sequence[Mapping[str, Any]]) -> b
             continue
         out += _PARTITION.pack(int(entry["error_code"]), entry["partition_index"], leader)
         if version >= 7:
-            out += _I32.pack(entry.get("leader_epoch", -1))
+            out += I32.pack(entry.get("leader_epoch", -1))
         w.int32s(entry["replica_nodes"])
         w.int32s(entry["isr_nodes"])
         if version >= 5:
@@ -119,29 +89,29 @@ def _partitions_wire(version: int, partitions: Sequence[Mapping[str, Any]]) -> b
 def encode_metadata_response(correlation_id: int, version: int, fields: dict[str, Any]) -> list[Any]:
     """The complete wire form (length prefix included) of a Metadata response of ``version``, from
     the handler's fields (fields the version does not carry are left out, as kio does)."""
-    w = _Writer(flexible=version >= 9)
+    w = WireWriter(flexible=version >= 9)
     out = w.out
-    out += _I32.pack(correlation_id)
+    out += I32.pack(correlation_id)
     w.tags()  # response header v1 from v9
     if version >= 3:
-        out += _I32.pack(int(fields.get("throttle_time", 0)))
+        out += I32.pack(int(fields.get("throttle_time", 0)))
     brokers = fields["brokers"]
     w.length(len(brokers))
     for broker in brokers:
         out += _BROKER.pack(broker["node_id"])
         w.string(broker["host"])
-        out += _I32.pack(broker["port"])
+        out += I32.pack(broker["port"])
         if version >= 1:
             w.string(broker.get("rack"))
         w.tags()
     if version >= 2:
         w.string(fields.get("cluster_id"))
     if version >= 1:
-        out += _I32.pack(fields.get("controller_id", -1))
+        out += I32.pack(fields.get("controller_id", -1))
     topics = fields["topics"]
     w.length(len(topics))
     for topic in topics:
-        out += _I16.pack(int(topic["error_code"]))
+        out += I16.pack(int(topic["error_code"]))
         name = topic.get("name")
         w.string(name if name is not None or version >= 12 else "")
         if version >= 10:
@@ -154,11 +124,11 @@ def encode_metadata_response(correlation_id: int, version: int, fields: dict[str
         else:
             out += _partitions_wire(version, partitions)
         if version >= 8:
-            out += _I32.pack(topic.get("topic_authorized_operations", -2147483648))
+            out += I32.pack(topic.get("topic_authorized_operations", -2147483648))
         w.tags()
     if 8 <= version <= 10:
-        out += _I32.pack(fields.get("cluster_authorized_operations", -2147483648))
+        out += I32.pack(fields.get("cluster_authorized_operations", -2147483648))
     if version >= 13:  # a top-level error (KIP-1102: rebootstrap on REBOOTSTRAP_REQUIRED)
-        out += _I16.pack(int(fields.get("error_code", 0)))
+        out += I16.pack(int(fields.get("error_code", 0)))
     w.tags()
-    return [_I32.pack(len(out)), out]
+    return w.framed()
