@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
 import time
 
 import pytest
 from kio.schema.errors import ErrorCode
 
+from tabletopic.broker.handlers.fetch import PartitionRead
 from tabletopic.records.header import validate_batches
 from tests.support.broker_calls import call
 from tests.support.kafka_requests import fetch_request, make_batch, produce_request
@@ -128,3 +130,14 @@ async def test_nonzero_session_id_is_not_found(broker_service) -> None:
     )
     response = await call(broker_service, req)
     assert response.error_code is ErrorCode.fetch_session_id_not_found
+
+
+def test_a_partition_read_starts_with_every_field_at_its_declared_default() -> None:
+    """PartitionRead's __init__ is written out (a Fetch makes one per partition it names): a field
+    added to it or to the encoder's FetchedPartition without a line there fails here, not in an
+    answer."""
+    read = PartitionRead(4, 100, 1 << 20, ("orders", 4))
+    given = {"partition_index": 4, "fetch_offset": 100, "max_bytes": 1 << 20, "key": ("orders", 4)}
+    for field in dataclasses.fields(PartitionRead):
+        expected = given.get(field.name, field.default)
+        assert getattr(read, field.name) == expected, field.name

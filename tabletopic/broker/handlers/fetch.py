@@ -66,7 +66,7 @@ def add_batch(pieces: list[Any], base_offset: int, payload: memoryview, epochs: 
     pieces.append(payload[_PREFIX_SIZE:])
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, init=False)
 class PartitionRead(FetchedPartition):
     """One requested partition: where to read, and (inherited) the answer the encoder writes."""
 
@@ -77,6 +77,29 @@ class PartitionRead(FetchedPartition):
     key: PartitionKey | None = None  # the partition in the fetch session
     # Served from object storage although another broker leads it (a client of this broker's zone).
     snapshot: bool = False
+
+    def __init__(
+        self, index: int, fetch_offset: int, max_bytes: int, key: PartitionKey | None = None
+    ) -> None:
+        # Written out, positional: a Fetch makes one per partition it names (librdkafka names every
+        # one, every time), and the generated keyword __init__ of all sixteen fields took 0.42 µs
+        # against 0.26.
+        self.partition_index = index
+        self.error_code = ErrorCode.none
+        self.high_watermark = -1
+        self.log_start_offset = -1
+        self.pieces = ()
+        self.size = 0
+        self.last_stable_offset = -2
+        self.aborted = ()
+        self.preferred_read_replica = -1
+        self.current_leader = None
+        self.stream_id = -1
+        self.fetch_offset = fetch_offset
+        self.max_bytes = max_bytes
+        self.next_offset = -1
+        self.key = key
+        self.snapshot = False
 
 
 @dataclass(slots=True)
@@ -110,9 +133,7 @@ def _resolve(
                 topic = broker.topics.get(str(topic_key))
                 read = TopicRead(str(topic_key), topic.topic_id if topic else ZERO_UUID, [], topic)
             by_topic[topic_key] = read
-        partition = PartitionRead(
-            index, fetch_offset=cached.fetch_offset, max_bytes=cached.max_bytes, key=key
-        )
+        partition = PartitionRead(index, cached.fetch_offset, cached.max_bytes, key)
         topic = read.topic
         if topic is None or not 0 <= index < len(topic.streams):
             partition.error_code = (
