@@ -80,8 +80,26 @@ class BrokerMetrics:
         partitions = Gauge("tabletopic_broker_partitions", "Partitions of all topics.", registry=registry)
         partitions.set_function(lambda: float(partition_count()))
         self._in_flight = _InFlight()
+        # The labelled children, kept: ``labels()`` takes a lock and builds its key on every call,
+        # and these are counted for every request.
+        self._latency_of: dict[int, Histogram] = {}
+        self._answered_of: dict[tuple[int, str], Counter] = {}
         registry.register(self._in_flight)
         self._tickets = itertools.count()
+
+    def took(self, api_key: int, seconds: float) -> None:
+        """A request of ``api_key`` was answered ``seconds`` after it was parsed."""
+        latency = self._latency_of.get(api_key)
+        if latency is None:
+            latency = self._latency_of[api_key] = self.latency.labels(api_name(api_key))
+        latency.observe(seconds)
+
+    def answered(self, api_key: int, error: str) -> None:
+        """Count a request of ``api_key`` answered with ``error`` (an error code's name)."""
+        counter = self._answered_of.get((api_key, error))
+        if counter is None:
+            counter = self._answered_of[api_key, error] = self.requests.labels(api_name(api_key), error)
+        counter.inc()
 
     def request_started(self, api_key: int) -> Callable[[], object]:
         """Count a request as in flight (with its age) until the returned function is called.

@@ -517,7 +517,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _count(self, api_key: int, error: str) -> None:
         if self._metrics is not None:
-            self._metrics.requests.labels(api_name(api_key), error).inc()
+            self._metrics.answered(api_key, error)
 
     async def _serve(self, request: Request) -> bytes | list[Any] | None:
         if self._metrics is None:
@@ -557,7 +557,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return None
         if isinstance(fields, WireResponse):
             if self._metrics is not None:
-                self._metrics.latency.labels(api_name(key)).observe(time.perf_counter() - started)
+                self._metrics.took(key, time.perf_counter() - started)
             self._count(key, "none")
             return fields.buffers
         hand_encoded = HAND_ENCODED.get(key)
@@ -566,7 +566,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         else:
             data = encode_response(request.correlation_id, build_response(key, request.api_version, fields))
         if self._metrics is not None:
-            self._metrics.latency.labels(api_name(key)).observe(time.perf_counter() - started)
+            self._metrics.took(key, time.perf_counter() - started)
             self._count(key, first_error(fields, ERROR_DEPTH.get(key, 4)))
         return data
 
