@@ -37,6 +37,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from tabletopic import crashpoints
 from tabletopic.s3stream.db import (
@@ -406,8 +407,8 @@ def lay_out(
     for stream_id in sorted(per_stream):
         stored = sorted(per_stream[stream_id], key=lambda b: b.base_offset)
         if transforms and stream_id in transforms:
-            # Split above: every piece of a rewritten stream is a batch.
-            batches = [b for b in stored if isinstance(b, StoredBatch)]
+            # Every piece of a rewritten stream was split into batches above.
+            batches = cast(list[StoredBatch], stored)
             try:
                 stored = [*check_rewrite(batches, transforms[stream_id](batches))]
             except Exception:
