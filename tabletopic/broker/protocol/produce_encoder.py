@@ -2,9 +2,9 @@
 
 librdkafka puts one partition in each ProduceRequest (its issue #1700), so a confluent-kafka
 producer writing to many partitions sends a request, and gets an answer, per partition and batch.
-Building the answer's typed entities and writing them through kio's generic writer was a fifth of a
-broker's interpreter time under 1,500 such requests a second (py-spy); this encoder writes the
-same bytes from the handler's dict with a few struct calls. Produce v3-v12, byte for byte as kio
+Building the answer's typed entities and writing them through kio's generic writer takes 14.5-20.2
+µs for one partition; this encoder writes the same bytes from the handler's dict with a few struct
+calls, in 2.1-2.4 µs. Produce v3-v12, byte for byte as kio
 writes them: the unit tests compare the two for every version.
 """
 
