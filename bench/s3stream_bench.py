@@ -3,7 +3,9 @@
 For each object store (local directory, SeaweedFS) × WAL mode (local, object) × append size, prints
 append MB/s and p50/p99 latency, tail-read MB/s (LogCache) and cold-read MB/s (objects through the
 BlockCache), next to baselines measured in the same run: raw write+fdatasync to the WAL's disk and
-raw PUT / GET to the same store, with engine/baseline ratios.
+raw PUT / GET to the same store, with engine/baseline ratios. On SeaweedFS it also prints what a
+taken-over partition's tail read, a table task's slice read and compaction's whole-object read cost
+through obstore, each beside the same request through boto3 alone.
 
     .venv/bin/python bench/s3stream_bench.py                 # default run, under ~2 minutes
     .venv/bin/python bench/s3stream_bench.py --seconds 10 --sizes 1024,65536,1048576 --streams 64
@@ -32,6 +34,7 @@ from tabletopic import database
 from tabletopic.s3stream.config import StoreSettings, WalMode
 from tabletopic.s3stream.objects import TAIL_GUESS
 from tabletopic.s3stream.objectstore import (
+    AsyncObjectStore,
     LocalObjectStoreSpec,
     ObjectStoreSpec,
     S3ObjectStore,
@@ -245,6 +248,35 @@ def slice_reads(objects: S3ObjectStoreSpec, reads: int, size: int) -> None:
     store.delete(["slices"])
 
 
+async def whole_gets(objects: S3ObjectStoreSpec, reads: int) -> None:
+    """What compaction pays to read the objects it merges: ``reads`` whole-object GETs, one at a
+    time, through ``AsyncObjectStore.get`` (obstore first) and, the baseline, through boto3 on the
+    store's I/O pool, as it read them before; process CPU per GET, the two alternated twice."""
+    store = AsyncObjectStore(open_object_store(dataclasses.replace(objects, prefix="whole-gets/")), 4)
+    try:
+        for size in (64 * 1024, 2 * MiB):
+            await store.put("whole", os.urandom(size))
+            reads_by = {
+                "boto3": lambda: store.run(store.store.get, "whole"),
+                "obstore": lambda: store.get("whole"),
+            }
+            spent: dict[str, list[float]] = {"boto3": [], "obstore": []}
+            for name in ("boto3", "obstore", "boto3", "obstore"):
+                cpu = time.process_time()
+                for _ in range(reads):
+                    await reads_by[name]()
+                spent[name].append((time.process_time() - cpu) / reads * 1000)
+            boto3, native = spent["boto3"], spent["obstore"]
+            print(
+                f"whole GETs of {size // 1024} KiB, {reads} a run: boto3 {min(boto3):.2f}-{max(boto3):.2f} "
+                f"ms CPU each, obstore {min(native):.2f}-{max(native):.2f} ms, "
+                f"ratio {min(native) / min(boto3):.2f}"
+            )
+        await store.delete(["whole"])
+    finally:
+        store.close()
+
+
 def raw_fsync_baseline(root: Path, size: int, seconds: float) -> float:
     """write+fdatasync in groups of 1 MiB (at least one write): the best a group commit can do."""
     path = root / f"raw-{size}.bin"
@@ -351,6 +383,7 @@ async def main() -> None:
             await takeover_tails(objects, args.tail_streams, 4, root)
         if isinstance(s3 := backends.get("s3"), S3ObjectStoreSpec):
             slice_reads(s3, 300, 20 * 1024)
+            await whole_gets(s3, 200)
         print("\nappend/base: local WAL vs raw write+fdatasync; object WAL vs raw PUT of 8 MiB objects.")
         print("cold/GET: cold fetch through the block cache vs raw GET of 8 MiB objects.")
         print("p50/p99: latency under the throughput load (many appends in flight);")
