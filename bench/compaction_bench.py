@@ -3,9 +3,10 @@
 A broker's produce and fetch answers, lease renewals and group heartbeats all run on one event
 loop. Compaction merges small stream-set objects (up to ``s3stream.compaction.max.object.bytes``
 of them at once) by taking every object's blocks per stream (splitting those a stream's start
-cuts into batches), ordering them and laying the result out as new objects: CPU work that, done on the loop, holds every other request until it
-ends. This bench writes ``--megabytes`` of ``--batch``-byte appends spread over ``--streams``
-streams into stream-set objects of ``--object-mb`` each, then runs one compaction pass while a
+cuts into batches), ordering them and laying the result out as new objects: CPU work that, done
+on the loop, holds every other request until it ends. This bench writes ``--megabytes`` of
+``--batch``-byte appends spread over ``--streams`` streams into stream-set objects of
+``--object-mb`` each, then runs one compaction pass while a
 ticker on the same loop sleeps 1 ms at a time and records how late each wake-up is. It prints the
 pass's rate and the loop's longest and p99 stall during the pass, beside the same ticker on the
 idle loop (the baseline) and their ratio.
