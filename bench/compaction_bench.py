@@ -12,14 +12,22 @@ pass's rate and the loop's longest and p99 stall during the pass, beside the sam
 idle loop (the baseline) and their ratio.
 
 With ``--again-mb``, it then writes that many MiB more and times a second pass, which merges the
-first pass's object again with the new ones (as a controller does every
-``s3stream.compaction.interval.ms`` while the merged object is still under
-``s3stream.compaction.small.object.bytes``: keep ``--megabytes`` under it, 32 MiB by default). The
-blocks of an older object go into the new one whole, so this pass costs per block, not per batch.
+first pass's object again with the new ones, however few (as a controller's pass does when the
+size tiers carry over; merging every small object every pass, the old choice, did it each time).
+The blocks of an older object go into the new one whole, so this pass costs per block, not per
+batch.
+
+With ``--rounds N`` it measures the steady state instead: N rounds, each one upload of
+``--round-kb`` KiB (``--batch``-byte appends round the streams) and then one pass, as a controller
+sees a quiet cluster. It prints the bytes the passes read and rewrote per byte written (the write
+amplification), the passes' CPU and the objects left, for size-tiered merging (an object joins a
+merge only when the rest hold as much live data) beside merging every small object every pass (the
+baseline, how passes chose before), each on a fresh store, in alternating order.
 
     .venv/bin/python bench/compaction_bench.py
     .venv/bin/python bench/compaction_bench.py --megabytes 256 --batch 200 --streams 1000
     .venv/bin/python bench/compaction_bench.py --megabytes 24 --batch 150 --object-mb 2 --again-mb 2
+    .venv/bin/python bench/compaction_bench.py --rounds 200 --round-kb 256 --batch 200
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import math
 import os
 import sys
 import tempfile
@@ -73,7 +82,7 @@ class Ticker:
         return nearest_rank(self.lags, 1.0) * 1000, nearest_rank(self.lags, 0.99) * 1000, late
 
 
-async def run(args: argparse.Namespace, root: Path) -> None:
+def open_store(root: Path) -> S3StreamStore:
     settings = StoreSettings(
         wal_dir=root / "wal",
         compaction_interval_ms=0,
@@ -82,7 +91,11 @@ async def run(args: argparse.Namespace, root: Path) -> None:
         log_cache_bytes=64 * MiB,
     )
     engine = database.create_engine(database.default_url(root))
-    store = S3StreamStore(settings, engine, open_object_store(LocalObjectStoreSpec(str(root / "objects"))))
+    return S3StreamStore(settings, engine, open_object_store(LocalObjectStoreSpec(str(root / "objects"))))
+
+
+async def run(args: argparse.Namespace, root: Path) -> None:
+    store = open_store(root)
     await store.start()
     gc.collect()  # as a node does once it is up (tabletopic.platform): start-up objects frozen
     gc.freeze()
@@ -114,6 +127,7 @@ async def run(args: argparse.Namespace, root: Path) -> None:
         print(f"  ratio to idle            longest stall {busy_max / max(idle_max, 1e-3):.0f}x")
         if args.again_mb:
             await write(store, streams, args.batch, args.object_mb, args.again_mb)
+            store.compactor.merge_ratio = math.inf  # the first pass's object joins, however little is new
             cpu, started = time.process_time(), time.perf_counter()
             report = await store.compactor.run_once()
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -123,6 +137,59 @@ async def run(args: argparse.Namespace, root: Path) -> None:
             )
     finally:
         await store.close()
+
+
+async def steady(args: argparse.Namespace, root: Path) -> None:
+    written = args.rounds * args.round_kb * 1024
+    print(
+        f"compaction steady state: {args.rounds} rounds of one {args.round_kb} KiB upload and one pass, "
+        f"{args.batch} B batches over {args.streams} streams ({written / MiB:.0f} MiB in all), "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
+    )
+    figures: dict[str, list[tuple[float, float, int, float]]] = {"size-tiered": [], "every pass": []}
+    for repeat in range(2):
+        arms = list(figures) if repeat % 2 == 0 else list(reversed(figures))
+        for arm in arms:
+            figures[arm].append(await steady_arm(args, root / f"{arm}-{repeat}", arm == "size-tiered"))
+    for arm, runs in figures.items():
+        for rewritten, cpu, objects, most in runs:
+            print(
+                f"  {arm:<12} rewrote {rewritten / MiB:8.1f} MiB "
+                f"({rewritten / written:5.1f}x the payload written), {cpu:6.2f} s of CPU in passes, "
+                f"{objects} objects left (at most {most:.0f})"
+            )
+    tiered, every = (min(r[0] for r in figures[arm]) for arm in figures)
+    print(f"  ratio        every pass rewrites {every / max(tiered, 1):.1f}x what size-tiered does")
+
+
+async def steady_arm(args: argparse.Namespace, root: Path, tiered: bool) -> tuple[float, float, int, float]:
+    """Bytes the passes rewrote, their CPU, the objects left at the end and the most seen."""
+    store = open_store(root)
+    await store.start()
+    if not tiered:
+        store.compactor.merge_ratio = math.inf
+    try:
+        streams = await store.create_streams(args.streams)
+        cpu, most = 0.0, 0
+        for _ in range(args.rounds):
+            await write_kb(store, streams, args.batch, args.round_kb)
+            started = time.process_time()
+            await store.compactor.run_once()
+            cpu += time.process_time() - started
+            most = max(most, len(await asyncio.to_thread(store.state.meta.committed_objects)))
+        rewritten = store.state.metrics.registry.get_sample_value("tabletopic_s3stream_compacted_bytes_total")
+        objects = len(await asyncio.to_thread(store.state.meta.committed_objects))
+        return rewritten or 0.0, cpu, objects, most
+    finally:
+        await store.close()
+
+
+async def write_kb(store: S3StreamStore, streams: list[int], batch: int, kilobytes: int) -> None:
+    """One upload of ``kilobytes`` KiB of ``batch``-byte appends round the streams."""
+    payload = os.urandom(batch)
+    count = max(1, kilobytes * 1024 // batch)
+    await asyncio.gather(*(store.append(streams[i % len(streams)], payload, 1) for i in range(count)))
+    await store.flush()
 
 
 async def write(store: S3StreamStore, streams: list[int], batch: int, object_mb: int, megabytes: int) -> None:
@@ -151,9 +218,11 @@ def main() -> None:
     parser.add_argument(
         "--again-mb", type=int, default=0, help="then write this many MiB more and time a second pass"
     )
+    parser.add_argument("--rounds", type=int, default=0, help="measure the steady state over N rounds")
+    parser.add_argument("--round-kb", type=int, default=256, help="KiB uploaded before each pass (--rounds)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="compaction-bench-") as root:
-        asyncio.run(run(args, Path(root)))
+        asyncio.run(steady(args, Path(root)) if args.rounds else run(args, Path(root)))
 
 
 if __name__ == "__main__":

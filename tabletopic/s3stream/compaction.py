@@ -10,6 +10,13 @@ One pass:
 4. *GC*: marked objects past the grace period, and ``prepared`` orphans of interrupted uploads or
    compactions, are deleted from the store and then forgotten.
 
+Both merges are size-tiered (:func:`worth_merging`): an object joins a merge only if the others
+together hold at least as much live data. Without that, the object a pass made was read and written
+again by every later pass until it outgrew ``small_object_bytes``, however little had arrived since
+(at 5 KiB/s, up to 32 MiB a minute to add 300 KiB); with it, a byte is rewritten about
+log2(small_object_bytes / upload size) times, and about as many small objects stand at once, each
+at least twice the size of the next.
+
 Safety: new objects are reserved (``prepared``), written, and then swapped for the old ones in ONE
 metadata transaction that also refuses if any old object changed meanwhile. Killed before that
 transaction, the old objects stay authoritative and the new ones are orphans for GC; killed after
@@ -68,6 +75,11 @@ from tabletopic.tasks import run_every
 
 log = logging.getLogger(__name__)
 
+MERGE_RATIO = 1.0
+"""An object joins a merge only while it holds at most this many times the live bytes of the rest of
+the merge together. At 1, the carry of a binary counter: two objects of about one size merge, and
+the result waits for as much again."""
+
 
 @dataclass
 class CompactionReport:
@@ -111,6 +123,8 @@ class Compactor:
         # Called with the streams whose data moved to new objects (cluster mode: the nodes holding
         # them reload their ranges, which still name the replaced objects).
         self.on_swapped: Callable[[set[int]], None] | None = None
+        # :data:`MERGE_RATIO`; infinite merges every small object every pass (the bench's baseline).
+        self.merge_ratio = MERGE_RATIO
 
     async def run_forever(self) -> None:
         interval = self.settings.compaction_interval_ms / 1000
@@ -142,12 +156,21 @@ class Compactor:
                     report.unreferenced = await db(self.meta.mark_unreferenced, dead)
                     state.replace_ranges(set(dead), [])
             alive = [o for o in objects if o.object_id not in set(dead)]
+            live = {
+                o.object_id: sum(r.size for r in ranges[o.object_id] if self._live(r, starts)) for o in alive
+            }
             small = self.settings.small_object_bytes
             stream_sets = [o for o in alive if o.kind == ObjectKind.STREAM_SET and o.size < small]
-            groups = self._size_groups(stream_sets)
-            stream_groups = self._stream_object_groups(
-                [o for o in alive if o.kind == ObjectKind.STREAM_OBJECT and o.size < small], ranges
-            )
+            heaviest_first = sorted(stream_sets, key=lambda o: live[o.object_id], reverse=True)
+            chosen = {o.object_id for o in worth_merging(heaviest_first, live, self.merge_ratio)}
+            groups = self._size_groups([o for o in stream_sets if o.object_id in chosen])
+            stream_groups = [
+                tiered
+                for run in self._stream_object_groups(
+                    [o for o in alive if o.kind == ObjectKind.STREAM_OBJECT and o.size < small], ranges
+                )
+                if len(tiered := worth_merging(run, live, self.merge_ratio)) >= 2
+            ]
             backlog = sum(len(g) for g in groups + stream_groups)
             state.metrics.compaction_backlog.set(backlog)
             for group in groups:
@@ -358,6 +381,19 @@ class Compactor:
             state.reader.forget_object(key)
         state.metrics.deleted_objects.inc(len(expired))
         return len(expired)
+
+
+def worth_merging(objects: list[ObjectRow], live: Mapping[int, int], ratio: float) -> list[ObjectRow]:
+    """``objects`` without the leading ones that each hold more than ``ratio`` times the live bytes
+    of all that follow them: what a size-tiered merge takes. Put the heavy ones first (a stream's
+    run of stream objects, oldest first, already is: the merged one leads, new ones follow it, and
+    only its ends can be left out without breaking the run)."""
+    rest = sum(live[o.object_id] for o in objects)
+    for index, obj in enumerate(objects):
+        rest -= live[obj.object_id]
+        if live[obj.object_id] <= ratio * rest:
+            return objects[index:]
+    return []
 
 
 def _blocks_of(blocks: list[BlockEntry], rng: StreamRange) -> list[BlockEntry] | None:

@@ -259,7 +259,8 @@ COMPACTION_SMALL_OBJECT_BYTES = define(
     "s3stream.compaction.small.object.bytes",
     int,
     32 * MiB,
-    "Objects smaller than this are merged with their neighbours.",
+    "Objects smaller than this are merged with their neighbours, size-tiered: one joins a merge once "
+    "the others hold as much live data as it does.",
     GROUP,
     in_range(1024),
 )

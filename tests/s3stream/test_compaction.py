@@ -13,7 +13,7 @@ import pytest
 
 from tabletopic.s3stream import compaction
 from tabletopic.s3stream.compaction import RateLimiter
-from tabletopic.s3stream.db import CommitConflict
+from tabletopic.s3stream.db import CommitConflict, ObjectKind, ObjectRow
 from tabletopic.s3stream.objects import BlockEntry, StreamRange
 from tests.support.store_harness import StoreHarness, payload_for
 from tests.support.waiting import wait_until
@@ -119,6 +119,20 @@ async def test_adjacent_small_stream_objects_of_a_stream_are_merged(local_harnes
     await assert_intact(store, [sid], 5, 5000)
 
 
+async def test_a_merged_stream_object_waits_for_as_much_again(local_harness: StoreHarness) -> None:
+    store = await local_harness.open(split_bytes=4096)
+    sid = await store.create_stream()
+    await uploads(store, [sid], 4, 5000)
+    assert (await store.compactor.run_once()).merged_stream_objects == 4
+    await uploads(store, [sid], 1, 5000, start=4)
+    assert (await store.compactor.run_once()).merged_stream_objects == 0  # fails if every pass re-merges
+    await uploads(store, [sid], 3, 5000, start=5)
+    assert (await store.compactor.run_once()).merged_stream_objects == 5  # four new against the four
+    assert [o.kind for o in await committed(store)] == ["stream"]
+    drop_caches(store)
+    await assert_intact(store, [sid], 8, 5000)
+
+
 async def test_trimmed_and_deleted_data_is_dropped(local_harness: StoreHarness) -> None:
     store = await local_harness.open()
     keep, gone = await store.create_stream(), await store.create_stream()
@@ -155,25 +169,89 @@ async def test_a_merge_copies_whole_blocks_and_splits_only_the_one_a_start_cuts(
     await uploads(store, streams, 6, 300)
     assert (await store.compactor.run_once()).merged_stream_set == 6
     assert split == []  # nothing to cut: every block was copied
-    # The merged object holds one block per stream (offsets 0-6); a start inside it cuts it.
-    await uploads(store, streams, 4, 300, start=6)
+    # The merged object holds one block per stream (offsets 0-6); a start inside it cuts it. As
+    # much again is new, so the merged object joins the merge (size-tiered).
+    await uploads(store, streams, 6, 300, start=6)
     await store.trim(streams[0], 3)
-    assert (await store.compactor.run_once()).merged_stream_set == 5
+    assert (await store.compactor.run_once()).merged_stream_set == 7
     assert len(split) == 1
     drop_caches(store)
-    await assert_intact(store, streams[1:], 10, 300)
-    await assert_intact(store, streams[:1], 10, 300, first=3)
+    await assert_intact(store, streams[1:], 12, 300)
+    await assert_intact(store, streams[:1], 12, 300, first=3)
     objects = await committed(store)
     assert len(objects) == 1
     ranges = await asyncio.to_thread(store.state.meta.ranges_of, [objects[0].object_id])
     assert sorted((r.stream_id, r.start_offset, r.end_offset) for r in ranges[objects[0].object_id]) == [
-        (streams[0], 3, 10),
-        (streams[1], 0, 10),
-        (streams[2], 0, 10),
+        (streams[0], 3, 12),
+        (streams[1], 0, 12),
+        (streams[2], 0, 12),
     ]
     store = await local_harness.reopen(store)
     drop_caches(store)
-    await assert_intact(store, streams[1:], 10, 300)
+    await assert_intact(store, streams[1:], 12, 300)
+
+
+async def test_a_merged_object_waits_until_as_much_again_is_new(local_harness: StoreHarness) -> None:
+    """Size-tiered merging: the object a pass made is not read and written again for every few new
+    uploads, only once they hold as much live data as it does; the uploads merge among themselves."""
+    store = await local_harness.open()
+    streams = [await store.create_stream() for _ in range(3)]
+    await uploads(store, streams, 8, 400)
+    assert (await store.compactor.run_once()).merged_stream_set == 8
+    [merged] = await committed(store)
+    await uploads(store, streams, 3, 400, start=8)
+    assert (await store.compactor.run_once()).merged_stream_set == 3  # fails if every pass re-merges
+    objects = await committed(store)
+    assert merged in objects and len(objects) == 2
+    await uploads(store, streams, 2, 400, start=11)
+    assert (await store.compactor.run_once()).merged_stream_set == 2  # the 3 outweighs the two new
+    assert len(await committed(store)) == 3  # 8, 3 and 2 uploads' worth
+    await uploads(store, streams, 3, 400, start=13)
+    assert (await store.compactor.run_once()).merged_stream_set == 6  # 3 + 2 + 3: as much as the 8
+    assert len(await committed(store)) == 1
+    drop_caches(store)
+    await assert_intact(store, streams, 16, 400)
+
+
+async def test_an_object_mostly_trimmed_weighs_what_it_still_holds(local_harness: StoreHarness) -> None:
+    """The tiers count live bytes: an object whose streams moved past most of it is merged (and the
+    dead part dropped) with what is new, not kept whole until enough new data outweighs its size."""
+    store = await local_harness.open()
+    old, kept = await store.create_stream(), await store.create_stream()
+    for i in range(6):
+        await store.append(old, payload_for(old, i, 4000), 1)
+        await store.append(kept, payload_for(kept, i, 100), 1)
+        await store.flush()
+    await store.compactor.run_once()
+    [merged] = await committed(store)
+    await store.trim(old, 6)
+    for first in (6, 10):  # two uploads of four batches each: 8 batches of 100 B against 6 still live
+        appends = (store.append(kept, payload_for(kept, i, 100), 1) for i in range(first, first + 4))
+        await asyncio.gather(*appends)
+        await store.flush()
+    # Fails if the merged object weighs its size (24 KB, most of it trimmed): only the two would merge.
+    assert (await store.compactor.run_once()).merged_stream_set == 3
+    [after] = await committed(store)
+    assert after.size < merged.size / 10
+    drop_caches(store)
+    await assert_intact(store, [kept], 14, 100)
+
+
+def test_worth_merging_leaves_out_the_leading_objects_that_outweigh_the_rest() -> None:
+    def rows(*sizes: int) -> list[ObjectRow]:
+        return [ObjectRow(i, f"k{i}", ObjectKind.STREAM_SET, size, 0.0) for i, size in enumerate(sizes)]
+
+    def kept(*sizes: int) -> list[int]:
+        objects = rows(*sizes)
+        live = {o.object_id: o.size for o in objects}
+        return [o.size for o in compaction.worth_merging(objects, live, 1.0)]
+
+    assert kept(10, 3, 3, 3) == [3, 3, 3]
+    assert kept(9, 3, 3, 3) == [9, 3, 3, 3]
+    assert kept(100, 20, 5, 5) == [5, 5]
+    assert kept(100, 20, 5, 1) == []
+    assert kept(4, 4) == [4, 4]
+    assert kept(5) == []
 
 
 def test_an_index_that_does_not_tile_a_range_leaves_the_object_unmerged() -> None:
