@@ -131,6 +131,25 @@ def live_broker(n: sa.Table = nodes_table) -> sa.ColumnElement[bool]:
     return (n.c.lease_expires > sa.func.now()) & _not_gone(n)
 
 
+# The reads of every snapshot, built once: a broker polls four times a heartbeat, and building the
+# statements again each time (and SQLAlchemy working out each new one's cache key) was nearly half
+# of the poll's CPU (bench/metadata_poll_bench.py).
+_KNOWN_BROKERS = sa.select(nodes_table, live_broker().label("alive")).where(
+    nodes_table.c.state != UNREGISTERED
+)
+_CONTROLLER = sa.select(
+    controller_table.c.node_id,
+    controller_table.c.controller_epoch,
+    controller_table.c.lease_expires > sa.func.now(),
+).where(controller_table.c.id == 1)
+_VERSION = sa.select(version_table.c.version, version_table.c.purges).where(version_table.c.id == 1)
+_OPEN_WALS = (
+    sa.select(wals_table.c.node_id, wals_table.c.node_epoch, wals_table.c.wal, wals_table.c.recoverer)
+    .where(wals_table.c.recovered.is_(False))
+    .order_by(wals_table.c.node_id, wals_table.c.node_epoch)
+)
+
+
 def broker_state(node: NodeInfo) -> str:
     """One word per broker, as ``cluster status`` and the console show it: ``stopped`` (left on its
     own), ``dead`` (its lease ran out, or its WAL was taken over, without it leaving: killed,
@@ -587,14 +606,12 @@ class ClusterMetadata:
 
         One REPEATABLE READ transaction, so the version and the rows read agree.
         """
-        n, c, v = nodes_table, controller_table, version_table
         with self.engine.connect() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 nodes = {}
-                known = sa.select(n, live_broker(n).label("alive")).where(n.c.state != UNREGISTERED)
-                for row in conn.execute(known):
+                for row in conn.execute(_KNOWN_BROKERS):
                     endpoints = {k: (str(e[0]), int(e[1])) for k, e in json.loads(row.endpoints).items()}
                     node_id = NodeId(int(row.node_id))
                     nodes[node_id] = NodeInfo(
@@ -607,12 +624,8 @@ class ClusterMetadata:
                         LoadReport(row.load),
                         row.admin_url,
                     )
-                ctrl = conn.execute(
-                    sa.select(c.c.node_id, c.c.controller_epoch, c.c.lease_expires > sa.func.now()).where(
-                        c.c.id == 1
-                    )
-                ).first()
-                stamp = conn.execute(sa.select(v.c.version, v.c.purges).where(v.c.id == 1)).first()
+                ctrl = conn.execute(_CONTROLLER).first()
+                stamp = conn.execute(_VERSION).first()
                 version = NO_VERSION if stamp is None else Version(int(stamp[0]), int(stamp[1]))
                 partitions = self._partitions_since(conn, since, version)
                 wals = self._open_wals(conn)
@@ -622,12 +635,7 @@ class ClusterMetadata:
 
     @staticmethod
     def _open_wals(conn: Connection) -> tuple[WalRow, ...]:
-        w = wals_table
-        rows = conn.execute(
-            sa.select(w.c.node_id, w.c.node_epoch, w.c.wal, w.c.recoverer)
-            .where(w.c.recovered.is_(False))
-            .order_by(w.c.node_id, w.c.node_epoch)
-        )
+        rows = conn.execute(_OPEN_WALS)
         return tuple(
             WalRow(
                 NodeId(int(r[0])),
