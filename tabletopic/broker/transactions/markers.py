@@ -60,38 +60,28 @@ class LeaderMarkers:
             else self._write_local(marked, part)
             for part in here
         ]
-        # The other leaders' markers are asked for while this broker writes its own: the producer's
-        # next transaction waits for all of them, and one after the other cost a WAL write more.
-        done, codes = await asyncio.gather(
-            asyncio.gather(*jobs), self._send_remote(marked, remote, coordinator_epoch)
-        )
+        done = await asyncio.gather(*jobs)
         failed = [part for part, ok in zip(here, done, strict=True) if not ok]
-        for part in remote:
-            code = codes.get((part.topic, part.partition), ErrorCode.unknown_server_error)
-            if code not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):  # deleted: no marker
-                log.info(
-                    "transaction %s: marker for %s-%d not written yet: %s",
-                    marked.transactional_id,
-                    part.topic,
-                    part.partition,
-                    code.name,
-                )
-                failed.append(part)
+        if remote and cluster is not None:
+            codes = await cluster.send_markers(
+                [(p.topic, p.partition) for p in remote],
+                marked.producer_id,
+                marked.producer_epoch,
+                marked.commit,
+                coordinator_epoch,
+            )
+            for part in remote:
+                code = codes.get((part.topic, part.partition), ErrorCode.unknown_server_error)
+                if code not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):  # deleted: no marker
+                    log.info(
+                        "transaction %s: marker for %s-%d not written yet: %s",
+                        marked.transactional_id,
+                        part.topic,
+                        part.partition,
+                        code.name,
+                    )
+                    failed.append(part)
         return failed
-
-    async def _send_remote(
-        self, marked: WriteMarkers, remote: list[TxnPartition], coordinator_epoch: int
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """Each remote partition's error code from its leader's WriteTxnMarkers answer."""
-        if not remote or self._cluster is None:
-            return {}
-        return await self._cluster.send_markers(
-            [(p.topic, p.partition) for p in remote],
-            marked.producer_id,
-            marked.producer_epoch,
-            marked.commit,
-            coordinator_epoch,
-        )
 
     async def _commit_group_offsets(
         self, marked: WriteMarkers, group_id: str, coordinator_epoch: int
