@@ -156,21 +156,7 @@ class Compactor:
                     report.unreferenced = await db(self.meta.mark_unreferenced, dead)
                     state.replace_ranges(set(dead), [])
             alive = [o for o in objects if o.object_id not in set(dead)]
-            live = {
-                o.object_id: sum(r.size for r in ranges[o.object_id] if self._live(r, starts)) for o in alive
-            }
-            small = self.settings.small_object_bytes
-            stream_sets = [o for o in alive if o.kind == ObjectKind.STREAM_SET and o.size < small]
-            heaviest_first = sorted(stream_sets, key=lambda o: live[o.object_id], reverse=True)
-            chosen = {o.object_id for o in worth_merging(heaviest_first, live, self.merge_ratio)}
-            groups = self._size_groups([o for o in stream_sets if o.object_id in chosen])
-            stream_groups = [
-                tiered
-                for run in self._stream_object_groups(
-                    [o for o in alive if o.kind == ObjectKind.STREAM_OBJECT and o.size < small], ranges
-                )
-                if len(tiered := worth_merging(run, live, self.merge_ratio)) >= 2
-            ]
+            groups, stream_groups = self._merges(alive, ranges, starts)
             backlog = sum(len(g) for g in groups + stream_groups)
             state.metrics.compaction_backlog.set(backlog)
             for group in groups:
@@ -185,6 +171,26 @@ class Compactor:
                 state.metrics.compaction_backlog.set(backlog)
             report.deleted = await self._collect_garbage()
             return report
+
+    def _merges(
+        self, alive: list[ObjectRow], ranges: dict[int, list[StreamRange]], starts: Mapping[int, int] | None
+    ) -> tuple[list[list[ObjectRow]], list[list[ObjectRow]]]:
+        """The stream-set merges and the stream-object merges this pass makes, size-tiered by the
+        bytes each object still holds live."""
+        live = {o.object_id: sum(r.size for r in ranges[o.object_id] if self._live(r, starts)) for o in alive}
+        small = self.settings.small_object_bytes
+        stream_sets = [o for o in alive if o.kind == ObjectKind.STREAM_SET and o.size < small]
+        heaviest_first = sorted(stream_sets, key=lambda o: live[o.object_id], reverse=True)
+        chosen = {o.object_id for o in worth_merging(heaviest_first, live, self.merge_ratio)}
+        stream_objects = [o for o in alive if o.kind == ObjectKind.STREAM_OBJECT and o.size < small]
+        runs = (
+            worth_merging(run, live, self.merge_ratio)
+            for run in self._stream_object_groups(stream_objects, ranges)
+        )
+        return (
+            self._size_groups([o for o in stream_sets if o.object_id in chosen]),
+            [run for run in runs if len(run) >= 2],
+        )
 
     def _live(self, rng: StreamRange, starts: Mapping[int, int] | None = None) -> bool:
         stream = self.state.streams.get(rng.stream_id)
