@@ -391,9 +391,9 @@ class Compactor:
 
 def worth_merging(objects: list[ObjectRow], live: Mapping[int, int], ratio: float) -> list[ObjectRow]:
     """``objects`` without the leading ones that each hold more than ``ratio`` times the live bytes
-    of all that follow them: what a size-tiered merge takes. Put the heavy ones first (a stream's
-    run of stream objects, oldest first, already is: the merged one leads, new ones follow it, and
-    only its ends can be left out without breaking the run)."""
+    of all that follow them: what a size-tiered merge takes. Put the heavy ones first. A stream's
+    run of stream objects, oldest first, already is (the merged one leads, new ones follow it), and
+    leaving out only leading objects keeps the rest of the run adjacent."""
     rest = sum(live[o.object_id] for o in objects)
     for index, obj in enumerate(objects):
         rest -= live[obj.object_id]
