@@ -22,12 +22,18 @@ With ``--rounds N`` it measures the steady state instead: N rounds, each one upl
 sees a quiet cluster. It prints the bytes the passes read and rewrote per byte written (the write
 amplification), the passes' CPU and the objects left, for size-tiered merging (an object joins a
 merge only when the rest hold as much live data) beside merging every small object every pass (the
-baseline, how passes chose before), each on a fresh store, in alternating order.
+baseline, how passes chose before), each on a fresh store, in alternating order. Then it opens the
+store again (caches cold) and reads ``--catch-up-streams`` streams from their start, one after
+another, as a consumer catching up does, with every ranged GET held ``--get-ms`` (an object store's
+first-byte latency; the local store answers at once): the GETs per stream and the seconds per
+stream, since size-tiered merging leaves more objects standing, and a stream's older data spread
+over more of them.
 
     .venv/bin/python bench/compaction_bench.py
     .venv/bin/python bench/compaction_bench.py --megabytes 256 --batch 200 --streams 1000
     .venv/bin/python bench/compaction_bench.py --megabytes 24 --batch 150 --object-mb 2 --again-mb 2
     .venv/bin/python bench/compaction_bench.py --rounds 200 --round-kb 256 --batch 200
+    .venv/bin/python bench/compaction_bench.py --rounds 127 --round-kb 256 --batch 200 --get-ms 20
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -146,24 +153,39 @@ async def steady(args: argparse.Namespace, root: Path) -> None:
         f"{args.batch} B batches over {args.streams} streams ({written / MiB:.0f} MiB in all), "
         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
     )
-    figures: dict[str, list[tuple[float, float, int, float]]] = {"size-tiered": [], "every pass": []}
+    figures: dict[str, list[Steady]] = {"size-tiered": [], "every pass": []}
     for repeat in range(2):
         arms = list(figures) if repeat % 2 == 0 else list(reversed(figures))
         for arm in arms:
             figures[arm].append(await steady_arm(args, root / f"{arm}-{repeat}", arm == "size-tiered"))
     for arm, runs in figures.items():
-        for rewritten, cpu, objects, most in runs:
+        for run in runs:
             print(
-                f"  {arm:<12} rewrote {rewritten / MiB:8.1f} MiB "
-                f"({rewritten / written:5.1f}x the payload written), {cpu:6.2f} s of CPU in passes, "
-                f"{objects} objects left (at most {most:.0f})"
+                f"  {arm:<12} rewrote {run.rewritten / MiB:8.1f} MiB "
+                f"({run.rewritten / written:5.1f}x the payload written), {run.cpu:6.2f} s of CPU in passes, "
+                f"{run.objects} objects left (at most {run.most}); catch-up read "
+                f"{run.gets_per_stream:4.1f} GETs and {run.read_s * 1000:5.0f} ms per stream"
             )
-    tiered, every = (min(r[0] for r in figures[arm]) for arm in figures)
+    tiered, every = (min(r.rewritten for r in figures[arm]) for arm in figures)
     print(f"  ratio        every pass rewrites {every / max(tiered, 1):.1f}x what size-tiered does")
+    tiered_s, every_s = (min(r.read_s for r in figures[arm]) for arm in figures)
+    print(f"  ratio        a catch-up read takes {tiered_s / every_s:.2f}x as long size-tiered")
 
 
-async def steady_arm(args: argparse.Namespace, root: Path, tiered: bool) -> tuple[float, float, int, float]:
-    """Bytes the passes rewrote, their CPU, the objects left at the end and the most seen."""
+@dataclass(frozen=True)
+class Steady:
+    """One arm's steady state: bytes the passes rewrote, their CPU, the objects left at the end
+    and the most seen, and a cold catch-up read's GETs and seconds per stream."""
+
+    rewritten: float
+    cpu: float
+    objects: int
+    most: int
+    gets_per_stream: float
+    read_s: float
+
+
+async def steady_arm(args: argparse.Namespace, root: Path, tiered: bool) -> Steady:
     store = open_store(root)
     await store.start()
     if not tiered:
@@ -179,7 +201,36 @@ async def steady_arm(args: argparse.Namespace, root: Path, tiered: bool) -> tupl
             most = max(most, len(await asyncio.to_thread(store.state.meta.committed_objects)))
         rewritten = store.state.metrics.registry.get_sample_value("tabletopic_s3stream_compacted_bytes_total")
         objects = len(await asyncio.to_thread(store.state.meta.committed_objects))
-        return rewritten or 0.0, cpu, objects, most
+    finally:
+        await store.close()
+    gets, seconds = await catch_up(root, streams[: args.catch_up_streams], args.get_ms / 1000)
+    count = max(1, min(args.catch_up_streams, len(streams)))
+    return Steady(rewritten or 0.0, cpu, objects, most, gets / count, seconds / count)
+
+
+async def catch_up(root: Path, streams: list[int], get_s: float) -> tuple[int, float]:
+    """Ranged GETs and seconds to read ``streams`` from their start, one after another, on the
+    store opened again (caches cold), each GET held ``get_s``."""
+    store = open_store(root)
+    await store.start()
+    objects = store.state.objects
+    plain = objects.get_range
+    gets = 0
+
+    async def get_range(key: str, start: int, end: int) -> bytes:
+        nonlocal gets
+        gets += 1
+        await asyncio.sleep(get_s)
+        return await plain(key, start, end)
+
+    objects.get_range = get_range  # type: ignore[method-assign]
+    try:
+        started = time.perf_counter()
+        for stream in streams:
+            offset = store.state.stream(stream).start
+            while batches := await store.fetch(stream, offset, MiB):
+                offset = batches[-1].next_offset
+        return gets, time.perf_counter() - started
     finally:
         await store.close()
 
@@ -220,6 +271,10 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=0, help="measure the steady state over N rounds")
     parser.add_argument("--round-kb", type=int, default=256, help="KiB uploaded before each pass (--rounds)")
+    parser.add_argument(
+        "--catch-up-streams", type=int, default=100, help="streams read from their start after --rounds"
+    )
+    parser.add_argument("--get-ms", type=float, default=20.0, help="first-byte latency of a ranged GET")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="compaction-bench-") as root:
         asyncio.run(steady(args, Path(root)) if args.rounds else run(args, Path(root)))
