@@ -11,6 +11,7 @@ test's thread while the member polled has hung a test).
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -51,6 +52,7 @@ class GroupMember(threading.Thread):
         self._stopping = threading.Event()
         self.taken = 0  # partitions revoked or lost
         self.holds = False  # whether it holds partitions, as of its last poll
+        self.read_at: list[float] = []  # when a poll returned records (time.monotonic())
 
     def _taken(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         self.taken += len(partitions)
@@ -61,6 +63,8 @@ class GroupMember(threading.Thread):
                 read = [bytes(m.value() or b"") for m in self.consumer.consume(500, 0.5) if m.error() is None]
                 with self._lock:
                     self._seen.update(read)
+                if read:
+                    self.read_at.append(time.monotonic())
                 self.holds = bool(self.consumer.assignment())
         finally:
             leave_and_drain(self.consumer)  # a close that finds a rebalance unserved can hang
