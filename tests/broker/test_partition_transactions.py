@@ -102,6 +102,25 @@ async def test_a_new_leader_rebuilds_an_open_transaction_from_the_log_not_from_t
     assert participants.partitions.aborted_from(stream, PRODUCER, start=0, marker_offset=6) == 3
 
 
+async def test_a_new_leader_counts_a_transaction_closed_by_an_abort_whose_entry_is_stored(
+    broker_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transaction at 3-4 was aborted (its marker at 5, its entry 3-5 stored by the leader that
+    wrote it), and its coordinator has not yet recorded it complete: the row, still PrepareAbort,
+    names the stream. The leader that gains the stream then must not count it open, since no
+    marker comes again to close it: the last stable offset would stay at 3 for good."""
+    store, stream = await a_committed_transaction(broker_service)
+    await store.append(stream, data(2), 2)
+    await store.append(stream, build_control_batch(ControlType.ABORT, PRODUCER, 0), 1)
+    participants = broker_service.transactions.participants
+    stored = ([(stream, PRODUCER, 0)], [(stream, PRODUCER, 3, 5)])
+    monkeypatch.setattr(participants._store, "load_for_streams", lambda ids: stored)
+    await participants.partitions_gained([stream])
+    assert participants.partitions.first_offset(stream, PRODUCER) is None
+    assert participants.partitions.last_stable_offset(stream, 6) == 6
+    assert participants.partitions.aborted_between(stream, 0, 6) == [(PRODUCER, 3)]
+
+
 async def test_a_rebuild_from_a_start_retention_trimmed_reads_from_the_streams_start(
     broker_service: Any,
 ) -> None:

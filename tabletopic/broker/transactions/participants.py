@@ -167,9 +167,12 @@ class Participants:
         previous, committed transaction in this stream, so the log from there is read: the
         producer's last COMMIT marker is noted, and the open transaction starts at the producer's
         first transactional batch after it (none: nothing to hold back until one comes). An ABORT
-        marker after it does not move that start: it may be this very transaction's, appended by
-        the leader that failed before it stored the aborted entry, which the coordinator's retry
-        then stores from the first batch."""
+        marker whose entry the aborted index holds (loaded before this) ends the transaction as a
+        COMMIT marker does: its coordinator counts its markers written and may not have recorded
+        the transaction complete yet, so the row still names this stream, and no marker would come
+        again to close it. An ABORT marker without its entry does not move that start: it may be
+        this very transaction's, appended by the leader that failed before it stored the entry,
+        which the coordinator's retry then stores from the first batch."""
         last_commit: int | None = None
         first: int | None = None
         try:
@@ -181,6 +184,8 @@ class Participants:
                         first = stored.base_offset if first is None else first
                     elif control_type_of(stored.payload, header) == ControlType.COMMIT:
                         last_commit, first = stored.base_offset, None
+                    elif self.partitions.aborted_by(stream_id, producer_id, stored.base_offset):
+                        first = None
         except (StreamError, ValueError):
             # Unreadable here: keep the coordinator's lower bound, which only holds the last
             # stable offset back.

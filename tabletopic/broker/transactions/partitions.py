@@ -73,6 +73,14 @@ class PartitionTransactions:
         stream.aborted = [e for e in stream.aborted if (e[0], e[2]) != (first, producer_id)]
         bisect.insort(stream.aborted, (first, last, producer_id))
 
+    def aborted_by(self, stream_id: int, producer_id: int, marker_offset: int) -> bool:
+        """Whether the aborted index has the producer's entry ending at ``marker_offset``: the
+        ABORT marker there closed a transaction, and its leader stored what it aborted."""
+        stream = self._streams.get(stream_id)
+        return stream is not None and any(
+            last == marker_offset and pid == producer_id for _, last, pid in stream.aborted
+        )
+
     def last_stable_offset(self, stream_id: int, high_watermark: int) -> int:
         """The first offset of the oldest open transaction, or the high watermark."""
         stream = self._streams.get(stream_id)
