@@ -5,13 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
+import functools
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+log = logging.getLogger(__name__)
+
+# Work carried on after its caller was cancelled (:func:`to_the_end`): referenced here until it
+# ends, since the loop keeps only weak references to tasks.
+_carried_on: set[asyncio.Task[Any]] = set()
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
@@ -24,6 +32,36 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
     for task in running:
         task.cancel()
     await asyncio.gather(*running, return_exceptions=True)
+
+
+def to_the_end(work: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """``work`` as a coroutine function that runs to its end even when its caller is cancelled.
+
+    A server cancels a request's handler when the client's connection closes (or the server closes
+    it after another request on it failed). Work that changes state in memory and then in a
+    database must not stop between the two: the memory would say what the database does not, and
+    the client's retry on a new connection would be answered from it. Shielded, the work goes on
+    and only its answer is lost, as when the answer itself is lost on the way. A failure of work
+    that outlived its caller is logged, since no one else sees it."""
+
+    @functools.wraps(work)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        task = asyncio.ensure_future(work(*args, **kwargs))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                _carried_on.add(task)
+                task.add_done_callback(_carried_to_the_end)
+            raise
+
+    return run
+
+
+def _carried_to_the_end(task: asyncio.Task[Any]) -> None:
+    _carried_on.discard(task)
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.info("%s went on after its caller was cancelled and failed: %r", task.get_coro(), exc)
 
 
 async def set_or_timeout(event: asyncio.Event, timeout_s: float) -> None:

@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from tabletopic.tasks import StallReport, first_of, gather_at_most, woken
+from tabletopic.tasks import StallReport, first_of, gather_at_most, to_the_end, woken
+from tests.support.waiting import wait_until
 
 
 async def _waits_forever(event: asyncio.Event) -> None:
@@ -98,3 +99,33 @@ async def test_gather_at_most_keeps_the_limit_and_the_order() -> None:
     results = await gather_at_most(3, [functools.partial(work, v) for v in range(10)])
     assert results == list(range(10))
     assert most == 3
+
+
+async def test_work_run_to_the_end_goes_on_after_its_caller_is_cancelled_and_logs_its_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="tabletopic.tasks")
+    ended: list[str] = []
+    gate = asyncio.Event()
+
+    @to_the_end
+    async def write(outcome: str) -> str:
+        await gate.wait()
+        ended.append(outcome)
+        if outcome == "fails":
+            raise OSError("the database went away")
+        return outcome
+
+    gate.set()
+    assert await write("answered") == "answered"  # uncancelled, it is the work itself
+    gate.clear()
+    for outcome in ("written", "fails"):
+        caller = asyncio.create_task(write(outcome))
+        await asyncio.sleep(0)  # the work has begun and waits at the gate
+        caller.cancel()  # the connection closed
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        gate.set()
+        await wait_until(lambda outcome=outcome: outcome in ended, message=f"the {outcome} work going on")
+        gate.clear()
+    await wait_until(lambda: "the database went away" in caplog.text, message="the failure logged")

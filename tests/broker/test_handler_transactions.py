@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 
+import pytest
+import sqlalchemy as sa
 from kio.schema.errors import ErrorCode
 
 from tabletopic.broker.transactions.coordinator import TransactionCoordinator
@@ -14,6 +17,7 @@ from tabletopic.broker.transactions.participants import TxnError
 from tabletopic.records.encoder import Record, build_batch
 from tests.support.broker_calls import call
 from tests.support.kafka_requests import produce_request, request
+from tests.support.waiting import wait_until
 
 
 def _txn_batch(pid: int, epoch: int, sequence: int, value: bytes) -> bytes:
@@ -241,3 +245,34 @@ async def test_a_fenced_producer_on_a_pre_kip_588_version_gets_invalid_producer_
         init = request(22, version, transactional_id="t1", transaction_timeout=60_000, producer_id=pid,
                        producer_epoch=epoch)  # fmt: skip
         assert (await call(broker_service, init)).error_code is expected, version
+
+
+async def test_a_request_cut_off_by_its_connection_goes_on_so_its_retry_is_not_answered_from_memory(  # type: ignore[no-untyped-def]
+    broker_service,
+) -> None:
+    """The connection of an AddOffsetsToTxn closes (the server cancels its handler) while its row
+    is being written, and the write then fails (PostgreSQL restarting). The group must not stay
+    added in memory only: the retry on a new connection would be answered from it, and the group's
+    coordinator, reading the row, refuses the TxnOffsetCommit that follows INVALID_TXN_STATE,
+    fatal to the producer. A fault run's PostgreSQL restart did that to a copying pipeline."""
+    coordinator, pid, epoch = await _open_txn(broker_service)
+    entered, release = threading.Event(), threading.Event()
+    write_row = coordinator.store.write_row
+
+    def away_once(conn, transactional_id, row, fence):  # type: ignore[no-untyped-def]
+        if not entered.is_set():
+            entered.set()
+            release.wait(5)
+            raise sa.exc.OperationalError("UPDATE transactions", {}, Exception("terminating connection"))
+        write_row(conn, transactional_id, row, fence)
+
+    coordinator.store.write_row = away_once
+    request = asyncio.create_task(coordinator.add_offsets("t1", pid, epoch, "copiers"))
+    await wait_until(entered.is_set, message="the row's write under way")
+    request.cancel()  # the connection closed
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    release.set()  # the write fails
+    await coordinator.add_offsets("t1", pid, epoch, "copiers")  # the client's retry
+    stored = coordinator.store.load_one("t1")
+    assert stored is not None and "copiers" in stored.offsets

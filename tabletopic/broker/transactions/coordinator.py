@@ -43,7 +43,7 @@ from tabletopic.broker.transactions.model import TxnMetadata, TxnOffsets, TxnPar
 from tabletopic.broker.transactions.participants import MemberCheck, OffsetCommitter, Participants, TxnError
 from tabletopic.broker.transactions.ports import TxnBroker
 from tabletopic.broker.transactions.store import TxnStore
-from tabletopic.tasks import cancel_and_wait
+from tabletopic.tasks import cancel_and_wait, to_the_end
 
 if TYPE_CHECKING:
     from tabletopic.broker.transactions.cluster import TxnCluster
@@ -125,6 +125,13 @@ class TransactionCoordinator(Driver):
         return self.slots.owns(transactional_id)
 
     # --- the APIs -------------------------------------------------------------------------------
+    # Each runs to its end even if the request is cancelled (its connection closed): the state
+    # machine changes a transactional id's record before its row is written, so a request cut off
+    # between the two left the record ahead of the row, and the retry on a new connection was
+    # answered from memory (an AddOffsetsToTxn, then TxnOffsetCommit refused INVALID_TXN_STATE by
+    # the group's coordinator reading the row: fatal to the producer, in a fault run's PostgreSQL
+    # restart). As Produce's appends, the request completes; only its answer is lost.
+    @to_the_end
     async def init_producer_id(
         self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
     ) -> tuple[int, int]:
@@ -153,6 +160,7 @@ class TransactionCoordinator(Driver):
                     answer = _answer(outcome)
                     return answer.producer_id, answer.producer_epoch
 
+    @to_the_end
     async def add_partitions(
         self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], ErrorCode]:
@@ -172,6 +180,7 @@ class TransactionCoordinator(Driver):
             )
             return dict(_answer(await self._respond(transactional_id, event)).partitions)
 
+    @to_the_end
     async def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> None:
         """AddOffsetsToTxn: the group's offsets will be committed with the transaction."""
         await self._request(
@@ -179,6 +188,7 @@ class TransactionCoordinator(Driver):
             lambda: self.machine.add_offsets(transactional_id, producer_id, epoch, group_id, _now_ms()),
         )
 
+    @to_the_end
     async def txn_offset_commit(self, commit: TxnOffsets) -> None:
         """TxnOffsetCommit: offsets held until the transaction commits (dropped if it aborts).
         In a cluster it is sent to the group's coordinator, which keeps them in the database
@@ -198,6 +208,7 @@ class TransactionCoordinator(Driver):
         """Group side (cluster): see :meth:`Participants.apply_pending_offsets`."""
         await self.participants.apply_pending_offsets(producer_id, accept, commit)
 
+    @to_the_end
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
         """EndTxn: answered once the Prepare state is durable; the markers follow in the
         background (a retried EndTxn waits for them like any call on the id)."""
