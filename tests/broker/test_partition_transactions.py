@@ -6,6 +6,7 @@ run's copying pipeline lost four copies that way, committed but invisible read_c
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from tabletopic.broker.transactions.partitions import PartitionTransactions
 from tabletopic.records.encoder import Record, build_batch, build_control_batch
 from tabletopic.records.transactions import ControlType
+from tests.support.waiting import wait_until
 
 STREAM, PRODUCER = 7, 1000
 
@@ -164,3 +166,39 @@ async def test_a_new_leader_reads_the_tails_of_open_transactions_several_at_once
     assert most == len(streams)
     for producer, stream in enumerate(streams, start=PRODUCER):
         assert participants.partitions.first_offset(stream, producer) == 0
+
+
+async def test_a_marker_whose_request_is_cut_off_still_closes_the_transaction_at_the_leader(
+    broker_service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator's WriteTxnMarkers connection closes (the handler is cancelled) after the
+    ABORT marker was appended, while its aborted entry is being stored. The marker is in the log
+    and the entry in the database: the transaction must be closed here too, or it holds the last
+    stable offset back until the coordinator's retry."""
+    await broker_service.topics.create("t", 1, {})
+    stream = broker_service.topics.get("t").streams[0]
+    await broker_service.store.append(stream, data(0), 2)
+    participants = broker_service.transactions.participants
+    participants.partitions.appended(stream, PRODUCER, 0)
+    storing, release = threading.Event(), threading.Event()
+    add_aborted = participants._store.add_aborted
+
+    def slow_add_aborted(entries: list[tuple[int, int, int, int]]) -> None:
+        storing.set()
+        release.wait(5)
+        add_aborted(entries)
+
+    monkeypatch.setattr(participants._store, "add_aborted", slow_add_aborted)
+    request = asyncio.create_task(participants.write_marker(stream, PRODUCER, 0, commit=False))
+    await wait_until(storing.is_set, message="the aborted entry being stored")
+    request.cancel()  # the coordinator's connection closed
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    release.set()
+    await wait_until(
+        lambda: participants.partitions.first_offset(stream, PRODUCER) is None,
+        timeout=3,
+        message="the transaction closed at the leader",
+    )
+    assert participants.partitions.last_stable_offset(stream, 3) == 3
+    assert participants.partitions.aborted_between(stream, 0, 3) == [(PRODUCER, 0)]

@@ -29,7 +29,7 @@ from tabletopic.records.header import validate_batches
 from tabletopic.records.transactions import ControlType, control_type_of
 from tabletopic.s3stream.shared import SharedStreamStore
 from tabletopic.s3stream.streams import StreamError, read_to_end
-from tabletopic.tasks import gather_at_most
+from tabletopic.tasks import gather_at_most, to_the_end
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +198,7 @@ class Participants:
         else:
             self.partitions.appended(stream_id, producer_id, start if first is None else first)
 
+    @to_the_end
     async def write_marker(
         self,
         stream_id: int,
@@ -209,7 +210,11 @@ class Participants:
     ) -> int:
         """Append a transaction's COMMIT or ABORT marker to a stream this broker leads and close
         the transaction there (an abort enters the aborted index, from its first batch, else
-        ``start``, else the marker). Returns the marker's offset. Raises StreamError."""
+        ``start``, else the marker). Returns the marker's offset. Raises StreamError.
+
+        Runs to its end if the WriteTxnMarkers request is cancelled (its connection closed): cut
+        off after the append, the transaction would stay open here, holding the last stable offset
+        back, until the coordinator's retry."""
         control = ControlType.COMMIT if commit else ControlType.ABORT
         self.verifier.marker_begins()
         marker = build_control_batch(
