@@ -52,16 +52,16 @@ def to_the_end(work: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Corouti
         except asyncio.CancelledError:
             if not task.done():
                 _carried_on.add(task)
-                task.add_done_callback(_carried_to_the_end)
+                task.add_done_callback(functools.partial(_carried_to_the_end, work.__qualname__))
             raise
 
     return run
 
 
-def _carried_to_the_end(task: asyncio.Task[Any]) -> None:
+def _carried_to_the_end(what: str, task: asyncio.Task[Any]) -> None:
     _carried_on.discard(task)
     if not task.cancelled() and (exc := task.exception()) is not None:
-        log.info("%s went on after its caller was cancelled and failed: %r", task.get_coro(), exc)
+        log.info("%s went on after its caller was cancelled, and failed: %r", what, exc)
 
 
 async def set_or_timeout(event: asyncio.Event, timeout_s: float) -> None:
