@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fault_run import RACKS, FaultRun  # noqa: E402
+from fault_run import RACKS, FaultRun, worst_gap  # noqa: E402
 
 from tests.support.cluster import LocalCluster, find_coordinator, wait_until  # noqa: E402
 from tests.support.kafka_clients import create_topic  # noqa: E402
@@ -74,17 +74,9 @@ class Timeline:
             self.read.update(values)
 
 
-def worst_gap(times: dict[int, list[float]], windows: list[tuple[float, float]]) -> float:
+def worst_gap_in(times: dict[int, list[float]], windows: list[tuple[float, float]]) -> float:
     """The longest any partition went between two events, among gaps that overlap a kill window."""
-    return max(
-        (
-            after - before
-            for series in times.values()
-            for before, after in itertools.pairwise(series)
-            if any(after >= start and before <= end for start, end in windows)
-        ),
-        default=0.0,
-    )
+    return max((worst_gap(times, start, end)[0] for start, end in windows), default=0.0)
 
 
 class Library:
@@ -292,10 +284,10 @@ def report(libraries: list[Library], windows: list[tuple[float, float]], args: a
         f"{'library':<13} {'acked':>7} {'unread':>7} {'producer gap':>13} {'consumer gap':>13} {'ratio':>12}"
     )
     base = libraries[0].timeline
-    base_gaps = worst_gap(base.acked_at, windows), worst_gap(base.read_at, windows)
+    base_gaps = worst_gap_in(base.acked_at, windows), worst_gap_in(base.read_at, windows)
     for library in libraries:
         timeline = library.timeline
-        gaps = worst_gap(timeline.acked_at, windows), worst_gap(timeline.read_at, windows)
+        gaps = worst_gap_in(timeline.acked_at, windows), worst_gap_in(timeline.read_at, windows)
         ratio = "/".join(f"{gap / max(b, 1e-9):.2f}" for gap, b in zip(gaps, base_gaps, strict=True))
         unread = len(timeline.acked - timeline.read)
         print(

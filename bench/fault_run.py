@@ -48,7 +48,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -319,14 +319,15 @@ def supervise(cluster: LocalCluster) -> None:
             print(f"         broker {node_id} exited with code {process.returncode}", flush=True)
 
 
-def worst_gap(writer: Writer, start: float, end: float) -> tuple[float, int, float]:
-    """The longest any partition went without an acknowledgement, among gaps overlapping
-    ``[start, end]``: its length, the partition and when it began."""
+def worst_gap(times: Mapping[int, list[float]], start: float, end: float) -> tuple[float, int, float]:
+    """The longest any series of ``times`` (sorted instants by key: a partition's acknowledgements,
+    a member's reads) went between two instants, among gaps overlapping ``[start, end]``: its
+    length, the key and when it began."""
     worst = (0.0, -1, start)
-    for partition, times in writer.acked_at.items():
-        for before, after in itertools.pairwise(times):
+    for key, series in times.items():
+        for before, after in itertools.pairwise(series):
             if after >= start and before <= end and after - before > worst[0]:
-                worst = (after - before, partition, before)
+                worst = (after - before, key, before)
     return worst
 
 
@@ -513,7 +514,7 @@ def report(
     first = faults[0][1] if faults else 0.0
     gaps = []
     for kind, start, end in faults:
-        gap, partition, began = worst_gap(main_writer, start, end + 10)
+        gap, partition, began = worst_gap(main_writer.acked_at, start, end + 10)
         gaps.append(gap)
         print(f"{kind:<20} {start - first:7.1f} {gap:22.2f}  {partition}, {began - first:.1f}")
     if gaps:

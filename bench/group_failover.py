@@ -18,9 +18,10 @@ The writing goes on to ``--seconds`` (at least 5 s after the fault). The report,
 - partitions the members gave up (revoked or lost) after the kill: 0 when the new coordinator
   carries the group on, all of them when it makes every member rejoin,
 - seconds from the end of the writing until the group had read every record and committed the end,
-- the longest any partition went without an acknowledgement, and the longest any member that held
-  partitions went without reading a record, from the fault's start to 5 s after its end, beside the
-  same over the ``--baseline`` seconds before it (the same run's floor) and their ratio.
+- the longest any partition went without an acknowledgement, and the longest any member went
+  without reading a record, among such gaps that overlap the fault (from its start to 5 s after its
+  end), beside the same over the ``--baseline`` seconds before it (the same run's floor) and their
+  ratio.
 
 Usage: python bench/group_failover.py [--members 20] [--partitions 60] [--rate 850] [--seconds 45]
        [--down 10] [--protocols classic,consumer] [--fault kill|rolling] [--settle 10]
@@ -34,7 +35,6 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from confluent_kafka.admin import AdminClient  # noqa: E402
-from fault_run import RACKS, FaultRun, Writer  # noqa: E402
+from fault_run import RACKS, FaultRun, Writer, worst_gap  # noqa: E402
 
 from tests.support.cluster import LocalCluster, wait_until  # noqa: E402
 from tests.support.group_member import PROTOCOL_SETTINGS, GroupMember, committed_offsets, read_by  # noqa: E402
@@ -91,10 +91,13 @@ def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace)
     missing = len(acked - set(seen))
     duplicates = sum(n - 1 for value, n in seen.items() if n > 1)
     share = duplicates / max(len(acked), 1)
-    window = (fault_began, fault_ended + 5)
-    ack_gap, ack_floor = (longest_gap(writer.acked_at.values(), w) for w in (window, (quiet, fault_began)))
-    read_gap, read_floor = (
-        longest_gap((m.read_at for m in members), w) for w in (window, (quiet, fault_began))
+    reads = {index: member.read_at for index, member in enumerate(members)}
+    fault_window = (fault_began, fault_ended + 5)
+    ack_gap, read_gap = (worst_gap(times, *fault_window)[0] for times in (writer.acked_at, reads))
+    # The floor counts only gaps inside the quiet seconds: the fault's own began in them.
+    quiet_window = (quiet, fault_began)
+    ack_floor, read_floor = (
+        worst_gap(within(times, *quiet_window), *quiet_window)[0] for times in (writer.acked_at, reads)
     )
     counts = f"{len(acked):>8,} {missing:>8,} {duplicates:>11,} ({share:4.0%})"
     gaps = (
@@ -102,6 +105,11 @@ def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace)
         f"{read_gap:5.2f} s ({read_floor:4.2f}, {read_gap / read_floor:4.1f}x)"
     )
     return f"{protocol:<9} {counts} {taken:>10,} {catch_up:>12}  {gaps}"
+
+
+def within(times: dict[int, list[float]], start: float, end: float) -> dict[int, list[float]]:
+    """Each series of ``times`` cut to the instants in ``[start, end]``."""
+    return {key: [t for t in series if start <= t <= end] for key, series in times.items()}
 
 
 def fault(cluster: LocalCluster, group_id: str, args: argparse.Namespace) -> str:
@@ -124,20 +132,6 @@ def fault(cluster: LocalCluster, group_id: str, args: argparse.Namespace) -> str
     time.sleep(args.down)
     cluster.start(coordinator, RACKS[coordinator])
     return f"kill -9 of broker {coordinator} (its coordinator), started again {args.down:.0f} s later"
-
-
-def longest_gap(series: Iterable[list[float]], window: tuple[float, float]) -> float:
-    """The longest time any of ``series`` (sorted instants) went without an instant inside
-    ``window``, counting from the window's start."""
-    start, end = window
-    longest = 0.0
-    for times in series:
-        last = start
-        for moment in times:
-            if start < moment <= end:
-                longest = max(longest, moment - last)
-                last = moment
-    return longest
 
 
 def main() -> None:
