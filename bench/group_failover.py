@@ -101,8 +101,8 @@ def run_protocol(cluster: LocalCluster, protocol: str, args: argparse.Namespace)
     )
     counts = f"{len(acked):>8,} {missing:>8,} {duplicates:>11,} ({share:4.0%})"
     gaps = (
-        f"{ack_gap:5.2f} s ({ack_floor:4.2f}, {ack_gap / ack_floor:4.1f}x) "
-        f"{read_gap:5.2f} s ({read_floor:4.2f}, {read_gap / read_floor:4.1f}x)"
+        f"{ack_gap:5.2f} s ({ack_floor:4.2f}, {ack_gap / max(ack_floor, 1e-9):4.1f}x) "
+        f"{read_gap:5.2f} s ({read_floor:4.2f}, {read_gap / max(read_floor, 1e-9):4.1f}x)"
     )
     return f"{protocol:<9} {counts} {taken:>10,} {catch_up:>12}  {gaps}"
 
