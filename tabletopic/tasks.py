@@ -37,10 +37,10 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
 def to_the_end(work: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
     """``work`` as a coroutine function that runs to its end even when its caller is cancelled.
 
-    A server cancels a request's handler when the client's connection closes (or the server closes
-    it after another request on it failed). Work that changes state in memory and then in a
-    database must not stop between the two: the memory would say what the database does not, and
-    the client's retry on a new connection would be answered from it. Shielded, the work goes on
+    A caller can be cancelled half way: a component stopping, a held request's bounded wait, a
+    timeout around the call. Work that changes state in memory and then in a database must not
+    stop between the two: the memory would say what the database does not, and the client's retry
+    on a new connection would be answered from it. Shielded, the work goes on
     and only its answer is lost, as when the answer itself is lost on the way. A failure of work
     that outlived its caller is logged, since no one else sees it."""
 

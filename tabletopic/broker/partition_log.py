@@ -17,7 +17,7 @@ One append, in order:
    a transactional batch opens its transaction on the partition before it can be acknowledged;
 5. outside the turn: wait for each append to be durable and record it in the producer state.
 
-An append outlives its request: the caller shields it from the connection's cancellation, so a
+An append outlives its request: the caller shields it from the handler's cancellation, so a
 retry on a new connection is answered as a duplicate with the original offset, as Kafka answers it.
 A cancelled append would leave its sequence reserved with no one to resolve it.
 """

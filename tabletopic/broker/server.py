@@ -73,6 +73,10 @@ HAND_ENCODED: dict[int, Callable[[int, int, dict[str, Any]], list[Any]]] = {
 # partition entries carry no error of their own (a topic's does), and walking thousands of them
 # for each answer took a third of the time of encoding them.
 ERROR_DEPTH = {3: 2}
+# APIs whose requests in flight are stopped when their connection closes: reads that only wait (a
+# Fetch's long poll), which change nothing and whose answer no one can hear. Every other request
+# runs to its end with its answer dropped, as in Kafka's broker (see connection_lost).
+STOPPED_WITH_CONNECTION = frozenset({1})
 log = logging.getLogger(__name__)
 # Connections closed for protocol violations (garbage, oversized frames, failed SASL): one warning per
 # kind every 10 s, with a count of the rest, so a misbehaving client cannot flood the log.
@@ -84,6 +88,9 @@ MIN_FREE_BYTES = 16 * 1024
 TLS_WRITE_CHUNK_BYTES = 256 * 1024
 _LENGTH = struct.Struct(">i")
 _connection_ids = itertools.count(1)
+# Closed connections whose requests are still running (see KafkaConnection.connection_lost): held
+# here until the last one ends, so neither they nor their tasks are collected half way.
+_FINISHING: set[KafkaConnection] = set()
 
 # (target, ctx, request) -> newest-shaped dict, a self-encoded WireResponse, or None for "no response"
 Handler = Callable[[Any, RequestContext, Any], Awaitable[dict[str, Any] | WireResponse | None]]
@@ -252,6 +259,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._big_filled = 0
         self._pending: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._pending_sizes: collections.deque[int] = collections.deque()  # request bytes, same order
+        self._stoppable: set[asyncio.Future[Any]] = set()  # in _pending, of STOPPED_WITH_CONNECTION
         self._budget = dispatcher.budget
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
@@ -275,12 +283,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._metrics.connections.inc()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """Stop the long polls in flight; let every other request run to its end, its answer dropped.
+
+        A request that changes state must not stop half way when its client goes (or when the
+        server closes the connection because the database failed another request on it): a
+        transaction's record changed in memory but not in its row, a topic deleted from the
+        database but not from the broker. Kafka's broker likewise finishes what it has read and
+        drops the answers. Their bytes stay counted in ``queued.max.request.bytes`` until they
+        end (``_flush`` releases them), so clients that send and hang up cannot exceed it."""
         self._closed = True
-        for future in self._pending:
+        for future in self._stoppable:
             future.cancel()
-        self._pending.clear()
-        self._budget.release(sum(self._pending_sizes))
-        self._pending_sizes.clear()
+        if self._pending:
+            _FINISHING.add(self)  # the requests' tasks hold no reference to the connection
         self._budget.forget(self)
         if self._metrics is not None:
             self._metrics.connections.dec()
@@ -421,6 +436,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._enqueue_ready(refusal)
             return
         task = asyncio.ensure_future(self._serve(request))
+        if request.api_key in STOPPED_WITH_CONNECTION:
+            self._stoppable.add(task)
+            task.add_done_callback(self._stoppable.discard)
         self._pending.append(task)
         self._pending_sizes.append(len(frame))
         self._budget.acquire(len(frame))
@@ -493,11 +511,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 # unknown. A closed connection is what every client retries, as after a broker's
                 # restart; the traceback would say no more than this line.
                 self._close(f"the metadata database could not serve it: {database.unreachable_message(exc)}")
-                return
+                continue
             if exc is not None:
                 log.error("handler failed on connection %d", self.connection_id, exc_info=exc)
                 self._close(f"internal error: {type(exc).__name__}")
-                return
+                continue
             data = future.result()
             if data is None or self._closed or self._transport is None:
                 continue
@@ -510,6 +528,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.last_active = time.monotonic()
             if self._metrics is not None:
                 self._metrics.bytes_out.inc(size)
+        if self._closed:
+            if not self._pending:
+                _FINISHING.discard(self)
+            return
         if self._close_after_flush is not None and not self._pending:
             self._close_after_delay(self._close_after_flush)
             return

@@ -185,6 +185,43 @@ async def test_global_request_budget_pauses_reading_until_answers_drain(broker_s
     assert budget.used == 0
 
 
+async def test_a_closed_connections_requests_run_to_their_end_but_its_long_polls_stop(broker_service) -> None:
+    """A request that changes state finishes when its client hangs up, its answer dropped (a
+    transaction's record once changed in memory and not in its row this way); a Fetch's long poll
+    stops at once; the bytes of each stay counted in the request budget until it ends."""
+    import asyncio
+
+    from tabletopic.broker import server
+    from tests.support.kafka_requests import fetch_request
+
+    await broker_service.topics.create("t", 1)
+    connection, transport = _connection(broker_service)
+    go_on = asyncio.Event()
+    finished: list[int] = []
+    api_versions, target = connection._dispatcher.routes[18]
+
+    async def slow_api_versions(target: Any, ctx: Any, request: Any) -> Any:
+        await go_on.wait()
+        finished.append(ctx.correlation_id)
+        return await api_versions(target, ctx, request)
+
+    connection._dispatcher.routes[18] = (slow_api_versions, target)
+    long_poll = encode_request(fetch_request("t", 0, 0, max_wait=30_000), 1)
+    slow = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 2)
+    _feed(connection, long_poll + slow, 10_000)
+    budget = connection._dispatcher.budget
+    assert budget.used == len(long_poll) + len(slow) - 8  # the frames without their length prefixes
+
+    connection.connection_lost(None)
+    await wait_until(lambda: budget.used == len(slow) - 4, timeout=5, message="the long poll stopped")
+    assert connection in server._FINISHING
+    go_on.set()
+    await wait_until(lambda: budget.used == 0, timeout=5, message="the request finished")
+    assert finished == [2]
+    assert transport.written == b""  # no one to answer
+    assert connection not in server._FINISHING
+
+
 async def test_sasl_handshake_v0_then_raw_token_authenticates_the_connection(broker_service) -> None:
     import struct as _struct
 

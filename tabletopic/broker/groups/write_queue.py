@@ -6,8 +6,8 @@ them, not when they get to run: so a membership snapshot emitted before a Delete
 land after it, and a held-back answer that follows a write is released only after it. Groups do
 not wait for each other.
 
-A write outlives its caller: a request whose connection closes (or a broker stopping) cancels the
-caller, not the write, and its outcome is still handled. In a cluster a write carries the fence of
+A write outlives its caller: a cancelled caller (a broker stopping, a held request's wait) is
+cancelled without the write, and its outcome is still handled. In a cluster a write carries the fence of
 the coordinator slot it was decided under (:mod:`.cluster`); a refused one (:class:`GroupFenced`)
 is reported to ``fenced``, which drops the slot, whether or not anybody awaited the write.
 """

@@ -5,8 +5,9 @@ appends, transactions) is the partition log's (:mod:`tabletopic.broker.partition
 handler starts the appends in request order, awaiting nothing before it has started them all, so
 the appends of one connection reach each partition in the order their requests arrived.
 
-A produce outlives its connection: when the client's connection drops, the appends already started
-finish (shielded from the connection's cancellation) and record their offsets, so the producer's
+A produce outlives its connection: when the client's connection drops, the server lets the request
+finish, and the appends already started are shielded from any cancellation of the handler besides;
+they record their offsets, so the producer's
 retry on a new connection is answered as a duplicate with the original offset, as Kafka answers it.
 """
 
@@ -61,7 +62,7 @@ async def handle(
             else:
                 jobs.append(log.append(name, index, records, transactional_id))
             shape.append((name, index))
-    # gather wraps every coroutine in a task right now, in order; shielded so a dropped connection
+    # gather wraps every coroutine in a task right now, in order; shielded so a cancelled handler
     # does not cancel appends under way: see the module docstring.
     appends = asyncio.gather(*jobs)
     appends.add_done_callback(_retrieve)
