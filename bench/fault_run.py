@@ -7,7 +7,7 @@ producer at ``--rate`` records a second; a consumer group of two confluent-kafka
 topic (the classic protocol, or KIP-848's with ``--group-protocol consumer``). Every ``--every``
 seconds (drawn from a range) one fault, chosen at random: SIGKILL of a broker or of the controller
 (restarted 3 s later), SIGSTOP of a broker for 8 s, SIGTERM of a broker (restarted), SeaweedFS
-paused for 5 s, PostgreSQL restarted.
+paused for 5 s, PostgreSQL restarted, every connection to the brokers reset at once.
 The run acts as the brokers' supervisor too: a broker that ended with exit code 75 (it left
 the cluster: paused past its lease on the shared WAL, its WAL was taken over) is started again, as
 systemd or Kubernetes would. Then the writing stops and the run reports:
@@ -77,6 +77,7 @@ FAULTS = (
     "SIGTERM",
     "S3 paused 5 s",
     "PostgreSQL restart",
+    "connections reset",
 )
 
 
@@ -299,6 +300,25 @@ def apply_fault(
         os.kill(s3.process.pid, signal.SIGCONT)
     elif kind == "PostgreSQL restart":
         postgres.restart()
+    elif kind == "connections reset":
+        reset_connections(cluster)
+
+
+def reset_connections(cluster: LocalCluster) -> None:
+    """Reset every TCP connection to a broker's Kafka listeners at once, clients' and brokers' own,
+    as a network blip or a load balancer would: each side sees a reset with requests in flight.
+    ``ss --kill`` destroys the brokers' ends of the sockets (root, and a kernel with socket destroy,
+    as Linux has had since 4.5)."""
+    ports = [port for b in cluster.brokers.values() for port in (b.kafka_port, b.sasl_port)]
+    sport = " or ".join(f"sport = :{port}" for port in ports)
+    done = subprocess.run(
+        ["ss", "--kill", "--tcp", "state", "established", f"( {sport} )"],
+        capture_output=True,
+        text=True,
+    )
+    cut = max(0, len(done.stdout.splitlines()) - 1)
+    said = f"{cut} connections reset" if done.returncode == 0 else f"ss: {done.stderr.strip()}"
+    print(f"         {said}", flush=True)
 
 
 def supervise(cluster: LocalCluster) -> None:
