@@ -301,24 +301,7 @@ def apply_fault(
     elif kind == "PostgreSQL restart":
         postgres.restart()
     elif kind == "connections reset":
-        reset_connections(cluster)
-
-
-def reset_connections(cluster: LocalCluster) -> None:
-    """Reset every TCP connection to a broker's Kafka listeners at once, clients' and brokers' own,
-    as a network blip or a load balancer would: each side sees a reset with requests in flight.
-    ``ss --kill`` destroys the brokers' ends of the sockets (root, and a kernel with socket destroy,
-    as Linux has had since 4.5)."""
-    ports = [port for b in cluster.brokers.values() for port in (b.kafka_port, b.sasl_port)]
-    sport = " or ".join(f"sport = :{port}" for port in ports)
-    done = subprocess.run(
-        ["ss", "--kill", "--tcp", "state", "established", f"( {sport} )"],
-        capture_output=True,
-        text=True,
-    )
-    cut = max(0, len(done.stdout.splitlines()) - 1)
-    said = f"{cut} connections reset" if done.returncode == 0 else f"ss: {done.stderr.strip()}"
-    print(f"         {said}", flush=True)
+        print(f"         {cluster.reset_connections()} connections reset", flush=True)
 
 
 def supervise(cluster: LocalCluster) -> None:

@@ -3,7 +3,8 @@
 #   scripts/install-system-deps.sh serve   # Java for Spark
 #   scripts/install-system-deps.sh cluster # + PostgreSQL server (`tabletopic cluster up`)
 #   scripts/install-system-deps.sh test    # + PostgreSQL server, kcat, JDBC drivers for Spark tests,
-#                                          #   chromium for the console's browser tests (Playwright)
+#                                          #   chromium for the console's browser tests (Playwright),
+#                                          #   iproute2's ss to reset connections in fault tests
 set -euo pipefail
 mode=${1:-serve}
 
@@ -18,6 +19,7 @@ if [ "$mode" = test ]; then
   [ -e /usr/share/java/sqlite-jdbc.jar ] || ls /usr/share/java/sqlite-jdbc*.jar >/dev/null 2>&1 || need+=(libxerial-sqlite-jdbc-java)
   [ -e /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v ss >/dev/null 2>&1 || need+=(iproute2)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

@@ -1,8 +1,9 @@
 """Exactly-once through faults, as its user checks it: a transactional writer commits (and on
 purpose aborts) transactions across partitions, while a read_committed group copies every record to
 a second topic, committing its offsets in the same transactions. On the 3-broker cluster the
-writer's transaction coordinator is killed with SIGKILL, then the copying group's coordinator; on a
-broker of its own, the metadata database restarts five times under the pipeline.
+writer's transaction coordinator is killed with SIGKILL, then the copying group's coordinator, and
+in another run every connection to the brokers is reset three times; on a broker of its own, the
+metadata database restarts five times under the pipeline.
 
 Then both topics are read back read_committed: every transaction the writer saw committed is there
 once and whole, no aborted one shows a record, every input record was copied exactly once, no
@@ -23,7 +24,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.support.cluster import CLUSTER_TEST_MARKS, LocalCluster, find_coordinator, new_topic, wait_until
+import pytest
+
+from tests.support.cluster import (
+    CLUSTER_TEST_MARKS,
+    ConnectionResetUnavailable,
+    LocalCluster,
+    find_coordinator,
+    new_topic,
+    wait_until,
+)
 from tests.support.cluster_fixtures import one_broker
 from tests.support.exactly_once import ABORTED, COMMITTED, CopyingGroup, TransactionalWriter, Verdict, judge
 from tests.support.kafka_clients import create_topic
@@ -92,6 +102,26 @@ def test_a_copying_pipeline_stays_exactly_once_through_coordinator_kills(
 
     faults = [kill_writers_coordinator, kill_groups_coordinator]
     _assert_exactly_once(_pipeline_through(cluster.bootstrap, source, sink, faults))
+
+
+def test_a_copying_pipeline_stays_exactly_once_while_every_connection_is_reset(
+    healthy_cluster: LocalCluster,
+) -> None:
+    """Three times, every connection to the brokers is reset at once with requests in flight: the
+    clients' (the writer's, each copier's producer and consumer) and the brokers' own (transaction
+    markers). A request already read runs to its end at the broker, its answer lost; the clients'
+    retries on new connections must find what it did, never half of it."""
+    cluster = healthy_cluster
+    source, _ = new_topic(cluster, "eos-reset-in", PARTITIONS)
+    sink, _ = new_topic(cluster, "eos-reset-out", PARTITIONS)
+
+    def reset(*_: object) -> None:
+        try:
+            assert cluster.reset_connections() > 0
+        except ConnectionResetUnavailable as exc:
+            pytest.skip(f"cannot reset connections here: {exc}")
+
+    _assert_exactly_once(_pipeline_through(cluster.bootstrap, source, sink, [reset] * 3))
 
 
 def test_a_copying_pipeline_stays_exactly_once_while_postgresql_restarts(

@@ -178,6 +178,31 @@ class LocalCluster:
         for broker in self.brokers.values():
             broker.kill()
 
+    def reset_connections(self) -> int:
+        """Reset every TCP connection to the brokers' Kafka listeners at once, clients' and the
+        brokers' own, as a network blip or a load balancer would: each side sees a reset with
+        requests in flight. ``ss --kill`` destroys the brokers' ends of the sockets; it needs root
+        and a kernel with socket destroy (Linux 4.5 on), else :class:`ConnectionResetUnavailable`.
+        Returns how many connections were reset."""
+        ports = [port for b in self.brokers.values() for port in (b.kafka_port, b.sasl_port) if port]
+        sport = " or ".join(f"sport = :{port}" for port in ports)
+        try:
+            done = subprocess.run(
+                ["ss", "--kill", "--tcp", "state", "established", f"( {sport} )"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise ConnectionResetUnavailable("ss (iproute2) is not installed") from exc
+        if done.returncode != 0:
+            raise ConnectionResetUnavailable(f"ss --kill failed: {done.stderr.strip()}")
+        return max(0, len(done.stdout.splitlines()) - 1)  # the listing of what it reset, and a header
+
+
+class ConnectionResetUnavailable(RuntimeError):
+    """This machine cannot reset connections from outside (see LocalCluster.reset_connections)."""
+
 
 # The cluster tests and the benches import the blocking wait from here under this name.
 wait_until = wait_until_sync
