@@ -181,9 +181,9 @@ class LocalCluster:
     def reset_connections(self) -> int:
         """Reset every TCP connection to the brokers' Kafka listeners at once, clients' and the
         brokers' own, as a network blip or a load balancer would: each side sees a reset with
-        requests in flight. ``ss --kill`` destroys the brokers' ends of the sockets; it needs root
-        and a kernel with socket destroy (Linux 4.5 on), else :class:`ConnectionResetUnavailable`.
-        Returns how many connections were reset."""
+        requests in flight. ``ss --kill`` destroys the brokers' ends of the sockets (it needs root
+        and a kernel with socket destroy, Linux 4.5 on); without ``ss``, or when it fails,
+        :class:`ConnectionResetUnavailable`. Returns how many connections ``ss`` reset."""
         ports = [port for b in self.brokers.values() for port in (b.kafka_port, b.sasl_port) if port]
         sport = " or ".join(f"sport = :{port}" for port in ports)
         try:
