@@ -37,12 +37,12 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
 def to_the_end(work: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
     """``work`` as a coroutine function that runs to its end even when its caller is cancelled.
 
-    A caller can be cancelled half way: a component stopping, a held request's bounded wait, a
-    timeout around the call. Work that changes state in memory and then in a database must not
-    stop between the two: the memory would say what the database does not, and the client's retry
-    on a new connection would be answered from it. Shielded, the work goes on
-    and only its answer is lost, as when the answer itself is lost on the way. A failure of work
-    that outlived its caller is logged, since no one else sees it."""
+    The server lets a closed connection's requests finish, but a caller can still be cancelled half
+    way: a component stopping, a caller that bounds its wait. Work that changes state in memory and
+    then in a database must not stop between the two: the memory would say what the database does
+    not, and the client's retry on a new connection would be answered from it. Shielded, the work
+    goes on and only its answer is lost, as when the answer itself is lost on the way. A failure of
+    work that outlived its caller is logged, since no one else sees it."""
 
     @functools.wraps(work)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:

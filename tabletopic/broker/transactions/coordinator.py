@@ -125,12 +125,13 @@ class TransactionCoordinator(Driver):
         return self.slots.owns(transactional_id)
 
     # --- the APIs -------------------------------------------------------------------------------
-    # Each runs to its end even if the request is cancelled (its connection closed): the state
-    # machine changes a transactional id's record before its row is written, so a request cut off
-    # between the two left the record ahead of the row, and the retry on a new connection was
-    # answered from memory (an AddOffsetsToTxn, then TxnOffsetCommit refused INVALID_TXN_STATE by
-    # the group's coordinator reading the row: fatal to the producer, in a fault run's PostgreSQL
-    # restart). As Produce's appends, the request completes; only its answer is lost.
+    # Each runs to its end even if its caller is cancelled: the state machine changes a
+    # transactional id's record before its row is written, so a request cut off between the two
+    # left the record ahead of the row, and the retry on a new connection was answered from memory
+    # (an AddOffsetsToTxn, then TxnOffsetCommit refused INVALID_TXN_STATE by the group's coordinator
+    # reading the row: fatal to the producer, in a fault run's PostgreSQL restart, when the server
+    # still cancelled a closed connection's requests; it now lets them finish, and this stays for
+    # any other cancellation). As Produce's appends, the request completes; only its answer is lost.
     @to_the_end
     async def init_producer_id(
         self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int

@@ -212,9 +212,10 @@ class Participants:
         the transaction there (an abort enters the aborted index, from its first batch, else
         ``start``, else the marker). Returns the marker's offset. Raises StreamError.
 
-        Runs to its end if the WriteTxnMarkers request is cancelled (its connection closed): cut
-        off after the append, the transaction would stay open here, holding the last stable offset
-        back, until the coordinator's retry."""
+        Runs to its end if its caller is cancelled (the server lets a closed connection's
+        WriteTxnMarkers finish; this covers any other cancellation): cut off after the append,
+        the transaction would stay open here, holding the last stable offset back, until the
+        coordinator's retry."""
         control = ControlType.COMMIT if commit else ControlType.ABORT
         self.verifier.marker_begins()
         marker = build_control_batch(
