@@ -182,22 +182,34 @@ class LocalCluster:
         """Reset every TCP connection to the brokers' Kafka listeners at once, clients' and the
         brokers' own, as a network blip or a load balancer would: each side sees a reset with
         requests in flight. ``ss --kill`` destroys the brokers' ends of the sockets (it needs root
-        and a kernel with socket destroy, Linux 4.5 on); without ``ss``, or when it fails,
-        :class:`ConnectionResetUnavailable`. Returns how many connections ``ss`` reset."""
+        and a kernel with socket destroy, Linux 4.5 on, ``CONFIG_INET_DIAG_DESTROY``). Raises
+        :class:`ConnectionResetUnavailable` without ``ss``, when it fails, or when a connection it
+        listed is still established after it (a kernel that lists sockets but cannot destroy them:
+        a fault test would otherwise pass without its fault). Returns how many it reset."""
         ports = [port for b in self.brokers.values() for port in (b.kafka_port, b.sasl_port) if port]
-        sport = " or ".join(f"sport = :{port}" for port in ports)
-        try:
-            done = subprocess.run(
-                ["ss", "--kill", "--tcp", "state", "established", f"( {sport} )"],
-                capture_output=True,
-                text=True,
-                check=False,
+        sport = "( " + " or ".join(f"sport = :{port}" for port in ports) + " )"
+        reset = _established(sport, kill=True)
+        survivors = reset & _established(sport, kill=False)
+        if survivors:
+            raise ConnectionResetUnavailable(
+                f"ss --kill listed {len(reset)} connections but {len(survivors)} are still established "
+                "(a kernel without socket destroy, CONFIG_INET_DIAG_DESTROY)"
             )
-        except FileNotFoundError as exc:
-            raise ConnectionResetUnavailable("ss (iproute2) is not installed") from exc
-        if done.returncode != 0:
-            raise ConnectionResetUnavailable(f"ss --kill failed: {done.stderr.strip()}")
-        return max(0, len(done.stdout.splitlines()) - 1)  # the listing of what it reset, and a header
+        return len(reset)
+
+
+def _established(sport: str, kill: bool) -> set[tuple[str, str]]:
+    """The established TCP connections matching the ``ss`` filter ``sport``, as (local, peer)
+    address pairs; with ``kill``, those ``ss --kill`` destroyed."""
+    command = ["ss", "--tcp", "--numeric", *(["--kill"] if kill else []), "state", "established", sport]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except FileNotFoundError as exc:
+        raise ConnectionResetUnavailable("ss (iproute2) is not installed") from exc
+    if done.returncode != 0:
+        raise ConnectionResetUnavailable(f"{' '.join(command[:4])} failed: {done.stderr.strip()}")
+    rows = (line.split() for line in done.stdout.splitlines()[1:])  # under a header
+    return {(row[2], row[3]) for row in rows if len(row) >= 4}
 
 
 class ConnectionResetUnavailable(RuntimeError):
