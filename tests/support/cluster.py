@@ -200,7 +200,8 @@ class LocalCluster:
 
 def _established(sport: str, kill: bool) -> set[tuple[str, str]]:
     """The established TCP connections matching the ``ss`` filter ``sport``, as (local, peer)
-    address pairs; with ``kill``, those ``ss --kill`` destroyed."""
+    address pairs; with ``kill``, those ``ss --kill`` listed as it tried to destroy them (the caller
+    checks that they are gone)."""
     command = ["ss", "--tcp", "--numeric", *(["--kill"] if kill else []), "state", "established", sport]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
