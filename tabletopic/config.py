@@ -55,8 +55,9 @@ EXIT_REJOIN = 75
 
 class LeftCluster(RuntimeError):
     """This broker's incarnation is out of the cluster for good: its shared WAL was taken over while
-    it was paused or cut off past its lease, or a newer incarnation registered with its id. It may
-    acknowledge nothing more, so the node ends; started again, it joins as a new incarnation."""
+    it was paused or cut off past its lease, or failed a write (its partitions were handed over
+    first), or a newer incarnation registered with its id. It may acknowledge nothing more, so the
+    node ends; started again, it joins as a new incarnation."""
 
 
 class StartupError(RuntimeError):

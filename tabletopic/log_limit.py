@@ -43,9 +43,14 @@ class RateLimitedLog:
         """:meth:`warning` at INFO: for what is expected but worth a line now and then."""
         return self.log(logging.INFO, key, message, *args)
 
-    def log(self, level: int, key: str, message: str, *args: object) -> bool:
+    def error(self, key: str, message: str, *args: object, exc_info: bool = False) -> bool:
+        """:meth:`warning` at ERROR: for a failure that repeats while its cause lasts (a full disk,
+        an object store that is down), retried every second or two by a loop."""
+        return self.log(logging.ERROR, key, message, *args, exc_info=exc_info)
+
+    def log(self, level: int, key: str, message: str, *args: object, exc_info: bool = False) -> bool:
         """Log ``message % args`` at ``level`` unless ``key`` logged within the interval (then
-        count it). Returns whether it was logged."""
+        count it). Returns whether it was logged; ``exc_info`` adds the exception being handled."""
         now = self._clock()
         last = self._last.get(key)
         if last is not None and now - last < self._interval:
@@ -56,5 +61,5 @@ class RateLimitedLog:
         if held:
             message += " (%d more like it in the last %.0f s not logged)"
             args = (*args, held, now - (last or now))
-        self._logger.log(level, message, *args)
+        self._logger.log(level, message, *args, exc_info=exc_info)
         return True

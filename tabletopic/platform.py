@@ -541,10 +541,13 @@ async def serve(config: Config, started: asyncio.Event | None = None) -> None:
         waits = {asyncio.create_task(stop.wait()), asyncio.create_task(platform.lease_lost.wait())}
         if role is not None:
             waits.add(asyncio.create_task(role.node.left.wait()))
+            waits.add(asyncio.create_task(role.node.handing_over.wait()))
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for waiting in waits:
             waiting.cancel()
-        if role is not None and role.node.left.is_set():
+        if role is not None and (role.node.left.is_set() or role.node.handing_over.is_set()):
+            # Raised before the stop below, which hands the partitions over unless the broker
+            # left already (fenced, it leads nothing).
             raise LeftCluster(
                 f"broker {role.node.node_id} left the cluster: {role.node.left_because}. Started "
                 "again, it joins as a new incarnation."

@@ -27,6 +27,24 @@ def test_repeated_warnings_are_held_back_and_counted(caplog: pytest.LogCaptureFi
     assert messages[2].startswith("closing connection 999: garbage (500 more like it")
 
 
+def test_a_failure_retried_every_second_logs_its_traceback_once_an_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A snapshot loop on a full disk failed every two seconds with a whole traceback each time.
+    now = [0.0]
+    limited = RateLimitedLog(logging.getLogger("t.limit"), interval_s=60.0, clock=lambda: now[0])
+    with caplog.at_level(logging.ERROR, logger="t.limit"):
+        for _ in range(30):
+            try:
+                raise OSError(28, "No space left on device")
+            except OSError:
+                limited.error("snapshot", "snapshot failed", exc_info=True)
+            now[0] += 2.0
+    assert len(caplog.records) == 1
+    assert caplog.records[0].levelno == logging.ERROR
+    assert caplog.records[0].exc_info is not None and "No space left" in caplog.text
+
+
 def test_few_of_names_the_first_five_and_counts_the_rest() -> None:
     assert few_of([]) == ""
     assert few_of(["a", "b"]) == "a, b"

@@ -51,9 +51,23 @@ def core_router(
 ) -> APIRouter:
     router = APIRouter()
 
-    @router.get("/health", tags=["ops"], summary="Liveness: every component has started")
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", "components": parts()}
+    @router.get(
+        "/health",
+        tags=["ops"],
+        summary="Liveness: every component has started, and the store still accepts writes",
+        responses={503: {"description": "the store refuses every write until the node restarts"}},
+    )
+    async def health() -> JSONResponse:
+        # A failed WAL refuses every append until a restart replays it: a liveness probe that sees
+        # 503 restarts the node (Kafka's broker halts when its log directories fail).
+        try:
+            failure = broker.storage.store.write_failure
+        except NotStarted:
+            failure = None
+        if failure is not None:
+            body = {"status": "failed", "components": parts(), "reason": f"{failure}; restart the node"}
+            return JSONResponse(status_code=503, content=body)
+        return JSONResponse({"status": "ok", "components": parts()})
 
     @router.get(
         "/metrics",

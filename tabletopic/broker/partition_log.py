@@ -40,6 +40,7 @@ from tabletopic.broker.protocol.answers import current_leader
 from tabletopic.broker.protocol.responses import PartitionProduceResponse
 from tabletopic.broker.record_validation import RecordError, RecordValidator, Rejection
 from tabletopic.broker.topics import Topic
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.records.crc import whole_batch_crc
 from tabletopic.records.errors import BatchFault, RecordBatchError
 from tabletopic.records.header import BatchHeader, validate_batches, with_log_append_time
@@ -53,6 +54,9 @@ from tabletopic.s3stream.streams import (
 )
 
 log = logging.getLogger(__name__)
+# A failed store (a full disk, an object store that is down) fails every append of every partition
+# until it is back: one line per kind of failure every ten seconds, with how many were held back.
+APPEND_FAILED_LOG = RateLimitedLog(log, interval_s=10.0)
 
 Records = bytes | memoryview
 
@@ -304,7 +308,9 @@ class PartitionLog:
             # run that appends to this stream.
             await host.store.wait_for_room()
         except StreamError as exc:
-            log.warning("append to %s-%d failed: %s", topic_name, index, exc)
+            APPEND_FAILED_LOG.warning(
+                type(exc).__name__, "append to %s-%d failed: %s", topic_name, index, exc
+            )
             return AppendResult.failed(ErrorCode.kafka_storage_error, str(exc))
         if not host.leadership.leads(topic_name, index):
             # Deposed (or not yet done rebuilding the producer state after gaining it again) while
@@ -445,7 +451,7 @@ class PartitionLog:
             if isinstance(exc, StorageUnavailable | OSError)
             else ErrorCode.request_timed_out
         )
-        log.warning("append to %s-%d failed: %s", topic_name, index, exc)
+        APPEND_FAILED_LOG.warning(type(exc).__name__, "append to %s-%d failed: %s", topic_name, index, exc)
         return AppendResult.failed(code, str(exc))
 
 

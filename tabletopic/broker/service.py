@@ -34,10 +34,14 @@ from tabletopic.broker.transactions.coordinator import TransactionCoordinator
 from tabletopic.broker.zone_router import ZoneRouter
 from tabletopic.cluster.settings import RACK
 from tabletopic.config import Config
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.s3stream.streams import StreamError, StreamStore
 from tabletopic.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
+# A snapshot fails every interval while its cause lasts (a full disk under the metadata database):
+# one traceback a minute, not one every few seconds.
+SNAPSHOT_LOG = RateLimitedLog(log, interval_s=60.0)
 
 PRODUCER_ID_BLOCK = 1000
 
@@ -133,7 +137,9 @@ class BrokerService:
                 self.producers.expire(self.broker_config(settings.PRODUCER_ID_EXPIRATION_MS.name) / 1000)
                 await self.producers.snapshot()
             except Exception:
-                log.exception("producer state snapshot failed; retrying next interval")
+                SNAPSHOT_LOG.error(
+                    "snapshot", "producer state snapshot failed; retrying every interval", exc_info=True
+                )
 
     # What moved on each partition, for the cluster role's lease report (a no-op on a single node):
     # appended by Produce, read by Fetch, committed past by the groups this broker coordinates.

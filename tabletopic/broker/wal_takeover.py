@@ -134,14 +134,25 @@ class WalTakeovers:
                     self._not_before[key] = time.monotonic() + RETRY_S
 
     async def _deposed(self) -> bool:
-        """Whether another broker took this broker's own WAL over (it was paused or cut off past
-        its lease): every append now fails, so leave the cluster for good (as retired, so that the
-        controller gives this incarnation nothing more) and end the node; a restart joins again
-        with a new WAL."""
+        """Whether this broker's own WAL failed, so that every append now fails: taken over by
+        another broker (it was paused or cut off past its lease), then leave the cluster for good
+        (as retired, so that the controller gives this incarnation nothing more) and end the node;
+        failed a write, then hand the partitions over and end the node. Either way a restart joins
+        again with a new WAL."""
         wal = self.store.state.wal
-        if wal is None or not isinstance(wal.failure, WalFenced):
+        if wal is None or wal.failure is None:
             return False
         node = self.node
+        if not isinstance(wal.failure, WalFenced):
+            # A failed write (a full disk, an I/O error): what it acknowledged is still uploaded,
+            # so the partitions move as on SIGTERM, with no takeover, as Kafka moves leaders off a
+            # broker whose log directory failed. Left in place they would refuse every write.
+            log.error(
+                "the shared WAL of broker %d failed: %s; it hands its partitions to the other brokers "
+                "and stops (started again, it joins with a new WAL)", node.node_id, wal.failure,
+            )  # fmt: skip
+            node.hand_over(f"its shared WAL failed ({wal.failure})")
+            return True
         log.error(
             "%s; broker %d leaves the cluster and stops (a restart joins again)", wal.failure, node.node_id
         )

@@ -189,6 +189,8 @@ class ClusterNode:
         # Set with fenced, for the node to end (a restart joins again as a new incarnation).
         self.left = asyncio.Event()
         self.left_because = ""
+        # Set by hand_over: the node ends as on SIGTERM, its partitions handed over first.
+        self.handing_over = asyncio.Event()
         self.expired = False  # no renewal within the lease (database unreachable): lead nothing until one
         self.draining = False
         # Called (on the loop) after the snapshot changed, and with NOTIFY kinds of other parts.
@@ -224,6 +226,14 @@ class ClusterNode:
         return self.settings.session_timeout_ms / 1000
 
     # Life cycle ------------------------------------------------------------------------------
+
+    def hand_over(self, because: str) -> None:
+        """End the node as on SIGTERM (every partition handed to the other brokers first, a
+        controlled shutdown) and have ``serve`` exit with :data:`~tabletopic.config.EXIT_REJOIN`
+        so that its supervisor starts it again: for a broker that can still upload and close what
+        it acknowledged but can acknowledge nothing more (its WAL failed a write)."""
+        self.left_because = because
+        self.handing_over.set()
 
     def leave(self, because: str) -> None:
         """Out of the cluster for good: lead nothing more, and have the node end (``serve`` exits

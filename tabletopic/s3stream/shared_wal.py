@@ -35,6 +35,7 @@ from tabletopic.s3stream.config import StoreSettings
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind, StreamMetadata
 from tabletopic.s3stream.objects import build_object
 from tabletopic.s3stream.objectstore import ObjectStore
+from tabletopic.s3stream.settings import WAL_PATH
 from tabletopic.s3stream.state import StoreState
 from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch
 from tabletopic.s3stream.wal import Group, LocalWal, WalCorruption, read_segment, segment_files
@@ -318,5 +319,5 @@ async def open_shared_wal(state: StoreState, on_commit: Callable[[Group], None])
         state.metrics.wal_fsync_seconds.observe,
         after_sync=lambda: fence.check(writer),
     )
-    await state.wal.start()
+    await state.wal.start(WAL_PATH.name)
     return SharedWalStart(incarnation, str(fence.directory), recovered)

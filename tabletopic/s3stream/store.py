@@ -394,6 +394,17 @@ class S3StreamStore:
     def is_open(self, stream_id: int) -> bool:
         return stream_id in self.state.streams
 
+    @property
+    def write_failure(self) -> str | None:
+        """Why this store refuses every append until the node restarts (its WAL failed a write: a
+        full disk, an I/O error, a shared WAL taken over), else None; for ``/health``, so that a
+        supervisor's liveness probe restarts the node as Kafka's broker halts when its log
+        directories fail."""
+        wal = self.state.wal
+        if wal is None or wal.failure is None:
+            return None
+        return f"the WAL in {wal.directory} failed: {wal.failure}"
+
     async def delete_stream(self, stream_id: int) -> None:
         state = self.state
         if not self.owned_only:  # a cluster node deletes streams it does not hold too

@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from tabletopic import crashpoints
+from tabletopic.log_limit import RateLimitedLog
 from tabletopic.s3stream.batching import BatchPacer
 from tabletopic.s3stream.cache import Block
 from tabletopic.s3stream.db import Layouts, NewObject, ObjectKind
@@ -29,6 +30,9 @@ from tabletopic.s3stream.streams import StorageUnavailable, StoredBatch, StreamE
 from tabletopic.s3stream.wal import RollMarker
 
 log = logging.getLogger(__name__)
+# An object store that is down (or a full disk under a local one) fails every retry, one a second:
+# one line per half minute says it goes on, with how many were held back.
+RETRY_LOG = RateLimitedLog(log, interval_s=30.0)
 
 
 INLINE_BUILD_BYTES = 256 * 1024  # uploads up to this size are built on the event loop
@@ -121,6 +125,7 @@ class Uploader:
     async def _upload_until_done(self, blocks: list[Block]) -> None:
         """Local WAL: the data is safe on disk, so retry (with backoff) until the upload succeeds."""
         delay = 0.1
+        failed_since: float | None = None
         while True:
             if (taken_over := self._taken_over()) is not None:
                 for block in blocks:  # the recoverer commits what they acknowledged
@@ -134,11 +139,18 @@ class Uploader:
             except Exception as exc:
                 if self._taken_over() is not None:
                     continue  # no retry: the blocks fail at the top of the loop
-                log.error(
-                    "upload to %s failed, retrying in %.1fs: %s", self.state.objects.description, delay, exc
-                )
+                failed_since = failed_since or time.monotonic()
+                RETRY_LOG.error(
+                    "upload", "upload to %s failed, retrying (at most a second apart): %s",
+                    self.state.objects.description, exc,
+                )  # fmt: skip
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
+        if failed_since is not None:
+            log.info(
+                "upload to %s succeeded again after %.1f s of failures",
+                self.state.objects.description, time.monotonic() - failed_since,
+            )  # fmt: skip
         released = 0
         for block in blocks:
             if isinstance(block.wal_marker, RollMarker):

@@ -27,6 +27,7 @@ damaged and the WAL refuses to open.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import mmap
 import os
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabletopic import crashpoints
+from tabletopic.config import StartupError
 from tabletopic.s3stream.direct_io import (
     BLOCK,
     AlignedBuffer,
@@ -48,6 +50,7 @@ from tabletopic.s3stream.direct_io import (
     write_zeros,
 )
 from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
+from tabletopic.s3stream.settings import WAL_DIR, WAL_SEGMENT_BYTES, MiB
 from tabletopic.s3stream.streams import StorageUnavailable, StreamError
 from tabletopic.s3stream.wal_format import (
     FRAME,
@@ -172,6 +175,7 @@ class LocalWal:
         # The segment after the current one, opened ahead of need: (index, fd).
         self._next: tuple[int, int] | None = None
         self._prepare_lock = threading.Lock()  # guards _next and its preparation
+        self._prepare_error: OSError | None = None  # why the last preparation failed, for the roll
         self._buffer = AlignedBuffer(WRITE_BUFFER_BYTES)  # the writer's (one writer at a time)
         self._header_buffer = AlignedBuffer(BLOCK)  # the executor's, for headers of next segments
         self._segments_lock = threading.Lock()
@@ -284,10 +288,22 @@ class LocalWal:
 
     # Writing -------------------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, directory_key: str = WAL_DIR.name) -> None:
+        """Make the first segments and start the writer. A directory that cannot hold them (a full
+        disk, no permission) is a :class:`StartupError` naming it and ``directory_key``, the key
+        that chose it, in one line instead of a traceback."""
         self._loop = asyncio.get_running_loop()
-        await self._loop.run_in_executor(self._executor, self._prepare_first)
-        self._switch_to_next()
+        try:
+            await self._loop.run_in_executor(self._executor, self._prepare_first)
+            self._switch_to_next()
+        except OSError as exc:
+            needed = 3 * self.segment_bytes // MiB  # the first segment, the next and a spare
+            raise StartupError(
+                f"cannot make the WAL's first segments in {self.directory}: {exc.strerror or exc}; "
+                f"they take {needed} MiB ({WAL_SEGMENT_BYTES.name} each): free space there or "
+                f"change {directory_key}",
+                directory_key,
+            ) from exc
         self._writer = threading.Thread(target=self._writer_loop, name="s3stream-wal-writer", daemon=True)
         self._writer.start()
 
@@ -326,8 +342,14 @@ class LocalWal:
                     fd = open_direct(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
                     try:
                         os.posix_fallocate(fd, 0, self.segment_bytes)
-                    except OSError:  # a filesystem without preallocation: the file grows as written
-                        pass
+                    except OSError as exc:
+                        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                            # A full disk: no segment, rather than one whose writes fail halfway
+                            # through a frame once they pass the blocks the disk still had.
+                            os.close(fd)
+                            path.unlink(missing_ok=True)
+                            raise
+                        # A filesystem without preallocation: the file grows as written.
                 try:
                     _write_at(fd, 0, header(index), self._header_buffer)
                     os.fdatasync(fd)
@@ -336,7 +358,9 @@ class LocalWal:
                     os.close(fd)
                     raise
                 self._next = (index, fd)
+                self._prepare_error = None
             except OSError as exc:  # the roll that needs it tries again, and fails the group
+                self._prepare_error = exc
                 if not self.directory.exists():
                     # A broker that takes a shared WAL over removes its directory once recovered:
                     # this one was paused meanwhile, and its next write meets the fence and says so.
@@ -352,7 +376,8 @@ class LocalWal:
         with self._prepare_lock:
             ready, self._next = self._next, None
             if ready is None or ready[0] != index:
-                raise OSError(f"cannot open WAL segment {index} in {self.directory} (see the log)")
+                why = self._prepare_error or "see the log"
+                raise OSError(f"cannot open WAL segment {index} in {self.directory}: {why}")
             self._fd = ready[1]
             self._index = index
         self._out = BlockWriter(self._fd, BLOCK, self._buffer)
@@ -496,7 +521,13 @@ class LocalWal:
     def _fail(self, group: Group | None, exc: BaseException) -> None:
         # Fail-stop: after a failed write the file's tail is unknown, so no later append may be
         # acknowledged on top of it. A restart replays what is valid.
-        log.error("WAL write to %s failed; the store stops accepting appends: %s", self.directory, exc)
+        if isinstance(exc, StreamError):  # fenced: another broker recovers what it holds
+            log.error("WAL write to %s failed; the store stops accepting appends: %s", self.directory, exc)
+        else:
+            log.error(
+                "WAL write to %s failed; the store stops accepting appends until the node is restarted "
+                "(a restart replays every acknowledged record): %s", self.directory, exc,
+            )  # fmt: skip
         self.failure = exc
         # A fenced shared WAL keeps its error type: clients are told to find the new leader.
         error = exc if isinstance(exc, StreamError) else StorageUnavailable(f"WAL write failed: {exc}")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -11,6 +13,8 @@ from pathlib import Path
 import crc32c
 import pytest
 
+from tabletopic.config import StartupError
+from tabletopic.s3stream import wal as wal_module
 from tabletopic.s3stream.direct_io import BLOCK
 from tabletopic.s3stream.objects import IN_PLACE_AVERAGE_BYTES
 from tabletopic.s3stream.streams import StorageUnavailable
@@ -250,3 +254,49 @@ async def test_a_segment_not_prepared_in_a_directory_taken_over_and_removed_is_n
         await wait_until(lambda: "is gone (taken over?)" in caplog.text)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     await wal.close()
+
+
+async def test_a_full_disk_makes_no_segment_and_the_roll_that_needs_one_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Preallocation refused for want of space once went unnoticed (as on a filesystem without
+    # fallocate): the segment grew as written, and a write failed halfway through a frame once it
+    # passed the blocks the disk still had. Now no segment is made, the roll that needs it fails
+    # naming the cause (what /health then reports), and what was acknowledged before replays.
+    wal = LocalWal(tmp_path, SEGMENT, lambda group: None)
+    list(wal.replay())
+    await wal.start()
+    await wal.append(1, 0, 1, b"before").future
+    await wait_until(lambda: wal._next is not None)  # made ahead from the spare of the first start
+
+    def disk_full(_fd: int, _offset: int, _length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", disk_full)
+    await wal.roll().done  # takes the segment made ahead; the one after it cannot be made
+    with pytest.raises(StorageUnavailable, match="No space left on device"):
+        await wal.roll().done
+    assert "No space left on device" in str(wal.failure)
+    made = [p.name for p in segment_files(tmp_path)]
+    assert f"{wal.current_segment + 1:020d}{SEGMENT_SUFFIX}" not in made, made  # removed, not left empty
+    await wal.close()
+    assert replayed(tmp_path) == [b"before"]
+
+
+async def test_a_disk_without_room_for_the_first_segments_is_one_line_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was a 150-line traceback ending in "OSError: [Errno 28] No space left on device".
+    def disk_full(_fd: int, _size: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(wal_module, "write_zeros", disk_full)
+    wal = LocalWal(tmp_path, SEGMENT, lambda group: None)
+    with pytest.raises(StartupError) as refused:
+        await wal.start("s3stream.wal.path")
+    assert refused.value.key == "s3stream.wal.path"
+    assert str(refused.value) == (
+        f"cannot make the WAL's first segments in {tmp_path}: No space left on device; they take 3 MiB "
+        "(s3stream.wal.segment.bytes each): free space there or change s3stream.wal.path"
+    )
+    wal._executor.shutdown()
