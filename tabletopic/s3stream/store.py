@@ -39,7 +39,7 @@ from tabletopic.s3stream.metrics import StoreMetrics
 from tabletopic.s3stream.objectstore import AsyncObjectStore, ObjectNotFound, ObjectStore
 from tabletopic.s3stream.reader import ObjectReader
 from tabletopic.s3stream.semantics import DataWaiters, take_batches, watch_streams
-from tabletopic.s3stream.settings import WalMode
+from tabletopic.s3stream.settings import APPEND_TIMEOUT_MS, WalMode
 from tabletopic.s3stream.shared_wal import open_shared_wal
 from tabletopic.s3stream.state import StoreState, StreamState
 from tabletopic.s3stream.streams import (
@@ -217,7 +217,12 @@ class S3StreamStore:
         elif self._started:
             try:
                 await asyncio.wait_for(self._drain(), timeout=state.settings.append_timeout_ms / 1000)
-            except (TimeoutError, StreamError) as exc:
+            except TimeoutError:  # its message is empty: say what ran out
+                log.warning(
+                    "could not upload everything within %s (%d ms) before closing: the WAL keeps it, "
+                    "and the next start uploads it", APPEND_TIMEOUT_MS.name, state.settings.append_timeout_ms,
+                )  # fmt: skip
+            except StreamError as exc:
                 log.warning("could not upload everything before closing (the WAL keeps it): %s", exc)
         await state.reader.close()
         if self._batch_start is not None:
