@@ -7,7 +7,9 @@ producer at ``--rate`` records a second; a consumer group of two confluent-kafka
 topic (the classic protocol, or KIP-848's with ``--group-protocol consumer``). Every ``--every``
 seconds (drawn from a range) one fault, chosen at random: SIGKILL of a broker or of the controller
 (restarted 3 s later), SIGSTOP of a broker for 8 s, SIGTERM of a broker (restarted), SeaweedFS
-paused for 5 s, PostgreSQL restarted, every connection to the brokers reset at once.
+paused for 5 s, PostgreSQL restarted, every connection to the brokers reset at once; and, only
+when ``--faults`` names it, PostgreSQL frozen for 8 s (every process of the server SIGSTOPped, as a
+stalled disk or a paused VM freezes it).
 The run acts as the brokers' supervisor too: a broker that ended with exit code 75 (it left
 the cluster: paused past its lease on the shared WAL, its WAL was taken over) is started again, as
 systemd or Kubernetes would. Then the writing stops and the run reports:
@@ -79,6 +81,9 @@ FAULTS = (
     "PostgreSQL restart",
     "connections reset",
 )
+# Faults a run draws only when --faults names them: adding one to FAULTS would change what every
+# seed quoted so far draws.
+NAMED_ONLY = ("PostgreSQL paused 8 s",)
 
 
 class Writer:
@@ -300,6 +305,12 @@ def apply_fault(
         os.kill(s3.process.pid, signal.SIGCONT)
     elif kind == "PostgreSQL restart":
         postgres.restart()
+    elif kind == "PostgreSQL paused 8 s":
+        frozen = postgres.pause()
+        time.sleep(8)
+        postgres.resume(frozen)
+        time.sleep(5)  # a broker deposed meanwhile leaves (EXIT_REJOIN) within seconds of it
+        supervise(cluster)
     elif kind == "connections reset":
         print(f"         {cluster.reset_connections()} connections reset", flush=True)
 
@@ -424,12 +435,12 @@ def fault_arguments(parser: argparse.ArgumentParser) -> FaultRun:
     parser.add_argument(
         "--faults",
         default=",".join(FAULTS),
-        help="the faults to choose from, comma-separated (default: all of them)",
+        help=f"the faults to choose from, comma-separated (default: all of them but {', '.join(NAMED_ONLY)})",
     )
     args = parser.parse_args()
     kinds = [k.strip() for k in args.faults.split(",") if k.strip()]
-    if unknown := [k for k in kinds if k not in FAULTS]:
-        parser.error(f"unknown faults {unknown}; choose from {', '.join(FAULTS)}")
+    if unknown := [k for k in kinds if k not in FAULTS + NAMED_ONLY]:
+        parser.error(f"unknown faults {unknown}; choose from {', '.join(FAULTS + NAMED_ONLY)}")
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     return FaultRun(args, kinds, seed, random.Random(seed))
 

@@ -101,29 +101,6 @@ def predicted_leader(key: PartitionKey, candidates: Sequence[NodeId]) -> NodeId 
     return candidates[(zlib.crc32(topic.encode()) + partition) % len(candidates)]
 
 
-def leader_epoch_step(
-    key: PartitionKey,
-    row: Assignment | None,
-    leader: NodeId,
-    live: Mapping[NodeId, BrokerEpoch],
-    eligible: Sequence[NodeId],
-) -> int:
-    """How far the leader epoch moves when the controller gives ``key`` to ``leader``: one, or two
-    where Metadata has been naming another broker at the next epoch.
-
-    While a partition has no live leader (its broker died, or it is new), every broker's Metadata
-    names the leader it predicts (the move's target, else :func:`predicted_leader`) at the epoch
-    after the placement's, so that clients go there at once. The controller mostly places it
-    there, but not always (it evens out partition counts too). A client that took the guess then
-    ignores a placement elsewhere at the same epoch as not newer, and goes on sending to the guess:
-    librdkafka stalled such partitions for 30 to 50 s in a fault run. Skipping the guessed epoch
-    makes the real placement newer than any guess. ``eligible``: sorted, as Metadata sees them.
-    """
-    if row is not None and row.leader is not None and live.get(row.leader) == row.leader_node_epoch:
-        return 1  # Metadata names the live leader, not a guess
-    return 1 if guessed_leader(key, row, eligible) == leader else 2
-
-
 def guessed_leader(key: PartitionKey, row: Assignment | None, eligible: Sequence[NodeId]) -> NodeId | None:
     """The broker Metadata names for a partition without a live leader: the move's target while
     it may lead, else :func:`predicted_leader` among ``eligible`` (sorted)."""

@@ -42,7 +42,6 @@ from tabletopic.cluster.controller import (
     PartitionKey,
     WalRow,
     assign_recoverers,
-    leader_epoch_step,
     plan,
     unrecovered,
 )
@@ -731,7 +730,7 @@ class ClusterMetadata:
                     ),
                     [{"k_topic": t, "k_p": i} for t, i in gone],
                 )
-            self._set_leaders(conn, moves, live, eligible, current, version.version)
+            self._set_leaders(conn, moves, live, current, version.version)
             if reached:
                 conn.execute(
                     sa.update(p)
@@ -774,13 +773,12 @@ class ClusterMetadata:
         conn: Connection,
         moves: dict[PartitionKey, NodeId],
         live: dict[NodeId, BrokerEpoch],
-        eligible: list[NodeId],
         current: dict[PartitionKey, Assignment],
         version: int,
     ) -> None:
-        """Write the round's new leaders: one INSERT for the partitions placed the first time, one
-        UPDATE (executed for many rows) for the others, whose leader epoch grows by one, or by two
-        where Metadata guessed another broker (:func:`leader_epoch_step`)."""
+        """Write the round's new leaders: one INSERT for the partitions placed the first time (at
+        epoch 1), one UPDATE (executed for many rows) for the others, whose leader epoch grows by
+        one, above any epoch Metadata named before (:func:`~tabletopic.cluster.node.reported_leader`)."""
         p = partitions_table
         placed = [
             {
@@ -788,7 +786,7 @@ class ClusterMetadata:
                 "partition": partition,
                 "leader_node": leader,
                 "leader_node_epoch": live[leader],
-                "leader_epoch": leader_epoch_step((topic, partition), None, leader, live, eligible),
+                "leader_epoch": 1,
                 "target_node": None,
                 "pinned": False,
                 "version": version,
@@ -810,7 +808,6 @@ class ClusterMetadata:
                         "k_leader": leader,
                         "k_node_epoch": live[leader],
                         "k_target": target,
-                        "k_step": leader_epoch_step(key, row, leader, live, eligible),
                     }
                 )
         if moved:
@@ -820,7 +817,7 @@ class ClusterMetadata:
                 .values(
                     leader_node=sa.bindparam("k_leader"),
                     leader_node_epoch=sa.bindparam("k_node_epoch"),
-                    leader_epoch=p.c.leader_epoch + sa.bindparam("k_step"),
+                    leader_epoch=p.c.leader_epoch + 1,
                     target_node=sa.bindparam("k_target"),
                     updated_at=sa.func.now(),
                     version=version,

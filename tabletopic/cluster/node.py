@@ -141,12 +141,16 @@ def reported_leader(snap: ClusterSnapshot, key: PartitionKey) -> Leader | None:
 
     A placed leader whose incarnation is alive is named with its epoch. So is one whose incarnation
     is newer than this snapshot knows: the controller saw it alive and this broker's view of the
-    nodes lags. Guessing there named another broker at the next epoch, above the real placement's,
-    and a client that had the placement took the guess and then ignored the placement as older.
-    Otherwise (a leader dead or restarted since, a partition not placed yet) the broker names the
-    leader it predicts, :func:`guessed_leader` (the move's target or :func:`predicted_leader`), at
-    the epoch the controller gives it if it places it there (one above the placement's), so that
-    the client's first fetch there names the epoch the leader serves with.
+    nodes lags. Otherwise (a leader whose lease lapsed or that restarted since, a partition not
+    placed yet) the broker names the leader it predicts, :func:`guessed_leader` (the move's target
+    or :func:`predicted_leader`), so that clients go there at once.
+
+    A guess is named at the placement's own epoch (0 for a partition not placed yet), never above
+    it: clients ignore an epoch older than the one they hold (KIP-320), so a guess at the next
+    epoch that did not come true (a leader whose lease only lapsed, on a database that stalled
+    for seconds, renews and keeps its partitions) left them sending to the guess for good, while
+    every broker named the real leader at the older epoch. At the same epoch the real leader is
+    taken back, and a placement, always a newer epoch, is taken over any guess.
     """
     row = snap.partitions.get(key)
     if row is not None and row.leader is not None:
@@ -154,7 +158,7 @@ def reported_leader(snap: ClusterSnapshot, key: PartitionKey) -> Leader | None:
         alive = snap.live.get(row.leader) == row.leader_node_epoch
         if alive or known is None or known.node_epoch < row.leader_node_epoch:
             return Leader(row.leader, row.leader_epoch)
-    epoch = LeaderEpoch(row.leader_epoch + 1 if row is not None else 1)
+    epoch = LeaderEpoch(row.leader_epoch if row is not None else 0)
     node = guessed_leader(key, row, snap.eligible)
     return None if node is None else Leader(node, epoch)
 

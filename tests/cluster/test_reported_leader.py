@@ -1,10 +1,10 @@
 """Which leader, at which epoch, a broker's Metadata names from its snapshot of the cluster: the
 placed leader while its incarnation lives or is newer than the snapshot knows, else a prediction
-at the epoch the controller will give."""
+at the placement's own epoch, never above it (a client keeps the newest epoch it saw, KIP-320)."""
 
 from __future__ import annotations
 
-from tabletopic.cluster.controller import Assignment, leader_epoch_step, predicted_leader
+from tabletopic.cluster.controller import Assignment, predicted_leader
 from tabletopic.cluster.db import ClusterSnapshot, NodeInfo
 from tabletopic.cluster.node import Leader, reported_leader
 from tabletopic.ids import BrokerEpoch, LeaderEpoch, NodeId
@@ -39,16 +39,16 @@ def test_a_live_placed_leader_is_named_at_its_epoch() -> None:
     assert reported_leader(snap, KEY) == Leader(NodeId(1), LeaderEpoch(7))
 
 
-def test_a_dead_leaders_partition_is_predicted_at_the_next_epoch() -> None:
+def test_a_dead_leaders_partition_is_predicted_at_the_placements_epoch() -> None:
     snap = snapshot([node(1, 4, alive=False), node(2, 1), node(3, 1)], placed(1, 4, 7))
-    assert reported_leader(snap, KEY) == Leader(guess(2, 3), LeaderEpoch(8))
+    assert reported_leader(snap, KEY) == Leader(guess(2, 3), LeaderEpoch(7))
 
 
 def test_a_restarted_leaders_partition_is_predicted_and_a_moves_target_is_named() -> None:
     restarted = snapshot([node(1, 5), node(2, 1), node(3, 1)], placed(1, 4, 7))
-    assert reported_leader(restarted, KEY) == Leader(guess(1, 2, 3), LeaderEpoch(8))
+    assert reported_leader(restarted, KEY) == Leader(guess(1, 2, 3), LeaderEpoch(7))
     moving = snapshot([node(1, 4, alive=False), node(2, 1), node(3, 1)], placed(1, 4, 7, target=3))
-    assert reported_leader(moving, KEY) == Leader(NodeId(3), LeaderEpoch(8))
+    assert reported_leader(moving, KEY) == Leader(NodeId(3), LeaderEpoch(7))
 
 
 def test_a_placement_on_an_incarnation_newer_than_this_snapshot_knows_is_trusted() -> None:
@@ -61,44 +61,43 @@ def test_a_placement_on_an_incarnation_newer_than_this_snapshot_knows_is_trusted
     assert reported_leader(unlisted, KEY) == Leader(NodeId(2), LeaderEpoch(9))
 
 
-def test_an_unplaced_partition_is_predicted_at_epoch_one_and_none_without_brokers() -> None:
+def test_an_unplaced_partition_is_predicted_at_epoch_zero_and_none_without_brokers() -> None:
     snap = snapshot([node(1, 1), node(2, 1)], None)
-    assert reported_leader(snap, KEY) == Leader(guess(1, 2), LeaderEpoch(1))
+    assert reported_leader(snap, KEY) == Leader(guess(1, 2), LeaderEpoch(0))  # placed at 1
     assert reported_leader(snapshot([node(1, 1, alive=False)], None), KEY) is None
 
 
-# Where the controller places a partition Metadata was guessing for: the guess's epoch if it is
-# the guess, else one more, so that no client that took the guess ignores the placement.
+class Client:
+    """A client's cache of the partition's leader, as librdkafka and the Java client keep it
+    (KIP-320): an answer at an epoch older than the one held is ignored, any other is taken."""
+
+    def __init__(self) -> None:
+        self.leader: Leader | None = None
+
+    def sees(self, snap: ClusterSnapshot) -> None:
+        answer = reported_leader(snap, KEY)
+        if answer is not None and (self.leader is None or answer.leader_epoch >= self.leader.leader_epoch):
+            self.leader = answer
 
 
-def test_a_partition_failing_over_to_the_guess_gets_the_guessed_epoch() -> None:
-    row = placed(3, 1, 7)
-    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
-    reported = reported_leader(snapshot([node(1, 1), node(2, 1), node(3, 1, alive=False)], row), KEY)
-    assert reported == Leader(guess(1, 2), LeaderEpoch(8))
-    assert leader_epoch_step(KEY, row, guess(1, 2), live, [NodeId(1), NodeId(2)]) == 1
+def test_a_client_follows_a_leader_whose_lease_only_lapsed_back_to_it() -> None:
+    """PostgreSQL frozen for 8 s: every lease lapses on its clock, a broker's Metadata guesses
+    another leader, then the leader renews and keeps its partition at its epoch. Guessed at the
+    next epoch, the client kept the guess for good (a producer's records for the partition were
+    never sent to the real leader again)."""
+    client = Client()
+    client.sees(snapshot([node(1, 1), node(2, 1), node(3, 1)], placed(1, 1, 7)))
+    client.sees(snapshot([node(1, 1, alive=False), node(2, 1), node(3, 1)], placed(1, 1, 7)))
+    assert client.leader is not None and client.leader.node_id != 1  # it took the guess
+    client.sees(snapshot([node(1, 1), node(2, 1), node(3, 1)], placed(1, 1, 7)))
+    assert client.leader == Leader(NodeId(1), LeaderEpoch(7))
 
 
-def test_a_partition_placed_elsewhere_than_the_guess_skips_the_guessed_epoch() -> None:
-    row = placed(3, 1, 7)
-    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
-    elsewhere = NodeId(3 - guess(1, 2))
-    assert leader_epoch_step(KEY, row, elsewhere, live, [NodeId(1), NodeId(2)]) == 2
-
-
-def test_a_new_partition_placed_elsewhere_than_the_guess_starts_at_epoch_two() -> None:
-    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
-    assert reported_leader(snapshot([node(1, 1), node(2, 1)], None), KEY) == Leader(
-        guess(1, 2), LeaderEpoch(1)
-    )
-    assert leader_epoch_step(KEY, None, guess(1, 2), live, [NodeId(1), NodeId(2)]) == 1
-    assert leader_epoch_step(KEY, None, NodeId(3 - guess(1, 2)), live, [NodeId(1), NodeId(2)]) == 2
-
-
-def test_a_move_of_a_live_leader_or_to_its_target_moves_the_epoch_by_one() -> None:
-    live = {NodeId(1): BrokerEpoch(1), NodeId(2): BrokerEpoch(1)}
-    eligible = [NodeId(1), NodeId(2)]
-    assert leader_epoch_step(KEY, placed(1, 1, 7), NodeId(2), live, eligible) == 1  # balancing
-    dead_with_target = placed(3, 1, 7, target=2)
-    assert leader_epoch_step(KEY, dead_with_target, NodeId(2), live, eligible) == 1
-    assert leader_epoch_step(KEY, dead_with_target, NodeId(1), live, eligible) == 2
+def test_a_client_that_took_a_guess_takes_the_placement_wherever_it_is() -> None:
+    """The controller places a partition at one epoch above its placement: newer than any guess,
+    whether it placed it on the guess or (evening out partition counts) elsewhere."""
+    for leader in (1, 2):
+        client = Client()
+        client.sees(snapshot([node(1, 1), node(2, 1), node(3, 1, alive=False)], placed(3, 1, 7)))
+        client.sees(snapshot([node(1, 1), node(2, 1), node(3, 1, alive=False)], placed(leader, 1, 8)))
+        assert client.leader == Leader(NodeId(leader), LeaderEpoch(8))
