@@ -94,6 +94,7 @@ from tests.support.kafka_clients import create_topic as create_test_topic  # noq
 from tests.support.kafka_clients import failover_producer  # noqa: E402
 from tests.support.kafka_requests import request as kafka_request  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
+from tests.support.processes import descendants  # noqa: E402
 from tests.support.raw_kafka_client import connect, encode_request, read_frame  # noqa: E402
 from tests.support.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedFS  # noqa: E402
 
@@ -615,19 +616,7 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
 
 def process_tree(root: int) -> list[int]:
     """``root`` and every process descending from it (PostgreSQL: the postmaster and its backends)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError):
-                continue
-    tree, frontier = [root], [root]
-    while frontier:
-        children = [pid for pid, parent in parents.items() if parent in frontier]
-        tree.extend(children)
-        frontier = children
-    return tree
+    return [root, *descendants(root)]
 
 
 def idle_cpu(groups: dict[str, int], seconds: float) -> dict[str, float]:
@@ -751,7 +740,7 @@ def run_scale(
         figures.append(("create: all placed by the controller", f"{placed:.1f} s (target <= 20 s)"))
         print(f"created in {created:.1f} s, placed in {placed:.1f} s")
 
-        postmaster = int((postgres.directory / "data" / "postmaster.pid").read_text().split()[0])
+        postmaster = postgres.postmaster_pid()
         groups = {f"broker {n}": b.process.pid for n, b in sorted(cluster.running().items()) if b.process}
         groups["PostgreSQL"] = postmaster
         # Served: every partition's leader opened its stream (an owner recorded on each stream).

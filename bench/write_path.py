@@ -61,6 +61,7 @@ from percentiles import nearest_rank
 
 from tabletopic.cluster.local import LocalCluster, SeaweedFS
 from tests.support.broker_process import BrokerProcess
+from tests.support.processes import descendants
 
 PARTITIONS = 12  # the default; --write-path-partitions sets another
 VALUE = b"v" * 1024
@@ -295,7 +296,7 @@ def cpu_seconds() -> dict[str, float]:
     one where the object store and the database run elsewhere."""
     ticks = os.sysconf("SC_CLK_TCK")
     totals = {"brokers": 0.0, "object store": 0.0, "metadata DB": 0.0, "clients": time.process_time()}
-    for pid in _descendants(os.getpid()):
+    for pid in descendants(os.getpid()):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
                 words = cmdline.read().split(b"\0")
@@ -355,26 +356,6 @@ def cluster(wal_mode: str, brokers: int = 3, extra: dict[str, str] | None = None
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _descendants(root: int) -> list[int]:
-    """Every live process below ``root`` (from /proc: the bench has no psutil)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    found, queue = [], [root]
-    while queue:
-        for child in children.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
-
-
 def _pin(pid: int, cpu: int) -> None:
     """Pin every thread of ``pid`` to ``cpu`` (threads started later inherit their creator's)."""
     try:
@@ -387,7 +368,7 @@ def _pin(pid: int, cpu: int) -> None:
 def split_cores() -> str:
     """Brokers on CPU 0, the rest on CPU 1 (see the module docstring); returns what was pinned."""
     brokers = others = 0
-    for pid in _descendants(os.getpid()):
+    for pid in descendants(os.getpid()):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
                 words = cmdline.read().split(b"\0")

@@ -256,6 +256,11 @@ class PostgresServer:
         if not self.keep:
             shutil.rmtree(self.directory, ignore_errors=True)
 
+    def postmaster_pid(self) -> int:
+        """The server's own process (as root, the process started is ``runuser`` above it), from
+        the pid file it writes; raises OSError or ValueError while there is none."""
+        return int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
+
     def shut_down(self) -> None:
         """A fast shutdown, keeping the data: SIGINT to the postmaster itself, which disconnects its
         clients and writes a shutdown checkpoint. Not SIGTERM to the process started: as root that
@@ -265,8 +270,7 @@ class PostgresServer:
         process = self.process
         if process is not None and process.poll() is None:
             try:
-                pid = int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
-                os.kill(pid, signal.SIGINT)
+                os.kill(self.postmaster_pid(), signal.SIGINT)
             except (OSError, ValueError, IndexError):
                 process.send_signal(signal.SIGINT)
             try:

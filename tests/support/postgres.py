@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tabletopic.cluster import local
 from tabletopic.cluster.local import postgres_bin_dir
+from tests.support.processes import descendants
 
 __all__ = ["PostgresServer", "postgres_bin_dir"]
 
@@ -32,8 +33,8 @@ class PostgresServer(local.PostgresServer):
         postmaster and to every backend (a backend serves its session on its own, so stopping the
         postmaster alone would stop only new connections). Returns the processes for
         :meth:`resume`."""
-        postmaster = int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
-        frozen = [postmaster, *_descendants(postmaster)]
+        postmaster = self.postmaster_pid()
+        frozen = [postmaster, *descendants(postmaster)]
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         return frozen
@@ -45,22 +46,3 @@ class PostgresServer(local.PostgresServer):
                 os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid``, from /proc (children before theirs)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                # The parent pid is the 2nd field after the command, which may hold spaces: split
-                # after its closing parenthesis.
-                parents[int(entry.name)] = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    found, frontier = [], [pid]
-    while frontier:
-        children = [child for child, parent in parents.items() if parent in frontier]
-        found += children
-        frontier = children
-    return found
